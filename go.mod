@@ -1,0 +1,3 @@
+module github.com/hourglass-go/hourglass
+
+go 1.26
