@@ -1,0 +1,107 @@
+package hourglass
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-go/hourglass/queue"
+)
+
+// Timeout is the handle of one scheduled callback, returned by the
+// scheduling methods of [Timer]. Its methods are safe for concurrent use.
+//
+// A one-shot timeout ends exactly one way: its callback is handed to the
+// executor once, or one [Timeout.Cancel] returns true, or [Timer.Stop]
+// returns it. [Timeout.Reset] starts it over.
+type Timeout struct {
+	// entry links the timeout into its shard's structure; entry.Value
+	// points back here. Guarded by sh.mu, like every field but state.
+	entry queue.Entry[*Timeout]
+	f     func() // what the executor runs; for a periodic timeout, its run method
+	sh    *shard
+	// state is written under sh.mu and read without it by Cancelled and
+	// Expired.
+	state atomic.Int32
+}
+
+// Timeout states. A periodic timeout is flagged so the driver knows to
+// bring it back; its status moves pending → running → pending ... and ends
+// cancelled or done.
+const (
+	statusPending   = 1 // in the shard's structure
+	statusRunning   = 2 // periodic: handed to the executor; re-armed when the run ends
+	statusExpired   = 3 // one-shot: handed to the executor
+	statusCancelled = 4 // Cancel won, or Stop took it
+	statusDone      = 5 // periodic: its schedule ended
+
+	statusMask   = 0x7
+	flagPeriodic = 0x8
+)
+
+func (to *Timeout) status() int32     { return to.state.Load() & statusMask }
+func (to *Timeout) periodic() bool    { return to.state.Load()&flagPeriodic != 0 }
+func (to *Timeout) setStatus(s int32) { to.state.Store(to.state.Load()&^statusMask | s) }
+
+// Cancel stops the timeout and reports whether this call prevented a run:
+// true if it was pending, or, for a periodic timeout, if any run remained
+// (a run in progress finishes; no further run starts). It does not wait
+// for a callback that is already running. Cancel is O(1) for the wheels
+// and the list and O(log n) for the heap.
+func (to *Timeout) Cancel() bool {
+	sh := to.sh
+	if sh == nil {
+		return false
+	}
+	sh.mu.Lock()
+	ok := sh.cancel(to)
+	sh.mu.Unlock()
+	return ok
+}
+
+// Reset moves the timeout to run d from now and reports whether it was
+// pending, like time.Timer.Reset: the old deadline never fires. A one-shot
+// timeout that has already expired or been cancelled is scheduled again,
+// unless the Timer is stopped or at its [WithMaxPending] limit, in which
+// case Reset does nothing and returns false. For a periodic timeout, Reset
+// moves the next run (after the current one, if a run is in progress) and
+// later runs follow from it; an ended periodic timeout stays ended.
+func (to *Timeout) Reset(d time.Duration) bool {
+	sh := to.sh
+	if sh == nil {
+		return false
+	}
+	when := sh.t.deadline(d)
+	sh.mu.Lock()
+	pending, wake := sh.reset(to, when)
+	sh.mu.Unlock()
+	if wake {
+		sh.wakeDriver()
+	}
+	return pending
+}
+
+// Cancelled reports whether the timeout was cancelled, by [Timeout.Cancel]
+// or by [Timer.Stop].
+func (to *Timeout) Cancelled() bool { return to.status() == statusCancelled }
+
+// Expired reports whether a one-shot timeout has been handed to the
+// executor (its callback may still be running), or whether a periodic
+// timeout's schedule has ended.
+func (to *Timeout) Expired() bool {
+	s := to.status()
+	return s == statusExpired || s == statusDone
+}
+
+// Deadline reports when the timeout will run, or, once it has run or been
+// cancelled, when it was last due to run. For a periodic timeout that is
+// the current or next run.
+func (to *Timeout) Deadline() time.Time {
+	sh := to.sh
+	if sh == nil {
+		return time.Time{}
+	}
+	sh.mu.Lock()
+	when := to.entry.When()
+	sh.mu.Unlock()
+	return sh.t.timeOf(when)
+}

@@ -1,0 +1,271 @@
+package hourglass
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// Timer runs callbacks at or after their deadlines. It keeps its pending
+// timeouts in one of four structures chosen by an [Option] (a hierarchical
+// timing wheel by default) and hands due callbacks to an [Executor].
+//
+// A Timer is split into shards, each with a lock, a structure and a driver
+// goroutine that is started on the shard's first timeout and sleeps until
+// the next deadline: with nothing pending it never wakes. Scheduling and
+// cancelling take one shard lock and are O(1) for the wheels, so a Timer
+// holds millions of timeouts cheaply.
+//
+// Timer is safe for concurrent use by multiple goroutines. Create one with
+// [New], use it from anywhere, and [Timer.Stop] it when done; a process
+// usually needs one (see [Default]). A Timer first used inside a
+// testing/synctest bubble belongs to that bubble.
+type Timer struct {
+	start   time.Time // time 0 of the structures' clock
+	exec    Executor
+	inline  bool // exec is Inline: call callbacks directly
+	goes    bool // exec is Goroutines: go without a closure
+	onPanic func(v any)
+	err     error // from the options; returned by every scheduling call
+
+	maxPending int64
+	live       atomic.Int64 // pending timeouts, counted only when maxPending > 0
+
+	shards  []shard
+	stopped atomic.Bool
+}
+
+// New returns a Timer configured by opts. With no options it uses a
+// hierarchical wheel with a 1 ms tick, runs callbacks on goroutines of
+// their own, has no pending limit and logs panics with log/slog.
+//
+// An invalid option does not make New fail: the Timer keeps the error and
+// returns it from every scheduling call, so a bad configuration surfaces
+// where timeouts are made.
+func New(opts ...Option) *Timer {
+	c := defaultConfig()
+	for _, o := range opts {
+		o(&c)
+	}
+	t := &Timer{
+		start:      time.Now(),
+		exec:       c.exec,
+		inline:     c.exec == Inline,
+		goes:       c.exec == Goroutines,
+		onPanic:    c.panicHandler,
+		err:        c.err,
+		maxPending: int64(c.maxPending),
+	}
+	if c.err != nil {
+		return t
+	}
+	t.shards = make([]shard, c.shards)
+	for i := range t.shards {
+		t.shards[i].init(t, c.newQueue())
+	}
+	return t
+}
+
+// AfterFunc schedules f to run d from now and returns its handle. A d of
+// zero or less runs f promptly. Any d up to math.MaxInt64 is held exactly.
+// It returns [ErrStopped] after Stop, [ErrTooManyPending] at the pending
+// limit, or an error for a nil f or an invalid option.
+func (t *Timer) AfterFunc(d time.Duration, f func()) (*Timeout, error) {
+	if f == nil {
+		return nil, fmt.Errorf("hourglass: AfterFunc: nil func")
+	}
+	return t.schedule(t.deadline(d), f, nil)
+}
+
+// AtFunc schedules f to run at when and returns its handle. A when in the
+// past runs f promptly. See [Timer.AfterFunc] for the errors.
+func (t *Timer) AtFunc(when time.Time, f func()) (*Timeout, error) {
+	if f == nil {
+		return nil, fmt.Errorf("hourglass: AtFunc: nil func")
+	}
+	return t.schedule(t.clock(when), f, nil)
+}
+
+// schedule makes a timeout for f due at when and queues it on a shard. p
+// is nil for a one-shot timeout; for a periodic one, f is p.run.
+func (t *Timer) schedule(when uint64, f func(), p *periodic) (*Timeout, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	if !t.acquire() {
+		return nil, ErrTooManyPending
+	}
+	to := &Timeout{f: f}
+	to.entry.Value = to
+	sh := t.pick()
+	to.sh = sh
+	if p != nil {
+		p.to = to
+		to.state.Store(flagPeriodic)
+	}
+	sh.mu.Lock()
+	if sh.stopped {
+		sh.mu.Unlock()
+		t.release()
+		return nil, ErrStopped
+	}
+	if p != nil {
+		sh.periodic[to] = p
+	}
+	wake := sh.add(to, when)
+	sh.mu.Unlock()
+	if wake {
+		sh.wakeDriver()
+	}
+	return to, nil
+}
+
+// pick returns the shard for a new timeout.
+func (t *Timer) pick() *shard {
+	if len(t.shards) == 1 {
+		return &t.shards[0]
+	}
+	if len(t.shards) == 0 {
+		panic("hourglass: Timer used without New")
+	}
+	return &t.shards[rand.Uint32()%uint32(len(t.shards))]
+}
+
+// acquire takes one place under the pending limit, reporting false if the
+// limit is reached. release gives one back.
+func (t *Timer) acquire() bool {
+	if t.maxPending == 0 {
+		return true
+	}
+	if t.live.Add(1) > t.maxPending {
+		t.live.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (t *Timer) release() {
+	if t.maxPending != 0 {
+		t.live.Add(-1)
+	}
+}
+
+// Pending reports the number of timeouts that will still run: one-shot
+// timeouts not yet handed to the executor, and periodic timeouts that have
+// not ended. It is 0 after Stop. Pending takes every shard's lock in turn,
+// so it is a snapshot, not an atomic count.
+func (t *Timer) Pending() int {
+	if t.stopped.Load() {
+		return 0
+	}
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		n += sh.q.Len() + sh.running
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// Stop cancels every timeout not yet handed to the executor and returns
+// them, then waits until every driver goroutine has exited: once Stop
+// returns, the Timer hands nothing more to its executor and Pending is 0.
+// Callbacks already handed over are not waited for, and an executor such
+// as a [Pool] is not closed. Periodic timeouts end; one in the middle of a
+// run finishes that run and is not returned. Scheduling afterwards returns
+// [ErrStopped]. A second Stop returns nil.
+//
+// Stop may be called from a callback. If that callback runs on a driver
+// goroutine (the [Inline] executor, or a Pool running a task on its
+// caller), Stop cannot wait for that goroutine, which is busy calling it;
+// it returns, as never run, the timeouts of the driver's current batch
+// that were due with the calling one but not yet handed over, and the
+// driver exits as soon as the callback returns.
+func (t *Timer) Stop() []*Timeout {
+	self := goid()
+	if !t.stopped.CompareAndSwap(false, true) {
+		t.waitDrivers(self)
+		return nil
+	}
+	var out []*Timeout
+	for i := range t.shards {
+		out = t.shards[i].stop(out, self)
+	}
+	if t.maxPending != 0 {
+		t.live.Store(0)
+	}
+	t.waitDrivers(self)
+	return out
+}
+
+// waitDrivers waits for every started driver to exit, except the one
+// running on goroutine self.
+func (t *Timer) waitDrivers(self uint64) {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		started := sh.started
+		sh.mu.Unlock()
+		if started && sh.goid.Load() != self {
+			<-sh.done
+		}
+	}
+}
+
+// now reads the structures' clock: nanoseconds since the Timer was made.
+func (t *Timer) now() uint64 { return uint64(time.Since(t.start)) }
+
+// deadline returns the clock reading d from now, without overflow for any
+// d: the clock is unsigned and now is far below 2^63.
+func (t *Timer) deadline(d time.Duration) uint64 {
+	return t.now() + uint64(max(d, 0))
+}
+
+// clock converts an instant to the structures' clock, clamping instants
+// before the Timer was made to 0.
+func (t *Timer) clock(when time.Time) uint64 {
+	d := when.Sub(t.start) // saturates at math.MaxInt64
+	if d <= 0 {
+		return 0
+	}
+	if d == math.MaxInt64 {
+		rest := when.Sub(t.start.Add(math.MaxInt64))
+		return math.MaxInt64 + uint64(max(rest, 0))
+	}
+	return uint64(d)
+}
+
+// timeOf converts a clock reading back to an instant.
+func (t *Timer) timeOf(c uint64) time.Time {
+	if c > math.MaxInt64 {
+		return t.start.Add(math.MaxInt64).Add(time.Duration(c - math.MaxInt64))
+	}
+	return t.start.Add(time.Duration(c))
+}
+
+// execute hands to's callback to the executor, wrapped in the panic
+// handler. The built-in executors need no closure.
+func (t *Timer) execute(to *Timeout) {
+	switch {
+	case t.inline:
+		t.call(to.f)
+	case t.goes:
+		go t.call(to.f)
+	default:
+		f := to.f
+		t.exec.Execute(func() { t.call(f) })
+	}
+}
+
+// call runs f, passing a panic to the panic handler.
+func (t *Timer) call(f func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			t.onPanic(v)
+		}
+	}()
+	f()
+}
