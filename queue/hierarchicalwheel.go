@@ -45,7 +45,7 @@ const (
 // the slot, and against current tick 128 (digits 2|0) the entry now differs
 // only in digit 0, so it moves to level 0 slot 2 and fires at tick 130.
 //
-// Costs, for n queued entries and L levels (8 for a 1 ms tick, 9 for
+// Costs, for n queued entries and L levels (8 for a 1 ms tick, 10 for
 // 1 µs): Add O(1), Remove O(1), Next O(L), Advance O(L + k·L) for k entries
 // due, since an entry cascades at most once per level (in practice one or
 // two times). Deadlines up to math.MaxUint64 nanoseconds are held exactly,

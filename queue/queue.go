@@ -10,9 +10,9 @@ package queue
 // A Queue is not safe for concurrent use. The concurrent timer in the parent
 // package guards each one with a mutex.
 type Queue[T any] interface {
-	// Add queues e to fire at when. A when at or before the time last
-	// passed to Advance fires on the next Advance. Add panics if e is
-	// already queued.
+	// Add queues e to fire at when. An entry that is already due (for a
+	// wheel: whose tick has been reached) fires on the next Advance. Add
+	// panics if e is already queued.
 	Add(e *Entry[T], when uint64)
 
 	// Remove takes e out of the queue and reports whether it was queued.

@@ -77,8 +77,12 @@ func (s *staging[T]) fire(fire func(*Entry[T])) {
 	}
 }
 
-// pendingDue reports whether the due list holds work for the next Advance.
-func (s *staging[T]) pendingDue() bool { return s.due.head != nil }
+// pendingDue reports whether the due list holds work for the next Advance,
+// or the firing list does because a fire callback panicked out of the last
+// Advance, leaving the rest of its entries to the next.
+func (s *staging[T]) pendingDue() bool {
+	return s.due.head != nil || (!s.active && s.firing.head != nil)
+}
 
 // verify checks the due and firing lists: links both ways, markers, count.
 func (s *staging[T]) verify() error {
