@@ -7,7 +7,7 @@
 //
 //	structure            schedule   cancel     fire (k due)  driver wakes
 //	hierarchical wheel   O(1)       O(1)       O(k·L)         at the next slot with work
-//	hashed wheel         O(1)       O(1)       O(n/slots)/tick every tick while non-empty
+//	hashed wheel         O(1)       O(1)       O(n/slots)/tick at each occupied slot, every turn
 //	4-ary heap           O(log n)   O(log n)   O(k log n)     at the next deadline
 //	sorted list          O(n)       O(1)       O(k)           at the next deadline
 //
@@ -15,7 +15,7 @@
 // wheel, the default, suits almost every program: constant-time operations
 // at any size, deadlines of any length, and a driver that sleeps until
 // there is work. The hashed wheel is Netty's HashedWheelTimer, for
-// comparison or for workloads that want its fixed tick. The heap is what
+// comparison: each slot visit walks timeouts that are whole turns away. The heap is what
 // time.AfterFunc uses, with exact deadlines; the sorted list is the
 // textbook baseline. The wheels round a deadline up to their tick, so a
 // callback runs at most one tick late and never early.

@@ -67,9 +67,10 @@ func WithHierarchicalWheel(tick time.Duration) Option {
 
 // WithHashedWheel makes the Timer keep its timeouts in Netty's hashed wheel
 // with the given tick and number of slots, rounded up to a power of two
-// ([queue.HashedWheel]). Netty's defaults are 100 ms and 512 slots. While
-// it holds timeouts its driver wakes every tick, and each tick scans one
-// slot, so give it enough slots that a slot stays short: about one slot per
+// ([queue.HashedWheel]). Netty's defaults are 100 ms and 512 slots. Its
+// driver wakes at each occupied slot, once per turn of the wheel, and
+// walks the whole slot, including timeouts that are whole turns away, so
+// give it enough slots that a slot stays short: about one slot per
 // (pending timeouts / 100). A timeout fires at most one tick after its
 // deadline. The tick must be at least [MinTick] and slots between 1 and
 // 2^30.
@@ -155,8 +156,9 @@ func WithPanicHandler(h func(v any)) Option {
 // lock, structure and driver goroutine; each new timeout goes to a shard
 // picked at random. The default is GOMAXPROCS, so that goroutines on
 // different cores rarely meet on one lock. With one shard, timeouts due at
-// the same tick fire in the order they were scheduled; across shards there
-// is no such order.
+// the same tick of a wheel, or at the same instant in a sorted list, fire
+// in the order they were scheduled; a heap keeps no such order, and
+// neither do several shards.
 func WithShards(n int) Option {
 	return func(c *config) {
 		if n < 1 {

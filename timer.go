@@ -176,7 +176,9 @@ func (t *Timer) Pending() int {
 // Callbacks already handed over are not waited for, and an executor such
 // as a [Pool] is not closed. Periodic timeouts end; one in the middle of a
 // run finishes that run and is not returned. Scheduling afterwards returns
-// [ErrStopped]. A second Stop returns nil.
+// [ErrStopped]. A second Stop returns nil, once the drivers have exited;
+// called on a driver goroutine it returns at once instead, as the first
+// Stop may be waiting for that driver.
 //
 // Stop may be called from a callback. If that callback runs on a driver
 // goroutine (the [Inline] executor, or a Pool running a task on its
@@ -187,7 +189,12 @@ func (t *Timer) Pending() int {
 func (t *Timer) Stop() []*Timeout {
 	self := goid()
 	if !t.stopped.CompareAndSwap(false, true) {
-		t.waitDrivers(self)
+		// A second Stop on a driver must not wait for the other drivers:
+		// the first Stop may be running on one of them, waiting for this
+		// one to exit.
+		if !t.onDriver(self) {
+			t.waitDrivers(self)
+		}
 		return nil
 	}
 	var out []*Timeout
@@ -199,6 +206,16 @@ func (t *Timer) Stop() []*Timeout {
 	}
 	t.waitDrivers(self)
 	return out
+}
+
+// onDriver reports whether goroutine self is one of t's drivers.
+func (t *Timer) onDriver(self uint64) bool {
+	for i := range t.shards {
+		if t.shards[i].goid.Load() == self {
+			return true
+		}
+	}
+	return false
 }
 
 // waitDrivers waits for every started driver to exit, except the one

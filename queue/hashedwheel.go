@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 )
 
@@ -19,13 +20,14 @@ import (
 // away goes to slot 10 mod 8 = 2 and is skipped when the cursor passes slot
 // 2 at tick 2, because it is one round away, and fires at tick 10.
 //
-// Costs, for n queued entries and s slots: Add O(1), Remove O(1), Next
-// O(1). Advance visits each tick's slot, at most s of them however far time
-// moves, and every entry in a visited slot, due or not: O(ticks + n/s) per
-// call with deadlines spread evenly. That scan of entries that are rounds
-// away is the cost the hierarchical wheel removes. Next is always the next
-// tick while anything is queued, so a driver of a non-empty HashedWheel
-// wakes every tick, as Netty's worker does; an empty one never wakes.
+// Costs, for n queued entries and s slots: Add O(1), Remove O(1). Advance
+// looks at each tick's slot, at most s of them however far time moves, and
+// walks every entry in an occupied one, due or not: O(ticks + n/s) per call
+// with deadlines spread evenly. That walk over entries that are rounds away
+// is the cost the hierarchical wheel removes. Next finds the next occupied
+// slot in a bitmap of the slots, O(s/64); unlike Netty's worker, which
+// wakes every tick, a driver can sleep until then. A slot whose entries are
+// all rounds away still costs a wake-up each turn.
 //
 // Entries fire at the first tick boundary at or after their deadline: never
 // early, and at most one tick late.
@@ -36,8 +38,9 @@ type HashedWheel[T any] struct {
 	tick  uint64
 	mask  uint64
 	slots []list[T]
-	cur   uint64 // ticks done: every entry due at a tick ≤ cur has fired
-	len   int    // entries in slots
+	occ   []uint64 // bit s set when slots[s] is not empty
+	cur   uint64   // ticks done: every entry due at a tick ≤ cur has fired
+	len   int      // entries in slots
 }
 
 // NewHashedWheel returns an empty wheel of the given tick with slots rounded
@@ -55,7 +58,12 @@ func NewHashedWheel[T any](tick time.Duration, slots int) *HashedWheel[T] {
 	for n < slots {
 		n <<= 1
 	}
-	return &HashedWheel[T]{tick: uint64(tick), mask: uint64(n - 1), slots: make([]list[T], n)}
+	return &HashedWheel[T]{
+		tick:  uint64(tick),
+		mask:  uint64(n - 1),
+		slots: make([]list[T], n),
+		occ:   make([]uint64, (n+63)/64),
+	}
 }
 
 // Len reports the number of queued entries. It is O(1).
@@ -78,6 +86,7 @@ func (w *HashedWheel[T]) Add(e *Entry[T], when uint64) {
 	}
 	s := t & w.mask
 	w.slots[s].pushBack(e)
+	w.occ[s/64] |= 1 << (s % 64)
 	e.pos = int32(s + 1)
 	w.len++
 }
@@ -88,25 +97,50 @@ func (w *HashedWheel[T]) Remove(e *Entry[T]) bool {
 	if e.pos <= 0 {
 		return w.remove(e)
 	}
-	w.slots[e.pos-1].unlink(e)
+	s := uint64(e.pos - 1)
+	w.slots[s].unlink(e)
+	if w.slots[s].head == nil {
+		w.occ[s/64] &^= 1 << (s % 64)
+	}
 	e.pos = 0
 	w.len--
 	return true
 }
 
-// Next reports the next tick boundary while the wheel holds entries: the
-// hashed wheel does not know which slot is next without scanning. It is
-// O(1).
+// Next reports the start of the tick of the next occupied slot: the
+// earliest deadline rounded up to a tick, or an earlier tick whose slot
+// holds only entries that are whole turns away. It is O(s/64).
 func (w *HashedWheel[T]) Next() (uint64, bool) {
-	switch {
-	case w.pendingDue():
+	if w.pendingDue() {
 		return w.now, true
-	case w.len == 0:
+	}
+	if w.len == 0 {
 		return 0, false
-	case w.cur >= math.MaxUint64/w.tick:
+	}
+	ahead := w.nextOccupied()
+	if w.cur > math.MaxUint64/w.tick-ahead {
 		return math.MaxUint64, true
 	}
-	return (w.cur + 1) * w.tick, true
+	return (w.cur + ahead) * w.tick, true
+}
+
+// nextOccupied returns how many ticks after cur the cursor first reaches
+// an occupied slot, between 1 and the number of slots. The wheel must not
+// be empty.
+func (w *HashedWheel[T]) nextOccupied() uint64 {
+	n := uint64(len(w.slots))
+	width := min(n, 64) // slots per bitmap word
+	start := (w.cur + 1) & w.mask
+	for off := uint64(0); off < n; {
+		i := (start + off) & w.mask
+		if word := w.occ[i/64] >> (i % 64); word != 0 {
+			if d := off + uint64(bits.TrailingZeros64(word)); d < n {
+				return d + 1
+			}
+		}
+		off += width - i%64
+	}
+	panic("queue: HashedWheel bitmap out of step with its count")
 }
 
 // Advance moves the cursor to now, visiting at most one turn of slots, and
@@ -122,7 +156,11 @@ func (w *HashedWheel[T]) Advance(now uint64, fire func(*Entry[T])) {
 	if target > w.cur && w.len > 0 {
 		steps := min(target-w.cur, uint64(len(w.slots)))
 		for i := uint64(1); i <= steps; i++ {
-			l := &w.slots[(w.cur+i)&w.mask]
+			s := (w.cur + i) & w.mask
+			if w.occ[s/64]&(1<<(s%64)) == 0 {
+				continue
+			}
+			l := &w.slots[s]
 			for e := l.head; e != nil; {
 				next := e.next
 				if e.when <= limit {
@@ -131,6 +169,9 @@ func (w *HashedWheel[T]) Advance(now uint64, fire func(*Entry[T])) {
 					w.stage(e)
 				}
 				e = next
+			}
+			if l.head == nil {
+				w.occ[s/64] &^= 1 << (s % 64)
 			}
 		}
 	}
@@ -161,6 +202,9 @@ func (w *HashedWheel[T]) verify() error {
 		})
 		if err != nil {
 			return fmt.Errorf("hashed wheel: %w", err)
+		}
+		if (n > 0) != (w.occ[i/64]&(1<<(i%64)) != 0) {
+			return fmt.Errorf("hashed wheel: slot %d holds %d entries, bitmap disagrees", i, n)
 		}
 		total += n
 	}
