@@ -43,7 +43,6 @@ func BenchmarkTimer_AfterFuncCancel_Pending(b *testing.B) {
 		} {
 			b.Run(fmt.Sprintf("%s/n=%d", s.name, n), func(b *testing.B) {
 				tm := hourglass.New(s.opt)
-				defer tm.Stop()
 				for range n {
 					tm.AfterFunc(time.Hour+time.Duration(rand.Int64N(int64(time.Hour))), noop)
 				}
@@ -53,7 +52,48 @@ func BenchmarkTimer_AfterFuncCancel_Pending(b *testing.B) {
 					to, _ := tm.AfterFunc(time.Hour+time.Duration(rand.Int64N(int64(time.Hour))), noop)
 					to.Cancel()
 				}
+				b.StopTimer()
+				tm.Stop()
 			})
 		}
 	}
+}
+
+// BenchmarkTimer_AfterFuncCancel_Parallel is the same operation from
+// GOMAXPROCS goroutines at once, with 1M timeouts pending.
+func BenchmarkTimer_AfterFuncCancel_Parallel(b *testing.B) {
+	const n = 1_000_000
+	b.Run("runtime", func(b *testing.B) {
+		ts := make([]*time.Timer, n)
+		for i := range ts {
+			ts[i] = time.AfterFunc(time.Hour+time.Duration(rand.Int64N(int64(time.Hour))), noop)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				time.AfterFunc(time.Hour+time.Duration(rand.Int64N(int64(time.Hour))), noop).Stop()
+			}
+		})
+		b.StopTimer()
+		for _, t := range ts {
+			t.Stop()
+		}
+	})
+	b.Run("hierarchical", func(b *testing.B) {
+		tm := hourglass.New()
+		for range n {
+			tm.AfterFunc(time.Hour+time.Duration(rand.Int64N(int64(time.Hour))), noop)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				to, _ := tm.AfterFunc(time.Hour+time.Duration(rand.Int64N(int64(time.Hour))), noop)
+				to.Cancel()
+			}
+		})
+		b.StopTimer()
+		tm.Stop()
+	})
 }
