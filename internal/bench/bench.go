@@ -1,0 +1,282 @@
+// Package bench holds the scenarios behind `hourglass bench`: measurements
+// of hourglass's Timer over each of its structures, side by side with Go's
+// own runtime timers (time.AfterFunc), and of the pure structures of
+// package queue on their own.
+//
+// A run is planned first and then executed: [Plan] turns a [Config] into a
+// list of [Job]s, one per scenario × structure × size, so a caller knows
+// the total before anything runs and can show progress; each [Job.Run]
+// returns one [Result]. [Run] does both. The scenarios are one file each
+// (scenario_*.go); [Scenarios] lists them in the order they run.
+//
+// Every measurement here runs against the wall clock and the real
+// scheduler, so numbers vary from run to run and machine to machine; they
+// are for comparing structures within one run. Nothing in this package is
+// safe for concurrent use: run one Job at a time, since each one measures
+// the whole process (allocations, CPU time, GC).
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config says what to run and how long to spend on each measurement. The
+// zero Config runs nothing useful; start from [DefaultConfig] or
+// [QuickConfig].
+type Config struct {
+	// Scenarios and Structures select by name; empty means all, in the
+	// order of [Scenarios] and [Structures].
+	Scenarios  []string
+	Structures []string
+
+	// Sizes are the numbers of pending timers the size-dependent scenarios
+	// run at, in increasing order.
+	Sizes []int
+
+	// ListMax is the largest size the sorted list runs at where deadlines
+	// are random: its schedule is O(n), so filling it is O(n²).
+	ListMax int
+
+	// Budget is the time spent on each ops-per-second measurement
+	// (schedule-cancel, parallel, structures).
+	Budget time.Duration
+
+	// FireSpread is the window the fire scenario's deadlines fall in.
+	FireSpread time.Duration
+
+	// Idle is the idle scenario's measuring window.
+	Idle time.Duration
+
+	// StreamRate and StreamFor make the lateness scenario's stream of
+	// firing timeouts: StreamRate per second for StreamFor.
+	StreamRate int
+	StreamFor  time.Duration
+
+	// Rates are the purgatory scenario's arrival rates per second, in
+	// increasing order, each held for Step.
+	Rates []int
+	Step  time.Duration
+
+	// GCMinOps is the least number of schedule+cancel operations in the gc
+	// scenario's workload; it runs 5 per pending timer if that is more.
+	GCMinOps int
+
+	// SeedTimers timers due within SeedSpread make the seed-demo.
+	SeedTimers int
+	SeedSpread time.Duration
+}
+
+// DefaultMax is the largest size of a default run, and QuickMax of a quick
+// one.
+const (
+	DefaultMax = 1_000_000
+	QuickMax   = 100_000
+	minSize    = 10_000 // sizes start here (or at max, if that is smaller)
+)
+
+// DefaultConfig returns the configuration of a full run: sizes 10^4 to
+// 10^6, one-second measurements, the seed-demo's six million timers. It
+// takes a few minutes.
+func DefaultConfig() Config {
+	return Config{
+		Sizes:      Sizes(DefaultMax),
+		ListMax:    10_000,
+		Budget:     time.Second,
+		FireSpread: 200 * time.Millisecond,
+		Idle:       2 * time.Second,
+		StreamRate: 100_000,
+		StreamFor:  2 * time.Second,
+		Rates:      []int{100_000, 250_000, 500_000, 1_000_000, 2_000_000, 4_000_000, 8_000_000},
+		Step:       time.Second,
+		GCMinOps:   1_000_000,
+		SeedTimers: 6_000_000,
+		SeedSpread: time.Second,
+	}
+}
+
+// QuickConfig returns the configuration of a quick run, which finishes in
+// under a minute on two cores: sizes 10^4 and 10^5, measurements of a
+// fraction of a second, and a tenth of the seed-demo.
+func QuickConfig() Config {
+	c := DefaultConfig()
+	c.Sizes = Sizes(QuickMax)
+	c.Budget = 150 * time.Millisecond
+	c.Idle = 400 * time.Millisecond
+	c.StreamFor = 300 * time.Millisecond
+	c.Step = 300 * time.Millisecond
+	c.GCMinOps = 200_000
+	c.SeedTimers = 600_000
+	return c
+}
+
+// Sizes returns the sizes up to max: the powers of ten from 10^4 below
+// max, then max itself. Sizes(1e6) is [1e4 1e5 1e6]; Sizes(5e5) is
+// [1e4 1e5 5e5]; Sizes(1000) is [1000].
+func Sizes(max int) []int {
+	var out []int
+	for n := minSize; n < max; n *= 10 {
+		out = append(out, n)
+	}
+	return append(out, max)
+}
+
+// Result is one measurement: a scenario run on one structure at one size.
+type Result struct {
+	Scenario  string `json:"scenario"`
+	Structure string `json:"structure"`
+	// N is the number of pending timers (or timers fired, for fire and
+	// seed-demo); 0 where the scenario has no size.
+	N int `json:"n,omitempty"`
+	// Case tells rows of one structure apart where N does not (idle).
+	Case    string   `json:"case,omitempty"`
+	Metrics []Metric `json:"metrics,omitempty"`
+	// Note says why a result is missing or partial (a skipped structure).
+	Note string `json:"note,omitempty"`
+	// Err is set if the run failed.
+	Err string `json:"error,omitempty"`
+}
+
+// Metric is one named number of a [Result]. Times are in seconds (unit
+// "s") except per-operation costs, which are in nanoseconds (unit "ns").
+type Metric struct {
+	Name  string  `json:"name"`
+	Unit  string  `json:"unit"`
+	Value float64 `json:"value"`
+}
+
+// Metric units, which decide how a value is printed.
+const (
+	unitNs     = "ns"     // nanoseconds per operation
+	unitSec    = "s"      // a duration, printed like time.Duration
+	unitBytes  = "B"      // bytes
+	unitMiB    = "MiB"    // mebibytes
+	unitCount  = "count"  // a whole number
+	unitRate   = "1/s"    // events per second, printed with k and M
+	unitRatio  = "x"      // a ratio
+	unitPct    = "%"      // a percentage
+	unitCores  = "cores"  // CPU seconds per second
+	unitPerSec = "µs/s"   // CPU microseconds per second
+	unitAllocs = "allocs" // allocations per operation
+)
+
+// Value returns the value of the metric called name, and false if r has
+// none.
+func (r Result) Value(name string) (float64, bool) {
+	for _, m := range r.Metrics {
+		if m.Name == name {
+			return m.Value, true
+		}
+	}
+	return 0, false
+}
+
+func (r *Result) add(name, unit string, v float64) {
+	r.Metrics = append(r.Metrics, Metric{Name: name, Unit: unit, Value: v})
+}
+
+// Job is one planned measurement. Run it with [Job.Run].
+type Job struct {
+	Scenario  string
+	Structure string
+	N         int
+	Case      string
+	run       func() Result
+}
+
+// Label names the job for progress reports: "schedule-cancel heap
+// n=100000".
+func (j Job) Label() string {
+	s := j.Scenario + " " + j.Structure
+	if j.N > 0 {
+		s += fmt.Sprintf(" n=%d", j.N)
+	}
+	if j.Case != "" {
+		s += " " + j.Case
+	}
+	return s
+}
+
+// Run runs the job and returns its result, with the job's scenario,
+// structure, size and case filled in.
+func (j Job) Run() Result {
+	r := j.run()
+	r.Scenario, r.Structure, r.N, r.Case = j.Scenario, j.Structure, j.N, j.Case
+	return r
+}
+
+// ErrUnknown is wrapped by the errors of [Plan] for a scenario or structure
+// name it does not know.
+var ErrUnknown = errors.New("bench: unknown name")
+
+// Plan checks c and returns the jobs it asks for, in the order they should
+// run: scenario by scenario, structure by structure, size by size.
+func Plan(c Config) ([]Job, error) {
+	scs, err := pick("scenario", c.Scenarios, ScenarioNames())
+	if err != nil {
+		return nil, err
+	}
+	sts, err := pick("structure", c.Structures, StructureNames())
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Sizes) == 0 {
+		return nil, errors.New("bench: no sizes")
+	}
+	for _, n := range c.Sizes {
+		if n < 1 {
+			return nil, fmt.Errorf("bench: size %d, need at least 1", n)
+		}
+	}
+	var chosen []Structure
+	for _, s := range Structures() {
+		if slices.Contains(sts, s.Name) {
+			chosen = append(chosen, s)
+		}
+	}
+	var jobs []Job
+	for _, sc := range Scenarios() {
+		if slices.Contains(scs, sc.Name) {
+			jobs = append(jobs, sc.jobs(&c, chosen)...)
+		}
+	}
+	return jobs, nil
+}
+
+// pick checks that every name in want is known and returns want, or all
+// of known if want is empty.
+func pick(what string, want, known []string) ([]string, error) {
+	if len(want) == 0 {
+		return known, nil
+	}
+	for _, w := range want {
+		if !slices.Contains(known, w) {
+			return nil, fmt.Errorf("%w: %s %q (want one of %s)", ErrUnknown, what, w, strings.Join(known, ", "))
+		}
+	}
+	return want, nil
+}
+
+// Run plans c and runs every job, calling progress (if not nil) before
+// each job with the number done so far, the total and the job, and once
+// more at the end with a zero Job.
+func Run(c Config, progress func(done, total int, j Job)) ([]Result, error) {
+	jobs, err := Plan(c)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, 0, len(jobs))
+	for i, j := range jobs {
+		if progress != nil {
+			progress(i, len(jobs), j)
+		}
+		out = append(out, j.Run())
+	}
+	if progress != nil {
+		progress(len(jobs), len(jobs), Job{})
+	}
+	return out, nil
+}
