@@ -153,9 +153,11 @@ func WithPanicHandler(h func(v any)) Option {
 }
 
 // WithShards splits the Timer into n independent shards, each with its own
-// lock, structure and driver goroutine; each new timeout goes to a shard
-// picked at random. The default is GOMAXPROCS, so that goroutines on
-// different cores rarely meet on one lock. With one shard, timeouts due at
+// lock, structure and driver goroutine; a new timeout goes to the shard of
+// the processor (the runtime's P) its caller runs on. The default is
+// GOMAXPROCS, so that goroutines on different cores rarely meet on one
+// lock, as with the runtime's per-P timers. Sizes given to
+// [WithHashedWheel] are per shard. With one shard, timeouts due at
 // the same tick of a wheel, or at the same instant in a sorted list, fire
 // in the order they were scheduled; a heap keeps no such order, and
 // neither do several shards.

@@ -3,7 +3,6 @@ package hourglass
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 )
@@ -130,7 +129,7 @@ func (t *Timer) pick() *shard {
 	if len(t.shards) == 0 {
 		panic("hourglass: Timer used without New")
 	}
-	return &t.shards[rand.Uint32()%uint32(len(t.shards))]
+	return &t.shards[procID()%len(t.shards)]
 }
 
 // acquire takes one place under the pending limit, reporting false if the
