@@ -22,12 +22,13 @@ import (
 // usually needs one (see [Default]). A Timer first used inside a
 // testing/synctest bubble belongs to that bubble.
 type Timer struct {
-	start   time.Time // time 0 of the structures' clock
-	exec    Executor
-	inline  bool // exec is Inline: call callbacks directly
-	goes    bool // exec is Goroutines: go without a closure
-	onPanic func(v any)
-	err     error // from the options; returned by every scheduling call
+	start     time.Time // time 0 of the structures' clock
+	structure string    // for Stats
+	exec      Executor
+	inline    bool // exec is Inline: call callbacks directly
+	goes      bool // exec is Goroutines: go without a closure
+	onPanic   func(v any)
+	err       error // from the options; returned by every scheduling call
 
 	maxPending int64
 	live       atomic.Int64 // pending timeouts, counted only when maxPending > 0
@@ -50,6 +51,7 @@ func New(opts ...Option) *Timer {
 	}
 	t := &Timer{
 		start:      time.Now(),
+		structure:  c.structure,
 		exec:       c.exec,
 		inline:     c.exec == Inline,
 		goes:       c.exec == Goroutines,
@@ -155,19 +157,7 @@ func (t *Timer) release() {
 // timeouts not yet handed to the executor, and periodic timeouts that have
 // not ended. It is 0 after Stop. Pending takes every shard's lock in turn,
 // so it is a snapshot, not an atomic count.
-func (t *Timer) Pending() int {
-	if t.stopped.Load() {
-		return 0
-	}
-	n := 0
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		n += sh.q.Len() + sh.running
-		sh.mu.Unlock()
-	}
-	return n
-}
+func (t *Timer) Pending() int { return t.Stats().Pending }
 
 // Stop cancels every timeout not yet handed to the executor and returns
 // them, then waits until every driver goroutine has exited: once Stop
