@@ -214,12 +214,17 @@ func (sh *shard) drive() {
 	clean = true
 }
 
-// handOver passes the batch to the executor, one timeout at a time.
+// handOver passes the batch to the executor, one timeout at a time. A
+// periodic timeout cancelled since it was taken is skipped: its Cancel
+// returned true, so no run may start after it.
 func (sh *shard) handOver() {
 	for sh.next < len(sh.batch) {
 		to := sh.batch[sh.next]
 		sh.batch[sh.next] = nil
 		sh.next++
+		if to.periodic() && to.status() != statusRunning {
+			continue
+		}
 		sh.t.execute(to)
 	}
 	sh.next = 0
@@ -235,6 +240,21 @@ func (sh *shard) handOver() {
 func (sh *shard) stop(out []*Timeout, self uint64) []*Timeout {
 	sh.mu.Lock()
 	sh.stopped = true
+	started := sh.started
+	if started && sh.goid.Load() == self {
+		// Stop runs in a callback on this shard's driver: the rest of the
+		// driver's batch has not been handed over, so it never runs. A
+		// timeout of the batch that a callback has already re-armed is
+		// pending again and is taken with the structure's below.
+		for _, to := range sh.batch[sh.next:] {
+			if s := to.status(); s == statusExpired || s == statusRunning {
+				to.setStatus(statusCancelled)
+				out = append(out, to)
+			}
+		}
+		clear(sh.batch[sh.next:])
+		sh.batch = sh.batch[:sh.next]
+	}
 	sh.q.Advance(math.MaxUint64, func(e *queue.Entry[*Timeout]) {
 		e.Value.setStatus(statusCancelled)
 		out = append(out, e.Value)
@@ -246,18 +266,7 @@ func (sh *shard) stop(out []*Timeout, self uint64) []*Timeout {
 	}
 	clear(sh.periodic)
 	sh.running = 0
-	started := sh.started
 	sh.mu.Unlock()
-	if started && sh.goid.Load() == self {
-		// Stop runs in a callback on this shard's driver: the rest of the
-		// driver's batch has not been handed over, so it never runs.
-		for _, to := range sh.batch[sh.next:] {
-			to.setStatus(statusCancelled)
-			out = append(out, to)
-		}
-		clear(sh.batch[sh.next:])
-		sh.batch = sh.batch[:sh.next]
-	}
 	if started {
 		close(sh.quit)
 	}

@@ -1,0 +1,46 @@
+package hourglass
+
+import "time"
+
+// Internal hooks for the tests in package hourglass_test.
+
+// DriverWakeups reports how many passes t's driver goroutines have made
+// over their structures, summed over the shards (see [Stats.Wakeups]).
+func DriverWakeups(t *Timer) uint64 { return t.Stats().Wakeups }
+
+// StartedDrivers reports how many of t's shards have started their driver
+// goroutine.
+func StartedDrivers(t *Timer) int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		if sh.started {
+			n++
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// AfterFuncOnShard schedules f to run d from now on shard i, where
+// [Timer.AfterFunc] would use the shard of the caller's P, so that tests
+// can spread timeouts over several shards whatever P they run on. It
+// mirrors Timer.schedule for a one-shot timeout, without the pending
+// limit.
+func AfterFuncOnShard(t *Timer, i int, d time.Duration, f func()) (*Timeout, error) {
+	sh := &t.shards[i]
+	to := &Timeout{f: f, sh: sh}
+	to.entry.Value = to
+	sh.mu.Lock()
+	if sh.stopped {
+		sh.mu.Unlock()
+		return nil, ErrStopped
+	}
+	wake := sh.add(to, t.deadline(d))
+	sh.mu.Unlock()
+	if wake {
+		sh.wakeDriver()
+	}
+	return to, nil
+}
