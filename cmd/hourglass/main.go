@@ -43,7 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprintln(stdout, usage)
+		printHelp(stdout)
 		return 0
 	}
 	return usageError(stderr, fmt.Errorf("unknown subcommand %q", args[0]))
@@ -69,18 +69,8 @@ type options struct {
 // and value, so that a bad one fails before anything runs. help is true
 // for -h.
 func parseBench(args []string) (o options, help bool, err error) {
-	fs := flag.NewFlagSet("hourglass bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.BoolVar(&o.quick, "quick", false, "small sizes and short measurements: under a minute on 2 cores")
-	fs.BoolVar(&o.json, "json", false, "print results as JSON instead of Markdown tables")
-	scenarios := fs.String("scenario", "", "scenarios to run, comma-separated: "+strings.Join(bench.ScenarioNames(), ","))
-	structures := fs.String("structures", "", "structures to run, comma-separated: "+strings.Join(bench.StructureNames(), ","))
-	fs.Func("max", "largest number of pending timers, like 1e7 or 10000000", func(s string) error {
-		n, err := parseCount(s)
-		o.max = n
-		return err
-	})
-	fs.StringVar(&o.chart, "chart", "hourglass-bench.svg", "chart file, .svg or .png; empty for none")
+	fs := benchFlags(&o)
+	scenarios, structures := fs.Lookup("scenario").Value, fs.Lookup("structures").Value
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, true, nil
@@ -90,10 +80,10 @@ func parseBench(args []string) (o options, help bool, err error) {
 	if fs.NArg() > 0 {
 		return o, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if o.scenarios, err = names("scenario", *scenarios, bench.ScenarioNames()); err != nil {
+	if o.scenarios, err = names("scenario", scenarios.String(), bench.ScenarioNames()); err != nil {
 		return o, false, err
 	}
-	if o.structures, err = names("structure", *structures, bench.StructureNames()); err != nil {
+	if o.structures, err = names("structure", structures.String(), bench.StructureNames()); err != nil {
 		return o, false, err
 	}
 	if o.chart != "" {
@@ -102,6 +92,32 @@ func parseBench(args []string) (o options, help bool, err error) {
 		}
 	}
 	return o, false, nil
+}
+
+// benchFlags defines the flags of `hourglass bench`, storing into o.
+func benchFlags(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("hourglass bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&o.quick, "quick", false, "small sizes and short measurements: under a minute on 2 cores")
+	fs.BoolVar(&o.json, "json", false, "print results as JSON instead of Markdown tables")
+	fs.String("scenario", "", "scenarios to run, comma-separated: "+strings.Join(bench.ScenarioNames(), ","))
+	fs.String("structures", "", "structures to run, comma-separated: "+strings.Join(bench.StructureNames(), ","))
+	fs.Func("max", "largest number of pending timers, like 1e7 or 10000000", func(s string) error {
+		n, err := parseCount(s)
+		o.max = n
+		return err
+	})
+	fs.StringVar(&o.chart, "chart", "hourglass-bench.svg", "chart file, .svg or .png; empty for none")
+	return fs
+}
+
+// printHelp writes the usage line and every flag with its description.
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, usage)
+	fmt.Fprintln(w)
+	fs := benchFlags(&options{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
 }
 
 // maxCount bounds --max: ten times the largest documented size.
@@ -159,7 +175,7 @@ func (o options) config() bench.Config {
 func runBench(args []string, stdout, stderr io.Writer) int {
 	o, help, err := parseBench(args)
 	if help {
-		fmt.Fprintln(stdout, usage)
+		printHelp(stdout)
 		return 0
 	}
 	if err != nil {
