@@ -40,7 +40,7 @@ func AfterFuncOnShard(t *Timer, i int, d time.Duration, f func()) (*Timeout, err
 	wake := sh.add(to, t.deadline(d))
 	sh.mu.Unlock()
 	if wake {
-		sh.wakeDriver()
+		sh.wakeUp()
 	}
 	return to, nil
 }

@@ -137,7 +137,7 @@ func (p *periodic) run() {
 		next = t.clock(n)
 	}
 	if sh.add(to, next) {
-		sh.wakeDriver()
+		sh.wakeUp()
 	}
 }
 

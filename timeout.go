@@ -75,7 +75,7 @@ func (to *Timeout) Reset(d time.Duration) bool {
 	pending, wake := sh.reset(to, when)
 	sh.mu.Unlock()
 	if wake {
-		sh.wakeDriver()
+		sh.wakeUp()
 	}
 	return pending
 }

@@ -118,7 +118,7 @@ func (t *Timer) schedule(when uint64, f func(), p *periodic) (*Timeout, error) {
 	wake := sh.add(to, when)
 	sh.mu.Unlock()
 	if wake {
-		sh.wakeDriver()
+		sh.wakeUp()
 	}
 	return to, nil
 }
@@ -200,7 +200,7 @@ func (t *Timer) Stop() []*Timeout {
 // onDriver reports whether goroutine self is one of t's drivers.
 func (t *Timer) onDriver(self uint64) bool {
 	for i := range t.shards {
-		if t.shards[i].goid.Load() == self {
+		if t.shards[i].isDriver(self) {
 			return true
 		}
 	}
@@ -211,13 +211,7 @@ func (t *Timer) onDriver(self uint64) bool {
 // running on goroutine self.
 func (t *Timer) waitDrivers(self uint64) {
 	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		started := sh.started
-		sh.mu.Unlock()
-		if started && sh.goid.Load() != self {
-			<-sh.done
-		}
+		t.shards[i].wait(self)
 	}
 }
 
