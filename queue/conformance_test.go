@@ -40,6 +40,7 @@ type structure struct {
 func structures() []structure {
 	return []structure{
 		hierarchicalWheel(time.Millisecond),
+		indexWheel(time.Millisecond),
 		hashedWheel(time.Millisecond, 8),
 		{
 			name: "Heap", ordered: true,
@@ -63,6 +64,16 @@ func hierarchicalWheel(tick time.Duration) structure {
 		maxSteps: func(q queue.Queue[int], n int, _ uint64) uint64 {
 			levels := q.(*queue.HierarchicalWheel[int]).Levels()
 			return uint64(levels*n + n + 1)
+		},
+	}
+}
+
+func indexWheel(tick time.Duration) structure {
+	return structure{
+		name: fmt.Sprintf("IndexWheel/tick=%v", tick), tick: uint64(tick), ordered: true,
+		new: func() queue.Queue[int] { return queue.NewIndexQueue(tick) },
+		maxSteps: func(q queue.Queue[int], n int, _ uint64) uint64 {
+			return uint64(q.(*queue.IndexQueue).Levels()*n + n + 1)
 		},
 	}
 }

@@ -11,6 +11,7 @@
 //
 //	structure           Add        Remove     Advance                 Next
 //	HierarchicalWheel   O(1)       O(1)       O(L + k·L), L levels    O(L)
+//	IndexWheel          O(1)       O(1)       O(L + k·L)              O(L)
 //	HashedWheel         O(1)       O(1)       O(ticks + n/slots)      O(slots/64)
 //	Heap (4-ary)        O(log n)   O(log n)   O(k log n)              O(1)
 //	SortedList          O(n)       O(1)       O(k)                    O(1)
@@ -25,6 +26,10 @@
 // are whole turns away, n/slots of them on average. And the sorted list's
 // add is O(1) when deadlines arrive in order, the common case of one fixed
 // timeout for every request, which is why it stays a fair baseline.
+//
+// [IndexWheel] is the hierarchical wheel over integer indices instead of
+// entries: pointer-free, so the garbage collector never scans it, and with
+// an O(1) Move that pushes a deadline back without relinking.
 //
 // Each structure's file explains its algorithm with a worked example:
 // [HierarchicalWheel] for the levels and the cascade, [HashedWheel] for

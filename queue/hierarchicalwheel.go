@@ -2,15 +2,7 @@ package queue
 
 import (
 	"fmt"
-	"math"
-	"math/bits"
 	"time"
-)
-
-const (
-	levelBits = 6              // each level resolves 6 bits of the tick count
-	levelSize = 1 << levelBits // 64 slots: one occupancy bit each in a uint64
-	levelMask = levelSize - 1
 )
 
 // HierarchicalWheel is a hierarchical timing wheel in the manner of Kafka's
@@ -55,17 +47,9 @@ const (
 // HierarchicalWheel is not safe for concurrent use.
 type HierarchicalWheel[T any] struct {
 	staging[T]
-	tick    uint64
-	maxTick uint64 // the tick of the latest representable deadline
-	elapsed uint64 // the current tick: every entry due at or before it has fired
-	levels  []level[T]
-	len     int // entries in levels
-}
-
-// level is one ring of 64 slots and the bitmap of those that are occupied.
-type level[T any] struct {
-	occupied uint64
-	slots    [levelSize]list[T]
+	levels
+	slots [][levelSize]list[T] // per level
+	len   int                  // entries in slots
 }
 
 // NewHierarchicalWheel returns an empty wheel with the given tick, and as
@@ -76,10 +60,8 @@ func NewHierarchicalWheel[T any](tick time.Duration) *HierarchicalWheel[T] {
 	if tick <= 0 {
 		panic("queue: NewHierarchicalWheel with non-positive tick")
 	}
-	w := &HierarchicalWheel[T]{tick: uint64(tick)}
-	w.maxTick = ceilTicks(math.MaxUint64, w.tick)
-	n := (bits.Len64(w.maxTick) + levelBits - 1) / levelBits
-	w.levels = make([]level[T], n)
+	w := &HierarchicalWheel[T]{levels: newLevels(uint64(tick))}
+	w.slots = make([][levelSize]list[T], len(w.occupied))
 	return w
 }
 
@@ -87,7 +69,7 @@ func NewHierarchicalWheel[T any](tick time.Duration) *HierarchicalWheel[T] {
 func (w *HierarchicalWheel[T]) Len() int { return w.len + w.n }
 
 // Levels reports the number of levels.
-func (w *HierarchicalWheel[T]) Levels() int { return len(w.levels) }
+func (w *HierarchicalWheel[T]) Levels() int { return len(w.occupied) }
 
 // Add queues e to fire at when. It is O(1) and allocates nothing. It panics
 // if e is already queued.
@@ -106,19 +88,11 @@ func (w *HierarchicalWheel[T]) Add(e *Entry[T], when uint64) {
 
 // insert files e, due at tick t > w.elapsed, in its level and slot.
 func (w *HierarchicalWheel[T]) insert(e *Entry[T], t uint64) {
-	l := levelFor(w.elapsed, t)
-	s := (t >> (l * levelBits)) & levelMask
-	lv := &w.levels[l]
-	lv.slots[s].pushBack(e)
-	lv.occupied |= 1 << s
+	l, s := w.place(t)
+	w.slots[l][s].pushBack(e)
+	w.occupy(l, s)
 	e.pos = int32(l*levelSize + int(s) + 1)
 	w.len++
-}
-
-// levelFor returns the level of the highest 6-bit digit in which ticks e
-// and t differ (0 if they differ only in the lowest digit).
-func levelFor(e, t uint64) int {
-	return (bits.Len64((e^t)|levelMask) - 1) / levelBits
 }
 
 // Remove takes e out of the wheel and reports whether it was queued. It is
@@ -128,38 +102,14 @@ func (w *HierarchicalWheel[T]) Remove(e *Entry[T]) bool {
 		return w.remove(e)
 	}
 	p := int(e.pos - 1)
-	lv := &w.levels[p/levelSize]
-	s := p % levelSize
-	lv.slots[s].unlink(e)
-	if lv.slots[s].head == nil {
-		lv.occupied &^= 1 << s
+	l, s := p/levelSize, uint64(p%levelSize)
+	w.slots[l][s].unlink(e)
+	if w.slots[l][s].head == nil {
+		w.vacate(l, s)
 	}
 	e.pos = 0
 	w.len--
 	return true
-}
-
-// nextSlot finds the slot Advance visits next: its level, its index and the
-// tick at which it starts. ok is false if the levels are empty.
-func (w *HierarchicalWheel[T]) nextSlot() (lvl int, slot, start uint64, ok bool) {
-	for l := range w.levels {
-		occ := w.levels[l].occupied
-		if occ == 0 {
-			continue
-		}
-		shift := uint(l * levelBits)
-		cur := (w.elapsed >> shift) & levelMask
-		// Every occupied slot is after the current one (see verify), so
-		// the bits above cur hold the answer.
-		after := occ &^ (uint64(2)<<cur - 1)
-		s := uint64(bits.TrailingZeros64(after))
-		// The start of slot s in the block of 64^(l+1) ticks that holds
-		// elapsed. A shift of 64 or more yields 0 in Go, which clears the
-		// whole tick count at the top level, as it should.
-		block := w.elapsed &^ (uint64(1)<<(shift+levelBits) - 1)
-		return l, s, block + s<<shift, true
-	}
-	return 0, 0, 0, false
 }
 
 // Next reports the start of the next occupied slot: the deadline of the
@@ -169,34 +119,26 @@ func (w *HierarchicalWheel[T]) Next() (uint64, bool) {
 	if w.pendingDue() {
 		return w.now, true
 	}
-	_, _, start, ok := w.nextSlot()
+	_, _, start, ok := w.next()
 	if !ok {
 		return 0, false
 	}
-	if start > math.MaxUint64/w.tick {
-		return math.MaxUint64, true
-	}
-	return start * w.tick, true
+	return w.time(start), true
 }
 
 // Advance moves time to now, cascading and firing every slot whose start
 // has been reached, in deadline order up to one tick. Empty slots cost
 // nothing. Advance to math.MaxUint64 fires everything.
 func (w *HierarchicalWheel[T]) Advance(now uint64, fire func(*Entry[T])) {
-	now = w.begin(now)
-	target := now / w.tick
-	if now == math.MaxUint64 {
-		target = w.maxTick
-	}
+	target := w.target(w.begin(now))
 	for w.len > 0 {
-		l, s, start, _ := w.nextSlot()
+		l, s, start, _ := w.next()
 		if start > target {
 			break
 		}
 		w.elapsed = start
-		lv := &w.levels[l]
-		lv.occupied &^= 1 << s
-		for e := lv.slots[s].take(); e != nil; {
+		w.vacate(l, s)
+		for e := w.slots[l][s].take(); e != nil; {
 			next := e.next
 			w.len--
 			t := ceilTicks(e.when, w.tick)
@@ -221,11 +163,10 @@ func (w *HierarchicalWheel[T]) verify() error {
 		return fmt.Errorf("hierarchical wheel: %w", err)
 	}
 	total := 0
-	for l := range w.levels {
-		lv := &w.levels[l]
+	for l := range w.slots {
 		shift := uint(l * levelBits)
-		for s := range lv.slots {
-			n, err := lv.slots[s].verify(func(e *Entry[T]) error {
+		for s := range w.slots[l] {
+			n, err := w.slots[l][s].verify(func(e *Entry[T]) error {
 				if e.pos != int32(l*levelSize+s+1) {
 					return fmt.Errorf("entry at level %d slot %d records pos %d", l, s, e.pos)
 				}
@@ -236,7 +177,7 @@ func (w *HierarchicalWheel[T]) verify() error {
 				if t <= w.elapsed {
 					return fmt.Errorf("entry due at tick %d still queued at tick %d", t, w.elapsed)
 				}
-				if got := levelFor(w.elapsed, t); got != l {
+				if got, _ := w.place(t); got != l {
 					return fmt.Errorf("entry due at tick %d on level %d, belongs on %d (tick %d)", t, l, got, w.elapsed)
 				}
 				if d := (t >> shift) & levelMask; d != uint64(s) {
@@ -247,10 +188,10 @@ func (w *HierarchicalWheel[T]) verify() error {
 			if err != nil {
 				return fmt.Errorf("hierarchical wheel: %w", err)
 			}
-			if (n > 0) != (lv.occupied&(1<<s) != 0) {
+			if (n > 0) != (w.occupied[l]&(1<<s) != 0) {
 				return fmt.Errorf("hierarchical wheel: level %d slot %d holds %d entries, bitmap says %v", l, s, n, n == 0)
 			}
-			if n > 0 && uint64(s) <= (w.elapsed>>shift)&levelMask {
+			if n > 0 && !w.filedAfterCurrent(l, uint64(s)) {
 				return fmt.Errorf("hierarchical wheel: level %d slot %d occupied at or before current slot", l, s)
 			}
 			total += n

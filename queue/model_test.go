@@ -315,6 +315,8 @@ func modelStructures() []structure {
 		hierarchicalWheel(time.Nanosecond),
 		hierarchicalWheel(time.Microsecond),
 		hierarchicalWheel(100*time.Millisecond),
+		indexWheel(time.Nanosecond),
+		indexWheel(100*time.Millisecond),
 	)
 }
 

@@ -1,0 +1,315 @@
+package queue
+
+import (
+	"fmt"
+	"time"
+)
+
+// IndexWheel is a [HierarchicalWheel] whose entries are small integers
+// instead of pointers: entry i lives in a table the wheel owns, linked to
+// its slot neighbours by index. Nothing in it is a pointer, so the garbage
+// collector never scans it however many entries it holds; a table entry is
+// 24 bytes. It is the structure for keeping millions of deadlines that
+// belong to keys (see hourglass's Keyed): the caller maps each key to an
+// index of its choosing and back.
+//
+// IndexWheel adds one operation to the hierarchical wheel's: [IndexWheel.Move],
+// which moves a queued entry's deadline. A move to a later deadline
+// touches only the entry: the entry stays in the slot it was filed in,
+// which is now early, and when that slot comes due the entry is filed
+// again at its new deadline, as tokio's and Linux's wheels do. A deadline
+// pushed back on every event (a heartbeat, an idle timeout) is thus
+// re-filed about once per timeout period instead of relinked per event.
+// The cost is that [IndexWheel.Next] may report a slot that fires
+// nothing.
+//
+// Costs, for L levels: Add, Remove and Move O(1), Next O(L), Advance
+// O(L + k·L) for k entries handled. Entries fire at the first tick boundary
+// at or after their deadline: never early, and at most one tick late.
+//
+// IndexWheel is not safe for concurrent use.
+type IndexWheel struct {
+	levels
+	heads  [][levelSize]int32 // per level and slot: first entry, as index+1
+	nodes  [][]node           // pages of nodeBlock entries, by index
+	due    int32              // entries added already due, as index+1
+	firing int32              // due entries not yet handed to fire, as index+1
+	last   int32              // the firing list's last entry, as index+1
+	len    int
+	now    uint64 // the greatest now passed to Advance
+	active bool // inside Advance's fire phase: fire must not call Advance
+}
+
+// node is an entry of an IndexWheel. Links hold index+1, so 0 is none.
+type node struct {
+	when       uint64
+	next, prev int32
+	pos        int32 // 0 not queued, level*64+slot+1 in a slot, posDue if due
+}
+
+const nodeBlock = 1 << 12 // entries per page of the table
+
+// NewIndexWheel returns an empty wheel with the given tick. It panics if
+// tick is not positive.
+func NewIndexWheel(tick time.Duration) *IndexWheel {
+	if tick <= 0 {
+		panic("queue: NewIndexWheel with non-positive tick")
+	}
+	w := &IndexWheel{levels: newLevels(uint64(tick))}
+	w.heads = make([][levelSize]int32, len(w.occupied))
+	return w
+}
+
+// node returns entry i, growing the table to hold it.
+func (w *IndexWheel) node(i int32) *node {
+	p := int(i / nodeBlock)
+	for p >= len(w.nodes) {
+		w.nodes = append(w.nodes, make([]node, nodeBlock))
+	}
+	return &w.nodes[p][i%nodeBlock]
+}
+
+// Len reports the number of queued entries.
+func (w *IndexWheel) Len() int { return w.len }
+
+// Queued reports whether entry i is queued.
+func (w *IndexWheel) Queued(i int32) bool {
+	return int(i/nodeBlock) < len(w.nodes) && w.node(i).pos != 0
+}
+
+// When reports entry i's deadline, the last one it was added or moved to.
+func (w *IndexWheel) When(i int32) uint64 { return w.node(i).when }
+
+// Add queues entry i, which must be non-negative and not queued, to fire
+// at when. It is O(1); it allocates only to grow the table, one page of
+// 4096 entries at a time.
+func (w *IndexWheel) Add(i int32, when uint64) {
+	if i < 0 {
+		panic("queue: IndexWheel.Add of a negative index")
+	}
+	n := w.node(i)
+	if n.pos != 0 {
+		panic("queue: Add of an entry that is already queued")
+	}
+	n.when = when
+	w.len++
+	w.file(i, n)
+}
+
+// file links queued entry i into the slot for its deadline, or the due
+// list if its tick has been reached.
+func (w *IndexWheel) file(i int32, n *node) {
+	t := ceilTicks(n.when, w.tick)
+	if t <= w.elapsed {
+		w.link(&w.due, i, n)
+		n.pos = posDue
+		return
+	}
+	l, s := w.place(t)
+	w.link(&w.heads[l][s], i, n)
+	w.occupy(l, s)
+	n.pos = int32(l*levelSize + int(s) + 1)
+}
+
+// link pushes entry i at the front of the list whose head is *head.
+func (w *IndexWheel) link(head *int32, i int32, n *node) {
+	n.prev = 0
+	n.next = *head
+	if *head != 0 {
+		w.node(*head - 1).prev = i + 1
+	}
+	*head = i + 1
+}
+
+// unlink takes queued entry i out of its list, reporting the list's
+// head so the caller can tell whether the slot emptied.
+func (w *IndexWheel) unlink(i int32, n *node) (head *int32) {
+	switch n.pos {
+	case posDue:
+		head = &w.due
+	case posFiring:
+		head = &w.firing
+	default:
+		p := int(n.pos - 1)
+		head = &w.heads[p/levelSize][p%levelSize]
+	}
+	if n.prev != 0 {
+		w.node(n.prev - 1).next = n.next
+	} else {
+		*head = n.next
+	}
+	if n.next != 0 {
+		w.node(n.next - 1).prev = n.prev
+	} else if n.pos == posFiring {
+		w.last = n.prev
+	}
+	if *head == 0 && n.pos > 0 {
+		p := int(n.pos - 1)
+		w.vacate(p/levelSize, uint64(p%levelSize))
+	}
+	n.next, n.prev = 0, 0
+	return head
+}
+
+// Remove takes entry i out of the wheel and reports whether it was queued.
+// It is O(1).
+func (w *IndexWheel) Remove(i int32) bool {
+	if i < 0 || !w.Queued(i) {
+		return false
+	}
+	n := w.node(i)
+	w.unlink(i, n)
+	n.pos = 0
+	w.len--
+	return true
+}
+
+// Move changes queued entry i's deadline to when. A later deadline is
+// recorded in place and the entry is re-filed when its old slot comes due;
+// an earlier one relinks it at once. It is O(1) and panics if i is not
+// queued.
+func (w *IndexWheel) Move(i int32, when uint64) {
+	if !w.Queued(i) {
+		panic("queue: Move of an entry that is not queued")
+	}
+	n := w.node(i)
+	if when >= n.when {
+		n.when = when
+		return
+	}
+	w.unlink(i, n)
+	n.when = when
+	w.file(i, n)
+}
+
+// Next reports the start of the next occupied slot, or the structure's
+// time if entries are due. It is O(L).
+func (w *IndexWheel) Next() (uint64, bool) {
+	if w.due != 0 || (w.firing != 0 && !w.active) {
+		return w.now, true
+	}
+	_, _, start, ok := w.next()
+	if !ok {
+		return 0, false
+	}
+	return w.time(start), true
+}
+
+// Advance moves time to now and hands every entry whose deadline's tick
+// has been reached to fire, after taking it out of the wheel: first those
+// added already due, then the rest in deadline order up to a tick. Entries
+// moved to a later deadline are re-filed instead. As with the other
+// structures, entries are handed over only once time has moved, so fire
+// may call Add, Remove and Move: an entry it adds that is already due
+// fires on the next Advance. Advance to math.MaxUint64 fires everything.
+func (w *IndexWheel) Advance(now uint64, fire func(i int32)) {
+	if w.active {
+		panic("queue: Advance called from its own fire callback")
+	}
+	w.now = max(w.now, now)
+	target := w.target(w.now)
+	for w.due != 0 {
+		i := w.due - 1
+		n := w.node(i)
+		w.unlink(i, n)
+		w.stage(i, n)
+	}
+	for w.len > 0 {
+		l, s, start, ok := w.next()
+		if !ok || start > target {
+			break
+		}
+		w.elapsed = start
+		head := &w.heads[l][s]
+		for *head != 0 {
+			i := *head - 1
+			n := w.node(i)
+			w.unlink(i, n)
+			if ceilTicks(n.when, w.tick) > start {
+				w.file(i, n) // moved later, or cascading down
+			} else {
+				w.stage(i, n)
+			}
+		}
+	}
+	w.elapsed = max(w.elapsed, target)
+	w.active = true
+	defer func() { w.active = false }()
+	for w.firing != 0 {
+		i := w.firing - 1
+		n := w.node(i)
+		w.unlink(i, n)
+		n.pos = 0
+		w.len--
+		fire(i)
+	}
+}
+
+// stage appends entry i, unlinked and due, to the firing list.
+func (w *IndexWheel) stage(i int32, n *node) {
+	n.pos = posFiring
+	n.next, n.prev = 0, w.last
+	if w.last != 0 {
+		w.node(w.last - 1).next = i + 1
+	} else {
+		w.firing = i + 1
+	}
+	w.last = i + 1
+}
+
+// verify checks the wheel: links both ways, recorded positions, the
+// occupancy bitmaps, and that every entry is filed no later than its
+// deadline, in a slot after the current one.
+func (w *IndexWheel) verify() error {
+	total := 0
+	check := func(head int32, pos int32, l int, s uint64) (int, error) {
+		n, prev := 0, int32(0)
+		for c := head; c != 0; c = w.node(c - 1).next {
+			e := w.node(c - 1)
+			if e.prev != prev {
+				return n, fmt.Errorf("index wheel: entry %d has a wrong prev link", c-1)
+			}
+			if e.pos != pos {
+				return n, fmt.Errorf("index wheel: entry %d records pos %d, is in %d", c-1, e.pos, pos)
+			}
+			if pos > 0 && !w.active {
+				t := ceilTicks(e.when, w.tick)
+				start := w.elapsed&^(uint64(1)<<(uint(l+1)*levelBits)-1) | s<<(uint(l)*levelBits)
+				if t < start {
+					return n, fmt.Errorf("index wheel: entry %d due at tick %d filed in a slot starting at %d", c-1, t, start)
+				}
+			}
+			prev = c
+			n++
+		}
+		return n, nil
+	}
+	for _, l := range []struct {
+		head, pos int32
+	}{{w.due, posDue}, {w.firing, posFiring}} {
+		n, err := check(l.head, l.pos, 0, 0)
+		if err != nil {
+			return err
+		}
+		total += n
+	}
+	for l := range w.heads {
+		for s := range w.heads[l] {
+			n, err := check(w.heads[l][s], int32(l*levelSize+s+1), l, uint64(s))
+			if err != nil {
+				return err
+			}
+			if (n > 0) != (w.occupied[l]&(1<<s) != 0) {
+				return fmt.Errorf("index wheel: level %d slot %d holds %d entries, bitmap disagrees", l, s, n)
+			}
+			if n > 0 && !w.active && !w.filedAfterCurrent(l, uint64(s)) {
+				return fmt.Errorf("index wheel: level %d slot %d occupied at or before the current slot", l, s)
+			}
+			total += n
+		}
+	}
+	if total != w.len {
+		return fmt.Errorf("index wheel: lists hold %d entries, count says %d", total, w.len)
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package queue_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/queue"
+)
+
+// TestIndexWheel_Move runs random streams of Add, Move, Remove and Advance
+// against a map of deadlines: each Advance must fire exactly the entries
+// whose deadline's tick has been reached, moved ones at their new
+// deadline, and never one early.
+func TestIndexWheel_Move(t *testing.T) {
+	for _, tick := range []time.Duration{time.Nanosecond, time.Millisecond, 100 * time.Millisecond} {
+		for seed := range uint64(6) {
+			t.Run(fmt.Sprintf("tick=%v/seed=%d", tick, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 7))
+				w := queue.NewIndexWheel(tick)
+				deadlines := map[int32]uint64{}
+				var now uint64
+				span := func() uint64 {
+					return uint64(rng.Int64N(int64([]time.Duration{time.Millisecond, time.Second, time.Minute, 100 * time.Hour}[rng.IntN(4)])))
+				}
+				for step := range 4000 {
+					i := int32(rng.IntN(300))
+					_, queued := deadlines[i]
+					switch op := rng.IntN(10); {
+					case op < 3 && !queued:
+						when := now + span()
+						w.Add(i, when)
+						deadlines[i] = when
+					case op < 6 && queued:
+						when := now + span() // earlier or later than before
+						w.Move(i, when)
+						deadlines[i] = when
+					case op < 7:
+						if got := w.Remove(i); got != queued {
+							t.Fatalf("step %d: Remove(%d) = %v, want %v", step, i, got, queued)
+						}
+						delete(deadlines, i)
+					default:
+						now += span() / 8
+						var fired []int32
+						w.Advance(now, func(i int32) { fired = append(fired, i) })
+						var want []int32
+						for i, when := range deadlines {
+							if ceil(when, uint64(tick)) <= now/uint64(tick) {
+								want = append(want, i)
+								delete(deadlines, i)
+							}
+						}
+						slices.Sort(fired)
+						slices.Sort(want)
+						if !slices.Equal(fired, want) {
+							t.Fatalf("step %d: Advance(%d) fired %v, want %v", step, now, fired, want)
+						}
+					}
+					if w.Len() != len(deadlines) {
+						t.Fatalf("step %d: Len = %d, want %d", step, w.Len(), len(deadlines))
+					}
+					for i, when := range deadlines {
+						if !w.Queued(i) || w.When(i) != when {
+							t.Fatalf("step %d: entry %d Queued %v When %d, want true %d", step, i, w.Queued(i), w.When(i), when)
+						}
+					}
+					if err := queue.Verify(w); err != nil {
+						t.Fatalf("step %d: %v", step, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func ceil(when, tick uint64) uint64 { return (when + tick - 1) / tick }
+
+// BenchmarkIndexWheel_Move_Later pushes one of n deadlines back, as a
+// heartbeat does: the lazy path that touches only the entry.
+func BenchmarkIndexWheel_Move_Later(b *testing.B) {
+	for _, n := range []int{1_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			w := queue.NewIndexWheel(time.Millisecond)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := range n {
+				w.Add(int32(i), uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)))
+			}
+			idx := make([]int32, 1<<16)
+			for k := range idx {
+				idx[k] = int32(rng.IntN(n))
+			}
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				i := idx[k&(len(idx)-1)]
+				w.Move(i, w.When(i)+uint64(time.Second))
+				k++
+			}
+		})
+	}
+}
+
+// BenchmarkIndexWheel_AddRemove_Random removes one of n entries and adds it
+// back at a new random deadline.
+func BenchmarkIndexWheel_AddRemove_Random(b *testing.B) {
+	for _, n := range []int{1_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			w := queue.NewIndexWheel(time.Millisecond)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := range n {
+				w.Add(int32(i), uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)))
+			}
+			idx := make([]int32, 1<<16)
+			whens := make([]uint64, 1<<16)
+			for k := range idx {
+				idx[k] = int32(rng.IntN(n))
+				whens[k] = uint64(time.Hour) + rng.Uint64N(uint64(time.Hour))
+			}
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				i := idx[k&(len(idx)-1)]
+				w.Remove(i)
+				w.Add(i, whens[k&(len(whens)-1)])
+				k++
+			}
+		})
+	}
+}
