@@ -37,7 +37,7 @@ type IndexWheel struct {
 	last   int32              // the firing list's last entry, as index+1
 	len    int
 	now    uint64 // the greatest now passed to Advance
-	active bool // inside Advance's fire phase: fire must not call Advance
+	active bool   // inside Advance's fire phase: fire must not call Advance
 }
 
 // node is an entry of an IndexWheel. Links hold index+1, so 0 is none.

@@ -58,11 +58,14 @@ func TestRunEveryScenario(t *testing.T) {
 			t.Errorf("%s %s n=%d: %s", r.Scenario, r.Structure, r.N, r.Err)
 			continue
 		}
-		if r.Note != "" {
-			if len(r.Metrics) != 0 || !strings.HasPrefix(r.Note, "skipped:") {
+		if strings.HasPrefix(r.Note, "skipped:") {
+			if len(r.Metrics) != 0 {
 				t.Errorf("%s %s: note %q with metrics %v", r.Scenario, r.Structure, r.Note, r.Metrics)
 			}
 			continue
+		}
+		if r.Note != "" && r.Scenario != "idle" {
+			t.Errorf("%s %s: note %q on a result that ran", r.Scenario, r.Structure, r.Note)
 		}
 		if len(r.Metrics) == 0 {
 			t.Errorf("%s %s n=%d: no metrics", r.Scenario, r.Structure, r.N)
@@ -82,6 +85,37 @@ func TestRunEveryScenario(t *testing.T) {
 	for _, name := range ScenarioNames() {
 		if !seen[name] {
 			t.Errorf("scenario %s produced no result", name)
+		}
+	}
+}
+
+// TestIdleWakeups checks that the idle scenario counts the wake-ups of
+// hourglass's drivers and says why it cannot for the runtime's timers.
+func TestIdleWakeups(t *testing.T) {
+	c := tiny()
+	c.Scenarios = []string{"idle"}
+	results, err := Run(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(results), 2*len(Structures()); got != want {
+		t.Fatalf("%d results, want %d", got, want)
+	}
+	for _, r := range results {
+		_, hasRate := r.Value("wakeups/s")
+		_, hasCount := r.Value("wakeups")
+		_, hasCPU := r.Value("CPU µs/s")
+		if !hasCPU {
+			t.Errorf("%s %s: no CPU µs/s", r.Structure, r.Case)
+		}
+		if r.Structure == "runtime" {
+			if hasRate || hasCount || r.Note != noWakeups {
+				t.Errorf("runtime %s: wakeups/s %v, wakeups %v, note %q; want neither and the note", r.Case, hasRate, hasCount, r.Note)
+			}
+			continue
+		}
+		if !hasRate || !hasCount || r.Note != "" {
+			t.Errorf("%s %s: wakeups/s %v, wakeups %v, note %q; want both and no note", r.Structure, r.Case, hasRate, hasCount, r.Note)
 		}
 	}
 }
@@ -249,6 +283,9 @@ func TestFormatValue(t *testing.T) {
 		{unitCount, 6_000_000, "6,000,000"},
 		{unitNs, 42.25, "42.2"},
 		{unitPct, 12.34, "12.3%"},
+		{unitHz, 0, "0.00"},
+		{unitHz, 1.953, "1.95"},
+		{unitHz, 2500, "2.5k"},
 	} {
 		if got := FormatValue(tc.unit, tc.v); got != tc.want {
 			t.Errorf("FormatValue(%q, %v) = %q, want %q", tc.unit, tc.v, got, tc.want)

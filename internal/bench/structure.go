@@ -113,6 +113,15 @@ func (h hourglassTimers) afterFunc(d time.Duration, f func()) (handle, error) {
 
 func (h hourglassTimers) stop([]handle) { h.t.Stop() }
 
+// wakeupCounter is implemented by the timers whose drivers count their
+// wake-ups: hourglass's, not the runtime's.
+type wakeupCounter interface {
+	// wakeups returns the drivers' wake-ups since the Timer was made.
+	wakeups() uint64
+}
+
+func (h hourglassTimers) wakeups() uint64 { return h.t.Stats().Wakeups }
+
 type runtimeTimers struct{}
 
 // runtimeTimer is a *time.Timer with the method set of a handle; the

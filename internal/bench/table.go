@@ -130,6 +130,11 @@ func FormatValue(unit string, v float64) string {
 		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
 	case unitRate:
 		return formatRate(v)
+	case unitHz:
+		if v < 100 {
+			return strconv.FormatFloat(v, 'f', 2, 64)
+		}
+		return formatRate(v)
 	case unitPerSec:
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case unitCount:
