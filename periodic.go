@@ -80,7 +80,7 @@ func (t *Timer) Schedule(s Schedule, f func()) (*Timeout, error) {
 	if first.IsZero() {
 		return nil, fmt.Errorf("hourglass: Schedule: the schedule has no next time")
 	}
-	return t.schedulePeriodic(t.clock(first), &periodic{f: f, kind: kindSchedule, sched: s})
+	return t.schedulePeriodic(t.at(first), &periodic{f: f, kind: kindSchedule, sched: s})
 }
 
 func checkPeriodic(name string, every time.Duration, f func()) error {
@@ -134,7 +134,7 @@ func (p *periodic) run() {
 			sh.end(to)
 			return
 		}
-		next = t.clock(n)
+		next = t.at(n)
 	}
 	if sh.add(to, next) {
 		sh.wakeUp()

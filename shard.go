@@ -126,7 +126,7 @@ func (sh *shard) handOver() {
 		if to.periodic() && to.status() != statusRunning {
 			continue
 		}
-		sh.t.execute(to)
+		sh.t.run(to.f)
 	}
 	sh.next = 0
 	if cap(sh.batch) > 1<<16 {

@@ -2,7 +2,6 @@ package hourglass
 
 import (
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
 )
@@ -22,13 +21,10 @@ import (
 // usually needs one (see [Default]). A Timer first used inside a
 // testing/synctest bubble belongs to that bubble.
 type Timer struct {
-	start     time.Time // time 0 of the structures' clock
-	structure string    // for Stats
-	exec      Executor
-	inline    bool // exec is Inline: call callbacks directly
-	goes      bool // exec is Goroutines: go without a closure
-	onPanic   func(v any)
-	err       error // from the options; returned by every scheduling call
+	clock
+	runner
+	structure string // for Stats
+	err       error  // from the options; returned by every scheduling call
 
 	maxPending int64
 	live       atomic.Int64 // pending timeouts, counted only when maxPending > 0
@@ -50,12 +46,9 @@ func New(opts ...Option) *Timer {
 		o(&c)
 	}
 	t := &Timer{
-		start:      time.Now(),
+		clock:      newClock(),
+		runner:     newRunner(&c),
 		structure:  c.structure,
-		exec:       c.exec,
-		inline:     c.exec == Inline,
-		goes:       c.exec == Goroutines,
-		onPanic:    c.panicHandler,
 		err:        c.err,
 		maxPending: int64(c.maxPending),
 	}
@@ -86,7 +79,7 @@ func (t *Timer) AtFunc(when time.Time, f func()) (*Timeout, error) {
 	if f == nil {
 		return nil, fmt.Errorf("hourglass: AtFunc: nil func")
 	}
-	return t.schedule(t.clock(when), f, nil)
+	return t.schedule(t.at(when), f, nil)
 }
 
 // schedule makes a timeout for f due at when and queues it on a shard. p
@@ -213,59 +206,4 @@ func (t *Timer) waitDrivers(self uint64) {
 	for i := range t.shards {
 		t.shards[i].wait(self)
 	}
-}
-
-// now reads the structures' clock: nanoseconds since the Timer was made.
-func (t *Timer) now() uint64 { return uint64(time.Since(t.start)) }
-
-// deadline returns the clock reading d from now, without overflow for any
-// d: the clock is unsigned and now is far below 2^63.
-func (t *Timer) deadline(d time.Duration) uint64 {
-	return t.now() + uint64(max(d, 0))
-}
-
-// clock converts an instant to the structures' clock, clamping instants
-// before the Timer was made to 0.
-func (t *Timer) clock(when time.Time) uint64 {
-	d := when.Sub(t.start) // saturates at math.MaxInt64
-	if d <= 0 {
-		return 0
-	}
-	if d == math.MaxInt64 {
-		rest := when.Sub(t.start.Add(math.MaxInt64))
-		return math.MaxInt64 + uint64(max(rest, 0))
-	}
-	return uint64(d)
-}
-
-// timeOf converts a clock reading back to an instant.
-func (t *Timer) timeOf(c uint64) time.Time {
-	if c > math.MaxInt64 {
-		return t.start.Add(math.MaxInt64).Add(time.Duration(c - math.MaxInt64))
-	}
-	return t.start.Add(time.Duration(c))
-}
-
-// execute hands to's callback to the executor, wrapped in the panic
-// handler. The built-in executors need no closure.
-func (t *Timer) execute(to *Timeout) {
-	switch {
-	case t.inline:
-		t.call(to.f)
-	case t.goes:
-		go t.call(to.f)
-	default:
-		f := to.f
-		t.exec.Execute(func() { t.call(f) })
-	}
-}
-
-// call runs f, passing a panic to the panic handler.
-func (t *Timer) call(f func()) {
-	defer func() {
-		if v := recover(); v != nil {
-			t.onPanic(v)
-		}
-	}()
-	f()
 }

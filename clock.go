@@ -1,0 +1,84 @@
+package hourglass
+
+import (
+	"math"
+	"time"
+)
+
+// clock is the time base of a Timer or a Keyed: the structures count
+// unsigned nanoseconds since start, read from the monotonic clock. Any
+// delay up to math.MaxInt64 added to a reading fits, since a reading stays
+// far below 2^63 for centuries of uptime.
+type clock struct {
+	start time.Time
+}
+
+func newClock() clock { return clock{start: time.Now()} }
+
+// now reads the clock.
+func (c clock) now() uint64 { return uint64(time.Since(c.start)) }
+
+// deadline returns the reading d from now, d < 0 counting as 0.
+func (c clock) deadline(d time.Duration) uint64 {
+	return c.now() + uint64(max(d, 0))
+}
+
+// at converts an instant to a reading, clamping instants before start to
+// 0 and handling instants more than math.MaxInt64 after it.
+func (c clock) at(when time.Time) uint64 {
+	d := when.Sub(c.start) // saturates at math.MaxInt64
+	if d <= 0 {
+		return 0
+	}
+	if d == math.MaxInt64 {
+		rest := when.Sub(c.start.Add(math.MaxInt64))
+		return math.MaxInt64 + uint64(max(rest, 0))
+	}
+	return uint64(d)
+}
+
+// timeOf converts a reading back to an instant.
+func (c clock) timeOf(r uint64) time.Time {
+	if r > math.MaxInt64 {
+		return c.start.Add(math.MaxInt64).Add(time.Duration(r - math.MaxInt64))
+	}
+	return c.start.Add(time.Duration(r))
+}
+
+// runner hands callbacks to an executor with panics contained.
+type runner struct {
+	exec    Executor
+	inline  bool // exec is Inline: call callbacks directly
+	goes    bool // exec is Goroutines: go without a closure
+	onPanic func(v any)
+}
+
+func newRunner(c *config) runner {
+	return runner{exec: c.exec, inline: c.exec == Inline, goes: c.exec == Goroutines, onPanic: c.panicHandler}
+}
+
+// run hands f to the executor, wrapped in the panic handler. The built-in
+// executors need no closure.
+func (r *runner) run(f func()) {
+	switch {
+	case r.inline:
+		r.call(f)
+	case r.goes:
+		go r.call(f)
+	default:
+		r.exec.Execute(func() { r.call(f) })
+	}
+}
+
+// call runs f, passing a panic to the panic handler.
+func (r *runner) call(f func()) {
+	defer r.contain()
+	f()
+}
+
+// contain, deferred, passes a panic to the panic handler.
+func (r *runner) contain() {
+	if v := recover(); v != nil {
+		r.onPanic(v)
+	}
+}
