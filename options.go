@@ -18,7 +18,8 @@ const MinTick = time.Microsecond
 // 16 GiB of list heads).
 const maxSlots = 1 << 30
 
-// An Option configures a [Timer] made by [New].
+// An Option configures a [Timer] made by [New] or a [Keyed] made by
+// [NewKeyed].
 type Option func(*config)
 
 // config is what the options build. A bad option records err, which New
@@ -26,6 +27,7 @@ type Option func(*config)
 type config struct {
 	structure    string
 	newQueue     func() queue.Queue[*Timeout]
+	newKeyQueue  func() keyQueue
 	exec         Executor
 	maxPending   int
 	panicHandler func(v any)
@@ -62,6 +64,7 @@ func WithHierarchicalWheel(tick time.Duration) Option {
 		}
 		c.structure = fmt.Sprintf("hierarchical wheel (tick %v)", tick)
 		c.newQueue = func() queue.Queue[*Timeout] { return queue.NewHierarchicalWheel[*Timeout](tick) }
+		c.newKeyQueue = func() keyQueue { return queue.NewIndexWheel(tick) }
 	}
 }
 
@@ -86,6 +89,7 @@ func WithHashedWheel(tick time.Duration, slots int) Option {
 		}
 		c.structure = fmt.Sprintf("hashed wheel (tick %v, %d slots)", tick, slots)
 		c.newQueue = func() queue.Queue[*Timeout] { return queue.NewHashedWheel[*Timeout](tick, slots) }
+		c.newKeyQueue = func() keyQueue { return newEntryQueue(queue.NewHashedWheel[int32](tick, slots)) }
 	}
 }
 
@@ -97,6 +101,7 @@ func WithHeap() Option {
 	return func(c *config) {
 		c.structure = "heap"
 		c.newQueue = func() queue.Queue[*Timeout] { return queue.NewHeap[*Timeout]() }
+		c.newKeyQueue = func() keyQueue { return newEntryQueue(queue.NewHeap[int32]()) }
 	}
 }
 
@@ -108,6 +113,7 @@ func WithSortedList() Option {
 	return func(c *config) {
 		c.structure = "sorted list"
 		c.newQueue = func() queue.Queue[*Timeout] { return queue.NewSortedList[*Timeout]() }
+		c.newKeyQueue = func() keyQueue { return newEntryQueue(queue.NewSortedList[int32]()) }
 	}
 }
 

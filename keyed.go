@@ -1,0 +1,291 @@
+package hourglass
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Keyed keeps at most one pending timeout per key and calls expire(key)
+// when it comes due: the shape of connection idle timeouts, heartbeats and
+// request deadlines that are pushed back on every packet. Where the same
+// with Go's runtime timers takes a map[K]*time.Timer and a Reset per event,
+// [Keyed.Set] on a pending key allocates nothing and, with the default
+// hierarchical wheel, pushing a deadline later touches only that key's
+// entry: the entry stays where it was filed and is re-filed when that
+// early slot comes due ([queue.IndexWheel] explains the wheel).
+//
+// Keys map to int32 ids through a Go map; each id's key and deadline live
+// in tables of ids. For a key type without pointers (integers, arrays,
+// structs of them) none of that storage holds a pointer, so the garbage
+// collector does not scan it. The entry-based structures (WithHashedWheel,
+// WithHeap, WithSortedList) work too, with a pointer per link and a relink
+// per move.
+//
+// Each key ends each of its timeouts exactly one way: expire is handed the
+// key once, or [Keyed.Remove] returns true, or [Keyed.Stop] returns the
+// key. Like [Timer], a Keyed never fires early and at most one tick late,
+// runs expire through its executor with panics contained, and has one
+// driver goroutine that sleeps until the next deadline. Unlike Timer it is
+// not sharded: one lock guards it, and [WithShards] has no effect.
+//
+// Keyed is safe for concurrent use by multiple goroutines.
+type Keyed[K comparable] struct {
+	driver // mu guards the fields below as well
+	clock
+	runner
+	expire    func(key K)
+	err       error
+	structure string
+	limit     int // 0: none
+
+	q    keyQueue
+	ids  map[K]keyState
+	keys [][]K   // pages of keyPage keys, by id
+	free []int32 // ids to reuse
+	top  int32   // ids below top have been used
+
+	// batch and next are the driver's, as for a Timer shard.
+	batch []K
+	next  int
+	take  func(id int32) // k.expireID, made once
+}
+
+const keyPage = 1 << 12
+
+// keyState is what the map holds for a pending key: its id, and its
+// deadline, which may be later than the one it is filed at in q. Keeping
+// the deadline in the map lets Set push it back with one map lookup and
+// nothing else: at 10^6 keys a Set is bound by cache misses, and this
+// saves the one on the structure's entry. The entry is re-filed when its
+// old deadline comes (see expireID).
+type keyState struct {
+	id   int32
+	when uint64
+}
+
+// NewKeyed returns a Keyed that calls expire(key) for each key whose
+// timeout comes due. It takes the same options as [New]: the structure
+// (a hierarchical wheel with a 1 ms tick by default), the executor, the
+// pending limit (the number of keys with a pending timeout) and the panic
+// handler. As with New, a nil expire or a bad option is reported by every
+// Set.
+func NewKeyed[K comparable](expire func(key K), opts ...Option) *Keyed[K] {
+	c := defaultConfig()
+	for _, o := range opts {
+		o(&c)
+	}
+	if expire == nil && c.err == nil {
+		c.err = fmt.Errorf("hourglass: NewKeyed: nil expire func")
+	}
+	k := &Keyed[K]{
+		clock:     newClock(),
+		runner:    newRunner(&c),
+		expire:    expire,
+		err:       c.err,
+		structure: c.structure,
+		limit:     c.maxPending,
+		ids:       make(map[K]keyState),
+	}
+	if c.err == nil {
+		k.q = c.newKeyQueue()
+	}
+	k.driver.init(k)
+	k.take = k.expireID
+	return k
+}
+
+// Set schedules key to expire d from now, or moves its pending timeout
+// there; the old deadline never fires. A d of zero or less expires key
+// promptly. Set on a pending key allocates nothing. It returns
+// [ErrStopped] after Stop, and [ErrTooManyPending] for a new key at the
+// pending limit.
+func (k *Keyed[K]) Set(key K, d time.Duration) error {
+	if k.err != nil {
+		return k.err
+	}
+	when := k.deadline(d)
+	k.mu.Lock()
+	if k.stopped {
+		k.mu.Unlock()
+		return ErrStopped
+	}
+	if st, ok := k.ids[key]; ok {
+		if when < st.when {
+			k.q.Move(st.id, when) // earlier: the structure must know now
+		}
+		k.ids[key] = keyState{st.id, when}
+	} else {
+		if k.limit > 0 && len(k.ids) >= k.limit {
+			k.mu.Unlock()
+			return ErrTooManyPending
+		}
+		id := k.newID(key)
+		k.ids[key] = keyState{id, when}
+		k.q.Add(id, when)
+	}
+	wake := k.armed(when)
+	k.mu.Unlock()
+	if wake {
+		k.wakeUp()
+	}
+	return nil
+}
+
+// newID returns a free id holding key. k.mu is held.
+func (k *Keyed[K]) newID(key K) int32 {
+	var id int32
+	if n := len(k.free); n > 0 {
+		id = k.free[n-1]
+		k.free = k.free[:n-1]
+	} else {
+		if k.top == math.MaxInt32 {
+			panic("hourglass: Keyed: more than 2^31-1 keys")
+		}
+		id = k.top
+		k.top++
+		if int(id/keyPage) == len(k.keys) {
+			k.keys = append(k.keys, make([]K, keyPage))
+		}
+	}
+	k.keys[id/keyPage][id%keyPage] = key
+	return id
+}
+
+// forget drops key, whose id is id, from the tables. k.mu is held.
+func (k *Keyed[K]) forget(key K, id int32) {
+	delete(k.ids, key)
+	var zero K
+	k.keys[id/keyPage][id%keyPage] = zero // let the key's referents go
+	k.free = append(k.free, id)
+}
+
+// Remove cancels key's pending timeout and reports whether this call
+// prevented its expiry.
+func (k *Keyed[K]) Remove(key K) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st, ok := k.ids[key]
+	if !ok {
+		return false
+	}
+	k.q.Remove(st.id)
+	k.forget(key, st.id)
+	return true
+}
+
+// Deadline reports when key's pending timeout is due, and false if key has
+// none.
+func (k *Keyed[K]) Deadline(key K) (time.Time, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st, ok := k.ids[key]
+	if !ok {
+		return time.Time{}, false
+	}
+	return k.timeOf(st.when), true
+}
+
+// Len reports the number of keys with a pending timeout.
+func (k *Keyed[K]) Len() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.ids)
+}
+
+// Stop cancels every pending timeout and returns their keys, then waits
+// for the driver goroutine to exit: once Stop returns, expire is not
+// called again and Len is 0. Calls of expire already handed to the
+// executor are not waited for. Set afterwards returns [ErrStopped]; a
+// second Stop returns nil. Called from expire on the driver goroutine
+// (the [Inline] executor), Stop returns at once, with the keys that were
+// due in the same batch but not yet handed over.
+func (k *Keyed[K]) Stop() []K {
+	self := goid()
+	k.mu.Lock()
+	if k.stopped || k.q == nil {
+		k.stopped = true
+		k.mu.Unlock()
+		k.wait(self)
+		return nil
+	}
+	var out []K
+	if k.started && k.isDriver(self) {
+		out = append(out, k.batch[k.next:]...)
+		clear(k.batch[k.next:])
+		k.batch = k.batch[:k.next]
+	}
+	k.q.Advance(math.MaxUint64, func(id int32) {
+		key := k.keys[id/keyPage][id%keyPage]
+		out = append(out, key)
+		k.forget(key, id)
+	})
+	k.driver.stop()
+	k.mu.Unlock()
+	k.wait(self)
+	return out
+}
+
+// Stats returns a snapshot of k, as [Timer.Stats] does for a Timer.
+func (k *Keyed[K]) Stats() Stats {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s := Stats{Structure: k.structure, Shards: 1, Pending: len(k.ids), Wakeups: k.wakeups}
+	if k.started && !k.stopped {
+		s.Drivers = 1
+	}
+	return s
+}
+
+// expireID is the structure's fire callback in the driver: the deadline
+// key id was filed at has come. If Set has since pushed the key's deadline
+// back, the id is filed again at it (a deadline already reached goes to
+// the structure's due list and fires on the driver's next pass, at once);
+// otherwise the key expires. k.mu is held.
+func (k *Keyed[K]) expireID(id int32) {
+	key := k.keys[id/keyPage][id%keyPage]
+	if st := k.ids[key]; st.when > k.q.When(id) {
+		k.q.Add(id, st.when)
+		return
+	}
+	k.forget(key, id)
+	k.batch = append(k.batch, key)
+}
+
+// pass implements worker.
+func (k *Keyed[K]) pass(now uint64) (uint64, bool) {
+	k.q.Advance(now, k.take)
+	return k.q.Next()
+}
+
+func (k *Keyed[K]) busy() bool { return len(k.batch) > 0 }
+
+// handOver implements worker: each due key goes to the executor.
+func (k *Keyed[K]) handOver() {
+	var zero K
+	for k.next < len(k.batch) {
+		key := k.batch[k.next]
+		k.batch[k.next] = zero
+		k.next++
+		switch {
+		case k.inline:
+			k.call1(key)
+		case k.goes:
+			go k.call1(key)
+		default:
+			k.exec.Execute(func() { k.call1(key) })
+		}
+	}
+	k.next = 0
+	if cap(k.batch) > 1<<16 {
+		k.batch = nil
+	} else {
+		k.batch = k.batch[:0]
+	}
+}
+
+// call1 runs expire(key), passing a panic to the panic handler.
+func (k *Keyed[K]) call1(key K) {
+	defer k.contain()
+	k.expire(key)
+}
