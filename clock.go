@@ -57,24 +57,33 @@ func newRunner(c *config) runner {
 	return runner{exec: c.exec, inline: c.exec == Inline, goes: c.exec == Goroutines, onPanic: c.panicHandler}
 }
 
-// run hands f to the executor, wrapped in the panic handler. The built-in
-// executors need no closure.
-func (r *runner) run(f func()) {
+// run hands f to the executor, wrapped in the panic handler.
+func (r *runner) run(f func()) { runWith(r, invoke, f) }
+
+func invoke(f func()) { f() }
+
+// runWith hands f(a) to r's executor, wrapped in the panic handler. The
+// built-in executors need no closure, so handing over allocates nothing
+// for Inline and only the goroutine for Goroutines.
+func runWith[A any](r *runner, f func(A), a A) {
 	switch {
 	case r.inline:
-		r.call(f)
+		callWith(r, f, a)
 	case r.goes:
-		go r.call(f)
+		go callWith(r, f, a)
 	default:
-		r.exec.Execute(func() { r.call(f) })
+		r.exec.Execute(func() { callWith(r, f, a) })
 	}
 }
 
-// call runs f, passing a panic to the panic handler.
-func (r *runner) call(f func()) {
+// callWith runs f(a), passing a panic to r's panic handler.
+func callWith[A any](r *runner, f func(A), a A) {
 	defer r.contain()
-	f()
+	f(a)
 }
+
+// call runs f, passing a panic to the panic handler.
+func (r *runner) call(f func()) { callWith(r, invoke, f) }
 
 // contain, deferred, passes a panic to the panic handler.
 func (r *runner) contain() {

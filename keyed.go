@@ -267,14 +267,7 @@ func (k *Keyed[K]) handOver() {
 		key := k.batch[k.next]
 		k.batch[k.next] = zero
 		k.next++
-		switch {
-		case k.inline:
-			k.call1(key)
-		case k.goes:
-			go k.call1(key)
-		default:
-			k.exec.Execute(func() { k.call1(key) })
-		}
+		runWith(&k.runner, k.expire, key)
 	}
 	k.next = 0
 	if cap(k.batch) > 1<<16 {
@@ -282,10 +275,4 @@ func (k *Keyed[K]) handOver() {
 	} else {
 		k.batch = k.batch[:0]
 	}
-}
-
-// call1 runs expire(key), passing a panic to the panic handler.
-func (k *Keyed[K]) call1(key K) {
-	defer k.contain()
-	k.expire(key)
 }
