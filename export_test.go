@@ -25,22 +25,7 @@ func StartedDrivers(t *Timer) int {
 
 // AfterFuncOnShard schedules f to run d from now on shard i, where
 // [Timer.AfterFunc] would use the shard of the caller's P, so that tests
-// can spread timeouts over several shards whatever P they run on. It
-// mirrors Timer.schedule for a one-shot timeout, without the pending
-// limit.
+// can spread timeouts over several shards whatever P they run on.
 func AfterFuncOnShard(t *Timer, i int, d time.Duration, f func()) (*Timeout, error) {
-	sh := &t.shards[i]
-	to := &Timeout{f: f, sh: sh}
-	to.entry.Value = to
-	sh.mu.Lock()
-	if sh.stopped {
-		sh.mu.Unlock()
-		return nil, ErrStopped
-	}
-	wake := sh.add(to, t.deadline(d))
-	sh.mu.Unlock()
-	if wake {
-		sh.wakeUp()
-	}
-	return to, nil
+	return t.scheduleOn(&t.shards[i], t.deadline(d), f, nil)
 }

@@ -41,17 +41,13 @@ type Keyed[K comparable] struct {
 
 	q    keyQueue
 	ids  map[K]keyState
-	keys [][]K   // pages of keyPage keys, by id
-	free []int32 // ids to reuse
-	top  int32   // ids below top have been used
+	keys idTable[K]
 
 	// batch and next are the driver's, as for a Timer shard.
 	batch []K
 	next  int
 	take  func(id int32) // k.expireID, made once
 }
-
-const keyPage = 1 << 12
 
 // keyState is what the map holds for a pending key: its id, and its
 // deadline, which may be later than the one it is filed at in q. Keeping
@@ -120,7 +116,7 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 			k.mu.Unlock()
 			return ErrTooManyPending
 		}
-		id := k.newID(key)
+		id := k.keys.alloc(key)
 		k.ids[key] = keyState{id, when}
 		k.q.Add(id, when)
 	}
@@ -132,32 +128,10 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 	return nil
 }
 
-// newID returns a free id holding key. k.mu is held.
-func (k *Keyed[K]) newID(key K) int32 {
-	var id int32
-	if n := len(k.free); n > 0 {
-		id = k.free[n-1]
-		k.free = k.free[:n-1]
-	} else {
-		if k.top == math.MaxInt32 {
-			panic("hourglass: Keyed: more than 2^31-1 keys")
-		}
-		id = k.top
-		k.top++
-		if int(id/keyPage) == len(k.keys) {
-			k.keys = append(k.keys, make([]K, keyPage))
-		}
-	}
-	k.keys[id/keyPage][id%keyPage] = key
-	return id
-}
-
 // forget drops key, whose id is id, from the tables. k.mu is held.
 func (k *Keyed[K]) forget(key K, id int32) {
 	delete(k.ids, key)
-	var zero K
-	k.keys[id/keyPage][id%keyPage] = zero // let the key's referents go
-	k.free = append(k.free, id)
+	k.keys.release(id)
 }
 
 // Remove cancels key's pending timeout and reports whether this call
@@ -216,7 +190,7 @@ func (k *Keyed[K]) Stop() []K {
 		k.batch = k.batch[:k.next]
 	}
 	k.q.Advance(math.MaxUint64, func(id int32) {
-		key := k.keys[id/keyPage][id%keyPage]
+		key := k.keys.get(id)
 		out = append(out, key)
 		k.forget(key, id)
 	})
@@ -243,7 +217,7 @@ func (k *Keyed[K]) Stats() Stats {
 // the structure's due list and fires on the driver's next pass, at once);
 // otherwise the key expires. k.mu is held.
 func (k *Keyed[K]) expireID(id int32) {
-	key := k.keys[id/keyPage][id%keyPage]
+	key := k.keys.get(id)
 	if st := k.ids[key]; st.when > k.q.When(id) {
 		k.q.Add(id, st.when)
 		return

@@ -26,7 +26,6 @@ type Option func(*config)
 // keeps and every scheduling call returns.
 type config struct {
 	structure    string
-	newQueue     func() queue.Queue[*Timeout]
 	newKeyQueue  func() keyQueue
 	exec         Executor
 	maxPending   int
@@ -52,7 +51,8 @@ func (c *config) fail(format string, args ...any) {
 }
 
 // WithHierarchicalWheel makes the Timer keep its timeouts in a hierarchical
-// timing wheel with the given tick ([queue.HierarchicalWheel]): O(1) to
+// timing wheel with the given tick ([queue.IndexWheel], the pointer-free
+// form of [queue.HierarchicalWheel]): O(1) to
 // schedule and cancel, and its driver sleeps until the next deadline. A
 // timeout fires at most one tick after its deadline. This is the default,
 // with a 1 ms tick. The tick must be at least [MinTick].
@@ -63,7 +63,6 @@ func WithHierarchicalWheel(tick time.Duration) Option {
 			return
 		}
 		c.structure = fmt.Sprintf("hierarchical wheel (tick %v)", tick)
-		c.newQueue = func() queue.Queue[*Timeout] { return queue.NewHierarchicalWheel[*Timeout](tick) }
 		c.newKeyQueue = func() keyQueue { return queue.NewIndexWheel(tick) }
 	}
 }
@@ -88,7 +87,6 @@ func WithHashedWheel(tick time.Duration, slots int) Option {
 			return
 		}
 		c.structure = fmt.Sprintf("hashed wheel (tick %v, %d slots)", tick, slots)
-		c.newQueue = func() queue.Queue[*Timeout] { return queue.NewHashedWheel[*Timeout](tick, slots) }
 		c.newKeyQueue = func() keyQueue { return newEntryQueue(queue.NewHashedWheel[int32](tick, slots)) }
 	}
 }
@@ -100,7 +98,6 @@ func WithHashedWheel(tick time.Duration, slots int) Option {
 func WithHeap() Option {
 	return func(c *config) {
 		c.structure = "heap"
-		c.newQueue = func() queue.Queue[*Timeout] { return queue.NewHeap[*Timeout]() }
 		c.newKeyQueue = func() keyQueue { return newEntryQueue(queue.NewHeap[int32]()) }
 	}
 }
@@ -112,7 +109,6 @@ func WithHeap() Option {
 func WithSortedList() Option {
 	return func(c *config) {
 		c.structure = "sorted list"
-		c.newQueue = func() queue.Queue[*Timeout] { return queue.NewSortedList[*Timeout]() }
 		c.newKeyQueue = func() keyQueue { return newEntryQueue(queue.NewSortedList[int32]()) }
 	}
 }

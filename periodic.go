@@ -123,11 +123,11 @@ func (p *periodic) run() {
 	case p.reset:
 		next, p.reset = p.resetAt, false
 	case p.kind == kindRate:
-		next = addSat(to.entry.When(), p.every)
+		next = addSat(to.when, p.every)
 	case p.kind == kindDelay:
 		next = addSat(t.now(), p.every)
 	default:
-		base := max(to.entry.When(), t.now())
+		base := max(to.when, t.now())
 		n := p.sched.Next(t.timeOf(base))
 		if n.IsZero() {
 			to.setStatus(statusDone)

@@ -1,10 +1,6 @@
 package hourglass
 
-import (
-	"math"
-
-	"github.com/hourglass-go/hourglass/queue"
-)
+import "math"
 
 // shard is one independent part of a Timer: a structure, the lock that
 // guards it, and the driver goroutine that advances it. See [Timer].
@@ -12,8 +8,10 @@ type shard struct {
 	driver // mu guards the fields below as well
 
 	t *Timer
-	// q holds the shard's pending timeouts. Guarded by mu.
-	q queue.Queue[*Timeout]
+	// q holds the deadlines of the shard's pending timeouts, by id, and
+	// byID the timeouts. Guarded by mu.
+	q    keyQueue
+	byID idTable[*Timeout]
 	// running counts periodic timeouts in the middle of a run, which
 	// Pending counts as pending. Guarded by mu.
 	running int
@@ -26,12 +24,12 @@ type shard struct {
 	// Stop reads them only on the driver's own goroutine.
 	batch   []*Timeout
 	next    int
-	collect func(*queue.Entry[*Timeout]) // sh.take as a func, made once
+	collect func(id int32) // sh.take as a func, made once
 
 	_ [64]byte // keep shards' locks on different cache lines
 }
 
-func (sh *shard) init(t *Timer, q queue.Queue[*Timeout]) {
+func (sh *shard) init(t *Timer, q keyQueue) {
 	sh.driver.init(sh)
 	sh.t = t
 	sh.q = q
@@ -42,7 +40,9 @@ func (sh *shard) init(t *Timer, q queue.Queue[*Timeout]) {
 // add queues to at when and reports whether the driver must be woken with
 // wakeUp once sh.mu is released. sh.mu must be held.
 func (sh *shard) add(to *Timeout, when uint64) (wake bool) {
-	sh.q.Add(&to.entry, when)
+	to.id = sh.byID.alloc(to)
+	to.when = when
+	sh.q.Add(to.id, when)
 	to.setStatus(statusPending)
 	return sh.armed(when)
 }
@@ -52,7 +52,8 @@ func (sh *shard) add(to *Timeout, when uint64) (wake bool) {
 func (sh *shard) cancel(to *Timeout) bool {
 	switch to.status() {
 	case statusPending:
-		sh.q.Remove(&to.entry)
+		sh.q.Remove(to.id)
+		sh.byID.release(to.id)
 	case statusRunning:
 		sh.running--
 	default:
@@ -78,8 +79,13 @@ func (sh *shard) reset(to *Timeout, when uint64) (pending, wake bool) {
 	}
 	switch to.status() {
 	case statusPending:
-		sh.q.Remove(&to.entry)
-		return true, sh.add(to, when)
+		// A later deadline is only recorded: the structure fires the old
+		// one, and take files the timeout again (no relink, as for Keyed).
+		if when < to.when {
+			sh.q.Move(to.id, when)
+		}
+		to.when = when
+		return true, sh.armed(when)
 	case statusRunning:
 		sh.periodic[to].resetTo(when)
 		return true, false
@@ -92,10 +98,16 @@ func (sh *shard) reset(to *Timeout, when uint64) (pending, wake bool) {
 	return false, false
 }
 
-// take is the structure's fire callback in the driver: it moves a due
-// timeout to the batch. sh.mu is held.
-func (sh *shard) take(e *queue.Entry[*Timeout]) {
-	to := e.Value
+// take is the structure's fire callback in the driver: the deadline that
+// timeout id was filed at has come. If Reset has since moved it later, it
+// is filed again there; otherwise it moves to the batch. sh.mu is held.
+func (sh *shard) take(id int32) {
+	to := sh.byID.get(id)
+	if to.when > sh.q.When(id) {
+		sh.q.Add(id, to.when)
+		return
+	}
+	sh.byID.release(id)
 	if to.periodic() {
 		to.setStatus(statusRunning)
 		sh.running++
@@ -155,9 +167,11 @@ func (sh *shard) stop(out []*Timeout, self uint64) []*Timeout {
 		clear(sh.batch[sh.next:])
 		sh.batch = sh.batch[:sh.next]
 	}
-	sh.q.Advance(math.MaxUint64, func(e *queue.Entry[*Timeout]) {
-		e.Value.setStatus(statusCancelled)
-		out = append(out, e.Value)
+	sh.q.Advance(math.MaxUint64, func(id int32) {
+		to := sh.byID.get(id)
+		sh.byID.release(id)
+		to.setStatus(statusCancelled)
+		out = append(out, to)
 	})
 	for to := range sh.periodic {
 		if to.status() == statusRunning {

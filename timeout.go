@@ -3,8 +3,6 @@ package hourglass
 import (
 	"sync/atomic"
 	"time"
-
-	"github.com/hourglass-go/hourglass/queue"
 )
 
 // Timeout is the handle of one scheduled callback, returned by the
@@ -14,11 +12,12 @@ import (
 // executor once, or one [Timeout.Cancel] returns true, or [Timer.Stop]
 // returns it. [Timeout.Reset] starts it over.
 type Timeout struct {
-	// entry links the timeout into its shard's structure; entry.Value
-	// points back here. Guarded by sh.mu, like every field but state.
-	entry queue.Entry[*Timeout]
-	f     func() // what the executor runs; for a periodic timeout, its run method
-	sh    *shard
+	f  func() // what the executor runs; for a periodic timeout, its run method
+	sh *shard
+	// when is the deadline it was last scheduled for, and id its id in
+	// sh.q while it is pending. Guarded by sh.mu.
+	when uint64
+	id   int32
 	// state is written under sh.mu and read without it by Cancelled and
 	// Expired.
 	state atomic.Int32
@@ -65,6 +64,11 @@ func (to *Timeout) Cancel() bool {
 // case Reset does nothing and returns false. For a periodic timeout, Reset
 // moves the next run (after the current one, if a run is in progress) and
 // later runs follow from it; an ended periodic timeout stays ended.
+//
+// Moving a pending timeout later is O(1) and touches only the timeout: the
+// structure keeps it where it was filed and files it again when the old
+// deadline comes, so a deadline pushed back on every event costs one
+// re-filing per timeout period, not one relink per event.
 func (to *Timeout) Reset(d time.Duration) bool {
 	sh := to.sh
 	if sh == nil {
@@ -101,7 +105,7 @@ func (to *Timeout) Deadline() time.Time {
 		return time.Time{}
 	}
 	sh.mu.Lock()
-	when := to.entry.When()
+	when := to.when
 	sh.mu.Unlock()
 	return sh.t.timeOf(when)
 }

@@ -14,7 +14,10 @@ import (
 // goroutine that is started on the shard's first timeout and sleeps until
 // the next deadline: with nothing pending it never wakes. Scheduling and
 // cancelling take one shard lock and are O(1) for the wheels, so a Timer
-// holds millions of timeouts cheaply.
+// holds millions of timeouts cheaply. A shard knows its timeouts by small
+// integer ids: the default wheel's links are ids, not pointers, and the
+// handle a caller holds is 32 bytes with two pointers, so the garbage
+// collector has little to trace however many timeouts are pending.
 //
 // Timer is safe for concurrent use by multiple goroutines. Create one with
 // [New], use it from anywhere, and [Timer.Stop] it when done; a process
@@ -57,7 +60,7 @@ func New(opts ...Option) *Timer {
 	}
 	t.shards = make([]shard, c.shards)
 	for i := range t.shards {
-		t.shards[i].init(t, c.newQueue())
+		t.shards[i].init(t, c.newKeyQueue())
 	}
 	return t
 }
@@ -88,13 +91,15 @@ func (t *Timer) schedule(when uint64, f func(), p *periodic) (*Timeout, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
+	return t.scheduleOn(t.pick(), when, f, p)
+}
+
+// scheduleOn is schedule on shard sh.
+func (t *Timer) scheduleOn(sh *shard, when uint64, f func(), p *periodic) (*Timeout, error) {
 	if !t.acquire() {
 		return nil, ErrTooManyPending
 	}
-	to := &Timeout{f: f}
-	to.entry.Value = to
-	sh := t.pick()
-	to.sh = sh
+	to := &Timeout{f: f, sh: sh}
 	if p != nil {
 		p.to = to
 		to.state.Store(flagPeriodic)

@@ -30,15 +30,17 @@ import (
 // IndexWheel is not safe for concurrent use.
 type IndexWheel struct {
 	levels
-	heads  [][levelSize]int32 // per level and slot: first entry, as index+1
+	slots  [][levelSize]ilist // per level
 	nodes  [][]node           // pages of nodeBlock entries, by index
-	due    int32              // entries added already due, as index+1
-	firing int32              // due entries not yet handed to fire, as index+1
-	last   int32              // the firing list's last entry, as index+1
+	due    ilist              // entries added already due
+	firing ilist              // due entries not yet handed to fire
 	len    int
 	now    uint64 // the greatest now passed to Advance
 	active bool   // inside Advance's fire phase: fire must not call Advance
 }
+
+// ilist is a list of entries, by index+1, in the order they were linked.
+type ilist struct{ head, tail int32 }
 
 // node is an entry of an IndexWheel. Links hold index+1, so 0 is none.
 type node struct {
@@ -56,7 +58,7 @@ func NewIndexWheel(tick time.Duration) *IndexWheel {
 		panic("queue: NewIndexWheel with non-positive tick")
 	}
 	w := &IndexWheel{levels: newLevels(uint64(tick))}
-	w.heads = make([][levelSize]int32, len(w.occupied))
+	w.slots = make([][levelSize]ilist, len(w.occupied))
 	return w
 }
 
@@ -106,49 +108,50 @@ func (w *IndexWheel) file(i int32, n *node) {
 		return
 	}
 	l, s := w.place(t)
-	w.link(&w.heads[l][s], i, n)
+	w.link(&w.slots[l][s], i, n)
 	w.occupy(l, s)
 	n.pos = int32(l*levelSize + int(s) + 1)
 }
 
-// link pushes entry i at the front of the list whose head is *head.
-func (w *IndexWheel) link(head *int32, i int32, n *node) {
-	n.prev = 0
-	n.next = *head
-	if *head != 0 {
-		w.node(*head - 1).prev = i + 1
+// link appends entry i to l.
+func (w *IndexWheel) link(l *ilist, i int32, n *node) {
+	n.next, n.prev = 0, l.tail
+	if l.tail != 0 {
+		w.node(l.tail - 1).next = i + 1
+	} else {
+		l.head = i + 1
 	}
-	*head = i + 1
+	l.tail = i + 1
 }
 
-// unlink takes queued entry i out of its list, reporting the list's
-// head so the caller can tell whether the slot emptied.
-func (w *IndexWheel) unlink(i int32, n *node) (head *int32) {
+// unlink takes queued entry i out of its list, vacating its slot if that
+// empties it.
+func (w *IndexWheel) unlink(i int32, n *node) {
+	var l *ilist
 	switch n.pos {
 	case posDue:
-		head = &w.due
+		l = &w.due
 	case posFiring:
-		head = &w.firing
+		l = &w.firing
 	default:
 		p := int(n.pos - 1)
-		head = &w.heads[p/levelSize][p%levelSize]
+		l = &w.slots[p/levelSize][p%levelSize]
 	}
 	if n.prev != 0 {
 		w.node(n.prev - 1).next = n.next
 	} else {
-		*head = n.next
+		l.head = n.next
 	}
 	if n.next != 0 {
 		w.node(n.next - 1).prev = n.prev
-	} else if n.pos == posFiring {
-		w.last = n.prev
+	} else {
+		l.tail = n.prev
 	}
-	if *head == 0 && n.pos > 0 {
+	if l.head == 0 && n.pos > 0 {
 		p := int(n.pos - 1)
 		w.vacate(p/levelSize, uint64(p%levelSize))
 	}
 	n.next, n.prev = 0, 0
-	return head
 }
 
 // Remove takes entry i out of the wheel and reports whether it was queued.
@@ -185,7 +188,7 @@ func (w *IndexWheel) Move(i int32, when uint64) {
 // Next reports the start of the next occupied slot, or the structure's
 // time if entries are due. It is O(L).
 func (w *IndexWheel) Next() (uint64, bool) {
-	if w.due != 0 || (w.firing != 0 && !w.active) {
+	if w.due.head != 0 || (w.firing.head != 0 && !w.active) {
 		return w.now, true
 	}
 	_, _, start, ok := w.next()
@@ -208,8 +211,8 @@ func (w *IndexWheel) Advance(now uint64, fire func(i int32)) {
 	}
 	w.now = max(w.now, now)
 	target := w.target(w.now)
-	for w.due != 0 {
-		i := w.due - 1
+	for w.due.head != 0 {
+		i := w.due.head - 1
 		n := w.node(i)
 		w.unlink(i, n)
 		w.stage(i, n)
@@ -220,9 +223,9 @@ func (w *IndexWheel) Advance(now uint64, fire func(i int32)) {
 			break
 		}
 		w.elapsed = start
-		head := &w.heads[l][s]
-		for *head != 0 {
-			i := *head - 1
+		slot := &w.slots[l][s]
+		for slot.head != 0 {
+			i := slot.head - 1
 			n := w.node(i)
 			w.unlink(i, n)
 			if ceilTicks(n.when, w.tick) > start {
@@ -235,8 +238,8 @@ func (w *IndexWheel) Advance(now uint64, fire func(i int32)) {
 	w.elapsed = max(w.elapsed, target)
 	w.active = true
 	defer func() { w.active = false }()
-	for w.firing != 0 {
-		i := w.firing - 1
+	for w.firing.head != 0 {
+		i := w.firing.head - 1
 		n := w.node(i)
 		w.unlink(i, n)
 		n.pos = 0
@@ -247,14 +250,8 @@ func (w *IndexWheel) Advance(now uint64, fire func(i int32)) {
 
 // stage appends entry i, unlinked and due, to the firing list.
 func (w *IndexWheel) stage(i int32, n *node) {
+	w.link(&w.firing, i, n)
 	n.pos = posFiring
-	n.next, n.prev = 0, w.last
-	if w.last != 0 {
-		w.node(w.last - 1).next = i + 1
-	} else {
-		w.firing = i + 1
-	}
-	w.last = i + 1
 }
 
 // verify checks the wheel: links both ways, recorded positions, the
@@ -262,9 +259,9 @@ func (w *IndexWheel) stage(i int32, n *node) {
 // deadline, in a slot after the current one.
 func (w *IndexWheel) verify() error {
 	total := 0
-	check := func(head int32, pos int32, l int, s uint64) (int, error) {
+	check := func(list ilist, pos int32, l int, s uint64) (int, error) {
 		n, prev := 0, int32(0)
-		for c := head; c != 0; c = w.node(c - 1).next {
+		for c := list.head; c != 0; c = w.node(c - 1).next {
 			e := w.node(c - 1)
 			if e.prev != prev {
 				return n, fmt.Errorf("index wheel: entry %d has a wrong prev link", c-1)
@@ -282,20 +279,24 @@ func (w *IndexWheel) verify() error {
 			prev = c
 			n++
 		}
+		if list.tail != prev {
+			return n, fmt.Errorf("index wheel: list tail %d, last entry %d", list.tail, prev)
+		}
 		return n, nil
 	}
 	for _, l := range []struct {
-		head, pos int32
+		list ilist
+		pos  int32
 	}{{w.due, posDue}, {w.firing, posFiring}} {
-		n, err := check(l.head, l.pos, 0, 0)
+		n, err := check(l.list, l.pos, 0, 0)
 		if err != nil {
 			return err
 		}
 		total += n
 	}
-	for l := range w.heads {
-		for s := range w.heads[l] {
-			n, err := check(w.heads[l][s], int32(l*levelSize+s+1), l, uint64(s))
+	for l := range w.slots {
+		for s := range w.slots[l] {
+			n, err := check(w.slots[l][s], int32(l*levelSize+s+1), l, uint64(s))
 			if err != nil {
 				return err
 			}
