@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -93,4 +94,155 @@ func BenchmarkKeyed_Memory_PerKey(b *testing.B) {
 			k.Stop()
 		}
 	})
+}
+
+// BenchmarkKeyed_Set_New sets a key that is not pending and removes it,
+// with n other keys pending: a timeout for a request that completes in
+// time. The runtime's side is a map[uint64]*time.Timer: AfterFunc and a
+// map write, then a lookup, Stop and delete.
+func BenchmarkKeyed_Set_New(b *testing.B) {
+	for _, n := range keyedSizes {
+		b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) {
+			m := make(map[uint64]*time.Timer, n)
+			for i := range uint64(n) {
+				m[i] = time.AfterFunc(30*time.Second, noop)
+			}
+			ks := keyStream(n)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				key := uint64(n) + ks[i&(len(ks)-1)] // never pending
+				m[key] = time.AfterFunc(30*time.Second, noop)
+				if t, ok := m[key]; ok {
+					t.Stop()
+					delete(m, key)
+				}
+				i++
+			}
+			b.StopTimer()
+			for _, t := range m {
+				t.Stop()
+			}
+		})
+		b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
+			k := hourglass.NewKeyed(func(uint64) {})
+			for i := range uint64(n) {
+				k.Set(i, 30*time.Second)
+			}
+			ks := keyStream(n)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				key := uint64(n) + ks[i&(len(ks)-1)]
+				k.Set(key, 30*time.Second)
+				k.Remove(key)
+				i++
+			}
+			b.StopTimer()
+			k.Stop()
+		})
+	}
+}
+
+// BenchmarkKeyed_GC_Pending measures what n pending keys cost the garbage
+// collector while a program works: 10^7 keys (10^6 with -short), then a
+// fixed workload of 2n Sets, each moving a random pending key 30 s ahead
+// (Reset, for a map[uint64]*time.Timer) and allocating 256 bytes of
+// garbage, standing in for the request that came with it, so that the
+// collector runs for the same reason on both sides. An op is the whole
+// workload. It reports the collector's share of the CPU available to Go
+// (runtime/metrics /cpu/classes/gc/total over /cpu/classes/total, framed
+// by a forced GC before and after, which counts), the GC cycles and the
+// longest stop-the-world pause (MemStats.PauseNs) in the workload, and the
+// heap per key after filling.
+//
+// Each time.Timer is a heap object with pointers that every cycle marks;
+// Keyed[uint64] holds its keys in pointer-free tables and map, which the
+// collector does not scan.
+func BenchmarkKeyed_GC_Pending(b *testing.B) {
+	n := 10_000_000
+	if testing.Short() {
+		n = 1_000_000
+	}
+	b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) {
+		before := liveHeap()
+		m := make(map[uint64]*time.Timer, n)
+		for i := range uint64(n) {
+			m[i] = time.AfterFunc(30*time.Second, noop)
+		}
+		perKey := float64(liveHeap()-before) / float64(n)
+		gcWorkload(b, n, func(key uint64) { m[key].Reset(30 * time.Second) })
+		b.ReportMetric(perKey, "B/key") // after the loop, which clears metrics
+		for _, t := range m {
+			t.Stop()
+		}
+	})
+	b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
+		before := liveHeap()
+		k := hourglass.NewKeyed(func(uint64) {})
+		for i := range uint64(n) {
+			k.Set(i, 30*time.Second)
+		}
+		perKey := float64(liveHeap()-before) / float64(n)
+		gcWorkload(b, n, func(key uint64) { k.Set(key, 30*time.Second) })
+		b.ReportMetric(perKey, "B/key")
+		k.Stop()
+	})
+}
+
+// garbage keeps gcWorkload's allocations from being optimized away.
+var garbage []byte
+
+// liveHeap returns the heap in use after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// gcWorkload runs the workload of BenchmarkKeyed_GC_Pending once per op,
+// calling set for 2n random keys below n, and reports what the collector
+// cost over all of them.
+func gcWorkload(b *testing.B, n int, set func(key uint64)) {
+	ks := keyStream(n)
+	ops := 2 * n
+	names := []string{
+		"/cpu/classes/gc/total:cpu-seconds",
+		"/cpu/classes/total:cpu-seconds",
+		"/gc/cycles/total:gc-cycles",
+	}
+	before := make([]metrics.Sample, len(names))
+	after := make([]metrics.Sample, len(names))
+	for i, name := range names {
+		before[i].Name, after[i].Name = name, name
+	}
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	metrics.Read(before)
+	runtime.ReadMemStats(&m0)
+	for b.Loop() {
+		for i := range ops {
+			set(ks[i&(len(ks)-1)])
+			garbage = make([]byte, 256)
+		}
+	}
+	b.StopTimer()
+	runtime.GC()
+	metrics.Read(after)
+	runtime.ReadMemStats(&m1)
+
+	gcCPU := after[0].Value.Float64() - before[0].Value.Float64()
+	allCPU := after[1].Value.Float64() - before[1].Value.Float64()
+	cycles := after[2].Value.Uint64() - before[2].Value.Uint64()
+	var longest uint64
+	for c := m0.NumGC + 1; c <= m1.NumGC; c++ {
+		if m1.NumGC-c < 256 {
+			longest = max(longest, m1.PauseNs[(c+255)%256])
+		}
+	}
+	b.ReportMetric(100*gcCPU/allCPU, "gc-cpu-%")
+	b.ReportMetric(float64(cycles)/float64(b.N), "gc-cycles/op")
+	b.ReportMetric(float64(longest)/1e3, "max-pause-µs")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*ops), "ns/set")
 }

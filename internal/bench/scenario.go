@@ -24,6 +24,7 @@ func Scenarios() []Scenario {
 		structuresScenario,
 		purgatoryScenario,
 		gcScenario,
+		keyedScenario,
 		seedDemoScenario,
 	}
 }

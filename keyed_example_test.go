@@ -1,0 +1,67 @@
+package hourglass_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hourglass-go/hourglass"
+)
+
+// Idle connection timeouts: each connection is closed after 200 ms without
+// activity, and every packet pushes its deadline back. The Set on each
+// packet moves the connection's one pending timeout; it allocates nothing.
+func ExampleNewKeyed() {
+	closed := make(chan string)
+	idle := hourglass.NewKeyed(func(conn string) { closed <- conn })
+	defer idle.Stop()
+
+	const timeout = 200 * time.Millisecond
+	idle.Set("10.0.0.1:4000", timeout)
+	idle.Set("10.0.0.2:4000", timeout)
+
+	// 10.0.0.1 keeps sending; 10.0.0.2 goes quiet and is closed.
+	packets := time.NewTicker(10 * time.Millisecond)
+	defer packets.Stop()
+	for quiet := ""; quiet == ""; {
+		select {
+		case <-packets.C:
+			idle.Set("10.0.0.1:4000", timeout)
+		case quiet = <-closed:
+			fmt.Println("closed idle", quiet)
+		}
+	}
+	fmt.Println("open:", idle.Len())
+
+	// Now 10.0.0.1 goes quiet too.
+	fmt.Println("closed idle", <-closed)
+	fmt.Println("open:", idle.Len())
+	// Output:
+	// closed idle 10.0.0.2:4000
+	// open: 1
+	// closed idle 10.0.0.1:4000
+	// open: 0
+}
+
+// Stop returns the keys whose timeouts never expired, so that a shutdown
+// can deal with them; a removed key is not among them.
+func ExampleKeyed_Stop() {
+	k := hourglass.NewKeyed(func(id int) { fmt.Println("expired", id) })
+	for id := range 4 {
+		k.Set(id, time.Hour)
+	}
+	k.Remove(2)
+
+	pending := k.Stop()
+	slices.Sort(pending)
+	fmt.Println("never expired:", pending)
+
+	err := k.Set(5, time.Second)
+	fmt.Println(err, errors.Is(err, hourglass.ErrStopped))
+	fmt.Println("second Stop:", k.Stop())
+	// Output:
+	// never expired: [0 1 3]
+	// hourglass: timer stopped true
+	// second Stop: []
+}
