@@ -2,7 +2,6 @@ package hourglass
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -39,14 +38,14 @@ type Keyed[K comparable] struct {
 	structure string
 	limit     int // 0: none
 
-	q    keyQueue
-	ids  map[K]keyState
-	keys idTable[K]
+	q     keyQueue[K]
+	state map[K]keyState
+	ids   ids
 
 	// batch and next are the driver's, as for a Timer shard.
 	batch []K
 	next  int
-	take  func(id int32) // k.expireID, made once
+	take  func(id int32, key K) // k.expireID, made once
 }
 
 // keyState is what the map holds for a pending key: its id, and its
@@ -81,10 +80,10 @@ func NewKeyed[K comparable](expire func(key K), opts ...Option) *Keyed[K] {
 		err:       c.err,
 		structure: c.structure,
 		limit:     c.maxPending,
-		ids:       make(map[K]keyState),
+		state:     make(map[K]keyState),
 	}
 	if c.err == nil {
-		k.q = c.newKeyQueue()
+		k.q = newKeyQueue[K](&c)
 	}
 	k.driver.init(k)
 	k.take = k.expireID
@@ -106,19 +105,19 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 		k.mu.Unlock()
 		return ErrStopped
 	}
-	if st, ok := k.ids[key]; ok {
+	if st, ok := k.state[key]; ok {
 		if when < st.when {
 			k.q.Move(st.id, when) // earlier: the structure must know now
 		}
-		k.ids[key] = keyState{st.id, when}
+		k.state[key] = keyState{st.id, when}
 	} else {
-		if k.limit > 0 && len(k.ids) >= k.limit {
+		if k.limit > 0 && len(k.state) >= k.limit {
 			k.mu.Unlock()
 			return ErrTooManyPending
 		}
-		id := k.keys.alloc(key)
-		k.ids[key] = keyState{id, when}
-		k.q.Add(id, when)
+		id := k.ids.alloc()
+		k.state[key] = keyState{id, when}
+		k.q.Add(id, when, key)
 	}
 	wake := k.armed(when)
 	k.mu.Unlock()
@@ -130,8 +129,8 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 
 // forget drops key, whose id is id, from the tables. k.mu is held.
 func (k *Keyed[K]) forget(key K, id int32) {
-	delete(k.ids, key)
-	k.keys.release(id)
+	delete(k.state, key)
+	k.ids.release(id)
 }
 
 // Remove cancels key's pending timeout and reports whether this call
@@ -139,7 +138,7 @@ func (k *Keyed[K]) forget(key K, id int32) {
 func (k *Keyed[K]) Remove(key K) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	st, ok := k.ids[key]
+	st, ok := k.state[key]
 	if !ok {
 		return false
 	}
@@ -153,7 +152,7 @@ func (k *Keyed[K]) Remove(key K) bool {
 func (k *Keyed[K]) Deadline(key K) (time.Time, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	st, ok := k.ids[key]
+	st, ok := k.state[key]
 	if !ok {
 		return time.Time{}, false
 	}
@@ -164,7 +163,7 @@ func (k *Keyed[K]) Deadline(key K) (time.Time, bool) {
 func (k *Keyed[K]) Len() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return len(k.ids)
+	return len(k.state)
 }
 
 // Stop cancels every pending timeout and returns their keys, then waits
@@ -189,8 +188,7 @@ func (k *Keyed[K]) Stop() []K {
 		clear(k.batch[k.next:])
 		k.batch = k.batch[:k.next]
 	}
-	k.q.Advance(math.MaxUint64, func(id int32) {
-		key := k.keys.get(id)
+	k.q.Drain(func(id int32, key K) {
 		out = append(out, key)
 		k.forget(key, id)
 	})
@@ -204,7 +202,7 @@ func (k *Keyed[K]) Stop() []K {
 func (k *Keyed[K]) Stats() Stats {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	s := Stats{Structure: k.structure, Shards: 1, Pending: len(k.ids), Wakeups: k.wakeups}
+	s := Stats{Structure: k.structure, Shards: 1, Pending: len(k.state), Wakeups: k.wakeups}
 	if k.started && !k.stopped {
 		s.Drivers = 1
 	}
@@ -216,10 +214,9 @@ func (k *Keyed[K]) Stats() Stats {
 // back, the id is filed again at it (a deadline already reached goes to
 // the structure's due list and fires on the driver's next pass, at once);
 // otherwise the key expires. k.mu is held.
-func (k *Keyed[K]) expireID(id int32) {
-	key := k.keys.get(id)
-	if st := k.ids[key]; st.when > k.q.When(id) {
-		k.q.Add(id, st.when)
+func (k *Keyed[K]) expireID(id int32, key K) {
+	if st := k.state[key]; st.when > k.q.When(id) {
+		k.q.Add(id, st.when, key)
 		return
 	}
 	k.forget(key, id)

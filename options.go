@@ -26,12 +26,37 @@ type Option func(*config)
 // keeps and every scheduling call returns.
 type config struct {
 	structure    string
-	newKeyQueue  func() keyQueue
+	kind         structureKind
+	tick         time.Duration // for the wheels
+	slots        int           // for the hashed wheel
 	exec         Executor
 	maxPending   int
 	panicHandler func(v any)
 	shards       int
 	err          error
+}
+
+// structureKind names the structure an Option chose.
+type structureKind uint8
+
+const (
+	kindHierarchical structureKind = iota
+	kindHashed
+	kindHeap
+	kindList
+)
+
+// newKeyQueue makes the structure c names, holding values of type V.
+func newKeyQueue[V any](c *config) keyQueue[V] {
+	switch c.kind {
+	case kindHashed:
+		return newEntryQueue(queue.NewHashedWheel[idValue[V]](c.tick, c.slots))
+	case kindHeap:
+		return newEntryQueue(queue.NewHeap[idValue[V]]())
+	case kindList:
+		return newEntryQueue(queue.NewSortedList[idValue[V]]())
+	}
+	return queue.NewIndexWheel[V](c.tick)
 }
 
 func defaultConfig() config {
@@ -63,7 +88,7 @@ func WithHierarchicalWheel(tick time.Duration) Option {
 			return
 		}
 		c.structure = fmt.Sprintf("hierarchical wheel (tick %v)", tick)
-		c.newKeyQueue = func() keyQueue { return queue.NewIndexWheel(tick) }
+		c.kind, c.tick = kindHierarchical, tick
 	}
 }
 
@@ -87,7 +112,7 @@ func WithHashedWheel(tick time.Duration, slots int) Option {
 			return
 		}
 		c.structure = fmt.Sprintf("hashed wheel (tick %v, %d slots)", tick, slots)
-		c.newKeyQueue = func() keyQueue { return newEntryQueue(queue.NewHashedWheel[int32](tick, slots)) }
+		c.kind, c.tick, c.slots = kindHashed, tick, slots
 	}
 }
 
@@ -98,7 +123,7 @@ func WithHashedWheel(tick time.Duration, slots int) Option {
 func WithHeap() Option {
 	return func(c *config) {
 		c.structure = "heap"
-		c.newKeyQueue = func() keyQueue { return newEntryQueue(queue.NewHeap[int32]()) }
+		c.kind = kindHeap
 	}
 }
 
@@ -109,7 +134,7 @@ func WithHeap() Option {
 func WithSortedList() Option {
 	return func(c *config) {
 		c.structure = "sorted list"
-		c.newKeyQueue = func() keyQueue { return newEntryQueue(queue.NewSortedList[int32]()) }
+		c.kind = kindList
 	}
 }
 

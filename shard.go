@@ -1,17 +1,15 @@
 package hourglass
 
-import "math"
-
 // shard is one independent part of a Timer: a structure, the lock that
 // guards it, and the driver goroutine that advances it. See [Timer].
 type shard struct {
 	driver // mu guards the fields below as well
 
 	t *Timer
-	// q holds the deadlines of the shard's pending timeouts, by id, and
-	// byID the timeouts. Guarded by mu.
-	q    keyQueue
-	byID idTable[*Timeout]
+	// q holds the shard's pending timeouts by id, and ids hands the ids
+	// out. Guarded by mu.
+	q   keyQueue[*Timeout]
+	ids ids
 	// running counts periodic timeouts in the middle of a run, which
 	// Pending counts as pending. Guarded by mu.
 	running int
@@ -24,12 +22,12 @@ type shard struct {
 	// Stop reads them only on the driver's own goroutine.
 	batch   []*Timeout
 	next    int
-	collect func(id int32) // sh.take as a func, made once
+	collect func(id int32, to *Timeout) // sh.take as a func, made once
 
 	_ [64]byte // keep shards' locks on different cache lines
 }
 
-func (sh *shard) init(t *Timer, q keyQueue) {
+func (sh *shard) init(t *Timer, q keyQueue[*Timeout]) {
 	sh.driver.init(sh)
 	sh.t = t
 	sh.q = q
@@ -40,9 +38,9 @@ func (sh *shard) init(t *Timer, q keyQueue) {
 // add queues to at when and reports whether the driver must be woken with
 // wakeUp once sh.mu is released. sh.mu must be held.
 func (sh *shard) add(to *Timeout, when uint64) (wake bool) {
-	to.id = sh.byID.alloc(to)
+	to.id = sh.ids.alloc()
 	to.when = when
-	sh.q.Add(to.id, when)
+	sh.q.Add(to.id, when, to)
 	to.setStatus(statusPending)
 	return sh.armed(when)
 }
@@ -53,7 +51,7 @@ func (sh *shard) cancel(to *Timeout) bool {
 	switch to.status() {
 	case statusPending:
 		sh.q.Remove(to.id)
-		sh.byID.release(to.id)
+		sh.ids.release(to.id)
 	case statusRunning:
 		sh.running--
 	default:
@@ -79,11 +77,9 @@ func (sh *shard) reset(to *Timeout, when uint64) (pending, wake bool) {
 	}
 	switch to.status() {
 	case statusPending:
-		// A later deadline is only recorded: the structure fires the old
-		// one, and take files the timeout again (no relink, as for Keyed).
-		if when < to.when {
-			sh.q.Move(to.id, when)
-		}
+		// The default wheel records a later deadline without relinking
+		// (see queue.IndexWheel.Move).
+		sh.q.Move(to.id, when)
 		to.when = when
 		return true, sh.armed(when)
 	case statusRunning:
@@ -98,16 +94,10 @@ func (sh *shard) reset(to *Timeout, when uint64) (pending, wake bool) {
 	return false, false
 }
 
-// take is the structure's fire callback in the driver: the deadline that
-// timeout id was filed at has come. If Reset has since moved it later, it
-// is filed again there; otherwise it moves to the batch. sh.mu is held.
-func (sh *shard) take(id int32) {
-	to := sh.byID.get(id)
-	if to.when > sh.q.When(id) {
-		sh.q.Add(id, to.when)
-		return
-	}
-	sh.byID.release(id)
+// take is the structure's fire callback in the driver: it moves a due
+// timeout to the batch. sh.mu is held.
+func (sh *shard) take(id int32, to *Timeout) {
+	sh.ids.release(id)
 	if to.periodic() {
 		to.setStatus(statusRunning)
 		sh.running++
@@ -167,9 +157,8 @@ func (sh *shard) stop(out []*Timeout, self uint64) []*Timeout {
 		clear(sh.batch[sh.next:])
 		sh.batch = sh.batch[:sh.next]
 	}
-	sh.q.Advance(math.MaxUint64, func(id int32) {
-		to := sh.byID.get(id)
-		sh.byID.release(id)
+	sh.q.Drain(func(id int32, to *Timeout) {
+		sh.ids.release(id)
 		to.setStatus(statusCancelled)
 		out = append(out, to)
 	})

@@ -60,7 +60,7 @@ func New(opts ...Option) *Timer {
 	}
 	t.shards = make([]shard, c.shards)
 	for i := range t.shards {
-		t.shards[i].init(t, c.newKeyQueue())
+		t.shards[i].init(t, newKeyQueue[*Timeout](&c))
 	}
 	return t
 }

@@ -20,13 +20,13 @@ func Verify(q any) error {
 // whose Value is their index, so that the conformance suite, the model
 // test and the fuzz target run over it as over the other structures.
 type IndexQueue struct {
-	W       *IndexWheel
+	W       *IndexWheel[*Entry[int]]
 	entries []*Entry[int]
 }
 
 // NewIndexQueue returns an IndexQueue over a new IndexWheel of tick.
 func NewIndexQueue(tick time.Duration) *IndexQueue {
-	return &IndexQueue{W: NewIndexWheel(tick)}
+	return &IndexQueue{W: NewIndexWheel[*Entry[int]](tick)}
 }
 
 func (q *IndexQueue) Add(e *Entry[int], when uint64) {
@@ -39,7 +39,7 @@ func (q *IndexQueue) Add(e *Entry[int], when uint64) {
 	}
 	q.entries[i] = e
 	e.when, e.pos = when, posListed
-	q.W.Add(i, when)
+	q.W.Add(i, when, e)
 }
 
 func (q *IndexQueue) Remove(e *Entry[int]) bool {
@@ -51,8 +51,10 @@ func (q *IndexQueue) Remove(e *Entry[int]) bool {
 }
 
 func (q *IndexQueue) Advance(now uint64, fire func(*Entry[int])) {
-	q.W.Advance(now, func(i int32) {
-		e := q.entries[i]
+	q.W.Advance(now, func(i int32, e *Entry[int]) {
+		if e != q.entries[i] {
+			panic(fmt.Sprintf("index wheel: entry %d fired with another's value", i))
+		}
 		e.pos = 0
 		fire(e)
 	})

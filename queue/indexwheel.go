@@ -2,16 +2,19 @@ package queue
 
 import (
 	"fmt"
+	"math/bits"
 	"time"
 )
 
 // IndexWheel is a [HierarchicalWheel] whose entries are small integers
-// instead of pointers: entry i lives in a table the wheel owns, linked to
-// its slot neighbours by index. Nothing in it is a pointer, so the garbage
-// collector never scans it however many entries it holds; a table entry is
-// 24 bytes. It is the structure for keeping millions of deadlines that
-// belong to keys (see hourglass's Keyed): the caller maps each key to an
-// index of its choosing and back.
+// instead of pointers: entry i lives in a table the wheel owns, with a
+// value of type V, linked to its slot neighbours by index. The links are
+// not pointers, so however many entries it holds the garbage collector has
+// no chains to follow, and for a V without pointers (a key, an index) it
+// does not scan the table at all. A table entry is 24 bytes plus V. It is
+// the structure for keeping millions of deadlines: hourglass's Timer keeps
+// its timeouts in one with V a handle pointer, and Keyed with V the key.
+// The caller chooses the indices, typically from a free list.
 //
 // IndexWheel adds one operation to the hierarchical wheel's: [IndexWheel.Move],
 // which moves a queued entry's deadline. A move to a later deadline
@@ -28,10 +31,10 @@ import (
 // at or after their deadline: never early, and at most one tick late.
 //
 // IndexWheel is not safe for concurrent use.
-type IndexWheel struct {
+type IndexWheel[V any] struct {
 	levels
 	slots  [][levelSize]ilist // per level
-	nodes  [][]node           // pages of nodeBlock entries, by index
+	nodes  [][]node[V]        // pages of nodeBlock entries, by index
 	due    ilist              // entries added already due
 	firing ilist              // due entries not yet handed to fire
 	len    int
@@ -43,49 +46,50 @@ type IndexWheel struct {
 type ilist struct{ head, tail int32 }
 
 // node is an entry of an IndexWheel. Links hold index+1, so 0 is none.
-type node struct {
+type node[V any] struct {
 	when       uint64
 	next, prev int32
 	pos        int32 // 0 not queued, level*64+slot+1 in a slot, posDue if due
+	value      V
 }
 
 const nodeBlock = 1 << 12 // entries per page of the table
 
 // NewIndexWheel returns an empty wheel with the given tick. It panics if
 // tick is not positive.
-func NewIndexWheel(tick time.Duration) *IndexWheel {
+func NewIndexWheel[V any](tick time.Duration) *IndexWheel[V] {
 	if tick <= 0 {
 		panic("queue: NewIndexWheel with non-positive tick")
 	}
-	w := &IndexWheel{levels: newLevels(uint64(tick))}
+	w := &IndexWheel[V]{levels: newLevels(uint64(tick))}
 	w.slots = make([][levelSize]ilist, len(w.occupied))
 	return w
 }
 
 // node returns entry i, growing the table to hold it.
-func (w *IndexWheel) node(i int32) *node {
+func (w *IndexWheel[V]) node(i int32) *node[V] {
 	p := int(i / nodeBlock)
 	for p >= len(w.nodes) {
-		w.nodes = append(w.nodes, make([]node, nodeBlock))
+		w.nodes = append(w.nodes, make([]node[V], nodeBlock))
 	}
 	return &w.nodes[p][i%nodeBlock]
 }
 
 // Len reports the number of queued entries.
-func (w *IndexWheel) Len() int { return w.len }
+func (w *IndexWheel[V]) Len() int { return w.len }
 
 // Queued reports whether entry i is queued.
-func (w *IndexWheel) Queued(i int32) bool {
+func (w *IndexWheel[V]) Queued(i int32) bool {
 	return int(i/nodeBlock) < len(w.nodes) && w.node(i).pos != 0
 }
 
 // When reports entry i's deadline, the last one it was added or moved to.
-func (w *IndexWheel) When(i int32) uint64 { return w.node(i).when }
+func (w *IndexWheel[V]) When(i int32) uint64 { return w.node(i).when }
 
 // Add queues entry i, which must be non-negative and not queued, to fire
-// at when. It is O(1); it allocates only to grow the table, one page of
-// 4096 entries at a time.
-func (w *IndexWheel) Add(i int32, when uint64) {
+// at when, with value v. It is O(1); it allocates only to grow the table,
+// one page of 4096 entries at a time.
+func (w *IndexWheel[V]) Add(i int32, when uint64, v V) {
 	if i < 0 {
 		panic("queue: IndexWheel.Add of a negative index")
 	}
@@ -93,14 +97,17 @@ func (w *IndexWheel) Add(i int32, when uint64) {
 	if n.pos != 0 {
 		panic("queue: Add of an entry that is already queued")
 	}
-	n.when = when
+	n.when, n.value = when, v
 	w.len++
 	w.file(i, n)
 }
 
+// Value returns queued entry i's value.
+func (w *IndexWheel[V]) Value(i int32) V { return w.node(i).value }
+
 // file links queued entry i into the slot for its deadline, or the due
 // list if its tick has been reached.
-func (w *IndexWheel) file(i int32, n *node) {
+func (w *IndexWheel[V]) file(i int32, n *node[V]) {
 	t := ceilTicks(n.when, w.tick)
 	if t <= w.elapsed {
 		w.link(&w.due, i, n)
@@ -114,7 +121,7 @@ func (w *IndexWheel) file(i int32, n *node) {
 }
 
 // link appends entry i to l.
-func (w *IndexWheel) link(l *ilist, i int32, n *node) {
+func (w *IndexWheel[V]) link(l *ilist, i int32, n *node[V]) {
 	n.next, n.prev = 0, l.tail
 	if l.tail != 0 {
 		w.node(l.tail - 1).next = i + 1
@@ -126,7 +133,7 @@ func (w *IndexWheel) link(l *ilist, i int32, n *node) {
 
 // unlink takes queued entry i out of its list, vacating its slot if that
 // empties it.
-func (w *IndexWheel) unlink(i int32, n *node) {
+func (w *IndexWheel[V]) unlink(i int32, n *node[V]) {
 	var l *ilist
 	switch n.pos {
 	case posDue:
@@ -154,15 +161,43 @@ func (w *IndexWheel) unlink(i int32, n *node) {
 	n.next, n.prev = 0, 0
 }
 
+// Drain takes every entry out of the wheel and hands each to fn, in no
+// particular order. It is O(n + L·64), with no cascading: the way to empty
+// a wheel of millions of entries at shutdown. fn must not call back into
+// the wheel.
+func (w *IndexWheel[V]) Drain(fn func(i int32, v V)) {
+	var zero V
+	drain := func(l *ilist) {
+		for c := l.head; c != 0; {
+			n := w.node(c - 1)
+			next, v := n.next, n.value
+			n.next, n.prev, n.pos, n.value = 0, 0, 0, zero
+			w.len--
+			fn(c-1, v)
+			c = next
+		}
+		*l = ilist{}
+	}
+	drain(&w.due)
+	drain(&w.firing)
+	for l := range w.slots {
+		for occ := w.occupied[l]; occ != 0; occ &= occ - 1 {
+			drain(&w.slots[l][bits.TrailingZeros64(occ)])
+		}
+		w.occupied[l] = 0
+	}
+}
+
 // Remove takes entry i out of the wheel and reports whether it was queued.
 // It is O(1).
-func (w *IndexWheel) Remove(i int32) bool {
+func (w *IndexWheel[V]) Remove(i int32) bool {
 	if i < 0 || !w.Queued(i) {
 		return false
 	}
 	n := w.node(i)
 	w.unlink(i, n)
-	n.pos = 0
+	var zero V
+	n.pos, n.value = 0, zero
 	w.len--
 	return true
 }
@@ -171,7 +206,7 @@ func (w *IndexWheel) Remove(i int32) bool {
 // recorded in place and the entry is re-filed when its old slot comes due;
 // an earlier one relinks it at once. It is O(1) and panics if i is not
 // queued.
-func (w *IndexWheel) Move(i int32, when uint64) {
+func (w *IndexWheel[V]) Move(i int32, when uint64) {
 	if !w.Queued(i) {
 		panic("queue: Move of an entry that is not queued")
 	}
@@ -187,7 +222,7 @@ func (w *IndexWheel) Move(i int32, when uint64) {
 
 // Next reports the start of the next occupied slot, or the structure's
 // time if entries are due. It is O(L).
-func (w *IndexWheel) Next() (uint64, bool) {
+func (w *IndexWheel[V]) Next() (uint64, bool) {
 	if w.due.head != 0 || (w.firing.head != 0 && !w.active) {
 		return w.now, true
 	}
@@ -205,7 +240,7 @@ func (w *IndexWheel) Next() (uint64, bool) {
 // structures, entries are handed over only once time has moved, so fire
 // may call Add, Remove and Move: an entry it adds that is already due
 // fires on the next Advance. Advance to math.MaxUint64 fires everything.
-func (w *IndexWheel) Advance(now uint64, fire func(i int32)) {
+func (w *IndexWheel[V]) Advance(now uint64, fire func(i int32, v V)) {
 	if w.active {
 		panic("queue: Advance called from its own fire callback")
 	}
@@ -238,18 +273,20 @@ func (w *IndexWheel) Advance(now uint64, fire func(i int32)) {
 	w.elapsed = max(w.elapsed, target)
 	w.active = true
 	defer func() { w.active = false }()
+	var zero V
 	for w.firing.head != 0 {
 		i := w.firing.head - 1
 		n := w.node(i)
 		w.unlink(i, n)
-		n.pos = 0
+		v := n.value
+		n.pos, n.value = 0, zero
 		w.len--
-		fire(i)
+		fire(i, v)
 	}
 }
 
 // stage appends entry i, unlinked and due, to the firing list.
-func (w *IndexWheel) stage(i int32, n *node) {
+func (w *IndexWheel[V]) stage(i int32, n *node[V]) {
 	w.link(&w.firing, i, n)
 	n.pos = posFiring
 }
@@ -257,7 +294,7 @@ func (w *IndexWheel) stage(i int32, n *node) {
 // verify checks the wheel: links both ways, recorded positions, the
 // occupancy bitmaps, and that every entry is filed no later than its
 // deadline, in a slot after the current one.
-func (w *IndexWheel) verify() error {
+func (w *IndexWheel[V]) verify() error {
 	total := 0
 	check := func(list ilist, pos int32, l int, s uint64) (int, error) {
 		n, prev := 0, int32(0)

@@ -19,7 +19,7 @@ func TestIndexWheel_Move(t *testing.T) {
 		for seed := range uint64(6) {
 			t.Run(fmt.Sprintf("tick=%v/seed=%d", tick, seed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 7))
-				w := queue.NewIndexWheel(tick)
+				w := queue.NewIndexWheel[int32](tick)
 				deadlines := map[int32]uint64{}
 				var now uint64
 				span := func() uint64 {
@@ -31,7 +31,7 @@ func TestIndexWheel_Move(t *testing.T) {
 					switch op := rng.IntN(10); {
 					case op < 3 && !queued:
 						when := now + span()
-						w.Add(i, when)
+						w.Add(i, when, i)
 						deadlines[i] = when
 					case op < 6 && queued:
 						when := now + span() // earlier or later than before
@@ -45,7 +45,12 @@ func TestIndexWheel_Move(t *testing.T) {
 					default:
 						now += span() / 8
 						var fired []int32
-						w.Advance(now, func(i int32) { fired = append(fired, i) })
+						w.Advance(now, func(i, v int32) {
+							if v != i {
+								t.Fatalf("step %d: entry %d fired with value %d", step, i, v)
+							}
+							fired = append(fired, i)
+						})
 						var want []int32
 						for i, when := range deadlines {
 							if ceil(when, uint64(tick)) <= now/uint64(tick) {
@@ -71,6 +76,25 @@ func TestIndexWheel_Move(t *testing.T) {
 						t.Fatalf("step %d: %v", step, err)
 					}
 				}
+				// Drain hands over exactly what is queued and leaves an
+				// empty wheel that works as before.
+				var drained, want []int32
+				w.Drain(func(i, _ int32) { drained = append(drained, i) })
+				for i := range deadlines {
+					want = append(want, i)
+				}
+				slices.Sort(drained)
+				slices.Sort(want)
+				if !slices.Equal(drained, want) || w.Len() != 0 {
+					t.Fatalf("Drain gave %v (Len %d after), want %v", drained, w.Len(), want)
+				}
+				if _, ok := w.Next(); ok {
+					t.Fatal("Next reports work after Drain")
+				}
+				w.Add(0, now+1, 0)
+				if err := queue.Verify(w); err != nil || !w.Queued(0) {
+					t.Fatalf("after Drain and Add: Queued %v, %v", w.Queued(0), err)
+				}
 			})
 		}
 	}
@@ -83,10 +107,10 @@ func ceil(when, tick uint64) uint64 { return (when + tick - 1) / tick }
 func BenchmarkIndexWheel_Move_Later(b *testing.B) {
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			w := queue.NewIndexWheel(time.Millisecond)
+			w := queue.NewIndexWheel[int32](time.Millisecond)
 			rng := rand.New(rand.NewPCG(1, 2))
 			for i := range n {
-				w.Add(int32(i), uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)))
+				w.Add(int32(i), uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)), int32(i))
 			}
 			idx := make([]int32, 1<<16)
 			for k := range idx {
@@ -108,10 +132,10 @@ func BenchmarkIndexWheel_Move_Later(b *testing.B) {
 func BenchmarkIndexWheel_AddRemove_Random(b *testing.B) {
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			w := queue.NewIndexWheel(time.Millisecond)
+			w := queue.NewIndexWheel[int32](time.Millisecond)
 			rng := rand.New(rand.NewPCG(1, 2))
 			for i := range n {
-				w.Add(int32(i), uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)))
+				w.Add(int32(i), uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)), int32(i))
 			}
 			idx := make([]int32, 1<<16)
 			whens := make([]uint64, 1<<16)
@@ -124,7 +148,7 @@ func BenchmarkIndexWheel_AddRemove_Random(b *testing.B) {
 			for b.Loop() {
 				i := idx[k&(len(idx)-1)]
 				w.Remove(i)
-				w.Add(i, whens[k&(len(whens)-1)])
+				w.Add(i, whens[k&(len(whens)-1)], i)
 				k++
 			}
 		})
