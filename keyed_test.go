@@ -639,18 +639,7 @@ func TestKeyed_Panics(t *testing.T) {
 
 		mu.Lock()
 		defer mu.Unlock()
-		var strs []string
-		var nilPanic *runtime.PanicNilError
-		var sawNil, sawErr bool
-		for _, v := range panics {
-			switch v := v.(type) {
-			case string:
-				strs = append(strs, v)
-			case error:
-				sawNil = sawNil || errors.As(v, &nilPanic)
-				sawErr = sawErr || errors.Is(v, errBoom)
-			}
-		}
+		strs, sawNil, sawErr := sortPanics(panics)
 		if !slices.Equal(strs, []string{"boom", "boom"}) || !sawNil || !sawErr || len(panics) != 4 {
 			t.Errorf("panic handler got %v, want \"boom\" twice, a *runtime.PanicNilError and errBoom", panics)
 		}

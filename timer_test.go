@@ -632,19 +632,7 @@ func TestTimer_Panics(t *testing.T) {
 
 		mu.Lock()
 		defer mu.Unlock()
-		var strs []string
-		var nilPanic *runtime.PanicNilError
-		var sawNil, sawErr bool
-		for _, v := range panics {
-			switch v := v.(type) {
-			case string:
-				strs = append(strs, v)
-			case error:
-				sawNil = sawNil || errors.As(v, &nilPanic)
-				sawErr = sawErr || errors.Is(v, errBoom)
-			}
-		}
-		slices.Sort(strs)
+		strs, sawNil, sawErr := sortPanics(panics)
 		if want := []string{"boom", "run 1", "run 2", "run 3", "run 4"}; !slices.Equal(strs, want) || !sawNil || !sawErr || len(panics) != 7 {
 			t.Errorf("panic handler got %v, want %q, a *runtime.PanicNilError and errBoom", panics, want)
 		}
@@ -652,6 +640,23 @@ func TestTimer_Panics(t *testing.T) {
 }
 
 var errBoom = errors.New("boom")
+
+// sortPanics sorts the values a panic handler received: the strings, in
+// order, and whether a *runtime.PanicNilError and errBoom were among them.
+func sortPanics(panics []any) (strs []string, sawNil, sawErr bool) {
+	var nilPanic *runtime.PanicNilError
+	for _, v := range panics {
+		switch v := v.(type) {
+		case string:
+			strs = append(strs, v)
+		case error:
+			sawNil = sawNil || errors.As(v, &nilPanic)
+			sawErr = sawErr || errors.Is(v, errBoom)
+		}
+	}
+	slices.Sort(strs)
+	return strs, sawNil, sawErr
+}
 
 // TestTimer_Goexit checks that a callback calling runtime.Goexit, as
 // t.FailNow does, on the driver goroutine does not stop the Timer: the rest
