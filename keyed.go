@@ -9,17 +9,18 @@ import (
 // when it comes due: the shape of connection idle timeouts, heartbeats and
 // request deadlines that are pushed back on every packet. Where the same
 // with Go's runtime timers takes a map[K]*time.Timer and a Reset per event,
-// [Keyed.Set] on a pending key allocates nothing and, with the default
-// hierarchical wheel, pushing a deadline later touches only that key's
-// entry: the entry stays where it was filed and is re-filed when that
-// early slot comes due ([queue.IndexWheel] explains the wheel).
+// [Keyed.Set] on a pending key allocates nothing, and pushing a deadline
+// later only rewrites the key's map entry: the key stays where the
+// structure filed it and is filed again at its new deadline when that
+// earlier one comes.
 //
-// Keys map to int32 ids through a Go map; each id's key and deadline live
-// in tables of ids. For a key type without pointers (integers, arrays,
-// structs of them) none of that storage holds a pointer, so the garbage
-// collector does not scan it. The entry-based structures (WithHashedWheel,
-// WithHeap, WithSortedList) work too, with a pointer per link and a relink
-// per move.
+// A Go map takes each key to its int32 id and current deadline; the
+// default structure, a [queue.IndexWheel], keeps each id's filed deadline
+// and key in a table of ids linked by index. For a key type without
+// pointers (integers, arrays, structs of them) none of that storage holds
+// a pointer, so the garbage collector does not scan it. The entry-based
+// structures (WithHashedWheel, WithHeap, WithSortedList) work too, with a
+// pointer per link.
 //
 // Each key ends each of its timeouts exactly one way: expire is handed the
 // key once, or [Keyed.Remove] returns true, or [Keyed.Stop] returns the
