@@ -9,38 +9,32 @@ import (
 	"github.com/hourglass-go/hourglass"
 )
 
-// Idle connection timeouts: each connection is closed after 200 ms without
-// activity, and every packet pushes its deadline back. The Set on each
-// packet moves the connection's one pending timeout; it allocates nothing.
+// Idle connection timeouts: a connection is closed when it has been quiet
+// for its timeout, and every packet pushes its deadline back. The Set on
+// each packet moves the connection's one pending timeout; it allocates
+// nothing.
 func ExampleNewKeyed() {
 	closed := make(chan string)
 	idle := hourglass.NewKeyed(func(conn string) { closed <- conn })
 	defer idle.Stop()
 
-	const timeout = 200 * time.Millisecond
+	const timeout = 20 * time.Millisecond
 	idle.Set("10.0.0.1:4000", timeout)
 	idle.Set("10.0.0.2:4000", timeout)
 
-	// 10.0.0.1 keeps sending; 10.0.0.2 goes quiet and is closed.
-	packets := time.NewTicker(10 * time.Millisecond)
-	defer packets.Stop()
-	for quiet := ""; quiet == ""; {
-		select {
-		case <-packets.C:
-			idle.Set("10.0.0.1:4000", timeout)
-		case quiet = <-closed:
-			fmt.Println("closed idle", quiet)
-		}
-	}
+	// A packet from 10.0.0.1 that asks for a minute's keep-alive pushes
+	// its deadline back; 10.0.0.2 stays quiet and is closed.
+	idle.Set("10.0.0.1:4000", time.Minute)
+	fmt.Println("closed idle", <-closed)
 	fmt.Println("open:", idle.Len())
 
-	// Now 10.0.0.1 goes quiet too.
-	fmt.Println("closed idle", <-closed)
+	// 10.0.0.1 closes cleanly: its timeout is removed, never to fire.
+	fmt.Println("removed:", idle.Remove("10.0.0.1:4000"))
 	fmt.Println("open:", idle.Len())
 	// Output:
 	// closed idle 10.0.0.2:4000
 	// open: 1
-	// closed idle 10.0.0.1:4000
+	// removed: true
 	// open: 0
 }
 
