@@ -18,13 +18,16 @@ func ExampleNewKeyed() {
 	idle := hourglass.NewKeyed(func(conn string) { closed <- conn })
 	defer idle.Stop()
 
-	const timeout = 20 * time.Millisecond
-	idle.Set("10.0.0.1:4000", timeout)
-	idle.Set("10.0.0.2:4000", timeout)
-
-	// A packet from 10.0.0.1 that asks for a minute's keep-alive pushes
-	// its deadline back; 10.0.0.2 stays quiet and is closed.
 	idle.Set("10.0.0.1:4000", time.Minute)
+	idle.Set("10.0.0.2:4000", 20*time.Millisecond) // a short idle limit
+
+	// A packet from 10.0.0.1 pushes its deadline back.
+	before, _ := idle.Deadline("10.0.0.1:4000")
+	idle.Set("10.0.0.1:4000", time.Minute)
+	after, _ := idle.Deadline("10.0.0.1:4000")
+	fmt.Println("pushed back:", after.After(before))
+
+	// 10.0.0.2 stays quiet and is closed.
 	fmt.Println("closed idle", <-closed)
 	fmt.Println("open:", idle.Len())
 
@@ -32,6 +35,7 @@ func ExampleNewKeyed() {
 	fmt.Println("removed:", idle.Remove("10.0.0.1:4000"))
 	fmt.Println("open:", idle.Len())
 	// Output:
+	// pushed back: true
 	// closed idle 10.0.0.2:4000
 	// open: 1
 	// removed: true
