@@ -158,7 +158,8 @@ func (t *Timer) release() {
 func (t *Timer) Pending() int { return t.Stats().Pending }
 
 // Stop cancels every timeout not yet handed to the executor and returns
-// them, then waits until every driver goroutine has exited: once Stop
+// them, in no particular order, in O(n) for n pending; then it waits until
+// every driver goroutine has exited: once Stop
 // returns, the Timer hands nothing more to its executor and Pending is 0.
 // Callbacks already handed over are not waited for, and an executor such
 // as a [Pool] is not closed. Periodic timeouts end; one in the middle of a
