@@ -13,6 +13,16 @@ import (
 
 var keyedSizes = []int{10_000, 1_000_000}
 
+// filledKeyed returns a Keyed with keys 0 to n-1 pending, each due d from
+// now.
+func filledKeyed(n int, d time.Duration) *hourglass.Keyed[uint64] {
+	k := hourglass.NewKeyed(func(uint64) {})
+	for i := range uint64(n) {
+		k.Set(i, d)
+	}
+	return k
+}
+
 // keyStream returns len picks of keys below n, drawn before timing.
 func keyStream(n int) []uint64 {
 	ks := make([]uint64, 1<<16)
@@ -44,10 +54,7 @@ func BenchmarkKeyed_Set_Existing(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
-			k := hourglass.NewKeyed(func(uint64) {})
-			for i := range uint64(n) {
-				k.Set(i, 30*time.Second)
-			}
+			k := filledKeyed(n, 30*time.Second)
 			ks := keyStream(n)
 			b.ReportAllocs()
 			i := 0
@@ -86,10 +93,7 @@ func BenchmarkKeyed_Memory_PerKey(b *testing.B) {
 	b.Run("keyed", func(b *testing.B) {
 		for b.Loop() {
 			before := heap()
-			k := hourglass.NewKeyed(func(uint64) {})
-			for i := range uint64(n) {
-				k.Set(i, time.Hour)
-			}
+			k := filledKeyed(n, time.Hour)
 			b.ReportMetric(float64(heap()-before)/n, "B/key")
 			k.Stop()
 		}
@@ -125,10 +129,7 @@ func BenchmarkKeyed_Set_New(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
-			k := hourglass.NewKeyed(func(uint64) {})
-			for i := range uint64(n) {
-				k.Set(i, 30*time.Second)
-			}
+			k := filledKeyed(n, 30*time.Second)
 			ks := keyStream(n)
 			b.ReportAllocs()
 			i := 0
@@ -179,10 +180,7 @@ func BenchmarkKeyed_GC_Pending(b *testing.B) {
 	})
 	b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
 		before := liveHeap()
-		k := hourglass.NewKeyed(func(uint64) {})
-		for i := range uint64(n) {
-			k.Set(i, 30*time.Second)
-		}
+		k := filledKeyed(n, 30*time.Second)
 		perKey := float64(liveHeap()-before) / float64(n)
 		gcWorkload(b, n, func(key uint64) { k.Set(key, 30*time.Second) })
 		b.ReportMetric(perKey, "B/key")

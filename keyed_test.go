@@ -604,13 +604,7 @@ func TestKeyed_MaxPending(t *testing.T) {
 // later keys and the same keys set again all expire.
 func TestKeyed_Panics(t *testing.T) {
 	forEachSetup(t, keyedSetups, func(t *testing.T, s structure, opts []hourglass.Option) {
-		var mu sync.Mutex
-		var panics []any
-		handler := func(v any) {
-			mu.Lock()
-			panics = append(panics, v)
-			mu.Unlock()
-		}
+		var log panicLog
 		r := newRecorder()
 		k := newKeyed(t, s, func(key int) {
 			switch key {
@@ -622,7 +616,7 @@ func TestKeyed_Panics(t *testing.T) {
 				panic(nil)
 			}
 			r.record(key)
-		}, append(opts, hourglass.WithPanicHandler(handler))...)
+		}, append(opts, hourglass.WithPanicHandler(log.handle))...)
 		for key := range 4 {
 			set(t, k, key, ms) // 3 shares the batch of the panics
 		}
@@ -637,9 +631,7 @@ func TestKeyed_Panics(t *testing.T) {
 		checkLen(t, k, 0)
 		k.Stop()
 
-		mu.Lock()
-		defer mu.Unlock()
-		strs, sawNil, sawErr := sortPanics(panics)
+		panics, strs, sawNil, sawErr := log.sorted()
 		if !slices.Equal(strs, []string{"boom", "boom"}) || !sawNil || !sawErr || len(panics) != 4 {
 			t.Errorf("panic handler got %v, want \"boom\" twice, a *runtime.PanicNilError and errBoom", panics)
 		}

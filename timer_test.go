@@ -595,14 +595,8 @@ func TestTimer_MaxPending(t *testing.T) {
 func TestTimer_Panics(t *testing.T) {
 	setups := []setup{inlineOneShard, goroutinesOneShard, poolOneShard, goroutinesShards}
 	forEachSetup(t, setups, func(t *testing.T, s structure, opts []hourglass.Option) {
-		var mu sync.Mutex
-		var panics []any
-		handler := func(v any) {
-			mu.Lock()
-			panics = append(panics, v)
-			mu.Unlock()
-		}
-		tm := s.newTimer(t, append(opts, hourglass.WithPanicHandler(handler))...)
+		var log panicLog
+		tm := s.newTimer(t, append(opts, hourglass.WithPanicHandler(log.handle))...)
 		r := newRecorder()
 		must(t)(tm.AfterFunc(ms, func() { panic("boom") }))
 		must(t)(tm.AfterFunc(ms, func() { panic(nil) }))
@@ -630,9 +624,7 @@ func TestTimer_Panics(t *testing.T) {
 		}
 		tm.Stop()
 
-		mu.Lock()
-		defer mu.Unlock()
-		strs, sawNil, sawErr := sortPanics(panics)
+		panics, strs, sawNil, sawErr := log.sorted()
 		if want := []string{"boom", "run 1", "run 2", "run 3", "run 4"}; !slices.Equal(strs, want) || !sawNil || !sawErr || len(panics) != 7 {
 			t.Errorf("panic handler got %v, want %q, a *runtime.PanicNilError and errBoom", panics, want)
 		}
@@ -641,11 +633,26 @@ func TestTimer_Panics(t *testing.T) {
 
 var errBoom = errors.New("boom")
 
-// sortPanics sorts the values a panic handler received: the strings, in
-// order, and whether a *runtime.PanicNilError and errBoom were among them.
-func sortPanics(panics []any) (strs []string, sawNil, sawErr bool) {
+// panicLog records what a panic handler receives.
+type panicLog struct {
+	mu     sync.Mutex
+	panics []any
+}
+
+// handle is the panic handler.
+func (l *panicLog) handle(v any) {
+	l.mu.Lock()
+	l.panics = append(l.panics, v)
+	l.mu.Unlock()
+}
+
+// sorted returns the values received, the strings among them in order,
+// and whether a *runtime.PanicNilError and errBoom were among them.
+func (l *panicLog) sorted() (panics []any, strs []string, sawNil, sawErr bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var nilPanic *runtime.PanicNilError
-	for _, v := range panics {
+	for _, v := range l.panics {
 		switch v := v.(type) {
 		case string:
 			strs = append(strs, v)
@@ -655,7 +662,7 @@ func sortPanics(panics []any) (strs []string, sawNil, sawErr bool) {
 		}
 	}
 	slices.Sort(strs)
-	return strs, sawNil, sawErr
+	return slices.Clone(l.panics), strs, sawNil, sawErr
 }
 
 // TestTimer_Goexit checks that a callback calling runtime.Goexit, as

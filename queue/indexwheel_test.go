@@ -102,20 +102,28 @@ func TestIndexWheel_Move(t *testing.T) {
 
 func ceil(when, tick uint64) uint64 { return (when + tick - 1) / tick }
 
+// filledIndexWheel returns a 1 ms wheel holding entries 0 to n-1 due 1-2 h
+// away, its random source, and 2^16 random entries to operate on, all
+// drawn before timing.
+func filledIndexWheel(n int) (*queue.IndexWheel[int32], *rand.Rand, []int32) {
+	w := queue.NewIndexWheel[int32](time.Millisecond)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range n {
+		w.Add(int32(i), uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)), int32(i))
+	}
+	idx := make([]int32, 1<<16)
+	for k := range idx {
+		idx[k] = int32(rng.IntN(n))
+	}
+	return w, rng, idx
+}
+
 // BenchmarkIndexWheel_Move_Later pushes one of n deadlines back, as a
 // heartbeat does: the lazy path that touches only the entry.
 func BenchmarkIndexWheel_Move_Later(b *testing.B) {
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			w := queue.NewIndexWheel[int32](time.Millisecond)
-			rng := rand.New(rand.NewPCG(1, 2))
-			for i := range n {
-				w.Add(int32(i), uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)), int32(i))
-			}
-			idx := make([]int32, 1<<16)
-			for k := range idx {
-				idx[k] = int32(rng.IntN(n))
-			}
+			w, _, idx := filledIndexWheel(n)
 			b.ReportAllocs()
 			k := 0
 			for b.Loop() {
@@ -132,15 +140,9 @@ func BenchmarkIndexWheel_Move_Later(b *testing.B) {
 func BenchmarkIndexWheel_AddRemove_Random(b *testing.B) {
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			w := queue.NewIndexWheel[int32](time.Millisecond)
-			rng := rand.New(rand.NewPCG(1, 2))
-			for i := range n {
-				w.Add(int32(i), uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)), int32(i))
-			}
-			idx := make([]int32, 1<<16)
-			whens := make([]uint64, 1<<16)
-			for k := range idx {
-				idx[k] = int32(rng.IntN(n))
+			w, rng, idx := filledIndexWheel(n)
+			whens := make([]uint64, len(idx))
+			for k := range whens {
 				whens[k] = uint64(time.Hour) + rng.Uint64N(uint64(time.Hour))
 			}
 			b.ReportAllocs()
