@@ -14,13 +14,14 @@ import (
 // structure filed it and is filed again at its new deadline when that
 // earlier one comes.
 //
-// A Go map takes each key to its int32 id and current deadline; the
-// default structure, a [queue.IndexWheel], keeps each id's filed deadline
-// and key in a table of ids linked by index. For a key type without
-// pointers (integers, arrays, structs of them) none of that storage holds
-// a pointer, so the garbage collector does not scan it. The entry-based
-// structures (WithHashedWheel, WithHeap, WithSortedList) work too, with a
-// pointer per link.
+// The default structure, a [queue.KeyWheel], is a hierarchical wheel
+// whose entry table is also the hash table that finds a key: a Set on a
+// pending key is one hash probe that lands on the key's deadline. For
+// K = uint64 it takes 40 to 60 bytes per key, and for a key type without
+// pointers (integers, arrays, structs of them) it holds no pointer, so
+// the garbage collector does not scan it. The entry-based structures
+// (WithHashedWheel, WithHeap, WithSortedList) work too, under a Go map
+// from key to id, with a pointer per link.
 //
 // Each key ends each of its timeouts exactly one way: expire is handed the
 // key once, or [Keyed.Remove] returns true, or [Keyed.Stop] returns the
@@ -39,25 +40,12 @@ type Keyed[K comparable] struct {
 	structure string
 	limit     int // 0: none
 
-	q     keyQueue[K]
-	state map[K]keyState
-	ids   ids
+	keys keyStore[K] // nil if err is set
 
 	// batch and next are the driver's, as for a Timer shard.
 	batch []K
 	next  int
-	take  func(id int32, key K) // k.expireID, made once
-}
-
-// keyState is what the map holds for a pending key: its id, and its
-// deadline, which may be later than the one it is filed at in q. Keeping
-// the deadline in the map lets Set push it back with one map lookup and
-// nothing else: at 10^6 keys a Set is bound by cache misses, and this
-// saves the one on the structure's entry. The entry is re-filed when its
-// old deadline comes (see expireID).
-type keyState struct {
-	id   int32
-	when uint64
+	take  func(key K) // k.expireKey, made once
 }
 
 // NewKeyed returns a Keyed that calls expire(key) for each key whose
@@ -81,13 +69,12 @@ func NewKeyed[K comparable](expire func(key K), opts ...Option) *Keyed[K] {
 		err:       c.err,
 		structure: c.structure,
 		limit:     c.maxPending,
-		state:     make(map[K]keyState),
 	}
 	if c.err == nil {
-		k.q = newKeyQueue[K](&c)
+		k.keys = newKeyStore[K](&c)
 	}
 	k.driver.init(k)
-	k.take = k.expireID
+	k.take = k.expireKey
 	return k
 }
 
@@ -106,20 +93,13 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 		k.mu.Unlock()
 		return ErrStopped
 	}
-	if st, ok := k.state[key]; ok {
-		if when < st.when {
-			k.q.Move(st.id, when) // earlier: the structure must know now
-		}
-		k.state[key] = keyState{st.id, when}
-	} else {
-		if k.limit > 0 && len(k.state) >= k.limit {
+	if k.limit > 0 && k.keys.Len() >= k.limit {
+		if _, ok := k.keys.When(key); !ok {
 			k.mu.Unlock()
 			return ErrTooManyPending
 		}
-		id := k.ids.alloc()
-		k.state[key] = keyState{id, when}
-		k.q.Add(id, when, key)
 	}
+	k.keys.Set(key, when)
 	wake := k.armed(when)
 	k.mu.Unlock()
 	if wake {
@@ -128,24 +108,12 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 	return nil
 }
 
-// forget drops key, whose id is id, from the tables. k.mu is held.
-func (k *Keyed[K]) forget(key K, id int32) {
-	delete(k.state, key)
-	k.ids.release(id)
-}
-
 // Remove cancels key's pending timeout and reports whether this call
 // prevented its expiry.
 func (k *Keyed[K]) Remove(key K) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	st, ok := k.state[key]
-	if !ok {
-		return false
-	}
-	k.q.Remove(st.id)
-	k.forget(key, st.id)
-	return true
+	return k.keys != nil && k.keys.Remove(key)
 }
 
 // Deadline reports when key's pending timeout is due, and false if key has
@@ -153,18 +121,29 @@ func (k *Keyed[K]) Remove(key K) bool {
 func (k *Keyed[K]) Deadline(key K) (time.Time, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	st, ok := k.state[key]
+	if k.keys == nil {
+		return time.Time{}, false
+	}
+	when, ok := k.keys.When(key)
 	if !ok {
 		return time.Time{}, false
 	}
-	return k.timeOf(st.when), true
+	return k.timeOf(when), true
 }
 
 // Len reports the number of keys with a pending timeout.
 func (k *Keyed[K]) Len() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return len(k.state)
+	return k.len()
+}
+
+// len reports the number of pending keys. k.mu is held.
+func (k *Keyed[K]) len() int {
+	if k.keys == nil {
+		return 0
+	}
+	return k.keys.Len()
 }
 
 // Stop cancels every pending timeout and returns their keys, then waits
@@ -177,7 +156,7 @@ func (k *Keyed[K]) Len() int {
 func (k *Keyed[K]) Stop() []K {
 	self := goid()
 	k.mu.Lock()
-	if k.stopped || k.q == nil {
+	if k.stopped || k.keys == nil {
 		k.stopped = true
 		k.mu.Unlock()
 		k.wait(self)
@@ -189,10 +168,7 @@ func (k *Keyed[K]) Stop() []K {
 		clear(k.batch[k.next:])
 		k.batch = k.batch[:k.next]
 	}
-	k.q.Drain(func(id int32, key K) {
-		out = append(out, key)
-		k.forget(key, id)
-	})
+	k.keys.Drain(func(key K) { out = append(out, key) })
 	k.driver.stop()
 	k.mu.Unlock()
 	k.wait(self)
@@ -203,31 +179,23 @@ func (k *Keyed[K]) Stop() []K {
 func (k *Keyed[K]) Stats() Stats {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	s := Stats{Structure: k.structure, Shards: 1, Pending: len(k.state), Wakeups: k.wakeups}
+	s := Stats{Structure: k.structure, Shards: 1, Pending: k.len(), Wakeups: k.wakeups}
 	if k.started && !k.stopped {
 		s.Drivers = 1
 	}
 	return s
 }
 
-// expireID is the structure's fire callback in the driver: the deadline
-// key id was filed at has come. If Set has since pushed the key's deadline
-// back, the id is filed again at it (a deadline already reached goes to
-// the structure's due list and fires on the driver's next pass, at once);
-// otherwise the key expires. k.mu is held.
-func (k *Keyed[K]) expireID(id int32, key K) {
-	if st := k.state[key]; st.when > k.q.When(id) {
-		k.q.Add(id, st.when, key)
-		return
-	}
-	k.forget(key, id)
+// expireKey is the store's fire callback in the driver: key is due and
+// out of the store. k.mu is held.
+func (k *Keyed[K]) expireKey(key K) {
 	k.batch = append(k.batch, key)
 }
 
 // pass implements worker.
 func (k *Keyed[K]) pass(now uint64) (uint64, bool) {
-	k.q.Advance(now, k.take)
-	return k.q.Next()
+	k.keys.Advance(now, k.take)
+	return k.keys.Next()
 }
 
 func (k *Keyed[K]) busy() bool { return len(k.batch) > 0 }

@@ -72,3 +72,13 @@ func (q *IndexQueue) verify() error {
 	}
 	return q.W.verify()
 }
+
+// NewKeyWheelBits returns a KeyWheel whose tables hold at most 2^bits
+// slots, so that tests reach table splits and directory doubling with
+// few keys.
+func NewKeyWheelBits[K comparable](tick time.Duration, bits uint) *KeyWheel[K] {
+	return newKeyWheel[K](tick, bits)
+}
+
+// Tables reports how many hash tables w has and its directory's depth.
+func (w *KeyWheel[K]) Tables() (tables int, depth uint) { return len(w.tables), w.depth }

@@ -156,3 +156,28 @@ func BenchmarkIndexWheel_AddRemove_Random(b *testing.B) {
 		})
 	}
 }
+
+// TestIndexWheel_MoveDueLater moves an entry that is already due (in the
+// due list, or handed to fire and added back) to a later deadline: it must
+// fire then, not at the old one. Left lazy, as a later move in a wheel
+// slot is, it fired at once.
+func TestIndexWheel_MoveDueLater(t *testing.T) {
+	ms := uint64(time.Millisecond)
+	w := queue.NewIndexWheel[int32](time.Millisecond)
+	w.Advance(10*ms, func(int32, int32) {})
+	w.Add(1, 10*ms, 1) // due: its tick has been reached
+	w.Move(1, 20*ms)
+	var fired []int32
+	fire := func(i, _ int32) { fired = append(fired, i) }
+	w.Advance(10*ms, fire)
+	if len(fired) != 0 {
+		t.Fatalf("fired %v at the old deadline", fired)
+	}
+	w.Advance(20*ms, fire)
+	if !slices.Equal(fired, []int32{1}) {
+		t.Fatalf("fired %v at the new deadline, want [1]", fired)
+	}
+	if err := queue.Verify(w); err != nil {
+		t.Fatal(err)
+	}
+}

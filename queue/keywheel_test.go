@@ -1,0 +1,255 @@
+package queue_test
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/queue"
+)
+
+// keyModel is the reference a KeyWheel is checked against: each queued
+// key's deadline.
+type keyModel map[uint64]uint64
+
+// due takes out of m and returns, sorted, the keys whose deadline's tick
+// has been reached at now.
+func (m keyModel) due(now, tick uint64) []uint64 {
+	var out []uint64
+	for k, when := range m {
+		if now == math.MaxUint64 || ceil(when, tick) <= now/tick {
+			out = append(out, k)
+			delete(m, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkKeyWheel compares w with m key by key, then runs the invariant
+// checker.
+func checkKeyWheel(t *testing.T, step int, w *queue.KeyWheel[uint64], m keyModel, keys uint64) {
+	t.Helper()
+	if w.Len() != len(m) {
+		t.Fatalf("step %d: Len = %d, want %d", step, w.Len(), len(m))
+	}
+	for k := range keys {
+		when, ok := w.When(k)
+		want, wantOK := m[k]
+		if ok != wantOK || when != want {
+			t.Fatalf("step %d: When(%d) = %d, %v, want %d, %v", step, k, when, ok, want, wantOK)
+		}
+	}
+	if err := queue.Verify(w); err != nil {
+		t.Fatalf("step %d: %v", step, err)
+	}
+}
+
+// TestKeyWheel_Model runs random streams of Set (new keys, and existing
+// ones moved earlier and later), Remove and Advance against keyModel,
+// with tables small enough to grow and split all the time, and checks
+// every key and the invariants after each step.
+func TestKeyWheel_Model(t *testing.T) {
+	for _, bits := range []uint{3, 5, 16} {
+		for _, tick := range []time.Duration{time.Nanosecond, time.Millisecond} {
+			for seed := range uint64(4) {
+				t.Run(fmt.Sprintf("bits=%d/tick=%v/seed=%d", bits, tick, seed), func(t *testing.T) {
+					runKeyWheelModel(t, queue.NewKeyWheelBits[uint64](tick, bits), uint64(tick), rand.New(rand.NewPCG(seed, 11)), 3000)
+				})
+			}
+		}
+	}
+}
+
+func runKeyWheelModel(t *testing.T, w *queue.KeyWheel[uint64], tick uint64, rng *rand.Rand, steps int) {
+	const keys = 400
+	m := keyModel{}
+	var now uint64
+	span := func() uint64 {
+		return uint64(rng.Int64N(int64([]time.Duration{time.Millisecond, time.Second, time.Hour}[rng.IntN(3)])))
+	}
+	for step := range steps {
+		k := rng.Uint64N(keys)
+		switch op := rng.IntN(10); {
+		case op < 6:
+			when := now + span()
+			_, had := m[k]
+			if added := w.Set(k, when); added == had {
+				t.Fatalf("step %d: Set(%d) added = %v with the key queued = %v", step, k, added, had)
+			}
+			m[k] = when
+		case op < 8:
+			_, had := m[k]
+			if got := w.Remove(k); got != had {
+				t.Fatalf("step %d: Remove(%d) = %v, want %v", step, k, got, had)
+			}
+			delete(m, k)
+		default:
+			now += span() / 4
+			var fired []uint64
+			w.Advance(now, func(k uint64) { fired = append(fired, k) })
+			slices.Sort(fired)
+			if want := m.due(now, tick); !slices.Equal(fired, want) {
+				t.Fatalf("step %d: Advance(%d) fired %v, want %v", step, now, fired, want)
+			}
+		}
+		checkKeyWheel(t, step, w, m, keys)
+	}
+	var drained []uint64
+	w.Drain(func(k uint64) { drained = append(drained, k) })
+	slices.Sort(drained)
+	if want := slices.Sorted(maps.Keys(m)); !slices.Equal(drained, want) {
+		t.Fatalf("Drain gave %d keys, want %d", len(drained), len(want))
+	}
+	checkKeyWheel(t, steps, w, keyModel{}, keys)
+	if _, ok := w.Next(); ok {
+		t.Fatal("Next reports work after Drain")
+	}
+}
+
+// TestKeyWheel_FireReenters sets and removes keys from inside fire, enough
+// of them to grow and split tables while entries wait in the firing list,
+// which a rebuild must relink.
+func TestKeyWheel_FireReenters(t *testing.T) {
+	w := queue.NewKeyWheelBits[uint64](time.Millisecond, 4)
+	m := keyModel{}
+	for k := range uint64(50) {
+		w.Set(k, uint64(time.Millisecond))
+		m[k] = uint64(time.Millisecond)
+	}
+	next := uint64(1000)
+	var fired []uint64
+	w.Advance(uint64(time.Millisecond), func(k uint64) {
+		fired = append(fired, k)
+		for range 5 { // new keys due later: tables grow and split
+			w.Set(next, uint64(time.Hour))
+			m[next] = uint64(time.Hour)
+			next++
+		}
+		if k%2 == 0 && k+1 < 50 { // a key still in the firing list
+			if !w.Remove(k + 1) {
+				t.Fatalf("Remove(%d) from fire found nothing", k+1)
+			}
+			delete(m, k+1)
+		}
+		w.Set(k, 2*uint64(time.Millisecond)) // the fired key again
+		m[k] = 2 * uint64(time.Millisecond)
+	})
+	if len(fired) != 25 {
+		t.Fatalf("fired %d keys, want the 25 not removed", len(fired))
+	}
+	if tables, depth := w.Tables(); tables < 8 || depth < 3 {
+		t.Fatalf("%d tables at depth %d: the test meant to split", tables, depth)
+	}
+	checkKeyWheel(t, 0, w, m, next)
+	var again []uint64
+	w.Advance(2*uint64(time.Millisecond), func(k uint64) { again = append(again, k) })
+	slices.Sort(again)
+	if !slices.Equal(again, fired) {
+		t.Fatalf("second Advance fired %v, want %v", again, fired)
+	}
+}
+
+// TestKeyWheel_Later checks the lazy later move: a key pushed back fires
+// at its new deadline, not its first, however often it was pushed.
+func TestKeyWheel_Later(t *testing.T) {
+	w := queue.NewKeyWheel[string](time.Millisecond)
+	ms := uint64(time.Millisecond)
+	w.Set("conn", 10*ms)
+	for i := range uint64(100) {
+		w.Set("conn", 10*ms+i*ms)
+	}
+	var fired []string
+	w.Advance(100*ms, func(k string) { fired = append(fired, k) })
+	if len(fired) != 0 {
+		t.Fatalf("fired %v before the last deadline", fired)
+	}
+	if when, ok := w.When("conn"); !ok || when != 109*ms {
+		t.Fatalf("When = %d, %v, want %d", when, ok, 109*ms)
+	}
+	w.Advance(109*ms, func(k string) { fired = append(fired, k) })
+	if !slices.Equal(fired, []string{"conn"}) {
+		t.Fatalf("fired %v at the last deadline", fired)
+	}
+}
+
+// TestKeyWheel_Large fills the default tables past several splits and
+// empties them again by expiry.
+func TestKeyWheel_Large(t *testing.T) {
+	n := 300_000
+	if testing.Short() {
+		n = 100_000
+	}
+	w := queue.NewKeyWheel[uint64](time.Millisecond)
+	for k := range uint64(n) {
+		w.Set(k, k*uint64(time.Microsecond))
+	}
+	if tables, _ := w.Tables(); tables < 4 {
+		t.Fatalf("%d keys in %d tables", n, tables)
+	}
+	if err := queue.Verify(w); err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	count := 0
+	for now := uint64(0); w.Len() > 0; now += 10 * uint64(time.Millisecond) {
+		w.Advance(now, func(k uint64) {
+			if k*uint64(time.Microsecond) > now {
+				t.Fatalf("key %d fired early at %d", k, now)
+			}
+			last = max(last, k)
+			count++
+		})
+	}
+	if count != n || last != uint64(n-1) {
+		t.Fatalf("fired %d keys, last %d", count, last)
+	}
+	if err := queue.Verify(w); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzKeyWheel drives a KeyWheel with small tables from the fuzzer's
+// bytes, two per operation, against keyModel.
+func FuzzKeyWheel(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 2, 9, 200, 3, 1, 9, 255})
+	f.Add([]byte("set keys, move them, remove some, advance time"))
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		const keys, tick = 64, 10
+		w := queue.NewKeyWheelBits[uint64](tick, 3)
+		m := keyModel{}
+		var now uint64
+		for step := 0; step+1 < len(ops); step += 2 {
+			op, arg := ops[step], uint64(ops[step+1])
+			k := arg % keys
+			switch op % 4 {
+			case 0, 1:
+				when := now + uint64(op)*arg
+				_, had := m[k]
+				if w.Set(k, when) == had {
+					t.Fatalf("step %d: Set(%d) added with the key queued = %v", step, k, had)
+				}
+				m[k] = when
+			case 2:
+				_, had := m[k]
+				if w.Remove(k) != had {
+					t.Fatalf("step %d: Remove(%d) != %v", step, k, had)
+				}
+				delete(m, k)
+			default:
+				now += arg * uint64(op)
+				var fired []uint64
+				w.Advance(now, func(k uint64) { fired = append(fired, k) })
+				slices.Sort(fired)
+				if want := m.due(now, tick); !slices.Equal(fired, want) {
+					t.Fatalf("step %d: Advance(%d) fired %v, want %v", step, now, fired, want)
+				}
+			}
+			checkKeyWheel(t, step, w, m, keys)
+		}
+	})
+}
