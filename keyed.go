@@ -10,7 +10,7 @@ import (
 // request deadlines that are pushed back on every packet. Where the same
 // with Go's runtime timers takes a map[K]*time.Timer and a Reset per event,
 // [Keyed.Set] on a pending key allocates nothing, and pushing a deadline
-// later only rewrites the key's map entry: the key stays where the
+// later only rewrites the key's deadline: the key stays where the
 // structure filed it and is filed again at its new deadline when that
 // earlier one comes.
 //
@@ -22,6 +22,13 @@ import (
 // the garbage collector does not scan it. The entry-based structures
 // (WithHashedWheel, WithHeap, WithSortedList) work too, under a Go map
 // from key to id, with a pointer per link.
+//
+// Without a pending limit, Sets are applied in batches of up to 256: a
+// Set records the key and its deadline and returns, and the batch is
+// applied when it fills, when any other method runs, or when the driver
+// wakes, whichever is first. Nothing can observe the difference (every
+// method sees every Set before it), and at 10^6 keys the batch overlaps
+// the cache misses that applying Sets one by one pays in full.
 //
 // Each key ends each of its timeouts exactly one way: expire is handed the
 // key once, or [Keyed.Remove] returns true, or [Keyed.Stop] returns the
@@ -41,6 +48,8 @@ type Keyed[K comparable] struct {
 	limit     int // 0: none
 
 	keys keyStore[K] // nil if err is set
+	// sets holds Sets not yet applied to keys, in call order (see Set).
+	sets []keySet[K]
 
 	// batch and next are the driver's, as for a Timer shard.
 	batch []K
@@ -93,13 +102,17 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 		k.mu.Unlock()
 		return ErrStopped
 	}
-	if k.limit > 0 && k.keys.Len() >= k.limit {
-		if _, ok := k.keys.When(key); !ok {
+	if k.limit > 0 {
+		// Whether key is new decides the error: look now.
+		k.flush()
+		if _, ok := k.keys.When(key); !ok && k.keys.Len() >= k.limit {
 			k.mu.Unlock()
 			return ErrTooManyPending
 		}
+		k.keys.Set(key, when)
+	} else if k.sets = append(k.sets, keySet[K]{key, when}); len(k.sets) == setBatch {
+		k.flush()
 	}
-	k.keys.Set(key, when)
 	wake := k.armed(when)
 	k.mu.Unlock()
 	if wake {
@@ -108,12 +121,44 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 	return nil
 }
 
+// keySet is a Set waiting in Keyed.sets.
+type keySet[K comparable] struct {
+	key  K
+	when uint64
+}
+
+// setBatch is how many Sets wait before they are applied together. At
+// 10^6 keys a Set is one cache miss in the store, and reading the clock,
+// which each Set does, waits for the misses before it to finish: applied
+// one by one, Sets pay the whole latency of each miss in turn, while a
+// batch applied in one loop overlaps them. On this project's 2-core test
+// machine, moving one of 10^6 keys went from about 100 ns to about 70
+// (see BenchmarkKeyed_Set_Existing). 256 Sets of an 8-byte key are 4 KiB.
+const setBatch = 256
+
+// flush applies the waiting Sets in call order. Everything that reads
+// the store flushes first, so no caller can see a Set unapplied, and the
+// driver flushes before it looks for due keys, so a deadline a waiting
+// Set moved never fires: Set wakes the driver for an earlier deadline,
+// as it would without the wait. k.mu is held.
+func (k *Keyed[K]) flush() {
+	for _, s := range k.sets {
+		k.keys.Set(s.key, s.when)
+	}
+	clear(k.sets) // let keys with pointers go
+	k.sets = k.sets[:0]
+}
+
 // Remove cancels key's pending timeout and reports whether this call
 // prevented its expiry.
 func (k *Keyed[K]) Remove(key K) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.keys != nil && k.keys.Remove(key)
+	if k.keys == nil {
+		return false
+	}
+	k.flush()
+	return k.keys.Remove(key)
 }
 
 // Deadline reports when key's pending timeout is due, and false if key has
@@ -124,6 +169,7 @@ func (k *Keyed[K]) Deadline(key K) (time.Time, bool) {
 	if k.keys == nil {
 		return time.Time{}, false
 	}
+	k.flush()
 	when, ok := k.keys.When(key)
 	if !ok {
 		return time.Time{}, false
@@ -143,6 +189,7 @@ func (k *Keyed[K]) len() int {
 	if k.keys == nil {
 		return 0
 	}
+	k.flush()
 	return k.keys.Len()
 }
 
@@ -168,6 +215,7 @@ func (k *Keyed[K]) Stop() []K {
 		clear(k.batch[k.next:])
 		k.batch = k.batch[:k.next]
 	}
+	k.flush()
 	k.keys.Drain(func(key K) { out = append(out, key) })
 	k.driver.stop()
 	k.mu.Unlock()
@@ -194,6 +242,7 @@ func (k *Keyed[K]) expireKey(key K) {
 
 // pass implements worker.
 func (k *Keyed[K]) pass(now uint64) (uint64, bool) {
+	k.flush()
 	k.keys.Advance(now, k.take)
 	return k.keys.Next()
 }

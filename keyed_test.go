@@ -146,6 +146,38 @@ func TestKeyed_FiresOnTime(t *testing.T) {
 	})
 }
 
+// TestKeyed_SetBursts sets many more keys than Set holds back before
+// applying them together (see setBatch in keyed.go), with nothing in
+// between that reads the Keyed: each key is set, then half of them pushed
+// later and a quarter pulled earlier, in bursts that end mid-batch. Every
+// key must expire once, at its last deadline.
+func TestKeyed_SetBursts(t *testing.T) {
+	forEachStructure(t, func(t *testing.T, s structure) {
+		r := newRecorder()
+		k := newKeyed(t, s, r.record)
+		const keys = 1000
+		want := make(map[int]time.Duration)
+		for i := range keys {
+			want[i] = time.Duration(i%7+2) * ms
+			set(t, k, i, want[i])
+		}
+		for i := 0; i < keys; i += 2 {
+			want[i] += 5 * ms
+			set(t, k, i, want[i])
+		}
+		for i := 1; i < keys; i += 4 {
+			want[i] = ms
+			set(t, k, i, want[i])
+		}
+		advance(ms) // the earliest deadline: the driver applies what waits
+		advance(20*ms + s.tolerance)
+		for i := range keys {
+			r.checkRanOnce(t, s, i, want[i])
+		}
+		checkLen(t, k, 0)
+	})
+}
+
 // TestKeyed_SetMoves checks that Set on a pending key moves its one
 // timeout, later or earlier, including back and forth and to a time
 // between the deadline it is filed at and the one it was pushed to; that
