@@ -3,6 +3,8 @@ package hourglass
 import (
 	"fmt"
 	"time"
+
+	"github.com/hourglass-go/hourglass/queue"
 )
 
 // Keyed keeps at most one pending timeout per key and calls expire(key)
@@ -49,7 +51,7 @@ type Keyed[K comparable] struct {
 
 	keys keyStore[K] // nil if err is set
 	// sets holds Sets not yet applied to keys, in call order (see Set).
-	sets []keySet[K]
+	sets []queue.KeyDeadline[K]
 
 	// batch and next are the driver's, as for a Timer shard.
 	batch []K
@@ -110,7 +112,7 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 			return ErrTooManyPending
 		}
 		k.keys.Set(key, when)
-	} else if k.sets = append(k.sets, keySet[K]{key, when}); len(k.sets) == setBatch {
+	} else if k.sets = append(k.sets, queue.KeyDeadline[K]{Key: key, When: when}); len(k.sets) == setBatch {
 		k.flush()
 	}
 	wake := k.armed(when)
@@ -119,12 +121,6 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 		k.wakeUp()
 	}
 	return nil
-}
-
-// keySet is a Set waiting in Keyed.sets.
-type keySet[K comparable] struct {
-	key  K
-	when uint64
 }
 
 // setBatch is how many Sets wait before they are applied together. At
@@ -142,9 +138,7 @@ const setBatch = 256
 // Set moved never fires: Set wakes the driver for an earlier deadline,
 // as it would without the wait. k.mu is held.
 func (k *Keyed[K]) flush() {
-	for _, s := range k.sets {
-		k.keys.Set(s.key, s.when)
-	}
+	k.keys.SetAll(k.sets)
 	clear(k.sets) // let keys with pointers go
 	k.sets = k.sets[:0]
 }

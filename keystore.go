@@ -9,6 +9,8 @@ type keyStore[K comparable] interface {
 	// Set queues key at when or moves it there, and reports whether key
 	// was added.
 	Set(key K, when uint64) bool
+	// SetAll sets each key in turn, as Set does.
+	SetAll(sets []queue.KeyDeadline[K])
 	Remove(key K) bool
 	When(key K) (uint64, bool)
 	Len() int
@@ -65,6 +67,12 @@ func (s *mapStore[K]) Set(key K, when uint64) bool {
 	s.state[key] = keyState{id, when}
 	s.q.Add(id, when, key)
 	return true
+}
+
+func (s *mapStore[K]) SetAll(sets []queue.KeyDeadline[K]) {
+	for _, kd := range sets {
+		s.Set(kd.Key, kd.When)
+	}
 }
 
 func (s *mapStore[K]) Remove(key K) bool {

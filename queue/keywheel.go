@@ -58,6 +58,9 @@ type KeyWheel[K comparable] struct {
 	// its records are idWheel.nodes[t], and entry i is slot i&mask of
 	// table i>>shift.
 	tables []tableInfo
+
+	hashes  [64]uint64 // SetAll's, for a batch of keys
+	touched uint64     // what SetAll reads ahead goes here, so that it is read
 }
 
 type tableInfo struct {
@@ -139,7 +142,11 @@ func match(g uint64, tag byte) uint64 {
 // its control byte, and its slot: the one holding it if found, else the
 // empty slot that ends its probe.
 func (w *KeyWheel[K]) find(key K) (t int32, h uint32, tag byte, s int, found bool) {
-	h64 := maphash.Comparable(w.seed, key)
+	return w.findHashed(key, maphash.Comparable(w.seed, key))
+}
+
+// findHashed is find for a key whose hash is h64.
+func (w *KeyWheel[K]) findHashed(key K, h64 uint64) (t int32, h uint32, tag byte, s int, found bool) {
 	t = w.dir[h64>>(64-w.depth)]
 	h, tag = uint32(h64>>32), byte(h64&0x7f)
 	tab, info := w.nodes[t], &w.tables[t]
@@ -174,7 +181,12 @@ func (w *KeyWheel[K]) find(key K) (t int32, h uint32, tag byte, s int, found boo
 // in place; an earlier one relinks the entry at once. Adding may rebuild
 // one table (at most 2^16 slots).
 func (w *KeyWheel[K]) Set(key K, when uint64) (added bool) {
-	t, h, tag, s, found := w.find(key)
+	return w.set(key, maphash.Comparable(w.seed, key), when)
+}
+
+// set is Set for a key whose hash is h64.
+func (w *KeyWheel[K]) set(key K, h64, when uint64) (added bool) {
+	t, h, tag, s, found := w.findHashed(key, h64)
 	if found {
 		w.move(t<<w.shift|int32(s), &w.nodes[t][s], when)
 		return false
@@ -190,6 +202,37 @@ func (w *KeyWheel[K]) Set(key K, when uint64) (added bool) {
 	w.len++
 	w.file(t<<w.shift|int32(s), n)
 	return true
+}
+
+// KeyDeadline is a key and a deadline, for [KeyWheel.SetAll].
+type KeyDeadline[K comparable] struct {
+	Key  K
+	When uint64
+}
+
+// SetAll does what Set does for each of sets in turn. For keys spread over
+// a large table it is faster than calling Set for each: it reads the
+// table where each key's probe starts before setting any, so that the
+// processor fetches all of them from memory at once, and sets the keys
+// while they are in cache.
+func (w *KeyWheel[K]) SetAll(sets []KeyDeadline[K]) {
+	for len(sets) > 0 {
+		n := min(len(sets), len(w.hashes))
+		var sum uint64
+		for i := range sets[:n] {
+			h64 := maphash.Comparable(w.seed, sets[i].Key)
+			w.hashes[i] = h64
+			t := w.dir[h64>>(64-w.depth)]
+			tab, info := w.nodes[t], &w.tables[t]
+			s := home(uint32(h64>>32), info.depth, len(tab))
+			sum += tab[s].when + uint64(info.ctrl[s])
+		}
+		w.touched = sum
+		for i := range sets[:n] {
+			w.set(sets[i].Key, w.hashes[i], sets[i].When)
+		}
+		sets = sets[n:]
+	}
 }
 
 // When reports key's deadline, the last one it was set to, and whether it

@@ -74,7 +74,16 @@ func runKeyWheelModel(t *testing.T, w *queue.KeyWheel[uint64], tick uint64, rng 
 	}
 	for step := range steps {
 		k := rng.Uint64N(keys)
-		switch op := rng.IntN(10); {
+		switch op := rng.IntN(11); {
+		case op == 10:
+			// A batch, with repeated keys, as Set would do them in turn.
+			var sets []queue.KeyDeadline[uint64]
+			for range rng.IntN(150) {
+				kd := queue.KeyDeadline[uint64]{Key: rng.Uint64N(keys), When: now + span()}
+				sets = append(sets, kd)
+				m[kd.Key] = kd.When
+			}
+			w.SetAll(sets)
 		case op < 6:
 			when := now + span()
 			_, had := m[k]
