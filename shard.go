@@ -10,6 +10,9 @@ type shard struct {
 	// out. Guarded by mu.
 	q   keyQueue[*Timeout]
 	ids ids
+	// unfiled holds the timeouts scheduled since q was last brought up
+	// to date, in order: see file. Guarded by mu.
+	unfiled []*Timeout
 	// running counts periodic timeouts in the middle of a run, which
 	// Pending counts as pending. Guarded by mu.
 	running int
@@ -35,14 +38,48 @@ func (sh *shard) init(t *Timer, q keyQueue[*Timeout]) {
 	sh.collect = sh.take
 }
 
-// add queues to at when and reports whether the driver must be woken with
-// wakeUp once sh.mu is released. sh.mu must be held.
+// add makes to pending at when and reports whether the driver must be
+// woken with wakeUp once sh.mu is released. to goes to sh.unfiled, and
+// into q when file runs. sh.mu must be held.
 func (sh *shard) add(to *Timeout, when uint64) (wake bool) {
-	to.id = sh.ids.alloc()
+	to.id = unfiled
 	to.when = when
-	sh.q.Add(to.id, when, to)
 	to.setStatus(statusPending)
+	if sh.unfiled = append(sh.unfiled, to); len(sh.unfiled) == fileBatch {
+		sh.file()
+	}
 	return sh.armed(when)
+}
+
+// unfiled is the id of a pending timeout that is still in shard.unfiled.
+const unfiled = -1
+
+// fileBatch is how many timeouts wait in shard.unfiled before they are
+// filed together. As Netty's HashedWheelTimer does with its queue of new
+// timeouts, a shard files a new timeout into its structure only later, in
+// a batch: when the batch is full, when the driver wakes, or when Stop or
+// Stats needs the structure whole. A timeout cancelled before then (a
+// request that completed in time, the common case) never touches the
+// structure: its Cancel is a status change. Filing a batch in one loop
+// also overlaps the cache misses that filing one at a time pays in full.
+// Set in step with Keyed's batch (setBatch); 256 pointers are 2 KiB.
+const fileBatch = 256
+
+// file puts the pending timeouts of sh.unfiled into q. An entry whose
+// timeout was cancelled meanwhile, or filed through an earlier entry
+// (Cancel and Reset schedule a timeout again), is dropped. The driver
+// files before it looks for due timeouts, so nothing due is missed: add
+// wakes it for a deadline earlier than the one it sleeps until. sh.mu
+// must be held.
+func (sh *shard) file() {
+	for _, to := range sh.unfiled {
+		if to.id == unfiled && to.status() == statusPending {
+			to.id = sh.ids.alloc()
+			sh.q.Add(to.id, to.when, to)
+		}
+	}
+	clear(sh.unfiled) // let the timeouts go
+	sh.unfiled = sh.unfiled[:0]
 }
 
 // cancel stops to if it is pending or a periodic timeout with runs left,
@@ -50,8 +87,10 @@ func (sh *shard) add(to *Timeout, when uint64) (wake bool) {
 func (sh *shard) cancel(to *Timeout) bool {
 	switch to.status() {
 	case statusPending:
-		sh.q.Remove(to.id)
-		sh.ids.release(to.id)
+		if to.id != unfiled {
+			sh.q.Remove(to.id)
+			sh.ids.release(to.id)
+		}
 	case statusRunning:
 		sh.running--
 	default:
@@ -79,7 +118,9 @@ func (sh *shard) reset(to *Timeout, when uint64) (pending, wake bool) {
 	case statusPending:
 		// The default wheel records a later deadline without relinking
 		// (see queue.IndexWheel.Move).
-		sh.q.Move(to.id, when)
+		if to.id != unfiled {
+			sh.q.Move(to.id, when)
+		}
 		to.when = when
 		return true, sh.armed(when)
 	case statusRunning:
@@ -110,6 +151,7 @@ func (sh *shard) take(id int32, to *Timeout) {
 
 // pass implements worker: the structure's due timeouts go to the batch.
 func (sh *shard) pass(now uint64) (uint64, bool) {
+	sh.file()
 	sh.q.Advance(now, sh.collect)
 	return sh.q.Next()
 }
@@ -157,6 +199,7 @@ func (sh *shard) stop(out []*Timeout, self uint64) []*Timeout {
 		clear(sh.batch[sh.next:])
 		sh.batch = sh.batch[:sh.next]
 	}
+	sh.file()
 	sh.q.Drain(func(id int32, to *Timeout) {
 		sh.ids.release(id)
 		to.setStatus(statusCancelled)

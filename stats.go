@@ -31,6 +31,7 @@ func (t *Timer) Stats() Stats {
 			s.Drivers++
 		}
 		if !stopped {
+			sh.file()
 			s.Pending += sh.q.Len() + sh.running
 		}
 		s.Wakeups += sh.wakeups

@@ -15,7 +15,8 @@ type Timeout struct {
 	f  func() // what the executor runs; for a periodic timeout, its run method
 	sh *shard
 	// when is the deadline it was last scheduled for, and id its id in
-	// sh.q while it is pending. Guarded by sh.mu.
+	// sh.q while it is pending there, or unfiled while it waits in
+	// sh.unfiled. Guarded by sh.mu.
 	when uint64
 	id   int32
 	// state is written under sh.mu and read without it by Cancelled and
