@@ -390,6 +390,69 @@ func TestTimer_ResetMovesTimeout(t *testing.T) {
 	})
 }
 
+// TestTimer_NewTimeoutsInBursts cancels, resets and re-arms timeouts
+// while no time passes, so that none has reached the structure yet (a
+// shard files new timeouts in batches: see fileBatch in shard.go), across
+// several full batches, and checks that each runs once at its last
+// deadline, that Pending counts what is pending, and that Stop returns
+// exactly the pending rest.
+func TestTimer_NewTimeoutsInBursts(t *testing.T) {
+	forEachStructure(t, func(t *testing.T, s structure) {
+		tm := s.newTimer(t, hourglass.WithExecutor(hourglass.Inline))
+		r := newRecorder()
+		const n = 700 // more than two batches
+		tos := make([]*hourglass.Timeout, n)
+		want := make(map[int]time.Duration)
+		for i := range n {
+			tos[i] = must(t)(tm.AfterFunc(time.Duration(i%5+1)*ms, r.fn(i)))
+			want[i] = time.Duration(i%5+1) * ms
+		}
+		for i := range n {
+			switch i % 4 {
+			case 0: // cancelled
+				if !tos[i].Cancel() {
+					t.Fatalf("Cancel of new timeout %d = false", i)
+				}
+				delete(want, i)
+			case 1: // cancelled and scheduled again, twice
+				tos[i].Cancel()
+				tos[i].Reset(9 * ms)
+				tos[i].Cancel()
+				if tos[i].Reset(7 * ms) {
+					t.Fatalf("Reset after Cancel of timeout %d = true", i)
+				}
+				want[i] = 7 * ms
+			case 2: // moved later
+				if !tos[i].Reset(30 * ms) {
+					t.Fatalf("Reset of new timeout %d = false", i)
+				}
+				want[i] = 30 * ms
+			}
+		}
+		if got := tm.Pending(); got != len(want) {
+			t.Fatalf("Pending() = %d, want %d", got, len(want))
+		}
+		advance(10*ms + s.tolerance)
+		for i := range n {
+			if d, ok := want[i]; !ok {
+				r.checkNotRun(t, i)
+			} else if d < 10*ms {
+				r.checkRanOnce(t, s, i, d)
+				delete(want, i)
+			}
+		}
+		out := tm.Stop()
+		if len(out) != len(want) {
+			t.Fatalf("Stop returned %d timeouts, want the %d moved to 30 ms", len(out), len(want))
+		}
+		for _, to := range out {
+			if !to.Cancelled() || to.Expired() {
+				t.Fatalf("Stop returned a timeout with Cancelled() = %v, Expired() = %v", to.Cancelled(), to.Expired())
+			}
+		}
+	})
+}
+
 // TestTimer_PastDeadlines checks that zero, negative and past deadlines
 // run at once: at the current virtual time, or the next tick boundary.
 func TestTimer_PastDeadlines(t *testing.T) {
