@@ -12,6 +12,7 @@
 //	structure           Add        Remove     Advance                 Next
 //	HierarchicalWheel   O(1)       O(1)       O(L + k·L), L levels    O(L)
 //	IndexWheel          O(1)       O(1)       O(L + k·L)              O(L)
+//	KeyWheel            O(1)*      O(1)*      O(L + k·L)              O(L)
 //	HashedWheel         O(1)       O(1)       O(ticks + n/slots)      O(slots/64)
 //	Heap (4-ary)        O(log n)   O(log n)   O(k log n)              O(1)
 //	SortedList          O(n)       O(1)       O(k)                    O(1)
@@ -27,9 +28,13 @@
 // add is O(1) when deadlines arrive in order, the common case of one fixed
 // timeout for every request, which is why it stays a fair baseline.
 //
+// (* expected, over a hash table.)
+//
 // [IndexWheel] is the hierarchical wheel over integer indices instead of
 // entries: pointer-free, so the garbage collector never scans it, and with
-// an O(1) Move that pushes a deadline back without relinking.
+// an O(1) Move that pushes a deadline back without relinking. [KeyWheel]
+// is the same wheel keyed by any comparable type, one deadline per key,
+// its table doubling as the hash table that finds a key.
 //
 // Each structure's file explains its algorithm with a worked example:
 // [HierarchicalWheel] for the levels and the cascade, [HashedWheel] for

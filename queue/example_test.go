@@ -47,3 +47,30 @@ func ExampleHierarchicalWheel() {
 	// 3s: heartbeat
 	// wake-ups: 6
 }
+
+// A KeyWheel keeps one idle deadline per connection, pushed back on every
+// packet. Pushing a deadline back only records it; the connection is
+// filed again when its old slot comes due, so the loop below wakes at
+// 30 s for "b" and finds it moved to 40 s.
+func ExampleKeyWheel() {
+	const s = uint64(time.Second)
+	w := queue.NewKeyWheel[string](time.Millisecond)
+	w.Set("a", 30*s)
+	w.Set("b", 30*s)
+	w.Set("c", 30*s)
+	w.Set("b", 40*s) // a packet on b at 10 s
+	w.Remove("c")    // c closed cleanly
+
+	for {
+		next, ok := w.Next()
+		if !ok {
+			break
+		}
+		w.Advance(next, func(conn string) {
+			fmt.Printf("%v: close idle %s\n", time.Duration(next), conn)
+		})
+	}
+	// Output:
+	// 30s: close idle a
+	// 40s: close idle b
+}
