@@ -1,6 +1,6 @@
 // Command hourglass runs hourglass's benchmarks:
 //
-//	hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--chart FILE]
+//	hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--runs 5] [--chart FILE]
 //
 // It measures a Timer over each of hourglass's structures next to Go's
 // runtime timers in the scenarios of package internal/bench, prints a
@@ -27,7 +27,7 @@ import (
 	"github.com/hourglass-go/hourglass/internal/bench"
 )
 
-const usage = "usage: hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--chart FILE]"
+const usage = "usage: hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--runs 5] [--chart FILE]"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -62,6 +62,7 @@ type options struct {
 	scenarios  []string
 	structures []string
 	max        int // 0: the default for quick or full
+	runs       int
 	chart      string
 }
 
@@ -107,6 +108,14 @@ func benchFlags(o *options) *flag.FlagSet {
 		o.max = n
 		return err
 	})
+	fs.Func("runs", "run each measurement this many times, taking turns, and report medians (default 1)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxRuns {
+			return fmt.Errorf("want a whole number from 1 to %d", maxRuns)
+		}
+		o.runs = n
+		return nil
+	})
 	fs.StringVar(&o.chart, "chart", "hourglass-bench.svg", "chart file, .svg or .png; empty for none")
 	return fs
 }
@@ -119,6 +128,9 @@ func printHelp(w io.Writer) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }
+
+// maxRuns bounds --runs.
+const maxRuns = 101
 
 // maxCount bounds --max: ten times the largest documented size.
 const maxCount = 100_000_000
@@ -169,6 +181,7 @@ func (o options) config() bench.Config {
 		c.Sizes = bench.Sizes(o.max)
 	}
 	c.Scenarios, c.Structures = o.scenarios, o.structures
+	c.Runs = o.runs
 	return c
 }
 
@@ -227,12 +240,17 @@ func report(w io.Writer, o options, cfg bench.Config, results []bench.Result, to
 			GOMAXPROCS int            `json:"gomaxprocs"`
 			Quick      bool           `json:"quick"`
 			Sizes      []int          `json:"sizes"`
+			Runs       int            `json:"runs"`
 			Seconds    float64        `json:"seconds"`
 			Results    []bench.Result `json:"results"`
-		}{runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), o.quick, cfg.Sizes, took.Seconds(), results})
+		}{runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), o.quick, cfg.Sizes, max(cfg.Runs, 1), took.Seconds(), results})
 	}
-	fmt.Fprintf(w, "# hourglass bench\n\n%s %s/%s, GOMAXPROCS=%d, sizes %v, quick=%v, took %v.\n\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), cfg.Sizes, o.quick, took.Round(100*time.Millisecond))
+	runs := "one run"
+	if cfg.Runs > 1 {
+		runs = fmt.Sprintf("medians of %d runs", cfg.Runs)
+	}
+	fmt.Fprintf(w, "# hourglass bench\n\n%s %s/%s, GOMAXPROCS=%d, sizes %v, quick=%v, %s, took %v.\n\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), cfg.Sizes, o.quick, runs, took.Round(100*time.Millisecond))
 	return bench.WriteMarkdown(w, results)
 }
 

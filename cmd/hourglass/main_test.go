@@ -24,6 +24,8 @@ func TestUsageErrors(t *testing.T) {
 		{"fractional max", []string{"bench", "--max", "1.5"}, `"1.5"`},
 		{"zero max", []string{"bench", "--max", "0"}, `"0"`},
 		{"huge max", []string{"bench", "--max", "1e12"}, `"1e12"`},
+		{"zero runs", []string{"bench", "--runs", "0"}, `"0"`},
+		{"bad runs", []string{"bench", "--runs", "five"}, `"five"`},
 		{"unknown scenario", []string{"bench", "--scenario", "memory,warp"}, `"warp"`},
 		{"unknown structure", []string{"bench", "--structures", "heap,btree"}, `"btree"`},
 		{"bad chart name", []string{"bench", "--chart", "out.jpg"}, `"out.jpg"`},
@@ -88,17 +90,17 @@ func TestRunSmall(t *testing.T) {
 		t.Skip("runs real measurements")
 	}
 	chart := filepath.Join(t.TempDir(), "c.png")
-	args := []string{"bench", "--quick", "--max", "1000", "--scenario", "schedule-cancel,memory", "--structures", "heap,runtime", "--chart", chart}
+	args := []string{"bench", "--quick", "--max", "1000", "--runs", "2", "--scenario", "schedule-cancel,memory", "--structures", "heap,runtime", "--chart", chart}
 	var stdout, stderr strings.Builder
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit status %d; stderr:\n%s", code, stderr.String())
 	}
-	for _, want := range []string{"### schedule-cancel", "### memory", "| heap | 1,000 |", "| runtime | 1,000 |"} {
+	for _, want := range []string{"medians of 2 runs", "### schedule-cancel", "### memory", "| heap | 1,000 |", "| runtime | 1,000 |"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
 		}
 	}
-	if !strings.Contains(stderr.String(), "4/4 done") {
+	if !strings.Contains(stderr.String(), "8/8 done") {
 		t.Errorf("stderr lacks the finished progress bar:\n%s", stderr.String())
 	}
 	if fi, err := os.Stat(chart); err != nil || fi.Size() == 0 {

@@ -69,6 +69,12 @@ type Config struct {
 	// SeedTimers timers due within SeedSpread make the seed-demo.
 	SeedTimers int
 	SeedSpread time.Duration
+
+	// Runs is how many times each job runs; each figure reported is the
+	// median of its runs. The runs of a scenario take turns: every job of
+	// the scenario once, then every job again, so that a slow stretch of
+	// the machine falls on all structures alike. 0 means 1.
+	Runs int
 }
 
 // DefaultMax is the largest size of a default run, and QuickMax of a quick
@@ -142,6 +148,9 @@ type Result struct {
 	Note string `json:"note,omitempty"`
 	// Err is set if the run failed.
 	Err string `json:"error,omitempty"`
+	// Runs is the number of runs each metric is the median of, if more
+	// than one.
+	Runs int `json:"runs,omitempty"`
 }
 
 // Metric is one named number of a [Result]. Times are in seconds (unit
@@ -189,7 +198,10 @@ type Job struct {
 	Structure string
 	N         int
 	Case      string
-	run       func() Result
+	// Round is which run of the job this is, from 1, and Rounds how many
+	// there are (see Config.Runs).
+	Round, Rounds int
+	run           func() Result
 }
 
 // Label names the job for progress reports: "schedule-cancel heap
@@ -201,6 +213,9 @@ func (j Job) Label() string {
 	}
 	if j.Case != "" {
 		s += " " + j.Case
+	}
+	if j.Rounds > 1 {
+		s += fmt.Sprintf(" (run %d/%d)", j.Round, j.Rounds)
 	}
 	return s
 }
@@ -236,6 +251,10 @@ func Plan(c Config) ([]Job, error) {
 			return nil, fmt.Errorf("bench: size %d, need at least 1", n)
 		}
 	}
+	if c.Runs < 0 {
+		return nil, fmt.Errorf("bench: %d runs, need at least 1", c.Runs)
+	}
+	runs := max(c.Runs, 1)
 	var chosen []Structure
 	for _, s := range Structures() {
 		if slices.Contains(sts, s.Name) {
@@ -244,8 +263,15 @@ func Plan(c Config) ([]Job, error) {
 	}
 	var jobs []Job
 	for _, sc := range Scenarios() {
-		if slices.Contains(scs, sc.Name) {
-			jobs = append(jobs, sc.jobs(&c, chosen)...)
+		if !slices.Contains(scs, sc.Name) {
+			continue
+		}
+		once := sc.jobs(&c, chosen)
+		for r := range runs {
+			for _, j := range once {
+				j.Round, j.Rounds = r+1, runs
+				jobs = append(jobs, j)
+			}
 		}
 	}
 	return jobs, nil
@@ -283,5 +309,64 @@ func Run(c Config, progress func(done, total int, j Job)) ([]Result, error) {
 	if progress != nil {
 		progress(len(jobs), len(jobs), Job{})
 	}
-	return out, nil
+	return Medians(out), nil
+}
+
+// Medians merges the results of repeated runs of a job (same scenario,
+// structure, size and case) into one, in the order each job first
+// appears: each metric becomes the median of its values (the mean of the
+// middle two for an even count), and Runs the number of results merged.
+// A failed run makes the merged result fail with its error; a note is
+// kept. Results of jobs run once come back unchanged.
+func Medians(results []Result) []Result {
+	type key struct {
+		scenario, structure, c string
+		n                      int
+	}
+	var order []key
+	groups := make(map[key][]Result)
+	for _, r := range results {
+		k := key{r.Scenario, r.Structure, r.Case, r.N}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	out := make([]Result, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		if len(g) == 1 {
+			out = append(out, g[0])
+			continue
+		}
+		m := g[0]
+		m.Metrics = nil
+		m.Runs = len(g)
+		for _, r := range g {
+			if r.Err != "" && m.Err == "" {
+				m.Err = r.Err
+			}
+		}
+		for _, metric := range g[0].Metrics {
+			var vs []float64
+			for _, r := range g {
+				if v, ok := r.Value(metric.Name); ok {
+					vs = append(vs, v)
+				}
+			}
+			m.add(metric.Name, metric.Unit, median(vs))
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// median returns the median of vs, which must not be empty.
+func median(vs []float64) float64 {
+	slices.Sort(vs)
+	h := len(vs) / 2
+	if len(vs)%2 == 1 {
+		return vs[h]
+	}
+	return (vs[h-1] + vs[h]) / 2
 }

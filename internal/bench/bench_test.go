@@ -3,7 +3,9 @@ package bench
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image/png"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +188,61 @@ func TestPlanErrors(t *testing.T) {
 	c.Sizes = nil
 	if _, err := Plan(c); err == nil {
 		t.Error("Plan with no sizes: no error")
+	}
+	c = tiny()
+	c.Runs = -1
+	if _, err := Plan(c); err == nil {
+		t.Error("Plan with -1 runs: no error")
+	}
+}
+
+// TestRuns checks that Plan repeats a scenario's jobs in turns and that
+// Medians merges their results into one per job, each metric the median.
+func TestRuns(t *testing.T) {
+	c := tiny()
+	c.Scenarios, c.Structures, c.Runs = []string{"memory", "schedule-cancel"}, []string{"heap", "runtime"}, 3
+	jobs, err := Plan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, j := range jobs {
+		labels = append(labels, j.Label())
+	}
+	n := c.Sizes[0]
+	want := []string{
+		fmt.Sprintf("schedule-cancel heap n=%d (run 1/3)", n), fmt.Sprintf("schedule-cancel runtime n=%d (run 1/3)", n),
+		fmt.Sprintf("schedule-cancel heap n=%d (run 2/3)", n), fmt.Sprintf("schedule-cancel runtime n=%d (run 2/3)", n),
+		fmt.Sprintf("schedule-cancel heap n=%d (run 3/3)", n), fmt.Sprintf("schedule-cancel runtime n=%d (run 3/3)", n),
+		fmt.Sprintf("memory heap n=%d (run 1/3)", n), fmt.Sprintf("memory runtime n=%d (run 1/3)", n),
+		fmt.Sprintf("memory heap n=%d (run 2/3)", n), fmt.Sprintf("memory runtime n=%d (run 2/3)", n),
+		fmt.Sprintf("memory heap n=%d (run 3/3)", n), fmt.Sprintf("memory runtime n=%d (run 3/3)", n),
+	}
+	if !slices.Equal(labels, want) {
+		t.Fatalf("jobs:\n%s\nwant:\n%s", strings.Join(labels, "\n"), strings.Join(want, "\n"))
+	}
+
+	r := func(structure string, v float64, err string) Result {
+		res := Result{Scenario: "s", Structure: structure, N: 10, Err: err}
+		res.add("ns/op", unitNs, v)
+		res.add("ops", unitCount, 1000-v)
+		return res
+	}
+	merged := Medians([]Result{r("a", 5, ""), r("b", 1, ""), r("a", 1, ""), r("b", 2, ""), r("a", 3, ""), r("b", 4, "boom"), r("b", 3, "")})
+	if len(merged) != 2 || merged[0].Structure != "a" || merged[1].Structure != "b" {
+		t.Fatalf("Medians merged into %+v", merged)
+	}
+	for _, tc := range []struct {
+		got  Result
+		ns   float64
+		runs int
+		err  string
+	}{{merged[0], 3, 3, ""}, {merged[1], 2.5, 4, "boom"}} {
+		ns, _ := tc.got.Value("ns/op")
+		ops, _ := tc.got.Value("ops")
+		if ns != tc.ns || ops != 1000-tc.ns || tc.got.Runs != tc.runs || tc.got.Err != tc.err {
+			t.Errorf("%s: ns/op %v, ops %v, runs %d, err %q; want %v, %v, %d, %q", tc.got.Structure, ns, ops, tc.got.Runs, tc.got.Err, tc.ns, 1000-tc.ns, tc.runs, tc.err)
+		}
 	}
 }
 
