@@ -9,10 +9,11 @@ import (
 // value of type V, linked to its slot neighbours by index. The links are
 // not pointers, so however many entries it holds the garbage collector has
 // no chains to follow, and for a V without pointers (a key, an index) it
-// does not scan the table at all. A table entry is 24 bytes plus V. It is
+// does not scan the table at all. A table entry is 16 bytes plus V. It is
 // the structure for keeping millions of deadlines: hourglass's Timer keeps
-// its timeouts in one with V a handle pointer, and Keyed with V the key.
-// The caller chooses the indices, typically from a free list.
+// its timeouts in one with V a handle pointer (24 bytes an entry). The
+// caller chooses the indices, typically from a free list; [KeyWheel] is
+// the same wheel with the indices chosen by a hash table of keys.
 //
 // IndexWheel adds one operation to the hierarchical wheel's: [IndexWheel.Move],
 // which moves a queued entry's deadline. A move to a later deadline
@@ -59,7 +60,7 @@ func (w *IndexWheel[V]) grow(i int32) {
 
 // Queued reports whether entry i is queued.
 func (w *IndexWheel[V]) Queued(i int32) bool {
-	return i >= 0 && int(i>>nodeBits) < len(w.nodes) && w.node(i).pos != 0
+	return i >= 0 && int(i>>nodeBits) < len(w.nodes) && w.node(i).next != 0
 }
 
 // When reports entry i's deadline, the last one it was added or moved to.
@@ -74,7 +75,7 @@ func (w *IndexWheel[V]) Add(i int32, when uint64, v V) {
 	}
 	w.grow(i)
 	n := w.node(i)
-	if n.pos != 0 {
+	if n.next != 0 {
 		panic("queue: Add of an entry that is already queued")
 	}
 	n.when, n.value = when, v
@@ -107,7 +108,7 @@ func (w *IndexWheel[V]) Remove(i int32) bool {
 	n := w.node(i)
 	w.unlink(i, n)
 	var zero V
-	n.pos, n.value = 0, zero
+	n.value = zero
 	w.len--
 	return true
 }

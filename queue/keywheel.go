@@ -13,7 +13,8 @@ import (
 // timeouts and per-request deadlines. It is an [IndexWheel] whose table
 // is also the hash table that finds a key's entry, so an operation on an
 // existing key touches one entry: the key, its deadline and its wheel
-// links sit in one 24-byte-plus-key record.
+// links sit in one record: 16 bytes, 4 of the key's hash, and the key
+// (32 bytes in all for an 8-byte key).
 //
 // The table is an extendible hash table of linear-probing tables, as Go's
 // own maps are built: a directory indexed by a hash's top bits names the
@@ -48,7 +49,7 @@ import (
 //
 // KeyWheel is not safe for concurrent use.
 type KeyWheel[K comparable] struct {
-	idWheel[K]
+	idWheel[keyEntry[K]]
 	seed maphash.Seed
 	// dir names the table for each value of a hash's top depth bits;
 	// several entries name a table whose local depth is below depth.
@@ -61,6 +62,14 @@ type KeyWheel[K comparable] struct {
 
 	hashes  [64]uint64 // SetAll's, for a batch of keys
 	touched uint64     // what SetAll reads ahead goes here, so that it is read
+}
+
+// keyEntry is what a KeyWheel's table holds for a key besides its
+// deadline and links: the key, and the top 32 bits of its hash, from which
+// a rebuild or a removal finds the key's home slot without hashing again.
+type keyEntry[K comparable] struct {
+	hash uint32
+	key  K
 }
 
 type tableInfo struct {
@@ -94,14 +103,14 @@ func NewKeyWheel[K comparable](tick time.Duration) *KeyWheel[K] {
 // newKeyWheel returns a KeyWheel whose tables have at most 2^bits slots.
 // The tests use small tables to split often.
 func newKeyWheel[K comparable](tick time.Duration, bits uint) *KeyWheel[K] {
-	w := &KeyWheel[K]{idWheel: newIDWheel[K](uint64(tick), bits), seed: maphash.MakeSeed()}
+	w := &KeyWheel[K]{idWheel: newIDWheel[keyEntry[K]](uint64(tick), bits), seed: maphash.MakeSeed()}
 	w.reset()
 	return w
 }
 
 // reset empties the table: one table of minTable slots.
 func (w *KeyWheel[K]) reset() {
-	w.nodes = [][]node[K]{make([]node[K], minTable)}
+	w.nodes = [][]node[keyEntry[K]]{make([]node[keyEntry[K]], minTable)}
 	w.tables = []tableInfo{{ctrl: newCtrl(minTable)}}
 	w.dir, w.depth = []int32{0}, 0
 }
@@ -159,7 +168,7 @@ func (w *KeyWheel[K]) findHashed(key K, h64 uint64) (t int32, h uint32, tag byte
 			if j >= c {
 				j -= c
 			}
-			if tab[j].value == key {
+			if tab[j].value.key == key {
 				return t, h, tag, j, true
 			}
 		}
@@ -196,7 +205,7 @@ func (w *KeyWheel[K]) set(key K, h64, when uint64) (added bool) {
 		t, h, tag, s, _ = w.find(key)
 	}
 	n := &w.nodes[t][s]
-	n.when, n.hash, n.value = when, h, key
+	n.when, n.value = when, keyEntry[K]{h, key}
 	w.tables[t].setCtrl(s, tag)
 	w.tables[t].count++
 	w.len++
@@ -265,7 +274,7 @@ func (w *KeyWheel[K]) Remove(key K) bool {
 func (w *KeyWheel[K]) delete(i int32) {
 	t, gap := i>>w.shift, int(i&w.mask)
 	tab, info := w.nodes[t], &w.tables[t]
-	tab[gap] = node[K]{}
+	tab[gap] = node[keyEntry[K]]{}
 	for j := gap; ; {
 		if j++; j == len(tab) {
 			j = 0
@@ -274,12 +283,12 @@ func (w *KeyWheel[K]) delete(i int32) {
 			break
 		}
 		n := &tab[j]
-		k := home(n.hash, info.depth, len(tab))
+		k := home(n.value.hash, info.depth, len(tab))
 		if gap <= j && (k <= gap || k > j) || gap > j && k <= gap && k > j {
 			tab[gap] = *n
 			info.setCtrl(gap, info.ctrl[j])
 			w.relink(t<<w.shift|int32(gap), &tab[gap])
-			*n = node[K]{}
+			*n = node[keyEntry[K]]{}
 			gap = j
 		}
 	}
@@ -316,7 +325,7 @@ func (w *KeyWheel[K]) grow(t int32) {
 	u := int32(len(w.tables))
 	ones := 0
 	for j := range old {
-		if info.ctrl[j] != empty && old[j].hash>>(31-d)&1 == 1 {
+		if info.ctrl[j] != empty && old[j].value.hash>>(31-d)&1 == 1 {
 			ones++
 		}
 	}
@@ -343,11 +352,11 @@ func (w *KeyWheel[K]) maxTable() int { return 1 << w.shift }
 // Each moved entry's list neighbours are pointed at its new index: through
 // the map of old slots to new indices if the neighbour moved too, directly
 // if it is in another table.
-func (w *KeyWheel[K]) rebuild(t int32, old []node[K], ctrl []byte, depth uint, c int, u int32, cu int) {
-	w.nodes[t] = make([]node[K], c)
+func (w *KeyWheel[K]) rebuild(t int32, old []node[keyEntry[K]], ctrl []byte, depth uint, c int, u int32, cu int) {
+	w.nodes[t] = make([]node[keyEntry[K]], c)
 	w.tables[t] = tableInfo{depth: depth, ctrl: newCtrl(c)}
 	if u >= 0 {
-		w.nodes[u] = make([]node[K], cu)
+		w.nodes[u] = make([]node[keyEntry[K]], cu)
 		w.tables[u] = tableInfo{depth: depth, ctrl: newCtrl(cu)}
 	}
 	to := make([]int32, len(old))
@@ -357,11 +366,11 @@ func (w *KeyWheel[K]) rebuild(t int32, old []node[K], ctrl []byte, depth uint, c
 		}
 		n := &old[j]
 		dst := t
-		if u >= 0 && n.hash>>(32-depth)&1 == 1 {
+		if u >= 0 && n.value.hash>>(32-depth)&1 == 1 {
 			dst = u
 		}
 		tab, info := w.nodes[dst], &w.tables[dst]
-		s := home(n.hash, depth, len(tab))
+		s := home(n.value.hash, depth, len(tab))
 		for info.ctrl[s] != empty {
 			if s++; s == len(tab) {
 				s = 0
@@ -384,15 +393,15 @@ func (w *KeyWheel[K]) rebuild(t int32, old []node[K], ctrl []byte, depth uint, c
 		}
 		i := to[j]
 		n := w.node(i)
-		if n.prev == 0 {
-			w.list(n.pos).head = i + 1
+		if n.prev < 0 {
+			w.lists[-n.prev-1].head = i + 1
 		} else if p, ok := moved(n.prev); ok {
 			n.prev = p
 		} else {
 			w.node(n.prev - 1).next = i + 1
 		}
-		if n.next == 0 {
-			w.list(n.pos).tail = i + 1
+		if n.next < 0 {
+			w.lists[-n.next-1].tail = i + 1
 		} else if p, ok := moved(n.next); ok {
 			n.next = p
 		} else {
@@ -408,8 +417,8 @@ func (w *KeyWheel[K]) rebuild(t int32, old []node[K], ctrl []byte, depth uint, c
 // fire may call Set, Remove and When: a key it sets already due fires on
 // the next Advance. Advance to math.MaxUint64 fires everything.
 func (w *KeyWheel[K]) Advance(now uint64, fire func(key K)) {
-	w.advance(now, func(i int32, n *node[K]) {
-		key := n.value
+	w.advance(now, func(i int32, n *node[keyEntry[K]]) {
+		key := n.value.key
 		w.delete(i)
 		fire(key)
 	})
@@ -419,7 +428,7 @@ func (w *KeyWheel[K]) Advance(now uint64, fire func(key K)) {
 // particular order, and shrinks the table to its initial size. It is
 // O(n + L·64). fn must not call back into the wheel.
 func (w *KeyWheel[K]) Drain(fn func(key K)) {
-	w.drain(func(_ int32, n *node[K]) { fn(n.value) })
+	w.drain(func(_ int32, n *node[keyEntry[K]]) { fn(n.value.key) })
 	w.reset()
 }
 
@@ -452,19 +461,19 @@ func (w *KeyWheel[K]) verify() error {
 		}
 		for s := range tab {
 			n := &tab[s]
-			if (n.pos == 0) != (ctrl[s] == empty) {
-				return fmt.Errorf("key wheel: table %d slot %d: pos %d, control byte %#x", t, s, n.pos, ctrl[s])
+			if (n.next == 0) != (ctrl[s] == empty) {
+				return fmt.Errorf("key wheel: table %d slot %d: next %d, control byte %#x", t, s, n.next, ctrl[s])
 			}
-			if n.pos == 0 {
+			if n.next == 0 {
 				continue
 			}
 			count++
-			ft, _, tag, fs, found := w.find(n.value)
+			ft, _, tag, fs, found := w.find(n.value.key)
 			if ctrl[s] != tag {
-				return fmt.Errorf("key wheel: key %v has control byte %#x, want %#x", n.value, ctrl[s], tag)
+				return fmt.Errorf("key wheel: key %v has control byte %#x, want %#x", n.value.key, ctrl[s], tag)
 			}
 			if !found || int(ft) != t || fs != s {
-				return fmt.Errorf("key wheel: key %v in table %d slot %d is found at %d/%d (%v)", n.value, t, s, ft, fs, found)
+				return fmt.Errorf("key wheel: key %v in table %d slot %d is found at %d/%d (%v)", n.value.key, t, s, ft, fs, found)
 			}
 		}
 		if count != int(w.tables[t].count) {
