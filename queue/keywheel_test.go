@@ -49,6 +49,54 @@ func checkKeyWheel(t *testing.T, step int, w *queue.KeyWheel[uint64], m keyModel
 	}
 }
 
+// keyWheelRun drives a KeyWheel and its keyModel side by side, checking
+// each operation's result against the model and then every key and the
+// invariants.
+type keyWheelRun struct {
+	t    *testing.T
+	w    *queue.KeyWheel[uint64]
+	m    keyModel
+	tick uint64
+	now  uint64
+	keys uint64 // keys are below this
+	step int
+}
+
+func (r *keyWheelRun) set(k, when uint64) {
+	r.t.Helper()
+	_, had := r.m[k]
+	if added := r.w.Set(k, when); added == had {
+		r.t.Fatalf("step %d: Set(%d) added = %v with the key queued = %v", r.step, k, added, had)
+	}
+	r.m[k] = when
+}
+
+func (r *keyWheelRun) remove(k uint64) {
+	r.t.Helper()
+	_, had := r.m[k]
+	if got := r.w.Remove(k); got != had {
+		r.t.Fatalf("step %d: Remove(%d) = %v, want %v", r.step, k, got, had)
+	}
+	delete(r.m, k)
+}
+
+func (r *keyWheelRun) advance(by uint64) {
+	r.t.Helper()
+	r.now += by
+	var fired []uint64
+	r.w.Advance(r.now, func(k uint64) { fired = append(fired, k) })
+	slices.Sort(fired)
+	if want := r.m.due(r.now, r.tick); !slices.Equal(fired, want) {
+		r.t.Fatalf("step %d: Advance(%d) fired %v, want %v", r.step, r.now, fired, want)
+	}
+}
+
+func (r *keyWheelRun) check() {
+	r.t.Helper()
+	checkKeyWheel(r.t, r.step, r.w, r.m, r.keys)
+	r.step++
+}
+
 // TestKeyWheel_Model runs random streams of Set (new keys, and existing
 // ones moved earlier and later), Remove and Advance against keyModel,
 // with tables small enough to grow and split all the time, and checks
@@ -66,55 +114,39 @@ func TestKeyWheel_Model(t *testing.T) {
 }
 
 func runKeyWheelModel(t *testing.T, w *queue.KeyWheel[uint64], tick uint64, rng *rand.Rand, steps int) {
-	const keys = 400
-	m := keyModel{}
-	var now uint64
+	r := &keyWheelRun{t: t, w: w, m: keyModel{}, tick: tick, keys: 400}
 	span := func() uint64 {
 		return uint64(rng.Int64N(int64([]time.Duration{time.Millisecond, time.Second, time.Hour}[rng.IntN(3)])))
 	}
-	for step := range steps {
-		k := rng.Uint64N(keys)
+	for range steps {
+		k := rng.Uint64N(r.keys)
 		switch op := rng.IntN(11); {
 		case op == 10:
 			// A batch, with repeated keys, as Set would do them in turn.
 			var sets []queue.KeyDeadline[uint64]
 			for range rng.IntN(150) {
-				kd := queue.KeyDeadline[uint64]{Key: rng.Uint64N(keys), When: now + span()}
+				kd := queue.KeyDeadline[uint64]{Key: rng.Uint64N(r.keys), When: r.now + span()}
 				sets = append(sets, kd)
-				m[kd.Key] = kd.When
+				r.m[kd.Key] = kd.When
 			}
 			w.SetAll(sets)
 		case op < 6:
-			when := now + span()
-			_, had := m[k]
-			if added := w.Set(k, when); added == had {
-				t.Fatalf("step %d: Set(%d) added = %v with the key queued = %v", step, k, added, had)
-			}
-			m[k] = when
+			r.set(k, r.now+span())
 		case op < 8:
-			_, had := m[k]
-			if got := w.Remove(k); got != had {
-				t.Fatalf("step %d: Remove(%d) = %v, want %v", step, k, got, had)
-			}
-			delete(m, k)
+			r.remove(k)
 		default:
-			now += span() / 4
-			var fired []uint64
-			w.Advance(now, func(k uint64) { fired = append(fired, k) })
-			slices.Sort(fired)
-			if want := m.due(now, tick); !slices.Equal(fired, want) {
-				t.Fatalf("step %d: Advance(%d) fired %v, want %v", step, now, fired, want)
-			}
+			r.advance(span() / 4)
 		}
-		checkKeyWheel(t, step, w, m, keys)
+		r.check()
 	}
 	var drained []uint64
 	w.Drain(func(k uint64) { drained = append(drained, k) })
 	slices.Sort(drained)
-	if want := slices.Sorted(maps.Keys(m)); !slices.Equal(drained, want) {
+	if want := slices.Sorted(maps.Keys(r.m)); !slices.Equal(drained, want) {
 		t.Fatalf("Drain gave %d keys, want %d", len(drained), len(want))
 	}
-	checkKeyWheel(t, steps, w, keyModel{}, keys)
+	r.m = keyModel{}
+	r.check()
 	if _, ok := w.Next(); ok {
 		t.Fatal("Next reports work after Drain")
 	}
@@ -228,37 +260,19 @@ func FuzzKeyWheel(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 2, 9, 200, 3, 1, 9, 255})
 	f.Add([]byte("set keys, move them, remove some, advance time"))
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		const keys, tick = 64, 10
-		w := queue.NewKeyWheelBits[uint64](tick, 3)
-		m := keyModel{}
-		var now uint64
-		for step := 0; step+1 < len(ops); step += 2 {
-			op, arg := ops[step], uint64(ops[step+1])
-			k := arg % keys
+		const tick = 10
+		r := &keyWheelRun{t: t, w: queue.NewKeyWheelBits[uint64](tick, 3), m: keyModel{}, tick: tick, keys: 64}
+		for i := 0; i+1 < len(ops); i += 2 {
+			op, arg := ops[i], uint64(ops[i+1])
 			switch op % 4 {
 			case 0, 1:
-				when := now + uint64(op)*arg
-				_, had := m[k]
-				if w.Set(k, when) == had {
-					t.Fatalf("step %d: Set(%d) added with the key queued = %v", step, k, had)
-				}
-				m[k] = when
+				r.set(arg%r.keys, r.now+uint64(op)*arg)
 			case 2:
-				_, had := m[k]
-				if w.Remove(k) != had {
-					t.Fatalf("step %d: Remove(%d) != %v", step, k, had)
-				}
-				delete(m, k)
+				r.remove(arg % r.keys)
 			default:
-				now += arg * uint64(op)
-				var fired []uint64
-				w.Advance(now, func(k uint64) { fired = append(fired, k) })
-				slices.Sort(fired)
-				if want := m.due(now, tick); !slices.Equal(fired, want) {
-					t.Fatalf("step %d: Advance(%d) fired %v, want %v", step, now, fired, want)
-				}
+				r.advance(arg * uint64(op))
 			}
-			checkKeyWheel(t, step, w, m, keys)
+			r.check()
 		}
 	})
 }
