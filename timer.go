@@ -21,8 +21,8 @@ import (
 // touches the structure. A shard knows its timeouts by small integer ids:
 // the default wheel's links are ids, not pointers, and the handle a
 // caller holds is 32 bytes with two pointers, so the garbage collector
-// has little to trace however many timeouts are pending. A pending
-// timeout takes 56 bytes in all with the default wheel.
+// has little to trace however many timeouts are pending. With the
+// default wheel a pending timeout takes the handle and a 24-byte entry.
 //
 // Timer is safe for concurrent use by multiple goroutines. Create one with
 // [New], use it from anywhere, and [Timer.Stop] it when done; a process
