@@ -227,12 +227,16 @@ type KeyDeadline[K comparable] struct {
 func (w *KeyWheel[K]) SetAll(sets []KeyDeadline[K]) {
 	for len(sets) > 0 {
 		n := min(len(sets), len(w.hashes))
-		var sum uint64
 		for i := range sets[:n] {
-			h64 := maphash.Comparable(w.seed, sets[i].Key)
-			w.hashes[i] = h64
-			t := w.dir[h64>>(64-w.depth)]
-			tab, info := w.nodes[t], &w.tables[t]
+			w.hashes[i] = maphash.Comparable(w.seed, sets[i].Key)
+		}
+		// A loop of little more than the loads, so that the processor
+		// has as many of them in flight as it can.
+		var sum uint64
+		dir, shift, nodes, tables := w.dir, 64-w.depth, w.nodes, w.tables
+		for _, h64 := range w.hashes[:n] {
+			t := dir[h64>>shift]
+			tab, info := nodes[t], &tables[t]
 			s := home(uint32(h64>>32), info.depth, len(tab))
 			sum += tab[s].when + uint64(info.ctrl[s])
 		}
