@@ -13,6 +13,13 @@ import (
 
 var keyedSizes = []int{10_000, 1_000_000}
 
+// keyedTimeout is where the benchmarks set and move keys' timeouts: far
+// enough that none fires while they run. (A run of BenchmarkKeyed_GC_Pending
+// can take longer than 30 s; runtime timers firing then start a goroutine
+// each, and millions of them measure something else, or run the machine
+// out of memory.)
+const keyedTimeout = time.Hour
+
 // filledKeyed returns a Keyed with keys 0 to n-1 pending, each due d from
 // now.
 func filledKeyed(n int, d time.Duration) *hourglass.Keyed[uint64] {
@@ -33,19 +40,19 @@ func keyStream(n int) []uint64 {
 }
 
 // BenchmarkKeyed_Set_Existing moves the pending timeout of a random one of
-// n keys 30 s ahead, against a map[uint64]*time.Timer and Reset.
+// n keys an hour ahead, against a map[uint64]*time.Timer and Reset.
 func BenchmarkKeyed_Set_Existing(b *testing.B) {
 	for _, n := range keyedSizes {
 		b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) {
 			m := make(map[uint64]*time.Timer, n)
 			for i := range uint64(n) {
-				m[i] = time.AfterFunc(30*time.Second, noop)
+				m[i] = time.AfterFunc(keyedTimeout, noop)
 			}
 			ks := keyStream(n)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				m[ks[i&(len(ks)-1)]].Reset(30 * time.Second)
+				m[ks[i&(len(ks)-1)]].Reset(keyedTimeout)
 				i++
 			}
 			b.StopTimer()
@@ -54,12 +61,12 @@ func BenchmarkKeyed_Set_Existing(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
-			k := filledKeyed(n, 30*time.Second)
+			k := filledKeyed(n, keyedTimeout)
 			ks := keyStream(n)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				k.Set(ks[i&(len(ks)-1)], 30*time.Second)
+				k.Set(ks[i&(len(ks)-1)], keyedTimeout)
 				i++
 			}
 			b.StopTimer()
@@ -109,14 +116,14 @@ func BenchmarkKeyed_Set_New(b *testing.B) {
 		b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) {
 			m := make(map[uint64]*time.Timer, n)
 			for i := range uint64(n) {
-				m[i] = time.AfterFunc(30*time.Second, noop)
+				m[i] = time.AfterFunc(keyedTimeout, noop)
 			}
 			ks := keyStream(n)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				key := uint64(n) + ks[i&(len(ks)-1)] // never pending
-				m[key] = time.AfterFunc(30*time.Second, noop)
+				m[key] = time.AfterFunc(keyedTimeout, noop)
 				if t, ok := m[key]; ok {
 					t.Stop()
 					delete(m, key)
@@ -129,13 +136,13 @@ func BenchmarkKeyed_Set_New(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
-			k := filledKeyed(n, 30*time.Second)
+			k := filledKeyed(n, keyedTimeout)
 			ks := keyStream(n)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				key := uint64(n) + ks[i&(len(ks)-1)]
-				k.Set(key, 30*time.Second)
+				k.Set(key, keyedTimeout)
 				k.Remove(key)
 				i++
 			}
@@ -147,7 +154,7 @@ func BenchmarkKeyed_Set_New(b *testing.B) {
 
 // BenchmarkKeyed_GC_Pending measures what n pending keys cost the garbage
 // collector while a program works: 10^7 keys (10^6 with -short), then a
-// fixed workload of 2n Sets, each moving a random pending key 30 s ahead
+// fixed workload of 2n Sets, each moving a random pending key an hour ahead
 // (Reset, for a map[uint64]*time.Timer) and allocating 256 bytes of
 // garbage, standing in for the request that came with it, so that the
 // collector runs for the same reason on both sides. An op is the whole
@@ -169,10 +176,10 @@ func BenchmarkKeyed_GC_Pending(b *testing.B) {
 		before := liveHeap()
 		m := make(map[uint64]*time.Timer, n)
 		for i := range uint64(n) {
-			m[i] = time.AfterFunc(30*time.Second, noop)
+			m[i] = time.AfterFunc(keyedTimeout, noop)
 		}
 		perKey := float64(liveHeap()-before) / float64(n)
-		gcWorkload(b, n, func(key uint64) { m[key].Reset(30 * time.Second) })
+		gcWorkload(b, n, func(key uint64) { m[key].Reset(keyedTimeout) })
 		b.ReportMetric(perKey, "B/key") // after the loop, which clears metrics
 		for _, t := range m {
 			t.Stop()
@@ -180,9 +187,9 @@ func BenchmarkKeyed_GC_Pending(b *testing.B) {
 	})
 	b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
 		before := liveHeap()
-		k := filledKeyed(n, 30*time.Second)
+		k := filledKeyed(n, keyedTimeout)
 		perKey := float64(liveHeap()-before) / float64(n)
-		gcWorkload(b, n, func(key uint64) { k.Set(key, 30*time.Second) })
+		gcWorkload(b, n, func(key uint64) { k.Set(key, keyedTimeout) })
 		b.ReportMetric(perKey, "B/key")
 		k.Stop()
 	})
