@@ -276,3 +276,54 @@ func FuzzKeyWheel(f *testing.F) {
 		}
 	})
 }
+
+// filledKeyWheel returns a 1 ms KeyWheel holding keys 0 to n-1 due 1-2 h
+// away and 2^16 random keys to operate on, drawn before timing.
+func filledKeyWheel(n int) (*queue.KeyWheel[uint64], []uint64) {
+	w := queue.NewKeyWheel[uint64](time.Millisecond)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for k := range uint64(n) {
+		w.Set(k, uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)))
+	}
+	keys := make([]uint64, 1<<16)
+	for i := range keys {
+		keys[i] = rng.Uint64N(uint64(n))
+	}
+	return w, keys
+}
+
+// BenchmarkKeyWheel_Set_Later pushes the deadline of one of n keys back,
+// one Set at a time: a hash probe and a write.
+func BenchmarkKeyWheel_Set_Later(b *testing.B) {
+	for _, n := range []int{1_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			w, keys := filledKeyWheel(n)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				w.Set(keys[i&(len(keys)-1)], uint64(3*time.Hour+time.Duration(i)))
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkKeyWheel_SetAll_Later is Set_Later in batches of 256, as Keyed
+// applies them; an op is one key.
+func BenchmarkKeyWheel_SetAll_Later(b *testing.B) {
+	for _, n := range []int{1_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			w, keys := filledKeyWheel(n)
+			batch := make([]queue.KeyDeadline[uint64], 256)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				batch[i&255] = queue.KeyDeadline[uint64]{Key: keys[i&(len(keys)-1)], When: uint64(3*time.Hour + time.Duration(i))}
+				if i&255 == 255 {
+					w.SetAll(batch)
+				}
+				i++
+			}
+		})
+	}
+}
