@@ -32,6 +32,12 @@ import (
 // method sees every Set before it), and at 10^6 keys the batch overlaps
 // the cache misses that applying Sets one by one pays in full.
 //
+// What a Set still pays each time is a reading of the monotonic clock and
+// the lock, most of its cost once the store is in cache. A caller that
+// handles events in batches (the ready connections of an event loop's
+// poll, a batch of datagrams) can move all their keys with one
+// [Keyed.SetMany], which pays for both once per call.
+//
 // Each key ends each of its timeouts exactly one way: expire is handed the
 // key once, or [Keyed.Remove] returns true, or [Keyed.Stop] returns the
 // key. Like [Timer], a Keyed never fires early and at most one tick late,
@@ -105,13 +111,10 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 		return ErrStopped
 	}
 	if k.limit > 0 {
-		// Whether key is new decides the error: look now.
-		k.flush()
-		if _, ok := k.keys.When(key); !ok && k.keys.Len() >= k.limit {
+		if err := k.addLimited(key, when); err != nil {
 			k.mu.Unlock()
-			return ErrTooManyPending
+			return err
 		}
-		k.keys.Set(key, when)
 	} else if k.sets = append(k.sets, queue.KeyDeadline[K]{Key: key, When: when}); len(k.sets) == setBatch {
 		k.flush()
 	}
@@ -120,6 +123,68 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 	if wake {
 		k.wakeUp()
 	}
+	return nil
+}
+
+// SetMany does what Set(key, d) does for each of keys in turn, with one
+// reading of the clock and one lock for all of them: every key is due at
+// the same instant, d after the call. It is for callers that handle events
+// in batches (an event loop's ready connections, a batch of datagrams) and
+// would otherwise call Set once per event; the reading is taken after the
+// events arrived, so no key expires early. A key listed twice is set
+// twice, to the same deadline.
+//
+// SetMany returns how many keys it set, from the front of keys. It stops
+// at the first key it cannot set: at a new key when the pending limit is
+// reached ([ErrTooManyPending]), or at once after Stop ([ErrStopped]). It
+// takes O(len(keys)) time and allocates nothing for pending keys.
+func (k *Keyed[K]) SetMany(keys []K, d time.Duration) (int, error) {
+	if k.err != nil {
+		return 0, k.err
+	}
+	when := k.deadline(d)
+	k.mu.Lock()
+	if k.stopped {
+		k.mu.Unlock()
+		return 0, ErrStopped
+	}
+	var err error
+	n := 0
+	if k.limit > 0 {
+		for _, key := range keys {
+			if err = k.addLimited(key, when); err != nil {
+				break
+			}
+			n++
+		}
+	} else {
+		for n < len(keys) {
+			m := min(len(keys)-n, setBatch-len(k.sets))
+			for _, key := range keys[n : n+m] {
+				k.sets = append(k.sets, queue.KeyDeadline[K]{Key: key, When: when})
+			}
+			if n += m; len(k.sets) == setBatch {
+				k.flush()
+			}
+		}
+	}
+	wake := n > 0 && k.armed(when)
+	k.mu.Unlock()
+	if wake {
+		k.wakeUp()
+	}
+	return n, err
+}
+
+// addLimited sets key to expire at when under a pending limit. Whether
+// key is new decides the error, so the Set is applied at once. k.mu is
+// held and k is not stopped.
+func (k *Keyed[K]) addLimited(key K, when uint64) error {
+	k.flush()
+	if _, ok := k.keys.When(key); !ok && k.keys.Len() >= k.limit {
+		return ErrTooManyPending
+	}
+	k.keys.Set(key, when)
 	return nil
 }
 

@@ -75,6 +75,50 @@ func BenchmarkKeyed_Set_Existing(b *testing.B) {
 	}
 }
 
+// BenchmarkKeyed_SetMany_Existing is Set_Existing for a caller that
+// handles events in batches: it moves the timeouts of batches of random
+// keys among n an hour ahead with one SetMany each, against the runtime's
+// map[uint64]*time.Timer and a Reset per key, which has no batch form. An
+// op is one key.
+func BenchmarkKeyed_SetMany_Existing(b *testing.B) {
+	for _, n := range keyedSizes {
+		b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) {
+			m := make(map[uint64]*time.Timer, n)
+			for i := range uint64(n) {
+				m[i] = time.AfterFunc(keyedTimeout, noop)
+			}
+			ks := keyStream(n)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				m[ks[i&(len(ks)-1)]].Reset(keyedTimeout)
+				i++
+			}
+			b.StopTimer()
+			for _, t := range m {
+				t.Stop()
+			}
+		})
+		for _, size := range []int{8, 64} {
+			b.Run(fmt.Sprintf("keyed/batch=%d/n=%d", size, n), func(b *testing.B) {
+				k := filledKeyed(n, keyedTimeout)
+				ks := keyStream(n)
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					if i%size == size-1 {
+						// ks has 2^16 keys: a batch never wraps.
+						k.SetMany(ks[i&(len(ks)-1)-(size-1):i&(len(ks)-1)+1], keyedTimeout)
+					}
+					i++
+				}
+				b.StopTimer()
+				k.Stop()
+			})
+		}
+	}
+}
+
 // BenchmarkKeyed_Memory_PerKey reports heap bytes per pending key.
 func BenchmarkKeyed_Memory_PerKey(b *testing.B) {
 	const n = 1_000_000

@@ -63,3 +63,28 @@ func ExampleKeyed_Stop() {
 	// hourglass: timer stopped true
 	// second Stop: []
 }
+
+// An event loop handles the connections that are ready in one pass and
+// pushes all their idle deadlines back with one SetMany: one reading of
+// the clock and one lock for the lot, where a Set per connection would
+// take one of each per connection. With a pending limit, SetMany stops at
+// the first new key that does not fit and says how many it set.
+func ExampleKeyed_SetMany() {
+	idle := hourglass.NewKeyed(func(fd int) {}, hourglass.WithMaxPending(4))
+	defer idle.Stop()
+
+	ready := []int{7, 9, 12} // the file descriptors one poll returned
+	n, err := idle.SetMany(ready, 30*time.Second)
+	fmt.Println(n, err, idle.Len())
+
+	first, _ := idle.Deadline(7)
+	last, _ := idle.Deadline(12)
+	fmt.Println("one deadline for all:", first.Equal(last))
+
+	n, err = idle.SetMany([]int{9, 15, 16, 7}, 30*time.Second)
+	fmt.Println(n, err, idle.Len())
+	// Output:
+	// 3 <nil> 3
+	// one deadline for all: true
+	// 2 hourglass: too many pending timeouts 4
+}

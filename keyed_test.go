@@ -178,6 +178,86 @@ func TestKeyed_SetBursts(t *testing.T) {
 	})
 }
 
+// TestKeyed_SetMany checks that SetMany sets every key it is given to one
+// deadline d after the call, new keys and pending ones alike (a pending
+// key moves, earlier or later, and its old deadline never fires), across
+// the batches Set holds back (see setBatch in keyed.go), with a key listed
+// twice and an empty list; and that after Stop it sets nothing.
+func TestKeyed_SetMany(t *testing.T) {
+	forEachSetup(t, keyedSetups, func(t *testing.T, s structure, opts []hourglass.Option) {
+		r := newRecorder()
+		k := newKeyed(t, s, r.record, opts...)
+		setMany := func(keys []int, d time.Duration) {
+			t.Helper()
+			if n, err := k.SetMany(keys, d); n != len(keys) || err != nil {
+				t.Fatalf("SetMany(%d keys, %v) = %d, %v; want %d, nil", len(keys), d, n, err, len(keys))
+			}
+			for _, key := range keys {
+				checkDeadline(t, k, key, time.Now().Add(d))
+			}
+		}
+		since := func() time.Duration { return time.Since(r.start) }
+
+		// 1000 keys in one call, then every other one pushed later and
+		// every fourth pulled earlier, as many small calls.
+		const keys = 1000
+		all := make([]int, keys)
+		for i := range all {
+			all[i] = i
+		}
+		setMany(all, 20*ms)
+		checkLen(t, k, keys)
+		want := make([]time.Duration, keys)
+		for i := range want {
+			want[i] = 20 * ms
+		}
+		advance(2 * ms)
+		for lo := 0; lo < keys; lo += 30 {
+			var later, earlier []int
+			for i := lo; i < min(lo+30, keys); i++ {
+				switch {
+				case i%4 == 1:
+					earlier = append(earlier, i)
+					want[i] = 2*ms + 5*ms
+				case i%2 == 0:
+					later = append(later, i)
+					want[i] = 2*ms + 40*ms
+				}
+			}
+			setMany(later, 40*ms)
+			setMany(earlier, 5*ms)
+		}
+		checkLen(t, k, keys)
+		advance(40*ms + s.tolerance)
+		for i := range keys {
+			r.checkRanOnce(t, s, i, want[i])
+		}
+		checkLen(t, k, 0)
+
+		// A key listed twice is set twice, to the same deadline; an empty
+		// list sets nothing.
+		now := since()
+		setMany([]int{keys, keys, keys + 1}, 10*ms)
+		checkLen(t, k, 2)
+		setMany(nil, ms)
+		checkLen(t, k, 2)
+		advance(10*ms + s.tolerance)
+		r.checkRanOnce(t, s, keys, now+10*ms)
+		r.checkRanOnce(t, s, keys+1, now+10*ms)
+
+		setMany([]int{keys + 2, keys + 3}, time.Hour)
+		out := k.Stop()
+		slices.Sort(out)
+		if !slices.Equal(out, []int{keys + 2, keys + 3}) {
+			t.Errorf("Stop returned %v, want [%d %d]", out, keys+2, keys+3)
+		}
+		if n, err := k.SetMany([]int{1, 2}, ms); n != 0 || !errors.Is(err, hourglass.ErrStopped) {
+			t.Errorf("SetMany after Stop = %d, %v; want 0, ErrStopped", n, err)
+		}
+		checkKeyedStopped(t, k, 1)
+	})
+}
+
 // TestKeyed_SetMoves checks that Set on a pending key moves its one
 // timeout, later or earlier, including back and forth and to a time
 // between the deadline it is filed at and the one it was pushed to; that
@@ -621,6 +701,16 @@ func TestKeyed_MaxPending(t *testing.T) {
 		set(t, k, 4, 50*ms)
 		tooMany(5)
 
+		// SetMany stops at the first key it cannot set.
+		if n, err := k.SetMany([]int{1, 3, 5, 4}, 60*ms); n != 2 || !errors.Is(err, hourglass.ErrTooManyPending) {
+			t.Errorf("SetMany([1 3 5 4]) at the limit = %d, %v; want 2, ErrTooManyPending", n, err)
+		}
+		checkDeadline(t, k, 1, time.Now().Add(60*ms))
+		checkDeadline(t, k, 3, time.Now().Add(60*ms))
+		checkDeadline(t, k, 4, r.start.Add(5*ms+s.tolerance+50*ms))
+		checkDeadline(t, k, 5, time.Time{})
+		checkLen(t, k, 3)
+
 		out := k.Stop()
 		slices.Sort(out)
 		if !slices.Equal(out, []int{1, 3, 4}) {
@@ -684,6 +774,9 @@ func TestKeyed_Errors(t *testing.T) {
 				}
 				if errors.Is(err, hourglass.ErrStopped) || errors.Is(err, hourglass.ErrTooManyPending) {
 					t.Errorf("%s: Set = %v, want the configuration error", name, err)
+				}
+				if n, err2 := k.SetMany([]int{1, 2}, ms); n != 0 || err2 == nil || err2.Error() != err.Error() {
+					t.Errorf("%s: SetMany = %d, %v; want 0 and Set's error %v", name, n, err2, err)
 				}
 			}
 			checkLen(t, k, 0)
@@ -996,12 +1089,24 @@ func TestKeyed_Model(t *testing.T) {
 		for step = range steps {
 			key := rng.IntN(keys)
 			switch op := rng.IntN(10); {
-			case op < 5:
+			case op < 4:
 				d := delay()
 				if err := k.Set(key, d); err != nil {
 					fail("Set(%d, %v): %v", key, d, err)
 				}
 				model[key] = time.Now().Add(max(d, 0))
+			case op < 6:
+				many := make([]int, rng.IntN(5))
+				for i := range many {
+					many[i] = rng.IntN(keys)
+				}
+				d := delay()
+				if n, err := k.SetMany(many, d); n != len(many) || err != nil {
+					fail("SetMany(%v, %v) = %d, %v", many, d, n, err)
+				}
+				for _, key := range many {
+					model[key] = time.Now().Add(max(d, 0))
+				}
 			case op < 7:
 				_, want := model[key]
 				if got := k.Remove(key); got != want {
@@ -1100,7 +1205,14 @@ func churn(t *testing.T, newK func(expire func(int)) *hourglass.Keyed[int], marg
 							removed[key]++
 						}
 					}
-					switch err := k.Set(key, delay(rng)); {
+					set := func() error { return k.Set(key, delay(rng)) }
+					if op < 2 { // the same through SetMany, a key at a time
+						set = func() error {
+							_, err := k.SetMany([]int{key}, delay(rng))
+							return err
+						}
+					}
+					switch err := set(); {
 					case err == nil:
 						if arms {
 							armed[key]++
