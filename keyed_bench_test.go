@@ -30,9 +30,16 @@ func filledKeyed(n int, d time.Duration) *hourglass.Keyed[uint64] {
 	return k
 }
 
-// keyStream returns len picks of keys below n, drawn before timing.
+// keyPicks is how many random keys keyStream draws: 2^22, more than the
+// keys of any size but the largest, so that a run moves keys spread over
+// all of the storage, as traffic over n connections does. (A short stream
+// read in a cycle moves the same few keys again and again, whose entries
+// stay in the processor's cache.) It is a power of two.
+const keyPicks = 1 << 22
+
+// keyStream returns keyPicks picks of keys below n, drawn before timing.
 func keyStream(n int) []uint64 {
-	ks := make([]uint64, 1<<16)
+	ks := make([]uint64, keyPicks)
 	for i := range ks {
 		ks[i] = uint64(rand.IntN(n))
 	}
@@ -107,7 +114,7 @@ func BenchmarkKeyed_SetMany_Existing(b *testing.B) {
 				i := 0
 				for b.Loop() {
 					if i%size == size-1 {
-						// ks has 2^16 keys: a batch never wraps.
+						// len(ks) is a multiple of size: a batch never wraps.
 						k.SetMany(ks[i&(len(ks)-1)-(size-1):i&(len(ks)-1)+1], keyedTimeout)
 					}
 					i++

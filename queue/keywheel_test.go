@@ -278,14 +278,16 @@ func FuzzKeyWheel(f *testing.F) {
 }
 
 // filledKeyWheel returns a 1 ms KeyWheel holding keys 0 to n-1 due 1-2 h
-// away and 2^16 random keys to operate on, drawn before timing.
+// away and 2^22 random keys to operate on, drawn before timing: more than
+// there are keys, so that a run reaches all of the table, not the few
+// entries a short list read in a cycle would keep in cache.
 func filledKeyWheel(n int) (*queue.KeyWheel[uint64], []uint64) {
 	w := queue.NewKeyWheel[uint64](time.Millisecond)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for k := range uint64(n) {
 		w.Set(k, uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)))
 	}
-	keys := make([]uint64, 1<<16)
+	keys := make([]uint64, 1<<22)
 	for i := range keys {
 		keys[i] = rng.Uint64N(uint64(n))
 	}

@@ -22,9 +22,12 @@ const timeout = 30 * time.Second
 
 func noop() {}
 
-// keyStream returns 2^16 picks of keys below n, drawn before timing.
+// keyStream returns 2^22 picks of keys below n, drawn before timing: more
+// than there are keys, so that the moves reach keys all over the storage
+// (a short list read in a cycle would move the same few keys, whose
+// entries stay in cache).
 func keyStream(n int) []uint64 {
-	ks := make([]uint64, 1<<16)
+	ks := make([]uint64, 1<<22)
 	for i := range ks {
 		ks[i] = uint64(rand.IntN(n))
 	}

@@ -96,7 +96,10 @@ const keyedBatch = 64
 // moves of random keys for budget, one at a time and then in batches of
 // keyedBatch.
 func keyedMoves(s Structure, n int, budget time.Duration) Result {
-	picks := make([]uint64, 1<<16) // drawn before anything is measured
+	// Drawn before anything is measured: 2^22, so that the moves reach
+	// keys all over the storage (a short list read in a cycle would move
+	// the same few keys, whose entries stay in cache).
+	picks := make([]uint64, 1<<22)
 	for i := range picks {
 		picks[i] = uint64(rand.IntN(n))
 	}
