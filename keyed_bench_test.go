@@ -46,27 +46,43 @@ func keyStream(n int) []uint64 {
 	return ks
 }
 
+// filledTimers returns a map of n runtime timers, keys 0 to n-1, each
+// due keyedTimeout from now.
+func filledTimers(n int) map[uint64]*time.Timer {
+	m := make(map[uint64]*time.Timer, n)
+	for i := range uint64(n) {
+		m[i] = time.AfterFunc(keyedTimeout, noop)
+	}
+	return m
+}
+
+// stopTimers stops every timer of m.
+func stopTimers(m map[uint64]*time.Timer) {
+	for _, t := range m {
+		t.Stop()
+	}
+}
+
+// benchResets moves the timeout of a random one of n runtime timers in a
+// map[uint64]*time.Timer an hour ahead with Reset, an op a move.
+func benchResets(b *testing.B, n int) {
+	m := filledTimers(n)
+	ks := keyStream(n)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		m[ks[i&(len(ks)-1)]].Reset(keyedTimeout)
+		i++
+	}
+	b.StopTimer()
+	stopTimers(m)
+}
+
 // BenchmarkKeyed_Set_Existing moves the pending timeout of a random one of
 // n keys an hour ahead, against a map[uint64]*time.Timer and Reset.
 func BenchmarkKeyed_Set_Existing(b *testing.B) {
 	for _, n := range keyedSizes {
-		b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) {
-			m := make(map[uint64]*time.Timer, n)
-			for i := range uint64(n) {
-				m[i] = time.AfterFunc(keyedTimeout, noop)
-			}
-			ks := keyStream(n)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				m[ks[i&(len(ks)-1)]].Reset(keyedTimeout)
-				i++
-			}
-			b.StopTimer()
-			for _, t := range m {
-				t.Stop()
-			}
-		})
+		b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) { benchResets(b, n) })
 		b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
 			k := filledKeyed(n, keyedTimeout)
 			ks := keyStream(n)
@@ -89,23 +105,7 @@ func BenchmarkKeyed_Set_Existing(b *testing.B) {
 // op is one key.
 func BenchmarkKeyed_SetMany_Existing(b *testing.B) {
 	for _, n := range keyedSizes {
-		b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) {
-			m := make(map[uint64]*time.Timer, n)
-			for i := range uint64(n) {
-				m[i] = time.AfterFunc(keyedTimeout, noop)
-			}
-			ks := keyStream(n)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				m[ks[i&(len(ks)-1)]].Reset(keyedTimeout)
-				i++
-			}
-			b.StopTimer()
-			for _, t := range m {
-				t.Stop()
-			}
-		})
+		b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) { benchResets(b, n) })
 		for _, size := range []int{8, 64} {
 			b.Run(fmt.Sprintf("keyed/batch=%d/n=%d", size, n), func(b *testing.B) {
 				k := filledKeyed(n, keyedTimeout)
@@ -165,10 +165,7 @@ func BenchmarkKeyed_Memory_PerKey(b *testing.B) {
 func BenchmarkKeyed_Set_New(b *testing.B) {
 	for _, n := range keyedSizes {
 		b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) {
-			m := make(map[uint64]*time.Timer, n)
-			for i := range uint64(n) {
-				m[i] = time.AfterFunc(keyedTimeout, noop)
-			}
+			m := filledTimers(n)
 			ks := keyStream(n)
 			b.ReportAllocs()
 			i := 0
@@ -182,9 +179,7 @@ func BenchmarkKeyed_Set_New(b *testing.B) {
 				i++
 			}
 			b.StopTimer()
-			for _, t := range m {
-				t.Stop()
-			}
+			stopTimers(m)
 		})
 		b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
 			k := filledKeyed(n, keyedTimeout)
@@ -225,16 +220,11 @@ func BenchmarkKeyed_GC_Pending(b *testing.B) {
 	}
 	b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) {
 		before := liveHeap()
-		m := make(map[uint64]*time.Timer, n)
-		for i := range uint64(n) {
-			m[i] = time.AfterFunc(keyedTimeout, noop)
-		}
+		m := filledTimers(n)
 		perKey := float64(liveHeap()-before) / float64(n)
 		gcWorkload(b, n, func(key uint64) { m[key].Reset(keyedTimeout) })
 		b.ReportMetric(perKey, "B/key") // after the loop, which clears metrics
-		for _, t := range m {
-			t.Stop()
-		}
+		stopTimers(m)
 	})
 	b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
 		before := liveHeap()
