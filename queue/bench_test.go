@@ -45,8 +45,11 @@ func newHashedWheel() queue.Queue[int] {
 func newHeap() queue.Queue[int]       { return queue.NewHeap[int]() }
 func newSortedList() queue.Queue[int] { return queue.NewSortedList[int]() }
 
-// randomTable is the size of the tables of random choices, a power of two.
-const randomTable = 1 << 16
+// randomTable is the size of the tables of random choices, a power of two:
+// 2^22, more than the entries of any size measured, so that a run reaches
+// entries all over the structure rather than cycling over a few that stay
+// in cache.
+const randomTable = 1 << 22
 
 // filled returns a queue from newQueue holding n entries due in (0, span],
 // and the entries.

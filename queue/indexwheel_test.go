@@ -103,15 +103,16 @@ func TestIndexWheel_Move(t *testing.T) {
 func ceil(when, tick uint64) uint64 { return (when + tick - 1) / tick }
 
 // filledIndexWheel returns a 1 ms wheel holding entries 0 to n-1 due 1-2 h
-// away, its random source, and 2^16 random entries to operate on, all
-// drawn before timing.
+// away, its random source, and 2^22 random entries to operate on, all
+// drawn before timing (more than there are entries, so that a run reaches
+// all of the wheel).
 func filledIndexWheel(n int) (*queue.IndexWheel[int32], *rand.Rand, []int32) {
 	w := queue.NewIndexWheel[int32](time.Millisecond)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range n {
 		w.Add(int32(i), uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)), int32(i))
 	}
-	idx := make([]int32, 1<<16)
+	idx := make([]int32, 1<<22)
 	for k := range idx {
 		idx[k] = int32(rng.IntN(n))
 	}
