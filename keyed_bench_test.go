@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,6 +126,46 @@ func BenchmarkKeyed_SetMany_Existing(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkKeyed_Set_Parallel is Set_Existing from GOMAXPROCS goroutines
+// at once (b.RunParallel; see -cpu), each with picks of its own: how a
+// Keyed, which one lock guards, holds up when many goroutines move keys,
+// against runtime timers in a map that a sync.RWMutex guards, read-locked
+// for the lookup (what a program whose expiry callbacks delete keys
+// needs). An op is one move; ns/op is wall time over all goroutines.
+func BenchmarkKeyed_Set_Parallel(b *testing.B) {
+	const n = 1_000_000
+	ks := keyStream(n)
+	var next atomic.Uint64 // hands each goroutine its own part of ks
+	b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) {
+		m := filledTimers(n)
+		var mu sync.RWMutex
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(next.Add(1 << 20))
+			for pb.Next() {
+				mu.RLock()
+				t := m[ks[i&(len(ks)-1)]]
+				mu.RUnlock()
+				t.Reset(keyedTimeout)
+				i++
+			}
+		})
+		b.StopTimer()
+		stopTimers(m)
+	})
+	b.Run(fmt.Sprintf("keyed/n=%d", n), func(b *testing.B) {
+		k := filledKeyed(n, keyedTimeout)
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(next.Add(1 << 20))
+			for pb.Next() {
+				k.Set(ks[i&(len(ks)-1)], keyedTimeout)
+				i++
+			}
+		})
+		b.StopTimer()
+		k.Stop()
+	})
 }
 
 // BenchmarkKeyed_Memory_PerKey reports heap bytes per pending key.
