@@ -152,9 +152,9 @@ func runKeyWheelModel(t *testing.T, w *queue.KeyWheel[uint64], tick uint64, rng 
 	}
 }
 
-// TestKeyWheel_FireReenters sets and removes keys from inside fire, enough
-// of them to grow and split tables while entries wait in the firing list,
-// which a rebuild must relink.
+// TestKeyWheel_FireReenters sets (with Set and with SetAll) and removes
+// keys from inside fire, enough of them to grow and split tables while
+// entries wait in the firing list, which a rebuild must relink.
 func TestKeyWheel_FireReenters(t *testing.T) {
 	w := queue.NewKeyWheelBits[uint64](time.Millisecond, 4)
 	m := keyModel{}
@@ -166,8 +166,11 @@ func TestKeyWheel_FireReenters(t *testing.T) {
 	var fired []uint64
 	w.Advance(uint64(time.Millisecond), func(k uint64) {
 		fired = append(fired, k)
-		for range 5 { // new keys due later: tables grow and split
-			w.Set(next, uint64(time.Hour))
+		// New keys due later (tables grow and split), then the fired key
+		// again: one by one, or, for every other key, in one SetAll.
+		var sets []queue.KeyDeadline[uint64]
+		for range 5 {
+			sets = append(sets, queue.KeyDeadline[uint64]{Key: next, When: uint64(time.Hour)})
 			m[next] = uint64(time.Hour)
 			next++
 		}
@@ -177,8 +180,15 @@ func TestKeyWheel_FireReenters(t *testing.T) {
 			}
 			delete(m, k+1)
 		}
-		w.Set(k, 2*uint64(time.Millisecond)) // the fired key again
+		sets = append(sets, queue.KeyDeadline[uint64]{Key: k, When: 2 * uint64(time.Millisecond)})
 		m[k] = 2 * uint64(time.Millisecond)
+		if k%4 == 0 {
+			w.SetAll(sets)
+		} else {
+			for _, kd := range sets {
+				w.Set(kd.Key, kd.When)
+			}
+		}
 	})
 	if len(fired) != 25 {
 		t.Fatalf("fired %d keys, want the 25 not removed", len(fired))
