@@ -1,0 +1,206 @@
+// Package store defines what the delay-queue service keeps on disk: the
+// record of every task and schedule, and the [Store] interface that an
+// embedded store (package pebblestore) and a database store implement.
+//
+// The broker (package broker) is the only writer. It keeps in memory what
+// the timing wheels need and asks the store for everything else: a task's
+// payload, its lease, its id. A [Store] is the record; the wheels are the
+// clock. On start the broker reads every task back with [Store.Recover]
+// (without payloads) and rebuilds its wheels and ready lists from the
+// records' states and times.
+//
+// # Durability
+//
+// [Store.Commit] returns only once its whole batch is durable (on disk
+// after fsync, or committed by a database): a crash after Commit returns
+// loses nothing of it, and a crash before leaves either all of the batch or
+// none. Commits are applied in the order they return. The broker groups
+// the writes of concurrent requests into one batch (group commit), so a
+// store need not group on its own.
+//
+// # Times
+//
+// Times in records are nanoseconds since the Unix epoch (UTC, wall clock),
+// since they must mean the same after a restart. The broker converts them
+// to the monotonic clock once, when it arms a wheel.
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned for a task, index entry or schedule that is not
+// in the store.
+var ErrNotFound = errors.New("hourglass: not found")
+
+// ErrCorrupt is returned (wrapped, with the place) when a record fails its
+// checksum or cannot be decoded.
+var ErrCorrupt = errors.New("hourglass: store corrupt")
+
+// State is a task's state as recorded. Delayed and ready are one recorded
+// state, Waiting: which one a waiting task is follows from its Due time and
+// the clock, and moving from one to the other writes nothing.
+type State uint8
+
+const (
+	// Waiting tasks are delayed until Due, then ready.
+	Waiting State = 1
+	// Reserved tasks are leased to a worker until LeaseUntil.
+	Reserved State = 2
+	// Dead tasks used up their attempts (or were buried) and wait for a
+	// kick or a delete.
+	Dead State = 3
+)
+
+// String returns the state's lower-case name.
+func (s State) String() string {
+	switch s {
+	case Waiting:
+		return "waiting"
+	case Reserved:
+		return "reserved"
+	case Dead:
+		return "dead"
+	}
+	return "invalid"
+}
+
+// Task is the record of one task. JobID is the primary key, unique in the
+// store forever (never reused, see [Store.NextJobID]); Queue and ID are
+// unique together among live tasks.
+type Task struct {
+	JobID       uint64
+	Queue       string
+	ID          string
+	State       State
+	Priority    uint32 // lower first
+	Due         int64  // Unix ns: delayed until then
+	Created     int64  // Unix ns
+	TTR         time.Duration
+	Attempts    uint32 // reservations so far
+	MaxAttempts uint32 // 0: unlimited
+	Lease       string // while Reserved: the token the holder presents
+	LeaseUntil  int64  // while Reserved: Unix ns when the lease expires
+
+	// Counters kept for beanstalkd's stats-job.
+	Timeouts uint32
+	Releases uint32
+	Buries   uint32
+	Kicks    uint32
+
+	// Payload is the task's body. Recover leaves it nil; Task fills it.
+	Payload []byte
+}
+
+// Schedule is the record of one cron schedule. Last is the newest
+// occurrence already put (Unix ns, 0 for none), written in the same batch
+// as that occurrence's task, so that a restart never puts it twice.
+type Schedule struct {
+	Name     string
+	Cron     string
+	Queue    string
+	Timezone string
+	Payload  []byte
+	Created  int64
+	Last     int64
+}
+
+// Store keeps tasks and schedules durably. Implementations are safe for
+// concurrent use; the broker commits from one goroutine at a time and reads
+// from many.
+type Store interface {
+	// Commit applies b atomically and durably: it returns nil only once
+	// every write of b would survive a crash. An empty batch is a no-op.
+	Commit(b *Batch) error
+
+	// Task returns the task with jobID, payload included, or ErrNotFound.
+	Task(jobID uint64) (Task, error)
+
+	// Lookup returns the job id of the live task named id in queue, or
+	// ErrNotFound.
+	Lookup(queue, id string) (uint64, error)
+
+	// List returns up to limit tasks of queue with job ids above after,
+	// in job id order, without payloads: a page of the queue.
+	List(queue string, after uint64, limit int) ([]Task, error)
+
+	// Recover calls fn for every task in job id order, without payloads,
+	// stopping at the first error fn returns.
+	Recover(fn func(Task) error) error
+
+	// Schedules returns every schedule, by name.
+	Schedules() ([]Schedule, error)
+
+	// NextJobID returns the lowest job id never used: one above the
+	// highest ever committed, deleted tasks included.
+	NextJobID() (uint64, error)
+
+	// Close releases the store. It does not commit anything.
+	Close() error
+}
+
+// Batch is a list of writes committed together by [Store.Commit]. Writes
+// apply in order; a later write of the same key wins. The zero Batch is
+// empty and ready to use. A Batch is not safe for concurrent use.
+type Batch struct {
+	Ops []Op
+	// NextJobID, when above the store's, raises it (see Store.NextJobID).
+	NextJobID uint64
+}
+
+// OpKind says what an [Op] writes.
+type OpKind uint8
+
+const (
+	// PutTask writes Op.Task whole (record, payload and index), replacing
+	// any task with the same JobID.
+	PutTask OpKind = iota + 1
+	// UpdateTask writes Op.Task's record and leaves its stored payload as
+	// it is (Op.Task.Payload is ignored): state changes of a task whose
+	// payload is unchanged.
+	UpdateTask
+	// DeleteTask removes the task Op.Task.JobID with its payload and its
+	// index entry (Op.Task.Queue and Op.Task.ID must be the recorded ones).
+	DeleteTask
+	// PutSchedule writes Op.Schedule, replacing one of the same name.
+	PutSchedule
+	// DeleteSchedule removes the schedule Op.Schedule.Name.
+	DeleteSchedule
+)
+
+// Op is one write of a [Batch].
+type Op struct {
+	Kind     OpKind
+	Task     Task
+	Schedule Schedule
+}
+
+// Len returns the number of writes in b.
+func (b *Batch) Len() int { return len(b.Ops) }
+
+// Reset empties b, keeping its storage.
+func (b *Batch) Reset() {
+	clear(b.Ops)
+	b.Ops = b.Ops[:0]
+	b.NextJobID = 0
+}
+
+// Put appends a PutTask of t.
+func (b *Batch) Put(t Task) { b.Ops = append(b.Ops, Op{Kind: PutTask, Task: t}) }
+
+// Update appends an UpdateTask of t.
+func (b *Batch) Update(t Task) { b.Ops = append(b.Ops, Op{Kind: UpdateTask, Task: t}) }
+
+// Delete appends a DeleteTask of t.
+func (b *Batch) Delete(t Task) { b.Ops = append(b.Ops, Op{Kind: DeleteTask, Task: t}) }
+
+// PutSchedule appends a PutSchedule of s.
+func (b *Batch) PutSchedule(s Schedule) {
+	b.Ops = append(b.Ops, Op{Kind: PutSchedule, Schedule: s})
+}
+
+// DeleteSchedule appends a DeleteSchedule of the schedule named name.
+func (b *Batch) DeleteSchedule(name string) {
+	b.Ops = append(b.Ops, Op{Kind: DeleteSchedule, Schedule: Schedule{Name: name}})
+}
