@@ -1,0 +1,358 @@
+// Package broker is the delay queue's semantics: tasks put into named
+// queues, delayed until their due time, handed to reservers in priority
+// order under a lease, acknowledged, retried, or dead; and cron schedules
+// that put tasks. It knows neither HTTP nor disk: adapters (package
+// httpapi) call its methods, and it keeps its record in a [store.Store].
+//
+// # Memory and record
+//
+// The store is the record; the broker's memory is the clock. For each live
+// task the broker keeps 16 bytes in a map (due time, priority, queue and
+// state) and, while the task is delayed or reserved, a key in a
+// [hourglass.Keyed] timing wheel: delays fire when a task falls due, leases
+// when a reservation expires. Ready tasks wait in a heap per queue. A
+// payload, an id, a lease token live only in the store (and, until their
+// group is committed, in a small overlay).
+//
+// # One put, step by step
+//
+// Put validates the request, takes b.mu, allocates the next job id, writes
+// the record into the open commit group (commit.go) and arms the delay
+// wheel, or pushes the task onto its queue's ready heap when it is due
+// already; then it releases b.mu and waits for the group's fsync before
+// returning. When the wheel fires (fire, reserve.go) the task moves to
+// the ready heap and one waiting reserver is woken; nothing is written,
+// since "delayed" and "ready" are one recorded state told apart by the
+// clock. Reserve pops the heap, writes the reservation (attempts, lease),
+// arms the lease wheel and waits for its group. Ack deletes the record.
+//
+// # Time
+//
+// Due times are recorded as wall-clock instants (they must survive a
+// restart) and turned into a delay on the monotonic clock once, when a
+// wheel is armed: a task is never handed out before its wheel fires, and a
+// wheel never fires early, so no task is delivered before its due time as
+// long as the wall clock is not stepped back between put and due.
+//
+// Broker is safe for concurrent use by multiple goroutines.
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hourglass-go/hourglass"
+	"github.com/hourglass-go/hourglass/store"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config holds the broker's limits and collaborators. Zero fields take the
+// defaults named on each.
+type Config struct {
+	MaxDelay   time.Duration // default 10 years
+	MaxPayload int           // bytes; default 1 MiB
+	DefaultTTR time.Duration // default 60 s
+	Logger     *slog.Logger  // default slog.Default()
+	// Registerer receives the broker's Prometheus metrics; nil: none.
+	Registerer prometheus.Registerer
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxDelay   = 10 * 365 * 24 * time.Hour
+	DefaultMaxPayload = 1 << 20
+	DefaultTTR        = 60 * time.Second
+	// DefaultPriority is the priority of a task put without one, as in
+	// beanstalkd's clients.
+	DefaultPriority = 1024
+)
+
+// Broker is the delay queue. Open one over a store, use it from any number
+// of goroutines, and Close it.
+type Broker struct {
+	st      store.Store
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+
+	delays *hourglass.Keyed[uint64] // delayed tasks, by job id
+	leases *hourglass.Keyed[uint64] // reserved tasks, by job id
+	cron   *hourglass.Timer         // schedules' next occurrences
+
+	mu sync.Mutex
+	// tasks is every live task's place in memory. Guarded by mu.
+	tasks map[uint64]slot
+	// queues by index, and their index by name. Guarded by mu.
+	queues []*queueState
+	byName map[string]*queueState
+	// schedules by name. Guarded by mu.
+	schedules map[string]*schedule
+	// nextJob is the next job id to give. Guarded by mu.
+	nextJob uint64
+	// open is the group that collects writes; last is the newest group with
+	// writes (see barrier); over shows their writes. Guarded by mu.
+	open, last *group
+	over       overlay
+	// closed is set by Close; failed by a failed commit. Guarded by mu.
+	closed bool
+	failed error
+
+	work          chan struct{} // buffered 1: the open group has writes
+	quit          chan struct{} // closed by Close
+	committerDone chan struct{}
+}
+
+// slot is a live task's place in memory: 16 bytes in Broker.tasks.
+type slot struct {
+	due  int64  // Unix ns
+	prio uint32 // lower first
+	qs   uint32 // queue index << 3 | State
+}
+
+func (s slot) state() State  { return State(s.qs & 7) }
+func (s slot) queue() uint32 { return s.qs >> 3 }
+func (s *slot) set(st State) { s.qs = s.qs&^7 | uint32(st) }
+
+// Open recovers the broker's state from st and starts it: tasks due while
+// it was down are ready at once, the others keep their due times, leases
+// keep running, expired leases make their tasks ready (or dead), and each
+// schedule puts its newest missed occurrence once. It takes O(n) for n
+// tasks in st, reading no payloads. The broker does not own st: close st
+// after [Broker.Close].
+func Open(st store.Store, cfg Config) (*Broker, error) {
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = DefaultMaxDelay
+	}
+	if cfg.MaxPayload <= 0 {
+		cfg.MaxPayload = DefaultMaxPayload
+	}
+	if cfg.DefaultTTR <= 0 {
+		cfg.DefaultTTR = DefaultTTR
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	b := &Broker{
+		st:            st,
+		cfg:           cfg,
+		log:           cfg.Logger,
+		tasks:         make(map[uint64]slot),
+		byName:        make(map[string]*queueState),
+		schedules:     make(map[string]*schedule),
+		over:          overlay{tasks: make(map[uint64]pendingTask), index: make(map[qid]pendingIndex)},
+		work:          make(chan struct{}, 1),
+		quit:          make(chan struct{}),
+		committerDone: make(chan struct{}),
+	}
+	b.open = newGroup()
+	b.last = newGroup()
+	close(b.last.done)
+	b.metrics = newMetrics(b)
+	b.delays = hourglass.NewKeyed(b.fire, hourglass.WithExecutor(hourglass.Inline))
+	b.leases = hourglass.NewKeyed(b.expireLease, hourglass.WithExecutor(hourglass.Inline))
+	b.cron = hourglass.New(hourglass.WithExecutor(hourglass.Inline), hourglass.WithShards(1))
+	go b.commitLoop()
+	if err := b.recover(); err != nil {
+		b.shutdown()
+		return nil, err
+	}
+	if cfg.Registerer != nil {
+		if err := b.metrics.register(cfg.Registerer); err != nil {
+			b.shutdown()
+			return nil, fmt.Errorf("hourglass: registering metrics: %w", err)
+		}
+	}
+	return b, nil
+}
+
+// Close stops the broker: waiting reservers return, operations after it
+// fail with ErrClosed, every write already sequenced is committed, and the
+// broker's goroutines have exited when it returns. It does not close the
+// store. Close is idempotent.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		<-b.committerDone
+		return nil
+	}
+	b.closed = true
+	for _, q := range b.queues {
+		for len(q.waiters) > 0 {
+			q.wakeOne()
+		}
+	}
+	b.mu.Unlock()
+	b.shutdown()
+	b.mu.Lock()
+	err := b.failed
+	b.mu.Unlock()
+	return err
+}
+
+// shutdown stops the wheels and the committer.
+func (b *Broker) shutdown() {
+	b.cron.Stop()
+	b.delays.Stop()
+	b.leases.Stop()
+	close(b.quit)
+	<-b.committerDone
+	if b.metrics.registerer != nil {
+		b.metrics.unregister()
+	}
+}
+
+// Err reports why the broker cannot serve: ErrClosed after Close, the
+// store's error after a failed commit, nil while it serves.
+func (b *Broker) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.usable()
+}
+
+// usable returns the error that stops operations, or nil. b.mu is held.
+func (b *Broker) usable() error {
+	if b.failed != nil {
+		return fmt.Errorf("%w: store failed: %v", ErrClosed, b.failed)
+	}
+	if b.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// queue returns the state of the queue named name, creating it. b.mu is
+// held.
+func (b *Broker) queue(name string) *queueState {
+	if q, ok := b.byName[name]; ok {
+		return q
+	}
+	q := &queueState{name: name, index: uint32(len(b.queues))}
+	b.queues = append(b.queues, q)
+	b.byName[name] = q
+	return q
+}
+
+// count moves one task of q from state from to state to (0: none).
+// b.mu is held.
+func (q *queueState) count(from, to State) {
+	for i, st := range [2]State{from, to} {
+		d := 1
+		if i == 0 {
+			d = -1
+		}
+		switch st {
+		case Delayed:
+			q.delayed += d
+		case Ready:
+			q.readyN += d
+		case Reserved:
+			q.reserved += d
+		case Dead:
+			q.dead += d
+		}
+	}
+}
+
+// place puts job into memory as waiting until due: armed in the delay
+// wheel, or on q's ready heap (waking a reserver) when due is not after
+// now. The slot's previous state, if any, must already be left. b.mu is
+// held.
+func (b *Broker) place(job uint64, s slot, q *queueState, now int64) {
+	old := s.state()
+	if s.due > now {
+		s.set(Delayed)
+		b.delays.Set(job, time.Duration(s.due-now))
+	} else {
+		s.set(Ready)
+		q.ready.push(readyItem{due: s.due, prio: s.prio, job: job})
+		q.wakeOne()
+	}
+	q.count(old, s.state())
+	b.tasks[job] = s
+}
+
+// unplace takes job out of its wheel (its ready-heap item, if any, goes
+// stale) and out of the counts. It leaves b.tasks to the caller. b.mu is
+// held.
+func (b *Broker) unplace(job uint64, s slot) {
+	switch s.state() {
+	case Delayed:
+		b.delays.Remove(job)
+	case Reserved:
+		b.leases.Remove(job)
+	}
+	b.queues[s.queue()].count(s.state(), 0)
+}
+
+// find returns the job id, record and memory slot of the live task id of
+// queue. b.mu is held.
+func (b *Broker) find(queue, id string) (uint64, store.Task, slot, error) {
+	if err := b.usable(); err != nil {
+		return 0, store.Task{}, slot{}, err
+	}
+	if err := checkQueue(queue); err != nil {
+		return 0, store.Task{}, slot{}, err
+	}
+	if err := checkID(id); err != nil {
+		return 0, store.Task{}, slot{}, err
+	}
+	job, err := b.lookup(queue, id)
+	if err != nil {
+		return 0, store.Task{}, slot{}, err
+	}
+	s, ok := b.tasks[job]
+	if !ok {
+		return 0, store.Task{}, slot{}, ErrNotFound
+	}
+	rec, err := b.record(job)
+	if err != nil {
+		return 0, store.Task{}, slot{}, err
+	}
+	return job, rec, s, nil
+}
+
+// commitWait releases b.mu and waits for g, the group holding the
+// caller's writes (or its barrier), unless ctx ends first: then the
+// writes still commit, but the caller is told ctx's error.
+func (b *Broker) commitWait(ctx context.Context, g *group) error {
+	b.mu.Unlock()
+	select {
+	case <-g.done:
+		if g.err != nil {
+			return fmt.Errorf("%w: store failed: %v", ErrClosed, g.err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// view turns a record and its slot into the Task the API reports.
+func view(t store.Task, s slot) Task {
+	v := Task{
+		ID:          t.ID,
+		JobID:       t.JobID,
+		Queue:       t.Queue,
+		State:       s.state(),
+		Payload:     t.Payload,
+		Priority:    t.Priority,
+		Due:         time.Unix(0, t.Due).UTC(),
+		TTR:         t.TTR,
+		Attempts:    int(t.Attempts),
+		MaxAttempts: int(t.MaxAttempts),
+		Created:     time.Unix(0, t.Created).UTC(),
+		Timeouts:    int(t.Timeouts),
+		Releases:    int(t.Releases),
+		Buries:      int(t.Buries),
+		Kicks:       int(t.Kicks),
+	}
+	if t.State == store.Reserved {
+		v.LeaseUntil = time.Unix(0, t.LeaseUntil).UTC()
+	}
+	return v
+}
+

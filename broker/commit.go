@@ -1,0 +1,209 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/hourglass-go/hourglass/store"
+)
+
+// group is one group commit: the writes of every operation sequenced while
+// the group was open, committed to the store with one [store.Store.Commit]
+// (one fsync). Operations wait on done before they answer, so an answer
+// is never sent for a write that a crash could lose.
+//
+// The broker applies an operation to its memory at once, under b.mu, and
+// appends the operation's writes to the open group; the committer takes
+// the open group, opens the next, and commits. While one group commits
+// the next one fills, so with many requests waiting each fsync carries
+// many of them, and with one request at a time each fsync carries one.
+// Groups commit in the order they were opened.
+type group struct {
+	batch store.Batch
+	tasks int           // task writes, for the tasks-per-commit metric
+	done  chan struct{} // closed once committed (or failed)
+	err   error         // set before done is closed
+}
+
+func newGroup() *group { return &group{done: make(chan struct{})} }
+
+// wait blocks until g is committed and returns its error.
+func (g *group) wait() error {
+	<-g.done
+	return g.err
+}
+
+// overlay holds what the open and committing groups write, for reads that
+// must see an operation's effect before its group is committed: the store
+// shows only committed groups. An entry is dropped once the group that
+// wrote it last is committed. Guarded by Broker.mu.
+type overlay struct {
+	tasks map[uint64]pendingTask // job id → latest record (deleted: gone)
+	index map[qid]pendingIndex   // (queue, id) → job id (0: deleted)
+}
+
+type qid struct{ queue, id string }
+
+type pendingTask struct {
+	g    *group
+	gone bool
+	t    store.Task
+}
+
+type pendingIndex struct {
+	g   *group
+	job uint64
+}
+
+// writeTask records t as written by the open group (put, update or delete).
+// b.mu is held.
+func (b *Broker) writeTask(kind store.OpKind, t store.Task) {
+	g := b.open
+	switch kind {
+	case store.PutTask:
+		g.batch.Put(t)
+		b.over.index[qid{t.Queue, t.ID}] = pendingIndex{g, t.JobID}
+		b.over.tasks[t.JobID] = pendingTask{g: g, t: t}
+	case store.UpdateTask:
+		g.batch.Update(t)
+		if p, ok := b.over.tasks[t.JobID]; ok && t.Payload == nil {
+			t.Payload = p.t.Payload
+		}
+		b.over.tasks[t.JobID] = pendingTask{g: g, t: t}
+	case store.DeleteTask:
+		g.batch.Delete(t)
+		b.over.index[qid{t.Queue, t.ID}] = pendingIndex{g, 0}
+		b.over.tasks[t.JobID] = pendingTask{g: g, gone: true}
+	}
+	g.tasks++
+	b.last = g
+	b.kick()
+}
+
+// writeSchedule records a schedule write in the open group. b.mu is held.
+func (b *Broker) writeSchedule(s store.Schedule, del bool) {
+	g := b.open
+	if del {
+		g.batch.DeleteSchedule(s.Name)
+	} else {
+		g.batch.PutSchedule(s)
+	}
+	b.last = g
+	b.kick()
+}
+
+// kick tells the committer that the open group has writes. b.mu is held.
+func (b *Broker) kick() {
+	select {
+	case b.work <- struct{}{}:
+	default:
+	}
+}
+
+// barrier returns the newest group with writes, which an operation that
+// wrote nothing waits on before answering from memory: everything it saw
+// is then durable. b.mu is held.
+func (b *Broker) barrier() *group { return b.last }
+
+// record returns the current record of job: from the overlay when a group
+// not yet committed wrote it, else from the store (payload included).
+// b.mu is held.
+func (b *Broker) record(job uint64) (store.Task, error) {
+	if p, ok := b.over.tasks[job]; ok {
+		if p.gone {
+			return store.Task{}, ErrNotFound
+		}
+		if p.t.Payload == nil {
+			// An update over a committed put: the payload is in the store.
+			st, err := b.st.Task(job)
+			if err != nil {
+				return store.Task{}, b.storeErr(err)
+			}
+			p.t.Payload = st.Payload
+		}
+		return p.t, nil
+	}
+	t, err := b.st.Task(job)
+	if err != nil {
+		return store.Task{}, b.storeErr(err)
+	}
+	return t, nil
+}
+
+// lookup returns the job id of the live task id in queue. b.mu is held.
+func (b *Broker) lookup(queue, id string) (uint64, error) {
+	if p, ok := b.over.index[qid{queue, id}]; ok {
+		if p.job == 0 {
+			return 0, ErrNotFound
+		}
+		return p.job, nil
+	}
+	job, err := b.st.Lookup(queue, id)
+	if err != nil {
+		return 0, b.storeErr(err)
+	}
+	return job, nil
+}
+
+// storeErr maps the store's not-found to the broker's and keeps others.
+func (b *Broker) storeErr(err error) error {
+	if err == store.ErrNotFound {
+		return ErrNotFound
+	}
+	return err
+}
+
+// commitLoop is the committer goroutine: it commits the open group each
+// time it has writes, until Close, then commits what is left and exits.
+func (b *Broker) commitLoop() {
+	defer close(b.committerDone)
+	for {
+		select {
+		case <-b.work:
+		case <-b.quit:
+			b.commitOpen() // writes sequenced before Close
+			return
+		}
+		b.commitOpen()
+	}
+}
+
+// commitOpen commits the open group, if it has writes.
+func (b *Broker) commitOpen() {
+	b.mu.Lock()
+	g := b.open
+	if g.batch.Len() == 0 && g.batch.NextJobID == 0 {
+		b.mu.Unlock()
+		return
+	}
+	b.open = newGroup()
+	failed := b.failed
+	b.mu.Unlock()
+
+	start := time.Now()
+	err := failed
+	if err == nil {
+		err = b.st.Commit(&g.batch)
+	}
+	b.metrics.commit(time.Since(start), g.tasks)
+
+	b.mu.Lock()
+	if err != nil && b.failed == nil {
+		// Memory is ahead of the record and nothing can be promised any
+		// more: every later operation fails, and so does readiness.
+		b.failed = err
+		b.log.Error("hourglass: store commit failed; the broker refuses further work", "err", err)
+	}
+	for job, p := range b.over.tasks {
+		if p.g == g {
+			delete(b.over.tasks, job)
+		}
+	}
+	for k, p := range b.over.index {
+		if p.g == g {
+			delete(b.over.index, k)
+		}
+	}
+	b.mu.Unlock()
+	g.err = err
+	close(g.done)
+}

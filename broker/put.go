@@ -1,0 +1,136 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/hourglass-go/hourglass/store"
+)
+
+// Put puts one task into queue and returns it once it is durable. created
+// is false when r.ID names a live task: without r.Replace that task is
+// returned unchanged (an idempotent put); with it, the task is replaced by
+// a new one with a new job id. A task due now or earlier is ready at once.
+// Errors wrap ErrInvalid or ErrTooLarge for bad input (and nothing is
+// changed), or are ErrClosed.
+func (b *Broker) Put(ctx context.Context, queue string, r PutRequest) (t Task, created bool, err error) {
+	res := b.PutBatch(ctx, queue, []PutRequest{r})
+	return res[0].Task, res[0].Created, res[0].Err
+}
+
+// PutBatch puts each of rs as Put does, in order, and answers once all are
+// durable, with one commit for the lot. One bad request fails alone. It
+// takes O(len(rs)) time plus the store's commit.
+func (b *Broker) PutBatch(ctx context.Context, queue string, rs []PutRequest) []PutResult {
+	res := make([]PutResult, len(rs))
+	fail := func(err error) []PutResult {
+		for i := range res {
+			if res[i].Err == nil {
+				res[i] = PutResult{Err: err}
+			}
+		}
+		return res
+	}
+	if err := checkQueue(queue); err != nil {
+		return fail(err)
+	}
+	if len(rs) > MaxBatch {
+		return fail(errBatch)
+	}
+	now := time.Now()
+	dues := make([]int64, len(rs))
+	for i := range rs {
+		dues[i], res[i].Err = b.checkPut(&rs[i], now)
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return fail(err)
+	}
+	q := b.queue(queue)
+	for i := range rs {
+		if res[i].Err == nil {
+			res[i].Task, res[i].Created, res[i].Err = b.put(q, &rs[i], dues[i], now.UnixNano())
+		}
+	}
+	if err := b.commitWait(ctx, b.barrier()); err != nil {
+		for i := range res {
+			if res[i].Err == nil {
+				res[i] = PutResult{Err: err}
+			}
+		}
+	}
+	return res
+}
+
+// put sequences one put. b.mu is held.
+func (b *Broker) put(q *queueState, r *PutRequest, due, now int64) (Task, bool, error) {
+	replaced := false
+	if r.ID != "" {
+		job, err := b.lookup(q.name, r.ID)
+		switch {
+		case err == ErrNotFound:
+		case err != nil:
+			return Task{}, false, err
+		case !r.Replace:
+			rec, err := b.record(job)
+			if err != nil {
+				return Task{}, false, err
+			}
+			return view(rec, b.tasks[job]), false, nil
+		default:
+			rec, err := b.record(job)
+			if err != nil {
+				return Task{}, false, err
+			}
+			b.unplace(job, b.tasks[job])
+			delete(b.tasks, job)
+			b.writeTask(store.DeleteTask, rec)
+			replaced = true
+		}
+	}
+	job := b.nextJob
+	b.nextJob++
+	b.open.batch.NextJobID = b.nextJob
+	id := r.ID
+	if id == "" {
+		id = b.generatedID(q.name, job)
+	}
+	ttr := r.TTR
+	if ttr == 0 {
+		ttr = b.cfg.DefaultTTR
+	}
+	rec := store.Task{
+		JobID:       job,
+		Queue:       q.name,
+		ID:          id,
+		State:       store.Waiting,
+		Priority:    r.Priority,
+		Due:         due,
+		Created:     now,
+		TTR:         ttr,
+		MaxAttempts: uint32(r.MaxAttempts),
+		Payload:     r.Payload,
+	}
+	if rec.Payload == nil {
+		rec.Payload = []byte{}
+	}
+	b.writeTask(store.PutTask, rec)
+	s := slot{due: due, prio: r.Priority, qs: q.index << 3}
+	b.place(job, s, q, now)
+	q.puts++
+	b.metrics.puts.Inc()
+	return view(rec, b.tasks[job]), !replaced, nil
+}
+
+// generatedID names a task put without an id: its job id in decimal, or,
+// if a client chose that id for another task of the queue, the job id
+// followed by "@job". b.mu is held.
+func (b *Broker) generatedID(queue string, job uint64) string {
+	id := strconv.FormatUint(job, 10)
+	if _, err := b.lookup(queue, id); err == ErrNotFound {
+		return id
+	}
+	return id + "@job"
+}

@@ -1,0 +1,117 @@
+package broker
+
+// queueState is what the broker keeps in memory for one queue: its ready
+// tasks in delivery order, the reservers waiting for one, and counts by
+// state. Guarded by Broker.mu.
+type queueState struct {
+	name  string
+	index uint32
+	ready readyHeap
+	// waiters are reservers blocked in Reserve, oldest first.
+	waiters []*waiter
+
+	delayed, readyN, reserved, dead int
+	puts, deliveries, acks          uint64
+}
+
+// readyItem is a ready task's place in its queue's delivery order:
+// priority (lower first), then due time, then job id, which is put order.
+type readyItem struct {
+	due  int64
+	prio uint32
+	job  uint64
+}
+
+func (a readyItem) less(b readyItem) bool {
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	if a.due != b.due {
+		return a.due < b.due
+	}
+	return a.job < b.job
+}
+
+// readyHeap is a binary min-heap of readyItems. Removing a task that is
+// ready (delete, replace) leaves its item in the heap; Reserve skips items
+// whose task is no longer ready when it pops them. Push and pop are
+// O(log n).
+type readyHeap []readyItem
+
+func (h *readyHeap) push(it readyItem) {
+	*h = append(*h, it)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s[i].less(s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *readyHeap) pop() (readyItem, bool) {
+	s := *h
+	if len(s) == 0 {
+		return readyItem{}, false
+	}
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && s[r].less(s[l]) {
+			m = r
+		}
+		if !s[m].less(s[i]) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	if cap(s) > 1024 && len(s) < cap(s)/4 {
+		*h = append(readyHeap(nil), s...) // give back a drained burst
+	}
+	return top, true
+}
+
+// waiter is one blocked reservation. ch is signalled (buffered 1) when a
+// task became ready in the queue after the waiter was removed from the
+// queue's list; a waiter that gives up after being signalled passes the
+// signal on (see Broker.leave).
+type waiter struct {
+	ch chan struct{}
+}
+
+// wakeOne signals the oldest waiter of q, if any. b.mu is held.
+func (q *queueState) wakeOne() {
+	if len(q.waiters) == 0 {
+		return
+	}
+	w := q.waiters[0]
+	copy(q.waiters, q.waiters[1:])
+	q.waiters[len(q.waiters)-1] = nil
+	q.waiters = q.waiters[:len(q.waiters)-1]
+	w.ch <- struct{}{}
+}
+
+// remove takes w out of q's list and reports whether it was there (false:
+// it was signalled). b.mu is held.
+func (q *queueState) remove(w *waiter) bool {
+	for i, x := range q.waiters {
+		if x == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,171 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hourglass-go/hourglass/store"
+)
+
+// Get returns the task id of queue, payload included, or ErrNotFound
+// (never put, deleted or acked). It reports what is durable: a task whose
+// put is still being committed is returned once it is.
+func (b *Broker) Get(queue, id string) (Task, error) {
+	b.mu.Lock()
+	job, rec, s, err := b.find(queue, id)
+	if err != nil {
+		b.mu.Unlock()
+		return Task{}, err
+	}
+	t := view(rec, s)
+	_ = job
+	if err := b.commitWait(context.Background(), b.barrier()); err != nil {
+		return Task{}, err
+	}
+	return t, nil
+}
+
+// Delete removes the task id of queue in whatever state it is, durably,
+// or returns ErrNotFound.
+func (b *Broker) Delete(ctx context.Context, queue, id string) error {
+	b.mu.Lock()
+	job, rec, s, err := b.find(queue, id)
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	b.remove(job, s, rec)
+	return b.commitWait(ctx, b.barrier())
+}
+
+// remove deletes job from memory and the record. b.mu is held.
+func (b *Broker) remove(job uint64, s slot, rec store.Task) {
+	b.unplace(job, s)
+	delete(b.tasks, job)
+	b.writeTask(store.DeleteTask, rec)
+}
+
+// held returns job, record and slot of the task id of queue if lease is
+// its current lease. b.mu is held.
+func (b *Broker) held(queue, id, lease string) (uint64, store.Task, slot, error) {
+	if lease == "" {
+		return 0, store.Task{}, slot{}, fmt.Errorf("%w: lease is required", ErrInvalid)
+	}
+	job, rec, s, err := b.find(queue, id)
+	if err != nil {
+		return 0, store.Task{}, slot{}, err
+	}
+	if s.state() != Reserved || rec.Lease != lease {
+		return 0, store.Task{}, slot{}, ErrLease
+	}
+	return job, rec, s, nil
+}
+
+// Ack completes the reserved task id of queue: it is removed, durably,
+// and never delivered again. lease must be its current lease (ErrLease
+// otherwise: expired, or reserved again since).
+func (b *Broker) Ack(ctx context.Context, queue, id, lease string) error {
+	b.mu.Lock()
+	job, rec, s, err := b.held(queue, id, lease)
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	b.remove(job, s, rec)
+	b.queues[s.queue()].acks++
+	b.metrics.acks.Inc()
+	return b.commitWait(ctx, b.barrier())
+}
+
+// Touch renews the lease of the reserved task id of queue for another TTR
+// from now and returns the task.
+func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (Task, error) {
+	b.mu.Lock()
+	job, rec, s, err := b.held(queue, id, lease)
+	if err != nil {
+		b.mu.Unlock()
+		return Task{}, err
+	}
+	rec.LeaseUntil = time.Now().Add(rec.TTR).UnixNano()
+	payload := rec.Payload
+	rec.Payload = nil
+	b.writeTask(store.UpdateTask, rec)
+	b.leases.Set(job, rec.TTR)
+	rec.Payload = payload
+	t := view(rec, s)
+	t.Lease = lease
+	return t, b.commitWait(ctx, b.barrier())
+}
+
+// Nack gives the reserved task id of queue back: it is waiting again,
+// delay from now (ready at once for 0), or dead when its attempts are used
+// up. delay must be 0 to MaxDelay.
+func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
+	if delay < 0 || delay > b.cfg.MaxDelay {
+		return fmt.Errorf("%w: delay must be 0 to %s", ErrInvalid, b.cfg.MaxDelay)
+	}
+	b.mu.Lock()
+	job, rec, s, err := b.held(queue, id, lease)
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	b.leases.Remove(job)
+	b.metrics.nacks.Inc()
+	rec.Releases++
+	now := time.Now()
+	b.requeue(job, s, rec, now.UnixNano(), now.Add(delay).UnixNano())
+	return b.commitWait(ctx, b.barrier())
+}
+
+// Kick makes the dead task id of queue ready again (ErrState if it is not
+// dead). Its attempts are kept, so with max_attempts set it dies again at
+// its next failure.
+func (b *Broker) Kick(ctx context.Context, queue, id string) error {
+	b.mu.Lock()
+	job, rec, s, err := b.find(queue, id)
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	if s.state() != Dead {
+		b.mu.Unlock()
+		return fmt.Errorf("%w: task %q is %s, not dead", ErrState, id, s.state())
+	}
+	b.kickJob(job, s, rec)
+	return b.commitWait(ctx, b.barrier())
+}
+
+// kickJob makes the dead or delayed job ready now. b.mu is held.
+func (b *Broker) kickJob(job uint64, s slot, rec store.Task) {
+	now := time.Now().UnixNano()
+	b.unplace(job, s)
+	b.queues[s.queue()].count(0, s.state()) // unplace took it out; place moves it
+	rec.State = store.Waiting
+	rec.Kicks++
+	if rec.Due > now {
+		rec.Due = now
+	}
+	rec.Payload = nil
+	b.writeTask(store.UpdateTask, rec)
+	s.due = rec.Due
+	b.place(job, s, b.queues[s.queue()], now)
+}
+
+// Queues returns every queue that has had a task since the broker opened
+// (or has one), by name, with counts by state.
+func (b *Broker) Queues() []QueueStats {
+	b.mu.Lock()
+	out := make([]QueueStats, 0, len(b.queues))
+	for _, q := range b.queues {
+		out = append(out, QueueStats{
+			Name: q.name, Delayed: q.delayed, Ready: q.readyN, Reserved: q.reserved, Dead: q.dead,
+			Puts: q.puts, Deliveries: q.deliveries, Acks: q.acks,
+		})
+	}
+	b.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

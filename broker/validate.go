@@ -1,0 +1,90 @@
+package broker
+
+import (
+	"fmt"
+	"time"
+)
+
+// Limits on names a client chooses.
+const (
+	// MaxNameLen bounds queue names, task ids and schedule names.
+	MaxNameLen = 200
+	// MaxBatch bounds the tasks of one PutBatch.
+	MaxBatch = 1000
+	// MaxReserve bounds the tasks one Reserve hands out.
+	MaxReserve = 1000
+	// MaxWait bounds how long one Reserve waits.
+	MaxWait = 5 * time.Minute
+)
+
+// checkQueue checks a queue (or schedule) name: 1 to 200 bytes of
+// [A-Za-z0-9._-].
+func checkQueue(name string) error {
+	if len(name) == 0 || len(name) > MaxNameLen {
+		return fmt.Errorf("%w: queue name must be 1 to %d characters", ErrInvalid, MaxNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: queue name %q: only letters, digits, '.', '_' and '-'", ErrInvalid, name)
+		}
+	}
+	return nil
+}
+
+// checkID checks a task id: 1 to 200 printable ASCII bytes, no '/' or
+// space.
+func checkID(id string) error {
+	if len(id) == 0 || len(id) > MaxNameLen {
+		return fmt.Errorf("%w: task id must be 1 to %d characters", ErrInvalid, MaxNameLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c > '~' || c == '/' {
+			return fmt.Errorf("%w: task id %q: printable ASCII only, no '/' or space", ErrInvalid, id)
+		}
+	}
+	return nil
+}
+
+// checkPut checks r against the limits and returns the task's due time
+// (Unix ns) for a put at now.
+func (b *Broker) checkPut(r *PutRequest, now time.Time) (int64, error) {
+	if r.ID != "" {
+		if err := checkID(r.ID); err != nil {
+			return 0, err
+		}
+	}
+	if len(r.Payload) > b.cfg.MaxPayload {
+		return 0, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrTooLarge, len(r.Payload), b.cfg.MaxPayload)
+	}
+	if r.Delay != 0 && !r.At.IsZero() {
+		return 0, fmt.Errorf("%w: give delay or at, not both", ErrInvalid)
+	}
+	if r.Delay < 0 {
+		return 0, fmt.Errorf("%w: negative delay %s", ErrInvalid, r.Delay)
+	}
+	if r.Delay > b.cfg.MaxDelay {
+		return 0, fmt.Errorf("%w: delay %s over the limit of %s", ErrInvalid, r.Delay, b.cfg.MaxDelay)
+	}
+	if r.TTR < 0 {
+		return 0, fmt.Errorf("%w: negative ttr %s", ErrInvalid, r.TTR)
+	}
+	if r.TTR != 0 && r.TTR < time.Millisecond {
+		return 0, fmt.Errorf("%w: ttr %s under 1ms", ErrInvalid, r.TTR)
+	}
+	if r.MaxAttempts < 0 || int64(r.MaxAttempts) > int64(^uint32(0)) {
+		return 0, fmt.Errorf("%w: max_attempts %d out of range", ErrInvalid, r.MaxAttempts)
+	}
+	if !r.At.IsZero() {
+		if r.At.Sub(now) > b.cfg.MaxDelay {
+			return 0, fmt.Errorf("%w: at %s is further than %s away", ErrInvalid, r.At.UTC().Format(time.RFC3339Nano), b.cfg.MaxDelay)
+		}
+		if y := r.At.Year(); y < 1970 || y > 2262 {
+			return 0, fmt.Errorf("%w: at %s out of range", ErrInvalid, r.At.UTC().Format(time.RFC3339Nano))
+		}
+		return r.At.UnixNano(), nil
+	}
+	return now.Add(r.Delay).UnixNano(), nil
+}
+
+var errBatch = fmt.Errorf("%w: over %d tasks in one batch", ErrInvalid, MaxBatch)

@@ -1,0 +1,156 @@
+// Package memstore is a [store.Store] in memory: nothing survives the
+// process. It is for tests of the broker's logic in virtual time
+// (testing/synctest), where a store doing file I/O would stall the
+// bubble's clock, and for trying the service without a disk.
+package memstore
+
+import (
+	"bytes"
+	"sort"
+	"sync"
+
+	"github.com/hourglass-go/hourglass/store"
+)
+
+// Store is a store.Store in memory. It is safe for concurrent use.
+type Store struct {
+	mu        sync.RWMutex
+	tasks     map[uint64]store.Task
+	index     map[[2]string]uint64
+	schedules map[string]store.Schedule
+	next      uint64
+	closed    bool
+}
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{
+		tasks:     make(map[uint64]store.Task),
+		index:     make(map[[2]string]uint64),
+		schedules: make(map[string]store.Schedule),
+		next:      1,
+	}
+}
+
+// Commit applies b. It takes O(len(b.Ops)) time.
+func (s *Store) Commit(b *store.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, op := range b.Ops {
+		t := op.Task
+		switch op.Kind {
+		case store.PutTask:
+			if old, ok := s.tasks[t.JobID]; ok {
+				delete(s.index, [2]string{old.Queue, old.ID})
+			}
+			t.Payload = bytes.Clone(t.Payload)
+			if t.Payload == nil {
+				t.Payload = []byte{}
+			}
+			s.tasks[t.JobID] = t
+			s.index[[2]string{t.Queue, t.ID}] = t.JobID
+			s.next = max(s.next, t.JobID+1)
+		case store.UpdateTask:
+			old, ok := s.tasks[t.JobID]
+			if !ok {
+				continue
+			}
+			t.Payload = old.Payload
+			s.tasks[t.JobID] = t
+		case store.DeleteTask:
+			if old, ok := s.tasks[t.JobID]; ok {
+				delete(s.index, [2]string{old.Queue, old.ID})
+				delete(s.tasks, t.JobID)
+			}
+		case store.PutSchedule:
+			sc := op.Schedule
+			sc.Payload = bytes.Clone(sc.Payload)
+			s.schedules[sc.Name] = sc
+		case store.DeleteSchedule:
+			delete(s.schedules, op.Schedule.Name)
+		}
+	}
+	s.next = max(s.next, b.NextJobID)
+	return nil
+}
+
+// Task returns the task jobID.
+func (s *Store) Task(jobID uint64) (store.Task, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.tasks[jobID]
+	if !ok {
+		return store.Task{}, store.ErrNotFound
+	}
+	t.Payload = bytes.Clone(t.Payload)
+	return t, nil
+}
+
+// Lookup returns the job id of (queue, id).
+func (s *Store) Lookup(queue, id string) (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	j, ok := s.index[[2]string{queue, id}]
+	if !ok {
+		return 0, store.ErrNotFound
+	}
+	return j, nil
+}
+
+// sorted returns the tasks (without payloads) for which keep is true, by
+// job id. It takes O(n log n).
+func (s *Store) sorted(keep func(store.Task) bool) []store.Task {
+	s.mu.RLock()
+	out := make([]store.Task, 0)
+	for _, t := range s.tasks {
+		if keep(t) {
+			t.Payload = nil
+			out = append(out, t)
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].JobID < out[j].JobID })
+	return out
+}
+
+// List returns a page of queue's tasks.
+func (s *Store) List(queue string, after uint64, limit int) ([]store.Task, error) {
+	out := s.sorted(func(t store.Task) bool { return t.Queue == queue && t.JobID > after })
+	if len(out) > limit {
+		out = out[:max(limit, 0)]
+	}
+	return out, nil
+}
+
+// Recover calls fn for every task by job id.
+func (s *Store) Recover(fn func(store.Task) error) error {
+	for _, t := range s.sorted(func(store.Task) bool { return true }) {
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Schedules returns the schedules by name.
+func (s *Store) Schedules() ([]store.Schedule, error) {
+	s.mu.RLock()
+	out := make([]store.Schedule, 0, len(s.schedules))
+	for _, sc := range s.schedules {
+		sc.Payload = bytes.Clone(sc.Payload)
+		out = append(out, sc)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// NextJobID returns the lowest job id never used.
+func (s *Store) NextJobID() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.next, nil
+}
+
+// Close does nothing; the Store stays readable.
+func (s *Store) Close() error { return nil }
