@@ -1,0 +1,43 @@
+// Package api defines the JSON wire types of hourglass's HTTP API, the one
+// `hourglass serve` answers (package httpapi) and the Go client calls
+// (package client). Clients outside this repository call the same API, so
+// these types are its specification: field names, optional fields and the
+// encodings of times and durations below do not change.
+//
+// # Encodings
+//
+// Times are RFC 3339 strings with nanoseconds in UTC
+// ("2026-03-01T12:00:00.123456789Z"). Durations are Go duration strings
+// ("1.5s", "250ms", "72h"), never numbers: see [Duration]. Payloads are any
+// JSON value, kept byte for byte as sent and returned as such. Fields
+// marked optional are pointers or omitted when zero, so that a server can
+// tell "absent" from an explicit zero (an explicit "max":0 is an error,
+// an absent one means 1).
+//
+// # Routes
+//
+// Every /v1 route needs "Authorization: Bearer TOKEN" when the server has
+// a token. Errors are [Error] bodies with the status in parentheses.
+//
+//	POST   /v1/queues/{queue}/tasks             PutRequest     → 201 Task (new) | 200 Task (existing id, or replaced)
+//	POST   /v1/queues/{queue}/tasks:batch       BatchRequest   → 200 BatchResponse
+//	GET    /v1/queues/{queue}/tasks/{id}                       → 200 Task | 404
+//	DELETE /v1/queues/{queue}/tasks/{id}                       → 204 | 404
+//	POST   /v1/queues/{queue}/reserve           ReserveRequest → 200 ReserveResponse
+//	POST   /v1/queues/{queue}/tasks/{id}/ack    LeaseRequest   → 204 | 400 (no lease) | 404 | 409 (stale lease)
+//	POST   /v1/queues/{queue}/tasks/{id}/touch  LeaseRequest   → 200 Task (with its lease) | 400 | 404 | 409
+//	POST   /v1/queues/{queue}/tasks/{id}/nack   NackRequest    → 204 | 400 | 404 | 409
+//	POST   /v1/queues/{queue}/tasks/{id}/kick                  → 204 | 404 | 409 (not dead)
+//	GET    /v1/queues                                          → 200 QueuesResponse
+//	PUT    /v1/schedules/{name}                 ScheduleRequest → 200 Schedule
+//	GET    /v1/schedules                                       → 200 SchedulesResponse
+//	DELETE /v1/schedules/{name}                                → 204 | 404
+//	GET    /healthz                                            → 200 while the process runs
+//	GET    /readyz                                             → 200 once recovery is done, 503 before and while stopping
+//	GET    /metrics                                            → Prometheus text format
+//
+// Any /v1 call answers 400 for malformed JSON, unknown fields or a bad
+// value, 401 without the token, 413 for a body over the size limit and
+// 503 while the server is recovering or stopping. Ids and queue names go
+// into paths escaped as path segments (url.PathEscape).
+package api

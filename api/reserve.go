@@ -1,0 +1,41 @@
+package api
+
+import "time"
+
+// ReserveRequest is the body of POST /v1/queues/{queue}/reserve. An empty
+// body takes the defaults.
+type ReserveRequest struct {
+	// Max is how many tasks to take at most, 1 to [MaxReserve]; nil: 1.
+	// An explicit 0 is an error.
+	Max *int `json:"max,omitempty"`
+	// Wait is how long to wait for a first task when none is ready, 0
+	// to [MaxWait]; nil: answer at once.
+	Wait *Duration `json:"wait,omitempty"`
+}
+
+// Limits of a [ReserveRequest].
+const (
+	MaxReserve = 1000
+	MaxWait    = 5 * time.Minute
+)
+
+// ReserveResponse answers a reserve: the tasks taken, each with its
+// lease, in priority order, then due time, then put order. Tasks is empty
+// (never null) when none became ready within the wait.
+type ReserveResponse struct {
+	Tasks []Task `json:"tasks"`
+}
+
+// LeaseRequest is the body of ack and touch: the lease that reserve
+// answered. A missing lease is an error (400); a stale one a conflict
+// (409).
+type LeaseRequest struct {
+	Lease string `json:"lease"`
+}
+
+// NackRequest is the body of nack: the lease, and how long the task waits
+// before it is ready again (nil: ready at once).
+type NackRequest struct {
+	Lease string    `json:"lease"`
+	Delay *Duration `json:"delay,omitempty"`
+}

@@ -1,0 +1,88 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Task is a task as the API shows it. Lease is set only in the answers
+// of reserve and touch: the holder of a lease is whoever reserved the
+// task, and GET never reveals it.
+type Task struct {
+	ID          string          `json:"id"`
+	JobID       uint64          `json:"job_id"` // unique in the server, stable across restarts
+	Queue       string          `json:"queue"`
+	State       string          `json:"state"` // "delayed", "ready", "reserved" or "dead"
+	Payload     json.RawMessage `json:"payload"`
+	Priority    uint32          `json:"priority"` // lower first
+	Due         time.Time       `json:"due"`
+	TTR         Duration        `json:"ttr"` // how long a lease lasts
+	Attempts    int             `json:"attempts"`
+	MaxAttempts int             `json:"max_attempts"` // 0: unlimited
+	Created     time.Time       `json:"created"`
+	Lease       string          `json:"lease,omitempty"`
+}
+
+// States a [Task] can be in.
+const (
+	StateDelayed  = "delayed"
+	StateReady    = "ready"
+	StateReserved = "reserved"
+	StateDead     = "dead"
+)
+
+// DefaultPriority is the priority of a task put without one: the middle
+// of beanstalkd's customary range, so that both more and less urgent
+// tasks can be put beside it.
+const DefaultPriority = 1024
+
+// PutRequest is the body of POST /v1/queues/{queue}/tasks and one item of
+// a [BatchRequest]. Every field is optional; Delay and At exclude each
+// other, and with neither the task is ready at once.
+type PutRequest struct {
+	// ID names the task in its queue: 1 to 200 printable ASCII bytes
+	// without "/" or space. Empty: the server makes one. Putting an id
+	// that exists answers the existing task unchanged (200) unless
+	// Replace is set.
+	ID string `json:"id,omitempty"`
+	// Payload is any JSON value, stored and returned as sent.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// Delay makes the task due this long after the put; at most the
+	// server's --max-delay.
+	Delay *Duration `json:"delay,omitempty"`
+	// At makes the task due at this time (RFC 3339).
+	At *time.Time `json:"at,omitempty"`
+	// Priority orders ready tasks, lower first; nil: [DefaultPriority].
+	Priority *uint32 `json:"priority,omitempty"`
+	// TTR is how long a reservation's lease lasts; nil: the server's
+	// --default-ttr.
+	TTR *Duration `json:"ttr,omitempty"`
+	// MaxAttempts makes the task dead once reserved this many times
+	// without an ack; 0: unlimited.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Replace replaces an existing task of the same ID instead of
+	// answering it unchanged.
+	Replace bool `json:"replace,omitempty"`
+}
+
+// BatchRequest is the body of POST /v1/queues/{queue}/tasks:batch: up to
+// [MaxBatch] puts into one queue, committed together.
+type BatchRequest struct {
+	Tasks []PutRequest `json:"tasks"`
+}
+
+// MaxBatch is the most tasks one batch may carry.
+const MaxBatch = 1000
+
+// BatchResponse answers a [BatchRequest]: one result per task, in order.
+type BatchResponse struct {
+	Results []BatchResult `json:"results"`
+}
+
+// BatchResult is the outcome of one put of a batch: the task, or the
+// error that refused it (in the form of [Error.Error]). One refused item
+// does not fail the others.
+type BatchResult struct {
+	Task  *Task  `json:"task,omitempty"`
+	Error string `json:"error,omitempty"`
+}

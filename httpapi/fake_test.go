@@ -1,0 +1,138 @@
+package httpapi_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/httpapi"
+)
+
+// fakeBroker is an httpapi.Broker whose methods do what the test sets and
+// count their calls; a method the test did not set fails the test, so
+// that a request refused on the wire is seen to reach nothing.
+type fakeBroker struct {
+	t *testing.T
+
+	mu    sync.Mutex
+	calls int
+
+	put      func(queue string, r broker.PutRequest) (broker.Task, bool, error)
+	putBatch func(queue string, rs []broker.PutRequest) []broker.PutResult
+	get      func(queue, id string) (broker.Task, error)
+	reserve  func(ctx context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error)
+	lease    func(op, queue, id, lease string, delay time.Duration) (broker.Task, error)
+	other    func(op string, args ...string) error
+	queues   func() []broker.QueueStats
+	schedule func(s broker.ScheduleSpec) (broker.ScheduleInfo, bool, error)
+	scheds   func() []broker.ScheduleInfo
+}
+
+var _ httpapi.Broker = (*fakeBroker)(nil)
+
+func (f *fakeBroker) call(name string, set bool) {
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
+	if !set {
+		f.t.Errorf("unexpected call of %s", name)
+	}
+}
+
+// Calls returns how many broker calls were made.
+func (f *fakeBroker) Calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func (f *fakeBroker) Put(ctx context.Context, queue string, r broker.PutRequest) (broker.Task, bool, error) {
+	if f.call("Put", f.put != nil); f.put == nil {
+		return broker.Task{}, false, nil
+	}
+	return f.put(queue, r)
+}
+
+func (f *fakeBroker) PutBatch(ctx context.Context, queue string, rs []broker.PutRequest) []broker.PutResult {
+	if f.call("PutBatch", f.putBatch != nil); f.putBatch == nil {
+		return make([]broker.PutResult, len(rs))
+	}
+	return f.putBatch(queue, rs)
+}
+
+func (f *fakeBroker) Get(queue, id string) (broker.Task, error) {
+	if f.call("Get", f.get != nil); f.get == nil {
+		return broker.Task{}, nil
+	}
+	return f.get(queue, id)
+}
+
+func (f *fakeBroker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error) {
+	if f.call("Reserve", f.reserve != nil); f.reserve == nil {
+		return nil, nil
+	}
+	return f.reserve(ctx, queue, max, wait)
+}
+
+func (f *fakeBroker) leaseOp(op, queue, id, lease string, delay time.Duration) (broker.Task, error) {
+	if f.call(op, f.lease != nil); f.lease == nil {
+		return broker.Task{}, nil
+	}
+	return f.lease(op, queue, id, lease, delay)
+}
+
+func (f *fakeBroker) Ack(ctx context.Context, queue, id, lease string) error {
+	_, err := f.leaseOp("ack", queue, id, lease, 0)
+	return err
+}
+
+func (f *fakeBroker) Touch(ctx context.Context, queue, id, lease string) (broker.Task, error) {
+	return f.leaseOp("touch", queue, id, lease, 0)
+}
+
+func (f *fakeBroker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
+	_, err := f.leaseOp("nack", queue, id, lease, delay)
+	return err
+}
+
+func (f *fakeBroker) otherOp(op string, args ...string) error {
+	if f.call(op, f.other != nil); f.other == nil {
+		return nil
+	}
+	return f.other(op, args...)
+}
+
+func (f *fakeBroker) Delete(ctx context.Context, queue, id string) error {
+	return f.otherOp("delete", queue, id)
+}
+
+func (f *fakeBroker) Kick(ctx context.Context, queue, id string) error {
+	return f.otherOp("kick", queue, id)
+}
+
+func (f *fakeBroker) DeleteSchedule(ctx context.Context, name string) error {
+	return f.otherOp("deleteSchedule", name)
+}
+
+func (f *fakeBroker) Queues() []broker.QueueStats {
+	if f.call("Queues", f.queues != nil); f.queues == nil {
+		return nil
+	}
+	return f.queues()
+}
+
+func (f *fakeBroker) SetSchedule(ctx context.Context, s broker.ScheduleSpec) (broker.ScheduleInfo, bool, error) {
+	if f.call("SetSchedule", f.schedule != nil); f.schedule == nil {
+		return broker.ScheduleInfo{}, false, nil
+	}
+	return f.schedule(s)
+}
+
+func (f *fakeBroker) Schedules() []broker.ScheduleInfo {
+	if f.call("Schedules", f.scheds != nil); f.scheds == nil {
+		return nil
+	}
+	return f.scheds()
+}

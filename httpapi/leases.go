@@ -1,0 +1,139 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/broker"
+)
+
+// reserve serves POST /v1/queues/{queue}/reserve: up to max ready tasks
+// with their leases, waiting up to wait for the first. The wait ends
+// early when the client goes away (the request's context) or the server
+// drains; a drained wait answers what it has, usually nothing.
+func (s *Server) reserve(w http.ResponseWriter, r *http.Request, b Broker) {
+	var req api.ReserveRequest
+	if err := decode(w, r, smallBody, &req, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	n, wait := 1, time.Duration(0)
+	if req.Max != nil {
+		n = *req.Max
+		if n < 1 || n > api.MaxReserve {
+			s.fail(w, r, badRequest("max %d out of range 1..%d", n, api.MaxReserve))
+			return
+		}
+	}
+	if req.Wait != nil {
+		wait = req.Wait.D()
+		if wait < 0 || wait > api.MaxWait {
+			s.fail(w, r, badRequest("wait %s out of range 0s..%s", wait, api.MaxWait))
+			return
+		}
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.drain, cancel)()
+
+	tasks, err := b.Reserve(ctx, r.PathValue("queue"), n, wait)
+	if err != nil && !(gone(err) && ctx.Err() != nil) {
+		s.fail(w, r, err)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The client went away: nobody reads an answer. Tasks the broker
+		// handed out regardless come back when their leases expire.
+		return
+	}
+	out := api.ReserveResponse{Tasks: make([]api.Task, len(tasks))}
+	for i, t := range tasks {
+		out.Tasks[i] = toTask(t, true)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// lease decodes the body of ack and touch, whose lease is required.
+func lease(w http.ResponseWriter, r *http.Request) (string, error) {
+	var req api.LeaseRequest
+	if err := decode(w, r, smallBody, &req, false); err != nil {
+		return "", err
+	}
+	if req.Lease == "" {
+		return "", errNoLease
+	}
+	return req.Lease, nil
+}
+
+// errNoLease is the 400 for an ack, touch or nack without a lease.
+var errNoLease = badRequest("lease missing")
+
+// ack serves POST /v1/queues/{queue}/tasks/{id}/ack: 204 and the task is
+// gone.
+func (s *Server) ack(w http.ResponseWriter, r *http.Request, b Broker) {
+	l, err := lease(w, r)
+	if err == nil {
+		err = b.Ack(r.Context(), r.PathValue("queue"), r.PathValue("id"), l)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}
+
+// touch serves POST /v1/queues/{queue}/tasks/{id}/touch: 200 with the
+// task, whose lease now lasts another ttr.
+func (s *Server) touch(w http.ResponseWriter, r *http.Request, b Broker) {
+	l, err := lease(w, r)
+	var t broker.Task
+	if err == nil {
+		t, err = b.Touch(r.Context(), r.PathValue("queue"), r.PathValue("id"), l)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toTask(t, true))
+}
+
+// nack serves POST /v1/queues/{queue}/tasks/{id}/nack: 204 and the task
+// is delayed by the body's delay (ready at once without one), or dead
+// when its attempts are used up.
+func (s *Server) nack(w http.ResponseWriter, r *http.Request, b Broker) {
+	var req api.NackRequest
+	err := decode(w, r, smallBody, &req, false)
+	if err == nil && req.Lease == "" {
+		err = errNoLease
+	}
+	if err == nil {
+		var delay time.Duration
+		if req.Delay != nil {
+			delay = req.Delay.D()
+		}
+		err = b.Nack(r.Context(), r.PathValue("queue"), r.PathValue("id"), req.Lease, delay)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}
+
+// kick serves POST /v1/queues/{queue}/tasks/{id}/kick: 204 and the dead
+// task is ready again; 409 if it is not dead. The body, if any, must be
+// an empty object.
+func (s *Server) kick(w http.ResponseWriter, r *http.Request, b Broker) {
+	var req struct{}
+	err := decode(w, r, smallBody, &req, true)
+	if err == nil {
+		err = b.Kick(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}

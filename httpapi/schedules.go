@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/broker"
+)
+
+// setSchedule serves PUT /v1/schedules/{name}: creates or replaces the
+// schedule and answers it with its next occurrence (200); a bad cron line,
+// zone or queue name is 400.
+func (s *Server) setSchedule(w http.ResponseWriter, r *http.Request, b Broker) {
+	var req api.ScheduleRequest
+	if err := decode(w, r, s.putBody, &req, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	spec := broker.ScheduleSpec{
+		Name:     r.PathValue("name"),
+		Cron:     req.Cron,
+		Queue:    req.Queue,
+		Timezone: req.Timezone,
+	}
+	if len(req.Payload) > 0 && string(req.Payload) != "null" {
+		spec.Payload = req.Payload
+	}
+	info, _, err := b.SetSchedule(r.Context(), spec)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toSchedule(info))
+}
+
+// schedules serves GET /v1/schedules: every schedule with its next
+// occurrence, by name.
+func (s *Server) schedules(w http.ResponseWriter, r *http.Request, b Broker) {
+	infos := b.Schedules()
+	out := api.SchedulesResponse{Schedules: make([]api.Schedule, len(infos))}
+	for i, info := range infos {
+		out.Schedules[i] = toSchedule(info)
+	}
+	slices.SortFunc(out.Schedules, func(a, b api.Schedule) int { return cmp.Compare(a.Name, b.Name) })
+	writeJSON(w, http.StatusOK, out)
+}
+
+// deleteSchedule serves DELETE /v1/schedules/{name}: 204, or 404.
+func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request, b Broker) {
+	if err := b.DeleteSchedule(r.Context(), r.PathValue("name")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}

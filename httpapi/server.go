@@ -1,0 +1,233 @@
+// Package httpapi serves hourglass's HTTP API (package api describes the
+// routes and the wire types) over a [broker.Broker]. It is a thin adapter:
+// each handler decodes a request, checks what only the wire can get wrong
+// (JSON syntax, unknown fields, durations written as numbers, both delay
+// and at, reserve's max and wait), makes one broker call and encodes the
+// answer. What a request means, and every limit on names, ids, payloads
+// and delays, is the broker's business.
+//
+// A [Server] starts without a broker, answering /healthz but 503 on
+// /readyz and every /v1 route, so that a process can listen while it
+// recovers; [Server.SetBroker] makes it ready. [Server.Drain] begins a
+// shutdown: /readyz turns 503 and waiting reserves answer at once, so
+// that http.Server.Shutdown does not wait out their long polls.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Broker is what the handlers call: [broker.Broker]'s methods. Tests may
+// put a fake in its place.
+type Broker interface {
+	Put(ctx context.Context, queue string, r broker.PutRequest) (broker.Task, bool, error)
+	PutBatch(ctx context.Context, queue string, rs []broker.PutRequest) []broker.PutResult
+	Get(queue, id string) (broker.Task, error)
+	Delete(ctx context.Context, queue, id string) error
+	Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error)
+	Ack(ctx context.Context, queue, id, lease string) error
+	Touch(ctx context.Context, queue, id, lease string) (broker.Task, error)
+	Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error
+	Kick(ctx context.Context, queue, id string) error
+	Queues() []broker.QueueStats
+	SetSchedule(ctx context.Context, s broker.ScheduleSpec) (broker.ScheduleInfo, bool, error)
+	Schedules() []broker.ScheduleInfo
+	DeleteSchedule(ctx context.Context, name string) error
+}
+
+var _ Broker = (*broker.Broker)(nil)
+
+// Options configure a [Server]. The zero Options serve without a token,
+// with the broker's default payload limit and the default Prometheus
+// registry.
+type Options struct {
+	// Token, when set, is required on every /v1 call as
+	// "Authorization: Bearer TOKEN".
+	Token string
+	// MaxPayload is the broker's payload limit in bytes (default 1 MiB).
+	// A put's body may be this plus [Envelope]; a longer one is refused
+	// with 413 before it is read whole.
+	MaxPayload int
+	// MaxBatchBody bounds the body of a tasks:batch call (default 64 MiB,
+	// and never under one put's limit).
+	MaxBatchBody int64
+	// Gatherer is served on /metrics; nil: prometheus.DefaultGatherer.
+	Gatherer prometheus.Gatherer
+	// Logger receives internal errors (answers with status 500); nil:
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Body limits besides the payload's.
+const (
+	// Envelope is what a put's body may hold beside its payload: an id of
+	// 200 bytes, the other fields and generous whitespace.
+	Envelope = 64 << 10
+	// smallBody bounds the bodies that carry no payload (reserve, ack,
+	// nack, touch, kick).
+	smallBody = 64 << 10
+	// defaultMaxPayload is Options.MaxPayload's default, the broker's.
+	defaultMaxPayload = 1 << 20
+	// defaultBatchBody is Options.MaxBatchBody's default: a thousand
+	// puts of 64 KiB each.
+	defaultBatchBody = 64 << 20
+)
+
+// Server is the HTTP API's handler. It is safe for concurrent use by
+// multiple goroutines, SetBroker and Drain included.
+type Server struct {
+	mux       *http.ServeMux
+	token     []byte
+	putBody   int64 // body limit of one put
+	batchBody int64 // body limit of a batch
+	log       *slog.Logger
+
+	// b holds the broker once SetBroker is called; nil until then.
+	b atomic.Pointer[brokerRef]
+	// draining is set by Drain; drain is cancelled by it.
+	draining    atomic.Bool
+	drain       context.Context
+	cancelDrain context.CancelFunc
+}
+
+// brokerRef boxes the Broker interface for atomic.Pointer.
+type brokerRef struct{ Broker }
+
+// New returns a Server that is not yet ready: call [Server.SetBroker] once
+// the broker has recovered.
+func New(opts Options) *Server {
+	s := &Server{
+		mux:   http.NewServeMux(),
+		token: []byte(opts.Token),
+		log:   opts.Logger,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	maxPayload := opts.MaxPayload
+	if maxPayload <= 0 {
+		maxPayload = defaultMaxPayload
+	}
+	s.putBody = int64(maxPayload) + Envelope
+	s.batchBody = opts.MaxBatchBody
+	if s.batchBody <= 0 {
+		s.batchBody = defaultBatchBody
+	}
+	s.batchBody = max(s.batchBody, s.putBody)
+	s.drain, s.cancelDrain = context.WithCancel(context.Background())
+
+	gatherer := opts.Gatherer
+	if gatherer == nil {
+		gatherer = prometheus.DefaultGatherer
+	}
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	s.routeV1()
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errNoRoute)
+	})
+	return s
+}
+
+// route is one line of the API's table: a method and a path pattern of
+// http.ServeMux, and the handler.
+type route struct {
+	method, path string
+	h            func(http.ResponseWriter, *http.Request, Broker)
+}
+
+// routes returns the /v1 API, one line per call (package api lists the
+// same table with the bodies).
+func (s *Server) routes() []route {
+	return []route{
+		{"POST", "/v1/queues/{queue}/tasks", s.put},
+		{"POST", "/v1/queues/{queue}/tasks:batch", s.putBatch},
+		{"GET", "/v1/queues/{queue}/tasks/{id}", s.get},
+		{"DELETE", "/v1/queues/{queue}/tasks/{id}", s.delete},
+		{"POST", "/v1/queues/{queue}/reserve", s.reserve},
+		{"POST", "/v1/queues/{queue}/tasks/{id}/ack", s.ack},
+		{"POST", "/v1/queues/{queue}/tasks/{id}/touch", s.touch},
+		{"POST", "/v1/queues/{queue}/tasks/{id}/nack", s.nack},
+		{"POST", "/v1/queues/{queue}/tasks/{id}/kick", s.kick},
+		{"GET", "/v1/queues", s.queues},
+		{"PUT", "/v1/schedules/{name}", s.setSchedule},
+		{"GET", "/v1/schedules", s.schedules},
+		{"DELETE", "/v1/schedules/{name}", s.deleteSchedule},
+	}
+}
+
+// routeV1 registers the /v1 routes behind the token and the readiness
+// check, and for each path a method-less pattern that answers 405 in JSON
+// for the other methods (ServeMux's own 405 is plain text).
+func (s *Server) routeV1() {
+	allowed := map[string][]string{}
+	var paths []string
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.method+" "+rt.path, s.v1(rt.h))
+		if allowed[rt.path] == nil {
+			paths = append(paths, rt.path)
+		}
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	for _, p := range paths {
+		methods := allowed[p]
+		if slices.Contains(methods, "GET") {
+			methods = append(methods, "HEAD")
+		}
+		allow := strings.Join(methods, ", ")
+		s.mux.Handle(p, s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, errMethod)
+		})))
+	}
+	s.mux.Handle("/v1/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errNoRoute)
+	})))
+}
+
+// v1 wraps a handler of the API: the token first, then readiness.
+func (s *Server) v1(h func(http.ResponseWriter, *http.Request, Broker)) http.Handler {
+	return s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ref := s.b.Load()
+		if ref == nil {
+			writeError(w, errNotReady)
+			return
+		}
+		h(w, r, ref.Broker)
+	}))
+}
+
+// ServeHTTP answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+// SetBroker makes s ready, serving the API over b. Call it once, after b
+// has recovered; later calls replace the broker.
+func (s *Server) SetBroker(b Broker) {
+	if b == nil {
+		panic("httpapi: SetBroker with a nil broker")
+	}
+	s.b.Store(&brokerRef{b})
+}
+
+// Drain begins a shutdown: /readyz answers 503 from now on, and reserves
+// waiting for tasks (and those that come later) stop waiting and answer
+// with what they have. Other calls are served as before, so that
+// http.Server.Shutdown can let them finish. Drain does not wait and may be
+// called more than once.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	s.cancelDrain()
+}

@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/broker"
+)
+
+// put serves POST /v1/queues/{queue}/tasks: 201 with the task when it is
+// new, 200 with the existing one (or its replacement) when the id exists.
+func (s *Server) put(w http.ResponseWriter, r *http.Request, b Broker) {
+	var p api.PutRequest
+	if err := decode(w, r, s.putBody, &p, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req, err := putRequest(p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	queue := r.PathValue("queue")
+	t, created, err := b.Put(r.Context(), queue, req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+		w.Header().Set("Location", "/v1/queues/"+url.PathEscape(t.Queue)+"/tasks/"+url.PathEscape(t.ID))
+	}
+	writeJSON(w, code, toTask(t, false))
+}
+
+// putBatch serves POST /v1/queues/{queue}/tasks:batch. The body as a
+// whole must be JSON of the right shape; each item is then checked on its
+// own, so that one bad item (an unknown field, a number for a duration,
+// or whatever the broker refuses) answers an error in its place and the
+// others are put, all in one commit.
+func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b Broker) {
+	var body struct {
+		Tasks []json.RawMessage `json:"tasks"`
+	}
+	if err := decode(w, r, s.batchBody, &body, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(body.Tasks) > api.MaxBatch {
+		s.fail(w, r, badRequest("%d tasks in one batch, over the limit of %d", len(body.Tasks), api.MaxBatch))
+		return
+	}
+	results := make([]api.BatchResult, len(body.Tasks))
+	reqs := make([]broker.PutRequest, 0, len(body.Tasks))
+	at := make([]int, 0, len(body.Tasks)) // at[i]: the item reqs[i] came from
+	for i, raw := range body.Tasks {
+		var p api.PutRequest
+		err := decodeStrict(raw, &p)
+		var req broker.PutRequest
+		if err == nil {
+			req, err = putRequest(p)
+		}
+		if err != nil {
+			results[i].Error = message(err)
+			continue
+		}
+		reqs = append(reqs, req)
+		at = append(at, i)
+	}
+	if len(reqs) > 0 {
+		out := b.PutBatch(r.Context(), r.PathValue("queue"), reqs)
+		if len(out) != len(reqs) {
+			s.fail(w, r, errBatchAnswer)
+			return
+		}
+		for j, res := range out {
+			if res.Err != nil {
+				results[at[j]].Error = message(res.Err)
+				continue
+			}
+			t := toTask(res.Task, false)
+			results[at[j]].Task = &t
+		}
+	}
+	writeJSON(w, http.StatusOK, api.BatchResponse{Results: results})
+}
+
+// errBatchAnswer is the 500 for a broker that answered a batch with the
+// wrong number of results.
+var errBatchAnswer = &wireError{http.StatusInternalServerError, "hourglass: the broker answered a batch with the wrong number of results"}
+
+// get serves GET /v1/queues/{queue}/tasks/{id}: the task without its
+// lease, or 404.
+func (s *Server) get(w http.ResponseWriter, r *http.Request, b Broker) {
+	t, err := b.Get(r.PathValue("queue"), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toTask(t, false))
+}
+
+// delete serves DELETE /v1/queues/{queue}/tasks/{id}: 204, or 404.
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, b Broker) {
+	if err := b.Delete(r.Context(), r.PathValue("queue"), r.PathValue("id")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}
