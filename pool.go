@@ -21,7 +21,8 @@ import (
 // A Pool does not recover panics: a panic in f crashes the program, as a
 // panic in any goroutine does, or unwinds the caller if f ran there. The
 // [Timer] wraps each callback with its own panic handler before handing it
-// to its Executor.
+// to its Executor. A callback that calls runtime.Goexit, as t.FailNow
+// does, ends only itself: a new worker takes its worker's place.
 //
 // A Pool must be created with [NewPool]; the zero Pool is not usable. A Pool
 // is safe for simultaneous use by multiple goroutines.
@@ -59,10 +60,22 @@ func NewPool(workers, queue int) *Pool {
 }
 
 // work runs queued callbacks until Close closes the queue and it is empty.
+// A callback that calls runtime.Goexit (as t.FailNow does) ends the worker's
+// goroutine; work then starts a new worker in its place, so the pool keeps
+// its size and queued callbacks still run. (A panic unwinds through here
+// too and starts one, before it ends the program.)
 func (p *Pool) work() {
+	clean := false
+	defer func() {
+		if !clean {
+			// Safe against Close's Wait: this worker is still counted.
+			p.workers.Go(p.work)
+		}
+	}()
 	for f := range p.tasks {
 		f()
 	}
+	clean = true
 }
 
 // Execute runs f on a worker, or on the calling goroutine before Execute

@@ -2,6 +2,7 @@ package hourglass_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,40 @@ func TestPool_CloseConcurrentWithExecute(t *testing.T) {
 		if got := ran.Load(); got != callers*each {
 			t.Fatalf("%d tasks ran, want %d", got, callers*each)
 		}
+	})
+}
+
+// TestPool_Goexit checks that a task calling runtime.Goexit, as t.FailNow
+// does, does not take its worker away: later tasks still run on a worker,
+// not on the caller, and Close still waits for every worker.
+func TestPool_Goexit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := hourglass.NewPool(1, 4)
+		for range 3 {
+			p.Execute(runtime.Goexit)
+		}
+		caller := make(chan struct{})
+		var onCaller atomic.Bool
+		ran := make(chan struct{})
+		p.Execute(func() {
+			select {
+			case <-caller:
+			default:
+				onCaller.Store(true)
+			}
+			close(ran)
+		})
+		close(caller)
+		synctest.Wait()
+		select {
+		case <-ran:
+		default:
+			t.Fatal("a task queued after three that called runtime.Goexit never ran")
+		}
+		if onCaller.Load() {
+			t.Error("the task ran on the caller, want a worker")
+		}
+		p.Close()
 	})
 }
 

@@ -729,10 +729,15 @@ func (l *panicLog) sorted() (panics []any, strs []string, sawNil, sawErr bool) {
 }
 
 // TestTimer_Goexit checks that a callback calling runtime.Goexit, as
-// t.FailNow does, on the driver goroutine does not stop the Timer: the rest
-// of its batch and later timeouts still run.
+// t.FailNow does, on the driver goroutine or on a Pool's only worker does
+// not stop the Timer: the rest of its batch and later timeouts still run.
 func TestTimer_Goexit(t *testing.T) {
-	forEachSetup(t, []setup{inlineOneShard, goroutinesOneShard}, func(t *testing.T, s structure, opts []hourglass.Option) {
+	poolOneWorker := setup{"PoolOneWorker/OneShard", func(t *testing.T) []hourglass.Option {
+		p := hourglass.NewPool(1, 4)
+		t.Cleanup(p.Close)
+		return []hourglass.Option{hourglass.WithExecutor(p), hourglass.WithShards(1)}
+	}}
+	forEachSetup(t, []setup{inlineOneShard, goroutinesOneShard, poolOneWorker}, func(t *testing.T, s structure, opts []hourglass.Option) {
 		tm := s.newTimer(t, opts...)
 		r := newRecorder()
 		must(t)(tm.AfterFunc(ms, runtime.Goexit))
