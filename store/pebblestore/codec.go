@@ -1,0 +1,257 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"time"
+
+	"github.com/hourglass-go/hourglass/store"
+)
+
+// Every value ends with a CRC-32C (Castagnoli) of its key and its body,
+// little-endian:
+//
+//	value = body | crc32c(key | body)
+//
+// Summing the key too catches a value that is read under a key it was not
+// written for. Integers inside bodies are little-endian; integers inside
+// keys are big-endian, so that keys sort by them.
+
+// crcLen is the length of the checksum at the end of every value.
+const crcLen = 4
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksum returns the CRC-32C of key followed by body.
+func checksum(key, body []byte) uint32 {
+	return crc32.Update(crc32.Update(0, castagnoli, key), castagnoli, body)
+}
+
+// seal appends the checksum of key and body to body and returns it: the
+// value to store under key.
+func seal(key, body []byte) []byte {
+	return binary.LittleEndian.AppendUint32(body, checksum(key, body))
+}
+
+// unseal checks the checksum of value, read under key, and returns its
+// body (a subslice of value), or an error wrapping [store.ErrCorrupt].
+func unseal(key, value []byte) ([]byte, error) {
+	if len(value) < crcLen {
+		return nil, corrupt(key, "value of %d bytes has no checksum", len(value))
+	}
+	n := len(value) - crcLen
+	body := value[:n]
+	if binary.LittleEndian.Uint32(value[n:]) != checksum(key, body) {
+		return nil, corrupt(key, "checksum mismatch")
+	}
+	return body, nil
+}
+
+// corrupt returns an error wrapping [store.ErrCorrupt] that names the
+// record stored under key and says what is wrong with it.
+func corrupt(key []byte, format string, args ...any) error {
+	return fmt.Errorf("%w: %s (key %x): %s", store.ErrCorrupt, describe(key), key, fmt.Sprintf(format, args...))
+}
+
+// describe names the record stored under key, for errors.
+func describe(key []byte) string {
+	if len(key) == 0 {
+		return "empty key"
+	}
+	switch key[0] {
+	case prefixMeta, prefixPayload:
+		if len(key) != jobKeyLen {
+			break
+		}
+		what := "record"
+		if key[0] == prefixPayload {
+			what = "payload"
+		}
+		return fmt.Sprintf("task %d %s", binary.BigEndian.Uint64(key[1:]), what)
+	case prefixIndex, prefixList:
+		n, w := binary.Uvarint(key[1:])
+		if w <= 0 || uint64(len(key)-1-w) < n {
+			break
+		}
+		queue, rest := key[1+w:1+w+int(n)], key[1+w+int(n):]
+		if key[0] == prefixIndex {
+			return fmt.Sprintf("index entry of queue %q id %q", queue, rest)
+		}
+		if len(rest) == 8 {
+			return fmt.Sprintf("list entry of task %d in queue %q", binary.BigEndian.Uint64(rest), queue)
+		}
+	case prefixSchedule:
+		return fmt.Sprintf("schedule %q", key[1:])
+	}
+	switch string(key) {
+	case string(keyFormat):
+		return "format record"
+	case string(keyNextJob):
+		return "next job id record"
+	case string(keyRunning):
+		return "running marker"
+	}
+	return "unknown record"
+}
+
+// A task record (the body of a meta value) is 61 bytes of fixed fields,
+// then three strings, each a uvarint length and its bytes:
+//
+//	off  len  field
+//	  0    1  State
+//	  1    4  Priority
+//	  5    8  Due
+//	 13    8  Created
+//	 21    8  TTR (ns)
+//	 29    4  Attempts
+//	 33    4  MaxAttempts
+//	 37    8  LeaseUntil
+//	 45    4  Timeouts
+//	 49    4  Releases
+//	 53    4  Buries
+//	 57    4  Kicks
+//	 61       Queue, ID, Lease
+//
+// The job id is in the key and the payload under its own key, so reading
+// every record (Recover) reads no payload.
+const metaFixedLen = 1 + 4 + 8 + 8 + 8 + 4 + 4 + 8 + 4*4
+
+// appendMeta appends the record of t (without job id and payload) to dst.
+func appendMeta(dst []byte, t *store.Task) []byte {
+	le := binary.LittleEndian
+	dst = append(dst, byte(t.State))
+	dst = le.AppendUint32(dst, t.Priority)
+	dst = le.AppendUint64(dst, uint64(t.Due))
+	dst = le.AppendUint64(dst, uint64(t.Created))
+	dst = le.AppendUint64(dst, uint64(t.TTR))
+	dst = le.AppendUint32(dst, t.Attempts)
+	dst = le.AppendUint32(dst, t.MaxAttempts)
+	dst = le.AppendUint64(dst, uint64(t.LeaseUntil))
+	dst = le.AppendUint32(dst, t.Timeouts)
+	dst = le.AppendUint32(dst, t.Releases)
+	dst = le.AppendUint32(dst, t.Buries)
+	dst = le.AppendUint32(dst, t.Kicks)
+	dst = appendString(dst, t.Queue)
+	dst = appendString(dst, t.ID)
+	return appendString(dst, t.Lease)
+}
+
+// errShort is what the decoders report for a body that ends too soon.
+var errShort = errors.New("record ends too soon")
+
+// decodeMeta decodes a task record into t, leaving JobID and Payload as
+// they are. queue makes the string of the queue name, so that a caller
+// reading many records can share one string per queue; nil allocates.
+func decodeMeta(body []byte, t *store.Task, queue func([]byte) string) error {
+	if len(body) < metaFixedLen {
+		return errShort
+	}
+	le := binary.LittleEndian
+	t.State = store.State(body[0])
+	t.Priority = le.Uint32(body[1:])
+	t.Due = int64(le.Uint64(body[5:]))
+	t.Created = int64(le.Uint64(body[13:]))
+	t.TTR = time.Duration(le.Uint64(body[21:]))
+	t.Attempts = le.Uint32(body[29:])
+	t.MaxAttempts = le.Uint32(body[33:])
+	t.LeaseUntil = int64(le.Uint64(body[37:]))
+	t.Timeouts = le.Uint32(body[45:])
+	t.Releases = le.Uint32(body[49:])
+	t.Buries = le.Uint32(body[53:])
+	t.Kicks = le.Uint32(body[57:])
+	rest := body[metaFixedLen:]
+	q, rest, err := cutString(rest)
+	if err != nil {
+		return err
+	}
+	if queue != nil {
+		t.Queue = queue(q)
+	} else {
+		t.Queue = string(q)
+	}
+	id, rest, err := cutString(rest)
+	if err != nil {
+		return err
+	}
+	lease, rest, err := cutString(rest)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("%d bytes after the record", len(rest))
+	}
+	if t.State != store.Waiting && t.State != store.Reserved && t.State != store.Dead {
+		return fmt.Errorf("invalid state %d", t.State)
+	}
+	t.ID, t.Lease = string(id), string(lease)
+	return nil
+}
+
+// A schedule (the body of a schedule value) is Created and Last (8 bytes
+// each), Cron, Queue and Timezone (each a uvarint length and its bytes),
+// then the payload to the end. The name is in the key.
+
+// appendSchedule appends the body of s (without its name) to dst.
+func appendSchedule(dst []byte, s *store.Schedule) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Created))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Last))
+	dst = appendString(dst, s.Cron)
+	dst = appendString(dst, s.Queue)
+	dst = appendString(dst, s.Timezone)
+	return append(dst, s.Payload...)
+}
+
+// decodeSchedule decodes a schedule body into s, leaving Name as it is.
+func decodeSchedule(body []byte, s *store.Schedule) error {
+	if len(body) < 16 {
+		return errShort
+	}
+	s.Created = int64(binary.LittleEndian.Uint64(body))
+	s.Last = int64(binary.LittleEndian.Uint64(body[8:]))
+	rest := body[16:]
+	var cron, queue, tz []byte
+	var err error
+	if cron, rest, err = cutString(rest); err != nil {
+		return err
+	}
+	if queue, rest, err = cutString(rest); err != nil {
+		return err
+	}
+	if tz, rest, err = cutString(rest); err != nil {
+		return err
+	}
+	s.Cron, s.Queue, s.Timezone = string(cron), string(queue), string(tz)
+	s.Payload = append([]byte{}, rest...)
+	return nil
+}
+
+// appendString appends s as a uvarint length and its bytes.
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// cutString cuts a string written by appendString off the front of b.
+func cutString(b []byte) (s, rest []byte, err error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return nil, nil, errShort
+	}
+	return b[w : w+int(n)], b[w+int(n):], nil
+}
+
+// appendUint64 appends v, the body of an index value and of the next job
+// id record.
+func appendUint64(dst []byte, v uint64) []byte {
+	return binary.LittleEndian.AppendUint64(dst, v)
+}
+
+// decodeUint64 decodes a body written by appendUint64.
+func decodeUint64(body []byte) (uint64, error) {
+	if len(body) != 8 {
+		return 0, fmt.Errorf("%d bytes, want 8", len(body))
+	}
+	return binary.LittleEndian.Uint64(body), nil
+}

@@ -1,0 +1,309 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/hourglass-go/hourglass/store"
+)
+
+// formatVersion is the version of the layout (doc.go) and of the value
+// encodings (codec.go) this package writes, kept under keyFormat. Open
+// refuses a store of any other version.
+const formatVersion = 1
+
+// Defaults of [Options]. Pebble's fixed memory is the block cache plus up
+// to MemTableStopWritesThreshold (2) memtables, so about
+// DefaultCacheSize + 2*DefaultMemTableSize = 64 MiB at these values, not
+// counting the tasks it holds.
+const (
+	DefaultCacheSize    = 32 << 20 // block cache, bytes
+	DefaultMemTableSize = 16 << 20 // one memtable, bytes
+)
+
+// bloomBitsPerKey sizes the per-table bloom filters, which let a Get of a
+// missing key (Commit's checks of new tasks' index entries) skip most
+// tables: 10 bits a key give about 1% false positives.
+const bloomBitsPerKey = 10
+
+// ErrClosed is returned by every method of a [Store] after Close.
+var ErrClosed = errors.New("hourglass: store closed")
+
+// Options configures a [Store]. The zero value takes the defaults named on
+// each field.
+type Options struct {
+	// CacheSize is the size of Pebble's block cache in bytes; 0:
+	// DefaultCacheSize.
+	CacheSize int64
+	// MemTableSize is the size of one Pebble memtable in bytes; 0:
+	// DefaultMemTableSize. A batch of more than half of it is written
+	// directly as a flushable batch.
+	MemTableSize uint64
+	// Logger receives Pebble's log lines and the store's warnings; nil:
+	// slog.Default().
+	Logger *slog.Logger
+
+	// fs replaces the operating system's file system (tests: a crashable
+	// in-memory one).
+	fs vfs.FS
+	// noSync commits without syncing the WAL (tests: proof that the crash
+	// test catches a commit that does not sync).
+	noSync bool
+}
+
+// Store is a [store.Store] in a Pebble database. Its layout and its
+// durability are explained in the package doc.
+//
+// Store is safe for concurrent use by multiple goroutines. Commits are
+// built one at a time but wait for their fsync together, so concurrent
+// Commits share Pebble's WAL syncs.
+type Store struct {
+	db   *pebble.DB
+	dir  string
+	log  *slog.Logger
+	sync bool // false only in tests (Options.noSync)
+
+	// closeMu is held shared by every method that uses db and exclusively
+	// by Close, so that Close waits for them and nothing uses db after.
+	closeMu sync.RWMutex
+	// closed is set by Close. Guarded by closeMu.
+	closed bool
+
+	// commitMu serializes the building of commits: a commit reads the
+	// records it replaces, and the batch before it must be visible then
+	// (see Commit).
+	commitMu sync.Mutex
+	// pendingNext is the job id high-water mark including commits handed to
+	// Pebble but not yet synced. Guarded by commitMu.
+	pendingNext uint64
+	// w is the scratch space of the commit being built. Guarded by
+	// commitMu.
+	w writer
+
+	// next is the job id high-water mark of synced commits: NextJobID.
+	next atomic.Uint64
+	// failed holds the first error of a commit that Pebble may have
+	// applied in part of its pipeline (a failed WAL write or sync). Once
+	// set, every Commit returns it: what readers see may then be ahead of
+	// what is durable, and only a reopen tells which.
+	failed atomic.Pointer[error]
+}
+
+// Open opens the store in dir, creating it if dir holds none. It refuses
+// a directory holding a Pebble database without the store's format record,
+// and a store of a format version other than this package's.
+//
+// Open replays Pebble's write-ahead log (see the package doc, "Crashes"),
+// so its time grows with the writes since the last memtable flush (at most
+// a few memtables), not with the number of tasks. When the store was not
+// closed cleanly it logs a warning with Pebble's account of the replay.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = DefaultCacheSize
+	}
+	if opts.MemTableSize == 0 {
+		opts.MemTableSize = DefaultMemTableSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	pl := &pebbleLogger{log: opts.Logger}
+	po := &pebble.Options{
+		CacheSize:    opts.CacheSize,
+		MemTableSize: opts.MemTableSize,
+		// At least FormatWALSyncChunks: WAL chunks then carry the offset the
+		// log was synced to, which lets Pebble tell corruption before that
+		// offset from a torn tail (package doc, "Crashes").
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pl,
+		EventListener:      eventListener(opts.Logger),
+		FS:                 opts.fs,
+	}
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		if errors.Is(err, pebble.ErrCorruption) {
+			return nil, fmt.Errorf("hourglass: open store %s: %w: %w", dir, store.ErrCorrupt, err)
+		}
+		return nil, fmt.Errorf("hourglass: open store %s: %w", dir, err)
+	}
+	s := &Store{db: db, dir: dir, log: opts.Logger, sync: !opts.noSync}
+	s.w.init()
+	if err := s.start(pl.takeReplays()); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// start checks the format record (writing it into a new store), loads the
+// job id high-water mark, reports an unclean shutdown, and sets the
+// running marker.
+func (s *Store) start(replays []string) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+
+	body, found, err := s.get(keyFormat)
+	switch {
+	case err != nil:
+		return fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+	case !found:
+		empty, err := s.empty()
+		if err != nil {
+			return err
+		}
+		if !empty {
+			return fmt.Errorf("hourglass: open store %s: a Pebble database without an hourglass format record", s.dir)
+		}
+		_ = b.Set(keyFormat, seal(keyFormat, binary.LittleEndian.AppendUint32(nil, formatVersion)), nil)
+	case len(body) != 4:
+		return fmt.Errorf("hourglass: open store %s: %w", s.dir, corrupt(keyFormat, "%d bytes, want 4", len(body)))
+	default:
+		if v := binary.LittleEndian.Uint32(body); v != formatVersion {
+			return fmt.Errorf("hourglass: open store %s: format version %d, and this build reads only version %d", s.dir, v, formatVersion)
+		}
+	}
+
+	if _, running, err := s.get(keyRunning); err != nil {
+		return fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+	} else if running {
+		s.log.Warn("hourglass: store was not closed cleanly (a crash, or a corrupt WAL tail): "+
+			"Pebble replayed its write-ahead log up to the last whole record; "+
+			"no Commit that returned is lost, a Commit in progress may be",
+			"dir", s.dir, "replay", replays)
+	}
+
+	next, err := s.loadNext()
+	if err != nil {
+		return err
+	}
+	s.next.Store(next)
+	s.pendingNext = next
+
+	_ = b.Set(keyRunning, seal(keyRunning, nil), nil)
+	if err := s.db.Apply(b, pebble.Sync); err != nil {
+		return fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// empty reports whether the database holds no key at all.
+func (s *Store) empty() (bool, error) {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return false, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+	}
+	found := it.First()
+	if err := it.Close(); err != nil {
+		return false, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+	}
+	return !found, nil
+}
+
+// loadNext returns the job id high-water mark: the next job id record, or
+// one above the highest task if that is higher (which a correct store
+// never shows: Commit writes both in one batch), and at least 1.
+func (s *Store) loadNext() (uint64, error) {
+	next := uint64(1)
+	body, found, err := s.get(keyNextJob)
+	if err != nil {
+		return 0, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+	}
+	if found {
+		v, err := decodeUint64(body)
+		if err != nil {
+			return 0, fmt.Errorf("hourglass: open store %s: %w", s.dir, corrupt(keyNextJob, "%v", err))
+		}
+		next = max(next, v)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: metaLower, UpperBound: metaUpper})
+	if err != nil {
+		return 0, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+	}
+	defer it.Close()
+	if it.Last() {
+		job, err := jobIDOf(it.Key())
+		if err != nil {
+			return 0, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+		}
+		if job >= next {
+			s.log.Warn("hourglass: next job id record below the highest task; using the task's",
+				"dir", s.dir, "record", next, "task", job)
+			next = job + 1
+		}
+	}
+	if err := it.Error(); err != nil {
+		return 0, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+	}
+	return next, nil
+}
+
+// NextJobID returns the lowest job id never used: one above the highest
+// job id of a committed put, or the highest Batch.NextJobID committed, if
+// higher, and at least 1 (job ids start at 1). It reads a counter kept in
+// memory: O(1), no I/O.
+func (s *Store) NextJobID() (uint64, error) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	return s.next.Load(), nil
+}
+
+// Close marks the store closed cleanly (one synced write, skipped after a
+// failed commit so that the next Open reports it) and closes Pebble; its
+// goroutines have exited when Close returns. It waits for methods in
+// progress. Close commits nothing else; calls after the first return nil.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var err error
+	if s.failed.Load() == nil {
+		if e := s.db.Delete(keyRunning, pebble.Sync); e != nil {
+			err = fmt.Errorf("hourglass: close store %s: %w", s.dir, e)
+		}
+	}
+	if e := s.db.Close(); e != nil {
+		err = errors.Join(err, fmt.Errorf("hourglass: close store %s: %w", s.dir, e))
+	}
+	return err
+}
+
+// get returns the body of the value under key, checked, and whether it
+// was found.
+func (s *Store) get(key []byte) (body []byte, found bool, err error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	body, err = unseal(key, v)
+	if err != nil {
+		return nil, false, err
+	}
+	return append([]byte(nil), body...), true, nil
+}
+
+// fail records err as the store's failure, if it is the first, and
+// returns it.
+func (s *Store) fail(err error) error {
+	s.failed.CompareAndSwap(nil, &err)
+	return err
+}

@@ -1,0 +1,257 @@
+package pebblestore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/hourglass-go/hourglass/store"
+)
+
+// Task returns the task with jobID, payload included, or
+// [store.ErrNotFound] itself (not wrapped: callers compare with ==). Record and payload are read through one Pebble
+// iterator, so they are of one state of the store even while commits go
+// on. Cost: two point seeks (bloom-filtered) and a copy of the payload.
+// Task is safe for concurrent use.
+func (s *Store) Task(jobID uint64) (store.Task, error) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return store.Task{}, ErrClosed
+	}
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return store.Task{}, fmt.Errorf("hourglass: task %d: %w", jobID, err)
+	}
+	t, err := readTask(it, jobID)
+	if e := it.Close(); err == nil && e != nil {
+		err = fmt.Errorf("hourglass: task %d: %w", jobID, e)
+	}
+	return t, err
+}
+
+// readTask reads task jobID, record and payload, through it.
+func readTask(it *pebble.Iterator, jobID uint64) (store.Task, error) {
+	var kbuf [jobKeyLen]byte
+	key := jobKey(kbuf[:0], prefixMeta, jobID)
+	t := store.Task{JobID: jobID}
+	body, found, err := seekValue(it, key)
+	if err != nil {
+		return store.Task{}, err
+	}
+	if !found {
+		return store.Task{}, store.ErrNotFound
+	}
+	if err := decodeMeta(body, &t, nil); err != nil {
+		return store.Task{}, corrupt(key, "%v", err)
+	}
+	key = jobKey(kbuf[:0], prefixPayload, jobID)
+	body, found, err = seekValue(it, key)
+	if err != nil {
+		return store.Task{}, err
+	}
+	if !found {
+		return store.Task{}, corrupt(key, "missing for a recorded task")
+	}
+	t.Payload = bytes.Clone(body)
+	if t.Payload == nil {
+		t.Payload = []byte{}
+	}
+	return t, nil
+}
+
+// seekValue positions it at key and returns the checked body of its value
+// (valid until it moves), and whether key is there.
+func seekValue(it *pebble.Iterator, key []byte) ([]byte, bool, error) {
+	if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
+		return nil, false, it.Error()
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return nil, false, err
+	}
+	body, err := unseal(key, v)
+	return body, err == nil, err
+}
+
+// Lookup returns the job id of the live task named id in queue, or
+// [store.ErrNotFound] itself. Cost: one Get. Lookup is safe for
+// concurrent use.
+func (s *Store) Lookup(queue, id string) (uint64, error) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	key := indexKey(nil, queue, id)
+	body, found, err := s.get(key)
+	if err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, store.ErrNotFound
+	}
+	job, err := decodeUint64(body)
+	if err != nil {
+		return 0, corrupt(key, "%v", err)
+	}
+	return job, nil
+}
+
+// List returns up to limit tasks of queue with job ids above after, in job
+// id order, without payloads. It scans the queue's list entries from after
+// and reads each task's record, all in one snapshot of the store: O(limit)
+// seeks. List is safe for concurrent use.
+func (s *Store) List(queue string, after uint64, limit int) ([]store.Task, error) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if limit <= 0 || after == ^uint64(0) {
+		return nil, nil
+	}
+	prefix := queueKey(nil, prefixList, queue)
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	list, err := snap.NewIter(&pebble.IterOptions{
+		LowerBound: binary.BigEndian.AppendUint64(bytes.Clone(prefix), after+1),
+		UpperBound: prefixEnd(prefix),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hourglass: list %q: %w", queue, err)
+	}
+	defer list.Close()
+	metas, err := snap.NewIter(nil)
+	if err != nil {
+		return nil, fmt.Errorf("hourglass: list %q: %w", queue, err)
+	}
+	defer metas.Close()
+
+	var tasks []store.Task
+	var kbuf [jobKeyLen]byte
+	for ok := list.First(); ok && len(tasks) < limit; ok = list.Next() {
+		lk := list.Key()
+		if len(lk) != len(prefix)+8 {
+			return nil, corrupt(lk, "not a list key")
+		}
+		v, err := list.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("hourglass: list %q: %w", queue, err)
+		}
+		if _, err := unseal(lk, v); err != nil {
+			return nil, err
+		}
+		job := binary.BigEndian.Uint64(lk[len(prefix):])
+		key := jobKey(kbuf[:0], prefixMeta, job)
+		body, found, err := seekValue(metas, key)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, corrupt(lk, "names task %d, which is not recorded", job)
+		}
+		t := store.Task{JobID: job}
+		if err := decodeMeta(body, &t, nil); err != nil {
+			return nil, corrupt(key, "%v", err)
+		}
+		tasks = append(tasks, t)
+	}
+	if err := errors.Join(list.Error(), metas.Error()); err != nil {
+		return nil, fmt.Errorf("hourglass: list %q: %w", queue, err)
+	}
+	return tasks, nil
+}
+
+// Recover calls fn for every task in job id order, without payloads,
+// stopping at the first error fn returns and returning it. It scans only
+// the record keys (about 100 bytes a task; payloads live under other keys
+// and are never read), through one iterator, so it sees one state of the
+// store. Tasks of one queue share one Queue string. O(n) for n tasks.
+// Recover is safe for concurrent use; fn must not call Close.
+func (s *Store) Recover(fn func(store.Task) error) error {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: metaLower, UpperBound: metaUpper})
+	if err != nil {
+		return fmt.Errorf("hourglass: recover: %w", err)
+	}
+	defer it.Close()
+	queues := make(map[string]string)
+	intern := func(b []byte) string {
+		if q, ok := queues[string(b)]; ok {
+			return q
+		}
+		q := string(b)
+		queues[q] = q
+		return q
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		key := it.Key()
+		job, err := jobIDOf(key)
+		if err != nil {
+			return err
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("hourglass: recover: %w", err)
+		}
+		body, err := unseal(key, v)
+		if err != nil {
+			return err
+		}
+		t := store.Task{JobID: job}
+		if err := decodeMeta(body, &t, intern); err != nil {
+			return corrupt(key, "%v", err)
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("hourglass: recover: %w", err)
+	}
+	return nil
+}
+
+// Schedules returns every schedule, ordered by name (bytewise). O(n) for
+// n schedules. Schedules is safe for concurrent use.
+func (s *Store) Schedules() ([]store.Schedule, error) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	prefix := []byte{prefixSchedule}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("hourglass: schedules: %w", err)
+	}
+	defer it.Close()
+	var out []store.Schedule
+	for ok := it.First(); ok; ok = it.Next() {
+		key := it.Key()
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("hourglass: schedules: %w", err)
+		}
+		body, err := unseal(key, v)
+		if err != nil {
+			return nil, err
+		}
+		sc := store.Schedule{Name: string(key[1:])}
+		if err := decodeSchedule(body, &sc); err != nil {
+			return nil, corrupt(key, "%v", err)
+		}
+		out = append(out, sc)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("hourglass: schedules: %w", err)
+	}
+	return out, nil
+}
