@@ -45,7 +45,8 @@ import (
 // driver goroutine that sleeps until the next deadline. Unlike Timer it is
 // not sharded: one lock guards it, and [WithShards] has no effect.
 //
-// Keyed is safe for concurrent use by multiple goroutines.
+// Keyed is safe for concurrent use by multiple goroutines. Make one with
+// [NewKeyed]; the zero Keyed is not usable: its methods panic.
 type Keyed[K comparable] struct {
 	driver // mu guards the fields below as well
 	clock
@@ -95,12 +96,22 @@ func NewKeyed[K comparable](expire func(key K), opts ...Option) *Keyed[K] {
 	return k
 }
 
+// mustBeMade panics if k is a zero Keyed, not made by [NewKeyed]: that is
+// misuse, and it must fail at once on the caller's goroutine, not later in
+// a driver goroutine with nothing to drive. (NewKeyed always sets take.)
+func (k *Keyed[K]) mustBeMade(method string) {
+	if k.take == nil {
+		panic("hourglass: " + method + " called on uninitialized Keyed; make one with NewKeyed")
+	}
+}
+
 // Set schedules key to expire d from now, or moves its pending timeout
 // there; the old deadline never fires. A d of zero or less expires key
 // promptly. Set on a pending key allocates nothing. It returns
 // [ErrStopped] after Stop, and [ErrTooManyPending] for a new key at the
 // pending limit.
 func (k *Keyed[K]) Set(key K, d time.Duration) error {
+	k.mustBeMade("Set")
 	if k.err != nil {
 		return k.err
 	}
@@ -139,6 +150,7 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 // reached ([ErrTooManyPending]), or at once after Stop ([ErrStopped]). It
 // takes O(len(keys)) time and allocates nothing for pending keys.
 func (k *Keyed[K]) SetMany(keys []K, d time.Duration) (int, error) {
+	k.mustBeMade("SetMany")
 	if k.err != nil {
 		return 0, k.err
 	}
@@ -211,6 +223,7 @@ func (k *Keyed[K]) flush() {
 // Remove cancels key's pending timeout and reports whether this call
 // prevented its expiry.
 func (k *Keyed[K]) Remove(key K) bool {
+	k.mustBeMade("Remove")
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.keys == nil {
@@ -223,6 +236,7 @@ func (k *Keyed[K]) Remove(key K) bool {
 // Deadline reports when key's pending timeout is due, and false if key has
 // none.
 func (k *Keyed[K]) Deadline(key K) (time.Time, bool) {
+	k.mustBeMade("Deadline")
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.keys == nil {
@@ -238,6 +252,7 @@ func (k *Keyed[K]) Deadline(key K) (time.Time, bool) {
 
 // Len reports the number of keys with a pending timeout.
 func (k *Keyed[K]) Len() int {
+	k.mustBeMade("Len")
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.len()
@@ -260,6 +275,7 @@ func (k *Keyed[K]) len() int {
 // (the [Inline] executor), Stop returns at once, with the keys that were
 // due in the same batch but not yet handed over.
 func (k *Keyed[K]) Stop() []K {
+	k.mustBeMade("Stop")
 	self := goid()
 	k.mu.Lock()
 	if k.stopped || k.keys == nil {
@@ -284,6 +300,7 @@ func (k *Keyed[K]) Stop() []K {
 
 // Stats returns a snapshot of k, as [Timer.Stats] does for a Timer.
 func (k *Keyed[K]) Stats() Stats {
+	k.mustBeMade("Stats")
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	s := Stats{Structure: k.structure, Shards: 1, Pending: k.len(), Wakeups: k.wakeups}

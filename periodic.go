@@ -44,6 +44,7 @@ const (
 // to the panic handler and later runs go on. Cancel the returned Timeout to
 // end it.
 func (t *Timer) ScheduleAtFixedRate(initialDelay, period time.Duration, f func()) (*Timeout, error) {
+	t.mustBeMade("ScheduleAtFixedRate")
 	if err := checkPeriodic("ScheduleAtFixedRate", period, f); err != nil {
 		return nil, err
 	}
@@ -56,6 +57,7 @@ func (t *Timer) ScheduleAtFixedRate(initialDelay, period time.Duration, f func()
 // delay must be positive. A panic in f goes to the panic handler and later
 // runs go on. Cancel the returned Timeout to end it.
 func (t *Timer) ScheduleWithFixedDelay(initialDelay, delay time.Duration, f func()) (*Timeout, error) {
+	t.mustBeMade("ScheduleWithFixedDelay")
 	if err := checkPeriodic("ScheduleWithFixedDelay", delay, f); err != nil {
 		return nil, err
 	}
@@ -70,6 +72,7 @@ func (t *Timer) ScheduleWithFixedDelay(initialDelay, delay time.Duration, f func
 // the panic handler and later runs go on. Cancel the returned Timeout to
 // end it.
 func (t *Timer) Schedule(s Schedule, f func()) (*Timeout, error) {
+	t.mustBeMade("Schedule")
 	if s == nil || f == nil {
 		return nil, fmt.Errorf("hourglass: Schedule: nil schedule or func")
 	}

@@ -22,6 +22,7 @@ type Stats struct {
 // Stats returns a snapshot of t. It takes each shard's lock in turn, so
 // the figures of different shards are not from one instant.
 func (t *Timer) Stats() Stats {
+	t.mustBeMade("Stats")
 	s := Stats{Structure: t.structure, Shards: len(t.shards)}
 	stopped := t.stopped.Load()
 	for i := range t.shards {

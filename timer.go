@@ -26,8 +26,9 @@ import (
 //
 // Timer is safe for concurrent use by multiple goroutines. Create one with
 // [New], use it from anywhere, and [Timer.Stop] it when done; a process
-// usually needs one (see [Default]). A Timer first used inside a
-// testing/synctest bubble belongs to that bubble.
+// usually needs one (see [Default]). The zero Timer is not usable: its
+// methods panic. A Timer first used inside a testing/synctest bubble
+// belongs to that bubble.
 type Timer struct {
 	clock
 	runner
@@ -75,6 +76,7 @@ func New(opts ...Option) *Timer {
 // It returns [ErrStopped] after Stop, [ErrTooManyPending] at the pending
 // limit, or an error for a nil f or an invalid option.
 func (t *Timer) AfterFunc(d time.Duration, f func()) (*Timeout, error) {
+	t.mustBeMade("AfterFunc")
 	if f == nil {
 		return nil, fmt.Errorf("hourglass: AfterFunc: nil func")
 	}
@@ -84,6 +86,7 @@ func (t *Timer) AfterFunc(d time.Duration, f func()) (*Timeout, error) {
 // AtFunc schedules f to run at when and returns its handle. A when in the
 // past runs f promptly. See [Timer.AfterFunc] for the errors.
 func (t *Timer) AtFunc(when time.Time, f func()) (*Timeout, error) {
+	t.mustBeMade("AtFunc")
 	if f == nil {
 		return nil, fmt.Errorf("hourglass: AtFunc: nil func")
 	}
@@ -126,13 +129,20 @@ func (t *Timer) scheduleOn(sh *shard, when uint64, f func(), p *periodic) (*Time
 	return to, nil
 }
 
+// mustBeMade panics if t is a zero Timer, not made by [New]: that is
+// misuse, as calling Stop on a time.Timer not made by NewTimer is, and it
+// must fail at once on the caller's goroutine. (A Timer whose options were
+// invalid has no shards either, but keeps the error to return.)
+func (t *Timer) mustBeMade(method string) {
+	if t.shards == nil && t.err == nil {
+		panic("hourglass: " + method + " called on uninitialized Timer; make one with New")
+	}
+}
+
 // pick returns the shard for a new timeout.
 func (t *Timer) pick() *shard {
 	if len(t.shards) == 1 {
 		return &t.shards[0]
-	}
-	if len(t.shards) == 0 {
-		panic("hourglass: Timer used without New")
 	}
 	return &t.shards[procID()%len(t.shards)]
 }
@@ -160,7 +170,10 @@ func (t *Timer) release() {
 // timeouts not yet handed to the executor, and periodic timeouts that have
 // not ended. It is 0 after Stop. Pending takes every shard's lock in turn,
 // so it is a snapshot, not an atomic count.
-func (t *Timer) Pending() int { return t.Stats().Pending }
+func (t *Timer) Pending() int {
+	t.mustBeMade("Pending")
+	return t.Stats().Pending
+}
 
 // Stop cancels every timeout not yet handed to the executor and returns
 // them, in no particular order, in O(n) for n pending; then it waits until
@@ -180,6 +193,7 @@ func (t *Timer) Pending() int { return t.Stats().Pending }
 // that were due with the calling one but not yet handed over, and the
 // driver exits as soon as the callback returns.
 func (t *Timer) Stop() []*Timeout {
+	t.mustBeMade("Stop")
 	self := goid()
 	if !t.stopped.CompareAndSwap(false, true) {
 		// A second Stop on a driver must not wait for the other drivers:
