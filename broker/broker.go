@@ -355,4 +355,3 @@ func view(t store.Task, s slot) Task {
 	}
 	return v
 }
-

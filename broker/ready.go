@@ -10,6 +10,15 @@ type queueState struct {
 	// waiters are reservers blocked in Reserve, oldest first.
 	waiters []*waiter
 
+	// buried holds the queue's dead tasks in the order they died, for
+	// beanstalkd's peek-buried and kick; entries whose task is no longer
+	// dead there are skipped and dropped lazily.
+	buried []uint64
+	// pausedUntil is when a pause (PauseQueue) ends, Unix ns; 0: none.
+	pausedUntil int64
+	// pauses counts PauseQueue calls.
+	pauses uint64
+
 	delayed, readyN, reserved, dead int
 	puts, deliveries, acks          uint64
 }
@@ -92,16 +101,21 @@ type waiter struct {
 	ch chan struct{}
 }
 
-// wakeOne signals the oldest waiter of q, if any. b.mu is held.
+// wakeOne signals the oldest waiter of q that is not signalled yet (one
+// waiting on several queues may have been signalled by another), if any.
+// b.mu is held.
 func (q *queueState) wakeOne() {
-	if len(q.waiters) == 0 {
-		return
+	for len(q.waiters) > 0 {
+		w := q.waiters[0]
+		copy(q.waiters, q.waiters[1:])
+		q.waiters[len(q.waiters)-1] = nil
+		q.waiters = q.waiters[:len(q.waiters)-1]
+		select {
+		case w.ch <- struct{}{}:
+			return
+		default:
+		}
 	}
-	w := q.waiters[0]
-	copy(q.waiters, q.waiters[1:])
-	q.waiters[len(q.waiters)-1] = nil
-	q.waiters = q.waiters[:len(q.waiters)-1]
-	w.ch <- struct{}{}
 }
 
 // remove takes w out of q's list and reports whether it was there (false:

@@ -47,9 +47,7 @@ func (b *Broker) recover() error {
 			t.Timeouts++
 			b.requeue(t.JobID, s, t, now, t.Due)
 		case store.Dead:
-			s.set(Dead)
-			q.count(0, Dead)
-			b.tasks[t.JobID] = s
+			b.bury(t.JobID, s, q)
 		default:
 			return fmt.Errorf("%w: job %d has state %d", store.ErrCorrupt, t.JobID, t.State)
 		}

@@ -14,9 +14,10 @@ import (
 // then due time, then put order, each leased for its TTR: the answer's
 // tasks carry Lease, which Ack, Touch and Nack take. When none is ready it
 // waits up to wait for the first one and answers as soon as one is (an
-// empty answer when none came, or when ctx ends or the broker closes).
-// The reservations are durable when it returns. max must be 1 to
-// MaxReserve and wait 0 to MaxWait.
+// empty answer when none came, or when ctx ends). The reservations are
+// durable when it returns. max must be 1 to MaxReserve and wait 0 to
+// MaxWait. A paused queue (PauseQueue) hands out nothing until its pause
+// ends.
 func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]Task, error) {
 	if err := checkQueue(queue); err != nil {
 		return nil, err
@@ -24,78 +25,133 @@ func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.D
 	if max < 1 || max > MaxReserve {
 		return nil, fmt.Errorf("%w: max must be 1 to %d", ErrInvalid, MaxReserve)
 	}
+	return b.reserve(ctx, []string{queue}, max, wait)
+}
+
+// ReserveAny reserves one ready task from any of queues, the first in
+// delivery order across them (priority, then due time, then put order),
+// waiting up to wait as Reserve does. ok is false when none came. It is
+// beanstalkd's reserve over a watch list.
+func (b *Broker) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t Task, ok bool, err error) {
+	if len(queues) == 0 {
+		return Task{}, false, fmt.Errorf("%w: no queue to reserve from", ErrInvalid)
+	}
+	for _, q := range queues {
+		if err := checkQueue(q); err != nil {
+			return Task{}, false, err
+		}
+	}
+	ts, err := b.reserve(ctx, queues, 1, wait)
+	if err != nil || len(ts) == 0 {
+		return Task{}, false, err
+	}
+	return ts[0], true, nil
+}
+
+// reserve is Reserve over several queues.
+func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time.Duration) ([]Task, error) {
 	if wait < 0 || wait > MaxWait {
 		return nil, fmt.Errorf("%w: wait must be 0 to %s", ErrInvalid, MaxWait)
 	}
 	var timer *time.Timer
+	qs := make([]*queueState, len(names))
 	for {
 		b.mu.Lock()
 		if err := b.usable(); err != nil {
 			b.mu.Unlock()
 			return nil, err
 		}
-		q := b.queue(queue)
-		tasks, err := b.take(q, max)
+		for i, n := range names {
+			qs[i] = b.queue(n)
+		}
+		tasks, err := b.take(qs, max)
 		if err != nil || len(tasks) > 0 || wait == 0 {
-			g := b.barrier()
-			if werr := b.commitWait(ctx, g); err == nil && werr != nil {
-				if len(tasks) > 0 && werr == ctx.Err() {
-					// The reservations stand and their leases run out as
-					// usual; this caller is gone.
-					return nil, werr
-				}
-				err = werr
+			if werr := b.commitWait(ctx, b.barrier()); err == nil && werr != nil {
+				// With ctx's error, the reservations stand and their
+				// leases run out as usual: this caller is gone.
+				return nil, werr
 			}
 			return tasks, err
 		}
 		w := &waiter{ch: make(chan struct{}, 1)}
-		q.waiters = append(q.waiters, w)
+		for _, q := range qs {
+			q.waiters = append(q.waiters, w)
+		}
 		b.mu.Unlock()
 		if timer == nil {
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
 		}
+		woken := false
 		select {
 		case <-w.ch:
-			continue // a task became ready: try again
+			woken = true
 		case <-ctx.Done():
 		case <-timer.C:
 		}
 		b.mu.Lock()
-		if !q.remove(w) {
+		for _, q := range qs {
+			q.remove(w)
+		}
+		if !woken && len(w.ch) > 0 {
 			// Signalled while leaving: pass the signal on.
-			<-w.ch
-			q.wakeOne()
+			for _, q := range qs {
+				if len(q.ready) > 0 {
+					q.wakeOne()
+				}
+			}
 		}
 		b.mu.Unlock()
-		return nil, nil
+		if !woken {
+			return nil, nil
+		}
 	}
 }
 
-// take reserves up to max ready tasks of q. b.mu is held.
-func (b *Broker) take(q *queueState, max int) ([]Task, error) {
+// take reserves up to max ready tasks from qs, each time the first in
+// delivery order across them. b.mu is held.
+func (b *Broker) take(qs []*queueState, max int) ([]Task, error) {
 	var out []Task
 	now := time.Now()
 	for len(out) < max {
-		it, ok := q.ready.pop()
-		if !ok {
+		var best *queueState
+		var top readyItem
+		for _, q := range qs {
+			if q.pausedUntil > now.UnixNano() {
+				continue
+			}
+			if it, ok := b.peekReady(q); ok && (best == nil || it.less(top)) {
+				best, top = q, it
+			}
+		}
+		if best == nil {
 			break
 		}
-		s, ok := b.tasks[it.job]
-		if !ok || s.state() != Ready || s.queue() != q.index {
-			continue // deleted or replaced while ready
-		}
-		rec, err := b.record(it.job)
+		best.ready.pop()
+		rec, err := b.record(top.job)
 		if err != nil {
-			q.ready.push(it)
+			best.ready.push(top)
 			return out, err
 		}
-		t := b.lease(it.job, s, rec, q, now)
-		q.deliveries++
+		t := b.lease(top.job, b.tasks[top.job], rec, best, now)
+		best.deliveries++
 		b.metrics.delivered(now.Sub(time.Unix(0, rec.Due)))
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// peekReady returns the first item of q's ready heap whose task is still
+// ready there, dropping stale items. b.mu is held.
+func (b *Broker) peekReady(q *queueState) (readyItem, bool) {
+	for len(q.ready) > 0 {
+		it := q.ready[0]
+		if s, ok := b.tasks[it.job]; ok && s.state() == Ready && s.queue() == q.index {
+			return it, true
+		}
+		q.ready.pop()
+	}
+	return readyItem{}, false
 }
 
 // lease reserves job (ready, with record rec) until now+TTR and returns
@@ -181,9 +237,7 @@ func (b *Broker) requeue(job uint64, s slot, rec store.Task, now, due int64) {
 	if rec.MaxAttempts > 0 && rec.Attempts >= rec.MaxAttempts {
 		rec.State = store.Dead
 		b.writeTask(store.UpdateTask, rec)
-		q.count(s.state(), Dead)
-		s.set(Dead)
-		b.tasks[job] = s
+		b.bury(job, s, q)
 		b.metrics.dead.Inc()
 		return
 	}

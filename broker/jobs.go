@@ -1,0 +1,387 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hourglass-go/hourglass/store"
+)
+
+// The methods in this file name tasks by job id, as beanstalkd's protocol
+// does; a reservation is named by its lease, which the protocol adapter
+// keeps per connection.
+
+// job returns the record and slot of job. b.mu is held.
+func (b *Broker) job(job uint64) (store.Task, slot, error) {
+	if err := b.usable(); err != nil {
+		return store.Task{}, slot{}, err
+	}
+	s, ok := b.tasks[job]
+	if !ok {
+		return store.Task{}, slot{}, ErrNotFound
+	}
+	rec, err := b.record(job)
+	if err != nil {
+		return store.Task{}, slot{}, err
+	}
+	return rec, s, nil
+}
+
+// heldJob returns job's record and slot if lease is its current lease
+// (ErrNotFound otherwise, as beanstalkd answers). b.mu is held.
+func (b *Broker) heldJob(job uint64, lease string) (store.Task, slot, error) {
+	rec, s, err := b.job(job)
+	if err != nil {
+		return store.Task{}, slot{}, err
+	}
+	if s.state() != Reserved || lease == "" || rec.Lease != lease {
+		return store.Task{}, slot{}, ErrNotFound
+	}
+	return rec, s, nil
+}
+
+// Job returns the task with job id job, payload included, or ErrNotFound.
+func (b *Broker) Job(job uint64) (Task, error) {
+	b.mu.Lock()
+	rec, s, err := b.job(job)
+	if err != nil {
+		b.mu.Unlock()
+		return Task{}, err
+	}
+	t := view(rec, s)
+	return t, b.commitWait(context.Background(), b.barrier())
+}
+
+// DeleteJob deletes job, durably, if it is delayed, ready or dead, or
+// reserved under lease; else it returns ErrNotFound.
+func (b *Broker) DeleteJob(ctx context.Context, job uint64, lease string) error {
+	b.mu.Lock()
+	rec, s, err := b.job(job)
+	if err == nil && s.state() == Reserved && (lease == "" || rec.Lease != lease) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	b.remove(job, s, rec)
+	return b.commitWait(ctx, b.barrier())
+}
+
+// ReleaseJob ends the reservation lease of job: it is waiting again with
+// priority prio, delayed by delay (ready at once for 0), whatever its
+// attempts. ErrNotFound if job is not reserved under lease.
+func (b *Broker) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
+	if delay < 0 || delay > b.cfg.MaxDelay {
+		return fmt.Errorf("%w: delay must be 0 to %s", ErrInvalid, b.cfg.MaxDelay)
+	}
+	b.mu.Lock()
+	rec, s, err := b.heldJob(job, lease)
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	b.leases.Remove(job)
+	b.metrics.nacks.Inc()
+	q := b.queues[s.queue()]
+	now := time.Now()
+	rec.Releases++
+	rec.Priority = prio
+	rec.State = store.Waiting
+	rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
+	rec.Due = now.Add(delay).UnixNano()
+	b.writeTask(store.UpdateTask, rec)
+	s.prio, s.due = prio, rec.Due
+	b.place(job, s, q, now.UnixNano())
+	return b.commitWait(ctx, b.barrier())
+}
+
+// BuryJob makes job, reserved under lease, dead with priority prio.
+func (b *Broker) BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error {
+	b.mu.Lock()
+	rec, s, err := b.heldJob(job, lease)
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	b.leases.Remove(job)
+	rec.Buries++
+	rec.Priority = prio
+	rec.State = store.Dead
+	rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
+	b.writeTask(store.UpdateTask, rec)
+	s.prio = prio
+	b.bury(job, s, b.queues[s.queue()])
+	return b.commitWait(ctx, b.barrier())
+}
+
+// bury records job as dead in memory and in q's buried list. b.mu is held.
+func (b *Broker) bury(job uint64, s slot, q *queueState) {
+	q.count(s.state(), Dead)
+	s.set(Dead)
+	b.tasks[job] = s
+	if len(q.buried) >= 64 && len(q.buried) > 2*q.dead {
+		live := q.buried[:0]
+		for _, j := range q.buried {
+			if x, ok := b.tasks[j]; ok && x.state() == Dead && x.queue() == q.index {
+				live = append(live, j)
+			}
+		}
+		clear(q.buried[len(live):])
+		q.buried = live
+	}
+	q.buried = append(q.buried, job)
+}
+
+// TouchJob renews the reservation lease of job for another TTR.
+func (b *Broker) TouchJob(ctx context.Context, job uint64, lease string) (Task, error) {
+	b.mu.Lock()
+	rec, s, err := b.heldJob(job, lease)
+	if err != nil {
+		b.mu.Unlock()
+		return Task{}, err
+	}
+	return b.touch(ctx, job, rec, s, lease)
+}
+
+// touch renews job's lease and waits for the write. b.mu is held and
+// released.
+func (b *Broker) touch(ctx context.Context, job uint64, rec store.Task, s slot, lease string) (Task, error) {
+	rec.LeaseUntil = time.Now().Add(rec.TTR).UnixNano()
+	payload := rec.Payload
+	rec.Payload = nil
+	b.writeTask(store.UpdateTask, rec)
+	b.leases.Set(job, rec.TTR)
+	rec.Payload = payload
+	t := view(rec, s)
+	t.Lease = lease
+	return t, b.commitWait(ctx, b.barrier())
+}
+
+// KickJob makes job ready if it is dead or delayed; else ErrNotFound.
+func (b *Broker) KickJob(ctx context.Context, job uint64) error {
+	b.mu.Lock()
+	rec, s, err := b.job(job)
+	if err == nil && s.state() != Dead && s.state() != Delayed {
+		err = ErrNotFound
+	}
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	b.kickJob(job, s, rec)
+	return b.commitWait(ctx, b.barrier())
+}
+
+// KickQueue makes up to n tasks of queue ready: dead ones, oldest death
+// first, if there are any; else delayed ones, soonest due first. It
+// returns how many. Kicking delayed tasks scans every live task: O(n).
+func (b *Broker) KickQueue(ctx context.Context, queue string, n int) (int, error) {
+	if err := checkQueue(queue); err != nil {
+		return 0, err
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return 0, err
+	}
+	q := b.queue(queue)
+	var jobs []uint64
+	if q.dead > 0 {
+		jobs = b.buriedJobs(q, n)
+	} else {
+		jobs = b.delayedJobs(q, n)
+	}
+	for _, job := range jobs {
+		rec, err := b.record(job)
+		if err != nil {
+			b.mu.Unlock()
+			return 0, err
+		}
+		b.kickJob(job, b.tasks[job], rec)
+	}
+	return len(jobs), b.commitWait(ctx, b.barrier())
+}
+
+// buriedJobs returns up to n of q's dead tasks, oldest death first.
+// b.mu is held.
+func (b *Broker) buriedJobs(q *queueState, n int) []uint64 {
+	var out []uint64
+	seen := make(map[uint64]bool)
+	for _, j := range q.buried {
+		if len(out) == n {
+			break
+		}
+		if s, ok := b.tasks[j]; ok && s.state() == Dead && s.queue() == q.index && !seen[j] {
+			seen[j] = true
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// delayedJobs returns up to n of q's delayed tasks, soonest due first,
+// by a scan of every live task. b.mu is held.
+func (b *Broker) delayedJobs(q *queueState, n int) []uint64 {
+	var h readyHeap // a max-heap by negated order would do; n is small
+	for j, s := range b.tasks {
+		if s.state() == Delayed && s.queue() == q.index {
+			h.push(readyItem{due: s.due, job: j})
+		}
+	}
+	var out []uint64
+	for len(out) < n {
+		it, ok := h.pop()
+		if !ok {
+			break
+		}
+		out = append(out, it.job)
+	}
+	return out
+}
+
+// ReserveJob reserves job if it is ready, delayed or dead, whatever its
+// queue, and returns it with its lease; else ErrNotFound.
+func (b *Broker) ReserveJob(ctx context.Context, job uint64) (Task, error) {
+	b.mu.Lock()
+	rec, s, err := b.job(job)
+	if err == nil && s.state() == Reserved {
+		err = ErrNotFound
+	}
+	if err != nil {
+		b.mu.Unlock()
+		return Task{}, err
+	}
+	q := b.queues[s.queue()]
+	b.unplace(job, s)
+	q.count(0, s.state()) // lease moves it from there
+	t := b.lease(job, s, rec, q, time.Now())
+	q.deliveries++
+	return t, b.commitWait(ctx, b.barrier())
+}
+
+// Peek returns the next task of queue in state st without reserving it:
+// for Ready the next one Reserve would hand out; for Delayed the one due
+// soonest (a scan of every live task); for Dead the oldest death.
+// ErrNotFound when there is none.
+func (b *Broker) Peek(queue string, st State) (Task, error) {
+	if err := checkQueue(queue); err != nil {
+		return Task{}, err
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return Task{}, err
+	}
+	q := b.queue(queue)
+	var jobs []uint64
+	switch st {
+	case Ready:
+		if it, ok := b.peekReady(q); ok {
+			jobs = []uint64{it.job}
+		}
+	case Delayed:
+		jobs = b.delayedJobs(q, 1)
+	case Dead:
+		jobs = b.buriedJobs(q, 1)
+	default:
+		b.mu.Unlock()
+		return Task{}, fmt.Errorf("%w: cannot peek %s tasks", ErrInvalid, st)
+	}
+	if len(jobs) == 0 {
+		b.mu.Unlock()
+		return Task{}, ErrNotFound
+	}
+	rec, s, err := b.job(jobs[0])
+	if err != nil {
+		b.mu.Unlock()
+		return Task{}, err
+	}
+	t := view(rec, s)
+	return t, b.commitWait(context.Background(), b.barrier())
+}
+
+// PauseQueue stops queue from handing out tasks for d (0 ends a pause):
+// reservers wait, puts go on.
+func (b *Broker) PauseQueue(queue string, d time.Duration) error {
+	if err := checkQueue(queue); err != nil {
+		return err
+	}
+	if d < 0 || d > b.cfg.MaxDelay {
+		return fmt.Errorf("%w: pause must be 0 to %s", ErrInvalid, b.cfg.MaxDelay)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return err
+	}
+	q := b.queue(queue)
+	q.pauses++
+	until := time.Now().Add(d).UnixNano()
+	q.pausedUntil = until
+	if d == 0 {
+		q.pausedUntil = 0
+		b.unpaused(q)
+		return nil
+	}
+	_, err := b.cron.AfterFunc(d, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if q.pausedUntil == until {
+			q.pausedUntil = 0
+			b.unpaused(q)
+		}
+	})
+	return err
+}
+
+// unpaused wakes as many of q's waiters as q has ready tasks. b.mu is
+// held.
+func (b *Broker) unpaused(q *queueState) {
+	for range min(q.readyN, len(q.waiters)) {
+		q.wakeOne()
+	}
+}
+
+// QueueDetail is what beanstalkd's stats-tube reports of a queue.
+type QueueDetail struct {
+	QueueStats
+	// Urgent counts ready tasks with priority under DefaultPriority.
+	Urgent int
+	// Waiting counts reservers blocked on the queue.
+	Waiting int
+	// Pause is the time left of a pause (0: none), and Pauses the number
+	// of PauseQueue calls.
+	PauseLeft time.Duration
+	Pauses    uint64
+}
+
+// Queue returns the detail of queue; a queue never used reports zeros.
+// It takes O(ready) time.
+func (b *Broker) Queue(queue string) (QueueDetail, error) {
+	if err := checkQueue(queue); err != nil {
+		return QueueDetail{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, ok := b.byName[queue]
+	if !ok {
+		return QueueDetail{QueueStats: QueueStats{Name: queue}}, nil
+	}
+	d := QueueDetail{
+		QueueStats: QueueStats{Name: q.name, Delayed: q.delayed, Ready: q.readyN, Reserved: q.reserved, Dead: q.dead,
+			Puts: q.puts, Deliveries: q.deliveries, Acks: q.acks},
+		Waiting: len(q.waiters),
+		Pauses:  q.pauses,
+	}
+	for _, it := range q.ready {
+		if s, ok := b.tasks[it.job]; ok && s.state() == Ready && s.queue() == q.index && s.prio < DefaultPriority {
+			d.Urgent++
+		}
+	}
+	if left := q.pausedUntil - time.Now().UnixNano(); left > 0 {
+		d.PauseLeft = time.Duration(left)
+	}
+	return d, nil
+}
