@@ -96,6 +96,8 @@ type Broker struct {
 	// writes (see barrier); over shows their writes. Guarded by mu.
 	open, last *group
 	over       overlay
+	// late is the lateness history the dashboard draws. Guarded by mu.
+	late lateness
 	// closed is set by Close; failed by a failed commit. Guarded by mu.
 	closed bool
 	failed error

@@ -135,7 +135,9 @@ func (b *Broker) take(qs []*queueState, max int) ([]Task, error) {
 		}
 		t := b.lease(top.job, b.tasks[top.job], rec, best, now)
 		best.deliveries++
-		b.metrics.delivered(now.Sub(time.Unix(0, rec.Due)))
+		late := now.Sub(time.Unix(0, rec.Due))
+		b.metrics.delivered(late)
+		b.late.add(now, late)
 		out = append(out, t)
 	}
 	return out, nil
