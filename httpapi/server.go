@@ -76,8 +76,6 @@ const (
 	// smallBody bounds the bodies that carry no payload (reserve, ack,
 	// nack, touch, kick).
 	smallBody = 64 << 10
-	// defaultMaxPayload is Options.MaxPayload's default, the broker's.
-	defaultMaxPayload = 1 << 20
 	// defaultBatchBody is Options.MaxBatchBody's default: a thousand
 	// puts of 64 KiB each.
 	defaultBatchBody = 64 << 20
@@ -116,7 +114,7 @@ func New(opts Options) *Server {
 	}
 	maxPayload := opts.MaxPayload
 	if maxPayload <= 0 {
-		maxPayload = defaultMaxPayload
+		maxPayload = broker.DefaultMaxPayload
 	}
 	s.putBody = int64(maxPayload) + Envelope
 	s.batchBody = opts.MaxBatchBody

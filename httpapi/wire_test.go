@@ -53,6 +53,9 @@ func errorText(t *testing.T, w *httptest.ResponseRecorder) string {
 // newServer returns a ready Server over a fake broker.
 func newServer(t *testing.T, opts httpapi.Options) (*httpapi.Server, *fakeBroker) {
 	f := &fakeBroker{t: t}
+	if opts.Logger == nil {
+		opts.Logger = quiet
+	}
 	s := httpapi.New(opts)
 	s.SetBroker(f)
 	return s, f

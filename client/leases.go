@@ -1,0 +1,62 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+)
+
+// Reserve takes up to max ready tasks of queue (max ≤ 0: one), each with
+// a lease for its ttr, waiting up to wait for the first one when none is
+// ready. It returns an empty list when none came. The context should
+// outlast wait; cancelling it ends the wait on the server too.
+func (c *Client) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]api.Task, error) {
+	var req api.ReserveRequest
+	if max > 0 {
+		req.Max = &max
+	}
+	if wait > 0 {
+		d := api.Duration(wait)
+		req.Wait = &d
+	}
+	var out api.ReserveResponse
+	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "reserve"), req, &out)
+	return out.Tasks, err
+}
+
+// Ack acknowledges the task id reserved under lease: it is done and
+// removed. [ErrConflict] if the lease is stale (expired, so the task may
+// be with another worker), [ErrNotFound] if the task is gone.
+func (c *Client) Ack(ctx context.Context, queue, id, lease string) error {
+	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks", id, "ack"), api.LeaseRequest{Lease: lease}, nil)
+	return err
+}
+
+// Touch renews the lease of the task id for another ttr and returns the
+// task with its lease.
+func (c *Client) Touch(ctx context.Context, queue, id, lease string) (api.Task, error) {
+	var t api.Task
+	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks", id, "touch"), api.LeaseRequest{Lease: lease}, &t)
+	return t, err
+}
+
+// Nack gives the task id back: ready again after delay (at once for 0),
+// or dead when its attempts are used up.
+func (c *Client) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
+	req := api.NackRequest{Lease: lease}
+	if delay != 0 {
+		d := api.Duration(delay)
+		req.Delay = &d
+	}
+	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks", id, "nack"), req, nil)
+	return err
+}
+
+// Kick makes the dead task id ready again; [ErrConflict] if it is not
+// dead.
+func (c *Client) Kick(ctx context.Context, queue, id string) error {
+	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks", id, "kick"), nil, nil)
+	return err
+}

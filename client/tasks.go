@@ -1,0 +1,42 @@
+package client
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/hourglass-go/hourglass/api"
+)
+
+// Put puts a task into queue. created is true when the task is new, and
+// false when a task of the same id existed: then t is that task,
+// unchanged, or with r.Replace its replacement.
+func (c *Client) Put(ctx context.Context, queue string, r api.PutRequest) (t api.Task, created bool, err error) {
+	status, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks"), r, &t)
+	return t, status == http.StatusCreated, err
+}
+
+// PutBatch puts up to [api.MaxBatch] tasks into queue in one commit and
+// returns one result per task, in order: a task, or the error that
+// refused it. An error return means the batch as a whole failed.
+func (c *Client) PutBatch(ctx context.Context, queue string, rs []api.PutRequest) ([]api.BatchResult, error) {
+	var out api.BatchResponse
+	if rs == nil {
+		rs = []api.PutRequest{}
+	}
+	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks:batch"), api.BatchRequest{Tasks: rs}, &out)
+	return out.Results, err
+}
+
+// Get returns the task id of queue; [ErrNotFound] if there is none.
+func (c *Client) Get(ctx context.Context, queue, id string) (api.Task, error) {
+	var t api.Task
+	_, err := c.do(ctx, http.MethodGet, path("queues", queue, "tasks", id), nil, &t)
+	return t, err
+}
+
+// Delete deletes the task id of queue, whatever its state; [ErrNotFound]
+// if there is none.
+func (c *Client) Delete(ctx context.Context, queue, id string) error {
+	_, err := c.do(ctx, http.MethodDelete, path("queues", queue, "tasks", id), nil, nil)
+	return err
+}
