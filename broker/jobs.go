@@ -385,3 +385,40 @@ func (b *Broker) Queue(queue string) (QueueDetail, error) {
 	}
 	return d, nil
 }
+
+// KickDead makes every dead task of queue ready and returns how many.
+func (b *Broker) KickDead(ctx context.Context, queue string) (int, error) {
+	return b.eachDead(ctx, queue, b.kickJob)
+}
+
+// DeleteDead deletes every dead task of queue and returns how many.
+func (b *Broker) DeleteDead(ctx context.Context, queue string) (int, error) {
+	return b.eachDead(ctx, queue, b.remove)
+}
+
+// eachDead applies f to every dead task of queue, durably.
+func (b *Broker) eachDead(ctx context.Context, queue string, f func(uint64, slot, store.Task)) (int, error) {
+	if err := checkQueue(queue); err != nil {
+		return 0, err
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return 0, err
+	}
+	q, ok := b.byName[queue]
+	if !ok {
+		b.mu.Unlock()
+		return 0, nil
+	}
+	jobs := b.buriedJobs(q, q.dead)
+	for _, job := range jobs {
+		rec, err := b.record(job)
+		if err != nil {
+			b.mu.Unlock()
+			return 0, err
+		}
+		f(job, b.tasks[job], rec)
+	}
+	return len(jobs), b.commitWait(ctx, b.barrier())
+}

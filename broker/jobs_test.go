@@ -139,3 +139,31 @@ func TestBroker_PauseQueue(t *testing.T) {
 		}
 	})
 }
+
+func TestBroker_KickDeadDeleteDead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := open(t, memstore.New())
+		for i := range 4 {
+			put(t, b, "q", broker.PutRequest{MaxAttempts: 1, TTR: time.Second, Priority: uint32(i)})
+		}
+		ts, _ := b.Reserve(ctx, "q", 4, 0)
+		if len(ts) != 4 {
+			t.Fatal(ts)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		if d, _ := b.Queue("q"); d.Dead != 4 {
+			t.Fatalf("dead: %+v", d)
+		}
+		if n, err := b.KickDead(ctx, "q"); n != 4 || err != nil {
+			t.Fatalf("kick dead: %d %v", n, err)
+		}
+		ts, _ = b.Reserve(ctx, "q", 4, 0)
+		time.Sleep(1100 * time.Millisecond)
+		if n, err := b.DeleteDead(ctx, "q"); n != 4 || err != nil {
+			t.Fatalf("delete dead: %d %v", n, err)
+		}
+		if d, _ := b.Queue("q"); d.Dead+d.Ready+d.Delayed+d.Reserved != 0 {
+			t.Fatalf("left: %+v", d)
+		}
+	})
+}
