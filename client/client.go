@@ -116,3 +116,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (stat
 	}
 	return resp.StatusCode, nil
 }
+
+// URL returns the server's URL as New was given it, without a trailing
+// "/".
+func (c *Client) URL() string { return c.base }
