@@ -1,0 +1,47 @@
+package pebblestore
+
+import (
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// OpenFS opens the store in dir on fs (a crashable in-memory file system
+// in the power-loss tests). With noSync its commits do not sync the WAL:
+// the power-loss test shows that it then loses acknowledged commits.
+func OpenFS(dir string, opts Options, fs vfs.FS, noSync bool) (*Store, error) {
+	opts.fs, opts.noSync = fs, noSync
+	return Open(dir, opts)
+}
+
+// SetRaw writes value under key as it is, with no checksum added, synced:
+// the tests' way to damage a record.
+func (s *Store) SetRaw(key, value []byte) error {
+	return s.db.Set(key, value, pebble.Sync)
+}
+
+// Raw returns the value under key as stored, checksum included.
+func (s *Store) Raw(key []byte) ([]byte, error) {
+	v, closer, err := s.db.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), nil
+}
+
+// Keys of the layout, for the tests.
+func MetaKey(job uint64) []byte               { return jobKey(nil, prefixMeta, job) }
+func PayloadKey(job uint64) []byte            { return jobKey(nil, prefixPayload, job) }
+func IndexKey(queue, id string) []byte        { return indexKey(nil, queue, id) }
+func ListKey(queue string, job uint64) []byte { return listKey(nil, queue, job) }
+func ScheduleKey(name string) []byte          { return scheduleKey(nil, name) }
+
+var (
+	FormatKey  = keyFormat
+	NextJobKey = keyNextJob
+	RunningKey = keyRunning
+)
+
+// Seal returns body sealed with its checksum under key, as the store
+// writes it.
+func Seal(key, body []byte) []byte { return seal(key, append([]byte(nil), body...)) }

@@ -1,0 +1,351 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hourglass-go/hourglass/store"
+)
+
+// testPutAndRead: tasks put are read back whole by Task, Lookup, List and
+// Recover.
+func testPutAndRead(t *testing.T, st store.Store) {
+	a := sample(1, "mail", "welcome-1")
+	b := reserved(sample(2, "mail", "welcome-2"), "lease-token-2")
+	b.Payload = payloadOf(2, 0)
+	c := sample(3, "sms", "welcome-1") // same id, other queue
+	c.State = store.Dead
+	commit(t, st, put(a), put(b), put(c))
+
+	for _, want := range []store.Task{a, b, c} {
+		checkTask(t, st, want)
+		checkLookup(t, st, want.Queue, want.ID, want.JobID)
+	}
+	checkAll(t, st, a, b, c)
+	got := listAll(t, st, "mail", 10)
+	if len(got) != 2 || diff(got[0], a, false) != "" || diff(got[1], b, false) != "" {
+		t.Fatalf("List(mail) = %+v, want jobs 1 and 2 without payloads", got)
+	}
+	checkNext(t, st, 4)
+}
+
+// testNotFound: what an empty store and missing keys return. Task and
+// Lookup return ErrNotFound itself: the broker compares with ==.
+func testNotFound(t *testing.T, st store.Store) {
+	checkGone(t, st, 1)
+	checkLookup(t, st, "mail", "x", 0)
+	if l, err := st.List("mail", 0, 10); err != nil || len(l) != 0 {
+		t.Fatalf("List on an empty store = %v, %v", l, err)
+	}
+	checkAll(t, st)
+	if s, err := st.Schedules(); err != nil || len(s) != 0 {
+		t.Fatalf("Schedules on an empty store = %v, %v", s, err)
+	}
+	checkNext(t, st, 1) // job ids start at 1
+
+	commit(t, st, put(sample(1, "a", "x")))
+	checkGone(t, st, 2)
+	checkGone(t, st, 0)
+	checkGone(t, st, ^uint64(0))
+	checkLookup(t, st, "a", "y", 0)
+	checkLookup(t, st, "b", "x", 0)
+	checkLookup(t, st, "a", "", 0)
+	checkLookup(t, st, "", "x", 0)
+}
+
+// testList: paging through a queue returns its tasks in job id order,
+// without payloads, and none of another queue, even one whose name
+// extends this one's.
+func testList(t *testing.T, st store.Store) {
+	queues := []string{"a", "ab", "a.b", "b", "a-"}
+	want := make(map[string][]store.Task)
+	var ops []store.Op
+	for job := uint64(1); job <= 60; job++ {
+		q := queues[job%uint64(len(queues))]
+		task := sample(job, q, "id")
+		task.ID = "t" + string(rune('0'+job%10)) + string(rune('a'+job/10))
+		want[q] = append(want[q], task)
+		ops = append(ops, put(task))
+	}
+	// Put in a shuffled order: the order of List is the job id order, not
+	// the order of writes.
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
+	commit(t, st, ops...)
+
+	for _, q := range queues {
+		for _, page := range []int{1, 5, 12, 100} {
+			got := listAll(t, st, q, page)
+			if len(got) != len(want[q]) {
+				t.Fatalf("List(%q) by %d: %v, want %v", q, page, jobs(got), jobs(want[q]))
+			}
+			for i := range got {
+				if d := diff(got[i], want[q][i], false); d != "" {
+					t.Fatalf("List(%q) by %d, task %d: %s", q, page, i, d)
+				}
+			}
+		}
+	}
+	// A page starting inside the queue, between its job ids.
+	w := want["a"]
+	got, err := st.List("a", w[2].JobID-1, 2)
+	if err != nil || len(got) != 2 || got[0].JobID != w[2].JobID || got[1].JobID != w[3].JobID {
+		t.Fatalf("List(a, %d, 2) = %v, %v; want jobs %d, %d", w[2].JobID-1, jobs(got), err, w[2].JobID, w[3].JobID)
+	}
+	for _, c := range []struct {
+		queue string
+		after uint64
+		limit int
+	}{
+		{"a", 0, 0},
+		{"a", w[len(w)-1].JobID, 10},
+		{"a", ^uint64(0), 10},
+		{"c", 0, 10},
+		{"", 0, 10},
+	} {
+		if got, err := st.List(c.queue, c.after, c.limit); err != nil || len(got) != 0 {
+			t.Fatalf("List(%q, %d, %d) = %v, %v; want none", c.queue, c.after, c.limit, jobs(got), err)
+		}
+	}
+}
+
+// testRecover: Recover calls fn in job id order whatever the order of
+// writes, without payloads, and stops at fn's first error.
+func testRecover(t *testing.T, st store.Store) {
+	var want []store.Task
+	var ops []store.Op
+	for job := uint64(1); job <= 50; job++ {
+		task := sample(job, []string{"x", "y", "z"}[job%3], "id")
+		task.ID = string(rune('A' + job))
+		if job%4 == 0 {
+			task = reserved(task, "lease")
+			task.Payload = payloadOf(job, 0)
+		}
+		want = append(want, task)
+		ops = append(ops, put(task))
+	}
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
+	commit(t, st, ops[:20]...)
+	commit(t, st, ops[20:]...)
+	checkAll(t, st, want...)
+
+	stop := errors.New("stop here")
+	calls := 0
+	err := st.Recover(func(store.Task) error {
+		calls++
+		if calls == 3 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || calls != 3 {
+		t.Fatalf("Recover with fn failing on call 3: %v after %d calls; want fn's error after 3", err, calls)
+	}
+}
+
+// testUpdateKeepsPayload: an update writes the record and leaves the
+// stored payload, whatever Payload the op carries.
+func testUpdateKeepsPayload(t *testing.T, st store.Store) {
+	a := sample(1, "q", "a")
+	commit(t, st, put(a))
+
+	r := reserved(a, "tok")
+	commit(t, st, update(r))
+	want := r
+	want.Payload = a.Payload
+	checkTask(t, st, want)
+	checkAll(t, st, want)
+
+	w := r
+	w.State, w.Lease, w.LeaseUntil, w.Releases, w.Payload = store.Waiting, "", 0, r.Releases+1, nil
+	commit(t, st, update(w))
+	want = w
+	want.Payload = a.Payload
+	checkTask(t, st, want)
+	checkLookup(t, st, "q", "a", 1)
+}
+
+// testUpdateMovesIndex: an update that changes a task's queue or id moves
+// its Lookup and List entries.
+func testUpdateMovesIndex(t *testing.T, st store.Store) {
+	a := sample(1, "q", "a")
+	b := sample(2, "q", "b")
+	commit(t, st, put(a), put(b))
+
+	a2 := a
+	a2.ID = "a2"
+	commit(t, st, update(a2))
+	checkLookup(t, st, "q", "a", 0)
+	checkLookup(t, st, "q", "a2", 1)
+	checkTask(t, st, a2)
+
+	a3 := a2
+	a3.Queue = "r"
+	commit(t, st, update(a3))
+	checkLookup(t, st, "q", "a2", 0)
+	checkLookup(t, st, "r", "a2", 1)
+	if got := listAll(t, st, "q", 10); len(got) != 1 || got[0].JobID != 2 {
+		t.Fatalf("List(q) after moving job 1 to r = %v, want [2]", jobs(got))
+	}
+	if got := listAll(t, st, "r", 10); len(got) != 1 || diff(got[0], a3, false) != "" {
+		t.Fatalf("List(r) = %+v, want job 1", got)
+	}
+	checkLookup(t, st, "q", "b", 2)
+}
+
+// testUpdateMissing: an update of a task not in the store fails the batch
+// (a put creates tasks; an update creating one would have no payload).
+func testUpdateMissing(t *testing.T, st store.Store) {
+	a := sample(1, "q", "a")
+	commit(t, st, put(a))
+	ghost := sample(7, "q", "ghost")
+	if err := st.Commit(&store.Batch{Ops: []store.Op{update(ghost)}}); err == nil {
+		t.Fatal("Commit of an update of task 7, which is not in the store: nil error")
+	}
+	checkGone(t, st, 7)
+	checkLookup(t, st, "q", "ghost", 0)
+	checkAll(t, st, a)
+	checkNext(t, st, 2)
+
+	commit(t, st, del(a))
+	if err := st.Commit(&store.Batch{Ops: []store.Op{update(a)}}); err == nil {
+		t.Fatal("Commit of an update of deleted task 1: nil error")
+	}
+	checkGone(t, st, 1)
+}
+
+// testPutReplaces: a put of an existing job id replaces record, payload
+// and index, and removes the old index and list entries.
+func testPutReplaces(t *testing.T, st store.Store) {
+	a := sample(5, "q", "x")
+	commit(t, st, put(a))
+
+	same := a
+	same.Payload = payloadOf(5, 1)
+	same.Priority = 1
+	commit(t, st, put(same))
+	checkTask(t, st, same)
+	checkLookup(t, st, "q", "x", 5)
+
+	moved := sample(5, "r", "y")
+	moved.Payload = payloadOf(5, 2)
+	commit(t, st, put(moved))
+	checkTask(t, st, moved)
+	checkLookup(t, st, "q", "x", 0)
+	checkLookup(t, st, "r", "y", 5)
+	if got := listAll(t, st, "q", 10); len(got) != 0 {
+		t.Fatalf("List(q) after moving job 5 = %v, want none", jobs(got))
+	}
+	checkAll(t, st, moved)
+}
+
+// testDelete: a delete removes the task from Task, Lookup, List and
+// Recover, frees its (queue, id) for a new task, and a delete of a task
+// not in the store is a no-op.
+func testDelete(t *testing.T, st store.Store) {
+	a := sample(1, "q", "x")
+	b := sample(2, "q", "y")
+	commit(t, st, put(a), put(b))
+	commit(t, st, del(a))
+	checkGone(t, st, 1)
+	checkLookup(t, st, "q", "x", 0)
+	checkAll(t, st, b)
+	if got := listAll(t, st, "q", 10); len(got) != 1 || got[0].JobID != 2 {
+		t.Fatalf("List(q) after deleting job 1 = %v, want [2]", jobs(got))
+	}
+
+	c := sample(3, "q", "x")
+	commit(t, st, put(c))
+	checkLookup(t, st, "q", "x", 3)
+	checkTask(t, st, c)
+
+	commit(t, st, del(a), del(sample(99, "q", "none")))
+	checkTask(t, st, c)
+	checkLookup(t, st, "q", "x", 3)
+	checkAll(t, st, b, c)
+
+	commit(t, st, del(b), del(c))
+	checkAll(t, st)
+	checkLookup(t, st, "q", "y", 0)
+	checkLookup(t, st, "q", "x", 0)
+	checkNext(t, st, 4) // deleted job ids are never given again
+}
+
+// testDuplicateID: a put giving a task the (queue, id) of another live
+// task fails the batch: Queue and ID are unique together among live
+// tasks, and Lookup could not tell the two apart.
+func testDuplicateID(t *testing.T, st store.Store) {
+	a := sample(1, "q", "x")
+	commit(t, st, put(a))
+	dup := sample(2, "q", "x")
+	if err := st.Commit(&store.Batch{Ops: []store.Op{put(dup)}}); err == nil {
+		t.Fatal("Commit of job 2 with the queue and id of live job 1: nil error")
+	}
+	checkGone(t, st, 2)
+	checkLookup(t, st, "q", "x", 1)
+	checkAll(t, st, a)
+	checkNext(t, st, 2)
+
+	b := sample(2, "q", "y")
+	commit(t, st, put(b))
+	b.ID = "x"
+	if err := st.Commit(&store.Batch{Ops: []store.Op{update(b)}}); err == nil {
+		t.Fatal("Commit of an update giving job 2 the id of live job 1: nil error")
+	}
+	checkLookup(t, st, "q", "x", 1)
+	checkLookup(t, st, "q", "y", 2)
+}
+
+// testLargePayload: a 1 MiB payload (the broker's default limit) is kept
+// whole, and List and Recover do not return it.
+func testLargePayload(t *testing.T, st store.Store) {
+	big := sample(1, "q", "big")
+	big.Payload = make([]byte, 1<<20)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range big.Payload {
+		big.Payload[i] = byte(r.UintN(256))
+	}
+	small := sample(2, "q", "small")
+	commit(t, st, put(big), put(small))
+	checkTask(t, st, big)
+	checkTask(t, st, small)
+	checkAll(t, st, big, small)
+	if got := listAll(t, st, "q", 10); len(got) != 2 || got[0].Payload != nil {
+		t.Fatalf("List(q) = %d tasks, first payload %d bytes; want 2 tasks, no payloads", len(got), len(got[0].Payload))
+	}
+	commit(t, st, update(reserved(big, "l")))
+	got, err := st.Task(1)
+	if err != nil || !bytes.Equal(got.Payload, big.Payload) {
+		t.Fatalf("Task(1) after an update: %d bytes, %v; want the 1 MiB payload", len(got.Payload), err)
+	}
+}
+
+// testBinaryPayload: payloads are bytes, not text: every byte value, zero
+// bytes at both ends, and the empty payload come back as put. Ids and
+// queue names are not limited to ASCII.
+func testBinaryPayload(t *testing.T, st store.Store) {
+	all := make([]byte, 0, 258)
+	all = append(all, 0)
+	for i := range 256 {
+		all = append(all, byte(i))
+	}
+	all = append(all, 0)
+	a := sample(1, "q", "bin")
+	a.Payload = all
+	z := sample(2, "q", "zeros")
+	z.Payload = make([]byte, 1000)
+	e := sample(3, "q", "empty")
+	e.Payload = nil
+	u := sample(4, "file d'attente ü", "id with spaces / and ü ✓")
+	u.Lease = "lease ✓"
+	commit(t, st, put(a), put(z), put(e), put(u))
+	checkTask(t, st, a)
+	checkTask(t, st, z)
+	got, err := st.Task(3)
+	if err != nil || len(got.Payload) != 0 {
+		t.Fatalf("Task(3) with an empty payload = %d bytes, %v", len(got.Payload), err)
+	}
+	checkTask(t, st, u)
+	checkLookup(t, st, u.Queue, u.ID, 4)
+}
