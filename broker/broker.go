@@ -92,6 +92,9 @@ type Broker struct {
 	schedules map[string]*schedule
 	// nextJob is the next job id to give. Guarded by mu.
 	nextJob uint64
+	// numeric holds the all-digit ids clients chose that are not below
+	// nextJob (see generatedID). Guarded by mu.
+	numeric map[qid]struct{}
 	// open is the group that collects writes; last is the newest group with
 	// writes (see barrier); over shows their writes. Guarded by mu.
 	open, last *group
@@ -142,6 +145,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		cfg:           cfg,
 		log:           cfg.Logger,
 		tasks:         make(map[uint64]slot),
+		numeric:       make(map[qid]struct{}),
 		byName:        make(map[string]*queueState),
 		schedules:     make(map[string]*schedule),
 		over:          overlay{tasks: make(map[uint64]pendingTask), index: make(map[qid]pendingIndex)},

@@ -407,3 +407,31 @@ func TestBroker_Schedules(t *testing.T) {
 		}
 	})
 }
+
+// TestBroker_GeneratedIDsAvoidClientIDs puts tasks with all-digit ids
+// equal to job ids yet to come, then tasks without ids, across a restart.
+func TestBroker_GeneratedIDsAvoidClientIDs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New()
+		b, err := broker.Open(st, broker.Config{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(t, b, "q", broker.PutRequest{ID: "4"})     // job 1
+		put(t, b, "q", broker.PutRequest{ID: "4@job"}) // job 2
+		b.Close()
+		b = open(t, st)
+		put(t, b, "q", broker.PutRequest{ID: "6"}) // job 3
+		seen := map[string]bool{}
+		for range 6 {
+			tk := put(t, b, "q", broker.PutRequest{})
+			if seen[tk.ID] {
+				t.Fatalf("id %s given twice", tk.ID)
+			}
+			seen[tk.ID] = true
+		}
+		if !seen["4@job@job"] || !seen["5"] || !seen["6@job"] || !seen["9"] {
+			t.Fatalf("generated %v", seen)
+		}
+	})
+}

@@ -96,6 +96,8 @@ func (b *Broker) put(q *queueState, r *PutRequest, due, now int64) (Task, bool, 
 	id := r.ID
 	if id == "" {
 		id = b.generatedID(q.name, job)
+	} else {
+		b.noteNumeric(q.name, id)
 	}
 	ttr := r.TTR
 	if ttr == 0 {
@@ -124,13 +126,36 @@ func (b *Broker) put(q *queueState, r *PutRequest, due, now int64) (Task, bool, 
 	return view(rec, b.tasks[job]), !replaced, nil
 }
 
-// generatedID names a task put without an id: its job id in decimal, or,
-// if a client chose that id for another task of the queue, the job id
-// followed by "@job". b.mu is held.
+// generatedID names a task put without an id: its job id in decimal,
+// unless a client chose that id for another task of the queue. Which
+// all-digit ids clients chose ahead of the job ids is kept in b.numeric,
+// so that the common case reads nothing from the store. b.mu is held.
 func (b *Broker) generatedID(queue string, job uint64) string {
 	id := strconv.FormatUint(job, 10)
-	if _, err := b.lookup(queue, id); err == ErrNotFound {
+	k := qid{queue, id}
+	if _, ok := b.numeric[k]; !ok {
 		return id
 	}
-	return id + "@job"
+	delete(b.numeric, k) // the job ids are past it now
+	for suffix := ""; ; suffix += "@job" {
+		if _, err := b.lookup(queue, id+suffix); err == ErrNotFound {
+			return id + suffix
+		}
+	}
+}
+
+// noteNumeric records a client's id if it is all digits and could be a
+// job id yet to come (see generatedID). b.mu is held.
+func (b *Broker) noteNumeric(queue, id string) {
+	if id == "" || len(id) > 20 {
+		return
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < '0' || id[i] > '9' {
+			return
+		}
+	}
+	if n, err := strconv.ParseUint(id, 10, 64); err == nil && n >= b.nextJob {
+		b.numeric[qid{queue, id}] = struct{}{}
+	}
 }

@@ -29,6 +29,7 @@ func (b *Broker) recover() error {
 			b.nextJob = t.JobID + 1
 		}
 		q := b.queue(t.Queue)
+		b.noteNumeric(t.Queue, t.ID)
 		s := slot{due: t.Due, prio: t.Priority, qs: q.index << 3}
 		switch t.State {
 		case store.Waiting:
