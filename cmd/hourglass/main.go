@@ -1,13 +1,29 @@
-// Command hourglass runs hourglass's benchmarks:
+// Command hourglass runs the durable delay-queue server, calls it, and
+// runs hourglass's benchmarks:
 //
+//	hourglass serve [--data DIR] [--http ADDR] [--token T] [--insecure] [--log-level L] ...
+//	hourglass put QUEUE [PAYLOAD] [--delay D | --at T] [--id ID] [--priority N] [--server URL]
+//	hourglass reserve QUEUE [--max N] [--wait D] [--server URL]
+//	hourglass ack QUEUE ID LEASE [--server URL]
+//	hourglass queues [--server URL]
 //	hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--runs 5] [--chart FILE]
 //
-// It measures a Timer over each of hourglass's structures next to Go's
+// serve keeps tasks in a Pebble store in --data and serves the HTTP API of
+// package api on --http (see serve.go): it listens at once, answers
+// /readyz with 200 once it has recovered every task, and on SIGTERM or
+// SIGINT lets in-flight requests finish, commits, and exits 0. put,
+// reserve, ack and queues call a running server with package client, the
+// token from --token or $HOURGLASS_TOKEN; they print tasks as lines of
+// JSON.
+//
+// bench measures a Timer over each of hourglass's structures next to Go's
 // runtime timers in the scenarios of package internal/bench, prints a
 // Markdown table per scenario (or JSON with --json) on standard output,
 // and draws schedule+cancel cost and memory per timer against the number
 // of pending timers into an SVG or PNG chart. Progress goes to standard
 // error.
+//
+// Usage errors exit with status 2, failed runs and calls with 1.
 package main
 
 import (
@@ -29,6 +45,9 @@ import (
 
 const usage = "usage: hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--runs 5] [--chart FILE]"
 
+// commandsUsage is the usage line of every subcommand.
+const commandsUsage = serveUsage + "\n" + putUsage + "\n" + reserveUsage + "\n" + ackUsage + "\n" + queuesUsage + "\n" + usage
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -37,16 +56,27 @@ func main() {
 // a usage error and 1 for a failed run.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		return usageError(stderr, errors.New("missing subcommand"))
+		return commandError(stderr, commandsUsage, errors.New("missing subcommand"))
 	}
 	switch args[0] {
+	case "serve":
+		return runServe(args[1:], stdout, stderr)
+	case "put":
+		return runPut(args[1:], stdout, stderr)
+	case "reserve":
+		return runReserve(args[1:], stdout, stderr)
+	case "ack":
+		return runAck(args[1:], stdout, stderr)
+	case "queues":
+		return runQueues(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		printHelp(stdout)
+		fmt.Fprintln(stdout, commandsUsage)
+		fmt.Fprintln(stdout, "\nRun hourglass SUBCOMMAND -h for its flags.")
 		return 0
 	}
-	return usageError(stderr, fmt.Errorf("unknown subcommand %q", args[0]))
+	return commandError(stderr, commandsUsage, fmt.Errorf("unknown subcommand %q", args[0]))
 }
 
 // usageError reports err and the usage line on stderr and returns 2.

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/store/pebblestore"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+const serveUsage = "usage: hourglass serve [--data DIR] [--http ADDR] [--token T] [--insecure] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
+
+// tokenEnv names the environment variable that gives the token when
+// --token does not, for serve and for the client subcommands.
+const tokenEnv = "HOURGLASS_TOKEN"
+
+// Times of a shutdown: the whole of it must fit in stopTimeout (the
+// issue's 15 s); in-flight requests get httpTimeout of it, and closing
+// the broker (its last commit) and the store the rest.
+const (
+	stopTimeout = 15 * time.Second
+	httpTimeout = 10 * time.Second
+)
+
+// maxPayloadLimit bounds --max-payload: a payload is held in memory
+// while it is put and read, and a Pebble value should stay far below its
+// memtable size.
+const maxPayloadLimit = 64 << 20
+
+// serveOptions are the parsed flags of `hourglass serve`.
+type serveOptions struct {
+	data       string
+	http       string
+	token      string
+	insecure   bool
+	logLevel   slog.Level
+	logFormat  string // "text" or "json"
+	maxPayload int
+	maxDelay   time.Duration
+	defaultTTR time.Duration
+}
+
+// serveFlags defines the flags of `hourglass serve`, storing into o.
+func serveFlags(o *serveOptions) *flag.FlagSet {
+	fs := flag.NewFlagSet("hourglass serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.data, "data", "./hourglass-data", "directory of the store, created if missing")
+	fs.StringVar(&o.http, "http", "127.0.0.1:7070", "address to serve the HTTP API on, HOST:PORT")
+	fs.StringVar(&o.token, "token", "", "bearer token every /v1 call must carry (default $"+tokenEnv+")")
+	fs.BoolVar(&o.insecure, "insecure", false, "allow a non-loopback --http address without a token")
+	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "least level logged: debug, info, warn or error")
+	fs.Func("log-format", "log format on standard error: text or json (default text)", func(s string) error {
+		if s != "text" && s != "json" {
+			return errors.New("want text or json")
+		}
+		o.logFormat = s
+		return nil
+	})
+	o.maxPayload = broker.DefaultMaxPayload
+	fs.Func("max-payload", "largest payload, in bytes or with KiB, MiB (default 1MiB)", func(s string) error {
+		n, err := parseBytes(s)
+		if err == nil && (n < 1 || n > maxPayloadLimit) {
+			err = fmt.Errorf("want 1 byte to %dMiB", maxPayloadLimit>>20)
+		}
+		o.maxPayload = int(n)
+		return err
+	})
+	fs.DurationVar(&o.maxDelay, "max-delay", broker.DefaultMaxDelay, "longest delay of a put")
+	fs.DurationVar(&o.defaultTTR, "default-ttr", broker.DefaultTTR, "lease of a reserved task put without a ttr")
+	return fs
+}
+
+// parseServe parses the flags of `hourglass serve`. The token comes from
+// getenv(tokenEnv) when --token is not given. It refuses a listen address
+// that is not loopback unless there is a token or --insecure. help is true
+// for -h.
+func parseServe(args []string, getenv func(string) string) (o serveOptions, help bool, err error) {
+	o.logFormat = "text"
+	fs := serveFlags(&o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, true, nil
+		}
+		return o, false, err
+	}
+	if fs.NArg() > 0 {
+		return o, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if !flagSet(fs, "token") {
+		o.token = getenv(tokenEnv)
+	}
+	if o.data == "" {
+		return o, false, errors.New("--data is empty")
+	}
+	if o.maxDelay <= 0 {
+		return o, false, fmt.Errorf("invalid value %q for flag --max-delay: want a positive duration", o.maxDelay)
+	}
+	if o.defaultTTR < time.Millisecond {
+		return o, false, fmt.Errorf("invalid value %q for flag --default-ttr: want 1ms or more", o.defaultTTR)
+	}
+	lo, err := loopback(o.http)
+	if err != nil {
+		return o, false, fmt.Errorf("invalid value %q for flag --http: %v", o.http, err)
+	}
+	if !lo && o.token == "" && !o.insecure {
+		return o, false, fmt.Errorf("refusing to serve on %s, which is not a loopback address, without a token: give --token (or $%s), or --insecure", o.http, tokenEnv)
+	}
+	return o, false, nil
+}
+
+// flagSet reports whether the flag name was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// loopback reports whether the listen address addr (HOST:PORT) reaches
+// only this machine: a loopback IP, or a name whose every address is
+// loopback. An empty host listens on every interface.
+func loopback(addr string) (bool, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return false, err
+	}
+	if host == "" {
+		return false, nil
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback(), nil
+	}
+	if host == "localhost" {
+		return true, nil
+	}
+	ips, err := net.DefaultResolver.LookupIPAddr(context.Background(), host)
+	if err != nil {
+		return false, err
+	}
+	for _, ip := range ips {
+		if !ip.IP.IsLoopback() {
+			return false, nil
+		}
+	}
+	return len(ips) > 0, nil
+}
+
+// parseBytes parses a size in bytes: a whole number, optionally followed
+// by B, KiB, MiB or GiB (KB, MB and GB are read as the same powers of
+// two).
+func parseBytes(s string) (int64, error) {
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, errors.New("want a size like 1048576, 512KiB or 1MiB")
+	}
+	return n * mult, nil
+}
+
+// printServeHelp writes serve's usage line and its flags.
+func printServeHelp(w io.Writer) {
+	fmt.Fprintln(w, serveUsage)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Serves the durable delay queue's HTTP API on --http, with its store in --data.")
+	fmt.Fprintln(w)
+	fs := serveFlags(&serveOptions{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	o, help, err := parseServe(args, os.Getenv)
+	if help {
+		printServeHelp(stdout)
+		return 0
+	}
+	if err != nil {
+		return commandError(stderr, serveUsage, err)
+	}
+	log := newLogger(stderr, o.logFormat, o.logLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends the process at once
+	}()
+	if err := serve(ctx, o, log, nil); err != nil {
+		log.Error("serve failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// newLogger returns a logger writing to w in format ("text" or "json")
+// from level up.
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// opened is what recovery hands over: the store and the broker, or why
+// they did not open.
+type opened struct {
+	st  *pebblestore.Store
+	b   *broker.Broker
+	err error
+}
+
+// serve runs the service until ctx ends: it listens first (healthz 200,
+// readyz 503), then opens the store and the broker, whose Open recovers
+// every task, and then serves the API (readyz 200). When ctx ends it
+// drains (readyz 503, long polls answered), lets in-flight requests
+// finish, closes the broker (its last commit) and the store, all within
+// stopTimeout. listening, if not nil, is called with the address once
+// the listener is open.
+func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func(addr string)) error {
+	ln, err := net.Listen("tcp", o.http)
+	if err != nil {
+		return fmt.Errorf("hourglass: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	api := httpapi.New(httpapi.Options{Token: o.token, MaxPayload: o.maxPayload, Gatherer: reg, Logger: log})
+	hs := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "data", o.data, "auth", o.token != "")
+	if listening != nil {
+		listening(ln.Addr().String())
+	}
+
+	recovered := make(chan opened, 1)
+	go func() {
+		start := time.Now()
+		st, err := pebblestore.Open(o.data, pebblestore.Options{Logger: log})
+		if err != nil {
+			recovered <- opened{err: err}
+			return
+		}
+		b, err := broker.Open(st, broker.Config{
+			MaxDelay:   o.maxDelay,
+			MaxPayload: o.maxPayload,
+			DefaultTTR: o.defaultTTR,
+			Logger:     log,
+			Registerer: reg,
+		})
+		if err != nil {
+			st.Close()
+			recovered <- opened{err: err}
+			return
+		}
+		log.Info("ready", "recovery", time.Since(start).Round(time.Millisecond).String())
+		recovered <- opened{st: st, b: b}
+	}()
+
+	var run opened
+	var stopErr error
+	select {
+	case run = <-recovered:
+		if run.err == nil {
+			api.SetBroker(run.b)
+			select {
+			case <-ctx.Done():
+			case stopErr = <-served:
+			}
+		}
+	case <-ctx.Done():
+	case stopErr = <-served:
+	}
+	deadline := time.Now().Add(stopTimeout)
+	log.Info("stopping")
+	api.Drain()
+	httpCtx, cancel := context.WithDeadline(context.Background(), time.Now().Add(httpTimeout))
+	defer cancel()
+	if err := hs.Shutdown(httpCtx); err != nil {
+		log.Warn("requests still running at the shutdown deadline; closing their connections", "err", err)
+		hs.Close()
+	}
+	if run.b == nil && run.err == nil {
+		// Stopping during recovery: wait for it, to close what it opened.
+		select {
+		case run = <-recovered:
+		case <-time.After(time.Until(deadline)):
+			return errors.New("hourglass: recovery still running at the shutdown deadline; exiting without closing the store")
+		}
+	}
+	if run.err != nil {
+		return run.err
+	}
+	errs := []error{stopErr}
+	if err := run.b.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := run.st.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
