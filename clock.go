@@ -24,7 +24,8 @@ func (c clock) deadline(d time.Duration) uint64 {
 }
 
 // at converts an instant to a reading, clamping instants before start to
-// 0 and handling instants more than math.MaxInt64 after it.
+// 0, handling instants more than math.MaxInt64 after it, and saturating
+// at 2·math.MaxInt64 (about 584 years after start).
 func (c clock) at(when time.Time) uint64 {
 	d := when.Sub(c.start) // saturates at math.MaxInt64
 	if d <= 0 {
@@ -37,12 +38,16 @@ func (c clock) at(when time.Time) uint64 {
 	return uint64(d)
 }
 
-// timeOf converts a reading back to an instant.
+// timeOf converts a reading back to an instant. A Duration holds less
+// than half the readings, so a reading past math.MaxInt64 takes up to
+// three steps (math.MaxUint64 is 2·math.MaxInt64 + 1).
 func (c clock) timeOf(r uint64) time.Time {
-	if r > math.MaxInt64 {
-		return c.start.Add(math.MaxInt64).Add(time.Duration(r - math.MaxInt64))
+	t := c.start
+	for r > math.MaxInt64 {
+		t = t.Add(math.MaxInt64)
+		r -= math.MaxInt64
 	}
-	return c.start.Add(time.Duration(r))
+	return t.Add(time.Duration(r))
 }
 
 // runner hands callbacks to an executor with panics contained.

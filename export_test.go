@@ -27,5 +27,9 @@ func StartedDrivers(t *Timer) int {
 // [Timer.AfterFunc] would use the shard of the caller's P, so that tests
 // can spread timeouts over several shards whatever P they run on.
 func AfterFuncOnShard(t *Timer, i int, d time.Duration, f func()) (*Timeout, error) {
-	return t.scheduleOn(&t.shards[i], t.deadline(d), f, nil)
+	return t.scheduleOn(&t.shards[i], t.deadline(d), d <= 0, f, nil)
 }
+
+// TimeOfReading returns the instant of reading r of t's clock: r
+// nanoseconds after New.
+func TimeOfReading(t *Timer, r uint64) time.Time { return t.timeOf(r) }

@@ -115,7 +115,7 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 	if k.err != nil {
 		return k.err
 	}
-	when := k.deadline(d)
+	when := k.dueAt(d)
 	k.mu.Lock()
 	if k.stopped {
 		k.mu.Unlock()
@@ -154,7 +154,7 @@ func (k *Keyed[K]) SetMany(keys []K, d time.Duration) (int, error) {
 	if k.err != nil {
 		return 0, k.err
 	}
-	when := k.deadline(d)
+	when := k.dueAt(d)
 	k.mu.Lock()
 	if k.stopped {
 		k.mu.Unlock()
@@ -186,6 +186,17 @@ func (k *Keyed[K]) SetMany(keys []K, d time.Duration) (int, error) {
 		k.wakeUp()
 	}
 	return n, err
+}
+
+// dueAt returns the reading d from now, or 0 for a d of zero or less: a
+// key due at once is stored as due at reading 0, so that it expires on
+// the driver's next pass, where its real deadline would be rounded up to
+// the next tick boundary, up to a whole tick away.
+func (k *Keyed[K]) dueAt(d time.Duration) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	return k.deadline(d)
 }
 
 // addLimited sets key to expire at when under a pending limit. Whether
@@ -234,7 +245,8 @@ func (k *Keyed[K]) Remove(key K) bool {
 }
 
 // Deadline reports when key's pending timeout is due, and false if key has
-// none.
+// none. A key set with a d of zero or less is due at once: until it
+// expires, which it does promptly, Deadline reports the current time.
 func (k *Keyed[K]) Deadline(key K) (time.Time, bool) {
 	k.mustBeMade("Deadline")
 	k.mu.Lock()
@@ -246,6 +258,9 @@ func (k *Keyed[K]) Deadline(key K) (time.Time, bool) {
 	when, ok := k.keys.When(key)
 	if !ok {
 		return time.Time{}, false
+	}
+	if when == 0 {
+		return time.Now(), true // due at once (see dueAt)
 	}
 	return k.timeOf(when), true
 }

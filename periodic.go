@@ -23,8 +23,9 @@ type periodic struct {
 	every uint64   // period or delay, in nanoseconds
 	sched Schedule // for kindSchedule
 
-	reset   bool   // Reset was called during a run:
-	resetAt uint64 // the next run is then at resetAt
+	reset    bool   // Reset was called during a run:
+	resetAt  uint64 // the next run is then at resetAt,
+	resetDue bool   // due at once if the Reset's d was zero or less
 }
 
 type periodKind uint8
@@ -48,7 +49,7 @@ func (t *Timer) ScheduleAtFixedRate(initialDelay, period time.Duration, f func()
 	if err := checkPeriodic("ScheduleAtFixedRate", period, f); err != nil {
 		return nil, err
 	}
-	return t.schedulePeriodic(t.deadline(initialDelay), &periodic{f: f, kind: kindRate, every: uint64(period)})
+	return t.schedulePeriodic(t.deadline(initialDelay), initialDelay <= 0, &periodic{f: f, kind: kindRate, every: uint64(period)})
 }
 
 // ScheduleWithFixedDelay runs f first after initialDelay and then delay
@@ -61,7 +62,7 @@ func (t *Timer) ScheduleWithFixedDelay(initialDelay, delay time.Duration, f func
 	if err := checkPeriodic("ScheduleWithFixedDelay", delay, f); err != nil {
 		return nil, err
 	}
-	return t.schedulePeriodic(t.deadline(initialDelay), &periodic{f: f, kind: kindDelay, every: uint64(delay)})
+	return t.schedulePeriodic(t.deadline(initialDelay), initialDelay <= 0, &periodic{f: f, kind: kindDelay, every: uint64(delay)})
 }
 
 // Schedule runs f at each time s gives: first at s.Next(now), then at
@@ -83,7 +84,7 @@ func (t *Timer) Schedule(s Schedule, f func()) (*Timeout, error) {
 	if first.IsZero() {
 		return nil, fmt.Errorf("hourglass: Schedule: the schedule has no next time")
 	}
-	return t.schedulePeriodic(t.at(first), &periodic{f: f, kind: kindSchedule, sched: s})
+	return t.schedulePeriodic(t.at(first), false, &periodic{f: f, kind: kindSchedule, sched: s})
 }
 
 func checkPeriodic(name string, every time.Duration, f func()) error {
@@ -96,14 +97,16 @@ func checkPeriodic(name string, every time.Duration, f func()) error {
 	return nil
 }
 
-// schedulePeriodic queues p's timeout for its first run at when.
-func (t *Timer) schedulePeriodic(when uint64, p *periodic) (*Timeout, error) {
-	return t.schedule(when, p.run, p)
+// schedulePeriodic queues p's timeout for its first run at when, due
+// telling whether when has already come.
+func (t *Timer) schedulePeriodic(when uint64, due bool, p *periodic) (*Timeout, error) {
+	return t.schedule(when, due, p.run, p)
 }
 
-// resetTo makes the run after the current one due at when. sh.mu is held.
-func (p *periodic) resetTo(when uint64) {
-	p.reset, p.resetAt = true, when
+// resetTo makes the run after the current one due at when, due telling
+// whether when had come at the Reset. sh.mu is held.
+func (p *periodic) resetTo(when uint64, due bool) {
+	p.reset, p.resetAt, p.resetDue = true, when, due
 }
 
 // run is the callback of a periodic timeout: one run of f, then the
@@ -122,9 +125,10 @@ func (p *periodic) run() {
 	}
 	sh.running--
 	var next uint64
+	due := false
 	switch {
 	case p.reset:
-		next, p.reset = p.resetAt, false
+		next, due, p.reset = p.resetAt, p.resetDue, false
 	case p.kind == kindRate:
 		next = addSat(to.when, p.every)
 	case p.kind == kindDelay:
@@ -139,7 +143,7 @@ func (p *periodic) run() {
 		}
 		next = t.at(n)
 	}
-	if sh.add(to, next) {
+	if sh.add(to, next, due) {
 		sh.wakeUp()
 	}
 }

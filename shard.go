@@ -38,12 +38,13 @@ func (sh *shard) init(t *Timer, q keyQueue[*Timeout]) {
 	sh.collect = sh.take
 }
 
-// add makes to pending at when and reports whether the driver must be
-// woken with wakeUp once sh.mu is released. to goes to sh.unfiled, and
-// into q when file runs. sh.mu must be held.
-func (sh *shard) add(to *Timeout, when uint64) (wake bool) {
+// add makes to pending at when, due telling whether when has already
+// come (see flagDue), and reports whether the driver must be woken with
+// wakeUp once sh.mu is released. to goes to sh.unfiled, and into q when
+// file runs. sh.mu must be held.
+func (sh *shard) add(to *Timeout, when uint64, due bool) (wake bool) {
 	to.id = unfiled
-	to.when = when
+	to.setDeadline(when, due)
 	to.setStatus(statusPending)
 	if sh.unfiled = append(sh.unfiled, to); len(sh.unfiled) == fileBatch {
 		sh.file()
@@ -75,7 +76,7 @@ func (sh *shard) file() {
 	for _, to := range sh.unfiled {
 		if to.id == unfiled && to.status() == statusPending {
 			to.id = sh.ids.alloc()
-			sh.q.Add(to.id, to.when, to)
+			sh.q.Add(to.id, to.filedAt(), to)
 		}
 	}
 	clear(sh.unfiled) // let the timeouts go
@@ -109,8 +110,9 @@ func (sh *shard) end(to *Timeout) {
 	sh.t.release()
 }
 
-// reset implements Timeout.Reset. sh.mu must be held.
-func (sh *shard) reset(to *Timeout, when uint64) (pending, wake bool) {
+// reset implements Timeout.Reset, due telling whether when has already
+// come. sh.mu must be held.
+func (sh *shard) reset(to *Timeout, when uint64, due bool) (pending, wake bool) {
 	if sh.stopped {
 		return false, false
 	}
@@ -118,19 +120,19 @@ func (sh *shard) reset(to *Timeout, when uint64) (pending, wake bool) {
 	case statusPending:
 		// The default wheel records a later deadline without relinking
 		// (see queue.IndexWheel.Move).
+		to.setDeadline(when, due)
 		if to.id != unfiled {
-			sh.q.Move(to.id, when)
+			sh.q.Move(to.id, to.filedAt())
 		}
-		to.when = when
 		return true, sh.armed(when)
 	case statusRunning:
-		sh.periodic[to].resetTo(when)
+		sh.periodic[to].resetTo(when, due)
 		return true, false
 	case statusExpired, statusCancelled:
 		if to.periodic() || !sh.t.acquire() {
 			return false, false
 		}
-		return false, sh.add(to, when)
+		return false, sh.add(to, when, due)
 	}
 	return false, false
 }

@@ -36,11 +36,37 @@ const (
 
 	statusMask   = 0x7
 	flagPeriodic = 0x8
+	// flagDue marks a timeout scheduled with a deadline that had already
+	// come (a d of zero or less): the structure gets it as due at reading
+	// 0, so that it fires on the driver's next pass, since a wheel rounds
+	// a deadline up to its next tick boundary, which may be a whole tick
+	// away. when keeps the real deadline, for Deadline.
+	flagDue = 0x10
 )
 
 func (to *Timeout) status() int32     { return to.state.Load() & statusMask }
 func (to *Timeout) periodic() bool    { return to.state.Load()&flagPeriodic != 0 }
 func (to *Timeout) setStatus(s int32) { to.state.Store(to.state.Load()&^statusMask | s) }
+
+// setDeadline sets the deadline, due telling whether it has already come
+// (see flagDue). sh.mu must be held.
+func (to *Timeout) setDeadline(when uint64, due bool) {
+	to.when = when
+	s := to.state.Load() &^ flagDue
+	if due {
+		s |= flagDue
+	}
+	to.state.Store(s)
+}
+
+// filedAt is the deadline the structure gets: when, or 0 for a timeout
+// due at once. sh.mu must be held.
+func (to *Timeout) filedAt() uint64 {
+	if to.state.Load()&flagDue != 0 {
+		return 0
+	}
+	return to.when
+}
 
 // Cancel stops the timeout and reports whether this call prevented a run:
 // true if it was pending, or, for a periodic timeout, if any run remained
@@ -77,7 +103,7 @@ func (to *Timeout) Reset(d time.Duration) bool {
 	}
 	when := sh.t.deadline(d)
 	sh.mu.Lock()
-	pending, wake := sh.reset(to, when)
+	pending, wake := sh.reset(to, when, d <= 0)
 	sh.mu.Unlock()
 	if wake {
 		sh.wakeUp()
@@ -99,7 +125,13 @@ func (to *Timeout) Expired() bool {
 
 // Deadline reports when the timeout will run, or, once it has run or been
 // cancelled, when it was last due to run. For a periodic timeout that is
-// the current or next run.
+// the current or next run. A timeout scheduled with a d of zero or less is
+// due at the instant it was scheduled (and runs at once); one scheduled
+// with [Timer.AtFunc] for a time before the Timer was made is due when the
+// Timer was made. A Timer holds deadlines up to 2·math.MaxInt64 ns, about
+// 584 years, after it was made; a later one (AtFunc in the year 9999)
+// saturates there: the timeout would run then, and Deadline reports that
+// instant.
 func (to *Timeout) Deadline() time.Time {
 	sh := to.sh
 	if sh == nil {

@@ -80,30 +80,34 @@ func (t *Timer) AfterFunc(d time.Duration, f func()) (*Timeout, error) {
 	if f == nil {
 		return nil, fmt.Errorf("hourglass: AfterFunc: nil func")
 	}
-	return t.schedule(t.deadline(d), f, nil)
+	return t.schedule(t.deadline(d), d <= 0, f, nil)
 }
 
-// AtFunc schedules f to run at when and returns its handle. A when in the
-// past runs f promptly. See [Timer.AfterFunc] for the errors.
+// AtFunc schedules f to run at when and returns its handle. A when not
+// after the call runs f promptly. A when more than 2·math.MaxInt64 ns (about 584
+// years) after New saturates there (see [Timeout.Deadline]). See
+// [Timer.AfterFunc] for the errors.
 func (t *Timer) AtFunc(when time.Time, f func()) (*Timeout, error) {
 	t.mustBeMade("AtFunc")
 	if f == nil {
 		return nil, fmt.Errorf("hourglass: AtFunc: nil func")
 	}
-	return t.schedule(t.at(when), f, nil)
+	r := t.at(when)
+	return t.schedule(r, r <= t.now(), f, nil)
 }
 
-// schedule makes a timeout for f due at when and queues it on a shard. p
-// is nil for a one-shot timeout; for a periodic one, f is p.run.
-func (t *Timer) schedule(when uint64, f func(), p *periodic) (*Timeout, error) {
+// schedule makes a timeout for f due at when and queues it on a shard;
+// due tells whether when has already come (see flagDue). p is nil for a
+// one-shot timeout; for a periodic one, f is p.run.
+func (t *Timer) schedule(when uint64, due bool, f func(), p *periodic) (*Timeout, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	return t.scheduleOn(t.pick(), when, f, p)
+	return t.scheduleOn(t.pick(), when, due, f, p)
 }
 
 // scheduleOn is schedule on shard sh.
-func (t *Timer) scheduleOn(sh *shard, when uint64, f func(), p *periodic) (*Timeout, error) {
+func (t *Timer) scheduleOn(sh *shard, when uint64, due bool, f func(), p *periodic) (*Timeout, error) {
 	if !t.acquire() {
 		return nil, ErrTooManyPending
 	}
@@ -121,7 +125,7 @@ func (t *Timer) scheduleOn(sh *shard, when uint64, f func(), p *periodic) (*Time
 	if p != nil {
 		sh.periodic[to] = p
 	}
-	wake := sh.add(to, when)
+	wake := sh.add(to, when, due)
 	sh.mu.Unlock()
 	if wake {
 		sh.wakeUp()
