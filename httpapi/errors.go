@@ -18,6 +18,7 @@ type wireError struct {
 	msg    string // with the "hourglass: " prefix
 }
 
+// Error returns the message, prefix included.
 func (e *wireError) Error() string { return e.msg }
 
 // badRequest returns a 400 wireError; format and args say what is wrong.
@@ -72,7 +73,11 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 // fail answers err, logging it first when it is the server's fault (500).
+// When the client has gone away nobody reads the answer: it writes none.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if gone(err) && r.Context().Err() != nil {
+		return
+	}
 	if status(err) == http.StatusInternalServerError {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}

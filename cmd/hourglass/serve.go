@@ -194,6 +194,9 @@ func printServeHelp(w io.Writer) {
 	fs.PrintDefaults()
 }
 
+// runServe is `hourglass serve`: it serves until SIGINT or SIGTERM and
+// returns the exit status, 0 after a clean stop, 1 if serving failed and
+// 2 for a usage error.
 func runServe(args []string, stdout, stderr io.Writer) int {
 	o, help, err := parseServe(args, os.Getenv)
 	if help {
