@@ -75,20 +75,20 @@ func (s *Store) Commit(b *store.Batch) error {
 		}
 		s.commitMu.Unlock()
 		if err != nil {
-			return s.fail(fmt.Errorf("hourglass: commit: %w", err))
+			return s.fail(pebbleErr("commit", err))
 		}
 		s.raiseNext(next)
 		return pb.Close()
 	}
 	if err := s.db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
 		s.commitMu.Unlock()
-		return s.fail(fmt.Errorf("hourglass: commit: %w", err))
+		return s.fail(pebbleErr("commit", err))
 	}
 	s.pendingNext = next
 	s.commitMu.Unlock()
 
 	if err := pb.SyncWait(); err != nil {
-		return s.fail(fmt.Errorf("hourglass: commit: WAL sync: %w", err))
+		return s.fail(pebbleErr("commit: WAL sync", err))
 	}
 	s.raiseNext(next)
 	return pb.Close()
@@ -174,7 +174,7 @@ func (w *writer) build(s *Store, pb *pebble.Batch, b *store.Batch) (next uint64,
 	}
 	if next > s.pendingNext {
 		if err := pb.Set(keyNextJob, seal(keyNextJob, appendUint64(nil, next)), nil); err != nil {
-			return 0, fmt.Errorf("hourglass: commit: %w", err)
+			return 0, pebbleErr("commit", err)
 		}
 	}
 	return next, nil

@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // OpenFS opens the store in dir on fs (a crashable in-memory file system
@@ -45,3 +46,13 @@ var (
 // Seal returns body sealed with its checksum under key, as the store
 // writes it.
 func Seal(key, body []byte) []byte { return seal(key, append([]byte(nil), body...)) }
+
+// WALSyncs returns how many times Pebble has fsynced the WAL since Open:
+// the benchmarks' count of syncs per commit.
+func (s *Store) WALSyncs() uint64 {
+	var m dto.Metric
+	if err := s.db.Metrics().LogWriter.FsyncLatency.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetHistogram().GetSampleCount()
+}

@@ -131,10 +131,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
-		if errors.Is(err, pebble.ErrCorruption) {
-			return nil, fmt.Errorf("hourglass: open store %s: %w: %w", dir, store.ErrCorrupt, err)
-		}
-		return nil, fmt.Errorf("hourglass: open store %s: %w", dir, err)
+		return nil, pebbleErr("open store "+dir, err)
 	}
 	s := &Store{db: db, dir: dir, log: opts.Logger, sync: !opts.noSync}
 	s.w.init()
@@ -155,7 +152,7 @@ func (s *Store) start(replays []string) error {
 	body, found, err := s.get(keyFormat)
 	switch {
 	case err != nil:
-		return fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+		return pebbleErr("open store "+s.dir, err)
 	case !found:
 		empty, err := s.empty()
 		if err != nil {
@@ -174,7 +171,7 @@ func (s *Store) start(replays []string) error {
 	}
 
 	if _, running, err := s.get(keyRunning); err != nil {
-		return fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+		return pebbleErr("open store "+s.dir, err)
 	} else if running {
 		s.log.Warn("hourglass: store was not closed cleanly (a crash, or a corrupt WAL tail): "+
 			"Pebble replayed its write-ahead log up to the last whole record; "+
@@ -191,7 +188,18 @@ func (s *Store) start(replays []string) error {
 
 	_ = b.Set(keyRunning, seal(keyRunning, nil), nil)
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
-		return fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+		return pebbleErr("open store "+s.dir, err)
+	}
+	if !found {
+		// A new database: Pebble created its first WAL before raising the
+		// format to FormatNewest, and a log writer picks its chunk format
+		// when it is created (record.NewLogWriter), so that WAL has no
+		// synced offsets and damage in it could never be told from a torn
+		// tail. A flush switches to a new WAL, in the raised format.
+		// TestWAL_DamageBeforeTail/EarlierBlock fails without it.
+		if err := s.db.Flush(); err != nil {
+			return pebbleErr("open store "+s.dir, err)
+		}
 	}
 	return nil
 }
@@ -200,11 +208,11 @@ func (s *Store) start(replays []string) error {
 func (s *Store) empty() (bool, error) {
 	it, err := s.db.NewIter(nil)
 	if err != nil {
-		return false, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+		return false, pebbleErr("open store "+s.dir, err)
 	}
 	found := it.First()
 	if err := it.Close(); err != nil {
-		return false, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+		return false, pebbleErr("open store "+s.dir, err)
 	}
 	return !found, nil
 }
@@ -216,7 +224,7 @@ func (s *Store) loadNext() (uint64, error) {
 	next := uint64(1)
 	body, found, err := s.get(keyNextJob)
 	if err != nil {
-		return 0, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+		return 0, pebbleErr("open store "+s.dir, err)
 	}
 	if found {
 		v, err := decodeUint64(body)
@@ -227,13 +235,13 @@ func (s *Store) loadNext() (uint64, error) {
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: metaLower, UpperBound: metaUpper})
 	if err != nil {
-		return 0, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+		return 0, pebbleErr("open store "+s.dir, err)
 	}
 	defer it.Close()
 	if it.Last() {
 		job, err := jobIDOf(it.Key())
 		if err != nil {
-			return 0, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+			return 0, pebbleErr("open store "+s.dir, err)
 		}
 		if job >= next {
 			s.log.Warn("hourglass: next job id record below the highest task; using the task's",
@@ -242,7 +250,7 @@ func (s *Store) loadNext() (uint64, error) {
 		}
 	}
 	if err := it.Error(); err != nil {
-		return 0, fmt.Errorf("hourglass: open store %s: %w", s.dir, err)
+		return 0, pebbleErr("open store "+s.dir, err)
 	}
 	return next, nil
 }
@@ -274,11 +282,11 @@ func (s *Store) Close() error {
 	var err error
 	if s.failed.Load() == nil {
 		if e := s.db.Delete(keyRunning, pebble.Sync); e != nil {
-			err = fmt.Errorf("hourglass: close store %s: %w", s.dir, e)
+			err = pebbleErr("close store "+s.dir, e)
 		}
 	}
 	if e := s.db.Close(); e != nil {
-		err = errors.Join(err, fmt.Errorf("hourglass: close store %s: %w", s.dir, e))
+		err = errors.Join(err, pebbleErr("close store "+s.dir, e))
 	}
 	return err
 }
@@ -291,7 +299,7 @@ func (s *Store) get(key []byte) (body []byte, found bool, err error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, pebbleErr("read "+describe(key), err)
 	}
 	defer closer.Close()
 	body, err = unseal(key, v)
@@ -299,6 +307,18 @@ func (s *Store) get(key []byte) (body []byte, found bool, err error) {
 		return nil, false, err
 	}
 	return append([]byte(nil), body...), true, nil
+}
+
+// pebbleErr returns err, from Pebble, prefixed with what was being done,
+// and wrapping [store.ErrCorrupt] too when Pebble reports corruption (a
+// block or WAL chunk failing its checksum). Pebble marks corruption with
+// cockroachdb/errors marks, which errors.Is of the standard library does
+// not see, hence pebble.IsCorruptionError.
+func pebbleErr(what string, err error) error {
+	if pebble.IsCorruptionError(err) {
+		return fmt.Errorf("hourglass: %s: %w: %w", what, store.ErrCorrupt, err)
+	}
+	return fmt.Errorf("hourglass: %s: %w", what, err)
 }
 
 // fail records err as the store's failure, if it is the first, and

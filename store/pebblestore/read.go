@@ -23,11 +23,11 @@ func (s *Store) Task(jobID uint64) (store.Task, error) {
 	}
 	it, err := s.db.NewIter(nil)
 	if err != nil {
-		return store.Task{}, fmt.Errorf("hourglass: task %d: %w", jobID, err)
+		return store.Task{}, pebbleErr(fmt.Sprintf("task %d", jobID), err)
 	}
 	t, err := readTask(it, jobID)
 	if e := it.Close(); err == nil && e != nil {
-		err = fmt.Errorf("hourglass: task %d: %w", jobID, e)
+		err = pebbleErr(fmt.Sprintf("task %d", jobID), e)
 	}
 	return t, err
 }
@@ -66,11 +66,14 @@ func readTask(it *pebble.Iterator, jobID uint64) (store.Task, error) {
 // (valid until it moves), and whether key is there.
 func seekValue(it *pebble.Iterator, key []byte) ([]byte, bool, error) {
 	if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
-		return nil, false, it.Error()
+		if err := it.Error(); err != nil {
+			return nil, false, pebbleErr("read "+describe(key), err)
+		}
+		return nil, false, nil
 	}
 	v, err := it.ValueAndErr()
 	if err != nil {
-		return nil, false, err
+		return nil, false, pebbleErr("read "+describe(key), err)
 	}
 	body, err := unseal(key, v)
 	return body, err == nil, err
@@ -121,12 +124,12 @@ func (s *Store) List(queue string, after uint64, limit int) ([]store.Task, error
 		UpperBound: prefixEnd(prefix),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("hourglass: list %q: %w", queue, err)
+		return nil, pebbleErr(fmt.Sprintf("list %q", queue), err)
 	}
 	defer list.Close()
 	metas, err := snap.NewIter(nil)
 	if err != nil {
-		return nil, fmt.Errorf("hourglass: list %q: %w", queue, err)
+		return nil, pebbleErr(fmt.Sprintf("list %q", queue), err)
 	}
 	defer metas.Close()
 
@@ -139,7 +142,7 @@ func (s *Store) List(queue string, after uint64, limit int) ([]store.Task, error
 		}
 		v, err := list.ValueAndErr()
 		if err != nil {
-			return nil, fmt.Errorf("hourglass: list %q: %w", queue, err)
+			return nil, pebbleErr(fmt.Sprintf("list %q", queue), err)
 		}
 		if _, err := unseal(lk, v); err != nil {
 			return nil, err
@@ -160,7 +163,7 @@ func (s *Store) List(queue string, after uint64, limit int) ([]store.Task, error
 		tasks = append(tasks, t)
 	}
 	if err := errors.Join(list.Error(), metas.Error()); err != nil {
-		return nil, fmt.Errorf("hourglass: list %q: %w", queue, err)
+		return nil, pebbleErr(fmt.Sprintf("list %q", queue), err)
 	}
 	return tasks, nil
 }
@@ -179,7 +182,7 @@ func (s *Store) Recover(fn func(store.Task) error) error {
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: metaLower, UpperBound: metaUpper})
 	if err != nil {
-		return fmt.Errorf("hourglass: recover: %w", err)
+		return pebbleErr("recover", err)
 	}
 	defer it.Close()
 	queues := make(map[string]string)
@@ -199,7 +202,7 @@ func (s *Store) Recover(fn func(store.Task) error) error {
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return fmt.Errorf("hourglass: recover: %w", err)
+			return pebbleErr("recover", err)
 		}
 		body, err := unseal(key, v)
 		if err != nil {
@@ -214,7 +217,7 @@ func (s *Store) Recover(fn func(store.Task) error) error {
 		}
 	}
 	if err := it.Error(); err != nil {
-		return fmt.Errorf("hourglass: recover: %w", err)
+		return pebbleErr("recover", err)
 	}
 	return nil
 }
@@ -230,7 +233,7 @@ func (s *Store) Schedules() ([]store.Schedule, error) {
 	prefix := []byte{prefixSchedule}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
-		return nil, fmt.Errorf("hourglass: schedules: %w", err)
+		return nil, pebbleErr("schedules", err)
 	}
 	defer it.Close()
 	var out []store.Schedule
@@ -238,7 +241,7 @@ func (s *Store) Schedules() ([]store.Schedule, error) {
 		key := it.Key()
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, fmt.Errorf("hourglass: schedules: %w", err)
+			return nil, pebbleErr("schedules", err)
 		}
 		body, err := unseal(key, v)
 		if err != nil {
@@ -251,7 +254,7 @@ func (s *Store) Schedules() ([]store.Schedule, error) {
 		out = append(out, sc)
 	}
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("hourglass: schedules: %w", err)
+		return nil, pebbleErr("schedules", err)
 	}
 	return out, nil
 }

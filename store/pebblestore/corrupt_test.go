@@ -1,0 +1,209 @@
+package pebblestore_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/store/pebblestore"
+)
+
+// corruptFixture opens a store with two tasks and a schedule.
+func corruptFixture(t *testing.T) (*pebblestore.Store, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "db")
+	st := open(t, dir)
+	var b store.Batch
+	b.Put(store.Task{JobID: 1, Queue: "q", ID: "a", State: store.Waiting, Payload: []byte("one")})
+	b.Put(store.Task{JobID: 2, Queue: "q", ID: "b", State: store.Waiting, Payload: []byte("two")})
+	b.PutSchedule(store.Schedule{Name: "s", Cron: "* * * * *", Queue: "q"})
+	if err := st.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	return st, dir
+}
+
+// flip returns v with one bit of its middle byte flipped.
+func flip(v []byte) []byte {
+	v = append([]byte(nil), v...)
+	v[len(v)/2] ^= 0x10
+	return v
+}
+
+// wantCorrupt fails t unless err wraps store.ErrCorrupt and names what.
+func wantCorrupt(t *testing.T, op string, err error, what string) {
+	t.Helper()
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), what) {
+		t.Errorf("%s: %v; want an error wrapping ErrCorrupt naming %s", op, err, what)
+	}
+}
+
+// TestCorrupt_Value damages one stored value at a time, through the
+// test hook SetRaw, and checks that every method reading it reports
+// ErrCorrupt naming the record, and that methods not reading it work.
+func TestCorrupt_Value(t *testing.T) {
+	update := func(st store.Store) error {
+		return st.Commit(&store.Batch{Ops: []store.Op{{Kind: store.UpdateTask, Task: store.Task{JobID: 1, Queue: "q", ID: "a", State: store.Reserved}}}})
+	}
+	remove := func(st store.Store) error {
+		return st.Commit(&store.Batch{Ops: []store.Op{{Kind: store.DeleteTask, Task: store.Task{JobID: 1, Queue: "q", ID: "a"}}}})
+	}
+	recover := func(st store.Store) error { return st.Recover(func(store.Task) error { return nil }) }
+	list := func(st store.Store) error { _, err := st.List("q", 0, 10); return err }
+	task1 := func(st store.Store) error { _, err := st.Task(1); return err }
+
+	for _, c := range []struct {
+		name   string
+		key    []byte
+		damage func(st *pebblestore.Store, key []byte) []byte // the raw value to write
+		what   string                                         // the name the error gives
+		fail   map[string]func(store.Store) error             // must fail
+		work   map[string]func(store.Store) error             // must work
+	}{
+		{
+			name: "Record", key: pebblestore.MetaKey(1),
+			damage: func(st *pebblestore.Store, key []byte) []byte { v, _ := st.Raw(key); return flip(v) },
+			what:   "task 1 record",
+			fail:   map[string]func(store.Store) error{"Task": task1, "Recover": recover, "List": list, "update": update, "delete": remove},
+		},
+		{
+			name: "RecordTruncated", key: pebblestore.MetaKey(1),
+			damage: func(*pebblestore.Store, []byte) []byte { return []byte{1, 2} },
+			what:   "task 1 record",
+			fail:   map[string]func(store.Store) error{"Task": task1, "Recover": recover},
+		},
+		{
+			// A whole value of task 2 under task 1's key: the checksum covers
+			// the key.
+			name: "RecordMisplaced", key: pebblestore.MetaKey(1),
+			damage: func(st *pebblestore.Store, _ []byte) []byte { v, _ := st.Raw(pebblestore.MetaKey(2)); return v },
+			what:   "task 1 record",
+			fail:   map[string]func(store.Store) error{"Task": task1, "Recover": recover},
+		},
+		{
+			// A good checksum over a body that is not a record.
+			name: "RecordUndecodable", key: pebblestore.MetaKey(1),
+			damage: func(_ *pebblestore.Store, key []byte) []byte { return pebblestore.Seal(key, []byte{1, 2, 3}) },
+			what:   "task 1 record",
+			fail:   map[string]func(store.Store) error{"Task": task1, "Recover": recover, "List": list},
+		},
+		{
+			// Recover never reads a payload, so it does not see this one.
+			name: "Payload", key: pebblestore.PayloadKey(1),
+			damage: func(st *pebblestore.Store, key []byte) []byte { v, _ := st.Raw(key); return flip(v) },
+			what:   "task 1 payload",
+			fail:   map[string]func(store.Store) error{"Task": task1},
+			work:   map[string]func(store.Store) error{"Recover": recover, "List": list, "update": update},
+		},
+		{
+			name: "Index", key: pebblestore.IndexKey("q", "a"),
+			damage: func(st *pebblestore.Store, key []byte) []byte { v, _ := st.Raw(key); return flip(v) },
+			what:   `index entry of queue "q" id "a"`,
+			fail: map[string]func(store.Store) error{
+				"Lookup": func(st store.Store) error { _, err := st.Lookup("q", "a"); return err },
+				"delete": remove,
+			},
+			work: map[string]func(store.Store) error{"Task": task1, "Recover": recover},
+		},
+		{
+			name: "ListEntry", key: pebblestore.ListKey("q", 2),
+			damage: func(st *pebblestore.Store, key []byte) []byte { v, _ := st.Raw(key); return flip(v) },
+			what:   `list entry of task 2 in queue "q"`,
+			fail:   map[string]func(store.Store) error{"List": list},
+		},
+		{
+			name: "Schedule", key: pebblestore.ScheduleKey("s"),
+			damage: func(st *pebblestore.Store, key []byte) []byte { v, _ := st.Raw(key); return flip(v) },
+			what:   `schedule "s"`,
+			fail: map[string]func(store.Store) error{
+				"Schedules": func(st store.Store) error { _, err := st.Schedules(); return err },
+			},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, _ := corruptFixture(t)
+			defer st.Close()
+			if err := st.SetRaw(c.key, c.damage(st, c.key)); err != nil {
+				t.Fatal(err)
+			}
+			for name, fn := range c.fail {
+				wantCorrupt(t, name, fn(st), c.what)
+			}
+			for name, fn := range c.work {
+				if err := fn(st); err != nil {
+					t.Errorf("%s: %v; want it to work, not reading the damaged value", name, err)
+				}
+			}
+			// The damaged task's neighbour is unharmed.
+			if got, err := st.Task(2); err != nil || string(got.Payload) != "two" {
+				t.Errorf("Task(2) = %q, %v", got.Payload, err)
+			}
+		})
+	}
+}
+
+// TestCorrupt_Open checks what Open refuses: a damaged next job id
+// record, a format version it does not know, and a Pebble database that
+// is not a store.
+func TestCorrupt_Open(t *testing.T) {
+	t.Run("NextJobRecord", func(t *testing.T) {
+		st, dir := corruptFixture(t)
+		v, _ := st.Raw(pebblestore.NextJobKey)
+		if err := st.SetRaw(pebblestore.NextJobKey, flip(v)); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		_, err := pebblestore.Open(dir, pebblestore.Options{Logger: quiet})
+		wantCorrupt(t, "Open", err, "next job id record")
+	})
+	t.Run("FormatVersion", func(t *testing.T) {
+		st, dir := corruptFixture(t)
+		v2 := pebblestore.Seal(pebblestore.FormatKey, binary.LittleEndian.AppendUint32(nil, 2))
+		if err := st.SetRaw(pebblestore.FormatKey, v2); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		_, err := pebblestore.Open(dir, pebblestore.Options{Logger: quiet})
+		if err == nil || !strings.Contains(err.Error(), "format version 2") {
+			t.Fatalf("Open of a version 2 store: %v; want a format version error", err)
+		}
+	})
+	t.Run("FormatRecordDamaged", func(t *testing.T) {
+		st, dir := corruptFixture(t)
+		v, _ := st.Raw(pebblestore.FormatKey)
+		if err := st.SetRaw(pebblestore.FormatKey, flip(v)); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		_, err := pebblestore.Open(dir, pebblestore.Options{Logger: quiet})
+		wantCorrupt(t, "Open", err, "format record")
+	})
+	t.Run("NotAStore", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "db")
+		db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleQuiet{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Set([]byte("hello"), []byte("world"), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		_, err = pebblestore.Open(dir, pebblestore.Options{Logger: quiet})
+		if err == nil || !strings.Contains(err.Error(), "without an hourglass format record") {
+			t.Fatalf("Open of a foreign Pebble database: %v", err)
+		}
+	})
+}
+
+// pebbleQuiet is a Pebble logger that drops everything.
+type pebbleQuiet struct{}
+
+func (pebbleQuiet) Infof(string, ...any)  {}
+func (pebbleQuiet) Errorf(string, ...any) {}
+func (pebbleQuiet) Fatalf(format string, args ...any) {
+	panic("pebble fatal: " + format)
+}
