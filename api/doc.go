@@ -36,6 +36,9 @@
 //	GET    /readyz                                             → 200 once recovery is done, 503 before and while stopping
 //	GET    /metrics                                            → Prometheus text format
 //
+// The routes for looking at a server (task pages, statistics, the
+// dashboard's) are listed in observe.go.
+//
 // Any /v1 call answers 400 for malformed JSON, unknown fields or a bad
 // value, 401 without the token, 413 for a body over the size limit and
 // 503 while the server is recovering or stopping. Ids and queue names go

@@ -165,13 +165,13 @@ func (s *Server) routes() []route {
 	}
 }
 
-// routeV1 registers the /v1 routes behind the token and the readiness
-// check, and for each path a method-less pattern that answers 405 in JSON
+// routeV1 registers the /v1 routes (the API's and the dashboard's, see
+// observe.go) behind the token and the readiness check, and for each path a method-less pattern that answers 405 in JSON
 // for the other methods (ServeMux's own 405 is plain text).
 func (s *Server) routeV1() {
 	allowed := map[string][]string{}
 	var paths []string
-	for _, rt := range s.routes() {
+	for _, rt := range append(s.routes(), s.observeRoutes()...) {
 		s.mux.Handle(rt.method+" "+rt.path, s.v1(rt.h))
 		if allowed[rt.path] == nil {
 			paths = append(paths, rt.path)

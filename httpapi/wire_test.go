@@ -120,7 +120,7 @@ func TestWireErrors(t *testing.T) {
 		{"no such route", "GET", "/v1/nothing", ``, 404, "no such route"},
 		{"no such route outside v1", "GET", "/", ``, 404, "no such route"},
 		{"method not allowed", "PATCH", task + "/a", ``, 405, "method not allowed"},
-		{"method not allowed on tasks", "GET", task, ``, 405, "method not allowed"},
+		{"method not allowed on tasks", "PUT", task, ``, 405, "method not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, f := newServer(t, httpapi.Options{MaxPayload: 1000})
