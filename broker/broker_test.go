@@ -435,3 +435,22 @@ func TestBroker_GeneratedIDsAvoidClientIDs(t *testing.T) {
 		}
 	})
 }
+
+// TestBroker_ReserveCallerGoneGivesBack cancels a long poll just as a task
+// is handed to it: the task is ready again at once, its attempt not
+// counted.
+func TestBroker_ReserveCallerGoneGivesBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := open(t, memstore.New())
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		put(t, b, "q", broker.PutRequest{ID: "a"})
+		if ts, err := b.Reserve(cctx, "q", 1, 0); err == nil || len(ts) != 0 {
+			t.Fatalf("reserve with a cancelled context: %v %v", ts, err)
+		}
+		got, ok := reserve1(t, b, "q")
+		if !ok || got.Attempts != 1 {
+			t.Fatalf("after the caller left: %+v %v", got, ok)
+		}
+	})
+}

@@ -66,10 +66,18 @@ func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time
 		}
 		tasks, err := b.take(qs, max)
 		if err != nil || len(tasks) > 0 || wait == 0 {
-			if werr := b.commitWait(ctx, b.barrier()); err == nil && werr != nil {
-				// With ctx's error, the reservations stand and their
-				// leases run out as usual: this caller is gone.
-				return nil, werr
+			// Wait for the commit even if ctx ends meanwhile (it takes an
+			// fsync), so that a caller gone by then gets its reservations
+			// given back at once rather than when their leases run out.
+			g := b.barrier()
+			b.mu.Unlock()
+			<-g.done
+			if g.err != nil {
+				return nil, fmt.Errorf("%w: store failed: %v", ErrClosed, g.err)
+			}
+			if cerr := ctx.Err(); cerr != nil && len(tasks) > 0 {
+				b.giveBack(tasks)
+				return nil, cerr
 			}
 			return tasks, err
 		}
@@ -248,4 +256,26 @@ func (b *Broker) requeue(job uint64, s slot, rec store.Task, now, due int64) {
 	b.writeTask(store.UpdateTask, rec)
 	s.due = due
 	b.place(job, s, q, now)
+}
+
+// giveBack ends reservations whose caller went away before it was
+// answered: each task is waiting again as it was before (its attempt not
+// counted), unless something else changed it since.
+func (b *Broker) giveBack(tasks []Task) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now().UnixNano()
+	for _, t := range tasks {
+		s, ok := b.tasks[t.JobID]
+		if !ok || s.state() != Reserved {
+			continue
+		}
+		rec, err := b.record(t.JobID)
+		if err != nil || rec.Lease != t.Lease {
+			continue
+		}
+		b.leases.Remove(t.JobID)
+		rec.Attempts--
+		b.requeue(t.JobID, s, rec, now, rec.Due)
+	}
 }

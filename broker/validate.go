@@ -29,6 +29,9 @@ func checkQueue(name string) error {
 			return fmt.Errorf("%w: queue name %q: only letters, digits, '.', '_' and '-'", ErrInvalid, name)
 		}
 	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("%w: queue name %q cannot be a path segment", ErrInvalid, name)
+	}
 	return nil
 }
 
@@ -42,6 +45,9 @@ func checkID(id string) error {
 		if c := id[i]; c <= ' ' || c > '~' || c == '/' {
 			return fmt.Errorf("%w: task id %q: printable ASCII only, no '/' or space", ErrInvalid, id)
 		}
+	}
+	if id == "." || id == ".." {
+		return fmt.Errorf("%w: task id %q cannot be a path segment", ErrInvalid, id)
 	}
 	return nil
 }
