@@ -1,10 +1,16 @@
 package pebblestore_test
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
@@ -35,4 +41,64 @@ func TestStore_Durable(t *testing.T) {
 	storetest.RunDurable(t, func(t *testing.T, dir string) store.Store {
 		return open(t, dir)
 	})
+}
+
+// TestClose_NoGoroutineLeft: once Close returns, every goroutine of the
+// store and of Pebble (commit pipeline, WAL flusher, compactions, disk
+// health checks) is gone, after commits, reads and a flush.
+func TestClose_NoGoroutineLeft(t *testing.T) {
+	before := runtime.NumGoroutine()
+	st := open(t, filepath.Join(t.TempDir(), "db"))
+	for i := range uint64(50) {
+		var b store.Batch
+		b.Put(store.Task{JobID: i + 1, Queue: "q", ID: fmt.Sprint(i), State: store.Waiting, Payload: make([]byte, 100)})
+		if err := st.Commit(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := st.Task(1); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Goroutines that were told to stop may take a moment to be gone.
+	for range 200 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+	t.Fatalf("%d goroutines after Close, %d before:\n%s", runtime.NumGoroutine(), before, buf.String())
+}
+
+// TestOpen_Options: sizes given in Options are taken, and a store opened
+// with small ones works.
+func TestOpen_Options(t *testing.T) {
+	st, err := pebblestore.Open(filepath.Join(t.TempDir(), "db"), pebblestore.Options{CacheSize: 1 << 20, MemTableSize: 1 << 20, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A batch over half the memtable goes through Pebble's large-batch path.
+	var b store.Batch
+	for i := range uint64(3) {
+		b.Put(store.Task{JobID: i + 1, Queue: "q", ID: fmt.Sprint(i), State: store.Waiting, Payload: make([]byte, 400<<10)})
+	}
+	if err := st.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint64(3) {
+		if got, err := st.Task(i + 1); err != nil || len(got.Payload) != 400<<10 {
+			t.Fatalf("Task(%d): %d bytes, %v", i+1, len(got.Payload), err)
+		}
+	}
 }
