@@ -110,9 +110,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("pgtest: stopping the server: %v", err)
-		}
+		// An immediate shutdown: a fast one would first write a
+		// checkpoint of every database the test made, with fsyncs, for a
+		// directory removed next.
+		s.quit()
 		os.RemoveAll(s.root)
 	})
 	return s
@@ -287,6 +288,21 @@ func (s *Server) Kill() {
 	s.cmd.Process.Kill()
 	<-s.exit
 	s.cmd = nil
+}
+
+// quit ends the server with SIGQUIT (immediate shutdown: no checkpoint,
+// committed data is in the WAL) and waits for it to exit.
+func (s *Server) quit() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-s.exit:
+		s.cmd = nil
+	case <-time.After(10 * time.Second):
+		s.Kill()
+	}
 }
 
 // Restart starts a stopped or killed server again on the same data
