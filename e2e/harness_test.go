@@ -1,0 +1,595 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/client"
+)
+
+// The harness: TestMain builds `hourglass` once into a temporary
+// directory, and a [server] runs it as `hourglass serve` on a loopback
+// port, restarting it on the same --data directory as often as a test
+// wants. The first start listens on 127.0.0.1:0 and reads the port the
+// server took from its "listening" log line (no window in which another
+// process could take a port picked in advance); restarts reuse that port,
+// so that clients keep their URL across kills.
+
+// Bounds of the harness: how long a server may take to listen, to be
+// ready (recovery included), and to exit after SIGTERM (the issue's 15 s)
+// or SIGKILL.
+const (
+	listenTimeout = 10 * time.Second
+	readyTimeout  = 30 * time.Second
+	stopTimeout   = 15 * time.Second
+	killTimeout   = 10 * time.Second
+	// logTail bounds how much of each run's log a failing test prints.
+	logTail = 16 << 10
+)
+
+// hourglassBin is the path of the binary TestMain built.
+var hourglassBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(runTests(m))
+}
+
+// runTests builds the binary, runs the tests, and fails the run if a test
+// left a goroutine of the harness or of net/http behind.
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "hourglass-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	start := time.Now()
+	if hourglassBin, err = buildHourglass(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if testing.Verbose() {
+		fmt.Printf("e2e: built %s (race %v) in %v\n", hourglassBin, raceEnabled, time.Since(start).Round(time.Millisecond))
+	}
+	code := m.Run()
+	if leaks := leftBehind(5 * time.Second); leaks != "" {
+		fmt.Fprintf(os.Stderr, "e2e: goroutines left behind by the tests:\n%s\n", leaks)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// buildHourglass builds ./cmd/hourglass of the module this package is in
+// into dir, with -race when the tests run with it.
+func buildHourglass(dir string) (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("go env GOMOD: not in a module")
+	}
+	bin := filepath.Join(dir, "hourglass")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/hourglass")...)
+	cmd.Dir = filepath.Dir(gomod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
+	}
+	return bin, nil
+}
+
+// leftBehind waits up to wait for the goroutines the tests started (the
+// harness's, net/http's, os/exec's) to end, and returns the stacks of
+// those still running.
+func leftBehind(wait time.Duration) string {
+	deadline := time.Now().Add(wait)
+	for {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		var leaks []string
+		for g := range strings.SplitSeq(string(buf), "\n\n") {
+			if strings.Contains(g, "e2e_test.leftBehind") || strings.Contains(g, "testing.(*M).Run") {
+				continue
+			}
+			if strings.Contains(g, "hourglass/e2e") || strings.Contains(g, "net/http.") || strings.Contains(g, "os/exec.") {
+				leaks = append(leaks, g)
+			}
+		}
+		if len(leaks) == 0 {
+			return ""
+		}
+		if time.Now().After(deadline) {
+			return strings.Join(leaks, "\n\n")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// server is one `hourglass serve` over one --data directory, run as a
+// process at a time: started, stopped, killed and restarted by the test
+// goroutine only. Its clients (client, call) are safe for concurrent use
+// and keep working across restarts, since the address stays.
+type server struct {
+	t     testing.TB
+	data  string
+	flags []string // beyond --data, --http and --log-format
+	env   []string // beyond the test's environment, without HOURGLASS_TOKEN
+	token string   // what the clients send; the server's comes from flags or env
+	addr  string   // HOST:PORT, set by the first start
+
+	transport *http.Transport
+	hc        *http.Client
+
+	proc *process   // the running process, or nil
+	runs []*process // every process started, oldest first
+}
+
+// process is one run of the server.
+type process struct {
+	cmd     *exec.Cmd
+	log     *logBuffer
+	started time.Time
+	ready   time.Time     // when /readyz first answered 200
+	done    chan struct{} // closed once Wait returned
+	err     error         // Wait's error, once done is closed
+}
+
+// serverOption changes a server before its first start.
+type serverOption func(*server)
+
+// withFlags adds flags to `hourglass serve`.
+func withFlags(flags ...string) serverOption {
+	return func(s *server) { s.flags = append(s.flags, flags...) }
+}
+
+// withToken starts the server with --token T and makes its clients send
+// it.
+func withToken(token string) serverOption {
+	return func(s *server) {
+		s.flags = append(s.flags, "--token", token)
+		s.token = token
+	}
+}
+
+// withEnv adds variables ("K=V") to the server's environment.
+func withEnv(kv ...string) serverOption {
+	return func(s *server) { s.env = append(s.env, kv...) }
+}
+
+// withClientToken makes the clients send token, whatever the server has.
+func withClientToken(token string) serverOption {
+	return func(s *server) { s.token = token }
+}
+
+// newServer returns a server over a new temporary --data directory, not
+// yet started. Cleanup kills whatever still runs, and prints the logs of
+// every run if the test failed.
+func newServer(t testing.TB, opts ...serverOption) *server {
+	t.Helper()
+	s := &server{t: t, data: filepath.Join(t.TempDir(), "data")}
+	for _, o := range opts {
+		o(s)
+	}
+	s.transport = &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: 0}
+	s.hc = &http.Client{Transport: s.transport}
+	t.Cleanup(func() {
+		if s.proc != nil {
+			s.signal(syscall.SIGKILL)
+			s.wait(killTimeout)
+		}
+		s.transport.CloseIdleConnections()
+		if t.Failed() {
+			for i, p := range s.runs {
+				log := p.log.String()
+				if len(log) > logTail {
+					log = "...\n" + log[len(log)-logTail:]
+				}
+				t.Logf("server run %d of %d (%s), stderr:\n%s", i+1, len(s.runs), p.state(), log)
+			}
+		}
+	})
+	return s
+}
+
+// startServer returns a server that is ready (its /readyz answers 200).
+func startServer(t testing.TB, opts ...serverOption) *server {
+	t.Helper()
+	s := newServer(t, opts...)
+	s.start()
+	return s
+}
+
+// url returns the server's base URL.
+func (s *server) url() string { return "http://" + s.addr }
+
+// client returns a client of the server that sends its token.
+func (s *server) client() *client.Client {
+	c, err := client.New(s.url(), client.Options{Token: s.token, HTTPClient: s.hc})
+	if err != nil {
+		s.t.Fatalf("client.New: %v", err)
+	}
+	return c
+}
+
+// start starts the server and waits until it is ready; it fails the test
+// if it exits or takes too long.
+func (s *server) start() {
+	s.t.Helper()
+	p := s.launch()
+	s.waitReady(p)
+}
+
+// launch starts a process and waits until it listens. A restart that
+// finds its port still taken (by a process that is only just gone) is
+// tried again, a bounded number of times.
+func (s *server) launch() *process {
+	s.t.Helper()
+	if s.proc != nil {
+		s.t.Fatalf("start: the server is running")
+	}
+	for attempt := 0; ; attempt++ {
+		p := s.spawn()
+		select {
+		case <-p.log.listening:
+			if s.addr == "" {
+				s.addr = p.log.addr()
+			}
+			return p
+		case <-p.done:
+			s.proc = nil
+			if s.addr != "" && attempt < 20 && strings.Contains(p.log.String(), "address already in use") {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			s.t.Fatalf("server exited before listening: %s\n%s", p.state(), p.log)
+		case <-time.After(listenTimeout):
+			s.t.Fatalf("server did not listen within %v:\n%s", listenTimeout, p.log)
+		}
+	}
+}
+
+// spawn starts one process of `hourglass serve` over s.data.
+func (s *server) spawn() *process {
+	s.t.Helper()
+	addr := s.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	args := append([]string{"serve", "--data", s.data, "--http", addr, "--log-format", "json"}, s.flags...)
+	p := &process{cmd: exec.Command(hourglassBin, args...), log: newLogBuffer(), done: make(chan struct{})}
+	p.cmd.Env = append(environ(), s.env...)
+	p.cmd.Stdout = p.log
+	p.cmd.Stderr = p.log
+	if err := p.cmd.Start(); err != nil {
+		s.t.Fatalf("starting %s: %v", hourglassBin, err)
+	}
+	p.started = time.Now()
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	s.proc = p
+	s.runs = append(s.runs, p)
+	return p
+}
+
+// environ returns the test's environment without HOURGLASS_TOKEN, so that
+// a token in the environment of whoever runs the tests changes nothing.
+func environ() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HOURGLASS_TOKEN=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// waitReady polls /readyz until it answers 200, failing the test if p
+// exits first or it takes longer than readyTimeout.
+func (s *server) waitReady(p *process) {
+	s.t.Helper()
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url()+"/readyz", nil)
+		resp, err := s.hc.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		cancel()
+		if err == nil && resp.StatusCode == http.StatusOK {
+			p.ready = time.Now()
+			return
+		}
+		select {
+		case <-p.done:
+			s.proc = nil
+			s.t.Fatalf("server exited before it was ready: %s\n%s", p.state(), p.log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("server not ready within %v (last: %v, %v):\n%s", readyTimeout, statusOf(resp), err, p.log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// statusOf returns resp's status, or 0 for no answer.
+func statusOf(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+// stop sends SIGTERM and checks that the process exits with status 0
+// within stopTimeout; it returns how long the exit took.
+func (s *server) stop() time.Duration {
+	s.t.Helper()
+	p := s.proc
+	start := time.Now()
+	s.signal(syscall.SIGTERM)
+	if !s.wait(stopTimeout) {
+		s.t.Errorf("server did not exit within %v of SIGTERM; killed it", stopTimeout)
+		s.signal(syscall.SIGKILL)
+		s.wait(killTimeout)
+	} else if p.err != nil {
+		s.t.Errorf("server exited with %v after SIGTERM, want status 0:\n%s", p.err, p.log)
+	}
+	s.checkRaces(p)
+	return time.Since(start)
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (s *server) kill() {
+	s.t.Helper()
+	p := s.proc
+	s.signal(syscall.SIGKILL)
+	if !s.wait(killTimeout) {
+		s.t.Fatalf("server still running %v after SIGKILL", killTimeout)
+	}
+	s.checkRaces(p)
+}
+
+// signal sends sig to the running process.
+func (s *server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	if s.proc == nil {
+		s.t.Fatalf("signal %v: the server is not running", sig)
+	}
+	if err := s.proc.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		s.t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// wait waits up to d for the running process to exit, and reports
+// whether it did.
+func (s *server) wait(d time.Duration) bool {
+	select {
+	case <-s.proc.done:
+		s.proc = nil
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// exited waits up to d for a process that is expected to exit by itself
+// (a refused start) and returns its exit code, or -1 if it is still
+// running (then it is killed).
+func (s *server) exited(d time.Duration) int {
+	s.t.Helper()
+	p := s.proc
+	if !s.wait(d) {
+		s.signal(syscall.SIGKILL)
+		s.wait(killTimeout)
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// checkRaces fails the test if p's log holds a race detector report.
+func (s *server) checkRaces(p *process) {
+	s.t.Helper()
+	if log := p.log.String(); strings.Contains(log, "WARNING: DATA RACE") {
+		s.t.Errorf("the server reported a data race:\n%s", log)
+	}
+}
+
+// state describes how a process ended, or that it runs.
+func (p *process) state() string {
+	select {
+	case <-p.done:
+		if p.err == nil {
+			return "exit status 0"
+		}
+		return p.err.Error()
+	default:
+		return "running"
+	}
+}
+
+// logText returns the current process's log, or the last one's.
+func (s *server) logText() string {
+	if len(s.runs) == 0 {
+		return ""
+	}
+	return s.runs[len(s.runs)-1].log.String()
+}
+
+// answer is a raw HTTP answer.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// String shows the answer in failure messages.
+func (a answer) String() string { return fmt.Sprintf("%d %s", a.status, bytes.TrimSpace(a.body)) }
+
+// call sends a raw request with the server's token (if any) and returns
+// the answer; body "" sends none.
+func (s *server) call(method, path, body string) answer {
+	s.t.Helper()
+	auth := ""
+	if s.token != "" {
+		auth = "Bearer " + s.token
+	}
+	return s.callAuth(method, path, body, auth)
+}
+
+// callAuth is call with the Authorization header auth ("" for none).
+func (s *server) callAuth(method, path, body, auth string) answer {
+	s.t.Helper()
+	a, err := s.try(method, path, body, auth)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return a
+}
+
+// try sends a raw request and returns the answer or the transport's
+// error. It is safe for concurrent use.
+func (s *server) try(method, path, body, auth string) (answer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.url()+path, rd)
+	if err != nil {
+		return answer{}, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{resp.StatusCode, resp.Header, b}, nil
+}
+
+// logBuffer keeps a process's standard output and error, and notes the
+// address of its "listening" log line. It is safe for concurrent use.
+type logBuffer struct {
+	mu        sync.Mutex
+	buf       bytes.Buffer
+	scanned   int    // bytes of buf whose lines were looked at
+	listen    string // the address logged, once seen
+	listening chan struct{}
+}
+
+func newLogBuffer() *logBuffer { return &logBuffer{listening: make(chan struct{})} }
+
+// Write keeps p and looks at every line it completes.
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Write(p)
+	for {
+		rest := b.buf.Bytes()[b.scanned:]
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		b.scanned += i + 1
+		if b.listen != "" {
+			continue
+		}
+		var e struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal(rest[:i], &e) == nil && e.Msg == "listening" && e.Addr != "" {
+			b.listen = e.Addr
+			close(b.listening)
+		}
+	}
+}
+
+// addr returns the address of the "listening" line.
+func (b *logBuffer) addr() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.listen
+}
+
+// String returns everything written so far.
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// entries returns the JSON log lines written so far, decoded; other lines
+// (a panic, the race detector) are left out.
+func (b *logBuffer) entries() []map[string]any {
+	var out []map[string]any
+	for line := range strings.Lines(b.String()) {
+		var e map[string]any
+		if json.Unmarshal([]byte(line), &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// runCLI runs the binary with args (a client subcommand) and env, and
+// returns its standard output, standard error and exit code.
+func runCLI(t testing.TB, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hourglassBin, args...)
+	cmd.Env = append(environ(), env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("hourglass %s: %v", strings.Join(args, " "), err)
+	}
+	if strings.Contains(e.String(), "WARNING: DATA RACE") {
+		t.Errorf("hourglass %s reported a data race:\n%s", strings.Join(args, " "), e.String())
+	}
+	return o.String(), e.String(), code
+}
