@@ -26,6 +26,7 @@ func Scenarios() []Scenario {
 		gcScenario,
 		keyedScenario,
 		seedDemoScenario,
+		serveScenario,
 	}
 }
 

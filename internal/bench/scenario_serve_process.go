@@ -1,0 +1,292 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serveBinary, when set, is the hourglass binary the serve scenario runs.
+// Empty: the running executable, which is hourglass itself when the bench
+// runs from `hourglass bench`. Tests set it to a binary they build, since
+// a test binary cannot serve.
+var serveBinary string
+
+// serveCommand returns the binary that runs `serve`, or a note saying why
+// there is none.
+func serveCommand() (bin, skip string) {
+	if serveBinary != "" {
+		return serveBinary, ""
+	}
+	if testing.Testing() {
+		return "", "skipped: a test binary cannot run `hourglass serve` (TestServeScenario builds one)"
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", "skipped: cannot find the hourglass binary: " + err.Error()
+	}
+	return exe, ""
+}
+
+// Times that bound one server process.
+const (
+	// serveReadyTimeout bounds a start, recovery included: 10M tasks are
+	// recovered in seconds.
+	serveReadyTimeout = 2 * time.Minute
+	// serveStopTimeout bounds a SIGTERM stop; the server's own bound is
+	// 15 s.
+	serveStopTimeout = 20 * time.Second
+	// readyPoll is the interval between GET /readyz while a server starts.
+	readyPoll = time.Millisecond
+	// logTail is how many lines of the server's log an error quotes.
+	logTail = 8
+)
+
+// serveProcess is one `hourglass serve` process on a data directory, and
+// an HTTP client with enough keep-alive connections for the scenario's
+// concurrent clients. It is used by one goroutine at a time, apart from
+// its client, which is safe for concurrent use.
+type serveProcess struct {
+	bin, dir string
+	addr     string // HOST:PORT it listens on
+	hc       *http.Client
+
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the process has exited
+
+	// mu guards tail, the last lines the server logged.
+	mu   sync.Mutex
+	tail []string
+}
+
+// newServeProcess returns a process, not started yet, that will serve dir.
+func newServeProcess(bin, dir string) *serveProcess {
+	tr := &http.Transport{
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 1024, // the default of 2 would reconnect 64 clients on every request
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+	}
+	return &serveProcess{bin: bin, dir: dir, addr: "127.0.0.1:0", hc: &http.Client{Transport: tr}}
+}
+
+// url returns the URL of path on the server.
+func (p *serveProcess) url(path string) string { return "http://" + p.addr + path }
+
+// start starts the server and waits for /readyz to answer 200. It returns
+// the time from just before the process was started to that answer. The
+// first start listens on a port the system picks (read from the server's
+// log); a restart listens on the same one, so the wait for readiness can
+// begin at once.
+func (p *serveProcess) start() (time.Duration, error) {
+	cmd := exec.Command(p.bin, "serve", "--data", p.dir, "--http", p.addr, "--log-format", "json")
+	cmd.Env = serveEnv()
+	cmd.SysProcAttr = serveProcAttr()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return 0, err
+	}
+	listening := make(chan string, 1)
+	p.done = make(chan struct{})
+	begin := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("starting %s serve: %w", p.bin, err)
+	}
+	p.cmd = cmd
+	logDone := make(chan struct{})
+	go func() {
+		p.readLog(stderr, listening)
+		close(logDone)
+	}()
+	go func() {
+		<-logDone // Wait closes the pipe: read it to the end first
+		cmd.Wait()
+		close(p.done)
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), serveReadyTimeout)
+	defer cancel()
+	if strings.HasSuffix(p.addr, ":0") {
+		select {
+		case p.addr = <-listening:
+		case <-p.done:
+			return 0, p.exited("exited before listening")
+		case <-ctx.Done():
+			return 0, p.failure("not listening after %v", serveReadyTimeout)
+		}
+	}
+	for {
+		if p.ready(ctx) {
+			return time.Since(begin), nil
+		}
+		select {
+		case <-p.done:
+			return 0, p.exited("exited before it was ready")
+		case <-ctx.Done():
+			return 0, p.failure("not ready after %v", serveReadyTimeout)
+		case <-time.After(readyPoll):
+		}
+	}
+}
+
+// serveEnv is the environment of a server: this process's, without a
+// token, since the scenario's clients send none.
+func serveEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HOURGLASS_TOKEN=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// ready reports whether GET /readyz answers 200.
+func (p *serveProcess) ready(ctx context.Context) bool {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.url("/readyz"), nil)
+	resp, err := p.hc.Do(req)
+	if err != nil {
+		return false
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// readLog reads the server's JSON log lines from r until it closes,
+// keeping the last few and sending the address of the "listening" line
+// on listening.
+func (p *serveProcess) readLog(r io.Reader, listening chan<- string) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sent := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !sent {
+			var l struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" && l.Addr != "" {
+				listening <- l.Addr
+				sent = true
+			}
+		}
+		p.mu.Lock()
+		p.tail = append(p.tail, line)
+		if len(p.tail) > logTail {
+			p.tail = p.tail[len(p.tail)-logTail:]
+		}
+		p.mu.Unlock()
+	}
+	io.Copy(io.Discard, r)
+}
+
+// failure returns an error about the server with the last lines it
+// logged.
+func (p *serveProcess) failure(format string, args ...any) error {
+	p.mu.Lock()
+	tail := strings.Join(p.tail, "\n")
+	p.mu.Unlock()
+	msg := fmt.Sprintf("hourglass serve "+format, args...)
+	if tail != "" {
+		msg += "; its log ends:\n" + tail
+	}
+	return errors.New(msg)
+}
+
+// exited returns an error for a server that has exited, with its status.
+func (p *serveProcess) exited(what string) error {
+	return p.failure("%s (%v)", what, p.cmd.ProcessState)
+}
+
+// alive returns an error if the server has exited.
+func (p *serveProcess) alive() error {
+	select {
+	case <-p.done:
+		return p.exited("exited")
+	default:
+		return nil
+	}
+}
+
+// kill ends the server with SIGKILL and waits for it to exit.
+func (p *serveProcess) kill() {
+	if p.cmd == nil {
+		return
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+	p.hc.CloseIdleConnections()
+}
+
+// stop ends the server with SIGTERM, which commits and exits, and kills
+// it if it has not exited within serveStopTimeout.
+func (p *serveProcess) stop() {
+	if p.cmd == nil {
+		return
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.kill()
+		return
+	}
+	select {
+	case <-p.done:
+		p.hc.CloseIdleConnections()
+	case <-time.After(serveStopTimeout):
+		p.kill()
+	}
+}
+
+// rss returns the server's resident set size in bytes.
+func (p *serveProcess) rss() (int64, error) {
+	return processRSS(p.cmd.Process.Pid)
+}
+
+// metrics reads the values of the named series (full names, labels
+// included, as /metrics prints them) from the server's /metrics.
+func (p *serveProcess) metrics(names ...string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.url("/metrics"), nil)
+	resp, err := p.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := make(map[string]float64, len(names))
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		for _, n := range names {
+			if name == n {
+				v, err := strconv.ParseFloat(value, 64)
+				if err != nil {
+					return nil, fmt.Errorf("/metrics: %s: %w", n, err)
+				}
+				out[n] = v
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			return nil, fmt.Errorf("/metrics has no %s", n)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestServeScenario builds the hourglass binary and runs the serve
+// scenario in a tiny configuration: 1000 tasks pending, then 10,000,
+// and a fifth of a second of each load.
+func TestServeScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds hourglass and runs its server")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("the scenario stops its server with SIGTERM")
+	}
+	goCmd, err := exec.LookPath(filepath.Join(runtime.GOROOT(), "bin", "go"))
+	if err != nil {
+		t.Skipf("no go command to build hourglass with: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "hourglass")
+	if out, err := exec.Command(goCmd, "build", "-o", bin, "github.com/hourglass-go/hourglass/cmd/hourglass").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	serveBinary = bin
+	t.Cleanup(func() { serveBinary = "" })
+
+	c := tiny()
+	c.Scenarios = []string{"serve"}
+	results, err := Run(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []string
+	for _, r := range results {
+		cases = append(cases, r.Case)
+	}
+	if want := []string{"put ×64", "batch 100 ×8", "pending", "lateness 10k/s", "pending"}; !slices.Equal(cases, want) {
+		t.Fatalf("cases %q, want %q", cases, want)
+	}
+	if n := results[2].N; n != c.Sizes[0] || results[4].N != 10*n {
+		t.Errorf("pending rows at n=%d and n=%d, want %d and %d", n, results[4].N, c.Sizes[0], 10*c.Sizes[0])
+	}
+	positive := map[string][]string{
+		"put ×64":        {"tasks/s", "tasks/fsync", "req p50", "req p99"},
+		"batch 100 ×8":   {"tasks/s", "tasks/fsync", "req p50", "req p99"},
+		"pending":        {"tasks/s", "tasks/fsync", "disk B/task", "restart"},
+		"lateness 10k/s": {"tasks/s", "late max", "samples"},
+	}
+	if runtime.GOOS == "linux" {
+		positive["pending"] = append(positive["pending"], "RSS MiB")
+	}
+	for _, r := range results {
+		if r.Err != "" || strings.HasPrefix(r.Note, "skipped:") {
+			t.Errorf("%s n=%d: error %q, note %q", r.Case, r.N, r.Err, r.Note)
+			continue
+		}
+		for _, name := range positive[r.Case] {
+			if v, ok := r.Value(name); !ok || !(v > 0) {
+				t.Errorf("%s n=%d: %s = %v (present %v), want > 0", r.Case, r.N, name, v, ok)
+			}
+		}
+	}
+	late := results[3]
+	if early, _ := late.Value("early"); early != 0 {
+		t.Errorf("%v tasks delivered before their due time", early)
+	}
+	if got, _ := late.Value("samples"); got != float64(serveDueRate)*max(5*c.StreamFor.Seconds(), 0.2) {
+		t.Errorf("lateness samples %v, want the due rate times the stream's length", got)
+	}
+}
+
+// TestServeScenario_SkipsInTestBinary checks that without a binary to run
+// the scenario says why in a note and runs nothing: a test binary cannot
+// serve.
+func TestServeScenario_SkipsInTestBinary(t *testing.T) {
+	c := tiny()
+	c.Scenarios = []string{"serve"}
+	jobs, err := Plan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 5 {
+		t.Fatalf("%d jobs, want 5", len(jobs))
+	}
+	for _, j := range jobs {
+		if r := j.Run(); !strings.HasPrefix(r.Note, "skipped:") || len(r.Metrics) != 0 || r.Err != "" {
+			t.Errorf("%s: note %q, %d metrics, error %q; want a skip", j.Label(), r.Note, len(r.Metrics), r.Err)
+		}
+	}
+}
