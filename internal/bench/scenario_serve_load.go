@@ -31,7 +31,7 @@ const (
 var (
 	servePayload = `"` + strings.Repeat("p", servePayloadLen-2) + `"`
 	// serveTaskJSON is one far put, alone or as an item of a batch.
-	serveTaskJSON = `{"payload":` + servePayload + `,"delay":"` + serveFarDelay + `"}`
+	serveTaskJSON  = `{"payload":` + servePayload + `,"delay":"` + serveFarDelay + `"}`
 	serveBatchJSON = `{"tasks":[` + strings.Repeat(serveTaskJSON+",", serveBatch-1) + serveTaskJSON + `]}`
 )
 
