@@ -1,0 +1,159 @@
+// Element builders and the formats of times, durations and rates.
+
+// h builds an HTML element: h('a', {href: '#/', class: 'x', onclick: f}, 'text', child...).
+// Props starting with "on" are listeners; false, null and undefined props
+// and children are left out; arrays of children are flattened.
+export function h(tag, props, ...children) {
+  return build(document.createElement(tag), props, children);
+}
+
+const svgNS = 'http://www.w3.org/2000/svg';
+
+// s builds an SVG element as h builds an HTML one.
+export function s(tag, props, ...children) {
+  return build(document.createElementNS(svgNS, tag), props, children);
+}
+
+function build(el, props, children) {
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === false || v === null || v === undefined) continue;
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === false || c === null || c === undefined) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : String(c));
+  }
+}
+
+// swap replaces container's children with nodes, keeping the focus on the
+// element of the same data-key if the focus was inside, so that a refresh
+// every few seconds does not throw a keyboard user back to the top.
+export function swap(container, ...nodes) {
+  const active = document.activeElement;
+  const inside = active && active !== container && container.contains(active);
+  const key = inside ? active.dataset.key : undefined;
+  container.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
+  if (!inside) return;
+  const again = key && container.querySelector(`[data-key="${CSS.escape(key)}"]`);
+  if (again && !again.disabled) again.focus();
+  else document.querySelector('main h1')?.focus();
+}
+
+// The server's clock minus the browser's, in ms, from the last answer
+// that carried the server's time: relative times and charts use it.
+let skew = 0;
+export function setServerTime(iso) {
+  const t = Date.parse(iso);
+  if (!Number.isNaN(t)) skew = t - Date.now();
+}
+export function now() {
+  return Date.now() + skew;
+}
+
+const pad = (n, w = 2) => String(n).padStart(w, '0');
+
+// clock formats a time in the browser's zone: "14:05:09" today,
+// "2026-03-01 14:05" on other days.
+export function clock(t) {
+  const d = new Date(t);
+  const today = new Date(now());
+  const hms = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  if (d.toDateString() === today.toDateString()) return hms;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${hms.slice(0, 5)}`;
+}
+
+// hhmm formats a time's hour and minute in the browser's zone: "14:05".
+export function hhmm(t) {
+  const d = new Date(t);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+// relative says how far a time is from now: "in 4 min", "12 s ago", "now".
+export function relative(t) {
+  const ms = t - now();
+  const a = Math.abs(ms);
+  if (a < 1000) return 'now';
+  const text = span(a);
+  return ms > 0 ? 'in ' + text : text + ' ago';
+}
+
+// span formats a long duration in ms coarsely: "12 s", "4 min", "3 h 5 min", "2 d 4 h".
+export function span(ms) {
+  const sec = Math.floor(ms / 1000);
+  if (sec < 60) return `${sec} s`;
+  const min = Math.floor(sec / 60);
+  if (min < 60) return `${min} min`;
+  const hr = Math.floor(min / 60);
+  if (hr < 48) return min % 60 ? `${hr} h ${min % 60} min` : `${hr} h`;
+  const d = Math.floor(hr / 24);
+  return hr % 24 ? `${d} d ${hr % 24} h` : `${d} d`;
+}
+
+// timeEl is a <time> element showing t in the browser's zone and, when
+// rel is set, how far it is from now; its title is the exact UTC time.
+export function timeEl(iso, rel = true) {
+  if (!iso) return h('span', {}, '—');
+  const t = Date.parse(iso);
+  return h('time', {datetime: iso, title: iso}, clock(t), rel ? h('span', {class: 'rel'}, ' (' + relative(t) + ')') : null);
+}
+
+// Units of Go duration strings, in ms.
+const units = {ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1e3, m: 6e4, h: 3.6e6};
+
+// parseDuration reads a Go duration string ("1.5s", "2m3.5s", "250µs") as ms.
+export function parseDuration(str) {
+  let rest = String(str).trim();
+  let sign = 1;
+  if (rest.startsWith('-')) {
+    sign = -1;
+    rest = rest.slice(1);
+  }
+  if (rest === '0') return 0;
+  const re = /^([0-9]*\.?[0-9]+)(ns|us|µs|μs|ms|s|m|h)/;
+  let total = 0;
+  let m;
+  while (rest && (m = re.exec(rest))) {
+    total += parseFloat(m[1]) * units[m[2]];
+    rest = rest.slice(m[0].length);
+  }
+  if (rest) return NaN;
+  return sign * total;
+}
+
+// duration formats a short duration in ms with about three digits:
+// "850 µs", "12.3 ms", "1.25 s", "2 min".
+export function duration(ms) {
+  if (!Number.isFinite(ms)) return '—';
+  if (ms === 0) return '0';
+  if (ms < 1) return `${+(ms * 1000).toPrecision(3)} µs`;
+  if (ms < 1000) return `${+ms.toPrecision(3)} ms`;
+  if (ms < 60000) return `${+(ms / 1000).toPrecision(3)} s`;
+  return span(ms);
+}
+
+// rate formats events per second: "0/s", "0.4/s", "12/s", "1.2k/s", and
+// "—" for a rate not measured yet.
+export function rate(r) {
+  if (r === null || r === undefined || !Number.isFinite(r)) return '—';
+  if (r === 0) return '0/s';
+  if (r < 10) return `${r.toFixed(1)}/s`;
+  if (r < 1000) return `${Math.round(r)}/s`;
+  return `${+(r / 1000).toPrecision(3)}k/s`;
+}
+
+// count formats a whole number with thousands separators.
+export function count(n) {
+  return Number(n).toLocaleString('en-US');
+}
+
+// plural: plural(1, 'task') is "1 task", plural(3, 'task') "3 tasks".
+export function plural(n, word) {
+  return `${count(n)} ${word}${n === 1 ? '' : 's'}`;
+}

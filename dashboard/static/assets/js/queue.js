@@ -1,0 +1,190 @@
+// #/queues/NAME/STATE: one queue's counts, its tasks by state in pages,
+// finding a task by id, showing, deleting and kicking tasks, and the
+// queue's due times over the next hour.
+
+import {call, seg, ApiError} from './api.js';
+import {h, swap, count, rate, plural, timeEl} from './dom.js';
+import {dueFigure} from './charts.js';
+import {queueStats} from './overview.js';
+import {confirmAction, showTask} from './dialogs.js';
+
+const states = ['all', 'delayed', 'ready', 'reserved', 'dead'];
+const pageSize = 20;
+
+const title = (st) => st[0].toUpperCase() + st.slice(1);
+
+export function enter(main, {queue, state}, ctx) {
+  const base = `/v1/queues/${seg(queue)}`;
+  let shown = state; // the state listed
+  let pages = [0]; // the after of each page up to the current one
+  let next = 0; // the after of the next page; 0: none
+
+  const counts = h('dl', {class: 'tally'});
+  const tabs = h('div', {class: 'tabs', role: 'group', 'aria-label': 'List the tasks in state'});
+  const bulk = h('div', {class: 'buttons bulk'});
+  const tbody = h('tbody');
+  const caption = h('caption', {});
+  const pager = h('div', {class: 'buttons pager'});
+  const pageNote = h('p', {class: 'hint', id: 'page-note'});
+  const due = h('div', {class: 'figure-body', id: 'due'});
+  const findInput = h('input', {id: 'find-id', name: 'id', required: true, autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'find-result'});
+  const findResult = h('p', {id: 'find-result', role: 'status'});
+
+  main.append(
+    h('nav', {'aria-label': 'Breadcrumb', class: 'crumbs'}, h('a', {href: '#/'}, 'Overview'), ' › ', h('span', {'aria-current': 'page'}, queue)),
+    h('h1', {tabindex: -1}, 'Queue ', h('span', {class: 'name'}, queue)),
+    counts,
+    h('section', {'aria-labelledby': 'find-h'},
+      h('h2', {id: 'find-h'}, 'Find a task'),
+      h('form', {class: 'inline', onsubmit: find},
+        h('label', {for: 'find-id'}, 'Task id'), findInput, h('button', {type: 'submit'}, 'Find')),
+      findResult),
+    h('section', {'aria-labelledby': 'tasks-h'},
+      h('h2', {id: 'tasks-h'}, 'Tasks'),
+      tabs,
+      bulk,
+      h('div', {class: 'scroll', role: 'region', 'aria-labelledby': 'tasks-h', tabindex: 0},
+        h('table', {id: 'tasks'}, caption,
+          h('thead', {}, h('tr', {}, ['Id', 'Job', 'State', 'Due', 'Priority', 'Attempts', 'Actions']
+            .map((c) => h('th', {scope: 'col', class: ['Job', 'Priority', 'Attempts'].includes(c) ? 'num' : null}, c)))),
+          tbody)),
+      pageNote,
+      pager),
+    h('section', {class: 'figure', 'aria-labelledby': 'due-h'},
+      h('h2', {id: 'due-h'}, 'Falling due in the next hour'),
+      due));
+
+  async function find(ev) {
+    ev.preventDefault();
+    const id = findInput.value.trim();
+    if (!id) {
+      findResult.textContent = 'Enter a task id.';
+      findInput.focus();
+      return;
+    }
+    findResult.textContent = '';
+    await ctx.act(async () => {
+      try {
+        await open(id);
+        findResult.textContent = `Found task ${id}.`;
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 404)) throw e;
+        findResult.textContent = `No task “${id}” in this queue (${e.message}).`;
+      }
+    });
+  }
+
+  // open shows a task in the dialog, with its actions.
+  function open(id) {
+    return showTask(queue, id, (t, close) => [
+      t.state === 'dead' ? h('button', {type: 'button', onclick: () => kick(t.id, close)}, 'Kick (make it ready)') : null,
+      h('button', {type: 'button', class: 'danger', onclick: () => remove(t.id, close)}, 'Delete task'),
+    ]);
+  }
+
+  async function kick(id, close) {
+    await ctx.act(async () => {
+      await call('POST', `${base}/tasks/${seg(id)}/kick`);
+      close?.();
+      ctx.notice(`Kicked task ${id}: it is ready again.`);
+      await ctx.refresh();
+    });
+  }
+
+  async function remove(id, close) {
+    if (!await confirmAction('Delete the task?', `Delete task “${id}” of queue “${queue}”? This cannot be undone.`, 'Delete task')) return;
+    await ctx.act(async () => {
+      try {
+        await call('DELETE', `${base}/tasks/${seg(id)}`);
+        ctx.notice(`Deleted task ${id}.`);
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 404)) throw e;
+        ctx.notice(`Task ${id} was gone already.`);
+      }
+      close?.();
+      await ctx.refresh();
+    });
+  }
+
+  async function kickAll() {
+    await ctx.act(async () => {
+      const res = await call('POST', `${base}/dead:kick`);
+      ctx.notice(`Kicked ${plural(res.kicked, 'dead task')}: ready again.`);
+      await ctx.refresh();
+    });
+  }
+
+  async function deleteAll(n) {
+    if (!await confirmAction('Delete every dead task?', `Delete all ${plural(n, 'dead task')} of queue “${queue}”? This cannot be undone.`, 'Delete all dead')) return;
+    await ctx.act(async () => {
+      const res = await call('DELETE', `${base}/dead`);
+      ctx.notice(`Deleted ${plural(res.deleted, 'dead task')}.`);
+      await ctx.refresh();
+    });
+  }
+
+  // select lists another state from its first page; the hash follows,
+  // without a new entry in the history.
+  function select(st) {
+    shown = st;
+    pages = [0];
+    history.replaceState(null, '', `#/queues/${encodeURIComponent(queue)}/${st}`);
+    ctx.refresh();
+  }
+
+  function turn(to) {
+    if (to === 'next' && next) pages.push(next);
+    else if (to === 'prev' && pages.length > 1) pages.pop();
+    else if (to === 'first') pages = [0];
+    ctx.refresh();
+  }
+
+  function row(t) {
+    return h('tr', {'data-id': t.id, 'data-state': t.state},
+      h('th', {scope: 'row'}, h('button', {type: 'button', class: 'link', 'data-key': 'show:' + t.id, 'aria-label': `Show task ${t.id}`,
+        onclick: () => ctx.act(() => open(t.id))}, t.id)),
+      h('td', {class: 'num'}, String(t.job_id)),
+      h('td', {}, h('span', {class: 'state state-' + t.state}, t.state)),
+      h('td', {}, timeEl(t.due)),
+      h('td', {class: 'num'}, String(t.priority)),
+      h('td', {class: 'num'}, t.max_attempts ? `${t.attempts} of ${t.max_attempts}` : String(t.attempts)),
+      h('td', {class: 'actions'},
+        t.state === 'dead' ? h('button', {type: 'button', 'data-key': 'kick:' + t.id, 'aria-label': `Kick task ${t.id}`, onclick: () => kick(t.id)}, 'Kick') : null,
+        h('button', {type: 'button', class: 'danger', 'data-key': 'del:' + t.id, 'aria-label': `Delete task ${t.id}`, onclick: () => remove(t.id)}, 'Delete')));
+  }
+
+  return {
+    title: 'Queue ' + queue,
+    async refresh() {
+      const q = `state=${shown === 'all' ? '' : shown}&after=${pages.at(-1)}&limit=${pageSize}`;
+      const [stats, list, dueHist] = await Promise.all([
+        queueStats(),
+        call('GET', `${base}/tasks?${q}`),
+        call('GET', `/v1/stats/due?queue=${encodeURIComponent(queue)}&width=1m&n=60`),
+      ]);
+      const c = stats.queues.find((x) => x.name === queue) ||
+        {delayed: 0, ready: 0, reserved: 0, dead: 0, putRate: null, deliveryRate: null};
+      const n = {all: c.delayed + c.ready + c.reserved + c.dead, delayed: c.delayed, ready: c.ready, reserved: c.reserved, dead: c.dead};
+      swap(counts, [['Delayed', count(c.delayed), 'delayed'], ['Ready', count(c.ready), 'ready'], ['Reserved', count(c.reserved), 'reserved'],
+        ['Dead', count(c.dead), 'dead'], ['Puts', rate(c.putRate)], ['Deliveries', rate(c.deliveryRate)]]
+        .map(([k, v, key]) => h('div', {'data-count': key || null}, h('dt', {}, k), h('dd', {}, v))));
+      swap(tabs, states.map((st) => h('button', {type: 'button', 'aria-pressed': String(st === shown), 'data-key': 'tab:' + st, 'data-state': st,
+        onclick: () => select(st)}, title(st), h('span', {class: 'n'}, ` (${count(n[st])})`))));
+      swap(bulk, shown === 'dead' && c.dead > 0 ? [
+        h('button', {type: 'button', 'data-key': 'kick-all', onclick: () => kickAll()}, `Kick all ${count(c.dead)} dead`),
+        h('button', {type: 'button', class: 'danger', 'data-key': 'delete-all', onclick: () => deleteAll(c.dead)}, `Delete all ${count(c.dead)} dead`),
+      ] : []);
+      next = list.next;
+      caption.textContent = `${shown === 'all' ? 'Tasks' : title(shown) + ' tasks'}, page ${pages.length}, by job id`;
+      const none = next ? 'None on this page; the next page may have some.'
+        : pages.length > 1 ? 'No more tasks.' : `No ${shown === 'all' ? '' : shown + ' '}tasks.`;
+      swap(tbody, list.tasks.length ? list.tasks.map(row) : h('tr', {}, h('td', {colspan: 7}, none)));
+      pageNote.textContent = `Page ${pages.length}${list.tasks.length ? `: ${plural(list.tasks.length, 'task')}` : ''}${next ? '; more follow' : ''}.`;
+      swap(pager,
+        h('button', {type: 'button', 'data-key': 'first', disabled: pages.length === 1, onclick: () => turn('first')}, 'First page'),
+        h('button', {type: 'button', 'data-key': 'prev', disabled: pages.length === 1, onclick: () => turn('prev')}, 'Previous page'),
+        h('button', {type: 'button', 'data-key': 'next', disabled: !next, onclick: () => turn('next')}, 'Next page'));
+      dueFigure(due, dueHist, ' in this queue');
+    },
+  };
+}

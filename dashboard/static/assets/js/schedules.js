@@ -1,0 +1,222 @@
+// #/schedules: every cron schedule with its next five times, and a form
+// to add or edit one whose cron line the server's own parser checks as it
+// is typed (POST /v1/cron:check).
+
+import {call, seg, ApiError, AuthError} from './api.js';
+import {h, swap, timeEl, now} from './dom.js';
+import {confirmAction} from './dialogs.js';
+
+// nextTimes caches cron:check answers by line and zone until the first
+// of their times has passed.
+const nextTimes = new Map();
+
+async function checkCron(cron, timezone) {
+  const key = cron + '\n' + timezone;
+  const hit = nextTimes.get(key);
+  if (hit && (hit.next.length === 0 || Date.parse(hit.next[0]) > now())) return hit;
+  const res = await call('POST', '/v1/cron:check', timezone ? {cron, timezone} : {cron});
+  nextTimes.set(key, res);
+  return res;
+}
+
+function timesList(next) {
+  if (!next.length) return h('span', {class: 'hint'}, 'never again');
+  return h('ol', {class: 'times'}, next.map((t) => h('li', {}, timeEl(t, false))));
+}
+
+export function enter(main, params, ctx) {
+  const tbody = h('tbody');
+  const empty = h('p', {class: 'hint', hidden: true}, 'No schedules yet: add one below.');
+  let editing = null; // the name of the schedule in the form; null: adding
+
+  const field = (id, label, input, help) => h('div', {class: 'field'}, h('label', {for: id}, label), input, help || null);
+  const name = h('input', {id: 's-name', name: 'name', required: true, autocomplete: 'off', spellcheck: 'false',
+    maxlength: 179, 'aria-describedby': 's-name-help'});
+  const cron = h('input', {id: 's-cron', name: 'cron', required: true, autocomplete: 'off', spellcheck: 'false',
+    'aria-describedby': 's-cron-help s-cron-check', class: 'mono'});
+  const cronCheck = h('div', {id: 's-cron-check', class: 'check', 'aria-live': 'polite'});
+  const zone = h('input', {id: 's-zone', name: 'timezone', list: 's-zones', autocomplete: 'off', spellcheck: 'false',
+    placeholder: 'UTC', 'aria-describedby': 's-zone-help'});
+  const zones = h('datalist', {id: 's-zones'},
+    (Intl.supportedValuesOf ? Intl.supportedValuesOf('timeZone') : []).map((z) => h('option', {value: z})));
+  const queue = h('input', {id: 's-queue', name: 'queue', required: true, autocomplete: 'off', spellcheck: 'false', maxlength: 200});
+  const payload = h('textarea', {id: 's-payload', name: 'payload', rows: 3, spellcheck: 'false', class: 'mono',
+    'aria-describedby': 's-payload-help'});
+  const error = h('p', {id: 's-error', class: 'error', role: 'alert'});
+  const submit = h('button', {type: 'submit', id: 's-submit'}, 'Add schedule');
+  const cancel = h('button', {type: 'button', class: 'quiet', hidden: true, onclick: () => reset()}, 'Cancel editing');
+  const formHeading = h('h2', {id: 'form-h', tabindex: -1}, 'Add a schedule');
+  const form = h('form', {id: 'schedule-form', novalidate: true, onsubmit: save},
+    field('s-name', 'Name', name, h('p', {id: 's-name-help', class: 'hint'},
+      'Letters, digits, “.”, “_” and “-”. Each occurrence puts a task with the id NAME@TIME.')),
+    field('s-cron', 'Cron line', cron, h('p', {id: 's-cron-help', class: 'hint'},
+      'Five fields: minute, hour, day of month, month, day of week (“*/5 * * * *”), or a descriptor (“@hourly”, “@every 90s”).')),
+    cronCheck,
+    field('s-zone', 'Time zone (optional)', zone, h('p', {id: 's-zone-help', class: 'hint'}, 'An IANA zone such as Europe/Paris; empty: UTC.')),
+    zones,
+    field('s-queue', 'Queue', queue),
+    field('s-payload', 'Payload (optional JSON)', payload, h('p', {id: 's-payload-help', class: 'hint'},
+      'Put as each task\'s payload, such as {"report": "daily"}.')),
+    error,
+    h('div', {class: 'buttons'}, submit, cancel));
+
+  main.append(
+    h('h1', {tabindex: -1}, 'Schedules'),
+    h('section', {'aria-labelledby': 'list-h'},
+      h('h2', {id: 'list-h'}, 'Cron schedules'),
+      empty,
+      h('div', {class: 'scroll', role: 'region', 'aria-labelledby': 'list-h', tabindex: 0},
+        h('table', {id: 'schedules'},
+          h('thead', {}, h('tr', {}, ['Name', 'Cron line', 'Zone', 'Queue', 'Next five times', 'Last put', 'Actions']
+            .map((c) => h('th', {scope: 'col'}, c)))),
+          tbody))),
+    h('section', {'aria-labelledby': 'form-h', class: 'form-section'}, formHeading, form));
+
+  // The cron line is checked as it is typed, a quarter second after the
+  // last key; answers for older lines are dropped.
+  let seq = 0;
+  let debounce = 0;
+  function check() {
+    clearTimeout(debounce);
+    const line = cron.value.trim();
+    const tz = zone.value.trim();
+    const mine = ++seq;
+    cron.removeAttribute('aria-invalid');
+    zone.removeAttribute('aria-invalid');
+    if (!line) {
+      cronCheck.className = 'check';
+      cronCheck.replaceChildren();
+      return;
+    }
+    debounce = setTimeout(async () => {
+      try {
+        const res = await checkCron(line, tz);
+        if (mine !== seq) return;
+        cronCheck.className = 'check ok';
+        cronCheck.replaceChildren(h('span', {}, res.next.length ? '✓ Valid. Next times: ' : '✓ Valid, but it never fires again.'), timesList(res.next));
+      } catch (e) {
+        if (mine !== seq) return;
+        if (e instanceof AuthError) {
+          ctx.login(e.message);
+          return;
+        }
+        const bad = e instanceof ApiError && e.status === 400;
+        if (bad) (/zone/i.test(e.message) ? zone : cron).setAttribute('aria-invalid', 'true');
+        cronCheck.className = 'check bad';
+        cronCheck.replaceChildren(h('span', {}, bad ? '✗ Not valid: ' : 'Could not check: '), h('span', {class: 'msg'}, e.message));
+      }
+    }, 250);
+  }
+  cron.addEventListener('input', check);
+  zone.addEventListener('input', check);
+
+  function reset() {
+    editing = null;
+    form.reset();
+    name.readOnly = false;
+    formHeading.textContent = 'Add a schedule';
+    submit.textContent = 'Add schedule';
+    cancel.hidden = true;
+    error.textContent = '';
+    for (const el of [name, cron, zone, queue, payload]) el.removeAttribute('aria-invalid');
+    check();
+  }
+
+  function edit(sch) {
+    editing = sch.name;
+    name.value = sch.name;
+    name.readOnly = true;
+    cron.value = sch.cron;
+    zone.value = sch.timezone || '';
+    queue.value = sch.queue;
+    payload.value = sch.payload === undefined || sch.payload === null ? '' : JSON.stringify(sch.payload, null, 2);
+    formHeading.textContent = `Edit schedule ${sch.name}`;
+    submit.textContent = 'Save changes';
+    cancel.hidden = false;
+    error.textContent = '';
+    check();
+    formHeading.focus();
+  }
+
+  // invalid marks a field and says why in the form's alert.
+  function invalid(el, msg) {
+    el.setAttribute('aria-invalid', 'true');
+    error.textContent = msg;
+    el.focus();
+  }
+
+  async function save(ev) {
+    ev.preventDefault();
+    error.textContent = '';
+    for (const el of [name, cron, zone, queue, payload]) el.removeAttribute('aria-invalid');
+    const n = name.value.trim();
+    if (!n) return invalid(name, 'Give the schedule a name.');
+    if (!cron.value.trim()) return invalid(cron, 'Give a cron line.');
+    if (!queue.value.trim()) return invalid(queue, 'Give the queue its tasks go to.');
+    const p = payload.value.trim();
+    if (p) {
+      try {
+        JSON.parse(p);
+      } catch (e) {
+        return invalid(payload, 'The payload is not JSON: ' + e.message);
+      }
+    }
+    // The body is built as text, so that the payload goes as it was typed.
+    const parts = [`"cron":${JSON.stringify(cron.value.trim())}`, `"queue":${JSON.stringify(queue.value.trim())}`];
+    if (zone.value.trim()) parts.push(`"timezone":${JSON.stringify(zone.value.trim())}`);
+    if (p) parts.push(`"payload":${p}`);
+    const was = editing;
+    await ctx.act(async () => {
+      try {
+        await call('PUT', `/v1/schedules/${seg(n)}`, '{' + parts.join(',') + '}');
+      } catch (e) {
+        if (!(e instanceof ApiError) || e.status !== 400) throw e;
+        const m = e.message;
+        const el = /zone/i.test(m) ? zone : /schedule name/i.test(m) ? name : /queue/i.test(m) ? queue : /payload|json/i.test(m) ? payload : cron;
+        invalid(el, 'The server refused the schedule: ' + m);
+        return;
+      }
+      ctx.notice(was ? `Saved schedule ${n}.` : `Added schedule ${n}.`);
+      reset();
+      await ctx.refresh();
+    });
+  }
+
+  async function remove(sch) {
+    if (!await confirmAction('Delete the schedule?', `Delete schedule “${sch.name}”? Tasks it has put stay.`, 'Delete schedule')) return;
+    await ctx.act(async () => {
+      try {
+        await call('DELETE', `/v1/schedules/${seg(sch.name)}`);
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 404)) throw e;
+      }
+      if (editing === sch.name) reset();
+      ctx.notice(`Deleted schedule ${sch.name}.`);
+      await ctx.refresh();
+    });
+  }
+
+  return {
+    title: 'Schedules',
+    async refresh() {
+      const res = await call('GET', '/v1/schedules');
+      const list = res.schedules;
+      const times = await Promise.all(list.map((sch) => checkCron(sch.cron, sch.timezone || '').then((r) => r.next, (e) => {
+        if (e instanceof AuthError) throw e;
+        return e;
+      })));
+      empty.hidden = list.length > 0;
+      swap(tbody, list.map((sch, i) => h('tr', {'data-name': sch.name},
+        h('th', {scope: 'row'}, sch.name),
+        h('td', {class: 'mono'}, sch.cron),
+        h('td', {}, sch.timezone || 'UTC'),
+        h('td', {}, h('a', {href: '#/queues/' + encodeURIComponent(sch.queue)}, sch.queue)),
+        h('td', {}, times[i] instanceof Error ? h('span', {class: 'error'}, times[i].message) : timesList(times[i])),
+        h('td', {}, sch.last ? timeEl(sch.last) : 'none yet'),
+        h('td', {class: 'actions'},
+          h('button', {type: 'button', 'data-key': 'edit:' + sch.name, 'aria-label': `Edit schedule ${sch.name}`, onclick: () => edit(sch)}, 'Edit'),
+          h('button', {type: 'button', class: 'danger', 'data-key': 'delete:' + sch.name, 'aria-label': `Delete schedule ${sch.name}`,
+            onclick: () => remove(sch)}, 'Delete')))));
+    },
+  };
+}
