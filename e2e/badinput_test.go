@@ -179,6 +179,32 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestBadInput_NewQueue sends refused puts to queues that hold no task
+// yet, and checks that they change nothing: GET /v1/queues must not list
+// those queues.
+func TestBadInput_NewQueue(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withFlags("--max-payload", fmt.Sprint(badInputMaxPayload)))
+	mustStatus(t, s.call("POST", "/v1/queues/q/tasks", `{"id":"existing"}`), 201)
+	before := snapshot(t, s, "existing")
+	for i, c := range []struct {
+		body   string
+		status int
+	}{
+		{`{"delay":"-1s"}`, 400},
+		{`{"id":"a b"}`, 400},
+		{`{"delay":"100000h"}`, 400},
+		{`{"ttr":"1us"}`, 400},
+		{`{"payload":"` + strings.Repeat("p", 2*badInputMaxPayload) + `"}`, 413},
+	} {
+		mustStatus(t, s.call("POST", fmt.Sprintf("/v1/queues/fresh%d/tasks", i), c.body), c.status)
+	}
+	mustStatus(t, s.call("POST", "/v1/queues/fresh-batch/tasks:batch", `{"tasks":[{"delay":"-1s"},{"id":"a b"}]}`), 200)
+	if after := snapshot(t, s, "existing"); after != before {
+		t.Errorf("refused puts to new queues changed the server:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
 // TestBadInput_BatchItems checks that bad items of a batch fail alone, in
 // their place, and that the good ones are put.
 func TestBadInput_BatchItems(t *testing.T) {
