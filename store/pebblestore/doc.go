@@ -25,7 +25,7 @@
 // The task with job id 42 in queue "mail" with id "welcome-7" and payload
 // "hello" is four keys (hex, then what the bytes say):
 //
-//	6d 000000000000002a          m 42  → 61 fixed bytes, 04 "mail", 09 "welcome-7", 00, crc (80 bytes)
+//	6d 000000000000002a          m 42  → 61 fixed bytes, 04 "mail", 09 "welcome-7", 00, crc (81 bytes)
 //	70 000000000000002a          p 42  → "hello", crc                          (9 bytes)
 //	69 04 6d61696c 77656c636f6d652d37  i 4 "mail" "welcome-7" → 2a00000000000000, crc (12 bytes)
 //	71 04 6d61696c 000000000000002a    q 4 "mail" 42 → crc                     (4 bytes)
@@ -34,9 +34,9 @@
 // reservation, a release) rewrites only the m key; a delete removes all
 // four.
 //
-// Recover scans the m keys alone: about 110 bytes a task with key and
-// checksum, before Pebble's compression, and no payload byte, since the p
-// keys sort after every m key. Task reads one m and one p key, Lookup one i
+// Recover scans the m keys alone: about 90 bytes a task with key and
+// checksum (the example's 9 + 81), before Pebble's compression, and no
+// payload byte, since the p keys sort after every m key. Task reads one m and one p key, Lookup one i
 // key, List a run of q keys and their m keys.
 //
 // # Durability
@@ -67,49 +67,60 @@
 // # Crashes
 //
 // Pebble replays the WAL at Open. What it does with the end of the log is
-// in replayWAL (open.go) and record.Reader (record/record.go) of Pebble
-// v2.1.7:
+// in replayWAL (open.go) and record.Reader (record/record.go, Next,
+// nextChunk, readAheadForCorruption) of Pebble v2.1.7, and the tests of
+// this package (crash_test.go, wal_test.go) check each case:
 //
-//   - The newest WAL may end in a torn record (a write the crash cut
-//     short, never acknowledged) or, when Pebble reused an old log file,
-//     in leftovers of that file. The record reader reports either as
-//     record.ErrUnexpectedEOF, and replay stops there without an error:
-//     every record before it is kept, the torn one is dropped.
+//   - A torn tail: the newest WAL ends in a record the crash cut short
+//     (never acknowledged) or, when Pebble reused an old log file, in that
+//     file's leftovers (chunks of another log number). The reader returns
+//     record.ErrUnexpectedEOF and replay stops there with no error: every
+//     record before it is kept, the torn one is dropped whole.
 //   - A chunk that fails its CRC, or a zeroed chunk, is ambiguous by
-//     itself. The reader reads the following 32 KiB blocks of the log:
-//     since this store uses format FormatNewest (at least
-//     FormatWALSyncChunks), every chunk records the offset to which the
-//     log had been synced when it was written, and a later chunk promising
-//     a synced offset past the bad one proves corruption of synced data:
-//     Open fails with an error marked pebble.ErrCorruption, which Open
-//     here wraps with [store.ErrCorrupt]. Without such proof (nothing
-//     valid in a later block) the bad chunk is taken for the end of the
-//     log, exactly like a torn tail: replay stops there silently.
-//   - Older WALs (closed before the crash) must end cleanly; any of those
+//     itself. The reader then reads the following 32 KiB blocks of the
+//     log: every chunk records the offset to which the log had been synced
+//     when it was written (format FormatWALSyncChunks and later; this store
+//     uses FormatNewest), and a later chunk promising a synced offset past
+//     the bad one proves that synced data is damaged: Open fails with an
+//     error that wraps [store.ErrCorrupt].
+//   - Without that proof, the bad chunk is taken for the end of the log,
+//     exactly like a torn tail. That is the case for damage in the final
+//     32 KiB block of the newest WAL: replay silently drops the damaged
+//     record and every record after it, acknowledged or not.
+//   - Older WALs (closed before the crash) must end cleanly; any of these
 //     errors in them fails Open.
 //
-// So a crash loses only batches whose Commit had not returned. Damage to
-// synced data is reported when a later block of the log proves it; damage
-// in the last 32 KiB block of the newest WAL cannot be told from a torn
-// tail and drops the damaged record and every record after it in that
-// block, with no error (the corruption tests show both cases).
+// Pebble chooses a log's chunk format when it creates the log, and it
+// creates the first WAL of a new database before raising the format, so
+// that WAL carries no synced offsets. Open therefore flushes a new store
+// once, which starts a new WAL in the raised format.
+//
+// So a crash loses only batches whose Commit had not returned; damaged
+// synced data is reported as an error when a later block of the log
+// proves it, and is dropped silently, with what follows it, when it lies
+// in the final block.
 //
 // What is reported: Pebble logs one line per replayed WAL, "WAL 000005
 // stopped reading at offset: 1234; replayed 10 keys in 3 batches", through
 // Options.Logger at level Info, whether the log ended cleanly or not; it
-// does not say whether it dropped anything. To tell, the store keeps the
-// key "r" while open: Open writes it, Close deletes it with a synced write
-// that is the last record of the WAL. If Open finds it, the previous run
-// crashed, or its last records were dropped at replay (a torn or damaged
-// tail drops that final delete too), and Open logs a warning at level Warn
-// carrying Pebble's replay lines. Replay cannot tell more: with a reused
-// log file, the bytes after the last record are the old file's either
-// way.
+// does not say whether it dropped anything, and with a reused log file it
+// cannot. So the store keeps the key "r" while open: Open writes it, and
+// Close deletes it with a synced write that is the last record of the WAL.
+// If Open finds it, the previous run crashed or its last records were
+// dropped at replay (a torn or damaged tail drops that final delete too),
+// and Open logs a warning at level Warn carrying Pebble's replay lines. A
+// crash with nothing torn gets the same warning: it says that something
+// may have been dropped, never that something was.
+//
+// Damage to Pebble's tables (sstables carry a checksum per block) makes
+// the reads that meet it fail with errors wrapping [store.ErrCorrupt], and
+// is logged at level Error.
 //
 // # Memory
 //
 // Pebble's fixed memory is the block cache (Options.CacheSize, 32 MiB by
-// default) and up to two memtables (Options.MemTableSize, 16 MiB by
-// default) with a third being flushed, and its index and filter blocks
-// come out of the block cache. The store itself keeps no per-task memory.
+// default), from which its index and filter blocks come too, and the
+// memtables: writes stall while the memtables waiting for a flush reach
+// two (Options.MemTableSize each, 16 MiB by default). The store itself
+// keeps no memory per task: Recover streams, and nothing is cached.
 package pebblestore

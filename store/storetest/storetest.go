@@ -11,9 +11,10 @@
 // letter of the [store.Store] docs it checks what the broker relies on,
 // each case saying so: job ids start at 1; Task and Lookup return
 // [store.ErrNotFound] itself, since callers compare with ==; an update of
-// a task not in the store, and a put or update giving a task the (queue,
-// id) of another live task, fail the whole batch; a delete of a task not
-// in the store is a no-op; a delete removes the recorded index entry.
+// a task not in the store fails the whole batch; a delete of a task not
+// in the store is a no-op; a delete removes the recorded index entry, and
+// never another task's. A put giving a task the (queue, id) of another
+// live task may fail or take the index entry (testDuplicateID).
 package storetest
 
 import (
