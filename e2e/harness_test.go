@@ -442,6 +442,25 @@ func (s *server) logText() string {
 	return s.runs[len(s.runs)-1].log.String()
 }
 
+// logTime returns the time of the current (or last) run's first log
+// entry with the message msg, failing the test if there is none.
+func (s *server) logTime(msg string) time.Time {
+	s.t.Helper()
+	if len(s.runs) > 0 {
+		for _, e := range s.runs[len(s.runs)-1].log.entries() {
+			if e["msg"] == msg {
+				if ts, ok := e["time"].(string); ok {
+					if tm, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+						return tm
+					}
+				}
+			}
+		}
+	}
+	s.t.Fatalf("no log entry %q", msg)
+	return time.Time{}
+}
+
 // answer is a raw HTTP answer.
 type answer struct {
 	status int
