@@ -26,10 +26,18 @@ type driver struct {
 	// wakeups counts passes over the structure. Guarded by mu.
 	wakeups uint64
 
-	wake chan struct{} // buffered 1: a new earliest deadline
-	quit chan struct{} // closed by Stop
-	done chan struct{} // closed when the goroutine exits
-	goid atomic.Uint64 // the goroutine's id, for Stop from a callback
+	// next is how far the goroutine has got in handing its batch over:
+	// entries below next are claimed, handed over or being handed, and the
+	// rest wait. The goroutine claims them one at a time with an atomic
+	// add, without mu; Stop, holding mu, claims all the rest with one
+	// swap (takeRest). So each entry is either handed over or returned by
+	// Stop, never both, and neither waits for the other: Stop needs no
+	// way to tell whether it runs on the goroutine, in a callback.
+	next atomic.Int64
+
+	wake  chan struct{} // buffered 1: a new earliest deadline
+	quit  chan struct{} // closed by Stop
+	exits *exits        // told when the goroutine starts and exits
 
 	w worker
 }
@@ -42,19 +50,63 @@ type worker interface {
 	pass(now uint64) (next uint64, ok bool)
 	// busy reports whether the batch holds work. d.mu is held.
 	busy() bool
-	// handOver hands the batch to the executor. d.mu is not held; it runs
-	// on the driver goroutine.
+	// handOver hands the batch to the executor, claiming each entry
+	// first (see next). d.mu is not held; it runs on the driver goroutine.
 	handOver()
 	// now reads the structure's clock.
 	now() uint64
 }
 
-func (d *driver) init(w worker) {
+func (d *driver) init(w worker, e *exits) {
 	d.w = w
 	d.wake = make(chan struct{}, 1)
 	d.quit = make(chan struct{})
-	d.done = make(chan struct{})
+	d.exits = e
 }
+
+// exits counts the driver goroutines of a Timer (or of a Keyed) still to
+// exit, plus one until Stop, and closes done when the count reaches zero:
+// once Stop has been called and every started goroutine has exited. It
+// is what Done returns. Stop itself never waits for a goroutine, since it
+// may be running on one.
+type exits struct {
+	n    atomic.Int64
+	done chan struct{}
+}
+
+func newExits() *exits {
+	e := &exits{done: make(chan struct{})}
+	e.n.Store(1) // Stop's
+	return e
+}
+
+func (e *exits) started() { e.n.Add(1) }
+
+// exited counts one goroutine out, or Stop's one.
+func (e *exits) exited() {
+	if e.n.Add(-1) == 0 {
+		close(e.done)
+	}
+}
+
+// claim claims the next entry of a batch of n for hand-over and returns
+// its index, or reports false when none is left: all handed over, or
+// Stop took the rest. Only the goroutine calls it.
+func (d *driver) claim(n int) (int, bool) {
+	i := d.next.Add(1) - 1
+	return int(i), i < int64(n)
+}
+
+// takeRest claims every entry of a batch of n that the goroutine has not
+// and returns the index of the first: Stop returns them as never run.
+// d.mu is held.
+func (d *driver) takeRest(n int) int {
+	return int(min(d.next.Swap(int64(n)), int64(n)))
+}
+
+// resetBatch readies next for a new batch. d.mu is held, on the
+// goroutine, so neither claim nor takeRest can run meanwhile.
+func (d *driver) resetBatch() { d.next.Store(0) }
 
 // armed is called after a deadline at when is added, with d.mu held. It
 // starts the goroutine on the first deadline and reports whether the
@@ -63,6 +115,7 @@ func (d *driver) init(w worker) {
 func (d *driver) armed(when uint64) (wake bool) {
 	if !d.started {
 		d.started = true
+		d.exits.started()
 		go d.run()
 		return false
 	}
@@ -84,7 +137,6 @@ func (d *driver) wakeUp() {
 
 // run is the driver goroutine. It exits when Stop closes quit.
 func (d *driver) run() {
-	d.goid.Store(goid())
 	clean := false
 	defer func() {
 		if !clean {
@@ -94,7 +146,7 @@ func (d *driver) run() {
 			go d.run()
 			return
 		}
-		close(d.done)
+		d.exits.exited()
 	}()
 	var sleep *time.Timer
 	for {
@@ -147,9 +199,6 @@ func (d *driver) run() {
 	clean = true
 }
 
-// isDriver reports whether goroutine self is d's goroutine.
-func (d *driver) isDriver(self uint64) bool { return d.goid.Load() == self }
-
 // stop marks d stopped and tells its goroutine to exit. d.mu must be held.
 func (d *driver) stop() {
 	if d.stopped {
@@ -158,16 +207,5 @@ func (d *driver) stop() {
 	d.stopped = true
 	if d.started {
 		close(d.quit)
-	}
-}
-
-// wait waits for d's goroutine to exit, unless it is goroutine self (a
-// callback on the driver calling Stop), which cannot wait for itself.
-func (d *driver) wait(self uint64) {
-	d.mu.Lock()
-	started := d.started
-	d.mu.Unlock()
-	if started && !d.isDriver(self) {
-		<-d.done
 	}
 }

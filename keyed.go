@@ -60,9 +60,9 @@ type Keyed[K comparable] struct {
 	// sets holds Sets not yet applied to keys, in call order (see Set).
 	sets []queue.KeyDeadline[K]
 
-	// batch and next are the driver's, as for a Timer shard.
+	// batch holds the keys due at the driver's last pass, handed over
+	// and taken by Stop as a Timer shard's batch is.
 	batch []K
-	next  int
 	take  func(key K) // k.expireKey, made once
 }
 
@@ -91,7 +91,7 @@ func NewKeyed[K comparable](expire func(key K), opts ...Option) *Keyed[K] {
 	if c.err == nil {
 		k.keys = newKeyStore[K](&c)
 	}
-	k.driver.init(k)
+	k.driver.init(k, newExits())
 	k.take = k.expireKey
 	return k
 }
@@ -282,35 +282,42 @@ func (k *Keyed[K]) len() int {
 	return k.keys.Len()
 }
 
-// Stop cancels every pending timeout and returns their keys, then waits
-// for the driver goroutine to exit: once Stop returns, expire is not
-// called again and Len is 0. Calls of expire already handed to the
-// executor are not waited for. Set afterwards returns [ErrStopped]; a
-// second Stop returns nil. Called from expire on the driver goroutine
-// (the [Inline] executor), Stop returns at once, with the keys that were
-// due in the same batch but not yet handed over.
+// Stop cancels every pending timeout and returns their keys. Len is
+// then 0, Set returns [ErrStopped], and the driver goroutine exits. Like
+// [Timer.Stop], it waits for nothing, so it may be called from anywhere,
+// expire included: keys due in the driver's batch and not yet handed over
+// are returned, and a call of expire the driver had begun to hand over
+// when Stop was called may start after Stop returns. [Keyed.Done] says
+// when the driver has exited. A second Stop returns nil.
 func (k *Keyed[K]) Stop() []K {
 	k.mustBeMade("Stop")
-	self := goid()
 	k.mu.Lock()
-	if k.stopped || k.keys == nil {
-		k.stopped = true
+	if k.stopped {
 		k.mu.Unlock()
-		k.wait(self)
 		return nil
 	}
 	var out []K
-	if k.started && k.isDriver(self) {
-		out = append(out, k.batch[k.next:]...)
-		clear(k.batch[k.next:])
-		k.batch = k.batch[:k.next]
+	if k.keys != nil {
+		from := k.takeRest(len(k.batch))
+		out = append(out, k.batch[from:]...)
+		clear(k.batch[from:])
+		k.flush()
+		k.keys.Drain(func(key K) { out = append(out, key) })
 	}
-	k.flush()
-	k.keys.Drain(func(key K) { out = append(out, key) })
 	k.driver.stop()
 	k.mu.Unlock()
-	k.wait(self)
+	k.exits.exited() // Stop's count (see exits)
 	return out
+}
+
+// Done returns a channel that is closed once Stop has been called and the
+// driver goroutine has exited, as [Timer.Done] does for a Timer: from then
+// on k hands nothing to its executor, and calls of expire the driver ran
+// itself ([Inline]) have returned. expire running on the driver must not
+// wait for Done.
+func (k *Keyed[K]) Done() <-chan struct{} {
+	k.mustBeMade("Done")
+	return k.exits.done
 }
 
 // Stats returns a snapshot of k, as [Timer.Stats] does for a Timer.
@@ -331,8 +338,14 @@ func (k *Keyed[K]) expireKey(key K) {
 	k.batch = append(k.batch, key)
 }
 
-// pass implements worker.
+// pass implements worker: the due keys go to a new batch.
 func (k *Keyed[K]) pass(now uint64) (uint64, bool) {
+	if cap(k.batch) > 1<<16 {
+		k.batch = nil // do not keep a burst's worth of memory for ever
+	} else {
+		k.batch = k.batch[:0]
+	}
+	k.resetBatch()
 	k.flush()
 	k.keys.Advance(now, k.take)
 	return k.keys.Next()
@@ -343,16 +356,14 @@ func (k *Keyed[K]) busy() bool { return len(k.batch) > 0 }
 // handOver implements worker: each due key goes to the executor.
 func (k *Keyed[K]) handOver() {
 	var zero K
-	for k.next < len(k.batch) {
-		key := k.batch[k.next]
-		k.batch[k.next] = zero
-		k.next++
+	n := len(k.batch)
+	for {
+		i, ok := k.claim(n)
+		if !ok {
+			return
+		}
+		key := k.batch[i]
+		k.batch[i] = zero
 		runWith(&k.runner, k.expire, key)
-	}
-	k.next = 0
-	if cap(k.batch) > 1<<16 {
-		k.batch = nil
-	} else {
-		k.batch = k.batch[:0]
 	}
 }

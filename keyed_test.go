@@ -37,11 +37,14 @@ var keyedSetups = []setup{
 
 // newKeyed returns a Keyed over s that calls expire, configured by opts.
 // It is stopped when the test ends, in case the test fails before
-// stopping it itself.
+// stopping it itself, and the test waits for its driver to exit (Done).
 func newKeyed[K comparable](t *testing.T, s structure, expire func(K), opts ...hourglass.Option) *hourglass.Keyed[K] {
 	t.Helper()
 	k := hourglass.NewKeyed(expire, append([]hourglass.Option{s.opt}, opts...)...)
-	t.Cleanup(func() { k.Stop() })
+	t.Cleanup(func() {
+		k.Stop()
+		<-k.Done()
+	})
 	return k
 }
 
@@ -631,11 +634,10 @@ func TestKeyed_StopFromExpire(t *testing.T) {
 				t.Errorf("key %d, due after Stop, was not returned by it", key)
 			}
 		}
-		switch {
-		case strings.HasSuffix(t.Name(), "/Inline") && ran != 1:
+		// With goroutines, Stop takes whatever part of the batch the driver
+		// has not yet handed over, which depends on the scheduler.
+		if strings.HasSuffix(t.Name(), "/Inline") && ran != 1 {
 			t.Errorf("%d keys expired, want only the one whose expire called Stop", ran)
-		case strings.HasSuffix(t.Name(), "/Goroutines") && ran != batch:
-			t.Errorf("%d keys expired, want the %d of the batch", ran, batch)
 		}
 	})
 }

@@ -20,18 +20,19 @@ type shard struct {
 	// mu.
 	periodic map[*Timeout]*periodic
 
-	// batch and next are the driver's: the timeouts taken from q in its
-	// last pass and how many of them it has handed to the executor.
-	// Stop reads them only on the driver's own goroutine.
+	// batch holds the timeouts taken from q in the driver's last pass,
+	// written under mu by the pass. The driver hands them over without mu,
+	// claiming each first (driver.next); Stop, under mu, takes those not
+	// yet claimed. The driver clears each entry it claims and Stop each it
+	// takes, so a batch keeps no timeout alive once it has run.
 	batch   []*Timeout
-	next    int
 	collect func(id int32, to *Timeout) // sh.take as a func, made once
 
 	_ [64]byte // keep shards' locks on different cache lines
 }
 
-func (sh *shard) init(t *Timer, q keyQueue[*Timeout]) {
-	sh.driver.init(sh)
+func (sh *shard) init(t *Timer, q keyQueue[*Timeout], e *exits) {
+	sh.driver.init(sh, e)
 	sh.t = t
 	sh.q = q
 	sh.periodic = make(map[*Timeout]*periodic)
@@ -83,9 +84,17 @@ func (sh *shard) file() {
 	sh.unfiled = sh.unfiled[:0]
 }
 
-// cancel stops to if it is pending or a periodic timeout with runs left,
-// reporting whether it did. sh.mu must be held.
+// cancel stops to if it is pending, firing (not yet handed over) or a
+// periodic timeout with runs left, reporting whether it did. sh.mu must
+// be held.
 func (sh *shard) cancel(to *Timeout) bool {
+	if to.leaveFiring(statusCancelled) {
+		if to.periodic() {
+			sh.running--
+		}
+		sh.end(to)
+		return true
+	}
 	switch to.status() {
 	case statusPending:
 		if to.id != unfiled {
@@ -116,6 +125,17 @@ func (sh *shard) reset(to *Timeout, when uint64, due bool) (pending, wake bool) 
 	if sh.stopped {
 		return false, false
 	}
+	if to.periodic() {
+		// A periodic timeout firing or running: the run after this one.
+		if s := to.status(); s == statusFiring || s == statusRunning {
+			sh.periodic[to].resetTo(when, due)
+			return true, false
+		}
+	} else if to.leaveFiring(statusPending) {
+		// Taken from the structure but not yet handed over: it still holds
+		// its place under the limit, and its run is called off.
+		return true, sh.add(to, when, due)
+	}
 	switch to.status() {
 	case statusPending:
 		// The default wheel records a later deadline without relinking
@@ -125,9 +145,6 @@ func (sh *shard) reset(to *Timeout, when uint64, due bool) (pending, wake bool) 
 			sh.q.Move(to.id, to.filedAt())
 		}
 		return true, sh.armed(when)
-	case statusRunning:
-		sh.periodic[to].resetTo(when, due)
-		return true, false
 	case statusExpired, statusCancelled:
 		if to.periodic() || !sh.t.acquire() {
 			return false, false
@@ -138,21 +155,25 @@ func (sh *shard) reset(to *Timeout, when uint64, due bool) (pending, wake bool) 
 }
 
 // take is the structure's fire callback in the driver: it moves a due
-// timeout to the batch. sh.mu is held.
+// timeout to the batch, firing. A periodic one counts as running from
+// here. sh.mu is held.
 func (sh *shard) take(id int32, to *Timeout) {
 	sh.ids.release(id)
+	to.setStatus(statusFiring)
 	if to.periodic() {
-		to.setStatus(statusRunning)
 		sh.running++
-	} else {
-		to.setStatus(statusExpired)
-		sh.t.release()
 	}
 	sh.batch = append(sh.batch, to)
 }
 
-// pass implements worker: the structure's due timeouts go to the batch.
+// pass implements worker: the structure's due timeouts go to a new batch.
 func (sh *shard) pass(now uint64) (uint64, bool) {
+	if cap(sh.batch) > 1<<16 {
+		sh.batch = nil // do not keep a burst's worth of memory for ever
+	} else {
+		sh.batch = sh.batch[:0]
+	}
+	sh.resetBatch()
 	sh.file()
 	sh.q.Advance(now, sh.collect)
 	return sh.q.Next()
@@ -161,46 +182,49 @@ func (sh *shard) pass(now uint64) (uint64, bool) {
 func (sh *shard) busy() bool  { return len(sh.batch) > 0 }
 func (sh *shard) now() uint64 { return sh.t.now() }
 
-// handOver passes the batch to the executor, one timeout at a time. A
-// periodic timeout cancelled since it was taken is skipped: its Cancel
-// returned true, so no run may start after it.
+// handOver passes the batch to the executor, one timeout at a time, each
+// slot claimed first, as Stop may take the rest meanwhile, and each
+// timeout moved out of statusFiring, as Cancel or Reset may have called
+// its run off.
 func (sh *shard) handOver() {
-	for sh.next < len(sh.batch) {
-		to := sh.batch[sh.next]
-		sh.batch[sh.next] = nil
-		sh.next++
-		if to.periodic() && to.status() != statusRunning {
-			continue
+	n := len(sh.batch)
+	for {
+		i, ok := sh.claim(n)
+		if !ok {
+			return
+		}
+		to := sh.batch[i]
+		sh.batch[i] = nil
+		if to.periodic() {
+			if !to.leaveFiring(statusRunning) {
+				continue // cancelled, or taken by Stop
+			}
+		} else {
+			if !to.leaveFiring(statusExpired) {
+				continue // cancelled, reset, or taken by Stop
+			}
+			sh.t.release() // its place under the limit
 		}
 		sh.t.run(to.f)
-	}
-	sh.next = 0
-	if cap(sh.batch) > 1<<16 {
-		sh.batch = nil // do not keep a burst's worth of memory for ever
-	} else {
-		sh.batch = sh.batch[:0]
 	}
 }
 
 // stop implements Timer.Stop for one shard, appending what it cancels to
-// out. self is the calling goroutine's id.
-func (sh *shard) stop(out []*Timeout, self uint64) []*Timeout {
+// out. It may run on any goroutine, the driver's own included (a callback
+// calling Stop), and waits for none.
+func (sh *shard) stop(out []*Timeout) []*Timeout {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.started && sh.isDriver(self) {
-		// Stop runs in a callback on this shard's driver: the rest of the
-		// driver's batch has not been handed over, so it never runs. A
-		// timeout of the batch that a callback has already re-armed is
-		// pending again and is taken with the structure's below.
-		for _, to := range sh.batch[sh.next:] {
-			if s := to.status(); s == statusExpired || s == statusRunning {
-				to.setStatus(statusCancelled)
-				out = append(out, to)
-			}
+	// The part of the driver's batch not yet handed over never runs. A
+	// timeout of the batch that Reset has moved is pending again and is
+	// taken with the structure's below.
+	from := sh.takeRest(len(sh.batch))
+	for _, to := range sh.batch[from:] {
+		if to.leaveFiring(statusCancelled) {
+			out = append(out, to)
 		}
-		clear(sh.batch[sh.next:])
-		sh.batch = sh.batch[:sh.next]
 	}
+	clear(sh.batch[from:])
 	sh.file()
 	sh.q.Drain(func(id int32, to *Timeout) {
 		sh.ids.release(id)
@@ -208,8 +232,13 @@ func (sh *shard) stop(out []*Timeout, self uint64) []*Timeout {
 		out = append(out, to)
 	})
 	for to := range sh.periodic {
-		if to.status() == statusRunning {
-			to.setStatus(statusCancelled)
+		switch {
+		case to.leaveFiring(statusCancelled):
+			// In a slot the driver has claimed but not yet handed over:
+			// this run never starts.
+			out = append(out, to)
+		case to.status() == statusRunning:
+			to.setStatus(statusCancelled) // this run finishes, no other starts
 		}
 	}
 	clear(sh.periodic)

@@ -19,20 +19,27 @@ type Timeout struct {
 	// sh.unfiled. Guarded by sh.mu.
 	when uint64
 	id   int32
-	// state is written under sh.mu and read without it by Cancelled and
-	// Expired.
+	// state is written under sh.mu, except that the driver moves it from
+	// statusFiring with CompareAndSwap without sh.mu, so every change
+	// from statusFiring is a CompareAndSwap. Cancelled and Expired read it
+	// without sh.mu.
 	state atomic.Int32
 }
 
-// Timeout states. A periodic timeout is flagged so the driver knows to
-// bring it back; its status moves pending → running → pending ... and ends
-// cancelled or done.
+// Timeout states. A one-shot timeout moves pending → firing → expired, or
+// ends cancelled. A periodic timeout is flagged so the driver knows to
+// bring it back; its status moves pending → firing → running → pending
+// ... and ends cancelled or done. A firing timeout has been taken from the
+// structure into the driver's batch and not yet handed to the executor:
+// until the driver claims it (firing → expired or running), Cancel,
+// Reset and Stop can still keep it from running.
 const (
 	statusPending   = 1 // in the shard's structure
 	statusRunning   = 2 // periodic: handed to the executor; re-armed when the run ends
 	statusExpired   = 3 // one-shot: handed to the executor
 	statusCancelled = 4 // Cancel won, or Stop took it
 	statusDone      = 5 // periodic: its schedule ended
+	statusFiring    = 6 // in the driver's batch, not yet handed over
 
 	statusMask   = 0x7
 	flagPeriodic = 0x8
@@ -47,6 +54,21 @@ const (
 func (to *Timeout) status() int32     { return to.state.Load() & statusMask }
 func (to *Timeout) periodic() bool    { return to.state.Load()&flagPeriodic != 0 }
 func (to *Timeout) setStatus(s int32) { to.state.Store(to.state.Load()&^statusMask | s) }
+
+// leaveFiring moves a firing timeout to status s and reports whether it
+// was firing: the driver and the holders of sh.mu race for it, and only
+// one wins.
+func (to *Timeout) leaveFiring(s int32) bool {
+	for {
+		old := to.state.Load()
+		if old&statusMask != statusFiring {
+			return false
+		}
+		if to.state.CompareAndSwap(old, old&^statusMask|s) {
+			return true
+		}
+	}
+}
 
 // setDeadline sets the deadline, due telling whether it has already come
 // (see flagDue). sh.mu must be held.

@@ -40,6 +40,7 @@ type Timer struct {
 
 	shards  []shard
 	stopped atomic.Bool
+	exits   *exits // for Done
 }
 
 // New returns a Timer configured by opts. With no options it uses a
@@ -60,13 +61,14 @@ func New(opts ...Option) *Timer {
 		structure:  c.structure,
 		err:        c.err,
 		maxPending: int64(c.maxPending),
+		exits:      newExits(),
 	}
 	if c.err != nil {
 		return t
 	}
 	t.shards = make([]shard, c.shards)
 	for i := range t.shards {
-		t.shards[i].init(t, newKeyQueue[*Timeout](&c))
+		t.shards[i].init(t, newKeyQueue[*Timeout](&c), t.exits)
 	}
 	return t
 }
@@ -180,59 +182,43 @@ func (t *Timer) Pending() int {
 }
 
 // Stop cancels every timeout not yet handed to the executor and returns
-// them, in no particular order, in O(n) for n pending; then it waits until
-// every driver goroutine has exited: once Stop
-// returns, the Timer hands nothing more to its executor and Pending is 0.
-// Callbacks already handed over are not waited for, and an executor such
-// as a [Pool] is not closed. Periodic timeouts end; one in the middle of a
-// run finishes that run and is not returned. Scheduling afterwards returns
-// [ErrStopped]. A second Stop returns nil, once the drivers have exited;
-// called on a driver goroutine it returns at once instead, as the first
-// Stop may be waiting for that driver.
-//
-// Stop may be called from a callback. If that callback runs on a driver
-// goroutine (the [Inline] executor, or a Pool running a task on its
-// caller), Stop cannot wait for that goroutine, which is busy calling it;
-// it returns, as never run, the timeouts of the driver's current batch
-// that were due with the calling one but not yet handed over, and the
-// driver exits as soon as the callback returns.
+// them, in no particular order, in O(n) for n pending. Pending is then 0,
+// scheduling returns [ErrStopped], and the driver goroutines exit. Stop
+// does not wait for anything: not for callbacks already handed over
+// (like time.Timer's Stop), and not for the drivers, so it may be called
+// from anywhere, a callback included, whatever the executor. A driver
+// that had begun to hand a timeout to the executor when Stop was called
+// finishes with that one: its callback may start after Stop returns (with
+// [Inline], it runs on the driver). [Timer.Done] says when the drivers
+// have exited. Timeouts due together in a driver's batch and not yet
+// handed over are returned as never run. Periodic timeouts end; one in
+// the middle of a run finishes that run and is not returned. An executor
+// such as a [Pool] is not closed. A second Stop returns nil.
 func (t *Timer) Stop() []*Timeout {
 	t.mustBeMade("Stop")
-	self := goid()
 	if !t.stopped.CompareAndSwap(false, true) {
-		// A second Stop on a driver must not wait for the other drivers:
-		// the first Stop may be running on one of them, waiting for this
-		// one to exit.
-		if !t.onDriver(self) {
-			t.waitDrivers(self)
-		}
 		return nil
 	}
 	var out []*Timeout
 	for i := range t.shards {
-		out = t.shards[i].stop(out, self)
+		out = t.shards[i].stop(out)
 	}
 	if t.maxPending != 0 {
 		t.live.Store(0)
 	}
-	t.waitDrivers(self)
+	t.exits.exited() // Stop's count (see exits)
 	return out
 }
 
-// onDriver reports whether goroutine self is one of t's drivers.
-func (t *Timer) onDriver(self uint64) bool {
-	for i := range t.shards {
-		if t.shards[i].isDriver(self) {
-			return true
-		}
-	}
-	return false
-}
-
-// waitDrivers waits for every started driver to exit, except the one
-// running on goroutine self.
-func (t *Timer) waitDrivers(self uint64) {
-	for i := range t.shards {
-		t.shards[i].wait(self)
-	}
+// Done returns a channel that is closed once Stop has been called and
+// every driver goroutine has exited: from then on the Timer hands nothing
+// to its executor, and the callbacks its drivers ran themselves ([Inline],
+// or a [Pool] running a task on its caller) have returned. Callbacks
+// handed to goroutines or to Pool workers are not waited for; wait for
+// them as for time.AfterFunc's, through the callbacks themselves. A
+// callback that runs on a driver must not wait for Done: it would wait
+// for itself.
+func (t *Timer) Done() <-chan struct{} {
+	t.mustBeMade("Done")
+	return t.exits.done
 }

@@ -125,11 +125,16 @@ func forEachSetup(t *testing.T, setups []setup, test func(t *testing.T, s struct
 }
 
 // newTimer returns a Timer over s configured by opts. It is stopped when
-// the test ends, in case the test fails before stopping it itself.
+// the test ends, in case the test fails before stopping it itself, and
+// the test waits for its drivers to exit (Done), so that none is left
+// blocked in the bubble.
 func (s structure) newTimer(t *testing.T, opts ...hourglass.Option) *hourglass.Timer {
 	t.Helper()
 	tm := hourglass.New(append([]hourglass.Option{s.opt}, opts...)...)
-	t.Cleanup(func() { tm.Stop() })
+	t.Cleanup(func() {
+		tm.Stop()
+		<-tm.Done()
+	})
 	return tm
 }
 
