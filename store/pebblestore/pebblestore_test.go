@@ -2,6 +2,7 @@ package pebblestore_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,6 +66,15 @@ func TestClose_NoGoroutineLeft(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Recover's scanning goroutine ends when fn fails or panics.
+	stop := errors.New("stop")
+	if err := st.Recover(func(store.Task) error { return stop }); err != stop {
+		t.Fatalf("Recover = %v, want fn's error", err)
+	}
+	func() {
+		defer func() { _ = recover() }()
+		_ = st.Recover(func(store.Task) error { panic("fn panics") })
+	}()
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
