@@ -592,7 +592,15 @@ func (b *logBuffer) entries() []map[string]any {
 // returns its standard output, standard error and exit code.
 func runCLI(t testing.TB, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return runBounded(t, 30*time.Second, env, args...)
+}
+
+// runBounded runs the binary with args and env, killing it after timeout,
+// and returns its standard output, standard error and exit code (-1 if it
+// was killed).
+func runBounded(t testing.TB, timeout time.Duration, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, hourglassBin, args...)
 	cmd.Env = append(environ(), env...)
