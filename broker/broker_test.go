@@ -287,6 +287,9 @@ func TestBroker_BadInputChangesNothing(t *testing.T) {
 				t.Errorf("put %q %+v: %v, want %v", c.queue, c.r, err, c.want)
 			}
 		}
+		if qs := b.Queues(); len(qs) != 0 {
+			t.Fatalf("refused puts made queues: %+v", qs)
+		}
 		res := b.PutBatch(ctx, "q", []broker.PutRequest{{ID: "ok1"}, {ID: "bad id"}, {ID: "ok2"}})
 		if res[0].Err != nil || !errors.Is(res[1].Err, broker.ErrInvalid) || res[2].Err != nil {
 			t.Fatalf("batch: %+v", res)

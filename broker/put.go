@@ -48,9 +48,12 @@ func (b *Broker) PutBatch(ctx context.Context, queue string, rs []PutRequest) []
 		b.mu.Unlock()
 		return fail(err)
 	}
-	q := b.queue(queue)
+	var q *queueState // made on the first valid request: bad input changes nothing
 	for i := range rs {
 		if res[i].Err == nil {
+			if q == nil {
+				q = b.queue(queue)
+			}
 			res[i].Task, res[i].Created, res[i].Err = b.put(q, &rs[i], dues[i], now.UnixNano())
 		}
 	}
