@@ -12,8 +12,11 @@ CREATE TABLE hourglass_partitions (
 INSERT INTO hourglass_partitions (partition)
     SELECT generate_series(0, partitions - 1) FROM hourglass_meta;
 
+-- A node's heartbeat; instance tells a restarted process from the one
+-- before it under the same name.
 CREATE TABLE hourglass_nodes (
     name        text        PRIMARY KEY,
+    instance    text        NOT NULL,
     alive_until timestamptz NOT NULL,
     started     timestamptz NOT NULL
 );

@@ -1,0 +1,95 @@
+// Package cluster runs hourglass on many nodes over one PostgreSQL
+// database: any node takes puts, reserves and acks for any task, while
+// the timing wheels stay the clock. A [Node] has the method set of
+// [broker.Broker] that package httpapi serves, with the broker's
+// semantics and errors; where the broker keeps every task's place in the
+// memory of one process, a node keeps in its wheel only the timers of the
+// partitions it owns, due within a window, and the database is both the
+// record and the place where nodes meet.
+//
+// # Partitions, leases, epochs
+//
+// Tasks are split into a fixed number of partitions by job id (64, fixed
+// when the schema is created: hourglass_meta.partitions). A partition's
+// owner is the one node that fires its timers: it makes its delayed tasks
+// ready when they fall due and settles its expired leases. Each row of
+// hourglass_partitions holds an owner, a lease end and an epoch:
+//
+//	partition | owner | epoch | lease_until
+//	       17 | n2    |     5 | 12:00:04.8   (database clock)
+//
+// Every node runs a lease loop (leases.go) every Lease/3 (default 5 s/3):
+//
+//  1. heartbeat: hourglass_nodes.alive_until = now + Lease;
+//  2. renew: lease_until = now + Lease for the partitions it holds, only
+//     where owner and epoch are still its own and the lease has not run
+//     out; a partition it fails to renew is dropped at once;
+//  3. share = ceil(partitions / live nodes); above it, release the excess
+//     (owner NULL), below it, acquire free or expired partitions, each
+//     at epoch+1 (UPDATE ... FOR UPDATE SKIP LOCKED).
+//
+// A node also wakes at the moment the first lease held by another node
+// runs out, so a dead node's partitions are taken over within about one
+// Lease of its last renewal; a joining or leaving node notifies the others
+// (channel hourglass_members), who rebalance at once rather than at their
+// next tick: a join settles within a few ticks.
+//
+// The epoch is the fence. Every write an owner makes as owner (firing
+// timers, putting a schedule's occurrence) runs in a transaction that
+// first locks its partitions' rows FOR SHARE where owner, epoch and an
+// unexpired lease are still its own, and writes only the tasks of the
+// partitions that passed. An acquisition updates the row, so it waits for
+// such a transaction to end, and a transaction that starts after sees the
+// new epoch: a node that was paused past its lease (SIGSTOP, a long GC, a
+// partition of the network) writes nothing when it resumes, however late.
+// Writes a client asks for (put, reserve, ack, nack, touch, kick, delete)
+// need no owner: each is one statement on the task's row, conditioned on
+// its state and lease token, and nodes serialise on the row's lock.
+//
+// # Timers
+//
+// A task's next timer is the column fire_at: its due time while it waits,
+// its lease's end while reserved, NULL when ready or dead. An owner holds
+// in its [hourglass.Keyed] wheel the timers of its partitions that fire
+// before its horizon, one Window ahead (default 1 min), and loads the next
+// window when half of the current one is left (timers.go). A node that
+// writes a timer inside that reach (a put with a short delay, a
+// reservation, a nack) announces it to the partition's owner on the
+// channel hourglass_p<N> after committing; the owner listens to the
+// channels of its partitions, and on acquiring one it listens first and
+// loads second, so a timer is either announced to it or read by the load.
+// When a timer fires, the flusher makes the task ready (or settles its
+// lease) in the database and notifies the queue's channel, where every
+// node with reservers waiting on that queue wakes them; a reserve on any
+// node takes ready tasks from every partition with FOR UPDATE SKIP
+// LOCKED. Nothing polls for due tasks. A lost notification (the listen
+// connection dropped, a crash between a commit and its announcement) is
+// caught by the owner's sweep of timers overdue by more than a lease, at
+// each tick.
+//
+// # One clock
+//
+// Due times, lease ends and the check that a task is due all use the
+// database server's clock (hourglass_now(), clock_timestamp() in Unix
+// ns): a put's delay is added to it in the INSERT, and the flusher makes a
+// task ready only WHERE fire_at <= hourglass_now(). The nodes' clocks
+// only decide when to look: each node measures its offset from the
+// database's clock at every tick and arms its wheel with it. A node whose
+// clock (or offset) runs ahead fires early, finds the task not yet due
+// and arms again for exactly the rest as the database counts it; one that
+// runs behind fires late. So skew between nodes can make delivery late by
+// the error of the offset (half a round trip when measured), never early.
+// What can make it early is the database's own clock stepping back, or a
+// failover to a standby whose clock is behind the old primary's: by that
+// difference.
+//
+// # Durability
+//
+// A put is answered after its INSERT commits; an ack after its DELETE
+// commits; a reservation, nack, touch, kick, delete and schedule change
+// likewise: with the server's synchronous_commit=on, each is in the WAL
+// (and on synchronous standbys, if configured) before the answer.
+// Firing timers commits with synchronous_commit off: it promises nothing
+// to anyone, a crash that loses it leaves the tasks due in the record, and
+// the reservation that follows flushes the WAL past it.
+package cluster

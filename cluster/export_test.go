@@ -1,0 +1,40 @@
+package cluster
+
+import "time"
+
+// Hooks stand in for a paused process or a wrong clock in tests.
+type Hooks = hooks
+
+// WithHooks returns o with test hooks h.
+func WithHooks(o Options, h *Hooks) Options {
+	o.hooks = h
+	return o
+}
+
+// Skew makes the node believe the database's clock is d ahead of what it
+// measures.
+func (h *hooks) Skew(d time.Duration) { h.skew.Store(int64(d)) }
+
+// Pause stops the node's lease loop and flusher, as SIGSTOP would stop
+// the process (its wheel still fires into the flusher's list); Resume
+// lets them go on.
+func (h *hooks) Pause()  { h.paused.Store(true) }
+func (h *hooks) Resume() { h.paused.Store(false) }
+
+// Crash stops the node's goroutines without releasing anything, as a
+// killed process would leave it; the test then closes the node's pool.
+func (n *Node) Crash() { n.stop() }
+
+// Owned returns the partitions the node believes it holds.
+func (n *Node) Owned() map[int]int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[int]int64, len(n.owned))
+	for p, e := range n.owned {
+		out[p] = e
+	}
+	return out
+}
+
+// Partitions returns the number of partitions.
+func (n *Node) Partitions() int { return n.partitions }

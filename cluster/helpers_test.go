@@ -1,0 +1,91 @@
+package cluster_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/internal/pgtest"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var _ httpapi.Broker = (*cluster.Node)(nil)
+
+// Test timings: leases and windows short enough that takeovers and window
+// loads happen within a test.
+const (
+	testLease  = 600 * time.Millisecond
+	testWindow = 2 * time.Second
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// testNode is a node with its own pool, as a process of its own would
+// have.
+type testNode struct {
+	*cluster.Node
+	pool  *pgxpool.Pool
+	hooks *cluster.Hooks
+}
+
+// startNode opens node name on the database at url, closed when t ends
+// (unless crashed).
+func startNode(t testing.TB, url, name string, opts ...func(*cluster.Options)) *testNode {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &cluster.Hooks{}
+	o := cluster.Options{Node: name, Lease: testLease, Window: testWindow, Logger: quiet}
+	for _, f := range opts {
+		f(&o)
+	}
+	n, err := cluster.Open(ctx, pool, cluster.WithHooks(o, h))
+	if err != nil {
+		pool.Close()
+		t.Fatalf("Open(%s): %v", name, err)
+	}
+	tn := &testNode{Node: n, pool: pool, hooks: h}
+	t.Cleanup(func() {
+		n.Close()
+		pool.Close()
+	})
+	return tn
+}
+
+// crash stops tn as a killed process would stop: no lease released, its
+// connections cut.
+func (tn *testNode) crash() {
+	tn.Node.Crash()
+	tn.pool.Close()
+}
+
+// server returns a PostgreSQL server for the test, and a new database on
+// it for each call of db.
+func server(t *testing.T) *pgtest.Server {
+	return pgtest.Start(t, pgtest.Set("max_connections", "400"))
+}
+
+// eventually polls cond every 10 ms until it holds or within passes.
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > within {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}

@@ -1,0 +1,312 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Channels of LISTEN/NOTIFY. Channel names are identifiers of at most 63
+// bytes, so a queue's channel carries a hash of its name; two queues
+// sharing a channel only wake each other's reservers for nothing.
+const (
+	// chanMembers: a node joined, left or released partitions; payload
+	// informative. Every node runs its lease loop at once.
+	chanMembers = "hourglass_members"
+	// chanSchedules: a schedule was set or deleted; payload its name.
+	chanSchedules = "hourglass_schedules"
+)
+
+// partitionChannel is where timers of partition p are announced to its
+// owner: one line "JOB FIRE_AT" per timer (see notifier).
+func partitionChannel(p int) string { return "hourglass_p" + strconv.Itoa(p) }
+
+// queueChannel is where tasks made ready in queue are announced to the
+// nodes with reservers waiting on it; payload the number of tasks.
+func queueChannel(queue string) string {
+	h := fnv.New64a()
+	h.Write([]byte(queue))
+	return "hourglass_q_" + strconv.FormatUint(h.Sum64(), 16)
+}
+
+// listener holds the node's LISTEN connection: a connection of its own,
+// outside the pool, that waits for notifications and between waits runs
+// the LISTEN and UNLISTEN commands the node asks for. When the connection
+// is lost, notifications sent meanwhile are lost with it: on reconnecting
+// it listens again to every channel and the node resynchronises (wakes
+// its reservers, reloads its timers), so a lost notification delays, and
+// never loses, a task.
+type listener struct {
+	n    *Node
+	cfg  *pgx.ConnConfig
+	done chan struct{}
+
+	mu sync.Mutex
+	// channels listened to (or to be, after a reconnect). Guarded by mu.
+	channels map[string]bool
+	// cmds waiting to run, and the cancel of the current wait. Guarded by
+	// mu.
+	cmds      []listenCmd
+	interrupt context.CancelFunc
+	closed    bool
+}
+
+type listenCmd struct {
+	listen   bool
+	channels []string
+	done     chan error
+}
+
+// newListener connects the listener and starts its goroutine.
+func newListener(ctx context.Context, n *Node) (*listener, error) {
+	cfg := n.db.Config().ConnConfig.Copy()
+	l := &listener{n: n, cfg: cfg, done: make(chan struct{}), channels: make(map[string]bool)}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	go l.run(conn)
+	return l, nil
+}
+
+// listen makes the node listen to channels and returns once it does:
+// every notification committed after listen returns reaches the node.
+func (l *listener) listen(ctx context.Context, channels ...string) error {
+	return l.command(ctx, true, channels)
+}
+
+// unlisten stops listening to channels, without waiting.
+func (l *listener) unlisten(channels ...string) {
+	l.command(nil, false, channels)
+}
+
+func (l *listener) command(ctx context.Context, listen bool, channels []string) error {
+	c := listenCmd{listen: listen, channels: channels, done: make(chan error, 1)}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return errClosedListener
+	}
+	l.cmds = append(l.cmds, c)
+	if l.interrupt != nil {
+		l.interrupt()
+	}
+	l.mu.Unlock()
+	if ctx == nil {
+		return nil
+	}
+	select {
+	case err := <-c.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.done:
+		return errClosedListener
+	}
+}
+
+var errClosedListener = errors.New("hourglass: cluster: listener closed")
+
+// close stops the listener and closes its connection.
+func (l *listener) close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		<-l.done
+		return
+	}
+	l.closed = true
+	if l.interrupt != nil {
+		l.interrupt()
+	}
+	l.mu.Unlock()
+	<-l.done
+}
+
+// run is the listener's goroutine.
+func (l *listener) run(conn *pgx.Conn) {
+	defer close(l.done)
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	backoff := 10 * time.Millisecond
+	for {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return
+		}
+		cmds := l.cmds
+		l.cmds = nil
+		l.mu.Unlock()
+
+		if conn == nil {
+			conn = l.reconnect()
+			if conn == nil {
+				l.fail(cmds)
+				time.Sleep(backoff)
+				backoff = min(2*backoff, time.Second)
+				continue
+			}
+			backoff = 10 * time.Millisecond
+		}
+		if !l.execute(conn, cmds) {
+			conn.Close(context.Background())
+			conn = nil
+			continue
+		}
+
+		ctx, cancel := context.WithCancel(context.Background())
+		l.mu.Lock()
+		if len(l.cmds) > 0 || l.closed {
+			cancel()
+		}
+		l.interrupt = cancel
+		l.mu.Unlock()
+		note, err := conn.WaitForNotification(ctx)
+		l.mu.Lock()
+		l.interrupt = nil
+		l.mu.Unlock()
+		cancel()
+		switch {
+		case err == nil:
+			l.n.dispatch(note)
+		case ctx.Err() != nil && !conn.IsClosed():
+			// Interrupted for a command or for close.
+		default:
+			l.n.log.Warn("hourglass: cluster: listen connection lost; reconnecting", "err", err)
+			conn.Close(context.Background())
+			conn = nil
+		}
+	}
+}
+
+// execute runs cmds on conn and reports whether conn is still usable.
+func (l *listener) execute(conn *pgx.Conn, cmds []listenCmd) bool {
+	for i, c := range cmds {
+		var b strings.Builder
+		l.mu.Lock()
+		for _, ch := range c.channels {
+			if c.listen {
+				l.channels[ch] = true
+				b.WriteString("LISTEN ")
+			} else {
+				delete(l.channels, ch)
+				b.WriteString("UNLISTEN ")
+			}
+			b.WriteString(pgx.Identifier{ch}.Sanitize())
+			b.WriteString(";")
+		}
+		l.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := conn.Exec(ctx, b.String())
+		cancel()
+		c.done <- err
+		if err != nil {
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) {
+				l.fail(cmds[i+1:])
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fail answers cmds that could not run for want of a connection. Their
+// channels are recorded: the next connection listens to them.
+func (l *listener) fail(cmds []listenCmd) {
+	for _, c := range cmds {
+		l.mu.Lock()
+		for _, ch := range c.channels {
+			if c.listen {
+				l.channels[ch] = true
+			} else {
+				delete(l.channels, ch)
+			}
+		}
+		l.mu.Unlock()
+		c.done <- errClosedListener
+	}
+}
+
+// reconnect opens a new connection, listens to every recorded channel and
+// has the node resynchronise; nil when the database cannot be reached.
+func (l *listener) reconnect() *pgx.Conn {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, l.cfg)
+	if err != nil {
+		return nil
+	}
+	var b strings.Builder
+	l.mu.Lock()
+	for ch := range l.channels {
+		b.WriteString("LISTEN " + pgx.Identifier{ch}.Sanitize() + ";")
+	}
+	l.mu.Unlock()
+	if b.Len() > 0 {
+		if _, err := conn.Exec(ctx, b.String()); err != nil {
+			conn.Close(ctx)
+			return nil
+		}
+	}
+	l.n.resync()
+	return conn
+}
+
+// dispatch acts on one notification. It runs on the listener's goroutine
+// and does not block.
+func (n *Node) dispatch(note *pgconn.Notification) {
+	switch ch := note.Channel; {
+	case ch == chanMembers || ch == chanSchedules:
+		n.kickTick()
+	case strings.HasPrefix(ch, "hourglass_p"):
+		p, err := strconv.Atoi(ch[len("hourglass_p"):])
+		if err != nil {
+			return
+		}
+		n.timersNotified(p, note.Payload)
+	case strings.HasPrefix(ch, "hourglass_q_"):
+		k, err := strconv.Atoi(note.Payload)
+		if err != nil || k <= 0 {
+			k = 1
+		}
+		n.mu.Lock()
+		for _, q := range n.channels[ch] {
+			if qw := n.queues[q]; qw != nil {
+				qw.wake(k)
+			}
+		}
+		n.mu.Unlock()
+	}
+}
+
+// resync follows a lost listen connection: every waiting reserver looks
+// again, and the lease loop reloads the owned partitions' timers.
+func (n *Node) resync() {
+	n.mu.Lock()
+	for _, q := range n.queues {
+		q.wakeAll()
+	}
+	n.reload = true
+	n.mu.Unlock()
+	n.kickTick()
+}
+
+// kickTick has the lease loop run now.
+func (n *Node) kickTick() {
+	select {
+	case n.tickKick <- struct{}{}:
+	default:
+	}
+}

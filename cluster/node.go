@@ -1,0 +1,314 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-go/hourglass"
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/store/pgstore"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Options configure a [Node]. Zero fields take the defaults named on each.
+type Options struct {
+	// Node names this node among the cluster's; unique while it runs.
+	// Default: host name and process id.
+	Node string
+	// Lease is how long a partition lease (and a node's heartbeat) lasts
+	// without renewal: a dead node's partitions are taken over within
+	// about one Lease. Default 5 s; renewed every Lease/3.
+	Lease time.Duration
+	// Window is how far ahead an owner holds its partitions' timers in
+	// its wheel; the next window is loaded when half of this one is left.
+	// Default 1 min.
+	Window time.Duration
+
+	// The limits of package broker, with its defaults.
+	MaxDelay   time.Duration
+	MaxPayload int
+	DefaultTTR time.Duration
+
+	// Logger receives the node's logs; default slog.Default().
+	Logger *slog.Logger
+
+	// hooks are for tests (export_test.go).
+	hooks *hooks
+}
+
+// Defaults of Options.
+const (
+	DefaultLease  = 5 * time.Second
+	DefaultWindow = time.Minute
+)
+
+// hooks let tests stand in for a paused process or a wrong clock.
+type hooks struct {
+	// skew is added to the measured offset of the database's clock: the
+	// node believes the database's clock is skew ahead of what it is.
+	skew atomic.Int64
+	// paused stops the lease loop and the flusher (a SIGSTOPped process).
+	paused atomic.Bool
+}
+
+// ErrNameInUse is returned by [Open] when a live node already runs under
+// the name asked for.
+var ErrNameInUse = errors.New("hourglass: cluster: node name in use by a live node")
+
+// Node is one hourglass node of a cluster on a PostgreSQL database. It
+// has the method set of [broker.Broker] that package httpapi serves, with
+// the same semantics and errors; any node answers any request. Node is
+// safe for concurrent use by multiple goroutines.
+type Node struct {
+	db         *pgxpool.Pool
+	opts       Options
+	log        *slog.Logger
+	name       string
+	instance   string
+	partitions int // fixed by the schema (hourglass_meta)
+
+	clock    clock
+	wheel    *hourglass.Keyed[uint64] // owned partitions' timers by job id
+	cron     *hourglass.Timer         // owned schedules' next occurrences
+	listener *listener
+	notifier *notifier
+	ids      idBlock
+
+	mu sync.Mutex
+	// owned maps each partition this node holds to the epoch it holds it
+	// at. Guarded by mu.
+	owned map[int]int64
+	// horizon (database Unix ns): the timers of owned partitions due
+	// before it are in the wheel. Guarded by mu.
+	horizon int64
+	// fired lists jobs whose timers fired, for the flusher. Guarded by mu.
+	fired []uint64
+	// reload asks the lease loop to load every owned partition's timers
+	// again (after the listen connection was lost). Guarded by mu.
+	reload bool
+	// queues holds the reservers waiting on this node, by queue. Guarded
+	// by mu.
+	queues map[string]*queueWait
+	// channels maps a queue channel's name to its queues. Guarded by mu.
+	channels map[string][]string
+	// schedules armed on this node, by name. Guarded by mu.
+	schedules map[string]*schedule
+	// stats counts puts, deliveries and acks per queue. Guarded by mu.
+	stats map[string]*counts
+	// closed by Close; failed by a fatal error. Guarded by mu.
+	closed bool
+	failed error
+
+	flushKick chan struct{} // buffered 1: fired has jobs
+	tickKick  chan struct{} // buffered 1: run the lease loop now
+	quit      chan struct{}
+	wg        sync.WaitGroup
+}
+
+type counts struct{ puts, deliveries, acks uint64 }
+
+// Open joins the cluster on db: it migrates the schema, registers the
+// node, takes its share of the partitions, loads their timers and starts
+// serving. A node restarted under its old name waits for the old
+// heartbeat to run out (at most one Lease). The caller keeps db and
+// closes it after [Node.Close].
+func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
+	if opts.MaxDelay <= 0 {
+		opts.MaxDelay = broker.DefaultMaxDelay
+	}
+	if opts.MaxPayload <= 0 {
+		opts.MaxPayload = broker.DefaultMaxPayload
+	}
+	if opts.DefaultTTR <= 0 {
+		opts.DefaultTTR = broker.DefaultTTR
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.hooks == nil {
+		opts.hooks = &hooks{}
+	}
+	if opts.Node == "" {
+		host, _ := os.Hostname()
+		opts.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if _, _, err := pgstore.Migrate(ctx, db); err != nil {
+		return nil, err
+	}
+	var tok [8]byte
+	rand.Read(tok[:])
+	n := &Node{
+		db:        db,
+		opts:      opts,
+		log:       opts.Logger.With("node", opts.Node),
+		name:      opts.Node,
+		instance:  hex.EncodeToString(tok[:]),
+		owned:     make(map[int]int64),
+		queues:    make(map[string]*queueWait),
+		channels:  make(map[string][]string),
+		schedules: make(map[string]*schedule),
+		stats:     make(map[string]*counts),
+		flushKick: make(chan struct{}, 1),
+		tickKick:  make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+	}
+	n.clock.skew = &opts.hooks.skew
+	if err := db.QueryRow(ctx, "SELECT partitions FROM hourglass_meta").Scan(&n.partitions); err != nil {
+		return nil, dbErr(err)
+	}
+	if err := n.clock.measure(ctx, db); err != nil {
+		return nil, dbErr(err)
+	}
+	if err := n.register(ctx); err != nil {
+		return nil, err
+	}
+	n.wheel = hourglass.NewKeyed(n.fire, hourglass.WithExecutor(hourglass.Inline))
+	n.cron = hourglass.New(hourglass.WithShards(1))
+	n.notifier = newNotifier(n)
+	l, err := newListener(ctx, n)
+	if err != nil {
+		n.wheel.Stop()
+		n.cron.Stop()
+		return nil, err
+	}
+	n.listener = l
+	n.horizon = n.clock.now() + int64(opts.Window)
+	if err := n.listener.listen(ctx, chanMembers, chanSchedules); err != nil {
+		n.stop()
+		return nil, err
+	}
+	if err := n.tick(ctx); err != nil {
+		n.stop()
+		return nil, err
+	}
+	n.notifier.send(chanMembers, "join "+n.name)
+	n.wg.Add(2)
+	go n.leaseLoop()
+	go n.flushLoop()
+	return n, nil
+}
+
+// register writes the node's heartbeat row, waiting up to two leases for
+// a previous process under the same name to be declared dead.
+func (n *Node) register(ctx context.Context) error {
+	deadline := time.Now().Add(2 * n.opts.Lease)
+	for {
+		tag, err := n.db.Exec(ctx, `INSERT INTO hourglass_nodes (name, instance, alive_until, started)
+			VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond', clock_timestamp())
+			ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance,
+				alive_until = EXCLUDED.alive_until, started = EXCLUDED.started
+			WHERE hourglass_nodes.alive_until < clock_timestamp()`,
+			n.name, n.instance, n.opts.Lease.Microseconds())
+		if err != nil {
+			return dbErr(err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %q", ErrNameInUse, n.name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Name returns the node's name.
+func (n *Node) Name() string { return n.name }
+
+// Close leaves the cluster: waiting reservers return, the node releases
+// its partitions and its heartbeat (so that the others take them over at
+// once rather than after a lease) and its goroutines have exited when it
+// returns. It does not close the pool. Close is idempotent.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	for _, q := range n.queues {
+		q.wakeAll()
+	}
+	n.mu.Unlock()
+	n.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := n.release(ctx)
+	if err == nil {
+		_, err = n.db.Exec(ctx, `SELECT pg_notify($1, $2)`, chanMembers, "leave "+n.name)
+	}
+	if err != nil {
+		return dbErr(err)
+	}
+	return nil
+}
+
+// stop ends the node's goroutines and timers without touching the
+// database.
+func (n *Node) stop() {
+	select {
+	case <-n.quit:
+		return
+	default:
+	}
+	close(n.quit)
+	n.wg.Wait()
+	n.wheel.Stop()
+	n.cron.Stop()
+	if n.listener != nil {
+		n.listener.close()
+	}
+	n.notifier.close()
+}
+
+// Err reports why the node cannot serve: broker.ErrClosed after Close, a
+// fatal error (another process took its name), nil while it serves.
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.usable()
+}
+
+// usable returns the error that stops operations, or nil. n.mu is held.
+func (n *Node) usable() error {
+	if n.failed != nil {
+		return fmt.Errorf("%w: %v", broker.ErrClosed, n.failed)
+	}
+	if n.closed {
+		return broker.ErrClosed
+	}
+	return nil
+}
+
+// dbErr reports a database error as the broker reports a failed store:
+// the request could not be served (503), nothing is promised of it.
+func dbErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: database: %v", broker.ErrClosed, err)
+}
+
+// partitionOf returns the partition of a task.
+func (n *Node) partitionOf(job uint64) int { return int(job % uint64(n.partitions)) }

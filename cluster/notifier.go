@@ -1,0 +1,147 @@
+package cluster
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// maxPayload bounds one notification's payload (PostgreSQL's limit is
+// 8000 bytes).
+const maxPayload = 7900
+
+// notifier sends the node's notifications after the writes they announce
+// have committed, in batches: while one batch is being sent the next
+// fills. A batch is a transaction of its own with synchronous_commit off,
+// for two reasons. PostgreSQL serialises the commits of transactions that
+// NOTIFY under one lock, held through the commit's WAL flush: a NOTIFY in
+// every put would cost every put a flush of its own. And a notification
+// promises nothing: it only shortens a wait. A notification lost in a
+// crash delays a task until the owner's sweep of overdue timers (one
+// lease tick) and loses nothing.
+type notifier struct {
+	n    *Node
+	kick chan struct{}
+	done chan struct{}
+	quit chan struct{}
+
+	mu sync.Mutex
+	// timers: partition channel → lines "JOB FIRE_AT"; ready: queue
+	// channel → tasks made ready; other: anything else. Guarded by mu.
+	timers map[string][]string
+	ready  map[string]int
+	other  [][2]string
+}
+
+func newNotifier(n *Node) *notifier {
+	nt := &notifier{
+		n: n, kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{}),
+		timers: make(map[string][]string), ready: make(map[string]int),
+	}
+	go nt.run()
+	return nt
+}
+
+// timer announces to partition p's owner that job fires at (database
+// ns).
+func (nt *notifier) timer(p int, job uint64, at int64) {
+	ch := partitionChannel(p)
+	nt.mu.Lock()
+	nt.timers[ch] = append(nt.timers[ch], strconv.FormatUint(job, 10)+" "+strconv.FormatInt(at, 10))
+	nt.mu.Unlock()
+	nt.wake()
+}
+
+// readyIn announces k tasks made ready in queue.
+func (nt *notifier) readyIn(queue string, k int) {
+	nt.mu.Lock()
+	nt.ready[queueChannel(queue)] += k
+	nt.mu.Unlock()
+	nt.wake()
+}
+
+// send sends payload on channel.
+func (nt *notifier) send(channel, payload string) {
+	nt.mu.Lock()
+	nt.other = append(nt.other, [2]string{channel, payload})
+	nt.mu.Unlock()
+	nt.wake()
+}
+
+func (nt *notifier) wake() {
+	select {
+	case nt.kick <- struct{}{}:
+	default:
+	}
+}
+
+// close sends what is pending and stops.
+func (nt *notifier) close() {
+	select {
+	case <-nt.quit:
+	default:
+		close(nt.quit)
+	}
+	<-nt.done
+}
+
+func (nt *notifier) run() {
+	defer close(nt.done)
+	for {
+		select {
+		case <-nt.kick:
+			nt.flush()
+		case <-nt.quit:
+			nt.flush()
+			return
+		}
+	}
+}
+
+// flush sends everything pending in one transaction.
+func (nt *notifier) flush() {
+	nt.mu.Lock()
+	timers, ready, other := nt.timers, nt.ready, nt.other
+	if len(timers) == 0 && len(ready) == 0 && len(other) == 0 {
+		nt.mu.Unlock()
+		return
+	}
+	nt.timers, nt.ready, nt.other = make(map[string][]string), make(map[string]int), nil
+	nt.mu.Unlock()
+
+	var chans, payloads []string
+	for ch, lines := range timers {
+		var b strings.Builder
+		for _, line := range lines {
+			if b.Len()+len(line)+1 > maxPayload {
+				chans, payloads = append(chans, ch), append(payloads, b.String())
+				b.Reset()
+			}
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(line)
+		}
+		chans, payloads = append(chans, ch), append(payloads, b.String())
+	}
+	for ch, k := range ready {
+		chans, payloads = append(chans, ch), append(payloads, strconv.Itoa(k))
+	}
+	for _, m := range other {
+		chans, payloads = append(chans, m[0]), append(payloads, m[1])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue("SELECT count(pg_notify(c, p)) FROM unnest($1::text[], $2::text[]) AS m(c, p)", chans, payloads)
+	b.Queue("COMMIT")
+	if err := nt.n.db.SendBatch(ctx, &b).Close(); err != nil {
+		nt.n.log.Warn("hourglass: cluster: sending notifications failed; owners' sweeps will catch up", "err", err)
+	}
+}

@@ -1,0 +1,230 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/jackc/pgx/v5"
+)
+
+// The operations on one task. Each is one statement on the task's row,
+// conditioned on its state (and lease), so concurrent nodes serialise on
+// the row's lock; none needs the partition's owner, who learns of new
+// timers through announce. When the statement matches no row, a read
+// tells the broker's errors apart.
+
+// Get returns the task id of queue, payload included, or
+// broker.ErrNotFound.
+func (n *Node) Get(queue, id string) (broker.Task, error) {
+	if err := n.checkTask(queue, id); err != nil {
+		return broker.Task{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id))
+	if err == pgx.ErrNoRows {
+		return broker.Task{}, broker.ErrNotFound
+	}
+	if err != nil {
+		return broker.Task{}, dbErr(err)
+	}
+	return t.view(), nil
+}
+
+// checkTask checks the node and the names of a task operation.
+func (n *Node) checkTask(queue, id string) error {
+	if err := n.Err(); err != nil {
+		return err
+	}
+	if err := checkQueue(queue); err != nil {
+		return err
+	}
+	return checkID(id)
+}
+
+// Delete removes the task id of queue in whatever state, durably, or
+// returns broker.ErrNotFound.
+func (n *Node) Delete(ctx context.Context, queue, id string) error {
+	if err := n.checkTask(queue, id); err != nil {
+		return err
+	}
+	tag, err := n.db.Exec(ctx, "DELETE FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id)
+	if err != nil {
+		return dbErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return broker.ErrNotFound
+	}
+	return nil
+}
+
+// held checks a lease-holding operation's arguments.
+func (n *Node) held(queue, id, lease string) error {
+	if lease == "" {
+		return fmt.Errorf("%w: lease is required", broker.ErrInvalid)
+	}
+	return n.checkTask(queue, id)
+}
+
+// why tells why a statement on the task id of queue conditioned on its
+// lease matched nothing: broker.ErrNotFound or broker.ErrLease.
+func (n *Node) why(ctx context.Context, queue, id string) error {
+	var state int16
+	err := n.db.QueryRow(ctx, "SELECT state FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id).Scan(&state)
+	if err == pgx.ErrNoRows {
+		return broker.ErrNotFound
+	}
+	if err != nil {
+		return dbErr(err)
+	}
+	return broker.ErrLease
+}
+
+// Ack completes the reserved task id of queue: it is deleted, durably
+// (the 204 follows the commit), and never delivered again. lease must be
+// its current lease (broker.ErrLease otherwise).
+func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
+	if err := n.held(queue, id, lease); err != nil {
+		return err
+	}
+	tag, err := n.db.Exec(ctx, "DELETE FROM hourglass_tasks WHERE queue = $1 AND id = $2 AND state = 2 AND lease = $3", queue, id, lease)
+	if err != nil {
+		return dbErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return n.why(ctx, queue, id)
+	}
+	n.count(queue, func(c *counts) { c.acks++ })
+	return nil
+}
+
+// Touch renews the lease of the reserved task id of queue for another TTR
+// from now (the database's clock) and returns the task. The owner's timer
+// for the old lease fires first, finds the lease running and is armed
+// again for the new end: no announcement is needed.
+func (n *Node) Touch(ctx context.Context, queue, id, lease string) (broker.Task, error) {
+	if err := n.held(queue, id, lease); err != nil {
+		return broker.Task{}, err
+	}
+	t, err := scanRow(n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
+		UPDATE hourglass_tasks SET lease_until = now.ns + ttr, fire_at = now.ns + ttr FROM now
+		WHERE queue = $1 AND id = $2 AND state = 2 AND lease = $3
+		RETURNING `+taskColumns, queue, id, lease))
+	if err == pgx.ErrNoRows {
+		return broker.Task{}, n.why(ctx, queue, id)
+	}
+	if err != nil {
+		return broker.Task{}, dbErr(err)
+	}
+	v := t.view()
+	v.Lease = lease
+	return v, nil
+}
+
+// Nack gives the reserved task id of queue back: waiting again, delay
+// from now (ready at once for 0), or dead when its attempts are used up.
+func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
+	if delay < 0 || delay > n.opts.MaxDelay {
+		return fmt.Errorf("%w: delay must be 0 to %s", broker.ErrInvalid, n.opts.MaxDelay)
+	}
+	if err := n.held(queue, id, lease); err != nil {
+		return err
+	}
+	var job, dbNow int64
+	var state int16
+	var fireAt *int64
+	err := n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
+		UPDATE hourglass_tasks t SET
+			state = CASE WHEN t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN 3 ELSE 1 END,
+			due = CASE WHEN t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN t.due ELSE now.ns + $4 END,
+			fire_at = CASE WHEN (t.max_attempts > 0 AND t.attempts >= t.max_attempts) OR $4 = 0 THEN NULL ELSE now.ns + $4 END,
+			releases = t.releases + 1, lease = '', lease_until = 0
+		FROM now
+		WHERE t.queue = $1 AND t.id = $2 AND t.state = 2 AND t.lease = $3
+		RETURNING t.job_id, t.state, t.fire_at, now.ns`, queue, id, lease, int64(delay)).Scan(&job, &state, &fireAt, &dbNow)
+	if err == pgx.ErrNoRows {
+		return n.why(ctx, queue, id)
+	}
+	if err != nil {
+		return dbErr(err)
+	}
+	switch {
+	case fireAt != nil:
+		n.announce(uint64(job), *fireAt, dbNow)
+	case state == 1:
+		n.readied(queue, 1)
+	}
+	return nil
+}
+
+// Kick makes the dead task id of queue ready again (broker.ErrState if it
+// is not dead), keeping its attempts.
+func (n *Node) Kick(ctx context.Context, queue, id string) error {
+	if err := n.checkTask(queue, id); err != nil {
+		return err
+	}
+	tag, err := n.db.Exec(ctx, `UPDATE hourglass_tasks SET state = 1, kicks = kicks + 1,
+			due = least(due, hourglass_now()), fire_at = NULL
+		WHERE queue = $1 AND id = $2 AND state = 3`, queue, id)
+	if err != nil {
+		return dbErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id))
+		if err == pgx.ErrNoRows {
+			return broker.ErrNotFound
+		}
+		if err != nil {
+			return dbErr(err)
+		}
+		return fmt.Errorf("%w: task %q is %s, not dead", broker.ErrState, id, t.stateOf())
+	}
+	n.readied(queue, 1)
+	return nil
+}
+
+// Queues returns every queue with a task, and every queue this node has
+// served since it started, by name, with counts by state from the
+// database (one scan of the tasks table) and this node's counters.
+func (n *Node) Queues() []broker.QueueStats {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	byName := map[string]*broker.QueueStats{}
+	rows, err := n.db.Query(ctx, `SELECT queue,
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL),
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
+			count(*) FILTER (WHERE state = 2),
+			count(*) FILTER (WHERE state = 3)
+		FROM hourglass_tasks GROUP BY queue`)
+	if err == nil {
+		for rows.Next() {
+			var s broker.QueueStats
+			if rows.Scan(&s.Name, &s.Delayed, &s.Ready, &s.Reserved, &s.Dead) == nil {
+				byName[s.Name] = &s
+			}
+		}
+		rows.Close()
+	}
+	if err != nil || rows.Err() != nil {
+		n.log.Warn("hourglass: cluster: counting queues failed", "err", err)
+	}
+	n.mu.Lock()
+	for q, c := range n.stats {
+		s := byName[q]
+		if s == nil {
+			s = &broker.QueueStats{Name: q}
+			byName[q] = s
+		}
+		s.Puts, s.Deliveries, s.Acks = c.puts, c.deliveries, c.acks
+	}
+	n.mu.Unlock()
+	out := make([]broker.QueueStats, 0, len(byName))
+	for _, s := range byName {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,362 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/jackc/pgx/v5"
+)
+
+// sqlInsert inserts tasks given as arrays, due by the database's clock
+// ($6 has_at: at $7, else $8 after the statement's now), ready at once
+// (no timer) when that is not after now. A task whose queue and id are
+// taken is skipped (the idempotent put), and RETURNING leaves it out.
+const sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns)
+	INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at, created, ttr,
+		attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload)
+	SELECT r.job_id, r.job_id % $2, $1, r.id, 1, r.priority, d.due, CASE WHEN d.due > now.ns THEN d.due END,
+		now.ns, r.ttr, 0, r.max_attempts, '', 0, 0, 0, 0, 0, r.payload
+	FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::bigint[], $8::bigint[], $9::bigint[],
+			$10::bigint[], $11::bytea[]) WITH ORDINALITY
+		AS r(job_id, id, priority, has_at, at, delay, ttr, max_attempts, payload, ord)
+	CROSS JOIN now
+	CROSS JOIN LATERAL (SELECT CASE WHEN r.has_at THEN r.at ELSE now.ns + r.delay END AS due) d
+	ORDER BY r.ord
+	ON CONFLICT (queue, id) DO NOTHING
+	RETURNING job_id, due, fire_at, created, (SELECT ns FROM now)`
+
+// Put puts one task into queue and returns it once it is committed, as
+// broker.Broker.Put does: created is false when r.ID names a live task,
+// which is returned unchanged, or, with r.Replace, replaced by a new task
+// with a new job id.
+func (n *Node) Put(ctx context.Context, queue string, r broker.PutRequest) (broker.Task, bool, error) {
+	res := n.PutBatch(ctx, queue, []broker.PutRequest{r})
+	return res[0].Task, res[0].Created, res[0].Err
+}
+
+// item is one request of a batch on its way to the database.
+type item struct {
+	i      int // index in the batch
+	r      *broker.PutRequest
+	tm     timing
+	job    uint64
+	id     string
+	gen    bool // id generated from the job id
+	result broker.PutResult
+	done   bool  // result set
+	fireAt int64 // after insert: the timer, 0 for none
+	dbNow  int64
+}
+
+// PutBatch puts each of rs as Put does, in order, in one transaction: a
+// single INSERT of every task when no request replaces and no id repeats
+// (the common case), else one statement per request. One bad request
+// fails alone.
+func (n *Node) PutBatch(ctx context.Context, queue string, rs []broker.PutRequest) []broker.PutResult {
+	res := make([]broker.PutResult, len(rs))
+	fail := func(err error) []broker.PutResult {
+		for i := range res {
+			if res[i].Err == nil {
+				res[i] = broker.PutResult{Err: err}
+			}
+		}
+		return res
+	}
+	if err := checkQueue(queue); err != nil {
+		return fail(err)
+	}
+	if len(rs) > broker.MaxBatch {
+		return fail(errBatch)
+	}
+	if err := n.Err(); err != nil {
+		return fail(err)
+	}
+	now := time.Now()
+	var items []*item
+	simple := true
+	seen := map[string]bool{}
+	for i := range rs {
+		tm, err := n.checkPut(&rs[i], now)
+		if err != nil {
+			res[i].Err = err
+			continue
+		}
+		it := &item{i: i, r: &rs[i], tm: tm, id: rs[i].ID}
+		if it.id != "" {
+			if seen[it.id] || rs[i].Replace {
+				simple = false
+			}
+			seen[it.id] = true
+		}
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		return res
+	}
+	jobs, err := n.ids.take(ctx, n, len(items))
+	if err != nil {
+		return fail(err)
+	}
+	for k, it := range items {
+		it.job = jobs[k]
+		if it.id == "" {
+			it.id, it.gen = strconv.FormatUint(it.job, 10), true
+		}
+	}
+	if simple {
+		err = n.putSimple(ctx, queue, items)
+	} else {
+		err = n.putEach(ctx, queue, items)
+	}
+	if err == nil {
+		// Generated ids that a client had taken: "JOB@job", as the broker.
+		var again []*item
+		for _, it := range items {
+			if !it.done && it.gen {
+				it.id = it.id + "@job"
+				again = append(again, it)
+			}
+		}
+		if len(again) > 0 {
+			err = n.putEach(ctx, queue, again)
+		}
+	}
+	if err != nil {
+		return fail(err)
+	}
+	ready := 0
+	for _, it := range items {
+		if !it.done {
+			res[it.i].Err = fmt.Errorf("%w: no free id for task %d", broker.ErrClosed, it.job)
+			continue
+		}
+		res[it.i] = it.result
+		if !it.result.Created && it.result.Task.JobID != it.job {
+			continue // an existing task, returned unchanged
+		}
+		if it.fireAt != 0 {
+			n.announce(it.job, it.fireAt, it.dbNow)
+		} else {
+			ready++
+		}
+	}
+	if ready > 0 {
+		n.readied(queue, ready)
+	}
+	n.count(queue, func(c *counts) { c.puts += uint64(len(items)) })
+	return res
+}
+
+var errBatch = fmt.Errorf("%w: over %d tasks in one batch", broker.ErrInvalid, broker.MaxBatch)
+
+// readied announces k tasks made ready in queue: to this node's waiters
+// at once, to the other nodes' through the queue's channel.
+func (n *Node) readied(queue string, k int) {
+	n.mu.Lock()
+	if q := n.queues[queue]; q != nil {
+		q.wake(k)
+	}
+	n.mu.Unlock()
+	n.notifier.readyIn(queue, k)
+}
+
+// insertArgs returns sqlInsert's arguments for items.
+func (n *Node) insertArgs(queue string, items []*item) []any {
+	k := len(items)
+	jobs, prios, ats, delays, ttrs, maxAtt := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k)
+	ids, hasAt, payloads := make([]string, k), make([]bool, k), make([][]byte, k)
+	for i, it := range items {
+		jobs[i] = int64(it.job)
+		ids[i] = it.id
+		prios[i] = int64(it.r.Priority)
+		hasAt[i], ats[i], delays[i] = it.tm.hasAt, it.tm.at, it.tm.delay
+		ttr := it.r.TTR
+		if ttr == 0 {
+			ttr = n.opts.DefaultTTR
+		}
+		ttrs[i] = int64(ttr)
+		maxAtt[i] = int64(it.r.MaxAttempts)
+		payloads[i] = it.r.Payload
+		if payloads[i] == nil {
+			payloads[i] = []byte{}
+		}
+	}
+	return []any{queue, n.partitions, jobs, ids, prios, hasAt, ats, delays, ttrs, maxAtt, payloads}
+}
+
+// created fills it's result from a RETURNING row of sqlInsert.
+func (n *Node) created(queue string, it *item, due int64, fireAt *int64, createdAt, dbNow int64, replaced bool) {
+	ttr := it.r.TTR
+	if ttr == 0 {
+		ttr = n.opts.DefaultTTR
+	}
+	payload := it.r.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	t := broker.Task{
+		ID: it.id, JobID: it.job, Queue: queue, State: broker.Ready, Payload: payload,
+		Priority: it.r.Priority, Due: time.Unix(0, due).UTC(), TTR: ttr, MaxAttempts: it.r.MaxAttempts,
+		Created: time.Unix(0, createdAt).UTC(),
+	}
+	if fireAt != nil {
+		t.State = broker.Delayed
+		it.fireAt = *fireAt
+	}
+	it.dbNow = dbNow
+	it.result = broker.PutResult{Task: t, Created: !replaced}
+	it.done = true
+}
+
+// putSimple inserts items (distinct ids, no replace) with one statement;
+// those whose id is taken get the existing task.
+func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error {
+	rows, err := n.db.Query(ctx, sqlInsert, n.insertArgs(queue, items)...)
+	if err != nil {
+		return dbErr(err)
+	}
+	byJob := make(map[int64]*item, len(items))
+	for _, it := range items {
+		byJob[int64(it.job)] = it
+	}
+	for rows.Next() {
+		var job, due, createdAt, dbNow int64
+		var fireAt *int64
+		if err := rows.Scan(&job, &due, &fireAt, &createdAt, &dbNow); err != nil {
+			rows.Close()
+			return dbErr(err)
+		}
+		if it := byJob[job]; it != nil {
+			n.created(queue, it, due, fireAt, createdAt, dbNow, false)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return dbErr(err)
+	}
+	var taken []string
+	for _, it := range items {
+		if !it.done && !it.gen {
+			taken = append(taken, it.id)
+		}
+	}
+	if len(taken) == 0 {
+		return nil
+	}
+	existing, err := n.existing(ctx, n.db, queue, taken)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if !it.done && !it.gen {
+			t, ok := existing[it.id]
+			if !ok {
+				// Acked or deleted since the insert found it: put again.
+				return n.putEach(ctx, queue, []*item{it})
+			}
+			it.result = broker.PutResult{Task: t}
+			it.done = true
+		}
+	}
+	return nil
+}
+
+// querier is what pool and transaction share.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// existing returns the live tasks of queue with the given ids.
+func (n *Node) existing(ctx context.Context, db querier, queue string, ids []string) (map[string]broker.Task, error) {
+	rows, err := db.Query(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE queue = $1 AND id = ANY($2)", queue, ids)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	defer rows.Close()
+	out := map[string]broker.Task{}
+	for rows.Next() {
+		t, err := scanRow(rows)
+		if err != nil {
+			return nil, dbErr(err)
+		}
+		out[t.id] = t.view()
+	}
+	return out, dbErr(rows.Err())
+}
+
+// putEach puts items one after another in one transaction: a replace
+// deletes the live task of its id first; an id taken returns the live
+// task; a generated id taken is left not done for the caller.
+func (n *Node) putEach(ctx context.Context, queue string, items []*item) error {
+	err := pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
+		for _, it := range items {
+			replaced := false
+			if it.r.Replace && !it.gen {
+				tag, err := tx.Exec(ctx, "DELETE FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, it.id)
+				if err != nil {
+					return err
+				}
+				replaced = tag.RowsAffected() > 0
+			}
+			var due, createdAt, dbNow, job int64
+			var fireAt *int64
+			err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(queue, []*item{it})...).Scan(&job, &due, &fireAt, &createdAt, &dbNow)
+			switch {
+			case err == nil:
+				n.created(queue, it, due, fireAt, createdAt, dbNow, replaced)
+			case err == pgx.ErrNoRows && !it.gen:
+				ex, err := n.existing(ctx, tx, queue, []string{it.id})
+				if err != nil {
+					return err
+				}
+				it.result = broker.PutResult{Task: ex[it.id]}
+				it.done = true
+			case err == pgx.ErrNoRows:
+			default:
+				return err
+			}
+		}
+		return nil
+	})
+	return dbErr(err)
+}
+
+// idBlock hands out job ids from the sequence hourglass_job_ids, fetched
+// in blocks: one round trip per block rather than per put. Ids are unique
+// across the cluster and increase on each node; across nodes they follow
+// the blocks, not the order of puts.
+type idBlock struct {
+	mu   sync.Mutex
+	free []uint64
+}
+
+// idBlockSize is how many ids a node fetches beyond what it needs.
+const idBlockSize = 128
+
+// take returns k fresh job ids in increasing order.
+func (b *idBlock) take(ctx context.Context, n *Node, k int) ([]uint64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.free) < k {
+		rows, err := n.db.Query(ctx, "SELECT nextval('hourglass_job_ids') FROM generate_series(1, $1)", k-len(b.free)+idBlockSize)
+		if err != nil {
+			return nil, dbErr(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return nil, dbErr(err)
+		}
+		for _, id := range ids {
+			b.free = append(b.free, uint64(id))
+		}
+		slices.Sort(b.free)
+	}
+	out := slices.Clone(b.free[:k])
+	b.free = b.free[k:]
+	return out, nil
+}

@@ -1,0 +1,381 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"time"
+
+	"github.com/hourglass-go/hourglass"
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/jackc/pgx/v5"
+)
+
+// Cron schedules live in hourglass_schedules. A schedule belongs to the
+// partition its name hashes to, and only that partition's owner fires it:
+// each occurrence is put, fenced by the partition's epoch, in the same
+// transaction that records it as the schedule's last, with the task id
+// "NAME@TIME", which the unique (queue, id) makes idempotent. So an
+// occurrence is put once across the cluster, across takeovers too: a new
+// owner puts the newest occurrence missed since the last one recorded
+// (only that one, as a restarted broker does) and arms the next.
+
+// schedule is a schedule armed on this node. Guarded by Node.mu.
+type schedule struct {
+	spec      broker.ScheduleSpec
+	cron      hourglass.Schedule
+	loc       *time.Location
+	partition int
+	created   int64
+	last      int64
+	timeout   *hourglass.Timeout
+}
+
+func (s *schedule) disarm() {
+	if s.timeout != nil {
+		s.timeout.Cancel()
+		s.timeout = nil
+	}
+}
+
+// occurrenceLayout names occurrences in task ids, as the broker does.
+const occurrenceLayout = time.RFC3339
+
+// maxScheduleName leaves room in a task id for "@" and the occurrence.
+var maxScheduleName = broker.MaxNameLen - 1 - len("2006-01-02T15:04:05Z")
+
+// schedulePartition returns the partition whose owner fires schedule name.
+func (n *Node) schedulePartition(name string) int {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int(h.Sum32() % uint32(n.partitions))
+}
+
+// parseSchedule checks spec and parses its cron line and time zone, with
+// the broker's messages.
+func (n *Node) parseSchedule(spec broker.ScheduleSpec) (hourglass.Schedule, *time.Location, error) {
+	if err := checkQueue(spec.Name); err != nil {
+		return nil, nil, fmt.Errorf("%w: schedule name: %v", broker.ErrInvalid, trimInvalid(err))
+	}
+	if len(spec.Name) > maxScheduleName {
+		return nil, nil, fmt.Errorf("%w: schedule name over %d characters", broker.ErrInvalid, maxScheduleName)
+	}
+	if err := checkQueue(spec.Queue); err != nil {
+		return nil, nil, err
+	}
+	if len(spec.Payload) > n.opts.MaxPayload {
+		return nil, nil, fmt.Errorf("%w: %d bytes, over the limit of %d", broker.ErrTooLarge, len(spec.Payload), n.opts.MaxPayload)
+	}
+	sched, err := hourglass.Cron(spec.Cron)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", broker.ErrInvalid, err)
+	}
+	loc := time.UTC
+	if spec.Timezone != "" {
+		if loc, err = time.LoadLocation(spec.Timezone); err != nil {
+			return nil, nil, fmt.Errorf("%w: time zone %q: %v", broker.ErrInvalid, spec.Timezone, err)
+		}
+	}
+	return sched, loc, nil
+}
+
+func trimInvalid(err error) string {
+	s := err.Error()
+	p := broker.ErrInvalid.Error() + ": "
+	if len(s) > len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}
+
+// SetSchedule creates or replaces the schedule spec.Name, durably, as
+// broker.Broker.SetSchedule does; created is false for a replacement,
+// which keeps the last occurrence put. The owner of the schedule's
+// partition arms it on its next lease tick, which the announcement on
+// the schedules channel brings forward to now.
+func (n *Node) SetSchedule(ctx context.Context, spec broker.ScheduleSpec) (broker.ScheduleInfo, bool, error) {
+	sched, loc, err := n.parseSchedule(spec)
+	if err != nil {
+		return broker.ScheduleInfo{}, false, err
+	}
+	if err := n.Err(); err != nil {
+		return broker.ScheduleInfo{}, false, err
+	}
+	payload := spec.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	var inserted bool
+	var last int64
+	err = n.db.QueryRow(ctx, `INSERT INTO hourglass_schedules (name, cron, queue, timezone, payload, created, last)
+		VALUES ($1, $2, $3, $4, $5, hourglass_now(), 0)
+		ON CONFLICT (name) DO UPDATE SET cron = EXCLUDED.cron, queue = EXCLUDED.queue,
+			timezone = EXCLUDED.timezone, payload = EXCLUDED.payload, created = EXCLUDED.created
+		RETURNING xmax = 0, last`, spec.Name, spec.Cron, spec.Queue, spec.Timezone, payload).Scan(&inserted, &last)
+	if err != nil {
+		return broker.ScheduleInfo{}, false, dbErr(err)
+	}
+	n.notifier.send(chanSchedules, spec.Name)
+	n.kickTick()
+	return info(spec, sched, loc, last), inserted, nil
+}
+
+// info is a schedule as the API reports it.
+func info(spec broker.ScheduleSpec, sched hourglass.Schedule, loc *time.Location, last int64) broker.ScheduleInfo {
+	i := broker.ScheduleInfo{ScheduleSpec: spec}
+	if next := sched.Next(time.Now().In(loc)); !next.IsZero() {
+		i.Next = next.UTC()
+	}
+	if last != 0 {
+		i.Last = time.Unix(0, last).UTC()
+	}
+	return i
+}
+
+// DeleteSchedule deletes the schedule name, durably, or returns
+// broker.ErrNoSchedule. Tasks it put stay.
+func (n *Node) DeleteSchedule(ctx context.Context, name string) error {
+	if err := n.Err(); err != nil {
+		return err
+	}
+	tag, err := n.db.Exec(ctx, "DELETE FROM hourglass_schedules WHERE name = $1", name)
+	if err != nil {
+		return dbErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return broker.ErrNoSchedule
+	}
+	n.notifier.send(chanSchedules, name)
+	n.kickTick()
+	return nil
+}
+
+// scheduleRow is a row of hourglass_schedules.
+type scheduleRow struct {
+	spec          broker.ScheduleSpec
+	created, last int64
+}
+
+func (n *Node) readSchedules(ctx context.Context) ([]scheduleRow, error) {
+	rows, err := n.db.Query(ctx, `SELECT name, cron, queue, timezone, payload, created, last
+		FROM hourglass_schedules ORDER BY name COLLATE "C"`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (scheduleRow, error) {
+		var s scheduleRow
+		err := r.Scan(&s.spec.Name, &s.spec.Cron, &s.spec.Queue, &s.spec.Timezone, &s.spec.Payload, &s.created, &s.last)
+		if len(s.spec.Payload) == 0 {
+			s.spec.Payload = nil
+		}
+		return s, err
+	})
+}
+
+// Schedules returns every schedule by name, with its next and last
+// occurrences (none when the database cannot be read).
+func (n *Node) Schedules() []broker.ScheduleInfo {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := n.readSchedules(ctx)
+	if err != nil {
+		n.log.Warn("hourglass: cluster: reading schedules failed", "err", err)
+		return []broker.ScheduleInfo{}
+	}
+	out := make([]broker.ScheduleInfo, 0, len(rows))
+	for _, r := range rows {
+		sched, loc, err := n.parseSchedule(r.spec)
+		if err != nil {
+			continue
+		}
+		out = append(out, info(r.spec, sched, loc, r.last))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// reconcileSchedules arms the schedules of the owned partitions that are
+// not armed (putting the newest occurrence missed since the last one
+// recorded), re-arms those whose line changed, and disarms the others.
+// The lease loop runs it.
+func (n *Node) reconcileSchedules(ctx context.Context) error {
+	rows, err := n.readSchedules(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	seen := map[string]bool{}
+	var fresh []*schedule
+	n.mu.Lock()
+	for _, r := range rows {
+		p := n.schedulePartition(r.spec.Name)
+		if _, ok := n.owned[p]; !ok {
+			continue
+		}
+		seen[r.spec.Name] = true
+		if s := n.schedules[r.spec.Name]; s != nil {
+			if sameSpec(s.spec, r.spec) {
+				continue
+			}
+			s.disarm()
+		}
+		sched, loc, err := n.parseSchedule(r.spec)
+		if err != nil {
+			n.log.Error("hourglass: cluster: skipping a schedule that does not parse", "schedule", r.spec.Name, "err", err)
+			continue
+		}
+		s := &schedule{spec: r.spec, cron: sched, loc: loc, partition: p, created: r.created, last: r.last}
+		n.schedules[r.spec.Name] = s
+		fresh = append(fresh, s)
+	}
+	for name, s := range n.schedules {
+		if !seen[name] {
+			s.disarm()
+			delete(n.schedules, name)
+		}
+	}
+	n.mu.Unlock()
+	for _, s := range fresh {
+		from := time.Unix(0, max(s.last, s.created))
+		if at := newestOccurrence(s.cron, s.loc, from, now); !at.IsZero() {
+			if err := n.occur(ctx, s, at); err != nil {
+				n.log.Warn("hourglass: cluster: putting a missed occurrence", "schedule", s.spec.Name, "err", err)
+			}
+		}
+		n.mu.Lock()
+		if n.schedules[s.spec.Name] == s {
+			n.arm(s, now)
+		}
+		n.mu.Unlock()
+	}
+	return nil
+}
+
+func sameSpec(a, b broker.ScheduleSpec) bool {
+	return a.Name == b.Name && a.Cron == b.Cron && a.Queue == b.Queue && a.Timezone == b.Timezone &&
+		bytes.Equal(a.Payload, b.Payload)
+}
+
+// arm sets s's timeout for its first occurrence after after. n.mu is held.
+func (n *Node) arm(s *schedule, after time.Time) {
+	s.disarm()
+	next := s.cron.Next(after.In(s.loc))
+	if next.IsZero() {
+		return
+	}
+	at := next.UTC()
+	// The timer runs on this node's clock; the occurrence is due at its
+	// instant by the database's, which decides when it is ready.
+	to, err := n.cron.AfterFunc(n.clock.until(at.UnixNano()), func() { n.occurred(s, at) })
+	if err != nil {
+		n.log.Error("hourglass: cluster: arming a schedule", "schedule", s.spec.Name, "err", err)
+		return
+	}
+	s.timeout = to
+}
+
+// occurred runs when s's occurrence at comes: it puts it and arms the
+// next, unless s was replaced, deleted or its partition lost since.
+func (n *Node) occurred(s *schedule, at time.Time) {
+	n.mu.Lock()
+	current := n.schedules[s.spec.Name] == s && n.usable() == nil
+	n.mu.Unlock()
+	if !current {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := n.occur(ctx, s, at)
+	cancel()
+	if err != nil {
+		n.log.Warn("hourglass: cluster: putting an occurrence", "schedule", s.spec.Name, "at", at, "err", err)
+	}
+	n.mu.Lock()
+	if n.schedules[s.spec.Name] == s {
+		n.arm(s, at)
+	}
+	n.mu.Unlock()
+}
+
+// errFenced: a write of a partition's owner found that it no longer owns
+// the partition (its lease ran out or another node took it).
+var errFenced = fmt.Errorf("hourglass: cluster: fenced: partition lease lost")
+
+// occur puts the task of s's occurrence at (none if it was put before)
+// and records at as s's last, in one transaction fenced by the epoch of
+// s's partition and committed durably.
+func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
+	n.mu.Lock()
+	epoch, ok := n.owned[s.partition]
+	n.mu.Unlock()
+	if !ok {
+		return errFenced
+	}
+	jobs, err := n.ids.take(ctx, n, 1)
+	if err != nil {
+		return err
+	}
+	it := &item{
+		r:   &broker.PutRequest{Payload: s.spec.Payload, Priority: broker.DefaultPriority},
+		tm:  timing{hasAt: true, at: at.UnixNano()},
+		job: jobs[0],
+		id:  s.spec.Name + "@" + at.UTC().Format(occurrenceLayout),
+	}
+	err = pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM hourglass_partitions
+			WHERE partition = $1 AND owner = $2 AND epoch = $3 AND lease_until > clock_timestamp()
+			FOR SHARE`, s.partition, n.name, epoch).Scan(&one)
+		if err == pgx.ErrNoRows {
+			return errFenced
+		}
+		if err != nil {
+			return err
+		}
+		var due, createdAt, dbNow, job int64
+		var fireAt *int64
+		err = tx.QueryRow(ctx, sqlInsert, n.insertArgs(s.spec.Queue, []*item{it})...).Scan(&job, &due, &fireAt, &createdAt, &dbNow)
+		switch {
+		case err == nil:
+			n.created(s.spec.Queue, it, due, fireAt, createdAt, dbNow, false)
+		case err != pgx.ErrNoRows:
+			return err
+		}
+		_, err = tx.Exec(ctx, "UPDATE hourglass_schedules SET last = $2 WHERE name = $1 AND last < $2", s.spec.Name, at.UnixNano())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	s.last = max(s.last, at.UnixNano())
+	n.mu.Unlock()
+	if it.done {
+		if it.fireAt != 0 {
+			n.announce(it.job, it.fireAt, it.dbNow)
+		} else {
+			n.readied(s.spec.Queue, 1)
+		}
+		n.count(s.spec.Queue, func(c *counts) { c.puts++ })
+	}
+	return nil
+}
+
+// newestOccurrence returns the newest occurrence of sched after from and
+// not after now, or the zero time (as package broker's).
+func newestOccurrence(sched hourglass.Schedule, loc *time.Location, from, now time.Time) time.Time {
+	for w := time.Minute; ; w *= 4 {
+		start := now.Add(-w)
+		if start.Before(from) || w > 100*365*24*time.Hour {
+			start = from
+		}
+		var found time.Time
+		for t, k := sched.Next(start.In(loc)), 0; !t.IsZero() && !t.After(now) && k < 1_000_000; t, k = sched.Next(t), k+1 {
+			found = t
+		}
+		if !found.IsZero() || !start.After(from) {
+			return found
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/jackc/pgx/v5"
+)
+
+// taskColumns are the columns row reads, in its order.
+const taskColumns = `job_id, queue, id, state, priority, due, fire_at, created, ttr, attempts,
+	max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, partition`
+
+// row is a task as hourglass_tasks records it (see
+// store/pgstore/migrations).
+type row struct {
+	job                    int64
+	queue, id              string
+	state                  int16
+	priority, due          int64
+	fireAt                 *int64
+	created, ttr, attempts int64
+	maxAttempts            int64
+	lease                  string
+	leaseUntil             int64
+	timeouts, releases     int64
+	buries, kicks          int64
+	payload                []byte
+	partition              int
+}
+
+// scanRow reads a row of taskColumns, then extra.
+func scanRow(r pgx.Row, extra ...any) (row, error) {
+	var t row
+	dest := []any{&t.job, &t.queue, &t.id, &t.state, &t.priority, &t.due, &t.fireAt, &t.created, &t.ttr,
+		&t.attempts, &t.maxAttempts, &t.lease, &t.leaseUntil, &t.timeouts, &t.releases, &t.buries, &t.kicks,
+		&t.payload, &t.partition}
+	err := r.Scan(append(dest, extra...)...)
+	if t.payload == nil {
+		t.payload = []byte{}
+	}
+	return t, err
+}
+
+// stateOf is the broker's state of a recorded task: a waiting task with a
+// timer is delayed, one without is ready.
+func (t *row) stateOf() broker.State {
+	switch t.state {
+	case 1:
+		if t.fireAt != nil {
+			return broker.Delayed
+		}
+		return broker.Ready
+	case 2:
+		return broker.Reserved
+	}
+	return broker.Dead
+}
+
+// view turns a row into the Task the API reports (as broker's view).
+func (t *row) view() broker.Task {
+	v := broker.Task{
+		ID:          t.id,
+		JobID:       uint64(t.job),
+		Queue:       t.queue,
+		State:       t.stateOf(),
+		Payload:     t.payload,
+		Priority:    uint32(t.priority),
+		Due:         time.Unix(0, t.due).UTC(),
+		TTR:         time.Duration(t.ttr),
+		Attempts:    int(t.attempts),
+		MaxAttempts: int(t.maxAttempts),
+		Created:     time.Unix(0, t.created).UTC(),
+		Timeouts:    int(t.timeouts),
+		Releases:    int(t.releases),
+		Buries:      int(t.buries),
+		Kicks:       int(t.kicks),
+	}
+	if t.state == 2 {
+		v.LeaseUntil = time.Unix(0, t.leaseUntil).UTC()
+	}
+	return v
+}

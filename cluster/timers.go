@@ -1,0 +1,367 @@
+package cluster
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The owner's timers: the wheel holds, by job id, the next timer of every
+// task of the owned partitions that fires before the horizon (the task's
+// due time while it waits, its lease's end while reserved). When one
+// fires, the flusher makes the task ready (or settles its expired lease)
+// in the database, fenced by the partition's epoch, and wakes the
+// reservers waiting on its queue on every node.
+
+// armAt sets job's timer for at (database ns) unless an earlier one is
+// pending: the earliest wins, since a timer that fires before its task's
+// time is only armed again for the rest (see flush), while one that fires
+// late makes the task late. n.mu is held.
+func (n *Node) armAt(job uint64, at int64) {
+	d := n.clock.until(at)
+	if dl, ok := n.wheel.Deadline(job); ok && !time.Now().Add(d).Before(dl) {
+		return
+	}
+	n.wheel.Set(job, d)
+}
+
+// fire is the wheel's callback: job's timer is due by this node's clock.
+// It runs on the wheel's goroutine.
+func (n *Node) fire(job uint64) {
+	n.mu.Lock()
+	n.fired = append(n.fired, job)
+	n.mu.Unlock()
+	select {
+	case n.flushKick <- struct{}{}:
+	default:
+	}
+}
+
+// flushLoop is the flusher goroutine: it flushes fired timers as they
+// come, a batch per round trip.
+func (n *Node) flushLoop() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.quit:
+			return
+		case <-n.flushKick:
+		}
+		for n.opts.hooks.paused.Load() {
+			select {
+			case <-n.quit:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		if err := n.flush(); err != nil {
+			n.log.Warn("hourglass: cluster: flushing timers failed; the sweep retries them", "err", err)
+		}
+	}
+}
+
+// SQL of flush. The lock on the partitions' rows (FOR SHARE) is the
+// fence: an acquisition by another node updates the row, so it waits for
+// this transaction, and this statement sees the new epoch if that one
+// committed first. Rows are locked in partition order, as the lease loop
+// locks them, so the two never deadlock.
+const (
+	sqlFence = `SELECT p.partition FROM hourglass_partitions p
+		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
+		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
+		ORDER BY p.partition FOR SHARE OF p`
+	// sqlFire makes due waiting tasks ready and settles expired leases
+	// (ready again, or dead when the attempts are used up), by the
+	// database's clock: a task is never made ready before its time.
+	sqlFire = `WITH now AS (SELECT hourglass_now() AS ns)
+		UPDATE hourglass_tasks t SET
+			state = CASE WHEN t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN 3 ELSE 1 END,
+			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
+			lease = '', lease_until = 0, fire_at = NULL
+		FROM now
+		WHERE t.job_id = ANY($1) AND t.fire_at <= now.ns AND t.state IN (1, 2)
+		RETURNING t.job_id, t.queue, t.state`
+	// sqlPending reads the timers of tasks that were not due after all
+	// (armed early by a skewed clock, or a lease renewed since).
+	sqlPending = `SELECT job_id, fire_at, hourglass_now() FROM hourglass_tasks
+		WHERE job_id = ANY($1) AND fire_at IS NOT NULL`
+)
+
+// flush writes the fired timers: one transaction, committed without
+// waiting for the WAL flush (synchronous_commit off), since nothing it
+// writes was promised to anyone: if a crash loses it, the tasks are still
+// due in the record and the next owner makes them ready again; and a
+// reservation that follows commits synchronously, flushing the WAL up to
+// and past it.
+func (n *Node) flush() error {
+	n.mu.Lock()
+	fired := n.fired
+	n.fired = nil
+	var parts []int32
+	var epochs []int64
+	byPart := map[int][]int64{}
+	for _, job := range fired {
+		p := n.partitionOf(job)
+		if _, ok := n.owned[p]; ok {
+			byPart[p] = append(byPart[p], int64(job))
+		}
+	}
+	for p := range byPart {
+		parts = append(parts, int32(p))
+		epochs = append(epochs, n.owned[p])
+	}
+	n.mu.Unlock()
+	if len(byPart) == 0 {
+		return nil
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	readyIn := map[string]int{}
+	var fenced []int
+	type pending struct{ job, at, now int64 }
+	var again []pending
+	err := pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, sqlFence, n.name, parts, epochs)
+		if err != nil {
+			return err
+		}
+		ok := map[int]bool{}
+		for rows.Next() {
+			var p int
+			if err := rows.Scan(&p); err != nil {
+				rows.Close()
+				return err
+			}
+			ok[p] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var jobs []int64
+		for p, js := range byPart {
+			if ok[p] {
+				jobs = append(jobs, js...)
+			} else {
+				fenced = append(fenced, p)
+			}
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		rows, err = tx.Query(ctx, sqlFire, jobs)
+		if err != nil {
+			return err
+		}
+		done := map[int64]bool{}
+		for rows.Next() {
+			var job int64
+			var queue string
+			var state int16
+			if err := rows.Scan(&job, &queue, &state); err != nil {
+				rows.Close()
+				return err
+			}
+			done[job] = true
+			if state == 1 {
+				readyIn[queue]++
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var rest []int64
+		for _, j := range jobs {
+			if !done[j] {
+				rest = append(rest, j)
+			}
+		}
+		if len(rest) > 0 {
+			rows, err = tx.Query(ctx, sqlPending, rest)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var p pending
+				if err := rows.Scan(&p.job, &p.at, &p.now); err != nil {
+					rows.Close()
+					return err
+				}
+				again = append(again, p)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		if len(readyIn) > 0 {
+			var chans, counts []string
+			for q, k := range readyIn {
+				chans = append(chans, queueChannel(q))
+				counts = append(counts, strconv.Itoa(k))
+			}
+			_, err := tx.Exec(ctx, "SELECT count(pg_notify(c, k)) FROM unnest($1::text[], $2::text[]) AS m(c, k)", chans, counts)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		// Put the jobs back for the next round; the sweep is the backstop.
+		n.mu.Lock()
+		for _, js := range byPart {
+			for _, j := range js {
+				n.armAt(uint64(j), n.clock.now()+int64(100*time.Millisecond))
+			}
+		}
+		n.mu.Unlock()
+		return err
+	}
+	if len(fenced) > 0 {
+		n.log.Warn("hourglass: cluster: fenced out of partitions (lease lost); their timers dropped", "partitions", fenced)
+		n.drop(fenced)
+	}
+	n.mu.Lock()
+	for _, p := range again {
+		// Not due by the database's clock: armed again for exactly the
+		// rest, measured on the database's clock, not this node's.
+		d := time.Duration(max(p.at-p.now, int64(time.Millisecond)))
+		if dl, ok := n.wheel.Deadline(uint64(p.job)); !ok || time.Now().Add(d).Before(dl) {
+			n.wheel.Set(uint64(p.job), d)
+		}
+	}
+	for q, k := range readyIn {
+		if qw := n.queues[q]; qw != nil {
+			qw.wake(k)
+		}
+	}
+	n.mu.Unlock()
+	return nil
+}
+
+// loadTimers arms the timers of parts firing in [from, to) (database
+// ns); with overdue also those before from.
+func (n *Node) loadTimers(ctx context.Context, parts []int32, from, to int64, overdue bool) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	q := `SELECT job_id, fire_at FROM hourglass_tasks
+		WHERE partition = ANY($1) AND fire_at IS NOT NULL AND fire_at >= $2 AND fire_at < $3`
+	if overdue {
+		from = minInt64
+	}
+	rows, err := n.db.Query(ctx, q, parts, from, to)
+	if err != nil {
+		return err
+	}
+	type timer struct{ job, at int64 }
+	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (timer, error) {
+		var t timer
+		err := r.Scan(&t.job, &t.at)
+		return t, err
+	})
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, t := range ts {
+		if _, ok := n.owned[n.partitionOf(uint64(t.job))]; ok {
+			n.armAt(uint64(t.job), t.at)
+		}
+	}
+	return nil
+}
+
+const minInt64 = -1 << 63
+
+// extendWindow loads the next window's timers once less than half of the
+// current one is left: the horizon moves to one Window from now.
+func (n *Node) extendWindow(ctx context.Context) error {
+	now := n.clock.now()
+	n.mu.Lock()
+	from := n.horizon
+	reload := n.reload
+	n.reload = false
+	n.mu.Unlock()
+	parts, _ := n.ownedArrays()
+	if reload {
+		if err := n.loadTimers(ctx, parts, 0, from, true); err != nil {
+			n.mu.Lock()
+			n.reload = true
+			n.mu.Unlock()
+			return err
+		}
+	}
+	if from-now >= int64(n.opts.Window/2) {
+		return nil
+	}
+	to := now + int64(n.opts.Window)
+	if err := n.loadTimers(ctx, parts, from, to, false); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.horizon = to
+	n.mu.Unlock()
+	return nil
+}
+
+// sweep arms again the owned timers that are overdue by more than a
+// lease: those whose notification was lost (a crash between a commit and
+// its notification, a listen connection down) or whose flush failed.
+// Normally it finds none, reading one empty index range per partition.
+func (n *Node) sweep(ctx context.Context) error {
+	parts, _ := n.ownedArrays()
+	cut := n.clock.now() - int64(n.opts.Lease)
+	return n.loadTimers(ctx, parts, 0, cut, true)
+}
+
+// timersNotified arms the timers announced on partition p's channel, if
+// this node owns p.
+func (n *Node) timersNotified(p int, payload string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.owned[p]; !ok {
+		return
+	}
+	for line := range strings.SplitSeq(payload, "\n") {
+		j, a, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		job, err1 := strconv.ParseUint(j, 10, 64)
+		at, err2 := strconv.ParseInt(a, 10, 64)
+		if err1 != nil || err2 != nil || n.partitionOf(job) != p {
+			continue
+		}
+		n.armAt(job, at)
+	}
+}
+
+// announce tells the owner of job's partition that job's timer fires at
+// (database ns), when that may be inside the owner's window: an owner
+// holds at most one Window ahead, and later timers are loaded with the
+// window that holds them. dbNow is the database's clock when the timer
+// was written. If this node owns the partition it also arms the timer
+// itself, saving the notification's round trip; the notification is sent
+// anyway, since this node may have lost the partition without knowing
+// yet.
+func (n *Node) announce(job uint64, at, dbNow int64) {
+	if at-dbNow >= int64(n.opts.Window)+int64(n.opts.Window/2) {
+		return
+	}
+	p := n.partitionOf(job)
+	n.mu.Lock()
+	if _, ok := n.owned[p]; ok {
+		n.armAt(job, at)
+	}
+	n.mu.Unlock()
+	n.notifier.timer(p, job, at)
+}

@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"context"
+)
+
+// queueWait is what a node keeps for one queue it has had reservers
+// waiting on: the waiters, oldest first, and whether it listens to the
+// queue's channel. A node keeps listening to a queue once a reserver
+// waited on it (one LISTEN per queue and node). Guarded by Node.mu.
+type queueWait struct {
+	name    string
+	waiters []*waiter
+	// listened is closed once the node listens to the queue's channel;
+	// nil until a waiter asked.
+	listened  chan struct{}
+	listenErr error
+}
+
+// waiter is one blocked reservation, signalled (buffered 1) when tasks
+// may have become ready in its queue.
+type waiter struct{ ch chan struct{} }
+
+// wake signals up to k waiters, oldest first, taking them off the list.
+func (q *queueWait) wake(k int) {
+	for k > 0 && len(q.waiters) > 0 {
+		w := q.waiters[0]
+		q.waiters[0] = nil
+		q.waiters = q.waiters[1:]
+		select {
+		case w.ch <- struct{}{}:
+			k--
+		default:
+		}
+	}
+}
+
+// wakeAll signals every waiter.
+func (q *queueWait) wakeAll() { q.wake(len(q.waiters)) }
+
+// remove takes w off the list and reports whether it was there (false:
+// it was signalled).
+func (q *queueWait) remove(w *waiter) bool {
+	for i, x := range q.waiters {
+		if x == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// queueWait returns the waiting state of queue, creating it. n.mu is
+// held.
+func (n *Node) queueWait(queue string) *queueWait {
+	q := n.queues[queue]
+	if q == nil {
+		q = &queueWait{name: queue}
+		n.queues[queue] = q
+		ch := queueChannel(queue)
+		n.channels[ch] = append(n.channels[ch], queue)
+	}
+	return q
+}
+
+// listenQueue makes the node listen to queue's channel, once, and
+// returns when it does: a task made ready after that wakes the node's
+// waiters.
+func (n *Node) listenQueue(ctx context.Context, queue string) error {
+	n.mu.Lock()
+	q := n.queueWait(queue)
+	if q.listened == nil {
+		q.listened = make(chan struct{})
+		n.mu.Unlock()
+		err := n.listener.listen(ctx, queueChannel(queue))
+		n.mu.Lock()
+		done := q.listened
+		if err != nil {
+			q.listened = nil // the next waiter tries again
+		}
+		q.listenErr = err
+		close(done)
+		n.mu.Unlock()
+		return err
+	}
+	done := q.listened
+	n.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if q.listened == nil {
+		return q.listenErr
+	}
+	return nil
+}
