@@ -26,7 +26,7 @@ import (
 //     /readyz 200;
 //   - lateness, n: with those n pending, tasks put 500 ms ahead of due
 //     times that fall at 10k/s, reserved by 4 long-polling clients (max
-//     100) and acked by 16 more;
+//     100) and acked by 64 more;
 //   - pending, 10n: filled on to 10n (at most 10M), as at n.
 //
 // The last three share one server and directory, so a round of the
@@ -39,7 +39,7 @@ var serveScenario = Scenario{
 		"durable puts/s from 64 clients one task per request and from 8 clients by tasks:batch of 100 on a fresh store " +
 		"(tasks/fsync from the server's hourglass_store_tasks_per_commit histogram; req = request latency); " +
 		"pending n: n tasks put by batches (tasks/s is that fill's rate), then the server's RSS (VmRSS), " +
-		"RSS B/task = (RSS(n) − RSS(n/10)) / (n − n/10), the store's directory (du) per task, and restart = time from starting the server again after SIGKILL to /readyz 200; " +
+		"RSS B/task = (RSS(n) − RSS(n/10)) / (n − n/10), Go B/task the same of the Go runtime's memory (go_memstats_sys_bytes − heap_released_bytes: the RSS without Pebble's cache and memtables, allocated outside Go), the store's directory (du) per task, and restart = time from starting the server again after SIGKILL to /readyz 200; " +
 		"lateness n: with n pending, tasks falling due at 10k/s (put 500 ms ahead), reserved by 4 long-polling clients (max 100) and acked; " +
 		"lateness = reserve answer received − due, early = answers received before due",
 	jobs: serveJobs,
@@ -169,8 +169,21 @@ type serveSession struct {
 	dir     string // temporary; the store is in dir/data
 	base    int
 	rss0    int64 // RSS with base tasks pending; -1 if unknown
+	goMem0  float64
 	pending int
 	note    string
+}
+
+// goMemory returns the memory the server's Go runtime holds from the
+// system (go_memstats_sys_bytes less what it has released): its part of
+// the RSS. The rest is Pebble's block cache and memtables, which it
+// allocates outside the Go heap, and the binary.
+func (p *serveProcess) goMemory() (float64, error) {
+	m, err := p.metrics("go_memstats_sys_bytes", "go_memstats_heap_released_bytes")
+	if err != nil {
+		return 0, err
+	}
+	return m["go_memstats_sys_bytes"] - m["go_memstats_heap_released_bytes"], nil
 }
 
 // openServeSession starts a server on a new temporary directory. With
@@ -193,6 +206,10 @@ func openServeSession(bin string, base int) (*serveSession, error) {
 		s.pending = base
 		if s.rss0, err = s.p.rss(); err != nil {
 			s.rss0, s.note = -1, err.Error()
+		}
+		if s.goMem0, err = s.p.goMemory(); err != nil {
+			s.close()
+			return nil, err
 		}
 	}
 	return s, nil
@@ -241,6 +258,11 @@ func (s *serveSession) grow(n int, settle time.Duration) Result {
 	} else {
 		r.Note = s.note
 	}
+	goMem, err := s.p.goMemory()
+	if err != nil {
+		return failed(err)
+	}
+	r.add("Go B/task", unitBytes, (goMem-s.goMem0)/float64(n-s.base))
 	du, err := diskUsage(s.p.dir)
 	if err != nil {
 		return failed(err)

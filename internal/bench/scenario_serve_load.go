@@ -225,7 +225,7 @@ type delivery struct {
 const (
 	serveReservers  = 4   // long-polling reservers
 	serveReserveMax = 100 // max of each reserve
-	serveAckers     = 16  // goroutines sending acks, each on its connection
+	serveAckers     = 64  // goroutines sending acks, each on its connection
 	// serveLead is how long before its due time a task is put: far more
 	// than a batch put takes, so that the put's own latency is not
 	// counted as lateness.
