@@ -2,6 +2,7 @@ package hourglass
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -41,6 +42,12 @@ type Timer struct {
 	shards  []shard
 	stopped atomic.Bool
 	exits   *exits // for Done
+
+	// hint holds *shard values, one per P in the common case: the shard
+	// new timeouts scheduled on that P go to (see pick). next numbers the
+	// shards hint hands out when it has none for a P.
+	hint sync.Pool
+	next atomic.Uint32
 }
 
 // New returns a Timer configured by opts. With no options it uses a
@@ -69,6 +76,9 @@ func New(opts ...Option) *Timer {
 	t.shards = make([]shard, c.shards)
 	for i := range t.shards {
 		t.shards[i].init(t, newKeyQueue[*Timeout](&c), t.exits)
+	}
+	t.hint.New = func() any {
+		return &t.shards[int(t.next.Add(1)-1)%len(t.shards)]
 	}
 	return t
 }
@@ -145,12 +155,24 @@ func (t *Timer) mustBeMade(method string) {
 	}
 }
 
-// pick returns the shard for a new timeout.
+// pick returns the shard for a new timeout: the one its P last used, so
+// that goroutines on different cores use different shard locks and keep
+// them in their own caches, as the runtime's timers use per-P heaps.
+// There is no supported way to read a P's id, but a sync.Pool keeps one
+// value per P (its private slot) and hands it back on the same P: the
+// pool holds each P's shard, given round robin when a P has none (at
+// first, and when two garbage collections in a row have found it
+// unused). A goroutine that moves to another P between Get and Put only
+// costs locality. Picking at random instead made two goroutines slower
+// than one, as both fought over every lock (the parallel scenario of
+// hourglass bench; docs/BENCHMARKS.md has the figures with this pool).
 func (t *Timer) pick() *shard {
 	if len(t.shards) == 1 {
 		return &t.shards[0]
 	}
-	return &t.shards[procID()%len(t.shards)]
+	sh := t.hint.Get().(*shard)
+	t.hint.Put(sh)
+	return sh
 }
 
 // acquire takes one place under the pending limit, reporting false if the
