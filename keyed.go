@@ -43,7 +43,7 @@ import (
 // key. Like [Timer], a Keyed never fires early and at most one tick late,
 // runs expire through its executor with panics contained, and has one
 // driver goroutine that sleeps until the next deadline. Unlike Timer it is
-// not sharded: one lock guards it, and [WithShards] has no effect.
+// not sharded: one lock guards it, and [NewKeyed] rejects [WithShards].
 //
 // Keyed is safe for concurrent use by multiple goroutines. Make one with
 // [NewKeyed]; the zero Keyed is not usable: its methods panic.
@@ -67,13 +67,15 @@ type Keyed[K comparable] struct {
 }
 
 // NewKeyed returns a Keyed that calls expire(key) for each key whose
-// timeout comes due. It takes the same options as [New]: the structure
-// (a hierarchical wheel with a 1 ms tick by default), the executor, the
-// pending limit (the number of keys with a pending timeout) and the panic
-// handler. As with New, a nil expire or a bad option is reported by every
-// Set.
+// timeout comes due. It takes the options of [New] but [WithShards]: the
+// structure (a hierarchical wheel with a 1 ms tick by default), the
+// executor, the pending limit (the number of keys with a pending timeout)
+// and the panic handler. As with New, a nil expire or a bad option is
+// reported by every Set, and so is WithShards, which does not apply to a
+// Keyed.
 func NewKeyed[K comparable](expire func(key K), opts ...Option) *Keyed[K] {
 	c := defaultConfig()
+	c.keyed = true
 	for _, o := range opts {
 		o(&c)
 	}

@@ -809,6 +809,9 @@ func TestKeyed_Errors(t *testing.T) {
 			{"WithExecutor(nil)", hourglass.WithExecutor(nil), "WithExecutor"},
 			{"WithPanicHandler(nil)", hourglass.WithPanicHandler(nil), "WithPanicHandler"},
 			{"WithShards(0)", hourglass.WithShards(0), "WithShards"},
+			// A Keyed is not sharded: WithShards is rejected, not ignored.
+			{"WithShards(1)", hourglass.WithShards(1), "WithShards"},
+			{"WithShards(4)", hourglass.WithShards(4), "WithShards"},
 		} {
 			// The invalid option first and last, so a later valid one does
 			// not hide it; with a nil expire too, the option's error wins.

@@ -34,6 +34,9 @@ type config struct {
 	panicHandler func(v any)
 	shards       int
 	err          error
+	// keyed is set for NewKeyed before the options run, so that an
+	// option that does not apply to a Keyed fails where it is given.
+	keyed bool
 }
 
 // structureKind names the structure an Option chose.
@@ -180,16 +183,22 @@ func WithPanicHandler(h func(v any)) Option {
 }
 
 // WithShards splits the Timer into n independent shards, each with its own
-// lock, structure and driver goroutine; a new timeout goes to the shard of
-// the processor (the runtime's P) its caller runs on. The default is
-// GOMAXPROCS, so that goroutines on different cores rarely meet on one
-// lock, as with the runtime's per-P timers. Sizes given to
+// lock, structure and driver goroutine; a new timeout goes to the shard
+// its caller's processor (the runtime's P) was given, round robin, when it
+// first scheduled. The default is GOMAXPROCS, so that goroutines on
+// different cores rarely meet on one lock, as with the runtime's per-P
+// timers. A [Keyed] is not sharded: given to [NewKeyed], WithShards is an
+// error, which every Set returns. Sizes given to
 // [WithHashedWheel] are per shard. With one shard, timeouts due at
 // the same tick of a wheel, or at the same instant in a sorted list, fire
 // in the order they were scheduled; a heap keeps no such order, and
 // neither do several shards.
 func WithShards(n int) Option {
 	return func(c *config) {
+		if c.keyed {
+			c.fail("WithShards: a Keyed is not sharded (one lock, one driver); WithShards applies to New only")
+			return
+		}
 		if n < 1 {
 			c.fail("WithShards: %d shards, need at least 1", n)
 			return
