@@ -38,3 +38,6 @@ func (n *Node) Owned() map[int]int64 {
 
 // Partitions returns the number of partitions.
 func (n *Node) Partitions() int { return n.partitions }
+
+// SchedulePartition returns the partition whose owner fires schedule name.
+func (n *Node) SchedulePartition(name string) int { return n.schedulePartition(name) }
