@@ -124,6 +124,11 @@ func TestStop_Unused(t *testing.T) {
 		if n := hourglass.StartedDrivers(tm); n != 0 {
 			t.Errorf("%d drivers started, want none", n)
 		}
+		select {
+		case <-tm.Done():
+		default:
+			t.Error("Done not closed after Stop of a Timer with no driver")
+		}
 	})
 }
 
