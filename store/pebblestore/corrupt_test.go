@@ -46,6 +46,7 @@ func wantCorrupt(t *testing.T, op string, err error, what string) {
 // test hook SetRaw, and checks that every method reading it reports
 // ErrCorrupt naming the record, and that methods not reading it work.
 func TestCorrupt_Value(t *testing.T) {
+	t.Parallel()
 	update := func(st store.Store) error {
 		return st.Commit(&store.Batch{Ops: []store.Op{{Kind: store.UpdateTask, Task: store.Task{JobID: 1, Queue: "q", ID: "a", State: store.Reserved}}}})
 	}
@@ -150,6 +151,7 @@ func TestCorrupt_Value(t *testing.T) {
 // record, a format version it does not know, and a Pebble database that
 // is not a store.
 func TestCorrupt_Open(t *testing.T) {
+	t.Parallel()
 	t.Run("NextJobRecord", func(t *testing.T) {
 		st, dir := corruptFixture(t)
 		v, _ := st.Raw(pebblestore.NextJobKey)

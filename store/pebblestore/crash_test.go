@@ -160,6 +160,7 @@ func checkRun(t *testing.T, st store.Store, base, end, k uint64, acked map[uint6
 // keeps everything. It cannot see a missing fsync: the page cache survives
 // SIGKILL. TestCrash_PowerLoss covers that, and shows it would fail.
 func TestCrash_Kill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs child processes")
 	}
@@ -292,6 +293,7 @@ func TestCrash_Child(t *testing.T) {
 // the NoSync case commits without syncing the WAL, loses acknowledged
 // batches in the clone, and is checked to fail.
 func TestCrash_PowerLoss(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		noSync   bool

@@ -33,12 +33,14 @@ func open(t testing.TB, dir string) *pebblestore.Store {
 }
 
 func TestStore(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, filepath.Join(t.TempDir(), "db"))
 	})
 }
 
 func TestStore_Durable(t *testing.T) {
+	t.Parallel()
 	storetest.RunDurable(t, func(t *testing.T, dir string) store.Store {
 		return open(t, dir)
 	})
@@ -46,7 +48,9 @@ func TestStore_Durable(t *testing.T) {
 
 // TestClose_NoGoroutineLeft: once Close returns, every goroutine of the
 // store and of Pebble (commit pipeline, WAL flusher, compactions, disk
-// health checks) is gone, after commits, reads and a flush.
+// health checks) is gone, after commits, reads and a flush. It must not be
+// parallel: it counts the process's goroutines (the parallel tests are
+// paused while it runs).
 func TestClose_NoGoroutineLeft(t *testing.T) {
 	before := runtime.NumGoroutine()
 	st := open(t, filepath.Join(t.TempDir(), "db"))

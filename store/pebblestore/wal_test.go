@@ -182,6 +182,7 @@ func damage(t *testing.T, path string, off int64, truncate bool) {
 // is the deletion of the running marker. Damaging it keeps every batch
 // and is reported: Open warns that the store was not closed cleanly.
 func TestWAL_CleanCloseTail(t *testing.T) {
+	t.Parallel()
 	for _, truncate := range []bool{false, true} {
 		dir, _, ends := walFixture(t, 10, 200)
 		wal := newestWAL(t, dir)
@@ -218,6 +219,7 @@ func TestWAL_CleanCloseTail(t *testing.T) {
 // damaged opens with every batch but the last, which is gone whole, and
 // the warning.
 func TestWAL_TornTail(t *testing.T) {
+	t.Parallel()
 	const n, payload = 20, 300
 	for _, truncate := range []bool{false, true} {
 		_, crashed, ends := walFixture(t, n, payload)
@@ -247,6 +249,7 @@ func TestWAL_TornTail(t *testing.T) {
 // damaged one, and loses it and those after it in that block, though they
 // had been acknowledged. This is the limit the package doc states.
 func TestWAL_DamageBeforeTail(t *testing.T) {
+	t.Parallel()
 	const n, payload = 68, 2000 // about 2 KiB a record: 4.5 blocks
 	t.Run("EarlierBlock", func(t *testing.T) {
 		_, crashed, ends := walFixture(t, n, payload)
