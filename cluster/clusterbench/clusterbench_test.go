@@ -1,0 +1,34 @@
+package clusterbench_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/cluster/clusterbench"
+	"github.com/hourglass-go/hourglass/internal/pgtest"
+)
+
+// TestRun runs a short measurement over a throwaway server. With
+// HOURGLASS_CLUSTERBENCH=1 it runs the full sizes (seconds per phase,
+// 100k pending) and logs the figures; otherwise a quick check.
+func TestRun(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Set("max_connections", "400"))
+	cfg := clusterbench.Config{Duration: 500 * time.Millisecond, Pending: 2000, Rate: 200, Clients: 16}
+	if full, _ := strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH")); full {
+		cfg = clusterbench.Config{}
+	}
+	for _, nodes := range []int{1, 3} {
+		cfg.Nodes = nodes
+		res, err := clusterbench.Run(context.Background(), srv.CreateDatabase(t), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log(res)
+		if res.Early > 0 {
+			t.Fatalf("%d tasks delivered early", res.Early)
+		}
+	}
+}
