@@ -94,3 +94,26 @@ func TestServeScenario_SkipsInTestBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestServeScenario_OptIn checks that a run of every scenario skips serve
+// with a note instead of starting servers.
+func TestServeScenario_OptIn(t *testing.T) {
+	serveBinary = "/nonexistent/hourglass"
+	t.Cleanup(func() { serveBinary = "" })
+	jobs, err := Plan(tiny())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serve []Job
+	for _, j := range jobs {
+		if j.Scenario == "serve" {
+			serve = append(serve, j)
+		}
+	}
+	if len(serve) != 1 {
+		t.Fatalf("%d serve jobs in a run of every scenario, want 1", len(serve))
+	}
+	if r := serve[0].Run(); r.Note != serveOptIn || len(r.Metrics) != 0 || r.Err != "" {
+		t.Errorf("note %q, %d metrics, error %q; want %q", r.Note, len(r.Metrics), r.Err, serveOptIn)
+	}
+}
