@@ -1,0 +1,97 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+)
+
+// TestKill_DueTimes kills the server with SIGKILL right after the puts
+// were answered, keeps it down for a second, and checks the due times of
+// the crash promise in a setting without load: the tasks that
+// fell due while it was down are ready at once after the restart (one
+// reserve without waiting takes them all), so are the tasks whose leases
+// ran out while it was down (with the attempt counted), a lease that has
+// not run out still holds, and the other tasks keep their due times to
+// the nanosecond and are handed out at them, not before.
+func TestKill_DueTimes(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := s.client()
+	ctx := context.Background()
+	put := func(id string, r api.PutRequest) api.Task {
+		t.Helper()
+		r.ID = id
+		task, _, err := c.Put(ctx, "q", r)
+		if err != nil {
+			t.Fatalf("put %s: %v", id, err)
+		}
+		return task
+	}
+	// Leases: one running out while the server is down, one not.
+	put("lease-short", api.PutRequest{TTR: new(api.Duration(300 * time.Millisecond)), Priority: new(uint32(0))})
+	put("lease-long", api.PutRequest{TTR: new(api.Duration(time.Hour)), Priority: new(uint32(0))})
+	leased, err := c.Reserve(ctx, "q", 2, 0)
+	if err != nil || len(leased) != 2 {
+		t.Fatalf("Reserve: %+v, %v", leased, err)
+	}
+	lease := map[string]string{leased[0].ID: leased[0].Lease, leased[1].ID: leased[1].Lease}
+
+	const n = 50
+	for i := range n {
+		put(fmt.Sprint("soon-", i), api.PutRequest{Delay: new(api.Duration(time.Duration(100+5*i) * time.Millisecond))})
+	}
+	after := put("after-restart", api.PutRequest{Delay: new(api.Duration(3 * time.Second))})
+	far := put("far", api.PutRequest{At: new(time.Now().Add(72*time.Hour + 123456789))})
+
+	s.kill()
+	time.Sleep(time.Second)
+	s.start()
+
+	tasks, err := c.Reserve(ctx, "q", 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]api.Task{}
+	for _, task := range tasks {
+		got[task.ID] = task
+	}
+	if len(tasks) != n+1 {
+		t.Errorf("one reserve right after the restart took %d tasks, want the %d due while the server was down and the expired lease", len(tasks), n+1)
+	}
+	for i := range n {
+		if _, ok := got[fmt.Sprint("soon-", i)]; !ok {
+			t.Errorf("soon-%d, due while the server was down, not ready at once", i)
+		}
+	}
+	if task, ok := got["lease-short"]; !ok || task.Attempts != 2 {
+		t.Errorf("task whose lease ran out while the server was down: %+v (taken %v); want ready at once, attempt 2", task, ok)
+	}
+	if _, ok := got["lease-long"]; ok {
+		t.Errorf("task with a running lease handed out again after the restart")
+	}
+	for _, task := range tasks {
+		if err := c.Ack(ctx, "q", task.ID, task.Lease); err != nil {
+			t.Errorf("Ack of %s: %v", task.ID, err)
+		}
+	}
+	if err := c.Ack(ctx, "q", "lease-long", lease["lease-long"]); err != nil {
+		t.Errorf("Ack with the lease from before the kill: %v", err)
+	}
+	if task, err := c.Get(ctx, "q", "far"); err != nil || !sameTask(task, far) {
+		t.Errorf("far task after the kill: %+v, %v\nwant %+v", task, err, far)
+	}
+	if task, err := c.Get(ctx, "q", "after-restart"); err != nil || !sameTask(task, after) {
+		t.Errorf("task due after the restart: %+v, %v\nwant %+v", task, err, after)
+	}
+	r := reserveOnce(c, "q", 5*time.Second)
+	if r.err != nil || len(r.tasks) != 1 || r.tasks[0].ID != "after-restart" {
+		t.Fatalf("Reserve of the task due after the restart: %+v, %v", r.tasks, r.err)
+	}
+	if r.at.Before(after.Due) || r.at.Sub(after.Due) > promptly {
+		t.Errorf("task due %v handed out at %v", after.Due, r.at)
+	}
+}
