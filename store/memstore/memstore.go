@@ -6,6 +6,7 @@ package memstore
 
 import (
 	"bytes"
+	"fmt"
 	"sort"
 	"sync"
 
@@ -32,45 +33,104 @@ func New() *Store {
 	}
 }
 
-// Commit applies b. It takes O(len(b.Ops)) time.
+// Commit applies b atomically: an update of a task not in the store fails
+// the whole batch and changes nothing. It takes O(len(b.Ops)) time.
 func (s *Store) Commit(b *store.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Undo log: the old value of every task, index entry and schedule a
+	// write touches, restored in reverse order if an op fails.
+	var undo []func()
+	setTask := func(job uint64, t store.Task, ok bool) {
+		old, had := s.tasks[job]
+		undo = append(undo, func() {
+			if had {
+				s.tasks[job] = old
+			} else {
+				delete(s.tasks, job)
+			}
+		})
+		if ok {
+			s.tasks[job] = t
+		} else {
+			delete(s.tasks, job)
+		}
+	}
+	setIndex := func(k [2]string, job uint64) {
+		old, had := s.index[k]
+		undo = append(undo, func() {
+			if had {
+				s.index[k] = old
+			} else {
+				delete(s.index, k)
+			}
+		})
+		if job != 0 {
+			s.index[k] = job
+		} else {
+			delete(s.index, k)
+		}
+	}
+	// unindex drops old's index entry if it still names old.
+	unindex := func(old store.Task) {
+		k := [2]string{old.Queue, old.ID}
+		if s.index[k] == old.JobID {
+			setIndex(k, 0)
+		}
+	}
+	next := s.next
 	for _, op := range b.Ops {
 		t := op.Task
 		switch op.Kind {
 		case store.PutTask:
 			if old, ok := s.tasks[t.JobID]; ok {
-				delete(s.index, [2]string{old.Queue, old.ID})
+				unindex(old)
 			}
 			t.Payload = bytes.Clone(t.Payload)
 			if t.Payload == nil {
 				t.Payload = []byte{}
 			}
-			s.tasks[t.JobID] = t
-			s.index[[2]string{t.Queue, t.ID}] = t.JobID
-			s.next = max(s.next, t.JobID+1)
+			setTask(t.JobID, t, true)
+			setIndex([2]string{t.Queue, t.ID}, t.JobID)
+			next = max(next, t.JobID+1)
 		case store.UpdateTask:
 			old, ok := s.tasks[t.JobID]
 			if !ok {
-				continue
+				for i := len(undo) - 1; i >= 0; i-- {
+					undo[i]()
+				}
+				return fmt.Errorf("memstore: update of task %d, which is not in the store", t.JobID)
 			}
+			unindex(old)
 			t.Payload = old.Payload
-			s.tasks[t.JobID] = t
+			setTask(t.JobID, t, true)
+			setIndex([2]string{t.Queue, t.ID}, t.JobID)
 		case store.DeleteTask:
 			if old, ok := s.tasks[t.JobID]; ok {
-				delete(s.index, [2]string{old.Queue, old.ID})
-				delete(s.tasks, t.JobID)
+				unindex(old)
+				setTask(t.JobID, store.Task{}, false)
 			}
 		case store.PutSchedule:
 			sc := op.Schedule
 			sc.Payload = bytes.Clone(sc.Payload)
+			old, had := s.schedules[sc.Name]
+			undo = append(undo, func() {
+				if had {
+					s.schedules[sc.Name] = old
+				} else {
+					delete(s.schedules, sc.Name)
+				}
+			})
 			s.schedules[sc.Name] = sc
 		case store.DeleteSchedule:
-			delete(s.schedules, op.Schedule.Name)
+			name := op.Schedule.Name
+			if old, had := s.schedules[name]; had {
+				undo = append(undo, func() { s.schedules[name] = old })
+				delete(s.schedules, name)
+			}
 		}
 	}
-	s.next = max(s.next, b.NextJobID)
+	s.next = max(next, b.NextJobID)
 	return nil
 }
 
