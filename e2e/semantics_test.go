@@ -209,20 +209,31 @@ func TestLeaseExpiry(t *testing.T) {
 		t.Errorf("Touch with the expired lease: %v, want ErrConflict", err)
 	}
 
-	// Touching every 150 ms keeps a 300 ms lease for a second.
-	lease := second.tasks[0].Lease
-	for range 7 {
-		time.Sleep(150 * time.Millisecond)
-		task, err := c.Touch(ctx, "lease", "slow", lease)
+	// Touching renews the lease for another ttr: touching every 300 ms
+	// keeps a task with a 1 s ttr past its first lease.
+	if _, _, err := c.Put(ctx, "lease", api.PutRequest{ID: "touched", TTR: new(api.Duration(time.Second))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ack(ctx, "lease", "slow", second.tasks[0].Lease); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	third := reserveOnce(c, "lease", 0)
+	if third.err != nil || len(third.tasks) != 1 || third.tasks[0].ID != "touched" {
+		t.Fatalf("Reserve: %+v, %v", third.tasks, third.err)
+	}
+	lease := third.tasks[0].Lease
+	for range 5 {
+		time.Sleep(300 * time.Millisecond)
+		task, err := c.Touch(ctx, "lease", "touched", lease)
 		if err != nil {
-			t.Fatalf("Touch: %v", err)
+			t.Fatalf("Touch %v after the reserve: %v", time.Since(third.at), err)
 		}
 		lease = task.Lease
 	}
 	if tasks, err := c.Reserve(ctx, "lease", 1, 0); err != nil || len(tasks) != 0 {
 		t.Errorf("Reserve of a touched task: %+v, %v; want nothing", tasks, err)
 	}
-	if err := c.Ack(ctx, "lease", "slow", lease); err != nil {
+	if err := c.Ack(ctx, "lease", "touched", lease); err != nil {
 		t.Errorf("Ack after touches: %v", err)
 	}
 }

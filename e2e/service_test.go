@@ -267,7 +267,7 @@ func TestCLI(t *testing.T) {
 	url := s.url()
 	env := []string{"HOURGLASS_TOKEN=" + token}
 
-	out, stderr, code := runCLI(t, nil, "put", "jobs", `{"a":1}`, "--id", "j1", "--delay", "300ms", "--priority", "3", "--server", url, "--token", token)
+	out, stderr, code := runCLI(t, nil, "put", "jobs", `{"a":1}`, "--id", "j1", "--delay", "3s", "--priority", "3", "--server", url, "--token", token)
 	var j1 api.Task
 	if code != 0 || json.Unmarshal([]byte(out), &j1) != nil || j1.ID != "j1" || j1.State != api.StateDelayed || string(j1.Payload) != `{"a":1}` || j1.Priority != 3 {
 		t.Fatalf("put: exit %d, stdout %q, stderr %q", code, out, stderr)
@@ -284,7 +284,7 @@ func TestCLI(t *testing.T) {
 		t.Errorf("queues: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 
-	// Reserve until j1 (due after 300 ms) comes, then ack it.
+	// Reserve until j1 (due after 3 s) comes, then ack it.
 	leases := map[string]string{}
 	for range 10 {
 		out, stderr, code = runCLI(t, env, "reserve", "jobs", "--max", "10", "--wait", "2s", "--server", url)
