@@ -36,8 +36,5 @@ func (n *Node) Owned() map[int]int64 {
 	return out
 }
 
-// Partitions returns the number of partitions.
-func (n *Node) Partitions() int { return n.partitions }
-
 // SchedulePartition returns the partition whose owner fires schedule name.
 func (n *Node) SchedulePartition(name string) int { return n.schedulePartition(name) }

@@ -233,6 +233,9 @@ func (n *Node) register(ctx context.Context) error {
 // Name returns the node's name.
 func (n *Node) Name() string { return n.name }
 
+// Partitions returns the number of partitions, fixed by the schema.
+func (n *Node) Partitions() int { return n.partitions }
+
 // Close leaves the cluster: waiting reservers return, the node releases
 // its partitions and its heartbeat (so that the others take them over at
 // once rather than after a lease) and its goroutines have exited when it

@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-const serveUsage = "usage: hourglass serve [--data DIR] [--http ADDR] [--token T] [--insecure] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
+const serveUsage = "usage: hourglass serve [--data DIR | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--token T] [--insecure] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
 
 // tokenEnv names the environment variable that gives the token when
 // --token does not, for serve and for the client subcommands.
@@ -53,6 +53,7 @@ type serveOptions struct {
 	maxPayload int
 	maxDelay   time.Duration
 	defaultTTR time.Duration
+	pg         postgresOptions // serve_postgres.go
 }
 
 // serveFlags defines the flags of `hourglass serve`, storing into o.
@@ -82,6 +83,7 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 	})
 	fs.DurationVar(&o.maxDelay, "max-delay", broker.DefaultMaxDelay, "longest delay of a put")
 	fs.DurationVar(&o.defaultTTR, "default-ttr", broker.DefaultTTR, "lease of a reserved task put without a ttr")
+	postgresFlags(fs, &o.pg)
 	return fs
 }
 
@@ -106,6 +108,9 @@ func parseServe(args []string, getenv func(string) string) (o serveOptions, help
 	}
 	if o.data == "" {
 		return o, false, errors.New("--data is empty")
+	}
+	if err := checkPostgres(fs, o.pg); err != nil {
+		return o, false, err
 	}
 	if o.maxDelay <= 0 {
 		return o, false, fmt.Errorf("invalid value %q for flag --max-delay: want a positive duration", o.maxDelay)
@@ -230,12 +235,12 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// opened is what recovery hands over: the store and the broker, or why
-// they did not open.
+// opened is what recovery hands over: the broker and how to close it
+// with its store, or why they did not open.
 type opened struct {
-	st  *pebblestore.Store
-	b   *broker.Broker
-	err error
+	b     httpapi.Broker
+	close func() error
+	err   error
 }
 
 // serve runs the service until ctx ends: it listens first (healthz 200,
@@ -268,6 +273,10 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 
 	recovered := make(chan opened, 1)
 	go func() {
+		if o.pg.url != "" {
+			recovered <- openPostgres(o, log, reg)
+			return
+		}
 		start := time.Now()
 		st, err := pebblestore.Open(o.data, pebblestore.Options{Logger: log})
 		if err != nil {
@@ -287,7 +296,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 			return
 		}
 		log.Info("ready", "recovery", time.Since(start).Round(time.Millisecond).String())
-		recovered <- opened{st: st, b: b}
+		recovered <- opened{b: b, close: func() error { return errors.Join(b.Close(), st.Close()) }}
 	}()
 
 	var run opened
@@ -324,14 +333,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 	if run.err != nil {
 		return run.err
 	}
-	errs := []error{stopErr}
-	if err := run.b.Close(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := run.st.Close(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(stopErr, run.close()); err != nil {
 		return err
 	}
 	log.Info("stopped")

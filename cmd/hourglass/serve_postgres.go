@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// postgresOptions are the flags of `hourglass serve` that run the node
+// as one of a cluster on a PostgreSQL database (package cluster) instead
+// of on the embedded store in --data.
+type postgresOptions struct {
+	url   string        // --postgres; "" for the embedded store
+	node  string        // --node; "" for host name and process id
+	lease time.Duration // --lease
+}
+
+// postgresPoolConns is the pool size when the URL does not set
+// pool_max_conns: enough for 64 concurrent requests on a node to share
+// without each waiting for a connection long (a statement holds one for
+// a round trip), well under PostgreSQL's default max_connections of 100
+// for a few nodes.
+const postgresPoolConns = 24
+
+// postgresFlags defines --postgres, --node and --lease on fs.
+func postgresFlags(fs *flag.FlagSet, o *postgresOptions) {
+	fs.StringVar(&o.url, "postgres", "", "serve as a node of a cluster on this PostgreSQL database (URL or key=value DSN) instead of --data")
+	fs.StringVar(&o.node, "node", "", "with --postgres: this node's name, unique among live nodes (default host name and process id)")
+	fs.DurationVar(&o.lease, "lease", cluster.DefaultLease, "with --postgres: partition lease; a dead node's partitions are taken over within about one")
+}
+
+// checkPostgres refuses --data with --postgres, and the cluster's flags
+// without --postgres.
+func checkPostgres(fs *flag.FlagSet, o postgresOptions) error {
+	switch {
+	case o.url != "" && flagSet(fs, "data"):
+		return errors.New("--data and --postgres exclude each other: a node keeps its tasks in one store")
+	case o.url == "" && (flagSet(fs, "node") || flagSet(fs, "lease")):
+		return errors.New("--node and --lease need --postgres")
+	case o.lease < 100*time.Millisecond:
+		return fmt.Errorf("invalid value %q for flag --lease: want 100ms or more", o.lease)
+	}
+	return nil
+}
+
+// openPostgres connects a pool to the database and joins the cluster as a
+// node: what serve's recovery does for --postgres. Closing the result
+// closes the node (its partitions released to the others) and then the
+// pool.
+func openPostgres(o serveOptions, log *slog.Logger, reg prometheus.Registerer) opened {
+	start := time.Now()
+	cfg, err := pgxpool.ParseConfig(o.pg.url)
+	if err != nil {
+		// The parse error may quote the URL, password included.
+		return opened{err: errors.New("hourglass: --postgres: cannot parse the connection string")}
+	}
+	if !poolSizeGiven(o.pg.url) {
+		cfg.MaxConns = postgresPoolConns
+	}
+	// Open may wait up to two leases for a previous process under the
+	// same name to be declared dead.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return opened{err: fmt.Errorf("hourglass: --postgres: %w", err)}
+	}
+	n, err := cluster.Open(ctx, pool, cluster.Options{
+		Node:       o.pg.node,
+		Lease:      o.pg.lease,
+		MaxDelay:   o.maxDelay,
+		MaxPayload: o.maxPayload,
+		DefaultTTR: o.defaultTTR,
+		Logger:     log,
+	})
+	if err != nil {
+		pool.Close()
+		return opened{err: err}
+	}
+	log.Info("ready", "node", n.Name(), "partitions", n.Partitions(), "join", time.Since(start).Round(time.Millisecond).String())
+	return opened{b: n, close: func() error {
+		err := n.Close()
+		pool.Close()
+		return err
+	}}
+}
+
+// poolSizeGiven reports whether the connection string sets
+// pool_max_conns (pgxpool's own parameter, in a URL or a key=value DSN).
+func poolSizeGiven(dsn string) bool { return strings.Contains(dsn, "pool_max_conns") }
