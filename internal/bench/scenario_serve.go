@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -151,14 +152,16 @@ func servePuts(bin string, d time.Duration, batch bool) Result {
 	defer s.close()
 	var t throughput
 	if batch {
-		body := []byte(serveBatchJSON)
+		bodies := serveBodyset().batches
+		var turn atomic.Uint64
 		t, err = s.p.timedPuts(func(ctx context.Context) error {
-			return s.p.putBatch(ctx, "load", body)
+			return s.p.putBatch(ctx, "load", bodies[turn.Add(1)%uint64(len(bodies))])
 		}, serveBatch, serveBatchers, d)
 	} else {
-		body := []byte(serveTaskJSON)
+		bodies := serveBodyset().tasks
+		var turn atomic.Uint64
 		t, err = s.p.timedPuts(func(ctx context.Context) error {
-			_, err := s.p.post(ctx, "/v1/queues/load/tasks", body, http.StatusCreated)
+			_, err := s.p.post(ctx, "/v1/queues/load/tasks", bodies[turn.Add(1)%uint64(len(bodies))], http.StatusCreated)
 			return err
 		}, 1, serveClients, d)
 	}

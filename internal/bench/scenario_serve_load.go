@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,20 +21,59 @@ import (
 // server, spend as little CPU as they can.
 const (
 	// servePayloadLen is a payload's length in its JSON form: a string of
-	// 198 characters in quotes.
+	// 198 random letters and digits in quotes, different for every task
+	// of a body, so that the store's compression (Snappy) finds nothing to
+	// shrink and its size on disk is that of real payloads.
 	servePayloadLen = 200
 	// serveFarDelay keeps the pending tasks pending for the whole run.
 	serveFarDelay = "1h"
 	// serveBatch is the tasks per tasks:batch request.
 	serveBatch = 100
+	// serveBodies is how many different request bodies of each kind the
+	// clients take turns with: a store block (32 KiB) holds about a
+	// hundred tasks, so a payload comes back only in another block.
+	serveBodies = 16
 )
 
-var (
-	servePayload = `"` + strings.Repeat("p", servePayloadLen-2) + `"`
-	// serveTaskJSON is one far put, alone or as an item of a batch.
-	serveTaskJSON  = `{"payload":` + servePayload + `,"delay":"` + serveFarDelay + `"}`
-	serveBatchJSON = `{"tasks":[` + strings.Repeat(serveTaskJSON+",", serveBatch-1) + serveTaskJSON + `]}`
-)
+// serveBodySet holds the request bodies of the far puts.
+type serveBodySet struct {
+	tasks   [][]byte // one far put each, alone
+	batches [][]byte // serveBatch far puts each, as a tasks:batch body
+}
+
+// serveBodyset makes the bodies once, from a fixed seed.
+var serveBodyset = sync.OnceValue(func() serveBodySet {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var out serveBodySet
+	for range serveBodies * serveBatch {
+		out.tasks = append(out.tasks, []byte(serveTaskJSON(servePayload(rng))))
+	}
+	for i := range serveBodies {
+		out.batches = append(out.batches, serveBatchJSON(out.tasks[i*serveBatch:(i+1)*serveBatch]))
+	}
+	return out
+})
+
+// servePayload returns a random payload of servePayloadLen bytes as JSON.
+func servePayload(rng *rand.Rand) string {
+	const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, servePayloadLen)
+	b[0], b[len(b)-1] = '"', '"'
+	for i := 1; i < len(b)-1; i++ {
+		b[i] = letters[rng.IntN(len(letters))]
+	}
+	return string(b)
+}
+
+// serveTaskJSON returns a far put of payload (JSON).
+func serveTaskJSON(payload string) string {
+	return `{"payload":` + payload + `,"delay":"` + serveFarDelay + `"}`
+}
+
+// serveBatchJSON returns a tasks:batch body of tasks.
+func serveBatchJSON(tasks [][]byte) []byte {
+	return append(append([]byte(`{"tasks":[`), bytes.Join(tasks, []byte(","))...), "]}"...)
+}
 
 // errBatchItem is returned when a batch answers 200 with a refused item.
 var errBatchItem = errors.New("bench: a batch item was refused")
@@ -192,9 +232,10 @@ func (p *serveProcess) fill(n int, timeout time.Duration) (float64, error) {
 				if from >= n {
 					return
 				}
-				body := []byte(serveBatchJSON)
-				if k := min(serveBatch, n-from); k < serveBatch {
-					body = []byte(`{"tasks":[` + strings.Repeat(serveTaskJSON+",", k-1) + serveTaskJSON + `]}`)
+				bodies := serveBodyset()
+				body := bodies.batches[from/serveBatch%serveBodies]
+				if k := n - from; k < serveBatch {
+					body = serveBatchJSON(bodies.tasks[:k])
 				}
 				if err := p.putBatch(ctx, "pending", body); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
@@ -332,6 +373,7 @@ func (p *serveProcess) lateness(rate int, d time.Duration) (delivery, error) {
 	// own so that a slow put does not hold back the next.
 	span := time.Duration(float64(serveStreamBatch) / float64(rate) * float64(time.Second))
 	start := time.Now().Add(serveLead)
+	rng := rand.New(rand.NewPCG(3, 4))
 	var puts sync.WaitGroup
 	for from := 0; from < total && ctx.Err() == nil; from += serveStreamBatch {
 		k := min(serveStreamBatch, total-from)
@@ -344,7 +386,7 @@ func (p *serveProcess) lateness(rate int, d time.Duration) (delivery, error) {
 				b.WriteByte(',')
 			}
 			due := batchStart.Add(time.Duration(i) * span / time.Duration(k))
-			fmt.Fprintf(&b, `{"payload":%s,"at":"%s"}`, servePayload, due.UTC().Format(time.RFC3339Nano))
+			fmt.Fprintf(&b, `{"payload":%s,"at":"%s"}`, servePayload(rng), due.UTC().Format(time.RFC3339Nano))
 		}
 		b.WriteString(`]}`)
 		body := []byte(b.String())
