@@ -7,9 +7,11 @@
 import {call, parse, seg} from './api.js';
 import {h, timeEl, duration, parseDuration} from './dom.js';
 
-// giveBack returns the focus to opener after a dialog closes.
+// giveBack returns the focus to opener after a dialog closes, unless the
+// focus has gone somewhere meanwhile (another page, another dialog).
 function giveBack(opener) {
-  if (!opener || document.querySelector('dialog[open]')) return;
+  const now = document.activeElement;
+  if (!opener || document.querySelector('dialog[open]') || (now && now !== document.body && now !== opener)) return;
   if (opener.isConnected && !opener.disabled) {
     opener.focus();
     return;

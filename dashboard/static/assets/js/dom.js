@@ -157,3 +157,24 @@ export function count(n) {
 export function plural(n, word) {
   return `${count(n)} ${word}${n === 1 ? '' : 's'}`;
 }
+
+// stack labels a table's cells with their column headers (data-label)
+// and gives every part its ARIA role, so that on a narrow screen the CSS
+// can show each row as a card (table.stack in app.css) and the table
+// still reads as a table: some browsers drop a table's implicit roles once
+// its parts are displayed as blocks or grids. Call it after each redraw.
+export function stack(table) {
+  table.classList.add('stack');
+  table.setAttribute('role', 'table');
+  const heads = table.tHead ? [...table.tHead.rows[0].cells].map((c) => c.textContent) : [];
+  for (const g of table.querySelectorAll(':scope > thead, :scope > tbody, :scope > tfoot')) g.setAttribute('role', 'rowgroup');
+  for (const tr of table.rows) {
+    tr.setAttribute('role', 'row');
+    const head = tr.parentElement.tagName === 'THEAD';
+    [...tr.cells].forEach((c, i) => {
+      if (c.tagName === 'TH') c.setAttribute('role', head ? 'columnheader' : 'rowheader');
+      else c.setAttribute('role', 'cell');
+      if (!head) c.dataset.label = c.colSpan > 1 ? '' : heads[i] || '';
+    });
+  }
+}

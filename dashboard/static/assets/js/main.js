@@ -81,6 +81,7 @@ function route() {
     else a.removeAttribute('aria-current');
   }
   main.replaceChildren();
+  notice('');
   if (!r) {
     document.title = 'Not found · hourglass';
     main.append(h('h1', {tabindex: -1}, 'No such page'), h('p', {}, h('a', {href: '#/'}, 'Go to the overview')));

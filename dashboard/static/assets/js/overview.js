@@ -1,7 +1,7 @@
 // #/: every queue with its counts and rates, and the two charts.
 
 import {call} from './api.js';
-import {h, swap, count, rate, now, setServerTime} from './dom.js';
+import {h, swap, stack, count, rate, now, setServerTime} from './dom.js';
 import {latenessFigure, dueFigure} from './charts.js';
 
 // samples of GET /v1/stats/queues, oldest first, kept across pages: the
@@ -59,6 +59,7 @@ function cell(q, key) {
 export function enter(main, params, ctx) {
   const tbody = h('tbody');
   const tfoot = h('tfoot');
+  let table;
   const empty = h('p', {class: 'hint', hidden: true});
   const late = h('div', {class: 'figure-body', id: 'lateness'});
   const due = h('div', {class: 'figure-body', id: 'due'});
@@ -68,7 +69,7 @@ export function enter(main, params, ctx) {
       h('h2', {id: 'queues-h'}, 'Queues'),
       empty,
       h('div', {class: 'scroll', role: 'region', 'aria-labelledby': 'queues-h', tabindex: 0},
-        h('table', {id: 'queues', class: 'counts'},
+        table = h('table', {id: 'queues', class: 'counts'},
           h('thead', {}, h('tr', {}, h('th', {scope: 'col'}, 'Queue'), columns.map(([, label]) => h('th', {scope: 'col', class: 'num'}, label)))),
           tbody, tfoot))),
     h('div', {class: 'charts'},
@@ -96,6 +97,7 @@ export function enter(main, params, ctx) {
       const sum = (key) => qs.some((q) => q[key] === null) ? null : qs.reduce((a, q) => a + q[key], 0);
       const total = Object.fromEntries(columns.map(([key]) => [key, sum(key)]));
       swap(tfoot, qs.length > 1 ? h('tr', {}, h('th', {scope: 'row'}, 'All queues'), columns.map(([key]) => cell(total, key))) : []);
+      stack(table);
       empty.hidden = qs.length > 0;
       empty.textContent = qs.length ? '' : 'No queues yet: a queue appears with its first task (POST /v1/queues/NAME/tasks).';
       latenessFigure(late, lateness.windows, now());

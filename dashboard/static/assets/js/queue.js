@@ -3,7 +3,7 @@
 // queue's due times over the next hour.
 
 import {call, seg, ApiError} from './api.js';
-import {h, swap, count, rate, plural, timeEl} from './dom.js';
+import {h, swap, stack, count, rate, plural, timeEl} from './dom.js';
 import {dueFigure} from './charts.js';
 import {queueStats} from './overview.js';
 import {confirmAction, showTask} from './dialogs.js';
@@ -24,6 +24,7 @@ export function enter(main, {queue, state}, ctx) {
   const bulk = h('div', {class: 'buttons bulk'});
   const tbody = h('tbody');
   const caption = h('caption', {});
+  let table;
   const pager = h('div', {class: 'buttons pager'});
   const pageNote = h('p', {class: 'hint', id: 'page-note'});
   const due = h('div', {class: 'figure-body', id: 'due'});
@@ -44,7 +45,7 @@ export function enter(main, {queue, state}, ctx) {
       tabs,
       bulk,
       h('div', {class: 'scroll', role: 'region', 'aria-labelledby': 'tasks-h', tabindex: 0},
-        h('table', {id: 'tasks'}, caption,
+        table = h('table', {id: 'tasks'}, caption,
           h('thead', {}, h('tr', {}, ['Id', 'Job', 'State', 'Due', 'Priority', 'Attempts', 'Actions']
             .map((c) => h('th', {scope: 'col', class: ['Job', 'Priority', 'Attempts'].includes(c) ? 'num' : null}, c)))),
           tbody)),
@@ -179,6 +180,7 @@ export function enter(main, {queue, state}, ctx) {
       const none = next ? 'None on this page; the next page may have some.'
         : pages.length > 1 ? 'No more tasks.' : `No ${shown === 'all' ? '' : shown + ' '}tasks.`;
       swap(tbody, list.tasks.length ? list.tasks.map(row) : h('tr', {}, h('td', {colspan: 7}, none)));
+      stack(table);
       pageNote.textContent = `Page ${pages.length}${list.tasks.length ? `: ${plural(list.tasks.length, 'task')}` : ''}${next ? '; more follow' : ''}.`;
       swap(pager,
         h('button', {type: 'button', 'data-key': 'first', disabled: pages.length === 1, onclick: () => turn('first')}, 'First page'),

@@ -3,7 +3,7 @@
 // is typed (POST /v1/cron:check).
 
 import {call, seg, ApiError, AuthError} from './api.js';
-import {h, swap, timeEl, now} from './dom.js';
+import {h, swap, stack, timeEl, now} from './dom.js';
 import {confirmAction} from './dialogs.js';
 
 // nextTimes caches cron:check answers by line and zone until the first
@@ -27,6 +27,7 @@ function timesList(next) {
 export function enter(main, params, ctx) {
   const tbody = h('tbody');
   const empty = h('p', {class: 'hint', hidden: true}, 'No schedules yet: add one below.');
+  let table;
   let editing = null; // the name of the schedule in the form; null: adding
 
   const field = (id, label, input, help) => h('div', {class: 'field'}, h('label', {for: id}, label), input, help || null);
@@ -66,7 +67,7 @@ export function enter(main, params, ctx) {
       h('h2', {id: 'list-h'}, 'Cron schedules'),
       empty,
       h('div', {class: 'scroll', role: 'region', 'aria-labelledby': 'list-h', tabindex: 0},
-        h('table', {id: 'schedules'},
+        table = h('table', {id: 'schedules'},
           h('thead', {}, h('tr', {}, ['Name', 'Cron line', 'Zone', 'Queue', 'Next five times', 'Last put', 'Actions']
             .map((c) => h('th', {scope: 'col'}, c)))),
           tbody))),
@@ -217,6 +218,7 @@ export function enter(main, params, ctx) {
           h('button', {type: 'button', 'data-key': 'edit:' + sch.name, 'aria-label': `Edit schedule ${sch.name}`, onclick: () => edit(sch)}, 'Edit'),
           h('button', {type: 'button', class: 'danger', 'data-key': 'delete:' + sch.name, 'aria-label': `Delete schedule ${sch.name}`,
             onclick: () => remove(sch)}, 'Delete')))));
+      stack(table);
     },
   };
 }
