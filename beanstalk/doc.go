@@ -1,0 +1,56 @@
+// Package beanstalk serves the beanstalkd text protocol (doc/protocol.txt
+// of beanstalkd 1.12) over a broker.Broker, so that any beanstalkd
+// client works against hourglass by changing an address.
+//
+// # Mapping
+//
+// A tube is a broker queue (names.go says how tube names with characters
+// queues do not allow are spelled as queue names), a job id is the task's
+// JobID, a buried job is a dead task, and a reservation is a lease that
+// the connection keeps for each job it reserved. A job put over this
+// protocol has the HTTP id of its job id in decimal, so it can be
+// reserved, deleted or inspected over either protocol.
+//
+// # Durability
+//
+// Every broker write returns once it is durable (the broker's group
+// commit), so INSERTED, DELETED, RELEASED, BURIED, KICKED and TOUCHED, and
+// RESERVED, are sent only once what they report is on disk; a crash after
+// the reply loses none of it. beanstalkd, by contrast, syncs its binlog
+// at most every 50 ms.
+//
+// # Layout
+//
+// parse.go reads a command line into a command (no semantics; fuzzed);
+// commands.go holds the one table from command to handler, and the
+// handlers, each a thin call of one broker method; reserve.go the
+// blocking reserve, TTR and DEADLINE_SOON; stats.go the YAML documents;
+// tubes.go what the server knows of tubes beyond the broker (who uses and
+// watches them); conn.go a connection's loop and replies; server.go
+// accepting, limits and shutdown. loadgen.go drives a server for the
+// benchmarks.
+//
+// # Differences from beanstalkd
+//
+// What a client can observe differently, each also said where it lives:
+//
+//   - Equal priorities are handed out in due-time order (a released or
+//     kicked job is due when that happened), then put order; beanstalkd
+//     orders them by job id alone. This is the broker's order.
+//   - A job released because its connection closed counts a release in
+//     stats-job; beanstalkd counts none.
+//   - stats-job reports "delay" 0 for a job that was released or kicked,
+//     "file" 0; stats reports "job-timeouts" and the binlog fields 0
+//     (stats.go).
+//   - A delay or pause beyond the broker's MaxDelay (10 years by
+//     default) is answered BAD_FORMAT; beanstalkd takes up to 2^32-1 s.
+//   - list-tubes lists tubes by name; beanstalkd in the order it made
+//     them. A tube's total-jobs, cmd-delete and cmd-pause-tube outlive
+//     the tube (beanstalkd resets them when it frees an unused tube).
+//   - A command line ends at its first CR-LF. beanstalkd, given a CR not
+//     followed by LF, waits for more input until the line is too long.
+//   - stats and stats-tube count urgent jobs by a scan of the ready jobs.
+//
+// The differential test (diff_test.go) runs one script against
+// beanstalkd and this package and holds these differences to account.
+package beanstalk

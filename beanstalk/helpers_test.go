@@ -1,0 +1,206 @@
+package beanstalk_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/beanstalk"
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/store/pebblestore"
+)
+
+// testServer is a Server on a loopback port over a fresh broker.
+type testServer struct {
+	addr string
+	b    *broker.Broker
+	srv  *beanstalk.Server
+}
+
+// start serves a new broker over memstore on 127.0.0.1:0 until the test
+// ends; Shutdown, then the broker's Close, run at cleanup.
+func start(t testing.TB, opts beanstalk.Options) *testServer {
+	t.Helper()
+	b, err := broker.Open(memstore.New(), broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, b, opts)
+}
+
+// startPebble is start over a Pebble store in a temporary directory.
+func startPebble(t testing.TB, opts beanstalk.Options) *testServer {
+	t.Helper()
+	st, err := pebblestore.Open(t.TempDir(), pebblestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.Open(st, broker.Config{})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return serve(t, b, opts)
+}
+
+func serve(t testing.TB, b *broker.Broker, opts beanstalk.Options) *testServer {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	srv := beanstalk.NewServer(b, opts)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-served; !errors.Is(err, beanstalk.ErrServerClosed) {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
+		if err := b.Close(); err != nil {
+			t.Errorf("broker Close: %v", err)
+		}
+	})
+	return &testServer{addr: l.Addr().String(), b: b, srv: srv}
+}
+
+// client speaks the protocol raw, for tests that check replies byte for
+// byte.
+type client struct {
+	t  testing.TB
+	nc net.Conn
+	r  *bufio.Reader
+}
+
+func dial(t testing.TB, addr string) *client {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &client{t: t, nc: nc, r: bufio.NewReader(nc)}
+}
+
+// send writes raw bytes.
+func (c *client) send(s string) {
+	c.t.Helper()
+	c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c.nc, s); err != nil {
+		c.t.Fatalf("send %q: %v", trim(s), err)
+	}
+}
+
+// read reads one reply within d: its line and, for replies that carry
+// data (RESERVED, FOUND, OK), the data and its CR-LF. A closed connection
+// reads as "<closed>", a reply that does not come in time as
+// "<timeout>".
+func (c *client) read(d time.Duration) string {
+	c.t.Helper()
+	s, err := readReply(c.nc, c.r, d)
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	return s
+}
+
+func readReply(nc net.Conn, r *bufio.Reader, d time.Duration) (string, error) {
+	nc.SetReadDeadline(time.Now().Add(d))
+	defer nc.SetReadDeadline(time.Time{})
+	line, err := r.ReadString('\n')
+	if err != nil {
+		var ne net.Error
+		switch {
+		case errors.As(err, &ne) && ne.Timeout():
+			return "<timeout>", nil
+		case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "reset"):
+			return "<closed>", nil
+		}
+		return "", err
+	}
+	f := strings.Fields(line)
+	n := -1
+	switch {
+	case len(f) == 3 && (f[0] == "RESERVED" || f[0] == "FOUND"):
+		n, _ = strconv.Atoi(f[2])
+	case len(f) == 2 && f[0] == "OK":
+		n, _ = strconv.Atoi(f[1])
+	}
+	if n < 0 {
+		return line, nil
+	}
+	data := make([]byte, n+2)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return "", fmt.Errorf("reading %d bytes after %q: %w", n, trim(line), err)
+	}
+	return line + string(data), nil
+}
+
+// do sends a command line (CR-LF added) and returns the reply.
+func (c *client) do(line string) string {
+	c.t.Helper()
+	c.send(line + "\r\n")
+	return c.read(5 * time.Second)
+}
+
+// must is do, failing unless the reply is want (CR-LF added).
+func (c *client) must(line, want string) {
+	c.t.Helper()
+	if got := c.do(line); got != want+"\r\n" {
+		c.t.Fatalf("%s: got %q, want %q", trim(line), got, want)
+	}
+}
+
+// put puts body into the used tube and returns the job id.
+func (c *client) put(pri, delay, ttr int, body string) uint64 {
+	c.t.Helper()
+	c.send(fmt.Sprintf("put %d %d %d %d\r\n%s\r\n", pri, delay, ttr, len(body), body))
+	got := c.read(5 * time.Second)
+	var id uint64
+	if _, err := fmt.Sscanf(got, "INSERTED %d\r\n", &id); err != nil {
+		c.t.Fatalf("put: got %q", got)
+	}
+	return id
+}
+
+// yamlField returns the value of key in a YAML reply.
+func yamlField(reply, key string) string {
+	for _, l := range strings.Split(reply, "\n") {
+		if k, v, ok := strings.Cut(l, ": "); ok && k == key {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	return ""
+}
+
+// trim shortens s for messages.
+func trim(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// lookPath finds a program, or skips the test saying what to install.
+func lookPath(t *testing.T, prog, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(prog)
+	if err != nil {
+		t.Skipf("%s is not on PATH: install the Debian package %s to run this test", prog, pkg)
+	}
+	return p
+}

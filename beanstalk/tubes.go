@@ -1,0 +1,154 @@
+package beanstalk
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/hourglass-go/hourglass/broker"
+)
+
+// defaultTube is the tube every connection uses and watches at first. It
+// always exists.
+const defaultTube = "default"
+
+// tubes is what the server knows of tubes beyond the broker's queues:
+// which connections use, watch and wait on each, and the per-tube
+// counters the broker does not keep. A tube exists, as in beanstalkd,
+// while a connection uses or watches it or it holds a job; "default"
+// always does.
+//
+// tubes is safe for concurrent use.
+type tubes struct {
+	mu sync.Mutex
+	// m holds an entry per tube that is referenced or has counted
+	// something. Guarded by mu.
+	m map[string]*tubeCounts
+}
+
+// tubeCounts is one tube's entry in [tubes].
+type tubeCounts struct {
+	using, watching, waiting int
+	// deletes counts delete commands of the tube's jobs (cmd-delete).
+	deletes uint64
+	// pause is the delay of the last pause-tube, in seconds.
+	pause uint32
+}
+
+func newTubes() *tubes {
+	return &tubes{m: map[string]*tubeCounts{defaultTube: {}}}
+}
+
+// entry returns name's entry, making it. t.mu is held.
+func (t *tubes) entry(name string) *tubeCounts {
+	e := t.m[name]
+	if e == nil {
+		e = &tubeCounts{}
+		t.m[name] = e
+	}
+	return e
+}
+
+// prune drops name's entry when it holds nothing. t.mu is held.
+func (t *tubes) prune(name string) {
+	if e := t.m[name]; e != nil && name != defaultTube && *e == (tubeCounts{}) {
+		delete(t.m, name)
+	}
+}
+
+// use moves one connection's use from old to new ("" for none).
+func (t *tubes) use(old, new string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if new != "" {
+		t.entry(new).using++
+	}
+	if old != "" {
+		t.entry(old).using--
+		t.prune(old)
+	}
+}
+
+// watch adds d (1 or -1) to the connections watching name.
+func (t *tubes) watch(name string, d int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.entry(name).watching += d
+	t.prune(name)
+}
+
+// wait adds d to the connections waiting in a reserve on each of names.
+func (t *tubes) wait(names []string, d int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, n := range names {
+		t.entry(n).waiting += d
+		t.prune(n)
+	}
+}
+
+// deleted counts one delete of a job of name.
+func (t *tubes) deleted(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.entry(name).deletes++
+}
+
+// paused records a pause-tube of name for secs seconds.
+func (t *tubes) paused(name string, secs uint32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.entry(name).pause = secs
+	t.prune(name)
+}
+
+// counts returns name's entry (zeros for none).
+func (t *tubes) counts(name string) tubeCounts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.m[name]; e != nil {
+		return *e
+	}
+	return tubeCounts{}
+}
+
+// existing returns the tubes that exist, by name, with the broker's
+// statistics of their queues (zeros for a tube whose queue has never had
+// a task): those connections refer to, "default", and those whose queue
+// holds a job. Queues with no tube name are left out. It takes
+// O(queues + tubes).
+func (t *tubes) existing(b *broker.Broker) map[string]broker.QueueStats {
+	out := make(map[string]broker.QueueStats)
+	for _, q := range b.Queues() {
+		if q.Delayed+q.Ready+q.Reserved+q.Dead == 0 {
+			continue
+		}
+		if name, ok := tubeName(q.Name); ok {
+			out[name] = q
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, e := range t.m {
+		if _, ok := out[name]; !ok && (name == defaultTube || e.using+e.watching+e.waiting > 0) {
+			qn, _ := queueName(name)
+			out[name] = broker.QueueStats{Name: qn}
+		}
+	}
+	return out
+}
+
+// exists reports whether the tube name exists (see existing).
+func (t *tubes) exists(b *broker.Broker, name string) bool {
+	_, ok := t.existing(b)[name]
+	return ok
+}
+
+// sortedNames returns m's keys in order.
+func sortedNames(m map[string]broker.QueueStats) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
