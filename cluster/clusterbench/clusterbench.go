@@ -31,7 +31,9 @@ type Config struct {
 	// the rate (tasks/s) falling due during it; defaults 100k and 1000/s.
 	Pending int
 	Rate    int
-	Logger  *slog.Logger // default: discard
+	// LatenessOnly skips the put phases.
+	LatenessOnly bool
+	Logger       *slog.Logger // default: discard
 }
 
 // Result holds the figures of one run.
@@ -137,29 +139,43 @@ func Run(ctx context.Context, url string, cfg Config) (Result, error) {
 		}
 		return float64(done.Load()) / time.Since(start).Seconds(), nil
 	}
-	var err error
-	if res.SinglePutsPerSec, err = phase(cfg.Clients, 1, "bench-single"); err != nil {
-		return res, err
-	}
-	if res.BatchPutsPerSec, err = phase(max(1, cfg.Clients/8), cfg.Batch, "bench-batch"); err != nil {
-		return res, err
+	if !cfg.LatenessOnly {
+		var err error
+		if res.SinglePutsPerSec, err = phase(cfg.Clients, 1, "bench-single"); err != nil {
+			return res, err
+		}
+		if res.BatchPutsPerSec, err = phase(max(1, cfg.Clients/8), cfg.Batch, "bench-batch"); err != nil {
+			return res, err
+		}
 	}
 
-	// Lateness: Pending tasks far ahead, then Rate/s due over Duration,
-	// with reservers waiting on every node.
-	for k := 0; k < cfg.Pending; k += 1000 {
-		reqs := make([]broker.PutRequest, min(1000, cfg.Pending-k))
-		for i := range reqs {
-			reqs[i] = broker.PutRequest{Delay: 24 * time.Hour}
-		}
-		for _, r := range nodes[k/1000%len(nodes)].PutBatch(ctx, "bench-late", reqs) {
-			if r.Err != nil {
-				return res, r.Err
+	// Lateness: Pending tasks far ahead (put in batches of 1000, a
+	// putter per node), then Rate/s due over Duration, with reservers
+	// waiting on every node.
+	var pendWG sync.WaitGroup
+	var pendErr atomic.Value
+	for i, n := range nodes {
+		pendWG.Go(func() {
+			for k := i * 1000; k < cfg.Pending; k += 1000 * len(nodes) {
+				reqs := make([]broker.PutRequest, min(1000, cfg.Pending-k))
+				for i := range reqs {
+					reqs[i] = broker.PutRequest{Delay: 24 * time.Hour}
+				}
+				for _, r := range n.PutBatch(ctx, "bench-late", reqs) {
+					if r.Err != nil {
+						pendErr.CompareAndSwap(nil, r.Err)
+						return
+					}
+				}
 			}
-		}
+		})
+	}
+	pendWG.Wait()
+	if err, _ := pendErr.Load().(error); err != nil {
+		return res, err
 	}
 	count := int(cfg.Duration.Seconds() * float64(cfg.Rate))
-	lead := time.Second // puts are done ahead of their due times
+	lead := time.Second // each batch is put a second ahead of its due times
 	start := time.Now().Add(lead)
 	var mu sync.Mutex
 	var late []time.Duration
@@ -186,9 +202,13 @@ func Run(ctx context.Context, url string, cfg Config) (Result, error) {
 		}
 		_ = i
 	}
-	// Put the due tasks in batches of 100, each due at its slot.
+	// Put the due tasks in batches of 100, each due at its slot, each
+	// batch a lead ahead of its first due time: a steady Rate of puts
+	// beside the Rate falling due.
 	step := time.Second / time.Duration(cfg.Rate)
 	for k := 0; k < count; k += 100 {
+		first := start.Add(time.Duration(k) * step)
+		time.Sleep(time.Until(first.Add(-lead)))
 		var reqs []broker.PutRequest
 		for j := k; j < min(k+100, count); j++ {
 			reqs = append(reqs, broker.PutRequest{At: start.Add(time.Duration(j) * step)})

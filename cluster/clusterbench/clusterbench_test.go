@@ -13,14 +13,27 @@ import (
 
 // TestRun runs a short measurement over a throwaway server. With
 // HOURGLASS_CLUSTERBENCH=1 it runs the full sizes (seconds per phase,
-// 100k pending) and logs the figures; otherwise a quick check.
+// 100k pending) and logs the figures; otherwise a quick check. These
+// variables change the full run:
+//
+//	HOURGLASS_CLUSTERBENCH_NODES=3        only this many nodes (default: 1, then 3)
+//	HOURGLASS_CLUSTERBENCH_PENDING=1000000
+//	HOURGLASS_CLUSTERBENCH_RATE=5000      tasks/s falling due
+//	HOURGLASS_CLUSTERBENCH_LATENESS=1     skip the put phases
 func TestRun(t *testing.T) {
 	srv := pgtest.Start(t, pgtest.Set("max_connections", "400"))
 	cfg := clusterbench.Config{Duration: 500 * time.Millisecond, Pending: 2000, Rate: 200, Clients: 16}
+	nodeCounts := []int{1, 3}
 	if full, _ := strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH")); full {
 		cfg = clusterbench.Config{}
+		cfg.Pending, _ = strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_PENDING"))
+		cfg.Rate, _ = strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_RATE"))
+		cfg.LatenessOnly, _ = strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH_LATENESS"))
+		if k, err := strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_NODES")); err == nil {
+			nodeCounts = []int{k}
+		}
 	}
-	for _, nodes := range []int{1, 3} {
+	for _, nodes := range nodeCounts {
 		cfg.Nodes = nodes
 		res, err := clusterbench.Run(context.Background(), srv.CreateDatabase(t), cfg)
 		if err != nil {
