@@ -152,9 +152,13 @@ type process struct {
 	cmd     *exec.Cmd
 	log     *logBuffer
 	started time.Time
-	ready   time.Time     // when /readyz first answered 200
-	done    chan struct{} // closed once Wait returned
-	err     error         // Wait's error, once done is closed
+	ready   time.Time // when /readyz first answered 200
+	// recovering holds what the server answered before it was ready:
+	// each /readyz answer other than 200 (up to 100), and, after the first
+	// of them, one GET /healthz and one GET /v1/queues.
+	recovering []recoveringAnswer
+	done       chan struct{} // closed once Wait returned
+	err        error         // Wait's error, once done is closed
 }
 
 // serverOption changes a server before its first start.
@@ -309,22 +313,30 @@ func environ() []string {
 }
 
 // waitReady polls /readyz until it answers 200, failing the test if p
-// exits first or it takes longer than readyTimeout.
+// exits first or it takes longer than readyTimeout. It keeps what the
+// server answered before (process.recovering).
 func (s *server) waitReady(p *process) {
 	s.t.Helper()
 	deadline := time.Now().Add(readyTimeout)
+	auth := ""
+	if s.token != "" {
+		auth = "Bearer " + s.token
+	}
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url()+"/readyz", nil)
-		resp, err := s.hc.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-		cancel()
-		if err == nil && resp.StatusCode == http.StatusOK {
+		a, err := s.try("GET", "/readyz", "", "")
+		if err == nil && a.status == http.StatusOK {
 			p.ready = time.Now()
 			return
+		}
+		if err == nil && len(p.recovering) < 100 {
+			p.recovering = append(p.recovering, recoveringAnswer{"/readyz", a})
+			if len(p.recovering) == 1 {
+				for _, path := range []string{"/healthz", "/v1/queues"} {
+					if b, err := s.try("GET", path, "", auth); err == nil {
+						p.recovering = append(p.recovering, recoveringAnswer{path, b})
+					}
+				}
+			}
 		}
 		select {
 		case <-p.done:
@@ -333,18 +345,16 @@ func (s *server) waitReady(p *process) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("server not ready within %v (last: %v, %v):\n%s", readyTimeout, statusOf(resp), err, p.log)
+			s.t.Fatalf("server not ready within %v (last: %v, %v):\n%s", readyTimeout, a, err, p.log)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// statusOf returns resp's status, or 0 for no answer.
-func statusOf(resp *http.Response) int {
-	if resp == nil {
-		return 0
-	}
-	return resp.StatusCode
+// recoveringAnswer is an answer of a server that was not ready yet.
+type recoveringAnswer struct {
+	path string
+	answer
 }
 
 // stop sends SIGTERM and checks that the process exits with status 0

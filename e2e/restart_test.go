@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,7 +75,9 @@ func TestKill_DueTimes(t *testing.T) {
 		t.Errorf("task with a running lease handed out again after the restart")
 	}
 	for _, task := range tasks {
-		if err := c.Ack(ctx, "q", task.ID, task.Lease); err != nil {
+		// lease-short's new lease is 300 ms again: under load it may run
+		// out before this ack, and the task come back below.
+		if err := c.Ack(ctx, "q", task.ID, task.Lease); err != nil && task.ID != "lease-short" {
 			t.Errorf("Ack of %s: %v", task.ID, err)
 		}
 	}
@@ -87,11 +90,67 @@ func TestKill_DueTimes(t *testing.T) {
 	if task, err := c.Get(ctx, "q", "after-restart"); err != nil || !sameTask(task, after) {
 		t.Errorf("task due after the restart: %+v, %v\nwant %+v", task, err, after)
 	}
-	r := reserveOnce(c, "q", 5*time.Second)
-	if r.err != nil || len(r.tasks) != 1 || r.tasks[0].ID != "after-restart" {
-		t.Fatalf("Reserve of the task due after the restart: %+v, %v", r.tasks, r.err)
+	for range 20 { // lease-short may come back every 300 ms meanwhile
+		r := reserveOnce(c, "q", 5*time.Second)
+		if r.err != nil || len(r.tasks) == 0 {
+			t.Fatalf("Reserve of the task due after the restart: %+v, %v", r.tasks, r.err)
+		}
+		for _, task := range r.tasks {
+			if task.ID != "after-restart" {
+				if task.ID != "lease-short" {
+					t.Errorf("%s handed out again", task.ID)
+				}
+				continue
+			}
+			if r.at.Before(after.Due) || r.at.Sub(after.Due) > promptly {
+				t.Errorf("task due %v handed out at %v", after.Due, r.at)
+			}
+			return
+		}
 	}
-	if r.at.Before(after.Due) || r.at.Sub(after.Due) > promptly {
-		t.Errorf("task due %v handed out at %v", after.Due, r.at)
+	t.Errorf("the task due after the restart was not handed out")
+}
+
+// TestReadyz_Recovering restarts a server over 3,000 tasks and checks
+// what it answered while it recovered (the harness polls from the moment
+// it listens): /readyz 503 "recovering" as an API error, /healthz 200,
+// and the API 503. Recovery may be too quick to be seen; the test says
+// so in its log then.
+func TestReadyz_Recovering(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := s.client()
+	reqs := make([]api.PutRequest, 1000)
+	for i := range 3 {
+		for j := range reqs {
+			reqs[j] = api.PutRequest{ID: fmt.Sprintf("r-%d-%d", i, j), Delay: new(api.Duration(time.Hour))}
+		}
+		if _, err := c.PutBatch(context.Background(), "big", reqs); err != nil {
+			t.Fatal(err)
+		}
 	}
+	s.stop()
+	s.start()
+	p := s.runs[len(s.runs)-1]
+	if len(p.recovering) == 0 {
+		t.Logf("recovery of 3,000 tasks took %v from start to ready; no answer before it", p.ready.Sub(p.started))
+		return
+	}
+	for _, a := range p.recovering {
+		switch a.path {
+		case "/readyz":
+			if a.status != 503 || !isAPIError(a.answer) || !strings.Contains(string(a.body), "recovering") {
+				t.Errorf("/readyz while recovering: %v; want 503 recovering", a.answer)
+			}
+		case "/healthz":
+			if a.status != 200 {
+				t.Errorf("/healthz while recovering: %v; want 200", a.answer)
+			}
+		case "/v1/queues":
+			if a.status != 503 && a.status != 200 || a.status == 503 && !isAPIError(a.answer) {
+				t.Errorf("/v1/queues while recovering: %v; want 503 (or 200 if it became ready meanwhile)", a.answer)
+			}
+		}
+	}
+	t.Logf("%d answers before ready, in %v from start to ready", len(p.recovering), p.ready.Sub(p.started))
 }
