@@ -2,8 +2,9 @@ package cluster
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
-	"hash/fnv"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,12 +30,15 @@ const (
 func partitionChannel(p int) string { return "hourglass_p" + strconv.Itoa(p) }
 
 // queueChannel is where tasks made ready in queue are announced to the
-// nodes with reservers waiting on it; payload the number of tasks.
+// nodes with reservers waiting on it; payload the number of tasks. The
+// flush computes the same name in SQL (sqlFlush): the prefix and the
+// first 16 hex digits of the MD5 of the queue's name.
 func queueChannel(queue string) string {
-	h := fnv.New64a()
-	h.Write([]byte(queue))
-	return "hourglass_q_" + strconv.FormatUint(h.Sum64(), 16)
+	sum := md5.Sum([]byte(queue))
+	return queueChannelPrefix + hex.EncodeToString(sum[:8])
 }
+
+const queueChannelPrefix = "hourglass_q_"
 
 // listener holds the node's LISTEN connection: a connection of its own,
 // outside the pool, that waits for notifications and between waits runs

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -63,50 +64,75 @@ func (n *Node) flushLoop() {
 	}
 }
 
-// SQL of flush. The lock on the partitions' rows (FOR SHARE) is the
-// fence: an acquisition by another node updates the row, so it waits for
-// this transaction, and this statement sees the new epoch if that one
-// committed first. Rows are locked in partition order, as the lease loop
-// locks them, so the two never deadlock.
-const (
-	sqlFence = `SELECT p.partition FROM hourglass_partitions p
+// sqlFlush is the whole of a flush, one statement (see flush):
+//
+//   - fence locks the rows of the partitions named in $2 (with their
+//     epochs in $3) FOR SHARE where this node ($1) still owns them at
+//     those epochs with an unexpired lease. The lock is the fence: an
+//     acquisition by another node updates the row, so it waits for this
+//     transaction, and this statement sees the new epoch if that one
+//     committed first. Rows are locked in partition order, as the lease
+//     loop locks them, so the two never deadlock.
+//   - fired makes the due waiting tasks among the jobs $4 of those
+//     partitions ready and settles their expired leases (ready again, or
+//     dead when the attempts are used up), by the database's clock: a
+//     task is never made ready before its time.
+//   - each queue with tasks made ready is notified (its channel computed
+//     as queueChannel does), once, with the number of tasks.
+//
+// It returns one row per fenced-in partition (kind 0, a = partition), one
+// per queue notified (kind 1, a = tasks made ready), and one per job
+// whose timer is not due after all (kind 2, a = job, b = how long until it
+// is, by the database's clock): armed early by a skewed clock, or a lease
+// renewed since.
+const sqlFlush = `WITH fence AS MATERIALIZED (
+		SELECT p.partition FROM hourglass_partitions p
 		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
 		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
-		ORDER BY p.partition FOR SHARE OF p`
-	// sqlFire makes due waiting tasks ready and settles expired leases
-	// (ready again, or dead when the attempts are used up), by the
-	// database's clock: a task is never made ready before its time.
-	sqlFire = `WITH now AS (SELECT hourglass_now() AS ns)
+		ORDER BY p.partition FOR SHARE OF p
+	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
+	fired AS (
 		UPDATE hourglass_tasks t SET
 			state = CASE WHEN t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN 3 ELSE 1 END,
 			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
 			lease = '', lease_until = 0, fire_at = NULL
 		FROM now
-		WHERE t.job_id = ANY($1) AND t.fire_at <= now.ns AND t.state IN (1, 2)
-		RETURNING t.job_id, t.queue, t.state`
-	// sqlPending reads the timers of tasks that were not due after all
-	// (armed early by a skewed clock, or a lease renewed since).
-	sqlPending = `SELECT job_id, fire_at, hourglass_now() FROM hourglass_tasks
-		WHERE job_id = ANY($1) AND fire_at IS NOT NULL`
-)
+		WHERE t.job_id = ANY($4) AND t.partition IN (SELECT partition FROM fence)
+			AND t.fire_at <= now.ns AND t.state IN (1, 2)
+		RETURNING t.job_id, t.queue, t.state
+	), ready AS MATERIALIZED (
+		SELECT queue, count(*) AS k FROM fired WHERE state = 1 GROUP BY queue
+	), notified AS MATERIALIZED (
+		SELECT count(pg_notify('` + queueChannelPrefix + `' || left(md5(queue), 16), k::text)) AS sent FROM ready
+	)
+	SELECT 0 AS kind, partition::bigint AS a, 0::bigint AS b, '' AS queue FROM fence
+	UNION ALL
+	SELECT 1, k, (SELECT sent FROM notified), queue FROM ready
+	UNION ALL
+	SELECT 2, t.job_id, t.fire_at - now.ns, '' FROM hourglass_tasks t, now
+	WHERE t.job_id = ANY($4) AND t.fire_at IS NOT NULL AND t.partition IN (SELECT partition FROM fence)
+		AND t.job_id NOT IN (SELECT job_id FROM fired)`
 
-// flush writes the fired timers: one transaction, committed without
-// waiting for the WAL flush (synchronous_commit off), since nothing it
-// writes was promised to anyone: if a crash loses it, the tasks are still
-// due in the record and the next owner makes them ready again; and a
-// reservation that follows commits synchronously, flushing the WAL up to
-// and past it.
+// flush writes the fired timers in one round trip: BEGIN, SET LOCAL,
+// sqlFlush and COMMIT pipelined in one batch. It commits without waiting
+// for the WAL flush (synchronous_commit off), since nothing it writes was
+// promised to anyone: if a crash loses it, the tasks are still due in the
+// record and the next owner makes them ready again; and a reservation
+// that follows commits synchronously, flushing the WAL up to and past it.
+// The notifications go out with the commit.
 func (n *Node) flush() error {
 	n.mu.Lock()
 	fired := n.fired
 	n.fired = nil
 	var parts []int32
 	var epochs []int64
+	var jobs []int64
 	byPart := map[int][]int64{}
 	for _, job := range fired {
 		p := n.partitionOf(job)
 		if _, ok := n.owned[p]; ok {
 			byPart[p] = append(byPart[p], int64(job))
+			jobs = append(jobs, int64(job))
 		}
 	}
 	for p := range byPart {
@@ -121,108 +147,70 @@ func (n *Node) flush() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	readyIn := map[string]int{}
-	var fenced []int
-	type pending struct{ job, at, now int64 }
+	fencedIn := map[int]bool{}
+	type pending struct {
+		job  uint64
+		left time.Duration
+	}
 	var again []pending
-	err := pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, sqlFence, n.name, parts, epochs)
-		if err != nil {
-			return err
-		}
-		ok := map[int]bool{}
-		for rows.Next() {
-			var p int
-			if err := rows.Scan(&p); err != nil {
-				rows.Close()
+	err := func() error {
+		var b pgx.Batch
+		b.Queue("BEGIN")
+		b.Queue("SET LOCAL synchronous_commit = off")
+		b.Queue(sqlFlush, n.name, parts, epochs, jobs)
+		b.Queue("COMMIT")
+		br := n.db.SendBatch(ctx, &b)
+		defer br.Close()
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
 				return err
 			}
-			ok[p] = true
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		var jobs []int64
-		for p, js := range byPart {
-			if ok[p] {
-				jobs = append(jobs, js...)
-			} else {
-				fenced = append(fenced, p)
-			}
-		}
-		if len(jobs) == 0 {
-			return nil
-		}
-		rows, err = tx.Query(ctx, sqlFire, jobs)
+		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
-		done := map[int64]bool{}
 		for rows.Next() {
-			var job int64
+			var kind int
+			var a, b int64
 			var queue string
-			var state int16
-			if err := rows.Scan(&job, &queue, &state); err != nil {
+			if err := rows.Scan(&kind, &a, &b, &queue); err != nil {
 				rows.Close()
 				return err
 			}
-			done[job] = true
-			if state == 1 {
-				readyIn[queue]++
+			switch kind {
+			case 0:
+				fencedIn[int(a)] = true
+			case 1:
+				readyIn[queue] += int(a)
+			case 2:
+				again = append(again, pending{uint64(a), time.Duration(b)})
 			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		var rest []int64
-		for _, j := range jobs {
-			if !done[j] {
-				rest = append(rest, j)
-			}
+		tag, err := br.Exec()
+		if err == nil && tag.String() != "COMMIT" {
+			err = errors.New("transaction rolled back")
 		}
-		if len(rest) > 0 {
-			rows, err = tx.Query(ctx, sqlPending, rest)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var p pending
-				if err := rows.Scan(&p.job, &p.at, &p.now); err != nil {
-					rows.Close()
-					return err
-				}
-				again = append(again, p)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-		}
-		if len(readyIn) > 0 {
-			var chans, counts []string
-			for q, k := range readyIn {
-				chans = append(chans, queueChannel(q))
-				counts = append(counts, strconv.Itoa(k))
-			}
-			_, err := tx.Exec(ctx, "SELECT count(pg_notify(c, k)) FROM unnest($1::text[], $2::text[]) AS m(c, k)", chans, counts)
-			return err
-		}
-		return nil
-	})
+		return err
+	}()
 	if err != nil {
 		// Put the jobs back for the next round; the sweep is the backstop.
 		n.mu.Lock()
-		for _, js := range byPart {
-			for _, j := range js {
-				n.armAt(uint64(j), n.clock.now()+int64(100*time.Millisecond))
-			}
+		for _, j := range jobs {
+			n.armAt(uint64(j), n.clock.now()+int64(100*time.Millisecond))
 		}
 		n.mu.Unlock()
 		return err
+	}
+	var fenced []int
+	for p := range byPart {
+		if !fencedIn[p] {
+			fenced = append(fenced, p)
+		}
 	}
 	if len(fenced) > 0 {
 		n.log.Warn("hourglass: cluster: fenced out of partitions (lease lost); their timers dropped", "partitions", fenced)
@@ -232,9 +220,9 @@ func (n *Node) flush() error {
 	for _, p := range again {
 		// Not due by the database's clock: armed again for exactly the
 		// rest, measured on the database's clock, not this node's.
-		d := time.Duration(max(p.at-p.now, int64(time.Millisecond)))
-		if dl, ok := n.wheel.Deadline(uint64(p.job)); !ok || time.Now().Add(d).Before(dl) {
-			n.wheel.Set(uint64(p.job), d)
+		d := max(p.left, time.Millisecond)
+		if dl, ok := n.wheel.Deadline(p.job); !ok || time.Now().Add(d).Before(dl) {
+			n.wheel.Set(p.job, d)
 		}
 	}
 	for q, k := range readyIn {
