@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -298,22 +299,37 @@ func (s *serveSession) grow(n int, settle time.Duration) Result {
 	return r
 }
 
-// lateness runs the lateness load for d on the session's server.
+// lateness runs the lateness load for d on the session's server. What
+// did not happen in time (deliveries, acks, answers to puts) is counted
+// in the note; the percentiles are those of the tasks delivered.
 func (s *serveSession) lateness(d time.Duration) Result {
 	dl, err := s.p.lateness(serveDueRate, d)
 	if err != nil {
 		return failed(err)
 	}
 	var r Result
-	r.add("tasks/s", unitRate, dl.perSec)
-	r.add("late p50", unitSec, durationAt(dl.late, 0.50).Seconds())
-	r.add("late p99", unitSec, durationAt(dl.late, 0.99).Seconds())
-	r.add("late max", unitSec, dl.late[len(dl.late)-1].Seconds())
+	if len(dl.late) > 0 {
+		r.add("tasks/s", unitRate, dl.perSec)
+		r.add("late p50", unitSec, durationAt(dl.late, 0.50).Seconds())
+		r.add("late p99", unitSec, durationAt(dl.late, 0.99).Seconds())
+		r.add("late max", unitSec, dl.late[len(dl.late)-1].Seconds())
+	}
 	r.add("early", unitCount, float64(dl.early))
 	r.add("samples", unitCount, float64(len(dl.late)))
-	if dl.putsAfter > 0 {
-		r.Note = fmt.Sprintf("%d tasks were put after their due time (their put took over %v)", dl.putsAfter, serveLead)
+	var notes []string
+	if n := len(dl.late); n < dl.total {
+		notes = append(notes, fmt.Sprintf("only %d of %d tasks delivered within %v of the last due time", n, dl.total, serveDrain))
 	}
+	if dl.putsLost > 0 {
+		notes = append(notes, fmt.Sprintf("%d puts unanswered by then", dl.putsLost))
+	}
+	if dl.unacked > 0 {
+		notes = append(notes, fmt.Sprintf("%d deliveries not acked %v later", dl.unacked, serveDrain))
+	}
+	if dl.putsAfter > 0 {
+		notes = append(notes, fmt.Sprintf("%d tasks put after their due time (the put took over %v)", dl.putsAfter, serveLead))
+	}
+	r.Note = strings.Join(notes, "; ")
 	return r
 }
 
