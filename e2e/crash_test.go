@@ -51,13 +51,6 @@ const (
 	// drainTimeout bounds the drain after the last restart: the longest
 	// delay and lease, and ample time for the consumers.
 	drainTimeout = 20 * time.Second
-	// readyLatenessLimit bounds how late a first hand-over may come after
-	// its due time, or after the server became ready if it fell due while
-	// the server was down: tasks due during a downtime are ready at once.
-	// The consumers run a backlog down after each restart; this leaves
-	// room for that under -race, and catches a server that waits for
-	// something (a poller, a lease) before handing them out.
-	readyLatenessLimit = 5 * time.Second
 )
 
 // TestCrash is the crash test: producers put tasks (single puts and
@@ -88,6 +81,7 @@ func TestCrash(t *testing.T) {
 
 	var readyAt atomic.Int64 // the current run's ready time, or a lower bound of it
 	readyAt.Store(s.runs[0].ready.UnixNano())
+	var kills atomic.Int64 // counts kills, to tell a reserve that spans one
 	stopProducing, stopConsuming, abort := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var producers, consumers sync.WaitGroup
 	for p := range shape.producers {
@@ -95,7 +89,7 @@ func TestCrash(t *testing.T) {
 		producers.Go(func() { produce(c, l, p, r, stopProducing, abort) })
 	}
 	for range shape.consumers {
-		consumers.Go(func() { consume(c, l, &readyAt, stopConsuming, abort) })
+		consumers.Go(func() { consume(c, l, &readyAt, &kills, stopConsuming, abort) })
 	}
 	var once sync.Once
 	stopAll := func() {
@@ -110,6 +104,7 @@ func TestCrash(t *testing.T) {
 	start := time.Now()
 	for k := range shape.kills {
 		time.Sleep(shape.upMin + time.Duration(rng.Int64N(int64(shape.upMax-shape.upMin))))
+		kills.Add(1)
 		s.kill()
 		down := time.Duration(rng.Int64N(int64(shape.downMax)))
 		t.Logf("kill %d at %v, down %v", k+1, time.Since(start).Round(time.Millisecond), down.Round(time.Millisecond))
@@ -156,9 +151,6 @@ func TestCrash(t *testing.T) {
 
 	if failures := l.check(); len(failures) > 0 {
 		t.Errorf("%d broken promises:\n%s", len(failures), firstLines(failures, 20))
-	}
-	if l.maxReadyLateness > readyLatenessLimit {
-		t.Errorf("a first hand-over came %v after its due time or the restart (%s); want at most %v", l.maxReadyLateness, l.readyLatenessFrom, readyLatenessLimit)
 	}
 	ctx := context.Background()
 	if tasks, err := c.Reserve(ctx, crashQueue, 10, 0); err != nil || len(tasks) != 0 {
@@ -261,7 +253,7 @@ func produce(c *client.Client, l *ledger, p int, r *rand.Rand, stop, abort <-cha
 }
 
 // consume reserves and acknowledges tasks until stop or abort is closed.
-func consume(c *client.Client, l *ledger, readyAt *atomic.Int64, stop, abort <-chan struct{}) {
+func consume(c *client.Client, l *ledger, readyAt, kills *atomic.Int64, stop, abort <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
@@ -271,11 +263,15 @@ func consume(c *client.Client, l *ledger, readyAt *atomic.Int64, stop, abort <-c
 		default:
 		}
 		ready := time.Unix(0, readyAt.Load())
+		run := kills.Load()
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		tasks, err := c.Reserve(ctx, crashQueue, 10, crashReserveWait)
 		got := time.Now()
 		cancel()
+		if err == nil && len(tasks) == 0 && kills.Load() == run {
+			l.nothing(sent, got)
+		}
 		if err != nil {
 			if unanswered(err) {
 				l.unknownReserve()
@@ -288,21 +284,31 @@ func consume(c *client.Client, l *ledger, readyAt *atomic.Int64, stop, abort <-c
 		for _, task := range tasks {
 			l.deliver(task, sent, got, ready)
 		}
+		// The acks go together, sharing the server's fsyncs, so that the
+		// consumers keep up with the producers and most tasks wait for a
+		// reserver rather than the other way round.
+		var acks sync.WaitGroup
 		for _, task := range tasks {
-			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-			err := c.Ack(ctx, crashQueue, task.ID, task.Lease)
-			cancel()
-			switch {
-			case err == nil:
-				l.ack(task.JobID, task.Attempts, time.Now())
-			case errors.Is(err, client.ErrConflict), errors.Is(err, client.ErrNotFound):
-				l.ackRefused()
-			case unanswered(err):
-				l.unknownAck(task.JobID)
-			default:
-				l.fail("ack of job %d (%s): %v", task.JobID, task.ID, err)
-			}
+			acks.Go(func() { ack(c, l, task) })
 		}
+		acks.Wait()
+	}
+}
+
+// ack acknowledges one delivered task and records the answer.
+func ack(c *client.Client, l *ledger, task api.Task) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	err := c.Ack(ctx, crashQueue, task.ID, task.Lease)
+	cancel()
+	switch {
+	case err == nil:
+		l.ack(task.JobID, task.Attempts, time.Now())
+	case errors.Is(err, client.ErrConflict), errors.Is(err, client.ErrNotFound):
+		l.ackRefused()
+	case unanswered(err):
+		l.unknownAck(task.JobID)
+	default:
+		l.fail("ack of job %d (%s): %v", task.JobID, task.ID, err)
 	}
 }
 

@@ -50,6 +50,8 @@ type ledger struct {
 	ackUnknown, gone map[uint64]bool
 	// delivered holds the deliveries of each job, in the order recorded.
 	delivered map[uint64][]delivery
+	// empty holds the reserves that answered no task.
+	empty []emptyReserve
 	// failures are the broken promises, as messages.
 	failures []string
 
@@ -57,15 +59,27 @@ type ledger struct {
 	putsUnknown, reservesUnknown, acksUnknown  int
 	acks, acksRefused, deliveries, redelivered int
 	maxLateness, maxReadyLateness              time.Duration
-	readyLatenessFrom                          string // the delivery of maxReadyLateness
+	readyLatenessFrom                          string          // the delivery of maxReadyLateness
+	readyLateness                              []time.Duration // of every first hand-over
 }
 
 // putRecord is an answered put.
 type putRecord struct {
-	job uint64
-	id  string
-	due time.Time
+	job      uint64
+	id       string
+	due      time.Time
+	answered time.Time // when the answer came
 }
+
+// emptyReserve is a reserve that answered no task, sent and answered
+// while one server run served.
+type emptyReserve struct{ sent, got time.Time }
+
+// readySlack is how long after its due time a task must be ready at the
+// latest for [ledger.check] to expect it in a reserve's answer: the
+// reserve then waits crashReserveWait more, so a task whose timer fired
+// up to readySlack+crashReserveWait late still gets there.
+const readySlack = 100 * time.Millisecond
 
 // ackRecord is an answered ack.
 type ackRecord struct {
@@ -122,6 +136,7 @@ const (
 
 // answered records a put's answer; the put was sent at sent.
 func (l *ledger) answered(t api.Task, created int, sent time.Time) {
+	got := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.putsAnswered++
@@ -140,7 +155,7 @@ func (l *ledger) answered(t api.Task, created int, sent time.Time) {
 	if a, ok := l.acked[t.JobID]; ok && sent.After(a.at) {
 		l.failLocked("put of %s sent at %v answered job %d, whose ack answered 204 at %v", t.ID, sent.Format(time.StampMicro), t.JobID, a.at.Format(time.StampMicro))
 	}
-	l.put[t.JobID] = putRecord{t.JobID, t.ID, t.Due}
+	l.put[t.JobID] = putRecord{t.JobID, t.ID, t.Due, got}
 }
 
 // unknownPutOf records a put of id without an answer.
@@ -174,7 +189,9 @@ func (l *ledger) deliver(t api.Task, sent, got, ready time.Time) {
 	if t.Attempts == 1 {
 		// A first hand-over: late only by the time since the task fell
 		// due or the server became ready, whichever came last.
-		if rl := got.Sub(later(t.Due, ready)); rl > l.maxReadyLateness {
+		rl := got.Sub(later(t.Due, ready))
+		l.readyLateness = append(l.readyLateness, rl)
+		if rl > l.maxReadyLateness {
 			l.maxReadyLateness = rl
 			l.readyLatenessFrom = fmt.Sprintf("job %d due %v, server ready %v, handed out %v", t.JobID, t.Due.Format(time.StampMicro), ready.Format(time.StampMicro), got.Format(time.StampMicro))
 		}
@@ -192,6 +209,14 @@ func (l *ledger) deliver(t api.Task, sent, got, ready time.Time) {
 		l.redelivered++
 	}
 	l.delivered[t.JobID] = append(l.delivered[t.JobID], d)
+}
+
+// nothing records a reserve sent at sent that answered no task at got,
+// with no kill in between.
+func (l *ledger) nothing(sent, got time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.empty = append(l.empty, emptyReserve{sent, got})
 }
 
 // ack records an ack of the delivery of job with attempts answered 204
@@ -267,11 +292,13 @@ func (l *ledger) goneJob(job uint64) {
 }
 
 // check makes the checks that need every answer: each delivery's due is
-// its put's, and each delivered job was answered by a put or has an id
-// whose put got no answer. It returns every failure.
+// its put's; each delivered job was answered by a put or has an id whose
+// put got no answer; and no reserve answered nothing while a task was
+// ready (see notReady). It returns every failure.
 func (l *ledger) check() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.notReady()
 	for job, ds := range l.delivered {
 		p, ok := l.put[job]
 		if !ok {
@@ -289,14 +316,60 @@ func (l *ledger) check() []string {
 	return l.failures
 }
 
+// notReady checks that no reserve answered nothing while a task was
+// ready: a task whose put was answered before the reserve was sent, due
+// readySlack before that, never handed out before (its first hand-over,
+// attempt 1, was sent after the empty answer came). This holds whatever
+// the load, unlike lateness, which grows with the consumers' backlog, and
+// it is what "tasks due while the server was down are ready at once"
+// comes to under load. It takes O(empty reserves × puts). l.mu is held.
+func (l *ledger) notReady() {
+	type first struct {
+		sent     time.Time
+		attempts int
+	}
+	firsts := make(map[uint64]first, len(l.delivered))
+	for job, ds := range l.delivered {
+		f := first{ds[0].sent, ds[0].attempts}
+		for _, d := range ds[1:] {
+			if d.sent.Before(f.sent) {
+				f = first{d.sent, d.attempts}
+			}
+		}
+		firsts[job] = f
+	}
+	var found []string
+	for _, e := range l.empty {
+		for job, p := range l.put {
+			f, ok := firsts[job]
+			if !ok || f.attempts != 1 || !f.sent.After(e.got) || !p.answered.Before(e.sent) || !p.due.Add(readySlack).Before(e.sent) {
+				continue
+			}
+			found = append(found, fmt.Sprintf("reserve sent %v answered nothing at %v, though job %d (%s) was due at %v, put (answered %v) and first handed out only by a reserve sent %v",
+				e.sent.Format(time.StampMicro), e.got.Format(time.StampMicro), job, p.id, p.due.Format(time.StampMicro), p.answered.Format(time.StampMicro), f.sent.Format(time.StampMicro)))
+		}
+	}
+	if len(found) > 0 {
+		slices.Sort(found)
+		l.failLocked("%d times a due task was not handed out:\n%s", len(found), firstLines(found, 5))
+	}
+}
+
 // summary is the line the crash test prints.
 func (l *ledger) summary(kills int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return fmt.Sprintf("puts answered %d (single puts: %d new, %d existing on retry), put calls unanswered %d; deliveries %d (%d again); acks %d, refused %d, unanswered %d (%d found done); reserves unanswered %d; kills %d; max lateness %v, max lateness of a first hand-over after due or ready %v",
+	rl := slices.Sorted(slices.Values(l.readyLateness))
+	pct := func(p int) time.Duration {
+		if len(rl) == 0 {
+			return 0
+		}
+		return rl[min(len(rl)-1, len(rl)*p/100)].Round(time.Microsecond)
+	}
+	return fmt.Sprintf("puts answered %d (single puts: %d new, %d existing on retry), put calls unanswered %d; deliveries %d (%d again); acks %d, refused %d, unanswered %d (%d found done); reserves unanswered %d, empty %d; kills %d; max lateness %v; first hand-overs after due or restart: p50 %v, p99 %v, max %v",
 		l.putsAnswered, l.putsCreated, l.putsExisting, l.putsUnknown, l.deliveries, l.redelivered,
-		l.acks, l.acksRefused, l.acksUnknown, len(l.gone), l.reservesUnknown, kills,
-		l.maxLateness.Round(time.Microsecond), l.maxReadyLateness.Round(time.Microsecond))
+		l.acks, l.acksRefused, l.acksUnknown, len(l.gone), l.reservesUnknown, len(l.empty), kills,
+		l.maxLateness.Round(time.Microsecond), pct(50), pct(99), l.maxReadyLateness.Round(time.Microsecond))
 }
 
 // later returns the later of a and b.
@@ -343,6 +416,13 @@ func TestLedger(t *testing.T) {
 	if f := honest().check(); len(f) != 0 {
 		t.Fatalf("an honest history fails: %v", f)
 	}
+	// An empty reserve while the due tasks were handed out already (a)
+	// or not yet due (b) is no failure.
+	l := honest()
+	l.nothing(at(120), at(420))
+	if f := l.check(); len(f) != 0 {
+		t.Errorf("an empty reserve with nothing ready fails: %v", f)
+	}
 	for _, c := range []struct {
 		name   string
 		breaks func(l *ledger)
@@ -359,6 +439,12 @@ func TestLedger(t *testing.T) {
 		{"unknown job", func(l *ledger) { l.deliver(task(6, "a", 1, at(100), `1`), at(150), at(151), at(0)) }},
 		{"due changed", func(l *ledger) { l.deliver(task(1, "a", 1, at(90), `1`), at(95), at(96), at(0)) }},
 		{"put of an acked job", func(l *ledger) { l.answered(task(1, "a", 0, at(100), ""), putExisting, at(120)) }},
+		{"nothing while due", func(l *ledger) {
+			l.asking("e", `5`)
+			l.answered(task(9, "e", 0, at(-1000), ""), putNew, at(-2000))
+			l.nothing(time.Now().Add(time.Second), time.Now().Add(2*time.Second))
+			l.deliver(task(9, "e", 1, at(-1000), `5`), time.Now().Add(3*time.Second), time.Now().Add(4*time.Second), at(0))
+		}},
 		{"existing without a first put", func(l *ledger) {
 			l.asking("c", `3`)
 			l.answered(task(7, "c", 0, at(100), ""), putExisting, at(120))
@@ -370,7 +456,7 @@ func TestLedger(t *testing.T) {
 			t.Errorf("%s: not reported", c.name)
 		}
 	}
-	l := honest()
+	l = honest()
 	if _, n, _ := l.missing(10); n != 0 {
 		t.Errorf("honest history: %d jobs missing", n)
 	}
