@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +59,8 @@ type site struct {
 	b   *broker.Broker
 	srv *httptest.Server
 	c   *client.Client
+	// dues counts the calls of GET /v1/stats/due.
+	dues atomic.Int32
 }
 
 func newSite(t *testing.T, token string) *site {
@@ -69,7 +73,14 @@ func newSite(t *testing.T, token string) *site {
 	}
 	s := httpapi.New(httpapi.Options{Token: token, Gatherer: prometheus.NewRegistry(), Logger: log})
 	s.SetBroker(b)
-	srv := httptest.NewServer(dashboard.With(s))
+	out := &site{t: t, b: b}
+	h := dashboard.With(s)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/stats/due" {
+			out.dues.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() {
 		srv.Close()
 		b.Close()
@@ -79,7 +90,8 @@ func newSite(t *testing.T, token string) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &site{t: t, b: b, srv: srv, c: c}
+	out.srv, out.c = srv, c
+	return out
 }
 
 // put puts a task, failing the test on an error.
@@ -143,7 +155,7 @@ func newBrowser(t *testing.T, base string) *browser {
 		chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("lang", "en-US"),
 	)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound, not the expected time (about 10 s)
 	t.Cleanup(cancel)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(cancelAlloc)
@@ -248,6 +260,17 @@ func (b *browser) click(sel string) {
 	b.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
 }
 
+// fill sets an input's value as pasting it would, with one input event.
+func (b *browser) fill(sel, v string) {
+	b.t.Helper()
+	q, _ := json.Marshal(sel)
+	val, _ := json.Marshal(v)
+	if !eval[bool](b, `(() => { const el = document.querySelector(`+string(q)+`); if (!el) return false; el.focus();
+		el.value = `+string(val)+`; el.dispatchEvent(new Event('input', {bubbles: true})); return true; })()`) {
+		b.t.Fatalf("no input %s to fill", sel)
+	}
+}
+
 // typeInto empties an input and types v into it key by key, so that the
 // page sees each key. It finds the input in the page's script rather than
 // by a node query, which may hold a node of a page left.
@@ -339,6 +362,11 @@ func TestDashboard(t *testing.T) {
 	s.put("mail", api.PutRequest{ID: "r3"})
 	b.wait("the new task counted", `document.querySelector('tr[data-queue=mail] [data-col=ready]').textContent === '3'`)
 	b.wait("a put rate", `/^[0-9.]+\/s$/.test(document.querySelector('tr[data-queue=mail] [data-col=putRate]').textContent)`)
+	// The due-time histogram, costly on the server, is not read at every
+	// refresh.
+	if n := s.dues.Load(); n != 1 {
+		t.Errorf("the overview read the due-time histogram %d times in its first refreshes, want once", n)
+	}
 	b.checkClean("overview")
 
 	// The dead link leads to the queue's dead tasks; kick one.
@@ -387,10 +415,10 @@ func TestDashboard(t *testing.T) {
 	// Find a task by id and see its payload as it was put.
 	b.open("#/queues/reports")
 	b.wait("the reports page", `document.querySelector('#tasks tbody tr[data-id=rep1]')`)
-	b.typeInto("#find-id", "nope")
+	b.fill("#find-id", "nope")
 	b.click(`form.inline button[type=submit]`)
 	b.wait("not found", `document.getElementById('find-result').textContent.includes('No task “nope”')`)
-	b.typeInto("#find-id", "rep1")
+	b.fill("#find-id", "rep1")
 	b.click(`form.inline button[type=submit]`)
 	b.wait("the task dialog", `document.getElementById('task').open && document.querySelector('#task pre.payload')`)
 	payload := eval[string](b, `document.querySelector('#task pre.payload').textContent`)
@@ -408,8 +436,8 @@ func TestDashboard(t *testing.T) {
 	// and nothing is saved; a good one is saved with its next five times.
 	b.open("#/schedules")
 	b.wait("the schedule form", `document.getElementById('s-cron')`)
-	b.typeInto("#s-name", "nightly")
-	b.typeInto("#s-queue", "reports")
+	b.fill("#s-name", "nightly")
+	b.fill("#s-queue", "reports")
 	b.typeInto("#s-cron", "61 * * * *")
 	b.wait("the live check's error", `document.getElementById('s-cron-check').textContent.includes('Not valid: hourglass:')`)
 	if inv := eval[string](b, `document.getElementById('s-cron').getAttribute('aria-invalid')`); inv != "true" {
@@ -420,9 +448,9 @@ func TestDashboard(t *testing.T) {
 	if scheds, err := s.c.Schedules(context.Background()); err != nil || len(scheds) != 0 {
 		t.Errorf("schedules after a bad line: %v %v", scheds, err)
 	}
-	b.typeInto("#s-cron", "*/5 * * * *")
+	b.fill("#s-cron", "*/5 * * * *")
 	b.wait("the live check's times", `document.querySelectorAll('#s-cron-check li').length === 5`)
-	b.typeInto("#s-payload", `{"report": "daily"}`)
+	b.fill("#s-payload", `{"report": "daily"}`)
 	b.click("#s-submit")
 	b.wait("the new schedule", `document.querySelectorAll('#schedules tbody tr[data-name=nightly] ol.times li').length === 5`)
 	scheds, err := s.c.Schedules(context.Background())
@@ -432,7 +460,7 @@ func TestDashboard(t *testing.T) {
 	// Edit it, then delete it.
 	b.click(`button[data-key="edit:nightly"]`)
 	b.wait("the form in edit mode", `document.getElementById('s-name').readOnly && document.getElementById('s-cron').value === '*/5 * * * *'`)
-	b.typeInto("#s-cron", "@hourly")
+	b.fill("#s-cron", "@hourly")
 	b.wait("the live check's times", `document.querySelectorAll('#s-cron-check li').length === 5`)
 	b.click("#s-submit")
 	b.wait("the edited schedule", `document.querySelector('#schedules tbody tr[data-name=nightly] td.mono').textContent === '@hourly'`)
@@ -475,7 +503,7 @@ func TestDashboardToken(t *testing.T) {
 	b := newBrowser(t, s.srv.URL)
 	b.open("#/")
 	b.wait("the token form", `document.getElementById('token') && document.activeElement.id === 'token'`)
-	b.typeInto("#token", "wrong")
+	b.fill("#token", "wrong")
 	b.click(`form.login button[type=submit]`)
 	b.wait("the refusal", `document.getElementById('token-error').textContent.includes('hourglass: wrong bearer token')`)
 	b.typeInto("#token", "s3cret")
@@ -489,7 +517,7 @@ func TestDashboardToken(t *testing.T) {
 	b.wait("the queue's tasks", `document.querySelector('#tasks tbody tr[data-id=a]')`)
 	b.open("#/schedules")
 	b.wait("the schedules page", `document.getElementById('s-cron')`)
-	b.typeInto("#s-cron", "@daily")
+	b.fill("#s-cron", "@daily")
 	b.wait("the live check's times", `document.querySelectorAll('#s-cron-check li').length === 5`)
 	// Forgetting it asks again.
 	b.click("#forget")

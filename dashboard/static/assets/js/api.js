@@ -72,3 +72,25 @@ export async function call(method, path, body, {raw = false} = {}) {
   if (!res.ok) throw new ApiError(res.status, (data && data.error) || `hourglass: status ${res.status}`);
   return raw ? text : data;
 }
+
+// memo holds the answers of atMostEvery by key: {at, value}.
+const memo = new Map();
+
+// atMostEvery answers the last answer of fn for key while it is younger
+// than ms, and calls fn again after. The due-time histogram goes through
+// it: the server counts every delayed task under the broker's lock for
+// it (about 10 ms a million), so a page left open polls it every 30 s,
+// not at every refresh. A change of page or an action forgets them all
+// (forgetAnswers).
+export async function atMostEvery(key, ms, fn) {
+  const hit = memo.get(key);
+  if (hit && Date.now() - hit.at < ms) return hit.value;
+  const value = await fn();
+  memo.set(key, {at: Date.now(), value});
+  return value;
+}
+
+// forgetAnswers drops every answer atMostEvery holds.
+export function forgetAnswers() {
+  memo.clear();
+}

@@ -6,7 +6,7 @@
 // the API and redraws only the parts that hold data, keeping the focus
 // where it was (dom.js swap), and throws the API's errors.
 
-import {call, token, setToken, AuthError} from './api.js';
+import {call, token, setToken, forgetAnswers, AuthError} from './api.js';
 import {h, clock, now} from './dom.js';
 import * as overview from './overview.js';
 import * as queue from './queue.js';
@@ -44,6 +44,7 @@ function notice(msg) {
 // act runs an action (a click, a form), asking for the token on 401 and
 // showing any other error; it answers fn's result, or undefined.
 async function act(fn) {
+  forgetAnswers();
   try {
     return await fn();
   } catch (e) {
@@ -82,6 +83,7 @@ function route() {
   }
   main.replaceChildren();
   notice('');
+  forgetAnswers();
   if (!r) {
     document.title = 'Not found · hourglass';
     main.append(h('h1', {tabindex: -1}, 'No such page'), h('p', {}, h('a', {href: '#/'}, 'Go to the overview')));

@@ -1,6 +1,6 @@
 // #/: every queue with its counts and rates, and the two charts.
 
-import {call} from './api.js';
+import {call, atMostEvery} from './api.js';
 import {h, swap, stack, count, rate, now, setServerTime} from './dom.js';
 import {latenessFigure, dueFigure} from './charts.js';
 
@@ -33,6 +33,9 @@ export async function queueStats() {
   }
   return res;
 }
+
+// dueEvery is how often the due-time histogram is read again, in ms.
+export const dueEvery = 30000;
 
 const columns = [
   ['delayed', 'Delayed'],
@@ -88,7 +91,7 @@ export function enter(main, params, ctx) {
       const [stats, lateness, dueHist] = await Promise.all([
         queueStats(),
         call('GET', '/v1/stats/lateness'),
-        call('GET', '/v1/stats/due?width=1m&n=60'),
+        atMostEvery('due', dueEvery, () => call('GET', '/v1/stats/due?width=1m&n=60')),
       ]);
       const qs = stats.queues;
       swap(tbody, qs.map((q) => h('tr', {'data-queue': q.name},

@@ -2,10 +2,10 @@
 // finding a task by id, showing, deleting and kicking tasks, and the
 // queue's due times over the next hour.
 
-import {call, seg, ApiError} from './api.js';
+import {call, seg, ApiError, atMostEvery} from './api.js';
 import {h, swap, stack, count, rate, plural, timeEl} from './dom.js';
 import {dueFigure} from './charts.js';
-import {queueStats} from './overview.js';
+import {queueStats, dueEvery} from './overview.js';
 import {confirmAction, showTask} from './dialogs.js';
 
 const states = ['all', 'delayed', 'ready', 'reserved', 'dead'];
@@ -161,7 +161,7 @@ export function enter(main, {queue, state}, ctx) {
       const [stats, list, dueHist] = await Promise.all([
         queueStats(),
         call('GET', `${base}/tasks?${q}`),
-        call('GET', `/v1/stats/due?queue=${encodeURIComponent(queue)}&width=1m&n=60`),
+        atMostEvery('due:' + queue, dueEvery, () => call('GET', `/v1/stats/due?queue=${encodeURIComponent(queue)}&width=1m&n=60`)),
       ]);
       const c = stats.queues.find((x) => x.name === queue) ||
         {delayed: 0, ready: 0, reserved: 0, dead: 0, putRate: null, deliveryRate: null};
