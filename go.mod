@@ -3,6 +3,7 @@ module github.com/hourglass-go/hourglass
 go 1.26.0
 
 require (
+	github.com/beanstalkd/go-beanstalk v0.2.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/robfig/cron/v3 v3.0.1
