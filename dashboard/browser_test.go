@@ -391,11 +391,13 @@ func TestDashboard(t *testing.T) {
 	if st := s.state("mail", "r1"); st != "gone" {
 		t.Errorf("r1 after delete: %s", st)
 	}
-	// Cancel leaves a task be.
-	b.click(`button[data-key="del:r2"]`)
-	b.wait("the confirmation", `document.getElementById('confirm').open`)
-	b.click(`#confirm-cancel`)
-	b.wait("the dialog closed", `!document.getElementById('confirm').open`)
+	// By keyboard: Enter on a row's Delete asks, with Cancel focused;
+	// Escape cancels, leaves the task be and gives the focus back.
+	b.do("focus del:r2", chromedp.Evaluate[chromedp.Void](`document.querySelector('button[data-key="del:r2"]').focus()`))
+	b.do("Enter", chromedp.KeyEvent("\r"))
+	b.wait("the confirmation", `document.getElementById('confirm').open && document.activeElement.id === 'confirm-cancel'`)
+	b.do("Escape", chromedp.KeyEvent("\x1b"))
+	b.wait("the focus back on Delete", `!document.getElementById('confirm').open && document.activeElement.dataset.key === 'del:r2'`)
 	if st := s.state("mail", "r2"); st != "ready" {
 		t.Errorf("r2 after a cancelled delete: %s", st)
 	}
