@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/dashboard"
 	"github.com/hourglass-go/hourglass/httpapi"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 	"github.com/prometheus/client_golang/prometheus"
@@ -259,7 +260,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api := httpapi.New(httpapi.Options{Token: o.token, MaxPayload: o.maxPayload, Gatherer: reg, Logger: log})
 	hs := &http.Server{
-		Handler:           api,
+		Handler:           dashboard.With(api),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
