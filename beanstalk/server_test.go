@@ -1,0 +1,160 @@
+package beanstalk_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/beanstalk"
+	"github.com/hourglass-go/hourglass/broker"
+)
+
+// TestCrossProtocol checks that a job put over the protocol is the
+// broker's task of the same job id, under the HTTP id of its job id in
+// decimal, and that a tube with characters queues do not allow is a
+// queue all the same.
+func TestCrossProtocol(t *testing.T) {
+	t.Parallel()
+	ts := start(t, beanstalk.Options{})
+	c := dial(t, ts.addr)
+	c.must("use mail", "USING mail")
+	id := c.put(7, 0, 30, "body")
+	task, err := ts.b.Get("mail", strconv.FormatUint(id, 10))
+	if err != nil || task.JobID != id || string(task.Payload) != "body" || task.Priority != 7 || task.TTR != 30*time.Second {
+		t.Fatalf("Get = %+v, %v", task, err)
+	}
+	// Put over HTTP, reserved over the protocol.
+	put, _, err := ts.b.Put(context.Background(), "mail", broker.PutRequest{ID: "h1", Payload: []byte("http"), Priority: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.must("watch mail", "WATCHING 2")
+	if got := c.do("reserve-with-timeout 0"); got != fmt.Sprintf("RESERVED %d 4\r\nhttp\r\n", put.JobID) {
+		t.Fatalf("reserve: %q", got)
+	}
+	c.must(fmt.Sprintf("delete %d", put.JobID), "DELETED")
+
+	c.must("use a/b+c", "USING a/b+c")
+	c.put(0, 0, 1, "x")
+	found := false
+	for _, q := range ts.b.Queues() {
+		found = found || q.Name == "-a_sb_pc" && q.Ready == 1
+	}
+	if !found {
+		t.Fatalf("no queue -a_sb_pc with the job: %+v", ts.b.Queues())
+	}
+}
+
+// TestReserve covers what the differential test cannot time exactly: a
+// reserve that waits for a put, one with no timeout, the release of a
+// closed connection's jobs, and a half-closed connection.
+func TestReserve(t *testing.T) {
+	t.Parallel()
+	ts := start(t, beanstalk.Options{})
+
+	t.Run("WaitsForPut", func(t *testing.T) {
+		t.Parallel()
+		w := dial(t, ts.addr)
+		w.must("watch wait", "WATCHING 2")
+		w.send("reserve-with-timeout -1\r\n") // beanstalkd 1.12: no timeout
+		time.Sleep(100 * time.Millisecond)
+		p := dial(t, ts.addr)
+		p.must("use wait", "USING wait")
+		id := p.put(0, 0, 10, "w")
+		if got, want := w.read(5*time.Second), fmt.Sprintf("RESERVED %d 1\r\nw\r\n", id); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	})
+
+	t.Run("CloseReleases", func(t *testing.T) {
+		t.Parallel()
+		a := dial(t, ts.addr)
+		a.must("use closing", "USING closing")
+		id := a.put(9, 0, 60, "c")
+		a.must("watch closing", "WATCHING 2")
+		a.must("ignore default", "WATCHING 1")
+		if got := a.do("reserve"); !strings.HasPrefix(got, "RESERVED "+strconv.FormatUint(id, 10)) {
+			t.Fatalf("reserve: %q", got)
+		}
+		a.nc.Close()
+		b := dial(t, ts.addr)
+		b.must("watch closing", "WATCHING 2")
+		if got := b.do("reserve-with-timeout 5"); !strings.HasPrefix(got, "RESERVED "+strconv.FormatUint(id, 10)) {
+			t.Fatalf("reserve after the holder closed: %q", got)
+		}
+		if st := b.do(fmt.Sprintf("stats-job %d", id)); yamlField(st, "pri") != "9" || yamlField(st, "timeouts") != "0" {
+			t.Fatalf("stats-job: %q", st)
+		}
+	})
+
+	t.Run("HalfClose", func(t *testing.T) {
+		t.Parallel()
+		c := dial(t, ts.addr)
+		c.must("watch half", "WATCHING 2")
+		c.must("ignore default", "WATCHING 1")
+		c.send("reserve\r\n")
+		time.Sleep(100 * time.Millisecond)
+		c.nc.(*net.TCPConn).CloseWrite()
+		if got := c.read(5 * time.Second); got != "TIMED_OUT\r\n" {
+			t.Fatalf("reserve on a half-closed connection: %q", got)
+		}
+		if got := c.read(5 * time.Second); got != "<closed>" {
+			t.Fatalf("after TIMED_OUT: %q", got)
+		}
+	})
+
+	t.Run("DeletedOverHTTP", func(t *testing.T) {
+		t.Parallel()
+		c := dial(t, ts.addr)
+		c.must("use gone", "USING gone")
+		c.must("watch gone", "WATCHING 2")
+		c.must("ignore default", "WATCHING 1")
+		id := c.put(0, 0, 1, "g")
+		c.do("reserve")
+		// In the safety margin, a reserve answers DEADLINE_SOON; not once
+		// the job is gone.
+		c.must("reserve-with-timeout 0", "DEADLINE_SOON")
+		if err := ts.b.Delete(context.Background(), "gone", strconv.FormatUint(id, 10)); err != nil {
+			t.Fatal(err)
+		}
+		c.must("reserve-with-timeout 0", "TIMED_OUT")
+	})
+
+	t.Run("Pipelined", func(t *testing.T) {
+		t.Parallel()
+		c := dial(t, ts.addr)
+		var b strings.Builder
+		b.WriteString("use pipe\r\n")
+		for i := range 50 {
+			fmt.Fprintf(&b, "put 0 0 10 %d\r\n%s\r\n", len(strconv.Itoa(i)), strconv.Itoa(i))
+		}
+		b.WriteString("watch pipe\r\nignore default\r\n")
+		for range 50 {
+			b.WriteString("reserve-with-timeout 0\r\n")
+		}
+		c.send(b.String())
+		if got := c.read(5 * time.Second); got != "USING pipe\r\n" {
+			t.Fatal(got)
+		}
+		var ids []string
+		for range 50 {
+			id, ok := strings.CutPrefix(c.read(5*time.Second), "INSERTED ")
+			if !ok {
+				t.Fatal("no INSERTED")
+			}
+			ids = append(ids, strings.TrimSpace(id))
+		}
+		c.read(5 * time.Second)
+		c.read(5 * time.Second)
+		for i := range 50 {
+			want := fmt.Sprintf("RESERVED %s %d\r\n%d\r\n", ids[i], len(strconv.Itoa(i)), i)
+			if got := c.read(5 * time.Second); got != want {
+				t.Fatalf("reserve %d: %q, want %q", i, got, want)
+			}
+		}
+	})
+}
