@@ -40,10 +40,10 @@ var serveScenario = Scenario{
 	Name: "serve",
 	Doc: "the `hourglass serve` binary on a temporary directory over loopback HTTP with keep-alive, 200-byte payloads, 1 h delays: " +
 		"durable puts/s from 64 clients one task per request and from 8 clients by tasks:batch of 100 on a fresh store " +
-		"(tasks/fsync from the server's hourglass_store_tasks_per_commit histogram; req = request latency); " +
+		"(tasks/fsync from the server's hourglass_store_tasks_per_commit histogram; CPU/task = the server's CPU time (process_cpu_seconds_total) per task, which other load on the machine disturbs less than rates; req = request latency); " +
 		"pending n: n tasks put by batches (tasks/s is that fill's rate), then the server's RSS (VmRSS), " +
 		"RSS B/task = (RSS(n) − RSS(n/10)) / (n − n/10), Go B/task the same of the Go runtime's memory (go_memstats_sys_bytes − heap_released_bytes: the RSS without Pebble's cache and memtables, allocated outside Go), the store's directory (du) per task, and restart = time from starting the server again after SIGKILL to /readyz 200; " +
-		"lateness n: with n pending, tasks falling due at 10k/s (put 500 ms ahead), reserved by 4 long-polling clients (max 100) and acked; " +
+		"lateness n: with n pending, tasks falling due at 10k/s (put 500 ms ahead), reserved by 4 long-polling clients (max 100) and acked (CPU/task: per task put, delivered and acked); " +
 		"lateness = reserve answer received − due, early = answers received before due",
 	jobs: serveJobs,
 }
@@ -172,6 +172,7 @@ func servePuts(bin string, d time.Duration, batch bool) Result {
 	var r Result
 	r.add("tasks/s", unitRate, t.tasksPerSec)
 	r.add("tasks/fsync", unitRatio, t.tasksPerFsync)
+	r.add("CPU/task", unitSec, t.cpuPerTask.Seconds())
 	r.add("req p50", unitSec, t.p50.Seconds())
 	r.add("req p99", unitSec, t.p99.Seconds())
 	return r
@@ -250,12 +251,13 @@ func (s *serveSession) grow(n int, settle time.Duration) Result {
 		return Result{Note: fmt.Sprintf("skipped: %d more tasks need about %d MiB free in %s, and %d MiB are",
 			n-s.pending, uint64(n-s.pending)*serveDiskPerTask>>20, filepath.Dir(s.dir), free>>20)}
 	}
-	names := []string{"hourglass_store_tasks_per_commit_sum", "hourglass_store_tasks_per_commit_count"}
+	names := []string{"hourglass_store_tasks_per_commit_sum", "hourglass_store_tasks_per_commit_count", "process_cpu_seconds_total"}
 	m0, err := s.p.metrics(names...)
 	if err != nil {
 		return failed(err)
 	}
-	rate, err := s.p.fill(n-s.pending, fillTimeout(n-s.pending))
+	filled := n - s.pending
+	rate, err := s.p.fill(filled, fillTimeout(filled))
 	if err != nil {
 		return failed(err)
 	}
@@ -268,6 +270,7 @@ func (s *serveSession) grow(n int, settle time.Duration) Result {
 	var r Result
 	r.add("tasks/s", unitRate, rate)
 	r.add("tasks/fsync", unitRatio, (m1[names[0]]-m0[names[0]])/max(m1[names[1]]-m0[names[1]], 1))
+	r.add("CPU/task", unitSec, cpuPer(m1[names[2]]-m0[names[2]], int64(filled)).Seconds())
 	if rss, err := s.p.rss(); err == nil && s.rss0 >= 0 {
 		r.add("RSS MiB", unitMiB, float64(rss)/(1<<20))
 		r.add("RSS B/task", unitBytes, float64(rss-s.rss0)/float64(n-s.base))
@@ -303,13 +306,23 @@ func (s *serveSession) grow(n int, settle time.Duration) Result {
 // did not happen in time (deliveries, acks, answers to puts) is counted
 // in the note; the percentiles are those of the tasks delivered.
 func (s *serveSession) lateness(d time.Duration) Result {
+	cpu := "process_cpu_seconds_total"
+	m0, err := s.p.metrics(cpu)
+	if err != nil {
+		return failed(err)
+	}
 	dl, err := s.p.lateness(serveDueRate, d)
+	if err != nil {
+		return failed(err)
+	}
+	m1, err := s.p.metrics(cpu)
 	if err != nil {
 		return failed(err)
 	}
 	var r Result
 	if len(dl.late) > 0 {
 		r.add("tasks/s", unitRate, dl.perSec)
+		r.add("CPU/task", unitSec, cpuPer(m1[cpu]-m0[cpu], int64(len(dl.late))).Seconds())
 		r.add("late p50", unitSec, durationAt(dl.late, 0.50).Seconds())
 		r.add("late p99", unitSec, durationAt(dl.late, 0.99).Seconds())
 		r.add("late max", unitSec, dl.late[len(dl.late)-1].Seconds())

@@ -118,6 +118,7 @@ func (p *serveProcess) putBatch(ctx context.Context, queue string, body []byte) 
 type throughput struct {
 	tasksPerSec   float64
 	tasksPerFsync float64
+	cpuPerTask    time.Duration // the server's CPU time (user+system) per task
 	p50, p99      time.Duration // request latency
 }
 
@@ -160,7 +161,7 @@ func (p *serveProcess) timedPuts(put func(context.Context) error, perCall, clien
 			}
 		})
 	}
-	names := []string{"hourglass_store_tasks_per_commit_sum", "hourglass_store_tasks_per_commit_count"}
+	names := []string{"hourglass_store_tasks_per_commit_sum", "hourglass_store_tasks_per_commit_count", "process_cpu_seconds_total"}
 	var m0, m1 map[string]float64
 	var t0, t1 time.Time
 	var err error
@@ -187,9 +188,15 @@ func (p *serveProcess) timedPuts(put func(context.Context) error, perCall, clien
 	return throughput{
 		tasksPerSec:   float64(done.Load()) / t1.Sub(t0).Seconds(),
 		tasksPerFsync: (m1[names[0]] - m0[names[0]]) / max(commits, 1),
+		cpuPerTask:    cpuPer(m1[names[2]]-m0[names[2]], done.Load()),
 		p50:           durationAt(all, 0.50),
 		p99:           durationAt(all, 0.99),
 	}, nil
+}
+
+// cpuPer returns seconds of CPU time shared out over n tasks.
+func cpuPer(seconds float64, n int64) time.Duration {
+	return time.Duration(seconds / float64(max(n, 1)) * float64(time.Second))
 }
 
 // sleep waits for d or until ctx ends.
