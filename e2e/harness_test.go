@@ -45,8 +45,20 @@ const (
 // hourglassBin is the path of the binary TestMain built.
 var hourglassBin string
 
+// defaultParallel is how many tests run at once unless -parallel says
+// otherwise: they spend their time waiting on server processes, timers and
+// fsyncs rather than on the CPU, so more than GOMAXPROCS (the testing
+// package's default, 2 on the machine these were written on) fit; more
+// than 4 would let -race servers starve each other's timers.
+const defaultParallel = 4
+
 func TestMain(m *testing.M) {
 	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", fmt.Sprint(max(defaultParallel, runtime.GOMAXPROCS(0))))
+	}
 	os.Exit(runTests(m))
 }
 

@@ -278,9 +278,12 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("put with text and the token from the environment: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 
+	// j1 is delayed, or ready if the commands took over 3 s (a loaded
+	// machine, -race).
 	out, stderr, code = runCLI(t, env, "queues", "--server", url)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "QUEUE DELAYED READY RESERVED DEAD" || strings.Join(strings.Fields(lines[1]), " ") != "jobs 1 1 0 0" {
+	if row := strings.Join(strings.Fields(lines[len(lines)-1]), " "); code != 0 || len(lines) != 2 ||
+		strings.Join(strings.Fields(lines[0]), " ") != "QUEUE DELAYED READY RESERVED DEAD" || row != "jobs 1 1 0 0" && row != "jobs 0 2 0 0" {
 		t.Errorf("queues: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 
