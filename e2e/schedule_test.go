@@ -106,8 +106,8 @@ func TestSchedule(t *testing.T) {
 		t.Errorf("Schedules: %+v, %v; want one with last and next after it", list, err)
 	}
 
-	killedAt := time.Now()
 	s.kill()
+	killedAt := time.Now() // the old process is gone: it put nothing after this
 	time.Sleep(3200 * time.Millisecond) // three occurrences or so fall due while down
 	s.start()
 	recovered := s.logTime("hourglass: recovered")
