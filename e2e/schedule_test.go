@@ -107,7 +107,7 @@ func TestSchedule(t *testing.T) {
 	}
 
 	s.kill()
-	killedAt := time.Now() // the old process is gone: it put nothing after this
+	killedAt := time.Now()              // the old process is gone: it put nothing after this
 	time.Sleep(3200 * time.Millisecond) // three occurrences or so fall due while down
 	s.start()
 	recovered := s.logTime("hourglass: recovered")
