@@ -3,8 +3,8 @@ package cluster_test
 import (
 	"bytes"
 	"context"
-	"math/rand/v2"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -452,6 +452,7 @@ func TestProcessKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills node processes for about 30 s; skipped with -short")
 	}
+	t.Parallel()
 	began := time.Now()
 	url := server(t).CreateDatabase(t)
 	nodes := []*proc{startProc(t, url, "a")}
@@ -554,6 +555,7 @@ func TestProcessFencing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("pauses a node process past its lease; skipped with -short")
 	}
+	t.Parallel()
 	url := server(t).CreateDatabase(t)
 	a := startProc(t, url, "a")
 	execSQL(t, url, sqlAudit)
