@@ -106,8 +106,8 @@ func TestCorruptWAL_Torn(t *testing.T) {
 func restartAfterDamage(t *testing.T, s *server, put []api.Task) {
 	t.Helper()
 	s.start()
-	if log := s.logText(); !strings.Contains(log, "store was not closed cleanly (a crash, or a corrupt WAL tail)") {
-		t.Errorf("no warning of the damaged tail in the log:\n%s", log)
+	if !s.logged("store was not closed cleanly (a crash, or a corrupt WAL tail)") {
+		t.Errorf("no warning of the damaged tail in the log:\n%s", s.logText())
 	}
 	c := s.client()
 	ctx := context.Background()

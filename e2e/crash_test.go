@@ -112,8 +112,8 @@ func TestCrash(t *testing.T) {
 		readyAt.Store(time.Now().UnixNano()) // a lower bound until it is ready
 		s.start()
 		readyAt.Store(s.proc.ready.UnixNano())
-		if log := s.logText(); !strings.Contains(log, "store was not closed cleanly") {
-			t.Errorf("restart %d: the log does not report the unclean stop:\n%s", k+1, log)
+		if !s.logged("store was not closed cleanly") {
+			t.Errorf("restart %d: the log does not report the unclean stop:\n%s", k+1, s.logText())
 		}
 		checkFar(t, c, far)
 	}

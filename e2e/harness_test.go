@@ -464,20 +464,46 @@ func (s *server) logText() string {
 	return s.runs[len(s.runs)-1].log.String()
 }
 
+// logWait bounds how long a test waits for a line of a running server's
+// log: the server writes it to a pipe that the harness reads on its own
+// goroutine, so a line written before an answer may reach the harness
+// after it.
+const logWait = 5 * time.Second
+
+// logged reports whether the current (or last) run's log holds substr,
+// waiting up to logWait for it.
+func (s *server) logged(substr string) bool {
+	deadline := time.Now().Add(logWait)
+	for !strings.Contains(s.logText(), substr) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
 // logTime returns the time of the current (or last) run's first log
-// entry with the message msg, failing the test if there is none.
+// entry with the message msg, waiting up to logWait for it and failing
+// the test if there is none.
 func (s *server) logTime(msg string) time.Time {
 	s.t.Helper()
-	if len(s.runs) > 0 {
+	deadline := time.Now().Add(logWait)
+	for len(s.runs) > 0 {
 		for _, e := range s.runs[len(s.runs)-1].log.entries() {
-			if e["msg"] == msg {
-				if ts, ok := e["time"].(string); ok {
-					if tm, err := time.Parse(time.RFC3339Nano, ts); err == nil {
-						return tm
-					}
+			if e["msg"] != msg {
+				continue
+			}
+			if ts, ok := e["time"].(string); ok {
+				if tm, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+					return tm
 				}
 			}
 		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	s.t.Fatalf("no log entry %q", msg)
 	return time.Time{}

@@ -87,7 +87,11 @@ func TestKill_DueTimes(t *testing.T) {
 	if task, err := c.Get(ctx, "q", "far"); err != nil || !sameTask(task, far) {
 		t.Errorf("far task after the kill: %+v, %v\nwant %+v", task, err, far)
 	}
-	if task, err := c.Get(ctx, "q", "after-restart"); err != nil || !sameTask(task, after) {
+	task, err := c.Get(ctx, "q", "after-restart")
+	if err == nil && task.State == api.StateReady && !time.Now().Before(after.Due) {
+		after.State = api.StateReady // the restart took 3 s: a loaded machine
+	}
+	if err != nil || !sameTask(task, after) {
 		t.Errorf("task due after the restart: %+v, %v\nwant %+v", task, err, after)
 	}
 	for range 20 { // lease-short may come back every 300 ms meanwhile
