@@ -59,7 +59,8 @@
 // channels of its partitions, and on acquiring one it listens first and
 // loads second, so a timer is either announced to it or read by the load.
 // When a timer fires, the flusher makes the task ready (or settles its
-// lease) in the database and notifies the queue's channel, where every
+// lease) in the database and notifies the queue's channel, all in one
+// pipelined round trip (sqlFlush in timers.go), where every
 // node with reservers waiting on that queue wakes them; a reserve on any
 // node takes ready tasks from every partition with FOR UPDATE SKIP
 // LOCKED. Nothing polls for due tasks. A lost notification (the listen
