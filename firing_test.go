@@ -26,6 +26,7 @@ func TestTimeout_CancelAndResetWhileFiring(t *testing.T) {
 		}))
 		cancelled = must(t)(tm.AfterFunc(10*ms, r.fn(1)))
 		reset = must(t)(tm.AfterFunc(10*ms, r.fn(2)))
+		tm.Pending() // takes the shard's lock: the driver sees both handles
 		advance(10*ms + s.tolerance)
 		if !cancelOK || !resetOK {
 			t.Errorf("Cancel, Reset of a batch mate not yet handed over = %v, %v; want true, true", cancelOK, resetOK)

@@ -39,18 +39,34 @@ func (sh *shard) init(t *Timer, q keyQueue[*Timeout], e *exits) {
 	sh.collect = sh.take
 }
 
-// add makes to pending at when, due telling whether when has already
-// come (see flagDue), and reports whether the driver must be woken with
-// wakeUp once sh.mu is released. to goes to sh.unfiled, and into q when
-// file runs. sh.mu must be held.
+// add makes to pending again at when, due telling whether when has
+// already come (see flagDue), and reports whether the driver must be
+// woken with wakeUp once sh.mu is released. sh.mu must be held.
 func (sh *shard) add(to *Timeout, when uint64, due bool) (wake bool) {
 	to.id = unfiled
-	to.setDeadline(when, due)
-	to.setStatus(statusPending)
+	to.when = when
+	to.store(pendingState(to.load()&flagPeriodic, due))
+	return sh.enqueue(to)
+}
+
+// pendingState is the state of a timeout made pending, with the flags
+// kept (flagPeriodic) and flagDue set if due.
+func pendingState(flags int32, due bool) int32 {
+	s := flags | statusPending
+	if due {
+		s |= flagDue
+	}
+	return s
+}
+
+// enqueue puts pending timeout to, with id unfiled, in sh.unfiled, and
+// into q when file runs, and reports whether the driver must be woken.
+// sh.mu must be held.
+func (sh *shard) enqueue(to *Timeout) (wake bool) {
 	if sh.unfiled = append(sh.unfiled, to); len(sh.unfiled) == fileBatch {
 		sh.file()
 	}
-	return sh.armed(when)
+	return sh.armed(to.when)
 }
 
 // unfiled is the id of a pending timeout that is still in shard.unfiled.
@@ -88,14 +104,17 @@ func (sh *shard) file() {
 // periodic timeout with runs left, reporting whether it did. sh.mu must
 // be held.
 func (sh *shard) cancel(to *Timeout) bool {
-	if to.leaveFiring(statusCancelled) {
+	switch to.status() {
+	case statusFiring:
+		// The driver may claim it meanwhile; if it does, it runs.
+		if !to.leaveFiring(statusCancelled) {
+			return sh.cancel(to)
+		}
 		if to.periodic() {
 			sh.running--
 		}
 		sh.end(to)
 		return true
-	}
-	switch to.status() {
 	case statusPending:
 		if to.id != unfiled {
 			sh.q.Remove(to.id)

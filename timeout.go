@@ -22,8 +22,11 @@ type Timeout struct {
 	// state is written under sh.mu, except that the driver moves it from
 	// statusFiring with CompareAndSwap without sh.mu, so every change
 	// from statusFiring is a CompareAndSwap. Cancelled and Expired read it
-	// without sh.mu.
-	state atomic.Int32
+	// without sh.mu. It is accessed with sync/atomic's functions, but for
+	// its first value, set in the literal of a new Timeout before any
+	// other goroutine can see it: an atomic store is an exchange on amd64,
+	// a few ns saved on the path of every schedule.
+	state int32
 }
 
 // Timeout states. A one-shot timeout moves pending → firing → expired, or
@@ -51,20 +54,22 @@ const (
 	flagDue = 0x10
 )
 
-func (to *Timeout) status() int32     { return to.state.Load() & statusMask }
-func (to *Timeout) periodic() bool    { return to.state.Load()&flagPeriodic != 0 }
-func (to *Timeout) setStatus(s int32) { to.state.Store(to.state.Load()&^statusMask | s) }
+func (to *Timeout) load() int32       { return atomic.LoadInt32(&to.state) }
+func (to *Timeout) store(s int32)     { atomic.StoreInt32(&to.state, s) }
+func (to *Timeout) status() int32     { return to.load() & statusMask }
+func (to *Timeout) periodic() bool    { return to.load()&flagPeriodic != 0 }
+func (to *Timeout) setStatus(s int32) { to.store(to.load()&^statusMask | s) }
 
 // leaveFiring moves a firing timeout to status s and reports whether it
 // was firing: the driver and the holders of sh.mu race for it, and only
 // one wins.
 func (to *Timeout) leaveFiring(s int32) bool {
 	for {
-		old := to.state.Load()
+		old := to.load()
 		if old&statusMask != statusFiring {
 			return false
 		}
-		if to.state.CompareAndSwap(old, old&^statusMask|s) {
+		if atomic.CompareAndSwapInt32(&to.state, old, old&^statusMask|s) {
 			return true
 		}
 	}
@@ -74,17 +79,17 @@ func (to *Timeout) leaveFiring(s int32) bool {
 // (see flagDue). sh.mu must be held.
 func (to *Timeout) setDeadline(when uint64, due bool) {
 	to.when = when
-	s := to.state.Load() &^ flagDue
+	s := to.load() &^ flagDue
 	if due {
 		s |= flagDue
 	}
-	to.state.Store(s)
+	to.store(s)
 }
 
 // filedAt is the deadline the structure gets: when, or 0 for a timeout
 // due at once. sh.mu must be held.
 func (to *Timeout) filedAt() uint64 {
-	if to.state.Load()&flagDue != 0 {
+	if to.load()&flagDue != 0 {
 		return 0
 	}
 	return to.when

@@ -115,7 +115,11 @@ func (t *Timer) schedule(when uint64, due bool, f func(), p *periodic) (*Timeout
 	if t.err != nil {
 		return nil, t.err
 	}
-	return t.scheduleOn(t.pick(), when, due, f, p)
+	sh := &t.shards[0]
+	if len(t.shards) > 1 {
+		sh = t.pick()
+	}
+	return t.scheduleOn(sh, when, due, f, p)
 }
 
 // scheduleOn is schedule on shard sh.
@@ -123,10 +127,13 @@ func (t *Timer) scheduleOn(sh *shard, when uint64, due bool, f func(), p *period
 	if !t.acquire() {
 		return nil, ErrTooManyPending
 	}
-	to := &Timeout{f: f, sh: sh}
+	var flags int32
+	if p != nil {
+		flags = flagPeriodic
+	}
+	to := &Timeout{f: f, sh: sh, when: when, id: unfiled, state: pendingState(flags, due)}
 	if p != nil {
 		p.to = to
-		to.state.Store(flagPeriodic)
 	}
 	sh.mu.Lock()
 	if sh.stopped {
@@ -137,7 +144,7 @@ func (t *Timer) scheduleOn(sh *shard, when uint64, due bool, f func(), p *period
 	if p != nil {
 		sh.periodic[to] = p
 	}
-	wake := sh.add(to, when, due)
+	wake := sh.enqueue(to)
 	sh.mu.Unlock()
 	if wake {
 		sh.wakeUp()
@@ -155,7 +162,8 @@ func (t *Timer) mustBeMade(method string) {
 	}
 }
 
-// pick returns the shard for a new timeout: the one its P last used, so
+// pick returns the shard for a new timeout when there are several: the
+// one its P last used, so
 // that goroutines on different cores use different shard locks and keep
 // them in their own caches, as the runtime's timers use per-P heaps.
 // There is no supported way to read a P's id, but a sync.Pool keeps one
@@ -167,9 +175,6 @@ func (t *Timer) mustBeMade(method string) {
 // than one, as both fought over every lock (the parallel scenario of
 // hourglass bench; docs/BENCHMARKS.md has the figures with this pool).
 func (t *Timer) pick() *shard {
-	if len(t.shards) == 1 {
-		return &t.shards[0]
-	}
 	sh := t.hint.Get().(*shard)
 	t.hint.Put(sh)
 	return sh
