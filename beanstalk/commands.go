@@ -1,6 +1,7 @@
 package beanstalk
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -61,6 +62,10 @@ func tubeOf(queue string) string {
 // sent once the job is durable. A TTR of 0 is raised to 1 s, as
 // beanstalkd does; a delay over the broker's limit (10 years by default)
 // is answered BAD_FORMAT, where beanstalkd takes up to 2^32-1 s.
+//
+// Puts that a client pipelined behind this one, already read whole into
+// the buffer and well formed, are put with it in one broker.PutBatch (one
+// commit), and answered in order; see bufferedPut.
 func (c *conn) put(cmd *command) error {
 	if !c.producer {
 		c.producer = true
@@ -77,16 +82,60 @@ func (c *conn) put(cmd *command) error {
 	if c.s.draining.Load() {
 		return c.reply(msgDraining)
 	}
-	t, _, err := c.s.b.Put(context.Background(), c.useQueue, broker.PutRequest{
-		Payload:  body[:n:n],
+	reqs := []broker.PutRequest{putRequest(cmd, body[:n:n])}
+	for len(reqs) < broker.MaxBatch {
+		next, body, ok := c.bufferedPut()
+		if !ok {
+			break
+		}
+		c.s.stats.cmds[opPut].Add(1)
+		reqs = append(reqs, putRequest(&next, body))
+	}
+	for _, r := range c.s.b.PutBatch(context.Background(), c.useQueue, reqs) {
+		var err error
+		if r.Err != nil {
+			err = c.replyErr(r.Err)
+		} else {
+			err = c.replyNumber("INSERTED", r.Task.JobID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putRequest is the broker's request for a put command with body.
+func putRequest(cmd *command, body []byte) broker.PutRequest {
+	return broker.PutRequest{
+		Payload:  body,
 		Delay:    seconds(cmd.delay),
 		Priority: cmd.pri,
 		TTR:      seconds(max(cmd.ttr, 1)),
-	})
-	if err != nil {
-		return c.replyErr(err)
 	}
-	return c.replyNumber("INSERTED", t.JobID)
+}
+
+// bufferedPut takes the next command from the read buffer if it is a
+// well-formed put whose body and CR-LF are buffered too, and returns it
+// with a copy of its body. It never reads from the socket, so it never
+// waits; anything else stays buffered for the command loop.
+func (c *conn) bufferedPut() (command, []byte, bool) {
+	buf, _ := c.r.Peek(c.r.Buffered())
+	i := bytes.Index(buf, []byte("\r\n"))
+	if i < 0 || i+2 > maxLine {
+		return command{}, nil, false
+	}
+	cmd, err := parse(buf[:i], c.s.opts.MaxJobSize)
+	if err != nil || cmd.op != opPut {
+		return command{}, nil, false
+	}
+	end := i + 2 + int(cmd.bytes) + 2
+	if end > len(buf) || buf[end-2] != '\r' || buf[end-1] != '\n' {
+		return command{}, nil, false
+	}
+	body := bytes.Clone(buf[i+2 : end-2])
+	c.r.Discard(end)
+	return cmd, body, true
 }
 
 // peek answers FOUND with job cmd.id in any tube.
