@@ -41,8 +41,10 @@ const (
 	// crashTTR is the lease of its tasks: a delivery lost in a kill comes
 	// back this long after it.
 	crashTTR = 2 * time.Second
-	// crashReserveWait is the long poll of its consumers.
+	// crashReserveWait is the long poll of its consumers, and
+	// crashReserveMax how many tasks they ask for.
 	crashReserveWait = 300 * time.Millisecond
+	crashReserveMax  = 10
 	// callTimeout bounds one call of a producer or consumer.
 	callTimeout = 10 * time.Second
 	// retryPause is how long a producer or consumer waits after a call
@@ -266,11 +268,11 @@ func consume(c *client.Client, l *ledger, readyAt, kills *atomic.Int64, stop, ab
 		run := kills.Load()
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-		tasks, err := c.Reserve(ctx, crashQueue, 10, crashReserveWait)
+		tasks, err := c.Reserve(ctx, crashQueue, crashReserveMax, crashReserveWait)
 		got := time.Now()
 		cancel()
-		if err == nil && len(tasks) == 0 && kills.Load() == run {
-			l.nothing(sent, got)
+		if err == nil && len(tasks) < crashReserveMax && kills.Load() == run {
+			l.shortAnswer(sent, got, len(tasks))
 		}
 		if err != nil {
 			if unanswered(err) {
