@@ -6,10 +6,12 @@
 //
 // The package has no code of its own; everything is in its tests:
 //
-//   - harness_test.go builds the binary (with -race when the tests run with
-//     -race) and starts, stops (SIGTERM, exit 0 within 15 s) and kills
-//     (SIGKILL) servers, keeping their logs (log/slog, JSON) for failure
-//     messages and for the tests that read them.
+//   - main_test.go builds the binary (with -race when the tests run with
+//     -race) and fails the run if a test leaves a goroutine behind;
+//     harness_test.go starts, stops (SIGTERM, exit 0 within 15 s) and
+//     kills (SIGKILL) servers, keeping their logs (log/slog, JSON;
+//     logbuffer_test.go) for failure messages and for the tests that read
+//     them.
 //   - api_test.go walks through every call of the API; badinput_test.go
 //     sends every kind of bad input and checks that it changes nothing;
 //     semantics_test.go checks long polls, leases, nack, dead and kick,

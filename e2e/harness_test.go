@@ -3,18 +3,14 @@ package e2e_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,104 +37,6 @@ const (
 	// logTail bounds how much of each run's log a failing test prints.
 	logTail = 16 << 10
 )
-
-// hourglassBin is the path of the binary TestMain built.
-var hourglassBin string
-
-// defaultParallel is how many tests run at once unless -parallel says
-// otherwise: they spend their time waiting on server processes, timers and
-// fsyncs rather than on the CPU, so more than GOMAXPROCS (the testing
-// package's default, 2 on the machine these were written on) fit; more
-// than 4 would let -race servers starve each other's timers.
-const defaultParallel = 4
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		flag.Set("test.parallel", fmt.Sprint(max(defaultParallel, runtime.GOMAXPROCS(0))))
-	}
-	os.Exit(runTests(m))
-}
-
-// runTests builds the binary, runs the tests, and fails the run if a test
-// left a goroutine of the harness or of net/http behind.
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "hourglass-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	start := time.Now()
-	if hourglassBin, err = buildHourglass(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	if testing.Verbose() {
-		fmt.Printf("e2e: built %s (race %v) in %v\n", hourglassBin, raceEnabled, time.Since(start).Round(time.Millisecond))
-	}
-	code := m.Run()
-	if leaks := leftBehind(5 * time.Second); leaks != "" {
-		fmt.Fprintf(os.Stderr, "e2e: goroutines left behind by the tests:\n%s\n", leaks)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
-}
-
-// buildHourglass builds ./cmd/hourglass of the module this package is in
-// into dir, with -race when the tests run with it.
-func buildHourglass(dir string) (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("go env GOMOD: not in a module")
-	}
-	bin := filepath.Join(dir, "hourglass")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	cmd := exec.Command("go", append(args, "./cmd/hourglass")...)
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
-	}
-	return bin, nil
-}
-
-// leftBehind waits up to wait for the goroutines the tests started (the
-// harness's, net/http's, os/exec's) to end, and returns the stacks of
-// those still running.
-func leftBehind(wait time.Duration) string {
-	deadline := time.Now().Add(wait)
-	for {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		var leaks []string
-		for g := range strings.SplitSeq(string(buf), "\n\n") {
-			if strings.Contains(g, "e2e_test.leftBehind") || strings.Contains(g, "testing.(*M).Run") {
-				continue
-			}
-			if strings.Contains(g, "hourglass/e2e") || strings.Contains(g, "net/http.") || strings.Contains(g, "os/exec.") {
-				leaks = append(leaks, g)
-			}
-		}
-		if len(leaks) == 0 {
-			return ""
-		}
-		if time.Now().After(deadline) {
-			return strings.Join(leaks, "\n\n")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // server is one `hourglass serve` over one --data directory, run as a
 // process at a time: started, stopped, killed and restarted by the test
@@ -310,18 +208,6 @@ func (s *server) spawn() *process {
 	s.proc = p
 	s.runs = append(s.runs, p)
 	return p
-}
-
-// environ returns the test's environment without HOURGLASS_TOKEN, so that
-// a token in the environment of whoever runs the tests changes nothing.
-func environ() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HOURGLASS_TOKEN=") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // waitReady polls /readyz until it answers 200, failing the test if p
@@ -569,102 +455,4 @@ func (s *server) try(method, path, body, auth string) (answer, error) {
 		return answer{}, err
 	}
 	return answer{resp.StatusCode, resp.Header, b}, nil
-}
-
-// logBuffer keeps a process's standard output and error, and notes the
-// address of its "listening" log line. It is safe for concurrent use.
-type logBuffer struct {
-	mu        sync.Mutex
-	buf       bytes.Buffer
-	scanned   int    // bytes of buf whose lines were looked at
-	listen    string // the address logged, once seen
-	listening chan struct{}
-}
-
-func newLogBuffer() *logBuffer { return &logBuffer{listening: make(chan struct{})} }
-
-// Write keeps p and looks at every line it completes.
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	for {
-		rest := b.buf.Bytes()[b.scanned:]
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		b.scanned += i + 1
-		if b.listen != "" {
-			continue
-		}
-		var e struct {
-			Msg  string `json:"msg"`
-			Addr string `json:"addr"`
-		}
-		if json.Unmarshal(rest[:i], &e) == nil && e.Msg == "listening" && e.Addr != "" {
-			b.listen = e.Addr
-			close(b.listening)
-		}
-	}
-}
-
-// addr returns the address of the "listening" line.
-func (b *logBuffer) addr() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.listen
-}
-
-// String returns everything written so far.
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// entries returns the JSON log lines written so far, decoded; other lines
-// (a panic, the race detector) are left out.
-func (b *logBuffer) entries() []map[string]any {
-	var out []map[string]any
-	for line := range strings.Lines(b.String()) {
-		var e map[string]any
-		if json.Unmarshal([]byte(line), &e) == nil {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// runCLI runs the binary with args (a client subcommand) and env, and
-// returns its standard output, standard error and exit code.
-func runCLI(t testing.TB, env []string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	return runBounded(t, 30*time.Second, env, args...)
-}
-
-// runBounded runs the binary with args and env, killing it after timeout,
-// and returns its standard output, standard error and exit code (-1 if it
-// was killed).
-func runBounded(t testing.TB, timeout time.Duration, env []string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, hourglassBin, args...)
-	cmd.Env = append(environ(), env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("hourglass %s: %v", strings.Join(args, " "), err)
-	}
-	if strings.Contains(e.String(), "WARNING: DATA RACE") {
-		t.Errorf("hourglass %s reported a data race:\n%s", strings.Join(args, " "), e.String())
-	}
-	return o.String(), e.String(), code
 }
