@@ -61,8 +61,8 @@ type Server struct {
 	// listeners being served and connections open. Guarded by mu.
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
-	// shutdown is set by Shutdown. Guarded by mu.
-	shutdown bool
+	// shutdown is set by Shutdown, under mu.
+	shutdown atomic.Bool
 
 	// wg counts connection goroutines.
 	wg sync.WaitGroup
@@ -115,7 +115,7 @@ func NewServer(b *broker.Broker, opts Options) *Server {
 // ErrServerClosed, or l's error.
 func (s *Server) Serve(l net.Listener) error {
 	s.mu.Lock()
-	if s.shutdown {
+	if s.shutdown.Load() {
 		s.mu.Unlock()
 		l.Close()
 		return ErrServerClosed
@@ -161,7 +161,7 @@ func (s *Server) Serve(l net.Listener) error {
 func (s *Server) track(nc net.Conn) (*conn, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.shutdown {
+	if s.shutdown.Load() {
 		return nil, false
 	}
 	if s.opts.MaxConns > 0 && len(s.conns) >= s.opts.MaxConns {
@@ -186,11 +186,7 @@ func (s *Server) forget(c *conn) {
 }
 
 // closing reports whether Shutdown has begun.
-func (s *Server) closing() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.shutdown
-}
+func (s *Server) closing() bool { return s.shutdown.Load() }
 
 // Drain puts the server in drain mode, as SIGUSR1 does to beanstalkd:
 // puts are answered DRAINING, and everything else is served as before.
@@ -208,7 +204,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.Drain()
 	s.mu.Lock()
-	s.shutdown = true
+	s.shutdown.Store(true)
 	s.cancel()
 	for l := range s.listeners {
 		l.Close()

@@ -49,6 +49,15 @@ func TestCrossProtocol(t *testing.T) {
 	}
 }
 
+// itoa returns the job id of the ready job of queue with body body.
+func itoa(b *broker.Broker, queue, body string) string {
+	t, err := b.Peek(queue, broker.Ready)
+	if err != nil || string(t.Payload) != body {
+		return fmt.Sprintf("<%v %q>", err, t.Payload)
+	}
+	return strconv.FormatUint(t.JobID, 10)
+}
+
 // TestReserve covers what the differential test cannot time exactly: a
 // reserve that waits for a put, one with no timeout, the release of a
 // closed connection's jobs, and a half-closed connection.
@@ -156,5 +165,17 @@ func TestReserve(t *testing.T) {
 				t.Fatalf("reserve %d: %q, want %q", i, got, want)
 			}
 		}
+		// Puts taken together from the buffer stop at anything else.
+		c.send("put 0 0 10 1\r\na\r\nput 0 0 10 1\r\nbc\r\nput 0 0 10 1\r\nd\r\n" +
+			"use pipe2\r\nput 0 0 10 1\r\ne\r\nput 0 0 10 70000\r\n" + strings.Repeat("f", 70002) +
+			"put 0 0 10 1\r\ng\r\nlist-tube-used\r\n")
+		for _, want := range []string{"INSERTED ", "EXPECTED_CRLF\r\n",
+			"UNKNOWN_COMMAND\r\n", "UNKNOWN_COMMAND\r\n", // "\nput 0 0 10 1", then "d"
+			"USING pipe2\r\n", "INSERTED ", "JOB_TOO_BIG\r\n", "INSERTED ", "USING pipe2\r\n"} {
+			if got := c.read(5 * time.Second); !strings.HasPrefix(got, want) {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+		}
+		c.must("peek-ready", "FOUND "+itoa(ts.b, "pipe2", "e")+" 1\r\ne")
 	})
 }
