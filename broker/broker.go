@@ -230,6 +230,22 @@ func (b *Broker) usable() error {
 	return nil
 }
 
+// MaxQueues bounds how many queues the broker keeps: a put, reserve,
+// kick, peek or pause naming a new queue past it fails with ErrInvalid.
+const MaxQueues = 100_000
+
+// queueFor returns the state of the queue named name, creating it unless
+// the broker already keeps MaxQueues queues. b.mu is held.
+func (b *Broker) queueFor(name string) (*queueState, error) {
+	if q, ok := b.byName[name]; ok {
+		return q, nil
+	}
+	if len(b.queues) >= MaxQueues {
+		return nil, fmt.Errorf("%w: too many queues (the limit is %d)", ErrInvalid, MaxQueues)
+	}
+	return b.queue(name), nil
+}
+
 // queue returns the state of the queue named name, creating it. b.mu is
 // held.
 func (b *Broker) queue(name string) *queueState {

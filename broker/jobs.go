@@ -186,7 +186,11 @@ func (b *Broker) KickQueue(ctx context.Context, queue string, n int) (int, error
 		b.mu.Unlock()
 		return 0, err
 	}
-	q := b.queue(queue)
+	q, err := b.queueFor(queue)
+	if err != nil {
+		b.mu.Unlock()
+		return 0, err
+	}
 	var jobs []uint64
 	if q.dead > 0 {
 		jobs = b.buriedJobs(q, n)
@@ -274,7 +278,11 @@ func (b *Broker) Peek(queue string, st State) (Task, error) {
 		b.mu.Unlock()
 		return Task{}, err
 	}
-	q := b.queue(queue)
+	q, ok := b.byName[queue]
+	if !ok {
+		b.mu.Unlock()
+		return Task{}, ErrNotFound
+	}
 	var jobs []uint64
 	switch st {
 	case Ready:
@@ -316,7 +324,10 @@ func (b *Broker) PauseQueue(queue string, d time.Duration) error {
 	if err := b.usable(); err != nil {
 		return err
 	}
-	q := b.queue(queue)
+	q, err := b.queueFor(queue)
+	if err != nil {
+		return err
+	}
 	q.pauses++
 	until := time.Now().Add(d).UnixNano()
 	q.pausedUntil = until
@@ -325,7 +336,7 @@ func (b *Broker) PauseQueue(queue string, d time.Duration) error {
 		b.unpaused(q)
 		return nil
 	}
-	_, err := b.cron.AfterFunc(d, func() {
+	_, err = b.cron.AfterFunc(d, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if q.pausedUntil == until {

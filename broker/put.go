@@ -52,7 +52,11 @@ func (b *Broker) PutBatch(ctx context.Context, queue string, rs []PutRequest) []
 	for i := range rs {
 		if res[i].Err == nil {
 			if q == nil {
-				q = b.queue(queue)
+				var err error
+				if q, err = b.queueFor(queue); err != nil {
+					b.mu.Unlock()
+					return fail(err)
+				}
 			}
 			res[i].Task, res[i].Created, res[i].Err = b.put(q, &rs[i], dues[i], now.UnixNano())
 		}

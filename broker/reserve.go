@@ -54,6 +54,7 @@ func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time
 		return nil, fmt.Errorf("%w: wait must be 0 to %s", ErrInvalid, MaxWait)
 	}
 	var timer *time.Timer
+	var err error
 	qs := make([]*queueState, len(names))
 	for {
 		b.mu.Lock()
@@ -62,9 +63,13 @@ func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time
 			return nil, err
 		}
 		for i, n := range names {
-			qs[i] = b.queue(n)
+			if qs[i], err = b.queueFor(n); err != nil {
+				b.mu.Unlock()
+				return nil, err
+			}
 		}
-		tasks, err := b.take(qs, max)
+		var tasks []Task
+		tasks, err = b.take(qs, max)
 		if err != nil || len(tasks) > 0 || wait == 0 {
 			// Wait for the commit even if ctx ends meanwhile (it takes an
 			// fsync), so that a caller gone by then gets its reservations

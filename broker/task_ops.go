@@ -154,12 +154,17 @@ func (b *Broker) kickJob(job uint64, s slot, rec store.Task) {
 	b.place(job, s, b.queues[s.queue()], now)
 }
 
-// Queues returns every queue that has had a task since the broker opened
-// (or has one), by name, with counts by state.
+// Queues returns every queue that holds tasks, has reservers waiting or
+// is paused, by name, with counts by state and counters since the broker
+// opened. It takes O(queues) time.
 func (b *Broker) Queues() []QueueStats {
 	b.mu.Lock()
 	out := make([]QueueStats, 0, len(b.queues))
+	now := time.Now().UnixNano()
 	for _, q := range b.queues {
+		if q.delayed+q.readyN+q.reserved+q.dead == 0 && len(q.waiters) == 0 && q.pausedUntil <= now {
+			continue
+		}
 		out = append(out, QueueStats{
 			Name: q.name, Delayed: q.delayed, Ready: q.readyN, Reserved: q.reserved, Dead: q.dead,
 			Puts: q.puts, Deliveries: q.deliveries, Acks: q.acks,

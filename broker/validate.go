@@ -17,6 +17,11 @@ const (
 	MaxWait = 5 * time.Minute
 )
 
+// CheckQueue returns an error wrapping ErrInvalid, saying what is wrong,
+// if name is not a valid queue name: 1 to 200 bytes of [A-Za-z0-9._-],
+// not "." or "..". Adapters use it to refuse a request as a whole.
+func CheckQueue(name string) error { return checkQueue(name) }
+
 // checkQueue checks a queue (or schedule) name: 1 to 200 bytes of
 // [A-Za-z0-9._-].
 func checkQueue(name string) error {

@@ -53,6 +53,10 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b Broker) {
 		s.fail(w, r, badRequest("%d tasks in one batch, over the limit of %d", len(body.Tasks), api.MaxBatch))
 		return
 	}
+	if err := broker.CheckQueue(r.PathValue("queue")); err != nil {
+		s.fail(w, r, err) // as a single put answers: the batch as a whole is bad
+		return
+	}
 	results := make([]api.BatchResult, len(body.Tasks))
 	reqs := make([]broker.PutRequest, 0, len(body.Tasks))
 	at := make([]int, 0, len(body.Tasks)) // at[i]: the item reqs[i] came from
