@@ -96,6 +96,7 @@ func (c *conn) put(cmd *command) error {
 		if r.Err != nil {
 			err = c.replyErr(r.Err)
 		} else {
+			c.s.stats.jobs.Add(1)
 			err = c.replyNumber("INSERTED", r.Task.JobID)
 		}
 		if err != nil {

@@ -224,6 +224,12 @@ func script() []step {
 		{send: "stats-tube a+b/c;d$e(f)_g\r\n", mask: fields},
 		{send: "stats-job {15}\r\n", mask: fields},
 		{send: "delete {15}\r\n"},
+		{send: "use ..\r\n"},
+		{send: "put 0 0 60 1\r\nd\r\n"}, // {16}
+		{send: "list-tubes\r\n", mask: sorted},
+		{send: "stats-job {16}\r\n", mask: fields},
+		{send: "peek-ready\r\n"},
+		{send: "delete {16}\r\n"},
 		{send: "use default\r\n"},
 		{send: "list-tubes\r\n", mask: sorted},
 

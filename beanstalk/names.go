@@ -5,14 +5,16 @@ import "strings"
 // Tube names and queue names.
 //
 // A tube name is 1 to 200 of [A-Za-z0-9] and "-+/;.$_()", not starting
-// with '-'; a broker queue name is 1 to 200 of [A-Za-z0-9._-]. A tube
-// whose name has only queue characters is the queue of the same name, so
-// "emails" is "emails" over HTTP too. A tube name with any of "+/;$()" is
-// the queue named '-' followed by the tube name escaped with '_':
+// with '-'; a broker queue name is 1 to 200 of [A-Za-z0-9._-], not "."
+// or "..". A tube whose name has only queue characters is the queue of
+// the same name, so "emails" is "emails" over HTTP too. A tube name with
+// any of "+/;$()", and the tubes "." and "..", are the queue named '-'
+// followed by the tube name escaped with '_':
 //
 //	_ -> __   + -> _p   / -> _s   ; -> _c   $ -> _d   ( -> _l   ) -> _r
 //
-// so "app/mail" is the queue "-app_smail", and "a_b(1)" is "-a__b_l1_r".
+// so "app/mail" is the queue "-app_smail", "a_b(1)" is "-a__b_l1_r" and
+// "." is "-.".
 // The two ranges cannot meet, since no tube name starts with '-'. A
 // queue whose name starts with '-' and is not such an escape (made over
 // HTTP) has no tube name: list-tubes leaves it out. A tube name whose
@@ -22,7 +24,7 @@ import "strings"
 // queueName returns the queue of tube, and false when tube's escape is
 // too long.
 func queueName(tube string) (string, bool) {
-	if !strings.ContainsAny(tube, "+/;$()") {
+	if !escaped(tube) {
 		return tube, true
 	}
 	var b strings.Builder
@@ -49,7 +51,6 @@ func tubeName(queue string) (string, bool) {
 		return queue, queue != ""
 	}
 	var b strings.Builder
-	special := false
 	for i := 1; i < len(queue); i++ {
 		c := queue[i]
 		if c != '_' {
@@ -67,14 +68,18 @@ func tubeName(queue string) (string, bool) {
 		if u == 0 {
 			return "", false
 		}
-		special = special || u != '_'
 		b.WriteByte(u)
 	}
 	t := b.String()
-	if !special || !validTube([]byte(t)) {
+	if !escaped(t) || !validTube([]byte(t)) {
 		return "", false // not what queueName makes of any tube
 	}
 	return t, true
+}
+
+// escaped reports whether tube's queue is its escape.
+func escaped(tube string) bool {
+	return strings.ContainsAny(tube, "+/;$()") || tube == "." || tube == ".."
 }
 
 // escapeOf returns the letter that follows '_' in the escape of c, or 0

@@ -162,7 +162,7 @@ func FuzzParse(f *testing.F) {
 // FuzzNames checks that tube and queue names map to each other both
 // ways, and only onto valid names.
 func FuzzNames(f *testing.F) {
-	for _, s := range []string{"default", "a+b", "a_b", "-a_pb", "-a__b", "-ab", "x/y;z$()", "-", "_"} {
+	for _, s := range []string{"default", "a+b", "a_b", "-a_pb", "-a__b", "-ab", "x/y;z$()", "-", "_", ".", "..", "-.", "-..", "..."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -196,7 +196,7 @@ func FuzzNames(f *testing.F) {
 
 // validQueue is the broker's rule for queue names.
 func validQueue(q string) bool {
-	if len(q) == 0 || len(q) > maxTubeName {
+	if len(q) == 0 || len(q) > maxTubeName || q == "." || q == ".." {
 		return false
 	}
 	for i := 0; i < len(q); i++ {

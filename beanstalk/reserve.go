@@ -83,11 +83,8 @@ func (c *conn) block(cmd *command) error {
 // wait reserves a job from the watch list, waiting until end (zero: no
 // end) or the next safety margin, whichever comes first; then it returns
 // the reply to send instead (TIMED_OUT or DEADLINE_SOON). It returns
-// ctx's error when ctx ends.
-//
-// If ctx ends while the broker commits a reservation, the broker keeps
-// the reservation and this connection never learns of it: the job comes
-// back when its TTR runs out. That happens only at a hang-up or Shutdown.
+// ctx's error when ctx ends (a reservation the broker was committing
+// then is given back at once).
 func (c *conn) wait(ctx context.Context, end time.Time) (broker.Task, string, error) {
 	for {
 		now := time.Now()

@@ -77,6 +77,8 @@ type serverStats struct {
 	conns, totalConns  atomic.Int64
 	producers, workers atomic.Int64
 	waiting            atomic.Int64
+	// jobs counts the jobs put over this server (total-jobs).
+	jobs atomic.Uint64
 }
 
 // NewServer returns a server of b's queues. It does not own b: shut the

@@ -20,9 +20,10 @@ import (
 //   - stats "job-timeouts" (the broker counts lease expiries only in its
 //     metrics) and the binlog-* fields.
 //
-// Counts of commands are of this server's commands since it started. A
-// tube's "total-jobs" and "cmd-pause-tube" are the broker's counts since
-// it opened, so they include HTTP puts and survive the tube's emptying,
+// Counts of commands, and the server's "total-jobs", are of this server
+// since it started: jobs put over HTTP are not among them. A tube's
+// "total-jobs" and "cmd-pause-tube" are the broker's counts since it
+// opened, so they include HTTP puts and survive the tube's emptying,
 // where beanstalkd forgets a tube that no one refers to.
 
 // yaml builds a YAML document of scalars as beanstalkd prints them.
@@ -152,13 +153,11 @@ func (c *conn) statsTube(cmd *command) error {
 func (c *conn) stats(*command) error {
 	s := c.s
 	var urgent, ready, reserved, delayed, buried int64
-	var total uint64
 	for _, q := range s.b.Queues() {
 		ready += int64(q.Ready)
 		reserved += int64(q.Reserved)
 		delayed += int64(q.Delayed)
 		buried += int64(q.Dead)
-		total += q.Puts
 		if q.Ready > 0 {
 			if d, err := s.b.Queue(q.Name); err == nil {
 				urgent += int64(d.Urgent)
@@ -185,7 +184,7 @@ func (c *conn) stats(*command) error {
 		y = y.uint("cmd-"+o.String(), cmd(o))
 	}
 	y = y.int("job-timeouts", 0).
-		uint("total-jobs", total).
+		uint("total-jobs", s.stats.jobs.Load()).
 		int("max-job-size", int64(s.opts.MaxJobSize)).
 		int("current-tubes", int64(len(s.tubes.existing(s.b)))).
 		int("current-connections", s.stats.conns.Load()).
