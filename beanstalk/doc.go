@@ -27,8 +27,8 @@
 // blocking reserve, TTR and DEADLINE_SOON; stats.go the YAML documents;
 // tubes.go what the server knows of tubes beyond the broker (who uses and
 // watches them); conn.go a connection's loop and replies; server.go
-// accepting, limits and shutdown. loadgen.go drives a server for the
-// benchmarks.
+// accepting, limits and shutdown. Package loadgen drives a server of the
+// protocol, this one or beanstalkd, for the benchmarks.
 //
 // # Differences from beanstalkd
 //
@@ -40,7 +40,8 @@
 //   - A job released because its connection closed counts a release in
 //     stats-job; beanstalkd counts none.
 //   - stats-job reports "delay" 0 for a job that was released or kicked,
-//     "file" 0; stats reports "job-timeouts" and the binlog fields 0
+//     "file" 0; stats reports "job-timeouts" and the binlog fields 0, and
+//     "total-jobs" counts only the jobs put over this protocol
 //     (stats.go).
 //   - A delay or pause beyond the broker's MaxDelay (10 years by
 //     default) is answered BAD_FORMAT; beanstalkd takes up to 2^32-1 s.
@@ -50,6 +51,13 @@
 //   - A command line ends at its first CR-LF. beanstalkd, given a CR not
 //     followed by LF, waits for more input until the line is too long.
 //   - stats and stats-tube count urgent jobs by a scan of the ready jobs.
+//   - A reserve or other command the broker cannot serve because it is
+//     closed is answered DRAINING.
+//
+// Where beanstalkd 1.12 and later versions differ, this package does as
+// 1.12 does: names unquoted in the stats documents, and
+// reserve-with-timeout's argument read by strtol (a negative timeout
+// waits for ever).
 //
 // The differential test (diff_test.go) runs one script against
 // beanstalkd and this package and holds these differences to account.

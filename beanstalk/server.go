@@ -63,6 +63,9 @@ type Server struct {
 	conns     map[*conn]struct{}
 	// shutdown is set by Shutdown, under mu.
 	shutdown atomic.Bool
+	// refusedLog is when a refusal at MaxConns was last logged. Guarded
+	// by mu.
+	refusedLog time.Time
 
 	// wg counts connection goroutines.
 	wg sync.WaitGroup
@@ -167,7 +170,10 @@ func (s *Server) track(nc net.Conn) (*conn, bool) {
 		return nil, false
 	}
 	if s.opts.MaxConns > 0 && len(s.conns) >= s.opts.MaxConns {
-		s.log.Warn("hourglass: beanstalk: connection refused: at the limit", "max_conns", s.opts.MaxConns)
+		if now := time.Now(); now.Sub(s.refusedLog) >= time.Second { // at most one line a second
+			s.refusedLog = now
+			s.log.Warn("hourglass: beanstalk: connections refused: at the limit", "max_conns", s.opts.MaxConns)
+		}
 		return nil, false
 	}
 	c := newConn(s, nc)
