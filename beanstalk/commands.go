@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -270,7 +271,7 @@ func (c *conn) touch(cmd *command) error {
 // kick makes up to cmd.bound jobs of the used tube ready: buried ones if
 // it has any, else delayed ones.
 func (c *conn) kick(cmd *command) error {
-	n, err := c.s.b.KickQueue(context.Background(), c.useQueue, int(cmd.bound))
+	n, err := c.s.b.KickQueue(context.Background(), c.useQueue, int(min(cmd.bound, math.MaxInt32)))
 	if err != nil {
 		return c.replyErr(err)
 	}
