@@ -138,9 +138,9 @@ func (c *conn) closeIfIdle() {
 	}
 }
 
-// close ends the connection: the replies written, the socket, then its reservations (released
-// at their priority, with no delay, as beanstalkd does), its tubes and
-// its counts.
+// close ends the connection: it sends the replies written, closes the
+// socket, then releases its reservations (at their priority, with no
+// delay, as beanstalkd does) and drops its tubes and counts.
 func (c *conn) close() {
 	c.nc.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
 	c.w.Flush()
