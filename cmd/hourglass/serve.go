@@ -24,7 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-const serveUsage = "usage: hourglass serve [--data DIR | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--token T] [--insecure] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
+const serveUsage = "usage: hourglass serve [--data DIR | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T] [--insecure] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
 
 // tokenEnv names the environment variable that gives the token when
 // --token does not, for serve and for the client subcommands.
@@ -55,6 +55,7 @@ type serveOptions struct {
 	maxDelay   time.Duration
 	defaultTTR time.Duration
 	pg         postgresOptions // serve_postgres.go
+	beanstalk  string          // serve_beanstalk.go
 }
 
 // serveFlags defines the flags of `hourglass serve`, storing into o.
@@ -85,6 +86,7 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 	fs.DurationVar(&o.maxDelay, "max-delay", broker.DefaultMaxDelay, "longest delay of a put")
 	fs.DurationVar(&o.defaultTTR, "default-ttr", broker.DefaultTTR, "lease of a reserved task put without a ttr")
 	postgresFlags(fs, &o.pg)
+	beanstalkFlags(fs, &o.beanstalk)
 	return fs
 }
 
@@ -111,6 +113,9 @@ func parseServe(args []string, getenv func(string) string) (o serveOptions, help
 		return o, false, errors.New("--data is empty")
 	}
 	if err := checkPostgres(fs, o.pg); err != nil {
+		return o, false, err
+	}
+	if err := checkBeanstalk(o); err != nil {
 		return o, false, err
 	}
 	if o.maxDelay <= 0 {
@@ -265,6 +270,11 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	bl, err := listenBeanstalk(o.beanstalk, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "data", o.data, "auth", o.token != "")
@@ -306,6 +316,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 	case run = <-recovered:
 		if run.err == nil {
 			api.SetBroker(run.b)
+			bl.start(run.b, o.maxPayload)
 			select {
 			case <-ctx.Done():
 			case stopErr = <-served:
@@ -323,6 +334,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 		log.Warn("requests still running at the shutdown deadline; closing their connections", "err", err)
 		hs.Close()
 	}
+	bl.stop(httpCtx)
 	if run.b == nil && run.err == nil {
 		// Stopping during recovery: wait for it, to close what it opened.
 		select {
