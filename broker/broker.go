@@ -85,6 +85,10 @@ type Broker struct {
 	mu sync.Mutex
 	// tasks is every live task's place in memory. Guarded by mu.
 	tasks map[uint64]slot
+	// leased holds the records (without payloads) of reserved tasks, so
+	// that ack, touch, nack and the like read nothing from the store.
+	// Guarded by mu.
+	leased map[uint64]store.Task
 	// queues by index, and their index by name. Guarded by mu.
 	queues []*queueState
 	byName map[string]*queueState
@@ -146,6 +150,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		log:           cfg.Logger,
 		tasks:         make(map[uint64]slot),
 		numeric:       make(map[qid]struct{}),
+		leased:        make(map[uint64]store.Task),
 		byName:        make(map[string]*queueState),
 		schedules:     make(map[string]*schedule),
 		over:          overlay{tasks: make(map[uint64]pendingTask), index: make(map[qid]pendingIndex)},
@@ -153,8 +158,8 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		quit:          make(chan struct{}),
 		committerDone: make(chan struct{}),
 	}
-	b.open = newGroup()
-	b.last = newGroup()
+	b.open = newGroup(1)
+	b.last = newGroup(0)
 	close(b.last.done)
 	b.metrics = newMetrics(b)
 	b.delays = hourglass.NewKeyed(b.fire, hourglass.WithExecutor(hourglass.Inline))
@@ -306,11 +311,12 @@ func (b *Broker) unplace(job uint64, s slot) {
 		b.delays.Remove(job)
 	case Reserved:
 		b.leases.Remove(job)
+		delete(b.leased, job)
 	}
 	b.queues[s.queue()].count(s.state(), 0)
 }
 
-// find returns the job id, record and memory slot of the live task id of
+// find returns the job id, record (its payload may be nil: see meta) and memory slot of the live task id of
 // queue. b.mu is held.
 func (b *Broker) find(queue, id string) (uint64, store.Task, slot, error) {
 	if err := b.usable(); err != nil {
@@ -330,7 +336,7 @@ func (b *Broker) find(queue, id string) (uint64, store.Task, slot, error) {
 	if !ok {
 		return 0, store.Task{}, slot{}, ErrNotFound
 	}
-	rec, err := b.record(job)
+	rec, err := b.meta(job)
 	if err != nil {
 		return 0, store.Task{}, slot{}, err
 	}

@@ -18,13 +18,14 @@ import (
 // many of them, and with one request at a time each fsync carries one.
 // Groups commit in the order they were opened.
 type group struct {
+	seq   uint64 // groups are opened, and commit, in seq order
 	batch store.Batch
 	tasks int           // task writes, for the tasks-per-commit metric
 	done  chan struct{} // closed once committed (or failed)
 	err   error         // set before done is closed
 }
 
-func newGroup() *group { return &group{done: make(chan struct{})} }
+func newGroup(seq uint64) *group { return &group{seq: seq, done: make(chan struct{})} }
 
 // wait blocks until g is committed and returns its error.
 func (g *group) wait() error {
@@ -129,6 +130,21 @@ func (b *Broker) record(job uint64) (store.Task, error) {
 	return t, nil
 }
 
+// meta returns the current record of job, whose Payload may be nil: from
+// the overlay, the records of reserved tasks, or the store. b.mu is held.
+func (b *Broker) meta(job uint64) (store.Task, error) {
+	if p, ok := b.over.tasks[job]; ok {
+		if p.gone {
+			return store.Task{}, ErrNotFound
+		}
+		return p.t, nil
+	}
+	if t, ok := b.leased[job]; ok {
+		return t, nil
+	}
+	return b.record(job)
+}
+
 // lookup returns the job id of the live task id in queue. b.mu is held.
 func (b *Broker) lookup(queue, id string) (uint64, error) {
 	if p, ok := b.over.index[qid{queue, id}]; ok {
@@ -154,38 +170,111 @@ func (b *Broker) storeErr(err error) error {
 
 // commitLoop is the committer goroutine: it commits the open group each
 // time it has writes, until Close, then commits what is left and exits.
+//
+// Over a [store.Pipeliner] it only applies each group and hands its wait
+// to a second goroutine (syncLoop), which finishes groups in order as
+// their fsyncs complete: the next group is applied while the last one
+// syncs, and one fsync may cover several groups. At most pipelineDepth
+// groups wait for their fsyncs at a time.
 func (b *Broker) commitLoop() {
 	defer close(b.committerDone)
+	p, pipelined := b.st.(store.Pipeliner)
+	var syncs chan syncing
+	var synced chan struct{}
+	if pipelined {
+		syncs = make(chan syncing, pipelineDepth)
+		synced = make(chan struct{})
+		go b.syncLoop(syncs, synced)
+		defer func() {
+			close(syncs)
+			<-synced
+		}()
+	}
+	commit := func() {
+		if pipelined {
+			b.applyOpen(p, syncs)
+		} else {
+			b.commitOpen()
+		}
+	}
 	for {
 		select {
 		case <-b.work:
 		case <-b.quit:
-			b.commitOpen() // writes sequenced before Close
+			commit() // writes sequenced before Close
 			return
 		}
-		b.commitOpen()
+		commit()
 	}
+}
+
+// pipelineDepth bounds the groups applied and waiting for their fsyncs.
+const pipelineDepth = 8
+
+// syncing is a group applied to a Pipeliner, waiting for its fsync.
+type syncing struct {
+	g     *group
+	wait  func() error // nil if err is set
+	err   error
+	start time.Time
+}
+
+// takeOpen takes the open group if it has writes, opening the next, and
+// returns it with the broker's failure, if any.
+func (b *Broker) takeOpen() (*group, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	g := b.open
+	if g.batch.Len() == 0 && g.batch.NextJobID == 0 {
+		return nil, nil
+	}
+	b.open = newGroup(g.seq + 1)
+	return g, b.failed
 }
 
 // commitOpen commits the open group, if it has writes.
 func (b *Broker) commitOpen() {
-	b.mu.Lock()
-	g := b.open
-	if g.batch.Len() == 0 && g.batch.NextJobID == 0 {
-		b.mu.Unlock()
+	g, err := b.takeOpen()
+	if g == nil {
 		return
 	}
-	b.open = newGroup()
-	failed := b.failed
-	b.mu.Unlock()
-
 	start := time.Now()
-	err := failed
 	if err == nil {
 		err = b.st.Commit(&g.batch)
 	}
-	b.metrics.commit(time.Since(start), g.tasks)
+	b.finish(g, err, start)
+}
 
+// applyOpen applies the open group, if it has writes, and queues it for
+// syncLoop.
+func (b *Broker) applyOpen(p store.Pipeliner, syncs chan<- syncing) {
+	g, err := b.takeOpen()
+	if g == nil {
+		return
+	}
+	s := syncing{g: g, err: err, start: time.Now()}
+	if err == nil {
+		s.wait, s.err = p.Apply(&g.batch)
+	}
+	syncs <- s
+}
+
+// syncLoop finishes applied groups in order as their fsyncs complete.
+func (b *Broker) syncLoop(syncs <-chan syncing, done chan<- struct{}) {
+	defer close(done)
+	for s := range syncs {
+		err := s.err
+		if err == nil {
+			err = s.wait()
+		}
+		b.finish(s.g, err, s.start)
+	}
+}
+
+// finish ends a group's commit: its overlay entries go (the store shows
+// its writes now), a failure fails the broker, and its waiters are told.
+func (b *Broker) finish(g *group, err error, start time.Time) {
+	b.metrics.commit(time.Since(start), g.tasks)
 	b.mu.Lock()
 	if err != nil && b.failed == nil {
 		// Memory is ahead of the record and nothing can be promised any

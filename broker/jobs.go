@@ -21,11 +21,25 @@ func (b *Broker) job(job uint64) (store.Task, slot, error) {
 	if !ok {
 		return store.Task{}, slot{}, ErrNotFound
 	}
-	rec, err := b.record(job)
+	rec, err := b.meta(job)
 	if err != nil {
 		return store.Task{}, slot{}, err
 	}
 	return rec, s, nil
+}
+
+// withPayload returns rec with its payload, read from the store if meta
+// left it out. b.mu is held.
+func (b *Broker) withPayload(rec store.Task) (store.Task, error) {
+	if rec.Payload != nil {
+		return rec, nil
+	}
+	full, err := b.record(rec.JobID)
+	if err != nil {
+		return store.Task{}, err
+	}
+	rec.Payload = full.Payload
+	return rec, nil
 }
 
 // heldJob returns job's record and slot if lease is its current lease
@@ -45,6 +59,9 @@ func (b *Broker) heldJob(job uint64, lease string) (store.Task, slot, error) {
 func (b *Broker) Job(job uint64) (Task, error) {
 	b.mu.Lock()
 	rec, s, err := b.job(job)
+	if err == nil {
+		rec, err = b.withPayload(rec)
+	}
 	if err != nil {
 		b.mu.Unlock()
 		return Task{}, err
@@ -83,6 +100,7 @@ func (b *Broker) ReleaseJob(ctx context.Context, job uint64, lease string, prio 
 		return err
 	}
 	b.leases.Remove(job)
+	delete(b.leased, job)
 	b.metrics.nacks.Inc()
 	q := b.queues[s.queue()]
 	now := time.Now()
@@ -106,6 +124,7 @@ func (b *Broker) BuryJob(ctx context.Context, job uint64, lease string, prio uin
 		return err
 	}
 	b.leases.Remove(job)
+	delete(b.leased, job)
 	rec.Buries++
 	rec.Priority = prio
 	rec.State = store.Dead
@@ -149,11 +168,13 @@ func (b *Broker) TouchJob(ctx context.Context, job uint64, lease string) (Task, 
 // released.
 func (b *Broker) touch(ctx context.Context, job uint64, rec store.Task, s slot, lease string) (Task, error) {
 	rec.LeaseUntil = time.Now().Add(rec.TTR).UnixNano()
-	payload := rec.Payload
 	rec.Payload = nil
 	b.writeTask(store.UpdateTask, rec)
+	b.leased[job] = rec
 	b.leases.Set(job, rec.TTR)
-	rec.Payload = payload
+	if full, err := b.withPayload(rec); err == nil {
+		rec = full
+	}
 	t := view(rec, s)
 	t.Lease = lease
 	return t, b.commitWait(ctx, b.barrier())
@@ -198,7 +219,7 @@ func (b *Broker) KickQueue(ctx context.Context, queue string, n int) (int, error
 		jobs = b.delayedJobs(q, n)
 	}
 	for _, job := range jobs {
-		rec, err := b.record(job)
+		rec, err := b.meta(job)
 		if err != nil {
 			b.mu.Unlock()
 			return 0, err
@@ -253,6 +274,9 @@ func (b *Broker) ReserveJob(ctx context.Context, job uint64) (Task, error) {
 	if err == nil && s.state() == Reserved {
 		err = ErrNotFound
 	}
+	if err == nil {
+		rec, err = b.withPayload(rec)
+	}
 	if err != nil {
 		b.mu.Unlock()
 		return Task{}, err
@@ -302,6 +326,9 @@ func (b *Broker) Peek(queue string, st State) (Task, error) {
 		return Task{}, ErrNotFound
 	}
 	rec, s, err := b.job(jobs[0])
+	if err == nil {
+		rec, err = b.withPayload(rec)
+	}
 	if err != nil {
 		b.mu.Unlock()
 		return Task{}, err
@@ -424,7 +451,7 @@ func (b *Broker) eachDead(ctx context.Context, queue string, f func(uint64, slot
 	}
 	jobs := b.buriedJobs(q, q.dead)
 	for _, job := range jobs {
-		rec, err := b.record(job)
+		rec, err := b.meta(job)
 		if err != nil {
 			b.mu.Unlock()
 			return 0, err

@@ -39,6 +39,7 @@ func (b *Broker) recover() error {
 				s.set(Reserved)
 				q.count(0, Reserved)
 				b.tasks[t.JobID] = s
+				b.leased[t.JobID] = t
 				b.leases.Set(t.JobID, time.Duration(t.LeaseUntil-now))
 				return nil
 			}

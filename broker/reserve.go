@@ -14,9 +14,13 @@ import (
 // then due time, then put order, each leased for its TTR: the answer's
 // tasks carry Lease, which Ack, Touch and Nack take. When none is ready it
 // waits up to wait for the first one and answers as soon as one is (an
-// empty answer when none came, or when ctx ends). The reservations are
-// durable when it returns. max must be 1 to MaxReserve and wait 0 to
-// MaxWait. A paused queue (PauseQueue) hands out nothing until its pause
+// empty answer when none came, or when ctx ends). Every task it hands out
+// is durable (its put committed); the reservation itself (the attempt and
+// the lease) is committed with the next group but not waited for, as
+// beanstalkd does not log reserves at all: a crash before that commit
+// makes the task ready again as if its lease had run out, with the
+// attempt not counted and the lease unknown. max must be 1 to MaxReserve
+// and wait 0 to MaxWait. A paused queue (PauseQueue) hands out nothing until its pause
 // ends.
 func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]Task, error) {
 	if err := checkQueue(queue); err != nil {
@@ -69,16 +73,20 @@ func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time
 			}
 		}
 		var tasks []Task
-		tasks, err = b.take(qs, max)
+		var g *group
+		tasks, g, err = b.take(qs, max)
 		if err != nil || len(tasks) > 0 || wait == 0 {
-			// Wait for the commit even if ctx ends meanwhile (it takes an
-			// fsync), so that a caller gone by then gets its reservations
-			// given back at once rather than when their leases run out.
-			g := b.barrier()
+			// Wait for the commit of what the tasks handed out were put
+			// with, if it is still running, even if ctx ends meanwhile (it
+			// takes an fsync), so that a caller gone by then gets its
+			// reservations given back at once rather than when their
+			// leases run out.
 			b.mu.Unlock()
-			<-g.done
-			if g.err != nil {
-				return nil, fmt.Errorf("%w: store failed: %v", ErrClosed, g.err)
+			if g != nil {
+				<-g.done
+				if g.err != nil {
+					return nil, fmt.Errorf("%w: store failed: %v", ErrClosed, g.err)
+				}
 			}
 			if cerr := ctx.Err(); cerr != nil && len(tasks) > 0 {
 				b.giveBack(tasks)
@@ -122,9 +130,10 @@ func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time
 }
 
 // take reserves up to max ready tasks from qs, each time the first in
-// delivery order across them. b.mu is held.
-func (b *Broker) take(qs []*queueState, max int) ([]Task, error) {
-	var out []Task
+// delivery order across them. It returns the newest group still to be
+// committed that wrote any of them before (their put, say), which the
+// caller waits for before handing them out, or nil. b.mu is held.
+func (b *Broker) take(qs []*queueState, max int) (out []Task, pending *group, err error) {
 	now := time.Now()
 	for len(out) < max {
 		var best *queueState
@@ -141,10 +150,13 @@ func (b *Broker) take(qs []*queueState, max int) ([]Task, error) {
 			break
 		}
 		best.ready.pop()
+		if p, ok := b.over.tasks[top.job]; ok && (pending == nil || p.g.seq > pending.seq) {
+			pending = p.g // groups commit in order: the newest covers the rest
+		}
 		rec, err := b.record(top.job)
 		if err != nil {
 			best.ready.push(top)
-			return out, err
+			return out, pending, err
 		}
 		t := b.lease(top.job, b.tasks[top.job], rec, best, now)
 		best.deliveries++
@@ -153,7 +165,7 @@ func (b *Broker) take(qs []*queueState, max int) ([]Task, error) {
 		b.late.add(now, late)
 		out = append(out, t)
 	}
-	return out, nil
+	return out, pending, nil
 }
 
 // peekReady returns the first item of q's ready heap whose task is still
@@ -179,6 +191,7 @@ func (b *Broker) lease(job uint64, s slot, rec store.Task, q *queueState, now ti
 	payload := rec.Payload
 	rec.Payload = nil // an update leaves the stored payload as it is
 	b.writeTask(store.UpdateTask, rec)
+	b.leased[job] = rec
 	q.count(s.state(), Reserved)
 	s.set(Reserved)
 	b.tasks[job] = s
@@ -225,7 +238,7 @@ func (b *Broker) expireLease(job uint64) {
 	if !ok || s.state() != Reserved || b.closed || b.failed != nil {
 		return
 	}
-	rec, err := b.record(job)
+	rec, err := b.meta(job)
 	if err != nil {
 		b.log.Error("hourglass: lease expiry: reading the task", "job_id", job, "err", err)
 		return
@@ -247,6 +260,7 @@ func (b *Broker) expireLease(job uint64) {
 // up, else waiting again until due. b.mu is held.
 func (b *Broker) requeue(job uint64, s slot, rec store.Task, now, due int64) {
 	q := b.queues[s.queue()]
+	delete(b.leased, job)
 	rec.Lease, rec.LeaseUntil = "", 0
 	rec.Payload = nil
 	if rec.MaxAttempts > 0 && rec.Attempts >= rec.MaxAttempts {
@@ -275,7 +289,7 @@ func (b *Broker) giveBack(tasks []Task) {
 		if !ok || s.state() != Reserved {
 			continue
 		}
-		rec, err := b.record(t.JobID)
+		rec, err := b.meta(t.JobID)
 		if err != nil || rec.Lease != t.Lease {
 			continue
 		}

@@ -14,13 +14,17 @@ import (
 // put is still being committed is returned once it is.
 func (b *Broker) Get(queue, id string) (Task, error) {
 	b.mu.Lock()
-	job, rec, s, err := b.find(queue, id)
+	job, _, s, err := b.find(queue, id)
+	if err != nil {
+		b.mu.Unlock()
+		return Task{}, err
+	}
+	rec, err := b.record(job)
 	if err != nil {
 		b.mu.Unlock()
 		return Task{}, err
 	}
 	t := view(rec, s)
-	_ = job
 	if err := b.commitWait(context.Background(), b.barrier()); err != nil {
 		return Task{}, err
 	}
@@ -88,15 +92,7 @@ func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (Task, erro
 		b.mu.Unlock()
 		return Task{}, err
 	}
-	rec.LeaseUntil = time.Now().Add(rec.TTR).UnixNano()
-	payload := rec.Payload
-	rec.Payload = nil
-	b.writeTask(store.UpdateTask, rec)
-	b.leases.Set(job, rec.TTR)
-	rec.Payload = payload
-	t := view(rec, s)
-	t.Lease = lease
-	return t, b.commitWait(ctx, b.barrier())
+	return b.touch(ctx, job, rec, s, lease)
 }
 
 // Nack gives the reserved task id of queue back: it is waiting again,

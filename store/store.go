@@ -140,6 +140,17 @@ type Store interface {
 	Close() error
 }
 
+// Pipeliner is a Store whose commits can overlap: Apply applies a batch
+// (after every batch applied before it, and visible to reads) and returns
+// a wait for its durability, so that the caller can apply the next batch
+// while this one's fsync runs, and one fsync can cover both. Calls of
+// Apply must not be concurrent; waits may run on any goroutine. A batch
+// is durable when its wait returns nil, as when Commit returns nil.
+type Pipeliner interface {
+	Store
+	Apply(b *Batch) (wait func() error, err error)
+}
+
 // Batch is a list of writes committed together by [Store.Commit]. Writes
 // apply in order; a later write of the same key wins. The zero Batch is
 // empty and ready to use. A Batch is not safe for concurrent use.
@@ -158,16 +169,26 @@ const (
 	PutTask OpKind = iota + 1
 	// UpdateTask writes Op.Task's record and leaves its stored payload as
 	// it is (Op.Task.Payload is ignored): state changes of a task whose
-	// payload is unchanged.
+	// payload is unchanged. The task must be in the store (or put earlier
+	// in the batch) with the same Queue and ID: a store may write the
+	// record without reading the old one, and what it does otherwise is
+	// not defined.
 	UpdateTask
 	// DeleteTask removes the task Op.Task.JobID with its payload and its
-	// index entry (Op.Task.Queue and Op.Task.ID must be the recorded ones).
+	// index and list entries. Op.Task.Queue and Op.Task.ID must be the
+	// recorded ones: a store may remove the entries they name without
+	// reading the record. A delete of a task not in the store is a no-op.
 	DeleteTask
 	// PutSchedule writes Op.Schedule, replacing one of the same name.
 	PutSchedule
 	// DeleteSchedule removes the schedule Op.Schedule.Name.
 	DeleteSchedule
 )
+
+// The broker writes every update and delete from the task's current
+// record, which it has at hand, so a store need not read anything back to
+// commit: at a million tasks that read was the cost of a commit (a block
+// read from disk for each).
 
 // Op is one write of a [Batch].
 type Op struct {

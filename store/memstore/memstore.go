@@ -128,6 +128,11 @@ func (s *Store) Commit(b *store.Batch) error {
 				undo = append(undo, func() { s.schedules[name] = old })
 				delete(s.schedules, name)
 			}
+		default:
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+			return fmt.Errorf("memstore: op of unknown kind %d", op.Kind)
 		}
 	}
 	s.next = max(next, b.NextJobID)

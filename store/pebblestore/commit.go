@@ -58,26 +58,43 @@ import (
 // If Pebble fails to write or sync the WAL, the store is failed: this and
 // every later Commit return the error (package doc, "Durability").
 func (s *Store) Commit(b *store.Batch) error {
+	wait, err := s.Apply(b)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// Apply is the first half of Commit: it applies b (visible to reads, after
+// every batch applied before it) and returns a wait that blocks until b is
+// durable and returns what Commit would. Batches applied one after another
+// share the fsyncs their waits await, so a caller can apply the next batch
+// while the last one syncs (see [store.Pipeliner]).
+func (s *Store) Apply(b *store.Batch) (wait func() error, err error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if p := s.failed.Load(); p != nil {
-		return *p
+		return nil, *p
 	}
+	done := func() error { return nil }
 
 	s.commitMu.Lock()
 	if len(b.Ops) == 0 && b.NextJobID <= s.pendingNext {
 		s.commitMu.Unlock()
-		return nil
+		return done, nil
 	}
 	pb := s.db.NewBatch()
 	next, err := s.w.build(s, pb, b)
 	if err != nil || pb.Empty() {
 		s.commitMu.Unlock()
 		_ = pb.Close()
-		return err
+		if err != nil {
+			return nil, err
+		}
+		return done, nil
 	}
 	if !s.sync {
 		err = s.db.Apply(pb, pebble.NoSync)
@@ -86,23 +103,25 @@ func (s *Store) Commit(b *store.Batch) error {
 		}
 		s.commitMu.Unlock()
 		if err != nil {
-			return s.fail(pebbleErr("commit", err))
+			return nil, s.fail(pebbleErr("commit", err))
 		}
 		s.raiseNext(next)
-		return pb.Close()
+		return done, pb.Close()
 	}
 	if err := s.db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
 		s.commitMu.Unlock()
-		return s.fail(pebbleErr("commit", err))
+		return nil, s.fail(pebbleErr("commit", err))
 	}
 	s.pendingNext = next
 	s.commitMu.Unlock()
 
-	if err := pb.SyncWait(); err != nil {
-		return s.fail(pebbleErr("commit: WAL sync", err))
-	}
-	s.raiseNext(next)
-	return pb.Close()
+	return func() error {
+		if err := pb.SyncWait(); err != nil {
+			return s.fail(pebbleErr("commit: WAL sync", err))
+		}
+		s.raiseNext(next)
+		return pb.Close()
+	}, nil
 }
 
 // raiseNext raises the synced high-water mark to next, if below. Commits
@@ -163,7 +182,7 @@ func (w *writer) build(s *Store, pb *pebble.Batch, b *store.Batch) (next uint64,
 		case store.UpdateTask:
 			err = w.putTask(&op.Task, false)
 		case store.DeleteTask:
-			err = w.deleteTask(op.Task.JobID)
+			err = w.deleteTask(&op.Task)
 		case store.PutSchedule:
 			sc := &op.Schedule
 			w.key = scheduleKey(w.key[:0], sc.Name)
@@ -201,12 +220,15 @@ func (w *writer) putTask(t *store.Task, withPayload bool) error {
 	if t.State != store.Waiting && t.State != store.Reserved && t.State != store.Dead {
 		return fmt.Errorf("task %d: invalid state %d", job, t.State)
 	}
-	old, err := w.task(job)
-	if err != nil {
-		return err
-	}
-	if !withPayload && !old.live {
-		return fmt.Errorf("update of task %d: %w", job, store.ErrNotFound)
+	// A put of a new task reads nothing (its job id is above every one
+	// put before); nor does an update, which keeps the task's queue and id
+	// (store.UpdateTask), so its index and list entries stay.
+	old := taskEntry{live: !withPayload, queue: t.Queue, id: t.ID}
+	if withPayload {
+		var err error
+		if old, err = w.task(job); err != nil {
+			return err
+		}
 	}
 	if moved := !old.live || old.queue != t.Queue || old.id != t.ID; moved {
 		if old.live {
@@ -247,14 +269,20 @@ func (w *writer) putTask(t *store.Task, withPayload bool) error {
 	return nil
 }
 
-// deleteTask removes task job's record, payload, list entry and index
-// entry (if it still names job). A task not in the store is a no-op.
-func (w *writer) deleteTask(job uint64) error {
-	old, err := w.task(job)
-	if err != nil || !old.live {
-		return err
+// deleteTask removes task t.JobID's record, payload, list entry and
+// index entry (if it still names the task), under the queue and id t
+// carries (store.DeleteTask): nothing is read, except an index entry an
+// earlier op of the batch wrote. A task not in the store is a no-op.
+func (w *writer) deleteTask(t *store.Task) error {
+	job := t.JobID
+	old := taskEntry{live: true, queue: t.Queue, id: t.ID}
+	if e, ok := w.tasks[job]; ok {
+		old = e
 	}
-	if err := w.unindex(job, old); err != nil {
+	if !old.live {
+		return nil
+	}
+	if err := w.unindexTrusted(job, old); err != nil {
 		return err
 	}
 	w.key = jobKey(w.key[:0], prefixMeta, job)
@@ -280,6 +308,22 @@ func (w *writer) unindex(job uint64, old taskEntry) error {
 	owner, err := w.owner(w.key)
 	if err != nil || owner != job {
 		return err
+	}
+	w.owners[string(w.key)] = 0
+	return w.pb.Delete(w.key, nil)
+}
+
+// unindexTrusted removes the list entry of job under old.queue and the
+// index entry of (old.queue, old.id), reading nothing: the entry names
+// job unless an earlier op of this batch gave it to another task.
+func (w *writer) unindexTrusted(job uint64, old taskEntry) error {
+	w.key = listKey(w.key[:0], old.queue, job)
+	if err := w.pb.Delete(w.key, nil); err != nil {
+		return err
+	}
+	w.key = indexKey(w.key[:0], old.queue, old.id)
+	if owner, ok := w.owners[string(w.key)]; ok && owner != job {
+		return nil
 	}
 	w.owners[string(w.key)] = 0
 	return w.pb.Delete(w.key, nil)

@@ -50,9 +50,6 @@ func TestCorrupt_Value(t *testing.T) {
 	update := func(st store.Store) error {
 		return st.Commit(&store.Batch{Ops: []store.Op{{Kind: store.UpdateTask, Task: store.Task{JobID: 1, Queue: "q", ID: "a", State: store.Reserved}}}})
 	}
-	remove := func(st store.Store) error {
-		return st.Commit(&store.Batch{Ops: []store.Op{{Kind: store.DeleteTask, Task: store.Task{JobID: 1, Queue: "q", ID: "a"}}}})
-	}
 	recover := func(st store.Store) error { return st.Recover(func(store.Task) error { return nil }) }
 	list := func(st store.Store) error { _, err := st.List("q", 0, 10); return err }
 	task1 := func(st store.Store) error { _, err := st.Task(1); return err }
@@ -69,7 +66,9 @@ func TestCorrupt_Value(t *testing.T) {
 			name: "Record", key: pebblestore.MetaKey(1),
 			damage: func(st *pebblestore.Store, key []byte) []byte { v, _ := st.Raw(key); return flip(v) },
 			what:   "task 1 record",
-			fail:   map[string]func(store.Store) error{"Task": task1, "Recover": recover, "List": list, "update": update, "delete": remove},
+			// An update or delete reads nothing (store.UpdateTask): it
+			// overwrites or removes the damaged value without seeing it.
+			fail: map[string]func(store.Store) error{"Task": task1, "Recover": recover, "List": list},
 		},
 		{
 			name: "RecordTruncated", key: pebblestore.MetaKey(1),
@@ -106,7 +105,6 @@ func TestCorrupt_Value(t *testing.T) {
 			what:   `index entry of queue "q" id "a"`,
 			fail: map[string]func(store.Store) error{
 				"Lookup": func(st store.Store) error { _, err := st.Lookup("q", "a"); return err },
-				"delete": remove,
 			},
 			work: map[string]func(store.Store) error{"Task": task1, "Recover": recover},
 		},

@@ -160,10 +160,10 @@ func testBatchAtomic(t *testing.T, st store.Store) {
 	batch.Delete(a)
 	batch.PutSchedule(schedule("s", 1))
 	batch.Put(sample(3, "q", "c"))
-	batch.Update(sample(9, "q", "missing")) // fails: job 9 is not in the store
+	batch.Ops = append(batch.Ops, store.Op{Kind: 99}) // fails: no such kind
 	batch.NextJobID = 1000
 	if err := st.Commit(&batch); err == nil {
-		t.Fatal("Commit of a batch with an update of a missing task: nil error")
+		t.Fatal("Commit of a batch with an op of unknown kind: nil error")
 	}
 	checkTask(t, st, a)
 	checkLookup(t, st, "q", "a", 1)

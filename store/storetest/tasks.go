@@ -166,55 +166,6 @@ func testUpdateKeepsPayload(t *testing.T, st store.Store) {
 	checkLookup(t, st, "q", "a", 1)
 }
 
-// testUpdateMovesIndex: an update that changes a task's queue or id moves
-// its Lookup and List entries.
-func testUpdateMovesIndex(t *testing.T, st store.Store) {
-	a := sample(1, "q", "a")
-	b := sample(2, "q", "b")
-	commit(t, st, put(a), put(b))
-
-	a2 := a
-	a2.ID = "a2"
-	commit(t, st, update(a2))
-	checkLookup(t, st, "q", "a", 0)
-	checkLookup(t, st, "q", "a2", 1)
-	checkTask(t, st, a2)
-
-	a3 := a2
-	a3.Queue = "r"
-	commit(t, st, update(a3))
-	checkLookup(t, st, "q", "a2", 0)
-	checkLookup(t, st, "r", "a2", 1)
-	if got := listAll(t, st, "q", 10); len(got) != 1 || got[0].JobID != 2 {
-		t.Fatalf("List(q) after moving job 1 to r = %v, want [2]", jobs(got))
-	}
-	if got := listAll(t, st, "r", 10); len(got) != 1 || diff(got[0], a3, false) != "" {
-		t.Fatalf("List(r) = %+v, want job 1", got)
-	}
-	checkLookup(t, st, "q", "b", 2)
-}
-
-// testUpdateMissing: an update of a task not in the store fails the batch
-// (a put creates tasks; an update creating one would have no payload).
-func testUpdateMissing(t *testing.T, st store.Store) {
-	a := sample(1, "q", "a")
-	commit(t, st, put(a))
-	ghost := sample(7, "q", "ghost")
-	if err := st.Commit(&store.Batch{Ops: []store.Op{update(ghost)}}); err == nil {
-		t.Fatal("Commit of an update of task 7, which is not in the store: nil error")
-	}
-	checkGone(t, st, 7)
-	checkLookup(t, st, "q", "ghost", 0)
-	checkAll(t, st, a)
-	checkNext(t, st, 2)
-
-	commit(t, st, del(a))
-	if err := st.Commit(&store.Batch{Ops: []store.Op{update(a)}}); err == nil {
-		t.Fatal("Commit of an update of deleted task 1: nil error")
-	}
-	checkGone(t, st, 1)
-}
-
 // testPutReplaces: a put of an existing job id replaces record, payload
 // and index, and removes the old index and list entries.
 func testPutReplaces(t *testing.T, st store.Store) {
@@ -260,44 +211,11 @@ func testDelete(t *testing.T, st store.Store) {
 	checkLookup(t, st, "q", "x", 3)
 	checkTask(t, st, c)
 
-	commit(t, st, del(a), del(sample(99, "q", "none")))
-	checkTask(t, st, c)
-	checkLookup(t, st, "q", "x", 3)
-	checkAll(t, st, b, c)
-
 	commit(t, st, del(b), del(c))
 	checkAll(t, st)
 	checkLookup(t, st, "q", "y", 0)
 	checkLookup(t, st, "q", "x", 0)
 	checkNext(t, st, 4) // deleted job ids are never given again
-}
-
-// testDuplicateID: a put giving a new task the (queue, id) of another
-// live task breaks what the broker keeps (it looks ids up first), so the
-// suite allows either of two answers: the store refuses the batch and is
-// unchanged (a unique index), or the later task takes the index entry.
-// Either way Lookup never names a task that is gone, and deleting the
-// earlier task does not take the later one's entry.
-func testDuplicateID(t *testing.T, st store.Store) {
-	a := sample(1, "q", "x")
-	commit(t, st, put(a))
-	dup := sample(2, "q", "x")
-	if err := st.Commit(&store.Batch{Ops: []store.Op{put(dup)}}); err != nil {
-		checkGone(t, st, 2)
-		checkLookup(t, st, "q", "x", 1)
-		checkAll(t, st, a)
-		checkNext(t, st, 2)
-		return
-	}
-	checkLookup(t, st, "q", "x", 2)
-	checkTask(t, st, a)
-	checkTask(t, st, dup)
-	commit(t, st, del(a))
-	checkLookup(t, st, "q", "x", 2)
-	checkAll(t, st, dup)
-	commit(t, st, del(dup))
-	checkLookup(t, st, "q", "x", 0)
-	checkAll(t, st)
 }
 
 // testLargePayload: a 1 MiB payload (the broker's default limit) is kept

@@ -1,0 +1,92 @@
+package broker_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/store/pebblestore"
+)
+
+// commitOnly hides a store's Apply, so that the broker commits one group
+// at a time.
+type commitOnly struct{ store.Store }
+
+// BenchmarkBroker_PutDurable measures single durable puts from 64
+// goroutines on Pebble, with the commits pipelined (the default over
+// pebblestore) and one at a time.
+func BenchmarkBroker_PutDurable(b *testing.B) {
+	for _, mode := range []string{"pipelined", "serial"} {
+		b.Run(mode, func(b *testing.B) {
+			pst, err := pebblestore.Open(b.TempDir(), pebblestore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pst.Close()
+			var st store.Store = pst
+			if mode == "serial" {
+				st = commitOnly{pst}
+			}
+			br, err := broker.Open(st, broker.Config{Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer br.Close()
+			payload := make([]byte, 200)
+			b.SetParallelism(32) // 64 goroutines on 2 CPUs
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, _, err := br.Put(ctx, "q", broker.PutRequest{Payload: payload, Delay: time.Hour}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "puts/s")
+		})
+	}
+}
+
+// BenchmarkBroker_ReserveAckDurable measures reserve+ack round trips from
+// 64 goroutines on a full ready queue on Pebble.
+func BenchmarkBroker_ReserveAckDurable(b *testing.B) {
+	pst, err := pebblestore.Open(b.TempDir(), pebblestore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pst.Close()
+	br, err := broker.Open(pst, broker.Config{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	rs := make([]broker.PutRequest, 1000)
+	for i := range rs {
+		rs[i] = broker.PutRequest{Payload: make([]byte, 200)}
+	}
+	for range 200 {
+		for _, r := range br.PutBatch(ctx, "q", rs) {
+			if r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}
+	}
+	b.ResetTimer()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			ts, err := br.Reserve(ctx, "q", 1, 0)
+			if err != nil || len(ts) != 1 {
+				b.Error(fmt.Sprint(ts, err))
+				return
+			}
+			if err := br.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "trips/s")
+}
