@@ -108,6 +108,25 @@ func ExampleTimer_Stop() {
 	// hourglass: timer stopped
 }
 
+// Stop returns without waiting; Done says when the drivers have exited,
+// and with them every callback they ran themselves (Inline).
+func ExampleTimer_Done() {
+	timer := hourglass.New(hourglass.WithExecutor(hourglass.Inline))
+	started := make(chan struct{})
+	timer.AfterFunc(0, func() {
+		close(started)
+		time.Sleep(10 * time.Millisecond)
+		fmt.Println("callback returned")
+	})
+	<-started
+	timer.Stop() // returns at once, the callback still running
+	<-timer.Done()
+	fmt.Println("drivers exited")
+	// Output:
+	// callback returned
+	// drivers exited
+}
+
 func ExampleNewPool() {
 	pool := hourglass.NewPool(4, 1024)
 	defer pool.Close()
