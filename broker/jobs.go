@@ -58,6 +58,12 @@ func (b *Broker) heldJob(job uint64, lease string) (store.Task, slot, error) {
 // Job returns the task with job id job, payload included, or ErrNotFound.
 func (b *Broker) Job(job uint64) (Task, error) {
 	b.mu.Lock()
+	return b.show(job)
+}
+
+// show answers job as it is, payload included, once what it shows is
+// durable. b.mu is held and released.
+func (b *Broker) show(job uint64) (Task, error) {
 	rec, s, err := b.job(job)
 	if err == nil {
 		rec, err = b.withPayload(rec)
@@ -325,16 +331,7 @@ func (b *Broker) Peek(queue string, st State) (Task, error) {
 		b.mu.Unlock()
 		return Task{}, ErrNotFound
 	}
-	rec, s, err := b.job(jobs[0])
-	if err == nil {
-		rec, err = b.withPayload(rec)
-	}
-	if err != nil {
-		b.mu.Unlock()
-		return Task{}, err
-	}
-	t := view(rec, s)
-	return t, b.commitWait(context.Background(), b.barrier())
+	return b.show(jobs[0])
 }
 
 // PauseQueue stops queue from handing out tasks for d (0 ends a pause):

@@ -225,7 +225,7 @@ func (b *Broker) recoverSchedules() error {
 		s := &schedule{spec: spec, cron: sched, loc: loc, created: r.Created, last: r.Last}
 		b.schedules[r.Name] = s
 		from := time.Unix(0, max(r.Last, r.Created))
-		if at := newestOccurrence(sched, loc, from, now); !at.IsZero() {
+		if at := NewestOccurrence(sched, loc, from, now); !at.IsZero() {
 			b.putOccurrence(s, at)
 		}
 		b.arm(s, now)
@@ -233,11 +233,12 @@ func (b *Broker) recoverSchedules() error {
 	return nil
 }
 
-// newestOccurrence returns the newest occurrence of sched after from and
-// not after now, or the zero time. It looks back over windows that grow
-// fourfold from one minute, so it walks few occurrences however long the
-// broker was down.
-func newestOccurrence(sched hourglass.Schedule, loc *time.Location, from, now time.Time) time.Time {
+// NewestOccurrence returns the newest occurrence of sched (read in loc)
+// after from and not after now, or the zero time: the one occurrence a
+// schedule puts for the time its server was down. It looks back over
+// windows that grow fourfold from one minute, so it walks few occurrences
+// however long the server was down.
+func NewestOccurrence(sched hourglass.Schedule, loc *time.Location, from, now time.Time) time.Time {
 	for w := time.Minute; ; w *= 4 {
 		start := now.Add(-w)
 		if start.Before(from) || w > 100*365*24*time.Hour {

@@ -239,7 +239,7 @@ func (n *Node) reconcileSchedules(ctx context.Context) error {
 	n.mu.Unlock()
 	for _, s := range fresh {
 		from := time.Unix(0, max(s.last, s.created))
-		if at := newestOccurrence(s.cron, s.loc, from, now); !at.IsZero() {
+		if at := broker.NewestOccurrence(s.cron, s.loc, from, now); !at.IsZero() {
 			if err := n.occur(ctx, s, at); err != nil {
 				n.log.Warn("hourglass: cluster: putting a missed occurrence", "schedule", s.spec.Name, "err", err)
 			}
@@ -360,22 +360,4 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 		n.count(s.spec.Queue, func(c *counts) { c.puts++ })
 	}
 	return nil
-}
-
-// newestOccurrence returns the newest occurrence of sched after from and
-// not after now, or the zero time (as package broker's).
-func newestOccurrence(sched hourglass.Schedule, loc *time.Location, from, now time.Time) time.Time {
-	for w := time.Minute; ; w *= 4 {
-		start := now.Add(-w)
-		if start.Before(from) || w > 100*365*24*time.Hour {
-			start = from
-		}
-		var found time.Time
-		for t, k := sched.Next(start.In(loc)), 0; !t.IsZero() && !t.After(now) && k < 1_000_000; t, k = sched.Next(t), k+1 {
-			found = t
-		}
-		if !found.IsZero() || !start.After(from) {
-			return found
-		}
-	}
 }
