@@ -57,16 +57,30 @@ func checkID(id string) error {
 	return nil
 }
 
-// checkPut checks r against the limits and returns the task's due time
-// (Unix ns) for a put at now.
+// checkPut checks r against the broker's limits and returns the task's
+// due time (Unix ns) for a put at now.
 func (b *Broker) checkPut(r *PutRequest, now time.Time) (int64, error) {
+	return CheckPut(r, now, b.cfg.MaxDelay, b.cfg.MaxPayload)
+}
+
+// CheckID returns an error wrapping ErrInvalid, saying what is wrong, if
+// id is not a valid task id: 1 to 200 printable ASCII bytes, no '/' or
+// space, not "." or "..".
+func CheckID(id string) error { return checkID(id) }
+
+// CheckPut checks r against the limits maxDelay and maxPayload as Put does
+// and returns the task's due time (Unix ns) for a put at now. Errors wrap
+// ErrInvalid or ErrTooLarge and say what is wrong. Other implementations
+// of the API (package cluster) use it, so that a client cannot tell them
+// from a Broker by their answers.
+func CheckPut(r *PutRequest, now time.Time, maxDelay time.Duration, maxPayload int) (int64, error) {
 	if r.ID != "" {
 		if err := checkID(r.ID); err != nil {
 			return 0, err
 		}
 	}
-	if len(r.Payload) > b.cfg.MaxPayload {
-		return 0, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrTooLarge, len(r.Payload), b.cfg.MaxPayload)
+	if len(r.Payload) > maxPayload {
+		return 0, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrTooLarge, len(r.Payload), maxPayload)
 	}
 	if r.Delay != 0 && !r.At.IsZero() {
 		return 0, fmt.Errorf("%w: give delay or at, not both", ErrInvalid)
@@ -74,8 +88,8 @@ func (b *Broker) checkPut(r *PutRequest, now time.Time) (int64, error) {
 	if r.Delay < 0 {
 		return 0, fmt.Errorf("%w: negative delay %s", ErrInvalid, r.Delay)
 	}
-	if r.Delay > b.cfg.MaxDelay {
-		return 0, fmt.Errorf("%w: delay %s over the limit of %s", ErrInvalid, r.Delay, b.cfg.MaxDelay)
+	if r.Delay > maxDelay {
+		return 0, fmt.Errorf("%w: delay %s over the limit of %s", ErrInvalid, r.Delay, maxDelay)
 	}
 	if r.TTR < 0 {
 		return 0, fmt.Errorf("%w: negative ttr %s", ErrInvalid, r.TTR)
@@ -87,8 +101,8 @@ func (b *Broker) checkPut(r *PutRequest, now time.Time) (int64, error) {
 		return 0, fmt.Errorf("%w: max_attempts %d out of range", ErrInvalid, r.MaxAttempts)
 	}
 	if !r.At.IsZero() {
-		if r.At.Sub(now) > b.cfg.MaxDelay {
-			return 0, fmt.Errorf("%w: at %s is further than %s away", ErrInvalid, r.At.UTC().Format(time.RFC3339Nano), b.cfg.MaxDelay)
+		if r.At.Sub(now) > maxDelay {
+			return 0, fmt.Errorf("%w: at %s is further than %s away", ErrInvalid, r.At.UTC().Format(time.RFC3339Nano), maxDelay)
 		}
 		if y := r.At.Year(); y < 1970 || y > 2262 {
 			return 0, fmt.Errorf("%w: at %s out of range", ErrInvalid, r.At.UTC().Format(time.RFC3339Nano))
