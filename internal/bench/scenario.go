@@ -27,6 +27,7 @@ func Scenarios() []Scenario {
 		keyedScenario,
 		seedDemoScenario,
 		serveScenario,
+		beanstalkScenario,
 	}
 }
 
