@@ -42,6 +42,21 @@ func (b *Broker) withPayload(rec store.Task) (store.Task, error) {
 	return rec, nil
 }
 
+// jobIf returns job's record and slot if ok accepts them, else
+// ErrNotFound (as beanstalkd answers); on any error it releases b.mu.
+// b.mu is held.
+func (b *Broker) jobIf(job uint64, ok func(store.Task, slot) bool) (store.Task, slot, error) {
+	rec, s, err := b.job(job)
+	if err == nil && !ok(rec, s) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		b.mu.Unlock()
+		return store.Task{}, slot{}, err
+	}
+	return rec, s, nil
+}
+
 // heldJob returns job's record and slot if lease is its current lease
 // (ErrNotFound otherwise, as beanstalkd answers). b.mu is held.
 func (b *Broker) heldJob(job uint64, lease string) (store.Task, slot, error) {
@@ -80,12 +95,10 @@ func (b *Broker) show(job uint64) (Task, error) {
 // reserved under lease; else it returns ErrNotFound.
 func (b *Broker) DeleteJob(ctx context.Context, job uint64, lease string) error {
 	b.mu.Lock()
-	rec, s, err := b.job(job)
-	if err == nil && s.state() == Reserved && (lease == "" || rec.Lease != lease) {
-		err = ErrNotFound
-	}
+	rec, s, err := b.jobIf(job, func(rec store.Task, s slot) bool {
+		return s.state() != Reserved || (lease != "" && rec.Lease == lease)
+	})
 	if err != nil {
-		b.mu.Unlock()
 		return err
 	}
 	b.remove(job, s, rec)
@@ -189,12 +202,10 @@ func (b *Broker) touch(ctx context.Context, job uint64, rec store.Task, s slot, 
 // KickJob makes job ready if it is dead or delayed; else ErrNotFound.
 func (b *Broker) KickJob(ctx context.Context, job uint64) error {
 	b.mu.Lock()
-	rec, s, err := b.job(job)
-	if err == nil && s.state() != Dead && s.state() != Delayed {
-		err = ErrNotFound
-	}
+	rec, s, err := b.jobIf(job, func(_ store.Task, s slot) bool {
+		return s.state() == Dead || s.state() == Delayed
+	})
 	if err != nil {
-		b.mu.Unlock()
 		return err
 	}
 	b.kickJob(job, s, rec)

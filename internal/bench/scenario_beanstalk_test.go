@@ -2,7 +2,6 @@ package bench
 
 import (
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -23,16 +22,7 @@ func TestBeanstalkScenario(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the scenario runs hourglass serve through sh")
 	}
-	goCmd, err := exec.LookPath(filepath.Join(runtime.GOROOT(), "bin", "go"))
-	if err != nil {
-		t.Skipf("no go command to build hourglass with: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "hourglass")
-	if out, err := exec.Command(goCmd, "build", "-o", bin, "github.com/hourglass-go/hourglass/cmd/hourglass").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	serveBinary = bin
-	t.Cleanup(func() { serveBinary = "" })
+	useBuiltServer(t)
 
 	c := tiny()
 	c.Scenarios = []string{"beanstalk"}

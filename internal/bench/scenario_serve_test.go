@@ -19,16 +19,7 @@ func TestServeScenario(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the scenario stops its server with SIGTERM")
 	}
-	goCmd, err := exec.LookPath(filepath.Join(runtime.GOROOT(), "bin", "go"))
-	if err != nil {
-		t.Skipf("no go command to build hourglass with: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "hourglass")
-	if out, err := exec.Command(goCmd, "build", "-o", bin, "github.com/hourglass-go/hourglass/cmd/hourglass").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	serveBinary = bin
-	t.Cleanup(func() { serveBinary = "" })
+	useBuiltServer(t)
 
 	c := tiny()
 	c.Scenarios = []string{"serve"}
@@ -116,4 +107,21 @@ func TestServeScenario_OptIn(t *testing.T) {
 	if r := serve[0].Run(); r.Note != serveOptIn || len(r.Metrics) != 0 || r.Err != "" {
 		t.Errorf("note %q, %d metrics, error %q; want %q", r.Note, len(r.Metrics), r.Err, serveOptIn)
 	}
+}
+
+// useBuiltServer builds the hourglass binary into a temporary directory
+// and makes the serve scenarios run it, until the test ends; it skips
+// the test where no go command is at hand.
+func useBuiltServer(t *testing.T) {
+	t.Helper()
+	goCmd, err := exec.LookPath(filepath.Join(runtime.GOROOT(), "bin", "go"))
+	if err != nil {
+		t.Skipf("no go command to build hourglass with: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "hourglass")
+	if out, err := exec.Command(goCmd, "build", "-o", bin, "github.com/hourglass-go/hourglass/cmd/hourglass").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	serveBinary = bin
+	t.Cleanup(func() { serveBinary = "" })
 }
