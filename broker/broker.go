@@ -7,10 +7,10 @@
 // # Memory and record
 //
 // The store is the record; the broker's memory is the clock. For each live
-// task the broker keeps 16 bytes in a map (due time, priority, queue and
-// state) and, while the task is delayed or reserved, a key in a
-// [hourglass.Keyed] timing wheel: delays fire when a task falls due, leases
-// when a reservation expires. Ready tasks wait in a heap per queue. A
+// task the broker keeps a 16-byte slot (due time, priority, queue and
+// state) in pages indexed by job id (slots.go) and, while the task is
+// delayed or reserved, a key in a [hourglass.Keyed] timing wheel: delays
+// fire when a task falls due, leases when a reservation expires. Ready tasks wait in a heap per queue. A
 // payload, an id, a lease token live only in the store (and, until their
 // group is committed, in a small overlay).
 //
@@ -84,7 +84,7 @@ type Broker struct {
 
 	mu sync.Mutex
 	// tasks is every live task's place in memory. Guarded by mu.
-	tasks map[uint64]slot
+	tasks slots
 	// leased holds the records (without payloads) of reserved tasks, so
 	// that ack, touch, nack and the like read nothing from the store.
 	// Guarded by mu.
@@ -114,7 +114,8 @@ type Broker struct {
 	committerDone chan struct{}
 }
 
-// slot is a live task's place in memory: 16 bytes in Broker.tasks.
+// slot is a live task's place in memory: 16 bytes in Broker.tasks (see
+// slots).
 type slot struct {
 	due  int64  // Unix ns
 	prio uint32 // lower first
@@ -148,7 +149,6 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		st:            st,
 		cfg:           cfg,
 		log:           cfg.Logger,
-		tasks:         make(map[uint64]slot),
 		numeric:       make(map[qid]struct{}),
 		leased:        make(map[uint64]store.Task),
 		byName:        make(map[string]*queueState),
@@ -299,7 +299,7 @@ func (b *Broker) place(job uint64, s slot, q *queueState, now int64) {
 		q.wakeOne()
 	}
 	q.count(old, s.state())
-	b.tasks[job] = s
+	b.tasks.set(job, s)
 }
 
 // unplace takes job out of its wheel (its ready-heap item, if any, goes
@@ -332,7 +332,7 @@ func (b *Broker) find(queue, id string) (uint64, store.Task, slot, error) {
 	if err != nil {
 		return 0, store.Task{}, slot{}, err
 	}
-	s, ok := b.tasks[job]
+	s, ok := b.tasks.get(job)
 	if !ok {
 		return 0, store.Task{}, slot{}, ErrNotFound
 	}

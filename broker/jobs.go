@@ -17,7 +17,7 @@ func (b *Broker) job(job uint64) (store.Task, slot, error) {
 	if err := b.usable(); err != nil {
 		return store.Task{}, slot{}, err
 	}
-	s, ok := b.tasks[job]
+	s, ok := b.tasks.get(job)
 	if !ok {
 		return store.Task{}, slot{}, ErrNotFound
 	}
@@ -158,11 +158,11 @@ func (b *Broker) BuryJob(ctx context.Context, job uint64, lease string, prio uin
 func (b *Broker) bury(job uint64, s slot, q *queueState) {
 	q.count(s.state(), Dead)
 	s.set(Dead)
-	b.tasks[job] = s
+	b.tasks.set(job, s)
 	if len(q.buried) >= 64 && len(q.buried) > 2*q.dead {
 		live := q.buried[:0]
 		for _, j := range q.buried {
-			if x, ok := b.tasks[j]; ok && x.state() == Dead && x.queue() == q.index {
+			if x, ok := b.tasks.get(j); ok && x.state() == Dead && x.queue() == q.index {
 				live = append(live, j)
 			}
 		}
@@ -241,7 +241,7 @@ func (b *Broker) KickQueue(ctx context.Context, queue string, n int) (int, error
 			b.mu.Unlock()
 			return 0, err
 		}
-		b.kickJob(job, b.tasks[job], rec)
+		b.kickJob(job, b.tasks.at(job), rec)
 	}
 	return len(jobs), b.commitWait(ctx, b.barrier())
 }
@@ -255,7 +255,7 @@ func (b *Broker) buriedJobs(q *queueState, n int) []uint64 {
 		if len(out) == n {
 			break
 		}
-		if s, ok := b.tasks[j]; ok && s.state() == Dead && s.queue() == q.index && !seen[j] {
+		if s, ok := b.tasks.get(j); ok && s.state() == Dead && s.queue() == q.index && !seen[j] {
 			seen[j] = true
 			out = append(out, j)
 		}
@@ -267,11 +267,12 @@ func (b *Broker) buriedJobs(q *queueState, n int) []uint64 {
 // by a scan of every live task. b.mu is held.
 func (b *Broker) delayedJobs(q *queueState, n int) []uint64 {
 	var h readyHeap // a max-heap by negated order would do; n is small
-	for j, s := range b.tasks {
+	b.tasks.each(func(j uint64, s slot) bool {
 		if s.state() == Delayed && s.queue() == q.index {
 			h.push(readyItem{due: s.due, job: j})
 		}
-	}
+		return true
+	})
 	var out []uint64
 	for len(out) < n {
 		it, ok := h.pop()
@@ -422,7 +423,7 @@ func (b *Broker) Queue(queue string) (QueueDetail, error) {
 		Pauses:  q.pauses,
 	}
 	for _, it := range q.ready {
-		if s, ok := b.tasks[it.job]; ok && s.state() == Ready && s.queue() == q.index && s.prio < DefaultPriority {
+		if s, ok := b.tasks.get(it.job); ok && s.state() == Ready && s.queue() == q.index && s.prio < DefaultPriority {
 			d.Urgent++
 		}
 	}
@@ -464,7 +465,7 @@ func (b *Broker) eachDead(ctx context.Context, queue string, f func(uint64, slot
 			b.mu.Unlock()
 			return 0, err
 		}
-		f(job, b.tasks[job], rec)
+		f(job, b.tasks.at(job), rec)
 	}
 	return len(jobs), b.commitWait(ctx, b.barrier())
 }

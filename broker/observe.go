@@ -37,7 +37,7 @@ func (b *Broker) ListTasks(queue string, st State, after uint64, limit int) ([]T
 		b.mu.Lock()
 		for _, rec := range recs {
 			after = rec.JobID
-			s, ok := b.tasks[rec.JobID]
+			s, ok := b.tasks.get(rec.JobID)
 			if !ok || (st != 0 && s.state() != st) {
 				continue
 			}
@@ -157,13 +157,14 @@ func (b *Broker) DueHistogram(queue string, width time.Duration, n int) (start t
 	}
 	now := time.Now()
 	from := now.UnixNano()
-	for _, s := range b.tasks {
+	b.tasks.each(func(_ uint64, s slot) bool {
 		if s.state() != Delayed || (qi != math.MaxUint32 && s.queue() != qi) {
-			continue
+			return true
 		}
 		if i := (s.due - from) / int64(width); i >= 0 && i < int64(n) {
 			counts[i]++
 		}
-	}
+		return true
+	})
 	return now.UTC(), counts, nil
 }

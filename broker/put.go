@@ -85,14 +85,14 @@ func (b *Broker) put(q *queueState, r *PutRequest, due, now int64) (Task, bool, 
 			if err != nil {
 				return Task{}, false, err
 			}
-			return view(rec, b.tasks[job]), false, nil
+			return view(rec, b.tasks.at(job)), false, nil
 		default:
 			rec, err := b.record(job)
 			if err != nil {
 				return Task{}, false, err
 			}
-			b.unplace(job, b.tasks[job])
-			delete(b.tasks, job)
+			b.unplace(job, b.tasks.at(job))
+			b.tasks.del(job)
 			b.writeTask(store.DeleteTask, rec)
 			replaced = true
 		}
@@ -130,7 +130,7 @@ func (b *Broker) put(q *queueState, r *PutRequest, due, now int64) (Task, bool, 
 	b.place(job, s, q, now)
 	q.puts++
 	b.metrics.puts.Inc()
-	return view(rec, b.tasks[job]), !replaced, nil
+	return view(rec, b.tasks.at(job)), !replaced, nil
 }
 
 // generatedID names a task put without an id: its job id in decimal,

@@ -38,14 +38,14 @@ func (b *Broker) recover() error {
 			if t.LeaseUntil > now {
 				s.set(Reserved)
 				q.count(0, Reserved)
-				b.tasks[t.JobID] = s
+				b.tasks.set(t.JobID, s)
 				b.leased[t.JobID] = t
 				b.leases.Set(t.JobID, time.Duration(t.LeaseUntil-now))
 				return nil
 			}
 			s.set(Reserved)
 			q.count(0, Reserved)
-			b.tasks[t.JobID] = s
+			b.tasks.set(t.JobID, s)
 			t.Timeouts++
 			b.requeue(t.JobID, s, t, now, t.Due)
 		case store.Dead:
@@ -59,6 +59,7 @@ func (b *Broker) recover() error {
 		b.mu.Unlock()
 		return fmt.Errorf("hourglass: recovery: %w", err)
 	}
+	b.tasks.compact()
 	if err := b.recoverSchedules(); err != nil {
 		b.mu.Unlock()
 		return err

@@ -158,7 +158,7 @@ func (b *Broker) take(qs []*queueState, max int) (out []Task, pending *group, er
 			best.ready.push(top)
 			return out, pending, err
 		}
-		t := b.lease(top.job, b.tasks[top.job], rec, best, now)
+		t := b.lease(top.job, b.tasks.at(top.job), rec, best, now)
 		best.deliveries++
 		late := now.Sub(time.Unix(0, rec.Due))
 		b.metrics.delivered(late)
@@ -173,7 +173,7 @@ func (b *Broker) take(qs []*queueState, max int) (out []Task, pending *group, er
 func (b *Broker) peekReady(q *queueState) (readyItem, bool) {
 	for len(q.ready) > 0 {
 		it := q.ready[0]
-		if s, ok := b.tasks[it.job]; ok && s.state() == Ready && s.queue() == q.index {
+		if s, ok := b.tasks.get(it.job); ok && s.state() == Ready && s.queue() == q.index {
 			return it, true
 		}
 		q.ready.pop()
@@ -194,7 +194,7 @@ func (b *Broker) lease(job uint64, s slot, rec store.Task, q *queueState, now ti
 	b.leased[job] = rec
 	q.count(s.state(), Reserved)
 	s.set(Reserved)
-	b.tasks[job] = s
+	b.tasks.set(job, s)
 	b.leases.Set(job, rec.TTR)
 	rec.Payload = payload
 	t := view(rec, s)
@@ -217,14 +217,14 @@ func newLease() string {
 func (b *Broker) fire(job uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s, ok := b.tasks[job]
+	s, ok := b.tasks.get(job)
 	if !ok || s.state() != Delayed || b.closed {
 		return // deleted, kicked or replaced since it was armed
 	}
 	q := b.queues[s.queue()]
 	q.count(Delayed, Ready)
 	s.set(Ready)
-	b.tasks[job] = s
+	b.tasks.set(job, s)
 	q.ready.push(readyItem{due: s.due, prio: s.prio, job: job})
 	q.wakeOne()
 }
@@ -234,7 +234,7 @@ func (b *Broker) fire(job uint64) {
 func (b *Broker) expireLease(job uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s, ok := b.tasks[job]
+	s, ok := b.tasks.get(job)
 	if !ok || s.state() != Reserved || b.closed || b.failed != nil {
 		return
 	}
@@ -285,7 +285,7 @@ func (b *Broker) giveBack(tasks []Task) {
 	defer b.mu.Unlock()
 	now := time.Now().UnixNano()
 	for _, t := range tasks {
-		s, ok := b.tasks[t.JobID]
+		s, ok := b.tasks.get(t.JobID)
 		if !ok || s.state() != Reserved {
 			continue
 		}

@@ -47,7 +47,7 @@ func (b *Broker) Delete(ctx context.Context, queue, id string) error {
 // remove deletes job from memory and the record. b.mu is held.
 func (b *Broker) remove(job uint64, s slot, rec store.Task) {
 	b.unplace(job, s)
-	delete(b.tasks, job)
+	b.tasks.del(job)
 	b.writeTask(store.DeleteTask, rec)
 }
 
