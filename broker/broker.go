@@ -89,6 +89,11 @@ type Broker struct {
 	// that ack, touch, nack and the like read nothing from the store.
 	// Guarded by mu.
 	leased map[uint64]store.Task
+	// taking holds the tasks a reserve has marked reserved in memory and
+	// whose records it is reading with mu released (see reserve); an
+	// operation that takes a task out of that state (unplace) removes it,
+	// which tells the reserve not to hand it out. Guarded by mu.
+	taking map[uint64]struct{}
 	// queues by index, and their index by name. Guarded by mu.
 	queues []*queueState
 	byName map[string]*queueState
@@ -108,6 +113,10 @@ type Broker struct {
 	// closed is set by Close; failed by a failed commit. Guarded by mu.
 	closed bool
 	failed error
+
+	// takenHook, set only by tests, runs between a reserve's take and
+	// hand, with mu released.
+	takenHook func()
 
 	work          chan struct{} // buffered 1: the open group has writes
 	quit          chan struct{} // closed by Close
@@ -151,6 +160,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		log:           cfg.Logger,
 		numeric:       make(map[qid]struct{}),
 		leased:        make(map[uint64]store.Task),
+		taking:        make(map[uint64]struct{}),
 		byName:        make(map[string]*queueState),
 		schedules:     make(map[string]*schedule),
 		over:          overlay{tasks: make(map[uint64]pendingTask), index: make(map[qid]pendingIndex)},
@@ -312,6 +322,7 @@ func (b *Broker) unplace(job uint64, s slot) {
 	case Reserved:
 		b.leases.Remove(job)
 		delete(b.leased, job)
+		delete(b.taking, job)
 	}
 	b.queues[s.queue()].count(s.state(), 0)
 }

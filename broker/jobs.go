@@ -301,8 +301,10 @@ func (b *Broker) ReserveJob(ctx context.Context, job uint64) (Task, error) {
 	}
 	q := b.queues[s.queue()]
 	b.unplace(job, s)
-	q.count(0, s.state()) // lease moves it from there
-	t := b.lease(job, s, rec, q, time.Now())
+	q.count(0, Reserved)
+	s.set(Reserved)
+	b.tasks.set(job, s)
+	t := b.lease(job, s, rec, time.Now())
 	q.deliveries++
 	return t, b.commitWait(ctx, b.barrier())
 }

@@ -53,6 +53,14 @@ func (b *Broker) ReserveAny(ctx context.Context, queues []string, wait time.Dura
 }
 
 // reserve is Reserve over several queues.
+//
+// A reservation is made in three steps, so that the store is never read
+// with b.mu held (a read that misses the store's cache would hold up
+// every put, ack and firing behind it): take picks the tasks and marks
+// them reserved in memory, under b.mu; their records are read without it
+// (readTaken); hand writes the reservations and arms their leases, under
+// b.mu again, leaving out any task that was deleted or replaced in
+// between (see Broker.taking).
 func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time.Duration) ([]Task, error) {
 	if wait < 0 || wait > MaxWait {
 		return nil, fmt.Errorf("%w: wait must be 0 to %s", ErrInvalid, MaxWait)
@@ -72,16 +80,24 @@ func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time
 				return nil, err
 			}
 		}
-		var tasks []Task
-		var g *group
-		tasks, g, err = b.take(qs, max)
-		if err != nil || len(tasks) > 0 || wait == 0 {
+		items, g, at := b.take(qs, max)
+		if len(items) > 0 {
+			b.mu.Unlock()
+			if b.takenHook != nil {
+				b.takenHook()
+			}
+			b.readTaken(items)
+			b.mu.Lock()
+			tasks, err := b.hand(items, at)
+			b.mu.Unlock()
+			if len(tasks) == 0 && err == nil {
+				continue // all deleted or replaced meanwhile: look again
+			}
 			// Wait for the commit of what the tasks handed out were put
 			// with, if it is still running, even if ctx ends meanwhile (it
 			// takes an fsync), so that a caller gone by then gets its
 			// reservations given back at once rather than when their
 			// leases run out.
-			b.mu.Unlock()
 			if g != nil {
 				<-g.done
 				if g.err != nil {
@@ -93,6 +109,10 @@ func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time
 				return nil, cerr
 			}
 			return tasks, err
+		}
+		if wait == 0 {
+			b.mu.Unlock()
+			return nil, nil
 		}
 		w := &waiter{ch: make(chan struct{}, 1)}
 		for _, q := range qs {
@@ -129,17 +149,30 @@ func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time
 	}
 }
 
-// take reserves up to max ready tasks from qs, each time the first in
-// delivery order across them. It returns the newest group still to be
-// committed that wrote any of them before (their put, say), which the
-// caller waits for before handing them out, or nil. b.mu is held.
-func (b *Broker) take(qs []*queueState, max int) (out []Task, pending *group, err error) {
-	now := time.Now()
+// taken is a task take picked: reserved in memory, its record (or just
+// its payload) still to be read when need is set.
+type taken struct {
+	job  uint64
+	q    *queueState
+	rec  store.Task
+	need bool
+	err  error // reading the record failed
+}
+
+// take picks up to max ready tasks from qs, each time the first in
+// delivery order across them, marks them reserved in memory and in
+// b.taking, and returns them with the time it picked them. Records still
+// in the overlay are copied from it; the others are left to readTaken.
+// pending is the newest group still to be committed that wrote any of
+// them before (their put, say), which the caller waits for before handing
+// them out, or nil. b.mu is held.
+func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, at time.Time) {
+	at = time.Now()
 	for len(out) < max {
 		var best *queueState
 		var top readyItem
 		for _, q := range qs {
-			if q.pausedUntil > now.UnixNano() {
+			if q.pausedUntil > at.UnixNano() {
 				continue
 			}
 			if it, ok := b.peekReady(q); ok && (best == nil || it.less(top)) {
@@ -150,22 +183,83 @@ func (b *Broker) take(qs []*queueState, max int) (out []Task, pending *group, er
 			break
 		}
 		best.ready.pop()
-		if p, ok := b.over.tasks[top.job]; ok && (pending == nil || p.g.seq > pending.seq) {
-			pending = p.g // groups commit in order: the newest covers the rest
+		it := taken{job: top.job, q: best, need: true}
+		if p, ok := b.over.tasks[top.job]; ok {
+			if pending == nil || p.g.seq > pending.seq {
+				pending = p.g // groups commit in order: the newest covers the rest
+			}
+			it.rec, it.need = p.t, p.t.Payload == nil
 		}
-		rec, err := b.record(top.job)
-		if err != nil {
-			best.ready.push(top)
-			return out, pending, err
-		}
-		t := b.lease(top.job, b.tasks.at(top.job), rec, best, now)
-		best.deliveries++
-		late := now.Sub(time.Unix(0, rec.Due))
-		b.metrics.delivered(late)
-		b.late.add(now, late)
-		out = append(out, t)
+		s := b.tasks.at(top.job)
+		best.count(Ready, Reserved)
+		s.set(Reserved)
+		b.tasks.set(top.job, s)
+		b.taking[top.job] = struct{}{}
+		out = append(out, it)
 	}
-	return out, pending, nil
+	return out, pending, at
+}
+
+// readTaken reads from the store the records (or, for records taken from
+// the overlay, the payloads) that take left out. b.mu is not held: the
+// tasks are marked taken, so nothing writes their records meanwhile
+// without hand noticing.
+func (b *Broker) readTaken(items []taken) {
+	for i := range items {
+		it := &items[i]
+		if !it.need {
+			continue
+		}
+		full, err := b.st.Task(it.job)
+		switch {
+		case err != nil:
+			it.err = b.storeErr(err)
+		case it.rec.JobID != 0:
+			it.rec.Payload = full.Payload
+		default:
+			it.rec = full
+		}
+	}
+}
+
+// hand leases the tasks take picked at time at that are still taken, in
+// order, and returns them; a task whose record could not be read is ready
+// again, and its error is returned if no task is handed out. b.mu is
+// held.
+func (b *Broker) hand(items []taken, at time.Time) ([]Task, error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var out []Task
+	var failed error
+	for _, it := range items {
+		if _, ok := b.taking[it.job]; !ok {
+			continue // deleted or replaced since take
+		}
+		delete(b.taking, it.job)
+		s := b.tasks.at(it.job)
+		if it.err != nil {
+			it.q.count(Reserved, Ready)
+			s.set(Ready)
+			b.tasks.set(it.job, s)
+			it.q.ready.push(readyItem{due: s.due, prio: s.prio, job: it.job})
+			it.q.wakeOne()
+			if failed == nil {
+				failed = it.err
+			}
+			continue
+		}
+		out = append(out, b.lease(it.job, s, it.rec, now))
+		it.q.deliveries++
+		late := at.Sub(time.Unix(0, it.rec.Due))
+		b.metrics.delivered(late)
+		b.late.add(at, late)
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	return nil, failed
 }
 
 // peekReady returns the first item of q's ready heap whose task is still
@@ -181,9 +275,10 @@ func (b *Broker) peekReady(q *queueState) (readyItem, bool) {
 	return readyItem{}, false
 }
 
-// lease reserves job (ready, with record rec) until now+TTR and returns
-// the task with its lease. b.mu is held.
-func (b *Broker) lease(job uint64, s slot, rec store.Task, q *queueState, now time.Time) Task {
+// lease writes job's reservation (its slot s already marked reserved and
+// counted; rec its record) until now+TTR, arms the lease wheel and
+// returns the task with its lease. b.mu is held.
+func (b *Broker) lease(job uint64, s slot, rec store.Task, now time.Time) Task {
 	rec.State = store.Reserved
 	rec.Attempts++
 	rec.Lease = newLease()
@@ -192,9 +287,6 @@ func (b *Broker) lease(job uint64, s slot, rec store.Task, q *queueState, now ti
 	rec.Payload = nil // an update leaves the stored payload as it is
 	b.writeTask(store.UpdateTask, rec)
 	b.leased[job] = rec
-	q.count(s.state(), Reserved)
-	s.set(Reserved)
-	b.tasks.set(job, s)
 	b.leases.Set(job, rec.TTR)
 	rec.Payload = payload
 	t := view(rec, s)
