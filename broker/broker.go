@@ -108,6 +108,9 @@ type Broker struct {
 	// writes (see barrier); over shows their writes. Guarded by mu.
 	open, last *group
 	over       overlay
+	// armedUntil: every delayed task due before it (Unix ns) is in the
+	// delay wheel; the others wait for a sweep (horizon.go). Guarded by mu.
+	armedUntil int64
 	// late is the lateness history the dashboard draws. Guarded by mu.
 	late lateness
 	// closed is set by Close; failed by a failed commit. Guarded by mu.
@@ -121,6 +124,7 @@ type Broker struct {
 	work          chan struct{} // buffered 1: the open group has writes
 	quit          chan struct{} // closed by Close
 	committerDone chan struct{}
+	sweepDone     chan struct{}
 }
 
 // slot is a live task's place in memory: 16 bytes in Broker.tasks (see
@@ -167,6 +171,8 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		work:          make(chan struct{}, 1),
 		quit:          make(chan struct{}),
 		committerDone: make(chan struct{}),
+		sweepDone:     make(chan struct{}),
+		armedUntil:    time.Now().Add(armAhead).UnixNano(),
 	}
 	b.open = newGroup(1)
 	b.last = newGroup(0)
@@ -176,6 +182,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 	b.leases = hourglass.NewKeyed(b.expireLease, hourglass.WithExecutor(hourglass.Inline))
 	b.cron = hourglass.New(hourglass.WithExecutor(hourglass.Inline), hourglass.WithShards(1))
 	go b.commitLoop()
+	go b.sweepLoop()
 	if err := b.recover(); err != nil {
 		b.shutdown()
 		return nil, err
@@ -221,6 +228,7 @@ func (b *Broker) shutdown() {
 	b.leases.Stop()
 	close(b.quit)
 	<-b.committerDone
+	<-b.sweepDone
 	if b.metrics.registerer != nil {
 		b.metrics.unregister()
 	}
@@ -302,7 +310,9 @@ func (b *Broker) place(job uint64, s slot, q *queueState, now int64) {
 	old := s.state()
 	if s.due > now {
 		s.set(Delayed)
-		b.delays.Set(job, time.Duration(s.due-now))
+		if s.due < b.armedUntil {
+			b.delays.Set(job, time.Duration(s.due-now))
+		} // else a sweep arms it (horizon.go)
 	} else {
 		s.set(Ready)
 		q.ready.push(readyItem{due: s.due, prio: s.prio, job: job})

@@ -90,3 +90,47 @@ func BenchmarkBroker_ReserveAckDurable(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "trips/s")
 }
+
+// BenchmarkBroker_Recover measures Open over a Pebble store holding n
+// delayed tasks with 200-byte payloads (the restart of `hourglass serve`
+// without Pebble's own open): the store is filled once, then each
+// iteration opens a broker over it and closes it.
+func BenchmarkBroker_Recover(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			pst, err := pebblestore.Open(dir, pebblestore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pst.Close()
+			br, err := broker.Open(pst, broker.Config{Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rs := make([]broker.PutRequest, 1000)
+			for i := range rs {
+				rs[i] = broker.PutRequest{Payload: make([]byte, 200), Delay: time.Hour + time.Duration(i)*time.Millisecond}
+			}
+			for range n / len(rs) {
+				for _, r := range br.PutBatch(ctx, "q", rs) {
+					if r.Err != nil {
+						b.Fatal(r.Err)
+					}
+				}
+			}
+			br.Close()
+			b.ResetTimer()
+			for b.Loop() {
+				br, err := broker.Open(pst, broker.Config{Logger: quiet})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				br.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/task")
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/hourglass-go/hourglass/store"
@@ -281,7 +282,7 @@ func (b *Broker) peekReady(q *queueState) (readyItem, bool) {
 func (b *Broker) lease(job uint64, s slot, rec store.Task, now time.Time) Task {
 	rec.State = store.Reserved
 	rec.Attempts++
-	rec.Lease = newLease()
+	rec.Lease = newLease(job)
 	rec.LeaseUntil = now.Add(rec.TTR).UnixNano()
 	payload := rec.Payload
 	rec.Payload = nil // an update leaves the stored payload as it is
@@ -294,14 +295,27 @@ func (b *Broker) lease(job uint64, s slot, rec store.Task, now time.Time) Task {
 	return t
 }
 
-// newLease returns a fresh lease token: 64 random bits in hex.
-func newLease() string {
+// newLease returns a fresh lease token for job: 64 random bits in hex,
+// then job's id in hex, so that a lease names its task (leaseJob) and
+// ack, touch and nack find it without looking the task's id up in the
+// store.
+func newLease(job uint64) string {
 	var buf [8]byte
 	v := rand.Uint64()
 	for i := range buf {
 		buf[i] = byte(v >> (8 * i))
 	}
-	return hex.EncodeToString(buf[:])
+	return string(strconv.AppendUint(hex.AppendEncode(make([]byte, 0, 32), buf[:]), job, 16))
+}
+
+// leaseJob returns the job id a lease made by newLease names; ok is false
+// for any other string (a lease from an older version, or garbage).
+func leaseJob(lease string) (job uint64, ok bool) {
+	if len(lease) <= 16 {
+		return 0, false
+	}
+	job, err := strconv.ParseUint(lease[16:], 16, 64)
+	return job, err == nil
 }
 
 // fire is the delay wheel's callback: job has fallen due. It runs on the

@@ -189,6 +189,37 @@ func (ss *slots) compact() {
 	}
 }
 
+// eachPaged calls f with every live job in the page covering first (a
+// multiple of slotsPerPage), if there is one, and returns the first id of
+// the next page, or 0 past the newest page. A caller that visits the pages
+// one at a time, releasing its lock in between, calls it with 0 first and
+// then with what it returned; pages freed meanwhile move their slots into
+// the sparse map, which it visits last (eachSparse).
+func (ss *slots) eachPaged(first uint64, f func(job uint64, s slot)) uint64 {
+	end := ss.base + uint64(len(ss.pages))<<slotsPageBits
+	if first < ss.base {
+		first = ss.base
+	}
+	if first >= end {
+		return 0
+	}
+	if p, _ := ss.page(first); p != nil {
+		for i, s := range p.s {
+			if s.state() != 0 {
+				f(first+uint64(i), s)
+			}
+		}
+	}
+	return first + slotsPerPage
+}
+
+// eachSparse calls f with every live job of the sparse map.
+func (ss *slots) eachSparse(f func(job uint64, s slot)) {
+	for j, s := range ss.sparse {
+		f(j, s)
+	}
+}
+
 // len returns the number of live tasks.
 func (ss *slots) len() int { return ss.n }
 

@@ -57,6 +57,18 @@ func (b *Broker) held(queue, id, lease string) (uint64, store.Task, slot, error)
 	if lease == "" {
 		return 0, store.Task{}, slot{}, fmt.Errorf("%w: lease is required", ErrInvalid)
 	}
+	if job, ok := leaseJob(lease); ok {
+		// The lease names its task: when it is the current lease of that
+		// task, nothing need be looked up.
+		if rec, ok := b.leased[job]; ok && rec.Lease == lease && rec.ID == id && rec.Queue == queue {
+			if s, ok := b.tasks.get(job); ok && s.state() == Reserved {
+				if err := b.usable(); err != nil {
+					return 0, store.Task{}, slot{}, err
+				}
+				return job, rec, s, nil
+			}
+		}
+	}
 	job, rec, s, err := b.find(queue, id)
 	if err != nil {
 		return 0, store.Task{}, slot{}, err
