@@ -46,3 +46,43 @@ func TestStart(t *testing.T) {
 		t.Fatalf("after SIGKILL and restart: %d, %v; want 42", v, err)
 	}
 }
+
+// TestStandby: a synchronous standby has every commit the primary
+// answered; after the primary's SIGKILL and the standby's promotion, a
+// multi-host URL asking for a read-write session reaches the new primary
+// and finds the commit.
+func TestStandby(t *testing.T) {
+	p := pgtest.Start(t)
+	db := pgtest.Database(p.CreateDatabase(t))
+	s := p.StartStandby(t, "standby")
+	url := pgtest.URL(db, "target_session_attrs=read-write", p, s)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (v int); INSERT INTO t VALUES (42)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+
+	p.Kill()
+	if _, err := pgx.Connect(ctx, url); err == nil {
+		t.Fatal("a read-write session on a standby before its promotion")
+	}
+	if err := s.Promote(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err = pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v int
+	if err := conn.QueryRow(ctx, "SELECT v FROM t").Scan(&v); err != nil || v != 42 {
+		t.Fatalf("on the promoted standby: %d, %v; want 42", v, err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO t VALUES (43)"); err != nil {
+		t.Fatalf("writing on the promoted standby: %v", err)
+	}
+}
