@@ -291,6 +291,27 @@ func (l *ledger) delivery(node string, task api.Task, asked, got time.Time) {
 	}
 }
 
+// produce puts tasks due within 1.5 s through the nodes in turn
+// (starting at first), ids "p<first>-<k>", one every 10 ms or so, until
+// ctx ends, and records the answered ones.
+func (l *ledger) produce(ctx context.Context, nodes []*proc, first int, r *rand.Rand, queue string) {
+	for k := 0; ctx.Err() == nil; k++ {
+		p := nodes[(first+k)%len(nodes)]
+		id := fmt.Sprintf("p%d-%d", first, k)
+		delay := api.Duration(time.Duration(r.Int64N(int64(1500 * time.Millisecond))))
+		ttr := api.Duration(2 * time.Second)
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		task, _, err := p.c.Put(pctx, queue, api.PutRequest{ID: id, Delay: &delay, TTR: &ttr})
+		cancel()
+		if err == nil {
+			l.mu.Lock()
+			l.put[id] = task.Due
+			l.mu.Unlock()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // consume reserves from the nodes (starting at first, moving on after an
 // error) and acks what it gets, until ctx ends.
 func (l *ledger) consume(ctx context.Context, nodes []*proc, first int, queue string) {
@@ -472,24 +493,7 @@ func TestProcessKill(t *testing.T) {
 	defer stopPuts()
 	var producers, consumers sync.WaitGroup
 	for pi := range 6 {
-		r := rand.New(rand.NewPCG(s, uint64(pi)))
-		producers.Go(func() {
-			for k := 0; putCtx.Err() == nil; k++ {
-				p := nodes[(pi+k)%len(nodes)]
-				id := fmt.Sprintf("p%d-%d", pi, k)
-				delay := api.Duration(time.Duration(r.Int64N(int64(1500 * time.Millisecond))))
-				ttr := api.Duration(2 * time.Second)
-				pctx, cancel := context.WithTimeout(putCtx, 3*time.Second)
-				task, _, err := p.c.Put(pctx, "work", api.PutRequest{ID: id, Delay: &delay, TTR: &ttr})
-				cancel()
-				if err == nil {
-					l.mu.Lock()
-					l.put[id] = task.Due
-					l.mu.Unlock()
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-		})
+		producers.Go(func() { l.produce(putCtx, nodes, pi, rand.New(rand.NewPCG(s, uint64(pi))), "work") })
 	}
 	for ci := range 6 {
 		consumers.Go(func() { l.consume(ctx, nodes, ci, "work") })
