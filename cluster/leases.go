@@ -36,6 +36,7 @@ func (n *Node) leaseLoop() {
 		next, err := n.tickNext(ctx)
 		cancel()
 		if err != nil {
+			n.metrics.tickFailures.Inc()
 			n.log.Warn("hourglass: cluster: lease tick failed", "err", err)
 			next = 100 * time.Millisecond
 		}
@@ -125,6 +126,7 @@ func (n *Node) tickNext(ctx context.Context) (time.Duration, error) {
 		}
 		if len(lost) > 0 {
 			n.log.Warn("hourglass: cluster: partitions lost (lease expired or taken)", "partitions", lost)
+			n.metrics.lost.Add(float64(len(lost)))
 			n.drop(lost)
 		}
 	}
@@ -221,26 +223,32 @@ func (n *Node) readPartitions(ctx context.Context) ([]partitionRow, int, error) 
 // timers: in that order, so that a timer written meanwhile is either
 // announced to this node or read by the load.
 func (n *Node) acquire(ctx context.Context, k int) error {
-	rows, err := n.db.Query(ctx, `UPDATE hourglass_partitions
-		SET owner = $1, epoch = epoch + 1,
+	rows, err := n.db.Query(ctx, `UPDATE hourglass_partitions p
+		SET owner = $1, epoch = p.epoch + 1,
 			lease_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
-		WHERE partition IN (
-			SELECT partition FROM hourglass_partitions
+		FROM (
+			SELECT partition, owner FROM hourglass_partitions
 			WHERE owner IS NULL OR lease_until < clock_timestamp()
-			ORDER BY partition LIMIT $2 FOR UPDATE SKIP LOCKED)
-		RETURNING partition, epoch`, n.name, k, n.opts.Lease.Microseconds())
+			ORDER BY partition LIMIT $2 FOR UPDATE SKIP LOCKED) prev
+		WHERE p.partition = prev.partition
+		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, n.name, k, n.opts.Lease.Microseconds())
 	if err != nil {
 		return err
 	}
 	got := map[int]int64{}
+	takeovers := 0
 	for rows.Next() {
 		var p int
 		var e int64
-		if err := rows.Scan(&p, &e); err != nil {
+		var takeover bool
+		if err := rows.Scan(&p, &e, &takeover); err != nil {
 			rows.Close()
 			return err
 		}
 		got[p] = e
+		if takeover {
+			takeovers++
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -259,7 +267,9 @@ func (n *Node) acquire(ctx context.Context, k int) error {
 	}
 	horizon := n.horizon
 	n.mu.Unlock()
-	n.log.Info("hourglass: cluster: partitions acquired", "partitions", len(got))
+	n.metrics.acquired.Add(float64(len(got)))
+	n.metrics.takeovers.Add(float64(takeovers))
+	n.log.Info("hourglass: cluster: partitions acquired", "partitions", len(got), "taken over", takeovers)
 	if err := n.listener.listen(ctx, chans...); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Options configure a [Node]. Zero fields take the defaults named on each.
@@ -39,6 +40,9 @@ type Options struct {
 
 	// Logger receives the node's logs; default slog.Default().
 	Logger *slog.Logger
+	// Registerer receives the node's Prometheus metrics (metrics.go);
+	// nil: none. Close unregisters them.
+	Registerer prometheus.Registerer
 
 	// hooks are for tests (export_test.go).
 	hooks *hooks
@@ -81,6 +85,7 @@ type Node struct {
 	listener *listener
 	notifier *notifier
 	ids      idBlock
+	metrics  *metrics
 
 	mu sync.Mutex
 	// owned maps each partition this node holds to the epoch it holds it
@@ -167,6 +172,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		quit:      make(chan struct{}),
 	}
 	n.clock.skew = &opts.hooks.skew
+	n.metrics = newMetrics(n)
 	if err := db.QueryRow(ctx, "SELECT partitions FROM hourglass_meta").Scan(&n.partitions); err != nil {
 		return nil, dbErr(err)
 	}
@@ -194,6 +200,13 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	if err := n.tick(ctx); err != nil {
 		n.stop()
 		return nil, err
+	}
+	if opts.Registerer != nil {
+		if err := n.metrics.register(opts.Registerer); err != nil {
+			n.stop()
+			n.release(ctx)
+			return nil, fmt.Errorf("hourglass: cluster: registering metrics: %w", err)
+		}
 	}
 	n.notifier.send(chanMembers, "join "+n.name)
 	n.wg.Add(2)
@@ -252,6 +265,7 @@ func (n *Node) Close() error {
 	}
 	n.mu.Unlock()
 	n.stop()
+	n.metrics.unregister()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := n.release(ctx)

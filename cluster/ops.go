@@ -98,6 +98,7 @@ func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 		return n.why(ctx, queue, id)
 	}
 	n.count(queue, func(c *counts) { c.acks++ })
+	n.metrics.acks.Inc()
 	return nil
 }
 
@@ -150,6 +151,10 @@ func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Dur
 	}
 	if err != nil {
 		return dbErr(err)
+	}
+	n.metrics.nacks.Inc()
+	if state == 3 {
+		n.metrics.dead.Inc()
 	}
 	switch {
 	case fireAt != nil:

@@ -148,6 +148,13 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []broker.PutReques
 	if ready > 0 {
 		n.readied(queue, ready)
 	}
+	created := 0
+	for _, r := range res {
+		if r.Err == nil && r.Created {
+			created++
+		}
+	}
+	n.metrics.puts.Add(float64(created))
 	n.count(queue, func(c *counts) { c.puts += uint64(len(items)) })
 	return res
 }

@@ -136,12 +136,15 @@ func (n *Node) take(ctx context.Context, queue string, max int) ([]broker.Task, 
 		return a.job < b.job
 	})
 	out := make([]broker.Task, len(got))
+	dues := make([]int64, len(got))
 	for i := range got {
 		t := &got[i]
 		out[i] = t.view()
 		out[i].Lease = t.lease
+		dues[i] = t.due
 		n.announce(uint64(t.job), t.leaseUntil, dbNow)
 	}
+	n.metrics.delivered(dues, dbNow)
 	n.count(queue, func(c *counts) { c.deliveries += uint64(len(got)) })
 	return out, nil
 }

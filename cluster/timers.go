@@ -81,10 +81,12 @@ func (n *Node) flushLoop() {
 //     as queueChannel does), once, with the number of tasks.
 //
 // It returns one row per fenced-in partition (kind 0, a = partition), one
-// per queue notified (kind 1, a = tasks made ready), and one per job
-// whose timer is not due after all (kind 2, a = job, b = how long until it
-// is, by the database's clock): armed early by a skewed clock, or a lease
-// renewed since.
+// per queue notified (kind 1, a = tasks made ready), one per job whose
+// timer is not due after all (kind 2, a = job, b = how long until it is,
+// by the database's clock): armed early by a skewed clock, or a lease
+// renewed since; and one with the leases settled (kind 3, a = leases
+// that ran out, b = tasks dead of it), for the metrics. The self-join on
+// o gives each fired row's state before the update.
 const sqlFlush = `WITH fence AS MATERIALIZED (
 		SELECT p.partition FROM hourglass_partitions p
 		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
@@ -96,10 +98,10 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 			state = CASE WHEN t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN 3 ELSE 1 END,
 			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
 			lease = '', lease_until = 0, fire_at = NULL
-		FROM now
+		FROM now, hourglass_tasks o
 		WHERE t.job_id = ANY($4) AND t.partition IN (SELECT partition FROM fence)
-			AND t.fire_at <= now.ns AND t.state IN (1, 2)
-		RETURNING t.job_id, t.queue, t.state
+			AND t.fire_at <= now.ns AND t.state IN (1, 2) AND o.job_id = t.job_id
+		RETURNING t.job_id, t.queue, t.state, o.state AS was
 	), ready AS MATERIALIZED (
 		SELECT queue, count(*) AS k FROM fired WHERE state = 1 GROUP BY queue
 	), notified AS MATERIALIZED (
@@ -111,7 +113,9 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	UNION ALL
 	SELECT 2, t.job_id, t.fire_at - now.ns, '' FROM hourglass_tasks t, now
 	WHERE t.job_id = ANY($4) AND t.fire_at IS NOT NULL AND t.partition IN (SELECT partition FROM fence)
-		AND t.job_id NOT IN (SELECT job_id FROM fired)`
+		AND t.job_id NOT IN (SELECT job_id FROM fired)
+	UNION ALL
+	SELECT 3, count(*) FILTER (WHERE was = 2), count(*) FILTER (WHERE state = 3), '' FROM fired`
 
 // flush writes the fired timers in one round trip: BEGIN, SET LOCAL,
 // sqlFlush and COMMIT pipelined in one batch. It commits without waiting
@@ -153,6 +157,8 @@ func (n *Node) flush() error {
 		left time.Duration
 	}
 	var again []pending
+	var expired, dead int64
+	began := time.Now()
 	err := func() error {
 		var b pgx.Batch
 		b.Queue("BEGIN")
@@ -185,6 +191,8 @@ func (n *Node) flush() error {
 				readyIn[queue] += int(a)
 			case 2:
 				again = append(again, pending{uint64(a), time.Duration(b)})
+			case 3:
+				expired, dead = a, b
 			}
 		}
 		rows.Close()
@@ -206,6 +214,10 @@ func (n *Node) flush() error {
 		n.mu.Unlock()
 		return err
 	}
+	n.metrics.flushSeconds.Observe(time.Since(began).Seconds())
+	n.metrics.flushTimers.Observe(float64(len(jobs)))
+	n.metrics.leaseExpiries.Add(float64(expired))
+	n.metrics.dead.Add(float64(dead))
 	var fenced []int
 	for p := range byPart {
 		if !fencedIn[p] {
@@ -214,6 +226,7 @@ func (n *Node) flush() error {
 	}
 	if len(fenced) > 0 {
 		n.log.Warn("hourglass: cluster: fenced out of partitions (lease lost); their timers dropped", "partitions", fenced)
+		n.metrics.lost.Add(float64(len(fenced)))
 		n.drop(fenced)
 	}
 	n.mu.Lock()

@@ -80,6 +80,7 @@ func openPostgres(o serveOptions, log *slog.Logger, reg prometheus.Registerer) o
 		MaxPayload: o.maxPayload,
 		DefaultTTR: o.defaultTTR,
 		Logger:     log,
+		Registerer: reg,
 	})
 	if err != nil {
 		pool.Close()

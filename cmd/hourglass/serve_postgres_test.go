@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +57,8 @@ func TestServePostgresUsageErrors(t *testing.T) {
 // TestServePostgresEndToEnd runs two serve nodes in this process on one
 // throwaway PostgreSQL: a task put through one is reserved and acked
 // through the other; both stop as on a signal, the first releasing its
-// partitions to the second.
+// partitions to the second. Each node's /metrics counts what it served
+// under the broker's names, and the partitions it holds.
 func TestServePostgresEndToEnd(t *testing.T) {
 	url := pgtest.Start(t).CreateDatabase(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -106,11 +109,72 @@ func TestServePostgresEndToEnd(t *testing.T) {
 	if late := time.Since(task.Due); late < 0 {
 		t.Errorf("delivered %v early", -late)
 	}
+	ma, mb := scrape(t, a), scrape(t, b)
+	for _, c := range []struct {
+		m    map[string]float64
+		name string
+		want float64
+	}{
+		{ma, "hourglass_tasks_put_total", 1}, {mb, "hourglass_tasks_put_total", 0},
+		{ma, "hourglass_tasks_delivered_total", 0}, {mb, "hourglass_tasks_delivered_total", 1},
+		{mb, "hourglass_delivery_lateness_seconds_count", 1},
+		{nil, "hourglass_cluster_partitions_owned", 64},
+		{nil, "hourglass_cluster_takeovers_total", 0},
+	} {
+		got := c.m[c.name]
+		if c.m == nil {
+			got = ma[c.name] + mb[c.name]
+		}
+		if got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// The timer of j1 was flushed by the owner of its partition (twice if
+	// it fired before the database's clock said it was due).
+	if k := ma["hourglass_cluster_flush_seconds_count"] + mb["hourglass_cluster_flush_seconds_count"]; k < 1 {
+		t.Errorf("%v flushes, want at least 1", k)
+	}
 	stopA()
 	if out, code := cli(b, "ack", "jobs", "j1", task.Lease); code != 0 || out != "" {
 		t.Errorf("ack: %d %s", code, out)
 	}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if mb = scrape(t, b); mb["hourglass_cluster_partitions_owned"] == 64 {
+			break
+		}
+	}
+	if mb["hourglass_tasks_acked_total"] != 1 || mb["hourglass_cluster_partitions_owned"] != 64 ||
+		mb["hourglass_cluster_partitions_acquired_total"] < 64 || mb["hourglass_cluster_lease_tick_failures_total"] != 0 {
+		t.Errorf("b after a left and the ack: acked %v, owned %v, acquired %v, failed ticks %v; want 1, 64, ≥ 64, 0",
+			mb["hourglass_tasks_acked_total"], mb["hourglass_cluster_partitions_owned"],
+			mb["hourglass_cluster_partitions_acquired_total"], mb["hourglass_cluster_lease_tick_failures_total"])
+	}
 	if out, code := cli(b, "queues"); code != 0 || !strings.Contains(out, "jobs") {
 		t.Errorf("queues: %d %s", code, out)
 	}
+}
+
+// scrape reads the unlabelled samples of server's /metrics.
+func scrape(t *testing.T, server string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(server + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	out := map[string]float64{}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[name] = f
+		}
+	}
+	return out
 }

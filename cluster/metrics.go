@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are a node's Prometheus metrics. Where a metric of package
+// broker applies to a node it has the broker's name, help and buckets, so
+// that dashboards and alerts work on either (each node counts what it
+// served; sum over nodes for the cluster): hourglass_tasks_put_total,
+// _delivered_total, _acked_total, _nacked_total, _dead_total,
+// hourglass_lease_expiries_total (counted by the partition's owner, which
+// settles the lease) and hourglass_delivery_lateness_seconds (due time to
+// hand-over, by the database's clock as this node measures it).
+//
+// Not served by a node: hourglass_queue_tasks (counting tasks by state
+// scans the tasks table; GET /v1/queues does it on demand) and the
+// broker's group-commit histograms (each request commits on its own;
+// PostgreSQL groups the WAL flushes).
+//
+// Of the cluster's own, under hourglass_cluster_: partitions held, those
+// acquired and taken over from a node whose lease ran out, those lost
+// (lease not renewed in time, or fenced out), lease-loop rounds that
+// failed (the database unreachable, e.g. during a failover), and the
+// owner's flush: its round trip and timers per flush.
+//
+// The metrics are updated whether or not a registry collects them; each
+// is safe for concurrent use.
+type metrics struct {
+	registerer prometheus.Registerer
+
+	puts, deliveries, acks, nacks, leaseExpiries, dead prometheus.Counter
+	lateness                                           prometheus.Histogram
+
+	owned                     prometheus.GaugeFunc
+	acquired, takeovers, lost prometheus.Counter
+	tickFailures              prometheus.Counter
+	flushSeconds, flushTimers prometheus.Histogram
+}
+
+func newMetrics(n *Node) *metrics {
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	return &metrics{
+		puts:          counter("hourglass_tasks_put_total", "Tasks put (new or replacing)."),
+		deliveries:    counter("hourglass_tasks_delivered_total", "Tasks handed to a reserver."),
+		acks:          counter("hourglass_tasks_acked_total", "Tasks acknowledged."),
+		nacks:         counter("hourglass_tasks_nacked_total", "Reservations given back with nack."),
+		leaseExpiries: counter("hourglass_lease_expiries_total", "Reservations whose lease ran out."),
+		dead:          counter("hourglass_tasks_dead_total", "Tasks that used up their attempts."),
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hourglass_delivery_lateness_seconds",
+			Help:    "Time from a task's due time to its hand-over to a reserver (waiting for a reserver included).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20), // 100 µs to 52 s, as the broker's
+		}),
+		owned: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "hourglass_cluster_partitions_owned",
+			Help: "Partitions whose lease this node holds.",
+		}, func() float64 {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			return float64(len(n.owned))
+		}),
+		acquired:     counter("hourglass_cluster_partitions_acquired_total", "Partitions acquired (free, released or taken over)."),
+		takeovers:    counter("hourglass_cluster_takeovers_total", "Partitions acquired from a node whose lease ran out."),
+		lost:         counter("hourglass_cluster_partitions_lost_total", "Partitions lost: lease not renewed in time, or fenced out of a flush."),
+		tickFailures: counter("hourglass_cluster_lease_tick_failures_total", "Rounds of the lease loop that failed (database unreachable)."),
+		flushSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hourglass_cluster_flush_seconds",
+			Help:    "Time of one flush of fired timers (one round trip, fenced by the epochs).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16), // 100 µs to 3.3 s
+		}),
+		flushTimers: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hourglass_cluster_timers_per_flush",
+			Help:    "Fired timers carried by one flush.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1 to 8192
+		}),
+	}
+}
+
+func (m *metrics) all() []prometheus.Collector {
+	return []prometheus.Collector{m.puts, m.deliveries, m.acks, m.nacks, m.leaseExpiries, m.dead, m.lateness,
+		m.owned, m.acquired, m.takeovers, m.lost, m.tickFailures, m.flushSeconds, m.flushTimers}
+}
+
+// register registers every metric with r, or none.
+func (m *metrics) register(r prometheus.Registerer) error {
+	for i, c := range m.all() {
+		if err := r.Register(c); err != nil {
+			for _, c := range m.all()[:i] {
+				r.Unregister(c)
+			}
+			return err
+		}
+	}
+	m.registerer = r
+	return nil
+}
+
+// unregister takes the metrics off the registry they were registered
+// with, if any.
+func (m *metrics) unregister() {
+	if m.registerer == nil {
+		return
+	}
+	for _, c := range m.all() {
+		m.registerer.Unregister(c)
+	}
+}
+
+// delivered counts k hand-overs of tasks due at dues (database ns) at
+// dbNow.
+func (m *metrics) delivered(dues []int64, dbNow int64) {
+	m.deliveries.Add(float64(len(dues)))
+	for _, due := range dues {
+		m.lateness.Observe(max(time.Duration(dbNow-due), 0).Seconds())
+	}
+}
