@@ -27,8 +27,9 @@ func sample() broker.Task {
 	}
 }
 
-// sampleJSON is sample() on the wire, without its lease.
-const sampleJSON = `{"id":"a","job_id":7,"queue":"q","state":"reserved","payload":{"to":"<x@y>"},"priority":5,` +
+// sampleJSON is sample() on the wire, without its lease: the payload as
+// it was put, white space and all.
+const sampleJSON = `{"id":"a","job_id":7,"queue":"q","state":"reserved","payload":{"to": "<x@y>"},"priority":5,` +
 	`"due":"2030-01-02T03:04:05.123456789Z","ttr":"1.5s","attempts":1,"max_attempts":3,"created":"2030-01-02T03:00:00Z"}`
 
 // TestPutRequest checks how a put's body becomes the broker's request.

@@ -109,21 +109,30 @@ func wireType(goType string) string {
 // writeJSON answers v as JSON with the status. HTML characters are left
 // unescaped, so that payloads come back as they were put.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		// Only a payload that is not JSON could fail, and toTask guards
-		// against those; answer something well-formed regardless.
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error":"hourglass: encoding the answer failed"}` + "\n")
+	out, ok := appendJSON(nil, v)
+	if !ok {
+		var buf bytes.Buffer
+		if err := encodeJSON(&buf, v); err != nil {
+			// Only a payload that is not JSON could fail, and toTask guards
+			// against those; answer something well-formed regardless.
+			status = http.StatusInternalServerError
+			buf.Reset()
+			buf.WriteString(`{"error":"hourglass: encoding the answer failed"}` + "\n")
+		}
+		out = buf.Bytes()
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	w.Write(out)
+}
+
+// encodeJSON writes v to buf as JSON with HTML escaping off.
+func encodeJSON(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // writeEmpty answers a status with no body (204).

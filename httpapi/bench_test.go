@@ -1,0 +1,75 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/store/pebblestore"
+)
+
+// BenchmarkServer_PutBatch measures tasks:batch of 100 tasks with
+// 200-byte payloads and 1 h delays, from 8 clients over loopback HTTP,
+// through the whole server (HTTP, broker, Pebble with fsync): the serve
+// scenario's batch row, in one process so that it can be profiled.
+func BenchmarkServer_PutBatch(b *testing.B) {
+	st, err := pebblestore.Open(b.TempDir(), pebblestore.Options{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	br, err := broker.Open(st, broker.Config{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	s := httpapi.New(httpapi.Options{Logger: quiet})
+	s.SetBroker(br)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	body := func(r *rand.Rand) []byte {
+		var buf bytes.Buffer
+		buf.WriteString(`{"tasks":[`)
+		for i := range 100 {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			p := make([]byte, 198)
+			for j := range p {
+				p[j] = "abcdefghijklmnopqrstuvwxyz0123456789"[r.IntN(36)]
+			}
+			fmt.Fprintf(&buf, `{"payload":"%s","delay":"1h"}`, p)
+		}
+		buf.WriteString(`]}`)
+		return buf.Bytes()
+	}
+	b.SetParallelism(4) // 8 clients on 2 CPUs
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		r := rand.New(rand.NewPCG(rand.Uint64(), 0))
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+		for pb.Next() {
+			resp, err := hc.Post(srv.URL+"/v1/queues/q/tasks:batch", "application/json", bytes.NewReader(body(r)))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)*100/b.Elapsed().Seconds(), "tasks/s")
+	_ = time.Second
+	_ = httpapi.Options{}
+}
