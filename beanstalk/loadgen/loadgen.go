@@ -136,6 +136,14 @@ func RoundTrips(ctx context.Context, addr string, o Options) (float64, error) {
 	if err := Fill(ctx, addr, tube, o.Prefill, o.BodySize, 0); err != nil {
 		return 0, err
 	}
+	return ReserveDelete(ctx, addr, tube, o)
+}
+
+// ReserveDelete is [RoundTrips] on a tube already filled: Options.Conns
+// workers reserve and delete jobs of tube for Options.Duration or until
+// it is empty, and it returns the round trips per second.
+func ReserveDelete(ctx context.Context, addr, tube string, o Options) (float64, error) {
+	o = o.withDefaults()
 	conns, err := dialAll(ctx, addr, o.Conns, "", tube)
 	if err != nil {
 		return 0, err
