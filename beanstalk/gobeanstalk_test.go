@@ -87,18 +87,17 @@ func TestGoBeanstalk(t *testing.T) {
 		t.Parallel()
 		c := goClient(t, ts.addr)
 		tube := gobeanstalk.NewTube(c, "prio")
-		var want []uint64
-		byPrio := map[uint32]uint64{}
+		// ids[i] is the job put i-th. Other subtests put jobs meanwhile, so
+		// the ids need not be consecutive.
+		var ids []uint64
 		for _, pri := range []uint32{50, 10, 4294967295, 0, 10} {
 			id, err := tube.Put([]byte(strconv.Itoa(int(pri))), pri, 0, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := byPrio[pri]; !ok {
-				byPrio[pri] = id
-			}
+			ids = append(ids, id)
 		}
-		want = []uint64{byPrio[0], byPrio[10], byPrio[10] + 3, byPrio[50], byPrio[4294967295]}
+		want := []uint64{ids[3], ids[1], ids[4], ids[0], ids[2]}
 		ws := gobeanstalk.NewTubeSet(c, "prio")
 		for i, w := range want {
 			id, _, err := ws.Reserve(time.Second)

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -25,7 +26,20 @@ import (
 //   - reserve→delete ×64: round trips/s from 64 workers on a tube filled
 //     beforehand with n/2 ready jobs;
 //   - lateness, same second: min(n/5, 100k) jobs put to fall due within
-//     one wall-clock second, reserved and deleted by 64 workers.
+//     one wall-clock second, reserved and deleted by 64 workers;
+//   - fsync 4 KiB, one row (structure disk): how fast the disk of the
+//     temporary directories syncs a write-ahead log, appends of 4 KiB
+//     each followed by fdatasync, for as long as the puts run: syncs/s,
+//     and the latency's median and 99th percentile. An fsync before
+//     every INSERTED bounds puts ×64 to 64 / latency, and only when every
+//     sync covers a put of every connection.
+//
+// The puts and round-trip rows carry the server's CPU time per operation
+// (from /proc/PID/stat: user and system, over the measurement, dialling
+// included), which other load on the machine disturbs less than rates,
+// and hourglass's rows the task writes per group commit (from its
+// hourglass_store_tasks_per_commit histogram; Pebble may cover several
+// group commits with one fdatasync).
 //
 // Every job starts its server on a temporary directory and stops it and
 // removes the directory when done, so no measurement sees another's
@@ -40,7 +54,8 @@ var beanstalkScenario = Scenario{
 		"RSS, delayed: the server's RSS (VmRSS) after n such jobs were put by 16 pipelining connections, RSS B/job = (RSS after − RSS before) / n; " +
 		"reserve→delete ×64: round trips/s of 64 workers on a tube filled beforehand with n ready jobs, until the time is up or the tube is empty; " +
 		"lateness, same second: n jobs put to fall due within one wall-clock second, reserved and deleted by 64 workers, lateness = handed out − (put sent + delay); " +
-		"× beanstalkd = the hourglass figure over beanstalkd's of the same round",
+		"fsync 4 KiB: the disk under the temporary directories, 4 KiB appended then fdatasync, one after the other, for as long as the puts run (ops/s = syncs/s); " +
+		"× beanstalkd = the hourglass figure over beanstalkd's of the same round; CPU/op = the server's CPU time (user + system) over the measurement per operation; tasks/commit = hourglass's task writes per group commit",
 	jobs: beanstalkJobs,
 }
 
@@ -100,7 +115,7 @@ func beanstalkJobs(c *Config, _ []Structure) []Job {
 			return beanstalkLateness(s, o)
 		}},
 	}
-	var jobs []Job
+	jobs := make([]Job, 0, 2*len(cases)+1)
 	for _, m := range cases {
 		var base float64 // beanstalkd's figure of this round; 0 if it failed
 		for _, name := range []string{beanstalkd, beanstalkHourglass} {
@@ -133,6 +148,12 @@ func beanstalkJobs(c *Config, _ []Structure) []Job {
 			}})
 		}
 	}
+	jobs = append(jobs, Job{Scenario: "beanstalk", Structure: beanstalkDisk, Case: "fsync 4 KiB", run: func() Result {
+		if _, skip := beanstalkCommand(); skip != "" {
+			return Result{Note: skip}
+		}
+		return beanstalkFsync(o.Duration)
+	}})
 	return jobs
 }
 
@@ -153,12 +174,40 @@ func beanstalkCommand() (bin, skip string) {
 func beanstalkPuts(s *beanstalkServer, o loadgen.Options) (Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.Duration+time.Minute)
 	defer cancel()
-	rate, err := loadgen.Puts(ctx, s.addr, o)
+	return s.measure(func() (float64, error) { return loadgen.Puts(ctx, s.addr, o) })
+}
+
+// measure runs f, which returns operations per second, and adds to its
+// rate the server's CPU time per operation and, for hourglass, its task
+// writes per group commit, both over f's run.
+func (s *beanstalkServer) measure(f func() (float64, error)) (Result, error) {
+	var tasks0, groups0 float64
+	if s.commits != nil {
+		var err error
+		if tasks0, groups0, err = s.commits(); err != nil {
+			return Result{}, err
+		}
+	}
+	cpu0, cpuErr := s.cpu()
+	start := time.Now()
+	rate, err := f()
+	elapsed := time.Since(start)
 	if err != nil {
 		return Result{}, err
 	}
 	var r Result
 	r.add("ops/s", unitRate, rate)
+	if cpu1, err := s.cpu(); err == nil && cpuErr == nil {
+		ops := rate * elapsed.Seconds()
+		r.add("CPU/op", unitSec, (cpu1-cpu0).Seconds()/max(ops, 1))
+	}
+	if s.commits != nil {
+		tasks1, groups1, err := s.commits()
+		if err != nil {
+			return Result{}, err
+		}
+		r.add("tasks/commit", unitRatio, (tasks1-tasks0)/max(groups1-groups0, 1))
+	}
 	return r, nil
 }
 
@@ -192,13 +241,30 @@ func beanstalkRSS(s *beanstalkServer, n int, settle time.Duration) (Result, erro
 func beanstalkRoundTrips(s *beanstalkServer, o loadgen.Options) (Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), fillTimeout(o.Prefill)+o.Duration+time.Minute)
 	defer cancel()
-	rate, err := loadgen.RoundTrips(ctx, s.addr, o)
+	const tube = "bench-roundtrips"
+	if err := loadgen.Fill(ctx, s.addr, tube, o.Prefill, o.BodySize, 0); err != nil {
+		return Result{}, fmt.Errorf("putting %d ready jobs: %w", o.Prefill, err)
+	}
+	return s.measure(func() (float64, error) { return loadgen.ReserveDelete(ctx, s.addr, tube, o) })
+}
+
+// beanstalkFsync measures the disk's fdatasync for d, in a temporary
+// directory beside the servers'.
+func beanstalkFsync(d time.Duration) Result {
+	dir, err := os.MkdirTemp("", "hourglass-bench-fsync-")
 	if err != nil {
-		return Result{}, err
+		return failed(err)
+	}
+	defer os.RemoveAll(dir)
+	rate, p50, p99, err := fsyncProbe(dir, d)
+	if err != nil {
+		return failed(err)
 	}
 	var r Result
 	r.add("ops/s", unitRate, rate)
-	return r, nil
+	r.add("fsync p50", unitSec, p50.Seconds())
+	r.add("fsync p99", unitSec, p99.Seconds())
+	return r
 }
 
 // beanstalkLateness measures how late jobs due in the same second are

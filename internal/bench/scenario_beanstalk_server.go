@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hourglass-go/hourglass/beanstalk/loadgen"
 )
@@ -14,6 +15,8 @@ import (
 const (
 	beanstalkd         = "beanstalkd"
 	beanstalkHourglass = "hourglass"
+	// beanstalkDisk is the structure of the fsync row: the disk itself.
+	beanstalkDisk = "disk"
 )
 
 // beanstalkServer is one server of the beanstalkd protocol on loopback,
@@ -21,9 +24,13 @@ const (
 // its own: real beanstalkd with its binlog there, or `hourglass serve`
 // with its store there. close stops it and removes the directory.
 type beanstalkServer struct {
-	addr  string
-	rss   func() (int64, error)
-	close func()
+	addr string
+	rss  func() (int64, error)
+	cpu  func() (time.Duration, error) // the process's CPU time so far
+	// commits returns the totals of hourglass's group-commit histogram
+	// (task writes, commits); nil for beanstalkd.
+	commits func() (tasks, groups float64, err error)
+	close   func()
 }
 
 // startBeanstalkServer starts the server called name (beanstalkd or
@@ -61,6 +68,7 @@ func startBeanstalkd(dir string) (*beanstalkServer, error) {
 	return &beanstalkServer{
 		addr:  b.Addr,
 		rss:   func() (int64, error) { return processRSS(b.Pid) },
+		cpu:   func() (time.Duration, error) { return processCPU(b.Pid) },
 		close: func() { b.Stop() },
 	}, nil
 }
@@ -86,7 +94,19 @@ func startHourglassBeanstalk(bin, dir string) (*beanstalkServer, error) {
 		p.kill()
 		return nil, err
 	}
-	return &beanstalkServer{addr: addr, rss: p.rss, close: p.stop}, nil
+	pid := p.cmd.Process.Pid
+	commits := func() (tasks, groups float64, err error) {
+		const sum, count = "hourglass_store_tasks_per_commit_sum", "hourglass_store_tasks_per_commit_count"
+		m, err := p.metrics(sum, count)
+		return m[sum], m[count], err
+	}
+	return &beanstalkServer{
+		addr:    addr,
+		rss:     p.rss,
+		cpu:     func() (time.Duration, error) { return processCPU(pid) },
+		commits: commits,
+		close:   p.stop,
+	}, nil
 }
 
 // freeLoopbackAddr returns a loopback address whose port was free a

@@ -39,6 +39,7 @@ func TestBeanstalkScenario(t *testing.T) {
 		"RSS, delayed beanstalkd", "RSS, delayed hourglass",
 		"reserve→delete ×64 beanstalkd", "reserve→delete ×64 hourglass",
 		"lateness, same second beanstalkd", "lateness, same second hourglass",
+		"fsync 4 KiB disk",
 	}
 	if !slices.Equal(rows, want) {
 		t.Fatalf("rows %q, want %q", rows, want)
@@ -48,6 +49,7 @@ func TestBeanstalkScenario(t *testing.T) {
 		"RSS, delayed":          {"RSS MiB"},
 		"reserve→delete ×64":    {"ops/s"},
 		"lateness, same second": {"late max"},
+		"fsync 4 KiB":           {"ops/s", "fsync p50", "fsync p99"},
 	}
 	for _, r := range results {
 		if r.Err != "" || r.Note != "" {
@@ -57,6 +59,12 @@ func TestBeanstalkScenario(t *testing.T) {
 		names := positive[r.Case]
 		if r.Structure == beanstalkHourglass && r.Case != "lateness, same second" {
 			names = append(names, "× beanstalkd")
+		}
+		if r.Structure == beanstalkHourglass && (r.Case == "puts ×64" || r.Case == "reserve→delete ×64") {
+			names = append(names, "tasks/commit")
+		}
+		if _, ok := r.Value("CPU/op"); runtime.GOOS == "linux" && !ok && (r.Case == "puts ×64" || r.Case == "reserve→delete ×64") {
+			t.Errorf("%s %s: no CPU/op", r.Case, r.Structure)
 		}
 		if runtime.GOOS != "linux" && r.Case == "RSS, delayed" {
 			names = nil
@@ -82,8 +90,8 @@ func TestBeanstalkScenario_Skips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jobs) != 8 {
-		t.Fatalf("%d jobs, want 8", len(jobs))
+	if len(jobs) != 9 {
+		t.Fatalf("%d jobs, want 9", len(jobs))
 	}
 	for _, j := range jobs {
 		if r := j.Run(); !strings.HasPrefix(r.Note, "skipped:") || len(r.Metrics) != 0 || r.Err != "" {
