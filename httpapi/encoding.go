@@ -18,7 +18,11 @@ import (
 // belongs and any other mismatch are 400 errors saying what is wrong; a
 // body over limit is a 413 error.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any, optional bool) error {
-	body := http.MaxBytesReader(w, r.Body, limit)
+	return decodeFrom(http.MaxBytesReader(w, r.Body, limit), limit, v, optional)
+}
+
+// decodeFrom is decode over a reader of the body.
+func decodeFrom(body io.Reader, limit int64, v any, optional bool) error {
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 
@@ -42,27 +44,49 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, b Broker) {
 // or whatever the broker refuses) answers an error in its place and the
 // others are put, all in one commit.
 func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b Broker) {
-	var body struct {
-		Tasks []json.RawMessage `json:"tasks"`
-	}
-	if err := decode(w, r, s.batchBody, &body, false); err != nil {
-		s.fail(w, r, err)
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.batchBody))
+	if err != nil {
+		s.fail(w, r, decodeError(err, s.batchBody))
 		return
 	}
-	if len(body.Tasks) > api.MaxBatch {
-		s.fail(w, r, badRequest("%d tasks in one batch, over the limit of %d", len(body.Tasks), api.MaxBatch))
+	// Most batches are well-formed throughout: one pass decodes them. When
+	// that pass fails, a second one finds which items are bad, so that
+	// each answers its own error and the others are put.
+	var items []api.PutRequest
+	var itemErrs []error
+	var whole api.BatchRequest
+	if decodeFrom(bytes.NewReader(data), s.batchBody, &whole, false) == nil {
+		items = whole.Tasks
+	} else {
+		var body struct {
+			Tasks []json.RawMessage `json:"tasks"`
+		}
+		if err := decodeFrom(bytes.NewReader(data), s.batchBody, &body, false); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		items = make([]api.PutRequest, len(body.Tasks))
+		itemErrs = make([]error, len(body.Tasks))
+		for i, raw := range body.Tasks {
+			itemErrs[i] = decodeStrict(raw, &items[i])
+		}
+	}
+	if len(items) > api.MaxBatch {
+		s.fail(w, r, badRequest("%d tasks in one batch, over the limit of %d", len(items), api.MaxBatch))
 		return
 	}
 	if err := broker.CheckQueue(r.PathValue("queue")); err != nil {
 		s.fail(w, r, err) // as a single put answers: the batch as a whole is bad
 		return
 	}
-	results := make([]api.BatchResult, len(body.Tasks))
-	reqs := make([]broker.PutRequest, 0, len(body.Tasks))
-	at := make([]int, 0, len(body.Tasks)) // at[i]: the item reqs[i] came from
-	for i, raw := range body.Tasks {
-		var p api.PutRequest
-		err := decodeStrict(raw, &p)
+	results := make([]api.BatchResult, len(items))
+	reqs := make([]broker.PutRequest, 0, len(items))
+	at := make([]int, 0, len(items)) // at[i]: the item reqs[i] came from
+	for i, p := range items {
+		var err error
+		if itemErrs != nil {
+			err = itemErrs[i]
+		}
 		var req broker.PutRequest
 		if err == nil {
 			req, err = putRequest(p)
