@@ -9,8 +9,11 @@
 // The store is the record; the broker's memory is the clock. For each live
 // task the broker keeps a 16-byte slot (due time, priority, queue and
 // state) in pages indexed by job id (slots.go) and, while the task is
-// delayed or reserved, a key in a [hourglass.Keyed] timing wheel: delays
-// fire when a task falls due, leases when a reservation expires. Ready tasks wait in a heap per queue. A
+// reserved or delayed and due within the next minute, a key in a
+// [hourglass.Keyed] timing wheel: delays fire when a task falls due,
+// leases when a reservation expires. Tasks due later wait in their slots
+// until a sweep arms them (horizon.go), so a million tasks due in hours
+// cost about 16 MB. Ready tasks wait in a heap per queue. A
 // payload, an id, a lease token live only in the store (and, until their
 // group is committed, in a small overlay).
 //
@@ -18,13 +21,17 @@
 //
 // Put validates the request, takes b.mu, allocates the next job id, writes
 // the record into the open commit group (commit.go) and arms the delay
-// wheel, or pushes the task onto its queue's ready heap when it is due
+// wheel (or leaves the task to a sweep when it is due beyond the next
+// minute), or pushes the task onto its queue's ready heap when it is due
 // already; then it releases b.mu and waits for the group's fsync before
 // returning. When the wheel fires (fire, reserve.go) the task moves to
 // the ready heap and one waiting reserver is woken; nothing is written,
 // since "delayed" and "ready" are one recorded state told apart by the
-// clock. Reserve pops the heap, writes the reservation (attempts, lease),
-// arms the lease wheel and waits for its group. Ack deletes the record.
+// clock. Reserve pops the heap and marks the task reserved, reads its
+// record and payload with b.mu released, then writes the reservation
+// (attempts, lease) and arms the lease wheel; it waits only for the
+// group of a put it hands out, if that is still committing. Ack deletes
+// the record.
 //
 // # Time
 //
