@@ -93,4 +93,12 @@
 // Firing timers commits with synchronous_commit off: it promises nothing
 // to anyone, a crash that loses it leaves the tasks due in the record, and
 // the reservation that follows flushes the WAL past it.
+//
+// With a synchronous standby (synchronous_standby_names on the primary),
+// every answer follows a commit on the standby's disk too: after the
+// primary's loss and the standby's promotion nothing answered is lost.
+// Nodes given both servers in one URL with
+// target_session_attrs=read-write find the new primary on their own; the
+// listener's reconnection resynchronises what notifications were lost
+// (TestProcessFailover; the promise and its limits in docs/SCALING.md).
 package cluster
