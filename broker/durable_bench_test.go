@@ -62,17 +62,7 @@ func BenchmarkBroker_ReserveAckDurable(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer br.Close()
-	rs := make([]broker.PutRequest, 1000)
-	for i := range rs {
-		rs[i] = broker.PutRequest{Payload: make([]byte, 200)}
-	}
-	for range 200 {
-		for _, r := range br.PutBatch(ctx, "q", rs) {
-			if r.Err != nil {
-				b.Fatal(r.Err)
-			}
-		}
-	}
+	fill(b, br, 200_000, 0)
 	b.ResetTimer()
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
@@ -108,17 +98,7 @@ func BenchmarkBroker_Recover(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rs := make([]broker.PutRequest, 1000)
-			for i := range rs {
-				rs[i] = broker.PutRequest{Payload: make([]byte, 200), Delay: time.Hour + time.Duration(i)*time.Millisecond}
-			}
-			for range n / len(rs) {
-				for _, r := range br.PutBatch(ctx, "q", rs) {
-					if r.Err != nil {
-						b.Fatal(r.Err)
-					}
-				}
-			}
+			fill(b, br, n, time.Hour)
 			br.Close()
 			b.ResetTimer()
 			for b.Loop() {
@@ -132,5 +112,25 @@ func BenchmarkBroker_Recover(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/task")
 		})
+	}
+}
+
+// fill puts n tasks with 200-byte payloads into queue "q" of br by
+// batches of 1000, due delay from now (0: ready), one millisecond apart
+// within a batch.
+func fill(b *testing.B, br *broker.Broker, n int, delay time.Duration) {
+	rs := make([]broker.PutRequest, 1000)
+	for i := range rs {
+		rs[i] = broker.PutRequest{Payload: make([]byte, 200)}
+		if delay > 0 {
+			rs[i].Delay = delay + time.Duration(i)*time.Millisecond
+		}
+	}
+	for range n / len(rs) {
+		for _, r := range br.PutBatch(ctx, "q", rs) {
+			if r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}
 	}
 }

@@ -79,10 +79,5 @@ func (b *Broker) armTask(job uint64, s slot, now int64) {
 		b.delays.Set(job, time.Duration(s.due-now))
 		return
 	}
-	q := b.queues[s.queue()]
-	q.count(Delayed, Ready)
-	s.set(Ready)
-	b.tasks.set(job, s)
-	q.ready.push(readyItem{due: s.due, prio: s.prio, job: job})
-	q.wakeOne()
+	b.fallDue(job, s)
 }

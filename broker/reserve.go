@@ -327,6 +327,12 @@ func (b *Broker) fire(job uint64) {
 	if !ok || s.state() != Delayed || b.closed {
 		return // deleted, kicked or replaced since it was armed
 	}
+	b.fallDue(job, s)
+}
+
+// fallDue makes the delayed task job ready: onto its queue's ready heap,
+// waking one reserver. b.mu is held.
+func (b *Broker) fallDue(job uint64, s slot) {
 	q := b.queues[s.queue()]
 	q.count(Delayed, Ready)
 	s.set(Ready)
