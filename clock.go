@@ -62,9 +62,7 @@ func newRunner(c *config) runner {
 	return runner{exec: c.exec, inline: c.exec == Inline, goes: c.exec == Goroutines, onPanic: c.panicHandler}
 }
 
-// run hands f to the executor, wrapped in the panic handler.
-func (r *runner) run(f func()) { runWith(r, invoke, f) }
-
+// invoke calls f: runWith's f for a plain callback.
 func invoke(f func()) { f() }
 
 // runWith hands f(a) to r's executor, wrapped in the panic handler. The

@@ -64,6 +64,9 @@ type Keyed[K comparable] struct {
 	// and taken by Stop as a Timer shard's batch is.
 	batch []K
 	take  func(key K) // k.expireKey, made once
+	// out hands the batch's keys to expire through the executor. Used only
+	// by the driver goroutine.
+	out handOff[K]
 }
 
 // NewKeyed returns a Keyed that calls expire(key) for each key whose
@@ -95,6 +98,7 @@ func NewKeyed[K comparable](expire func(key K), opts ...Option) *Keyed[K] {
 	}
 	k.driver.init(k, newExits())
 	k.take = k.expireKey
+	k.out = newHandOff(&k.runner, expire)
 	return k
 }
 
@@ -355,17 +359,19 @@ func (k *Keyed[K]) pass(now uint64) (uint64, bool) {
 
 func (k *Keyed[K]) busy() bool { return len(k.batch) > 0 }
 
-// handOver implements worker: each due key goes to the executor.
+// handOver implements worker: each due key goes to the executor, through
+// k.out (see handOff).
 func (k *Keyed[K]) handOver() {
 	var zero K
 	n := len(k.batch)
 	for {
 		i, ok := k.claim(n)
 		if !ok {
+			k.out.flush()
 			return
 		}
 		key := k.batch[i]
 		k.batch[i] = zero
-		runWith(&k.runner, k.expire, key)
+		k.out.add(key)
 	}
 }

@@ -27,6 +27,9 @@ type shard struct {
 	// takes, so a batch keeps no timeout alive once it has run.
 	batch   []*Timeout
 	collect func(id int32, to *Timeout) // sh.take as a func, made once
+	// out hands the batch's callbacks to the executor. Used only by the
+	// driver goroutine.
+	out handOff[func()]
 
 	_ [64]byte // keep shards' locks on different cache lines
 }
@@ -37,6 +40,7 @@ func (sh *shard) init(t *Timer, q keyQueue[*Timeout], e *exits) {
 	sh.q = q
 	sh.periodic = make(map[*Timeout]*periodic)
 	sh.collect = sh.take
+	sh.out = newHandOff(&t.runner, invoke)
 }
 
 // add makes to pending again at when, due telling whether when has
@@ -201,7 +205,8 @@ func (sh *shard) pass(now uint64) (uint64, bool) {
 func (sh *shard) busy() bool  { return len(sh.batch) > 0 }
 func (sh *shard) now() uint64 { return sh.t.now() }
 
-// handOver passes the batch to the executor, one timeout at a time, each
+// handOver passes the batch to the executor (through sh.out, see
+// handOff), one timeout at a time, each
 // slot claimed first, as Stop may take the rest meanwhile, and each
 // timeout moved out of statusFiring, as Cancel or Reset may have called
 // its run off.
@@ -210,6 +215,7 @@ func (sh *shard) handOver() {
 	for {
 		i, ok := sh.claim(n)
 		if !ok {
+			sh.out.flush()
 			return
 		}
 		to := sh.batch[i]
@@ -224,7 +230,7 @@ func (sh *shard) handOver() {
 			}
 			sh.t.release() // its place under the limit
 		}
-		sh.t.run(to.f)
+		sh.out.add(to.f)
 	}
 }
 

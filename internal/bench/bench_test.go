@@ -41,6 +41,7 @@ var positive = map[string][]string{
 	"parallel":        {"ops/s 1 goroutine", "speedup"},
 	"idle":            nil,
 	"lateness":        {"late max", "stream/s", "samples"},
+	"burst":           {"late max", "schedule ns/op", "fires/s"},
 	"structures":      {"ns/op", "ops"},
 	"purgatory":       nil,
 	"gc":              {"GC cycles", "ops"},

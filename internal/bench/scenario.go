@@ -21,6 +21,7 @@ func Scenarios() []Scenario {
 		parallelScenario,
 		idleScenario,
 		latenessScenario,
+		burstScenario,
 		structuresScenario,
 		purgatoryScenario,
 		gcScenario,
