@@ -2,14 +2,16 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
+	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/httpapi"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
@@ -70,6 +72,61 @@ func BenchmarkServer_PutBatch(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)*100/b.Elapsed().Seconds(), "tasks/s")
-	_ = time.Second
-	_ = httpapi.Options{}
+}
+
+// BenchmarkServer_ReserveAck measures reserve (max 10) then ack of each
+// task from 8 clients over loopback HTTP through the whole server, on a
+// queue kept full of ready tasks: the delivery half of the serve
+// scenario's lateness row.
+func BenchmarkServer_ReserveAck(b *testing.B) {
+	st, err := pebblestore.Open(b.TempDir(), pebblestore.Options{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	br, err := broker.Open(st, broker.Config{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	s := httpapi.New(httpapi.Options{Logger: quiet})
+	s.SetBroker(br)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	rs := make([]broker.PutRequest, 1000)
+	for i := range rs {
+		rs[i] = broker.PutRequest{Payload: []byte(`"` + string(bytes.Repeat([]byte("x"), 198)) + `"`)}
+	}
+	for range 300 {
+		br.PutBatch(context.Background(), "q", rs)
+	}
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+		post := func(path, body string) []byte {
+			resp, err := hc.Post(srv.URL+path, "application/json", bytes.NewReader([]byte(body)))
+			if err != nil {
+				b.Error(err)
+				return nil
+			}
+			out, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				b.Errorf("%s: %d %s", path, resp.StatusCode, out)
+			}
+			return out
+		}
+		for pb.Next() {
+			var got api.ReserveResponse
+			if err := json.Unmarshal(post("/v1/queues/q/reserve", `{"max":10}`), &got); err != nil {
+				b.Error(err)
+				return
+			}
+			for _, t := range got.Tasks {
+				post("/v1/queues/q/tasks/"+t.ID+"/ack", `{"lease":"`+t.Lease+`"}`)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)*10/b.Elapsed().Seconds(), "tasks/s")
 }
