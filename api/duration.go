@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,7 +42,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		}
 		return fmt.Errorf("a duration is a string like \"1.5s\", not %.20s", b)
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
+	if n := len(b); n >= 2 && b[n-1] == '"' && !bytes.ContainsAny(b[1:n-1], `"\\`) {
+		s = string(b[1 : n-1]) // no escapes: the common case, without a decoder
+	} else if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
 	v, err := time.ParseDuration(s)

@@ -9,7 +9,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/broker"
@@ -53,6 +55,7 @@ func BenchmarkServer_PutBatch(b *testing.B) {
 		return buf.Bytes()
 	}
 	b.SetParallelism(4) // 8 clients on 2 CPUs
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		r := rand.New(rand.NewPCG(rand.Uint64(), 0))
@@ -72,6 +75,16 @@ func BenchmarkServer_PutBatch(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)*100/b.Elapsed().Seconds(), "tasks/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N*100), "cpu-ns/task")
+}
+
+// cpuTime returns the process's user and system CPU time so far, which
+// other load on the machine disturbs far less than rates: a benchmark's
+// CPU per operation (client and server together) compares across runs.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkServer_ReserveAck measures reserve (max 10) then ack of each
