@@ -41,9 +41,13 @@ import (
 //   - HOURGLASS_BEANSTALK_PROFILE_SERVERS: pebble (a broker over Pebble
 //     in a temporary directory, as `hourglass serve --data`), mem (over
 //     memstore: no disk, the protocol and broker alone), beanstalkd (the
-//     real one, with its binlog, in its own process); default pebble;
+//     real one, with its binlog, in its own process), tcp:HOST:PORT (a
+//     server already listening there, `hourglass serve --beanstalk` under
+//     perf say; give it a fresh store); default pebble;
 //   - HOURGLASS_BEANSTALK_PROFILE_ROUNDS: rounds of every case and server,
-//     in turns (default 1); the log ends with each one's median.
+//     in turns (default 1); the log ends with each one's median;
+//   - HOURGLASS_BEANSTALK_PROFILE_CACHE: the Pebble block cache in MiB
+//     (default pebblestore's).
 //
 // For each in-process server and case it writes, once, to the directory:
 // cpu-SERVER-CASE.pprof, mutex-SERVER-CASE.pprof, block-SERVER-CASE.pprof
@@ -113,7 +117,15 @@ func profileOne(t *testing.T, dir, s, c string, o loadgen.Options, profile bool)
 	var addr string
 	switch s {
 	case "pebble":
-		st, err := pebblestore.Open(t.TempDir(), pebblestore.Options{})
+		var po pebblestore.Options
+		if v := os.Getenv("HOURGLASS_BEANSTALK_PROFILE_CACHE"); v != "" {
+			mib, err := strconv.Atoi(v)
+			if err != nil || mib < 1 {
+				t.Fatalf("HOURGLASS_BEANSTALK_PROFILE_CACHE=%q: want MiB", v)
+			}
+			po.CacheSize = int64(mib) << 20
+		}
+		st, err := pebblestore.Open(t.TempDir(), po)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +141,11 @@ func profileOne(t *testing.T, dir, s, c string, o loadgen.Options, profile bool)
 		t.Cleanup(func() { b.Stop() })
 		addr, profile = b.Addr, false
 	default:
-		t.Fatalf("unknown server %q", s)
+		a, ok := strings.CutPrefix(s, "tcp:")
+		if !ok {
+			t.Fatalf("unknown server %q", s)
+		}
+		addr, profile = a, false
 	}
 	var run func() (float64, error)
 	switch c {
