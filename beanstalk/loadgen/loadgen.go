@@ -293,7 +293,7 @@ func Fill(ctx context.Context, addr, tube string, n, size int, delay uint32) err
 	defer closeAll(cs)
 	body := make([]byte, size)
 	var next atomic.Int64
-	return each(cs, func(c *conn) error {
+	return ctxErr(ctx, each(cs, func(c *conn) error {
 		for ctx.Err() == nil {
 			first := int(next.Add(batch)) - batch
 			if first >= n {
@@ -304,7 +304,7 @@ func Fill(ctx context.Context, addr, tube string, n, size int, delay uint32) err
 			}
 		}
 		return ctx.Err()
-	})
+	}))
 }
 
 // Drain deletes every ready, delayed and buried job of tube: it kicks the
@@ -363,4 +363,14 @@ func each(conns []*conn, f func(*conn) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// ctxErr returns err, or ctx's error when ctx has ended: the connections
+// are closed then, and their "use of closed network connection" would
+// hide that the time was up.
+func ctxErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("hourglass: loadgen: %w", ctx.Err())
+	}
+	return err
 }
