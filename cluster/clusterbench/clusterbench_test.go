@@ -45,3 +45,29 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+// TestSteady runs a queue at a steady state and logs, per window, the
+// tasks completed per second and the size of the tasks table: does a
+// long run keep its throughput as dead rows come and go? A few seconds
+// by default; HOURGLASS_CLUSTERBENCH_STEADY=10m runs that long (30 s
+// windows), and HOURGLASS_CLUSTERBENCH_PENDING=1000000 keeps that many
+// tasks pending a day ahead throughout.
+func TestSteady(t *testing.T) {
+	cfg := clusterbench.SteadyConfig{Duration: 2 * time.Second, Window: time.Second}
+	if d, err := time.ParseDuration(os.Getenv("HOURGLASS_CLUSTERBENCH_STEADY")); err == nil && d > 0 {
+		cfg = clusterbench.SteadyConfig{Duration: d}
+		cfg.Pending, _ = strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_PENDING"))
+	}
+	srv := pgtest.Start(t)
+	windows := 0
+	err := clusterbench.Steady(context.Background(), srv.CreateDatabase(t), cfg, func(w clusterbench.Window) {
+		t.Log(w)
+		windows++
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if windows == 0 {
+		t.Fatal("no window reported")
+	}
+}
