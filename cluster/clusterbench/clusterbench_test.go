@@ -51,14 +51,20 @@ func TestRun(t *testing.T) {
 // long run keep its throughput as dead rows come and go? A few seconds
 // by default; HOURGLASS_CLUSTERBENCH_STEADY=10m runs that long (30 s
 // windows), and HOURGLASS_CLUSTERBENCH_PENDING=1000000 keeps that many
-// tasks pending a day ahead throughout.
+// tasks pending a day ahead throughout, and
+// HOURGLASS_CLUSTERBENCH_NAPTIME=10s sets the server's autovacuum_naptime
+// (default 1 min: how often autovacuum looks at each database).
 func TestSteady(t *testing.T) {
 	cfg := clusterbench.SteadyConfig{Duration: 2 * time.Second, Window: time.Second}
 	if d, err := time.ParseDuration(os.Getenv("HOURGLASS_CLUSTERBENCH_STEADY")); err == nil && d > 0 {
 		cfg = clusterbench.SteadyConfig{Duration: d}
 		cfg.Pending, _ = strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_PENDING"))
 	}
-	srv := pgtest.Start(t)
+	var opts []pgtest.Option
+	if v := os.Getenv("HOURGLASS_CLUSTERBENCH_NAPTIME"); v != "" {
+		opts = append(opts, pgtest.Set("autovacuum_naptime", v))
+	}
+	srv := pgtest.Start(t, opts...)
 	windows := 0
 	err := clusterbench.Steady(context.Background(), srv.CreateDatabase(t), cfg, func(w clusterbench.Window) {
 		t.Log(w)
