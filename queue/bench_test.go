@@ -10,12 +10,14 @@ import (
 	"github.com/hourglass-go/hourglass/queue"
 )
 
-// The benchmarks keep n entries queued, owned by the caller in one slice,
-// with deadlines spread evenly over the next ten minutes:
+// The benchmarks keep n entries queued in a queue.Queue, the type Timer
+// runs, with deadlines spread evenly over the next ten minutes:
 //
 //   - AddRemove_Random: each op reschedules a random entry to a random
-//     deadline (Remove then Add), the work of a timeout that is reset, as
-//     an idle-connection timeout is on every read. Time stands still.
+//     deadline (Remove then Add), the work of a timeout that is cancelled
+//     and made again. Time stands still.
+//   - Move_Later: each op pushes a random entry's deadline a second
+//     later, as a heartbeat or an idle timeout's Reset does.
 //   - AddFire_Spread: each op moves time on by span/n and re-adds whatever
 //     fires, a random span/2 to 3span/2 later, so about one entry fires per
 //     op and n stay queued. ns/fire is the time per entry fired.
@@ -36,14 +38,10 @@ var (
 // rounds away and each tick's slot holds n/4096 entries to scan.
 const benchHashedSlots = 4096
 
-func newHierarchicalWheel() queue.Queue[int] {
-	return queue.NewHierarchicalWheel[int](time.Millisecond)
-}
-func newHashedWheel() queue.Queue[int] {
-	return queue.NewHashedWheel[int](time.Millisecond, benchHashedSlots)
-}
-func newHeap() queue.Queue[int]       { return queue.NewHeap[int]() }
-func newSortedList() queue.Queue[int] { return queue.NewSortedList[int]() }
+var (
+	hierarchical = queue.HierarchicalWheel(time.Millisecond)
+	hashed       = queue.HashedWheel(time.Millisecond, benchHashedSlots)
+)
 
 // randomTable is the size of the tables of random choices, a power of two:
 // 2^22, more than the entries of any size measured, so that a run reaches
@@ -51,29 +49,29 @@ func newSortedList() queue.Queue[int] { return queue.NewSortedList[int]() }
 // in cache.
 const randomTable = 1 << 22
 
-// filled returns a queue from newQueue holding n entries due in (0, span],
-// and the entries.
-func filled(newQueue func() queue.Queue[int], n int, rng *rand.Rand) (queue.Queue[int], []queue.Entry[int]) {
-	q := newQueue()
-	es := newEntries(n)
-	for i := range es {
-		q.Add(&es[i], 1+rng.Uint64N(span))
+// filled returns a queue of s holding n entries due in (0, span], their
+// ids by entry (the entries' values are their numbers).
+func filled(s queue.Structure, n int, rng *rand.Rand) (*queue.Queue[int32], []int32) {
+	q := queue.New[int32](s)
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = q.Add(1+rng.Uint64N(span), int32(i))
 	}
-	return q, es
+	return q, ids
 }
 
-func benchAddRemove(b *testing.B, newQueue func() queue.Queue[int], sizes []int) {
+func benchAddRemove(b *testing.B, s queue.Structure, sizes []int) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
-			q, es := filled(newQueue, n, rng)
+			q, ids := filled(s, n, rng)
 			type pick struct {
-				e    *queue.Entry[int]
+				e    int32
 				when uint64
 			}
 			picks := make([]pick, randomTable)
 			for i := range picks {
-				picks[i] = pick{&es[rng.IntN(n)], 1 + rng.Uint64N(span)}
+				picks[i] = pick{int32(rng.IntN(n)), 1 + rng.Uint64N(span)}
 			}
 			runtime.GC() // so the fill's garbage is not collected in the loop
 			b.ReportAllocs()
@@ -81,18 +79,39 @@ func benchAddRemove(b *testing.B, newQueue func() queue.Queue[int], sizes []int)
 			for b.Loop() {
 				p := picks[i&(randomTable-1)]
 				i++
-				q.Remove(p.e)
-				q.Add(p.e, p.when)
+				q.Remove(ids[p.e])
+				ids[p.e] = q.Add(p.when, p.e)
 			}
 		})
 	}
 }
 
-func benchAddFire(b *testing.B, newQueue func() queue.Queue[int], sizes []int) {
+func benchMoveLater(b *testing.B, s queue.Structure, sizes []int) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			q, ids := filled(s, n, rng)
+			picks := make([]int32, randomTable)
+			for i := range picks {
+				picks[i] = ids[rng.IntN(n)]
+			}
+			runtime.GC()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				id := picks[i&(randomTable-1)]
+				i++
+				q.Move(id, q.When(id)+uint64(time.Second))
+			}
+		})
+	}
+}
+
+func benchAddFire(b *testing.B, s queue.Structure, sizes []int) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(3, 4))
-			q, _ := filled(newQueue, n, rng)
+			q, _ := filled(s, n, rng)
 			delays := make([]uint64, randomTable)
 			for i := range delays {
 				delays[i] = span/2 + rng.Uint64N(span)
@@ -100,8 +119,8 @@ func benchAddFire(b *testing.B, newQueue func() queue.Queue[int], sizes []int) {
 			step := span / uint64(n)
 			var now uint64
 			fired := 0
-			fire := func(e *queue.Entry[int]) {
-				q.Add(e, now+delays[fired&(randomTable-1)])
+			fire := func(_, e int32) {
+				q.Add(now+delays[fired&(randomTable-1)], e)
 				fired++
 			}
 			runtime.GC()
@@ -118,33 +137,41 @@ func benchAddFire(b *testing.B, newQueue func() queue.Queue[int], sizes []int) {
 }
 
 func BenchmarkHierarchicalWheel_AddRemove_Random(b *testing.B) {
-	benchAddRemove(b, newHierarchicalWheel, benchSizes)
+	benchAddRemove(b, hierarchical, benchSizes)
 }
 
 func BenchmarkHashedWheel_AddRemove_Random(b *testing.B) {
-	benchAddRemove(b, newHashedWheel, benchSizes)
+	benchAddRemove(b, hashed, benchSizes)
 }
 
 func BenchmarkHeap_AddRemove_Random(b *testing.B) {
-	benchAddRemove(b, newHeap, benchSizes)
+	benchAddRemove(b, queue.Heap(), benchSizes)
 }
 
 func BenchmarkSortedList_AddRemove_Random(b *testing.B) {
-	benchAddRemove(b, newSortedList, benchListSizes)
+	benchAddRemove(b, queue.SortedList(), benchListSizes)
+}
+
+func BenchmarkHierarchicalWheel_Move_Later(b *testing.B) {
+	benchMoveLater(b, hierarchical, benchSizes)
+}
+
+func BenchmarkHeap_Move_Later(b *testing.B) {
+	benchMoveLater(b, queue.Heap(), benchSizes)
 }
 
 func BenchmarkHierarchicalWheel_AddFire_Spread(b *testing.B) {
-	benchAddFire(b, newHierarchicalWheel, benchSizes)
+	benchAddFire(b, hierarchical, benchSizes)
 }
 
 func BenchmarkHashedWheel_AddFire_Spread(b *testing.B) {
-	benchAddFire(b, newHashedWheel, benchSizes)
+	benchAddFire(b, hashed, benchSizes)
 }
 
 func BenchmarkHeap_AddFire_Spread(b *testing.B) {
-	benchAddFire(b, newHeap, benchSizes)
+	benchAddFire(b, queue.Heap(), benchSizes)
 }
 
 func BenchmarkSortedList_AddFire_Spread(b *testing.B) {
-	benchAddFire(b, newSortedList, benchListSizes)
+	benchAddFire(b, queue.SortedList(), benchListSizes)
 }

@@ -7,35 +7,32 @@ import (
 	"github.com/hourglass-go/hourglass/queue"
 )
 
-// This event loop drives a HierarchicalWheel as a timer's driver goroutine
-// does, except that where a driver sleeps until Next and reads its clock,
-// the loop sets now to Next. Some wake-ups fire nothing: they are cascades,
-// which move entries to lower levels of the wheel.
-func ExampleHierarchicalWheel() {
+// This event loop drives a Queue over the hierarchical wheel as a timer's
+// driver goroutine does, except that where a driver sleeps until Next and
+// reads its clock, the loop sets now to Next. Some wake-ups fire nothing:
+// they are cascades, which move entries to lower levels of the wheel.
+func ExampleQueue() {
 	const ms = uint64(time.Millisecond)
-	w := queue.NewHierarchicalWheel[string](time.Millisecond)
-	retry := queue.Entry[string]{Value: "retry request"}
-	idle := queue.Entry[string]{Value: "close idle connection"}
-	heartbeat := queue.Entry[string]{Value: "heartbeat"}
-	w.Add(&retry, 250*ms)
-	w.Add(&idle, 3000*ms)
-	w.Add(&heartbeat, 1000*ms)
+	q := queue.New[string](queue.HierarchicalWheel(time.Millisecond))
+	retry := q.Add(250*ms, "retry request")
+	q.Add(3000*ms, "close idle connection")
+	q.Add(1000*ms, "heartbeat")
 	// The request is answered before its retry is due.
-	w.Remove(&retry)
+	q.Remove(retry)
 
 	beats, wakeups := 0, 0
 	for {
-		next, ok := w.Next()
+		next, ok := q.Next()
 		if !ok {
 			break // nothing queued: a driver sleeps until an Add
 		}
 		now := next
 		wakeups++
-		w.Advance(now, func(e *queue.Entry[string]) {
-			fmt.Printf("%v: %s\n", time.Duration(now), e.Value)
-			if e == &heartbeat && beats < 2 {
+		q.Advance(now, func(_ int32, what string) {
+			fmt.Printf("%v: %s\n", time.Duration(now), what)
+			if what == "heartbeat" && beats < 2 {
 				beats++
-				w.Add(e, now+1000*ms) // periodic: re-arm from the fire callback
+				q.Add(now+1000*ms, what) // periodic: re-arm from the fire callback
 			}
 		})
 	}
@@ -48,13 +45,13 @@ func ExampleHierarchicalWheel() {
 	// wake-ups: 6
 }
 
-// A KeyWheel keeps one idle deadline per connection, pushed back on every
+// A KeyQueue keeps one idle deadline per connection, pushed back on every
 // packet. Pushing a deadline back only records it; the connection is
 // filed again when its old slot comes due, so the loop below wakes at
 // 30 s for "b" and finds it moved to 40 s.
-func ExampleKeyWheel() {
+func ExampleKeyQueue() {
 	const s = uint64(time.Second)
-	w := queue.NewKeyWheel[string](time.Millisecond)
+	w := queue.NewKeyQueue[string](queue.HierarchicalWheel(time.Millisecond))
 	w.Set("a", 30*s)
 	w.Set("b", 30*s)
 	w.Set("c", 30*s)

@@ -1,57 +1,78 @@
 package queue
 
-import "fmt"
-
-// Heap is a 4-ary min-heap of entries ordered by deadline, the structure of
-// Go's runtime timers and of Java's ScheduledThreadPoolExecutor. Each entry
-// records its index, so removal needs no search.
+// heap is a 4-ary min-heap of nodes ordered by deadline, the structure of
+// Go's runtime timers and of Java's ScheduledThreadPoolExecutor. The heap's
+// array holds each node's deadline beside its index, so that sifting
+// compares deadlines without visiting the nodes, and each node records its
+// place in the array (in its next link), so removal needs no search.
 //
-// Costs, for n queued entries: Add O(log n), Remove O(log n), Next O(1), and
-// Advance O(k log n) for k entries due. A 4-ary heap is half as deep as a
+// Costs, for n queued nodes: add, remove and move O(log n), next O(1), and
+// advance O(k log n) for k nodes due. A 4-ary heap is half as deep as a
 // binary one and a node's four children sit side by side in memory, which
-// is why the Go runtime uses it. Deadlines are exact: an entry fires on the
-// first Advance whose now reaches its deadline.
-//
-// The zero Heap is empty and ready to use. Heap is not safe for concurrent
-// use.
-type Heap[T any] struct {
-	staging[T]
-	items []*Entry[T]
+// is why the Go runtime uses it. Deadlines are exact: a node fires on the
+// first advance whose now reaches its deadline.
+type heap[V any] struct {
+	base[V] // lists: due and firing only
+	items []heapItem
 }
 
-// NewHeap returns an empty heap.
-func NewHeap[T any]() *Heap[T] { return &Heap[T]{} }
+// heapItem is a node in the heap's array: its deadline and its index.
+type heapItem struct {
+	when uint64
+	i    int32
+}
 
-// Len reports the number of queued entries. It is O(1).
-func (h *Heap[T]) Len() int { return len(h.items) + h.n }
+func newHeap[V any](t *table[V]) *heap[V] {
+	h := &heap[V]{}
+	h.init(t, 0)
+	return h
+}
 
-// Add queues e to fire at when. It is O(log n) and allocates only when the
-// heap's backing array grows. It panics if e is already queued.
-func (h *Heap[T]) Add(e *Entry[T], when uint64) {
-	if e.pos != 0 {
-		panic("queue: Add of an entry that is already queued")
-	}
-	e.when = when
-	if when <= h.now {
-		h.addDue(e)
+func (h *heap[V]) add(i int32, n *node[V]) {
+	h.len++
+	if n.when <= h.now {
+		h.link(h.dueList(), i, n)
 		return
 	}
-	h.items = append(h.items, e)
+	h.items = append(h.items, heapItem{n.when, i})
+	n.prev = inHeap
 	h.up(len(h.items) - 1)
 }
 
-// Remove takes e out of the heap and reports whether it was queued. It is
-// O(log n).
-func (h *Heap[T]) Remove(e *Entry[T]) bool {
-	if e.pos <= 0 {
-		return h.remove(e)
+func (h *heap[V]) remove(i int32, n *node[V]) {
+	h.len--
+	if n.prev != inHeap {
+		h.unlink(i, n)
+		return
 	}
-	h.removeAt(int(e.pos - 1))
-	return true
+	h.removeAt(int(n.next - 1))
+	n.next, n.prev = 0, 0
 }
 
-// Next reports the earliest deadline. It is O(1).
-func (h *Heap[T]) Next() (uint64, bool) {
+func (h *heap[V]) move(i int32, n *node[V], when uint64) {
+	h.remove(i, n)
+	n.when = when
+	h.add(i, n)
+}
+
+func (h *heap[V]) relocate(to int32, n *node[V]) {
+	if n.prev == inHeap {
+		h.items[n.next-1].i = to
+		return
+	}
+	h.base.relocate(to, n)
+}
+
+func (h *heap[V]) rehome(i int32, n *node[V], moved func(link int32) (int32, bool)) {
+	if n.prev == inHeap {
+		h.items[n.next-1].i = i
+		return
+	}
+	h.base.rehome(i, n, moved)
+}
+
+// next reports the earliest deadline. It is O(1).
+func (h *heap[V]) next() (uint64, bool) {
 	if h.pendingDue() {
 		return h.now, true
 	}
@@ -61,57 +82,73 @@ func (h *Heap[T]) Next() (uint64, bool) {
 	return h.items[0].when, true
 }
 
-// Advance fires every entry whose deadline is at or before now: first those
-// that were added already due, then the rest in deadline order. It is
-// O(k log n) for k entries fired and allocates nothing.
-func (h *Heap[T]) Advance(now uint64, fire func(*Entry[T])) {
-	now = h.begin(now)
-	for len(h.items) > 0 && h.items[0].when <= now {
-		e := h.items[0]
+// advance fires every node whose deadline is at or before now: first
+// those that were added already due, then the rest in deadline order.
+func (h *heap[V]) advance(now uint64, release func(i int32, n *node[V])) {
+	h.begin(now)
+	h.stageDue()
+	for len(h.items) > 0 && h.items[0].when <= h.now {
+		i := h.items[0].i
+		n := h.node(i)
 		h.removeAt(0)
-		h.stage(e)
+		h.link(h.firingList(), i, n)
 	}
-	h.fire(fire)
+	h.fire(release)
 }
 
-func (h *Heap[T]) removeAt(i int) {
+func (h *heap[V]) drain(fn func(i int32, n *node[V])) {
+	h.drainLists(fn)
+	for _, it := range h.items {
+		n := h.node(it.i)
+		n.next, n.prev = 0, 0
+		h.len--
+		fn(it.i, n)
+	}
+	clear(h.items)
+	h.items = h.items[:0]
+}
+
+// removeAt takes the item at index k out of the array; its node's links
+// are left for the caller.
+func (h *heap[V]) removeAt(k int) {
 	last := len(h.items) - 1
-	e := h.items[i]
-	if i != last {
-		h.items[i] = h.items[last]
+	if k != last {
+		h.items[k] = h.items[last]
 	}
-	h.items[last] = nil
 	h.items = h.items[:last]
-	if i != last && !h.up(i) {
-		h.down(i)
+	if k != last && !h.up(k) {
+		h.down(k)
 	}
-	e.pos = 0
 }
 
-// up moves the entry at i towards the root and reports whether it moved.
-func (h *Heap[T]) up(i int) bool {
-	e := h.items[i]
-	start := i
-	for i > 0 {
-		p := (i - 1) / 4
-		if h.items[p].when <= e.when {
+// place puts it at index k and records k in its node.
+func (h *heap[V]) place(k int, it heapItem) {
+	h.items[k] = it
+	h.node(it.i).next = int32(k + 1)
+}
+
+// up moves the item at k towards the root and reports whether it moved.
+func (h *heap[V]) up(k int) bool {
+	it := h.items[k]
+	start := k
+	for k > 0 {
+		p := (k - 1) / 4
+		if h.items[p].when <= it.when {
 			break
 		}
-		h.items[i] = h.items[p]
-		h.items[i].pos = int32(i + 1)
-		i = p
+		h.place(k, h.items[p])
+		k = p
 	}
-	h.items[i] = e
-	e.pos = int32(i + 1)
-	return i != start
+	h.place(k, it)
+	return k != start
 }
 
-// down moves the entry at i away from the root.
-func (h *Heap[T]) down(i int) {
+// down moves the item at k away from the root.
+func (h *heap[V]) down(k int) {
 	n := len(h.items)
-	e := h.items[i]
+	it := h.items[k]
 	for {
-		c := 4*i + 1
+		c := 4*k + 1
 		if c >= n {
 			break
 		}
@@ -121,36 +158,11 @@ func (h *Heap[T]) down(i int) {
 				m = j
 			}
 		}
-		if e.when <= h.items[m].when {
+		if it.when <= h.items[m].when {
 			break
 		}
-		h.items[i] = h.items[m]
-		h.items[i].pos = int32(i + 1)
-		i = m
+		h.place(k, h.items[m])
+		k = m
 	}
-	h.items[i] = e
-	e.pos = int32(i + 1)
-}
-
-// verify checks the heap invariants: every parent's deadline is at most its
-// children's, every entry's recorded index is its place, and nothing in the
-// heap is due at the structure's time.
-func (h *Heap[T]) verify() error {
-	if err := h.staging.verify(); err != nil {
-		return fmt.Errorf("heap: %w", err)
-	}
-	for i, e := range h.items {
-		if e.pos != int32(i+1) {
-			return fmt.Errorf("heap: entry at %d records pos %d", i, e.pos)
-		}
-		if i > 0 {
-			if p := h.items[(i-1)/4]; p.when > e.when {
-				return fmt.Errorf("heap: parent %d (when %d) after child %d (when %d)", (i-1)/4, p.when, i, e.when)
-			}
-		}
-	}
-	if len(h.items) > 0 && h.items[0].when <= h.now && !h.active {
-		return fmt.Errorf("heap: root due at %d but time is %d", h.items[0].when, h.now)
-	}
-	return nil
+	h.place(k, it)
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/queue"
 )
 
 // This file holds the reference model every structure is checked against,
@@ -60,7 +59,7 @@ func satSub(a, b uint64) uint64 {
 type checked struct {
 	tb        testing.TB
 	s         structure
-	q         queue.Queue[int]
+	q         *Q
 	now       uint64       // the greatest now passed to Advance
 	model     []modelEntry // by Value
 	queued    int          // number of queued entries in model
@@ -70,7 +69,7 @@ type checked struct {
 
 // modelEntry is the model of one entry.
 type modelEntry struct {
-	e      *queue.Entry[int] // nil if never added
+	e      *Entry // nil if never added
 	when   uint64
 	queued bool
 	firing bool // inside Advance: due, not yet fired
@@ -86,7 +85,7 @@ func (c *checked) fatalf(format string, args ...any) {
 }
 
 // lookup returns the model of e.
-func (c *checked) lookup(e *queue.Entry[int]) *modelEntry {
+func (c *checked) lookup(e *Entry) *modelEntry {
 	c.tb.Helper()
 	v := e.Value
 	if v >= len(c.model) {
@@ -102,7 +101,7 @@ func (c *checked) lookup(e *queue.Entry[int]) *modelEntry {
 }
 
 // Add adds e, which must not be queued, at when.
-func (c *checked) Add(e *queue.Entry[int], when uint64) {
+func (c *checked) Add(e *Entry, when uint64) {
 	c.tb.Helper()
 	m := c.lookup(e)
 	c.q.Add(e, when)
@@ -112,7 +111,7 @@ func (c *checked) Add(e *queue.Entry[int], when uint64) {
 }
 
 // Remove removes e and checks the result against the model.
-func (c *checked) Remove(e *queue.Entry[int]) bool {
+func (c *checked) Remove(e *Entry) bool {
 	c.tb.Helper()
 	m := c.lookup(e)
 	if got := c.q.Remove(e); got != m.queued {
@@ -130,7 +129,7 @@ func (c *checked) Remove(e *queue.Entry[int]) bool {
 // Advance advances to now, checks what fires, and calls react (if not nil)
 // with each fired entry from inside the fire callback. It returns the fired
 // entries in order.
-func (c *checked) Advance(now uint64, react func(*queue.Entry[int])) []*queue.Entry[int] {
+func (c *checked) Advance(now uint64, react func(*Entry)) []*Entry {
 	c.tb.Helper()
 	prev := c.now
 	c.now = max(c.now, now)
@@ -138,10 +137,10 @@ func (c *checked) Advance(now uint64, react func(*queue.Entry[int])) []*queue.En
 		m := &c.model[i]
 		m.firing = m.queued && fireAt(m.when, c.s.tick) <= c.now
 	}
-	var fired []*queue.Entry[int]
+	var fired []*Entry
 	var lastKey uint64
 	c.inAdvance = true
-	c.q.Advance(now, func(e *queue.Entry[int]) {
+	c.q.Advance(now, func(e *Entry) {
 		m := c.lookup(e)
 		if !m.firing {
 			c.fatalf("fired entry %d, deadline %d, which is not due", e.Value, e.When())
@@ -172,7 +171,7 @@ func (c *checked) Advance(now uint64, react func(*queue.Entry[int])) []*queue.En
 // check compares the structure with the model.
 func (c *checked) check() {
 	c.tb.Helper()
-	if err := queue.Verify(c.q); err != nil {
+	if err := verify(c.q); err != nil {
 		c.fatalf("%v", err)
 	}
 	if got := c.q.Len(); got != c.queued {
@@ -251,11 +250,11 @@ func runOps(tb testing.TB, s structure, n int, ops []op) {
 	tb.Helper()
 	c := newChecked(tb, s)
 	es := newEntries(n)
-	reactions := [numReactions]func(*queue.Entry[int]){
-		reactReAdd: func(e *queue.Entry[int]) {
+	reactions := [numReactions]func(*Entry){
+		reactReAdd: func(e *Entry) {
 			c.Add(e, satAdd(satSub(c.now, 1), uint64(e.Value%3)*ms))
 		},
-		reactRemove: func(e *queue.Entry[int]) {
+		reactRemove: func(e *Entry) {
 			c.Remove(&es[(e.Value+1)%n])
 		},
 	}
@@ -315,8 +314,6 @@ func modelStructures() []structure {
 		hierarchicalWheel(time.Nanosecond),
 		hierarchicalWheel(time.Microsecond),
 		hierarchicalWheel(100*time.Millisecond),
-		indexWheel(time.Nanosecond),
-		indexWheel(100*time.Millisecond),
 	)
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/hourglass-go/hourglass/queue"
 )
 
-// keyModel is the reference a KeyWheel is checked against: each queued
+// keyModel is the reference a KeyQueue is checked against: each queued
 // key's deadline.
 type keyModel map[uint64]uint64
 
@@ -30,9 +30,9 @@ func (m keyModel) due(now, tick uint64) []uint64 {
 	return out
 }
 
-// checkKeyWheel compares w with m key by key, then runs the invariant
+// checkKeyQueue compares w with m key by key, then runs the invariant
 // checker.
-func checkKeyWheel(t *testing.T, step int, w *queue.KeyWheel[uint64], m keyModel, keys uint64) {
+func checkKeyQueue(t *testing.T, step int, w *queue.KeyQueue[uint64], m keyModel, keys uint64) {
 	t.Helper()
 	if w.Len() != len(m) {
 		t.Fatalf("step %d: Len = %d, want %d", step, w.Len(), len(m))
@@ -49,12 +49,12 @@ func checkKeyWheel(t *testing.T, step int, w *queue.KeyWheel[uint64], m keyModel
 	}
 }
 
-// keyWheelRun drives a KeyWheel and its keyModel side by side, checking
+// keyQueueRun drives a KeyQueue and its keyModel side by side, checking
 // each operation's result against the model and then every key and the
 // invariants.
-type keyWheelRun struct {
+type keyQueueRun struct {
 	t    *testing.T
-	w    *queue.KeyWheel[uint64]
+	w    *queue.KeyQueue[uint64]
 	m    keyModel
 	tick uint64
 	now  uint64
@@ -62,7 +62,7 @@ type keyWheelRun struct {
 	step int
 }
 
-func (r *keyWheelRun) set(k, when uint64) {
+func (r *keyQueueRun) set(k, when uint64) {
 	r.t.Helper()
 	_, had := r.m[k]
 	if added := r.w.Set(k, when); added == had {
@@ -71,7 +71,7 @@ func (r *keyWheelRun) set(k, when uint64) {
 	r.m[k] = when
 }
 
-func (r *keyWheelRun) remove(k uint64) {
+func (r *keyQueueRun) remove(k uint64) {
 	r.t.Helper()
 	_, had := r.m[k]
 	if got := r.w.Remove(k); got != had {
@@ -80,7 +80,7 @@ func (r *keyWheelRun) remove(k uint64) {
 	delete(r.m, k)
 }
 
-func (r *keyWheelRun) advance(by uint64) {
+func (r *keyQueueRun) advance(by uint64) {
 	r.t.Helper()
 	r.now += by
 	var fired []uint64
@@ -91,30 +91,49 @@ func (r *keyWheelRun) advance(by uint64) {
 	}
 }
 
-func (r *keyWheelRun) check() {
+func (r *keyQueueRun) check() {
 	r.t.Helper()
-	checkKeyWheel(r.t, r.step, r.w, r.m, r.keys)
+	checkKeyQueue(r.t, r.step, r.w, r.m, r.keys)
 	r.step++
 }
 
-// TestKeyWheel_Model runs random streams of Set (new keys, and existing
+// TestKeyQueue_Model runs random streams of Set (new keys, and existing
 // ones moved earlier and later), Remove and Advance against keyModel,
 // with tables small enough to grow and split all the time, and checks
 // every key and the invariants after each step.
-func TestKeyWheel_Model(t *testing.T) {
-	for _, bits := range []uint{3, 5, 16} {
-		for _, tick := range []time.Duration{time.Nanosecond, time.Millisecond} {
-			for seed := range uint64(4) {
-				t.Run(fmt.Sprintf("bits=%d/tick=%v/seed=%d", bits, tick, seed), func(t *testing.T) {
-					runKeyWheelModel(t, queue.NewKeyWheelBits[uint64](tick, bits), uint64(tick), rand.New(rand.NewPCG(seed, 11)), 3000)
+//
+// It runs over the hierarchical wheel with two ticks, and over the other
+// three structures with tables of 3 bits: the exact ones fire at the
+// deadline itself, a tick of 1 ns.
+func TestKeyQueue_Model(t *testing.T) {
+	type config struct {
+		name string
+		s    queue.Structure
+		tick time.Duration
+		bits  []uint
+		seeds uint64
+	}
+	configs := []config{
+		{"HierarchicalWheel/tick=1ns", queue.HierarchicalWheel(time.Nanosecond), time.Nanosecond, []uint{3, 5, 16}, 4},
+		{"HierarchicalWheel/tick=1ms", queue.HierarchicalWheel(time.Millisecond), time.Millisecond, []uint{3, 5, 16}, 4},
+		{"HashedWheel/tick=1ms/slots=64", queue.HashedWheel(time.Millisecond, 64), time.Millisecond, []uint{3}, 2},
+		{"Heap", queue.Heap(), time.Nanosecond, []uint{3}, 2},
+		{"SortedList", queue.SortedList(), time.Nanosecond, []uint{3}, 2},
+	}
+	for _, c := range configs {
+		for _, bits := range c.bits {
+			for seed := range c.seeds {
+				t.Run(fmt.Sprintf("%s/bits=%d/seed=%d", c.name, bits, seed), func(t *testing.T) {
+					t.Parallel()
+					runKeyQueueModel(t, queue.NewKeyQueueBits[uint64](c.s, bits), uint64(c.tick), rand.New(rand.NewPCG(seed, 11)), 3000)
 				})
 			}
 		}
 	}
 }
 
-func runKeyWheelModel(t *testing.T, w *queue.KeyWheel[uint64], tick uint64, rng *rand.Rand, steps int) {
-	r := &keyWheelRun{t: t, w: w, m: keyModel{}, tick: tick, keys: 400}
+func runKeyQueueModel(t *testing.T, w *queue.KeyQueue[uint64], tick uint64, rng *rand.Rand, steps int) {
+	r := &keyQueueRun{t: t, w: w, m: keyModel{}, tick: tick, keys: 400}
 	span := func() uint64 {
 		return uint64(rng.Int64N(int64([]time.Duration{time.Millisecond, time.Second, time.Hour}[rng.IntN(3)])))
 	}
@@ -152,11 +171,11 @@ func runKeyWheelModel(t *testing.T, w *queue.KeyWheel[uint64], tick uint64, rng 
 	}
 }
 
-// TestKeyWheel_FireReenters sets (with Set and with SetAll) and removes
+// TestKeyQueue_FireReenters sets (with Set and with SetAll) and removes
 // keys from inside fire, enough of them to grow and split tables while
 // entries wait in the firing list, which a rebuild must relink.
-func TestKeyWheel_FireReenters(t *testing.T) {
-	w := queue.NewKeyWheelBits[uint64](time.Millisecond, 4)
+func TestKeyQueue_FireReenters(t *testing.T) {
+	w := queue.NewKeyQueueBits[uint64](queue.HierarchicalWheel(time.Millisecond), 4)
 	m := keyModel{}
 	for k := range uint64(50) {
 		w.Set(k, uint64(time.Millisecond))
@@ -196,7 +215,7 @@ func TestKeyWheel_FireReenters(t *testing.T) {
 	if tables, depth := w.Tables(); tables < 8 || depth < 3 {
 		t.Fatalf("%d tables at depth %d: the test meant to split", tables, depth)
 	}
-	checkKeyWheel(t, 0, w, m, next)
+	checkKeyQueue(t, 0, w, m, next)
 	var again []uint64
 	w.Advance(2*uint64(time.Millisecond), func(k uint64) { again = append(again, k) })
 	slices.Sort(again)
@@ -205,10 +224,10 @@ func TestKeyWheel_FireReenters(t *testing.T) {
 	}
 }
 
-// TestKeyWheel_Later checks the lazy later move: a key pushed back fires
+// TestKeyQueue_Later checks the lazy later move: a key pushed back fires
 // at its new deadline, not its first, however often it was pushed.
-func TestKeyWheel_Later(t *testing.T) {
-	w := queue.NewKeyWheel[string](time.Millisecond)
+func TestKeyQueue_Later(t *testing.T) {
+	w := queue.NewKeyQueue[string](queue.HierarchicalWheel(time.Millisecond))
 	ms := uint64(time.Millisecond)
 	w.Set("conn", 10*ms)
 	for i := range uint64(100) {
@@ -228,18 +247,18 @@ func TestKeyWheel_Later(t *testing.T) {
 	}
 }
 
-// TestKeyWheel_Large fills the default tables past several splits and
+// TestKeyQueue_Large fills the default tables past several splits and
 // empties them again by expiry.
-func TestKeyWheel_Large(t *testing.T) {
+func TestKeyQueue_Large(t *testing.T) {
 	n := 300_000
 	if testing.Short() {
 		n = 100_000
 	}
-	w := queue.NewKeyWheel[uint64](time.Millisecond)
+	w := queue.NewKeyQueue[uint64](queue.HierarchicalWheel(time.Millisecond))
 	for k := range uint64(n) {
 		w.Set(k, k*uint64(time.Microsecond))
 	}
-	if tables, _ := w.Tables(); tables < 4 {
+	if tables, _ := w.Tables(); tables < n/100_000+1 {
 		t.Fatalf("%d keys in %d tables", n, tables)
 	}
 	if err := queue.Verify(w); err != nil {
@@ -264,14 +283,14 @@ func TestKeyWheel_Large(t *testing.T) {
 	}
 }
 
-// FuzzKeyWheel drives a KeyWheel with small tables from the fuzzer's
+// FuzzKeyQueue drives a KeyQueue with small tables from the fuzzer's
 // bytes, two per operation, against keyModel.
-func FuzzKeyWheel(f *testing.F) {
+func FuzzKeyQueue(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 2, 9, 200, 3, 1, 9, 255})
 	f.Add([]byte("set keys, move them, remove some, advance time"))
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		const tick = 10
-		r := &keyWheelRun{t: t, w: queue.NewKeyWheelBits[uint64](tick, 3), m: keyModel{}, tick: tick, keys: 64}
+		r := &keyQueueRun{t: t, w: queue.NewKeyQueueBits[uint64](queue.HierarchicalWheel(tick), 3), m: keyModel{}, tick: tick, keys: 64}
 		for i := 0; i+1 < len(ops); i += 2 {
 			op, arg := ops[i], uint64(ops[i+1])
 			switch op % 4 {
@@ -287,12 +306,12 @@ func FuzzKeyWheel(f *testing.F) {
 	})
 }
 
-// filledKeyWheel returns a 1 ms KeyWheel holding keys 0 to n-1 due 1-2 h
+// filledKeyQueue returns a 1 ms KeyQueue holding keys 0 to n-1 due 1-2 h
 // away and 2^22 random keys to operate on, drawn before timing: more than
 // there are keys, so that a run reaches all of the table, not the few
 // entries a short list read in a cycle would keep in cache.
-func filledKeyWheel(n int) (*queue.KeyWheel[uint64], []uint64) {
-	w := queue.NewKeyWheel[uint64](time.Millisecond)
+func filledKeyQueue(n int) (*queue.KeyQueue[uint64], []uint64) {
+	w := queue.NewKeyQueue[uint64](queue.HierarchicalWheel(time.Millisecond))
 	rng := rand.New(rand.NewPCG(1, 2))
 	for k := range uint64(n) {
 		w.Set(k, uint64(time.Hour)+rng.Uint64N(uint64(time.Hour)))
@@ -304,12 +323,12 @@ func filledKeyWheel(n int) (*queue.KeyWheel[uint64], []uint64) {
 	return w, keys
 }
 
-// BenchmarkKeyWheel_Set_Later pushes the deadline of one of n keys back,
+// BenchmarkKeyQueue_Set_Later pushes the deadline of one of n keys back,
 // one Set at a time: a hash probe and a write.
-func BenchmarkKeyWheel_Set_Later(b *testing.B) {
+func BenchmarkKeyQueue_Set_Later(b *testing.B) {
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			w, keys := filledKeyWheel(n)
+			w, keys := filledKeyQueue(n)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -320,12 +339,12 @@ func BenchmarkKeyWheel_Set_Later(b *testing.B) {
 	}
 }
 
-// BenchmarkKeyWheel_SetAll_Later is Set_Later in batches of 256, as Keyed
+// BenchmarkKeyQueue_SetAll_Later is Set_Later in batches of 256, as Keyed
 // applies them; an op is one key.
-func BenchmarkKeyWheel_SetAll_Later(b *testing.B) {
+func BenchmarkKeyQueue_SetAll_Later(b *testing.B) {
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			w, keys := filledKeyWheel(n)
+			w, keys := filledKeyQueue(n)
 			batch := make([]queue.KeyDeadline[uint64], 256)
 			b.ReportAllocs()
 			i := 0
