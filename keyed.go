@@ -56,7 +56,7 @@ type Keyed[K comparable] struct {
 	structure string
 	limit     int // 0: none
 
-	keys keyStore[K] // nil if err is set
+	keys *queue.KeyQueue[K] // nil if err is set
 	// sets holds Sets not yet applied to keys, in call order (see Set).
 	sets []queue.KeyDeadline[K]
 
@@ -94,7 +94,7 @@ func NewKeyed[K comparable](expire func(key K), opts ...Option) *Keyed[K] {
 		limit:     c.maxPending,
 	}
 	if c.err == nil {
-		k.keys = newKeyStore[K](&c)
+		k.keys = queue.NewKeyQueue[K](c.queue)
 	}
 	k.driver.init(k, newExits())
 	k.take = k.expireKey

@@ -25,10 +25,8 @@ type Option func(*config)
 // config is what the options build. A bad option records err, which New
 // keeps and every scheduling call returns.
 type config struct {
-	structure    string
-	kind         structureKind
-	tick         time.Duration // for the wheels
-	slots        int           // for the hashed wheel
+	structure    string          // its name, for Stats
+	queue        queue.Structure // what the options chose
 	exec         Executor
 	maxPending   int
 	panicHandler func(v any)
@@ -37,29 +35,6 @@ type config struct {
 	// keyed is set for NewKeyed before the options run, so that an
 	// option that does not apply to a Keyed fails where it is given.
 	keyed bool
-}
-
-// structureKind names the structure an Option chose.
-type structureKind uint8
-
-const (
-	kindHierarchical structureKind = iota
-	kindHashed
-	kindHeap
-	kindList
-)
-
-// newKeyQueue makes the structure c names, holding values of type V.
-func newKeyQueue[V any](c *config) keyQueue[V] {
-	switch c.kind {
-	case kindHashed:
-		return newEntryQueue(queue.NewHashedWheel[idValue[V]](c.tick, c.slots))
-	case kindHeap:
-		return newEntryQueue(queue.NewHeap[idValue[V]]())
-	case kindList:
-		return newEntryQueue(queue.NewSortedList[idValue[V]]())
-	}
-	return queue.NewIndexWheel[V](c.tick)
 }
 
 func defaultConfig() config {
@@ -79,8 +54,7 @@ func (c *config) fail(format string, args ...any) {
 }
 
 // WithHierarchicalWheel makes the Timer keep its timeouts in a hierarchical
-// timing wheel with the given tick ([queue.IndexWheel], the pointer-free
-// form of [queue.HierarchicalWheel]): O(1) to
+// timing wheel with the given tick ([queue.HierarchicalWheel]): O(1) to
 // schedule and cancel, and its driver sleeps until the next deadline. A
 // timeout fires at most one tick after its deadline. This is the default,
 // with a 1 ms tick. The tick must be at least [MinTick].
@@ -91,7 +65,7 @@ func WithHierarchicalWheel(tick time.Duration) Option {
 			return
 		}
 		c.structure = fmt.Sprintf("hierarchical wheel (tick %v)", tick)
-		c.kind, c.tick = kindHierarchical, tick
+		c.queue = queue.HierarchicalWheel(tick)
 	}
 }
 
@@ -115,7 +89,7 @@ func WithHashedWheel(tick time.Duration, slots int) Option {
 			return
 		}
 		c.structure = fmt.Sprintf("hashed wheel (tick %v, %d slots)", tick, slots)
-		c.kind, c.tick, c.slots = kindHashed, tick, slots
+		c.queue = queue.HashedWheel(tick, slots)
 	}
 }
 
@@ -126,7 +100,7 @@ func WithHashedWheel(tick time.Duration, slots int) Option {
 func WithHeap() Option {
 	return func(c *config) {
 		c.structure = "heap"
-		c.kind = kindHeap
+		c.queue = queue.Heap()
 	}
 }
 
@@ -137,7 +111,7 @@ func WithHeap() Option {
 func WithSortedList() Option {
 	return func(c *config) {
 		c.structure = "sorted list"
-		c.kind = kindList
+		c.queue = queue.SortedList()
 	}
 }
 

@@ -1,15 +1,15 @@
 package hourglass
 
+import "github.com/hourglass-go/hourglass/queue"
+
 // shard is one independent part of a Timer: a structure, the lock that
 // guards it, and the driver goroutine that advances it. See [Timer].
 type shard struct {
 	driver // mu guards the fields below as well
 
 	t *Timer
-	// q holds the shard's pending timeouts by id, and ids hands the ids
-	// out. Guarded by mu.
-	q   keyQueue[*Timeout]
-	ids ids
+	// q holds the shard's pending timeouts by id. Guarded by mu.
+	q *queue.Queue[*Timeout]
 	// unfiled holds the timeouts scheduled since q was last brought up
 	// to date, in order: see file. Guarded by mu.
 	unfiled []*Timeout
@@ -34,7 +34,7 @@ type shard struct {
 	_ [64]byte // keep shards' locks on different cache lines
 }
 
-func (sh *shard) init(t *Timer, q keyQueue[*Timeout], e *exits) {
+func (sh *shard) init(t *Timer, q *queue.Queue[*Timeout], e *exits) {
 	sh.driver.init(sh, e)
 	sh.t = t
 	sh.q = q
@@ -96,8 +96,7 @@ const fileBatch = 256
 func (sh *shard) file() {
 	for _, to := range sh.unfiled {
 		if to.id == unfiled && to.status() == statusPending {
-			to.id = sh.ids.alloc()
-			sh.q.Add(to.id, to.filedAt(), to)
+			to.id = sh.q.Add(to.filedAt(), to)
 		}
 	}
 	clear(sh.unfiled) // let the timeouts go
@@ -122,7 +121,6 @@ func (sh *shard) cancel(to *Timeout) bool {
 	case statusPending:
 		if to.id != unfiled {
 			sh.q.Remove(to.id)
-			sh.ids.release(to.id)
 		}
 	case statusRunning:
 		sh.running--
@@ -162,7 +160,7 @@ func (sh *shard) reset(to *Timeout, when uint64, due bool) (pending, wake bool) 
 	switch to.status() {
 	case statusPending:
 		// The default wheel records a later deadline without relinking
-		// (see queue.IndexWheel.Move).
+		// (see queue.Queue.Move).
 		to.setDeadline(when, due)
 		if to.id != unfiled {
 			sh.q.Move(to.id, to.filedAt())
@@ -180,8 +178,7 @@ func (sh *shard) reset(to *Timeout, when uint64, due bool) (pending, wake bool) 
 // take is the structure's fire callback in the driver: it moves a due
 // timeout to the batch, firing. A periodic one counts as running from
 // here. sh.mu is held.
-func (sh *shard) take(id int32, to *Timeout) {
-	sh.ids.release(id)
+func (sh *shard) take(_ int32, to *Timeout) {
 	to.setStatus(statusFiring)
 	if to.periodic() {
 		sh.running++
@@ -251,8 +248,7 @@ func (sh *shard) stop(out []*Timeout) []*Timeout {
 	}
 	clear(sh.batch[from:])
 	sh.file()
-	sh.q.Drain(func(id int32, to *Timeout) {
-		sh.ids.release(id)
+	sh.q.Drain(func(_ int32, to *Timeout) {
 		to.setStatus(statusCancelled)
 		out = append(out, to)
 	})

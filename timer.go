@@ -2,6 +2,7 @@ package hourglass
 
 import (
 	"fmt"
+	"github.com/hourglass-go/hourglass/queue"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,7 +76,7 @@ func New(opts ...Option) *Timer {
 	}
 	t.shards = make([]shard, c.shards)
 	for i := range t.shards {
-		t.shards[i].init(t, newKeyQueue[*Timeout](&c), t.exits)
+		t.shards[i].init(t, queue.New[*Timeout](c.queue), t.exits)
 	}
 	t.hint.New = func() any {
 		return &t.shards[int(t.next.Add(1)-1)%len(t.shards)]

@@ -31,10 +31,10 @@ import (
 // early, and at most one tick late.
 type hashedWheel[V any] struct {
 	base[V] // lists: the slots, then due and firing
-	tick uint64
-	mask uint64
-	occ  []uint64 // bit s set when slot s is not empty
-	cur  uint64   // ticks done: every node due at a tick ≤ cur has fired
+	tick    uint64
+	mask    uint64
+	occ     []uint64 // bit s set when slot s is not empty
+	cur     uint64   // ticks done: every node due at a tick ≤ cur has fired
 }
 
 // newHashedWheel returns a wheel of the given tick and slots, a power of

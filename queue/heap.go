@@ -13,7 +13,7 @@ package queue
 // first advance whose now reaches its deadline.
 type heap[V any] struct {
 	base[V] // lists: due and firing only
-	items []heapItem
+	items   []heapItem
 }
 
 // heapItem is a node in the heap's array: its deadline and its index.

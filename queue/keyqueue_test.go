@@ -107,9 +107,9 @@ func (r *keyQueueRun) check() {
 // deadline itself, a tick of 1 ns.
 func TestKeyQueue_Model(t *testing.T) {
 	type config struct {
-		name string
-		s    queue.Structure
-		tick time.Duration
+		name  string
+		s     queue.Structure
+		tick  time.Duration
 		bits  []uint
 		seeds uint64
 	}

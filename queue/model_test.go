@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
-
 )
 
 // This file holds the reference model every structure is checked against,

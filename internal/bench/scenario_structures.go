@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/hourglass-go/hourglass"
 	"github.com/hourglass-go/hourglass/queue"
 )
 
@@ -12,7 +13,7 @@ import (
 // difference from schedule-cancel.
 var structuresScenario = Scenario{
 	Name: "structures",
-	Doc:  "package queue alone: n caller-owned entries at random deadlines 1-2 h away; each op removes one entry and adds it back at a new random deadline; must not allocate",
+	Doc:  "package queue alone, the queue.Queue a Timer's shard runs: n entries at random deadlines 1-2 h away; each op removes one entry by id and adds it back at a new random deadline; must not allocate",
 	jobs: func(c *Config, sts []Structure) []Job {
 		skip := randomDeadlines(c)
 		return perSize("structures", sts, c.Sizes, func(s Structure, n int) string {
@@ -26,21 +27,20 @@ var structuresScenario = Scenario{
 	},
 }
 
-// structures fills s's queue with n entries and measures remove+add of
-// each in turn. The queue's time stays at 0, so nothing ever fires.
+// structures fills a queue.Queue of s, the type a Timer's shard runs,
+// with n entries and measures remove+add of each in turn. The queue's
+// time stays at 0, so nothing ever fires.
 func structures(s Structure, n int, budget time.Duration) Result {
-	q := s.queue(n)
-	entries := make([]queue.Entry[int], n)
-	for i := range entries {
-		entries[i].Value = i
-		q.Add(&entries[i], farDeadline())
+	q := queue.New[*hourglass.Timeout](s.queue(n))
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = q.Add(farDeadline(), nil)
 	}
 	i := 0
 	st := measureOps(budget, func() {
-		e := &entries[i]
-		q.Remove(e)
-		q.Add(e, farDeadline())
-		if i++; i == len(entries) {
+		q.Remove(ids[i])
+		ids[i] = q.Add(farDeadline(), nil)
+		if i++; i == len(ids) {
 			i = 0
 		}
 	})

@@ -19,9 +19,9 @@ type Structure struct {
 	// option configures a Timer for about n pending timeouts; nil for the
 	// runtime's timers.
 	option func(n int) hourglass.Option
-	// queue makes the bare structure for about n entries; nil for the
+	// queue chooses the bare structure for about n entries; nil for the
 	// runtime's timers, which have no structure of their own to call.
-	queue func(n int) queue.Queue[int]
+	queue func(n int) queue.Structure
 }
 
 // tick is the wheels' tick throughout: the Timer's default.
@@ -34,25 +34,25 @@ func Structures() []Structure {
 			Name:   "hierarchical",
 			Doc:    "hourglass, hierarchical wheel, 1 ms tick",
 			option: func(int) hourglass.Option { return hourglass.WithHierarchicalWheel(tick) },
-			queue:  func(int) queue.Queue[int] { return queue.NewHierarchicalWheel[int](tick) },
+			queue:  func(int) queue.Structure { return queue.HierarchicalWheel(tick) },
 		},
 		{
 			Name:   "hashed",
 			Doc:    "hourglass, hashed wheel, 1 ms tick, slots = next power of two ≥ n/64 (at least 512)",
 			option: func(n int) hourglass.Option { return hourglass.WithHashedWheel(tick, hashedSlots(n)) },
-			queue:  func(n int) queue.Queue[int] { return queue.NewHashedWheel[int](tick, hashedSlots(n)) },
+			queue:  func(n int) queue.Structure { return queue.HashedWheel(tick, hashedSlots(n)) },
 		},
 		{
 			Name:   "heap",
 			Doc:    "hourglass, 4-ary heap",
 			option: func(int) hourglass.Option { return hourglass.WithHeap() },
-			queue:  func(int) queue.Queue[int] { return queue.NewHeap[int]() },
+			queue:  func(int) queue.Structure { return queue.Heap() },
 		},
 		{
 			Name:   "list",
 			Doc:    "hourglass, sorted list (O(n) schedule: small sizes only)",
 			option: func(int) hourglass.Option { return hourglass.WithSortedList() },
-			queue:  func(int) queue.Queue[int] { return queue.NewSortedList[int]() },
+			queue:  func(int) queue.Structure { return queue.SortedList() },
 		},
 		{
 			Name: "runtime",
