@@ -48,22 +48,17 @@ import (
 // Keyed is safe for concurrent use by multiple goroutines. Make one with
 // [NewKeyed]; the zero Keyed is not usable: its methods panic.
 type Keyed[K comparable] struct {
-	driver // mu guards the fields below as well
-	clock
-	runner
+	// The driver's inbox holds Sets not yet applied to keys, in call
+	// order, and its batch the keys due at its last pass.
+	driver[queue.KeyDeadline[K], K] // mu guards the fields below as well
+
 	expire    func(key K)
 	err       error
 	structure string
 	limit     int // 0: none
 
 	keys *queue.KeyQueue[K] // nil if err is set
-	// sets holds Sets not yet applied to keys, in call order (see Set).
-	sets []queue.KeyDeadline[K]
-
-	// batch holds the keys due at the driver's last pass, handed over
-	// and taken by Stop as a Timer shard's batch is.
-	batch []K
-	take  func(key K) // k.expireKey, made once
+	take func(key K)        // k.due as a func, made once
 	// out hands the batch's keys to expire through the executor. Used only
 	// by the driver goroutine.
 	out handOff[K]
@@ -86,8 +81,6 @@ func NewKeyed[K comparable](expire func(key K), opts ...Option) *Keyed[K] {
 		c.err = fmt.Errorf("hourglass: NewKeyed: nil expire func")
 	}
 	k := &Keyed[K]{
-		clock:     newClock(),
-		runner:    newRunner(&c),
 		expire:    expire,
 		err:       c.err,
 		structure: c.structure,
@@ -96,8 +89,8 @@ func NewKeyed[K comparable](expire func(key K), opts ...Option) *Keyed[K] {
 	if c.err == nil {
 		k.keys = queue.NewKeyQueue[K](c.queue)
 	}
-	k.driver.init(k, newExits())
-	k.take = k.expireKey
+	k.driver.init(k, newClock(), newRunner(&c), newExits())
+	k.take = k.due
 	k.out = newHandOff(&k.runner, expire)
 	return k
 }
@@ -132,8 +125,8 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 			k.mu.Unlock()
 			return err
 		}
-	} else if k.sets = append(k.sets, queue.KeyDeadline[K]{Key: key, When: when}); len(k.sets) == setBatch {
-		k.flush()
+	} else {
+		k.put(queue.KeyDeadline[K]{Key: key, When: when})
 	}
 	wake := k.armed(when)
 	k.mu.Unlock()
@@ -176,15 +169,10 @@ func (k *Keyed[K]) SetMany(keys []K, d time.Duration) (int, error) {
 			n++
 		}
 	} else {
-		for n < len(keys) {
-			m := min(len(keys)-n, setBatch-len(k.sets))
-			for _, key := range keys[n : n+m] {
-				k.sets = append(k.sets, queue.KeyDeadline[K]{Key: key, When: when})
-			}
-			if n += m; len(k.sets) == setBatch {
-				k.flush()
-			}
+		for _, key := range keys {
+			k.put(queue.KeyDeadline[K]{Key: key, When: when})
 		}
+		n = len(keys)
 	}
 	wake := n > 0 && k.armed(when)
 	k.mu.Unlock()
@@ -217,25 +205,13 @@ func (k *Keyed[K]) addLimited(key K, when uint64) error {
 	return nil
 }
 
-// setBatch is how many Sets wait before they are applied together. At
-// 10^6 keys a Set is one cache miss in the store, and reading the clock,
-// which each Set does, waits for the misses before it to finish: applied
-// one by one, Sets pay the whole latency of each miss in turn, while a
-// batch applied in one loop overlaps them. On this project's 2-core test
-// machine, moving one of 10^6 keys went from about 100 ns to about 70
-// (see BenchmarkKeyed_Set_Existing). 256 Sets of an 8-byte key are 4 KiB.
-const setBatch = 256
-
-// flush applies the waiting Sets in call order. Everything that reads
-// the store flushes first, so no caller can see a Set unapplied, and the
-// driver flushes before it looks for due keys, so a deadline a waiting
-// Set moved never fires: Set wakes the driver for an earlier deadline,
-// as it would without the wait. k.mu is held.
-func (k *Keyed[K]) flush() {
-	k.keys.SetAll(k.sets)
-	clear(k.sets) // let keys with pointers go
-	k.sets = k.sets[:0]
-}
+// file implements worker: it applies the Sets waiting in the driver's
+// inbox (see batchSize) in call order. Everything that reads keys
+// flushes first, so no caller can see a Set unapplied, and the driver
+// flushes before it looks for due keys, so a deadline a waiting Set
+// moved never fires: Set wakes the driver for an earlier deadline, as it
+// would without the wait. k.mu is held.
+func (k *Keyed[K]) file(sets []queue.KeyDeadline[K]) { k.keys.SetAll(sets) }
 
 // Remove cancels key's pending timeout and reports whether this call
 // prevented its expiry.
@@ -303,14 +279,10 @@ func (k *Keyed[K]) Stop() []K {
 		return nil
 	}
 	var out []K
+	k.halt(func(key K) { out = append(out, key) })
 	if k.keys != nil {
-		from := k.takeRest(len(k.batch))
-		out = append(out, k.batch[from:]...)
-		clear(k.batch[from:])
-		k.flush()
 		k.keys.Drain(func(key K) { out = append(out, key) })
 	}
-	k.driver.stop()
 	k.mu.Unlock()
 	k.exits.exited() // Stop's count (see exits)
 	return out
@@ -332,46 +304,21 @@ func (k *Keyed[K]) Stats() Stats {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	s := Stats{Structure: k.structure, Shards: 1, Pending: k.len(), Wakeups: k.wakeups}
-	if k.started && !k.stopped {
+	if k.driving() {
 		s.Drivers = 1
 	}
 	return s
 }
 
-// expireKey is the store's fire callback in the driver: key is due and
-// out of the store. k.mu is held.
-func (k *Keyed[K]) expireKey(key K) {
-	k.batch = append(k.batch, key)
-}
-
-// pass implements worker: the due keys go to a new batch.
-func (k *Keyed[K]) pass(now uint64) (uint64, bool) {
-	if cap(k.batch) > 1<<16 {
-		k.batch = nil // do not keep a burst's worth of memory for ever
-	} else {
-		k.batch = k.batch[:0]
-	}
-	k.resetBatch()
-	k.flush()
+// advance implements worker: the due keys go to the driver's batch.
+func (k *Keyed[K]) advance(now uint64) (uint64, bool) {
 	k.keys.Advance(now, k.take)
 	return k.keys.Next()
 }
 
-func (k *Keyed[K]) busy() bool { return len(k.batch) > 0 }
-
-// handOver implements worker: each due key goes to the executor, through
+// deliver implements worker: a due key goes to the executor, through
 // k.out (see handOff).
-func (k *Keyed[K]) handOver() {
-	var zero K
-	n := len(k.batch)
-	for {
-		i, ok := k.claim(n)
-		if !ok {
-			k.out.flush()
-			return
-		}
-		key := k.batch[i]
-		k.batch[i] = zero
-		k.out.add(key)
-	}
-}
+func (k *Keyed[K]) deliver(key K) { k.out.add(key) }
+
+// handedOver implements worker: the batch is handed over.
+func (k *Keyed[K]) handedOver() { k.out.flush() }

@@ -52,7 +52,7 @@ func TestKeyed_FiresOnTime(t *testing.T) {
 }
 
 // TestKeyed_SetBursts sets many more keys than Set holds back before
-// applying them together (see setBatch in keyed.go), with nothing in
+// applying them together (see batchSize in driver.go), with nothing in
 // between that reads the Keyed: each key is set, then half of them pushed
 // later and a quarter pulled earlier, in bursts that end mid-batch. Every
 // key must expire once, at its last deadline.
@@ -86,7 +86,7 @@ func TestKeyed_SetBursts(t *testing.T) {
 // TestKeyed_SetMany checks that SetMany sets every key it is given to one
 // deadline d after the call, new keys and pending ones alike (a pending
 // key moves, earlier or later, and its old deadline never fires), across
-// the batches Set holds back (see setBatch in keyed.go), with a key listed
+// the batches Set holds back (see batchSize in driver.go), with a key listed
 // twice and an empty list; and that after Stop it sets nothing.
 func TestKeyed_SetMany(t *testing.T) {
 	forEachSetup(t, keyedSetups, func(t *testing.T, s structure, opts []hourglass.Option) {

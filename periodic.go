@@ -13,9 +13,10 @@ type Schedule interface {
 	Next(time.Time) time.Time
 }
 
-// periodic is the state of a periodic timeout beyond its Timeout. Its run
-// method is the Timeout's callback: it calls f, then files the timeout
-// again for its next run. All fields but f are guarded by the shard's mu.
+// periodic is the state of a periodic timeout beyond its Timeout: its
+// schedule. Its run method is the Timeout's callback, through which the
+// shard runs f and files the timeout again at next. All fields but f are
+// guarded by the shard's mu.
 type periodic struct {
 	to    *Timeout
 	f     func()
@@ -109,43 +110,28 @@ func (p *periodic) resetTo(when uint64, due bool) {
 	p.reset, p.resetAt, p.resetDue = true, when, due
 }
 
-// run is the callback of a periodic timeout: one run of f, then the
-// timeout is filed again, unless it was cancelled, the Timer stopped, or
-// the schedule ended.
-func (p *periodic) run() {
-	sh := p.to.sh
-	t := sh.t
-	t.call(p.f)
+// run is the callback of a periodic timeout: its shard runs f and files
+// the timeout again (shard.rerun).
+func (p *periodic) run() { p.to.sh.rerun(p) }
 
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	to := p.to
-	if to.status() != statusRunning {
-		return // cancelled during the run, or stopped
-	}
-	sh.running--
-	var next uint64
-	due := false
+// next returns the deadline of the run after one due at last that has
+// just ended, read on c, and whether it is due at once; ok is false when
+// the schedule has ended. The shard's mu is held.
+func (p *periodic) next(last uint64, c clock) (when uint64, due, ok bool) {
 	switch {
 	case p.reset:
-		next, due, p.reset = p.resetAt, p.resetDue, false
+		p.reset = false
+		return p.resetAt, p.resetDue, true
 	case p.kind == kindRate:
-		next = addSat(to.when, p.every)
+		return addSat(last, p.every), false, true
 	case p.kind == kindDelay:
-		next = addSat(t.now(), p.every)
-	default:
-		base := max(to.when, t.now())
-		n := p.sched.Next(t.timeOf(base))
-		if n.IsZero() {
-			to.setStatus(statusDone)
-			sh.end(to)
-			return
-		}
-		next = t.at(n)
+		return addSat(c.now(), p.every), false, true
 	}
-	if sh.add(to, next, due) {
-		sh.wakeUp()
+	n := p.sched.Next(c.timeOf(max(last, c.now())))
+	if n.IsZero() {
+		return 0, false, false
 	}
+	return c.at(n), false, true
 }
 
 // addSat returns a+b, or math.MaxUint64 if that overflows.

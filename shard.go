@@ -2,17 +2,18 @@ package hourglass
 
 import "github.com/hourglass-go/hourglass/queue"
 
-// shard is one independent part of a Timer: a structure, the lock that
-// guards it, and the driver goroutine that advances it. See [Timer].
+// shard is one independent part of a Timer: a driver (its lock, clock,
+// goroutine and batches) over a [queue.Queue] of timeouts. See [Timer].
+// It is the driver's worker: it files new timeouts, collects due ones and
+// delivers them; the driver decides when.
 type shard struct {
-	driver // mu guards the fields below as well
+	driver[*Timeout, *Timeout] // mu guards the fields below as well
 
-	t *Timer
-	// q holds the shard's pending timeouts by id. Guarded by mu.
+	limit *limit // the Timer's
+	// q holds the shard's pending timeouts by id. Timeouts scheduled
+	// since the last pass wait in the driver's inbox first, with id
+	// unfiled (see batchSize). Guarded by mu.
 	q *queue.Queue[*Timeout]
-	// unfiled holds the timeouts scheduled since q was last brought up
-	// to date, in order: see file. Guarded by mu.
-	unfiled []*Timeout
 	// running counts periodic timeouts in the middle of a run, which
 	// Pending counts as pending. Guarded by mu.
 	running int
@@ -20,12 +21,6 @@ type shard struct {
 	// mu.
 	periodic map[*Timeout]*periodic
 
-	// batch holds the timeouts taken from q in the driver's last pass,
-	// written under mu by the pass. The driver hands them over without mu,
-	// claiming each first (driver.next); Stop, under mu, takes those not
-	// yet claimed. The driver clears each entry it claims and Stop each it
-	// takes, so a batch keeps no timeout alive once it has run.
-	batch   []*Timeout
 	collect func(id int32, to *Timeout) // sh.take as a func, made once
 	// out hands the batch's callbacks to the executor. Used only by the
 	// driver goroutine.
@@ -34,13 +29,36 @@ type shard struct {
 	_ [64]byte // keep shards' locks on different cache lines
 }
 
-func (sh *shard) init(t *Timer, q *queue.Queue[*Timeout], e *exits) {
-	sh.driver.init(sh, e)
-	sh.t = t
-	sh.q = q
+func (sh *shard) init(c *config, cl clock, l *limit, e *exits) {
+	sh.driver.init(sh, cl, newRunner(c), e)
+	sh.limit = l
+	sh.q = queue.New[*Timeout](c.queue)
 	sh.periodic = make(map[*Timeout]*periodic)
 	sh.collect = sh.take
-	sh.out = newHandOff(&t.runner, invoke)
+	sh.out = newHandOff(&sh.runner, invoke)
+}
+
+// unfiled is the id of a pending timeout that is still in the inbox.
+const unfiled = -1
+
+// schedule queues new timeout to, due at to.when, periodic with schedule
+// p if p is not nil. It returns ErrStopped after Stop.
+func (sh *shard) schedule(to *Timeout, p *periodic) error {
+	sh.mu.Lock()
+	if sh.stopped {
+		sh.mu.Unlock()
+		return ErrStopped
+	}
+	if p != nil {
+		sh.periodic[to] = p
+	}
+	sh.put(to)
+	wake := sh.armed(to.when)
+	sh.mu.Unlock()
+	if wake {
+		sh.wakeUp()
+	}
+	return nil
 }
 
 // add makes to pending again at when, due telling whether when has
@@ -50,7 +68,8 @@ func (sh *shard) add(to *Timeout, when uint64, due bool) (wake bool) {
 	to.id = unfiled
 	to.when = when
 	to.store(pendingState(to.load()&flagPeriodic, due))
-	return sh.enqueue(to)
+	sh.put(to)
+	return sh.armed(when)
 }
 
 // pendingState is the state of a timeout made pending, with the flags
@@ -63,44 +82,15 @@ func pendingState(flags int32, due bool) int32 {
 	return s
 }
 
-// enqueue puts pending timeout to, with id unfiled, in sh.unfiled, and
-// into q when file runs, and reports whether the driver must be woken.
-// sh.mu must be held.
-func (sh *shard) enqueue(to *Timeout) (wake bool) {
-	if sh.unfiled = append(sh.unfiled, to); len(sh.unfiled) == fileBatch {
-		sh.file()
-	}
-	return sh.armed(to.when)
-}
-
-// unfiled is the id of a pending timeout that is still in shard.unfiled.
-const unfiled = -1
-
-// fileBatch is how many timeouts wait in shard.unfiled before they are
-// filed together. As Netty's HashedWheelTimer does with its queue of new
-// timeouts, a shard files a new timeout into its structure only later, in
-// a batch: when the batch is full, when the driver wakes, or when Stop or
-// Stats needs the structure whole. A timeout cancelled before then (a
-// request that completed in time, the common case) never touches the
-// structure: its Cancel is a status change. Filing a batch in one loop
-// also overlaps the cache misses that filing one at a time pays in full.
-// Set in step with Keyed's batch (setBatch); 256 pointers are 2 KiB.
-const fileBatch = 256
-
-// file puts the pending timeouts of sh.unfiled into q. An entry whose
-// timeout was cancelled meanwhile, or filed through an earlier entry
-// (Cancel and Reset schedule a timeout again), is dropped. The driver
-// files before it looks for due timeouts, so nothing due is missed: add
-// wakes it for a deadline earlier than the one it sleeps until. sh.mu
-// must be held.
-func (sh *shard) file() {
-	for _, to := range sh.unfiled {
+// file implements worker: it puts the pending timeouts of the inbox into
+// q. One cancelled meanwhile, or filed through an earlier entry (Cancel
+// and Reset schedule a timeout again), is dropped. sh.mu is held.
+func (sh *shard) file(in []*Timeout) {
+	for _, to := range in {
 		if to.id == unfiled && to.status() == statusPending {
 			to.id = sh.q.Add(to.filedAt(), to)
 		}
 	}
-	clear(sh.unfiled) // let the timeouts go
-	sh.unfiled = sh.unfiled[:0]
 }
 
 // cancel stops to if it is pending, firing (not yet handed over) or a
@@ -137,7 +127,7 @@ func (sh *shard) end(to *Timeout) {
 	if to.periodic() {
 		delete(sh.periodic, to)
 	}
-	sh.t.release()
+	sh.limit.release()
 }
 
 // reset implements Timeout.Reset, due telling whether when has already
@@ -167,7 +157,7 @@ func (sh *shard) reset(to *Timeout, when uint64, due bool) (pending, wake bool) 
 		}
 		return true, sh.armed(when)
 	case statusExpired, statusCancelled:
-		if to.periodic() || !sh.t.acquire() {
+		if to.periodic() || !sh.limit.acquire() {
 			return false, false
 		}
 		return false, sh.add(to, when, due)
@@ -175,60 +165,73 @@ func (sh *shard) reset(to *Timeout, when uint64, due bool) (pending, wake bool) 
 	return false, false
 }
 
-// take is the structure's fire callback in the driver: it moves a due
-// timeout to the batch, firing. A periodic one counts as running from
-// here. sh.mu is held.
+// advance implements worker: the structure's due timeouts go to the
+// driver's batch (take).
+func (sh *shard) advance(now uint64) (uint64, bool) {
+	sh.q.Advance(now, sh.collect)
+	return sh.q.Next()
+}
+
+// take is the structure's fire callback: it moves a due timeout to the
+// batch, firing. A periodic one counts as running from here. sh.mu is
+// held.
 func (sh *shard) take(_ int32, to *Timeout) {
 	to.setStatus(statusFiring)
 	if to.periodic() {
 		sh.running++
 	}
-	sh.batch = append(sh.batch, to)
+	sh.due(to)
 }
 
-// pass implements worker: the structure's due timeouts go to a new batch.
-func (sh *shard) pass(now uint64) (uint64, bool) {
-	if cap(sh.batch) > 1<<16 {
-		sh.batch = nil // do not keep a burst's worth of memory for ever
+// deliver implements worker: it hands a due timeout to the executor
+// (through sh.out, see handOff), unless Cancel or Reset has called its
+// run off (it is no longer firing).
+func (sh *shard) deliver(to *Timeout) {
+	if to.periodic() {
+		if !to.leaveFiring(statusRunning) {
+			return // cancelled, or taken by Stop
+		}
 	} else {
-		sh.batch = sh.batch[:0]
+		if !to.leaveFiring(statusExpired) {
+			return // cancelled, reset, or taken by Stop
+		}
+		sh.limit.release() // its place under the limit
 	}
-	sh.resetBatch()
-	sh.file()
-	sh.q.Advance(now, sh.collect)
-	return sh.q.Next()
+	sh.out.add(to.f)
 }
 
-func (sh *shard) busy() bool  { return len(sh.batch) > 0 }
-func (sh *shard) now() uint64 { return sh.t.now() }
+// handedOver implements worker: the batch is handed over.
+func (sh *shard) handedOver() { sh.out.flush() }
 
-// handOver passes the batch to the executor (through sh.out, see
-// handOff), one timeout at a time, each
-// slot claimed first, as Stop may take the rest meanwhile, and each
-// timeout moved out of statusFiring, as Cancel or Reset may have called
-// its run off.
-func (sh *shard) handOver() {
-	n := len(sh.batch)
-	for {
-		i, ok := sh.claim(n)
-		if !ok {
-			sh.out.flush()
-			return
-		}
-		to := sh.batch[i]
-		sh.batch[i] = nil
-		if to.periodic() {
-			if !to.leaveFiring(statusRunning) {
-				continue // cancelled, or taken by Stop
-			}
-		} else {
-			if !to.leaveFiring(statusExpired) {
-				continue // cancelled, reset, or taken by Stop
-			}
-			sh.t.release() // its place under the limit
-		}
-		sh.out.add(to.f)
+// rerun is a periodic timeout's callback (periodic.run): one run of p.f,
+// then the timeout is filed again for the run p.next gives, unless it was
+// cancelled, the Timer stopped, or the schedule ended.
+func (sh *shard) rerun(p *periodic) {
+	sh.call(p.f)
+
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	to := p.to
+	if to.status() != statusRunning {
+		return // cancelled during the run, or stopped
 	}
+	sh.running--
+	next, due, ok := p.next(to.when, sh.clock)
+	if !ok {
+		to.setStatus(statusDone)
+		sh.end(to)
+		return
+	}
+	if sh.add(to, next, due) {
+		sh.wakeUp()
+	}
+}
+
+// pending reports the timeouts that will still run: the queued ones and
+// the periodic ones in a run. sh.mu must be held.
+func (sh *shard) pending() int {
+	sh.flush()
+	return sh.q.Len() + sh.running
 }
 
 // stop implements Timer.Stop for one shard, appending what it cancels to
@@ -240,14 +243,11 @@ func (sh *shard) stop(out []*Timeout) []*Timeout {
 	// The part of the driver's batch not yet handed over never runs. A
 	// timeout of the batch that Reset has moved is pending again and is
 	// taken with the structure's below.
-	from := sh.takeRest(len(sh.batch))
-	for _, to := range sh.batch[from:] {
+	sh.halt(func(to *Timeout) {
 		if to.leaveFiring(statusCancelled) {
 			out = append(out, to)
 		}
-	}
-	clear(sh.batch[from:])
-	sh.file()
+	})
 	sh.q.Drain(func(_ int32, to *Timeout) {
 		to.setStatus(statusCancelled)
 		out = append(out, to)
@@ -264,6 +264,5 @@ func (sh *shard) stop(out []*Timeout) []*Timeout {
 	}
 	clear(sh.periodic)
 	sh.running = 0
-	sh.driver.stop()
 	return out
 }

@@ -28,12 +28,11 @@ func (t *Timer) Stats() Stats {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		if sh.started && !sh.stopped {
+		if sh.driving() {
 			s.Drivers++
 		}
 		if !stopped {
-			sh.file()
-			s.Pending += sh.q.Len() + sh.running
+			s.Pending += sh.pending()
 		}
 		s.Wakeups += sh.wakeups
 		sh.mu.Unlock()

@@ -128,7 +128,7 @@ func (to *Timeout) Reset(d time.Duration) bool {
 	if sh == nil {
 		return false
 	}
-	when := sh.t.deadline(d)
+	when := sh.deadline(d)
 	sh.mu.Lock()
 	pending, wake := sh.reset(to, when, d <= 0)
 	sh.mu.Unlock()
@@ -167,5 +167,5 @@ func (to *Timeout) Deadline() time.Time {
 	sh.mu.Lock()
 	when := to.when
 	sh.mu.Unlock()
-	return sh.t.timeOf(when)
+	return sh.timeOf(when)
 }

@@ -2,7 +2,6 @@ package hourglass
 
 import (
 	"fmt"
-	"github.com/hourglass-go/hourglass/queue"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,12 +32,9 @@ import (
 // belongs to that bubble.
 type Timer struct {
 	clock
-	runner
 	structure string // for Stats
 	err       error  // from the options; returned by every scheduling call
-
-	maxPending int64
-	live       atomic.Int64 // pending timeouts, counted only when maxPending > 0
+	limit     limit  // WithMaxPending's, shared by the shards
 
 	shards  []shard
 	stopped atomic.Bool
@@ -64,19 +60,18 @@ func New(opts ...Option) *Timer {
 		o(&c)
 	}
 	t := &Timer{
-		clock:      newClock(),
-		runner:     newRunner(&c),
-		structure:  c.structure,
-		err:        c.err,
-		maxPending: int64(c.maxPending),
-		exits:      newExits(),
+		clock:     newClock(),
+		structure: c.structure,
+		err:       c.err,
+		limit:     limit{max: int64(c.maxPending)},
+		exits:     newExits(),
 	}
 	if c.err != nil {
 		return t
 	}
 	t.shards = make([]shard, c.shards)
 	for i := range t.shards {
-		t.shards[i].init(t, queue.New[*Timeout](c.queue), t.exits)
+		t.shards[i].init(&c, t.clock, &t.limit, t.exits)
 	}
 	t.hint.New = func() any {
 		return &t.shards[int(t.next.Add(1)-1)%len(t.shards)]
@@ -125,7 +120,7 @@ func (t *Timer) schedule(when uint64, due bool, f func(), p *periodic) (*Timeout
 
 // scheduleOn is schedule on shard sh.
 func (t *Timer) scheduleOn(sh *shard, when uint64, due bool, f func(), p *periodic) (*Timeout, error) {
-	if !t.acquire() {
+	if !t.limit.acquire() {
 		return nil, ErrTooManyPending
 	}
 	var flags int32
@@ -136,19 +131,9 @@ func (t *Timer) scheduleOn(sh *shard, when uint64, due bool, f func(), p *period
 	if p != nil {
 		p.to = to
 	}
-	sh.mu.Lock()
-	if sh.stopped {
-		sh.mu.Unlock()
-		t.release()
-		return nil, ErrStopped
-	}
-	if p != nil {
-		sh.periodic[to] = p
-	}
-	wake := sh.enqueue(to)
-	sh.mu.Unlock()
-	if wake {
-		sh.wakeUp()
+	if err := sh.schedule(to, p); err != nil {
+		t.limit.release()
+		return nil, err
 	}
 	return to, nil
 }
@@ -179,25 +164,6 @@ func (t *Timer) pick() *shard {
 	sh := t.hint.Get().(*shard)
 	t.hint.Put(sh)
 	return sh
-}
-
-// acquire takes one place under the pending limit, reporting false if the
-// limit is reached. release gives one back.
-func (t *Timer) acquire() bool {
-	if t.maxPending == 0 {
-		return true
-	}
-	if t.live.Add(1) > t.maxPending {
-		t.live.Add(-1)
-		return false
-	}
-	return true
-}
-
-func (t *Timer) release() {
-	if t.maxPending != 0 {
-		t.live.Add(-1)
-	}
 }
 
 // Pending reports the number of timeouts that will still run: one-shot
@@ -231,9 +197,7 @@ func (t *Timer) Stop() []*Timeout {
 	for i := range t.shards {
 		out = t.shards[i].stop(out)
 	}
-	if t.maxPending != 0 {
-		t.live.Store(0)
-	}
+	t.limit.reset()
 	t.exits.exited() // Stop's count (see exits)
 	return out
 }

@@ -177,7 +177,7 @@ func TestTimer_ResetMovesTimeout(t *testing.T) {
 
 // TestTimer_NewTimeoutsInBursts cancels, resets and re-arms timeouts
 // while no time passes, so that none has reached the structure yet (a
-// shard files new timeouts in batches: see fileBatch in shard.go), across
+// shard files new timeouts in batches: see batchSize in driver.go), across
 // several full batches, and checks that each runs once at its last
 // deadline, that Pending counts what is pending, and that Stop returns
 // exactly the pending rest.
