@@ -16,14 +16,14 @@ import (
 // structure filed it and is filed again at its new deadline when that
 // earlier one comes.
 //
-// The default structure, a [queue.KeyWheel], is a hierarchical wheel
-// whose entry table is also the hash table that finds a key: a Set on a
-// pending key is one hash probe that lands on the key's deadline. For
-// K = uint64 it takes 40 to 60 bytes per key, and for a key type without
-// pointers (integers, arrays, structs of them) it holds no pointer, so
-// the garbage collector does not scan it. The entry-based structures
-// (WithHashedWheel, WithHeap, WithSortedList) work too, under a Go map
-// from key to id, with a pointer per link.
+// Keys live in a [queue.KeyQueue]: a hash table whose records are the
+// structure's entries, so a Set on a pending key is one hash probe that
+// lands on the key's deadline. For K = uint64 it takes 40 to 60 bytes per
+// key, and for a key type without pointers (integers, arrays, structs of
+// them) it holds no pointer, so the garbage collector does not scan it.
+// Every structure works (WithHashedWheel, WithHeap, WithSortedList too);
+// only the default hierarchical wheel moves a key later by rewriting its
+// deadline alone, where the others take it out and file it again.
 //
 // Without a pending limit, Sets are applied in batches of up to 256: a
 // Set records the key and its deadline and returns, and the batch is

@@ -3,19 +3,26 @@
 // (an event loop, a simulation, a test): no locks, no goroutines, no clock.
 // The caller passes now to Advance and receives every entry that is due.
 //
-// Entries are intrusive ([Entry] lives inside the caller's own struct), so
-// adding and removing allocate nothing. Time is a uint64 count of
-// nanoseconds on the caller's clock.
+// One contract (structure.go) is implemented by four structures, each
+// explained in its file with a worked example: the hierarchical wheel
+// (wheel.go), the hashed wheel with rounds (hashedwheel.go), the 4-ary
+// heap (heap.go) and the sorted list (sortedlist.go). They link entries
+// by int32 index in a node table (table.go), never by pointer, so the
+// garbage collector has no chains to follow. Two types run any of them,
+// chosen with a [Structure]: [Queue] names entries by ids it hands out,
+// and [KeyQueue] by key, through a hash table (keytable.go) whose records
+// are the entries. Time is a uint64 count of nanoseconds on the caller's
+// clock.
 //
 // Costs, for n queued entries and k entries due at an Advance:
 //
 //	structure           Add        Remove     Advance                 Next
 //	HierarchicalWheel   O(1)       O(1)       O(L + k·L), L levels    O(L)
-//	IndexWheel          O(1)       O(1)       O(L + k·L)              O(L)
-//	KeyWheel            O(1)*      O(1)*      O(L + k·L)              O(L)
 //	HashedWheel         O(1)       O(1)       O(ticks + n/slots)      O(slots/64)
 //	Heap (4-ary)        O(log n)   O(log n)   O(k log n)              O(1)
 //	SortedList          O(n)       O(1)       O(k)                    O(1)
+//
+// A [KeyQueue] adds a hash probe, O(1) expected, to each operation by key.
 //
 // This corrects the usual textbook table in three places. The hierarchical
 // wheel's add is O(1), not O(levels): the level is the highest 6-bit digit
@@ -28,15 +35,6 @@
 // add is O(1) when deadlines arrive in order, the common case of one fixed
 // timeout for every request, which is why it stays a fair baseline.
 //
-// (* expected, over a hash table.)
-//
-// [IndexWheel] is the hierarchical wheel over integer indices instead of
-// entries: pointer-free, so the garbage collector never scans it, and with
-// an O(1) Move that pushes a deadline back without relinking. [KeyWheel]
-// is the same wheel keyed by any comparable type, one deadline per key,
-// its table doubling as the hash table that finds a key.
-//
-// Each structure's file explains its algorithm with a worked example:
-// [HierarchicalWheel] for the levels and the cascade, [HashedWheel] for
-// slots and rounds.
+// The hierarchical wheel also moves a deadline later in O(1) without
+// relinking: the entry is filed again when its old slot comes due.
 package queue

@@ -13,7 +13,7 @@ import (
 // timeout back. hourglass's Keyed does it with a Set; with Go's runtime
 // timers it takes a map[K]*time.Timer and a Reset. Keyed runs over the
 // hierarchical wheel, its default and the structure it is built around
-// (a queue.KeyWheel, see hourglass.Keyed); the other hourglass
+// (a queue.KeyQueue, see hourglass.Keyed); the other hourglass
 // structures get no job here.
 var keyedScenario = Scenario{
 	Name: "keyed",
