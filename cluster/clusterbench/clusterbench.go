@@ -45,6 +45,7 @@ type Result struct {
 	SinglePutsPerSec       float64 // one task per call, Clients concurrent
 	BatchPutsPerSec        float64 // Batch tasks per call, Clients/8 concurrent
 	Pending                int
+	PendingPutsPerSec      float64 // the Pending tasks put in batches of 1000, a putter per node
 	Rate                   int
 	Delivered              int
 	Early                  int
@@ -157,6 +158,7 @@ func Run(ctx context.Context, url string, cfg Config) (Result, error) {
 	// waiting on every node.
 	var pendWG sync.WaitGroup
 	var pendErr atomic.Value
+	pendStart := time.Now()
 	for i, n := range nodes {
 		pendWG.Go(func() {
 			for k := i * 1000; k < cfg.Pending; k += 1000 * len(nodes) {
@@ -177,6 +179,7 @@ func Run(ctx context.Context, url string, cfg Config) (Result, error) {
 	if err, _ := pendErr.Load().(error); err != nil {
 		return res, err
 	}
+	res.PendingPutsPerSec = float64(cfg.Pending) / time.Since(pendStart).Seconds()
 	count := int(cfg.Duration.Seconds() * float64(cfg.Rate))
 	lead := time.Second // each batch is put a second ahead of its due times
 	start := time.Now().Add(lead)
