@@ -12,7 +12,7 @@
 //   - then puts a stream of Rate jobs/s for Duration, in batches of 100,
 //     each batch a second ahead of its first due time, with consumers
 //     waiting (hourglass: 4 reservers and 16 ackers per node; river: a
-//     client per node with MaxWorkers workers), and reports the lateness
+//     client per node with MaxWorkers 1000, see [Config]), and reports the lateness
 //     of each delivery: the time a reserve returned it (hourglass) or its
 //     worker started (river), minus its due time.
 //
@@ -42,7 +42,11 @@ type Config struct {
 	Rate     int           // jobs/s falling due during the stream; default 1000
 	Duration time.Duration // of the stream; default 20 s
 	Rounds   int           // each side runs once per round, alternating which goes first; default 1
-	Workers  int           // river MaxWorkers per client; default 100
+	// Workers is river's MaxWorkers per client; default 1000. A producer
+	// fetches at most MaxWorkers jobs per fetch and fetches at most once
+	// per FetchCooldown (100 ms), so MaxWorkers 100 would cap a client at
+	// 1000 jobs/s: the limit would be this setting, not river's schedule.
+	Workers int
 }
 
 func (c *Config) defaults() {
@@ -62,7 +66,7 @@ func (c *Config) defaults() {
 		c.Rounds = 1
 	}
 	if c.Workers <= 0 {
-		c.Workers = 100
+		c.Workers = 1000
 	}
 }
 
