@@ -39,7 +39,7 @@ func newMetrics(b *Broker) *metrics {
 		}),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_store_commit_seconds",
-			Help:    "Time to commit one group of writes durably (one fsync).",
+			Help:    "Time to commit one group of writes durably (the store may cover several groups with one fsync).",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16), // 50 µs to 1.6 s
 		}),
 		tasksPerCommit: prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -12,9 +12,10 @@ import (
 )
 
 // Task returns the task with jobID, payload included, or
-// [store.ErrNotFound] itself (not wrapped: callers compare with ==). Record and payload are read through one Pebble
-// iterator, so they are of one state of the store even while commits go
-// on. Cost: two point seeks (bloom-filtered) and a copy of the payload.
+// [store.ErrNotFound] itself (not wrapped: callers compare with ==). Cost:
+// two Gets (bloom-filtered) and a copy of the payload. A task deleted
+// between the two is not found, as if deleted before: a payload never
+// changes while its record lives.
 // Task is safe for concurrent use.
 func (s *Store) Task(jobID uint64) (store.Task, error) {
 	s.closeMu.RLock()
@@ -22,23 +23,14 @@ func (s *Store) Task(jobID uint64) (store.Task, error) {
 	if s.closed {
 		return store.Task{}, ErrClosed
 	}
-	it, err := s.db.NewIter(nil)
-	if err != nil {
-		return store.Task{}, pebbleErr(fmt.Sprintf("task %d", jobID), err)
-	}
-	t, err := readTask(it, jobID)
-	if e := it.Close(); err == nil && e != nil {
-		err = pebbleErr(fmt.Sprintf("task %d", jobID), e)
-	}
-	return t, err
-}
-
-// readTask reads task jobID, record and payload, through it.
-func readTask(it *pebble.Iterator, jobID uint64) (store.Task, error) {
+	// Two point reads rather than an iterator: a Get consults the bloom
+	// filters and opens no merged iterator over every level, which made a
+	// reserve's read half of the server's CPU once the store outgrew the
+	// block cache (docs/BENCHMARKS.md, beanstalk).
 	var kbuf [jobKeyLen]byte
 	key := jobKey(kbuf[:0], prefixMeta, jobID)
 	t := store.Task{JobID: jobID}
-	body, found, err := seekValue(it, key)
+	body, found, err := s.get(key)
 	if err != nil {
 		return store.Task{}, err
 	}
@@ -49,16 +41,18 @@ func readTask(it *pebble.Iterator, jobID uint64) (store.Task, error) {
 		return store.Task{}, corrupt(key, "%v", err)
 	}
 	key = jobKey(kbuf[:0], prefixPayload, jobID)
-	body, found, err = seekValue(it, key)
-	if err != nil {
+	if t.Payload, found, err = s.get(key); err != nil {
 		return store.Task{}, err
 	}
 	if !found {
-		return store.Task{}, corrupt(key, "missing for a recorded task")
-	}
-	t.Payload = bytes.Clone(body)
-	if t.Payload == nil {
-		t.Payload = []byte{}
+		// Deleted since the record was read, or lost: read the record again.
+		if _, still, err := s.get(jobKey(nil, prefixMeta, jobID)); err != nil || still {
+			if err == nil {
+				err = corrupt(key, "missing for a recorded task")
+			}
+			return store.Task{}, err
+		}
+		return store.Task{}, store.ErrNotFound
 	}
 	return t, nil
 }

@@ -66,7 +66,7 @@ func (s *Store) Commit(b *store.Batch) error {
 		op := &b.Ops[i]
 		t := &op.Task
 		if (op.Kind == store.PutTask || op.Kind == store.UpdateTask || op.Kind == store.DeleteTask) && t.JobID > math.MaxInt64 {
-			return fmt.Errorf("pgstore: job id %d out of range", t.JobID)
+			return fmt.Errorf("hourglass: pgstore: job id %d out of range", t.JobID)
 		}
 		switch op.Kind {
 		case store.PutTask:
@@ -84,7 +84,7 @@ func (s *Store) Commit(b *store.Batch) error {
 				t.Created, int64(t.TTR), int64(t.Attempts), int64(t.MaxAttempts), t.Lease, t.LeaseUntil,
 				int64(t.Timeouts), int64(t.Releases), int64(t.Buries), int64(t.Kicks)).Exec(func(tag pgconn.CommandTag) error {
 				if tag.RowsAffected() == 0 {
-					return fmt.Errorf("pgstore: update of task %d, which is not in the store", job)
+					return fmt.Errorf("hourglass: pgstore: update of task %d, which is not in the store", job)
 				}
 				return nil
 			})
@@ -100,12 +100,12 @@ func (s *Store) Commit(b *store.Batch) error {
 		case store.DeleteSchedule:
 			pb.Queue(sqlDeleteSchedule, op.Schedule.Name)
 		default:
-			return fmt.Errorf("pgstore: op of unknown kind %d", op.Kind)
+			return fmt.Errorf("hourglass: pgstore: op of unknown kind %d", op.Kind)
 		}
 	}
 	if next > 0 {
 		if next > math.MaxInt64 {
-			return fmt.Errorf("pgstore: next job id %d out of range", next)
+			return fmt.Errorf("hourglass: pgstore: next job id %d out of range", next)
 		}
 		pb.Queue(sqlRaiseNext, int64(next))
 	}
@@ -113,7 +113,7 @@ func (s *Store) Commit(b *store.Batch) error {
 		return tx.SendBatch(ctx, &pb).Close()
 	})
 	if err != nil {
-		return fmt.Errorf("pgstore: commit: %w", err)
+		return fmt.Errorf("hourglass: pgstore: commit: %w", err)
 	}
 	return nil
 }

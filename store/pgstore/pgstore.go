@@ -14,7 +14,7 @@ import (
 )
 
 // ErrClosed is returned by every method of a closed [Store].
-var ErrClosed = errors.New("pgstore: store closed")
+var ErrClosed = errors.New("hourglass: pgstore: store closed")
 
 // Timeout bounds each method's work on the database, since the
 // [store.Store] methods take no context.
@@ -36,7 +36,7 @@ type Store struct {
 func Open(ctx context.Context, url string) (*Store, error) {
 	db, err := pgxpool.New(ctx, url)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: %w", err)
+		return nil, fmt.Errorf("hourglass: pgstore: %w", err)
 	}
 	s, err := New(ctx, db)
 	if err != nil {
@@ -52,17 +52,17 @@ func Open(ctx context.Context, url string) (*Store, error) {
 func New(ctx context.Context, db *pgxpool.Pool) (*Store, error) {
 	var fsync string
 	if err := db.QueryRow(ctx, "SHOW fsync").Scan(&fsync); err != nil {
-		return nil, fmt.Errorf("pgstore: %w", err)
+		return nil, fmt.Errorf("hourglass: pgstore: %w", err)
 	}
 	if fsync != "on" {
-		return nil, errors.New("pgstore: the server runs with fsync=off: commits would not be durable")
+		return nil, errors.New("hourglass: pgstore: the server runs with fsync=off: commits would not be durable")
 	}
 	if _, _, err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	s := &Store{db: db}
 	if err := db.QueryRow(ctx, "SELECT partitions FROM hourglass_meta").Scan(&s.partitions); err != nil {
-		return nil, fmt.Errorf("pgstore: %w", err)
+		return nil, fmt.Errorf("hourglass: pgstore: %w", err)
 	}
 	return s, nil
 }
@@ -139,7 +139,7 @@ func (s *Store) Task(jobID uint64) (store.Task, error) {
 		return store.Task{}, store.ErrNotFound
 	}
 	if err != nil {
-		return store.Task{}, fmt.Errorf("pgstore: task %d: %w", jobID, err)
+		return store.Task{}, fmt.Errorf("hourglass: pgstore: task %d: %w", jobID, err)
 	}
 	return t, nil
 }
@@ -157,7 +157,7 @@ func (s *Store) Lookup(queue, id string) (uint64, error) {
 		return 0, store.ErrNotFound
 	}
 	if err != nil {
-		return 0, fmt.Errorf("pgstore: lookup: %w", err)
+		return 0, fmt.Errorf("hourglass: pgstore: lookup: %w", err)
 	}
 	return uint64(job), nil
 }
@@ -176,11 +176,11 @@ func (s *Store) List(queue string, after uint64, limit int) ([]store.Task, error
 	rows, err := s.db.Query(ctx, "SELECT "+taskColumns+` FROM hourglass_tasks
 		WHERE queue = $1 AND job_id > $2 ORDER BY job_id LIMIT $3`, queue, int64(after), limit)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: list: %w", err)
+		return nil, fmt.Errorf("hourglass: pgstore: list: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Task, error) { return scanTask(r, false) })
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: list: %w", err)
+		return nil, fmt.Errorf("hourglass: pgstore: list: %w", err)
 	}
 	return out, nil
 }
@@ -194,20 +194,20 @@ func (s *Store) Recover(fn func(store.Task) error) error {
 	// No timeout: reading millions of rows takes as long as it takes.
 	rows, err := s.db.Query(context.Background(), "SELECT "+taskColumns+" FROM hourglass_tasks ORDER BY job_id")
 	if err != nil {
-		return fmt.Errorf("pgstore: recover: %w", err)
+		return fmt.Errorf("hourglass: pgstore: recover: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		t, err := scanTask(rows, false)
 		if err != nil {
-			return fmt.Errorf("pgstore: recover: %w", err)
+			return fmt.Errorf("hourglass: pgstore: recover: %w", err)
 		}
 		if err := fn(t); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("pgstore: recover: %w", err)
+		return fmt.Errorf("hourglass: pgstore: recover: %w", err)
 	}
 	return nil
 }
@@ -222,7 +222,7 @@ func (s *Store) Schedules() ([]store.Schedule, error) {
 	rows, err := s.db.Query(ctx, `SELECT name, cron, queue, timezone, payload, created, last
 		FROM hourglass_schedules ORDER BY name COLLATE "C"`)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: schedules: %w", err)
+		return nil, fmt.Errorf("hourglass: pgstore: schedules: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Schedule, error) {
 		var sc store.Schedule
@@ -230,7 +230,7 @@ func (s *Store) Schedules() ([]store.Schedule, error) {
 		return sc, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: schedules: %w", err)
+		return nil, fmt.Errorf("hourglass: pgstore: schedules: %w", err)
 	}
 	return out, nil
 }
@@ -244,7 +244,7 @@ func (s *Store) NextJobID() (uint64, error) {
 	defer cancel()
 	var next int64
 	if err := s.db.QueryRow(ctx, "SELECT next_job_id FROM hourglass_meta").Scan(&next); err != nil {
-		return 0, fmt.Errorf("pgstore: next job id: %w", err)
+		return 0, fmt.Errorf("hourglass: pgstore: next job id: %w", err)
 	}
 	return uint64(next), nil
 }
