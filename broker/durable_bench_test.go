@@ -52,16 +52,7 @@ func BenchmarkBroker_PutDurable(b *testing.B) {
 // BenchmarkBroker_ReserveAckDurable measures reserve+ack round trips from
 // 64 goroutines on a full ready queue on Pebble.
 func BenchmarkBroker_ReserveAckDurable(b *testing.B) {
-	pst, err := pebblestore.Open(b.TempDir(), pebblestore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pst.Close()
-	br, err := broker.Open(pst, broker.Config{Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
+	_, br := durable(b, b.TempDir())
 	fill(b, br, 200_000, 0)
 	b.ResetTimer()
 	b.SetParallelism(32)
@@ -88,16 +79,7 @@ func BenchmarkBroker_ReserveAckDurable(b *testing.B) {
 func BenchmarkBroker_Recover(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			dir := b.TempDir()
-			pst, err := pebblestore.Open(dir, pebblestore.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pst.Close()
-			br, err := broker.Open(pst, broker.Config{Logger: quiet})
-			if err != nil {
-				b.Fatal(err)
-			}
+			pst, br := durable(b, b.TempDir())
 			fill(b, br, n, time.Hour)
 			br.Close()
 			b.ResetTimer()
@@ -133,4 +115,23 @@ func fill(b *testing.B, br *broker.Broker, n int, delay time.Duration) {
 			}
 		}
 	}
+}
+
+// durable opens a broker over a Pebble store in dir; both are closed when
+// the benchmark ends (closing a closed broker does nothing).
+func durable(b *testing.B, dir string) (*pebblestore.Store, *broker.Broker) {
+	pst, err := pebblestore.Open(dir, pebblestore.Options{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	br, err := broker.Open(pst, broker.Config{Logger: quiet})
+	if err != nil {
+		pst.Close()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		br.Close()
+		pst.Close()
+	})
+	return pst, br
 }

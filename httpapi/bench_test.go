@@ -24,20 +24,7 @@ import (
 // through the whole server (HTTP, broker, Pebble with fsync): the serve
 // scenario's batch row, in one process so that it can be profiled.
 func BenchmarkServer_PutBatch(b *testing.B) {
-	st, err := pebblestore.Open(b.TempDir(), pebblestore.Options{Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	br, err := broker.Open(st, broker.Config{Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
-	s := httpapi.New(httpapi.Options{Logger: quiet})
-	s.SetBroker(br)
-	srv := httptest.NewServer(s)
-	defer srv.Close()
+	_, srv := benchServer(b)
 	body := func(r *rand.Rand) []byte {
 		var buf bytes.Buffer
 		buf.WriteString(`{"tasks":[`)
@@ -92,20 +79,7 @@ func cpuTime() time.Duration {
 // queue kept full of ready tasks: the delivery half of the serve
 // scenario's lateness row.
 func BenchmarkServer_ReserveAck(b *testing.B) {
-	st, err := pebblestore.Open(b.TempDir(), pebblestore.Options{Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	br, err := broker.Open(st, broker.Config{Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
-	s := httpapi.New(httpapi.Options{Logger: quiet})
-	s.SetBroker(br)
-	srv := httptest.NewServer(s)
-	defer srv.Close()
+	br, srv := benchServer(b)
 	rs := make([]broker.PutRequest, 1000)
 	for i := range rs {
 		rs[i] = broker.PutRequest{Payload: []byte(`"` + string(bytes.Repeat([]byte("x"), 198)) + `"`)}
@@ -142,4 +116,27 @@ func BenchmarkServer_ReserveAck(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)*10/b.Elapsed().Seconds(), "tasks/s")
+}
+
+// benchServer serves a broker on a Pebble store in a temporary directory
+// over loopback HTTP until the benchmark ends.
+func benchServer(b *testing.B) (*broker.Broker, *httptest.Server) {
+	st, err := pebblestore.Open(b.TempDir(), pebblestore.Options{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	br, err := broker.Open(st, broker.Config{Logger: quiet})
+	if err != nil {
+		st.Close()
+		b.Fatal(err)
+	}
+	s := httpapi.New(httpapi.Options{Logger: quiet})
+	s.SetBroker(br)
+	srv := httptest.NewServer(s)
+	b.Cleanup(func() {
+		srv.Close()
+		br.Close()
+		st.Close()
+	})
+	return br, srv
 }
