@@ -120,7 +120,7 @@ func (b *Broker) ReleaseJob(ctx context.Context, job uint64, lease string, prio 
 	}
 	b.leases.Remove(job)
 	delete(b.leased, job)
-	b.metrics.nacks.Inc()
+	b.metrics.Nacks.Inc()
 	q := b.queues[s.queue()]
 	now := time.Now()
 	rec.Releases++

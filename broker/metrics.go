@@ -13,30 +13,65 @@ type metrics struct {
 	b          *Broker
 	registerer prometheus.Registerer
 
-	puts, deliveries, acks, nacks, leaseExpiries, dead prometheus.Counter
-	lateness                                           prometheus.Histogram
-	commitSeconds                                      prometheus.Histogram
-	tasksPerCommit                                     prometheus.Histogram
-	states                                             *prometheus.Desc
+	TaskMetrics
+	commitSeconds  prometheus.Histogram
+	tasksPerCommit prometheus.Histogram
+	states         *prometheus.Desc
 }
 
-func newMetrics(b *Broker) *metrics {
+// TaskMetrics are the metrics of a task's life that every server of the
+// API keeps under the same names, help and buckets (the embedded broker
+// here, a cluster node in package cluster), so that dashboards and alerts
+// work on either. Each is safe for concurrent use.
+type TaskMetrics struct {
+	Puts, Deliveries, Acks, Nacks, LeaseExpiries, Dead prometheus.Counter
+	// Lateness is the time from due time to hand-over, in seconds.
+	Lateness prometheus.Histogram
+}
+
+// NewTaskMetrics returns a fresh set of [TaskMetrics], registered nowhere.
+func NewTaskMetrics() TaskMetrics {
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
-	return &metrics{
-		b:             b,
-		puts:          counter("hourglass_tasks_put_total", "Tasks put (new or replacing)."),
-		deliveries:    counter("hourglass_tasks_delivered_total", "Tasks handed to a reserver."),
-		acks:          counter("hourglass_tasks_acked_total", "Tasks acknowledged."),
-		nacks:         counter("hourglass_tasks_nacked_total", "Reservations given back with nack."),
-		leaseExpiries: counter("hourglass_lease_expiries_total", "Reservations whose lease ran out."),
-		dead:          counter("hourglass_tasks_dead_total", "Tasks that used up their attempts."),
-		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+	return TaskMetrics{
+		Puts:          counter("hourglass_tasks_put_total", "Tasks put (new or replacing)."),
+		Deliveries:    counter("hourglass_tasks_delivered_total", "Tasks handed to a reserver."),
+		Acks:          counter("hourglass_tasks_acked_total", "Tasks acknowledged."),
+		Nacks:         counter("hourglass_tasks_nacked_total", "Reservations given back with nack."),
+		LeaseExpiries: counter("hourglass_lease_expiries_total", "Reservations whose lease ran out."),
+		Dead:          counter("hourglass_tasks_dead_total", "Tasks that used up their attempts."),
+		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_delivery_lateness_seconds",
 			Help:    "Time from a task's due time to its hand-over to a reserver (waiting for a reserver included).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20), // 100 µs to 52 s
 		}),
+	}
+}
+
+// Collectors returns the metrics, to register.
+func (t TaskMetrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{t.Puts, t.Deliveries, t.Acks, t.Nacks, t.LeaseExpiries, t.Dead, t.Lateness}
+}
+
+// Register registers every one of cs with r, or none: on an error it
+// takes back those it registered.
+func Register(r prometheus.Registerer, cs []prometheus.Collector) error {
+	for i, c := range cs {
+		if err := r.Register(c); err != nil {
+			for _, c := range cs[:i] {
+				r.Unregister(c)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func newMetrics(b *Broker) *metrics {
+	return &metrics{
+		b:           b,
+		TaskMetrics: NewTaskMetrics(),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_store_commit_seconds",
 			Help:    "Time to commit one group of writes durably (the store may cover several groups with one fsync).",
@@ -53,18 +88,12 @@ func newMetrics(b *Broker) *metrics {
 }
 
 func (m *metrics) all() []prometheus.Collector {
-	return []prometheus.Collector{m.puts, m.deliveries, m.acks, m.nacks, m.leaseExpiries, m.dead,
-		m.lateness, m.commitSeconds, m.tasksPerCommit, stateCollector{m}}
+	return append(m.Collectors(), m.commitSeconds, m.tasksPerCommit, stateCollector{m})
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for i, c := range m.all() {
-		if err := r.Register(c); err != nil {
-			for _, c := range m.all()[:i] {
-				r.Unregister(c)
-			}
-			return err
-		}
+	if err := Register(r, m.all()); err != nil {
+		return err
 	}
 	m.registerer = r
 	return nil
@@ -78,8 +107,8 @@ func (m *metrics) unregister() {
 
 // delivered counts one hand-over, late by late (clamped at zero).
 func (m *metrics) delivered(late time.Duration) {
-	m.deliveries.Inc()
-	m.lateness.Observe(max(late, 0).Seconds())
+	m.Deliveries.Inc()
+	m.Lateness.Observe(max(late, 0).Seconds())
 }
 
 // commit records one group commit of tasks task writes.

@@ -129,7 +129,7 @@ func (b *Broker) put(q *queueState, r *PutRequest, due, now int64) (Task, bool, 
 	s := slot{due: due, prio: r.Priority, qs: q.index << 3}
 	b.place(job, s, q, now)
 	q.puts++
-	b.metrics.puts.Inc()
+	b.metrics.Puts.Inc()
 	return view(rec, b.tasks.at(job)), !replaced, nil
 }
 

@@ -362,7 +362,7 @@ func (b *Broker) expireLease(job uint64) {
 		b.leases.Set(job, time.Duration(left))
 		return
 	}
-	b.metrics.leaseExpiries.Inc()
+	b.metrics.LeaseExpiries.Inc()
 	rec.Timeouts++
 	b.requeue(job, s, rec, now.UnixNano(), rec.Due)
 }
@@ -379,7 +379,7 @@ func (b *Broker) requeue(job uint64, s slot, rec store.Task, now, due int64) {
 		rec.State = store.Dead
 		b.writeTask(store.UpdateTask, rec)
 		b.bury(job, s, q)
-		b.metrics.dead.Inc()
+		b.metrics.Dead.Inc()
 		return
 	}
 	rec.State = store.Waiting

@@ -91,7 +91,7 @@ func (b *Broker) Ack(ctx context.Context, queue, id, lease string) error {
 	}
 	b.remove(job, s, rec)
 	b.queues[s.queue()].acks++
-	b.metrics.acks.Inc()
+	b.metrics.Acks.Inc()
 	return b.commitWait(ctx, b.barrier())
 }
 
@@ -121,7 +121,7 @@ func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.D
 		return err
 	}
 	b.leases.Remove(job)
-	b.metrics.nacks.Inc()
+	b.metrics.Nacks.Inc()
 	rec.Releases++
 	now := time.Now()
 	b.requeue(job, s, rec, now.UnixNano(), now.Add(delay).UnixNano())

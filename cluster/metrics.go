@@ -3,6 +3,7 @@ package cluster
 import (
 	"time"
 
+	"github.com/hourglass-go/hourglass/broker"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -31,8 +32,7 @@ import (
 type metrics struct {
 	registerer prometheus.Registerer
 
-	puts, deliveries, acks, nacks, leaseExpiries, dead prometheus.Counter
-	lateness                                           prometheus.Histogram
+	broker.TaskMetrics
 
 	owned                     prometheus.GaugeFunc
 	acquired, takeovers, lost prometheus.Counter
@@ -45,17 +45,7 @@ func newMetrics(n *Node) *metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
 	return &metrics{
-		puts:          counter("hourglass_tasks_put_total", "Tasks put (new or replacing)."),
-		deliveries:    counter("hourglass_tasks_delivered_total", "Tasks handed to a reserver."),
-		acks:          counter("hourglass_tasks_acked_total", "Tasks acknowledged."),
-		nacks:         counter("hourglass_tasks_nacked_total", "Reservations given back with nack."),
-		leaseExpiries: counter("hourglass_lease_expiries_total", "Reservations whose lease ran out."),
-		dead:          counter("hourglass_tasks_dead_total", "Tasks that used up their attempts."),
-		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "hourglass_delivery_lateness_seconds",
-			Help:    "Time from a task's due time to its hand-over to a reserver (waiting for a reserver included).",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20), // 100 µs to 52 s, as the broker's
-		}),
+		TaskMetrics: broker.NewTaskMetrics(),
 		owned: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hourglass_cluster_partitions_owned",
 			Help: "Partitions whose lease this node holds.",
@@ -82,19 +72,14 @@ func newMetrics(n *Node) *metrics {
 }
 
 func (m *metrics) all() []prometheus.Collector {
-	return []prometheus.Collector{m.puts, m.deliveries, m.acks, m.nacks, m.leaseExpiries, m.dead, m.lateness,
-		m.owned, m.acquired, m.takeovers, m.lost, m.tickFailures, m.flushSeconds, m.flushTimers}
+	return append(m.Collectors(),
+		m.owned, m.acquired, m.takeovers, m.lost, m.tickFailures, m.flushSeconds, m.flushTimers)
 }
 
 // register registers every metric with r, or none.
 func (m *metrics) register(r prometheus.Registerer) error {
-	for i, c := range m.all() {
-		if err := r.Register(c); err != nil {
-			for _, c := range m.all()[:i] {
-				r.Unregister(c)
-			}
-			return err
-		}
+	if err := broker.Register(r, m.all()); err != nil {
+		return err
 	}
 	m.registerer = r
 	return nil
@@ -114,8 +99,8 @@ func (m *metrics) unregister() {
 // delivered counts k hand-overs of tasks due at dues (database ns) at
 // dbNow.
 func (m *metrics) delivered(dues []int64, dbNow int64) {
-	m.deliveries.Add(float64(len(dues)))
+	m.Deliveries.Add(float64(len(dues)))
 	for _, due := range dues {
-		m.lateness.Observe(max(time.Duration(dbNow-due), 0).Seconds())
+		m.Lateness.Observe(max(time.Duration(dbNow-due), 0).Seconds())
 	}
 }

@@ -98,7 +98,7 @@ func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 		return n.why(ctx, queue, id)
 	}
 	n.count(queue, func(c *counts) { c.acks++ })
-	n.metrics.acks.Inc()
+	n.metrics.Acks.Inc()
 	return nil
 }
 
@@ -152,9 +152,9 @@ func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Dur
 	if err != nil {
 		return dbErr(err)
 	}
-	n.metrics.nacks.Inc()
+	n.metrics.Nacks.Inc()
 	if state == 3 {
-		n.metrics.dead.Inc()
+		n.metrics.Dead.Inc()
 	}
 	switch {
 	case fireAt != nil:

@@ -154,7 +154,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []broker.PutReques
 			created++
 		}
 	}
-	n.metrics.puts.Add(float64(created))
+	n.metrics.Puts.Add(float64(created))
 	n.count(queue, func(c *counts) { c.puts += uint64(len(items)) })
 	return res
 }

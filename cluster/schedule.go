@@ -358,7 +358,7 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 			n.readied(s.spec.Queue, 1)
 		}
 		n.count(s.spec.Queue, func(c *counts) { c.puts++ })
-		n.metrics.puts.Inc()
+		n.metrics.Puts.Inc()
 	}
 	return nil
 }

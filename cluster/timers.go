@@ -216,8 +216,8 @@ func (n *Node) flush() error {
 	}
 	n.metrics.flushSeconds.Observe(time.Since(began).Seconds())
 	n.metrics.flushTimers.Observe(float64(len(jobs)))
-	n.metrics.leaseExpiries.Add(float64(expired))
-	n.metrics.dead.Add(float64(dead))
+	n.metrics.LeaseExpiries.Add(float64(expired))
+	n.metrics.Dead.Add(float64(dead))
 	var fenced []int
 	for p := range byPart {
 		if !fencedIn[p] {
