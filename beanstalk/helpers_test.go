@@ -54,14 +54,7 @@ func startPebble(t testing.TB, opts beanstalk.Options) *testServer {
 }
 
 func serve(t testing.TB, b *broker.Broker, opts beanstalk.Options) *testServer {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Close()
-		t.Fatal(err)
-	}
-	srv := beanstalk.NewServer(b, opts)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
+	srv, addr, served := listen(t, b, opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -75,7 +68,35 @@ func serve(t testing.TB, b *broker.Broker, opts beanstalk.Options) *testServer {
 			t.Errorf("broker Close: %v", err)
 		}
 	})
-	return &testServer{addr: l.Addr().String(), b: b, srv: srv}
+	return &testServer{addr: addr, b: b, srv: srv}
+}
+
+// listen serves b on 127.0.0.1:0 and returns the server, its address and
+// what Serve returns, once it does.
+func listen(t testing.TB, b *broker.Broker, opts beanstalk.Options) (*beanstalk.Server, string, <-chan error) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	srv := beanstalk.NewServer(b, opts)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	return srv, l.Addr().String(), served
+}
+
+// unmanaged serves a new broker over memstore for tests that shut the
+// server down themselves; only the broker is closed at cleanup.
+func unmanaged(t testing.TB) (*broker.Broker, *beanstalk.Server, string, <-chan error) {
+	t.Helper()
+	b, err := broker.Open(memstore.New(), broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	srv, addr, served := listen(t, b, beanstalk.Options{})
+	return b, srv, addr, served
 }
 
 // client speaks the protocol raw, for tests that check replies byte for

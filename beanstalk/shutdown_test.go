@@ -11,7 +11,6 @@ import (
 
 	"github.com/hourglass-go/hourglass/beanstalk"
 	"github.com/hourglass-go/hourglass/broker"
-	"github.com/hourglass-go/hourglass/store/memstore"
 )
 
 // TestDrain checks drain mode: puts are answered DRAINING, everything
@@ -40,19 +39,7 @@ func TestDrain(t *testing.T) {
 // released, and Serve returns.
 func TestShutdown(t *testing.T) {
 	t.Parallel()
-	b, err := broker.Open(memstore.New(), broker.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := beanstalk.NewServer(b, beanstalk.Options{})
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	addr := l.Addr().String()
+	b, srv, addr, served := unmanaged(t)
 
 	idle := dial(t, addr)
 	idle.must("list-tube-used", "USING default")
@@ -101,6 +88,10 @@ func TestShutdown(t *testing.T) {
 	if task, err := b.Job(id); err != nil || task.State != broker.Ready || task.Priority != 3 {
 		t.Fatalf("the held job after Shutdown: %+v, %v", task, err)
 	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := srv.Serve(l); !errors.Is(err, beanstalk.ErrServerClosed) {
 		t.Fatalf("Serve after Shutdown: %v", err)
 	}
@@ -110,18 +101,8 @@ func TestShutdown(t *testing.T) {
 // stalls mid-command when its context ends, closing the connection.
 func TestShutdown_Deadline(t *testing.T) {
 	t.Parallel()
-	b, err := broker.Open(memstore.New(), broker.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := beanstalk.NewServer(b, beanstalk.Options{})
-	go srv.Serve(l)
-	c := dial(t, l.Addr().String())
+	b, srv, addr, _ := unmanaged(t)
+	c := dial(t, addr)
 	c.send("put 0 0 10 100\r\nstalled")
 	time.Sleep(100 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
