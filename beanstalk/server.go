@@ -41,11 +41,36 @@ const (
 // ErrServerClosed is returned by [Server.Serve] after [Server.Shutdown].
 var ErrServerClosed = errors.New("hourglass: beanstalk server closed")
 
+// Broker is what the server calls: the methods of [broker.Broker] that
+// name tasks by job id, as the protocol does, and those that count.
+// [cluster.Node] has them too, with the same semantics; where a cluster
+// node's answers differ (its counters are its own), package doc says so.
+//
+// [cluster.Node]: https://pkg.go.dev/github.com/hourglass-go/hourglass/cluster#Node
+type Broker interface {
+	PutBatch(ctx context.Context, queue string, rs []broker.PutRequest) []broker.PutResult
+	Job(job uint64) (broker.Task, error)
+	Peek(queue string, st broker.State) (broker.Task, error)
+	ReserveAny(ctx context.Context, queues []string, wait time.Duration) (broker.Task, bool, error)
+	ReserveJob(ctx context.Context, job uint64) (broker.Task, error)
+	DeleteJob(ctx context.Context, job uint64, lease string) error
+	ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error
+	BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error
+	TouchJob(ctx context.Context, job uint64, lease string) (broker.Task, error)
+	KickJob(ctx context.Context, job uint64) error
+	KickQueue(ctx context.Context, queue string, n int) (int, error)
+	PauseQueue(queue string, d time.Duration) error
+	Queue(queue string) (broker.QueueDetail, error)
+	Queues() []broker.QueueStats
+}
+
+var _ Broker = (*broker.Broker)(nil)
+
 // Server serves the beanstalkd protocol over a broker. Make one with
 // [NewServer], give it listeners with [Server.Serve] and stop it with
 // [Server.Shutdown]. Server is safe for concurrent use.
 type Server struct {
-	b     *broker.Broker
+	b     Broker
 	opts  Options
 	log   *slog.Logger
 	tubes *tubes
@@ -84,9 +109,9 @@ type serverStats struct {
 	jobs atomic.Uint64
 }
 
-// NewServer returns a server of b's queues. It does not own b: shut the
-// server down before closing b.
-func NewServer(b *broker.Broker, opts Options) *Server {
+// NewServer returns a server of b's queues: a *broker.Broker, or a
+// cluster node. It does not own b: shut the server down before closing b.
+func NewServer(b Broker, opts Options) *Server {
 	if opts.MaxJobSize <= 0 {
 		opts.MaxJobSize = DefaultMaxJobSize
 	}

@@ -116,7 +116,7 @@ func (t *tubes) counts(name string) tubeCounts {
 // a task): those connections refer to, "default", and those whose queue
 // holds a job. Queues with no tube name are left out. It takes
 // O(queues + tubes).
-func (t *tubes) existing(b *broker.Broker) map[string]broker.QueueStats {
+func (t *tubes) existing(b Broker) map[string]broker.QueueStats {
 	out := make(map[string]broker.QueueStats)
 	for _, q := range b.Queues() {
 		if q.Delayed+q.Ready+q.Reserved+q.Dead == 0 {
@@ -137,10 +137,23 @@ func (t *tubes) existing(b *broker.Broker) map[string]broker.QueueStats {
 	return out
 }
 
-// exists reports whether the tube name exists (see existing).
-func (t *tubes) exists(b *broker.Broker, name string) bool {
-	_, ok := t.existing(b)[name]
-	return ok
+// exists reports whether the tube name exists (see existing): a tube
+// connections refer to, "default", or one whose queue holds a job. It
+// asks the broker of that one queue only (Broker.Queue).
+func (t *tubes) exists(b Broker, name string) bool {
+	t.mu.Lock()
+	e := t.m[name]
+	referred := name == defaultTube || e != nil && e.using+e.watching+e.waiting > 0
+	t.mu.Unlock()
+	if referred {
+		return true
+	}
+	q, ok := queueName(name)
+	if !ok {
+		return false
+	}
+	d, err := b.Queue(q)
+	return err == nil && d.Delayed+d.Ready+d.Reserved+d.Dead > 0
 }
 
 // sortedNames returns m's keys in order.

@@ -142,6 +142,7 @@ func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Dur
 			state = CASE WHEN t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN 3 ELSE 1 END,
 			due = CASE WHEN t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN t.due ELSE now.ns + $4 END,
 			fire_at = CASE WHEN (t.max_attempts > 0 AND t.attempts >= t.max_attempts) OR $4 = 0 THEN NULL ELSE now.ns + $4 END,
+			died = CASE WHEN t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN now.ns END,
 			releases = t.releases + 1, lease = '', lease_until = 0
 		FROM now
 		WHERE t.queue = $1 AND t.id = $2 AND t.state = 2 AND t.lease = $3

@@ -9,31 +9,54 @@ import (
 	"github.com/hourglass-go/hourglass/broker"
 )
 
-// sqlReserve takes up to $2 ready tasks of queue $1 in delivery order
-// (priority, due time, job id), skipping rows other reservers hold, and
-// leases them for their TTR by the database's clock. One statement, so
-// one transaction, committed (and flushed) before it returns.
+// sqlReserve takes up to $2 ready tasks of the queues $1 in delivery
+// order (priority, due time, job id), skipping rows other reservers hold
+// and queues paused (hourglass_queues), and leases them for their TTR by
+// the database's clock. One statement, so one transaction, committed (and
+// flushed) before it returns. Each queue is read in its own index order
+// (the lateral subquery), so one queue of many ready tasks costs what it
+// did alone; with several queues, rows locked in one and not taken stay
+// locked only until the statement commits.
 const sqlReserve = `WITH picked AS (
-		SELECT job_id FROM hourglass_tasks
-		WHERE queue = $1 AND state = 1 AND fire_at IS NULL
-		ORDER BY priority, due, job_id
+		SELECT c.job_id FROM unnest($1::text[]) AS q(name)
+		CROSS JOIN LATERAL (
+			SELECT job_id, priority, due FROM hourglass_tasks
+			WHERE queue = q.name AND state = 1 AND fire_at IS NULL
+				AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
+					WHERE p.queue = q.name AND p.paused_until > hourglass_now())
+			ORDER BY priority, due, job_id
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED
+		) c
+		ORDER BY c.priority, c.due, c.job_id
 		LIMIT $2
-		FOR UPDATE SKIP LOCKED
 	), now AS (SELECT hourglass_now() AS ns)
 	UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
-		lease = substr(md5(random()::text || t.job_id::text || now.ns::text), 1, 16),
+		lease = ` + sqlLease + `,
 		lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr
 	FROM picked, now
 	WHERE t.job_id = picked.job_id
-	RETURNING ` + `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_at, t.created, t.ttr, t.attempts,
-		t.max_attempts, t.lease, t.lease_until, t.timeouts, t.releases, t.buries, t.kicks, t.payload, t.partition, now.ns`
+	RETURNING ` + returnTask + `, now.ns`
+
+// sqlLease is a fresh lease token for the row t at now.ns.
+const sqlLease = `substr(md5(random()::text || t.job_id::text || now.ns::text), 1, 16)`
+
+// returnTask is taskColumns of the row t, for RETURNING.
+const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_at, t.created, t.ttr, t.attempts,
+		t.max_attempts, t.lease, t.lease_until, t.timeouts, t.releases, t.buries, t.kicks, t.payload, t.partition`
+
+// sqlPauseLeft is how long until the first of the paused queues $1 is
+// no longer paused (ns, by the database's clock); NULL when none is.
+const sqlPauseLeft = `SELECT min(paused_until) - hourglass_now() FROM hourglass_queues
+	WHERE queue = ANY($1) AND paused_until > hourglass_now()`
 
 // Reserve hands out up to max ready tasks of queue, from any partition,
 // in priority order, then due time, then job id, each leased for its TTR,
 // as broker.Broker.Reserve does. When none is ready it waits up to wait
 // for the first one: the node listens to the queue's channel, where the
 // owners announce tasks they make ready, and looks again when woken. The
-// reservations are durable when it returns.
+// reservations are durable when it returns. A paused queue (PauseQueue)
+// hands out nothing until its pause ends.
 func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error) {
 	if err := checkQueue(queue); err != nil {
 		return nil, err
@@ -41,6 +64,33 @@ func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Dur
 	if max < 1 || max > broker.MaxReserve {
 		return nil, fmt.Errorf("%w: max must be 1 to %d", broker.ErrInvalid, broker.MaxReserve)
 	}
+	return n.reserve(ctx, []string{queue}, max, wait)
+}
+
+// ReserveAny reserves one ready task from any of queues, the first in
+// delivery order across them, waiting up to wait as Reserve does; ok is
+// false when none came. It is beanstalkd's reserve over a watch list, as
+// broker.Broker.ReserveAny.
+func (n *Node) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t broker.Task, ok bool, err error) {
+	if len(queues) == 0 {
+		return broker.Task{}, false, fmt.Errorf("%w: no queue to reserve from", broker.ErrInvalid)
+	}
+	for _, q := range queues {
+		if err := checkQueue(q); err != nil {
+			return broker.Task{}, false, err
+		}
+	}
+	ts, err := n.reserve(ctx, queues, 1, wait)
+	if err != nil || len(ts) == 0 {
+		return broker.Task{}, false, err
+	}
+	return ts[0], true, nil
+}
+
+// reserve is Reserve over several queues. A waiting reserver is on the
+// waiting list of each of its queues; a task made ready in any of them
+// wakes it.
+func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.Duration) ([]broker.Task, error) {
 	if wait < 0 || wait > broker.MaxWait {
 		return nil, fmt.Errorf("%w: wait must be 0 to %s", broker.ErrInvalid, broker.MaxWait)
 	}
@@ -50,26 +100,31 @@ func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Dur
 			return nil, err
 		}
 		var w *waiter
-		var q *queueWait
+		var qs []*queueWait
 		if wait > 0 {
 			// Listen and register before looking, so that a task made
 			// ready while we look wakes us.
-			if err := n.listenQueue(ctx, queue); err != nil {
-				if ctx.Err() != nil {
-					return nil, nil
+			for _, queue := range queues {
+				if err := n.listenQueue(ctx, queue); err != nil {
+					if ctx.Err() != nil {
+						return nil, nil
+					}
+					return nil, dbErr(err)
 				}
-				return nil, dbErr(err)
 			}
 			w = &waiter{ch: make(chan struct{}, 1)}
 			n.mu.Lock()
-			q = n.queueWait(queue)
-			q.waiters = append(q.waiters, w)
+			for _, queue := range queues {
+				q := n.queueWait(queue)
+				q.waiters = append(q.waiters, w)
+				qs = append(qs, q)
+			}
 			n.mu.Unlock()
 		}
-		tasks, err := n.take(ctx, queue, max)
+		tasks, err := n.take(ctx, queues, max)
 		if err != nil || len(tasks) > 0 || wait == 0 {
 			if w != nil {
-				n.leave(q, w)
+				n.leave(qs, w)
 			}
 			if err != nil && ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -80,31 +135,56 @@ func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Dur
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
 		}
+		// A paused queue wakes no one when its pause ends: look again
+		// then.
+		var paused <-chan time.Time
+		var left *int64
+		if err := n.db.QueryRow(ctx, sqlPauseLeft, queues).Scan(&left); err != nil {
+			n.leave(qs, w)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, dbErr(err)
+		}
+		if left != nil {
+			pt := time.NewTimer(time.Duration(*left))
+			defer pt.Stop()
+			paused = pt.C
+		}
 		select {
 		case <-w.ch:
+			n.leave(qs, w)
+			continue
+		case <-paused:
+			n.leave(qs, w)
 			continue
 		case <-ctx.Done():
 		case <-timer.C:
 		}
-		n.leave(q, w)
+		n.leave(qs, w)
 		return nil, nil
 	}
 }
 
-// leave takes w off q's list; if w was signalled meanwhile, the signal
-// goes to the next waiter.
-func (n *Node) leave(q *queueWait, w *waiter) {
+// leave takes w off the lists of qs; if w was signalled and not woken
+// by it, the signal goes to the next waiter of the queue that sent it
+// (of each queue w was no longer waiting on: at worst a waiter looks for
+// nothing).
+func (n *Node) leave(qs []*queueWait, w *waiter) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !q.remove(w) && len(w.ch) > 0 {
-		q.wake(1)
+	signalled := len(w.ch) > 0
+	for _, q := range qs {
+		if !q.remove(w) && signalled {
+			q.wake(1)
+		}
 	}
 }
 
 // take runs one reservation and announces the leases' timers to their
 // partitions' owners.
-func (n *Node) take(ctx context.Context, queue string, max int) ([]broker.Task, error) {
-	rows, err := n.db.Query(ctx, sqlReserve, queue, max)
+func (n *Node) take(ctx context.Context, queues []string, max int) ([]broker.Task, error) {
+	rows, err := n.db.Query(ctx, sqlReserve, queues, max)
 	if err != nil {
 		return nil, dbErr(err)
 	}
@@ -145,7 +225,9 @@ func (n *Node) take(ctx context.Context, queue string, max int) ([]broker.Task, 
 		n.announce(uint64(t.job), t.leaseUntil, dbNow)
 	}
 	n.metrics.delivered(dues, dbNow)
-	n.count(queue, func(c *counts) { c.deliveries += uint64(len(got)) })
+	for _, t := range out {
+		n.count(t.Queue, func(c *counts) { c.deliveries++ })
+	}
 	return out, nil
 }
 

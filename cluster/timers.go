@@ -96,6 +96,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	fired AS (
 		UPDATE hourglass_tasks t SET
 			state = CASE WHEN t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN 3 ELSE 1 END,
+			died = CASE WHEN t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN now.ns END,
 			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
 			lease = '', lease_until = 0, fire_at = NULL
 		FROM now, hourglass_tasks o

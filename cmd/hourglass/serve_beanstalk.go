@@ -9,7 +9,6 @@ import (
 	"net"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/httpapi"
 )
 
@@ -19,15 +18,11 @@ func beanstalkFlags(fs *flag.FlagSet, addr *string) {
 }
 
 // checkBeanstalk checks --beanstalk against the other flags: the protocol
-// has no authentication, so a non-loopback address needs --insecure, and
-// it serves the embedded store only (a cluster node has no job-id
-// operations).
+// has no authentication, so a non-loopback address needs --insecure. It
+// serves the embedded store and a cluster node alike.
 func checkBeanstalk(o serveOptions) error {
 	if o.beanstalk == "" {
 		return nil
-	}
-	if o.pg.url != "" {
-		return errors.New("--beanstalk works with --data only, not with --postgres")
 	}
 	lo, err := loopback(o.beanstalk)
 	if err != nil {
@@ -61,12 +56,13 @@ func listenBeanstalk(addr string, log *slog.Logger) (*beanstalkListener, error) 
 	return &beanstalkListener{ln: ln, log: log}, nil
 }
 
-// start serves the protocol over b.
+// start serves the protocol over b: a *broker.Broker or a
+// *cluster.Node, both a beanstalk.Broker.
 func (l *beanstalkListener) start(b httpapi.Broker, maxPayload int) {
 	if l == nil {
 		return
 	}
-	br, ok := b.(*broker.Broker)
+	br, ok := b.(beanstalk.Broker)
 	if !ok {
 		l.log.Error("beanstalk: the broker has no job-id operations; not serving the protocol")
 		return

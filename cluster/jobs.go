@@ -1,0 +1,376 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/jackc/pgx/v5"
+)
+
+// The methods in this file name tasks by job id, as beanstalkd's protocol
+// does, with the semantics and errors of broker.Broker's methods of the
+// same names (broker/jobs.go), so that package beanstalk serves a node as
+// it serves a broker. As in ops.go, each write is one statement on the
+// task's row, conditioned on its state (and lease); a statement that
+// matches nothing answers broker.ErrNotFound, as beanstalkd answers
+// NOT_FOUND. A reservation is named by its lease, which the protocol
+// adapter keeps per connection.
+//
+// Where a broker keeps counters in its memory, a node keeps them for what
+// it served itself (QueueDetail's Puts, Deliveries, Acks and Waiting);
+// the counts by state, pauses and the order of deaths are the database's,
+// the same on every node.
+
+// jobTimeout bounds the reads that take no context.
+const jobTimeout = 30 * time.Second
+
+// Job returns the task with job id job, payload included, or
+// broker.ErrNotFound.
+func (n *Node) Job(job uint64) (broker.Task, error) {
+	if err := n.Err(); err != nil {
+		return broker.Task{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+	defer cancel()
+	t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE job_id = $1", int64(job)))
+	if err == pgx.ErrNoRows {
+		return broker.Task{}, broker.ErrNotFound
+	}
+	if err != nil {
+		return broker.Task{}, dbErr(err)
+	}
+	return t.view(), nil
+}
+
+// jobArg is job as a statement's argument; ok is false for an id no task
+// can have (over the bigint range), which is not found.
+func jobArg(job uint64) (int64, bool) { return int64(job), job <= 1<<63-1 }
+
+// DeleteJob deletes job, durably, if it is delayed, ready or dead, or
+// reserved under lease; else it returns broker.ErrNotFound.
+func (n *Node) DeleteJob(ctx context.Context, job uint64, lease string) error {
+	if err := n.Err(); err != nil {
+		return err
+	}
+	j, ok := jobArg(job)
+	if !ok {
+		return broker.ErrNotFound
+	}
+	tag, err := n.db.Exec(ctx, `DELETE FROM hourglass_tasks
+		WHERE job_id = $1 AND (state <> 2 OR ($2 <> '' AND lease = $2))`, j, lease)
+	if err != nil {
+		return dbErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return broker.ErrNotFound
+	}
+	return nil
+}
+
+// ReleaseJob ends the reservation lease of job: it is waiting again with
+// priority prio, delayed by delay (ready at once for 0), whatever its
+// attempts. broker.ErrNotFound if job is not reserved under lease.
+func (n *Node) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
+	if delay < 0 || delay > n.opts.MaxDelay {
+		return fmt.Errorf("%w: delay must be 0 to %s", broker.ErrInvalid, n.opts.MaxDelay)
+	}
+	if err := n.Err(); err != nil {
+		return err
+	}
+	j, ok := jobArg(job)
+	if !ok || lease == "" {
+		return broker.ErrNotFound
+	}
+	var queue string
+	var dbNow int64
+	var fireAt *int64
+	err := n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
+		UPDATE hourglass_tasks t SET state = 1, priority = $3, due = now.ns + $4,
+			fire_at = CASE WHEN $4 = 0 THEN NULL ELSE now.ns + $4 END,
+			releases = t.releases + 1, lease = '', lease_until = 0
+		FROM now
+		WHERE t.job_id = $1 AND t.state = 2 AND t.lease = $2
+		RETURNING t.queue, t.fire_at, now.ns`, j, lease, int64(prio), int64(delay)).Scan(&queue, &fireAt, &dbNow)
+	if err == pgx.ErrNoRows {
+		return broker.ErrNotFound
+	}
+	if err != nil {
+		return dbErr(err)
+	}
+	n.metrics.Nacks.Inc()
+	if fireAt != nil {
+		n.announce(job, *fireAt, dbNow)
+	} else {
+		n.readied(queue, 1)
+	}
+	return nil
+}
+
+// BuryJob makes job, reserved under lease, dead with priority prio.
+func (n *Node) BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error {
+	if err := n.Err(); err != nil {
+		return err
+	}
+	j, ok := jobArg(job)
+	if !ok || lease == "" {
+		return broker.ErrNotFound
+	}
+	tag, err := n.db.Exec(ctx, `UPDATE hourglass_tasks SET state = 3, priority = $3, buries = buries + 1,
+			lease = '', lease_until = 0, fire_at = NULL, died = hourglass_now()
+		WHERE job_id = $1 AND state = 2 AND lease = $2`, j, lease, int64(prio))
+	if err != nil {
+		return dbErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return broker.ErrNotFound
+	}
+	return nil
+}
+
+// TouchJob renews the reservation lease of job for another TTR, as Touch
+// does.
+func (n *Node) TouchJob(ctx context.Context, job uint64, lease string) (broker.Task, error) {
+	if err := n.Err(); err != nil {
+		return broker.Task{}, err
+	}
+	j, ok := jobArg(job)
+	if !ok || lease == "" {
+		return broker.Task{}, broker.ErrNotFound
+	}
+	t, err := scanRow(n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
+		UPDATE hourglass_tasks t SET lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr FROM now
+		WHERE t.job_id = $1 AND t.state = 2 AND t.lease = $2
+		RETURNING `+returnTask, j, lease))
+	if err == pgx.ErrNoRows {
+		return broker.Task{}, broker.ErrNotFound
+	}
+	if err != nil {
+		return broker.Task{}, dbErr(err)
+	}
+	v := t.view()
+	v.Lease = lease
+	return v, nil
+}
+
+// sqlKick makes the tasks $1 ready that are dead or delayed, due now if
+// they were due later, and returns their queues.
+const sqlKick = `UPDATE hourglass_tasks SET state = 1, kicks = kicks + 1,
+		due = least(due, hourglass_now()), fire_at = NULL, died = NULL
+	WHERE job_id = ANY($1) AND (state = 3 OR (state = 1 AND fire_at IS NOT NULL))
+	RETURNING queue`
+
+// KickJob makes job ready if it is dead or delayed; else
+// broker.ErrNotFound.
+func (n *Node) KickJob(ctx context.Context, job uint64) error {
+	if err := n.Err(); err != nil {
+		return err
+	}
+	j, ok := jobArg(job)
+	if !ok {
+		return broker.ErrNotFound
+	}
+	k, err := n.kick(ctx, []int64{j})
+	if err == nil && k == 0 {
+		err = broker.ErrNotFound
+	}
+	return err
+}
+
+// kick runs sqlKick on jobs and wakes the reservers of their queues.
+func (n *Node) kick(ctx context.Context, jobs []int64) (int, error) {
+	rows, err := n.db.Query(ctx, sqlKick, jobs)
+	if err != nil {
+		return 0, dbErr(err)
+	}
+	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, dbErr(err)
+	}
+	byQueue := map[string]int{}
+	for _, q := range queues {
+		byQueue[q]++
+	}
+	for q, k := range byQueue {
+		n.readied(q, k)
+	}
+	return len(queues), nil
+}
+
+// Peek orders: the first ready task as Reserve hands them out, the
+// delayed task due soonest, the oldest death (deaths before migration
+// 003 first, by job id).
+const (
+	sqlPeekReady = `SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND state = 1 AND fire_at IS NULL
+		ORDER BY priority, due, job_id LIMIT $2`
+	sqlPeekDelayed = `SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND state = 1 AND fire_at IS NOT NULL
+		ORDER BY due, job_id LIMIT $2`
+	sqlPeekDead = `SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND state = 3
+		ORDER BY died NULLS FIRST, job_id LIMIT $2`
+)
+
+// KickQueue makes up to n tasks of queue ready: dead ones, oldest death
+// first, if there are any; else delayed ones, soonest due first. It
+// returns how many. Finding the delayed ones reads every delayed task of
+// the queue: O(delayed) (as the broker's scan of every live task).
+func (n *Node) KickQueue(ctx context.Context, queue string, k int) (int, error) {
+	if err := checkQueue(queue); err != nil {
+		return 0, err
+	}
+	if err := n.Err(); err != nil {
+		return 0, err
+	}
+	if k <= 0 {
+		return 0, nil
+	}
+	for _, q := range []string{sqlPeekDead, sqlPeekDelayed} {
+		rows, err := n.db.Query(ctx, q, queue, k)
+		if err != nil {
+			return 0, dbErr(err)
+		}
+		jobs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return 0, dbErr(err)
+		}
+		if len(jobs) > 0 {
+			return n.kick(ctx, jobs)
+		}
+	}
+	return 0, nil
+}
+
+// ReserveJob reserves job if it is ready, delayed or dead, whatever its
+// queue, and returns it with its lease; else broker.ErrNotFound.
+func (n *Node) ReserveJob(ctx context.Context, job uint64) (broker.Task, error) {
+	if err := n.Err(); err != nil {
+		return broker.Task{}, err
+	}
+	j, ok := jobArg(job)
+	if !ok {
+		return broker.Task{}, broker.ErrNotFound
+	}
+	var dbNow int64
+	t, err := scanRow(n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
+		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1, lease = `+sqlLease+`,
+			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, died = NULL
+		FROM now
+		WHERE t.job_id = $1 AND t.state IN (1, 3)
+		RETURNING `+returnTask+`, now.ns`, j), &dbNow)
+	if err == pgx.ErrNoRows {
+		return broker.Task{}, broker.ErrNotFound
+	}
+	if err != nil {
+		return broker.Task{}, dbErr(err)
+	}
+	n.announce(job, t.leaseUntil, dbNow)
+	n.count(t.queue, func(c *counts) { c.deliveries++ })
+	v := t.view()
+	v.Lease = t.lease
+	return v, nil
+}
+
+// Peek returns the next task of queue in state st without reserving it:
+// for broker.Ready the next one Reserve would hand out (paused or not);
+// for broker.Delayed the one due soonest; for broker.Dead the oldest
+// death. broker.ErrNotFound when there is none.
+func (n *Node) Peek(queue string, st broker.State) (broker.Task, error) {
+	if err := checkQueue(queue); err != nil {
+		return broker.Task{}, err
+	}
+	var q string
+	switch st {
+	case broker.Ready:
+		q = sqlPeekReady
+	case broker.Delayed:
+		q = sqlPeekDelayed
+	case broker.Dead:
+		q = sqlPeekDead
+	default:
+		return broker.Task{}, fmt.Errorf("%w: cannot peek %s tasks", broker.ErrInvalid, st)
+	}
+	if err := n.Err(); err != nil {
+		return broker.Task{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+	defer cancel()
+	t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE job_id = ("+q+")", queue, 1))
+	if err == pgx.ErrNoRows {
+		return broker.Task{}, broker.ErrNotFound
+	}
+	if err != nil {
+		return broker.Task{}, dbErr(err)
+	}
+	return t.view(), nil
+}
+
+// PauseQueue stops queue from handing out tasks for d (0 ends a pause),
+// on every node: reservers wait, puts go on. The pause is a row of
+// hourglass_queues that the reserve statement checks; a reserver waiting
+// on a paused queue looks again when the pause ends.
+func (n *Node) PauseQueue(queue string, d time.Duration) error {
+	if err := checkQueue(queue); err != nil {
+		return err
+	}
+	if d < 0 || d > n.opts.MaxDelay {
+		return fmt.Errorf("%w: pause must be 0 to %s", broker.ErrInvalid, n.opts.MaxDelay)
+	}
+	if err := n.Err(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+	defer cancel()
+	_, err := n.db.Exec(ctx, `INSERT INTO hourglass_queues AS q (queue, paused_until, pauses)
+		VALUES ($1, CASE WHEN $2 = 0 THEN 0 ELSE hourglass_now() + $2 END, 1)
+		ON CONFLICT (queue) DO UPDATE SET paused_until = EXCLUDED.paused_until, pauses = q.pauses + 1`,
+		queue, int64(d))
+	if err != nil {
+		return dbErr(err)
+	}
+	if d == 0 {
+		// Waiting reservers look again at once, on every node.
+		n.readied(queue, broker.MaxReserve)
+	}
+	return nil
+}
+
+// Queue returns the detail of queue; a queue never used reports zeros.
+// The counts by state, the urgent count and the pause are the
+// database's (one read of the queue's tasks: O(tasks of the queue));
+// Puts, Deliveries, Acks and Waiting count what this node served since
+// it started.
+func (n *Node) Queue(queue string) (broker.QueueDetail, error) {
+	if err := checkQueue(queue); err != nil {
+		return broker.QueueDetail{}, err
+	}
+	if err := n.Err(); err != nil {
+		return broker.QueueDetail{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+	defer cancel()
+	d := broker.QueueDetail{QueueStats: broker.QueueStats{Name: queue}}
+	var left int64
+	err := n.db.QueryRow(ctx, `SELECT
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL),
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
+			count(*) FILTER (WHERE state = 2),
+			count(*) FILTER (WHERE state = 3),
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL AND priority < $2),
+			coalesce((SELECT greatest(paused_until - hourglass_now(), 0) FROM hourglass_queues WHERE queue = $1), 0),
+			coalesce((SELECT pauses FROM hourglass_queues WHERE queue = $1), 0)
+		FROM hourglass_tasks WHERE queue = $1`, queue, int64(broker.DefaultPriority)).Scan(
+		&d.Delayed, &d.Ready, &d.Reserved, &d.Dead, &d.Urgent, &left, &d.Pauses)
+	if err != nil {
+		return broker.QueueDetail{}, dbErr(err)
+	}
+	d.PauseLeft = time.Duration(left)
+	n.mu.Lock()
+	if c := n.stats[queue]; c != nil {
+		d.Puts, d.Deliveries, d.Acks = c.puts, c.deliveries, c.acks
+	}
+	if q := n.queues[queue]; q != nil {
+		d.Waiting = len(q.waiters)
+	}
+	n.mu.Unlock()
+	return d, nil
+}
