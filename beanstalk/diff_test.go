@@ -16,7 +16,8 @@ import (
 )
 
 // The differential test runs one script of commands against real
-// beanstalkd and against hourglass and compares the replies, after
+// beanstalkd and against hourglass, over each backend (a broker and a
+// cluster node), and compares the replies, after
 // masking what may differ without being wrong: times (age, time-left,
 // uptime), the process (pid, version, rusage, host), and the order of
 // list-tubes. Job ids are named by put order ({1} is the first INSERTED),
@@ -291,19 +292,21 @@ func TestDifferential(t *testing.T) {
 	t.Parallel()
 	addr := startBeanstalkd(t, bin)
 	ref := runScript(t, addr)
-	ts := start(t, beanstalk.Options{})
-	probe(t, ts.addr) // as startBeanstalkd probed beanstalkd: total-connections
-	ours := runScript(t, ts.addr)
-	steps := script()
-	for i, s := range steps {
-		want := ref[i]
-		if s.hourglass != "" {
-			want = expectDifference(t, i, s, want, ours[i])
+	eachBackend(t, func(t *testing.T, start func(testing.TB, beanstalk.Options) *testServer) {
+		ts := start(t, beanstalk.Options{})
+		probe(t, ts.addr) // as startBeanstalkd probed beanstalkd: total-connections
+		ours := runScript(t, ts.addr)
+		steps := script()
+		for i, s := range steps {
+			want := ref[i]
+			if s.hourglass != "" {
+				want = expectDifference(t, i, s, want, ours[i])
+			}
+			if ours[i] != want {
+				t.Errorf("step %d, conn %d, %q:\nbeanstalkd: %q\nhourglass:  %q", i, s.conn, trim(s.send), want, ours[i])
+			}
 		}
-		if ours[i] != want {
-			t.Errorf("step %d, conn %d, %q:\nbeanstalkd: %q\nhourglass:  %q", i, s.conn, trim(s.send), want, ours[i])
-		}
-	}
+	})
 }
 
 // expectDifference checks that a documented difference is still there:

@@ -14,7 +14,8 @@ import (
 )
 
 // These tests drive the server with go-beanstalk, a client written for
-// beanstalkd, over a Pebble store: what its users do must work unchanged.
+// beanstalkd, over each backend (a broker on a Pebble store, a cluster
+// node): what its users do must work unchanged.
 
 func goClient(t *testing.T, addr string) *gobeanstalk.Conn {
 	t.Helper()
@@ -31,7 +32,11 @@ func is(err, want error) bool { return errors.Is(err, want) }
 
 func TestGoBeanstalk(t *testing.T) {
 	t.Parallel()
-	ts := startPebble(t, beanstalk.Options{})
+	eachBackend(t, testGoBeanstalk)
+}
+
+func testGoBeanstalk(t *testing.T, start func(testing.TB, beanstalk.Options) *testServer) {
+	ts := start(t, beanstalk.Options{})
 
 	t.Run("PutReserveDelete", func(t *testing.T) {
 		t.Parallel()

@@ -6,24 +6,67 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/internal/pgtest"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// testBroker is what a test calls on the broker under its server: the
+// protocol's methods, the HTTP API's (a job put over one is a task over
+// the other), and Close. *broker.Broker and *cluster.Node are both one.
+type testBroker interface {
+	beanstalk.Broker
+	httpapi.Broker
+	Close() error
+}
 
 // testServer is a Server on a loopback port over a fresh broker.
 type testServer struct {
 	addr string
-	b    *broker.Broker
+	b    testBroker
 	srv  *beanstalk.Server
+}
+
+// backend is one implementation of [beanstalk.Broker] that the suites
+// run over: the tests that drive the server as clients do (the
+// differential test, go-beanstalk, beaneater, the cross-protocol test)
+// run once per backend, in subtests named after it.
+type backend struct {
+	name  string
+	start func(t testing.TB, opts beanstalk.Options) *testServer
+}
+
+// backends are the single-node broker over Pebble and a cluster node
+// over PostgreSQL (a fresh database per test, on a server the package's
+// tests share; see clusterDB).
+var backends = []backend{
+	{"broker", startPebble},
+	{"cluster", startCluster},
+}
+
+// eachBackend runs f in a parallel subtest per backend.
+func eachBackend(t *testing.T, f func(t *testing.T, start func(testing.TB, beanstalk.Options) *testServer)) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, be.start)
+		})
+	}
 }
 
 // start serves a new broker over memstore on 127.0.0.1:0 until the test
@@ -53,7 +96,72 @@ func startPebble(t testing.TB, opts beanstalk.Options) *testServer {
 	return serve(t, b, opts)
 }
 
-func serve(t testing.TB, b *broker.Broker, opts beanstalk.Options) *testServer {
+// startCluster is start over a node of a cluster on a fresh database.
+func startCluster(t testing.TB, opts beanstalk.Options) *testServer {
+	t.Helper()
+	n, _ := openNode(t, clusterDB(t), "a")
+	return serve(t, n, opts)
+}
+
+// openNode opens node name on the database at url, on a pool of its own,
+// as a process of its own would; the node and its pool are closed when
+// the test ends.
+func openNode(t testing.TB, url, name string) (*cluster.Node, *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := cluster.Open(ctx, pool, cluster.Options{Node: name, Lease: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		pool.Close()
+		t.Fatalf("cluster.Open(%s): %v", name, err)
+	}
+	t.Cleanup(func() {
+		n.Close()
+		pool.Close()
+	})
+	return n, pool
+}
+
+// pg is the PostgreSQL server the package's tests share, started by the
+// first test that needs one and stopped by TestMain.
+var pg struct {
+	once sync.Once
+	srv  *pgtest.Server
+	err  error
+}
+
+// clusterDB returns the URL of a new database on the shared server, or
+// skips t where PostgreSQL is not installed.
+func clusterDB(t testing.TB) string {
+	t.Helper()
+	pg.once.Do(func() { pg.srv, pg.err = pgtest.Launch(pgtest.Set("max_connections", "400")) })
+	if errors.Is(pg.err, pgtest.ErrNoBinaries) {
+		t.Skip(pg.err)
+	}
+	if pg.err != nil {
+		t.Fatal(pg.err)
+	}
+	return pg.srv.CreateDatabase(t)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pg.srv != nil {
+		pg.srv.Close()
+	}
+	os.Exit(code)
+}
+
+func serve(t testing.TB, b testBroker, opts beanstalk.Options) *testServer {
 	srv, addr, served := listen(t, b, opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -73,7 +181,7 @@ func serve(t testing.TB, b *broker.Broker, opts beanstalk.Options) *testServer {
 
 // listen serves b on 127.0.0.1:0 and returns the server, its address and
 // what Serve returns, once it does.
-func listen(t testing.TB, b *broker.Broker, opts beanstalk.Options) (*beanstalk.Server, string, <-chan error) {
+func listen(t testing.TB, b testBroker, opts beanstalk.Options) (*beanstalk.Server, string, <-chan error) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

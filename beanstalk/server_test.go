@@ -19,6 +19,10 @@ import (
 // queue all the same.
 func TestCrossProtocol(t *testing.T) {
 	t.Parallel()
+	eachBackend(t, testCrossProtocol)
+}
+
+func testCrossProtocol(t *testing.T, start func(testing.TB, beanstalk.Options) *testServer) {
 	ts := start(t, beanstalk.Options{})
 	c := dial(t, ts.addr)
 	c.must("use mail", "USING mail")
@@ -50,7 +54,7 @@ func TestCrossProtocol(t *testing.T) {
 }
 
 // itoa returns the job id of the ready job of queue with body body.
-func itoa(b *broker.Broker, queue, body string) string {
+func itoa(b testBroker, queue, body string) string {
 	t, err := b.Peek(queue, broker.Ready)
 	if err != nil || string(t.Payload) != body {
 		return fmt.Sprintf("<%v %q>", err, t.Payload)

@@ -1,4 +1,5 @@
-// Package pgtest starts a throwaway PostgreSQL server for tests: initdb
+// Package pgtest starts a throwaway PostgreSQL server for tests (and for
+// `hourglass bench --scenario cluster`, through [Launch]): initdb
 // into a temporary directory, the postgres server on a free loopback port,
 // a fresh database per caller, and everything removed when the test ends.
 // No mock stands in for the database: the stores and the cluster are tested
@@ -95,28 +96,45 @@ func usable(dir string) bool {
 	return true
 }
 
+// ErrNoBinaries is returned by [Launch] when the PostgreSQL binaries are
+// missing; the message says what to install.
+var ErrNoBinaries = errors.New("hourglass: pgtest: PostgreSQL binaries not found (initdb and postgres under /usr/lib/postgresql/*/bin or on PATH); " +
+	"install them with: apt-get install -y postgresql")
+
 // Start initialises and starts a server for the test t and stops it and
 // removes its files when t ends. It skips t when the binaries are missing
 // and fails it when the server does not start.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	bin := Bin()
-	if bin == "" {
-		t.Skip("pgtest: PostgreSQL binaries not found (initdb and postgres under /usr/lib/postgresql/*/bin or on PATH); " +
-			"install them with: apt-get install -y postgresql")
+	s, err := Launch(opts...)
+	if errors.Is(err, ErrNoBinaries) {
+		t.Skip(err)
 	}
-	s, err := start(bin, opts)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	t.Cleanup(func() {
-		// An immediate shutdown: a fast one would first write a
-		// checkpoint of every database the test made, with fsyncs, for a
-		// directory removed next.
-		s.quit()
-		os.RemoveAll(s.root)
-	})
+	t.Cleanup(s.Close)
 	return s
+}
+
+// Launch initialises and starts a server, as Start does, for a caller
+// that is not one test: a TestMain that shares a server among its tests,
+// or `hourglass bench`. The caller stops it with [Server.Close].
+// ErrNoBinaries when the binaries are missing.
+func Launch(opts ...Option) (*Server, error) {
+	bin := Bin()
+	if bin == "" {
+		return nil, ErrNoBinaries
+	}
+	return start(bin, opts)
+}
+
+// Close stops the server and removes its files. An immediate shutdown: a
+// fast one would first write a checkpoint of every database made, with
+// fsyncs, for a directory removed next.
+func (s *Server) Close() {
+	s.quit()
+	os.RemoveAll(s.root)
 }
 
 // start runs initdb and the server.
@@ -247,18 +265,27 @@ func (s *Server) URL(db string) string {
 // each other's tables.
 func (s *Server) CreateDatabase(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("test%d", s.dbs.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	url, err := s.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+// NewDatabase is CreateDatabase for callers without a test.
+func (s *Server) NewDatabase(ctx context.Context) (string, error) {
+	name := fmt.Sprintf("test%d", s.dbs.Add(1))
 	conn, err := pgx.Connect(ctx, s.URL("postgres"))
 	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+		return "", fmt.Errorf("hourglass: pgtest: %w", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("pgtest: creating database %s: %v", name, err)
+		return "", fmt.Errorf("hourglass: pgtest: creating database %s: %w", name, err)
 	}
-	return s.URL(name)
+	return s.URL(name), nil
 }
 
 // Stop shuts the server down (fast shutdown: open sessions are ended,
