@@ -118,8 +118,7 @@ func openNode(t testing.TB, url, name string) (*cluster.Node, *pgxpool.Pool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := cluster.Open(ctx, pool, cluster.Options{Node: name, Lease: time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n, err := cluster.Open(ctx, pool, cluster.Options{Node: name, Lease: time.Second, Logger: quiet})
 	if err != nil {
 		pool.Close()
 		t.Fatalf("cluster.Open(%s): %v", name, err)
@@ -130,6 +129,9 @@ func openNode(t testing.TB, url, name string) (*cluster.Node, *pgxpool.Pool) {
 	})
 	return n, pool
 }
+
+// quiet discards the logs of nodes and HTTP servers.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // pg is the PostgreSQL server the package's tests share, started by the
 // first test that needs one and stopped by TestMain.
