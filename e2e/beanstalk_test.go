@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hourglass-go/hourglass/internal/pgtest"
 )
 
 // freeAddr returns a loopback address with a port free at the time of the
@@ -117,4 +120,89 @@ func TestBeanstalk_SurvivesKill(t *testing.T) {
 	if a := s.call("GET", "/v1/queues/orders/tasks/"+ids[0], ""); a.status != 404 {
 		t.Fatalf("deleted job over HTTP: %v", a)
 	}
+}
+
+// TestBeanstalk_Cluster runs two nodes of a cluster on one PostgreSQL
+// database, each `hourglass serve --postgres URL --beanstalk ADDR`: a job
+// put over the protocol on one node is there on the other as soon as it
+// is INSERTED, and is reserved and acked over HTTP there; a task put over
+// HTTP on one is reserved and deleted over the protocol on the other; and
+// the job a node held when it was killed with SIGKILL is handed out by
+// the other once its TTR runs out.
+func TestBeanstalk_Cluster(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Start(t).CreateDatabase(t)
+	baddrA, baddrB := freeAddr(t), freeAddr(t)
+	a := startServer(t, withPostgres(url, "a"), withFlags("--beanstalk", baddrA, "--lease", "1s"))
+	b := startServer(t, withPostgres(url, "b"), withFlags("--beanstalk", baddrB, "--lease", "1s"))
+	ca, cb := dialBeanstalk(t, baddrA), dialBeanstalk(t, baddrB)
+	for _, c := range []*bsConn{ca, cb} {
+		if r, _ := c.cmd("use jobs", nil); r != "USING jobs" {
+			t.Fatalf("use: %q", r)
+		}
+		if r, _ := c.cmd("watch jobs", nil); r != "WATCHING 2" {
+			t.Fatalf("watch: %q", r)
+		}
+	}
+
+	// Put on a; INSERTED means committed: b finds it at once.
+	r, _ := ca.cmd("put 0 0 60 7", []byte(`{"n":1}`))
+	id, ok := strings.CutPrefix(r, "INSERTED ")
+	if !ok {
+		t.Fatalf("put on a: %q", r)
+	}
+	if r, body := cb.cmd("peek "+id, nil); r != "FOUND "+id+" 7" || string(body) != `{"n":1}` {
+		t.Fatalf("peek on b right after INSERTED on a: %q %q", r, body)
+	}
+	// Reserved and acked over HTTP on b.
+	ts, err := b.client().Reserve(context.Background(), "jobs", 1, time.Second)
+	if err != nil || len(ts) != 1 || strconv.FormatUint(ts[0].JobID, 10) != id || ts[0].ID != id {
+		t.Fatalf("reserve over HTTP on b: %+v, %v; want job %s", ts, err, id)
+	}
+	if err := b.client().Ack(context.Background(), "jobs", ts[0].ID, ts[0].Lease); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := ca.cmd("peek "+id, nil); r != "NOT_FOUND" {
+		t.Fatalf("peek on a after the ack on b: %q", r)
+	}
+
+	// Put over HTTP on b, reserved and deleted over the protocol on a.
+	if a := b.call("POST", "/v1/queues/jobs/tasks", `{"id":"h1","payload":"hi"}`); a.status != 201 {
+		t.Fatalf("put over HTTP on b: %v", a)
+	}
+	r, body := ca.cmd("reserve-with-timeout 5", nil)
+	hid, _, _ := strings.Cut(strings.TrimPrefix(r, "RESERVED "), " ")
+	if !strings.HasPrefix(r, "RESERVED ") || string(body) != `"hi"` {
+		t.Fatalf("reserve on a: %q %q", r, body)
+	}
+	if r, _ := ca.cmd("delete "+hid, nil); r != "DELETED" {
+		t.Fatalf("delete on a: %q", r)
+	}
+	if a := a.call("GET", "/v1/queues/jobs/tasks/h1", ""); a.status != 404 {
+		t.Fatalf("task deleted over the protocol, over HTTP: %v", a)
+	}
+
+	// a holds a job with a TTR of 2 s and is killed: b gets it once the
+	// lease runs out (and a's partitions are taken over).
+	r, _ = cb.cmd("put 0 0 2 1", []byte("k"))
+	kid, ok := strings.CutPrefix(r, "INSERTED ")
+	if !ok {
+		t.Fatalf("put on b: %q", r)
+	}
+	if r, _ := ca.cmd("reserve-with-timeout 5", nil); r != "RESERVED "+kid+" 1" {
+		t.Fatalf("reserve on a: %q", r)
+	}
+	a.kill()
+	start := time.Now()
+	r, _ = cb.cmd("reserve-with-timeout 9", nil)
+	if r != "RESERVED "+kid+" 1" {
+		t.Fatalf("reserve on b after a was killed: %q (after %v)", r, time.Since(start))
+	}
+	if r, _ := cb.cmd("stats-job "+kid, nil); !strings.Contains(r, "OK") {
+		t.Fatalf("stats-job: %q", r)
+	}
+	if r, _ := cb.cmd("delete "+kid, nil); r != "DELETED" {
+		t.Fatalf("delete on b: %q", r)
+	}
+	t.Logf("the job a held was handed out by b %v after a's SIGKILL", time.Since(start).Round(time.Millisecond))
 }

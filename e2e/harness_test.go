@@ -44,8 +44,11 @@ const (
 // and keep working across restarts, since the address stays.
 type server struct {
 	t     testing.TB
-	data  string
-	flags []string // beyond --data, --http and --log-format
+	data  string // --data; "" with postgres
+	// postgres, when set, runs the server as node node of a cluster on
+	// that database (--postgres URL --node NAME) instead of over data.
+	postgres, node string
+	flags          []string // beyond --data, --http and --log-format
 	env   []string // beyond the test's environment, without HOURGLASS_TOKEN
 	token string   // what the clients send; the server's comes from flags or env
 	addr  string   // HOST:PORT, set by the first start
@@ -77,6 +80,12 @@ type serverOption func(*server)
 // withFlags adds flags to `hourglass serve`.
 func withFlags(flags ...string) serverOption {
 	return func(s *server) { s.flags = append(s.flags, flags...) }
+}
+
+// withPostgres runs the server as node name of a cluster on the
+// PostgreSQL database at url, instead of over a --data directory.
+func withPostgres(url, name string) serverOption {
+	return func(s *server) { s.postgres, s.node, s.data = url, name, "" }
 }
 
 // withToken starts the server with --token T and makes its clients send
@@ -185,14 +194,20 @@ func (s *server) launch() *process {
 	}
 }
 
-// spawn starts one process of `hourglass serve` over s.data.
+// spawn starts one process of `hourglass serve` over s.data (or as a
+// node on s.postgres).
 func (s *server) spawn() *process {
 	s.t.Helper()
 	addr := s.addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	args := append([]string{"serve", "--data", s.data, "--http", addr, "--log-format", "json"}, s.flags...)
+	store := []string{"--data", s.data}
+	if s.postgres != "" {
+		store = []string{"--postgres", s.postgres, "--node", s.node}
+	}
+	args := append(append([]string{"serve"}, store...), "--http", addr, "--log-format", "json")
+	args = append(args, s.flags...)
 	p := &process{cmd: exec.Command(hourglassBin, args...), log: newLogBuffer(), done: make(chan struct{})}
 	p.cmd.Env = append(environ(), s.env...)
 	p.cmd.Stdout = p.log
