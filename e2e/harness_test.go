@@ -43,15 +43,15 @@ const (
 // goroutine only. Its clients (client, call) are safe for concurrent use
 // and keep working across restarts, since the address stays.
 type server struct {
-	t     testing.TB
-	data  string // --data; "" with postgres
+	t    testing.TB
+	data string // --data; "" with postgres
 	// postgres, when set, runs the server as node node of a cluster on
 	// that database (--postgres URL --node NAME) instead of over data.
 	postgres, node string
 	flags          []string // beyond --data, --http and --log-format
-	env   []string // beyond the test's environment, without HOURGLASS_TOKEN
-	token string   // what the clients send; the server's comes from flags or env
-	addr  string   // HOST:PORT, set by the first start
+	env            []string // beyond the test's environment, without HOURGLASS_TOKEN
+	token          string   // what the clients send; the server's comes from flags or env
+	addr           string   // HOST:PORT, set by the first start
 
 	transport *http.Transport
 	hc        *http.Client
