@@ -1,6 +1,7 @@
 // Package beanstalk serves the beanstalkd text protocol (doc/protocol.txt
-// of beanstalkd 1.12) over a broker.Broker, so that any beanstalkd
-// client works against hourglass by changing an address.
+// of beanstalkd 1.12) over a [Broker]: a broker.Broker, or a node of a
+// cluster on PostgreSQL (cluster.Node), so that any beanstalkd client
+// works against hourglass by changing an address.
 //
 // # Mapping
 //
@@ -18,6 +19,42 @@
 // RESERVED, are sent only once what they report is on disk; a crash after
 // the reply loses none of it. beanstalkd, by contrast, syncs its binlog
 // at most every 50 ms.
+//
+// # On a cluster node
+//
+// `hourglass serve --postgres URL --beanstalk ADDR` serves the protocol
+// from a node of a cluster (package cluster). A job id is the task's job
+// id, unique across the cluster, so a job put over this protocol on one
+// node can be peeked, reserved, deleted or kicked over this protocol or
+// HTTP on any node, and a task put over HTTP anywhere is a job here.
+// INSERTED, and every reply that reports a write, is sent after the
+// PostgreSQL commit (synchronous_commit on: in the WAL, and on
+// synchronous standbys if configured). Each command is one statement on
+// the task's row, conditioned on its state and the lease the connection
+// holds, so two nodes never both win a job.
+//
+// What is the cluster's, read from the database, the same on every node:
+// the jobs and their states, stats-job, the current-jobs-* counts of
+// stats and stats-tube (by a scan of the tasks table for stats and
+// list-tubes, of the tube's tasks for stats-tube), peek-* and kick's
+// order (the oldest burial first, by the database's clock), and
+// pause-tube: a pause holds on every node, and its time left
+// (pause-time-left) and count (cmd-pause-tube) are the same everywhere.
+//
+// What is this node's, since it started: the server-wide counters of
+// stats (cmd-*, total-jobs, the connections, producers, workers and
+// waiting, uptime, id, pid), and of stats-tube total-jobs (puts this
+// node served, over either protocol), current-using, current-watching,
+// current-waiting, cmd-delete, and "pause" (the delay of the last
+// pause-tube sent to this node; 0 while a pause made on another node
+// runs). list-tubes lists the tubes with a job in the database and those
+// this node's connections use or watch. Sum a counter over the nodes for
+// the cluster's.
+//
+// A reservation belongs to its connection, so to one node. When a
+// connection closes its jobs are released at once, as on one node; when
+// its node dies (SIGKILL, a lost network), they are released when their
+// TTR runs out, by the owner of their partition.
 //
 // # Layout
 //

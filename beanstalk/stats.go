@@ -24,7 +24,9 @@ import (
 // since it started: jobs put over HTTP are not among them. A tube's
 // "total-jobs" and "cmd-pause-tube" are the broker's counts since it
 // opened, so they include HTTP puts and survive the tube's emptying,
-// where beanstalkd forgets a tube that no one refers to.
+// where beanstalkd forgets a tube that no one refers to. On a cluster
+// node, which of these are the cluster's and which the node's is said in
+// package doc ("On a cluster node").
 
 // yaml builds a YAML document of scalars as beanstalkd prints them.
 type yaml []byte
