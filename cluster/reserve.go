@@ -17,6 +17,12 @@ import (
 // (the lateral subquery), so one queue of many ready tasks costs what it
 // did alone; with several queues, rows locked in one and not taken stay
 // locked only until the statement commits.
+//
+// It returns a row per task taken (the task's columns, the database's
+// now, and NULL), or, when it took none, a row per paused queue of $1
+// with job id 0 and how long its pause has left, in ns: a reserver
+// waiting on a paused queue is woken by no one when the pause ends, so it
+// looks again then.
 const sqlReserve = `WITH picked AS (
 		SELECT c.job_id FROM unnest($1::text[]) AS q(name)
 		CROSS JOIN LATERAL (
@@ -30,13 +36,22 @@ const sqlReserve = `WITH picked AS (
 		) c
 		ORDER BY c.priority, c.due, c.job_id
 		LIMIT $2
-	), now AS (SELECT hourglass_now() AS ns)
-	UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
-		lease = ` + sqlLease + `,
-		lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr
-	FROM picked, now
-	WHERE t.job_id = picked.job_id
-	RETURNING ` + returnTask + `, now.ns`
+	), now AS (SELECT hourglass_now() AS ns),
+	taken AS (
+		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
+			lease = ` + sqlLease + `,
+			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr
+		FROM picked, now
+		WHERE t.job_id = picked.job_id
+		RETURNING ` + returnTask + `, now.ns
+	)
+	SELECT *, NULL::bigint FROM taken
+	UNION ALL
+	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, 0::bigint,
+		p.paused_until - hourglass_now()
+	FROM hourglass_queues p
+	WHERE p.queue = ANY($1) AND p.paused_until > hourglass_now() AND NOT EXISTS (SELECT 1 FROM taken)`
 
 // sqlLease is a fresh lease token for the row t at now.ns.
 const sqlLease = `substr(md5(random()::text || t.job_id::text || now.ns::text), 1, 16)`
@@ -44,11 +59,6 @@ const sqlLease = `substr(md5(random()::text || t.job_id::text || now.ns::text), 
 // returnTask is taskColumns of the row t, for RETURNING.
 const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_at, t.created, t.ttr, t.attempts,
 		t.max_attempts, t.lease, t.lease_until, t.timeouts, t.releases, t.buries, t.kicks, t.payload, t.partition`
-
-// sqlPauseLeft is how long until the first of the paused queues $1 is
-// no longer paused (ns, by the database's clock); NULL when none is.
-const sqlPauseLeft = `SELECT min(paused_until) - hourglass_now() FROM hourglass_queues
-	WHERE queue = ANY($1) AND paused_until > hourglass_now()`
 
 // Reserve hands out up to max ready tasks of queue, from any partition,
 // in priority order, then due time, then job id, each leased for its TTR,
@@ -121,7 +131,7 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 			}
 			n.mu.Unlock()
 		}
-		tasks, err := n.take(ctx, queues, max)
+		tasks, pauseLeft, err := n.take(ctx, queues, max)
 		if err != nil || len(tasks) > 0 || wait == 0 {
 			if w != nil {
 				n.leave(qs, w)
@@ -138,16 +148,8 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 		// A paused queue wakes no one when its pause ends: look again
 		// then.
 		var paused <-chan time.Time
-		var left *int64
-		if err := n.db.QueryRow(ctx, sqlPauseLeft, queues).Scan(&left); err != nil {
-			n.leave(qs, w)
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, dbErr(err)
-		}
-		if left != nil {
-			pt := time.NewTimer(time.Duration(*left))
+		if pauseLeft > 0 {
+			pt := time.NewTimer(pauseLeft + time.Millisecond)
 			defer pt.Stop()
 			paused = pt.C
 		}
@@ -182,28 +184,37 @@ func (n *Node) leave(qs []*queueWait, w *waiter) {
 }
 
 // take runs one reservation and announces the leases' timers to their
-// partitions' owners.
-func (n *Node) take(ctx context.Context, queues []string, max int) ([]broker.Task, error) {
+// partitions' owners. When it takes nothing and a queue is paused, it
+// returns how long until the first pause ends.
+func (n *Node) take(ctx context.Context, queues []string, max int) ([]broker.Task, time.Duration, error) {
 	rows, err := n.db.Query(ctx, sqlReserve, queues, max)
 	if err != nil {
-		return nil, dbErr(err)
+		return nil, 0, dbErr(err)
 	}
 	var got []row
 	var dbNow int64
+	var pauseLeft time.Duration
 	for rows.Next() {
-		t, err := scanRow(rows, &dbNow)
+		var left *int64
+		t, err := scanRow(rows, &dbNow, &left)
 		if err != nil {
 			rows.Close()
-			return nil, dbErr(err)
+			return nil, 0, dbErr(err)
+		}
+		if left != nil {
+			if d := time.Duration(*left); pauseLeft == 0 || d < pauseLeft {
+				pauseLeft = d
+			}
+			continue
 		}
 		got = append(got, t)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, dbErr(err)
+		return nil, 0, dbErr(err)
 	}
 	if len(got) == 0 {
-		return nil, nil
+		return nil, pauseLeft, nil
 	}
 	sort.Slice(got, func(i, j int) bool {
 		a, b := &got[i], &got[j]
@@ -228,7 +239,7 @@ func (n *Node) take(ctx context.Context, queues []string, max int) ([]broker.Tas
 	for _, t := range out {
 		n.count(t.Queue, func(c *counts) { c.deliveries++ })
 	}
-	return out, nil
+	return out, 0, nil
 }
 
 // count updates queue's counters.

@@ -22,7 +22,7 @@ import (
 //	HOURGLASS_CLUSTERBENCH_LATENESS=1     skip the put phases
 func TestRun(t *testing.T) {
 	srv := pgtest.Start(t, pgtest.Set("max_connections", "400"))
-	cfg := clusterbench.Config{Duration: 500 * time.Millisecond, Pending: 2000, Rate: 200, Clients: 16}
+	cfg := clusterbench.Config{Duration: 500 * time.Millisecond, Pending: 2000, Rate: 200, Clients: 16, Takeover: true}
 	nodeCounts := []int{1, 3}
 	if full, _ := strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH")); full {
 		cfg = clusterbench.Config{}
@@ -40,8 +40,15 @@ func TestRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Log(res)
-		if res.Early > 0 {
-			t.Fatalf("%d tasks delivered early", res.Early)
+		if res.Lateness.Early > 0 || res.Takeover.Lateness.Early > 0 {
+			t.Fatalf("tasks delivered early: %v", res)
+		}
+		if res.Lateness.Delivered != res.Lateness.Due || res.Lateness.StatementsPerTask <= 0 {
+			t.Fatalf("lateness phase: %v", res.Lateness)
+		}
+		if nodes > 1 && (res.Takeover.Partitions == 0 || res.Takeover.Time <= 0 ||
+			res.Takeover.Lateness.Delivered != res.Takeover.Lateness.Due) {
+			t.Fatalf("takeover phase: %v", res.Takeover)
 		}
 	}
 }

@@ -1,0 +1,169 @@
+package clusterbench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Cluster is nodes of one cluster in this process, each on a pool of its
+// own, with every statement they send to the database counted. Make one
+// with [Start] and close it with [Cluster.Close]. Its phases (Puts, Fill,
+// Lateness, Takeover) run one at a time.
+type Cluster struct {
+	Nodes []*cluster.Node
+	pools []*pgxpool.Pool
+	// admin reads the partitions' table for the takeover; its statements
+	// are not counted.
+	admin *pgxpool.Pool
+	stmts *statements
+	// killed is the node Takeover cut off, -1 for none.
+	killed int
+}
+
+// Start opens nodes nodes (named bench-0, bench-1, ...) on the database
+// at url, with pools sized for clients concurrent callers in all.
+func Start(ctx context.Context, url string, nodes, clients int, log *slog.Logger) (*Cluster, error) {
+	c := &Cluster{stmts: &statements{}, killed: -1}
+	admin, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("hourglass: clusterbench: %w", err)
+	}
+	c.admin = admin
+	for i := range nodes {
+		pc, err := pgxpool.ParseConfig(url)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("hourglass: clusterbench: %w", err)
+		}
+		pc.MaxConns = int32(max(4, clients/nodes+4))
+		pc.ConnConfig.Tracer = c.stmts
+		pool, err := pgxpool.NewWithConfig(ctx, pc)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("hourglass: clusterbench: %w", err)
+		}
+		c.pools = append(c.pools, pool)
+		n, err := cluster.Open(ctx, pool, cluster.Options{Node: fmt.Sprintf("bench-%d", i), Logger: log})
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	return c, nil
+}
+
+// Close closes the nodes and their pools.
+func (c *Cluster) Close() {
+	for _, n := range c.Nodes {
+		n.Close()
+	}
+	for _, p := range c.pools {
+		p.Close() // again, for the one Takeover closed: a no-op
+	}
+	c.admin.Close()
+}
+
+// Statements returns how many statements the nodes have sent so far:
+// every query, exec and statement of a pipelined batch, transaction
+// control and LISTEN included.
+func (c *Cluster) Statements() int64 { return c.stmts.n.Load() }
+
+// statements counts statements as a pgx tracer.
+type statements struct{ n atomic.Int64 }
+
+func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	s.n.Add(1)
+	return ctx
+}
+func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (s *statements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (s *statements) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) { s.n.Add(1) }
+func (s *statements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// live returns the nodes not cut off by Takeover.
+func (c *Cluster) live() []*cluster.Node {
+	var out []*cluster.Node
+	for i, n := range c.Nodes {
+		if i != c.killed {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Puts puts tasks into queue for d from clients concurrent callers, each
+// on node i%nodes, per tasks a call (one put, or a batch), each due in an
+// hour, and returns the durable puts per second.
+func (c *Cluster) Puts(ctx context.Context, queue string, clients, per int, d time.Duration) (float64, error) {
+	nodes := c.live()
+	var done atomic.Int64
+	var firstErr atomic.Value
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for k := range clients {
+		n := nodes[k%len(nodes)]
+		wg.Go(func() {
+			reqs := make([]broker.PutRequest, per)
+			for time.Now().Before(end) {
+				for i := range reqs {
+					reqs[i] = broker.PutRequest{Payload: []byte(`{"bench":true}`), Delay: time.Hour}
+				}
+				for _, r := range n.PutBatch(ctx, queue, reqs) {
+					if r.Err != nil {
+						firstErr.CompareAndSwap(nil, r.Err)
+						return
+					}
+				}
+				done.Add(int64(per))
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, err
+	}
+	return float64(done.Load()) / time.Since(start).Seconds(), nil
+}
+
+// Fill puts pending tasks into queue a day ahead, in batches of 1000,
+// a putter per node, and returns the tasks put per second.
+func (c *Cluster) Fill(ctx context.Context, queue string, pending int) (float64, error) {
+	nodes := c.live()
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	start := time.Now()
+	for i, n := range nodes {
+		wg.Go(func() {
+			for k := i * 1000; k < pending; k += 1000 * len(nodes) {
+				reqs := make([]broker.PutRequest, min(1000, pending-k))
+				for i := range reqs {
+					reqs[i] = broker.PutRequest{Delay: 24 * time.Hour}
+				}
+				for _, r := range n.PutBatch(ctx, queue, reqs) {
+					if r.Err != nil {
+						firstErr.CompareAndSwap(nil, r.Err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, err
+	}
+	return float64(pending) / time.Since(start).Seconds(), nil
+}
