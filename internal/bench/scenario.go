@@ -29,6 +29,7 @@ func Scenarios() []Scenario {
 		seedDemoScenario,
 		serveScenario,
 		beanstalkScenario,
+		clusterScenario,
 	}
 }
 
