@@ -424,8 +424,12 @@ func (b *Broker) Queue(queue string) (QueueDetail, error) {
 		Waiting: len(q.waiters),
 		Pauses:  q.pauses,
 	}
+	// The heap may hold stale entries of a task (made ready again since),
+	// so each task is counted once.
+	seen := make(map[uint64]bool)
 	for _, it := range q.ready {
-		if s, ok := b.tasks.get(it.job); ok && s.state() == Ready && s.queue() == q.index && s.prio < DefaultPriority {
+		if s, ok := b.tasks.get(it.job); ok && s.state() == Ready && s.queue() == q.index && s.prio < DefaultPriority && !seen[it.job] {
+			seen[it.job] = true
 			d.Urgent++
 		}
 	}

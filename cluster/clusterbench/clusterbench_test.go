@@ -25,7 +25,7 @@ func TestRun(t *testing.T) {
 	cfg := clusterbench.Config{Duration: 500 * time.Millisecond, Pending: 2000, Rate: 200, Clients: 16, Takeover: true}
 	nodeCounts := []int{1, 3}
 	if full, _ := strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH")); full {
-		cfg = clusterbench.Config{}
+		cfg = clusterbench.Config{Takeover: true}
 		cfg.Pending, _ = strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_PENDING"))
 		cfg.Rate, _ = strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_RATE"))
 		cfg.LatenessOnly, _ = strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH_LATENESS"))
