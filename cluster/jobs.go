@@ -327,10 +327,9 @@ func (n *Node) PauseQueue(queue string, d time.Duration) error {
 	if err != nil {
 		return dbErr(err)
 	}
-	if d == 0 {
-		// Waiting reservers look again at once, on every node.
-		n.readied(queue, broker.MaxReserve)
-	}
+	// Waiting reservers look again at once, on every node: when a pause
+	// ends, or changes its end.
+	n.readied(queue, broker.MaxReserve)
 	return nil
 }
 
