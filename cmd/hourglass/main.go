@@ -1,15 +1,17 @@
 // Command hourglass runs the durable delay-queue server, calls it, and
 // runs hourglass's benchmarks:
 //
-//	hourglass serve [--data DIR] [--http ADDR] [--token T] [--insecure] [--log-level L] ...
+//	hourglass serve [--data DIR | --postgres URL [--node NAME]] [--http ADDR] [--beanstalk ADDR] [--token T] ...
 //	hourglass put QUEUE [PAYLOAD] [--delay D | --at T] [--id ID] [--priority N] [--server URL]
 //	hourglass reserve QUEUE [--max N] [--wait D] [--server URL]
 //	hourglass ack QUEUE ID LEASE [--server URL]
 //	hourglass queues [--server URL]
 //	hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--runs 5] [--chart FILE]
 //
-// serve keeps tasks in a Pebble store in --data and serves the HTTP API of
-// package api on --http (see serve.go): it listens at once, answers
+// serve keeps tasks in a Pebble store in --data, or runs as a node of a
+// cluster on the PostgreSQL database --postgres (serve_postgres.go), and
+// serves the HTTP API of package api on --http, and beanstalkd's protocol
+// on --beanstalk (serve_beanstalk.go), either way: it listens at once, answers
 // /readyz with 200 once it has recovered every task, and on SIGTERM or
 // SIGINT lets in-flight requests finish, commits, and exits 0. put,
 // reserve, ack and queues call a running server with package client, the
@@ -20,8 +22,9 @@
 // runtime timers in the scenarios of package internal/bench, prints a
 // Markdown table per scenario (or JSON with --json) on standard output,
 // and draws schedule+cancel cost and memory per timer against the number
-// of pending timers into an SVG or PNG chart. Progress goes to standard
-// error.
+// of pending timers into an SVG or PNG chart. The scenarios of the
+// service (serve, beanstalk, and cluster, which starts PostgreSQL) run
+// only when named with --scenario. Progress goes to standard error.
 //
 // Usage errors exit with status 2, failed runs and calls with 1.
 package main
