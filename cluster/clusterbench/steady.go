@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
-	"github.com/hourglass-go/hourglass/cluster"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // SteadyConfig sizes a steady-state run: a queue that runs for a long
@@ -81,21 +79,12 @@ func Steady(ctx context.Context, url string, cfg SteadyConfig, report func(Windo
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	pc, err := pgxpool.ParseConfig(url)
+	c, err := Start(ctx, url, 1, 28, cfg.Logger) // a pool of 32
 	if err != nil {
 		return err
 	}
-	pc.MaxConns = 32
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	n, err := cluster.Open(ctx, pool, cluster.Options{Node: "steady", Logger: cfg.Logger})
-	if err != nil {
-		return err
-	}
-	defer n.Close()
+	defer c.Close()
+	n := c.Nodes[0]
 
 	for k := 0; k < cfg.Pending; k += 1000 {
 		reqs := make([]broker.PutRequest, min(1000, cfg.Pending-k))
@@ -187,7 +176,7 @@ func Steady(ctx context.Context, url string, cfg SteadyConfig, report func(Windo
 			k := acked.Load()
 			w := Window{End: now.Sub(start), AcksPerSec: float64(k-lastAcked) / now.Sub(last).Seconds()}
 			last, lastAcked = now, k
-			err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('hourglass_tasks'), n_live_tup, n_dead_tup,
+			err := c.admin.QueryRow(ctx, `SELECT pg_total_relation_size('hourglass_tasks'), n_live_tup, n_dead_tup,
 					autovacuum_count, autoanalyze_count
 				FROM pg_stat_user_tables WHERE relname = 'hourglass_tasks'`).Scan(
 				&w.TableBytes, &w.LiveRows, &w.DeadRows, &w.Autovacuums, &w.Autoanalyzes)
