@@ -8,37 +8,19 @@ import (
 	"github.com/hourglass-go/hourglass/beanstalk"
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/cluster"
-	"github.com/hourglass-go/hourglass/store/memstore"
 )
 
 var _ beanstalk.Broker = (*cluster.Node)(nil)
 
-// TestSemantics_Jobs runs the job-id operations (what package beanstalk
-// serves) over a broker and over a cluster node, as TestSemantics runs
-// the HTTP API's: the same calls must give the same answers and errors.
-func TestSemantics_Jobs(t *testing.T) {
-	t.Run("broker", func(t *testing.T) {
-		b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		jobsScenario(t, b)
-	})
-	t.Run("cluster", func(t *testing.T) {
-		url := server(t).CreateDatabase(t)
-		a := startNode(t, url, "a")
-		startNode(t, url, "b")
-		jobsScenario(t, a)
-	})
-}
-
-// jobBroker is what jobsScenario calls.
+// jobBroker is what jobsScenario calls: the job-id operations, and Put.
 type jobBroker interface {
 	beanstalk.Broker
 	Put(ctx context.Context, queue string, r broker.PutRequest) (broker.Task, bool, error)
 }
 
+// jobsScenario runs the job-id operations (what package beanstalk
+// serves) over b, a broker or a cluster node (TestSemantics): the same
+// calls must give the same answers and errors.
 func jobsScenario(t *testing.T, b jobBroker) {
 	ctx := context.Background()
 	put := func(queue string, r broker.PutRequest) broker.Task {

@@ -14,7 +14,8 @@ import (
 
 // TestSemantics runs one scenario over a broker (on memstore) and over a
 // cluster node: the same calls must give the same answers and errors, so
-// that httpapi serves either unchanged.
+// that httpapi serves either unchanged; then the scenario of the job-id
+// operations (jobs_test.go), so that package beanstalk does too.
 func TestSemantics(t *testing.T) {
 	t.Run("broker", func(t *testing.T) {
 		b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
@@ -23,6 +24,7 @@ func TestSemantics(t *testing.T) {
 		}
 		defer b.Close()
 		scenario(t, b)
+		jobsScenario(t, b)
 	})
 	t.Run("cluster", func(t *testing.T) {
 		srv := server(t)
@@ -30,6 +32,7 @@ func TestSemantics(t *testing.T) {
 		a := startNode(t, url, "a")
 		startNode(t, url, "b") // a second node owning half the partitions
 		scenario(t, a)
+		jobsScenario(t, a)
 	})
 }
 
