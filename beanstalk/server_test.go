@@ -64,9 +64,14 @@ func itoa(b testBroker, queue, body string) string {
 
 // TestReserve covers what the differential test cannot time exactly: a
 // reserve that waits for a put, one with no timeout, the release of a
-// closed connection's jobs, and a half-closed connection.
+// closed connection's jobs, and a half-closed connection; over each
+// backend.
 func TestReserve(t *testing.T) {
 	t.Parallel()
+	eachBackend(t, testReserve)
+}
+
+func testReserve(t *testing.T, start func(testing.TB, beanstalk.Options) *testServer) {
 	ts := start(t, beanstalk.Options{})
 
 	t.Run("WaitsForPut", func(t *testing.T) {
