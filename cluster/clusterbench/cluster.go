@@ -25,7 +25,7 @@ type Cluster struct {
 	// are not counted.
 	admin *pgxpool.Pool
 	stmts *statements
-	// killed is the node Takeover cut off, -1 for none.
+	// killed is the node Cut took out of the load, -1 for none.
 	killed int
 }
 

@@ -31,7 +31,8 @@ type Config struct {
 	Rate    int
 	// LatenessOnly skips the put phases.
 	LatenessOnly bool
-	// Takeover adds the takeover phase (needs 2 nodes or more).
+	// Takeover adds the takeover phase (needs 2 nodes or more): the
+	// first node is cut off in this process (Cluster.Cut).
 	Takeover bool
 	Logger   *slog.Logger // default: discard
 }
@@ -111,7 +112,7 @@ func Run(ctx context.Context, url string, cfg Config) (Result, error) {
 		return res, err
 	}
 	if cfg.Takeover && cfg.Nodes > 1 {
-		if res.Takeover, err = c.Takeover(ctx, "bench-takeover", cfg.Rate); err != nil {
+		if res.Takeover, err = c.Takeover(ctx, "bench-takeover", cfg.Rate, c.Cut(0)); err != nil {
 			return res, err
 		}
 	}

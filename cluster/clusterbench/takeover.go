@@ -10,9 +10,9 @@ import (
 )
 
 // Takeover is what the takeover phase measured: the partitions the node
-// cut off held, how long after the cut the other nodes held every
+// killed held, how long after the kill the other nodes held every
 // partition under a live lease, and the lateness of the tasks due from
-// the cut to the end of the due stream.
+// the kill to the end of the due stream.
 type Takeover struct {
 	Partitions int
 	Time       time.Duration
@@ -20,43 +20,77 @@ type Takeover struct {
 }
 
 func (t Takeover) String() string {
-	return fmt.Sprintf("%d partitions held by the others %v after the cut; tasks due since: %v", t.Partitions, t.Time, t.Lateness)
+	return fmt.Sprintf("%d partitions held by the others %v after the kill; tasks due since: %v", t.Partitions, t.Time, t.Lateness)
 }
 
-// Takeover runs a due stream on queue (rate tasks a second, put,
-// reserved and acked through every node but the first) and a second into
-// it cuts the first node off as a SIGKILL would, from the database's
-// view: its pool is closed, so it renews no lease, fires no timer and
-// writes nothing, and it releases nothing. The others take its
-// partitions over when its leases run out (within one lease,
-// cluster.DefaultLease); meanwhile the tasks due in those partitions
-// wait. The stream lasts until two seconds after a lease from the cut.
-// The node stays cut off: run Takeover last.
-func (c *Cluster) Takeover(ctx context.Context, queue string, rate int) (Takeover, error) {
-	if len(c.live()) < 2 || c.killed >= 0 {
-		return Takeover{}, errors.New("hourglass: clusterbench: a takeover needs two nodes or more, none cut off")
+// Victim is the node a takeover kills: its name in the cluster, and how
+// to kill it. It holds partitions, but none of the due stream's load
+// goes through it.
+type Victim struct {
+	Name string
+	Kill func() error
+}
+
+// Cut takes node i out of the load and returns it as the victim of a
+// takeover, killed in this process as a SIGKILL would kill it, from the
+// database's view: its pool is closed, so it renews no lease, fires no
+// timer, writes nothing and releases nothing. (Its LISTEN connection,
+// outside the pool, stays open; it changes nothing for the others.) A
+// node of another process is a truer victim: see Victim.
+func (c *Cluster) Cut(i int) Victim {
+	c.killed = i
+	return Victim{Name: c.Nodes[i].Name(), Kill: func() error {
+		c.pools[i].Close()
+		return nil
+	}}
+}
+
+// Takeover waits until v holds its share of the partitions, then runs a
+// due stream on queue (rate tasks a second, put, reserved and acked
+// through the nodes of this process, v's excepted) and a second into it
+// kills v. The others take v's partitions over when its leases run out
+// (within one lease, cluster.DefaultLease); meanwhile the tasks due in
+// those partitions wait. The stream lasts until two seconds after a lease
+// from the kill. Run it last: v stays dead.
+func (c *Cluster) Takeover(ctx context.Context, queue string, rate int, v Victim) (Takeover, error) {
+	nodes := c.live()
+	if len(nodes) == 0 {
+		return Takeover{}, errors.New("hourglass: clusterbench: a takeover needs a node besides the victim")
 	}
-	victim := c.Nodes[0]
+	partitions := nodes[0].Partitions()
 	var res Takeover
-	if err := c.admin.QueryRow(ctx, "SELECT count(*) FROM hourglass_partitions WHERE owner = $1",
-		victim.Name()).Scan(&res.Partitions); err != nil {
-		return Takeover{}, fmt.Errorf("hourglass: clusterbench: %w", err)
+	// v's share: the lease loops settle a join within a few ticks.
+	share := partitions / (len(nodes) + 1)
+	for deadline := time.Now().Add(5 * cluster.DefaultLease); ; {
+		err := c.admin.QueryRow(ctx, `SELECT count(*) FROM hourglass_partitions
+			WHERE owner = $1 AND lease_until > clock_timestamp()`, v.Name).Scan(&res.Partitions)
+		if err != nil {
+			return Takeover{}, fmt.Errorf("hourglass: clusterbench: %w", err)
+		}
+		if res.Partitions >= share {
+			break
+		}
+		if time.Now().After(deadline) {
+			return Takeover{}, fmt.Errorf("hourglass: clusterbench: %s holds %d partitions after %v, want %d",
+				v.Name, res.Partitions, 5*cluster.DefaultLease, share)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	c.killed = 0
-	survivors := c.live()
 	const before = time.Second
-	var cut time.Time
+	var killed time.Time
 	var waitErr error
 	kill := func() {
-		cut = time.Now()
-		c.pools[0].Close()
-		deadline := cut.Add(3 * cluster.DefaultLease)
+		killed = time.Now()
+		if waitErr = v.Kill(); waitErr != nil {
+			return
+		}
+		deadline := killed.Add(3 * cluster.DefaultLease)
 		for {
 			var held int
 			err := c.admin.QueryRow(ctx, `SELECT count(*) FROM hourglass_partitions
-				WHERE owner IS NOT NULL AND owner <> $1 AND lease_until > clock_timestamp()`, victim.Name()).Scan(&held)
-			if err == nil && held == victim.Partitions() {
-				res.Time = time.Since(cut)
+				WHERE owner IS NOT NULL AND owner <> $1 AND lease_until > clock_timestamp()`, v.Name).Scan(&held)
+			if err == nil && held == partitions {
+				res.Time = time.Since(killed)
 				return
 			}
 			if time.Now().After(deadline) {
@@ -67,25 +101,25 @@ func (c *Cluster) Takeover(ctx context.Context, queue string, rate int) (Takeove
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	samples, dues, err := c.stream(ctx, queue, rate, before+cluster.DefaultLease+2*time.Second, survivors, before, kill)
+	samples, dues, err := c.stream(ctx, queue, rate, before+cluster.DefaultLease+2*time.Second, nodes, before, kill)
 	if err != nil {
 		return Takeover{}, err
 	}
 	if waitErr != nil {
 		return Takeover{}, waitErr
 	}
-	if cut.IsZero() {
-		return Takeover{}, errors.New("hourglass: clusterbench: the stream ended before the cut")
+	if killed.IsZero() {
+		return Takeover{}, errors.New("hourglass: clusterbench: the stream ended before the kill")
 	}
 	var since []sample
 	for _, s := range samples {
-		if !s.due.Before(cut) {
+		if !s.due.Before(killed) {
 			since = append(since, s)
 		}
 	}
 	due := 0
 	for _, d := range dues {
-		if !d.Before(cut) {
+		if !d.Before(killed) {
 			due++
 		}
 	}

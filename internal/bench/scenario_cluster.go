@@ -31,24 +31,26 @@ import (
 //     returned − due; stmts/task = the statements the nodes sent over
 //     the stream (puts, the owners' flushes, reservations, acks, and
 //     their lease loops and notifications) per task delivered;
-//   - takeover (3 nodes): with the same load on the two other nodes, one
-//     node is cut off as a SIGKILL would cut it from the database (its
-//     pool closed: no lease renewed, nothing released); takeover = from
-//     the cut until the others hold every partition under a live lease
-//     (within one lease, 5 s), and the lateness of the tasks due since
-//     the cut.
+//   - takeover: on a server and database of their own, 3 nodes in this
+//     process and a fourth, `hourglass serve --postgres` (this executable
+//     run again), which holds its share of the partitions (16 of 64) and
+//     none of the load; a second into a due stream of 5k/s through the
+//     3, the fourth is killed with SIGKILL; takeover = from the kill
+//     until the 3 hold every partition under a live lease (within one
+//     lease, 5 s), and the lateness of the tasks due since the kill
+//     (those of its partitions wait for the takeover).
 //
-// n is the largest size: 100k with --quick, 1M otherwise; the streams
-// last 5× StreamFor (1.5 s quick, 10 s full) and the puts 5× Budget. The
-// tasks of the put rows stay pending during the lateness row. The
-// scenario runs only when named (--scenario cluster), and skips where
-// PostgreSQL is not installed.
+// n is the largest size: 100k with --quick, 1M otherwise; the lateness
+// streams last 5× StreamFor (1.5 s quick, 10 s full), the takeover's a
+// lease and 3 s, and the puts 5× Budget. The tasks of the put rows stay
+// pending during the lateness row. The scenario runs only when named
+// (--scenario cluster), and skips where PostgreSQL is not installed.
 var clusterScenario = Scenario{
 	Name: "cluster",
 	Doc: "nodes of one cluster (package cluster) in this process, each on a pool of its own, on a PostgreSQL server the bench starts (fsync and synchronous_commit on, loopback), 1 node then 3: " +
 		"durable puts/s from 64 callers one task per call, and from 8 by batches of 100, tasks due in 1 h; " +
 		"lateness n: n tasks pending a day ahead (fill/s: their put rate), then tasks falling due at 5k/s, put 1 s ahead through the nodes in turn, reserved by 4 waiting reservers per node (max 100) and acked beside them, lateness = reserve returned − due, stmts/task = statements the nodes sent during the stream per task delivered; " +
-		"takeover: one of 3 nodes cut off as by SIGKILL (its pool closed, nothing released) under the same load on the other two: takeover = until they hold every partition under a live lease, and the lateness of the tasks due since the cut",
+		"takeover: 3 nodes and a fourth, a process of `hourglass serve --postgres` holding its share of the partitions and none of the load, killed with SIGKILL a second into a 5k/s due stream through the 3: takeover = from the kill until the 3 hold every partition under a live lease, and the lateness of the tasks due since the kill",
 	jobs: clusterJobs,
 }
 
@@ -67,8 +69,9 @@ const clusterOptIn = "skipped: runs only when named (--scenario cluster): it sta
 // clusterSession is one PostgreSQL server and the nodes on a database of
 // it, shared by the rows of one node count.
 type clusterSession struct {
-	pg *pgtest.Server
-	c  *clusterbench.Cluster
+	pg  *pgtest.Server
+	url string // of the database
+	c   *clusterbench.Cluster
 }
 
 func (s *clusterSession) close() {
@@ -98,12 +101,13 @@ func openClusterSession(nodes int) (*clusterSession, string, error) {
 		pg.Close()
 		return nil, "", err
 	}
-	return &clusterSession{pg: pg, c: c}, "", nil
+	return &clusterSession{pg: pg, url: url, c: c}, "", nil
 }
 
 // clusterJobs plans a round of the cluster scenario: for each node count
 // the put rows and the lateness row on one session, which the first row
-// opens and the last closes, and for 3 nodes the takeover row last.
+// opens and the last closes; then the takeover row, on a session of its
+// own.
 func clusterJobs(c *Config, _ []Structure) []Job {
 	if !slices.Contains(c.Scenarios, "cluster") {
 		return []Job{{Scenario: "cluster", Structure: "3 nodes", run: func() Result {
@@ -169,7 +173,7 @@ func clusterJobs(c *Config, _ []Structure) []Job {
 				r.add("tasks/s", unitRate, rate)
 				return r, err
 			}),
-			step(n, fmt.Sprintf("lateness %s/s", formatRate(clusterDueRate)), false, nodes == 1, func() (Result, error) {
+			step(n, fmt.Sprintf("lateness %s/s", formatRate(clusterDueRate)), false, true, func() (Result, error) {
 				var r Result
 				fill, err := s.c.Fill(ctx, "bench-late", n)
 				if err != nil {
@@ -182,18 +186,45 @@ func clusterJobs(c *Config, _ []Structure) []Job {
 				return r, err
 			}),
 		)
-		if nodes > 1 {
-			jobs = append(jobs, step(n, "takeover", false, true, func() (Result, error) {
-				var r Result
-				t, err := s.c.Takeover(ctx, "bench-takeover", clusterDueRate)
-				r.add("takeover", unitSec, t.Time.Seconds())
-				r.add("partitions", unitCount, float64(t.Partitions))
-				addLateness(&r, t.Lateness)
-				return r, err
-			}))
-		}
 	}
-	return jobs
+	return append(jobs, Job{Scenario: "cluster", Structure: "3 nodes", Case: "takeover", run: clusterTakeover})
+}
+
+// clusterTakeover is the takeover row: 3 nodes in this process and a
+// fourth, `hourglass serve --postgres` (this executable), killed with
+// SIGKILL a second into a due stream through the 3, on a server and
+// database of their own.
+func clusterTakeover() Result {
+	bin, skip := serveCommand()
+	if skip != "" {
+		return Result{Note: skip}
+	}
+	s, note, err := openClusterSession(3)
+	if err != nil {
+		return failed(err)
+	}
+	if note != "" {
+		return Result{Note: note}
+	}
+	defer s.close()
+	const name = "bench-victim"
+	p := newNodeProcess(bin, s.url, name)
+	defer p.kill()
+	if _, err := p.start(); err != nil {
+		return failed(err)
+	}
+	t, err := s.c.Takeover(context.Background(), "bench-takeover", clusterDueRate, clusterbench.Victim{
+		Name: name,
+		Kill: func() error { p.kill(); return nil },
+	})
+	if err != nil {
+		return failed(err)
+	}
+	var r Result
+	r.add("takeover", unitSec, t.Time.Seconds())
+	r.add("partitions", unitCount, float64(t.Partitions))
+	addLateness(&r, t.Lateness)
+	return r
 }
 
 // addLateness adds a due stream's figures to r.

@@ -1,19 +1,26 @@
 package bench
 
 import (
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// TestClusterScenario runs the cluster scenario in a tiny configuration:
-// 1000 tasks pending, a fifth of a second of each load, and the takeover
-// (which lasts about a lease, 5 s). It starts PostgreSQL, and skips
-// where PostgreSQL is not installed, as the scenario does.
+// TestClusterScenario builds the hourglass binary (the takeover kills a
+// node that runs as `hourglass serve --postgres`) and runs the cluster
+// scenario in a tiny configuration: 1000 tasks pending, a fifth of a
+// second of each load, and the takeover (which lasts about a lease, 5 s).
+// It starts PostgreSQL, and skips where PostgreSQL is not installed, as
+// the scenario does.
 func TestClusterScenario(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts PostgreSQL and waits out a lease")
+		t.Skip("builds hourglass, starts PostgreSQL and waits out a lease")
 	}
+	if runtime.GOOS == "windows" {
+		t.Skip("the takeover kills a node with SIGKILL")
+	}
+	useBuiltServer(t)
 	c := tiny()
 	c.Scenarios = []string{"cluster"}
 	results, err := Run(c, nil)

@@ -60,8 +60,11 @@ const (
 // its client, which is safe for concurrent use.
 type serveProcess struct {
 	bin, dir string
-	addr     string // HOST:PORT it listens on
-	hc       *http.Client
+	// store is the flags that say where the tasks are: --data dir, or
+	// --postgres URL --node NAME for a node of a cluster.
+	store []string
+	addr  string // HOST:PORT it listens on
+	hc    *http.Client
 
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process has exited
@@ -79,7 +82,15 @@ func newServeProcess(bin, dir string) *serveProcess {
 		IdleConnTimeout:     time.Minute,
 		DisableCompression:  true,
 	}
-	return &serveProcess{bin: bin, dir: dir, addr: "127.0.0.1:0", hc: &http.Client{Transport: tr}}
+	return &serveProcess{bin: bin, dir: dir, store: []string{"--data", dir}, addr: "127.0.0.1:0", hc: &http.Client{Transport: tr}}
+}
+
+// newNodeProcess returns a process, not started yet, that will serve as
+// node name of a cluster on the PostgreSQL database at url.
+func newNodeProcess(bin, url, name string) *serveProcess {
+	p := newServeProcess(bin, "")
+	p.store = []string{"--postgres", url, "--node", name}
+	return p
 }
 
 // url returns the URL of path on the server.
@@ -91,7 +102,8 @@ func (p *serveProcess) url(path string) string { return "http://" + p.addr + pat
 // log); a restart listens on the same one, so the wait for readiness can
 // begin at once.
 func (p *serveProcess) start() (time.Duration, error) {
-	cmd := exec.Command(p.bin, "serve", "--data", p.dir, "--http", p.addr, "--log-format", "json")
+	args := append(append([]string{"serve"}, p.store...), "--http", p.addr, "--log-format", "json")
+	cmd := exec.Command(p.bin, args...)
 	cmd.Env = serveEnv()
 	cmd.SysProcAttr = serveProcAttr()
 	stderr, err := cmd.StderrPipe()
