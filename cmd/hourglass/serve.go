@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hourglass-go/hourglass/beanstalk"
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/dashboard"
 	"github.com/hourglass-go/hourglass/httpapi"
@@ -244,9 +245,16 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 // opened is what recovery hands over: the broker and how to close it
 // with its store, or why they did not open.
 type opened struct {
-	b     httpapi.Broker
+	b     service
 	close func() error
 	err   error
+}
+
+// service is what serve's protocols call: a *broker.Broker or a
+// *cluster.Node, each served over HTTP and beanstalkd's protocol.
+type service interface {
+	httpapi.Broker
+	beanstalk.Broker
 }
 
 // serve runs the service until ctx ends: it listens first (healthz 200,

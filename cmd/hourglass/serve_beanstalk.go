@@ -9,7 +9,6 @@ import (
 	"net"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
-	"github.com/hourglass-go/hourglass/httpapi"
 )
 
 // beanstalkFlags defines serve's --beanstalk flag.
@@ -57,17 +56,12 @@ func listenBeanstalk(addr string, log *slog.Logger) (*beanstalkListener, error) 
 }
 
 // start serves the protocol over b: a *broker.Broker or a
-// *cluster.Node, both a beanstalk.Broker.
-func (l *beanstalkListener) start(b httpapi.Broker, maxPayload int) {
+// *cluster.Node.
+func (l *beanstalkListener) start(b beanstalk.Broker, maxPayload int) {
 	if l == nil {
 		return
 	}
-	br, ok := b.(beanstalk.Broker)
-	if !ok {
-		l.log.Error("beanstalk: the broker has no job-id operations; not serving the protocol")
-		return
-	}
-	l.srv = beanstalk.NewServer(br, beanstalk.Options{MaxJobSize: max(maxPayload, 65535), Logger: l.log})
+	l.srv = beanstalk.NewServer(b, beanstalk.Options{MaxJobSize: max(maxPayload, 65535), Logger: l.log})
 	go func() {
 		if err := l.srv.Serve(l.ln); err != nil && !errors.Is(err, beanstalk.ErrServerClosed) {
 			l.log.Error("beanstalk: serve", "err", err)
