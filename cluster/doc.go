@@ -69,6 +69,18 @@
 // caught by the owner's sweep of timers overdue by more than a lease, at
 // each tick.
 //
+// # Job ids: the beanstalkd protocol
+//
+// A task's job id comes from the sequence hourglass_job_ids, so it is
+// unique across the cluster, and the methods that name a task by job id
+// (jobs.go) work on any node, as the others do: one statement on the
+// task's row, conditioned on its state and lease. What the broker keeps
+// in memory for them, the database keeps for every node: a queue's pause
+// is a row of hourglass_queues, which the reserve statement checks (and
+// whose end a waiting reserver learns from it, since no one announces
+// it), and a task's burial time is the column died, which orders
+// peek-buried and kick (migration 003).
+//
 // # One clock
 //
 // Due times, lease ends and the check that a task is due all use the
