@@ -56,3 +56,13 @@ func (s *Store) WALSyncs() uint64 {
 	}
 	return m.GetHistogram().GetSampleCount()
 }
+
+// BlockCache returns the block cache's hits since Open and the bytes of
+// blocks it holds now.
+func (s *Store) BlockCache() (hits, size int64) {
+	m := s.db.Metrics().BlockCache
+	return m.Hits, m.Size
+}
+
+// Flush writes the memtable out to a table, so that reads go to tables.
+func (s *Store) Flush() error { return s.db.Flush() }

@@ -20,13 +20,18 @@ import (
 const formatVersion = 1
 
 // Defaults of [Options]. Pebble's fixed memory is the block cache plus up
-// to MemTableStopWritesThreshold (2) memtables, so about
-// DefaultCacheSize + 2*DefaultMemTableSize = 64 MiB at these values, not
-// counting the tasks it holds.
+// to memTables memtables, so about DefaultCacheSize +
+// 2*DefaultMemTableSize = 64 MiB at these values, not counting the tasks
+// it holds.
 const (
 	DefaultCacheSize    = 32 << 20 // block cache, bytes
 	DefaultMemTableSize = 16 << 20 // one memtable, bytes
 )
+
+// memTables is the number of memtables Pebble may hold before it stops
+// writes (its MemTableStopWritesThreshold): the one being filled and one
+// being flushed.
+const memTables = 2
 
 // bloomBitsPerKey sizes the per-table bloom filters, which let a Get of a
 // missing key (Commit's checks of new tasks' index entries) skip most
@@ -116,8 +121,14 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	pl := &pebbleLogger{log: opts.Logger}
 	po := &pebble.Options{
-		CacheSize:    opts.CacheSize,
-		MemTableSize: opts.MemTableSize,
+		// Pebble counts its memtables against the block cache (it reserves
+		// each one's size there), so a cache of CacheSize alone would be
+		// all reservation and hold no block once two memtables exist:
+		// every read would go to the file system and decompress its block
+		// again. The memtables are added on top.
+		CacheSize:                   opts.CacheSize + memTables*int64(opts.MemTableSize),
+		MemTableSize:                opts.MemTableSize,
+		MemTableStopWritesThreshold: memTables,
 		// At least FormatWALSyncChunks: WAL chunks then carry the offset the
 		// log was synced to, which lets Pebble tell corruption before that
 		// offset from a torn tail (package doc, "Crashes").

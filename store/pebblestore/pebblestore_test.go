@@ -116,3 +116,44 @@ func TestOpen_Options(t *testing.T) {
 		}
 	}
 }
+
+// TestOpen_BlockCacheHolds: reads of tasks in tables are served from the
+// block cache the second time, whatever the memtables take. Pebble counts
+// its memtables against the cache; a store whose cache was only CacheSize
+// cached no block once two memtables existed, and every read decompressed
+// its block again.
+func TestOpen_BlockCacheHolds(t *testing.T) {
+	// The defaults' ratio: a cache of two memtables.
+	st, err := pebblestore.Open(filepath.Join(t.TempDir(), "db"), pebblestore.Options{CacheSize: 512 << 10, MemTableSize: 256 << 10, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const n = 10_000 // about 3 MiB: memtables filled and flushed
+	for base := uint64(0); base < n; base += 500 {
+		var b store.Batch
+		for j := base + 1; j <= base+500; j++ {
+			b.Put(benchTask(j))
+		}
+		if err := st.Commit(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	read := func() {
+		for j := uint64(1); j <= 100; j++ {
+			if got, err := st.Task(j); err != nil || got.JobID != j {
+				t.Fatalf("Task(%d) = %d, %v", j, got.JobID, err)
+			}
+		}
+	}
+	read()
+	hits, _ := st.BlockCache()
+	read()
+	after, size := st.BlockCache()
+	if size == 0 || after-hits < 100 {
+		t.Fatalf("the second read of 100 tasks hit the block cache %d times (%d bytes cached); want at least once a task", after-hits, size)
+	}
+}
