@@ -108,25 +108,12 @@ func startCluster(t testing.TB, opts beanstalk.Options) *testServer {
 // the test ends.
 func openNode(t testing.TB, url, name string) (*cluster.Node, *pgxpool.Pool) {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(url)
+	pool := pgtest.Pool(t, url, 8)
+	n, err := cluster.Open(context.Background(), pool, cluster.Options{Node: name, Lease: time.Second, Logger: quiet})
 	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := cluster.Open(ctx, pool, cluster.Options{Node: name, Lease: time.Second, Logger: quiet})
-	if err != nil {
-		pool.Close()
 		t.Fatalf("cluster.Open(%s): %v", name, err)
 	}
-	t.Cleanup(func() {
-		n.Close()
-		pool.Close()
-	})
+	t.Cleanup(func() { n.Close() })
 	return n, pool
 }
 

@@ -36,31 +36,18 @@ type testNode struct {
 // (unless crashed).
 func startNode(t testing.TB, url, name string, opts ...func(*cluster.Options)) *testNode {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := pgtest.Pool(t, url, 8)
 	h := &cluster.Hooks{}
 	o := cluster.Options{Node: name, Lease: testLease, Window: testWindow, Logger: quiet}
 	for _, f := range opts {
 		f(&o)
 	}
-	n, err := cluster.Open(ctx, pool, cluster.WithHooks(o, h))
+	n, err := cluster.Open(context.Background(), pool, cluster.WithHooks(o, h))
 	if err != nil {
-		pool.Close()
 		t.Fatalf("Open(%s): %v", name, err)
 	}
 	tn := &testNode{Node: n, pool: pool, hooks: h}
-	t.Cleanup(func() {
-		n.Close()
-		pool.Close()
-	})
+	t.Cleanup(func() { n.Close() })
 	return tn
 }
 

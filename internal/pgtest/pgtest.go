@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // User is the database superuser initdb creates; it logs in without a
@@ -286,6 +287,24 @@ func (s *Server) NewDatabase(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("hourglass: pgtest: creating database %s: %w", name, err)
 	}
 	return s.URL(name), nil
+}
+
+// Pool opens a pool of at most maxConns connections to the database at
+// url, as a process of its own would (a node under test gets one each);
+// it is closed when the test ends, if it is not closed before.
+func Pool(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // Stop shuts the server down (fast shutdown: open sessions are ended,
