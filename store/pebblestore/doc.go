@@ -121,6 +121,11 @@
 // Pebble's fixed memory is the block cache (Options.CacheSize, 32 MiB by
 // default), from which its index and filter blocks come too, and the
 // memtables: writes stall while the memtables waiting for a flush reach
-// two (Options.MemTableSize each, 16 MiB by default). The store itself
-// keeps no memory per task: Recover streams, and nothing is cached.
+// two (Options.MemTableSize each, 16 MiB by default). Pebble accounts
+// its memtables inside the block cache, so Open asks it for a cache of
+// CacheSize plus the two memtables: a cache of CacheSize alone (as
+// before 70131fc) held no block at all once two memtables existed, and
+// every read went to the file system and decompressed its block again.
+// The store itself keeps no memory per task: Recover streams, and
+// nothing is cached.
 package pebblestore
