@@ -33,3 +33,16 @@ func AfterFuncOnShard(t *Timer, i int, d time.Duration, f func()) (*Timeout, err
 // TimeOfReading returns the instant of reading r of t's clock: r
 // nanoseconds after New.
 func TimeOfReading(t *Timer, r uint64) time.Time { return t.timeOf(r) }
+
+// BatchOnShard runs fn with a Batch that holds shard i, where
+// [Timer.Batch] would schedule on the shard of the caller's P, so that
+// tests can spread value timeouts over several shards.
+func BatchOnShard(t *Timer, i int, fn func(b *Batch)) {
+	t.Batch(func(b *Batch) {
+		b.lock(&t.shards[i])
+		fn(b)
+	})
+}
+
+// HandleShard reports the shard h's timeout is on.
+func HandleShard(h Handle) int { return int(h.shard) }

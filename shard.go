@@ -21,7 +21,20 @@ type shard struct {
 	// mu.
 	periodic map[*Timeout]*periodic
 
-	collect func(id int32, to *Timeout) // sh.take as a func, made once
+	// values holds the shard's value timeouts, those scheduled through a
+	// Batch, by id; nil until the first (see handle.go). gen is the
+	// generation of the last one made. Guarded by mu.
+	values *queue.Queue[valueEntry]
+	gen    uint32
+	// shells are *Timeout values for due value timeouts to travel in
+	// (see recycle). Used only by the driver goroutine.
+	shells []*Timeout
+
+	structure queue.Structure // what q and values run
+	index     uint32          // in the Timer's shards, for Handle
+
+	collect      func(id int32, to *Timeout)   // sh.take as a func, made once
+	collectValue func(id int32, e valueEntry) // sh.takeValue, likewise
 	// out hands the batch's callbacks to the executor. Used only by the
 	// driver goroutine.
 	out handOff[func()]
@@ -29,12 +42,15 @@ type shard struct {
 	_ [64]byte // keep shards' locks on different cache lines
 }
 
-func (sh *shard) init(c *config, cl clock, l *limit, e *exits) {
+func (sh *shard) init(index int, c *config, cl clock, l *limit, e *exits) {
 	sh.driver.init(sh, cl, newRunner(c), e)
 	sh.limit = l
+	sh.structure = c.queue
+	sh.index = uint32(index)
 	sh.q = queue.New[*Timeout](c.queue)
 	sh.periodic = make(map[*Timeout]*periodic)
 	sh.collect = sh.take
+	sh.collectValue = sh.takeValue
 	sh.out = newHandOff(&sh.runner, invoke)
 }
 
@@ -165,11 +181,19 @@ func (sh *shard) reset(to *Timeout, when uint64, due bool) (pending, wake bool) 
 	return false, false
 }
 
-// advance implements worker: the structure's due timeouts go to the
-// driver's batch (take).
+// advance implements worker: the structures' due timeouts go to the
+// driver's batch (take, takeValue), and the next time worth waking for
+// is the earlier of theirs.
 func (sh *shard) advance(now uint64) (uint64, bool) {
 	sh.q.Advance(now, sh.collect)
-	return sh.q.Next()
+	next, ok := sh.q.Next()
+	if sh.values != nil {
+		sh.values.Advance(now, sh.collectValue)
+		if v, vok := sh.values.Next(); vok && (!ok || v < next) {
+			next, ok = v, true
+		}
+	}
+	return next, ok
 }
 
 // take is the structure's fire callback: it moves a due timeout to the
@@ -187,7 +211,8 @@ func (sh *shard) take(_ int32, to *Timeout) {
 // (through sh.out, see handOff), unless Cancel or Reset has called its
 // run off (it is no longer firing).
 func (sh *shard) deliver(to *Timeout) {
-	if to.periodic() {
+	s := to.load()
+	if s&flagPeriodic != 0 {
 		if !to.leaveFiring(statusRunning) {
 			return // cancelled, or taken by Stop
 		}
@@ -198,6 +223,9 @@ func (sh *shard) deliver(to *Timeout) {
 		sh.limit.release() // its place under the limit
 	}
 	sh.out.add(to.f)
+	if s&flagValue != 0 {
+		sh.recycle(to) // a value timeout's shell, which no caller holds
+	}
 }
 
 // handedOver implements worker: the batch is handed over.
@@ -227,11 +255,16 @@ func (sh *shard) rerun(p *periodic) {
 	}
 }
 
-// pending reports the timeouts that will still run: the queued ones and
-// the periodic ones in a run. sh.mu must be held.
+// pending reports the timeouts that will still run: the queued ones,
+// value timeouts included, and the periodic ones in a run. sh.mu must be
+// held.
 func (sh *shard) pending() int {
 	sh.flush()
-	return sh.q.Len() + sh.running
+	n := sh.q.Len() + sh.running
+	if sh.values != nil {
+		n += sh.values.Len()
+	}
+	return n
 }
 
 // stop implements Timer.Stop for one shard, appending what it cancels to
@@ -252,6 +285,7 @@ func (sh *shard) stop(out []*Timeout) []*Timeout {
 		to.setStatus(statusCancelled)
 		out = append(out, to)
 	})
+	out = sh.drainValues(out)
 	for to := range sh.periodic {
 		switch {
 		case to.leaveFiring(statusCancelled):

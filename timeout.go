@@ -52,6 +52,11 @@ const (
 	// a deadline up to its next tick boundary, which may be a whole tick
 	// away. when keeps the real deadline, for Deadline.
 	flagDue = 0x10
+	// flagValue marks the shell a value timeout (one scheduled through a
+	// Batch, see handle.go) travels in from its structure to the
+	// executor, or the *Timeout Stop returns for one never run: no caller
+	// held it before.
+	flagValue = 0x20
 )
 
 func (to *Timeout) load() int32       { return atomic.LoadInt32(&to.state) }

@@ -71,7 +71,7 @@ func New(opts ...Option) *Timer {
 	}
 	t.shards = make([]shard, c.shards)
 	for i := range t.shards {
-		t.shards[i].init(&c, t.clock, &t.limit, t.exits)
+		t.shards[i].init(i, &c, t.clock, &t.limit, t.exits)
 	}
 	t.hint.New = func() any {
 		return &t.shards[int(t.next.Add(1)-1)%len(t.shards)]

@@ -1,0 +1,160 @@
+package hourglass
+
+import (
+	"errors"
+	"math"
+	"time"
+)
+
+// Batch schedules and cancels many timeouts for the price of one: one
+// clock reading for all its deadlines and one shard lock, where
+// [Timer.AfterFunc] and [Timeout.Cancel] each read the clock or lock, and
+// allocate a handle. Get one from [Timer.Batch], which holds it only
+// while its function runs. Its timeouts are named by [Handle] values and
+// filed into the shard's structure at once, so a schedule or a cancel
+// through a Batch costs about what the structure's add or remove does
+// (docs/BENCHMARKS.md, the schedule-cancel scenario's batch columns).
+//
+// Every deadline of a Batch counts from one clock reading, taken at its
+// first AfterFunc: a timeout scheduled later in the same batch with delay
+// d runs no earlier than d after that reading, and so may run early by
+// as long as the batch had then been running. Keep batches short.
+//
+// A Batch holds the lock of one shard at a time: the shard of the
+// caller's P from its first AfterFunc, or the shard of a Handle it
+// cancels, which it then keeps for its next schedules. Other goroutines
+// scheduling or cancelling on that shard, and its driver, wait for it. A
+// Batch is not safe for concurrent use: use it only in the function
+// given to Timer.Batch, on that function's goroutine. Using it after the
+// function has returned panics.
+type Batch struct {
+	t *Timer
+	// sh is the shard whose lock the batch holds, nil for none.
+	sh *shard
+	// earliest is the earliest deadline filed on sh since it was locked:
+	// the driver is woken for it when the lock is released.
+	earliest uint64
+	// now is the clock reading the deadlines count from, if timed.
+	now   uint64
+	timed bool
+	ended bool // the function has returned
+}
+
+// Batch calls fn with a [Batch] that schedules and cancels timeouts on t
+// with one clock reading and one lock (see Batch), and releases the lock
+// when fn returns or panics; what fn did before a panic stands. It costs
+// one small allocation, however many timeouts fn handles.
+//
+// While fn runs, the batch may hold a lock that t's other methods, and
+// the methods of t's [Timeout] values, need on the same goroutine: fn
+// must use only the Batch's own methods on t, or it may deadlock. Batch
+// is safe for concurrent use: batches on different goroutines run at once
+// on different shards, and wait for each other on the same one.
+func (t *Timer) Batch(fn func(b *Batch)) {
+	t.mustBeMade("Batch")
+	b := &Batch{t: t, earliest: math.MaxUint64}
+	defer b.end()
+	fn(b)
+}
+
+// AfterFunc schedules f to run d from the batch's clock reading (taken
+// at its first AfterFunc) and returns its handle. A d of zero or less
+// runs f promptly. It returns [ErrStopped] after Stop,
+// [ErrTooManyPending] at the pending limit, or an error for a nil f or
+// an invalid option. It is O(1) for the wheels, O(log n) for the heap and
+// O(n) for the sorted list, and allocates nothing, but to grow the
+// structure a page at a time.
+func (b *Batch) AfterFunc(d time.Duration, f func()) (Handle, error) {
+	b.mustBeOpen("AfterFunc")
+	t := b.t
+	if t.err != nil {
+		return Handle{}, t.err
+	}
+	if f == nil {
+		return Handle{}, errNilBatchFunc
+	}
+	sh := b.sh
+	if sh == nil {
+		sh = &t.shards[0]
+		if len(t.shards) > 1 {
+			sh = t.pick()
+		}
+		b.lock(sh)
+	}
+	if sh.stopped {
+		return Handle{}, ErrStopped
+	}
+	if !sh.limit.acquire() {
+		return Handle{}, ErrTooManyPending
+	}
+	if !b.timed {
+		b.now, b.timed = sh.now(), true
+	}
+	var when uint64 // 0: due at once (see flagDue)
+	if d > 0 {
+		when = b.now + uint64(d)
+	}
+	b.earliest = min(b.earliest, when)
+	return sh.addValue(when, f), nil
+}
+
+var errNilBatchFunc = errors.New("hourglass: Batch.AfterFunc: nil func")
+
+// Cancel cancels the timeout h names, as [Timer.Cancel] does, and reports
+// whether this call kept it from running. A Handle of another shard than
+// the one the batch holds makes the batch release that lock and take the
+// other: cancelling in the order the handles were made, shard by shard,
+// takes fewest locks. It is O(1) for the wheels and the list and
+// O(log n) for the heap.
+func (b *Batch) Cancel(h Handle) bool {
+	b.mustBeOpen("Cancel")
+	t := b.t
+	if int(h.shard) >= len(t.shards) {
+		return false
+	}
+	sh := &t.shards[h.shard]
+	if b.sh != sh {
+		b.lock(sh)
+	}
+	return sh.cancelValue(h)
+}
+
+// lock makes sh the shard b holds, releasing the one it held.
+func (b *Batch) lock(sh *shard) {
+	b.unlock()
+	sh.mu.Lock()
+	b.sh = sh
+}
+
+// unlock releases the lock b holds, if any, starting or waking the
+// shard's driver for the earliest deadline b filed there.
+func (b *Batch) unlock() {
+	sh := b.sh
+	if sh == nil {
+		return
+	}
+	wake := false
+	if b.earliest != math.MaxUint64 {
+		wake = sh.armed(b.earliest)
+		b.earliest = math.MaxUint64
+	}
+	b.sh = nil
+	sh.mu.Unlock()
+	if wake {
+		sh.wakeUp()
+	}
+}
+
+// end releases b when its function returns.
+func (b *Batch) end() {
+	b.ended = true
+	b.unlock()
+}
+
+// mustBeOpen panics if b's function has returned: the Batch holds no lock
+// any more, and a caller that kept it has a bug that no error would show.
+func (b *Batch) mustBeOpen(method string) {
+	if b.ended {
+		panic("hourglass: Batch." + method + " called after the Batch's function returned")
+	}
+}

@@ -1,0 +1,138 @@
+package hourglass
+
+import "github.com/hourglass-go/hourglass/queue"
+
+// Handle names a timeout scheduled through a [Batch]: a value of 12
+// bytes, not a pointer, so scheduling one allocates nothing and a pending
+// one costs its shard a 32-byte entry and no more. Cancel it with
+// [Timer.Cancel] or, inside a batch, [Batch.Cancel]. The zero Handle
+// names no timeout.
+//
+// A Handle is the shard, the id of the timeout's entry in that shard's
+// structure, and the generation the shard gave the entry when it was
+// made. Ids are reused once an entry fires or is cancelled; the
+// generation is what tells a stale Handle from the timeout that now has
+// its id, so cancelling a Handle whose timeout has run or been cancelled
+// reports false and touches nothing. (A shard's generation is 32 bits: a
+// Handle kept while the same shard makes 2^32 more value timeouts, and
+// asked about when its id is reused by exactly the 2^32nd, would be
+// taken for it.)
+//
+// A Handle is comparable and may be copied freely; it is meaningful only
+// to the Timer that made it.
+type Handle struct {
+	shard, gen uint32
+	id         int32
+}
+
+// valueEntry is what a shard's value structure holds for a timeout
+// scheduled through a Batch: its callback and its generation (see
+// Handle). Removing an entry clears it, so gen 0 is never a live one.
+type valueEntry struct {
+	f   func()
+	gen uint32
+}
+
+// The shard's side of value timeouts. A shard keeps them in a second
+// structure, sh.values, of the same kind as sh.q, made on the first
+// Batch that schedules on the shard: the handle is the caller's value,
+// so there is no *Timeout to hold, and sh.q's entries, 24 bytes with the
+// handle pointer, stay as they are for everyone else. Value timeouts are
+// filed at once, with no inbox: a Batch already pays one lock for many.
+// The driver advances both structures on each pass (shard.advance). A
+// value timeout that comes due is handed over like any other, in a
+// *Timeout shell from sh.shells, so that the driver's batch, Stop and the
+// executor see one kind of item.
+
+// maxShells bounds the shells a shard keeps for reuse: enough for the
+// value timeouts of a few passes, and no more memory than 48 KiB.
+const maxShells = 1024
+
+// addValue files a value timeout for f at when (0: due at once) and
+// returns its handle. sh.mu is held and sh is not stopped.
+func (sh *shard) addValue(when uint64, f func()) Handle {
+	if sh.values == nil {
+		sh.values = queue.New[valueEntry](sh.structure)
+		// Bring the new structure to now, so that it files deadlines
+		// against the current tick rather than tick 0.
+		sh.values.Advance(sh.now(), sh.takeValue)
+	}
+	sh.gen++
+	if sh.gen == 0 {
+		sh.gen = 1 // 0 names no timeout (the zero Handle)
+	}
+	id := sh.values.Add(when, valueEntry{f: f, gen: sh.gen})
+	return Handle{shard: sh.index, gen: sh.gen, id: id}
+}
+
+// cancelValue cancels the value timeout h names, reporting false if it
+// is no longer in the structure: run, cancelled, taken by Stop, or taken
+// into the driver's batch, from which it will run. sh.mu is held.
+func (sh *shard) cancelValue(h Handle) bool {
+	if sh.values == nil || !sh.values.Queued(h.id) || sh.values.Value(h.id).gen != h.gen {
+		return false
+	}
+	sh.values.Remove(h.id)
+	sh.limit.release()
+	return true
+}
+
+// takeValue is sh.values' fire callback: a due value timeout goes to the
+// driver's batch in a shell, firing. Once there it can no longer be
+// cancelled (its id is free), only taken by Stop. It runs in the driver's
+// pass, on the driver goroutine, with sh.mu held.
+func (sh *shard) takeValue(id int32, e valueEntry) {
+	var to *Timeout
+	if n := len(sh.shells); n > 0 {
+		to = sh.shells[n-1]
+		sh.shells[n-1] = nil
+		sh.shells = sh.shells[:n-1]
+	} else {
+		to = new(Timeout)
+	}
+	*to = Timeout{f: e.f, sh: sh, when: sh.values.When(id), id: unfiled, state: statusFiring | flagValue}
+	sh.due(to)
+}
+
+// recycle keeps the shell of a value timeout just handed over, for
+// takeValue to use again. Only the driver goroutine calls it (from
+// deliver) and takeValue (from its pass), so sh.shells needs no lock; a
+// shell that Stop takes is the caller's and never comes back here.
+func (sh *shard) recycle(to *Timeout) {
+	if len(sh.shells) < maxShells {
+		to.f = nil
+		sh.shells = append(sh.shells, to)
+	}
+}
+
+// drainValues appends a cancelled *Timeout for each value timeout still
+// in the structure to out, for Stop. sh.mu is held.
+func (sh *shard) drainValues(out []*Timeout) []*Timeout {
+	if sh.values == nil {
+		return out
+	}
+	sh.values.Drain(func(id int32, e valueEntry) {
+		// When only reads the entry's deadline, which Drain leaves.
+		out = append(out, &Timeout{f: e.f, sh: sh, when: sh.values.When(id), id: unfiled, state: statusCancelled | flagValue})
+	})
+	return out
+}
+
+// Cancel cancels the timeout h names and reports whether this call kept
+// it from running: false if it has run, is being handed to the executor,
+// was cancelled, was returned by Stop, or if h is the zero Handle. It is
+// O(1) for the wheels and the list and O(log n) for the heap, and takes
+// the lock of h's shard once; to cancel many, use [Batch.Cancel]. Cancel
+// is safe for concurrent use, but must not be called inside a Batch's
+// function, whose lock it may need.
+func (t *Timer) Cancel(h Handle) bool {
+	t.mustBeMade("Cancel")
+	if int(h.shard) >= len(t.shards) {
+		return false
+	}
+	sh := &t.shards[h.shard]
+	sh.mu.Lock()
+	ok := sh.cancelValue(h)
+	sh.mu.Unlock()
+	return ok
+}
