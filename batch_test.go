@@ -6,7 +6,10 @@ package hourglass_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -386,4 +389,98 @@ func checkPanics(t *testing.T, name string, call func()) {
 		}
 	}()
 	call()
+}
+
+// TestConcurrent_BatchEachTimeoutEndsOnce checks, with real goroutines
+// scheduling and cancelling through batches and through Timer.Cancel,
+// racing with firings, with each other across shards and with Stop, that
+// each batch timeout ends exactly one way: it runs once, one Cancel
+// returns true, or Stop returns it.
+func TestConcurrent_BatchEachTimeoutEndsOnce(t *testing.T) {
+	const workers, batches, perBatch = 8, 200, 16
+	forEachConcurrent(t, func(t *testing.T, s structure, opts []hourglass.Option, closeAfterStop func()) {
+		tm := hourglass.New(append([]hourglass.Option{s.opt}, opts...)...)
+		type life struct {
+			h             hourglass.Handle
+			runs, cancels atomic.Int32
+		}
+		var (
+			lives   [workers * batches * perBatch]atomic.Pointer[life]
+			created atomic.Int64
+			runs    = newRunCounter()
+			out     []*hourglass.Timeout
+			done    atomic.Int64
+			stopper = make(chan struct{})
+		)
+		pick := func() *life {
+			if n := created.Load(); n > 0 {
+				return lives[rand.Int64N(n)].Load() // nil if not yet stored
+			}
+			return nil
+		}
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for range batches {
+					if done.Add(1) == workers*batches/2 {
+						go func() { // Stop halfway, racing the workers
+							defer close(stopper)
+							out = tm.Stop()
+						}()
+					}
+					tm.Batch(func(b *hourglass.Batch) {
+						for range perBatch {
+							switch op := rand.IntN(10); {
+							case op < 6:
+								l := &life{}
+								h, err := b.AfterFunc(time.Duration(rand.Int64N(int64(2*ms))), func() { l.runs.Add(1); runs.ran() })
+								if err != nil {
+									continue // ErrStopped
+								}
+								l.h = h
+								lives[created.Add(1)-1].Store(l)
+							default:
+								if l := pick(); l != nil && b.Cancel(l.h) {
+									l.cancels.Add(1)
+								}
+							}
+						}
+					})
+					if l := pick(); l != nil && tm.Cancel(l.h) {
+						l.cancels.Add(1)
+					}
+					_ = tm.Pending()
+				}
+			})
+		}
+		wg.Wait()
+		<-stopper
+		closeAfterStop()
+
+		n := created.Load()
+		var cancels int64
+		for i := range n {
+			cancels += int64(lives[i].Load().cancels.Load())
+		}
+		runs.waitFor(t, n-cancels-int64(len(out)))
+		for i := range n {
+			l := lives[i].Load()
+			if r, c := l.runs.Load(), l.cancels.Load(); r+c > 1 {
+				t.Errorf("timeout ran %d times and was cancelled %d times", r, c)
+			}
+		}
+		if got := runs.n.Load() + cancels + int64(len(out)); got != n {
+			t.Errorf("%d timeouts scheduled; %d runs, %d cancels and %d returned by Stop make %d",
+				n, runs.n.Load(), cancels, len(out), got)
+		}
+		for _, to := range out {
+			if !to.Cancelled() {
+				t.Error("a timeout returned by Stop is not cancelled")
+			}
+		}
+		if t.Failed() {
+			return
+		}
+		t.Logf("%d timeouts: %d runs, %d cancels, %d returned by Stop", n, runs.n.Load(), cancels, len(out))
+	})
 }
