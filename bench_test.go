@@ -97,3 +97,92 @@ func BenchmarkTimer_AfterFuncCancel_Parallel(b *testing.B) {
 		tm.Stop()
 	})
 }
+
+// batchSizes are the timeouts a batch schedules, and cancels, in
+// BenchmarkBatch_AfterFuncCancel_Pending.
+var batchSizes = []int{64, 1024}
+
+// BenchmarkBatch_AfterFuncCancel_Pending schedules and cancels timeouts k
+// at a time while n others are pending: each batch cancels the k the
+// previous one scheduled and schedules k new ones, so every timeout is
+// filed into the structure and taken out again. ns/op is per
+// schedule+cancel pair. The runtime, which has no batch, makes the same
+// calls one at a time: time.AfterFunc k times, then Stop of the previous
+// k. The pending timeouts are scheduled through batches too, so that the
+// structure the batch works on holds them. The delays, 1-2 h, are drawn
+// before the timer starts, for both sides, so that the loop measures the
+// timers and not the generator (about 5 ns a draw).
+func BenchmarkBatch_AfterFuncCancel_Pending(b *testing.B) {
+	delays := make([]time.Duration, 1<<16)
+	for i := range delays {
+		delays[i] = time.Hour + time.Duration(rand.Int64N(int64(time.Hour)))
+	}
+	next := 0
+	delay := func() time.Duration {
+		next++
+		return delays[next&(len(delays)-1)]
+	}
+	for _, n := range benchSizes {
+		for _, k := range batchSizes {
+			b.Run(fmt.Sprintf("runtime/k=%d/n=%d", k, n), func(b *testing.B) {
+				ts := make([]*time.Timer, n)
+				for i := range ts {
+					ts[i] = time.AfterFunc(delay(), noop)
+				}
+				last := make([]*time.Timer, k)
+				for i := range last {
+					last[i] = time.AfterFunc(delay(), noop)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i += k {
+					for j := range last {
+						last[j].Stop()
+						last[j] = time.AfterFunc(delay(), noop)
+					}
+				}
+				b.StopTimer()
+				for _, t := range append(ts, last...) {
+					t.Stop()
+				}
+			})
+			for _, s := range []struct {
+				name string
+				opt  hourglass.Option
+			}{
+				{"hierarchical", hourglass.WithHierarchicalWheel(time.Millisecond)},
+				{"hashed", hourglass.WithHashedWheel(time.Millisecond, 1<<16)},
+				{"heap", hourglass.WithHeap()},
+			} {
+				b.Run(fmt.Sprintf("%s/k=%d/n=%d", s.name, k, n), func(b *testing.B) {
+					tm := hourglass.New(s.opt)
+					for i := 0; i < n; i += 1024 {
+						tm.Batch(func(bt *hourglass.Batch) {
+							for range min(1024, n-i) {
+								bt.AfterFunc(delay(), noop)
+							}
+						})
+					}
+					last := make([]hourglass.Handle, k)
+					tm.Batch(func(bt *hourglass.Batch) {
+						for j := range last {
+							last[j], _ = bt.AfterFunc(delay(), noop)
+						}
+					})
+					b.ReportAllocs()
+					b.ResetTimer()
+					for i := 0; i < b.N; i += k {
+						tm.Batch(func(bt *hourglass.Batch) {
+							for j, h := range last {
+								bt.Cancel(h)
+								last[j], _ = bt.AfterFunc(delay(), noop)
+							}
+						})
+					}
+					b.StopTimer()
+					tm.Stop()
+				})
+			}
+		}
+	}
+}

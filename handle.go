@@ -69,7 +69,10 @@ func (sh *shard) addValue(when uint64, f func()) Handle {
 // is no longer in the structure: run, cancelled, taken by Stop, or taken
 // into the driver's batch, from which it will run. sh.mu is held.
 func (sh *shard) cancelValue(h Handle) bool {
-	if sh.values == nil || !sh.values.Queued(h.id) || sh.values.Value(h.id).gen != h.gen {
+	if sh.values == nil {
+		return false
+	}
+	if e, ok := sh.values.Lookup(h.id); !ok || e.gen != h.gen {
 		return false
 	}
 	sh.values.Remove(h.id)

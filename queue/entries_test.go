@@ -81,12 +81,20 @@ func verify(a *Q) error {
 		return err
 	}
 	n := 0
+	for _, id := range []int32{-1, int32(len(a.byID)), 1 << 30} {
+		if _, ok := a.q.Lookup(id); ok || a.q.Queued(id) {
+			return fmt.Errorf("id %d, never handed out, is queued", id)
+		}
+	}
 	for id, e := range a.byID {
+		i := int32(id)
+		if v, ok := a.q.Lookup(i); ok != (e != nil) || v != e {
+			return fmt.Errorf("id %d: Lookup = %v, %v; want the entry queued there", id, v, ok)
+		}
 		if e == nil {
 			continue
 		}
 		n++
-		i := int32(id)
 		if !a.q.Queued(i) || a.q.When(i) != e.when || a.q.Value(i) != e {
 			return fmt.Errorf("entry %d: id %d queued %v at %d with another value, want at %d", e.Value, id, a.q.Queued(i), a.q.When(i), e.when)
 		}

@@ -26,6 +26,11 @@ type Queue[V any] struct {
 	s    structure[V]
 	t    *table[V]
 	lazy bool    // s records a later Move without relinking
+	// wheel is s when s is the hierarchical wheel, nil otherwise: Add and
+	// Remove call it directly, a call the compiler can inline, rather
+	// than through the interface (about 3 ns of a 25 ns add and remove;
+	// BenchmarkBatch_AfterFuncCancel_Pending in the parent package).
+	wheel *wheel[V]
 	free []int32 // released ids
 	top  int32   // ids below top have been handed out
 	// fire is Advance's, while it runs, and release calls it: made once,
@@ -43,6 +48,7 @@ const pageBits = 10
 func New[V any](s Structure) *Queue[V] {
 	t := newTable[V](pageBits)
 	q := &Queue[V]{s: newStructure(s, t), t: t, lazy: s.lazy()}
+	q.wheel, _ = q.s.(*wheel[V])
 	q.release = q.fireNode
 	return q
 }
@@ -73,7 +79,11 @@ func (q *Queue[V]) Add(when uint64, v V) int32 {
 	i := q.alloc()
 	n := q.t.node(i)
 	n.when, n.value = when, v
-	q.s.add(i, n)
+	if q.wheel != nil {
+		q.wheel.add(i, n)
+	} else {
+		q.s.add(i, n)
+	}
 	return i
 }
 
@@ -89,6 +99,18 @@ func (q *Queue[V]) When(id int32) uint64 { return q.t.node(id).when }
 
 // Value returns queued entry id's value.
 func (q *Queue[V]) Value(id int32) V { return q.t.node(id).value }
+
+// Lookup returns entry id's value and true if id names a queued entry,
+// and false otherwise: Queued and Value in one look at the entry.
+func (q *Queue[V]) Lookup(id int32) (V, bool) {
+	if id >= 0 && id < q.top {
+		if n := q.t.node(id); n.queued() {
+			return n.value, true
+		}
+	}
+	var zero V
+	return zero, false
+}
 
 // Move changes queued entry id's deadline to when. On the hierarchical
 // wheel a later deadline is recorded in place and the entry is re-filed
@@ -114,7 +136,11 @@ func (q *Queue[V]) Remove(id int32) bool {
 		return false
 	}
 	n := q.t.node(id)
-	q.s.remove(id, n)
+	if q.wheel != nil {
+		q.wheel.remove(id, n)
+	} else {
+		q.s.remove(id, n)
+	}
 	var zero V
 	n.value = zero
 	q.free = append(q.free, id)
