@@ -65,24 +65,14 @@ func (t *Timer) Batch(fn func(b *Batch)) {
 // O(n) for the sorted list, and allocates nothing, but to grow the
 // structure a page at a time.
 func (b *Batch) AfterFunc(d time.Duration, f func()) (Handle, error) {
-	b.mustBeOpen("AfterFunc")
-	t := b.t
-	if t.err != nil {
-		return Handle{}, t.err
-	}
-	if f == nil {
-		return Handle{}, errNilBatchFunc
-	}
 	sh := b.sh
-	if sh == nil {
-		sh = &t.shards[0]
-		if len(t.shards) > 1 {
-			sh = t.pick()
+	if sh == nil || f == nil || sh.stopped {
+		// The first call, or one that fails. (An ended batch holds no
+		// shard, nor does a Timer with an invalid option.)
+		var err error
+		if sh, err = b.start(f); err != nil {
+			return Handle{}, err
 		}
-		b.lock(sh)
-	}
-	if sh.stopped {
-		return Handle{}, ErrStopped
 	}
 	if !sh.limit.acquire() {
 		return Handle{}, ErrTooManyPending
@@ -98,6 +88,31 @@ func (b *Batch) AfterFunc(d time.Duration, f func()) (Handle, error) {
 	return sh.addValue(when, f), nil
 }
 
+// start is AfterFunc's way when b holds no shard or the call fails: it
+// returns the error, or the shard of the caller's P, which b now holds.
+func (b *Batch) start(f func()) (*shard, error) {
+	b.mustBeOpen("AfterFunc")
+	t := b.t
+	if t.err != nil {
+		return nil, t.err
+	}
+	if f == nil {
+		return nil, errNilBatchFunc
+	}
+	sh := b.sh
+	if sh == nil {
+		sh = &t.shards[0]
+		if len(t.shards) > 1 {
+			sh = t.pick()
+		}
+		b.lock(sh)
+	}
+	if sh.stopped {
+		return nil, ErrStopped
+	}
+	return sh, nil
+}
+
 var errNilBatchFunc = errors.New("hourglass: Batch.AfterFunc: nil func")
 
 // Cancel cancels the timeout h names, as [Timer.Cancel] does, and reports
@@ -107,15 +122,16 @@ var errNilBatchFunc = errors.New("hourglass: Batch.AfterFunc: nil func")
 // takes fewest locks. It is O(1) for the wheels and the list and
 // O(log n) for the heap.
 func (b *Batch) Cancel(h Handle) bool {
+	if sh := b.sh; sh != nil && sh.index == h.shard {
+		return sh.cancelValue(h)
+	}
 	b.mustBeOpen("Cancel")
 	t := b.t
 	if int(h.shard) >= len(t.shards) {
 		return false
 	}
 	sh := &t.shards[h.shard]
-	if b.sh != sh {
-		b.lock(sh)
-	}
+	b.lock(sh)
 	return sh.cancelValue(h)
 }
 
