@@ -33,7 +33,7 @@ type shard struct {
 	structure queue.Structure // what q and values run
 	index     uint32          // in the Timer's shards, for Handle
 
-	collect      func(id int32, to *Timeout)   // sh.take as a func, made once
+	collect      func(id int32, to *Timeout)  // sh.take as a func, made once
 	collectValue func(id int32, e valueEntry) // sh.takeValue, likewise
 	// out hands the batch's callbacks to the executor. Used only by the
 	// driver goroutine.

@@ -25,14 +25,14 @@ import "math"
 type Queue[V any] struct {
 	s    structure[V]
 	t    *table[V]
-	lazy bool    // s records a later Move without relinking
+	lazy bool // s records a later Move without relinking
 	// wheel is s when s is the hierarchical wheel, nil otherwise: Add and
 	// Remove call it directly, a call the compiler can inline, rather
 	// than through the interface (about 3 ns of a 25 ns add and remove;
 	// BenchmarkBatch_AfterFuncCancel_Pending in the parent package).
 	wheel *wheel[V]
-	free []int32 // released ids
-	top  int32   // ids below top have been handed out
+	free  []int32 // released ids
+	top   int32   // ids below top have been handed out
 	// fire is Advance's, while it runs, and release calls it: made once,
 	// so that Advance allocates nothing.
 	fire    func(id int32, v V)
