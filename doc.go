@@ -27,6 +27,11 @@
 // carries on. [WithMaxPending] bounds the number of pending timeouts, and
 // [Timer.Stop] hands back every timeout that never ran.
 //
+// To schedule and cancel many timeouts at once, [Timer.Batch] reads the
+// clock once and takes one lock for all of them, and names each by a
+// [Handle] value instead of an allocated [Timeout]: a schedule and a
+// cancel then cost about what the structure's add and remove do.
+//
 // For a one-off timeout there is the shared [Default] Timer behind the
 // package-level [AfterFunc]; one Timer per process is the intended use.
 package hourglass

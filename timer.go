@@ -24,6 +24,9 @@ import (
 // caller holds is 32 bytes with two pointers, so the garbage collector
 // has little to trace however many timeouts are pending. With the
 // default wheel a pending timeout takes the handle and a 24-byte entry.
+// [Timer.Batch] schedules and cancels many timeouts with one clock
+// reading and one lock, named by [Handle] values: a pending one then
+// takes a 32-byte entry and no handle.
 //
 // Timer is safe for concurrent use by multiple goroutines. Create one with
 // [New], use it from anywhere, and [Timer.Stop] it when done; a process
