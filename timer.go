@@ -188,7 +188,10 @@ func (t *Timer) Pending() int {
 // finishes with that one: its callback may start after Stop returns (with
 // [Inline], it runs on the driver). [Timer.Done] says when the drivers
 // have exited. Timeouts due together in a driver's batch and not yet
-// handed over are returned as never run. Periodic timeouts end; one in
+// handed over are returned as never run. A timeout scheduled through a
+// [Batch] that never ran is returned as a *Timeout made for it, cancelled
+// and with its deadline, since its caller holds only a [Handle]; the
+// Handle then names nothing. Periodic timeouts end; one in
 // the middle of a run finishes that run and is not returned. An executor
 // such as a [Pool] is not closed. A second Stop returns nil.
 func (t *Timer) Stop() []*Timeout {
