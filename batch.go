@@ -8,8 +8,8 @@ import (
 
 // Batch schedules and cancels many timeouts for the price of one: one
 // clock reading for all its deadlines and one shard lock, where
-// [Timer.AfterFunc] and [Timeout.Cancel] each read the clock or lock, and
-// allocate a handle. Get one from [Timer.Batch], which holds it only
+// [Timer.AfterFunc] reads the clock, locks and allocates a handle for
+// each timeout, and [Timeout.Cancel] locks again. Get one from [Timer.Batch], which holds it only
 // while its function runs. Its timeouts are named by [Handle] values and
 // filed into the shard's structure at once, so a schedule or a cancel
 // through a Batch costs about what the structure's add or remove does
