@@ -25,7 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-const serveUsage = "usage: hourglass serve [--data DIR | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T] [--insecure] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
+const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T] [--insecure] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
 
 // tokenEnv names the environment variable that gives the token when
 // --token does not, for serve and for the client subcommands.
@@ -44,6 +44,9 @@ const (
 // memtable size.
 const maxPayloadLimit = 64 << 20
 
+// maxCache bounds --cache: a block cache this large is surely a typo.
+const maxCache = 1 << 40
+
 // serveOptions are the parsed flags of `hourglass serve`.
 type serveOptions struct {
 	data       string
@@ -53,6 +56,7 @@ type serveOptions struct {
 	logLevel   slog.Level
 	logFormat  string // "text" or "json"
 	maxPayload int
+	cache      int64 // Pebble's block cache, bytes
 	maxDelay   time.Duration
 	defaultTTR time.Duration
 	pg         postgresOptions // serve_postgres.go
@@ -82,6 +86,15 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 			err = fmt.Errorf("want 1 byte to %dMiB", maxPayloadLimit>>20)
 		}
 		o.maxPayload = int(n)
+		return err
+	})
+	o.cache = pebblestore.DefaultCacheSize
+	fs.Func("cache", "Pebble's block cache, in bytes or with KiB, MiB, GiB (default 32MiB): raise it when reserves read tasks put long ago", func(s string) error {
+		n, err := parseBytes(s)
+		if err == nil && (n < 1<<20 || n > maxCache) {
+			err = fmt.Errorf("want 1MiB to %dGiB", maxCache>>30)
+		}
+		o.cache = n
 		return err
 	})
 	fs.DurationVar(&o.maxDelay, "max-delay", broker.DefaultMaxDelay, "longest delay of a put")
@@ -297,7 +310,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 			return
 		}
 		start := time.Now()
-		st, err := pebblestore.Open(o.data, pebblestore.Options{Logger: log})
+		st, err := pebblestore.Open(o.data, pebblestore.Options{CacheSize: o.cache, Logger: log})
 		if err != nil {
 			recovered <- opened{err: err}
 			return

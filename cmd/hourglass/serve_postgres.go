@@ -43,6 +43,8 @@ func checkPostgres(fs *flag.FlagSet, o postgresOptions) error {
 	switch {
 	case o.url != "" && flagSet(fs, "data"):
 		return errors.New("--data and --postgres exclude each other: a node keeps its tasks in one store")
+	case o.url != "" && flagSet(fs, "cache"):
+		return errors.New("--cache is the embedded store's and does nothing with --postgres")
 	case o.url == "" && (flagSet(fs, "node") || flagSet(fs, "lease")):
 		return errors.New("--node and --lease need --postgres")
 	case o.lease < 100*time.Millisecond:

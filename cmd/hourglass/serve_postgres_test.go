@@ -39,6 +39,7 @@ func TestServePostgresUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--postgres", "postgres://h/db", "--data", "/tmp/x"}, "--data and --postgres"},
 		{[]string{"--data", "/tmp/x", "--postgres", "postgres://h/db"}, "--data and --postgres"},
+		{[]string{"--cache", "64MiB", "--postgres", "postgres://h/db"}, "--cache"},
 		{[]string{"--node", "n1"}, "need --postgres"},
 		{[]string{"--lease", "2s"}, "need --postgres"},
 		{[]string{"--postgres", "postgres://h/db", "--lease", "1ms"}, "--lease"},

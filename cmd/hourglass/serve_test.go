@@ -24,19 +24,19 @@ func TestParseServeDefaults(t *testing.T) {
 	}
 	if o.data != "./hourglass-data" || o.http != "127.0.0.1:7070" || o.token != "" || o.insecure ||
 		o.logLevel != slog.LevelInfo || o.logFormat != "text" || o.maxPayload != 1<<20 ||
-		o.maxDelay != 87600*time.Hour || o.defaultTTR != 60*time.Second {
+		o.maxDelay != 87600*time.Hour || o.defaultTTR != 60*time.Second || o.cache != 32<<20 {
 		t.Errorf("defaults %+v", o)
 	}
 }
 
 func TestParseServe(t *testing.T) {
 	o, _, err := parseServe([]string{"--data", "/tmp/x", "--http", "localhost:9000", "--log-level", "debug", "--log-format", "json",
-		"--max-payload", "64KiB", "--max-delay", "24h", "--default-ttr", "5s"}, env(map[string]string{tokenEnv: "from-env"}))
+		"--max-payload", "64KiB", "--max-delay", "24h", "--default-ttr", "5s", "--cache", "256MiB"}, env(map[string]string{tokenEnv: "from-env"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.data != "/tmp/x" || o.http != "localhost:9000" || o.logLevel != slog.LevelDebug || o.logFormat != "json" ||
-		o.maxPayload != 64<<10 || o.maxDelay != 24*time.Hour || o.defaultTTR != 5*time.Second || o.token != "from-env" {
+		o.maxPayload != 64<<10 || o.cache != 256<<20 || o.maxDelay != 24*time.Hour || o.defaultTTR != 5*time.Second || o.token != "from-env" {
 		t.Errorf("parsed %+v", o)
 	}
 	// --token wins over the environment, even empty.
@@ -104,6 +104,9 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"--max-payload", "0"}, "--max-payload"},
 		{[]string{"--max-payload", "65MiB"}, "64MiB"},
 		{[]string{"--max-payload", "big"}, "big"},
+		{[]string{"--cache", "512KiB"}, "1MiB"},
+		{[]string{"--cache", "2048GiB"}, "1024GiB"},
+		{[]string{"--cache", "lots"}, "lots"},
 		{[]string{"--max-delay", "0s"}, "--max-delay"},
 		{[]string{"--max-delay", "5"}, "5"},
 		{[]string{"--default-ttr", "1us"}, "--default-ttr"},
