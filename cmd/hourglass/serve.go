@@ -315,6 +315,9 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 			recovered <- opened{err: err}
 			return
 		}
+		if err := reg.Register(st.Collector()); err != nil {
+			log.Warn("store metrics not registered", "err", err)
+		}
 		b, err := broker.Open(st, broker.Config{
 			MaxDelay:   o.maxDelay,
 			MaxPayload: o.maxPayload,

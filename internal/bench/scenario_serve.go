@@ -28,10 +28,13 @@ import (
 //     /readyz 200;
 //   - lateness, n: with those n pending, tasks put 500 ms ahead of due
 //     times that fall at 10k/s, reserved by 4 long-polling clients (max
-//     100) and acked by 64 more;
+//     100) and acked by 64 more, right after the restart (Pebble still
+//     compacting what the fill wrote);
+//   - lateness, n, at rest: the same once the store runs no compaction
+//     and owes none (rest after: how long that took);
 //   - pending, 10n: filled on to 10n (at most 10M), as at n.
 //
-// The last three share one server and directory, so a round of the
+// The last four share one server and directory, so a round of the
 // scenario fills the store once; the directory is removed after each
 // round. Quick runs use n = 100k, full runs n = 1M (the largest of the
 // sizes). The scenario runs only when named (--scenario serve): a full
@@ -43,7 +46,8 @@ var serveScenario = Scenario{
 		"(tasks/fsync from the server's hourglass_store_tasks_per_commit histogram; CPU/task = the server's CPU time (process_cpu_seconds_total) per task, which other load on the machine disturbs less than rates; req = request latency); " +
 		"pending n: n tasks put by batches (tasks/s is that fill's rate), then the server's RSS (VmRSS), " +
 		"RSS B/task = (RSS(n) − RSS(n/10)) / (n − n/10), Go B/task the same of the Go runtime's memory (go_memstats_sys_bytes − heap_released_bytes: the RSS without Pebble's cache and memtables, allocated outside Go), the store's directory (du) per task, and restart = time from starting the server again after SIGKILL to /readyz 200; " +
-		"lateness n: with n pending, tasks falling due at 10k/s (put 500 ms ahead), reserved by 4 long-polling clients (max 100) and acked (CPU/task: per task put, delivered and acked); " +
+		"lateness n: with n pending, tasks falling due at 10k/s (put 500 ms ahead), reserved by 4 long-polling clients (max 100) and acked (CPU/task: per task put, delivered and acked), right after the restart while Pebble still compacts the fill; " +
+		"lateness n, at rest: the same once the store runs and owes no compaction (hourglass_store_compactions_running and _compaction_debt_bytes 0; rest after = the wait); " +
 		"lateness = reserve answer received − due, early = answers received before due",
 	jobs: serveJobs,
 }
@@ -127,7 +131,18 @@ func serveJobs(c *Config, _ []Structure) []Job {
 			return needSession(func() Result { return s.grow(n, settle) })
 		}),
 		job(n, fmt.Sprintf("lateness %s/s", formatRate(serveDueRate)), func(string) Result {
-			r := needSession(func() Result { return s.lateness(streamFor) })
+			return needSession(func() Result { return s.lateness(streamFor) })
+		}),
+		job(n, fmt.Sprintf("lateness %s/s, at rest", formatRate(serveDueRate)), func(string) Result {
+			r := needSession(func() Result {
+				waited, err := s.p.atRest(serveRestTimeout)
+				if err != nil {
+					return failed(err)
+				}
+				r := s.lateness(streamFor)
+				r.add("rest after", unitSec, waited.Seconds())
+				return r
+			})
 			if big <= n {
 				closeSession()
 			}
@@ -300,6 +315,37 @@ func (s *serveSession) grow(n int, settle time.Duration) Result {
 	}
 	r.add("restart", unitSec, ready.Seconds())
 	return r
+}
+
+// serveRestTimeout bounds the wait for the store to come to rest before
+// the second lateness row.
+const serveRestTimeout = 5 * time.Minute
+
+// atRest waits until the server's store runs no compaction and owes
+// none (hourglass_store_compactions_running and
+// hourglass_store_compaction_debt_bytes both 0, read every 250 ms), at
+// most timeout, and returns how long it waited.
+func (p *serveProcess) atRest(timeout time.Duration) (time.Duration, error) {
+	running, debt := "hourglass_store_compactions_running", "hourglass_store_compaction_debt_bytes"
+	start := time.Now()
+	for {
+		m, err := p.metrics(running, debt)
+		if err != nil {
+			return 0, err
+		}
+		v0, ok0 := m[running]
+		v1, ok1 := m[debt]
+		if !ok0 || !ok1 {
+			return 0, fmt.Errorf("bench: serve: /metrics has no %s or %s", running, debt)
+		}
+		if v0 == 0 && v1 == 0 {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > timeout {
+			return 0, fmt.Errorf("bench: serve: the store still compacting after %v (%v running, %v bytes owed)", timeout, v0, v1)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // lateness runs the lateness load for d on the session's server. What

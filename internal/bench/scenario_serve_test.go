@@ -31,17 +31,18 @@ func TestServeScenario(t *testing.T) {
 	for _, r := range results {
 		cases = append(cases, r.Case)
 	}
-	if want := []string{"put ×64", "batch 100 ×8", "pending", "lateness 10k/s", "pending"}; !slices.Equal(cases, want) {
+	if want := []string{"put ×64", "batch 100 ×8", "pending", "lateness 10k/s", "lateness 10k/s, at rest", "pending"}; !slices.Equal(cases, want) {
 		t.Fatalf("cases %q, want %q", cases, want)
 	}
-	if n := results[2].N; n != c.Sizes[0] || results[4].N != 10*n {
-		t.Errorf("pending rows at n=%d and n=%d, want %d and %d", n, results[4].N, c.Sizes[0], 10*c.Sizes[0])
+	if n := results[2].N; n != c.Sizes[0] || results[5].N != 10*n {
+		t.Errorf("pending rows at n=%d and n=%d, want %d and %d", n, results[5].N, c.Sizes[0], 10*c.Sizes[0])
 	}
 	positive := map[string][]string{
-		"put ×64":        {"tasks/s", "tasks/fsync", "req p50", "req p99"},
-		"batch 100 ×8":   {"tasks/s", "tasks/fsync", "req p50", "req p99"},
-		"pending":        {"tasks/s", "tasks/fsync", "disk B/task", "restart"},
-		"lateness 10k/s": {"tasks/s", "late max", "samples"},
+		"put ×64":                 {"tasks/s", "tasks/fsync", "req p50", "req p99"},
+		"batch 100 ×8":            {"tasks/s", "tasks/fsync", "req p50", "req p99"},
+		"pending":                 {"tasks/s", "tasks/fsync", "disk B/task", "restart"},
+		"lateness 10k/s":          {"tasks/s", "late max", "samples"},
+		"lateness 10k/s, at rest": {"tasks/s", "late max", "samples"},
 	}
 	if runtime.GOOS == "linux" {
 		positive["pending"] = append(positive["pending"], "RSS MiB")
@@ -57,12 +58,16 @@ func TestServeScenario(t *testing.T) {
 			}
 		}
 	}
-	late := results[3]
-	if early, _ := late.Value("early"); early != 0 {
-		t.Errorf("%v tasks delivered before their due time", early)
+	for _, late := range results[3:5] {
+		if early, _ := late.Value("early"); early != 0 {
+			t.Errorf("%s: %v tasks delivered before their due time", late.Case, early)
+		}
+		if got, _ := late.Value("samples"); got != float64(serveDueRate)*max(5*c.StreamFor.Seconds(), 0.2) {
+			t.Errorf("%s: lateness samples %v, want the due rate times the stream's length", late.Case, got)
+		}
 	}
-	if got, _ := late.Value("samples"); got != float64(serveDueRate)*max(5*c.StreamFor.Seconds(), 0.2) {
-		t.Errorf("lateness samples %v, want the due rate times the stream's length", got)
+	if _, ok := results[4].Value("rest after"); !ok {
+		t.Errorf("the at-rest lateness row has no rest after column")
 	}
 }
 
@@ -76,8 +81,8 @@ func TestServeScenario_SkipsInTestBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jobs) != 5 {
-		t.Fatalf("%d jobs, want 5", len(jobs))
+	if len(jobs) != 6 {
+		t.Fatalf("%d jobs, want 6", len(jobs))
 	}
 	for _, j := range jobs {
 		if r := j.Run(); !strings.HasPrefix(r.Note, "skipped:") || len(r.Metrics) != 0 || r.Err != "" {

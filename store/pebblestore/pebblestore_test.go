@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -156,4 +157,62 @@ func TestOpen_BlockCacheHolds(t *testing.T) {
 	if size == 0 || after-hits < 100 {
 		t.Fatalf("the second read of 100 tasks hit the block cache %d times (%d bytes cached); want at least once a task", after-hits, size)
 	}
+}
+
+// TestCollector: the store's Prometheus collector reports Pebble's
+// compactions and block cache, and nothing once the store is closed.
+func TestCollector(t *testing.T) {
+	st := open(t, filepath.Join(t.TempDir(), "db"))
+	var b store.Batch
+	for j := uint64(1); j <= 100; j++ {
+		b.Put(benchTask(j))
+	}
+	if err := st.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := st.Task(7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(st.Collector())
+	got := gather(t, reg)
+	for _, name := range []string{"hourglass_store_compactions_running", "hourglass_store_compaction_debt_bytes",
+		"hourglass_store_block_cache_bytes", "hourglass_store_block_cache_misses_total"} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("no %s in %v", name, got)
+		}
+	}
+	if got["hourglass_store_block_cache_hits_total"] < 1 || got["hourglass_store_block_cache_bytes"] <= 0 {
+		t.Errorf("a task read twice from a table: cache %v", got)
+	}
+	st.Close()
+	if got := gather(t, reg); len(got) != 0 {
+		t.Errorf("after Close: %v", got)
+	}
+}
+
+// gather returns the value of every metric reg gathers, by name.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]float64)
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.GetGauge() != nil:
+				out[mf.GetName()] = m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				out[mf.GetName()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
 }
