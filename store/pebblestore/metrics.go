@@ -6,10 +6,11 @@ import (
 
 // Collector returns a Prometheus collector of Pebble's state behind the
 // store, read from Pebble's metrics at each scrape: the compactions
-// running and the bytes Pebble estimates it still has to compact (both
-// zero when the store is at rest: a bulk load leaves both up for a while,
-// and compactions compete with requests for the CPU), and the block
-// cache's size, hits and misses. Safe for concurrent use; a scrape after
+// running (compactions compete with requests for the CPU: a bulk load
+// keeps one running for a while after it), the bytes Pebble estimates it
+// would have to compact to bring its levels into shape (a heuristic that
+// can stay at hundreds of MB with nothing running), and the block cache's
+// size, hits and misses. Safe for concurrent use; a scrape after
 // Close reports nothing.
 func (s *Store) Collector() prometheus.Collector { return storeCollector{s} }
 
