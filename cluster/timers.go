@@ -93,14 +93,15 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
 		ORDER BY p.partition FOR SHARE OF p
 	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
+	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
 	fired AS (
 		UPDATE hourglass_tasks t SET
 			state = CASE WHEN t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN 3 ELSE 1 END,
 			died = CASE WHEN t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN now.ns END,
 			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
 			lease = '', lease_until = 0, fire_at = NULL
-		FROM now, hourglass_tasks o
-		WHERE t.job_id = ANY($4) AND t.partition IN (SELECT partition FROM fence)
+		FROM now, jobs, hourglass_tasks o
+		WHERE t.job_id = jobs.job_id AND t.partition = ANY(ARRAY(SELECT partition FROM fence))
 			AND t.fire_at <= now.ns AND t.state IN (1, 2) AND o.job_id = t.job_id
 		RETURNING t.job_id, t.queue, t.state, o.state AS was
 	), ready AS MATERIALIZED (
@@ -112,9 +113,9 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	UNION ALL
 	SELECT 1, k, (SELECT sent FROM notified), queue FROM ready
 	UNION ALL
-	SELECT 2, t.job_id, t.fire_at - now.ns, '' FROM hourglass_tasks t, now
-	WHERE t.job_id = ANY($4) AND t.fire_at IS NOT NULL AND t.partition IN (SELECT partition FROM fence)
-		AND t.job_id NOT IN (SELECT job_id FROM fired)
+	SELECT 2, t.job_id, t.fire_at - now.ns, '' FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id, now
+	WHERE t.fire_at IS NOT NULL AND t.partition = ANY(ARRAY(SELECT partition FROM fence))
+		AND NOT EXISTS (SELECT 1 FROM fired f WHERE f.job_id = t.job_id)
 	UNION ALL
 	SELECT 3, count(*) FILTER (WHERE was = 2), count(*) FILTER (WHERE state = 3), '' FROM fired`
 
