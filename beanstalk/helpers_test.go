@@ -108,7 +108,7 @@ func startCluster(t testing.TB, opts beanstalk.Options) *testServer {
 // the test ends.
 func openNode(t testing.TB, url, name string) (*cluster.Node, *pgxpool.Pool) {
 	t.Helper()
-	pool := pgtest.Pool(t, url, 8)
+	pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
 	n, err := cluster.Open(context.Background(), pool, cluster.Options{Node: name, Lease: time.Second, Logger: quiet})
 	if err != nil {
 		t.Fatalf("cluster.Open(%s): %v", name, err)

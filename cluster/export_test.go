@@ -38,3 +38,6 @@ func (n *Node) Owned() map[int]int64 {
 
 // SchedulePartition returns the partition whose owner fires schedule name.
 func (n *Node) SchedulePartition(name string) int { return n.schedulePartition(name) }
+
+// SQLFlush is the owner's flush statement (timers.go).
+const SQLFlush = sqlFlush

@@ -36,7 +36,7 @@ type testNode struct {
 // (unless crashed).
 func startNode(t testing.TB, url, name string, opts ...func(*cluster.Options)) *testNode {
 	t.Helper()
-	pool := pgtest.Pool(t, url, 8)
+	pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
 	h := &cluster.Hooks{}
 	o := cluster.Options{Node: name, Lease: testLease, Window: testWindow, Logger: quiet}
 	for _, f := range opts {

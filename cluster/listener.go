@@ -30,7 +30,8 @@ const (
 func partitionChannel(p int) string { return "hourglass_p" + strconv.Itoa(p) }
 
 // queueChannel is where tasks made ready in queue are announced to the
-// nodes with reservers waiting on it; payload the number of tasks. The
+// nodes with reservers waiting on it; payload "K NODE", K tasks made
+// ready by the node NODE (which wakes its own reservers itself). The
 // flush computes the same name in SQL (sqlFlush): the prefix and the
 // first 16 hex digits of the MD5 of the queue's name.
 func queueChannel(queue string) string {
@@ -281,7 +282,13 @@ func (n *Node) dispatch(note *pgconn.Notification) {
 		}
 		n.timersNotified(p, note.Payload)
 	case strings.HasPrefix(ch, "hourglass_q_"):
-		k, err := strconv.Atoi(note.Payload)
+		// "K SENDER": K tasks made ready by the node SENDER, which woke
+		// its own reservers as it committed.
+		count, sender, _ := strings.Cut(note.Payload, " ")
+		if sender == n.name {
+			return
+		}
+		k, err := strconv.Atoi(count)
 		if err != nil || k <= 0 {
 			k = 1
 		}

@@ -86,6 +86,7 @@ type Node struct {
 	notifier *notifier
 	ids      idBlock
 	metrics  *metrics
+	acks     group[ackReq] // acks arriving together, one statement
 
 	mu sync.Mutex
 	// owned maps each partition this node holds to the epoch it holds it
@@ -172,7 +173,11 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		quit:      make(chan struct{}),
 	}
 	n.clock.skew = &opts.hooks.skew
+	if !configured(db) {
+		n.log.Warn("hourglass: cluster: the pool was not set up with cluster.ConfigurePool: PostgreSQL plans the node's statements afresh at every execution")
+	}
 	n.metrics = newMetrics(n)
+	n.acks.run = n.runAcks
 	if err := db.QueryRow(ctx, "SELECT partitions FROM hourglass_meta").Scan(&n.partitions); err != nil {
 		return nil, dbErr(err)
 	}

@@ -31,7 +31,8 @@ type notifier struct {
 
 	mu sync.Mutex
 	// timers: partition channel → lines "JOB FIRE_AT"; ready: queue
-	// channel → tasks made ready; other: anything else. Guarded by mu.
+	// channel → tasks made ready (sent as "K NODE"); other: anything
+	// else. Guarded by mu.
 	timers map[string][]string
 	ready  map[string]int
 	other  [][2]string
@@ -129,7 +130,7 @@ func (nt *notifier) flush() {
 		chans, payloads = append(chans, ch), append(payloads, b.String())
 	}
 	for ch, k := range ready {
-		chans, payloads = append(chans, ch), append(payloads, strconv.Itoa(k))
+		chans, payloads = append(chans, ch), append(payloads, strconv.Itoa(k)+" "+nt.n.name)
 	}
 	for _, m := range other {
 		chans, payloads = append(chans, m[0]), append(payloads, m[1])

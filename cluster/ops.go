@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -85,22 +86,75 @@ func (n *Node) why(ctx context.Context, queue, id string) error {
 
 // Ack completes the reserved task id of queue: it is deleted, durably
 // (the 204 follows the commit), and never delivered again. lease must be
-// its current lease (broker.ErrLease otherwise).
+// its current lease (broker.ErrLease otherwise). Acks that arrive on
+// this node together share one statement and one commit (n.acks).
 func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 	if err := n.held(queue, id, lease); err != nil {
 		return err
 	}
-	tag, err := n.db.Exec(ctx, "DELETE FROM hourglass_tasks WHERE queue = $1 AND id = $2 AND state = 2 AND lease = $3", queue, id, lease)
-	if err != nil {
-		return dbErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return n.why(ctx, queue, id)
+	if err := n.acks.do(ackReq{queue, id, lease}); err != nil {
+		if err == errNotHeld {
+			return n.why(ctx, queue, id)
+		}
+		return err
 	}
 	n.count(queue, func(c *counts) { c.acks++ })
 	n.metrics.Acks.Inc()
 	return nil
 }
+
+// ackReq is one Ack's task and lease.
+type ackReq struct{ queue, id, lease string }
+
+// errNotHeld: the acked task was not found reserved under that lease.
+var errNotHeld = errors.New("hourglass: cluster: task not held under that lease")
+
+// runAcks deletes the tasks of calls that are reserved under their
+// leases, in one statement (so one commit), and sets errNotHeld on the
+// others: each is deleted by one call at most, as if the calls ran one
+// by one.
+func (n *Node) runAcks(calls []*call[ackReq]) {
+	queues := make([]string, len(calls))
+	ids := make([]string, len(calls))
+	leases := make([]string, len(calls))
+	for i, c := range calls {
+		queues[i], ids[i], leases[i] = c.req.queue, c.req.id, c.req.lease
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := n.db.Query(ctx, sqlAck, queues, ids, leases)
+	deleted := map[ackReq]bool{}
+	if err == nil {
+		for rows.Next() {
+			var r ackReq
+			if err = rows.Scan(&r.queue, &r.id, &r.lease); err != nil {
+				break
+			}
+			deleted[r] = true
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	for _, c := range calls {
+		switch {
+		case err != nil:
+			c.err = dbErr(err)
+		case deleted[c.req]:
+			delete(deleted, c.req)
+		default:
+			c.err = errNotHeld
+		}
+	}
+}
+
+// sqlAck deletes the tasks named by ($1[i], $2[i]) that are reserved
+// under the lease $3[i], and returns them.
+const sqlAck = `DELETE FROM hourglass_tasks t
+	USING unnest($1::text[], $2::text[], $3::text[]) AS a(queue, id, lease)
+	WHERE t.queue = a.queue AND t.id = a.id AND t.state = 2 AND t.lease = a.lease
+	RETURNING t.queue, t.id, t.lease`
 
 // Touch renews the lease of the reserved task id of queue for another TTR
 // from now (the database's clock) and returns the task. The owner's timer

@@ -161,15 +161,20 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []broker.PutReques
 
 var errBatch = fmt.Errorf("%w: over %d tasks in one batch", broker.ErrInvalid, broker.MaxBatch)
 
-// readied announces k tasks made ready in queue: to this node's waiters
-// at once, to the other nodes' through the queue's channel.
+// readied announces k tasks made ready in queue, once they are
+// committed: to this node's waiters first, at once, and to the other
+// nodes' through the queue's channel only for what this node's waiters
+// cannot take. Reservers on several nodes woken for the same few tasks
+// would race for them (FOR UPDATE SKIP LOCKED), all but one for nothing.
 func (n *Node) readied(queue string, k int) {
 	n.mu.Lock()
 	if q := n.queues[queue]; q != nil {
-		q.wake(k)
+		k -= q.wake(k)
 	}
 	n.mu.Unlock()
-	n.notifier.readyIn(queue, k)
+	if k > 0 {
+		n.notifier.readyIn(queue, k)
+	}
 }
 
 // insertArgs returns sqlInsert's arguments for items.

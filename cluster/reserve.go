@@ -122,7 +122,7 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 					return nil, dbErr(err)
 				}
 			}
-			w = &waiter{ch: make(chan struct{}, 1)}
+			w = &waiter{ch: make(chan struct{}, 1), max: max}
 			n.mu.Lock()
 			for _, queue := range queues {
 				q := n.queueWait(queue)
@@ -169,16 +169,16 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 }
 
 // leave takes w off the lists of qs; if w was signalled and not woken
-// by it, the signal goes to the next waiter of the queue that sent it
-// (of each queue w was no longer waiting on: at worst a waiter looks for
-// nothing).
+// by it, the signal goes on to as many waiters of the queue that sent it
+// as w stood for (of each queue w was no longer waiting on: at worst a
+// waiter looks for nothing).
 func (n *Node) leave(qs []*queueWait, w *waiter) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	signalled := len(w.ch) > 0
 	for _, q := range qs {
 		if !q.remove(w) && signalled {
-			q.wake(1)
+			q.wake(w.max)
 		}
 	}
 }

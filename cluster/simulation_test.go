@@ -79,6 +79,7 @@ func (s *simNode) open(ctx context.Context) error {
 		return err
 	}
 	cfg.MaxConns = 2
+	cluster.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err

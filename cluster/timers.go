@@ -77,11 +77,9 @@ func (n *Node) flushLoop() {
 //     partitions ready and settles their expired leases (ready again, or
 //     dead when the attempts are used up), by the database's clock: a
 //     task is never made ready before its time.
-//   - each queue with tasks made ready is notified (its channel computed
-//     as queueChannel does), once, with the number of tasks.
 //
 // It returns one row per fenced-in partition (kind 0, a = partition), one
-// per queue notified (kind 1, a = tasks made ready), one per job whose
+// per queue with tasks made ready (kind 1, a = how many), one per job whose
 // timer is not due after all (kind 2, a = job, b = how long until it is,
 // by the database's clock): armed early by a skewed clock, or a lease
 // renewed since; and one with the leases settled (kind 3, a = leases
@@ -106,12 +104,10 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		RETURNING t.job_id, t.queue, t.state, o.state AS was
 	), ready AS MATERIALIZED (
 		SELECT queue, count(*) AS k FROM fired WHERE state = 1 GROUP BY queue
-	), notified AS MATERIALIZED (
-		SELECT count(pg_notify('` + queueChannelPrefix + `' || left(md5(queue), 16), k::text)) AS sent FROM ready
 	)
 	SELECT 0 AS kind, partition::bigint AS a, 0::bigint AS b, '' AS queue FROM fence
 	UNION ALL
-	SELECT 1, k, (SELECT sent FROM notified), queue FROM ready
+	SELECT 1, k, 0, queue FROM ready
 	UNION ALL
 	SELECT 2, t.job_id, t.fire_at - now.ns, '' FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id, now
 	WHERE t.fire_at IS NOT NULL AND t.partition = ANY(ARRAY(SELECT partition FROM fence))
@@ -240,12 +236,10 @@ func (n *Node) flush() error {
 			n.wheel.Set(p.job, d)
 		}
 	}
-	for q, k := range readyIn {
-		if qw := n.queues[q]; qw != nil {
-			qw.wake(k)
-		}
-	}
 	n.mu.Unlock()
+	for q, k := range readyIn {
+		n.readied(q, k)
+	}
 	return nil
 }
 

@@ -18,25 +18,43 @@ type queueWait struct {
 }
 
 // waiter is one blocked reservation, signalled (buffered 1) when tasks
-// may have become ready in its queue.
-type waiter struct{ ch chan struct{} }
+// may have become ready in its queue; max is how many it takes at most.
+type waiter struct {
+	ch  chan struct{}
+	max int
+}
 
-// wake signals up to k waiters, oldest first, taking them off the list.
-func (q *queueWait) wake(k int) {
-	for k > 0 && len(q.waiters) > 0 {
+// wake signals waiters, oldest first, taking them off the list, until
+// those signalled can take k tasks between them, and returns how many
+// they can take: k tasks made ready wake one reserver of max 100, not k
+// of them, so that one statement takes them all rather than many race for
+// them. A waiter woken for nothing (another reserver was first) looks
+// once and waits again.
+func (q *queueWait) wake(k int) (took int) {
+	for took < k && len(q.waiters) > 0 {
 		w := q.waiters[0]
 		q.waiters[0] = nil
 		q.waiters = q.waiters[1:]
 		select {
 		case w.ch <- struct{}{}:
-			k--
+			took += max(w.max, 1)
 		default:
 		}
 	}
+	return took
 }
 
 // wakeAll signals every waiter.
-func (q *queueWait) wakeAll() { q.wake(len(q.waiters)) }
+func (q *queueWait) wakeAll() {
+	for _, w := range q.waiters {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+	clear(q.waiters)
+	q.waiters = q.waiters[:0]
+}
 
 // remove takes w off the list and reports whether it was there (false:
 // it was signalled).

@@ -46,6 +46,7 @@ func Start(ctx context.Context, url string, nodes, clients int, log *slog.Logger
 		}
 		pc.MaxConns = int32(max(4, clients/nodes+4))
 		pc.ConnConfig.Tracer = c.stmts
+		cluster.ConfigurePool(pc)
 		pool, err := pgxpool.NewWithConfig(ctx, pc)
 		if err != nil {
 			c.Close()

@@ -67,6 +67,7 @@ func openPostgres(o serveOptions, log *slog.Logger, reg prometheus.Registerer) o
 	if !poolSizeGiven(o.pg.url) {
 		cfg.MaxConns = postgresPoolConns
 	}
+	cluster.ConfigurePool(cfg)
 	// Open may wait up to two leases for a previous process under the
 	// same name to be declared dead.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -291,14 +291,19 @@ func (s *Server) NewDatabase(ctx context.Context) (string, error) {
 
 // Pool opens a pool of at most maxConns connections to the database at
 // url, as a process of its own would (a node under test gets one each);
-// it is closed when the test ends, if it is not closed before.
-func Pool(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
+// it is closed when the test ends, if it is not closed before. Each of
+// configure changes the pool's configuration first (for a node:
+// cluster.ConfigurePool).
+func Pool(t testing.TB, url string, maxConns int32, configure ...func(*pgxpool.Config)) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.MaxConns = maxConns
+	for _, f := range configure {
+		f(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
