@@ -2,18 +2,21 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/jackc/pgx/v5"
 )
 
 // sqlReserve takes up to $2 ready tasks of the queues $1 in delivery
 // order (priority, due time, job id), skipping rows other reservers hold
 // and queues paused (hourglass_queues), and leases them for their TTR by
-// the database's clock. One statement, so one transaction, committed (and
-// flushed) before it returns. Each queue is read in its own index order
+// the database's clock. One statement, in a transaction of its own that
+// Reserve commits asynchronously (see Reserve). Each queue is read in its
+// own index order
 // (the lateral subquery), so one queue of many ready tasks costs what it
 // did alone; with several queues, rows locked in one and not taken stay
 // locked only until the statement commits.
@@ -64,8 +67,14 @@ const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_
 // in priority order, then due time, then job id, each leased for its TTR,
 // as broker.Broker.Reserve does. When none is ready it waits up to wait
 // for the first one: the node listens to the queue's channel, where the
-// owners announce tasks they make ready, and looks again when woken. The
-// reservations are durable when it returns. A paused queue (PauseQueue)
+// owners announce tasks they make ready, and looks again when woken.
+// Every task it hands out is durable (its put committed); the
+// reservation itself commits without waiting for the WAL flush
+// (synchronous_commit off), as the broker commits a reservation with its
+// next group without waiting: a database crash within that flush makes
+// the task ready again as if its lease had run out (an ack under the lost
+// lease fails; an ack that committed flushed the reservation before it).
+// A paused queue (PauseQueue)
 // hands out nothing until its pause ends.
 func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error) {
 	if err := checkQueue(queue); err != nil {
@@ -187,30 +196,52 @@ func (n *Node) leave(qs []*queueWait, w *waiter) {
 // partitions' owners. When it takes nothing and a queue is paused, it
 // returns how long until the first pause ends.
 func (n *Node) take(ctx context.Context, queues []string, max int) ([]broker.Task, time.Duration, error) {
-	rows, err := n.db.Query(ctx, sqlReserve, queues, max)
-	if err != nil {
-		return nil, 0, dbErr(err)
-	}
 	var got []row
 	var dbNow int64
 	var pauseLeft time.Duration
-	for rows.Next() {
-		var left *int64
-		t, err := scanRow(rows, &dbNow, &left)
-		if err != nil {
-			rows.Close()
-			return nil, 0, dbErr(err)
-		}
-		if left != nil {
-			if d := time.Duration(*left); pauseLeft == 0 || d < pauseLeft {
-				pauseLeft = d
+	err := func() error {
+		var b pgx.Batch
+		b.Queue("BEGIN")
+		b.Queue("SET LOCAL synchronous_commit = off")
+		b.Queue(sqlReserve, queues, max)
+		b.Queue("COMMIT")
+		br := n.db.SendBatch(ctx, &b)
+		defer br.Close()
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
 			}
-			continue
 		}
-		got = append(got, t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var left *int64
+			t, err := scanRow(rows, &dbNow, &left)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if left != nil {
+				if d := time.Duration(*left); pauseLeft == 0 || d < pauseLeft {
+					pauseLeft = d
+				}
+				continue
+			}
+			got = append(got, t)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		tag, err := br.Exec()
+		if err == nil && tag.String() != "COMMIT" {
+			err = errors.New("transaction rolled back")
+		}
+		return err
+	}()
+	if err != nil {
 		return nil, 0, dbErr(err)
 	}
 	if len(got) == 0 {
