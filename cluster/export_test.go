@@ -41,3 +41,6 @@ func (n *Node) SchedulePartition(name string) int { return n.schedulePartition(n
 
 // SQLFlush is the owner's flush statement (timers.go).
 const SQLFlush = sqlFlush
+
+// SQLReserve is the reservation statement (reserve.go).
+const SQLReserve = sqlReserve

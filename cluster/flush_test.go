@@ -17,7 +17,8 @@ import (
 // it, and its custom one) touches under 1,000 buffers (about 160). The
 // flush before, which found its tasks through the partitions' timer
 // index, touched about 3,000 here, and 124k (115-227 ms a flush) at 100k
-// pending, which made a 5k/s due stream hundreds of ms late.
+// pending, which made a 5k/s due stream hundreds of ms late. And the flush
+// commits without waiting for the WAL flush.
 func TestFlush_ReadsByJobID(t *testing.T) {
 	ctx := context.Background()
 	url := server(t).CreateDatabase(t)
@@ -54,11 +55,18 @@ func TestFlush_ReadsByJobID(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out []byte
+		var sync string
 		err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+cluster.SQLFlush,
 			"a", parts, epochs, jobs).Scan(&out)
+		if err == nil {
+			err = tx.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sync)
+		}
 		tx.Rollback(ctx)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if sync != "off" {
+			t.Errorf("%s: synchronous_commit in the flush's transaction = %q, want off (it commits without waiting for the WAL flush)", mode, sync)
 		}
 		var plan []struct {
 			Plan struct {

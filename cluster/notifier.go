@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // maxPayload bounds one notification's payload (PostgreSQL's limit is
@@ -16,7 +14,8 @@ const maxPayload = 7900
 
 // notifier sends the node's notifications after the writes they announce
 // have committed, in batches: while one batch is being sent the next
-// fills. A batch is a transaction of its own with synchronous_commit off,
+// fills. A batch is one statement, a transaction of its own with
+// synchronous_commit off,
 // for two reasons. PostgreSQL serialises the commits of transactions that
 // NOTIFY under one lock, held through the commit's WAL flush: a NOTIFY in
 // every put would cost every put a flush of its own. And a notification
@@ -137,12 +136,10 @@ func (nt *notifier) flush() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var b pgx.Batch
-	b.Queue("BEGIN")
-	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue("SELECT count(pg_notify(c, p)) FROM unnest($1::text[], $2::text[]) AS m(c, p)", chans, payloads)
-	b.Queue("COMMIT")
-	if err := nt.n.db.SendBatch(ctx, &b).Close(); err != nil {
+	// One statement, so one transaction; set_config(..., true) is SET
+	// LOCAL, read at the commit.
+	if _, err := nt.n.db.Exec(ctx, `SELECT count(pg_notify(c, p)), max(set_config('synchronous_commit', 'off', true))
+		FROM unnest($1::text[], $2::text[]) AS m(c, p)`, chans, payloads); err != nil {
 		nt.n.log.Warn("hourglass: cluster: sending notifications failed; owners' sweeps will catch up", "err", err)
 	}
 }

@@ -2,24 +2,23 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
-	"github.com/jackc/pgx/v5"
 )
 
 // sqlReserve takes up to $2 ready tasks of the queues $1 in delivery
 // order (priority, due time, job id), skipping rows other reservers hold
 // and queues paused (hourglass_queues), and leases them for their TTR by
-// the database's clock. One statement, in a transaction of its own that
-// Reserve commits asynchronously (see Reserve). Each queue is read in its
-// own index order
-// (the lateral subquery), so one queue of many ready tasks costs what it
-// did alone; with several queues, rows locked in one and not taken stay
-// locked only until the statement commits.
+// the database's clock. One statement, so one transaction, which commits
+// without waiting for the WAL flush (see Reserve): set_config(...,
+// true) is SET LOCAL, read at the commit, and now is evaluated whenever a
+// task is taken. Each queue is read in its own index order (the lateral
+// subquery), so one queue of many ready tasks costs what it did alone;
+// with several queues, rows locked in one and not taken stay locked only
+// until the statement commits.
 //
 // It returns a row per task taken (the task's columns, the database's
 // now, and NULL), or, when it took none, a row per paused queue of $1
@@ -39,7 +38,7 @@ const sqlReserve = `WITH picked AS (
 		) c
 		ORDER BY c.priority, c.due, c.job_id
 		LIMIT $2
-	), now AS (SELECT hourglass_now() AS ns),
+	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
 			lease = ` + sqlLease + `,
@@ -196,52 +195,30 @@ func (n *Node) leave(qs []*queueWait, w *waiter) {
 // partitions' owners. When it takes nothing and a queue is paused, it
 // returns how long until the first pause ends.
 func (n *Node) take(ctx context.Context, queues []string, max int) ([]broker.Task, time.Duration, error) {
+	rows, err := n.db.Query(ctx, sqlReserve, queues, max)
+	if err != nil {
+		return nil, 0, dbErr(err)
+	}
 	var got []row
 	var dbNow int64
 	var pauseLeft time.Duration
-	err := func() error {
-		var b pgx.Batch
-		b.Queue("BEGIN")
-		b.Queue("SET LOCAL synchronous_commit = off")
-		b.Queue(sqlReserve, queues, max)
-		b.Queue("COMMIT")
-		br := n.db.SendBatch(ctx, &b)
-		defer br.Close()
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		rows, err := br.Query()
+	for rows.Next() {
+		var left *int64
+		t, err := scanRow(rows, &dbNow, &left)
 		if err != nil {
-			return err
+			rows.Close()
+			return nil, 0, dbErr(err)
 		}
-		for rows.Next() {
-			var left *int64
-			t, err := scanRow(rows, &dbNow, &left)
-			if err != nil {
-				rows.Close()
-				return err
+		if left != nil {
+			if d := time.Duration(*left); pauseLeft == 0 || d < pauseLeft {
+				pauseLeft = d
 			}
-			if left != nil {
-				if d := time.Duration(*left); pauseLeft == 0 || d < pauseLeft {
-					pauseLeft = d
-				}
-				continue
-			}
-			got = append(got, t)
+			continue
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		tag, err := br.Exec()
-		if err == nil && tag.String() != "COMMIT" {
-			err = errors.New("transaction rolled back")
-		}
-		return err
-	}()
-	if err != nil {
+		got = append(got, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		return nil, 0, dbErr(err)
 	}
 	if len(got) == 0 {

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +71,10 @@ func (n *Node) flushLoop() {
 //     acquisition by another node updates the row, so it waits for this
 //     transaction, and this statement sees the new epoch if that one
 //     committed first. Rows are locked in partition order, as the lease
-//     loop locks them, so the two never deadlock.
+//     loop locks them, so the two never deadlock. With each row locked it
+//     sets synchronous_commit off for the statement's transaction
+//     (set_config(..., true) is SET LOCAL, read at the commit): whenever
+//     the statement writes anything, it has locked a row first.
 //   - fired makes the due waiting tasks among the jobs $4 of those
 //     partitions ready and settles their expired leases (ready again, or
 //     dead when the attempts are used up), by the database's clock: a
@@ -86,7 +88,7 @@ func (n *Node) flushLoop() {
 // that ran out, b = tasks dead of it), for the metrics. The self-join on
 // o gives each fired row's state before the update.
 const sqlFlush = `WITH fence AS MATERIALIZED (
-		SELECT p.partition FROM hourglass_partitions p
+		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
 		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
 		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
 		ORDER BY p.partition FOR SHARE OF p
@@ -115,13 +117,14 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	UNION ALL
 	SELECT 3, count(*) FILTER (WHERE was = 2), count(*) FILTER (WHERE state = 3), '' FROM fired`
 
-// flush writes the fired timers in one round trip: BEGIN, SET LOCAL,
-// sqlFlush and COMMIT pipelined in one batch. It commits without waiting
-// for the WAL flush (synchronous_commit off), since nothing it writes was
-// promised to anyone: if a crash loses it, the tasks are still due in the
-// record and the next owner makes them ready again; and a reservation
-// that follows commits synchronously, flushing the WAL up to and past it.
-// The notifications go out with the commit.
+// flush writes the fired timers in one statement, sqlFlush, and so one
+// transaction and one round trip. It commits without waiting for the WAL
+// flush (synchronous_commit off), since nothing it writes was promised to
+// anyone: if a crash loses it, the tasks are still due in the record and
+// the next owner makes them ready again; and the ack of a task it made
+// ready commits synchronously, flushing the WAL up to and past it. It
+// then wakes the reservers of the queues it made tasks ready in
+// (readied).
 func (n *Node) flush() error {
 	n.mu.Lock()
 	fired := n.fired
@@ -158,19 +161,7 @@ func (n *Node) flush() error {
 	var expired, dead int64
 	began := time.Now()
 	err := func() error {
-		var b pgx.Batch
-		b.Queue("BEGIN")
-		b.Queue("SET LOCAL synchronous_commit = off")
-		b.Queue(sqlFlush, n.name, parts, epochs, jobs)
-		b.Queue("COMMIT")
-		br := n.db.SendBatch(ctx, &b)
-		defer br.Close()
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		rows, err := br.Query()
+		rows, err := n.db.Query(ctx, sqlFlush, n.name, parts, epochs, jobs)
 		if err != nil {
 			return err
 		}
@@ -194,14 +185,7 @@ func (n *Node) flush() error {
 			}
 		}
 		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		tag, err := br.Exec()
-		if err == nil && tag.String() != "COMMIT" {
-			err = errors.New("transaction rolled back")
-		}
-		return err
+		return rows.Err()
 	}()
 	if err != nil {
 		// Put the jobs back for the next round; the sweep is the backstop.
