@@ -60,11 +60,15 @@
 // channels of its partitions, and on acquiring one it listens first and
 // loads second, so a timer is either announced to it or read by the load.
 // When a timer fires, the flusher makes the task ready (or settles its
-// lease) in the database and notifies the queue's channel, all in one
-// pipelined round trip (sqlFlush in timers.go), where every
-// node with reservers waiting on that queue wakes them; a reserve on any
-// node takes ready tasks from every partition with FOR UPDATE SKIP
-// LOCKED. Nothing polls for due tasks. A lost notification (the listen
+// lease) in the database in one statement (sqlFlush in timers.go), which
+// reads the fired tasks by job id. It then wakes its own node's reservers
+// waiting on the queue, as many as can take the tasks between them (one
+// reserver of max 100 for 30 tasks), and notifies the queue's channel for
+// the rest, if any: the other nodes with reservers waiting wake them
+// likewise. A reserve on any node takes ready tasks from every partition
+// with FOR UPDATE SKIP LOCKED; waking reservers on every node for the
+// same few tasks would have them race for those rows, all but one for
+// nothing. Nothing polls for due tasks. A lost notification (the listen
 // connection dropped, a crash between a commit and its announcement) is
 // caught by the owner's sweep of timers overdue by more than a lease, at
 // each tick.
@@ -100,12 +104,17 @@
 // # Durability
 //
 // A put is answered after its INSERT commits; an ack after its DELETE
-// commits; a reservation, nack, touch, kick, delete and schedule change
-// likewise: with the server's synchronous_commit=on, each is in the WAL
-// (and on synchronous standbys, if configured) before the answer.
-// Firing timers commits with synchronous_commit off: it promises nothing
-// to anyone, a crash that loses it leaves the tasks due in the record, and
-// the reservation that follows flushes the WAL past it.
+// commits; a nack, touch, kick, delete and schedule change likewise: with
+// the server's synchronous_commit=on, each is in the WAL (and on
+// synchronous standbys, if configured) before the answer. Acks that
+// arrive on a node together share one DELETE and one commit (group.go).
+// Two writes commit with synchronous_commit off, set for their own
+// transaction: firing timers, which promises nothing to anyone (a crash
+// that loses it leaves the tasks due in the record), and a reservation,
+// as the embedded broker's is not waited for either: a crash within the
+// WAL flush makes the task ready again as if its lease had run out. Any
+// synchronous commit after them flushes the WAL past them, so the ack of
+// a task can never outlive its reservation.
 //
 // With a synchronous standby (synchronous_standby_names on the primary),
 // every answer follows a commit on the standby's disk too: after the

@@ -125,7 +125,8 @@ type counts struct{ puts, deliveries, acks uint64 }
 // node, takes its share of the partitions, loads their timers and starts
 // serving. A node restarted under its old name waits for the old
 // heartbeat to run out (at most one Lease). The caller keeps db and
-// closes it after [Node.Close].
+// closes it after [Node.Close]; db's configuration should have been
+// passed through [ConfigurePool] (Open logs a warning otherwise).
 func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	if opts.Lease <= 0 {
 		opts.Lease = DefaultLease
