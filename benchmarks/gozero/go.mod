@@ -1,6 +1,6 @@
 module github.com/hourglass-go/hourglass/benchmarks/gozero
 
-go 1.26
+go 1.26.0
 
 replace github.com/hourglass-go/hourglass => ../..
 
@@ -19,5 +19,5 @@ require (
 	go.opentelemetry.io/otel v1.40.0 // indirect
 	go.opentelemetry.io/otel/trace v1.40.0 // indirect
 	go.uber.org/automaxprocs v1.6.0 // indirect
-	golang.org/x/sys v0.41.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 )

@@ -112,8 +112,8 @@ func Compare(ctx context.Context, newDatabase func() string, cfg Config, log fun
 		}
 		s := Side{
 			System: "hourglass", Pending: r.Pending, InsertPerSec: r.PendingPutsPerSec, Rate: r.Rate,
-			Due: int(cfg.Duration.Seconds() * float64(cfg.Rate)), Delivered: r.Delivered, Early: r.Early,
-			P50: r.LateP50, P99: r.LateP99, Max: r.Late,
+			Due: r.Lateness.Due, Delivered: r.Lateness.Delivered, Early: r.Lateness.Early,
+			P50: r.Lateness.P50, P99: r.Lateness.P99, Max: r.Lateness.Max,
 		}
 		res.Hourglass = append(res.Hourglass, s)
 		if log != nil {
