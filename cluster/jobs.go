@@ -328,8 +328,14 @@ func (n *Node) PauseQueue(queue string, d time.Duration) error {
 		return dbErr(err)
 	}
 	// Waiting reservers look again at once, on every node: when a pause
-	// ends, or changes its end.
-	n.readied(queue, broker.MaxReserve)
+	// ends, or changes its end. Not readied, which stops at what this
+	// node's waiters can take.
+	n.mu.Lock()
+	if q := n.queues[queue]; q != nil {
+		q.wakeAll()
+	}
+	n.mu.Unlock()
+	n.notifier.send(queueChannel(queue), "all "+n.name)
 	return nil
 }
 

@@ -31,7 +31,8 @@ func partitionChannel(p int) string { return "hourglass_p" + strconv.Itoa(p) }
 
 // queueChannel is where tasks made ready in queue are announced to the
 // nodes with reservers waiting on it; payload "K NODE", K tasks made
-// ready by the node NODE (which wakes its own reservers itself). The
+// ready by the node NODE that its own reservers cannot take, or "all
+// NODE", every reserver to look again (see dispatch). The
 // flush computes the same name in SQL (sqlFlush): the prefix and the
 // first 16 hex digits of the MD5 of the queue's name.
 func queueChannel(queue string) string {
@@ -282,8 +283,9 @@ func (n *Node) dispatch(note *pgconn.Notification) {
 		}
 		n.timersNotified(p, note.Payload)
 	case strings.HasPrefix(ch, "hourglass_q_"):
-		// "K SENDER": K tasks made ready by the node SENDER, which woke
-		// its own reservers as it committed.
+		// "K SENDER": K tasks made ready by the node SENDER that its own
+		// reservers cannot take; "all SENDER": every reserver is to look
+		// again (a pause changed). SENDER woke its own already.
 		count, sender, _ := strings.Cut(note.Payload, " ")
 		if sender == n.name {
 			return
@@ -295,7 +297,11 @@ func (n *Node) dispatch(note *pgconn.Notification) {
 		n.mu.Lock()
 		for _, q := range n.channels[ch] {
 			if qw := n.queues[q]; qw != nil {
-				qw.wake(k)
+				if count == "all" {
+					qw.wakeAll()
+				} else {
+					qw.wake(k)
+				}
 			}
 		}
 		n.mu.Unlock()

@@ -86,7 +86,13 @@ func (n *Node) flushLoop() {
 // by the database's clock): armed early by a skewed clock, or a lease
 // renewed since; and one with the leases settled (kind 3, a = leases
 // that ran out, b = tasks dead of it), for the metrics. The self-join on
-// o gives each fired row's state before the update.
+// o gives each fired row's state before the update. Every step is linear
+// in the jobs named: they are read by primary key, and kind 2 leaves out
+// the fired ones with NOT IN, which PostgreSQL runs as a hashed subplan
+// (NOT EXISTS was planned as a nested-loop anti-join over the fired
+// rows, quadratic: a flush of thousands of jobs ran for seconds holding
+// its fence, the lease loop waited behind it, and the jobs that fired
+// meanwhile made the next flush longer still).
 const sqlFlush = `WITH fence AS MATERIALIZED (
 		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
 		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
@@ -113,7 +119,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	UNION ALL
 	SELECT 2, t.job_id, t.fire_at - now.ns, '' FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id, now
 	WHERE t.fire_at IS NOT NULL AND t.partition = ANY(ARRAY(SELECT partition FROM fence))
-		AND NOT EXISTS (SELECT 1 FROM fired f WHERE f.job_id = t.job_id)
+		AND t.job_id NOT IN (SELECT job_id FROM fired)
 	UNION ALL
 	SELECT 3, count(*) FILTER (WHERE was = 2), count(*) FILTER (WHERE state = 3), '' FROM fired`
 
