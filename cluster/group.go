@@ -1,6 +1,9 @@
 package cluster
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
 
 // group runs the requests that arrive while one of its statements is in
 // flight together, as one statement, the way a group commit shares one
@@ -54,17 +57,34 @@ func (g *group[R]) do(req R) error {
 	g.pending = nil
 	g.mu.Unlock()
 
-	g.run(batch)
-	for _, b := range batch {
-		close(b.done)
-	}
-
-	g.mu.Lock()
-	if len(g.pending) > 0 {
-		g.pending[0].lead <- struct{}{}
-	} else {
-		g.running = false
-	}
-	g.mu.Unlock()
+	g.lead(batch)
 	return c.err
 }
+
+// lead runs batch's statement, answers its calls and hands the lead on
+// to the oldest call queued meanwhile, if any. A panic in run (a bug)
+// still answers the calls, with errGroupPanic, and hands the lead on
+// before it goes up the leader's stack (where net/http, say, recovers
+// it): the calls queued behind are not left waiting for ever.
+func (g *group[R]) lead(batch []*call[R]) {
+	ran := false
+	defer func() {
+		for _, b := range batch {
+			if !ran {
+				b.err = errGroupPanic
+			}
+			close(b.done)
+		}
+		g.mu.Lock()
+		if len(g.pending) > 0 {
+			g.pending[0].lead <- struct{}{}
+		} else {
+			g.running = false
+		}
+		g.mu.Unlock()
+	}()
+	g.run(batch)
+	ran = true
+}
+
+var errGroupPanic = errors.New("hourglass: cluster: a grouped statement panicked")

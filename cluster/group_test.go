@@ -53,3 +53,28 @@ func TestGroup(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// TestGroup_Panic: a run that panics answers its calls with an error and
+// leaves the group usable; the panic goes up the leader's stack.
+func TestGroup_Panic(t *testing.T) {
+	var calls atomic.Int32
+	g := group[int]{run: func(cs []*call[int]) {
+		if calls.Add(1) == 1 {
+			panic("bug")
+		}
+	}}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not reach the leader")
+			}
+		}()
+		g.do(1)
+	}()
+	if err := g.do(2); err != nil {
+		t.Errorf("the call after the panic: %v", err)
+	}
+	if g.running || len(g.pending) != 0 {
+		t.Errorf("group left running=%v with %d pending", g.running, len(g.pending))
+	}
+}
