@@ -23,29 +23,8 @@ func TestFlush_ReadsByJobID(t *testing.T) {
 	ctx := context.Background()
 	url := server(t).CreateDatabase(t)
 	n := startNode(t, url, "a")
-	var jobs []int64
-	for range 200 {
-		reqs := make([]broker.PutRequest, 100)
-		for i := range reqs {
-			reqs[i].Delay = time.Hour
-		}
-		for _, r := range n.PutBatch(ctx, "q", reqs) {
-			if r.Err != nil {
-				t.Fatal(r.Err)
-			}
-			if len(jobs) < 10 {
-				jobs = append(jobs, int64(r.Task.JobID))
-			}
-		}
-	}
-	var parts []int32
-	var epochs []int64
-	for p, e := range n.Owned() {
-		parts, epochs = append(parts, int32(p)), append(epochs, e)
-	}
-	if len(parts) == 0 {
-		t.Fatal("the node owns no partition")
-	}
+	jobs := putMany(t, n, 20_000, time.Hour)[:10]
+	parts, epochs := owned(t, n)
 	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
 		tx, err := n.pool.Begin(ctx)
 		if err != nil {
@@ -100,25 +79,9 @@ func TestFlush_Linear(t *testing.T) {
 	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Lease = time.Minute })
 	n.hooks.Pause()
 	defer n.hooks.Resume()
-	var jobs []int64
-	for range 200 {
-		reqs := make([]broker.PutRequest, 100)
-		for i := range reqs {
-			reqs[i].Delay = time.Millisecond
-		}
-		for _, r := range n.PutBatch(ctx, "q", reqs) {
-			if r.Err != nil {
-				t.Fatal(r.Err)
-			}
-			jobs = append(jobs, int64(r.Task.JobID))
-		}
-	}
+	jobs := putMany(t, n, 20_000, time.Millisecond)
 	time.Sleep(50 * time.Millisecond) // all due by the database's clock
-	var parts []int32
-	var epochs []int64
-	for p, e := range n.Owned() {
-		parts, epochs = append(parts, int32(p)), append(epochs, e)
-	}
+	parts, epochs := owned(t, n)
 	tx, err := n.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -148,4 +111,39 @@ func TestFlush_Linear(t *testing.T) {
 	} else {
 		t.Logf("a flush of %d fired timers: %v", len(jobs), took)
 	}
+}
+
+// putMany puts k tasks into queue q of n, due after delay, in batches of
+// 100, and returns their job ids.
+func putMany(t *testing.T, n *testNode, k int, delay time.Duration) []int64 {
+	t.Helper()
+	var jobs []int64
+	for len(jobs) < k {
+		reqs := make([]broker.PutRequest, min(100, k-len(jobs)))
+		for i := range reqs {
+			reqs[i].Delay = delay
+		}
+		for _, r := range n.PutBatch(context.Background(), "q", reqs) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			jobs = append(jobs, int64(r.Task.JobID))
+		}
+	}
+	return jobs
+}
+
+// owned returns the partitions n holds and their epochs, as the flush
+// statement takes them.
+func owned(t *testing.T, n *testNode) ([]int32, []int64) {
+	t.Helper()
+	var parts []int32
+	var epochs []int64
+	for p, e := range n.Owned() {
+		parts, epochs = append(parts, int32(p)), append(epochs, e)
+	}
+	if len(parts) == 0 {
+		t.Fatal("the node owns no partition")
+	}
+	return parts, epochs
 }
