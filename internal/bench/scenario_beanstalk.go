@@ -37,7 +37,9 @@ import (
 // The puts and round-trip rows carry the server's CPU time per operation
 // (from /proc/PID/stat: user and system, over the measurement, dialling
 // included), which other load on the machine disturbs less than rates,
-// and hourglass's rows the task writes per group commit (from its
+// the client's (this process's, where beanstalk/loadgen runs) the same
+// way, so that what the two cores can give the server at a rate is on
+// record, and hourglass's rows the task writes per group commit (from its
 // hourglass_store_tasks_per_commit histogram; Pebble may cover several
 // group commits with one fdatasync).
 //
@@ -55,7 +57,7 @@ var beanstalkScenario = Scenario{
 		"reserve→delete ×64: round trips/s of 64 workers on a tube filled beforehand with n ready jobs, until the time is up or the tube is empty; " +
 		"lateness, same second: n jobs put to fall due within one wall-clock second, reserved and deleted by 64 workers, lateness = handed out − (put sent + delay); " +
 		"fsync 4 KiB: the disk under the temporary directories, 4 KiB appended then fdatasync, one after the other, for as long as the puts run (ops/s = syncs/s); " +
-		"× beanstalkd = the hourglass figure over beanstalkd's of the same round; CPU/op = the server's CPU time (user + system) over the measurement per operation; tasks/commit = hourglass's task writes per group commit",
+		"× beanstalkd = the hourglass figure over beanstalkd's of the same round; CPU/op = the server's CPU time (user + system) over the measurement per operation; client CPU/op = the same of the client, this process; tasks/commit = hourglass's task writes per group commit",
 	jobs: beanstalkJobs,
 }
 
@@ -189,17 +191,22 @@ func (s *beanstalkServer) measure(f func() (float64, error)) (Result, error) {
 		}
 	}
 	cpu0, cpuErr := s.cpu()
+	client0, clientOK := cpuTime()
 	start := time.Now()
 	rate, err := f()
 	elapsed := time.Since(start)
 	if err != nil {
 		return Result{}, err
 	}
+	client1, _ := cpuTime()
 	var r Result
 	r.add("ops/s", unitRate, rate)
+	ops := max(rate*elapsed.Seconds(), 1)
 	if cpu1, err := s.cpu(); err == nil && cpuErr == nil {
-		ops := rate * elapsed.Seconds()
-		r.add("CPU/op", unitSec, (cpu1-cpu0).Seconds()/max(ops, 1))
+		r.add("CPU/op", unitSec, (cpu1-cpu0).Seconds()/ops)
+	}
+	if clientOK {
+		r.add("client CPU/op", unitSec, (client1-client0).Seconds()/ops)
 	}
 	if s.commits != nil {
 		tasks1, groups1, err := s.commits()
