@@ -147,3 +147,48 @@ func owned(t *testing.T, n *testNode) ([]int32, []int64) {
 	}
 	return parts, epochs
 }
+
+// TestFlush_Concurrent: a flush that is held up does not hold up the
+// timers that fire after it. Task a's row is locked by another
+// transaction when its timer fires, so a's flush waits for the lock; task
+// b falls due 300 ms later and is reserved while a's flush still waits.
+// With one flusher, b's flush would start only once a's had ended, after
+// the lock was released, and the reserve would come back empty.
+func TestFlush_Concurrent(t *testing.T) {
+	ctx := context.Background()
+	// A lease long enough that no renewal, which would wait for a's flush
+	// to let go of its partition, falls within the test.
+	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Lease = time.Minute })
+	a := putMany(t, n, 1, 300*time.Millisecond)[0]
+	b := putMany(t, n, 1, 600*time.Millisecond)[0]
+	tx, err := n.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM hourglass_tasks WHERE job_id = $1 FOR UPDATE", a); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := n.Reserve(ctx, "q", 10, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 1 || ts[0].JobID != uint64(b) {
+		t.Fatalf("reserved %v while a's flush waited for its row, want b (job %d) alone", jobIDs(ts), b)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ts, err = n.Reserve(ctx, "q", 10, 5*time.Second); err != nil || len(ts) != 1 || ts[0].JobID != uint64(a) {
+		t.Fatalf("reserved %v, %v once the row was free, want a (job %d)", jobIDs(ts), err, a)
+	}
+}
+
+// jobIDs returns the job ids of ts.
+func jobIDs(ts []broker.Task) []uint64 {
+	var ids []uint64
+	for _, t := range ts {
+		ids = append(ids, t.JobID)
+	}
+	return ids
+}

@@ -215,9 +215,11 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		}
 	}
 	n.notifier.send(chanMembers, "join "+n.name)
-	n.wg.Add(2)
+	n.wg.Add(1 + flushers)
 	go n.leaseLoop()
-	go n.flushLoop()
+	for range flushers {
+		go n.flushLoop()
+	}
 	return n, nil
 }
 
