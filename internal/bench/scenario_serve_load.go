@@ -334,10 +334,13 @@ func (p *serveProcess) lateness(rate int, d time.Duration) (delivery, error) {
 	var ackers sync.WaitGroup
 	for range serveAckers {
 		ackers.Go(func() {
-			p.ready(actx)
+			rc := newRawConn(p.addr)
+			defer rc.close()
+			rc.dial(actx) // before the stream starts; post dials again if this failed
+			var body []byte
 			for t := range acks {
-				body := `{"lease":"` + t.Lease + `"}`
-				if _, err := p.post(actx, "/v1/queues/due/tasks/"+t.ID+"/ack", []byte(body), http.StatusNoContent); err != nil {
+				body = append(append(append(body[:0], `{"lease":"`...), t.Lease...), `"}`...)
+				if _, err := rc.post(actx, "/v1/queues/due/tasks/"+t.ID+"/ack", body, http.StatusNoContent); err != nil {
 					if actx.Err() == nil {
 						fail(fmt.Errorf("ack: %w", err))
 					}
@@ -355,8 +358,10 @@ func (p *serveProcess) lateness(rate int, d time.Duration) (delivery, error) {
 	reserveBody := []byte(fmt.Sprintf(`{"max":%d,"wait":"1s"}`, serveReserveMax))
 	for i := range serveReservers {
 		reservers.Go(func() {
+			rc := newRawConn(p.addr)
+			defer rc.close()
 			for rctx.Err() == nil {
-				answer, err := p.post(rctx, "/v1/queues/due/reserve", reserveBody, http.StatusOK)
+				answer, err := rc.post(rctx, "/v1/queues/due/reserve", reserveBody, http.StatusOK)
 				got := time.Now()
 				if err != nil {
 					if rctx.Err() == nil {
