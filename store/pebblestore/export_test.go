@@ -66,3 +66,10 @@ func (s *Store) BlockCache() (hits, size int64) {
 
 // Flush writes the memtable out to a table, so that reads go to tables.
 func (s *Store) Flush() error { return s.db.Flush() }
+
+// Compactions returns how many compactions Pebble has completed since
+// Open, and how many times they stepped aside for other goroutines
+// (yield.go).
+func (s *Store) Compactions() (done, yields int64) {
+	return s.db.Metrics().Compact.Count, s.sched.yields.Load()
+}

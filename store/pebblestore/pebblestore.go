@@ -74,6 +74,8 @@ type Store struct {
 	dir  string
 	log  *slog.Logger
 	sync bool // false only in tests (Options.noSync)
+	// sched schedules Pebble's compactions (yield.go).
+	sched *yieldingScheduler
 
 	// closeMu is held shared by every method that uses db and exclusively
 	// by Close, so that Close waits for them and nothing uses db after.
@@ -137,6 +139,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		EventListener:      eventListener(opts.Logger),
 		FS:                 opts.fs,
 	}
+	sched := newYieldingScheduler()
+	po.Experimental.CompactionScheduler = sched
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	}
@@ -144,7 +148,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, pebbleErr("open store "+dir, err)
 	}
-	s := &Store{db: db, dir: dir, log: opts.Logger, sync: !opts.noSync}
+	s := &Store{db: db, dir: dir, log: opts.Logger, sync: !opts.noSync, sched: sched}
 	s.w.init()
 	if err := s.start(pl.takeReplays()); err != nil {
 		_ = db.Close()

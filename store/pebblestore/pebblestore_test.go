@@ -216,3 +216,61 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	}
 	return out
 }
+
+// TestCompactions_Yield: compactions run under the store's scheduler
+// (writes go on past many memtables, which they would not if no
+// compaction were granted: Pebble stops writes at 12 files in L0) and
+// step aside for other goroutines as they go, at each of Pebble's
+// progress reports.
+func TestCompactions_Yield(t *testing.T) {
+	st, err := pebblestore.Open(filepath.Join(t.TempDir(), "db"), pebblestore.Options{CacheSize: 1 << 20, MemTableSize: 256 << 10, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Closed at the end, not deferred: a store whose writes stalled would
+	// not close.
+	// About 40 MiB through 256 KiB memtables: 160 flushes into L0.
+	wrote := make(chan error, 1)
+	go func() {
+		for base := uint64(0); base < 40_000; base += 500 {
+			var b store.Batch
+			for j := base + 1; j <= base+500; j++ {
+				tk := benchTask(j)
+				tk.Payload = bytes.Repeat([]byte{byte(j)}, 1000)
+				b.Put(tk)
+			}
+			if err := st.Commit(&b); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	}()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		done, _ := st.Compactions()
+		t.Fatalf("40 MiB of writes not done after a minute (%d compactions): stalled behind L0", done)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		done, yields := st.Compactions()
+		if done > 0 && yields > 0 {
+			t.Logf("%d compactions, %d yields", done, yields)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d compactions and %d yields 30 s after 40 MiB of writes, want some of each", done, yields)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, err := st.Task(12_345); err != nil || got.JobID != 12_345 || len(got.Payload) != 1000 {
+		t.Fatalf("Task(12345) = %d, %d bytes, %v", got.JobID, len(got.Payload), err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

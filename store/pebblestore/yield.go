@@ -1,0 +1,156 @@
+package pebblestore
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// yieldingScheduler schedules Pebble's compactions as Pebble's default
+// scheduler does, and makes every compaction it grants step aside for the
+// goroutines waiting to run at each progress report Pebble makes: every
+// 128 keys a compaction writes, and every block its writer goroutine
+// finishes.
+//
+// Why: a compaction is a loop of CPU work (merging, encoding, compressing)
+// that blocks on nothing but fast writes to the page cache, so Go's
+// scheduler lets it keep its P until the 10 ms preemption. The timers of
+// that P, the delay wheel's among them, run only when it schedules again
+// (or when another P runs dry and steals them), so on two cores a task
+// could fall due up to 10 ms late while a compaction ran. A yield costs
+// about 100 ns every few tens of µs of compaction.
+//
+// Scheduling, as Pebble's ConcurrencyLimitScheduler (not exported): grant
+// a compaction whenever fewer run than Pebble allows without permission
+// (DBForCompaction.GetAllowedWithoutPermission, which grows with its
+// backlog); look again when one ends, when Pebble says the allowance may
+// have grown, and every 100 ms. Lock order, as the CompactionScheduler
+// interface requires: Pebble's mutex before ours, so ours is never held
+// while calling into Pebble except GetAllowedWithoutPermission, which
+// takes none of Pebble's.
+type yieldingScheduler struct {
+	db   pebble.DBForCompaction // set by Register, before any other call
+	poke chan struct{}          // buffered 1: look again now
+	stop chan struct{}          // closed by Unregister
+	done chan struct{}          // closed when the granter has returned
+
+	yields atomic.Int64 // how many times a compaction stepped aside, for the tests
+
+	mu           sync.Mutex
+	running      int // compactions granted and not done
+	unregistered bool
+}
+
+var _ pebble.CompactionScheduler = (*yieldingScheduler)(nil)
+
+func newYieldingScheduler() *yieldingScheduler {
+	return &yieldingScheduler{poke: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Register starts the granter.
+func (s *yieldingScheduler) Register(_ int, db pebble.DBForCompaction) {
+	s.db = db
+	go s.granter()
+}
+
+// Unregister stops the granter and waits for it: no grant follows.
+func (s *yieldingScheduler) Unregister() {
+	s.mu.Lock()
+	s.unregistered = true
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+}
+
+// TrySchedule grants a compaction Pebble wants to start, if fewer run
+// than it allows.
+func (s *yieldingScheduler) TrySchedule() (bool, pebble.CompactionGrantHandle) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unregistered || s.running >= s.db.GetAllowedWithoutPermission() {
+		return false, nil
+	}
+	s.running++
+	return true, yieldingGrant{s}
+}
+
+// UpdateGetAllowedWithoutPermission has the granter look again.
+func (s *yieldingScheduler) UpdateGetAllowedWithoutPermission() { s.wake() }
+
+func (s *yieldingScheduler) wake() {
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
+}
+
+// granter is the one goroutine that grants compactions Pebble is waiting
+// to run, so that grants never race each other.
+func (s *yieldingScheduler) granter() {
+	defer close(s.done)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		case <-s.poke:
+		}
+		s.grant()
+	}
+}
+
+// grant starts waiting compactions while fewer run than Pebble allows.
+func (s *yieldingScheduler) grant() {
+	for {
+		s.mu.Lock()
+		ok := !s.unregistered && s.running < s.db.GetAllowedWithoutPermission()
+		s.mu.Unlock()
+		if !ok {
+			return
+		}
+		if waiting, _ := s.db.GetWaitingCompaction(); !waiting {
+			return
+		}
+		s.mu.Lock()
+		s.running++
+		s.mu.Unlock()
+		if !s.db.Schedule(yieldingGrant{s}) {
+			s.done1()
+			return
+		}
+	}
+}
+
+// done1 records the end of a granted compaction.
+func (s *yieldingScheduler) done1() {
+	s.mu.Lock()
+	s.running--
+	s.mu.Unlock()
+}
+
+// yieldingGrant is the handle of one granted compaction.
+type yieldingGrant struct{ s *yieldingScheduler }
+
+func (yieldingGrant) Started() {}
+
+// MeasureCPU is Pebble's report from a compaction goroutine, every few
+// blocks of work: the place to step aside.
+func (g yieldingGrant) MeasureCPU(pebble.CompactionGoroutineKind) {
+	g.s.yields.Add(1)
+	runtime.Gosched()
+}
+
+// CumulativeStats is Pebble's report every 128 keys; MeasureCPU follows
+// it, and yields.
+func (yieldingGrant) CumulativeStats(pebble.CompactionGrantHandleStats) {}
+
+// Done records the compaction's end and looks for the next.
+func (g yieldingGrant) Done() {
+	g.s.done1()
+	g.s.wake()
+}
