@@ -59,11 +59,9 @@
 // channel hourglass_p<N> after committing; the owner listens to the
 // channels of its partitions, and on acquiring one it listens first and
 // loads second, so a timer is either announced to it or read by the load.
-// When a timer fires, a flusher makes the task ready (or settles its
+// When a timer fires, the flusher makes the task ready (or settles its
 // lease) in the database in one statement (sqlFlush in timers.go), which
-// reads the fired tasks by job id; a node runs two flushers, so that the
-// timers firing while one flush is in flight (or held up by a locked row)
-// go out in the next at once. The flusher then wakes its own node's reservers
+// reads the fired tasks by job id. It then wakes its own node's reservers
 // waiting on the queue, as many as can take the tasks between them (one
 // reserver of max 100 for 30 tasks), and notifies the queue's channel for
 // the rest, if any: the other nodes with reservers waiting wake them
