@@ -215,11 +215,9 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		}
 	}
 	n.notifier.send(chanMembers, "join "+n.name)
-	n.wg.Add(1 + flushers)
+	n.wg.Add(2)
 	go n.leaseLoop()
-	for range flushers {
-		go n.flushLoop()
-	}
+	go n.flushLoop()
 	return n, nil
 }
 

@@ -40,16 +40,8 @@ func (n *Node) fire(job uint64) {
 	}
 }
 
-// flushers is how many flushLoops a node runs. With one, timers that fire
-// while a flush is in flight wait for its round trip before theirs
-// starts; with two, the next flush starts at once. Two flushes of a node
-// never touch the same task unless a timer was armed again meanwhile, and
-// then the second waits for the first's row lock and sees its outcome;
-// their fences share the partition rows (FOR SHARE).
-const flushers = 2
-
-// flushLoop is a flusher goroutine: it flushes fired timers as they come,
-// a batch per round trip.
+// flushLoop is the flusher goroutine: it flushes fired timers as they
+// come, a batch per round trip.
 func (n *Node) flushLoop() {
 	defer n.wg.Done()
 	for {
