@@ -19,9 +19,9 @@ import (
 // takes per request, which matters where client and server share the
 // machine's cores: on two cores, net/http's client took 50-60 µs of
 // CPU per task acked in the lateness load (31 µs with rawConn), beside
-// about 100 µs of the
-// server's, and what the client takes the server waits for. The server
-// sees the same requests either way. Not safe for concurrent use.
+// about 100 µs of the server's, and what the client takes the server
+// waits for. The server sees the same requests either way. Not safe for
+// concurrent use.
 type rawConn struct {
 	addr string
 	c    net.Conn
