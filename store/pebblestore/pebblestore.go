@@ -146,6 +146,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
+		sched.Unregister() // Pebble registers it early in Open, and does not unregister it on failure
 		return nil, pebbleErr("open store "+dir, err)
 	}
 	s := &Store{db: db, dir: dir, log: opts.Logger, sync: !opts.noSync, sched: sched}

@@ -32,15 +32,15 @@ import (
 // while calling into Pebble except GetAllowedWithoutPermission, which
 // takes none of Pebble's.
 type yieldingScheduler struct {
-	db   pebble.DBForCompaction // set by Register, before any other call
-	poke chan struct{}          // buffered 1: look again now
-	stop chan struct{}          // closed by Unregister
-	done chan struct{}          // closed when the granter has returned
+	poke chan struct{} // buffered 1: look again now
+	stop chan struct{} // closed by Unregister
+	done chan struct{} // closed when the granter has returned
 
 	yields atomic.Int64 // how many times a compaction stepped aside, for the tests
 
 	mu           sync.Mutex
-	running      int // compactions granted and not done
+	db           pebble.DBForCompaction // set by Register, before the granter starts
+	running      int                    // compactions granted and not done
 	unregistered bool
 }
 
@@ -52,17 +52,25 @@ func newYieldingScheduler() *yieldingScheduler {
 
 // Register starts the granter.
 func (s *yieldingScheduler) Register(_ int, db pebble.DBForCompaction) {
+	s.mu.Lock()
 	s.db = db
+	s.mu.Unlock()
 	go s.granter()
 }
 
-// Unregister stops the granter and waits for it: no grant follows.
+// Unregister stops the granter, if Register started it, and waits for
+// it: no grant follows. A second call does nothing. Open calls it too
+// when Pebble's Open fails, which may be after Register, and Pebble then
+// never does.
 func (s *yieldingScheduler) Unregister() {
 	s.mu.Lock()
+	started := s.db != nil && !s.unregistered
 	s.unregistered = true
 	s.mu.Unlock()
-	close(s.stop)
-	<-s.done
+	if started {
+		close(s.stop)
+		<-s.done
+	}
 }
 
 // TrySchedule grants a compaction Pebble wants to start, if fewer run
@@ -105,21 +113,20 @@ func (s *yieldingScheduler) granter() {
 }
 
 // grant starts waiting compactions while fewer run than Pebble allows.
+// A grant is counted before Pebble is asked, under the same lock as the
+// check, so that TrySchedule meanwhile cannot take the same place.
 func (s *yieldingScheduler) grant() {
 	for {
 		s.mu.Lock()
 		ok := !s.unregistered && s.running < s.db.GetAllowedWithoutPermission()
+		if ok {
+			s.running++
+		}
 		s.mu.Unlock()
 		if !ok {
 			return
 		}
-		if waiting, _ := s.db.GetWaitingCompaction(); !waiting {
-			return
-		}
-		s.mu.Lock()
-		s.running++
-		s.mu.Unlock()
-		if !s.db.Schedule(yieldingGrant{s}) {
+		if waiting, _ := s.db.GetWaitingCompaction(); !waiting || !s.db.Schedule(yieldingGrant{s}) {
 			s.done1()
 			return
 		}
