@@ -63,9 +63,11 @@ func TestBeanstalkScenario(t *testing.T) {
 		if r.Structure == beanstalkHourglass && (r.Case == "puts ×64" || r.Case == "reserve→delete ×64") {
 			names = append(names, "tasks/commit")
 		}
+		// Present, not positive: /proc/PID/stat counts in 10 ms ticks, and
+		// a quick round of beanstalkd may take less.
 		for _, name := range []string{"CPU/op", "client CPU/op"} {
-			if v, ok := r.Value(name); runtime.GOOS == "linux" && (r.Case == "puts ×64" || r.Case == "reserve→delete ×64") && (!ok || v <= 0) {
-				t.Errorf("%s %s: %s = %v, %v; want a positive figure", r.Case, r.Structure, name, v, ok)
+			if v, ok := r.Value(name); runtime.GOOS == "linux" && (r.Case == "puts ×64" || r.Case == "reserve→delete ×64") && (!ok || v < 0) {
+				t.Errorf("%s %s: %s = %v, %v; want a figure", r.Case, r.Structure, name, v, ok)
 			}
 		}
 		if runtime.GOOS != "linux" && r.Case == "RSS, delayed" {
