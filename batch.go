@@ -154,11 +154,10 @@ func (b *Batch) unlock() {
 		wake = sh.armed(b.earliest)
 		b.earliest = math.MaxUint64
 	}
+	late := b.timed && sh.overslept(b.now)
 	b.sh = nil
 	sh.mu.Unlock()
-	if wake {
-		sh.wakeUp()
-	}
+	sh.settle(wake, late)
 }
 
 // end releases b when its function returns.

@@ -18,10 +18,8 @@ func newClock() clock { return clock{start: time.Now()} }
 // now reads the clock.
 func (c clock) now() uint64 { return uint64(time.Since(c.start)) }
 
-// deadline returns the reading d from now, d < 0 counting as 0.
-func (c clock) deadline(d time.Duration) uint64 {
-	return c.now() + uint64(max(d, 0))
-}
+// after returns the reading d after reading now, d < 0 counting as 0.
+func after(now uint64, d time.Duration) uint64 { return now + uint64(max(d, 0)) }
 
 // at converts an instant to a reading, clamping instants before start to
 // 0, handling instants more than math.MaxInt64 after it, and saturating

@@ -2,6 +2,7 @@ package hourglass
 
 import (
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,6 +145,61 @@ func (d *driver[In, Out]) armed(when uint64) (wake bool) {
 	}
 	return false
 }
+
+// overslept reports whether the goroutine, asleep, should have woken more
+// than oversleepMax before now, a reading taken by a caller scheduling a
+// deadline: see settle. It then counts the goroutine as awake, so that one
+// caller, not every one, wakes it. d.mu is held.
+func (d *driver[In, Out]) overslept(now uint64) bool {
+	u := d.sleepUntil
+	if u == 0 || u == math.MaxUint64 || now <= u+oversleepMax {
+		return false
+	}
+	d.sleepUntil = 0
+	return true
+}
+
+// settle ends a call that queued deadlines, once d.mu is released: it
+// wakes the goroutine if armed said so (wake) or if it has overslept
+// (late), and then gives up the caller's P while the timer is behind.
+//
+// Firing comes before scheduling, as with the runtime's own timers, which
+// each P runs before its goroutines. A goroutine that schedules without
+// pause (a loop making a million timeouts) keeps its P until the runtime
+// preempts it, up to 10 ms later, and two things wait meanwhile: the
+// runtime timer the driver sleeps on, when it sits on that P, so that the
+// driver oversleeps; and, with Goroutines, the callbacks already started,
+// in the run queues. While the scheduling outpaces the firing, the
+// lateness grows: a million timeouts due at random within 200 ms of their
+// calls fired a median 80 ms late, and the last ones half a second late,
+// later than time.AfterFunc's (the burst scenario of hourglass bench; see
+// docs/BENCHMARKS.md). So the caller yields its P once (runtime.Gosched)
+// when the driver has overslept, and again, up to yieldMax times, while
+// more than waitingMax of the Timer's callbacks wait to start. A caller
+// finding the timer on time pays one atomic load.
+func (d *driver[In, Out]) settle(wake, late bool) {
+	if wake || late {
+		d.wakeUp()
+	}
+	if late {
+		runtime.Gosched()
+	}
+	for i := 0; i < yieldMax && d.waiting.Load() > waitingMax; i++ {
+		runtime.Gosched()
+	}
+}
+
+// The limits of settle. oversleepMax is the default tick: a driver woken
+// a tick late is behind. waitingMax is a P's local run queue (256
+// goroutines in the runtime): beyond it, goroutines spill into the global
+// queue, where the oldest wait behind newer ones (see handOff). yieldMax
+// bounds the wait for callbacks that cannot start, every P being busy
+// with other work: each yield lets the run queues move.
+const (
+	oversleepMax = uint64(time.Millisecond)
+	waitingMax   = 256
+	yieldMax     = 64
+)
 
 // wakeUp tells a sleeping goroutine that a deadline is earlier than it
 // planned. It never blocks.

@@ -1,6 +1,9 @@
 package hourglass
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Internal hooks for the tests in package hourglass_test.
 
@@ -27,7 +30,8 @@ func StartedDrivers(t *Timer) int {
 // [Timer.AfterFunc] would use the shard of the caller's P, so that tests
 // can spread timeouts over several shards whatever P they run on.
 func AfterFuncOnShard(t *Timer, i int, d time.Duration, f func()) (*Timeout, error) {
-	return t.scheduleOn(&t.shards[i], t.deadline(d), d <= 0, f, nil)
+	now := t.now()
+	return t.scheduleOn(&t.shards[i], now, after(now, d), f, nil)
 }
 
 // TimeOfReading returns the instant of reading r of t's clock: r
@@ -46,3 +50,32 @@ func BatchOnShard(t *Timer, i int, fn func(b *Batch)) {
 
 // HandleShard reports the shard h's timeout is on.
 func HandleShard(h Handle) int { return int(h.shard) }
+
+// Waiting reports how many callbacks t has started on goroutines of their
+// own that have not begun yet (see driver.settle).
+func Waiting(t *Timer) int64 { return t.waiting.Load() }
+
+// KeyedWaiting is Waiting for a Keyed.
+func KeyedWaiting[K comparable](k *Keyed[K]) int64 { return k.runner.waiting.Load() }
+
+// WaitingMax is the number of callbacks waiting to start above which a
+// scheduling call yields (see driver.settle).
+const WaitingMax = waitingMax
+
+// Settle runs what ends a scheduling call, driver.settle, with waiting
+// as the count of callbacks waiting to start and no goroutine to wake.
+func Settle(waiting *atomic.Int64) {
+	var d driver[int, int]
+	d.init(nil, newClock(), runner{waiting: waiting}, newExits())
+	d.settle(false, false)
+}
+
+// Overslept reports what driver.overslept says of a goroutine asleep
+// until the reading sleepUntil, asked at the reading now, and the reading
+// it sleeps until afterwards.
+func Overslept(sleepUntil, now uint64) (late bool, after uint64) {
+	var d driver[int, int]
+	d.sleepUntil = sleepUntil
+	late = d.overslept(now)
+	return late, d.sleepUntil
+}

@@ -59,6 +59,7 @@ func (h *handOff[A]) add(a A) {
 	}
 	h.group = append(h.group, a)
 	if len(h.group) == groupSize {
+		h.r.waiting.Add(groupSize)
 		go startEach(h.r, h.f, h.group)
 		h.group = nil
 	}
@@ -73,12 +74,14 @@ func (h *handOff[A]) flush() {
 		return
 	case n <= directMax:
 		var zero A
+		h.r.waiting.Add(int64(n))
 		for i, a := range h.group {
-			go callWith(h.r, h.f, a)
+			go startWith(h.r, h.f, a)
 			h.group[i] = zero // keep nothing alive
 		}
 		h.group = h.group[:0]
 	default:
+		h.r.waiting.Add(int64(n))
 		go startEach(h.r, h.f, h.group)
 		h.group = nil
 	}
@@ -88,6 +91,6 @@ func (h *handOff[A]) flush() {
 // order.
 func startEach[A any](r *runner, f func(A), group []A) {
 	for _, a := range group {
-		go callWith(r, f, a)
+		go startWith(r, f, a)
 	}
 }

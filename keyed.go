@@ -2,6 +2,7 @@ package hourglass
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-go/hourglass/queue"
@@ -42,7 +43,8 @@ import (
 // key once, or [Keyed.Remove] returns true, or [Keyed.Stop] returns the
 // key. Like [Timer], a Keyed never fires early and at most one tick late,
 // runs expire through its executor with panics contained, and has one
-// driver goroutine that sleeps until the next deadline. Unlike Timer it is
+// driver goroutine that sleeps until the next deadline, and a Set yields
+// while it is behind, as Timer's scheduling calls do. Unlike Timer it is
 // not sharded: one lock guards it, and [NewKeyed] rejects [WithShards].
 //
 // Keyed is safe for concurrent use by multiple goroutines. Make one with
@@ -89,7 +91,7 @@ func NewKeyed[K comparable](expire func(key K), opts ...Option) *Keyed[K] {
 	if c.err == nil {
 		k.keys = queue.NewKeyQueue[K](c.queue)
 	}
-	k.driver.init(k, newClock(), newRunner(&c), newExits())
+	k.driver.init(k, newClock(), newRunner(&c, new(atomic.Int64)), newExits())
 	k.take = k.due
 	k.out = newHandOff(&k.runner, expire)
 	return k
@@ -114,7 +116,8 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 	if k.err != nil {
 		return k.err
 	}
-	when := k.dueAt(d)
+	now := k.now()
+	when := dueAt(now, d)
 	k.mu.Lock()
 	if k.stopped {
 		k.mu.Unlock()
@@ -129,10 +132,9 @@ func (k *Keyed[K]) Set(key K, d time.Duration) error {
 		k.put(queue.KeyDeadline[K]{Key: key, When: when})
 	}
 	wake := k.armed(when)
+	late := k.overslept(now)
 	k.mu.Unlock()
-	if wake {
-		k.wakeUp()
-	}
+	k.settle(wake, late)
 	return nil
 }
 
@@ -153,7 +155,8 @@ func (k *Keyed[K]) SetMany(keys []K, d time.Duration) (int, error) {
 	if k.err != nil {
 		return 0, k.err
 	}
-	when := k.dueAt(d)
+	now := k.now()
+	when := dueAt(now, d)
 	k.mu.Lock()
 	if k.stopped {
 		k.mu.Unlock()
@@ -175,22 +178,21 @@ func (k *Keyed[K]) SetMany(keys []K, d time.Duration) (int, error) {
 		n = len(keys)
 	}
 	wake := n > 0 && k.armed(when)
+	late := k.overslept(now)
 	k.mu.Unlock()
-	if wake {
-		k.wakeUp()
-	}
+	k.settle(wake, late)
 	return n, err
 }
 
-// dueAt returns the reading d from now, or 0 for a d of zero or less: a
+// dueAt returns the reading d after now, or 0 for a d of zero or less: a
 // key due at once is stored as due at reading 0, so that it expires on
 // the driver's next pass, where its real deadline would be rounded up to
 // the next tick boundary, up to a whole tick away.
-func (k *Keyed[K]) dueAt(d time.Duration) uint64 {
+func dueAt(now uint64, d time.Duration) uint64 {
 	if d <= 0 {
 		return 0
 	}
-	return k.deadline(d)
+	return after(now, d)
 }
 
 // addLimited sets key to expire at when under a pending limit. Whether

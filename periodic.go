@@ -50,7 +50,8 @@ func (t *Timer) ScheduleAtFixedRate(initialDelay, period time.Duration, f func()
 	if err := checkPeriodic("ScheduleAtFixedRate", period, f); err != nil {
 		return nil, err
 	}
-	return t.schedulePeriodic(t.deadline(initialDelay), initialDelay <= 0, &periodic{f: f, kind: kindRate, every: uint64(period)})
+	now := t.now()
+	return t.schedulePeriodic(now, after(now, initialDelay), &periodic{f: f, kind: kindRate, every: uint64(period)})
 }
 
 // ScheduleWithFixedDelay runs f first after initialDelay and then delay
@@ -63,7 +64,8 @@ func (t *Timer) ScheduleWithFixedDelay(initialDelay, delay time.Duration, f func
 	if err := checkPeriodic("ScheduleWithFixedDelay", delay, f); err != nil {
 		return nil, err
 	}
-	return t.schedulePeriodic(t.deadline(initialDelay), initialDelay <= 0, &periodic{f: f, kind: kindDelay, every: uint64(delay)})
+	now := t.now()
+	return t.schedulePeriodic(now, after(now, initialDelay), &periodic{f: f, kind: kindDelay, every: uint64(delay)})
 }
 
 // Schedule runs f at each time s gives: first at s.Next(now), then at
@@ -81,11 +83,12 @@ func (t *Timer) Schedule(s Schedule, f func()) (*Timeout, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	first := s.Next(t.timeOf(t.now()))
+	now := t.now()
+	first := s.Next(t.timeOf(now))
 	if first.IsZero() {
 		return nil, fmt.Errorf("hourglass: Schedule: the schedule has no next time")
 	}
-	return t.schedulePeriodic(t.at(first), false, &periodic{f: f, kind: kindSchedule, sched: s})
+	return t.schedulePeriodic(now, t.at(first), &periodic{f: f, kind: kindSchedule, sched: s})
 }
 
 func checkPeriodic(name string, every time.Duration, f func()) error {
@@ -98,10 +101,10 @@ func checkPeriodic(name string, every time.Duration, f func()) error {
 	return nil
 }
 
-// schedulePeriodic queues p's timeout for its first run at when, due
-// telling whether when has already come.
-func (t *Timer) schedulePeriodic(when uint64, due bool, p *periodic) (*Timeout, error) {
-	return t.schedule(when, due, p.run, p)
+// schedulePeriodic queues p's timeout for its first run at when, counted
+// from the reading now.
+func (t *Timer) schedulePeriodic(now, when uint64, p *periodic) (*Timeout, error) {
+	return t.schedule(now, when, p.run, p)
 }
 
 // resetTo makes the run after the current one due at when, due telling

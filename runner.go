@@ -1,5 +1,7 @@
 package hourglass
 
+import "sync/atomic"
+
 // runner hands callbacks to an executor with panics contained: the last
 // step of a timeout's path, from a driver's hand-over (driver.go) to the
 // callback. It is safe for concurrent use; a driver holds a copy.
@@ -8,10 +10,17 @@ type runner struct {
 	inline  bool // exec is Inline: call callbacks directly
 	goes    bool // exec is Goroutines: go without a closure
 	onPanic func(v any)
+	// waiting counts the callbacks handed to goroutines of their own
+	// (Goroutines) that have not started yet: one count for a whole Timer,
+	// whose drivers yield to them while there are many (see
+	// driver.settle).
+	waiting *atomic.Int64
 }
 
-func newRunner(c *config) runner {
-	return runner{exec: c.exec, inline: c.exec == Inline, goes: c.exec == Goroutines, onPanic: c.panicHandler}
+// newRunner returns the runner of config c, counting the callbacks it
+// starts on goroutines in waiting.
+func newRunner(c *config, waiting *atomic.Int64) runner {
+	return runner{exec: c.exec, inline: c.exec == Inline, goes: c.exec == Goroutines, onPanic: c.panicHandler, waiting: waiting}
 }
 
 // invoke calls f: runWith's f for a plain callback.
@@ -25,7 +34,8 @@ func runWith[A any](r *runner, f func(A), a A) {
 	case r.inline:
 		callWith(r, f, a)
 	case r.goes:
-		go callWith(r, f, a)
+		r.waiting.Add(1)
+		go startWith(r, f, a)
 	default:
 		r.exec.Execute(func() { callWith(r, f, a) })
 	}
@@ -35,6 +45,13 @@ func runWith[A any](r *runner, f func(A), a A) {
 func callWith[A any](r *runner, f func(A), a A) {
 	defer r.contain()
 	f(a)
+}
+
+// startWith is callWith on a goroutine of its own, counted in r.waiting
+// until it starts. Whoever starts the goroutine counts it first.
+func startWith[A any](r *runner, f func(A), a A) {
+	r.waiting.Add(-1)
+	callWith(r, f, a)
 }
 
 // call runs f, passing a panic to the panic handler.

@@ -1,6 +1,10 @@
 package hourglass
 
-import "github.com/hourglass-go/hourglass/queue"
+import (
+	"sync/atomic"
+
+	"github.com/hourglass-go/hourglass/queue"
+)
 
 // shard is one independent part of a Timer: a driver (its lock, clock,
 // goroutine and batches) over a [queue.Queue] of timeouts. See [Timer].
@@ -42,8 +46,8 @@ type shard struct {
 	_ [64]byte // keep shards' locks on different cache lines
 }
 
-func (sh *shard) init(index int, c *config, cl clock, l *limit, e *exits) {
-	sh.driver.init(sh, cl, newRunner(c), e)
+func (sh *shard) init(index int, c *config, cl clock, l *limit, e *exits, waiting *atomic.Int64) {
+	sh.driver.init(sh, cl, newRunner(c, waiting), e)
 	sh.limit = l
 	sh.structure = c.queue
 	sh.index = uint32(index)
@@ -58,8 +62,9 @@ func (sh *shard) init(index int, c *config, cl clock, l *limit, e *exits) {
 const unfiled = -1
 
 // schedule queues new timeout to, due at to.when, periodic with schedule
-// p if p is not nil. It returns ErrStopped after Stop.
-func (sh *shard) schedule(to *Timeout, p *periodic) error {
+// p if p is not nil; now is the clock reading to.when counts from. It
+// returns ErrStopped after Stop.
+func (sh *shard) schedule(to *Timeout, p *periodic, now uint64) error {
 	sh.mu.Lock()
 	if sh.stopped {
 		sh.mu.Unlock()
@@ -70,10 +75,9 @@ func (sh *shard) schedule(to *Timeout, p *periodic) error {
 	}
 	sh.put(to)
 	wake := sh.armed(to.when)
+	late := sh.overslept(now)
 	sh.mu.Unlock()
-	if wake {
-		sh.wakeUp()
-	}
+	sh.settle(wake, late)
 	return nil
 }
 

@@ -133,13 +133,12 @@ func (to *Timeout) Reset(d time.Duration) bool {
 	if sh == nil {
 		return false
 	}
-	when := sh.deadline(d)
+	now := sh.now()
 	sh.mu.Lock()
-	pending, wake := sh.reset(to, when, d <= 0)
+	pending, wake := sh.reset(to, after(now, d), d <= 0)
+	late := sh.overslept(now)
 	sh.mu.Unlock()
-	if wake {
-		sh.wakeUp()
-	}
+	sh.settle(wake, late)
 	return pending
 }
 

@@ -28,6 +28,13 @@ import (
 // reading and one lock, named by [Handle] values: a pending one then
 // takes a 32-byte entry and no handle.
 //
+// Firing comes before scheduling. While the Timer is behind (a driver
+// woke more than a millisecond late, or, with [Goroutines], more than 256
+// callbacks wait to start), a scheduling call yields its processor
+// (runtime.Gosched) before it returns, a bounded number of times, so that
+// a goroutine scheduling timeouts in a tight loop does not starve the
+// ones already due.
+//
 // Timer is safe for concurrent use by multiple goroutines. Create one with
 // [New], use it from anywhere, and [Timer.Stop] it when done; a process
 // usually needs one (see [Default]). The zero Timer is not usable: its
@@ -38,6 +45,13 @@ type Timer struct {
 	structure string // for Stats
 	err       error  // from the options; returned by every scheduling call
 	limit     limit  // WithMaxPending's, shared by the shards
+	// waiting counts the callbacks the shards have started on goroutines
+	// and that have not yet begun (see driver.settle). Each callback
+	// writes it, so it has a cache line of its own, apart from the fields
+	// every scheduling call reads.
+	_       [56]byte
+	waiting atomic.Int64
+	_       [56]byte
 
 	shards  []shard
 	stopped atomic.Bool
@@ -74,7 +88,7 @@ func New(opts ...Option) *Timer {
 	}
 	t.shards = make([]shard, c.shards)
 	for i := range t.shards {
-		t.shards[i].init(i, &c, t.clock, &t.limit, t.exits)
+		t.shards[i].init(i, &c, t.clock, &t.limit, t.exits, &t.waiting)
 	}
 	t.hint.New = func() any {
 		return &t.shards[int(t.next.Add(1)-1)%len(t.shards)]
@@ -91,7 +105,8 @@ func (t *Timer) AfterFunc(d time.Duration, f func()) (*Timeout, error) {
 	if f == nil {
 		return nil, fmt.Errorf("hourglass: AfterFunc: nil func")
 	}
-	return t.schedule(t.deadline(d), d <= 0, f, nil)
+	now := t.now()
+	return t.schedule(now, after(now, d), f, nil)
 }
 
 // AtFunc schedules f to run at when and returns its handle. A when not
@@ -103,14 +118,14 @@ func (t *Timer) AtFunc(when time.Time, f func()) (*Timeout, error) {
 	if f == nil {
 		return nil, fmt.Errorf("hourglass: AtFunc: nil func")
 	}
-	r := t.at(when)
-	return t.schedule(r, r <= t.now(), f, nil)
+	return t.schedule(t.now(), t.at(when), f, nil)
 }
 
-// schedule makes a timeout for f due at when and queues it on a shard;
-// due tells whether when has already come (see flagDue). p is nil for a
-// one-shot timeout; for a periodic one, f is p.run.
-func (t *Timer) schedule(when uint64, due bool, f func(), p *periodic) (*Timeout, error) {
+// schedule makes a timeout for f due at when and queues it on a shard, now
+// being the clock reading when counts from: a when not after now is due
+// at once (see flagDue). p is nil for a one-shot timeout; for a periodic
+// one, f is p.run.
+func (t *Timer) schedule(now, when uint64, f func(), p *periodic) (*Timeout, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
@@ -118,11 +133,11 @@ func (t *Timer) schedule(when uint64, due bool, f func(), p *periodic) (*Timeout
 	if len(t.shards) > 1 {
 		sh = t.pick()
 	}
-	return t.scheduleOn(sh, when, due, f, p)
+	return t.scheduleOn(sh, now, when, f, p)
 }
 
 // scheduleOn is schedule on shard sh.
-func (t *Timer) scheduleOn(sh *shard, when uint64, due bool, f func(), p *periodic) (*Timeout, error) {
+func (t *Timer) scheduleOn(sh *shard, now, when uint64, f func(), p *periodic) (*Timeout, error) {
 	if !t.limit.acquire() {
 		return nil, ErrTooManyPending
 	}
@@ -130,11 +145,11 @@ func (t *Timer) scheduleOn(sh *shard, when uint64, due bool, f func(), p *period
 	if p != nil {
 		flags = flagPeriodic
 	}
-	to := &Timeout{f: f, sh: sh, when: when, id: unfiled, state: pendingState(flags, due)}
+	to := &Timeout{f: f, sh: sh, when: when, id: unfiled, state: pendingState(flags, when <= now)}
 	if p != nil {
 		p.to = to
 	}
-	if err := sh.schedule(to, p); err != nil {
+	if err := sh.schedule(to, p, now); err != nil {
 		t.limit.release()
 		return nil, err
 	}
