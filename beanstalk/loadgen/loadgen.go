@@ -10,7 +10,8 @@
 //     Options.Conns workers on a tube filled beforehand with
 //     Options.Prefill ready jobs;
 //   - [Lateness]: Options.Jobs jobs put to fall due within one second,
-//     Options.Lead after the start, reserved and deleted by Options.Conns
+//     more than Options.Lead and a second after the start (the puts get
+//     at least Options.Lead), reserved and deleted by Options.Conns
 //     workers; lateness is the time a job is handed out minus its due
 //     time, taken as the client's send time plus its delay (so it counts
 //     the put's one-way trip too).
@@ -42,7 +43,7 @@ type Options struct {
 	Duration time.Duration // of Puts and RoundTrips; default 5 s
 	Prefill  int           // ready jobs before RoundTrips; default 200,000
 	Jobs     int           // jobs of Lateness; default 100,000
-	Lead     time.Duration // from Lateness's start to the jobs' due second; default 10 s
+	Lead     time.Duration // the least time Lateness's puts get before the jobs' due second; default 10 s
 }
 
 func (o Options) withDefaults() Options {
@@ -178,10 +179,14 @@ func ReserveDelete(ctx context.Context, addr, tube string, o Options) (float64, 
 	return float64(n.Load()) / end.Sub(start).Seconds(), err
 }
 
-// Lateness puts Options.Jobs jobs due within one wall-clock second,
-// Options.Lead from now (each put's delay is the whole seconds from its
-// send to that second), while Options.Conns workers wait to reserve and
-// delete them. It fails if the puts take longer than the lead.
+// Lateness puts Options.Jobs jobs due within one wall-clock second, the
+// second that begins more than Options.Lead plus one second from now
+// (each put's delay is the whole seconds from its send to that second,
+// and at least one), while Options.Conns workers wait to reserve and
+// delete them. It fails if the puts take longer than the lead. (Due the
+// second that begins Options.Lead from now, as it was, the puts had
+// between nothing and the lead less a second, by the clock's fraction
+// of a second at the start.)
 func Lateness(ctx context.Context, addr string, o Options) (LatenessReport, error) {
 	o = o.withDefaults()
 	tube := newTube("lateness")
@@ -195,7 +200,7 @@ func Lateness(ctx context.Context, addr string, o Options) (LatenessReport, erro
 		return LatenessReport{}, err
 	}
 	defer closeAll(workers)
-	due := time.Now().Add(o.Lead).Truncate(time.Second)
+	due := time.Now().Add(o.Lead + time.Second).Truncate(time.Second).Add(time.Second)
 	deadline := due.Add(2 * time.Minute) // bounds the wait for stragglers
 
 	var mu sync.Mutex
