@@ -1,5 +1,9 @@
 package hourglass
 
+// This file is the layer between the structures and Timer/Keyed: the
+// driver loop, then the clock it reads, then how it hands what is due to
+// the executor (runner, handOff). docs/DESIGN.md draws the layers.
+
 import (
 	"math"
 	"runtime"
@@ -357,5 +361,209 @@ func (e *exits) started() { e.n.Add(1) }
 func (e *exits) exited() {
 	if e.n.Add(-1) == 0 {
 		close(e.done)
+	}
+}
+
+// The clock.
+
+// clock is the time base of a Timer or a Keyed: the structures count
+// unsigned nanoseconds since start, read from the monotonic clock. Any
+// delay up to math.MaxInt64 added to a reading fits, since a reading stays
+// far below 2^63 for centuries of uptime.
+type clock struct {
+	start time.Time
+}
+
+func newClock() clock { return clock{start: time.Now()} }
+
+// now reads the clock.
+func (c clock) now() uint64 { return uint64(time.Since(c.start)) }
+
+// after returns the reading d after reading now, d < 0 counting as 0.
+func after(now uint64, d time.Duration) uint64 { return now + uint64(max(d, 0)) }
+
+// at converts an instant to a reading, clamping instants before start to
+// 0, handling instants more than math.MaxInt64 after it, and saturating
+// at 2·math.MaxInt64 (about 584 years after start).
+func (c clock) at(when time.Time) uint64 {
+	d := when.Sub(c.start) // saturates at math.MaxInt64
+	if d <= 0 {
+		return 0
+	}
+	if d == math.MaxInt64 {
+		rest := when.Sub(c.start.Add(math.MaxInt64))
+		return math.MaxInt64 + uint64(max(rest, 0))
+	}
+	return uint64(d)
+}
+
+// timeOf converts a reading back to an instant. A Duration holds less
+// than half the readings, so a reading past math.MaxInt64 takes up to
+// three steps (math.MaxUint64 is 2·math.MaxInt64 + 1).
+func (c clock) timeOf(r uint64) time.Time {
+	t := c.start
+	for r > math.MaxInt64 {
+		t = t.Add(math.MaxInt64)
+		r -= math.MaxInt64
+	}
+	return t.Add(time.Duration(r))
+}
+
+// The hand-over to the executor.
+
+// runner hands callbacks to an executor with panics contained: the last
+// step of a timeout's path, from the driver's hand-over (handOver) to the
+// callback. It is safe for concurrent use; a driver holds a copy.
+type runner struct {
+	exec    Executor
+	inline  bool // exec is Inline: call callbacks directly
+	goes    bool // exec is Goroutines: go without a closure
+	onPanic func(v any)
+	// waiting counts the callbacks handed to goroutines of their own
+	// (Goroutines) that have not started yet: one count for a whole Timer,
+	// whose drivers yield to them while there are many (see
+	// driver.settle).
+	waiting *atomic.Int64
+}
+
+// newRunner returns the runner of config c, counting the callbacks it
+// starts on goroutines in waiting.
+func newRunner(c *config, waiting *atomic.Int64) runner {
+	return runner{exec: c.exec, inline: c.exec == Inline, goes: c.exec == Goroutines, onPanic: c.panicHandler, waiting: waiting}
+}
+
+// invoke calls f: runWith's f for a plain callback.
+func invoke(f func()) { f() }
+
+// runWith hands f(a) to r's executor, wrapped in the panic handler. The
+// built-in executors need no closure, so handing over allocates nothing
+// for Inline and only the goroutine for Goroutines.
+func runWith[A any](r *runner, f func(A), a A) {
+	switch {
+	case r.inline:
+		callWith(r, f, a)
+	case r.goes:
+		r.waiting.Add(1)
+		go startWith(r, f, a)
+	default:
+		r.exec.Execute(func() { callWith(r, f, a) })
+	}
+}
+
+// callWith runs f(a), passing a panic to r's panic handler.
+func callWith[A any](r *runner, f func(A), a A) {
+	defer r.contain()
+	f(a)
+}
+
+// startWith is callWith on a goroutine of its own, counted in r.waiting
+// until it starts. Whoever starts the goroutine counts it first.
+func startWith[A any](r *runner, f func(A), a A) {
+	r.waiting.Add(-1)
+	callWith(r, f, a)
+}
+
+// call runs f, passing a panic to the panic handler.
+func (r *runner) call(f func()) { callWith(r, invoke, f) }
+
+// contain, deferred, passes a panic to the panic handler.
+func (r *runner) contain() {
+	if v := recover(); v != nil {
+		r.onPanic(v)
+	}
+}
+
+// handOff is how a driver hands the calls f(a) it finds due to its
+// runner's executor: one add per call, in deadline order, then one flush
+// at the end of the batch. For every executor but [Goroutines], add hands
+// the call over at once, and flush has nothing to do.
+//
+// With Goroutines each call still gets a goroutine of its own, but the
+// driver does not start them itself. It gathers up to groupSize calls and
+// starts one goroutine for the group, which then starts one for each
+// call. A burst costs the driver one go statement per 64 calls instead of
+// one per call, and the rest of the work spreads over the Ps: an idle P
+// steals a group and starts its goroutines on its own run queue, as the
+// runtime runs due timers (and starts time.AfterFunc's goroutines) on
+// whichever P finds them. Started one per call from the driver, a burst's
+// goroutines also lose their order: a P's local run queue holds 256, and
+// beyond that the runtime moves half of it to the global queue, which a
+// busy P looks at once in 61 schedules. The oldest callbacks then wait
+// behind newer ones, and a burst of a million timeouts fired a median
+// 0.3 s late, where time.AfterFunc's fired 26 ms late (issue 11; the
+// burst scenario of hourglass bench measures both, see
+// docs/BENCHMARKS.md).
+//
+// A handOff belongs to one driver and is used only on its goroutine:
+// add and flush are not safe for concurrent use. add is O(1); flush is
+// O(1) on the driver's side.
+type handOff[A any] struct {
+	r *runner
+	f func(A)
+	// group holds the calls gathered for Goroutines and not yet started.
+	group []A
+}
+
+// groupSize is the most calls one group goroutine starts: a quarter of
+// a P's local run queue (256 goroutines in the runtime), so that a group
+// and its goroutines fit there with room for several groups, and a
+// goroutine per call costs the driver 1/64 of a go statement.
+const groupSize = 64
+
+// directMax is the largest group that flush starts from the driver, one
+// go statement per call: for so few calls a group goroutine would add
+// more than it spreads. A timeout firing on its own, the common case
+// when nothing is bursting, costs one goroutine, as it always has.
+const directMax = 4
+
+func newHandOff[A any](r *runner, f func(A)) handOff[A] {
+	return handOff[A]{r: r, f: f}
+}
+
+// add hands the call f(a) to the executor, or with Goroutines adds it to
+// the group, which starts when it is full or at flush.
+func (h *handOff[A]) add(a A) {
+	if !h.r.goes {
+		runWith(h.r, h.f, a)
+		return
+	}
+	if h.group == nil {
+		h.group = make([]A, 0, groupSize)
+	}
+	h.group = append(h.group, a)
+	if len(h.group) == groupSize {
+		h.r.waiting.Add(groupSize)
+		go startEach(h.r, h.f, h.group)
+		h.group = nil
+	}
+}
+
+// flush starts the calls add has gathered: the driver calls it once it has
+// handed over its batch, so no call waits for a later one.
+func (h *handOff[A]) flush() {
+	n := len(h.group)
+	switch {
+	case n == 0:
+		return
+	case n <= directMax:
+		var zero A
+		h.r.waiting.Add(int64(n))
+		for i, a := range h.group {
+			go startWith(h.r, h.f, a)
+			h.group[i] = zero // keep nothing alive
+		}
+		h.group = h.group[:0]
+	default:
+		h.r.waiting.Add(int64(n))
+		go startEach(h.r, h.f, h.group)
+		h.group = nil
+	}
+}
+
+// startEach is a group goroutine: it starts a goroutine for each call, in
+// order.
+func startEach[A any](r *runner, f func(A), group []A) {
+	for _, a := range group {
+		go startWith(r, f, a)
 	}
 }

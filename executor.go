@@ -19,7 +19,7 @@ var (
 	// time.AfterFunc does. It is the default. When many callbacks come
 	// due together, the driver starts them in groups of up to 64, each
 	// group from a goroutine of its own, so that starting them spreads
-	// over the Ps and keeps their order (see handoff.go). [Timer.Stop]
+	// over the Ps and keeps their order (see handOff in driver.go). [Timer.Stop]
 	// and [Keyed.Stop] count a group as handed over once the driver has
 	// begun it: up to 64 of its callbacks, not one, may start after Stop
 	// returns.

@@ -7,7 +7,7 @@
 // explained in its file with a worked example: the hierarchical wheel
 // (wheel.go), the hashed wheel with rounds (hashedwheel.go), the 4-ary
 // heap (heap.go) and the sorted list (sortedlist.go). They link entries
-// by int32 index in a node table (table.go), never by pointer, so the
+// by int32 index in a node table (queue.go), never by pointer, so the
 // garbage collector has no chains to follow. Two types run any of them,
 // chosen with a [Structure]: [Queue] names entries by ids it hands out,
 // and [KeyQueue] by key, through a hash table (keytable.go) whose records
