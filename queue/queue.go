@@ -2,7 +2,8 @@ package queue
 
 // This file is what every structure shares: the Queue that names entries
 // by id, then the node table the entries live in and the lists the
-// structures link them into (node, table, base).
+// structures link them into (node, table, base), and the wheels' rounding
+// of a deadline to a tick (ceilTicks).
 
 import (
 	"math"
@@ -448,4 +449,15 @@ func (b *base[V]) drainLists(fn func(i int32, n *node[V])) {
 			b.drainList(id, fn)
 		}
 	}
+}
+
+// ceilTicks returns when rounded up to a whole number of ticks: the first
+// tick at whose start when has been reached. Rounding up is what makes a
+// wheel never fire early.
+func ceilTicks(when, tick uint64) uint64 {
+	t := when / tick
+	if when%tick != 0 {
+		t++
+	}
+	return t
 }

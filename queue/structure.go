@@ -120,14 +120,3 @@ func newStructure[V any](s Structure, t *table[V]) structure[V] {
 // lazy reports whether s records a later deadline without relinking: a
 // Move later is then a store of the deadline (see wheel.go).
 func (s Structure) lazy() bool { return s.kind == kindHierarchical }
-
-// ceilTicks returns when rounded up to a whole number of ticks: the first
-// tick at whose start when has been reached. Rounding up is what makes a
-// wheel never fire early.
-func ceilTicks(when, tick uint64) uint64 {
-	t := when / tick
-	if when%tick != 0 {
-		t++
-	}
-	return t
-}
