@@ -36,6 +36,9 @@ func TestBroker_ReserveAnyAcrossQueues(t *testing.T) {
 		if got := <-done; got.ID != "x1" && got.ID != "y1" {
 			t.Fatalf("waiter got %+v", got)
 		}
+		// The waiter may have been handed the first task to fall due while
+		// the second was still being made ready: let that finish.
+		synctest.Wait()
 		left, ok, _ := b.ReserveAny(ctx, []string{"x", "y"}, 0)
 		if !ok {
 			t.Fatal("the other task was lost")

@@ -61,27 +61,24 @@ func describe(key []byte) string {
 		return "empty key"
 	}
 	switch key[0] {
-	case prefixMeta, prefixPayload:
-		if len(key) != jobKeyLen {
-			break
+	case prefixJob:
+		kind, job, queue, ok := parseTaskKey(key)
+		switch {
+		case !ok:
+		case kind == kindMeta:
+			return fmt.Sprintf("task %d record", job)
+		case kind == kindPayload:
+			return fmt.Sprintf("task %d payload", job)
+		default:
+			return fmt.Sprintf("list entry of task %d in queue %q", job, queue)
 		}
-		what := "record"
-		if key[0] == prefixPayload {
-			what = "payload"
-		}
-		return fmt.Sprintf("task %d %s", binary.BigEndian.Uint64(key[1:]), what)
-	case prefixIndex, prefixList:
+	case prefixIndex:
 		n, w := binary.Uvarint(key[1:])
 		if w <= 0 || uint64(len(key)-1-w) < n {
 			break
 		}
 		queue, rest := key[1+w:1+w+int(n)], key[1+w+int(n):]
-		if key[0] == prefixIndex {
-			return fmt.Sprintf("index entry of queue %q id %q", queue, rest)
-		}
-		if len(rest) == 8 {
-			return fmt.Sprintf("list entry of task %d in queue %q", binary.BigEndian.Uint64(rest), queue)
-		}
+		return fmt.Sprintf("index entry of queue %q id %q", queue, rest)
 	case prefixSchedule:
 		return fmt.Sprintf("schedule %q", key[1:])
 	}
@@ -92,6 +89,8 @@ func describe(key []byte) string {
 		return "next job id record"
 	case string(keyRunning):
 		return "running marker"
+	case string(keyUpgrade):
+		return "upgrade marker"
 	}
 	return "unknown record"
 }

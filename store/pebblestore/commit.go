@@ -31,7 +31,8 @@ import (
 //
 // Commit does not check that a put's (queue, id) is free: a put or update
 // that gives a task the (queue, id) of another live task takes the index
-// entry (Lookup then finds the later task; the earlier one keeps its
+// entry (Lookup then finds the later task, unless the earlier one's id is
+// its own job id, which Lookup tries first; the earlier one keeps its
 // record and list entry, and its deletion leaves the entry alone). The
 // broker never does this (it looks an id up before a put, and generated
 // ids need no look-up), and the check would cost a read per new task,
@@ -237,25 +238,28 @@ func (w *writer) putTask(t *store.Task, withPayload bool) error {
 			}
 		}
 		// The index entry is set without reading it first: if it named
-		// another live task, that task loses it (see Commit).
-		w.key = indexKey(w.key[:0], t.Queue, t.ID)
-		w.owners[string(w.key)] = job
-		if err := w.pb.Set(w.key, seal(w.key, appendUint64(w.val[:0], job)), nil); err != nil {
-			return err
+		// another live task, that task loses it (see Commit). A task whose
+		// id is its job id has none (implicitID).
+		if !implicitID(t.ID, job) {
+			w.key = indexKey(w.key[:0], t.Queue, t.ID)
+			w.owners[string(w.key)] = job
+			if err := w.pb.Set(w.key, seal(w.key, appendUint64(w.val[:0], job)), nil); err != nil {
+				return err
+			}
 		}
 		w.key = listKey(w.key[:0], t.Queue, job)
 		if err := w.pb.Set(w.key, seal(w.key, w.val[:0]), nil); err != nil {
 			return err
 		}
 	}
-	w.key = jobKey(w.key[:0], prefixMeta, job)
+	w.key = taskKey(w.key[:0], kindMeta, job)
 	w.val = seal(w.key, appendMeta(w.val[:0], t))
 	if err := w.pb.Set(w.key, w.val, nil); err != nil {
 		return err
 	}
 	if withPayload {
 		// Written in place in the batch: a payload is copied once.
-		w.key = jobKey(w.key[:0], prefixPayload, job)
+		w.key = taskKey(w.key[:0], kindPayload, job)
 		op := w.pb.SetDeferred(len(w.key), len(t.Payload)+crcLen)
 		copy(op.Key, w.key)
 		n := copy(op.Value, t.Payload)
@@ -285,11 +289,11 @@ func (w *writer) deleteTask(t *store.Task) error {
 	if err := w.unindexTrusted(job, old); err != nil {
 		return err
 	}
-	w.key = jobKey(w.key[:0], prefixMeta, job)
+	w.key = taskKey(w.key[:0], kindMeta, job)
 	if err := w.pb.Delete(w.key, nil); err != nil {
 		return err
 	}
-	w.key = jobKey(w.key[:0], prefixPayload, job)
+	w.key = taskKey(w.key[:0], kindPayload, job)
 	if err := w.pb.Delete(w.key, nil); err != nil {
 		return err
 	}
@@ -301,7 +305,7 @@ func (w *writer) deleteTask(t *store.Task) error {
 // entry of (old.queue, old.id) if it names job.
 func (w *writer) unindex(job uint64, old taskEntry) error {
 	w.key = listKey(w.key[:0], old.queue, job)
-	if err := w.pb.Delete(w.key, nil); err != nil {
+	if err := w.pb.Delete(w.key, nil); err != nil || implicitID(old.id, job) {
 		return err
 	}
 	w.key = indexKey(w.key[:0], old.queue, old.id)
@@ -318,7 +322,7 @@ func (w *writer) unindex(job uint64, old taskEntry) error {
 // job unless an earlier op of this batch gave it to another task.
 func (w *writer) unindexTrusted(job uint64, old taskEntry) error {
 	w.key = listKey(w.key[:0], old.queue, job)
-	if err := w.pb.Delete(w.key, nil); err != nil {
+	if err := w.pb.Delete(w.key, nil); err != nil || implicitID(old.id, job) {
 		return err
 	}
 	w.key = indexKey(w.key[:0], old.queue, old.id)
@@ -339,7 +343,7 @@ func (w *writer) task(job uint64) (taskEntry, error) {
 	if job >= w.s.pendingNext {
 		return taskEntry{}, nil
 	}
-	key := jobKey(w.key[:0], prefixMeta, job)
+	key := taskKey(w.key[:0], kindMeta, job)
 	body, found, err := w.s.get(key)
 	if err != nil || !found {
 		return taskEntry{}, err

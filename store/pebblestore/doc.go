@@ -3,41 +3,69 @@
 //
 // # Layout
 //
-// The first byte of a key says what it holds. Job ids in keys are 8 bytes
-// big-endian, so that keys sort by job id; a queue name in a key is
-// preceded by its length as a uvarint, so that the keys of queue "a" never
-// run into those of queue "ab", whatever bytes names hold.
+// The first byte of a key says what it holds. A task's keys start with j
+// and its era, the job id without its low 12 bits, then a byte for the
+// kind of key: the 4096 tasks of consecutive job ids from a multiple of
+// 4096 share an era. Job ids in keys are 8 bytes big-endian, so that keys
+// sort by them; a queue name in a key is preceded by its length as a
+// uvarint, so that the keys of queue "a" never run into those of queue
+// "ab", whatever bytes names hold.
 //
-//	m job                → the task's record: fixed fields, queue, id, lease
-//	p job                → the task's payload
-//	i len queue id       → job id: Lookup
-//	q len queue job      → nothing: List, a queue's tasks in job id order
-//	s name               → a schedule
-//	n                    → the job id high-water mark (NextJobID)
-//	f                    → the format version (1)
-//	r                    → present while a Store has the directory open
+//	j era m job            → the task's record: fixed fields, queue, id, lease
+//	j era p job            → the task's payload
+//	j era q len queue job  → nothing: List, a queue's tasks in job id order
+//	i len queue id         → job id: Lookup, for an id other than the job id
+//	s name                 → a schedule
+//	n                      → the job id high-water mark (NextJobID)
+//	f                      → the format version (2)
+//	r                      → present while a Store has the directory open
+//	u                      → present while Open upgrades an older format
+//
+// Job ids are given in increasing order, so the tasks put in the last
+// seconds have their records, payloads and list entries side by side at
+// the end of the j range, next to n, which each put rewrites; tasks that
+// stay for days have theirs in earlier eras. A stream of tasks put and
+// acknowledged within seconds, beside a million that wait, then leaves
+// memtables whose keys (sets and tombstones) cover none of the waiting
+// tasks' keys, and Pebble compacts them into the newest eras alone.
+// Format 1 kept keys by kind first (all records, then all payloads, then
+// the list entries by queue, and an index entry for every task), so each
+// flush of that stream spanned the waiting tasks' keys, and each
+// compaction into L5 rewrote 14-17 MB of them for a few hundred KB of new
+// keys: about a quarter of the server's CPU in the bench's lateness load
+// (docs/BENCHMARKS.md, serve). Open upgrades a store of format 1 in place
+// (upgrade.go).
+//
+// A task put without an id gets its job id in decimal as id, and has no
+// index entry: Lookup of a decimal id reads the record of that job id
+// first, and uses it if its queue and id match. Ids a client chooses have
+// index entries; they sort by queue and id, not by time.
 //
 // Every value ends with a CRC-32C of its key and body (codec.go), checked
 // on every read; a mismatch is an error wrapping [store.ErrCorrupt] that
 // names the record, for example "hourglass: store corrupt: task 42 record
-// (key 6d000000000000002a): checksum mismatch".
+// (key 6a00000000000000006d000000000000002a): checksum mismatch".
 //
 // The task with job id 42 in queue "mail" with id "welcome-7" and payload
 // "hello" is four keys (hex, then what the bytes say):
 //
-//	6d 000000000000002a          m 42  → 61 fixed bytes, 04 "mail", 09 "welcome-7", 00, crc (81 bytes)
-//	70 000000000000002a          p 42  → "hello", crc                          (9 bytes)
-//	69 04 6d61696c 77656c636f6d652d37  i 4 "mail" "welcome-7" → 2a00000000000000, crc (12 bytes)
-//	71 04 6d61696c 000000000000002a    q 4 "mail" 42 → crc                     (4 bytes)
+//	6a 0000000000000000 6d 000000000000002a          j 0 m 42  → 61 fixed bytes, 04 "mail", 09 "welcome-7", 00, crc (81 bytes)
+//	6a 0000000000000000 70 000000000000002a          j 0 p 42  → "hello", crc                     (9 bytes)
+//	6a 0000000000000000 71 04 6d61696c 000000000000002a  j 0 q 4 "mail" 42 → crc                (4 bytes)
+//	69 04 6d61696c 77656c636f6d652d37                i 4 "mail" "welcome-7" → 2a00000000000000, crc (12 bytes)
 //
-// and its commit raises "n" to 43 if it was lower. An update (a
-// reservation, a release) rewrites only the m key; a delete removes all
-// four.
+// and its commit raises "n" to 43 if it was lower. Put without an id, it
+// would be "42" and have no i key. Task 4096 starts era 1 (j
+// 0000000000000001 m 0000000000001000). An update (a reservation, a
+// release) rewrites only the m key; a delete removes them all.
 //
-// Recover scans the m keys alone: about 90 bytes a task with key and
-// checksum (the example's 9 + 81), before Pebble's compression, and no
-// payload byte, since the p keys sort after every m key. Task reads one m and one p key, Lookup one i
-// key, List a run of q keys and their m keys.
+// Recover reads the m keys alone: about 100 bytes a task with key and
+// checksum (the example's 18 + 81), before Pebble's compression. Within
+// an era the m keys sort before the p and q keys, and Recover seeks from
+// an era's last record to the next era's first, so no payload block is
+// read: about 2,400 seeks at 10M tasks. Task reads one m and one p key,
+// Lookup one m or i key (or both), List a run of q keys and their m keys
+// in each era it passes.
 //
 // # Durability
 //

@@ -31,13 +31,14 @@ func (s *Store) Raw(key []byte) ([]byte, error) {
 }
 
 // Keys of the layout, for the tests.
-func MetaKey(job uint64) []byte               { return jobKey(nil, prefixMeta, job) }
-func PayloadKey(job uint64) []byte            { return jobKey(nil, prefixPayload, job) }
+func MetaKey(job uint64) []byte               { return taskKey(nil, kindMeta, job) }
+func PayloadKey(job uint64) []byte            { return taskKey(nil, kindPayload, job) }
 func IndexKey(queue, id string) []byte        { return indexKey(nil, queue, id) }
 func ListKey(queue string, job uint64) []byte { return listKey(nil, queue, job) }
 func ScheduleKey(name string) []byte          { return scheduleKey(nil, name) }
 
 var (
+	UpgradeKey = keyUpgrade
 	FormatKey  = keyFormat
 	NextJobKey = keyNextJob
 	RunningKey = keyRunning
@@ -72,4 +73,12 @@ func (s *Store) Flush() error { return s.db.Flush() }
 // (yield.go).
 func (s *Store) Compactions() (done, yields int64) {
 	return s.db.Metrics().Compact.Count, s.sched.yields.Load()
+}
+
+// SetUpgradeHook makes the upgrade move batch keys a batch and call hook
+// after each batch, until the returned function restores both.
+func SetUpgradeHook(batch int, hook func(batches int) error) (restore func()) {
+	oldBatch, oldHook := upgradeBatchKeys, upgradeHook
+	upgradeBatchKeys, upgradeHook = batch, hook
+	return func() { upgradeBatchKeys, upgradeHook = oldBatch, oldHook }
 }

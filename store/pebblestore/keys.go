@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -10,11 +11,18 @@ import (
 // Key prefixes: the first byte of every key says what the key holds. The
 // layout is explained with an example in the package doc (doc.go).
 const (
-	prefixMeta     = 'm' // m + job id (8 bytes, big-endian) → task record
-	prefixPayload  = 'p' // p + job id → payload
+	// prefixJob starts the keys of a task: j + era + kind + ..., see
+	// taskKey and listKey.
+	prefixJob      = 'j'
 	prefixIndex    = 'i' // i + uvarint(len(queue)) + queue + id → job id
-	prefixList     = 'q' // q + uvarint(len(queue)) + queue + job id → nothing
 	prefixSchedule = 's' // s + name → schedule
+)
+
+// Kinds of task keys, the byte after the era.
+const (
+	kindMeta    = 'm' // j era m job → task record
+	kindPayload = 'p' // j era p job → payload
+	kindList    = 'q' // j era q uvarint(len(queue)) queue job → nothing
 )
 
 // Single keys.
@@ -22,31 +30,90 @@ var (
 	keyFormat  = []byte("f") // the format version of the store (formatVersion)
 	keyNextJob = []byte("n") // the job id high-water mark (Store.NextJobID)
 	keyRunning = []byte("r") // present while a Store is open: see Open
+	// keyUpgrade is present while Open upgrades a store from an older
+	// format (upgrade.go); its value is the version upgraded from.
+	keyUpgrade = []byte("u")
 )
 
-// jobKeyLen is the length of a meta or payload key: a prefix byte and the
-// job id.
-const jobKeyLen = 1 + 8
+// eraBits is the number of low job id bits an era spans: the keys of the
+// 4096 tasks with consecutive job ids from a multiple of 4096 share their
+// first 10 bytes (j and the era), so tasks put at about the same time have
+// their records, payloads and list entries side by side (package doc,
+// "Layout").
+const eraBits = 12
 
-// metaLower and metaUpper bound the meta keys, the range Recover scans.
+// lastEra is the era of the highest job id.
+const lastEra = ^uint64(0) >> eraBits
+
+// eraPrefixLen is the length of the prefix the keys of one era share, and
+// of an era's kind: j, the era (8 bytes), the kind.
+const (
+	eraLen       = 1 + 8
+	eraPrefixLen = eraLen + 1
+)
+
+// taskKeyLen is the length of a meta or payload key: j, era, kind, job.
+const taskKeyLen = eraPrefixLen + 8
+
+// jobLower and jobUpper bound every task key.
 var (
-	metaLower = []byte{prefixMeta}
-	metaUpper = []byte{prefixMeta + 1}
+	jobLower = []byte{prefixJob}
+	jobUpper = []byte{prefixJob + 1}
 )
 
-// jobKey appends prefix and jobID (big-endian, so keys sort by job id) to
-// dst.
-func jobKey(dst []byte, prefix byte, jobID uint64) []byte {
-	dst = append(dst, prefix)
+// eraKey appends j, the era of jobID and kind to dst: the prefix of the
+// keys of that kind in that era.
+func eraKey(dst []byte, jobID uint64, kind byte) []byte {
+	dst = append(dst, prefixJob)
+	dst = binary.BigEndian.AppendUint64(dst, jobID>>eraBits)
+	return append(dst, kind)
+}
+
+// taskKey appends the meta or payload (kind) key of jobID to dst. Job ids
+// are big-endian, so that keys sort by them.
+func taskKey(dst []byte, kind byte, jobID uint64) []byte {
+	return binary.BigEndian.AppendUint64(eraKey(dst, jobID, kind), jobID)
+}
+
+// listKey appends the list key of jobID in queue to dst.
+func listKey(dst []byte, queue string, jobID uint64) []byte {
+	dst = eraKey(dst, jobID, kindList)
+	dst = binary.AppendUvarint(dst, uint64(len(queue)))
+	dst = append(dst, queue...)
 	return binary.BigEndian.AppendUint64(dst, jobID)
 }
 
-// jobIDOf returns the job id of a meta or payload key.
-func jobIDOf(key []byte) (uint64, error) {
-	if len(key) != jobKeyLen {
-		return 0, fmt.Errorf("%w: key %x: not a job key", store.ErrCorrupt, key)
+// parseTaskKey returns the kind of a task key (prefixJob) and the job id
+// it names; for a list key also the queue. ok is false for a key that is
+// not a well-formed task key.
+func parseTaskKey(key []byte) (kind byte, job uint64, queue []byte, ok bool) {
+	if len(key) < eraPrefixLen+8 || key[0] != prefixJob {
+		return 0, 0, nil, false
 	}
-	return binary.BigEndian.Uint64(key[1:]), nil
+	era := binary.BigEndian.Uint64(key[1:eraLen])
+	kind = key[eraLen]
+	job = binary.BigEndian.Uint64(key[len(key)-8:])
+	if job>>eraBits != era {
+		return 0, 0, nil, false
+	}
+	switch kind {
+	case kindMeta, kindPayload:
+		return kind, job, nil, len(key) == taskKeyLen
+	case kindList:
+		rest := key[eraPrefixLen : len(key)-8]
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || uint64(len(rest)-w) != n {
+			return 0, 0, nil, false
+		}
+		return kind, job, rest[w:], true
+	}
+	return 0, 0, nil, false
+}
+
+// nextEra returns the smallest key of the era after the one key belongs
+// to (key starts with j and an era), or nil after the last era.
+func nextEra(key []byte) []byte {
+	return prefixEnd(key[:eraLen])
 }
 
 // queueKey appends prefix, the length of queue as a uvarint, and queue to
@@ -64,9 +131,34 @@ func indexKey(dst []byte, queue, id string) []byte {
 	return append(queueKey(dst, prefixIndex, queue), id...)
 }
 
-// listKey appends the list key of jobID in queue to dst.
-func listKey(dst []byte, queue string, jobID uint64) []byte {
-	return binary.BigEndian.AppendUint64(queueKey(dst, prefixList, queue), jobID)
+// implicitID reports whether id is jobID in decimal, the id a task put
+// without one gets. Such a task has no index entry: Lookup reads its
+// record by the job id its id names.
+func implicitID(id string, jobID uint64) bool {
+	n, ok := parseJobID(id)
+	return ok && n == jobID
+}
+
+// parseJobID returns the job id a decimal id names, and false if id is
+// not a positive integer in canonical decimal (no sign, no leading zero)
+// that fits in 64 bits.
+func parseJobID(id string) (uint64, bool) {
+	if len(id) == 0 || len(id) > 20 || id[0] < '1' || id[0] > '9' {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (^uint64(0)-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
 }
 
 // scheduleKey appends the key of the schedule named name to dst.
@@ -78,7 +170,7 @@ func scheduleKey(dst []byte, name string) []byte {
 // for an iterator's upper bound, or nil when there is none (p is all
 // 0xff).
 func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
+	end := bytes.Clone(p)
 	for i := len(end) - 1; i >= 0; i-- {
 		end[i]++
 		if end[i] != 0 {
@@ -86,4 +178,10 @@ func prefixEnd(p []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// errNotTaskKey is the error for a key in the task range that is not a
+// well-formed task key.
+func errNotTaskKey(key []byte) error {
+	return fmt.Errorf("%w: key %x: not a task key", store.ErrCorrupt, key)
 }

@@ -16,8 +16,8 @@ import (
 
 // formatVersion is the version of the layout (doc.go) and of the value
 // encodings (codec.go) this package writes, kept under keyFormat. Open
-// refuses a store of any other version.
-const formatVersion = 1
+// upgrades a store of version 1 (upgrade.go) and refuses any other.
+const formatVersion = 2
 
 // Defaults of [Options]. Pebble's fixed memory is the block cache plus up
 // to memTables memtables, so about DefaultCacheSize +
@@ -181,8 +181,21 @@ func (s *Store) start(replays []string) error {
 	case len(body) != 4:
 		return fmt.Errorf("hourglass: open store %s: %w", s.dir, corrupt(keyFormat, "%d bytes, want 4", len(body)))
 	default:
-		if v := binary.LittleEndian.Uint32(body); v != formatVersion {
-			return fmt.Errorf("hourglass: open store %s: format version %d, and this build reads only version %d", s.dir, v, formatVersion)
+		v := binary.LittleEndian.Uint32(body)
+		if v != formatVersion && v != 1 {
+			return fmt.Errorf("hourglass: open store %s: format version %d, and this build reads versions 1 (upgrading it) and %d", s.dir, v, formatVersion)
+		}
+		from, resumed, err := s.upgrading()
+		if err != nil {
+			return err
+		}
+		if v == 1 || resumed {
+			if v == 1 {
+				from = v
+			}
+			if err := s.upgrade(from, resumed); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -220,6 +233,21 @@ func (s *Store) start(replays []string) error {
 	return nil
 }
 
+// upgrading returns the format an upgrade that has not finished started
+// from, and whether there is one (upgrade.go).
+func (s *Store) upgrading() (from uint32, resumed bool, err error) {
+	body, found, err := s.get(keyUpgrade)
+	switch {
+	case err != nil:
+		return 0, false, pebbleErr("open store "+s.dir, err)
+	case !found:
+		return 0, false, nil
+	case len(body) != 4:
+		return 0, false, fmt.Errorf("hourglass: open store %s: %w", s.dir, corrupt(keyUpgrade, "%d bytes, want 4", len(body)))
+	}
+	return binary.LittleEndian.Uint32(body), true, nil
+}
+
 // empty reports whether the database holds no key at all.
 func (s *Store) empty() (bool, error) {
 	it, err := s.db.NewIter(nil)
@@ -249,26 +277,45 @@ func (s *Store) loadNext() (uint64, error) {
 		}
 		next = max(next, v)
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: metaLower, UpperBound: metaUpper})
+	job, err := s.lastJob()
+	if err != nil {
+		return 0, err
+	}
+	if job >= next {
+		s.log.Warn("hourglass: next job id record below the highest task; using the task's",
+			"dir", s.dir, "record", next, "task", job)
+		next = job + 1
+	}
+	return next, nil
+}
+
+// lastJob returns the highest job id with a record, 0 for none: the last
+// record of the last era that has one.
+func (s *Store) lastJob() (uint64, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: jobLower, UpperBound: jobUpper})
 	if err != nil {
 		return 0, pebbleErr("open store "+s.dir, err)
 	}
 	defer it.Close()
-	if it.Last() {
-		job, err := jobIDOf(it.Key())
-		if err != nil {
-			return 0, pebbleErr("open store "+s.dir, err)
+	var seek []byte
+	for ok := it.Last(); ok; {
+		key := it.Key()
+		kind, job, _, valid := parseTaskKey(key)
+		if !valid {
+			return 0, fmt.Errorf("hourglass: open store %s: %w", s.dir, errNotTaskKey(key))
 		}
-		if job >= next {
-			s.log.Warn("hourglass: next job id record below the highest task; using the task's",
-				"dir", s.dir, "record", next, "task", job)
-			next = job + 1
+		if kind == kindMeta {
+			return job, nil
 		}
+		// The era's last key is a payload or list entry: its records, if
+		// any, sort before them.
+		seek = prefixEnd(eraKey(seek[:0], job, kindMeta))
+		ok = it.SeekLT(seek)
 	}
 	if err := it.Error(); err != nil {
 		return 0, pebbleErr("open store "+s.dir, err)
 	}
-	return next, nil
+	return 0, nil
 }
 
 // NextJobID returns the lowest job id never used: one above the highest

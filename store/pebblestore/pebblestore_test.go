@@ -160,7 +160,8 @@ func TestOpen_BlockCacheHolds(t *testing.T) {
 }
 
 // TestCollector: the store's Prometheus collector reports Pebble's
-// compactions and block cache, and nothing once the store is closed.
+// compactions, flushes and block cache, and nothing once the store is
+// closed.
 func TestCollector(t *testing.T) {
 	st := open(t, filepath.Join(t.TempDir(), "db"))
 	var b store.Batch
@@ -189,6 +190,12 @@ func TestCollector(t *testing.T) {
 	}
 	if got["hourglass_store_block_cache_hits_total"] < 1 || got["hourglass_store_block_cache_bytes"] <= 0 {
 		t.Errorf("a task read twice from a table: cache %v", got)
+	}
+	if got["hourglass_store_flushed_bytes_total"] <= 0 {
+		t.Errorf("a flush wrote no bytes: %v", got)
+	}
+	if _, ok := got["hourglass_store_compacted_bytes_total"]; !ok {
+		t.Errorf("no hourglass_store_compacted_bytes_total in %v", got)
 	}
 	st.Close()
 	if got := gather(t, reg); len(got) != 0 {

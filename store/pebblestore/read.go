@@ -27,8 +27,8 @@ func (s *Store) Task(jobID uint64) (store.Task, error) {
 	// filters and opens no merged iterator over every level, which made a
 	// reserve's read half of the server's CPU once the store outgrew the
 	// block cache (docs/BENCHMARKS.md, beanstalk).
-	var kbuf [jobKeyLen]byte
-	key := jobKey(kbuf[:0], prefixMeta, jobID)
+	var kbuf [taskKeyLen]byte
+	key := taskKey(kbuf[:0], kindMeta, jobID)
 	t := store.Task{JobID: jobID}
 	body, found, err := s.get(key)
 	if err != nil {
@@ -40,13 +40,13 @@ func (s *Store) Task(jobID uint64) (store.Task, error) {
 	if err := decodeMeta(body, &t, nil); err != nil {
 		return store.Task{}, corrupt(key, "%v", err)
 	}
-	key = jobKey(kbuf[:0], prefixPayload, jobID)
+	key = taskKey(kbuf[:0], kindPayload, jobID)
 	if t.Payload, found, err = s.get(key); err != nil {
 		return store.Task{}, err
 	}
 	if !found {
 		// Deleted since the record was read, or lost: read the record again.
-		if _, still, err := s.get(jobKey(nil, prefixMeta, jobID)); err != nil || still {
+		if _, still, err := s.get(taskKey(nil, kindMeta, jobID)); err != nil || still {
 			if err == nil {
 				err = corrupt(key, "missing for a recorded task")
 			}
@@ -75,13 +75,31 @@ func seekValue(it *pebble.Iterator, key []byte) ([]byte, bool, error) {
 }
 
 // Lookup returns the job id of the live task named id in queue, or
-// [store.ErrNotFound] itself. Cost: one Get. Lookup is safe for
-// concurrent use.
+// [store.ErrNotFound] itself. An id that is a job id in decimal may be a
+// task's own (implicitID), which has no index entry: Lookup reads that
+// task's record first. Cost: one Get, and one more for a decimal id that
+// is not its task's own. Lookup is safe for concurrent use.
 func (s *Store) Lookup(queue, id string) (uint64, error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
 		return 0, ErrClosed
+	}
+	if job, ok := parseJobID(id); ok {
+		key := taskKey(nil, kindMeta, job)
+		body, found, err := s.get(key)
+		if err != nil {
+			return 0, err
+		}
+		if found {
+			var t store.Task
+			if err := decodeMeta(body, &t, nil); err != nil {
+				return 0, corrupt(key, "%v", err)
+			}
+			if t.Queue == queue && t.ID == id {
+				return job, nil
+			}
+		}
 	}
 	key := indexKey(nil, queue, id)
 	body, found, err := s.get(key)
@@ -99,9 +117,12 @@ func (s *Store) Lookup(queue, id string) (uint64, error) {
 }
 
 // List returns up to limit tasks of queue with job ids above after, in job
-// id order, without payloads. It scans the queue's list entries from after
-// and reads each task's record, all in one snapshot of the store: O(limit)
-// seeks. List is safe for concurrent use.
+// id order, without payloads. A queue's list entries lie in the era of
+// each task (keys.go): List seeks to the queue's entries in each era from
+// after's on, and reads each task's record, all in one snapshot of the
+// store. Cost: O(limit) reads, and a seek for each era it passes, so a
+// page of a queue with few tasks among many may visit every era: about
+// 2,400 seeks at 10M tasks. List is safe for concurrent use.
 func (s *Store) List(queue string, after uint64, limit int) ([]store.Task, error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
@@ -111,13 +132,9 @@ func (s *Store) List(queue string, after uint64, limit int) ([]store.Task, error
 	if limit <= 0 || after == ^uint64(0) {
 		return nil, nil
 	}
-	prefix := queueKey(nil, prefixList, queue)
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
-	list, err := snap.NewIter(&pebble.IterOptions{
-		LowerBound: binary.BigEndian.AppendUint64(bytes.Clone(prefix), after+1),
-		UpperBound: prefixEnd(prefix),
-	})
+	list, err := snap.NewIter(&pebble.IterOptions{LowerBound: jobLower, UpperBound: jobUpper})
 	if err != nil {
 		return nil, pebbleErr(fmt.Sprintf("list %q", queue), err)
 	}
@@ -129,11 +146,38 @@ func (s *Store) List(queue string, after uint64, limit int) ([]store.Task, error
 	defer metas.Close()
 
 	var tasks []store.Task
-	var kbuf [jobKeyLen]byte
-	for ok := list.First(); ok && len(tasks) < limit; ok = list.Next() {
+	var kbuf [taskKeyLen]byte
+	// era is the era being searched; start is where queue's entries in it
+	// begin (in after's era: the first above after).
+	era := (after + 1) >> eraBits
+	start := listKey(nil, queue, after+1)
+	ok := list.SeekGE(start)
+	for ok && len(tasks) < limit {
 		lk := list.Key()
-		if len(lk) != len(prefix)+8 {
-			return nil, corrupt(lk, "not a list key")
+		kind, job, q, valid := parseTaskKey(lk)
+		if !valid {
+			return nil, errNotTaskKey(lk)
+		}
+		switch {
+		case job>>eraBits > era:
+			// The era searched has no more entries of queue: search the
+			// era the iterator reached, from the start of queue's entries.
+			era = job >> eraBits
+			start = eraListKey(start[:0], era, queue)
+			if bytes.Compare(lk, start) < 0 {
+				ok = list.SeekGE(start)
+			}
+			continue
+		case kind != kindList || string(q) != queue:
+			// Past queue's entries in this era.
+			if era == lastEra {
+				ok = false
+				continue
+			}
+			era++
+			start = eraListKey(start[:0], era, queue)
+			ok = list.SeekGE(start)
+			continue
 		}
 		v, err := list.ValueAndErr()
 		if err != nil {
@@ -142,8 +186,7 @@ func (s *Store) List(queue string, after uint64, limit int) ([]store.Task, error
 		if _, err := unseal(lk, v); err != nil {
 			return nil, err
 		}
-		job := binary.BigEndian.Uint64(lk[len(prefix):])
-		key := jobKey(kbuf[:0], prefixMeta, job)
+		key := taskKey(kbuf[:0], kindMeta, job)
 		body, found, err := seekValue(metas, key)
 		if err != nil {
 			return nil, err
@@ -156,11 +199,19 @@ func (s *Store) List(queue string, after uint64, limit int) ([]store.Task, error
 			return nil, corrupt(key, "%v", err)
 		}
 		tasks = append(tasks, t)
+		ok = list.Next()
 	}
 	if err := errors.Join(list.Error(), metas.Error()); err != nil {
 		return nil, pebbleErr(fmt.Sprintf("list %q", queue), err)
 	}
 	return tasks, nil
+}
+
+// eraListKey appends to dst the start of queue's list entries in era.
+func eraListKey(dst []byte, era uint64, queue string) []byte {
+	dst = eraKey(dst, era<<eraBits, kindList)
+	dst = binary.AppendUvarint(dst, uint64(len(queue)))
+	return append(dst, queue...)
 }
 
 // recoverChunk is the number of tasks Recover's scanning goroutine decodes
@@ -173,10 +224,11 @@ const (
 )
 
 // Recover calls fn for every task in job id order, without payloads,
-// stopping at the first error fn returns and returning it. It scans only
-// the record keys (about 90 bytes a task; payloads live under other keys
-// and are never read), through one iterator, so it sees one state of the
-// store. Tasks of one queue share one Queue string. O(n) for n tasks.
+// stopping at the first error fn returns and returning it. It reads only
+// the record keys (about 100 bytes a task), era by era, seeking past each
+// era's payloads and list entries, which are never read; through one
+// iterator, so it sees one state of the store. Tasks of one queue share
+// one Queue string. O(n) for n tasks, and a seek an era.
 //
 // The scan runs on a goroutine of its own, a chunk of tasks ahead of fn,
 // so that reading and decoding the records overlaps with fn's work (the
@@ -191,7 +243,7 @@ func (s *Store) Recover(fn func(store.Task) error) (err error) {
 	if s.closed {
 		return ErrClosed
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: metaLower, UpperBound: metaUpper})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: jobLower, UpperBound: jobUpper})
 	if err != nil {
 		return pebbleErr("recover", err)
 	}
@@ -253,11 +305,23 @@ func scan(it *pebble.Iterator, chunks, free chan []store.Task, stop chan struct{
 		}
 	}
 	buf := make([]store.Task, 0, recoverChunk)
-	for ok := it.First(); ok; ok = it.Next() {
+	var seek []byte
+	for ok := it.First(); ok; {
 		key := it.Key()
-		job, err := jobIDOf(key)
-		if err != nil {
-			return err
+		kind, job, _, valid := parseTaskKey(key)
+		if !valid {
+			return errNotTaskKey(key)
+		}
+		if kind != kindMeta {
+			// Past the records of this era: on to the next era's, skipping
+			// payloads and list entries.
+			era := job>>eraBits + 1
+			if era > lastEra {
+				break
+			}
+			seek = eraKey(seek[:0], era<<eraBits, kindMeta)
+			ok = it.SeekGE(seek)
+			continue
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
@@ -281,6 +345,7 @@ func scan(it *pebble.Iterator, chunks, free chan []store.Task, stop chan struct{
 				buf = make([]store.Task, 0, recoverChunk)
 			}
 		}
+		ok = it.Next()
 	}
 	if err := it.Error(); err != nil {
 		return pebbleErr("recover", err)

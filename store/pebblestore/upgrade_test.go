@@ -1,0 +1,215 @@
+package pebblestore_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/store/pebblestore"
+)
+
+// format1Dir copies testdata/format1, a store written by format 1 of this
+// package (testdata/format1.go.txt), into a temporary directory.
+func format1Dir(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "db")
+	if err := os.CopyFS(dst, os.DirFS("testdata/format1")); err != nil {
+		t.Fatal(err)
+	}
+	// CopyFS makes files read-only; Pebble writes some of them.
+	err := filepath.WalkDir(dst, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chmod(path, map[bool]fs.FileMode{true: 0o755, false: 0o644}[d.IsDir()])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// format1Tasks are the tasks testdata/format1 holds, as its generator put
+// them (task 6 was deleted after).
+func format1Tasks() []store.Task {
+	base := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC).UnixNano()
+	task := func(job uint64, queue, id string, st store.State, payload string) store.Task {
+		return store.Task{JobID: job, Queue: queue, ID: id, State: st, Priority: uint32(job % 7), Due: base + int64(job)*int64(time.Second),
+			Created: base - int64(time.Hour), TTR: 30 * time.Second, Payload: []byte(payload)}
+	}
+	r := task(4, "other", "4", store.Reserved, "reserved")
+	r.Attempts, r.Lease, r.LeaseUntil = 1, "lease-4", base+int64(time.Minute)
+	d := task(5, "other", "five", store.Dead, "dead")
+	d.Attempts, d.MaxAttempts, d.Buries = 3, 3, 1
+	tasks := []store.Task{
+		task(1, "mail", "1", store.Waiting, "hello"),
+		task(2, "mail", "welcome-7", store.Waiting, `{"a":1}`),
+		task(3, "mail", "17", store.Waiting, "decimal id of another job"),
+		r, d,
+		task(7, "mail", "7", store.Waiting, ""),
+	}
+	for _, job := range []uint64{4095, 4096, 4097, 8191, 8192} {
+		tasks = append(tasks, task(job, "bulk", itoa(job), store.Waiting, "bulk "+itoa(job)))
+	}
+	tasks = append(tasks, task(9000, "bulk", "named", store.Waiting, "bulk named"))
+	for _, job := range []uint64{100000, 1 << 40} {
+		tasks = append(tasks, task(job, "bulk", itoa(job), store.Waiting, "bulk "+itoa(job)))
+	}
+	return tasks
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// checkFormat1 checks that st holds exactly the tasks and schedule of
+// testdata/format1, through every read of the store.
+func checkFormat1(t *testing.T, st *pebblestore.Store) {
+	t.Helper()
+	want := format1Tasks()
+	var got []store.Task
+	if err := st.Recover(func(tk store.Task) error { got = append(got, tk); return nil }); err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Recover: %d tasks, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		g.Payload, w.Payload = nil, nil
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("Recover #%d = %+v, want %+v", i, g, w)
+		}
+	}
+	for _, w := range want {
+		g, err := st.Task(w.JobID)
+		if err != nil || !bytes.Equal(g.Payload, w.Payload) || g.Queue != w.Queue || g.ID != w.ID || g.State != w.State {
+			t.Errorf("Task(%d) = %+v, %v; want %+v", w.JobID, g, err, w)
+		}
+		if job, err := st.Lookup(w.Queue, w.ID); err != nil || job != w.JobID {
+			t.Errorf("Lookup(%q, %q) = %d, %v; want %d", w.Queue, w.ID, job, err, w.JobID)
+		}
+	}
+	if _, err := st.Task(6); err != store.ErrNotFound {
+		t.Errorf("Task(6) (deleted) = %v, want ErrNotFound", err)
+	}
+	for _, k := range [][2]string{{"mail", "6"}, {"mail", "4"}, {"other", "1"}} {
+		if job, err := st.Lookup(k[0], k[1]); err != store.ErrNotFound {
+			t.Errorf("Lookup(%q, %q) = %d, %v; want ErrNotFound", k[0], k[1], job, err)
+		}
+	}
+	for _, c := range []struct {
+		queue string
+		after uint64
+		limit int
+		want  []uint64
+	}{
+		{"mail", 0, 10, []uint64{1, 2, 3, 7}},
+		{"other", 0, 10, []uint64{4, 5}},
+		{"bulk", 0, 100, []uint64{4095, 4096, 4097, 8191, 8192, 9000, 100000, 1 << 40}},
+		{"bulk", 4096, 2, []uint64{4097, 8191}},
+		{"bulk", 9000, 10, []uint64{100000, 1 << 40}},
+		{"nope", 0, 10, nil},
+	} {
+		page, err := st.List(c.queue, c.after, c.limit)
+		var jobs []uint64
+		for _, tk := range page {
+			jobs = append(jobs, tk.JobID)
+		}
+		if err != nil || !slices.Equal(jobs, c.want) {
+			t.Errorf("List(%q, %d, %d) = %v, %v; want %v", c.queue, c.after, c.limit, jobs, err, c.want)
+		}
+	}
+	if scs, err := st.Schedules(); err != nil || len(scs) != 1 || scs[0].Name != "nightly" || scs[0].Cron != "0 3 * * *" {
+		t.Errorf("Schedules() = %+v, %v; want nightly", scs, err)
+	}
+	if n, err := st.NextJobID(); err != nil || n != 1<<40+1 {
+		t.Errorf("NextJobID() = %d, %v; want %d", n, err, uint64(1<<40+1))
+	}
+}
+
+// TestUpgrade_Format1 opens a store written by format 1: Open upgrades it,
+// every task reads back the same, the keys of format 1 are gone, and the
+// next Open does not upgrade again.
+func TestUpgrade_Format1(t *testing.T) {
+	dir := format1Dir(t)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	st, err := pebblestore.Open(dir, pebblestore.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFormat1(t, st)
+	if !strings.Contains(logs.String(), "store upgraded") || !strings.Contains(logs.String(), "tasks=14") {
+		t.Errorf("log has no upgrade of 14 tasks:\n%s", logs.String())
+	}
+	// Format 1's keys: task 1's record, payload, list and index entries.
+	v1 := [][]byte{
+		append([]byte{'m'}, binary.BigEndian.AppendUint64(nil, 1)...),
+		append([]byte{'p'}, binary.BigEndian.AppendUint64(nil, 1)...),
+		binary.BigEndian.AppendUint64([]byte("q\x04mail"), 1),
+		pebblestore.IndexKey("mail", "1"),
+		pebblestore.UpgradeKey,
+	}
+	for _, k := range v1 {
+		if _, err := st.Raw(k); err == nil {
+			t.Errorf("key %x still there after the upgrade", k)
+		}
+	}
+	if _, err := st.Raw(pebblestore.IndexKey("mail", "17")); err != nil {
+		t.Errorf("index entry of id 17 (job 3) gone: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	logs.Reset()
+	st, err = pebblestore.Open(dir, pebblestore.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if strings.Contains(logs.String(), "upgrad") {
+		t.Errorf("second Open upgraded again:\n%s", logs.String())
+	}
+	checkFormat1(t, st)
+}
+
+// TestUpgrade_Resumes stops an upgrade half-way, as a crash would: the
+// next Open finishes it, and the store reads back whole.
+func TestUpgrade_Resumes(t *testing.T) {
+	for _, stopAt := range []int{1, 3, 6} {
+		dir := format1Dir(t)
+		stop := errors.New("stopped")
+		restore := pebblestore.SetUpgradeHook(3, func(n int) error {
+			if n == stopAt {
+				return stop
+			}
+			return nil
+		})
+		_, err := pebblestore.Open(dir, pebblestore.Options{Logger: quiet})
+		restore()
+		if !errors.Is(err, stop) {
+			t.Fatalf("stop after batch %d: Open = %v, want the hook's error", stopAt, err)
+		}
+		var logs bytes.Buffer
+		st, err := pebblestore.Open(dir, pebblestore.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatalf("stop after batch %d: reopen: %v", stopAt, err)
+		}
+		if !strings.Contains(logs.String(), "resumed=true") {
+			t.Errorf("stop after batch %d: reopen did not resume the upgrade:\n%s", stopAt, logs.String())
+		}
+		checkFormat1(t, st)
+		st.Close()
+	}
+}
