@@ -80,6 +80,9 @@ func (s *Store) Apply(b *store.Batch) (wait func() error, err error) {
 	if p := s.failed.Load(); p != nil {
 		return nil, *p
 	}
+	if s.holding.Load() {
+		s.releaseCompactions()
+	}
 	done := func() error { return nil }
 
 	s.commitMu.Lock()

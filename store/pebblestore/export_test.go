@@ -1,6 +1,8 @@
 package pebblestore
 
 import (
+	"time"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	dto "github.com/prometheus/client_model/go"
@@ -81,4 +83,20 @@ func SetUpgradeHook(batch int, hook func(batches int) error) (restore func()) {
 	oldBatch, oldHook := upgradeBatchKeys, upgradeHook
 	upgradeBatchKeys, upgradeHook = batch, hook
 	return func() { upgradeBatchKeys, upgradeHook = oldBatch, oldHook }
+}
+
+// CompactionsHeld reports whether the store still holds compactions back
+// (releaseCompactions).
+func (s *Store) CompactionsHeld() bool {
+	s.sched.mu.Lock()
+	defer s.sched.mu.Unlock()
+	return s.sched.held
+}
+
+// SetCompactionHold sets how long Open holds compactions at most, until
+// the returned function restores it.
+func SetCompactionHold(d time.Duration) (restore func()) {
+	old := compactionHold
+	compactionHold = d
+	return func() { compactionHold = old }
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -76,6 +77,10 @@ type Store struct {
 	sync bool // false only in tests (Options.noSync)
 	// sched schedules Pebble's compactions (yield.go).
 	sched *yieldingScheduler
+	// holding is set from Open until releaseCompactions; holdTimer calls
+	// it if no Recover or Commit has.
+	holding   atomic.Bool
+	holdTimer *time.Timer
 
 	// closeMu is held shared by every method that uses db and exclusively
 	// by Close, so that Close waits for them and nothing uses db after.
@@ -155,7 +160,27 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	s.holding.Store(true)
+	s.holdTimer = time.AfterFunc(compactionHold, s.releaseCompactions)
 	return s, nil
+}
+
+// compactionHold is the longest that compactions wait after Open for a
+// Recover to end (releaseCompactions); a variable for the tests.
+var compactionHold = 30 * time.Second
+
+// releaseCompactions lets Pebble's compactions run. They are held from
+// Open until the first Recover returns or the first Commit begins, at
+// most compactionHold: a restart reads every record before it writes,
+// and after a bulk load Pebble would start compacting it at once, on the
+// same cores (docs/BENCHMARKS.md, serve: a restart of 10M tasks right
+// after their load). Safe for concurrent use; calls after the first do
+// nothing.
+func (s *Store) releaseCompactions() {
+	if s.holding.CompareAndSwap(true, false) {
+		s.holdTimer.Stop()
+		s.sched.release()
+	}
 }
 
 // start checks the format record (writing it into a new store), loads the
@@ -342,6 +367,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.holding.CompareAndSwap(true, false) {
+		s.holdTimer.Stop() // compactions stay held: Close needs none
+	}
 	var err error
 	if s.failed.Load() == nil {
 		if e := s.db.Delete(keyRunning, pebble.Sync); e != nil {

@@ -281,3 +281,54 @@ func TestCompactions_Yield(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCompactions_HeldUntilRecover: compactions wait from Open until the
+// first Commit, or the first Recover returns (held while it runs), or
+// the longest hold has passed, and no longer.
+func TestCompactions_HeldUntilRecover(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	for _, c := range []struct {
+		name    string
+		release func(*pebblestore.Store) error
+	}{
+		{"Commit", func(st *pebblestore.Store) error {
+			var b store.Batch
+			b.Put(benchTask(7))
+			return st.Commit(&b)
+		}},
+		{"Recover", func(st *pebblestore.Store) error {
+			return st.Recover(func(store.Task) error {
+				if !st.CompactionsHeld() {
+					return errors.New("compactions released while Recover runs")
+				}
+				return nil
+			})
+		}},
+		{"Time", func(st *pebblestore.Store) error {
+			deadline := time.Now().Add(10 * time.Second)
+			for st.CompactionsHeld() && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			return nil
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			restore := pebblestore.SetCompactionHold(time.Hour)
+			if c.name == "Time" {
+				pebblestore.SetCompactionHold(20 * time.Millisecond)
+			}
+			st := open(t, dir)
+			restore()
+			defer st.Close()
+			if !st.CompactionsHeld() {
+				t.Fatal("compactions not held after Open")
+			}
+			if err := c.release(st); err != nil {
+				t.Fatal(err)
+			}
+			if st.CompactionsHeld() {
+				t.Fatalf("compactions still held after %s", c.name)
+			}
+		})
+	}
+}

@@ -258,6 +258,7 @@ func (s *Store) Recover(fn func(store.Task) error) (err error) {
 	if s.closed {
 		return ErrClosed
 	}
+	defer s.releaseCompactions()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: jobLower, UpperBound: jobUpper})
 	if err != nil {
 		return pebbleErr("recover", err)

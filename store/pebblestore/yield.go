@@ -41,13 +41,16 @@ type yieldingScheduler struct {
 	mu           sync.Mutex
 	db           pebble.DBForCompaction // set by Register, before the granter starts
 	running      int                    // compactions granted and not done
+	held         bool                   // grant nothing: see Store.releaseCompactions
 	unregistered bool
 }
 
 var _ pebble.CompactionScheduler = (*yieldingScheduler)(nil)
 
+// newYieldingScheduler returns a scheduler that holds every compaction
+// until release is called.
 func newYieldingScheduler() *yieldingScheduler {
-	return &yieldingScheduler{poke: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	return &yieldingScheduler{poke: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), held: true}
 }
 
 // Register starts the granter.
@@ -78,7 +81,7 @@ func (s *yieldingScheduler) Unregister() {
 func (s *yieldingScheduler) TrySchedule() (bool, pebble.CompactionGrantHandle) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.unregistered || s.running >= s.db.GetAllowedWithoutPermission() {
+	if s.unregistered || s.held || s.running >= s.db.GetAllowedWithoutPermission() {
 		return false, nil
 	}
 	s.running++
@@ -118,7 +121,7 @@ func (s *yieldingScheduler) granter() {
 func (s *yieldingScheduler) grant() {
 	for {
 		s.mu.Lock()
-		ok := !s.unregistered && s.running < s.db.GetAllowedWithoutPermission()
+		ok := !s.unregistered && !s.held && s.running < s.db.GetAllowedWithoutPermission()
 		if ok {
 			s.running++
 		}
@@ -130,6 +133,18 @@ func (s *yieldingScheduler) grant() {
 			s.done1()
 			return
 		}
+	}
+}
+
+// release lets compactions be granted again after newYieldingScheduler's
+// hold, and looks for waiting ones. Calls after the first do nothing.
+func (s *yieldingScheduler) release() {
+	s.mu.Lock()
+	held := s.held
+	s.held = false
+	s.mu.Unlock()
+	if held {
+		s.wake()
 	}
 }
 
