@@ -161,7 +161,13 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.holding.Store(true)
-	s.holdTimer = time.AfterFunc(compactionHold, s.releaseCompactions)
+	s.holdTimer = time.AfterFunc(compactionHold, func() {
+		// Not releaseCompactions: this may run before Open has set
+		// holdTimer.
+		if s.holding.CompareAndSwap(true, false) {
+			s.sched.release()
+		}
+	})
 	return s, nil
 }
 
