@@ -112,20 +112,48 @@ func (u *upgrader) add() error {
 	return nil
 }
 
-// moveRange writes every format 1 record, payload and list entry in r
-// under its format 2 key.
-func (u *upgrader) moveRange(r [2][]byte) error {
-	it, err := u.s.db.NewIter(&pebble.IterOptions{LowerBound: r[0], UpperBound: r[1]})
+// each calls fn for every key in [lower, upper) with its value, both
+// valid until fn returns.
+func (u *upgrader) each(lower, upper []byte, fn func(key, value []byte) error) error {
+	it, err := u.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return pebbleErr("upgrade store "+u.s.dir, err)
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		old := it.Key()
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return pebbleErr("upgrade store "+u.s.dir, err)
 		}
+		if err := fn(it.Key(), v); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return pebbleErr("upgrade store "+u.s.dir, err)
+	}
+	return nil
+}
+
+// set and del add a write to the upgrade's batch.
+func (u *upgrader) set(key, value []byte) error {
+	if err := u.b.Set(key, value, nil); err != nil {
+		return pebbleErr("upgrade store "+u.s.dir, err)
+	}
+	return u.add()
+}
+
+func (u *upgrader) del(key []byte) error {
+	if err := u.b.Delete(key, nil); err != nil {
+		return pebbleErr("upgrade store "+u.s.dir, err)
+	}
+	return u.add()
+}
+
+// moveRange writes every format 1 record, payload and list entry in r
+// under its format 2 key.
+func (u *upgrader) moveRange(r [2][]byte) error {
+	return u.each(r[0], r[1], func(old, v []byte) error {
 		body, err := unsealV1(old, v)
 		if err != nil {
 			return err
@@ -151,37 +179,18 @@ func (u *upgrader) moveRange(r [2][]byte) error {
 			u.key = listKey(u.key[:0], string(queue), binary.BigEndian.Uint64(old[len(old)-8:]))
 		}
 		u.val = seal(u.key, append(u.val[:0], body...))
-		if err := u.b.Set(u.key, u.val, nil); err != nil {
-			return pebbleErr("upgrade store "+u.s.dir, err)
-		}
-		if err := u.add(); err != nil {
-			return err
-		}
-	}
-	if err := it.Error(); err != nil {
-		return pebbleErr("upgrade store "+u.s.dir, err)
-	}
-	return nil
+		return u.set(u.key, u.val)
+	})
 }
 
 // dropImplicitIndex deletes the index entries whose id is the job id they
 // name: format 2 has none.
 func (u *upgrader) dropImplicitIndex() error {
 	lower := []byte{prefixIndex}
-	it, err := u.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
-	if err != nil {
-		return pebbleErr("upgrade store "+u.s.dir, err)
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		key := it.Key()
+	return u.each(lower, prefixEnd(lower), func(key, v []byte) error {
 		n, w := binary.Uvarint(key[1:])
 		if w <= 0 || uint64(len(key)-1-w) < n {
 			return corrupt(key, "not an index key")
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return pebbleErr("upgrade store "+u.s.dir, err)
 		}
 		body, err := unseal(key, v)
 		if err != nil {
@@ -192,19 +201,10 @@ func (u *upgrader) dropImplicitIndex() error {
 			return corrupt(key, "%v", err)
 		}
 		if !implicitID(string(key[1+w+int(n):]), job) {
-			continue
+			return nil
 		}
-		if err := u.b.Delete(key, nil); err != nil {
-			return pebbleErr("upgrade store "+u.s.dir, err)
-		}
-		if err := u.add(); err != nil {
-			return err
-		}
-	}
-	if err := it.Error(); err != nil {
-		return pebbleErr("upgrade store "+u.s.dir, err)
-	}
-	return nil
+		return u.del(key)
+	})
 }
 
 // unsealV1 is unseal for a key of format 1, whose errors describe the key
