@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 )
@@ -211,5 +213,48 @@ func TestUpgrade_Resumes(t *testing.T) {
 		}
 		checkFormat1(t, st)
 		st.Close()
+	}
+}
+
+// TestUpgrade_PowerLoss cuts the power during an upgrade, after a given
+// batch (or once it has finished), keeping none or half of what was not
+// synced: the clone opens, finishes the upgrade if it must, and reads
+// back whole.
+func TestUpgrade_PowerLoss(t *testing.T) {
+	for _, cutAt := range []int{1, 4, 9, 15, 0} { // 0: after the upgrade
+		for _, unsynced := range []int{0, 50} {
+			fs := vfs.NewCrashableMem()
+			if _, err := vfs.Clone(vfs.Default, fs, "testdata/format1", "db", vfs.CloneSync); err != nil {
+				t.Fatal(err)
+			}
+			var clone *vfs.MemFS
+			cut := func() {
+				clone = fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(uint64(cutAt), uint64(unsynced)))})
+			}
+			restore := pebblestore.SetUpgradeHook(3, func(n int) error {
+				if n == cutAt {
+					cut()
+				}
+				return nil
+			})
+			st, err := pebblestore.OpenFS("db", pebblestore.Options{Logger: quiet}, fs, false)
+			restore()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if clone == nil {
+				if cutAt != 0 {
+					t.Fatalf("the upgrade had fewer than %d batches", cutAt)
+				}
+				cut()
+			}
+			st.Close()
+			st, err = pebblestore.OpenFS("db", pebblestore.Options{Logger: quiet}, clone, false)
+			if err != nil {
+				t.Fatalf("cut after batch %d, %d%% unsynced kept: Open: %v", cutAt, unsynced, err)
+			}
+			checkFormat1(t, st)
+			st.Close()
+		}
 	}
 }
