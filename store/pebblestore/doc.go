@@ -14,7 +14,7 @@
 //	j era m job            → the task's record: fixed fields, queue, id, lease
 //	j era p job            → the task's payload
 //	j era q len queue job  → nothing: List, a queue's tasks in job id order
-//	i len queue id         → job id: Lookup, for an id other than the job id
+//	k len queue id         → job id: Lookup, for an id other than the job id
 //	s name                 → a schedule
 //	n                      → the job id high-water mark (NextJobID)
 //	f                      → the format version (2)
@@ -39,7 +39,10 @@
 // A task put without an id gets its job id in decimal as id, and has no
 // index entry: Lookup of a decimal id reads the record of that job id
 // first, and uses it if its queue and id match. Ids a client chooses have
-// index entries; they sort by queue and id, not by time.
+// index entries; they sort by queue and id, not by time, in a range just
+// after the task range, so that a stream of new tasks with ids of their
+// own writes next to its newest eras (where no other task has index
+// entries, nothing lies between them).
 //
 // Every value ends with a CRC-32C of its key and body (codec.go), checked
 // on every read; a mismatch is an error wrapping [store.ErrCorrupt] that
@@ -52,10 +55,10 @@
 //	6a 0000000000000000 6d 000000000000002a          j 0 m 42  → 61 fixed bytes, 04 "mail", 09 "welcome-7", 00, crc (81 bytes)
 //	6a 0000000000000000 70 000000000000002a          j 0 p 42  → "hello", crc                     (9 bytes)
 //	6a 0000000000000000 71 04 6d61696c 000000000000002a  j 0 q 4 "mail" 42 → crc                (4 bytes)
-//	69 04 6d61696c 77656c636f6d652d37                i 4 "mail" "welcome-7" → 2a00000000000000, crc (12 bytes)
+//	6b 04 6d61696c 77656c636f6d652d37                k 4 "mail" "welcome-7" → 2a00000000000000, crc (12 bytes)
 //
 // and its commit raises "n" to 43 if it was lower. Put without an id, it
-// would be "42" and have no i key. Task 4096 starts era 1 (j
+// would be "42" and have no k key. Task 4096 starts era 1 (j
 // 0000000000000001 m 0000000000001000). An update (a reservation, a
 // release) rewrites only the m key; a delete removes them all.
 //
@@ -64,7 +67,7 @@
 // an era the m keys sort before the p and q keys, and Recover seeks from
 // an era's last record to the next era's first, so no payload block is
 // read: about 2,400 seeks at 10M tasks. Task reads one m and one p key,
-// Lookup one m or i key (or both), List a run of q keys and their m keys
+// Lookup one m or k key (or both), List a run of q keys and their m keys
 // in each era it passes.
 //
 // # Durability

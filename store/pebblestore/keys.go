@@ -14,7 +14,10 @@ const (
 	// prefixJob starts the keys of a task: j + era + kind + ..., see
 	// taskKey and listKey.
 	prefixJob      = 'j'
-	prefixIndex    = 'i' // i + uvarint(len(queue)) + queue + id → job id
+	// prefixIndex sorts right after the task range, so that a stream of
+	// new tasks with ids of their own writes index entries next to its
+	// newest eras, not with every era in between (package doc, "Layout").
+	prefixIndex    = 'k' // k + uvarint(len(queue)) + queue + id → job id
 	prefixSchedule = 's' // s + name → schedule
 )
 

@@ -29,7 +29,7 @@ func TestLayout_Example(t *testing.T) {
 		{pebblestore.MetaKey(42), "6a00000000000000006d000000000000002a", 81},
 		{pebblestore.PayloadKey(42), "6a000000000000000070000000000000002a", 9},
 		{pebblestore.ListKey("mail", 42), "6a000000000000000071046d61696c000000000000002a", 4},
-		{pebblestore.IndexKey("mail", "welcome-7"), "69046d61696c77656c636f6d652d37", 12},
+		{pebblestore.IndexKey("mail", "welcome-7"), "6b046d61696c77656c636f6d652d37", 12},
 		{pebblestore.MetaKey(4096), "6a00000000000000016d0000000000001000", 0},
 	} {
 		if got := hex.EncodeToString(c.key); got != c.wantKey {

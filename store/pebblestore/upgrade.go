@@ -16,6 +16,8 @@ import (
 //	q len queue job   → list entry
 //	i len queue id    → job id, for every task
 //
+// and format 2 moves the index entries to k, after the task range.
+//
 // so a task put and acknowledged within seconds had its keys spread over
 // four ranges, with the keys of tasks that stay between them, and every
 // flush of the memtable overlapped most of the store (package doc,
@@ -33,15 +35,17 @@ var (
 
 // Key ranges of format 1 that format 2 no longer uses.
 var (
-	v1Meta = [2][]byte{{'m'}, {'n'}}
-	v1Rest = [2][]byte{{'p'}, {'r'}} // payloads (p) and list entries (q)
+	v1Index = [2][]byte{{'i'}, {'j'}}
+	v1Meta  = [2][]byte{{'m'}, {'n'}}
+	v1Rest  = [2][]byte{{'p'}, {'r'}} // payloads (p) and list entries (q)
 )
 
 // upgrade brings a store of format 1 to format 2. The first batch, synced,
 // sets the format to 2 and the upgrade marker; then every record, payload
 // and list entry of format 1 is written under its format 2 key (values
-// re-sealed with the new key: a checksum covers its key), and the index
-// entries of implicit ids are deleted, in batches that are not synced;
+// re-sealed with the new key: a checksum covers its key), and so is
+// every index entry but those of implicit ids, in batches that are not
+// synced;
 // the last batch deletes the format 1 ranges whole and the marker, synced
 // (syncing the WAL syncs every batch before it). A crash before it leaves
 // the marker, and the next Open runs the upgrade again from the start:
@@ -71,9 +75,10 @@ func (s *Store) upgrade(from uint32, resumed bool) error {
 	if err := u.moveRange(v1Rest); err != nil {
 		return err
 	}
-	if err := u.dropImplicitIndex(); err != nil {
+	if err := u.moveIndex(); err != nil {
 		return err
 	}
+	_ = u.b.DeleteRange(v1Index[0], v1Index[1], nil)
 	_ = u.b.DeleteRange(v1Meta[0], v1Meta[1], nil)
 	_ = u.b.DeleteRange(v1Rest[0], v1Rest[1], nil)
 	_ = u.b.Delete(keyUpgrade, nil)
@@ -187,27 +192,29 @@ func (u *upgrader) moveRange(r [2][]byte) error {
 	})
 }
 
-// dropImplicitIndex deletes the index entries whose id is the job id they
-// name: format 2 has none.
-func (u *upgrader) dropImplicitIndex() error {
-	lower := []byte{prefixIndex}
-	return u.each(lower, prefixEnd(lower), func(key, v []byte) error {
-		n, w := binary.Uvarint(key[1:])
-		if w <= 0 || uint64(len(key)-1-w) < n {
-			return corrupt(key, "not an index key")
+// moveIndex writes every index entry of format 1 (i) under its format 2
+// key (k), but those whose id is the job id they name: format 2 has none.
+func (u *upgrader) moveIndex() error {
+	return u.each(v1Index[0], v1Index[1], func(old, v []byte) error {
+		n, w := binary.Uvarint(old[1:])
+		if w <= 0 || uint64(len(old)-1-w) < n {
+			return fmt.Errorf("hourglass: upgrade store %s: key %x: not a format 1 index key", u.s.dir, old)
 		}
-		body, err := unseal(key, v)
+		body, err := unsealV1(old, v)
 		if err != nil {
 			return err
 		}
 		job, err := decodeUint64(body)
 		if err != nil {
-			return corrupt(key, "%v", err)
+			return fmt.Errorf("hourglass: upgrade store %s: format 1 index entry (key %x): %w: %v", u.s.dir, old, store.ErrCorrupt, err)
 		}
-		if !implicitID(string(key[1+w+int(n):]), job) {
+		queue, id := old[1+w:1+w+int(n)], old[1+w+int(n):]
+		if implicitID(string(id), job) {
 			return nil
 		}
-		return u.del(key)
+		u.key = indexKey(u.key[:0], string(queue), string(id))
+		u.val = seal(u.key, append(u.val[:0], body...))
+		return u.set(u.key, u.val)
 	})
 }
 
@@ -216,7 +223,7 @@ func (u *upgrader) dropImplicitIndex() error {
 func unsealV1(key, value []byte) ([]byte, error) {
 	n := len(value) - crcLen
 	if n < 0 || binary.LittleEndian.Uint32(value[n:]) != checksum(key, value[:n]) {
-		what := map[byte]string{'m': "record", 'p': "payload", 'q': "list entry"}[key[0]]
+		what := map[byte]string{'i': "index entry", 'm': "record", 'p': "payload", 'q': "list entry"}[key[0]]
 		return nil, fmt.Errorf("%w: format 1 %s (key %x): checksum mismatch", store.ErrCorrupt, what, key)
 	}
 	return value[:n], nil

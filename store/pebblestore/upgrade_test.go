@@ -159,7 +159,9 @@ func TestUpgrade_Format1(t *testing.T) {
 		append([]byte{'m'}, binary.BigEndian.AppendUint64(nil, 1)...),
 		append([]byte{'p'}, binary.BigEndian.AppendUint64(nil, 1)...),
 		binary.BigEndian.AppendUint64([]byte("q\x04mail"), 1),
-		pebblestore.IndexKey("mail", "1"),
+		[]byte("i\x04mail1"),
+		[]byte("i\x04mail17"),
+		pebblestore.IndexKey("mail", "1"), // an implicit id: no entry in format 2
 		pebblestore.UpgradeKey,
 	}
 	for _, k := range v1 {
