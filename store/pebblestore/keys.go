@@ -13,7 +13,7 @@ import (
 const (
 	// prefixJob starts the keys of a task: j + era + kind + ..., see
 	// taskKey and listKey.
-	prefixJob      = 'j'
+	prefixJob = 'j'
 	// prefixIndex sorts right after the task range, so that a stream of
 	// new tasks with ids of their own writes index entries next to its
 	// newest eras, not with every era in between (package doc, "Layout").
