@@ -105,7 +105,9 @@ func parseTaskKey(key []byte) (kind byte, job uint64, queue []byte, ok bool) {
 	case kindList:
 		rest := key[eraPrefixLen : len(key)-8]
 		n, w := binary.Uvarint(rest)
-		if w <= 0 || uint64(len(rest)-w) != n {
+		// The length must be in its one (shortest) encoding, so that no
+		// two keys parse to the same entry.
+		if w <= 0 || uint64(len(rest)-w) != n || w != len(binary.AppendUvarint(nil, n)) {
 			return 0, 0, nil, false
 		}
 		return kind, job, rest[w:], true
