@@ -115,12 +115,6 @@ func parseTaskKey(key []byte) (kind byte, job uint64, queue []byte, ok bool) {
 	return 0, 0, nil, false
 }
 
-// nextEra returns the smallest key of the era after the one key belongs
-// to (key starts with j and an era), or nil after the last era.
-func nextEra(key []byte) []byte {
-	return prefixEnd(key[:eraLen])
-}
-
 // queueKey appends prefix, the length of queue as a uvarint, and queue to
 // dst. The length makes the end of the queue name unambiguous whatever
 // bytes it holds, so that the entries of queue "a" never run into those of
