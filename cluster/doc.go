@@ -61,11 +61,14 @@
 // loads second, so a timer is either announced to it or read by the load.
 // When a timer fires, the flusher makes the task ready (or settles its
 // lease) in the database in one statement (sqlFlush in timers.go), which
-// reads the fired tasks by job id. It then wakes its own node's reservers
-// waiting on the queue, as many as can take the tasks between them (one
-// reserver of max 100 for 30 tasks), and notifies the queue's channel for
-// the rest, if any: the other nodes with reservers waiting wake them
-// likewise. A reserve on any node takes ready tasks from every partition
+// reads the fired tasks by job id. The same statement reserves, among
+// the tasks it makes due, as many as its own node's reservers waiting on
+// their queues take, and hands them over when it returns: a task falling
+// due reaches a waiting reserver of the owner in one round trip. For the
+// rest it wakes its own node's other reservers waiting on the queue, as
+// many as can take the tasks between them (one reserver of max 100 for
+// 30 tasks), and notifies the queue's channel, if any are left: the
+// other nodes with reservers waiting wake them likewise. A reserve on any node takes ready tasks from every partition
 // with FOR UPDATE SKIP LOCKED; waking reservers on every node for the
 // same few tasks would have them race for those rows, all but one for
 // nothing. Nothing polls for due tasks. A lost notification (the listen

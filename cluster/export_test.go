@@ -21,6 +21,10 @@ func (h *hooks) Skew(d time.Duration) { h.skew.Store(int64(d)) }
 func (h *hooks) Pause()  { h.paused.Store(true) }
 func (h *hooks) Resume() { h.paused.Store(false) }
 
+// Handing makes the flush call f after committing tasks it reserved for
+// waiting reservers and before handing them over.
+func (h *hooks) Handing(f func()) { h.handing.Store(&f) }
+
 // Crash stops the node's goroutines without releasing anything, as a
 // killed process would leave it; the test then closes the node's pool.
 func (n *Node) Crash() { n.stop() }

@@ -25,7 +25,9 @@ import (
 // acquired and taken over from a node whose lease ran out, those lost
 // (lease not renewed in time, or fenced out), lease-loop rounds that
 // failed (the database unreachable, e.g. during a failover), and the
-// owner's flush: its round trip and timers per flush.
+// owner's flush: its round trip, timers per flush, tasks it handed to
+// this node's waiting reservers and those it gave back (their reservers
+// had left).
 //
 // The metrics are updated whether or not a registry collects them; each
 // is safe for concurrent use.
@@ -38,6 +40,7 @@ type metrics struct {
 	acquired, takeovers, lost prometheus.Counter
 	tickFailures              prometheus.Counter
 	flushSeconds, flushTimers prometheus.Histogram
+	handed, givenBack         prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -58,6 +61,8 @@ func newMetrics(n *Node) *metrics {
 		takeovers:    counter("hourglass_cluster_takeovers_total", "Partitions acquired from a node whose lease ran out."),
 		lost:         counter("hourglass_cluster_partitions_lost_total", "Partitions lost: lease not renewed in time, or fenced out of a flush."),
 		tickFailures: counter("hourglass_cluster_lease_tick_failures_total", "Rounds of the lease loop that failed (database unreachable)."),
+		handed:       counter("hourglass_cluster_flush_handed_total", "Tasks a flush reserved for, and handed to, this node's waiting reservers."),
+		givenBack:    counter("hourglass_cluster_flush_given_back_total", "Tasks a flush reserved for waiting reservers that had left, made ready again."),
 		flushSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_cluster_flush_seconds",
 			Help:    "Time of one flush of fired timers (one round trip, fenced by the epochs).",
@@ -73,7 +78,8 @@ func newMetrics(n *Node) *metrics {
 
 func (m *metrics) all() []prometheus.Collector {
 	return append(m.Collectors(),
-		m.owned, m.acquired, m.takeovers, m.lost, m.tickFailures, m.flushSeconds, m.flushTimers)
+		m.owned, m.acquired, m.takeovers, m.lost, m.tickFailures, m.flushSeconds, m.flushTimers,
+		m.handed, m.givenBack)
 }
 
 // register registers every metric with r, or none.

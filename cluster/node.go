@@ -61,6 +61,9 @@ type hooks struct {
 	skew atomic.Int64
 	// paused stops the lease loop and the flusher (a SIGSTOPped process).
 	paused atomic.Bool
+	// handing, if set, runs in the flush between the commit of tasks
+	// reserved for waiters and their hand-over.
+	handing atomic.Pointer[func()]
 }
 
 // ErrNameInUse is returned by [Open] when a live node already runs under

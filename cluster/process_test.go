@@ -196,13 +196,16 @@ func (p *proc) logCount(s string) int {
 
 // sqlAudit records owner writes made while the partition's row names
 // another owner (see the file comment). The flush is the only statement
-// that clears fire_at without counting a release (nack) or a kick.
+// that clears fire_at without counting a release (nack) or a kick, but
+// for a give-back (a reservation a flush made for a waiter that had left,
+// undone by its own node with its attempt: any node may reserve).
 const sqlAudit = `CREATE TABLE audit_fenced (at timestamptz DEFAULT clock_timestamp(), writer text,
 		job_id bigint, partition int, owner text, old_state int, new_state int);
 	CREATE FUNCTION audit_fenced() RETURNS trigger LANGUAGE plpgsql AS $$
 	DECLARE o text;
 	BEGIN
-		IF OLD.fire_at IS NOT NULL AND NEW.fire_at IS NULL AND NEW.releases = OLD.releases AND NEW.kicks = OLD.kicks THEN
+		IF OLD.fire_at IS NOT NULL AND NEW.fire_at IS NULL AND NEW.releases = OLD.releases AND NEW.kicks = OLD.kicks
+			AND NOT (OLD.state = 2 AND NEW.state = 1 AND NEW.attempts = OLD.attempts - 1) THEN
 			SELECT owner INTO o FROM hourglass_partitions WHERE partition = NEW.partition;
 			IF o IS DISTINCT FROM current_setting('application_name') THEN
 				INSERT INTO audit_fenced (writer, job_id, partition, owner, old_state, new_state)

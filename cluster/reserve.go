@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/jackc/pgx/v5"
 )
 
 // sqlReserve takes up to $2 ready tasks of the queues $1 in delivery
@@ -107,7 +108,9 @@ func (n *Node) ReserveAny(ctx context.Context, queues []string, wait time.Durati
 
 // reserve is Reserve over several queues. A waiting reserver is on the
 // waiting list of each of its queues; a task made ready in any of them
-// wakes it.
+// wakes it. A reserver waiting on one queue may instead be handed tasks
+// that the owner's flush reserved for it in the statement that made them
+// ready (see Node.flush), a round trip sooner.
 func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.Duration) ([]broker.Task, error) {
 	if wait < 0 || wait > broker.MaxWait {
 		return nil, fmt.Errorf("%w: wait must be 0 to %s", broker.ErrInvalid, broker.MaxWait)
@@ -130,7 +133,7 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 					return nil, dbErr(err)
 				}
 			}
-			w = &waiter{ch: make(chan struct{}, 1), max: max}
+			w = &waiter{ch: make(chan struct{}, 1), max: max, single: len(queues) == 1}
 			n.mu.Lock()
 			for _, queue := range queues {
 				q := n.queueWait(queue)
@@ -149,6 +152,10 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 			}
 			return tasks, err
 		}
+		// Found nothing: from now on the flush may hand w tasks.
+		n.mu.Lock()
+		w.waiting = true
+		n.mu.Unlock()
 		if timer == nil {
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
@@ -161,34 +168,46 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 			defer pt.Stop()
 			paused = pt.C
 		}
+		again := false
 		select {
 		case <-w.ch:
-			n.leave(qs, w)
-			continue
+			again = true
 		case <-paused:
-			n.leave(qs, w)
-			continue
+			again = true
 		case <-ctx.Done():
 		case <-timer.C:
 		}
-		n.leave(qs, w)
-		return nil, nil
+		rows, dbNow := n.leave(qs, w)
+		if len(rows) > 0 {
+			if ctx.Err() != nil {
+				// Handed tasks as the caller gave up: they go back.
+				n.giveBack(rows)
+				return nil, nil
+			}
+			return n.deliver(rows, dbNow), nil
+		}
+		if !again {
+			return nil, nil
+		}
 	}
 }
 
-// leave takes w off the lists of qs; if w was signalled and not woken
-// by it, the signal goes on to as many waiters of the queue that sent it
-// as w stood for (of each queue w was no longer waiting on: at worst a
-// waiter looks for nothing).
-func (n *Node) leave(qs []*queueWait, w *waiter) {
+// leave takes w off the lists of qs and returns the rows it was handed,
+// if any; if w was signalled for nothing it took, the signal goes on to
+// as many waiters of the queue that sent it as w stood for (of each
+// queue w was no longer waiting on: at worst a waiter looks for nothing).
+func (n *Node) leave(qs []*queueWait, w *waiter) ([]row, int64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	signalled := len(w.ch) > 0
+	rows, dbNow := w.rows, w.dbNow
+	w.rows, w.waiting = nil, false
+	signalled := len(w.ch) > 0 && rows == nil
 	for _, q := range qs {
 		if !q.remove(w) && signalled {
 			q.wake(w.max)
 		}
 	}
+	return rows, dbNow
 }
 
 // take runs one reservation and announces the leases' timers to their
@@ -199,15 +218,26 @@ func (n *Node) take(ctx context.Context, queues []string, max int) ([]broker.Tas
 	if err != nil {
 		return nil, 0, dbErr(err)
 	}
-	var got []row
-	var dbNow int64
-	var pauseLeft time.Duration
+	got, dbNow, pauseLeft, err := scanReserved(rows)
+	if err != nil {
+		return nil, 0, dbErr(err)
+	}
+	if len(got) == 0 {
+		return nil, pauseLeft, nil
+	}
+	return n.deliver(got, dbNow), 0, nil
+}
+
+// scanReserved reads sqlReserve's rows: the tasks taken, the database's
+// clock, and, when none was taken, how long until the first of the
+// queues' pauses ends (0 for none).
+func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duration, err error) {
+	defer rows.Close()
 	for rows.Next() {
 		var left *int64
 		t, err := scanRow(rows, &dbNow, &left)
 		if err != nil {
-			rows.Close()
-			return nil, 0, dbErr(err)
+			return nil, 0, 0, err
 		}
 		if left != nil {
 			if d := time.Duration(*left); pauseLeft == 0 || d < pauseLeft {
@@ -217,13 +247,12 @@ func (n *Node) take(ctx context.Context, queues []string, max int) ([]broker.Tas
 		}
 		got = append(got, t)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, 0, dbErr(err)
-	}
-	if len(got) == 0 {
-		return nil, pauseLeft, nil
-	}
+	return got, dbNow, pauseLeft, rows.Err()
+}
+
+// sortRows puts reserved rows in delivery order: priority, due time, job
+// id.
+func sortRows(got []row) {
 	sort.Slice(got, func(i, j int) bool {
 		a, b := &got[i], &got[j]
 		if a.priority != b.priority {
@@ -234,6 +263,14 @@ func (n *Node) take(ctx context.Context, queues []string, max int) ([]broker.Tas
 		}
 		return a.job < b.job
 	})
+}
+
+// deliver turns reserved rows into the tasks a reserve returns, in
+// delivery order, announces their leases' timers to their partitions'
+// owners and counts the deliveries; dbNow is the database's clock at the
+// reservation.
+func (n *Node) deliver(got []row, dbNow int64) []broker.Task {
+	sortRows(got)
 	out := make([]broker.Task, len(got))
 	dues := make([]int64, len(got))
 	for i := range got {
@@ -247,7 +284,7 @@ func (n *Node) take(ctx context.Context, queues []string, max int) ([]broker.Tas
 	for _, t := range out {
 		n.count(t.Queue, func(c *counts) { c.deliveries++ })
 	}
-	return out, 0, nil
+	return out
 }
 
 // count updates queue's counters.
@@ -260,4 +297,49 @@ func (n *Node) count(queue string, f func(*counts)) {
 	}
 	f(c)
 	n.mu.Unlock()
+}
+
+// sqlGiveBack makes tasks reserved by a flush for waiters that had left
+// ready again, undoing the reservation (its attempt included), where they
+// are still held under the leases given ($1 job ids, $2 leases). It
+// commits without waiting for the WAL flush, as the reservation did.
+const sqlGiveBack = `WITH r AS (SELECT set_config('synchronous_commit', 'off', true))
+	UPDATE hourglass_tasks t SET state = 1, attempts = t.attempts - 1, lease = '', lease_until = 0, fire_at = NULL
+	FROM unnest($1::bigint[], $2::text[]) AS g(job_id, lease), r
+	WHERE t.job_id = g.job_id AND t.state = 2 AND t.lease = g.lease
+	RETURNING t.queue`
+
+// giveBack makes ready again the rows a flush reserved for waiters that
+// then left (timed out or cancelled while the statement ran), and wakes
+// the reservers of their queues. If that fails, the leases stand and
+// their timers are announced: the tasks come back when the leases run
+// out, an attempt spent.
+func (n *Node) giveBack(rows []row) {
+	jobs := make([]int64, len(rows))
+	leases := make([]string, len(rows))
+	for i := range rows {
+		jobs[i], leases[i] = rows[i].job, rows[i].lease
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := n.db.Query(ctx, sqlGiveBack, jobs, leases)
+	if err == nil {
+		var queues []string
+		queues, err = pgx.CollectRows(res, pgx.RowTo[string])
+		if err == nil {
+			n.metrics.givenBack.Add(float64(len(queues)))
+			byQueue := map[string]int{}
+			for _, q := range queues {
+				byQueue[q]++
+			}
+			for q, k := range byQueue {
+				n.readied(q, k)
+			}
+			return
+		}
+	}
+	n.log.Warn("hourglass: cluster: giving back tasks no reserver took failed; they come back when their leases run out", "err", err)
+	for i := range rows {
+		n.announce(uint64(rows[i].job), rows[i].leaseUntil, rows[i].leaseUntil-rows[i].ttr)
+	}
 }

@@ -75,24 +75,32 @@ func (n *Node) flushLoop() {
 //     sets synchronous_commit off for the statement's transaction
 //     (set_config(..., true) is SET LOCAL, read at the commit): whenever
 //     the statement writes anything, it has locked a row first.
-//   - fired makes the due waiting tasks among the jobs $4 of those
-//     partitions ready and settles their expired leases (ready again, or
-//     dead when the attempts are used up), by the database's clock: a
-//     task is never made ready before its time.
+//   - due reads the tasks among the jobs $4 of those partitions whose
+//     time has come by the database's clock (a task is never made ready
+//     before its time): waiting tasks due, and reserved ones whose lease
+//     ran out.
+//   - hand picks among them, queue by queue in delivery order, as many
+//     as this node's waiting reservers take ($5 queues, $6 how many each;
+//     see Node.flush), in queues not paused, leaving out the tasks whose
+//     attempts are used up.
+//   - fired makes the due tasks ready, or reserved with a fresh lease for
+//     those handed, and settles expired leases (ready again, or dead when
+//     the attempts are used up).
 //
 // It returns one row per fenced-in partition (kind 0, a = partition), one
 // per queue with tasks made ready (kind 1, a = how many), one per job whose
 // timer is not due after all (kind 2, a = job, b = how long until it is,
 // by the database's clock): armed early by a skewed clock, or a lease
-// renewed since; and one with the leases settled (kind 3, a = leases
-// that ran out, b = tasks dead of it), for the metrics. The self-join on
-// o gives each fired row's state before the update. Every step is linear
-// in the jobs named: they are read by primary key, and kind 2 leaves out
-// the fired ones with NOT IN, which PostgreSQL runs as a hashed subplan
-// (NOT EXISTS was planned as a nested-loop anti-join over the fired
-// rows, quadratic: a flush of thousands of jobs ran for seconds holding
-// its fence, the lease loop waited behind it, and the jobs that fired
-// meanwhile made the next flush longer still).
+// renewed since; one with the leases settled (kind 3, a = leases that
+// ran out, b = tasks dead of it), for the metrics; and one per task
+// handed (kind 4, b = the database's clock), whose columns lead every row
+// (zeros in the other kinds). Every step is linear in the jobs named: they
+// are read by primary key, and kind 2 leaves out the fired ones with NOT
+// IN, which PostgreSQL runs as a hashed subplan (NOT EXISTS was planned
+// as a nested-loop anti-join over the fired rows, quadratic: a flush of
+// thousands of jobs ran for seconds holding its fence, the lease loop
+// waited behind it, and the jobs that fired meanwhile made the next flush
+// longer still).
 const sqlFlush = `WITH fence AS MATERIALIZED (
 		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
 		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
@@ -100,37 +108,73 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		ORDER BY p.partition FOR SHARE OF p
 	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
-	fired AS (
+	due AS MATERIALIZED (
+		SELECT t.job_id, t.queue, t.priority, t.due, t.state AS was, ` + sqlDies + ` AS dies
+		FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id, now
+		WHERE t.partition = ANY(ARRAY(SELECT partition FROM fence))
+			AND t.fire_at <= now.ns AND t.state IN (1, 2)
+	), hand AS MATERIALIZED (
+		SELECT job_id FROM (
+			SELECT d.job_id, w.lim, row_number() OVER (PARTITION BY d.queue ORDER BY d.priority, d.due, d.job_id) AS rn
+			FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now
+			WHERE NOT d.dies AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
+				WHERE p.queue = d.queue AND p.paused_until > now.ns)
+		) x WHERE rn <= lim
+	), fired AS (
 		UPDATE hourglass_tasks t SET
-			state = CASE WHEN t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN 3 ELSE 1 END,
-			died = CASE WHEN t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN now.ns END,
+			state = CASE WHEN ` + sqlDies + ` THEN 3 WHEN h.job_id IS NOT NULL THEN 2 ELSE 1 END,
+			died = CASE WHEN ` + sqlDies + ` THEN now.ns END,
 			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
-			lease = '', lease_until = 0, fire_at = NULL
-		FROM now, jobs, hourglass_tasks o
-		WHERE t.job_id = jobs.job_id AND t.partition = ANY(ARRAY(SELECT partition FROM fence))
-			AND t.fire_at <= now.ns AND t.state IN (1, 2) AND o.job_id = t.job_id
-		RETURNING t.job_id, t.queue, t.state, o.state AS was
+			attempts = t.attempts + CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
+			lease = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN ` + sqlLease + ` ELSE '' END,
+			lease_until = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr ELSE 0 END,
+			fire_at = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr END
+		FROM now, due d LEFT JOIN hand h ON h.job_id = d.job_id
+		WHERE t.job_id = d.job_id AND t.fire_at <= now.ns AND t.state IN (1, 2)
+		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed
 	), ready AS MATERIALIZED (
 		SELECT queue, count(*) AS k FROM fired WHERE state = 1 GROUP BY queue
 	)
-	SELECT 0 AS kind, partition::bigint AS a, 0::bigint AS b, '' AS queue FROM fence
+	SELECT ` + zeroTask + `, s.* FROM (
+		SELECT 0 AS kind, partition::bigint AS a, 0::bigint AS b, '' AS queue FROM fence
+		UNION ALL
+		SELECT 1, k, 0, queue FROM ready
+		UNION ALL
+		SELECT 2, t.job_id, t.fire_at - now.ns, '' FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id, now
+		WHERE t.fire_at IS NOT NULL AND t.partition = ANY(ARRAY(SELECT partition FROM fence))
+			AND t.job_id NOT IN (SELECT job_id FROM fired)
+		UNION ALL
+		SELECT 3, count(*) FILTER (WHERE was = 2), count(*) FILTER (WHERE state = 3), '' FROM fired
+	) s
 	UNION ALL
-	SELECT 1, k, 0, queue FROM ready
-	UNION ALL
-	SELECT 2, t.job_id, t.fire_at - now.ns, '' FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id, now
-	WHERE t.fire_at IS NOT NULL AND t.partition = ANY(ARRAY(SELECT partition FROM fence))
-		AND t.job_id NOT IN (SELECT job_id FROM fired)
-	UNION ALL
-	SELECT 3, count(*) FILTER (WHERE was = 2), count(*) FILTER (WHERE state = 3), '' FROM fired`
+	SELECT job_id, queue, id, state, priority, due, fire_at, created, ttr, attempts, max_attempts, lease, lease_until,
+		timeouts, releases, buries, kicks, payload, partition, 4, 0, now.ns, ''
+	FROM fired, now WHERE handed`
+
+// sqlDies says that the task t, reserved, has used up its attempts: when
+// its lease runs out it dies.
+const sqlDies = `t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts`
+
+// zeroTask stands for returnTask in rows that carry no task.
+const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint,
+		0::bigint, 0::bigint, ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0`
 
 // flush writes the fired timers in one statement, sqlFlush, and so one
 // transaction and one round trip. It commits without waiting for the WAL
 // flush (synchronous_commit off), since nothing it writes was promised to
 // anyone: if a crash loses it, the tasks are still due in the record and
 // the next owner makes them ready again; and the ack of a task it made
-// ready commits synchronously, flushing the WAL up to and past it. It
-// then wakes the reservers of the queues it made tasks ready in
-// (readied).
+// ready commits synchronously, flushing the WAL up to and past it.
+//
+// The same statement reserves tasks for this node's reservers waiting on
+// one queue each, as many as they take: a task falling due is handed to
+// a waiter by the statement that makes it due (queueWait.handOver), with
+// no wake and no statement of the waiter's own, where it used to take a
+// second round trip (the woken waiter's reservation); the tasks of
+// waiters that left meanwhile are given back (giveBack). The hand-over
+// takes only tasks falling due in this flush: a reserver waits only when
+// it found no task ready. It then wakes the reservers of the queues it
+// made tasks ready in (readied).
 func (n *Node) flush() error {
 	n.mu.Lock()
 	fired := n.fired
@@ -150,6 +194,15 @@ func (n *Node) flush() error {
 		parts = append(parts, int32(p))
 		epochs = append(epochs, n.owned[p])
 	}
+	var handQueues []string
+	var handLims []int32
+	if len(byPart) > 0 {
+		for name, q := range n.queues {
+			if k := min(q.slots(), len(jobs)); k > 0 {
+				handQueues, handLims = append(handQueues, name), append(handLims, int32(k))
+			}
+		}
+	}
 	n.mu.Unlock()
 	if len(byPart) == 0 {
 		return nil
@@ -165,18 +218,21 @@ func (n *Node) flush() error {
 	}
 	var again []pending
 	var expired, dead int64
+	var handed []row
+	var dbNow int64
 	began := time.Now()
 	err := func() error {
-		rows, err := n.db.Query(ctx, sqlFlush, n.name, parts, epochs, jobs)
+		rows, err := n.db.Query(ctx, sqlFlush, n.name, parts, epochs, jobs, handQueues, handLims)
 		if err != nil {
 			return err
 		}
+		defer rows.Close()
 		for rows.Next() {
 			var kind int
 			var a, b int64
 			var queue string
-			if err := rows.Scan(&kind, &a, &b, &queue); err != nil {
-				rows.Close()
+			t, err := scanRow(rows, &kind, &a, &b, &queue)
+			if err != nil {
 				return err
 			}
 			switch kind {
@@ -188,6 +244,8 @@ func (n *Node) flush() error {
 				again = append(again, pending{uint64(a), time.Duration(b)})
 			case 3:
 				expired, dead = a, b
+			case 4:
+				handed, dbNow = append(handed, t), b
 			}
 		}
 		rows.Close()
@@ -201,6 +259,12 @@ func (n *Node) flush() error {
 		}
 		n.mu.Unlock()
 		return err
+	}
+	if len(handed) > 0 {
+		if f := n.opts.hooks.handing.Load(); f != nil {
+			(*f)()
+		}
+		n.handOver(handed, dbNow)
 	}
 	n.metrics.flushSeconds.Observe(time.Since(began).Seconds())
 	n.metrics.flushTimers.Observe(float64(len(jobs)))
@@ -231,6 +295,30 @@ func (n *Node) flush() error {
 		n.readied(q, k)
 	}
 	return nil
+}
+
+// handOver gives rows, reserved by a flush for this node's waiting
+// reservers, to them, queue by queue in delivery order, and gives back
+// what no waiter was left to take.
+func (n *Node) handOver(rows []row, dbNow int64) {
+	sortRows(rows)
+	byQueue := map[string][]row{}
+	for _, r := range rows {
+		byQueue[r.queue] = append(byQueue[r.queue], r)
+	}
+	var left []row
+	n.mu.Lock()
+	for name, rs := range byQueue {
+		if q := n.queues[name]; q != nil {
+			rs = q.handOver(rs, dbNow)
+		}
+		left = append(left, rs...)
+	}
+	n.mu.Unlock()
+	n.metrics.handed.Add(float64(len(rows) - len(left)))
+	if len(left) > 0 {
+		n.giveBack(left)
+	}
 }
 
 // loadTimers arms the timers of parts firing in [from, to) (database

@@ -19,9 +19,18 @@ type queueWait struct {
 
 // waiter is one blocked reservation, signalled (buffered 1) when tasks
 // may have become ready in its queue; max is how many it takes at most.
+// A waiter on one queue that has looked and found nothing (waiting) may
+// be handed tasks by the flush (see handOver): rows, reserved for it by
+// the flush's own statement, with dbNow the database's clock then. The
+// fields are guarded by Node.mu, and rows is set only together with the
+// signal and the waiter's removal from its list.
 type waiter struct {
-	ch  chan struct{}
-	max int
+	ch      chan struct{}
+	max     int
+	single  bool
+	waiting bool
+	rows    []row
+	dbNow   int64
 }
 
 // wake signals waiters, oldest first, taking them off the list, until
@@ -42,6 +51,38 @@ func (q *queueWait) wake(k int) (took int) {
 		}
 	}
 	return took
+}
+
+// slots is how many tasks the flush may reserve for the waiters of q:
+// the sum of what its waiters on q alone, waiting, take at most.
+func (q *queueWait) slots() (k int) {
+	for _, w := range q.waiters {
+		if w.single && w.waiting {
+			k += w.max
+		}
+	}
+	return k
+}
+
+// handOver gives rows, reserved for q's waiters in delivery order, to
+// its waiters on q alone, oldest first, each as many as it takes,
+// signalling them and taking them off the list, and returns the rows no
+// waiter was left to take (waiters that left while the rows were being
+// reserved).
+func (q *queueWait) handOver(rows []row, dbNow int64) (left []row) {
+	kept := q.waiters[:0]
+	for _, w := range q.waiters {
+		if len(rows) == 0 || !w.single || !w.waiting || len(w.ch) > 0 {
+			kept = append(kept, w)
+			continue
+		}
+		k := min(w.max, len(rows))
+		w.rows, w.dbNow, rows = rows[:k:k], dbNow, rows[k:]
+		w.ch <- struct{}{}
+	}
+	clear(q.waiters[len(kept):])
+	q.waiters = kept
+	return rows
 }
 
 // wakeAll signals every waiter.

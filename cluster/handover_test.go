@@ -1,0 +1,187 @@
+package cluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/cluster"
+)
+
+// counter reads the counter name from reg.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// TestFlush_HandsOver: a reserver waiting on a queue is handed the tasks
+// that fall due there by the owner's flush, which reserved them in its
+// own round trip (hourglass_cluster_flush_handed_total counts each), in
+// delivery order and no more than it takes; what it cannot take stays
+// ready for the next reserve.
+func TestFlush_HandsOver(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
+	type result struct {
+		ts  []broker.Task
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		ts, err := n.Reserve(ctx, "q", 2, 5*time.Second)
+		got <- result{ts, err}
+	}()
+	time.Sleep(100 * time.Millisecond) // the reserver looks, finds nothing, waits
+	at := time.Now().Add(400 * time.Millisecond)
+	for _, prio := range []uint32{5, 1, 3} {
+		if _, _, err := n.Put(ctx, "q", broker.PutRequest{At: at, Priority: prio}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := <-got
+	if r.err != nil || len(r.ts) == 0 {
+		t.Fatalf("Reserve = %v, %v; want the tasks falling due", r.ts, r.err)
+	}
+	for _, tk := range r.ts {
+		if early := at.Sub(time.Now()); tk.Due.Before(at) || early > 0 {
+			t.Errorf("task %s delivered early", tk.ID)
+		}
+		if tk.State != broker.Reserved || tk.Attempts != 1 || tk.Lease == "" {
+			t.Errorf("handed task %+v: want reserved, attempt 1, a lease", tk)
+		}
+	}
+	if len(r.ts) == 2 && (r.ts[0].Priority != 1 || r.ts[1].Priority != 3) {
+		t.Errorf("handed priorities %d, %d; want 1, 3", r.ts[0].Priority, r.ts[1].Priority)
+	}
+	if h := counter(t, reg, "hourglass_cluster_flush_handed_total"); int(h) != len(r.ts) {
+		t.Errorf("handed_total = %v, want %d: the reserver was not handed its tasks by the flush", h, len(r.ts))
+	}
+	for _, tk := range r.ts {
+		if err := n.Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
+			t.Errorf("Ack(%s) = %v", tk.ID, err)
+		}
+	}
+	// The rest is ready for anyone.
+	left := 3 - len(r.ts)
+	ts, err := n.Reserve(ctx, "q", 3, time.Second)
+	if err != nil || len(ts) != left {
+		t.Fatalf("Reserve of the rest = %d tasks, %v; want %d", len(ts), err, left)
+	}
+	if g := counter(t, reg, "hourglass_cluster_flush_given_back_total"); g != 0 {
+		t.Errorf("given_back_total = %v, want 0", g)
+	}
+}
+
+// TestFlush_GivesBack: tasks a flush reserved for a reserver that gives
+// up before they are handed over are made ready again with their attempt
+// undone, and the next reserve gets them as if never reserved.
+func TestFlush_GivesBack(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		ts  []broker.Task
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		ts, err := n.Reserve(wctx, "q", 1, 5*time.Second)
+		got <- result{ts, err}
+	}()
+	var r result
+	n.hooks.Handing(func() {
+		// The reserver gives up while the flush's statement runs.
+		cancel()
+		select {
+		case r = <-got:
+		case <-time.After(5 * time.Second):
+			t.Error("the cancelled reserver did not return")
+		}
+	})
+	time.Sleep(100 * time.Millisecond)
+	if _, _, err := n.Put(ctx, "q", broker.PutRequest{Delay: 300 * time.Millisecond, ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the task given back", func() bool {
+		return counter(t, reg, "hourglass_cluster_flush_given_back_total") == 1
+	})
+	if len(r.ts) != 0 || r.err != nil {
+		t.Errorf("the cancelled reserver got %v, %v; want nothing", r.ts, r.err)
+	}
+	if h := counter(t, reg, "hourglass_cluster_flush_handed_total"); h != 0 {
+		t.Errorf("handed_total = %v, want 0", h)
+	}
+	ts, err := n.Reserve(ctx, "q", 1, time.Second)
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("Reserve after the give-back = %v, %v", ts, err)
+	}
+	if ts[0].ID != "x" || ts[0].Attempts != 1 || ts[0].Timeouts != 0 {
+		t.Errorf("task after the give-back: %+v; want attempt 1, no timeout", ts[0])
+	}
+	if err := n.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestFlush_HandsOverNotPausedNotDead: the flush hands a waiting reserver
+// nothing from a paused queue (it gets the task once the pause ends) and
+// never a task whose lease ran out with its attempts used up (it dies).
+func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
+
+	// Paused: the task falls due 200 ms in, the pause ends at 800 ms.
+	if err := n.PauseQueue("p", 800*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if _, _, err := n.Put(ctx, "p", broker.PutRequest{Delay: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := n.Reserve(ctx, "p", 1, 5*time.Second)
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("Reserve on the paused queue = %v, %v", ts, err)
+	}
+	if took := time.Since(began); took < 800*time.Millisecond {
+		t.Errorf("a task of a paused queue was delivered %v in, before the pause ended", took)
+	}
+	if h := counter(t, reg, "hourglass_cluster_flush_handed_total"); h != 0 {
+		t.Errorf("handed_total = %v after a paused queue's task, want 0", h)
+	}
+
+	// Attempts used up: reserved once of one, its lease runs out while a
+	// reserver waits.
+	if _, _, err := n.Put(ctx, "d", broker.PutRequest{ID: "once", MaxAttempts: 1, TTR: 300 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := n.Reserve(ctx, "d", 1, 0); err != nil || len(ts) != 1 {
+		t.Fatalf("Reserve = %v, %v", ts, err)
+	}
+	ts, err = n.Reserve(ctx, "d", 1, 1500*time.Millisecond)
+	if err != nil || len(ts) != 0 {
+		t.Fatalf("a waiting reserver got %v, %v: want nothing, the task is dead", ts, err)
+	}
+	if got, err := n.Get("d", "once"); err != nil || got.State != broker.Dead {
+		t.Errorf("the task after its last lease ran out: %+v, %v; want dead", got, err)
+	}
+	if h := counter(t, reg, "hourglass_cluster_flush_handed_total"); h != 0 {
+		t.Errorf("handed_total = %v, want 0", h)
+	}
+}
