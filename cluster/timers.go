@@ -75,10 +75,10 @@ func (n *Node) flushLoop() {
 //     sets synchronous_commit off for the statement's transaction
 //     (set_config(..., true) is SET LOCAL, read at the commit): whenever
 //     the statement writes anything, it has locked a row first.
-//   - due reads the tasks among the jobs $4 of those partitions whose
-//     time has come by the database's clock (a task is never made ready
-//     before its time): waiting tasks due, and reserved ones whose lease
-//     ran out.
+//   - timers reads the tasks among the jobs $4 of those partitions that
+//     have a timer, once, by primary key; due are those whose time has
+//     come by the database's clock (a task is never made ready before its
+//     time): waiting tasks due, and reserved ones whose lease ran out.
 //   - hand picks among them, queue by queue in delivery order, as many
 //     as this node's waiting reservers take ($5 queues, $6 how many each;
 //     see Node.flush), in queues not paused, leaving out the tasks whose
@@ -95,8 +95,8 @@ func (n *Node) flushLoop() {
 // ran out, b = tasks dead of it), for the metrics; and one per task
 // handed (kind 4, b = the database's clock), whose columns lead every row
 // (zeros in the other kinds). Every step is linear in the jobs named: they
-// are read by primary key, and kind 2 leaves out the fired ones with NOT
-// IN, which PostgreSQL runs as a hashed subplan (NOT EXISTS was planned
+// are read once by primary key (and again by the update), and kind 2
+// leaves out the fired ones with NOT IN, which PostgreSQL runs as a hashed subplan (NOT EXISTS was planned
 // as a nested-loop anti-join over the fired rows, quadratic: a flush of
 // thousands of jobs ran for seconds holding its fence, the lease loop
 // waited behind it, and the jobs that fired meanwhile made the next flush
@@ -108,11 +108,12 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		ORDER BY p.partition FOR SHARE OF p
 	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
-	due AS MATERIALIZED (
-		SELECT t.job_id, t.queue, t.priority, t.due, t.state AS was, ` + sqlDies + ` AS dies
-		FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id, now
-		WHERE t.partition = ANY(ARRAY(SELECT partition FROM fence))
-			AND t.fire_at <= now.ns AND t.state IN (1, 2)
+	timers AS MATERIALIZED (
+		SELECT t.job_id, t.queue, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies
+		FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id
+		WHERE t.partition = ANY(ARRAY(SELECT partition FROM fence)) AND t.fire_at IS NOT NULL
+	), due AS MATERIALIZED (
+		SELECT timers.* FROM timers, now WHERE fire_at <= now.ns AND was IN (1, 2)
 	), hand AS MATERIALIZED (
 		SELECT job_id FROM (
 			SELECT d.job_id, w.lim, row_number() OVER (PARTITION BY d.queue ORDER BY d.priority, d.due, d.job_id) AS rn
@@ -140,9 +141,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		UNION ALL
 		SELECT 1, k, 0, queue FROM ready
 		UNION ALL
-		SELECT 2, t.job_id, t.fire_at - now.ns, '' FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id, now
-		WHERE t.fire_at IS NOT NULL AND t.partition = ANY(ARRAY(SELECT partition FROM fence))
-			AND t.job_id NOT IN (SELECT job_id FROM fired)
+		SELECT 2, job_id, fire_at - now.ns, '' FROM timers, now WHERE job_id NOT IN (SELECT job_id FROM fired)
 		UNION ALL
 		SELECT 3, count(*) FILTER (WHERE was = 2), count(*) FILTER (WHERE state = 3), '' FROM fired
 	) s
