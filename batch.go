@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"time"
+
+	"github.com/hourglass-go/hourglass/queue"
 )
 
 // Batch schedules and cancels many timeouts for the price of one: one
@@ -31,6 +33,10 @@ type Batch struct {
 	t *Timer
 	// sh is the shard whose lock the batch holds, nil for none.
 	sh *shard
+	// values is sh.values once AfterFunc may file into it: sh is not
+	// stopped, and cannot be while b holds its lock, and the clock has
+	// been read. nil until then, and again when b changes shards.
+	values *queue.Queue[valueEntry]
 	// earliest is the earliest deadline filed on sh since it was locked:
 	// the driver is woken for it when the lock is released.
 	earliest uint64
@@ -65,39 +71,38 @@ func (t *Timer) Batch(fn func(b *Batch)) {
 // O(n) for the sorted list, and allocates nothing, but to grow the
 // structure a page at a time.
 func (b *Batch) AfterFunc(d time.Duration, f func()) (Handle, error) {
-	sh := b.sh
-	if sh == nil || f == nil || sh.stopped {
-		// The first call, or one that fails. (An ended batch holds no
-		// shard, nor does a Timer with an invalid option.)
-		var err error
-		if sh, err = b.start(f); err != nil {
+	if b.values == nil || f == nil {
+		// The first call on this shard, or one that fails. (An ended
+		// batch holds no shard, nor does a Timer with an invalid option.)
+		if err := b.start(f); err != nil {
 			return Handle{}, err
 		}
 	}
+	sh := b.sh
 	if !sh.limit.acquire() {
 		return Handle{}, ErrTooManyPending
-	}
-	if !b.timed {
-		b.now, b.timed = sh.now(), true
 	}
 	var when uint64 // 0: due at once (see flagDue)
 	if d > 0 {
 		when = b.now + uint64(d)
 	}
 	b.earliest = min(b.earliest, when)
-	return sh.addValue(when, f), nil
+	gen := sh.nextGen()
+	id := b.values.Add(when, valueEntry{f: f, gen: gen})
+	return Handle{shard: sh.index, gen: gen, id: id}, nil
 }
 
-// start is AfterFunc's way when b holds no shard or the call fails: it
-// returns the error, or the shard of the caller's P, which b now holds.
-func (b *Batch) start(f func()) (*shard, error) {
+// start is AfterFunc's way when b may not yet file on the shard it holds,
+// or holds none, or the call fails: it returns the error, or readies b
+// to file on the shard it holds, that of the caller's P if none.
+func (b *Batch) start(f func()) error {
 	b.mustBeOpen("AfterFunc")
 	t := b.t
 	if t.err != nil {
-		return nil, t.err
+		return t.err
 	}
 	if f == nil {
-		return nil, errNilBatchFunc
+		return errNilBatchFunc
 	}
 	sh := b.sh
 	if sh == nil {
@@ -108,9 +113,13 @@ func (b *Batch) start(f func()) (*shard, error) {
 		b.lock(sh)
 	}
 	if sh.stopped {
-		return nil, ErrStopped
+		return ErrStopped
 	}
-	return sh, nil
+	if !b.timed {
+		b.now, b.timed = sh.now(), true
+	}
+	b.values = sh.valueQueue()
+	return nil
 }
 
 var errNilBatchFunc = errors.New("hourglass: Batch.AfterFunc: nil func")
@@ -155,7 +164,7 @@ func (b *Batch) unlock() {
 		b.earliest = math.MaxUint64
 	}
 	late := b.timed && sh.overslept(b.now)
-	b.sh = nil
+	b.sh, b.values = nil, nil
 	sh.mu.Unlock()
 	sh.settle(wake, late)
 }

@@ -48,21 +48,24 @@ type valueEntry struct {
 // value timeouts of a few passes, and no more memory than 48 KiB.
 const maxShells = 1024
 
-// addValue files a value timeout for f at when (0: due at once) and
-// returns its handle. sh.mu is held and sh is not stopped.
-func (sh *shard) addValue(when uint64, f func()) Handle {
+// valueQueue returns sh.values, making it on the first call. sh.mu is
+// held.
+func (sh *shard) valueQueue() *queue.Queue[valueEntry] {
 	if sh.values == nil {
 		sh.values = queue.New[valueEntry](sh.structure)
 		// Bring the new structure to now, so that it files deadlines
 		// against the current tick rather than tick 0.
 		sh.values.Advance(sh.now(), sh.takeValue)
 	}
-	sh.gen++
-	if sh.gen == 0 {
-		sh.gen = 1 // 0 names no timeout (the zero Handle)
-	}
-	id := sh.values.Add(when, valueEntry{f: f, gen: sh.gen})
-	return Handle{shard: sh.index, gen: sh.gen, id: id}
+	return sh.values
+}
+
+// nextGen returns the generation of a new value timeout: Batch.AfterFunc
+// files the timeout into sh.values itself, with no call between. sh.mu
+// is held.
+func (sh *shard) nextGen() uint32 {
+	sh.gen = max(sh.gen+1, 1) // wrapping past 0, which names no timeout
+	return sh.gen
 }
 
 // cancelValue cancels the value timeout h names, reporting false if it

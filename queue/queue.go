@@ -293,12 +293,11 @@ func (b *base[V]) firingList() int32 { return int32(len(b.lists) - 1) }
 // link appends node i to list id.
 func (b *base[V]) link(id int32, i int32, n *node[V]) {
 	l := &b.lists[id]
-	n.next = listRef(id)
+	n.next, n.prev = listRef(id), l.tail
 	if l.tail != 0 {
-		n.prev = l.tail
 		b.node(l.tail - 1).next = i + 1
 	} else {
-		n.prev = listRef(id)
+		n.prev = n.next
 		l.head = i + 1
 	}
 	l.tail = i + 1
@@ -332,22 +331,21 @@ func (b *base[V]) linkAfter(id, at, i int32, n *node[V]) {
 // emptied it, -1 otherwise.
 func (b *base[V]) unlink(i int32, n *node[V]) (emptied int32) {
 	next, prev := n.next, n.prev
-	emptied = -1
+	n.next, n.prev = 0, 0
 	if prev > 0 {
 		b.node(prev - 1).next = next
-	} else if next > 0 {
-		b.lists[-prev-1].head = next
+	} else {
+		b.lists[-prev-1].head = max(next, 0) // 0 if n was the only node
 	}
 	if next > 0 {
 		b.node(next - 1).prev = prev
-	} else if prev > 0 {
-		b.lists[-next-1].tail = prev
-	} else { // the list's only node
-		emptied = -next - 1
-		b.lists[emptied] = ilist{}
+		return -1
 	}
-	n.next, n.prev = 0, 0
-	return emptied
+	b.lists[-next-1].tail = max(prev, 0)
+	if prev > 0 {
+		return -1
+	}
+	return -next - 1 // the list's only node
 }
 
 // relocate points the neighbours of node n, a list node copied to index

@@ -140,21 +140,20 @@ func (v *levels) time(t uint64) uint64 {
 // file links queued node i into the slot for its deadline, or the due
 // list if its tick has been reached.
 func (w *wheel[V]) file(i int32, n *node[V]) {
-	t := ceilTicks(n.when, w.tick)
-	if t <= w.elapsed {
-		w.link(w.dueList(), i, n)
-		return
+	id := w.dueList()
+	if t := ceilTicks(n.when, w.tick); t > w.elapsed {
+		l, s := w.place(t)
+		w.occupied[l] |= 1 << s
+		id = int32(l*levelSize + int(s))
 	}
-	l, s := w.place(t)
-	w.link(int32(l*levelSize+int(s)), i, n)
-	w.occupied[l] |= 1 << s
+	w.link(id, i, n)
 }
 
 // unfile unlinks node i, vacating its slot if that empties it.
 func (w *wheel[V]) unfile(i int32, n *node[V]) {
 	if id := w.unlink(i, n); id >= 0 {
-		if l := int(id) / levelSize; l < len(w.occupied) {
-			w.occupied[l] &^= 1 << (id % levelSize)
+		if l := int(id >> levelBits); l < len(w.occupied) {
+			w.occupied[l] &^= 1 << (id & levelMask)
 		}
 	}
 }
