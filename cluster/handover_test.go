@@ -27,6 +27,23 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
+// reserved is what a Reserve returned.
+type reserved struct {
+	ts  []broker.Task
+	err error
+}
+
+// reserveAsync runs n.Reserve on a goroutine of its own and sends its
+// result on the channel returned.
+func reserveAsync(ctx context.Context, n *testNode, queue string, max int, wait time.Duration) <-chan reserved {
+	got := make(chan reserved, 1)
+	go func() {
+		ts, err := n.Reserve(ctx, queue, max, wait)
+		got <- reserved{ts, err}
+	}()
+	return got
+}
+
 // TestFlush_HandsOver: a reserver waiting on a queue is handed the tasks
 // that fall due there by the owner's flush, which reserved them in its
 // own round trip (hourglass_cluster_flush_handed_total counts each), in
@@ -36,15 +53,7 @@ func TestFlush_HandsOver(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
-	type result struct {
-		ts  []broker.Task
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		ts, err := n.Reserve(ctx, "q", 2, 5*time.Second)
-		got <- result{ts, err}
-	}()
+	got := reserveAsync(ctx, n, "q", 2, 5*time.Second)
 	time.Sleep(100 * time.Millisecond) // the reserver looks, finds nothing, waits
 	at := time.Now().Add(400 * time.Millisecond)
 	for _, prio := range []uint32{5, 1, 3} {
@@ -95,16 +104,8 @@ func TestFlush_GivesBack(t *testing.T) {
 	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type result struct {
-		ts  []broker.Task
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		ts, err := n.Reserve(wctx, "q", 1, 5*time.Second)
-		got <- result{ts, err}
-	}()
-	var r result
+	got := reserveAsync(wctx, n, "q", 1, 5*time.Second)
+	var r reserved
 	n.hooks.Handing(func() {
 		// The reserver gives up while the flush's statement runs.
 		cancel()
