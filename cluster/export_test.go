@@ -48,3 +48,19 @@ const SQLFlush = sqlFlush
 
 // SQLReserve is the reservation statement (reserve.go).
 const SQLReserve = sqlReserve
+
+// Waiting returns how many reservers wait on queue having found nothing,
+// those the flush may hand tasks to.
+func (n *Node) Waiting(queue string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	k := 0
+	if q := n.queues[queue]; q != nil {
+		for _, w := range q.waiters {
+			if w.waiting {
+				k++
+			}
+		}
+	}
+	return k
+}

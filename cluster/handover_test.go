@@ -53,12 +53,18 @@ func TestFlush_HandsOver(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
-	got := reserveAsync(ctx, n, "q", 2, 5*time.Second)
-	time.Sleep(100 * time.Millisecond) // the reserver looks, finds nothing, waits
-	at := time.Now().Add(400 * time.Millisecond)
+	got := reserveAsync(ctx, n, "q", 2, 10*time.Second)
+	eventually(t, 5*time.Second, "the reserver waiting", func() bool { return n.Waiting("q") == 1 })
+	// One put of three tasks due together, a second ahead: none is ready
+	// before the reserver waits, even on a slow machine.
+	at := time.Now().Add(time.Second)
+	var reqs []broker.PutRequest
 	for _, prio := range []uint32{5, 1, 3} {
-		if _, _, err := n.Put(ctx, "q", broker.PutRequest{At: at, Priority: prio}); err != nil {
-			t.Fatal(err)
+		reqs = append(reqs, broker.PutRequest{At: at, Priority: prio})
+	}
+	for _, r := range n.PutBatch(ctx, "q", reqs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
 		}
 	}
 	r := <-got
@@ -115,7 +121,7 @@ func TestFlush_GivesBack(t *testing.T) {
 			t.Error("the cancelled reserver did not return")
 		}
 	})
-	time.Sleep(100 * time.Millisecond)
+	eventually(t, 5*time.Second, "the reserver waiting", func() bool { return n.Waiting("q") == 1 })
 	if _, _, err := n.Put(ctx, "q", broker.PutRequest{Delay: 300 * time.Millisecond, ID: "x"}); err != nil {
 		t.Fatal(err)
 	}
