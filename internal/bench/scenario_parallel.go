@@ -60,8 +60,11 @@ func pairsPerSecond(t timers, g int, budget time.Duration) (float64, error) {
 		wg.Go(func() {
 			ready.Done()
 			<-starts
+			// At least one batch: on a loaded machine a goroutine may
+			// first run after stop is set (a tiny budget in the tests),
+			// and a rate of 0 would be no measurement.
 			ops := 0
-			for !stop.Load() {
+			for {
 				for range batch {
 					h, err := t.afterFunc(farDelay(), noop)
 					if err != nil {
@@ -74,6 +77,9 @@ func pairsPerSecond(t timers, g int, budget time.Duration) (float64, error) {
 					h.Cancel()
 				}
 				ops += batch
+				if stop.Load() {
+					break
+				}
 			}
 			total.Add(int64(ops))
 		})
