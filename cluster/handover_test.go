@@ -154,11 +154,12 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
 
-	// Paused: the task falls due 200 ms in, the pause ends at 800 ms.
+	// Paused: the task falls due 200 ms in, the pause ends at 800 ms
+	// (from the pause, so measured from before it).
+	began := time.Now()
 	if err := n.PauseQueue("p", 800*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
 	if _, _, err := n.Put(ctx, "p", broker.PutRequest{Delay: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
