@@ -131,6 +131,14 @@ var errNilBatchFunc = errors.New("hourglass: Batch.AfterFunc: nil func")
 // takes fewest locks. It is O(1) for the wheels and the list and
 // O(log n) for the heap.
 func (b *Batch) Cancel(h Handle) bool {
+	if b.values != nil && b.sh.index == h.shard {
+		// The shard b files on: cancelValue, one call less.
+		if !b.values.RemoveIf(h.id, h.names) {
+			return false
+		}
+		b.sh.limit.release()
+		return true
+	}
 	if sh := b.sh; sh != nil && sh.index == h.shard {
 		return sh.cancelValue(h)
 	}

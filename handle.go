@@ -25,6 +25,10 @@ type Handle struct {
 	id         int32
 }
 
+// names reports whether e, the entry with h's id, is h's timeout and not
+// a later one that reuses the id.
+func (h Handle) names(e *valueEntry) bool { return e.gen == h.gen }
+
 // valueEntry is what a shard's value structure holds for a timeout
 // scheduled through a Batch: its callback and its generation (see
 // Handle). Removing an entry clears it, so gen 0 is never a live one.
@@ -75,10 +79,9 @@ func (sh *shard) cancelValue(h Handle) bool {
 	if sh.values == nil {
 		return false
 	}
-	if e, ok := sh.values.Lookup(h.id); !ok || e.gen != h.gen {
+	if !sh.values.RemoveIf(h.id, h.names) {
 		return false
 	}
-	sh.values.Remove(h.id)
 	sh.limit.release()
 	return true
 }

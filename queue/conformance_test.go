@@ -595,3 +595,50 @@ func TestConstructors(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveIf checks that RemoveIf removes only what match accepts, sees
+// the entry's own value, and leaves the queue as it was when match
+// refuses or the id is not queued.
+func TestRemoveIf(t *testing.T) {
+	forEach(t, func(t *testing.T, s structure) {
+		q := s.new()
+		es := newEntries(6)
+		for i := range es {
+			q.Add(&es[i], uint64(i+1)*ms)
+		}
+		refuse := func(**Entry) bool { return false }
+		for _, id := range []int32{-1, 6, 1 << 30} {
+			if q.q.RemoveIf(id, func(**Entry) bool { t.Fatal("match called for an id never handed out"); return true }) {
+				t.Fatalf("RemoveIf(%d) of an id never handed out = true", id)
+			}
+		}
+		for i := range es {
+			if q.q.RemoveIf(es[i].id, refuse) {
+				t.Fatalf("RemoveIf of entry %d refused by match = true", i)
+			}
+		}
+		check(t, q, 6)
+		// Remove the odd entries, each seen through its own value.
+		for i := range es {
+			e := &es[i]
+			id := e.id
+			got := q.q.RemoveIf(id, func(v **Entry) bool {
+				if *v != e {
+					t.Fatalf("match of id %d saw entry %d, want %d", id, (*v).Value, e.Value)
+				}
+				return e.Value%2 == 1
+			})
+			if got != (e.Value%2 == 1) {
+				t.Fatalf("RemoveIf of entry %d = %v", e.Value, got)
+			}
+			if got {
+				q.forget(e)
+				if q.q.RemoveIf(id, nil) {
+					t.Fatalf("second RemoveIf of entry %d = true", e.Value)
+				}
+			}
+		}
+		check(t, q, 3)
+		wantFired(t, math.MaxUint64, advance(t, q, math.MaxUint64), 0, 2, 4)
+	})
+}

@@ -48,13 +48,20 @@ func (q *Queue[V]) verify() error {
 	if queued != q.s.size() {
 		return fmt.Errorf("queue: %d ids queued, structure holds %d", queued, q.s.size())
 	}
-	for _, id := range q.free {
-		if q.t.node(id).queued() {
-			return fmt.Errorf("queue: free id %d is queued", id)
+	free := 0
+	for f := q.free; f != 0; f = q.t.node(f - 1).prev {
+		if f < 0 || f > q.top {
+			return fmt.Errorf("queue: free stack holds id %d of %d", f-1, q.top)
+		}
+		if q.t.node(f - 1).queued() {
+			return fmt.Errorf("queue: free id %d is queued", f-1)
+		}
+		if free++; free > int(q.top) {
+			return fmt.Errorf("queue: free stack longer than the %d ids: a loop", q.top)
 		}
 	}
-	if len(q.free)+queued != int(q.top) {
-		return fmt.Errorf("queue: %d free and %d queued of %d ids", len(q.free), queued, q.top)
+	if free+queued != int(q.top) {
+		return fmt.Errorf("queue: %d free and %d queued of %d ids", free, queued, q.top)
 	}
 	return nil
 }
@@ -88,6 +95,9 @@ func (b *base[V]) verifyLists(check func(id int, n *node[V]) error) (int, error)
 		if tail := list.tail; (n == 0 && tail != 0) || (n > 0 && tail != prev) {
 			return 0, fmt.Errorf("list %d tail %d, last node %d", id, tail, prev)
 		}
+		if set := b.occ[id/64]&(1<<(id%64)) != 0; set != (n > 0) {
+			return 0, fmt.Errorf("list %d holds %d nodes, its occupancy bit is %v", id, n, set)
+		}
 		total += n
 	}
 	return total, nil
@@ -111,7 +121,7 @@ func (w *wheel[V]) verify() error {
 		if l >= len(w.occupied) || w.active {
 			return nil
 		}
-		t := ceilTicks(e.when, w.tick)
+		t := ceilTicks(e.when, w.tick.n)
 		start := w.elapsed&^(uint64(1)<<(uint(l+1)*levelBits)-1) | s<<(uint(l)*levelBits)
 		if t < start {
 			return fmt.Errorf("due at tick %d, filed in a slot starting at %d", t, start)
@@ -145,7 +155,7 @@ func (w *hashedWheel[V]) verify() error {
 			return nil
 		}
 		counts[id]++
-		t := ceilTicks(e.when, w.tick)
+		t := ceilTicks(e.when, w.tick.n)
 		if t&w.mask != uint64(id) {
 			return fmt.Errorf("due at tick %d in slot %d", t, id)
 		}
@@ -276,4 +286,14 @@ func (w *KeyQueue[K]) verify() error {
 		return fmt.Errorf("key table: tables hold %d keys, the structure %d", total, w.s.size())
 	}
 	return nil
+}
+
+// ceilTicks is tickSize.ceil by division, the model verify checks the
+// wheels against.
+func ceilTicks(when, tick uint64) uint64 {
+	t := when / tick
+	if when%tick != 0 {
+		t++
+	}
+	return t
 }

@@ -31,42 +31,32 @@ import (
 // early, and at most one tick late.
 type hashedWheel[V any] struct {
 	base[V] // lists: the slots, then due and firing
-	tick    uint64
+	tick    tickSize
 	mask    uint64
-	occ     []uint64 // bit s set when slot s is not empty
-	cur     uint64   // ticks done: every node due at a tick ≤ cur has fired
+	cur     uint64 // ticks done: every node due at a tick ≤ cur has fired
 }
 
 // newHashedWheel returns a wheel of the given tick and slots, a power of
 // two.
 func newHashedWheel[V any](t *table[V], tick uint64, slots int) *hashedWheel[V] {
-	w := &hashedWheel[V]{tick: tick, mask: uint64(slots - 1), occ: make([]uint64, (slots+63)/64)}
+	w := &hashedWheel[V]{tick: newTickSize(tick), mask: uint64(slots - 1)}
 	w.init(t, slots)
 	return w
 }
 
 func (w *hashedWheel[V]) add(i int32, n *node[V]) {
 	w.len++
-	t := ceilTicks(n.when, w.tick)
+	t := w.tick.ceil(n.when)
 	if t <= w.cur {
 		w.link(w.dueList(), i, n)
 		return
 	}
-	s := t & w.mask
-	w.link(int32(s), i, n)
-	w.occ[s/64] |= 1 << (s % 64)
+	w.link(int32(t&w.mask), i, n)
 }
 
 func (w *hashedWheel[V]) remove(i int32, n *node[V]) {
-	w.unfile(i, n)
+	w.unlink(i, n)
 	w.len--
-}
-
-// unfile unlinks node i, clearing its slot's bit if that empties it.
-func (w *hashedWheel[V]) unfile(i int32, n *node[V]) {
-	if s := w.unlink(i, n); s >= 0 && s <= int32(w.mask) {
-		w.occ[s/64] &^= 1 << (s % 64)
-	}
 }
 
 func (w *hashedWheel[V]) move(i int32, n *node[V], when uint64) {
@@ -86,10 +76,10 @@ func (w *hashedWheel[V]) next() (uint64, bool) {
 		return 0, false
 	}
 	ahead := w.nextOccupied()
-	if w.cur > math.MaxUint64/w.tick-ahead {
+	if w.cur > math.MaxUint64/w.tick.n-ahead {
 		return math.MaxUint64, true
 	}
-	return (w.cur + ahead) * w.tick, true
+	return (w.cur + ahead) * w.tick.n, true
 }
 
 // nextOccupied returns how many ticks after cur the cursor first reaches
@@ -116,8 +106,8 @@ func (w *hashedWheel[V]) nextOccupied() uint64 {
 func (w *hashedWheel[V]) advance(now uint64, release func(i int32, n *node[V])) {
 	w.begin(now)
 	w.stageDue()
-	target := w.now / w.tick
-	limit := target * w.tick // nodes due at or before limit have their tick
+	target, _ := w.tick.div(w.now)
+	limit := target * w.tick.n // nodes due at or before limit have their tick
 	if w.now == math.MaxUint64 {
 		target, limit = math.MaxUint64, math.MaxUint64
 	}
@@ -136,7 +126,7 @@ func (w *hashedWheel[V]) advance(now uint64, release func(i int32, n *node[V])) 
 					c = 0
 				}
 				if n.when <= limit {
-					w.unfile(i, n)
+					w.unlink(i, n)
 					w.link(w.firingList(), i, n)
 				}
 			}
@@ -148,5 +138,4 @@ func (w *hashedWheel[V]) advance(now uint64, release func(i int32, n *node[V])) 
 
 func (w *hashedWheel[V]) drain(fn func(i int32, n *node[V])) {
 	w.drainLists(fn)
-	clear(w.occ)
 }

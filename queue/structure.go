@@ -68,7 +68,7 @@ func (s Structure) Levels() int {
 	if s.kind != kindHierarchical {
 		return 0
 	}
-	return len(newLevels(s.tick).occupied)
+	return levelCount(newLevels(s.tick).maxTick)
 }
 
 // structure is the contract every structure implements, over nodes named

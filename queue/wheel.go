@@ -62,7 +62,9 @@ type wheel[V any] struct {
 
 func newWheel[V any](t *table[V], tick uint64) *wheel[V] {
 	w := &wheel[V]{levels: newLevels(tick)}
-	w.init(t, len(w.occupied)*levelSize)
+	n := levelCount(w.maxTick)
+	w.init(t, n*levelSize)
+	w.occupied = w.occ[:n] // level l's slots are lists l*64 to l*64+63
 	return w
 }
 
@@ -75,18 +77,24 @@ const (
 // levels is a hierarchical wheel's geometry: the tick, the current tick,
 // and for each level the bitmap of occupied slots.
 type levels struct {
-	tick     uint64
-	maxTick  uint64   // the tick of the latest representable deadline
-	elapsed  uint64   // the current tick: every node due at or before it has fired
-	occupied []uint64 // per level, bit s set when slot s holds nodes
+	tick    tickSize
+	maxTick uint64 // the tick of the latest representable deadline
+	elapsed uint64 // the current tick: every node due at or before it has fired
+	// occupied has a word per level, bit s set when slot s holds nodes:
+	// the wheel's base.occ, which link and unlink keep.
+	occupied []uint64
 }
 
-// newLevels returns the geometry for tick, with as many levels as it
-// takes to cover every uint64 deadline.
+// newLevels returns the geometry for tick, without the bitmaps.
 func newLevels(tick uint64) levels {
-	maxTick := ceilTicks(math.MaxUint64, tick)
-	n := (bits.Len64(maxTick) + levelBits - 1) / levelBits
-	return levels{tick: tick, maxTick: maxTick, occupied: make([]uint64, n)}
+	ts := newTickSize(tick)
+	return levels{tick: ts, maxTick: ts.ceil(math.MaxUint64)}
+}
+
+// levelCount returns how many levels it takes to cover every tick up to
+// maxTick.
+func levelCount(maxTick uint64) int {
+	return (bits.Len64(maxTick) + levelBits - 1) / levelBits
 }
 
 // place returns the level and slot for a node due at tick t, which must
@@ -126,36 +134,27 @@ func (v *levels) target(now uint64) uint64 {
 	if now == math.MaxUint64 {
 		return v.maxTick
 	}
-	return now / v.tick
+	q, _ := v.tick.div(now)
+	return q
 }
 
 // time returns the start of tick t on the caller's clock, saturating.
 func (v *levels) time(t uint64) uint64 {
-	if t > math.MaxUint64/v.tick {
+	if t > math.MaxUint64/v.tick.n {
 		return math.MaxUint64
 	}
-	return t * v.tick
+	return t * v.tick.n
 }
 
 // file links queued node i into the slot for its deadline, or the due
 // list if its tick has been reached.
 func (w *wheel[V]) file(i int32, n *node[V]) {
 	id := w.dueList()
-	if t := ceilTicks(n.when, w.tick); t > w.elapsed {
+	if t := w.tick.ceil(n.when); t > w.elapsed {
 		l, s := w.place(t)
-		w.occupied[l] |= 1 << s
 		id = int32(l*levelSize + int(s))
 	}
 	w.link(id, i, n)
-}
-
-// unfile unlinks node i, vacating its slot if that empties it.
-func (w *wheel[V]) unfile(i int32, n *node[V]) {
-	if id := w.unlink(i, n); id >= 0 {
-		if l := int(id >> levelBits); l < len(w.occupied) {
-			w.occupied[l] &^= 1 << (id & levelMask)
-		}
-	}
 }
 
 func (w *wheel[V]) add(i int32, n *node[V]) {
@@ -164,7 +163,7 @@ func (w *wheel[V]) add(i int32, n *node[V]) {
 }
 
 func (w *wheel[V]) remove(i int32, n *node[V]) {
-	w.unfile(i, n)
+	w.unlink(i, n)
 	w.len--
 }
 
@@ -177,7 +176,7 @@ func (w *wheel[V]) move(i int32, n *node[V], when uint64) {
 		n.when = when
 		return
 	}
-	w.unfile(i, n)
+	w.unlink(i, n)
 	n.when = when
 	w.file(i, n)
 }
@@ -219,7 +218,7 @@ func (w *wheel[V]) advance(now uint64, release func(i int32, n *node[V])) {
 		for slot.head != 0 {
 			i := slot.head - 1
 			n := w.node(i)
-			w.unfile(i, n)
+			w.unlink(i, n)
 			w.stageOrFile(i, n, start) // moved later, or cascading down
 		}
 	}
@@ -230,7 +229,7 @@ func (w *wheel[V]) advance(now uint64, release func(i int32, n *node[V])) {
 		i := firing.head - 1
 		n := w.node(i)
 		w.unlink(i, n)
-		if ceilTicks(n.when, w.tick) > w.elapsed {
+		if w.tick.ceil(n.when) > w.elapsed {
 			w.file(i, n) // moved later by release
 			continue
 		}
@@ -242,7 +241,7 @@ func (w *wheel[V]) advance(now uint64, release func(i int32, n *node[V])) {
 // stageOrFile appends unlinked node i to the firing list if its tick is at
 // or before t, and files it again otherwise.
 func (w *wheel[V]) stageOrFile(i int32, n *node[V], t uint64) {
-	if ceilTicks(n.when, w.tick) > t {
+	if w.tick.ceil(n.when) > t {
 		w.file(i, n)
 	} else {
 		w.link(w.firingList(), i, n)
@@ -253,5 +252,4 @@ func (w *wheel[V]) stageOrFile(i int32, n *node[V], t uint64) {
 // millions of nodes at shutdown.
 func (w *wheel[V]) drain(fn func(i int32, n *node[V])) {
 	w.drainLists(fn)
-	clear(w.occupied)
 }

@@ -24,8 +24,12 @@ const batch = 256
 // cost per call. A warm-up of a tenth of the budget comes first, so that
 // caches and the structures' free capacity are in their steady state.
 // Allocations are the whole process's (runtime.MemStats deltas), so
-// nothing else should be running.
+// nothing else should be running. A collection comes before all, as
+// testing.B runs one before each benchmark: the garbage of earlier steps
+// (a Timer just stopped, a structure just filled) is not marked, with
+// write barriers on, while op is timed.
 func measureOps(budget time.Duration, op func()) opStats {
+	runtime.GC()
 	loop(budget/10, op)
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
