@@ -51,7 +51,9 @@ func (w *hashedWheel[V]) add(i int32, n *node[V]) {
 		w.link(w.dueList(), i, n)
 		return
 	}
-	w.link(int32(t&w.mask), i, n)
+	s := t & w.mask
+	w.occ[s/64] |= 1 << (s % 64)
+	w.link(int32(s), i, n)
 }
 
 func (w *hashedWheel[V]) remove(i int32, n *node[V]) {

@@ -81,7 +81,7 @@ type levels struct {
 	maxTick uint64 // the tick of the latest representable deadline
 	elapsed uint64 // the current tick: every node due at or before it has fired
 	// occupied has a word per level, bit s set when slot s holds nodes:
-	// the wheel's base.occ, which link and unlink keep.
+	// the wheel's base.occ: file sets a slot's bit, unlink clears it.
 	occupied []uint64
 }
 
@@ -152,6 +152,7 @@ func (w *wheel[V]) file(i int32, n *node[V]) {
 	id := w.dueList()
 	if t := w.tick.ceil(n.when); t > w.elapsed {
 		l, s := w.place(t)
+		w.occupied[l] |= 1 << s
 		id = int32(l*levelSize + int(s))
 	}
 	w.link(id, i, n)
