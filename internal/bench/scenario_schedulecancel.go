@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hourglass-go/hourglass"
@@ -22,7 +23,7 @@ var scheduleCancelScenario = Scenario{
 
 // scheduleCancel fills s with n pending timeouts and measures schedule+
 // cancel pairs for budget, one call each; then, on a fresh Timer, pairs
-// through batches (measureBatchPairs).
+// through batches, in turns with the runtime's (measureBatchPairs).
 func scheduleCancel(s Structure, n int, budget time.Duration) Result {
 	t := s.newTimers(n)
 	pending, err := fill(t, n)
@@ -35,7 +36,7 @@ func scheduleCancel(s Structure, n int, budget time.Duration) Result {
 	if err != nil {
 		return failed(err)
 	}
-	bst, err := measureBatchPairs(s, n, budget)
+	bst, ratio, err := measureBatchPairs(s, n, budget)
 	if err != nil {
 		return failed(err)
 	}
@@ -45,12 +46,18 @@ func scheduleCancel(s Structure, n int, budget time.Duration) Result {
 	r.add("B/op", unitBytes, st.bytes)
 	r.add("batch-64 ns/op", unitNs, bst.ns)
 	r.add("batch-64 allocs/op", unitAllocs, bst.allocs)
+	if ratio > 0 {
+		r.add("batch-64 runtime/this", unitRatio, ratio)
+	}
 	r.add("ops", unitCount, float64(st.ops))
 	return r
 }
 
 // pairBatch is how many schedule+cancel pairs one batch makes.
 const pairBatch = 64
+
+// batchTurns is how many turns measureBatchPairs takes with the runtime.
+const batchTurns = 5
 
 // measureBatchPairs measures schedule+cancel pairs pairBatch at a time
 // with n timeouts pending, for budget: each batch cancels the pairBatch
@@ -64,13 +71,23 @@ const pairBatch = 64
 // the root package's BenchmarkBatch_AfterFuncCancel_Pending: a draw
 // (about 5 ns) is a sixth of a batch pair and would be measured as the
 // timer's.
-func measureBatchPairs(s Structure, n int, budget time.Duration) (opStats, error) {
+//
+// For a Timer, the runtime's pairs run beside it, with their own n
+// pending, and the two take batchTurns turns of budget/batchTurns each:
+// ratio is the median of the turns' runtime/Timer ratios, each taken
+// from two measurements a moment apart, so that a slow stretch of the
+// machine (on a shared host, the same loop's speed varies by half from
+// one second to the next) falls on both sides of a ratio rather than on
+// one. stats are the Timer's, over all its turns. ratio is 0 for the
+// runtime itself.
+func measureBatchPairs(s Structure, n int, budget time.Duration) (stats opStats, ratio float64, err error) {
 	if s.option == nil {
-		return measureRuntimeBatchPairs(n, budget), nil
+		rt := newRuntimeBatchPairs(n)
+		defer rt.stop()
+		return perPair(measureOps(budget, rt.pairs)), 0, nil
 	}
 	t := hourglass.New(s.option(n), hourglass.WithExecutor(hourglass.Inline))
 	defer t.Stop()
-	var err error
 	d := newDelayTable()
 	schedule := func(b *hourglass.Batch) hourglass.Handle {
 		h, e := b.AfterFunc(d.next(), noop)
@@ -93,7 +110,7 @@ func measureBatchPairs(s Structure, n int, budget time.Duration) (opStats, error
 		}
 	})
 	if err != nil {
-		return opStats{}, err
+		return opStats{}, 0, err
 	}
 	pairs := func(b *hourglass.Batch) {
 		for j, h := range last {
@@ -101,31 +118,55 @@ func measureBatchPairs(s Structure, n int, budget time.Duration) (opStats, error
 			last[j] = schedule(b)
 		}
 	}
-	st := measureOps(budget, func() { t.Batch(pairs) })
-	return perPair(st), err
+	rt := newRuntimeBatchPairs(n)
+	defer rt.stop()
+	ratios := make([]float64, batchTurns)
+	var total opStats
+	for i := range ratios {
+		st := measureOps(budget/batchTurns, func() { t.Batch(pairs) })
+		rst := measureOps(budget/batchTurns, rt.pairs)
+		ratios[i] = rst.ns / st.ns
+		total.ops += st.ops
+		total.ns += st.ns * float64(st.ops)
+		total.allocs += st.allocs * float64(st.ops)
+	}
+	total.ns /= float64(total.ops)
+	total.allocs /= float64(total.ops)
+	slices.Sort(ratios)
+	return perPair(total), ratios[len(ratios)/2], err
 }
 
-// measureRuntimeBatchPairs is measureBatchPairs for the runtime's timers.
-func measureRuntimeBatchPairs(n int, budget time.Duration) opStats {
-	d := newDelayTable()
-	ts := make([]*time.Timer, n)
-	for i := range ts {
-		ts[i] = time.AfterFunc(d.next(), noop)
+// runtimeBatchPairs is measureBatchPairs for the runtime's timers: n
+// pending and pairBatch to cancel and schedule again.
+type runtimeBatchPairs struct {
+	d       *delayTable
+	pending []*time.Timer
+	last    []*time.Timer
+}
+
+func newRuntimeBatchPairs(n int) *runtimeBatchPairs {
+	r := &runtimeBatchPairs{d: newDelayTable(), pending: make([]*time.Timer, n), last: make([]*time.Timer, pairBatch)}
+	for i := range r.pending {
+		r.pending[i] = time.AfterFunc(r.d.next(), noop)
 	}
-	last := make([]*time.Timer, pairBatch)
-	for j := range last {
-		last[j] = time.AfterFunc(d.next(), noop)
+	for j := range r.last {
+		r.last[j] = time.AfterFunc(r.d.next(), noop)
 	}
-	st := measureOps(budget, func() {
-		for j, t := range last {
-			t.Stop()
-			last[j] = time.AfterFunc(d.next(), noop)
-		}
-	})
-	for _, t := range append(ts, last...) {
+	return r
+}
+
+// pairs makes one batch's pairs, one call at a time.
+func (r *runtimeBatchPairs) pairs() {
+	for j, t := range r.last {
+		t.Stop()
+		r.last[j] = time.AfterFunc(r.d.next(), noop)
+	}
+}
+
+func (r *runtimeBatchPairs) stop() {
+	for _, t := range append(r.pending, r.last...) {
 		t.Stop()
 	}
-	return perPair(st)
 }
 
 // delayTable hands out far delays (as farDelay draws them) from a table
