@@ -141,3 +141,32 @@ func ExampleNewPool() {
 	<-done
 	// Output: ran on a pool worker
 }
+
+// A server that cannot group its calls arms a timeout per request with
+// Arm, which allocates nothing, and cancels it when the reply comes.
+func ExampleTimer_Arm() {
+	timer := hourglass.New()
+	defer timer.Stop()
+
+	done := make(chan struct{})
+	slow, err := timer.Arm(10*time.Millisecond, func() {
+		fmt.Println("request 1 timed out")
+		close(done)
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fast, err := timer.Arm(10*time.Millisecond, func() { fmt.Println("request 2 timed out") })
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("reply 2 in time:", timer.Cancel(fast))
+	<-done
+	fmt.Println("reply 1 in time:", timer.Cancel(slow))
+	// Output:
+	// reply 2 in time: true
+	// request 1 timed out
+	// reply 1 in time: false
+}

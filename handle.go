@@ -1,12 +1,17 @@
 package hourglass
 
-import "github.com/hourglass-go/hourglass/queue"
+import (
+	"errors"
+	"time"
 
-// Handle names a timeout scheduled through a [Batch]: a value of 12
-// bytes, not a pointer, so scheduling one allocates nothing and a pending
-// one costs its shard a 32-byte entry and no more. Cancel it with
-// [Timer.Cancel] or, inside a batch, [Batch.Cancel]. The zero Handle
-// names no timeout.
+	"github.com/hourglass-go/hourglass/queue"
+)
+
+// Handle names a timeout scheduled by [Timer.Arm] or through a [Batch]:
+// a value of 12 bytes, not a pointer, so scheduling one allocates nothing
+// and a pending one costs its shard a 32-byte entry and no more. Cancel
+// it with [Timer.Cancel] or, inside a batch, [Batch.Cancel]. The zero
+// Handle names no timeout.
 //
 // A Handle is the shard, the id of the timeout's entry in that shard's
 // structure, and the generation the shard gave the entry when it was
@@ -30,7 +35,7 @@ type Handle struct {
 func (h Handle) names(e *valueEntry) bool { return e.gen == h.gen }
 
 // valueEntry is what a shard's value structure holds for a timeout
-// scheduled through a Batch: its callback and its generation (see
+// scheduled by Arm or through a Batch: its callback and its generation (see
 // Handle). Removing an entry clears it, so gen 0 is never a live one.
 type valueEntry struct {
 	f   func()
@@ -39,10 +44,12 @@ type valueEntry struct {
 
 // The shard's side of value timeouts. A shard keeps them in a second
 // structure, sh.values, of the same kind as sh.q, made on the first
-// Batch that schedules on the shard: the handle is the caller's value,
-// so there is no *Timeout to hold, and sh.q's entries, 24 bytes with the
-// handle pointer, stay as they are for everyone else. Value timeouts are
-// filed at once, with no inbox: a Batch already pays one lock for many.
+// Arm or Batch that schedules on the shard: the handle is the
+// caller's value, so there is no *Timeout to hold, and sh.q's entries,
+// 24 bytes with the handle pointer, stay as they are for everyone else.
+// Value timeouts are filed at once, with no inbox: a Batch already pays
+// one lock for many, and Arm's Cancel then needs no status to
+// check, only the generation.
 // The driver advances both structures on each pass (shard.advance). A
 // value timeout that comes due is handed over like any other, in a
 // *Timeout shell from sh.shells, so that the driver's batch, Stop and the
@@ -126,6 +133,57 @@ func (sh *shard) drainValues(out []*Timeout) []*Timeout {
 	})
 	return out
 }
+
+// Arm schedules f to run d from now and returns its [Handle], as
+// [Timer.AfterFunc] does its *[Timeout]: a d of zero or less runs f
+// promptly, any d up to math.MaxInt64 is held exactly, and the errors are
+// AfterFunc's. It is the single call of [Batch.AfterFunc]: it reads the
+// clock and takes a shard lock for this one timeout, and allocates
+// nothing (but to grow the structure, a page at a time), so a pending
+// timeout costs its shard a 32-byte entry and the caller a 12-byte
+// Handle. Cancel it with [Timer.Cancel]. It is O(1) for the wheels,
+// O(log n) for the heap and O(n) for the sorted list.
+//
+// Arm suits a program that cannot group its calls and has no use for
+// the rest of a *Timeout (Reset, Deadline, Cancelled): a request
+// timeout, made and cancelled once. Arm is safe for concurrent use, but
+// must not be called inside a Batch's function, whose lock it may need.
+func (t *Timer) Arm(d time.Duration, f func()) (Handle, error) {
+	t.mustBeMade("Arm")
+	if t.err != nil {
+		return Handle{}, t.err
+	}
+	if f == nil {
+		return Handle{}, errNilArmFunc
+	}
+	sh := &t.shards[0]
+	if len(t.shards) > 1 {
+		sh = t.pick()
+	}
+	if !sh.limit.acquire() {
+		return Handle{}, ErrTooManyPending
+	}
+	now := sh.now()
+	var when uint64 // 0: due at once (see flagDue)
+	if d > 0 {
+		when = now + uint64(d)
+	}
+	sh.mu.Lock()
+	if sh.stopped {
+		sh.mu.Unlock()
+		sh.limit.release()
+		return Handle{}, ErrStopped
+	}
+	gen := sh.nextGen()
+	id := sh.valueQueue().Add(when, valueEntry{f: f, gen: gen})
+	wake := sh.armed(when)
+	late := sh.overslept(now)
+	sh.mu.Unlock()
+	sh.settle(wake, late)
+	return Handle{shard: sh.index, gen: gen, id: id}, nil
+}
+
+var errNilArmFunc = errors.New("hourglass: Arm: nil func")
 
 // Cancel cancels the timeout h names and reports whether this call kept
 // it from running: false if it has run, is being handed to the executor,

@@ -32,7 +32,8 @@ import (
 // default wheel a pending timeout takes the handle and a 24-byte entry.
 // [Timer.Batch] schedules and cancels many timeouts with one clock
 // reading and one lock, named by [Handle] values: a pending one then
-// takes a 32-byte entry and no handle.
+// takes a 32-byte entry and no handle. [Timer.Arm] schedules one timeout
+// named by a Handle, allocating nothing.
 //
 // Firing comes before scheduling. While the Timer is behind (a driver
 // woke more than a millisecond late, or, with [Goroutines], more than 256
