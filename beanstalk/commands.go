@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"math"
 	"slices"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // handler serves one parsed command on c and writes its reply. An error
@@ -72,9 +71,9 @@ func (c *conn) put(cmd *command) error {
 		c.producer = true
 		c.s.stats.producers.Add(1)
 	}
-	body := make([]byte, int(cmd.bytes)+2)
-	if _, err := io.ReadFull(c.r, body); err != nil {
-		return err // gone mid-body: nothing is put
+	body, err := c.readBody(int(cmd.bytes) + 2)
+	if err != nil {
+		return err // gone, or too slow, mid-body: nothing is put
 	}
 	n := int(cmd.bytes)
 	if body[n] != '\r' || body[n+1] != '\n' {
@@ -83,8 +82,8 @@ func (c *conn) put(cmd *command) error {
 	if c.s.draining.Load() {
 		return c.reply(msgDraining)
 	}
-	reqs := []broker.PutRequest{putRequest(cmd, body[:n:n])}
-	for len(reqs) < broker.MaxBatch {
+	reqs := []task.PutRequest{putRequest(cmd, body[:n:n])}
+	for len(reqs) < task.MaxBatch {
 		next, body, ok := c.bufferedPut()
 		if !ok {
 			break
@@ -108,8 +107,8 @@ func (c *conn) put(cmd *command) error {
 }
 
 // putRequest is the broker's request for a put command with body.
-func putRequest(cmd *command, body []byte) broker.PutRequest {
-	return broker.PutRequest{
+func putRequest(cmd *command, body []byte) task.PutRequest {
+	return task.PutRequest{
 		Payload:  body,
 		Delay:    seconds(cmd.delay),
 		Priority: cmd.pri,
@@ -152,12 +151,12 @@ func (c *conn) peek(cmd *command) error {
 // peekState answers FOUND with the used tube's next ready job (paused or
 // not), its delayed job due soonest, or its oldest buried job.
 func (c *conn) peekState(cmd *command) error {
-	st := broker.Ready
+	st := task.Ready
 	switch cmd.op {
 	case opPeekDelayed:
-		st = broker.Delayed
+		st = task.Delayed
 	case opPeekBuried:
-		st = broker.Dead
+		st = task.Dead
 	}
 	t, err := c.s.b.Peek(c.useQueue, st)
 	if err != nil {
@@ -185,7 +184,7 @@ func (c *conn) setWorker() {
 }
 
 // reserved holds t and answers RESERVED.
-func (c *conn) reserved(t broker.Task) error {
+func (c *conn) reserved(t task.Task) error {
 	c.held[t.JobID] = holding{lease: t.Lease, until: t.LeaseUntil, prio: t.Priority, tube: tubeOf(t.Queue)}
 	return c.replyJob("RESERVED", t.JobID, t.Payload)
 }
@@ -205,7 +204,7 @@ func (c *conn) delete(cmd *command) error {
 		tube = tubeOf(t.Queue)
 	}
 	err := c.s.b.DeleteJob(context.Background(), cmd.id, h.lease)
-	if mine && (err == nil || errors.Is(err, broker.ErrNotFound)) {
+	if mine && (err == nil || errors.Is(err, task.ErrNotFound)) {
 		delete(c.held, cmd.id)
 	}
 	if err != nil {
@@ -224,7 +223,7 @@ func (c *conn) release(cmd *command) error {
 		return c.reply(msgNotFound)
 	}
 	err := c.s.b.ReleaseJob(context.Background(), cmd.id, h.lease, cmd.pri, seconds(cmd.delay))
-	if err == nil || errors.Is(err, broker.ErrNotFound) {
+	if err == nil || errors.Is(err, task.ErrNotFound) {
 		delete(c.held, cmd.id)
 	}
 	if err != nil {
@@ -241,7 +240,7 @@ func (c *conn) bury(cmd *command) error {
 		return c.reply(msgNotFound)
 	}
 	err := c.s.b.BuryJob(context.Background(), cmd.id, h.lease, cmd.pri)
-	if err == nil || errors.Is(err, broker.ErrNotFound) {
+	if err == nil || errors.Is(err, task.ErrNotFound) {
 		delete(c.held, cmd.id)
 	}
 	if err != nil {
@@ -257,7 +256,7 @@ func (c *conn) touch(cmd *command) error {
 		return c.reply(msgNotFound)
 	}
 	t, err := c.s.b.TouchJob(context.Background(), cmd.id, h.lease)
-	if errors.Is(err, broker.ErrNotFound) {
+	if errors.Is(err, task.ErrNotFound) {
 		delete(c.held, cmd.id)
 	}
 	if err != nil {

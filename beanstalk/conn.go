@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // conn is one client connection. Its goroutine (serve) reads a command,
@@ -147,7 +147,7 @@ func (c *conn) close() {
 	c.nc.Close()
 	for job, h := range c.held {
 		err := c.s.b.ReleaseJob(context.Background(), job, h.lease, h.prio, 0)
-		if err != nil && !errors.Is(err, broker.ErrNotFound) && !errors.Is(err, broker.ErrClosed) {
+		if err != nil && !errors.Is(err, task.ErrNotFound) && !errors.Is(err, task.ErrClosed) {
 			c.s.log.Error("hourglass: beanstalk: releasing a job of a closed connection", "job_id", job, "err", err)
 		}
 	}
@@ -217,6 +217,7 @@ func (c *conn) dispatch(line []byte) error {
 	case nil:
 		return table[cmd.op](c, &cmd)
 	case errJobTooBig:
+		defer c.bodyDeadline()()
 		if _, err := io.CopyN(io.Discard, c.r, int64(cmd.bytes)+2); err != nil {
 			return err
 		}
@@ -306,13 +307,13 @@ func (c *conn) replyData(data []byte) error {
 // anything else.
 func (c *conn) replyErr(err error) error {
 	switch {
-	case errors.Is(err, broker.ErrNotFound):
+	case errors.Is(err, task.ErrNotFound):
 		return c.reply(msgNotFound)
-	case errors.Is(err, broker.ErrInvalid):
+	case errors.Is(err, task.ErrInvalid):
 		return c.reply(msgBadFormat)
-	case errors.Is(err, broker.ErrTooLarge):
+	case errors.Is(err, task.ErrTooLarge):
 		return c.reply(msgJobTooBig)
-	case errors.Is(err, broker.ErrClosed):
+	case errors.Is(err, task.ErrClosed):
 		return c.reply(msgDraining)
 	}
 	c.s.log.Error("hourglass: beanstalk: broker", "err", err)

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Reserving.
@@ -22,7 +22,7 @@ import (
 // DEADLINE_SOON at once instead of waiting, and a reserve waiting when it
 // begins answers DEADLINE_SOON then, so that the client can still delete,
 // release or touch the job before it times out. A blocked reserve waits in
-// the broker in slices of at most broker.MaxWait, each one ending no later
+// the broker in slices of at most task.MaxWait, each one ending no later
 // than the next margin or the timeout.
 
 // safetyMargin is the last part of a TTR during which no reserve waits.
@@ -85,20 +85,20 @@ func (c *conn) block(cmd *command) error {
 // the reply to send instead (TIMED_OUT or DEADLINE_SOON). It returns
 // ctx's error when ctx ends (a reservation the broker was committing
 // then is given back at once).
-func (c *conn) wait(ctx context.Context, end time.Time) (broker.Task, string, error) {
+func (c *conn) wait(ctx context.Context, end time.Time) (task.Task, string, error) {
 	for {
 		now := time.Now()
-		w := broker.MaxWait
+		w := task.MaxWait
 		if !end.IsZero() {
 			if now.Compare(end) >= 0 {
-				return broker.Task{}, msgTimedOut, nil
+				return task.Task{}, msgTimedOut, nil
 			}
 			w = min(w, end.Sub(now))
 		}
 		if margin, ok := c.nextMargin(now); ok {
 			if !now.Before(margin) {
 				if c.deadlineSoon(now) {
-					return broker.Task{}, msgDeadlineSoon, nil
+					return task.Task{}, msgDeadlineSoon, nil
 				}
 				continue // that job is no longer held: look again
 			}
@@ -106,13 +106,13 @@ func (c *conn) wait(ctx context.Context, end time.Time) (broker.Task, string, er
 		}
 		t, ok, err := c.s.b.ReserveAny(ctx, c.watchQueues, w)
 		if err != nil {
-			return broker.Task{}, "", err
+			return task.Task{}, "", err
 		}
 		if ok {
 			return t, "", nil
 		}
 		if err := ctx.Err(); err != nil {
-			return broker.Task{}, "", err
+			return task.Task{}, "", err
 		}
 	}
 }
@@ -151,7 +151,7 @@ func (c *conn) deadlineSoon(now time.Time) bool {
 				continue
 			}
 			t, err := c.s.b.Job(job)
-			if err == nil && t.State == broker.Reserved && t.LeaseUntil.Equal(h.until) {
+			if err == nil && t.State == task.Reserved && t.LeaseUntil.Equal(h.until) {
 				return true
 			}
 			delete(c.held, job)

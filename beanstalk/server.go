@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Options are a [Server]'s limits and collaborators. Zero fields take the
@@ -26,6 +27,11 @@ type Options struct {
 	// MaxConns bounds the open connections; one accepted beyond it is
 	// closed at once. Default 16384; negative: no bound.
 	MaxConns int
+	// BodyTimeout bounds the time a put's body may take to arrive after
+	// its command line (body.go); a connection whose body is late is
+	// closed, and nothing is put. Default 30 s; negative: no bound, as
+	// beanstalkd.
+	BodyTimeout time.Duration
 	// Version is reported by the stats command; default "hourglass".
 	Version string
 	// Logger receives the server's errors; default slog.Default().
@@ -36,6 +42,9 @@ type Options struct {
 const (
 	DefaultMaxJobSize = 1<<16 - 1
 	DefaultMaxConns   = 1 << 14
+	// DefaultBodyTimeout is long enough for the largest body over a slow
+	// link (1 MiB at 64 KB/s takes 16 s).
+	DefaultBodyTimeout = 30 * time.Second
 )
 
 // ErrServerClosed is returned by [Server.Serve] after [Server.Shutdown].
@@ -48,20 +57,20 @@ var ErrServerClosed = errors.New("hourglass: beanstalk server closed")
 //
 // [cluster.Node]: https://pkg.go.dev/github.com/hourglass-go/hourglass/cluster#Node
 type Broker interface {
-	PutBatch(ctx context.Context, queue string, rs []broker.PutRequest) []broker.PutResult
-	Job(job uint64) (broker.Task, error)
-	Peek(queue string, st broker.State) (broker.Task, error)
-	ReserveAny(ctx context.Context, queues []string, wait time.Duration) (broker.Task, bool, error)
-	ReserveJob(ctx context.Context, job uint64) (broker.Task, error)
+	PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult
+	Job(job uint64) (task.Task, error)
+	Peek(queue string, st task.State) (task.Task, error)
+	ReserveAny(ctx context.Context, queues []string, wait time.Duration) (task.Task, bool, error)
+	ReserveJob(ctx context.Context, job uint64) (task.Task, error)
 	DeleteJob(ctx context.Context, job uint64, lease string) error
 	ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error
 	BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error
-	TouchJob(ctx context.Context, job uint64, lease string) (broker.Task, error)
+	TouchJob(ctx context.Context, job uint64, lease string) (task.Task, error)
 	KickJob(ctx context.Context, job uint64) error
 	KickQueue(ctx context.Context, queue string, n int) (int, error)
 	PauseQueue(queue string, d time.Duration) error
-	Queue(queue string) (broker.QueueDetail, error)
-	Queues() []broker.QueueStats
+	Queue(queue string) (task.QueueDetail, error)
+	Queues() []task.QueueStats
 }
 
 var _ Broker = (*broker.Broker)(nil)
@@ -117,6 +126,9 @@ func NewServer(b Broker, opts Options) *Server {
 	}
 	if opts.MaxConns == 0 {
 		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.BodyTimeout == 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
 	}
 	if opts.Version == "" {
 		opts.Version = "hourglass"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // TestCrossProtocol checks that a job put over the protocol is the
@@ -27,12 +27,12 @@ func testCrossProtocol(t *testing.T, start func(testing.TB, beanstalk.Options) *
 	c := dial(t, ts.addr)
 	c.must("use mail", "USING mail")
 	id := c.put(7, 0, 30, "body")
-	task, err := ts.b.Get("mail", strconv.FormatUint(id, 10))
-	if err != nil || task.JobID != id || string(task.Payload) != "body" || task.Priority != 7 || task.TTR != 30*time.Second {
-		t.Fatalf("Get = %+v, %v", task, err)
+	tk, err := ts.b.Get("mail", strconv.FormatUint(id, 10))
+	if err != nil || tk.JobID != id || string(tk.Payload) != "body" || tk.Priority != 7 || tk.TTR != 30*time.Second {
+		t.Fatalf("Get = %+v, %v", tk, err)
 	}
 	// Put over HTTP, reserved over the protocol.
-	put, _, err := ts.b.Put(context.Background(), "mail", broker.PutRequest{ID: "h1", Payload: []byte("http"), Priority: 1})
+	put, _, err := ts.b.Put(context.Background(), "mail", task.PutRequest{ID: "h1", Payload: []byte("http"), Priority: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func testCrossProtocol(t *testing.T, start func(testing.TB, beanstalk.Options) *
 
 // itoa returns the job id of the ready job of queue with body body.
 func itoa(b testBroker, queue, body string) string {
-	t, err := b.Peek(queue, broker.Ready)
+	t, err := b.Peek(queue, task.Ready)
 	if err != nil || string(t.Payload) != body {
 		return fmt.Sprintf("<%v %q>", err, t.Payload)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // TestDrain checks drain mode: puts are answered DRAINING, everything
@@ -85,8 +85,8 @@ func TestShutdown(t *testing.T) {
 	if err := <-served; !errors.Is(err, beanstalk.ErrServerClosed) {
 		t.Fatalf("Serve: %v", err)
 	}
-	if task, err := b.Job(id); err != nil || task.State != broker.Ready || task.Priority != 3 {
-		t.Fatalf("the held job after Shutdown: %+v, %v", task, err)
+	if tk, err := b.Job(id); err != nil || tk.State != task.Ready || tk.Priority != 3 {
+		t.Fatalf("the held job after Shutdown: %+v, %v", tk, err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -113,7 +113,7 @@ func TestShutdown_Deadline(t *testing.T) {
 	if got := c.read(5 * time.Second); got != "<closed>" {
 		t.Fatalf("the stalled connection: %q", got)
 	}
-	if _, err := b.Peek("default", broker.Ready); !errors.Is(err, broker.ErrNotFound) {
+	if _, err := b.Peek("default", task.Ready); !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("a job of the stalled put: %v", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // The stats commands answer YAML documents with beanstalkd 1.12's fields,
@@ -71,8 +71,8 @@ func yamlList(names []string) []byte {
 func secs(d time.Duration) int64 { return int64(d / time.Second) }
 
 // jobState names a broker state as beanstalkd does.
-func jobState(s broker.State) string {
-	if s == broker.Dead {
+func jobState(s task.State) string {
+	if s == task.Dead {
 		return "buried"
 	}
 	return s.String()
@@ -88,15 +88,15 @@ func (c *conn) statsJob(cmd *command) error {
 }
 
 // jobStats is stats-job's document for t at now.
-func jobStats(t broker.Task, now time.Time) []byte {
+func jobStats(t task.Task, now time.Time) []byte {
 	var delay, left time.Duration
 	if t.Releases == 0 && t.Kicks == 0 {
 		delay = max(t.Due.Sub(t.Created), 0) // a put's Due is Created + delay
 	}
 	switch t.State {
-	case broker.Reserved:
+	case task.Reserved:
 		left = t.LeaseUntil.Sub(now)
-	case broker.Delayed:
+	case task.Delayed:
 		left = t.Due.Sub(now)
 	}
 	return newYAML().

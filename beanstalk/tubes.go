@@ -4,7 +4,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // defaultTube is the tube every connection uses and watches at first. It
@@ -116,8 +116,8 @@ func (t *tubes) counts(name string) tubeCounts {
 // a task): those connections refer to, "default", and those whose queue
 // holds a job. Queues with no tube name are left out. It takes
 // O(queues + tubes).
-func (t *tubes) existing(b Broker) map[string]broker.QueueStats {
-	out := make(map[string]broker.QueueStats)
+func (t *tubes) existing(b Broker) map[string]task.QueueStats {
+	out := make(map[string]task.QueueStats)
 	for _, q := range b.Queues() {
 		if q.Delayed+q.Ready+q.Reserved+q.Dead == 0 {
 			continue
@@ -131,7 +131,7 @@ func (t *tubes) existing(b Broker) map[string]broker.QueueStats {
 	for name, e := range t.m {
 		if _, ok := out[name]; !ok && (name == defaultTube || e.using+e.watching+e.waiting > 0) {
 			qn, _ := queueName(name)
-			out[name] = broker.QueueStats{Name: qn}
+			out[name] = task.QueueStats{Name: qn}
 		}
 	}
 	return out
@@ -157,7 +157,7 @@ func (t *tubes) exists(b Broker, name string) bool {
 }
 
 // sortedNames returns m's keys in order.
-func sortedNames(m map[string]broker.QueueStats) []string {
+func sortedNames(m map[string]task.QueueStats) []string {
 	names := make([]string, 0, len(m))
 	for n := range m {
 		names = append(names, n)

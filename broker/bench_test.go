@@ -7,6 +7,7 @@ import (
 
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // BenchmarkBroker_Put measures the broker's own cost per put (memstore:
@@ -21,7 +22,7 @@ func BenchmarkBroker_Put(b *testing.B) {
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, _, err := br.Put(ctx, "q", broker.PutRequest{Payload: payload, Delay: time.Hour}); err != nil {
+			if _, _, err := br.Put(ctx, "q", task.PutRequest{Payload: payload, Delay: time.Hour}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -36,9 +37,9 @@ func BenchmarkBroker_PutBatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer br.Close()
-	rs := make([]broker.PutRequest, 100)
+	rs := make([]task.PutRequest, 100)
 	for i := range rs {
-		rs[i] = broker.PutRequest{Payload: make([]byte, 200), Delay: time.Hour}
+		rs[i] = task.PutRequest{Payload: make([]byte, 200), Delay: time.Hour}
 	}
 	b.ResetTimer()
 	for b.Loop() {
@@ -62,7 +63,7 @@ func BenchmarkBroker_PutReserveAck(b *testing.B) {
 	for b.Loop() {
 		i++
 		id := fmt.Sprint(i)
-		if _, _, err := br.Put(ctx, "q", broker.PutRequest{ID: id}); err != nil {
+		if _, _, err := br.Put(ctx, "q", task.PutRequest{ID: id}); err != nil {
 			b.Fatal(err)
 		}
 		ts, err := br.Reserve(ctx, "q", 1, 0)

@@ -51,9 +51,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hourglass-go/hourglass"
-	"github.com/hourglass-go/hourglass/store"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglass-go/hourglass"
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Config holds the broker's limits and collaborators. Zero fields take the
@@ -66,16 +69,6 @@ type Config struct {
 	// Registerer receives the broker's Prometheus metrics; nil: none.
 	Registerer prometheus.Registerer
 }
-
-// Defaults of Config.
-const (
-	DefaultMaxDelay   = 10 * 365 * 24 * time.Hour
-	DefaultMaxPayload = 1 << 20
-	DefaultTTR        = 60 * time.Second
-	// DefaultPriority is the priority of a task put without one, as in
-	// beanstalkd's clients.
-	DefaultPriority = 1024
-)
 
 // Broker is the delay queue. Open one over a store, use it from any number
 // of goroutines, and Close it.
@@ -142,9 +135,9 @@ type slot struct {
 	qs   uint32 // queue index << 3 | State
 }
 
-func (s slot) state() State  { return State(s.qs & 7) }
-func (s slot) queue() uint32 { return s.qs >> 3 }
-func (s *slot) set(st State) { s.qs = s.qs&^7 | uint32(st) }
+func (s slot) state() task.State  { return task.State(s.qs & 7) }
+func (s slot) queue() uint32      { return s.qs >> 3 }
+func (s *slot) set(st task.State) { s.qs = s.qs&^7 | uint32(st) }
 
 // Open recovers the broker's state from st and starts it: tasks due while
 // it was down are ready at once, the others keep their due times, leases
@@ -154,13 +147,13 @@ func (s *slot) set(st State) { s.qs = s.qs&^7 | uint32(st) }
 // after [Broker.Close].
 func Open(st store.Store, cfg Config) (*Broker, error) {
 	if cfg.MaxDelay <= 0 {
-		cfg.MaxDelay = DefaultMaxDelay
+		cfg.MaxDelay = task.DefaultMaxDelay
 	}
 	if cfg.MaxPayload <= 0 {
-		cfg.MaxPayload = DefaultMaxPayload
+		cfg.MaxPayload = task.DefaultMaxPayload
 	}
 	if cfg.DefaultTTR <= 0 {
-		cfg.DefaultTTR = DefaultTTR
+		cfg.DefaultTTR = task.DefaultTTR
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -241,8 +234,10 @@ func (b *Broker) shutdown() {
 	}
 }
 
-// Err reports why the broker cannot serve: ErrClosed after Close, the
-// store's error after a failed commit, nil while it serves.
+// Err reports why the broker cannot serve: ErrClosed after Close; after
+// a failed commit, an error wrapping ErrClosed and the store's error (and
+// ErrNoSpace when the disk is full), for good: only a broker opened again
+// over the store reopened serves again. nil while it serves.
 func (b *Broker) Err() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -252,10 +247,10 @@ func (b *Broker) Err() error {
 // usable returns the error that stops operations, or nil. b.mu is held.
 func (b *Broker) usable() error {
 	if b.failed != nil {
-		return fmt.Errorf("%w: store failed: %v", ErrClosed, b.failed)
+		return failed(b.failed)
 	}
 	if b.closed {
-		return ErrClosed
+		return task.ErrClosed
 	}
 	return nil
 }
@@ -271,7 +266,7 @@ func (b *Broker) queueFor(name string) (*queueState, error) {
 		return q, nil
 	}
 	if len(b.queues) >= MaxQueues {
-		return nil, fmt.Errorf("%w: too many queues (the limit is %d)", ErrInvalid, MaxQueues)
+		return nil, fmt.Errorf("%w: too many queues (the limit is %d)", task.ErrInvalid, MaxQueues)
 	}
 	return b.queue(name), nil
 }
@@ -290,20 +285,20 @@ func (b *Broker) queue(name string) *queueState {
 
 // count moves one task of q from state from to state to (0: none).
 // b.mu is held.
-func (q *queueState) count(from, to State) {
-	for i, st := range [2]State{from, to} {
+func (q *queueState) count(from, to task.State) {
+	for i, st := range [2]task.State{from, to} {
 		d := 1
 		if i == 0 {
 			d = -1
 		}
 		switch st {
-		case Delayed:
+		case task.Delayed:
 			q.delayed += d
-		case Ready:
+		case task.Ready:
 			q.readyN += d
-		case Reserved:
+		case task.Reserved:
 			q.reserved += d
-		case Dead:
+		case task.Dead:
 			q.dead += d
 		}
 	}
@@ -316,12 +311,12 @@ func (q *queueState) count(from, to State) {
 func (b *Broker) place(job uint64, s slot, q *queueState, now int64) {
 	old := s.state()
 	if s.due > now {
-		s.set(Delayed)
+		s.set(task.Delayed)
 		if s.due < b.armedUntil {
 			b.delays.Set(job, time.Duration(s.due-now))
 		} // else a sweep arms it (horizon.go)
 	} else {
-		s.set(Ready)
+		s.set(task.Ready)
 		q.ready.push(readyItem{due: s.due, prio: s.prio, job: job})
 		q.wakeOne()
 	}
@@ -334,9 +329,9 @@ func (b *Broker) place(job uint64, s slot, q *queueState, now int64) {
 // held.
 func (b *Broker) unplace(job uint64, s slot) {
 	switch s.state() {
-	case Delayed:
+	case task.Delayed:
 		b.delays.Remove(job)
-	case Reserved:
+	case task.Reserved:
 		b.leases.Remove(job)
 		delete(b.leased, job)
 		delete(b.taking, job)
@@ -350,10 +345,16 @@ func (b *Broker) find(queue, id string) (uint64, store.Task, slot, error) {
 	if err := b.usable(); err != nil {
 		return 0, store.Task{}, slot{}, err
 	}
-	if err := checkQueue(queue); err != nil {
+	return b.locate(queue, id)
+}
+
+// locate is find without its check that the broker serves, for reads
+// after a failed commit (see Get). b.mu is held.
+func (b *Broker) locate(queue, id string) (uint64, store.Task, slot, error) {
+	if err := service.CheckQueue(queue); err != nil {
 		return 0, store.Task{}, slot{}, err
 	}
-	if err := checkID(id); err != nil {
+	if err := service.CheckID(id); err != nil {
 		return 0, store.Task{}, slot{}, err
 	}
 	job, err := b.lookup(queue, id)
@@ -362,7 +363,7 @@ func (b *Broker) find(queue, id string) (uint64, store.Task, slot, error) {
 	}
 	s, ok := b.tasks.get(job)
 	if !ok {
-		return 0, store.Task{}, slot{}, ErrNotFound
+		return 0, store.Task{}, slot{}, task.ErrNotFound
 	}
 	rec, err := b.meta(job)
 	if err != nil {
@@ -379,7 +380,7 @@ func (b *Broker) commitWait(ctx context.Context, g *group) error {
 	select {
 	case <-g.done:
 		if g.err != nil {
-			return fmt.Errorf("%w: store failed: %v", ErrClosed, g.err)
+			return failed(g.err)
 		}
 		return nil
 	case <-ctx.Done():
@@ -388,8 +389,8 @@ func (b *Broker) commitWait(ctx context.Context, g *group) error {
 }
 
 // view turns a record and its slot into the Task the API reports.
-func view(t store.Task, s slot) Task {
-	v := Task{
+func view(t store.Task, s slot) task.Task {
+	v := task.Task{
 		ID:          t.ID,
 		JobID:       t.JobID,
 		Queue:       t.Queue,

@@ -12,6 +12,7 @@ import (
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 var ctx = context.Background()
@@ -29,7 +30,7 @@ func open(t *testing.T, st store.Store) *broker.Broker {
 	return b
 }
 
-func put(t *testing.T, b *broker.Broker, q string, r broker.PutRequest) broker.Task {
+func put(t *testing.T, b *broker.Broker, q string, r task.PutRequest) task.Task {
 	t.Helper()
 	task, created, err := b.Put(ctx, q, r)
 	if err != nil {
@@ -41,14 +42,14 @@ func put(t *testing.T, b *broker.Broker, q string, r broker.PutRequest) broker.T
 	return task
 }
 
-func reserve1(t *testing.T, b *broker.Broker, q string) (broker.Task, bool) {
+func reserve1(t *testing.T, b *broker.Broker, q string) (task.Task, bool) {
 	t.Helper()
 	ts, err := b.Reserve(ctx, q, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ts) == 0 {
-		return broker.Task{}, false
+		return task.Task{}, false
 	}
 	return ts[0], true
 }
@@ -57,7 +58,7 @@ func TestBroker_DelayedNeverEarly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
 		start := time.Now()
-		put(t, b, "q", broker.PutRequest{ID: "a", Delay: 1500 * time.Millisecond, Payload: []byte(`{"x":1}`)})
+		put(t, b, "q", task.PutRequest{ID: "a", Delay: 1500 * time.Millisecond, Payload: []byte(`{"x":1}`)})
 		for step := 0; step < 15; step++ {
 			if _, ok := reserve1(t, b, "q"); ok {
 				t.Fatalf("delivered %v after put, before its 1.5s delay", time.Since(start))
@@ -69,7 +70,7 @@ func TestBroker_DelayedNeverEarly(t *testing.T) {
 		if !ok {
 			t.Fatalf("not delivered %v after put", time.Since(start))
 		}
-		if got.ID != "a" || string(got.Payload) != `{"x":1}` || got.Attempts != 1 || got.Lease == "" || got.State != broker.Reserved {
+		if got.ID != "a" || string(got.Payload) != `{"x":1}` || got.Attempts != 1 || got.Lease == "" || got.State != task.Reserved {
 			t.Fatalf("got %+v", got)
 		}
 	})
@@ -78,7 +79,7 @@ func TestBroker_DelayedNeverEarly(t *testing.T) {
 func TestBroker_LongPollAnswersWhenDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
-		put(t, b, "q", broker.PutRequest{ID: "a", Delay: 3 * time.Second})
+		put(t, b, "q", task.PutRequest{ID: "a", Delay: 3 * time.Second})
 		start := time.Now()
 		ts, err := b.Reserve(ctx, "q", 10, time.Minute)
 		if err != nil || len(ts) != 1 {
@@ -113,7 +114,7 @@ func TestBroker_ManyWaitersEachGetOne(t *testing.T) {
 		}
 		synctest.Wait()
 		for i := range n {
-			put(t, b, "q", broker.PutRequest{ID: fmt.Sprint(i), Delay: time.Duration(i) * time.Millisecond})
+			put(t, b, "q", task.PutRequest{ID: fmt.Sprint(i), Delay: time.Duration(i) * time.Millisecond})
 		}
 		seen := map[string]bool{}
 		for range n {
@@ -133,11 +134,11 @@ func TestBroker_PriorityThenDueThenPutOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
 		now := time.Now()
-		put(t, b, "q", broker.PutRequest{ID: "p5-late", Priority: 5, At: now.Add(-time.Second)})
-		put(t, b, "q", broker.PutRequest{ID: "p5-early", Priority: 5, At: now.Add(-2 * time.Second)})
-		put(t, b, "q", broker.PutRequest{ID: "p1-b", Priority: 1})
-		put(t, b, "q", broker.PutRequest{ID: "p1-c", Priority: 1})
-		put(t, b, "q", broker.PutRequest{ID: "p0", Priority: 0, Delay: time.Second})
+		put(t, b, "q", task.PutRequest{ID: "p5-late", Priority: 5, At: now.Add(-time.Second)})
+		put(t, b, "q", task.PutRequest{ID: "p5-early", Priority: 5, At: now.Add(-2 * time.Second)})
+		put(t, b, "q", task.PutRequest{ID: "p1-b", Priority: 1})
+		put(t, b, "q", task.PutRequest{ID: "p1-c", Priority: 1})
+		put(t, b, "q", task.PutRequest{ID: "p0", Priority: 0, Delay: time.Second})
 		time.Sleep(time.Second + 2*time.Millisecond)
 		ts, err := b.Reserve(ctx, "q", 10, 0)
 		if err != nil {
@@ -156,7 +157,7 @@ func TestBroker_PriorityThenDueThenPutOrder(t *testing.T) {
 func TestBroker_LeaseExpiryRetriesThenDead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
-		put(t, b, "q", broker.PutRequest{ID: "a", TTR: time.Second, MaxAttempts: 2})
+		put(t, b, "q", task.PutRequest{ID: "a", TTR: time.Second, MaxAttempts: 2})
 		first, _ := reserve1(t, b, "q")
 		time.Sleep(999 * time.Millisecond)
 		if _, ok := reserve1(t, b, "q"); ok {
@@ -167,12 +168,12 @@ func TestBroker_LeaseExpiryRetriesThenDead(t *testing.T) {
 		if !ok || second.Attempts != 2 || second.Lease == first.Lease {
 			t.Fatalf("after expiry: %+v %v", second, ok)
 		}
-		if err := b.Ack(ctx, "q", "a", first.Lease); !errors.Is(err, broker.ErrLease) {
+		if err := b.Ack(ctx, "q", "a", first.Lease); !errors.Is(err, task.ErrLease) {
 			t.Fatalf("ack with the expired lease: %v", err)
 		}
 		time.Sleep(1100 * time.Millisecond)
 		got, err := b.Get("q", "a")
-		if err != nil || got.State != broker.Dead {
+		if err != nil || got.State != task.Dead {
 			t.Fatalf("after the last attempt: %+v %v", got, err)
 		}
 		if qs := b.Queues(); len(qs) != 1 || qs[0].Dead != 1 || qs[0].Ready+qs[0].Delayed+qs[0].Reserved != 0 {
@@ -185,7 +186,7 @@ func TestBroker_LeaseExpiryRetriesThenDead(t *testing.T) {
 		if !ok || again.Attempts != 3 {
 			t.Fatalf("after kick: %+v %v", again, ok)
 		}
-		if err := b.Kick(ctx, "q", "a"); !errors.Is(err, broker.ErrState) {
+		if err := b.Kick(ctx, "q", "a"); !errors.Is(err, task.ErrState) {
 			t.Fatalf("kick of a reserved task: %v", err)
 		}
 	})
@@ -194,7 +195,7 @@ func TestBroker_LeaseExpiryRetriesThenDead(t *testing.T) {
 func TestBroker_AckTouchNack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
-		put(t, b, "q", broker.PutRequest{ID: "a", TTR: time.Second})
+		put(t, b, "q", task.PutRequest{ID: "a", TTR: time.Second})
 		r, _ := reserve1(t, b, "q")
 		time.Sleep(800 * time.Millisecond)
 		if _, err := b.Touch(ctx, "q", "a", r.Lease); err != nil {
@@ -207,7 +208,7 @@ func TestBroker_AckTouchNack(t *testing.T) {
 		if err := b.Nack(ctx, "q", "a", r.Lease, 2*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := b.Get("q", "a"); got.State != broker.Delayed || got.Releases != 1 {
+		if got, _ := b.Get("q", "a"); got.State != task.Delayed || got.Releases != 1 {
 			t.Fatalf("after nack: %+v", got)
 		}
 		time.Sleep(1999 * time.Millisecond)
@@ -219,16 +220,16 @@ func TestBroker_AckTouchNack(t *testing.T) {
 		if !ok || r2.Attempts != 2 {
 			t.Fatalf("after nack delay: %+v", r2)
 		}
-		if err := b.Ack(ctx, "q", "a", ""); !errors.Is(err, broker.ErrInvalid) {
+		if err := b.Ack(ctx, "q", "a", ""); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("ack without lease: %v", err)
 		}
 		if err := b.Ack(ctx, "q", "a", r2.Lease); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Get("q", "a"); !errors.Is(err, broker.ErrNotFound) {
+		if _, err := b.Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("get after ack: %v", err)
 		}
-		if err := b.Ack(ctx, "q", "a", r2.Lease); !errors.Is(err, broker.ErrNotFound) {
+		if err := b.Ack(ctx, "q", "a", r2.Lease); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("second ack: %v", err)
 		}
 		time.Sleep(5 * time.Second)
@@ -241,13 +242,13 @@ func TestBroker_AckTouchNack(t *testing.T) {
 func TestBroker_IdempotentPutAndReplace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
-		first := put(t, b, "q", broker.PutRequest{ID: "a", Payload: []byte(`1`), Delay: time.Hour})
-		same, created, err := b.Put(ctx, "q", broker.PutRequest{ID: "a", Payload: []byte(`2`)})
-		if err != nil || created || same.JobID != first.JobID || string(same.Payload) != `1` || same.State != broker.Delayed {
+		first := put(t, b, "q", task.PutRequest{ID: "a", Payload: []byte(`1`), Delay: time.Hour})
+		same, created, err := b.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`2`)})
+		if err != nil || created || same.JobID != first.JobID || string(same.Payload) != `1` || same.State != task.Delayed {
 			t.Fatalf("idempotent put: %+v %v %v", same, created, err)
 		}
-		repl, created, err := b.Put(ctx, "q", broker.PutRequest{ID: "a", Payload: []byte(`3`), Replace: true})
-		if err != nil || created || repl.JobID == first.JobID || repl.State != broker.Ready {
+		repl, created, err := b.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`3`), Replace: true})
+		if err != nil || created || repl.JobID == first.JobID || repl.State != task.Ready {
 			t.Fatalf("replace: %+v %v %v", repl, created, err)
 		}
 		ts, _ := b.Reserve(ctx, "q", 10, 0)
@@ -269,18 +270,18 @@ func TestBroker_BadInputChangesNothing(t *testing.T) {
 		b := open(t, memstore.New())
 		bad := []struct {
 			queue string
-			r     broker.PutRequest
+			r     task.PutRequest
 			want  error
 		}{
-			{"", broker.PutRequest{}, broker.ErrInvalid},
-			{"a/b", broker.PutRequest{}, broker.ErrInvalid},
-			{"q", broker.PutRequest{ID: "has space"}, broker.ErrInvalid},
-			{"q", broker.PutRequest{ID: "a/b"}, broker.ErrInvalid},
-			{"q", broker.PutRequest{Delay: -time.Second}, broker.ErrInvalid},
-			{"q", broker.PutRequest{Delay: 11 * 365 * 24 * time.Hour}, broker.ErrInvalid},
-			{"q", broker.PutRequest{Delay: time.Second, At: time.Now()}, broker.ErrInvalid},
-			{"q", broker.PutRequest{Payload: make([]byte, broker.DefaultMaxPayload+1)}, broker.ErrTooLarge},
-			{"q", broker.PutRequest{MaxAttempts: -1}, broker.ErrInvalid},
+			{"", task.PutRequest{}, task.ErrInvalid},
+			{"a/b", task.PutRequest{}, task.ErrInvalid},
+			{"q", task.PutRequest{ID: "has space"}, task.ErrInvalid},
+			{"q", task.PutRequest{ID: "a/b"}, task.ErrInvalid},
+			{"q", task.PutRequest{Delay: -time.Second}, task.ErrInvalid},
+			{"q", task.PutRequest{Delay: 11 * 365 * 24 * time.Hour}, task.ErrInvalid},
+			{"q", task.PutRequest{Delay: time.Second, At: time.Now()}, task.ErrInvalid},
+			{"q", task.PutRequest{Payload: make([]byte, task.DefaultMaxPayload+1)}, task.ErrTooLarge},
+			{"q", task.PutRequest{MaxAttempts: -1}, task.ErrInvalid},
 		}
 		for _, c := range bad {
 			if _, _, err := b.Put(ctx, c.queue, c.r); !errors.Is(err, c.want) {
@@ -290,18 +291,18 @@ func TestBroker_BadInputChangesNothing(t *testing.T) {
 		if qs := b.Queues(); len(qs) != 0 {
 			t.Fatalf("refused puts made queues: %+v", qs)
 		}
-		res := b.PutBatch(ctx, "q", []broker.PutRequest{{ID: "ok1"}, {ID: "bad id"}, {ID: "ok2"}})
-		if res[0].Err != nil || !errors.Is(res[1].Err, broker.ErrInvalid) || res[2].Err != nil {
+		res := b.PutBatch(ctx, "q", []task.PutRequest{{ID: "ok1"}, {ID: "bad id"}, {ID: "ok2"}})
+		if res[0].Err != nil || !errors.Is(res[1].Err, task.ErrInvalid) || res[2].Err != nil {
 			t.Fatalf("batch: %+v", res)
 		}
 		qs := b.Queues()
 		if len(qs) != 1 || qs[0].Ready != 2 {
 			t.Fatalf("queues after bad input: %+v", qs)
 		}
-		if _, err := b.Reserve(ctx, "q", 0, 0); !errors.Is(err, broker.ErrInvalid) {
+		if _, err := b.Reserve(ctx, "q", 0, 0); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("reserve max 0: %v", err)
 		}
-		if _, err := b.Reserve(ctx, "q", 1, 6*time.Minute); !errors.Is(err, broker.ErrInvalid) {
+		if _, err := b.Reserve(ctx, "q", 1, 6*time.Minute); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("reserve wait 6m: %v", err)
 		}
 	})
@@ -318,13 +319,13 @@ func TestBroker_Recovery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		put(t, b, "q", broker.PutRequest{ID: "soon", Delay: time.Second, Priority: 2})
-		late := put(t, b, "q", broker.PutRequest{ID: "later", Delay: time.Hour})
-		put(t, b, "q", broker.PutRequest{ID: "leased", TTR: 10 * time.Second})
+		put(t, b, "q", task.PutRequest{ID: "soon", Delay: time.Second, Priority: 2})
+		late := put(t, b, "q", task.PutRequest{ID: "later", Delay: time.Hour})
+		put(t, b, "q", task.PutRequest{ID: "leased", TTR: 10 * time.Second})
 		held, _ := reserve1(t, b, "q")
-		put(t, b, "q", broker.PutRequest{ID: "expiring", TTR: 2 * time.Second, Priority: 1})
+		put(t, b, "q", task.PutRequest{ID: "expiring", TTR: 2 * time.Second, Priority: 1})
 		exp, _ := reserve1(t, b, "q")
-		gone := put(t, b, "q", broker.PutRequest{ID: "gone"})
+		gone := put(t, b, "q", task.PutRequest{ID: "gone"})
 		if err := b.Delete(ctx, "q", "gone"); err != nil {
 			t.Fatal(err)
 		}
@@ -348,10 +349,10 @@ func TestBroker_Recovery(t *testing.T) {
 		}
 		_ = exp
 		got, err := b2.Get("q", "later")
-		if err != nil || !got.Due.Equal(late.Due) || got.State != broker.Delayed {
+		if err != nil || !got.Due.Equal(late.Due) || got.State != task.Delayed {
 			t.Fatalf("later: %+v %v", got, err)
 		}
-		n := put(t, b2, "q", broker.PutRequest{Delay: 2 * time.Hour})
+		n := put(t, b2, "q", task.PutRequest{Delay: 2 * time.Hour})
 		if n.JobID <= gone.JobID {
 			t.Fatalf("job id %d reused (deleted task had %d)", n.JobID, gone.JobID)
 		}
@@ -369,10 +370,10 @@ func TestBroker_Schedules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := b.SetSchedule(ctx, broker.ScheduleSpec{Name: "s", Cron: "not a line", Queue: "q"}); !errors.Is(err, broker.ErrInvalid) {
+		if _, _, err := b.SetSchedule(ctx, task.ScheduleSpec{Name: "s", Cron: "not a line", Queue: "q"}); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("bad cron: %v", err)
 		}
-		info, created, err := b.SetSchedule(ctx, broker.ScheduleSpec{Name: "tick", Cron: "@every 1m", Queue: "q", Payload: []byte(`"hi"`)})
+		info, created, err := b.SetSchedule(ctx, task.ScheduleSpec{Name: "tick", Cron: "@every 1m", Queue: "q", Payload: []byte(`"hi"`)})
 		if err != nil || !created || info.Next.IsZero() {
 			t.Fatalf("set: %+v %v %v", info, created, err)
 		}
@@ -401,7 +402,7 @@ func TestBroker_Schedules(t *testing.T) {
 		if err := b2.DeleteSchedule(ctx, "tick"); err != nil {
 			t.Fatal(err)
 		}
-		if err := b2.DeleteSchedule(ctx, "tick"); !errors.Is(err, broker.ErrNoSchedule) {
+		if err := b2.DeleteSchedule(ctx, "tick"); !errors.Is(err, task.ErrNoSchedule) {
 			t.Fatalf("second delete: %v", err)
 		}
 		time.Sleep(5 * time.Minute)
@@ -420,14 +421,14 @@ func TestBroker_GeneratedIDsAvoidClientIDs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		put(t, b, "q", broker.PutRequest{ID: "4"})     // job 1
-		put(t, b, "q", broker.PutRequest{ID: "4@job"}) // job 2
+		put(t, b, "q", task.PutRequest{ID: "4"})     // job 1
+		put(t, b, "q", task.PutRequest{ID: "4@job"}) // job 2
 		b.Close()
 		b = open(t, st)
-		put(t, b, "q", broker.PutRequest{ID: "6"}) // job 3
+		put(t, b, "q", task.PutRequest{ID: "6"}) // job 3
 		seen := map[string]bool{}
 		for range 6 {
-			tk := put(t, b, "q", broker.PutRequest{})
+			tk := put(t, b, "q", task.PutRequest{})
 			if seen[tk.ID] {
 				t.Fatalf("id %s given twice", tk.ID)
 			}
@@ -447,7 +448,7 @@ func TestBroker_ReserveCallerGoneGivesBack(t *testing.T) {
 		b := open(t, memstore.New())
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		put(t, b, "q", broker.PutRequest{ID: "a"})
+		put(t, b, "q", task.PutRequest{ID: "a"})
 		if ts, err := b.Reserve(cctx, "q", 1, 0); err == nil || len(ts) != 0 {
 			t.Fatalf("reserve with a cancelled context: %v %v", ts, err)
 		}

@@ -1,9 +1,13 @@
 package broker
 
 import (
+	"errors"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // group is one group commit: the writes of every operation sequenced while
@@ -111,7 +115,7 @@ func (b *Broker) barrier() *group { return b.last }
 func (b *Broker) record(job uint64) (store.Task, error) {
 	if p, ok := b.over.tasks[job]; ok {
 		if p.gone {
-			return store.Task{}, ErrNotFound
+			return store.Task{}, task.ErrNotFound
 		}
 		if p.t.Payload == nil {
 			// An update over a committed put: the payload is in the store.
@@ -125,31 +129,38 @@ func (b *Broker) record(job uint64) (store.Task, error) {
 	}
 	t, err := b.st.Task(job)
 	if err != nil {
-		return store.Task{}, b.storeErr(err)
+		return t, b.storeErr(err) // t: the record, if only the payload is damaged
 	}
 	return t, nil
 }
 
 // meta returns the current record of job, whose Payload may be nil: from
-// the overlay, the records of reserved tasks, or the store. b.mu is held.
+// the overlay, the records of reserved tasks, or the store. A record
+// whose payload is damaged in the store is returned without it, so that
+// the task can still be deleted. b.mu is held.
 func (b *Broker) meta(job uint64) (store.Task, error) {
 	if p, ok := b.over.tasks[job]; ok {
 		if p.gone {
-			return store.Task{}, ErrNotFound
+			return store.Task{}, task.ErrNotFound
 		}
 		return p.t, nil
 	}
 	if t, ok := b.leased[job]; ok {
 		return t, nil
 	}
-	return b.record(job)
+	t, err := b.record(job)
+	if err != nil && t.JobID != 0 && errors.Is(err, store.ErrCorrupt) {
+		t.Payload = nil
+		return t, nil
+	}
+	return t, err
 }
 
 // lookup returns the job id of the live task id in queue. b.mu is held.
 func (b *Broker) lookup(queue, id string) (uint64, error) {
 	if p, ok := b.over.index[qid{queue, id}]; ok {
 		if p.job == 0 {
-			return 0, ErrNotFound
+			return 0, task.ErrNotFound
 		}
 		return p.job, nil
 	}
@@ -163,7 +174,7 @@ func (b *Broker) lookup(queue, id string) (uint64, error) {
 // storeErr maps the store's not-found to the broker's and keeps others.
 func (b *Broker) storeErr(err error) error {
 	if err == store.ErrNotFound {
-		return ErrNotFound
+		return task.ErrNotFound
 	}
 	return err
 }
@@ -278,9 +289,9 @@ func (b *Broker) finish(g *group, err error, start time.Time) {
 	b.mu.Lock()
 	if err != nil && b.failed == nil {
 		// Memory is ahead of the record and nothing can be promised any
-		// more: every later operation fails, and so does readiness.
+		// more: every later write fails, and so do readiness and health.
 		b.failed = err
-		b.log.Error("hourglass: store commit failed; the broker refuses further work", "err", err)
+		b.log.Error("hourglass: store commit failed; the broker refuses further writes until it is opened again", "err", err)
 	}
 	for job, p := range b.over.tasks {
 		if p.g == g {
@@ -295,4 +306,43 @@ func (b *Broker) finish(g *group, err error, start time.Time) {
 	b.mu.Unlock()
 	g.err = err
 	close(g.done)
+}
+
+// ErrNoSpace is the error (wrapped, with the store's own) of every write
+// after a commit failed because the store's disk is full. A failed commit
+// fails the broker for good (see [Broker.Err]): what memory and the store
+// show may be ahead of what is durable, and only reopening the store
+// tells which. The errors of a failed broker also wrap [task.ErrClosed].
+var ErrNoSpace = errors.New("hourglass: no space left on the store's disk")
+
+// failure is the error of operations after a failed commit: it wraps
+// ErrNoSpace when the disk is full, [task.ErrClosed], and the store's
+// error.
+type failure struct {
+	err   error // the store's
+	space bool  // err is ENOSPC
+}
+
+// failed returns the error operations report after the store's error err
+// failed a commit.
+func failed(err error) error {
+	return &failure{err: err, space: errors.Is(err, syscall.ENOSPC)}
+}
+
+// Error says what failed and what to do, with the store's error after
+// it (its "hourglass: " prefix dropped: an error carries one).
+func (f *failure) Error() string {
+	cause := strings.TrimPrefix(f.err.Error(), "hourglass: ")
+	if f.space {
+		return ErrNoSpace.Error() + ": writes are refused until the server is restarted with space free (" + cause + ")"
+	}
+	return "hourglass: store failed: writes are refused until the server is restarted (" + cause + ")"
+}
+
+// Unwrap returns the errors f wraps, for errors.Is and errors.As.
+func (f *failure) Unwrap() []error {
+	if f.space {
+		return []error{ErrNoSpace, task.ErrClosed, f.err}
+	}
+	return []error{task.ErrClosed, f.err}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // commitOnly hides a store's Apply, so that the broker commits one group
@@ -38,7 +39,7 @@ func BenchmarkBroker_PutDurable(b *testing.B) {
 			b.SetParallelism(32) // 64 goroutines on 2 CPUs
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, _, err := br.Put(ctx, "q", broker.PutRequest{Payload: payload, Delay: time.Hour}); err != nil {
+					if _, _, err := br.Put(ctx, "q", task.PutRequest{Payload: payload, Delay: time.Hour}); err != nil {
 						b.Error(err)
 						return
 					}
@@ -101,9 +102,9 @@ func BenchmarkBroker_Recover(b *testing.B) {
 // batches of 1000, due delay from now (0: ready), one millisecond apart
 // within a batch.
 func fill(b *testing.B, br *broker.Broker, n int, delay time.Duration) {
-	rs := make([]broker.PutRequest, 1000)
+	rs := make([]task.PutRequest, 1000)
 	for i := range rs {
-		rs[i] = broker.PutRequest{Payload: make([]byte, 200)}
+		rs[i] = task.PutRequest{Payload: make([]byte, 200)}
 		if delay > 0 {
 			rs[i].Delay = delay + time.Duration(i)*time.Millisecond
 		}

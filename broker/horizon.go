@@ -1,6 +1,10 @@
 package broker
 
-import "time"
+import (
+	"time"
+
+	"github.com/hourglass-go/hourglass/task"
+)
 
 // armAhead is how far ahead the delay wheel holds tasks. A delayed task
 // due later than that is only its 16-byte slot (slots.go) until a sweep of
@@ -53,7 +57,7 @@ func (b *Broker) sweep() {
 	b.armedUntil = time.Now().Add(armAhead).UnixNano()
 	until := b.armedUntil
 	arm := func(job uint64, s slot) {
-		if s.state() == Delayed && s.due >= from && s.due < until {
+		if s.state() == task.Delayed && s.due >= from && s.due < until {
 			b.armTask(job, s, time.Now().UnixNano())
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // TestBroker_FarDelaysOnTime: tasks due beyond the delay wheel's horizon
@@ -28,7 +29,7 @@ func TestBroker_FarDelaysOnTime(t *testing.T) {
 			90 * time.Second, 150 * time.Second, 7 * time.Minute, 2*time.Hour + 3*time.Millisecond,
 		}
 		for i, d := range delays {
-			put(t, b, "q", broker.PutRequest{ID: fmt.Sprint(i), Delay: d})
+			put(t, b, "q", task.PutRequest{ID: fmt.Sprint(i), Delay: d})
 		}
 		// Restart halfway through the first window: recovery re-arms only
 		// what is near.
@@ -41,7 +42,7 @@ func TestBroker_FarDelaysOnTime(t *testing.T) {
 		defer b.Close()
 		got := map[string]time.Duration{}
 		for len(got) < len(delays) && time.Since(start) < 3*time.Hour {
-			ts, err := b.Reserve(ctx, "q", 10, broker.MaxWait)
+			ts, err := b.Reserve(ctx, "q", 10, task.MaxWait)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +64,7 @@ func TestBroker_FarDelaysOnTime(t *testing.T) {
 			}
 		}
 		// A release with a delay past the horizon, then a put after a sweep.
-		put(t, b, "q", broker.PutRequest{ID: "r"})
+		put(t, b, "q", task.PutRequest{ID: "r"})
 		ts, _ := b.Reserve(ctx, "q", 1, 0)
 		if len(ts) != 1 {
 			t.Fatalf("reserve: %v", ts)
@@ -92,7 +93,7 @@ func TestBroker_DelayAtHorizon(t *testing.T) {
 		start := time.Now()
 		delays := []time.Duration{time.Minute - time.Millisecond, time.Minute, time.Minute + time.Millisecond, 91 * time.Second}
 		for i, d := range delays {
-			put(t, b, "q", broker.PutRequest{ID: fmt.Sprint(i), Delay: d})
+			put(t, b, "q", task.PutRequest{ID: fmt.Sprint(i), Delay: d})
 		}
 		for i, d := range delays {
 			ts, err := b.Reserve(ctx, "q", 1, 2*time.Minute)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // The methods in this file name tasks by job id, as beanstalkd's protocol
@@ -19,7 +21,7 @@ func (b *Broker) job(job uint64) (store.Task, slot, error) {
 	}
 	s, ok := b.tasks.get(job)
 	if !ok {
-		return store.Task{}, slot{}, ErrNotFound
+		return store.Task{}, slot{}, task.ErrNotFound
 	}
 	rec, err := b.meta(job)
 	if err != nil {
@@ -48,7 +50,7 @@ func (b *Broker) withPayload(rec store.Task) (store.Task, error) {
 func (b *Broker) jobIf(job uint64, ok func(store.Task, slot) bool) (store.Task, slot, error) {
 	rec, s, err := b.job(job)
 	if err == nil && !ok(rec, s) {
-		err = ErrNotFound
+		err = task.ErrNotFound
 	}
 	if err != nil {
 		b.mu.Unlock()
@@ -64,28 +66,28 @@ func (b *Broker) heldJob(job uint64, lease string) (store.Task, slot, error) {
 	if err != nil {
 		return store.Task{}, slot{}, err
 	}
-	if s.state() != Reserved || lease == "" || rec.Lease != lease {
-		return store.Task{}, slot{}, ErrNotFound
+	if s.state() != task.Reserved || lease == "" || rec.Lease != lease {
+		return store.Task{}, slot{}, task.ErrNotFound
 	}
 	return rec, s, nil
 }
 
 // Job returns the task with job id job, payload included, or ErrNotFound.
-func (b *Broker) Job(job uint64) (Task, error) {
+func (b *Broker) Job(job uint64) (task.Task, error) {
 	b.mu.Lock()
 	return b.show(job)
 }
 
 // show answers job as it is, payload included, once what it shows is
 // durable. b.mu is held and released.
-func (b *Broker) show(job uint64) (Task, error) {
+func (b *Broker) show(job uint64) (task.Task, error) {
 	rec, s, err := b.job(job)
 	if err == nil {
 		rec, err = b.withPayload(rec)
 	}
 	if err != nil {
 		b.mu.Unlock()
-		return Task{}, err
+		return task.Task{}, err
 	}
 	t := view(rec, s)
 	return t, b.commitWait(context.Background(), b.barrier())
@@ -96,7 +98,7 @@ func (b *Broker) show(job uint64) (Task, error) {
 func (b *Broker) DeleteJob(ctx context.Context, job uint64, lease string) error {
 	b.mu.Lock()
 	rec, s, err := b.jobIf(job, func(rec store.Task, s slot) bool {
-		return s.state() != Reserved || (lease != "" && rec.Lease == lease)
+		return s.state() != task.Reserved || (lease != "" && rec.Lease == lease)
 	})
 	if err != nil {
 		return err
@@ -110,7 +112,7 @@ func (b *Broker) DeleteJob(ctx context.Context, job uint64, lease string) error 
 // attempts. ErrNotFound if job is not reserved under lease.
 func (b *Broker) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
 	if delay < 0 || delay > b.cfg.MaxDelay {
-		return fmt.Errorf("%w: delay must be 0 to %s", ErrInvalid, b.cfg.MaxDelay)
+		return fmt.Errorf("%w: delay must be 0 to %s", task.ErrInvalid, b.cfg.MaxDelay)
 	}
 	b.mu.Lock()
 	rec, s, err := b.heldJob(job, lease)
@@ -156,13 +158,13 @@ func (b *Broker) BuryJob(ctx context.Context, job uint64, lease string, prio uin
 
 // bury records job as dead in memory and in q's buried list. b.mu is held.
 func (b *Broker) bury(job uint64, s slot, q *queueState) {
-	q.count(s.state(), Dead)
-	s.set(Dead)
+	q.count(s.state(), task.Dead)
+	s.set(task.Dead)
 	b.tasks.set(job, s)
 	if len(q.buried) >= 64 && len(q.buried) > 2*q.dead {
 		live := q.buried[:0]
 		for _, j := range q.buried {
-			if x, ok := b.tasks.get(j); ok && x.state() == Dead && x.queue() == q.index {
+			if x, ok := b.tasks.get(j); ok && x.state() == task.Dead && x.queue() == q.index {
 				live = append(live, j)
 			}
 		}
@@ -173,19 +175,19 @@ func (b *Broker) bury(job uint64, s slot, q *queueState) {
 }
 
 // TouchJob renews the reservation lease of job for another TTR.
-func (b *Broker) TouchJob(ctx context.Context, job uint64, lease string) (Task, error) {
+func (b *Broker) TouchJob(ctx context.Context, job uint64, lease string) (task.Task, error) {
 	b.mu.Lock()
 	rec, s, err := b.heldJob(job, lease)
 	if err != nil {
 		b.mu.Unlock()
-		return Task{}, err
+		return task.Task{}, err
 	}
 	return b.touch(ctx, job, rec, s, lease)
 }
 
 // touch renews job's lease and waits for the write. b.mu is held and
 // released.
-func (b *Broker) touch(ctx context.Context, job uint64, rec store.Task, s slot, lease string) (Task, error) {
+func (b *Broker) touch(ctx context.Context, job uint64, rec store.Task, s slot, lease string) (task.Task, error) {
 	rec.LeaseUntil = time.Now().Add(rec.TTR).UnixNano()
 	rec.Payload = nil
 	b.writeTask(store.UpdateTask, rec)
@@ -203,7 +205,7 @@ func (b *Broker) touch(ctx context.Context, job uint64, rec store.Task, s slot, 
 func (b *Broker) KickJob(ctx context.Context, job uint64) error {
 	b.mu.Lock()
 	rec, s, err := b.jobIf(job, func(_ store.Task, s slot) bool {
-		return s.state() == Dead || s.state() == Delayed
+		return s.state() == task.Dead || s.state() == task.Delayed
 	})
 	if err != nil {
 		return err
@@ -216,7 +218,7 @@ func (b *Broker) KickJob(ctx context.Context, job uint64) error {
 // first, if there are any; else delayed ones, soonest due first. It
 // returns how many. Kicking delayed tasks scans every live task: O(n).
 func (b *Broker) KickQueue(ctx context.Context, queue string, n int) (int, error) {
-	if err := checkQueue(queue); err != nil {
+	if err := service.CheckQueue(queue); err != nil {
 		return 0, err
 	}
 	b.mu.Lock()
@@ -255,7 +257,7 @@ func (b *Broker) buriedJobs(q *queueState, n int) []uint64 {
 		if len(out) == n {
 			break
 		}
-		if s, ok := b.tasks.get(j); ok && s.state() == Dead && s.queue() == q.index && !seen[j] {
+		if s, ok := b.tasks.get(j); ok && s.state() == task.Dead && s.queue() == q.index && !seen[j] {
 			seen[j] = true
 			out = append(out, j)
 		}
@@ -268,7 +270,7 @@ func (b *Broker) buriedJobs(q *queueState, n int) []uint64 {
 func (b *Broker) delayedJobs(q *queueState, n int) []uint64 {
 	var h readyHeap // a max-heap by negated order would do; n is small
 	b.tasks.each(func(j uint64, s slot) bool {
-		if s.state() == Delayed && s.queue() == q.index {
+		if s.state() == task.Delayed && s.queue() == q.index {
 			h.push(readyItem{due: s.due, job: j})
 		}
 		return true
@@ -286,23 +288,23 @@ func (b *Broker) delayedJobs(q *queueState, n int) []uint64 {
 
 // ReserveJob reserves job if it is ready, delayed or dead, whatever its
 // queue, and returns it with its lease; else ErrNotFound.
-func (b *Broker) ReserveJob(ctx context.Context, job uint64) (Task, error) {
+func (b *Broker) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 	b.mu.Lock()
 	rec, s, err := b.job(job)
-	if err == nil && s.state() == Reserved {
-		err = ErrNotFound
+	if err == nil && s.state() == task.Reserved {
+		err = task.ErrNotFound
 	}
 	if err == nil {
 		rec, err = b.withPayload(rec)
 	}
 	if err != nil {
 		b.mu.Unlock()
-		return Task{}, err
+		return task.Task{}, err
 	}
 	q := b.queues[s.queue()]
 	b.unplace(job, s)
-	q.count(0, Reserved)
-	s.set(Reserved)
+	q.count(0, task.Reserved)
+	s.set(task.Reserved)
 	b.tasks.set(job, s)
 	t := b.lease(job, s, rec, time.Now())
 	q.deliveries++
@@ -313,37 +315,37 @@ func (b *Broker) ReserveJob(ctx context.Context, job uint64) (Task, error) {
 // for Ready the next one Reserve would hand out; for Delayed the one due
 // soonest (a scan of every live task); for Dead the oldest death.
 // ErrNotFound when there is none.
-func (b *Broker) Peek(queue string, st State) (Task, error) {
-	if err := checkQueue(queue); err != nil {
-		return Task{}, err
+func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
+	if err := service.CheckQueue(queue); err != nil {
+		return task.Task{}, err
 	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
-		return Task{}, err
+		return task.Task{}, err
 	}
 	q, ok := b.byName[queue]
 	if !ok {
 		b.mu.Unlock()
-		return Task{}, ErrNotFound
+		return task.Task{}, task.ErrNotFound
 	}
 	var jobs []uint64
 	switch st {
-	case Ready:
+	case task.Ready:
 		if it, ok := b.peekReady(q); ok {
 			jobs = []uint64{it.job}
 		}
-	case Delayed:
+	case task.Delayed:
 		jobs = b.delayedJobs(q, 1)
-	case Dead:
+	case task.Dead:
 		jobs = b.buriedJobs(q, 1)
 	default:
 		b.mu.Unlock()
-		return Task{}, fmt.Errorf("%w: cannot peek %s tasks", ErrInvalid, st)
+		return task.Task{}, fmt.Errorf("%w: cannot peek %s tasks", task.ErrInvalid, st)
 	}
 	if len(jobs) == 0 {
 		b.mu.Unlock()
-		return Task{}, ErrNotFound
+		return task.Task{}, task.ErrNotFound
 	}
 	return b.show(jobs[0])
 }
@@ -351,11 +353,11 @@ func (b *Broker) Peek(queue string, st State) (Task, error) {
 // PauseQueue stops queue from handing out tasks for d (0 ends a pause):
 // reservers wait, puts go on.
 func (b *Broker) PauseQueue(queue string, d time.Duration) error {
-	if err := checkQueue(queue); err != nil {
+	if err := service.CheckQueue(queue); err != nil {
 		return err
 	}
 	if d < 0 || d > b.cfg.MaxDelay {
-		return fmt.Errorf("%w: pause must be 0 to %s", ErrInvalid, b.cfg.MaxDelay)
+		return fmt.Errorf("%w: pause must be 0 to %s", task.ErrInvalid, b.cfg.MaxDelay)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -393,33 +395,20 @@ func (b *Broker) unpaused(q *queueState) {
 	}
 }
 
-// QueueDetail is what beanstalkd's stats-tube reports of a queue.
-type QueueDetail struct {
-	QueueStats
-	// Urgent counts ready tasks with priority under DefaultPriority.
-	Urgent int
-	// Waiting counts reservers blocked on the queue.
-	Waiting int
-	// Pause is the time left of a pause (0: none), and Pauses the number
-	// of PauseQueue calls.
-	PauseLeft time.Duration
-	Pauses    uint64
-}
-
 // Queue returns the detail of queue; a queue never used reports zeros.
 // It takes O(ready) time.
-func (b *Broker) Queue(queue string) (QueueDetail, error) {
-	if err := checkQueue(queue); err != nil {
-		return QueueDetail{}, err
+func (b *Broker) Queue(queue string) (task.QueueDetail, error) {
+	if err := service.CheckQueue(queue); err != nil {
+		return task.QueueDetail{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q, ok := b.byName[queue]
 	if !ok {
-		return QueueDetail{QueueStats: QueueStats{Name: queue}}, nil
+		return task.QueueDetail{QueueStats: task.QueueStats{Name: queue}}, nil
 	}
-	d := QueueDetail{
-		QueueStats: QueueStats{Name: q.name, Delayed: q.delayed, Ready: q.readyN, Reserved: q.reserved, Dead: q.dead,
+	d := task.QueueDetail{
+		QueueStats: task.QueueStats{Name: q.name, Delayed: q.delayed, Ready: q.readyN, Reserved: q.reserved, Dead: q.dead,
 			Puts: q.puts, Deliveries: q.deliveries, Acks: q.acks},
 		Waiting: len(q.waiters),
 		Pauses:  q.pauses,
@@ -428,7 +417,7 @@ func (b *Broker) Queue(queue string) (QueueDetail, error) {
 	// so each task is counted once.
 	seen := make(map[uint64]bool)
 	for _, it := range q.ready {
-		if s, ok := b.tasks.get(it.job); ok && s.state() == Ready && s.queue() == q.index && s.prio < DefaultPriority && !seen[it.job] {
+		if s, ok := b.tasks.get(it.job); ok && s.state() == task.Ready && s.queue() == q.index && s.prio < task.DefaultPriority && !seen[it.job] {
 			seen[it.job] = true
 			d.Urgent++
 		}
@@ -451,7 +440,7 @@ func (b *Broker) DeleteDead(ctx context.Context, queue string) (int, error) {
 
 // eachDead applies f to every dead task of queue, durably.
 func (b *Broker) eachDead(ctx context.Context, queue string, f func(uint64, slot, store.Task)) (int, error) {
-	if err := checkQueue(queue); err != nil {
+	if err := service.CheckQueue(queue); err != nil {
 		return 0, err
 	}
 	b.mu.Lock()

@@ -6,16 +6,16 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 func TestBroker_ReserveAnyAcrossQueues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
-		put(t, b, "a", broker.PutRequest{ID: "a5", Priority: 5})
-		put(t, b, "b", broker.PutRequest{ID: "b1", Priority: 1})
-		put(t, b, "c", broker.PutRequest{ID: "c0", Priority: 0})
+		put(t, b, "a", task.PutRequest{ID: "a5", Priority: 5})
+		put(t, b, "b", task.PutRequest{ID: "b1", Priority: 1})
+		put(t, b, "c", task.PutRequest{ID: "c0", Priority: 0})
 		got, ok, err := b.ReserveAny(ctx, []string{"a", "b"}, 0)
 		if err != nil || !ok || got.ID != "b1" {
 			t.Fatalf("first: %+v %v %v", got, ok, err)
@@ -25,14 +25,14 @@ func TestBroker_ReserveAnyAcrossQueues(t *testing.T) {
 			t.Fatalf("second: %+v", got)
 		}
 		// A waiter on two queues is woken by either, and only once.
-		done := make(chan broker.Task)
+		done := make(chan task.Task)
 		go func() {
 			t, _, _ := b.ReserveAny(ctx, []string{"x", "y"}, time.Minute)
 			done <- t
 		}()
 		synctest.Wait()
-		put(t, b, "y", broker.PutRequest{ID: "y1", Delay: time.Second})
-		put(t, b, "x", broker.PutRequest{ID: "x1", Delay: time.Second})
+		put(t, b, "y", task.PutRequest{ID: "y1", Delay: time.Second})
+		put(t, b, "x", task.PutRequest{ID: "x1", Delay: time.Second})
 		if got := <-done; got.ID != "x1" && got.ID != "y1" {
 			t.Fatalf("waiter got %+v", got)
 		}
@@ -50,9 +50,9 @@ func TestBroker_ReserveAnyAcrossQueues(t *testing.T) {
 func TestBroker_BuryKickPeek(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
-		j1 := put(t, b, "q", broker.PutRequest{ID: "1"})
-		j2 := put(t, b, "q", broker.PutRequest{ID: "2"})
-		j3 := put(t, b, "q", broker.PutRequest{ID: "3", Delay: time.Hour})
+		j1 := put(t, b, "q", task.PutRequest{ID: "1"})
+		j2 := put(t, b, "q", task.PutRequest{ID: "2"})
+		j3 := put(t, b, "q", task.PutRequest{ID: "3", Delay: time.Hour})
 		r1, _ := reserve1(t, b, "q")
 		r2, _ := reserve1(t, b, "q")
 		if err := b.BuryJob(ctx, r2.JobID, r2.Lease, 7); err != nil {
@@ -61,23 +61,23 @@ func TestBroker_BuryKickPeek(t *testing.T) {
 		if err := b.BuryJob(ctx, r1.JobID, r1.Lease, 9); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.BuryJob(ctx, r1.JobID, r1.Lease, 9); !errors.Is(err, broker.ErrNotFound) {
+		if err := b.BuryJob(ctx, r1.JobID, r1.Lease, 9); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("bury twice: %v", err)
 		}
-		if p, err := b.Peek("q", broker.Dead); err != nil || p.JobID != j2.JobID || p.Priority != 7 {
+		if p, err := b.Peek("q", task.Dead); err != nil || p.JobID != j2.JobID || p.Priority != 7 {
 			t.Fatalf("peek-buried: %+v %v", p, err)
 		}
-		if p, err := b.Peek("q", broker.Delayed); err != nil || p.JobID != j3.JobID {
+		if p, err := b.Peek("q", task.Delayed); err != nil || p.JobID != j3.JobID {
 			t.Fatalf("peek-delayed: %+v %v", p, err)
 		}
-		if _, err := b.Peek("q", broker.Ready); !errors.Is(err, broker.ErrNotFound) {
+		if _, err := b.Peek("q", task.Ready); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("peek-ready: %v", err)
 		}
 		// kick takes buried ones first, oldest burial first.
 		if n, err := b.KickQueue(ctx, "q", 1); err != nil || n != 1 {
 			t.Fatalf("kick 1: %d %v", n, err)
 		}
-		if p, _ := b.Peek("q", broker.Ready); p.JobID != j2.JobID {
+		if p, _ := b.Peek("q", task.Ready); p.JobID != j2.JobID {
 			t.Fatalf("kicked %+v, want job %d", p, j2.JobID)
 		}
 		if n, _ := b.KickQueue(ctx, "q", 10); n != 1 {
@@ -86,7 +86,7 @@ func TestBroker_BuryKickPeek(t *testing.T) {
 		if n, _ := b.KickQueue(ctx, "q", 10); n != 1 {
 			t.Fatalf("kick of delayed: %d", n)
 		}
-		if err := b.KickJob(ctx, j1.JobID); !errors.Is(err, broker.ErrNotFound) {
+		if err := b.KickJob(ctx, j1.JobID); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("kick-job of a ready job: %v", err)
 		}
 		if d, _ := b.Queue("q"); d.Ready != 3 || d.Dead != 0 || d.Delayed != 0 || d.Urgent != 3 {
@@ -98,28 +98,28 @@ func TestBroker_BuryKickPeek(t *testing.T) {
 func TestBroker_ReleaseReserveJobDelete(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
-		j := put(t, b, "q", broker.PutRequest{ID: "1", Delay: time.Hour})
+		j := put(t, b, "q", task.PutRequest{ID: "1", Delay: time.Hour})
 		r, err := b.ReserveJob(ctx, j.JobID)
 		if err != nil || r.Lease == "" {
 			t.Fatalf("reserve-job of a delayed job: %+v %v", r, err)
 		}
-		if err := b.DeleteJob(ctx, j.JobID, "wrong"); !errors.Is(err, broker.ErrNotFound) {
+		if err := b.DeleteJob(ctx, j.JobID, "wrong"); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("delete with another lease: %v", err)
 		}
 		if err := b.ReleaseJob(ctx, j.JobID, r.Lease, 3, 2*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := b.Job(j.JobID); got.State != broker.Delayed || got.Priority != 3 {
+		if got, _ := b.Job(j.JobID); got.State != task.Delayed || got.Priority != 3 {
 			t.Fatalf("after release: %+v", got)
 		}
 		time.Sleep(2*time.Second + 2*time.Millisecond)
-		if got, _ := b.Job(j.JobID); got.State != broker.Ready {
+		if got, _ := b.Job(j.JobID); got.State != task.Ready {
 			t.Fatalf("after the release delay: %+v", got)
 		}
 		if err := b.DeleteJob(ctx, j.JobID, ""); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Job(j.JobID); !errors.Is(err, broker.ErrNotFound) {
+		if _, err := b.Job(j.JobID); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("after delete: %v", err)
 		}
 	})
@@ -128,7 +128,7 @@ func TestBroker_ReleaseReserveJobDelete(t *testing.T) {
 func TestBroker_PauseQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
-		put(t, b, "q", broker.PutRequest{ID: "1"})
+		put(t, b, "q", task.PutRequest{ID: "1"})
 		if err := b.PauseQueue("q", 3*time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestBroker_KickDeadDeleteDead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
 		for i := range 4 {
-			put(t, b, "q", broker.PutRequest{MaxAttempts: 1, TTR: time.Second, Priority: uint32(i)})
+			put(t, b, "q", task.PutRequest{MaxAttempts: 1, TTR: time.Second, Priority: uint32(i)})
 		}
 		ts, _ := b.Reserve(ctx, "q", 4, 0)
 		if len(ts) != 4 {

@@ -5,6 +5,9 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // The methods in this file are for looking at the queue (the dashboard):
@@ -16,17 +19,17 @@ import (
 // (0 when there is none). A page reads at most 10×limit records, so with
 // a rare state it may be short or empty yet have a next page. limit must
 // be 1 to 1000.
-func (b *Broker) ListTasks(queue string, st State, after uint64, limit int) ([]Task, uint64, error) {
-	if err := checkQueue(queue); err != nil {
+func (b *Broker) ListTasks(queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error) {
+	if err := service.CheckQueue(queue); err != nil {
 		return nil, 0, err
 	}
 	if limit < 1 || limit > 1000 {
-		return nil, 0, fmt.Errorf("%w: limit must be 1 to 1000", ErrInvalid)
+		return nil, 0, fmt.Errorf("%w: limit must be 1 to 1000", task.ErrInvalid)
 	}
-	if st > Dead {
-		return nil, 0, fmt.Errorf("%w: no state %d", ErrInvalid, st)
+	if st > task.Dead {
+		return nil, 0, fmt.Errorf("%w: no state %d", task.ErrInvalid, st)
 	}
-	var out []Task
+	var out []task.Task
 	budget := 10 * limit
 	for budget > 0 && len(out) < limit {
 		recs, err := b.st.List(queue, after, min(budget, 1000))
@@ -93,23 +96,14 @@ func (l *lateness) add(now time.Time, d time.Duration) {
 	w.max = max(w.max, d)
 }
 
-// LatenessWindow is delivery lateness in one 10-second window: how many
-// tasks were handed out, and quantiles of how late (from due time to hand-
-// over), each an upper bound within a factor of two, except Max.
-type LatenessWindow struct {
-	Start         time.Time
-	Deliveries    int
-	P50, P99, Max time.Duration
-}
-
 // Lateness returns the lateness of the windows of the last 15 minutes
 // that had deliveries, oldest first.
-func (b *Broker) Lateness() []LatenessWindow {
+func (b *Broker) Lateness() []task.LatenessWindow {
 	b.mu.Lock()
 	ws := b.late.windows
 	b.mu.Unlock()
 	oldest := time.Now().Add(-latencyWindows * latencyWindow).UnixNano()
-	var out []LatenessWindow
+	var out []task.LatenessWindow
 	for _, w := range ws {
 		if w.start == 0 || w.start < oldest {
 			continue
@@ -130,9 +124,9 @@ func (b *Broker) Lateness() []LatenessWindow {
 			}
 			return w.max
 		}
-		out = append(out, LatenessWindow{Start: time.Unix(0, w.start).UTC(), Deliveries: total, P50: q(0.5), P99: q(0.99), Max: w.max})
+		out = append(out, task.LatenessWindow{Start: time.Unix(0, w.start).UTC(), Deliveries: total, P50: q(0.5), P99: q(0.99), Max: w.max})
 	}
-	slices.SortFunc(out, func(a, b LatenessWindow) int { return a.Start.Compare(b.Start) })
+	slices.SortFunc(out, func(a, b task.LatenessWindow) int { return a.Start.Compare(b.Start) })
 	return out
 }
 
@@ -142,7 +136,7 @@ func (b *Broker) Lateness() []LatenessWindow {
 // under the broker's lock: O(tasks), about 10 ms per million.
 func (b *Broker) DueHistogram(queue string, width time.Duration, n int) (start time.Time, counts []int, err error) {
 	if width <= 0 || n < 1 || n > 10000 {
-		return time.Time{}, nil, fmt.Errorf("%w: width must be positive and n 1 to 10000", ErrInvalid)
+		return time.Time{}, nil, fmt.Errorf("%w: width must be positive and n 1 to 10000", task.ErrInvalid)
 	}
 	counts = make([]int, n)
 	b.mu.Lock()
@@ -158,7 +152,7 @@ func (b *Broker) DueHistogram(queue string, width time.Duration, n int) (start t
 	now := time.Now()
 	from := now.UnixNano()
 	b.tasks.each(func(_ uint64, s slot) bool {
-		if s.state() != Delayed || (qi != math.MaxUint32 && s.queue() != qi) {
+		if s.state() != task.Delayed || (qi != math.MaxUint32 && s.queue() != qi) {
 			return true
 		}
 		if i := (s.due - from) / int64(width); i >= 0 && i < int64(n) {

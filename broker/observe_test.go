@@ -6,8 +6,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 func TestBroker_ListTasksPagesByState(t *testing.T) {
@@ -18,9 +18,9 @@ func TestBroker_ListTasksPagesByState(t *testing.T) {
 			if i%5 == 0 {
 				d = time.Hour
 			}
-			put(t, b, "q", broker.PutRequest{ID: fmt.Sprint(i), Delay: d})
+			put(t, b, "q", task.PutRequest{ID: fmt.Sprint(i), Delay: d})
 		}
-		var all []broker.Task
+		var all []task.Task
 		after := uint64(0)
 		for pages := 0; ; pages++ {
 			page, next, err := b.ListTasks("q", 0, after, 10)
@@ -36,7 +36,7 @@ func TestBroker_ListTasksPagesByState(t *testing.T) {
 		if len(all) != 25 || all[0].ID != "0" || all[24].ID != "24" || all[3].Payload != nil {
 			t.Fatalf("pages gave %d tasks", len(all))
 		}
-		delayed, _, err := b.ListTasks("q", broker.Delayed, 0, 100)
+		delayed, _, err := b.ListTasks("q", task.Delayed, 0, 100)
 		if err != nil || len(delayed) != 5 {
 			t.Fatalf("delayed: %d %v", len(delayed), err)
 		}
@@ -47,9 +47,9 @@ func TestBroker_LatenessAndDueHistogram(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
 		for i := range 10 {
-			put(t, b, "q", broker.PutRequest{Delay: time.Duration(i+1) * time.Minute})
+			put(t, b, "q", task.PutRequest{Delay: time.Duration(i+1) * time.Minute})
 		}
-		put(t, b, "q", broker.PutRequest{Delay: 2 * time.Hour})
+		put(t, b, "q", task.PutRequest{Delay: 2 * time.Hour})
 		_, counts, err := b.DueHistogram("q", time.Minute, 60)
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +61,7 @@ func TestBroker_LatenessAndDueHistogram(t *testing.T) {
 		if sum != 10 || counts[0] != 0 || counts[1] != 1 {
 			t.Fatalf("histogram %v", counts)
 		}
-		put(t, b, "r", broker.PutRequest{At: time.Now().Add(-300 * time.Millisecond)})
+		put(t, b, "r", task.PutRequest{At: time.Now().Add(-300 * time.Millisecond)})
 		reserve1(t, b, "r")
 		ws := b.Lateness()
 		if len(ws) != 1 || ws[0].Deliveries != 1 || ws[0].Max != 300*time.Millisecond || ws[0].P99 != 300*time.Millisecond {

@@ -5,7 +5,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Put puts one task into queue and returns it once it is durable. created
@@ -14,29 +16,29 @@ import (
 // a new one with a new job id. A task due now or earlier is ready at once.
 // Errors wrap ErrInvalid or ErrTooLarge for bad input (and nothing is
 // changed), or are ErrClosed.
-func (b *Broker) Put(ctx context.Context, queue string, r PutRequest) (t Task, created bool, err error) {
-	res := b.PutBatch(ctx, queue, []PutRequest{r})
+func (b *Broker) Put(ctx context.Context, queue string, r task.PutRequest) (t task.Task, created bool, err error) {
+	res := b.PutBatch(ctx, queue, []task.PutRequest{r})
 	return res[0].Task, res[0].Created, res[0].Err
 }
 
 // PutBatch puts each of rs as Put does, in order, and answers once all are
 // durable, with one commit for the lot. One bad request fails alone. It
 // takes O(len(rs)) time plus the store's commit.
-func (b *Broker) PutBatch(ctx context.Context, queue string, rs []PutRequest) []PutResult {
-	res := make([]PutResult, len(rs))
-	fail := func(err error) []PutResult {
+func (b *Broker) PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult {
+	res := make([]task.PutResult, len(rs))
+	fail := func(err error) []task.PutResult {
 		for i := range res {
 			if res[i].Err == nil {
-				res[i] = PutResult{Err: err}
+				res[i] = task.PutResult{Err: err}
 			}
 		}
 		return res
 	}
-	if err := checkQueue(queue); err != nil {
+	if err := service.CheckQueue(queue); err != nil {
 		return fail(err)
 	}
-	if len(rs) > MaxBatch {
-		return fail(errBatch)
+	if len(rs) > task.MaxBatch {
+		return fail(service.ErrBatch)
 	}
 	now := time.Now()
 	dues := make([]int64, len(rs))
@@ -64,7 +66,7 @@ func (b *Broker) PutBatch(ctx context.Context, queue string, rs []PutRequest) []
 	if err := b.commitWait(ctx, b.barrier()); err != nil {
 		for i := range res {
 			if res[i].Err == nil {
-				res[i] = PutResult{Err: err}
+				res[i] = task.PutResult{Err: err}
 			}
 		}
 	}
@@ -72,24 +74,24 @@ func (b *Broker) PutBatch(ctx context.Context, queue string, rs []PutRequest) []
 }
 
 // put sequences one put. b.mu is held.
-func (b *Broker) put(q *queueState, r *PutRequest, due, now int64) (Task, bool, error) {
+func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Task, bool, error) {
 	replaced := false
 	if r.ID != "" {
 		job, err := b.lookup(q.name, r.ID)
 		switch {
-		case err == ErrNotFound:
+		case err == task.ErrNotFound:
 		case err != nil:
-			return Task{}, false, err
+			return task.Task{}, false, err
 		case !r.Replace:
 			rec, err := b.record(job)
 			if err != nil {
-				return Task{}, false, err
+				return task.Task{}, false, err
 			}
 			return view(rec, b.tasks.at(job)), false, nil
 		default:
 			rec, err := b.record(job)
 			if err != nil {
-				return Task{}, false, err
+				return task.Task{}, false, err
 			}
 			b.unplace(job, b.tasks.at(job))
 			b.tasks.del(job)
@@ -145,7 +147,7 @@ func (b *Broker) generatedID(queue string, job uint64) string {
 	}
 	delete(b.numeric, k) // the job ids are past it now
 	for suffix := ""; ; suffix += "@job" {
-		if _, err := b.lookup(queue, id+suffix); err == ErrNotFound {
+		if _, err := b.lookup(queue, id+suffix); err == task.ErrNotFound {
 			return id + suffix
 		}
 	}
@@ -165,4 +167,10 @@ func (b *Broker) noteNumeric(queue, id string) {
 	if n, err := strconv.ParseUint(id, 10, 64); err == nil && n >= b.nextJob {
 		b.numeric[qid{queue, id}] = struct{}{}
 	}
+}
+
+// checkPut checks r against the broker's limits (service.CheckPut) and
+// returns the task's due time (Unix ns) for a put at now.
+func (b *Broker) checkPut(r *task.PutRequest, now time.Time) (int64, error) {
+	return service.CheckPut(r, now, b.cfg.MaxDelay, b.cfg.MaxPayload)
 }

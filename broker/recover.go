@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // recover rebuilds memory from the store (see Open). Leases that ran out
@@ -36,15 +37,15 @@ func (b *Broker) recover() error {
 			b.place(t.JobID, s, q, now)
 		case store.Reserved:
 			if t.LeaseUntil > now {
-				s.set(Reserved)
-				q.count(0, Reserved)
+				s.set(task.Reserved)
+				q.count(0, task.Reserved)
 				b.tasks.set(t.JobID, s)
 				b.leased[t.JobID] = t
 				b.leases.Set(t.JobID, time.Duration(t.LeaseUntil-now))
 				return nil
 			}
-			s.set(Reserved)
-			q.count(0, Reserved)
+			s.set(task.Reserved)
+			q.count(0, task.Reserved)
 			b.tasks.set(t.JobID, s)
 			t.Timeouts++
 			b.requeue(t.JobID, s, t, now, t.Due)

@@ -3,12 +3,15 @@ package broker
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"time"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Reserve hands out up to max ready tasks of queue, in priority order,
@@ -23,12 +26,12 @@ import (
 // attempt not counted and the lease unknown. max must be 1 to MaxReserve
 // and wait 0 to MaxWait. A paused queue (PauseQueue) hands out nothing until its pause
 // ends.
-func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]Task, error) {
-	if err := checkQueue(queue); err != nil {
+func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
+	if err := service.CheckQueue(queue); err != nil {
 		return nil, err
 	}
-	if max < 1 || max > MaxReserve {
-		return nil, fmt.Errorf("%w: max must be 1 to %d", ErrInvalid, MaxReserve)
+	if max < 1 || max > task.MaxReserve {
+		return nil, fmt.Errorf("%w: max must be 1 to %d", task.ErrInvalid, task.MaxReserve)
 	}
 	return b.reserve(ctx, []string{queue}, max, wait)
 }
@@ -37,18 +40,18 @@ func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.D
 // delivery order across them (priority, then due time, then put order),
 // waiting up to wait as Reserve does. ok is false when none came. It is
 // beanstalkd's reserve over a watch list.
-func (b *Broker) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t Task, ok bool, err error) {
+func (b *Broker) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t task.Task, ok bool, err error) {
 	if len(queues) == 0 {
-		return Task{}, false, fmt.Errorf("%w: no queue to reserve from", ErrInvalid)
+		return task.Task{}, false, fmt.Errorf("%w: no queue to reserve from", task.ErrInvalid)
 	}
 	for _, q := range queues {
-		if err := checkQueue(q); err != nil {
-			return Task{}, false, err
+		if err := service.CheckQueue(q); err != nil {
+			return task.Task{}, false, err
 		}
 	}
 	ts, err := b.reserve(ctx, queues, 1, wait)
 	if err != nil || len(ts) == 0 {
-		return Task{}, false, err
+		return task.Task{}, false, err
 	}
 	return ts[0], true, nil
 }
@@ -62,9 +65,9 @@ func (b *Broker) ReserveAny(ctx context.Context, queues []string, wait time.Dura
 // (readTaken); hand writes the reservations and arms their leases, under
 // b.mu again, leaving out any task that was deleted or replaced in
 // between (see Broker.taking).
-func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time.Duration) ([]Task, error) {
-	if wait < 0 || wait > MaxWait {
-		return nil, fmt.Errorf("%w: wait must be 0 to %s", ErrInvalid, MaxWait)
+func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time.Duration) ([]task.Task, error) {
+	if wait < 0 || wait > task.MaxWait {
+		return nil, fmt.Errorf("%w: wait must be 0 to %s", task.ErrInvalid, task.MaxWait)
 	}
 	var timer *time.Timer
 	var err error
@@ -102,7 +105,7 @@ func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time
 			if g != nil {
 				<-g.done
 				if g.err != nil {
-					return nil, fmt.Errorf("%w: store failed: %v", ErrClosed, g.err)
+					return nil, failed(g.err)
 				}
 			}
 			if cerr := ctx.Err(); cerr != nil && len(tasks) > 0 {
@@ -192,8 +195,8 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 			it.rec, it.need = p.t, p.t.Payload == nil
 		}
 		s := b.tasks.at(top.job)
-		best.count(Ready, Reserved)
-		s.set(Reserved)
+		best.count(task.Ready, task.Reserved)
+		s.set(task.Reserved)
 		b.tasks.set(top.job, s)
 		b.taking[top.job] = struct{}{}
 		out = append(out, it)
@@ -215,6 +218,9 @@ func (b *Broker) readTaken(items []taken) {
 		switch {
 		case err != nil:
 			it.err = b.storeErr(err)
+			if it.rec.JobID == 0 {
+				it.rec = full // the record, if only the payload is damaged
+			}
 		case it.rec.JobID != 0:
 			it.rec.Payload = full.Payload
 		default:
@@ -224,15 +230,17 @@ func (b *Broker) readTaken(items []taken) {
 }
 
 // hand leases the tasks take picked at time at that are still taken, in
-// order, and returns them; a task whose record could not be read is ready
-// again, and its error is returned if no task is handed out. b.mu is
-// held.
-func (b *Broker) hand(items []taken, at time.Time) ([]Task, error) {
+// order, and returns them. A task whose record or payload is damaged in
+// the store is made dead (see damaged), so that it does not stop its
+// queue; a task whose record could not be read for another reason is
+// ready again, and its error is returned if no task is handed out. b.mu
+// is held.
+func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	var out []Task
+	var out []task.Task
 	var failed error
 	for _, it := range items {
 		if _, ok := b.taking[it.job]; !ok {
@@ -240,9 +248,13 @@ func (b *Broker) hand(items []taken, at time.Time) ([]Task, error) {
 		}
 		delete(b.taking, it.job)
 		s := b.tasks.at(it.job)
+		if errors.Is(it.err, store.ErrCorrupt) {
+			b.damaged(it, s)
+			continue
+		}
 		if it.err != nil {
-			it.q.count(Reserved, Ready)
-			s.set(Ready)
+			it.q.count(task.Reserved, task.Ready)
+			s.set(task.Ready)
 			b.tasks.set(it.job, s)
 			it.q.ready.push(readyItem{due: s.due, prio: s.prio, job: it.job})
 			it.q.wakeOne()
@@ -263,12 +275,32 @@ func (b *Broker) hand(items []taken, at time.Time) ([]Task, error) {
 	return nil, failed
 }
 
+// damaged makes dead the task it, taken by a reserve, whose record or
+// payload the store reports damaged (it.err wraps store.ErrCorrupt), and
+// logs the damage: every reserve reaching it would fail otherwise, and
+// the tasks behind it in its queue would never be handed out. A dead task
+// stays until it is deleted (or kicked, to fail again). With its record
+// readable (only the payload damaged) the death is recorded; with the
+// record damaged too it is dead in memory only. b.mu is held.
+func (b *Broker) damaged(it taken, s slot) {
+	rec := it.rec
+	b.log.Error("hourglass: task damaged in the store; it is dead now and can be deleted",
+		"queue", it.q.name, "id", rec.ID, "job_id", it.job, "err", it.err)
+	if rec.JobID != 0 {
+		rec.State = store.Dead
+		rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
+		b.writeTask(store.UpdateTask, rec)
+	}
+	b.bury(it.job, s, it.q)
+	b.metrics.Dead.Inc()
+}
+
 // peekReady returns the first item of q's ready heap whose task is still
 // ready there, dropping stale items. b.mu is held.
 func (b *Broker) peekReady(q *queueState) (readyItem, bool) {
 	for len(q.ready) > 0 {
 		it := q.ready[0]
-		if s, ok := b.tasks.get(it.job); ok && s.state() == Ready && s.queue() == q.index {
+		if s, ok := b.tasks.get(it.job); ok && s.state() == task.Ready && s.queue() == q.index {
 			return it, true
 		}
 		q.ready.pop()
@@ -279,7 +311,7 @@ func (b *Broker) peekReady(q *queueState) (readyItem, bool) {
 // lease writes job's reservation (its slot s already marked reserved and
 // counted; rec its record) until now+TTR, arms the lease wheel and
 // returns the task with its lease. b.mu is held.
-func (b *Broker) lease(job uint64, s slot, rec store.Task, now time.Time) Task {
+func (b *Broker) lease(job uint64, s slot, rec store.Task, now time.Time) task.Task {
 	rec.State = store.Reserved
 	rec.Attempts++
 	rec.Lease = newLease(job)
@@ -324,7 +356,7 @@ func (b *Broker) fire(job uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s, ok := b.tasks.get(job)
-	if !ok || s.state() != Delayed || b.closed {
+	if !ok || s.state() != task.Delayed || b.closed {
 		return // deleted, kicked or replaced since it was armed
 	}
 	b.fallDue(job, s)
@@ -334,8 +366,8 @@ func (b *Broker) fire(job uint64) {
 // waking one reserver. b.mu is held.
 func (b *Broker) fallDue(job uint64, s slot) {
 	q := b.queues[s.queue()]
-	q.count(Delayed, Ready)
-	s.set(Ready)
+	q.count(task.Delayed, task.Ready)
+	s.set(task.Ready)
 	b.tasks.set(job, s)
 	q.ready.push(readyItem{due: s.due, prio: s.prio, job: job})
 	q.wakeOne()
@@ -347,7 +379,7 @@ func (b *Broker) expireLease(job uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s, ok := b.tasks.get(job)
-	if !ok || s.state() != Reserved || b.closed || b.failed != nil {
+	if !ok || s.state() != task.Reserved || b.closed || b.failed != nil {
 		return
 	}
 	rec, err := b.meta(job)
@@ -392,13 +424,13 @@ func (b *Broker) requeue(job uint64, s slot, rec store.Task, now, due int64) {
 // giveBack ends reservations whose caller went away before it was
 // answered: each task is waiting again as it was before (its attempt not
 // counted), unless something else changed it since.
-func (b *Broker) giveBack(tasks []Task) {
+func (b *Broker) giveBack(tasks []task.Task) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now().UnixNano()
 	for _, t := range tasks {
 		s, ok := b.tasks.get(t.JobID)
-		if !ok || s.state() != Reserved {
+		if !ok || s.state() != task.Reserved {
 			continue
 		}
 		rec, err := b.meta(t.JobID)

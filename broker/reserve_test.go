@@ -6,6 +6,7 @@ import (
 
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // TestReserve_ChangedWhileTaken: a reserve reads the records of the tasks
@@ -14,7 +15,7 @@ import (
 func TestReserve_ChangedWhileTaken(t *testing.T) {
 	b := open(t, memstore.New())
 	for _, id := range []string{"a", "b", "c"} {
-		if _, _, err := b.Put(ctx, "q", broker.PutRequest{ID: id, Payload: []byte(id)}); err != nil {
+		if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: id, Payload: []byte(id)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -25,13 +26,13 @@ func TestReserve_ChangedWhileTaken(t *testing.T) {
 		}
 		once = false
 		// Nothing the reserve picked is reserved under a lease yet.
-		if err := b.Ack(ctx, "q", "a", "0000000000000000"); !errors.Is(err, broker.ErrLease) {
+		if err := b.Ack(ctx, "q", "a", "0000000000000000"); !errors.Is(err, task.ErrLease) {
 			t.Errorf("ack while taken: %v, want ErrLease", err)
 		}
 		if err := b.Delete(ctx, "q", "a"); err != nil {
 			t.Errorf("delete while taken: %v", err)
 		}
-		if _, _, err := b.Put(ctx, "q", broker.PutRequest{ID: "c", Payload: []byte("c2"), Replace: true}); err != nil {
+		if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: "c", Payload: []byte("c2"), Replace: true}); err != nil {
 			t.Errorf("replace while taken: %v", err)
 		}
 	})
@@ -50,7 +51,7 @@ func TestReserve_ChangedWhileTaken(t *testing.T) {
 	if len(got) != 1 || got[0].ID != "c" || string(got[0].Payload) != "c2" || got[0].Attempts != 1 {
 		t.Fatalf("second reserve gave %v, want the new c", got)
 	}
-	if _, err := b.Get("q", "a"); !errors.Is(err, broker.ErrNotFound) {
+	if _, err := b.Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("a after delete: %v", err)
 	}
 	qs := b.Queues()

@@ -3,6 +3,8 @@ package broker
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // TestSlots_Model runs random puts (new ids, increasing, as the broker
@@ -99,10 +101,10 @@ func TestSlots_Recovery(t *testing.T) {
 	var ss slots
 	// 10 thin pages (one id each), then 4 full ones.
 	for k := range uint64(10) {
-		ss.set(k*slotsPerPage+5, slot{qs: uint32(Delayed)})
+		ss.set(k*slotsPerPage+5, slot{qs: uint32(task.Delayed)})
 	}
 	for j := uint64(10 * slotsPerPage); j < 14*slotsPerPage; j++ {
-		ss.set(j, slot{qs: uint32(Ready)})
+		ss.set(j, slot{qs: uint32(task.Ready)})
 	}
 	ss.compact()
 	if len(ss.sparse) != 10 {
@@ -122,12 +124,12 @@ func TestSlots_Recovery(t *testing.T) {
 	}
 	// An old id set again stays sparse; a new one past the newest page
 	// opens a page.
-	ss.set(5, slot{qs: uint32(Ready)})
+	ss.set(5, slot{qs: uint32(task.Ready)})
 	if _, ok := ss.sparse[5]; !ok {
 		t.Fatal("old id 5 not in the sparse map")
 	}
 	n := len(ss.pages)
-	ss.set(20*slotsPerPage, slot{qs: uint32(Ready)})
+	ss.set(20*slotsPerPage, slot{qs: uint32(task.Ready)})
 	if got := ss.base + uint64(len(ss.pages))<<slotsPageBits; got != 21*slotsPerPage || ss.pages[len(ss.pages)-1] == nil || len(ss.pages) != n+7 {
 		t.Fatalf("pages end at %d (%d pages, were %d), want 21 pages' worth with the newest open", got, len(ss.pages), n)
 	}

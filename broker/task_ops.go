@@ -7,26 +7,37 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Get returns the task id of queue, payload included, or ErrNotFound
 // (never put, deleted or acked). It reports what is durable: a task whose
-// put is still being committed is returned once it is.
-func (b *Broker) Get(queue, id string) (Task, error) {
+// put is still being committed is returned once it is. After a failed
+// commit (see [Broker.Err]) it still answers, from memory and the store,
+// which may then show writes whose commit failed.
+func (b *Broker) Get(queue, id string) (task.Task, error) {
 	b.mu.Lock()
-	job, _, s, err := b.find(queue, id)
+	if b.closed {
+		b.mu.Unlock()
+		return task.Task{}, task.ErrClosed
+	}
+	job, _, s, err := b.locate(queue, id)
 	if err != nil {
 		b.mu.Unlock()
-		return Task{}, err
+		return task.Task{}, err
 	}
 	rec, err := b.record(job)
 	if err != nil {
 		b.mu.Unlock()
-		return Task{}, err
+		return task.Task{}, err
 	}
 	t := view(rec, s)
+	if b.failed != nil {
+		b.mu.Unlock()
+		return t, nil // nothing will be durable that is not yet
+	}
 	if err := b.commitWait(context.Background(), b.barrier()); err != nil {
-		return Task{}, err
+		return task.Task{}, err
 	}
 	return t, nil
 }
@@ -55,13 +66,13 @@ func (b *Broker) remove(job uint64, s slot, rec store.Task) {
 // its current lease. b.mu is held.
 func (b *Broker) held(queue, id, lease string) (uint64, store.Task, slot, error) {
 	if lease == "" {
-		return 0, store.Task{}, slot{}, fmt.Errorf("%w: lease is required", ErrInvalid)
+		return 0, store.Task{}, slot{}, fmt.Errorf("%w: lease is required", task.ErrInvalid)
 	}
 	if job, ok := leaseJob(lease); ok {
 		// The lease names its task: when it is the current lease of that
 		// task, nothing need be looked up.
 		if rec, ok := b.leased[job]; ok && rec.Lease == lease && rec.ID == id && rec.Queue == queue {
-			if s, ok := b.tasks.get(job); ok && s.state() == Reserved {
+			if s, ok := b.tasks.get(job); ok && s.state() == task.Reserved {
 				if err := b.usable(); err != nil {
 					return 0, store.Task{}, slot{}, err
 				}
@@ -73,8 +84,8 @@ func (b *Broker) held(queue, id, lease string) (uint64, store.Task, slot, error)
 	if err != nil {
 		return 0, store.Task{}, slot{}, err
 	}
-	if s.state() != Reserved || rec.Lease != lease {
-		return 0, store.Task{}, slot{}, ErrLease
+	if s.state() != task.Reserved || rec.Lease != lease {
+		return 0, store.Task{}, slot{}, task.ErrLease
 	}
 	return job, rec, s, nil
 }
@@ -97,12 +108,12 @@ func (b *Broker) Ack(ctx context.Context, queue, id, lease string) error {
 
 // Touch renews the lease of the reserved task id of queue for another TTR
 // from now and returns the task.
-func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (Task, error) {
+func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {
 	b.mu.Lock()
 	job, rec, s, err := b.held(queue, id, lease)
 	if err != nil {
 		b.mu.Unlock()
-		return Task{}, err
+		return task.Task{}, err
 	}
 	return b.touch(ctx, job, rec, s, lease)
 }
@@ -112,7 +123,7 @@ func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (Task, erro
 // up. delay must be 0 to MaxDelay.
 func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
 	if delay < 0 || delay > b.cfg.MaxDelay {
-		return fmt.Errorf("%w: delay must be 0 to %s", ErrInvalid, b.cfg.MaxDelay)
+		return fmt.Errorf("%w: delay must be 0 to %s", task.ErrInvalid, b.cfg.MaxDelay)
 	}
 	b.mu.Lock()
 	job, rec, s, err := b.held(queue, id, lease)
@@ -138,9 +149,9 @@ func (b *Broker) Kick(ctx context.Context, queue, id string) error {
 		b.mu.Unlock()
 		return err
 	}
-	if s.state() != Dead {
+	if s.state() != task.Dead {
 		b.mu.Unlock()
-		return fmt.Errorf("%w: task %q is %s, not dead", ErrState, id, s.state())
+		return fmt.Errorf("%w: task %q is %s, not dead", task.ErrState, id, s.state())
 	}
 	b.kickJob(job, s, rec)
 	return b.commitWait(ctx, b.barrier())
@@ -165,15 +176,15 @@ func (b *Broker) kickJob(job uint64, s slot, rec store.Task) {
 // Queues returns every queue that holds tasks, has reservers waiting or
 // is paused, by name, with counts by state and counters since the broker
 // opened. It takes O(queues) time.
-func (b *Broker) Queues() []QueueStats {
+func (b *Broker) Queues() []task.QueueStats {
 	b.mu.Lock()
-	out := make([]QueueStats, 0, len(b.queues))
+	out := make([]task.QueueStats, 0, len(b.queues))
 	now := time.Now().UnixNano()
 	for _, q := range b.queues {
 		if q.delayed+q.readyN+q.reserved+q.dead == 0 && len(q.waiters) == 0 && q.pausedUntil <= now {
 			continue
 		}
-		out = append(out, QueueStats{
+		out = append(out, task.QueueStats{
 			Name: q.name, Delayed: q.delayed, Ready: q.readyN, Reserved: q.reserved, Dead: q.dead,
 			Puts: q.puts, Deliveries: q.deliveries, Acks: q.acks,
 		})

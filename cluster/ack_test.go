@@ -7,18 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // TestAck_Concurrent: acks that arrive together share a statement, and
 // each still gets the answer it would get alone: nil for the holder of
-// the lease, broker.ErrLease for a wrong lease, broker.ErrNotFound for a
+// the lease, task.ErrLease for a wrong lease, task.ErrNotFound for a
 // task already acked (by the same batch or before) or never put.
 func TestAck_Concurrent(t *testing.T) {
 	ctx := context.Background()
 	n := startNode(t, server(t).CreateDatabase(t), "a")
 	const k = 60
-	reqs := make([]broker.PutRequest, k)
+	reqs := make([]task.PutRequest, k)
 	for _, r := range n.PutBatch(ctx, "q", reqs) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
@@ -33,21 +33,21 @@ func TestAck_Concurrent(t *testing.T) {
 		want      []error // any one of them
 	}
 	var acks []ack
-	for i, task := range tasks {
+	for i, tk := range tasks {
 		switch i % 4 {
 		case 0: // the holder
-			acks = append(acks, ack{task.ID, task.Lease, []error{nil}})
+			acks = append(acks, ack{tk.ID, tk.Lease, []error{nil}})
 		case 1: // a wrong lease beside the holder: before or after it
-			acks = append(acks, ack{task.ID, "stale", []error{broker.ErrLease, broker.ErrNotFound}})
-			acks = append(acks, ack{task.ID, task.Lease, []error{nil}})
+			acks = append(acks, ack{tk.ID, "stale", []error{task.ErrLease, task.ErrNotFound}})
+			acks = append(acks, ack{tk.ID, tk.Lease, []error{nil}})
 		case 2: // the holder twice: one wins, the other finds nothing
-			acks = append(acks, ack{task.ID, task.Lease, []error{nil, broker.ErrNotFound}})
-			acks = append(acks, ack{task.ID, task.Lease, []error{nil, broker.ErrNotFound}})
+			acks = append(acks, ack{tk.ID, tk.Lease, []error{nil, task.ErrNotFound}})
+			acks = append(acks, ack{tk.ID, tk.Lease, []error{nil, task.ErrNotFound}})
 		case 3: // a wrong lease alone: the task stays reserved
-			acks = append(acks, ack{task.ID, "stale", []error{broker.ErrLease}})
+			acks = append(acks, ack{tk.ID, "stale", []error{task.ErrLease}})
 		}
 	}
-	acks = append(acks, ack{"never-put", "x", []error{broker.ErrNotFound}})
+	acks = append(acks, ack{"never-put", "x", []error{task.ErrNotFound}})
 	errs := make([]error, len(acks))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -72,18 +72,18 @@ func TestAck_Concurrent(t *testing.T) {
 			won[a.id]++
 		}
 	}
-	for i, task := range tasks {
-		want, wantErr := 1, broker.ErrNotFound
+	for i, tk := range tasks {
+		want, wantErr := 1, task.ErrNotFound
 		if i%4 == 3 {
 			want, wantErr = 0, nil
 		}
-		if won[task.ID] != want {
-			t.Errorf("task %s acked %d times, want %d", task.ID, won[task.ID], want)
+		if won[tk.ID] != want {
+			t.Errorf("task %s acked %d times, want %d", tk.ID, won[tk.ID], want)
 		}
-		if got, err := n.Get("q", task.ID); err != wantErr && !errors.Is(err, wantErr) {
-			t.Errorf("task %s after the acks: %v, want %v", task.ID, err, wantErr)
-		} else if err == nil && got.State != broker.Reserved {
-			t.Errorf("task %s after a stale ack: %s, want reserved", task.ID, got.State)
+		if got, err := n.Get("q", tk.ID); err != wantErr && !errors.Is(err, wantErr) {
+			t.Errorf("task %s after the acks: %v, want %v", tk.ID, err, wantErr)
+		} else if err == nil && got.State != task.Reserved {
+			t.Errorf("task %s after a stale ack: %s, want reserved", tk.ID, got.State)
 		}
 	}
 }

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // owners reads hourglass_partitions: node → partitions whose lease runs.
@@ -122,16 +123,16 @@ func TestTakeover(t *testing.T) {
 						continue
 					}
 					now := time.Now()
-					for _, task := range ts {
+					for _, tk := range ts {
 						mu.Lock()
-						delivered = append(delivered, delivery{task.ID, now, task.Due, fmt.Sprint(i)})
-						if at, ok := acked[task.ID]; ok {
-							violation = append(violation, fmt.Sprintf("%s delivered at %v after its ack at %v", task.ID, now, at))
+						delivered = append(delivered, delivery{tk.ID, now, tk.Due, fmt.Sprint(i)})
+						if at, ok := acked[tk.ID]; ok {
+							violation = append(violation, fmt.Sprintf("%s delivered at %v after its ack at %v", tk.ID, now, at))
 						}
 						mu.Unlock()
-						if err := n.Ack(ctx, "work", task.ID, task.Lease); err == nil {
+						if err := n.Ack(ctx, "work", tk.ID, tk.Lease); err == nil {
 							mu.Lock()
-							acked[task.ID] = time.Now()
+							acked[tk.ID] = time.Now()
 							mu.Unlock()
 						}
 					}
@@ -144,9 +145,9 @@ func TestTakeover(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	start := time.Now()
 	for k := 0; k < tasks; k += 50 {
-		var reqs []broker.PutRequest
+		var reqs []task.PutRequest
 		for j := k; j < k+50; j++ {
-			reqs = append(reqs, broker.PutRequest{
+			reqs = append(reqs, task.PutRequest{
 				ID: fmt.Sprintf("t%d", j), Delay: 200*time.Millisecond + time.Duration(r.Int64N(int64(2800*time.Millisecond))),
 				TTR: time.Second,
 			})
@@ -200,7 +201,7 @@ func TestFencing(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	a := startNode(t, url, "a")
 	ctx := context.Background()
-	x, _, err := a.Put(ctx, "q", broker.PutRequest{ID: "x", Delay: 400 * time.Millisecond})
+	x, _, err := a.Put(ctx, "q", task.PutRequest{ID: "x", Delay: 400 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func TestSkew(t *testing.T) {
 			n.hooks.Skew(c.skew)
 			ctx := context.Background()
 			for i := range 20 {
-				if _, _, err := n.Put(ctx, "q", broker.PutRequest{ID: fmt.Sprint(i), Delay: 300*time.Millisecond + time.Duration(i)*20*time.Millisecond}); err != nil {
+				if _, _, err := n.Put(ctx, "q", task.PutRequest{ID: fmt.Sprint(i), Delay: 300*time.Millisecond + time.Duration(i)*20*time.Millisecond}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -280,11 +281,11 @@ func TestSkew(t *testing.T) {
 					t.Fatalf("reserve: %v after %d", err, len(late))
 				}
 				now := time.Now()
-				for _, task := range ts {
-					if now.Before(task.Due) {
-						t.Fatalf("task %s delivered %v early", task.ID, task.Due.Sub(now))
+				for _, tk := range ts {
+					if now.Before(tk.Due) {
+						t.Fatalf("task %s delivered %v early", tk.ID, tk.Due.Sub(now))
 					}
-					late = append(late, now.Sub(task.Due))
+					late = append(late, now.Sub(tk.Due))
 				}
 			}
 			sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
@@ -303,7 +304,7 @@ func TestScheduleOnce(t *testing.T) {
 	nodes := []*testNode{startNode(t, url, "a"), startNode(t, url, "b"), startNode(t, url, "c")}
 	eventually(t, 6*testLease, "balanced", func() bool { return len(owners(t, url)) == 3 })
 	ctx := context.Background()
-	if _, _, err := nodes[0].SetSchedule(ctx, broker.ScheduleSpec{Name: "tick", Cron: "@every 1s", Queue: "cron"}); err != nil {
+	if _, _, err := nodes[0].SetSchedule(ctx, task.ScheduleSpec{Name: "tick", Cron: "@every 1s", Queue: "cron"}); err != nil {
 		t.Fatal(err)
 	}
 	p := nodes[0].SchedulePartition("tick")
@@ -326,11 +327,11 @@ func TestScheduleOnce(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			for _, task := range ts {
+			for _, tk := range ts {
 				mu.Lock()
-				seen[task.ID]++
+				seen[tk.ID]++
 				mu.Unlock()
-				on.Ack(ctx, "cron", task.ID, task.Lease)
+				on.Ack(ctx, "cron", tk.ID, tk.Lease)
 			}
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // TestFlush_ReadsByJobID: the owner's flush reads the tasks whose timers
@@ -119,7 +119,7 @@ func putMany(t *testing.T, n *testNode, k int, delay time.Duration) []int64 {
 	t.Helper()
 	var jobs []int64
 	for len(jobs) < k {
-		reqs := make([]broker.PutRequest, min(100, k-len(jobs)))
+		reqs := make([]task.PutRequest, min(100, k-len(jobs)))
 		for i := range reqs {
 			reqs[i].Delay = delay
 		}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // counter reads the counter name from reg.
@@ -29,7 +29,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 
 // reserved is what a Reserve returned.
 type reserved struct {
-	ts  []broker.Task
+	ts  []task.Task
 	err error
 }
 
@@ -58,9 +58,9 @@ func TestFlush_HandsOver(t *testing.T) {
 	// One put of three tasks due together, a second ahead: none is ready
 	// before the reserver waits, even on a slow machine.
 	at := time.Now().Add(time.Second)
-	var reqs []broker.PutRequest
+	var reqs []task.PutRequest
 	for _, prio := range []uint32{5, 1, 3} {
-		reqs = append(reqs, broker.PutRequest{At: at, Priority: prio})
+		reqs = append(reqs, task.PutRequest{At: at, Priority: prio})
 	}
 	for _, r := range n.PutBatch(ctx, "q", reqs) {
 		if r.Err != nil {
@@ -75,7 +75,7 @@ func TestFlush_HandsOver(t *testing.T) {
 		if early := at.Sub(time.Now()); tk.Due.Before(at) || early > 0 {
 			t.Errorf("task %s delivered early", tk.ID)
 		}
-		if tk.State != broker.Reserved || tk.Attempts != 1 || tk.Lease == "" {
+		if tk.State != task.Reserved || tk.Attempts != 1 || tk.Lease == "" {
 			t.Errorf("handed task %+v: want reserved, attempt 1, a lease", tk)
 		}
 	}
@@ -122,7 +122,7 @@ func TestFlush_GivesBack(t *testing.T) {
 		}
 	})
 	eventually(t, 5*time.Second, "the reserver waiting", func() bool { return n.Waiting("q") == 1 })
-	if _, _, err := n.Put(ctx, "q", broker.PutRequest{Delay: 300 * time.Millisecond, ID: "x"}); err != nil {
+	if _, _, err := n.Put(ctx, "q", task.PutRequest{Delay: 300 * time.Millisecond, ID: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the task given back", func() bool {
@@ -160,7 +160,7 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	if err := n.PauseQueue("p", 800*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := n.Put(ctx, "p", broker.PutRequest{Delay: 200 * time.Millisecond}); err != nil {
+	if _, _, err := n.Put(ctx, "p", task.PutRequest{Delay: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	ts, err := n.Reserve(ctx, "p", 1, 5*time.Second)
@@ -176,7 +176,7 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 
 	// Attempts used up: reserved once of one, its lease runs out while a
 	// reserver waits.
-	if _, _, err := n.Put(ctx, "d", broker.PutRequest{ID: "once", MaxAttempts: 1, TTR: 300 * time.Millisecond}); err != nil {
+	if _, _, err := n.Put(ctx, "d", task.PutRequest{ID: "once", MaxAttempts: 1, TTR: 300 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if ts, err := n.Reserve(ctx, "d", 1, 0); err != nil || len(ts) != 1 {
@@ -186,7 +186,7 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	if err != nil || len(ts) != 0 {
 		t.Fatalf("a waiting reserver got %v, %v: want nothing, the task is dead", ts, err)
 	}
-	if got, err := n.Get("d", "once"); err != nil || got.State != broker.Dead {
+	if got, err := n.Get("d", "once"); err != nil || got.State != task.Dead {
 		t.Errorf("the task after its last lease ran out: %+v, %v; want dead", got, err)
 	}
 	if h := counter(t, reg, "hourglass_cluster_flush_handed_total"); h != 0 {

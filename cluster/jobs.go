@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // The methods in this file name tasks by job id, as beanstalkd's protocol
@@ -14,7 +16,7 @@ import (
 // same names (broker/jobs.go), so that package beanstalk serves a node as
 // it serves a broker. As in ops.go, each write is one statement on the
 // task's row, conditioned on its state (and lease); a statement that
-// matches nothing answers broker.ErrNotFound, as beanstalkd answers
+// matches nothing answers task.ErrNotFound, as beanstalkd answers
 // NOT_FOUND. A reservation is named by its lease, which the protocol
 // adapter keeps per connection.
 //
@@ -27,19 +29,19 @@ import (
 const jobTimeout = 30 * time.Second
 
 // Job returns the task with job id job, payload included, or
-// broker.ErrNotFound.
-func (n *Node) Job(job uint64) (broker.Task, error) {
+// task.ErrNotFound.
+func (n *Node) Job(job uint64) (task.Task, error) {
 	if err := n.Err(); err != nil {
-		return broker.Task{}, err
+		return task.Task{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 	defer cancel()
 	t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE job_id = $1", int64(job)))
 	if err == pgx.ErrNoRows {
-		return broker.Task{}, broker.ErrNotFound
+		return task.Task{}, task.ErrNotFound
 	}
 	if err != nil {
-		return broker.Task{}, dbErr(err)
+		return task.Task{}, dbErr(err)
 	}
 	return t.view(), nil
 }
@@ -49,14 +51,14 @@ func (n *Node) Job(job uint64) (broker.Task, error) {
 func jobArg(job uint64) (int64, bool) { return int64(job), job <= 1<<63-1 }
 
 // DeleteJob deletes job, durably, if it is delayed, ready or dead, or
-// reserved under lease; else it returns broker.ErrNotFound.
+// reserved under lease; else it returns task.ErrNotFound.
 func (n *Node) DeleteJob(ctx context.Context, job uint64, lease string) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
 	j, ok := jobArg(job)
 	if !ok {
-		return broker.ErrNotFound
+		return task.ErrNotFound
 	}
 	tag, err := n.db.Exec(ctx, `DELETE FROM hourglass_tasks
 		WHERE job_id = $1 AND (state <> 2 OR ($2 <> '' AND lease = $2))`, j, lease)
@@ -64,24 +66,24 @@ func (n *Node) DeleteJob(ctx context.Context, job uint64, lease string) error {
 		return dbErr(err)
 	}
 	if tag.RowsAffected() == 0 {
-		return broker.ErrNotFound
+		return task.ErrNotFound
 	}
 	return nil
 }
 
 // ReleaseJob ends the reservation lease of job: it is waiting again with
 // priority prio, delayed by delay (ready at once for 0), whatever its
-// attempts. broker.ErrNotFound if job is not reserved under lease.
+// attempts. task.ErrNotFound if job is not reserved under lease.
 func (n *Node) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
 	if delay < 0 || delay > n.opts.MaxDelay {
-		return fmt.Errorf("%w: delay must be 0 to %s", broker.ErrInvalid, n.opts.MaxDelay)
+		return fmt.Errorf("%w: delay must be 0 to %s", task.ErrInvalid, n.opts.MaxDelay)
 	}
 	if err := n.Err(); err != nil {
 		return err
 	}
 	j, ok := jobArg(job)
 	if !ok || lease == "" {
-		return broker.ErrNotFound
+		return task.ErrNotFound
 	}
 	var queue string
 	var dbNow int64
@@ -94,7 +96,7 @@ func (n *Node) ReleaseJob(ctx context.Context, job uint64, lease string, prio ui
 		WHERE t.job_id = $1 AND t.state = 2 AND t.lease = $2
 		RETURNING t.queue, t.fire_at, now.ns`, j, lease, int64(prio), int64(delay)).Scan(&queue, &fireAt, &dbNow)
 	if err == pgx.ErrNoRows {
-		return broker.ErrNotFound
+		return task.ErrNotFound
 	}
 	if err != nil {
 		return dbErr(err)
@@ -115,7 +117,7 @@ func (n *Node) BuryJob(ctx context.Context, job uint64, lease string, prio uint3
 	}
 	j, ok := jobArg(job)
 	if !ok || lease == "" {
-		return broker.ErrNotFound
+		return task.ErrNotFound
 	}
 	tag, err := n.db.Exec(ctx, `UPDATE hourglass_tasks SET state = 3, priority = $3, buries = buries + 1,
 			lease = '', lease_until = 0, fire_at = NULL, died = hourglass_now()
@@ -124,30 +126,30 @@ func (n *Node) BuryJob(ctx context.Context, job uint64, lease string, prio uint3
 		return dbErr(err)
 	}
 	if tag.RowsAffected() == 0 {
-		return broker.ErrNotFound
+		return task.ErrNotFound
 	}
 	return nil
 }
 
 // TouchJob renews the reservation lease of job for another TTR, as Touch
 // does.
-func (n *Node) TouchJob(ctx context.Context, job uint64, lease string) (broker.Task, error) {
+func (n *Node) TouchJob(ctx context.Context, job uint64, lease string) (task.Task, error) {
 	if err := n.Err(); err != nil {
-		return broker.Task{}, err
+		return task.Task{}, err
 	}
 	j, ok := jobArg(job)
 	if !ok || lease == "" {
-		return broker.Task{}, broker.ErrNotFound
+		return task.Task{}, task.ErrNotFound
 	}
 	t, err := scanRow(n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
 		UPDATE hourglass_tasks t SET lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr FROM now
 		WHERE t.job_id = $1 AND t.state = 2 AND t.lease = $2
 		RETURNING `+returnTask, j, lease))
 	if err == pgx.ErrNoRows {
-		return broker.Task{}, broker.ErrNotFound
+		return task.Task{}, task.ErrNotFound
 	}
 	if err != nil {
-		return broker.Task{}, dbErr(err)
+		return task.Task{}, dbErr(err)
 	}
 	v := t.view()
 	v.Lease = lease
@@ -162,18 +164,18 @@ const sqlKick = `UPDATE hourglass_tasks SET state = 1, kicks = kicks + 1,
 	RETURNING queue`
 
 // KickJob makes job ready if it is dead or delayed; else
-// broker.ErrNotFound.
+// task.ErrNotFound.
 func (n *Node) KickJob(ctx context.Context, job uint64) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
 	j, ok := jobArg(job)
 	if !ok {
-		return broker.ErrNotFound
+		return task.ErrNotFound
 	}
 	k, err := n.kick(ctx, []int64{j})
 	if err == nil && k == 0 {
-		err = broker.ErrNotFound
+		err = task.ErrNotFound
 	}
 	return err
 }
@@ -215,7 +217,7 @@ const (
 // returns how many. Finding the delayed ones reads every delayed task of
 // the queue: O(delayed) (as the broker's scan of every live task).
 func (n *Node) KickQueue(ctx context.Context, queue string, k int) (int, error) {
-	if err := checkQueue(queue); err != nil {
+	if err := service.CheckQueue(queue); err != nil {
 		return 0, err
 	}
 	if err := n.Err(); err != nil {
@@ -241,14 +243,14 @@ func (n *Node) KickQueue(ctx context.Context, queue string, k int) (int, error) 
 }
 
 // ReserveJob reserves job if it is ready, delayed or dead, whatever its
-// queue, and returns it with its lease; else broker.ErrNotFound.
-func (n *Node) ReserveJob(ctx context.Context, job uint64) (broker.Task, error) {
+// queue, and returns it with its lease; else task.ErrNotFound.
+func (n *Node) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 	if err := n.Err(); err != nil {
-		return broker.Task{}, err
+		return task.Task{}, err
 	}
 	j, ok := jobArg(job)
 	if !ok {
-		return broker.Task{}, broker.ErrNotFound
+		return task.Task{}, task.ErrNotFound
 	}
 	var dbNow int64
 	t, err := scanRow(n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
@@ -258,10 +260,10 @@ func (n *Node) ReserveJob(ctx context.Context, job uint64) (broker.Task, error) 
 		WHERE t.job_id = $1 AND t.state IN (1, 3)
 		RETURNING `+returnTask+`, now.ns`, j), &dbNow)
 	if err == pgx.ErrNoRows {
-		return broker.Task{}, broker.ErrNotFound
+		return task.Task{}, task.ErrNotFound
 	}
 	if err != nil {
-		return broker.Task{}, dbErr(err)
+		return task.Task{}, dbErr(err)
 	}
 	n.announce(job, t.leaseUntil, dbNow)
 	n.count(t.queue, func(c *counts) { c.deliveries++ })
@@ -271,35 +273,35 @@ func (n *Node) ReserveJob(ctx context.Context, job uint64) (broker.Task, error) 
 }
 
 // Peek returns the next task of queue in state st without reserving it:
-// for broker.Ready the next one Reserve would hand out (paused or not);
-// for broker.Delayed the one due soonest; for broker.Dead the oldest
-// death. broker.ErrNotFound when there is none.
-func (n *Node) Peek(queue string, st broker.State) (broker.Task, error) {
-	if err := checkQueue(queue); err != nil {
-		return broker.Task{}, err
+// for task.Ready the next one Reserve would hand out (paused or not);
+// for task.Delayed the one due soonest; for task.Dead the oldest
+// death. task.ErrNotFound when there is none.
+func (n *Node) Peek(queue string, st task.State) (task.Task, error) {
+	if err := service.CheckQueue(queue); err != nil {
+		return task.Task{}, err
 	}
 	var q string
 	switch st {
-	case broker.Ready:
+	case task.Ready:
 		q = sqlPeekReady
-	case broker.Delayed:
+	case task.Delayed:
 		q = sqlPeekDelayed
-	case broker.Dead:
+	case task.Dead:
 		q = sqlPeekDead
 	default:
-		return broker.Task{}, fmt.Errorf("%w: cannot peek %s tasks", broker.ErrInvalid, st)
+		return task.Task{}, fmt.Errorf("%w: cannot peek %s tasks", task.ErrInvalid, st)
 	}
 	if err := n.Err(); err != nil {
-		return broker.Task{}, err
+		return task.Task{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 	defer cancel()
 	t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE job_id = ("+q+")", queue, 1))
 	if err == pgx.ErrNoRows {
-		return broker.Task{}, broker.ErrNotFound
+		return task.Task{}, task.ErrNotFound
 	}
 	if err != nil {
-		return broker.Task{}, dbErr(err)
+		return task.Task{}, dbErr(err)
 	}
 	return t.view(), nil
 }
@@ -309,11 +311,11 @@ func (n *Node) Peek(queue string, st broker.State) (broker.Task, error) {
 // hourglass_queues that the reserve statement checks; a reserver waiting
 // on a paused queue looks again when the pause ends.
 func (n *Node) PauseQueue(queue string, d time.Duration) error {
-	if err := checkQueue(queue); err != nil {
+	if err := service.CheckQueue(queue); err != nil {
 		return err
 	}
 	if d < 0 || d > n.opts.MaxDelay {
-		return fmt.Errorf("%w: pause must be 0 to %s", broker.ErrInvalid, n.opts.MaxDelay)
+		return fmt.Errorf("%w: pause must be 0 to %s", task.ErrInvalid, n.opts.MaxDelay)
 	}
 	if err := n.Err(); err != nil {
 		return err
@@ -344,16 +346,16 @@ func (n *Node) PauseQueue(queue string, d time.Duration) error {
 // database's (one read of the queue's tasks: O(tasks of the queue));
 // Puts, Deliveries, Acks and Waiting count what this node served since
 // it started.
-func (n *Node) Queue(queue string) (broker.QueueDetail, error) {
-	if err := checkQueue(queue); err != nil {
-		return broker.QueueDetail{}, err
+func (n *Node) Queue(queue string) (task.QueueDetail, error) {
+	if err := service.CheckQueue(queue); err != nil {
+		return task.QueueDetail{}, err
 	}
 	if err := n.Err(); err != nil {
-		return broker.QueueDetail{}, err
+		return task.QueueDetail{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 	defer cancel()
-	d := broker.QueueDetail{QueueStats: broker.QueueStats{Name: queue}}
+	d := task.QueueDetail{QueueStats: task.QueueStats{Name: queue}}
 	var left int64
 	err := n.db.QueryRow(ctx, `SELECT
 			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL),
@@ -363,10 +365,10 @@ func (n *Node) Queue(queue string) (broker.QueueDetail, error) {
 			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL AND priority < $2),
 			coalesce((SELECT greatest(paused_until - hourglass_now(), 0) FROM hourglass_queues WHERE queue = $1), 0),
 			coalesce((SELECT pauses FROM hourglass_queues WHERE queue = $1), 0)
-		FROM hourglass_tasks WHERE queue = $1`, queue, int64(broker.DefaultPriority)).Scan(
+		FROM hourglass_tasks WHERE queue = $1`, queue, int64(task.DefaultPriority)).Scan(
 		&d.Delayed, &d.Ready, &d.Reserved, &d.Dead, &d.Urgent, &left, &d.Pauses)
 	if err != nil {
-		return broker.QueueDetail{}, dbErr(err)
+		return task.QueueDetail{}, dbErr(err)
 	}
 	d.PauseLeft = time.Duration(left)
 	n.mu.Lock()

@@ -12,11 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hourglass-go/hourglass"
-	"github.com/hourglass-go/hourglass/broker"
-	"github.com/hourglass-go/hourglass/store/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglass-go/hourglass"
+	"github.com/hourglass-go/hourglass/store/pgstore"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Options configure a [Node]. Zero fields take the defaults named on each.
@@ -138,13 +139,13 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		opts.Window = DefaultWindow
 	}
 	if opts.MaxDelay <= 0 {
-		opts.MaxDelay = broker.DefaultMaxDelay
+		opts.MaxDelay = task.DefaultMaxDelay
 	}
 	if opts.MaxPayload <= 0 {
-		opts.MaxPayload = broker.DefaultMaxPayload
+		opts.MaxPayload = task.DefaultMaxPayload
 	}
 	if opts.DefaultTTR <= 0 {
-		opts.DefaultTTR = broker.DefaultTTR
+		opts.DefaultTTR = task.DefaultTTR
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -305,7 +306,7 @@ func (n *Node) stop() {
 	n.notifier.close()
 }
 
-// Err reports why the node cannot serve: broker.ErrClosed after Close, a
+// Err reports why the node cannot serve: task.ErrClosed after Close, a
 // fatal error (another process took its name), nil while it serves.
 func (n *Node) Err() error {
 	n.mu.Lock()
@@ -316,10 +317,10 @@ func (n *Node) Err() error {
 // usable returns the error that stops operations, or nil. n.mu is held.
 func (n *Node) usable() error {
 	if n.failed != nil {
-		return fmt.Errorf("%w: %v", broker.ErrClosed, n.failed)
+		return fmt.Errorf("%w: %v", task.ErrClosed, n.failed)
 	}
 	if n.closed {
-		return broker.ErrClosed
+		return task.ErrClosed
 	}
 	return nil
 }
@@ -333,7 +334,7 @@ func dbErr(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return fmt.Errorf("%w: database: %v", broker.ErrClosed, err)
+	return fmt.Errorf("%w: database: %v", task.ErrClosed, err)
 }
 
 // partitionOf returns the partition of a task.

@@ -7,8 +7,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // The operations on one task. Each is one statement on the task's row,
@@ -18,19 +20,19 @@ import (
 // tells the broker's errors apart.
 
 // Get returns the task id of queue, payload included, or
-// broker.ErrNotFound.
-func (n *Node) Get(queue, id string) (broker.Task, error) {
+// task.ErrNotFound.
+func (n *Node) Get(queue, id string) (task.Task, error) {
 	if err := n.checkTask(queue, id); err != nil {
-		return broker.Task{}, err
+		return task.Task{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id))
 	if err == pgx.ErrNoRows {
-		return broker.Task{}, broker.ErrNotFound
+		return task.Task{}, task.ErrNotFound
 	}
 	if err != nil {
-		return broker.Task{}, dbErr(err)
+		return task.Task{}, dbErr(err)
 	}
 	return t.view(), nil
 }
@@ -40,14 +42,14 @@ func (n *Node) checkTask(queue, id string) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
-	if err := checkQueue(queue); err != nil {
+	if err := service.CheckQueue(queue); err != nil {
 		return err
 	}
-	return checkID(id)
+	return service.CheckID(id)
 }
 
 // Delete removes the task id of queue in whatever state, durably, or
-// returns broker.ErrNotFound.
+// returns task.ErrNotFound.
 func (n *Node) Delete(ctx context.Context, queue, id string) error {
 	if err := n.checkTask(queue, id); err != nil {
 		return err
@@ -57,7 +59,7 @@ func (n *Node) Delete(ctx context.Context, queue, id string) error {
 		return dbErr(err)
 	}
 	if tag.RowsAffected() == 0 {
-		return broker.ErrNotFound
+		return task.ErrNotFound
 	}
 	return nil
 }
@@ -65,28 +67,28 @@ func (n *Node) Delete(ctx context.Context, queue, id string) error {
 // held checks a lease-holding operation's arguments.
 func (n *Node) held(queue, id, lease string) error {
 	if lease == "" {
-		return fmt.Errorf("%w: lease is required", broker.ErrInvalid)
+		return fmt.Errorf("%w: lease is required", task.ErrInvalid)
 	}
 	return n.checkTask(queue, id)
 }
 
 // why tells why a statement on the task id of queue conditioned on its
-// lease matched nothing: broker.ErrNotFound or broker.ErrLease.
+// lease matched nothing: task.ErrNotFound or task.ErrLease.
 func (n *Node) why(ctx context.Context, queue, id string) error {
 	var state int16
 	err := n.db.QueryRow(ctx, "SELECT state FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id).Scan(&state)
 	if err == pgx.ErrNoRows {
-		return broker.ErrNotFound
+		return task.ErrNotFound
 	}
 	if err != nil {
 		return dbErr(err)
 	}
-	return broker.ErrLease
+	return task.ErrLease
 }
 
 // Ack completes the reserved task id of queue: it is deleted, durably
 // (the 204 follows the commit), and never delivered again. lease must be
-// its current lease (broker.ErrLease otherwise). Acks that arrive on
+// its current lease (task.ErrLease otherwise). Acks that arrive on
 // this node together share one statement and one commit (n.acks).
 func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 	if err := n.held(queue, id, lease); err != nil {
@@ -160,19 +162,19 @@ const sqlAck = `DELETE FROM hourglass_tasks t
 // from now (the database's clock) and returns the task. The owner's timer
 // for the old lease fires first, finds the lease running and is armed
 // again for the new end: no announcement is needed.
-func (n *Node) Touch(ctx context.Context, queue, id, lease string) (broker.Task, error) {
+func (n *Node) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {
 	if err := n.held(queue, id, lease); err != nil {
-		return broker.Task{}, err
+		return task.Task{}, err
 	}
 	t, err := scanRow(n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
 		UPDATE hourglass_tasks SET lease_until = now.ns + ttr, fire_at = now.ns + ttr FROM now
 		WHERE queue = $1 AND id = $2 AND state = 2 AND lease = $3
 		RETURNING `+taskColumns, queue, id, lease))
 	if err == pgx.ErrNoRows {
-		return broker.Task{}, n.why(ctx, queue, id)
+		return task.Task{}, n.why(ctx, queue, id)
 	}
 	if err != nil {
-		return broker.Task{}, dbErr(err)
+		return task.Task{}, dbErr(err)
 	}
 	v := t.view()
 	v.Lease = lease
@@ -183,7 +185,7 @@ func (n *Node) Touch(ctx context.Context, queue, id, lease string) (broker.Task,
 // from now (ready at once for 0), or dead when its attempts are used up.
 func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
 	if delay < 0 || delay > n.opts.MaxDelay {
-		return fmt.Errorf("%w: delay must be 0 to %s", broker.ErrInvalid, n.opts.MaxDelay)
+		return fmt.Errorf("%w: delay must be 0 to %s", task.ErrInvalid, n.opts.MaxDelay)
 	}
 	if err := n.held(queue, id, lease); err != nil {
 		return err
@@ -220,7 +222,7 @@ func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Dur
 	return nil
 }
 
-// Kick makes the dead task id of queue ready again (broker.ErrState if it
+// Kick makes the dead task id of queue ready again (task.ErrState if it
 // is not dead), keeping its attempts.
 func (n *Node) Kick(ctx context.Context, queue, id string) error {
 	if err := n.checkTask(queue, id); err != nil {
@@ -235,12 +237,12 @@ func (n *Node) Kick(ctx context.Context, queue, id string) error {
 	if tag.RowsAffected() == 0 {
 		t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id))
 		if err == pgx.ErrNoRows {
-			return broker.ErrNotFound
+			return task.ErrNotFound
 		}
 		if err != nil {
 			return dbErr(err)
 		}
-		return fmt.Errorf("%w: task %q is %s, not dead", broker.ErrState, id, t.stateOf())
+		return fmt.Errorf("%w: task %q is %s, not dead", task.ErrState, id, t.stateOf())
 	}
 	n.readied(queue, 1)
 	return nil
@@ -249,10 +251,10 @@ func (n *Node) Kick(ctx context.Context, queue, id string) error {
 // Queues returns every queue with a task, and every queue this node has
 // served since it started, by name, with counts by state from the
 // database (one scan of the tasks table) and this node's counters.
-func (n *Node) Queues() []broker.QueueStats {
+func (n *Node) Queues() []task.QueueStats {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	byName := map[string]*broker.QueueStats{}
+	byName := map[string]*task.QueueStats{}
 	rows, err := n.db.Query(ctx, `SELECT queue,
 			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL),
 			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
@@ -261,7 +263,7 @@ func (n *Node) Queues() []broker.QueueStats {
 		FROM hourglass_tasks GROUP BY queue`)
 	if err == nil {
 		for rows.Next() {
-			var s broker.QueueStats
+			var s task.QueueStats
 			if rows.Scan(&s.Name, &s.Delayed, &s.Ready, &s.Reserved, &s.Dead) == nil {
 				byName[s.Name] = &s
 			}
@@ -275,13 +277,13 @@ func (n *Node) Queues() []broker.QueueStats {
 	for q, c := range n.stats {
 		s := byName[q]
 		if s == nil {
-			s = &broker.QueueStats{Name: q}
+			s = &task.QueueStats{Name: q}
 			byName[q] = s
 		}
 		s.Puts, s.Deliveries, s.Acks = c.puts, c.deliveries, c.acks
 	}
 	n.mu.Unlock()
-	out := make([]broker.QueueStats, 0, len(byName))
+	out := make([]task.QueueStats, 0, len(byName))
 	for _, s := range byName {
 		out = append(out, *s)
 	}

@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/client"
-	"github.com/jackc/pgx/v5"
 )
 
 // The process tests run `hourglass serve --postgres` nodes as processes
@@ -281,16 +282,16 @@ func newLedger() *ledger {
 // delivery records task handed out by a reserve that started at asked
 // and was answered at got: it must be due by then, and not acked before
 // the reserve began.
-func (l *ledger) delivery(node string, task api.Task, asked, got time.Time) {
+func (l *ledger) delivery(node string, tk api.Task, asked, got time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.delivered[task.ID]++
-	if got.Before(task.Due) {
-		l.wrong = append(l.wrong, fmt.Sprintf("%s delivered by %s %v early", task.ID, node, task.Due.Sub(got)))
+	l.delivered[tk.ID]++
+	if got.Before(tk.Due) {
+		l.wrong = append(l.wrong, fmt.Sprintf("%s delivered by %s %v early", tk.ID, node, tk.Due.Sub(got)))
 	}
-	if at, ok := l.acked[task.ID]; ok && at.Before(asked) {
+	if at, ok := l.acked[tk.ID]; ok && at.Before(asked) {
 		l.wrong = append(l.wrong, fmt.Sprintf("%s delivered by %s at %v, after its ack was answered at %v",
-			task.ID, node, got.Format(time.StampMicro), at.Format(time.StampMicro)))
+			tk.ID, node, got.Format(time.StampMicro), at.Format(time.StampMicro)))
 	}
 }
 
@@ -331,16 +332,16 @@ func (l *ledger) consume(ctx context.Context, nodes []*proc, first int, queue st
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		for _, task := range tasks {
-			l.delivery(p.name, task, asked, got)
+		for _, tk := range tasks {
+			l.delivery(p.name, tk, asked, got)
 		}
-		for _, task := range tasks {
+		for _, tk := range tasks {
 			actx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			err := p.c.Ack(actx, queue, task.ID, task.Lease)
+			err := p.c.Ack(actx, queue, tk.ID, tk.Lease)
 			cancel()
 			if err == nil {
 				l.mu.Lock()
-				l.acked[task.ID] = time.Now()
+				l.acked[tk.ID] = time.Now()
 				l.mu.Unlock()
 			}
 		}

@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // sqlInsert inserts tasks given as arrays, due by the database's clock
@@ -34,20 +36,20 @@ const sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns)
 // broker.Broker.Put does: created is false when r.ID names a live task,
 // which is returned unchanged, or, with r.Replace, replaced by a new task
 // with a new job id.
-func (n *Node) Put(ctx context.Context, queue string, r broker.PutRequest) (broker.Task, bool, error) {
-	res := n.PutBatch(ctx, queue, []broker.PutRequest{r})
+func (n *Node) Put(ctx context.Context, queue string, r task.PutRequest) (task.Task, bool, error) {
+	res := n.PutBatch(ctx, queue, []task.PutRequest{r})
 	return res[0].Task, res[0].Created, res[0].Err
 }
 
 // item is one request of a batch on its way to the database.
 type item struct {
 	i      int // index in the batch
-	r      *broker.PutRequest
+	r      *task.PutRequest
 	tm     timing
 	job    uint64
 	id     string
 	gen    bool // id generated from the job id
-	result broker.PutResult
+	result task.PutResult
 	done   bool  // result set
 	fireAt int64 // after insert: the timer, 0 for none
 	dbNow  int64
@@ -57,21 +59,21 @@ type item struct {
 // single INSERT of every task when no request replaces and no id repeats
 // (the common case), else one statement per request. One bad request
 // fails alone.
-func (n *Node) PutBatch(ctx context.Context, queue string, rs []broker.PutRequest) []broker.PutResult {
-	res := make([]broker.PutResult, len(rs))
-	fail := func(err error) []broker.PutResult {
+func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult {
+	res := make([]task.PutResult, len(rs))
+	fail := func(err error) []task.PutResult {
 		for i := range res {
 			if res[i].Err == nil {
-				res[i] = broker.PutResult{Err: err}
+				res[i] = task.PutResult{Err: err}
 			}
 		}
 		return res
 	}
-	if err := checkQueue(queue); err != nil {
+	if err := service.CheckQueue(queue); err != nil {
 		return fail(err)
 	}
-	if len(rs) > broker.MaxBatch {
-		return fail(errBatch)
+	if len(rs) > task.MaxBatch {
+		return fail(service.ErrBatch)
 	}
 	if err := n.Err(); err != nil {
 		return fail(err)
@@ -132,7 +134,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []broker.PutReques
 	ready := 0
 	for _, it := range items {
 		if !it.done {
-			res[it.i].Err = fmt.Errorf("%w: no free id for task %d", broker.ErrClosed, it.job)
+			res[it.i].Err = fmt.Errorf("%w: no free id for task %d", task.ErrClosed, it.job)
 			continue
 		}
 		res[it.i] = it.result
@@ -158,8 +160,6 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []broker.PutReques
 	n.count(queue, func(c *counts) { c.puts += uint64(len(items)) })
 	return res
 }
-
-var errBatch = fmt.Errorf("%w: over %d tasks in one batch", broker.ErrInvalid, broker.MaxBatch)
 
 // readied announces k tasks made ready in queue, once they are
 // committed: to this node's waiters first, at once, and to the other
@@ -211,17 +211,17 @@ func (n *Node) created(queue string, it *item, due int64, fireAt *int64, created
 	if payload == nil {
 		payload = []byte{}
 	}
-	t := broker.Task{
-		ID: it.id, JobID: it.job, Queue: queue, State: broker.Ready, Payload: payload,
+	t := task.Task{
+		ID: it.id, JobID: it.job, Queue: queue, State: task.Ready, Payload: payload,
 		Priority: it.r.Priority, Due: time.Unix(0, due).UTC(), TTR: ttr, MaxAttempts: it.r.MaxAttempts,
 		Created: time.Unix(0, createdAt).UTC(),
 	}
 	if fireAt != nil {
-		t.State = broker.Delayed
+		t.State = task.Delayed
 		it.fireAt = *fireAt
 	}
 	it.dbNow = dbNow
-	it.result = broker.PutResult{Task: t, Created: !replaced}
+	it.result = task.PutResult{Task: t, Created: !replaced}
 	it.done = true
 }
 
@@ -271,7 +271,7 @@ func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error
 				// Acked or deleted since the insert found it: put again.
 				return n.putEach(ctx, queue, []*item{it})
 			}
-			it.result = broker.PutResult{Task: t}
+			it.result = task.PutResult{Task: t}
 			it.done = true
 		}
 	}
@@ -284,13 +284,13 @@ type querier interface {
 }
 
 // existing returns the live tasks of queue with the given ids.
-func (n *Node) existing(ctx context.Context, db querier, queue string, ids []string) (map[string]broker.Task, error) {
+func (n *Node) existing(ctx context.Context, db querier, queue string, ids []string) (map[string]task.Task, error) {
 	rows, err := db.Query(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE queue = $1 AND id = ANY($2)", queue, ids)
 	if err != nil {
 		return nil, dbErr(err)
 	}
 	defer rows.Close()
-	out := map[string]broker.Task{}
+	out := map[string]task.Task{}
 	for rows.Next() {
 		t, err := scanRow(rows)
 		if err != nil {
@@ -326,7 +326,7 @@ func (n *Node) putEach(ctx context.Context, queue string, items []*item) error {
 				if err != nil {
 					return err
 				}
-				it.result = broker.PutResult{Task: ex[it.id]}
+				it.result = task.PutResult{Task: ex[it.id]}
 				it.done = true
 			case err == pgx.ErrNoRows:
 			default:
@@ -371,4 +371,25 @@ func (b *idBlock) take(ctx context.Context, n *Node, k int) ([]uint64, error) {
 	out := slices.Clone(b.free[:k])
 	b.free = b.free[k:]
 	return out, nil
+}
+
+// timing is when a put's task is due: at an instant (at), or delay after
+// the database's clock reads at the insert.
+type timing struct {
+	hasAt bool
+	at    int64 // Unix ns
+	delay int64 // ns
+}
+
+// checkPut checks r against the node's limits (service.CheckPut) and
+// returns when the task is due.
+func (n *Node) checkPut(r *task.PutRequest, now time.Time) (timing, error) {
+	due, err := service.CheckPut(r, now, n.opts.MaxDelay, n.opts.MaxPayload)
+	if err != nil {
+		return timing{}, err
+	}
+	if !r.At.IsZero() {
+		return timing{hasAt: true, at: due}, nil
+	}
+	return timing{delay: int64(r.Delay)}, nil
 }

@@ -6,8 +6,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // sqlReserve takes up to $2 ready tasks of the queues $1 in delivery
@@ -76,12 +78,12 @@ const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_
 // lease fails; an ack that committed flushed the reservation before it).
 // A paused queue (PauseQueue)
 // hands out nothing until its pause ends.
-func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error) {
-	if err := checkQueue(queue); err != nil {
+func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
+	if err := service.CheckQueue(queue); err != nil {
 		return nil, err
 	}
-	if max < 1 || max > broker.MaxReserve {
-		return nil, fmt.Errorf("%w: max must be 1 to %d", broker.ErrInvalid, broker.MaxReserve)
+	if max < 1 || max > task.MaxReserve {
+		return nil, fmt.Errorf("%w: max must be 1 to %d", task.ErrInvalid, task.MaxReserve)
 	}
 	return n.reserve(ctx, []string{queue}, max, wait)
 }
@@ -90,18 +92,18 @@ func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Dur
 // delivery order across them, waiting up to wait as Reserve does; ok is
 // false when none came. It is beanstalkd's reserve over a watch list, as
 // broker.Broker.ReserveAny.
-func (n *Node) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t broker.Task, ok bool, err error) {
+func (n *Node) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t task.Task, ok bool, err error) {
 	if len(queues) == 0 {
-		return broker.Task{}, false, fmt.Errorf("%w: no queue to reserve from", broker.ErrInvalid)
+		return task.Task{}, false, fmt.Errorf("%w: no queue to reserve from", task.ErrInvalid)
 	}
 	for _, q := range queues {
-		if err := checkQueue(q); err != nil {
-			return broker.Task{}, false, err
+		if err := service.CheckQueue(q); err != nil {
+			return task.Task{}, false, err
 		}
 	}
 	ts, err := n.reserve(ctx, queues, 1, wait)
 	if err != nil || len(ts) == 0 {
-		return broker.Task{}, false, err
+		return task.Task{}, false, err
 	}
 	return ts[0], true, nil
 }
@@ -111,9 +113,9 @@ func (n *Node) ReserveAny(ctx context.Context, queues []string, wait time.Durati
 // wakes it. A reserver waiting on one queue may instead be handed tasks
 // that the owner's flush reserved for it in the statement that made them
 // ready (see Node.flush), a round trip sooner.
-func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.Duration) ([]broker.Task, error) {
-	if wait < 0 || wait > broker.MaxWait {
-		return nil, fmt.Errorf("%w: wait must be 0 to %s", broker.ErrInvalid, broker.MaxWait)
+func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
+	if wait < 0 || wait > task.MaxWait {
+		return nil, fmt.Errorf("%w: wait must be 0 to %s", task.ErrInvalid, task.MaxWait)
 	}
 	var timer *time.Timer
 	for {
@@ -213,7 +215,7 @@ func (n *Node) leave(qs []*queueWait, w *waiter) ([]row, int64) {
 // take runs one reservation and announces the leases' timers to their
 // partitions' owners. When it takes nothing and a queue is paused, it
 // returns how long until the first pause ends.
-func (n *Node) take(ctx context.Context, queues []string, max int) ([]broker.Task, time.Duration, error) {
+func (n *Node) take(ctx context.Context, queues []string, max int) ([]task.Task, time.Duration, error) {
 	rows, err := n.db.Query(ctx, sqlReserve, queues, max)
 	if err != nil {
 		return nil, 0, dbErr(err)
@@ -269,9 +271,9 @@ func sortRows(got []row) {
 // delivery order, announces their leases' timers to their partitions'
 // owners and counts the deliveries; dbNow is the database's clock at the
 // reservation.
-func (n *Node) deliver(got []row, dbNow int64) []broker.Task {
+func (n *Node) deliver(got []row, dbNow int64) []task.Task {
 	sortRows(got)
-	out := make([]broker.Task, len(got))
+	out := make([]task.Task, len(got))
 	dues := make([]int64, len(got))
 	for i := range got {
 		t := &got[i]

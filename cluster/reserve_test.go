@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // TestReserve_Async: the reservation statement commits without waiting
@@ -15,7 +15,7 @@ import (
 func TestReserve_Async(t *testing.T) {
 	ctx := context.Background()
 	n := startNode(t, server(t).CreateDatabase(t), "a")
-	if _, _, err := n.Put(ctx, "q", broker.PutRequest{}); err != nil {
+	if _, _, err := n.Put(ctx, "q", task.PutRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := n.pool.Acquire(ctx)

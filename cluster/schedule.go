@@ -8,9 +8,11 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hourglass-go/hourglass"
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass"
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Cron schedules live in hourglass_schedules. A schedule belongs to the
@@ -24,7 +26,7 @@ import (
 
 // schedule is a schedule armed on this node. Guarded by Node.mu.
 type schedule struct {
-	spec      broker.ScheduleSpec
+	spec      task.ScheduleSpec
 	cron      hourglass.Schedule
 	loc       *time.Location
 	partition int
@@ -40,12 +42,6 @@ func (s *schedule) disarm() {
 	}
 }
 
-// occurrenceLayout names occurrences in task ids, as the broker does.
-const occurrenceLayout = time.RFC3339
-
-// maxScheduleName leaves room in a task id for "@" and the occurrence.
-var maxScheduleName = broker.MaxNameLen - 1 - len("2006-01-02T15:04:05Z")
-
 // schedulePartition returns the partition whose owner fires schedule name.
 func (n *Node) schedulePartition(name string) int {
 	h := fnv.New32a()
@@ -53,41 +49,10 @@ func (n *Node) schedulePartition(name string) int {
 	return int(h.Sum32() % uint32(n.partitions))
 }
 
-// parseSchedule checks spec and parses its cron line and time zone, with
-// the broker's messages.
-func (n *Node) parseSchedule(spec broker.ScheduleSpec) (hourglass.Schedule, *time.Location, error) {
-	if err := checkQueue(spec.Name); err != nil {
-		return nil, nil, fmt.Errorf("%w: schedule name: %v", broker.ErrInvalid, trimInvalid(err))
-	}
-	if len(spec.Name) > maxScheduleName {
-		return nil, nil, fmt.Errorf("%w: schedule name over %d characters", broker.ErrInvalid, maxScheduleName)
-	}
-	if err := checkQueue(spec.Queue); err != nil {
-		return nil, nil, err
-	}
-	if len(spec.Payload) > n.opts.MaxPayload {
-		return nil, nil, fmt.Errorf("%w: %d bytes, over the limit of %d", broker.ErrTooLarge, len(spec.Payload), n.opts.MaxPayload)
-	}
-	sched, err := hourglass.Cron(spec.Cron)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", broker.ErrInvalid, err)
-	}
-	loc := time.UTC
-	if spec.Timezone != "" {
-		if loc, err = time.LoadLocation(spec.Timezone); err != nil {
-			return nil, nil, fmt.Errorf("%w: time zone %q: %v", broker.ErrInvalid, spec.Timezone, err)
-		}
-	}
-	return sched, loc, nil
-}
-
-func trimInvalid(err error) string {
-	s := err.Error()
-	p := broker.ErrInvalid.Error() + ": "
-	if len(s) > len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
+// parseSchedule checks spec against the node's limits and parses its
+// cron line and time zone.
+func (n *Node) parseSchedule(spec task.ScheduleSpec) (hourglass.Schedule, *time.Location, error) {
+	return service.ParseSchedule(spec, n.opts.MaxPayload)
 }
 
 // SetSchedule creates or replaces the schedule spec.Name, durably, as
@@ -95,13 +60,13 @@ func trimInvalid(err error) string {
 // which keeps the last occurrence put. The owner of the schedule's
 // partition arms it on its next lease tick, which the announcement on
 // the schedules channel brings forward to now.
-func (n *Node) SetSchedule(ctx context.Context, spec broker.ScheduleSpec) (broker.ScheduleInfo, bool, error) {
+func (n *Node) SetSchedule(ctx context.Context, spec task.ScheduleSpec) (task.ScheduleInfo, bool, error) {
 	sched, loc, err := n.parseSchedule(spec)
 	if err != nil {
-		return broker.ScheduleInfo{}, false, err
+		return task.ScheduleInfo{}, false, err
 	}
 	if err := n.Err(); err != nil {
-		return broker.ScheduleInfo{}, false, err
+		return task.ScheduleInfo{}, false, err
 	}
 	payload := spec.Payload
 	if payload == nil {
@@ -115,7 +80,7 @@ func (n *Node) SetSchedule(ctx context.Context, spec broker.ScheduleSpec) (broke
 			timezone = EXCLUDED.timezone, payload = EXCLUDED.payload, created = EXCLUDED.created
 		RETURNING xmax = 0, last`, spec.Name, spec.Cron, spec.Queue, spec.Timezone, payload).Scan(&inserted, &last)
 	if err != nil {
-		return broker.ScheduleInfo{}, false, dbErr(err)
+		return task.ScheduleInfo{}, false, dbErr(err)
 	}
 	n.notifier.send(chanSchedules, spec.Name)
 	n.kickTick()
@@ -123,8 +88,8 @@ func (n *Node) SetSchedule(ctx context.Context, spec broker.ScheduleSpec) (broke
 }
 
 // info is a schedule as the API reports it.
-func info(spec broker.ScheduleSpec, sched hourglass.Schedule, loc *time.Location, last int64) broker.ScheduleInfo {
-	i := broker.ScheduleInfo{ScheduleSpec: spec}
+func info(spec task.ScheduleSpec, sched hourglass.Schedule, loc *time.Location, last int64) task.ScheduleInfo {
+	i := task.ScheduleInfo{ScheduleSpec: spec}
 	if next := sched.Next(time.Now().In(loc)); !next.IsZero() {
 		i.Next = next.UTC()
 	}
@@ -135,7 +100,7 @@ func info(spec broker.ScheduleSpec, sched hourglass.Schedule, loc *time.Location
 }
 
 // DeleteSchedule deletes the schedule name, durably, or returns
-// broker.ErrNoSchedule. Tasks it put stay.
+// task.ErrNoSchedule. Tasks it put stay.
 func (n *Node) DeleteSchedule(ctx context.Context, name string) error {
 	if err := n.Err(); err != nil {
 		return err
@@ -145,7 +110,7 @@ func (n *Node) DeleteSchedule(ctx context.Context, name string) error {
 		return dbErr(err)
 	}
 	if tag.RowsAffected() == 0 {
-		return broker.ErrNoSchedule
+		return task.ErrNoSchedule
 	}
 	n.notifier.send(chanSchedules, name)
 	n.kickTick()
@@ -154,7 +119,7 @@ func (n *Node) DeleteSchedule(ctx context.Context, name string) error {
 
 // scheduleRow is a row of hourglass_schedules.
 type scheduleRow struct {
-	spec          broker.ScheduleSpec
+	spec          task.ScheduleSpec
 	created, last int64
 }
 
@@ -176,15 +141,15 @@ func (n *Node) readSchedules(ctx context.Context) ([]scheduleRow, error) {
 
 // Schedules returns every schedule by name, with its next and last
 // occurrences (none when the database cannot be read).
-func (n *Node) Schedules() []broker.ScheduleInfo {
+func (n *Node) Schedules() []task.ScheduleInfo {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rows, err := n.readSchedules(ctx)
 	if err != nil {
 		n.log.Warn("hourglass: cluster: reading schedules failed", "err", err)
-		return []broker.ScheduleInfo{}
+		return []task.ScheduleInfo{}
 	}
-	out := make([]broker.ScheduleInfo, 0, len(rows))
+	out := make([]task.ScheduleInfo, 0, len(rows))
 	for _, r := range rows {
 		sched, loc, err := n.parseSchedule(r.spec)
 		if err != nil {
@@ -239,7 +204,7 @@ func (n *Node) reconcileSchedules(ctx context.Context) error {
 	n.mu.Unlock()
 	for _, s := range fresh {
 		from := time.Unix(0, max(s.last, s.created))
-		if at := broker.NewestOccurrence(s.cron, s.loc, from, now); !at.IsZero() {
+		if at := service.NewestOccurrence(s.cron, s.loc, from, now); !at.IsZero() {
 			if err := n.occur(ctx, s, at); err != nil {
 				n.log.Warn("hourglass: cluster: putting a missed occurrence", "schedule", s.spec.Name, "err", err)
 			}
@@ -253,7 +218,7 @@ func (n *Node) reconcileSchedules(ctx context.Context) error {
 	return nil
 }
 
-func sameSpec(a, b broker.ScheduleSpec) bool {
+func sameSpec(a, b task.ScheduleSpec) bool {
 	return a.Name == b.Name && a.Cron == b.Cron && a.Queue == b.Queue && a.Timezone == b.Timezone &&
 		bytes.Equal(a.Payload, b.Payload)
 }
@@ -317,10 +282,10 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 		return err
 	}
 	it := &item{
-		r:   &broker.PutRequest{Payload: s.spec.Payload, Priority: broker.DefaultPriority},
+		r:   &task.PutRequest{Payload: s.spec.Payload, Priority: task.DefaultPriority},
 		tm:  timing{hasAt: true, at: at.UnixNano()},
 		job: jobs[0],
-		id:  s.spec.Name + "@" + at.UTC().Format(occurrenceLayout),
+		id:  service.OccurrenceID(s.spec.Name, at),
 	}
 	err = pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
 		var one int

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/api"
-	"github.com/hourglass-go/hourglass/broker"
-	"github.com/hourglass-go/hourglass/cluster"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // The simulation: many in-process nodes (100 by default) over one real
@@ -257,9 +258,9 @@ func TestSimulation(t *testing.T) {
 		producers.Go(func() {
 			for k := 0; putCtx.Err() == nil; k++ {
 				_, n := pick(r)
-				var reqs []broker.PutRequest
+				var reqs []task.PutRequest
 				for j := range 5 {
-					reqs = append(reqs, broker.PutRequest{ID: fmt.Sprintf("p%d-%d-%d", pi, k, j),
+					reqs = append(reqs, task.PutRequest{ID: fmt.Sprintf("p%d-%d-%d", pi, k, j),
 						Delay: time.Duration(r.Int64N(int64(2 * time.Second))), TTR: 3 * time.Second})
 				}
 				for _, res := range n.PutBatch(putCtx, "sim", reqs) {

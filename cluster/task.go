@@ -3,8 +3,9 @@ package cluster
 import (
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // taskColumns are the columns row reads, in its order.
@@ -44,22 +45,22 @@ func scanRow(r pgx.Row, extra ...any) (row, error) {
 
 // stateOf is the broker's state of a recorded task: a waiting task with a
 // timer is delayed, one without is ready.
-func (t *row) stateOf() broker.State {
+func (t *row) stateOf() task.State {
 	switch t.state {
 	case 1:
 		if t.fireAt != nil {
-			return broker.Delayed
+			return task.Delayed
 		}
-		return broker.Ready
+		return task.Ready
 	case 2:
-		return broker.Reserved
+		return task.Reserved
 	}
-	return broker.Dead
+	return task.Dead
 }
 
 // view turns a row into the Task the API reports (as broker's view).
-func (t *row) view() broker.Task {
-	v := broker.Task{
+func (t *row) view() task.Task {
+	v := task.Task{
 		ID:          t.id,
 		JobID:       uint64(t.job),
 		Queue:       t.queue,

@@ -8,16 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // sample is a task as a broker might answer it, in a zone other than UTC
 // to check that times go out in UTC.
-func sample() broker.Task {
+func sample() task.Task {
 	zone := time.FixedZone("X", 3600)
-	return broker.Task{
-		ID: "a", JobID: 7, Queue: "q", State: broker.Reserved,
+	return task.Task{
+		ID: "a", JobID: 7, Queue: "q", State: task.Reserved,
 		Payload: []byte(`{"to": "<x@y>"}`), Priority: 5,
 		Due:      time.Date(2030, 1, 2, 4, 4, 5, 123456789, zone),
 		TTR:      1500 * time.Millisecond,
@@ -37,21 +37,21 @@ func TestPutRequest(t *testing.T) {
 	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		body string
-		want broker.PutRequest
+		want task.PutRequest
 	}{
-		{``, broker.PutRequest{Priority: 1024}},
-		{`{}`, broker.PutRequest{Priority: 1024}},
-		{`{"payload":null}`, broker.PutRequest{Priority: 1024}},
-		{`{"priority":0}`, broker.PutRequest{Priority: 0}},
-		{`{"priority":4294967295}`, broker.PutRequest{Priority: 4294967295}},
+		{``, task.PutRequest{Priority: 1024}},
+		{`{}`, task.PutRequest{Priority: 1024}},
+		{`{"payload":null}`, task.PutRequest{Priority: 1024}},
+		{`{"priority":0}`, task.PutRequest{Priority: 0}},
+		{`{"priority":4294967295}`, task.PutRequest{Priority: 4294967295}},
 		{`{"id":"x","payload":{"a": [1, 2]},"delay":"1.5s","ttr":"2m","max_attempts":4,"replace":true}`,
-			broker.PutRequest{ID: "x", Payload: []byte(`{"a": [1, 2]}`), Delay: 1500 * time.Millisecond, Priority: 1024, TTR: 2 * time.Minute, MaxAttempts: 4, Replace: true}},
-		{`{"at":"2030-01-01T01:00:00+01:00"}`, broker.PutRequest{At: at, Priority: 1024}},
-		{`{"payload":"text"}`, broker.PutRequest{Payload: []byte(`"text"`), Priority: 1024}},
+			task.PutRequest{ID: "x", Payload: []byte(`{"a": [1, 2]}`), Delay: 1500 * time.Millisecond, Priority: 1024, TTR: 2 * time.Minute, MaxAttempts: 4, Replace: true}},
+		{`{"at":"2030-01-01T01:00:00+01:00"}`, task.PutRequest{At: at, Priority: 1024}},
+		{`{"payload":"text"}`, task.PutRequest{Payload: []byte(`"text"`), Priority: 1024}},
 	} {
 		s, f := newServer(t, httpapi.Options{})
-		var got broker.PutRequest
-		f.put = func(queue string, r broker.PutRequest) (broker.Task, bool, error) {
+		var got task.PutRequest
+		f.put = func(queue string, r task.PutRequest) (task.Task, bool, error) {
 			got = r
 			return sample(), true, nil
 		}
@@ -75,7 +75,7 @@ func TestPutRequest(t *testing.T) {
 func TestPutAnswer(t *testing.T) {
 	s, f := newServer(t, httpapi.Options{})
 	created := true
-	f.put = func(queue string, r broker.PutRequest) (broker.Task, bool, error) {
+	f.put = func(queue string, r task.PutRequest) (task.Task, bool, error) {
 		if queue != "q" {
 			t.Errorf("queue %q", queue)
 		}
@@ -98,7 +98,7 @@ func TestPutAnswer(t *testing.T) {
 func TestGetEscapedID(t *testing.T) {
 	s, f := newServer(t, httpapi.Options{})
 	var gotID string
-	f.get = func(queue, id string) (broker.Task, error) {
+	f.get = func(queue, id string) (task.Task, error) {
 		gotID = id
 		return sample(), nil
 	}
@@ -116,14 +116,14 @@ func TestGetEscapedID(t *testing.T) {
 // one PutBatch call.
 func TestBatch(t *testing.T) {
 	s, f := newServer(t, httpapi.Options{})
-	f.putBatch = func(queue string, rs []broker.PutRequest) []broker.PutResult {
+	f.putBatch = func(queue string, rs []task.PutRequest) []task.PutResult {
 		if len(rs) != 3 || rs[0].ID != "a" || rs[1].ID != "b/c" || rs[2].ID != "d" {
 			t.Errorf("PutBatch(%+v)", rs)
 		}
-		out := make([]broker.PutResult, len(rs))
+		out := make([]task.PutResult, len(rs))
 		for i, r := range rs {
 			if strings.Contains(r.ID, "/") {
-				out[i].Err = fmt.Errorf("%w: task id %q: no '/'", broker.ErrInvalid, r.ID)
+				out[i].Err = fmt.Errorf("%w: task id %q: no '/'", task.ErrInvalid, r.ID)
 				continue
 			}
 			out[i].Task = sample()
@@ -169,18 +169,18 @@ func TestBatch(t *testing.T) {
 // statuses and leases out.
 func TestLeaseCalls(t *testing.T) {
 	s, f := newServer(t, httpapi.Options{})
-	f.reserve = func(_ context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error) {
+	f.reserve = func(_ context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
 		if queue != "q" || max != 10 || wait != 250*time.Millisecond {
 			t.Errorf("Reserve(%q, %d, %s)", queue, max, wait)
 		}
-		return []broker.Task{sample()}, nil
+		return []task.Task{sample()}, nil
 	}
 	w := do(s, "POST", "/v1/queues/q/reserve", `{"max":10,"wait":"250ms"}`)
 	want := `{"tasks":[` + strings.TrimSuffix(sampleJSON, "}") + `,"lease":"L1"}]}`
 	if w.Code != 200 || strings.TrimSpace(w.Body.String()) != want {
 		t.Errorf("reserve: %d\n got %s\nwant %s", w.Code, w.Body.String(), want)
 	}
-	f.reserve = func(_ context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error) {
+	f.reserve = func(_ context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
 		if max != 1 || wait != 0 {
 			t.Errorf("default Reserve(%d, %s)", max, wait)
 		}
@@ -193,7 +193,7 @@ func TestLeaseCalls(t *testing.T) {
 	}
 
 	var calls []string
-	f.lease = func(op, queue, id, lease string, delay time.Duration) (broker.Task, error) {
+	f.lease = func(op, queue, id, lease string, delay time.Duration) (task.Task, error) {
 		calls = append(calls, fmt.Sprint(op, " ", queue, " ", id, " ", lease, " ", delay))
 		return sample(), nil
 	}
@@ -235,33 +235,33 @@ func TestLeaseCalls(t *testing.T) {
 // TestQueuesAndSchedules checks the listings and the schedule calls.
 func TestQueuesAndSchedules(t *testing.T) {
 	s, f := newServer(t, httpapi.Options{})
-	f.queues = func() []broker.QueueStats {
-		return []broker.QueueStats{{Name: "b", Ready: 2, Puts: 9}, {Name: "a", Delayed: 1, Reserved: 3, Dead: 4}}
+	f.queues = func() []task.QueueStats {
+		return []task.QueueStats{{Name: "b", Ready: 2, Puts: 9}, {Name: "a", Delayed: 1, Reserved: 3, Dead: 4}}
 	}
 	w := do(s, "GET", "/v1/queues", "")
 	want := `{"queues":[{"name":"a","delayed":1,"ready":0,"reserved":3,"dead":4},{"name":"b","delayed":0,"ready":2,"reserved":0,"dead":0}]}`
 	if got := strings.TrimSpace(w.Body.String()); w.Code != 200 || got != want {
 		t.Errorf("queues: %d\n got %s\nwant %s", w.Code, got, want)
 	}
-	f.queues = func() []broker.QueueStats { return nil }
+	f.queues = func() []task.QueueStats { return nil }
 	if w := do(s, "GET", "/v1/queues", ""); strings.TrimSpace(w.Body.String()) != `{"queues":[]}` {
 		t.Errorf("no queues: %s", w.Body.String())
 	}
 
 	next := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	f.schedule = func(sp broker.ScheduleSpec) (broker.ScheduleInfo, bool, error) {
+	f.schedule = func(sp task.ScheduleSpec) (task.ScheduleInfo, bool, error) {
 		if sp.Name != "nightly" || sp.Cron != "0 3 * * *" || sp.Queue != "q" || string(sp.Payload) != `{"k":1}` || sp.Timezone != "Europe/Paris" {
 			t.Errorf("SetSchedule(%+v)", sp)
 		}
-		return broker.ScheduleInfo{ScheduleSpec: sp, Next: next}, true, nil
+		return task.ScheduleInfo{ScheduleSpec: sp, Next: next}, true, nil
 	}
 	w = do(s, "PUT", "/v1/schedules/nightly", `{"cron":"0 3 * * *","queue":"q","payload":{"k":1},"timezone":"Europe/Paris"}`)
 	want = `{"name":"nightly","cron":"0 3 * * *","queue":"q","payload":{"k":1},"timezone":"Europe/Paris","next":"2030-01-01T00:00:00Z"}`
 	if got := strings.TrimSpace(w.Body.String()); w.Code != 200 || got != want {
 		t.Errorf("set schedule: %d\n got %s\nwant %s", w.Code, got, want)
 	}
-	f.scheds = func() []broker.ScheduleInfo {
-		return []broker.ScheduleInfo{{ScheduleSpec: broker.ScheduleSpec{Name: "z", Cron: "@daily", Queue: "q"}}, {ScheduleSpec: broker.ScheduleSpec{Name: "a", Cron: "@hourly", Queue: "q"}, Next: next, Last: next.Add(-time.Hour)}}
+	f.scheds = func() []task.ScheduleInfo {
+		return []task.ScheduleInfo{{ScheduleSpec: task.ScheduleSpec{Name: "z", Cron: "@daily", Queue: "q"}}, {ScheduleSpec: task.ScheduleSpec{Name: "a", Cron: "@hourly", Queue: "q"}, Next: next, Last: next.Add(-time.Hour)}}
 	}
 	w = do(s, "GET", "/v1/schedules", "")
 	want = `{"schedules":[{"name":"a","cron":"@hourly","queue":"q","next":"2030-01-01T00:00:00Z","last":"2029-12-31T23:00:00Z"},{"name":"z","cron":"@daily","queue":"q"}]}`
@@ -272,7 +272,7 @@ func TestQueuesAndSchedules(t *testing.T) {
 		if op != "deleteSchedule" || args[0] != "nightly" {
 			t.Errorf("%s %v", op, args)
 		}
-		return broker.ErrNoSchedule
+		return task.ErrNoSchedule
 	}
 	if w := do(s, "DELETE", "/v1/schedules/nightly", ""); w.Code != 404 {
 		t.Errorf("delete schedule: %d", w.Code)
@@ -283,7 +283,7 @@ func TestQueuesAndSchedules(t *testing.T) {
 // not JSON come back as a JSON string rather than breaking the answer.
 func TestPayloadNotJSON(t *testing.T) {
 	s, f := newServer(t, httpapi.Options{})
-	f.get = func(queue, id string) (broker.Task, error) {
+	f.get = func(queue, id string) (task.Task, error) {
 		t := sample()
 		t.Payload = []byte("plain text\n")
 		return t, nil

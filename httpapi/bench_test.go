@@ -17,6 +17,7 @@ import (
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/httpapi"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // BenchmarkServer_PutBatch measures tasks:batch of 100 tasks with
@@ -80,9 +81,9 @@ func cpuTime() time.Duration {
 // scenario's lateness row.
 func BenchmarkServer_ReserveAck(b *testing.B) {
 	br, srv := benchServer(b)
-	rs := make([]broker.PutRequest, 1000)
+	rs := make([]task.PutRequest, 1000)
 	for i := range rs {
-		rs[i] = broker.PutRequest{Payload: []byte(`"` + string(bytes.Repeat([]byte("x"), 198)) + `"`)}
+		rs[i] = task.PutRequest{Payload: []byte(`"` + string(bytes.Repeat([]byte("x"), 198)) + `"`)}
 	}
 	for range 300 {
 		br.PutBatch(context.Background(), "q", rs)

@@ -5,17 +5,17 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // putRequest turns a put's wire form into the broker's, checking what the
 // broker cannot tell apart: both delay and at (the broker cannot see an
 // explicit "0s"), and an absent priority, which means the default.
-func putRequest(p api.PutRequest) (broker.PutRequest, error) {
+func putRequest(p api.PutRequest) (task.PutRequest, error) {
 	if p.Delay != nil && p.At != nil {
-		return broker.PutRequest{}, badRequest("give delay or at, not both")
+		return task.PutRequest{}, badRequest("give delay or at, not both")
 	}
-	r := broker.PutRequest{
+	r := task.PutRequest{
 		ID:          p.ID,
 		Priority:    api.DefaultPriority,
 		MaxAttempts: p.MaxAttempts,
@@ -29,7 +29,7 @@ func putRequest(p api.PutRequest) (broker.PutRequest, error) {
 	}
 	if p.At != nil {
 		if p.At.IsZero() {
-			return broker.PutRequest{}, badRequest("at is the zero time")
+			return task.PutRequest{}, badRequest("at is the zero time")
 		}
 		r.At = *p.At
 	}
@@ -44,7 +44,7 @@ func putRequest(p api.PutRequest) (broker.PutRequest, error) {
 
 // toTask turns the broker's task into its wire form, with the lease when
 // withLease is set (reserve and touch answers only).
-func toTask(t broker.Task, withLease bool) api.Task {
+func toTask(t task.Task, withLease bool) api.Task {
 	a := api.Task{
 		ID:          t.ID,
 		JobID:       t.JobID,
@@ -87,7 +87,7 @@ func utc(t time.Time) time.Time {
 }
 
 // toSchedule turns the broker's schedule into its wire form.
-func toSchedule(s broker.ScheduleInfo) api.Schedule {
+func toSchedule(s task.ScheduleInfo) api.Schedule {
 	return api.Schedule{
 		Name:     s.Name,
 		Cron:     s.Cron,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // wireError is an error found before the broker is called, with the
@@ -43,15 +44,18 @@ func status(err error) int {
 	switch {
 	case errors.As(err, &we):
 		return we.status
-	case errors.Is(err, broker.ErrInvalid):
+	case errors.Is(err, task.ErrInvalid):
 		return http.StatusBadRequest
-	case errors.Is(err, broker.ErrNotFound), errors.Is(err, broker.ErrNoSchedule):
+	case errors.Is(err, task.ErrNotFound), errors.Is(err, task.ErrNoSchedule):
 		return http.StatusNotFound
-	case errors.Is(err, broker.ErrLease), errors.Is(err, broker.ErrState):
+	case errors.Is(err, task.ErrLease), errors.Is(err, task.ErrState):
 		return http.StatusConflict
-	case errors.Is(err, broker.ErrTooLarge):
+	case errors.Is(err, task.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, broker.ErrClosed):
+	case errors.Is(err, broker.ErrNoSpace):
+		// Before ErrClosed, which a failed broker's errors wrap too.
+		return http.StatusInsufficientStorage
+	case errors.Is(err, task.ErrClosed):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

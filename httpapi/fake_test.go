@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // fakeBroker is an httpapi.Broker whose methods do what the test sets and
@@ -19,15 +19,15 @@ type fakeBroker struct {
 	mu    sync.Mutex
 	calls int
 
-	put      func(queue string, r broker.PutRequest) (broker.Task, bool, error)
-	putBatch func(queue string, rs []broker.PutRequest) []broker.PutResult
-	get      func(queue, id string) (broker.Task, error)
-	reserve  func(ctx context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error)
-	lease    func(op, queue, id, lease string, delay time.Duration) (broker.Task, error)
+	put      func(queue string, r task.PutRequest) (task.Task, bool, error)
+	putBatch func(queue string, rs []task.PutRequest) []task.PutResult
+	get      func(queue, id string) (task.Task, error)
+	reserve  func(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error)
+	lease    func(op, queue, id, lease string, delay time.Duration) (task.Task, error)
 	other    func(op string, args ...string) error
-	queues   func() []broker.QueueStats
-	schedule func(s broker.ScheduleSpec) (broker.ScheduleInfo, bool, error)
-	scheds   func() []broker.ScheduleInfo
+	queues   func() []task.QueueStats
+	schedule func(s task.ScheduleSpec) (task.ScheduleInfo, bool, error)
+	scheds   func() []task.ScheduleInfo
 }
 
 var _ httpapi.Broker = (*fakeBroker)(nil)
@@ -48,37 +48,37 @@ func (f *fakeBroker) Calls() int {
 	return f.calls
 }
 
-func (f *fakeBroker) Put(ctx context.Context, queue string, r broker.PutRequest) (broker.Task, bool, error) {
+func (f *fakeBroker) Put(ctx context.Context, queue string, r task.PutRequest) (task.Task, bool, error) {
 	if f.call("Put", f.put != nil); f.put == nil {
-		return broker.Task{}, false, nil
+		return task.Task{}, false, nil
 	}
 	return f.put(queue, r)
 }
 
-func (f *fakeBroker) PutBatch(ctx context.Context, queue string, rs []broker.PutRequest) []broker.PutResult {
+func (f *fakeBroker) PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult {
 	if f.call("PutBatch", f.putBatch != nil); f.putBatch == nil {
-		return make([]broker.PutResult, len(rs))
+		return make([]task.PutResult, len(rs))
 	}
 	return f.putBatch(queue, rs)
 }
 
-func (f *fakeBroker) Get(queue, id string) (broker.Task, error) {
+func (f *fakeBroker) Get(queue, id string) (task.Task, error) {
 	if f.call("Get", f.get != nil); f.get == nil {
-		return broker.Task{}, nil
+		return task.Task{}, nil
 	}
 	return f.get(queue, id)
 }
 
-func (f *fakeBroker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error) {
+func (f *fakeBroker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
 	if f.call("Reserve", f.reserve != nil); f.reserve == nil {
 		return nil, nil
 	}
 	return f.reserve(ctx, queue, max, wait)
 }
 
-func (f *fakeBroker) leaseOp(op, queue, id, lease string, delay time.Duration) (broker.Task, error) {
+func (f *fakeBroker) leaseOp(op, queue, id, lease string, delay time.Duration) (task.Task, error) {
 	if f.call(op, f.lease != nil); f.lease == nil {
-		return broker.Task{}, nil
+		return task.Task{}, nil
 	}
 	return f.lease(op, queue, id, lease, delay)
 }
@@ -88,7 +88,7 @@ func (f *fakeBroker) Ack(ctx context.Context, queue, id, lease string) error {
 	return err
 }
 
-func (f *fakeBroker) Touch(ctx context.Context, queue, id, lease string) (broker.Task, error) {
+func (f *fakeBroker) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {
 	return f.leaseOp("touch", queue, id, lease, 0)
 }
 
@@ -116,21 +116,21 @@ func (f *fakeBroker) DeleteSchedule(ctx context.Context, name string) error {
 	return f.otherOp("deleteSchedule", name)
 }
 
-func (f *fakeBroker) Queues() []broker.QueueStats {
+func (f *fakeBroker) Queues() []task.QueueStats {
 	if f.call("Queues", f.queues != nil); f.queues == nil {
 		return nil
 	}
 	return f.queues()
 }
 
-func (f *fakeBroker) SetSchedule(ctx context.Context, s broker.ScheduleSpec) (broker.ScheduleInfo, bool, error) {
+func (f *fakeBroker) SetSchedule(ctx context.Context, s task.ScheduleSpec) (task.ScheduleInfo, bool, error) {
 	if f.call("SetSchedule", f.schedule != nil); f.schedule == nil {
-		return broker.ScheduleInfo{}, false, nil
+		return task.ScheduleInfo{}, false, nil
 	}
 	return f.schedule(s)
 }
 
-func (f *fakeBroker) Schedules() []broker.ScheduleInfo {
+func (f *fakeBroker) Schedules() []task.ScheduleInfo {
 	if f.call("Schedules", f.scheds != nil); f.scheds == nil {
 		return nil
 	}

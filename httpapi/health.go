@@ -2,8 +2,18 @@ package httpapi
 
 import "net/http"
 
-// healthz answers 200 while the process runs: a liveness probe.
+// healthz is a liveness probe: it answers 200 while the process can
+// serve, or will once it has recovered, and 503 with the reason once the
+// broker reports an error (as [broker.Broker.Err] does) before Drain: a
+// failed commit (a full disk, say) stops the broker for good, and only a
+// restart of the process brings it back.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if ref := s.b.Load(); ref != nil && !s.draining.Load() {
+		if err := failed(ref.Broker); err != nil {
+			writeError(w, &wireError{http.StatusServiceUnavailable, message(err)})
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Status string `json:"status"`
 	}{"ok"})

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // reserve serves POST /v1/queues/{queue}/reserve: up to max ready tasks
@@ -88,7 +88,7 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, b Broker) {
 // task, whose lease now lasts another ttr.
 func (s *Server) touch(w http.ResponseWriter, r *http.Request, b Broker) {
 	l, err := lease(w, r)
-	var t broker.Task
+	var t task.Task
 	if err == nil {
 		t, err = b.Touch(r.Context(), r.PathValue("queue"), r.PathValue("id"), l)
 	}

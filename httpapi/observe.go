@@ -8,14 +8,15 @@ import (
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Observer is what the routes for looking at a server call beyond
 // [Broker]: [broker.Broker]'s methods for the dashboard. A broker that
 // lacks them (a test's fake) answers those routes with 501.
 type Observer interface {
-	ListTasks(queue string, st broker.State, after uint64, limit int) ([]broker.Task, uint64, error)
-	Lateness() []broker.LatenessWindow
+	ListTasks(queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error)
+	Lateness() []task.LatenessWindow
 	DueHistogram(queue string, width time.Duration, n int) (time.Time, []int, error)
 	CheckCron(line, timezone string, n int) ([]time.Time, error)
 	KickDead(ctx context.Context, queue string) (int, error)
@@ -56,18 +57,18 @@ func observe(h func(http.ResponseWriter, *http.Request, Observer)) func(http.Res
 }
 
 // states maps the state names of the wire to the broker's.
-var states = map[string]broker.State{
-	api.StateDelayed:  broker.Delayed,
-	api.StateReady:    broker.Ready,
-	api.StateReserved: broker.Reserved,
-	api.StateDead:     broker.Dead,
+var states = map[string]task.State{
+	api.StateDelayed:  task.Delayed,
+	api.StateReady:    task.Ready,
+	api.StateReserved: task.Reserved,
+	api.StateDead:     task.Dead,
 }
 
 // listTasks serves GET /v1/queues/{queue}/tasks?state=&after=&limit=: a
 // page of the queue's tasks without payloads, and the cursor of the next.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, o Observer) {
 	q := r.URL.Query()
-	var st broker.State
+	var st task.State
 	if name := q.Get("state"); name != "" {
 		var ok bool
 		if st, ok = states[name]; !ok {

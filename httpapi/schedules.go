@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/hourglass-go/hourglass/api"
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // setSchedule serves PUT /v1/schedules/{name}: creates or replaces the
@@ -18,7 +18,7 @@ func (s *Server) setSchedule(w http.ResponseWriter, r *http.Request, b Broker) {
 		s.fail(w, r, err)
 		return
 	}
-	spec := broker.ScheduleSpec{
+	spec := task.ScheduleSpec{
 		Name:     r.PathValue("name"),
 		Cron:     req.Cron,
 		Queue:    req.Queue,

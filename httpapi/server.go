@@ -22,26 +22,28 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Broker is what the handlers call: [broker.Broker]'s methods. Tests may
 // put a fake in its place.
 type Broker interface {
-	Put(ctx context.Context, queue string, r broker.PutRequest) (broker.Task, bool, error)
-	PutBatch(ctx context.Context, queue string, rs []broker.PutRequest) []broker.PutResult
-	Get(queue, id string) (broker.Task, error)
+	Put(ctx context.Context, queue string, r task.PutRequest) (task.Task, bool, error)
+	PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult
+	Get(queue, id string) (task.Task, error)
 	Delete(ctx context.Context, queue, id string) error
-	Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error)
+	Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error)
 	Ack(ctx context.Context, queue, id, lease string) error
-	Touch(ctx context.Context, queue, id, lease string) (broker.Task, error)
+	Touch(ctx context.Context, queue, id, lease string) (task.Task, error)
 	Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error
 	Kick(ctx context.Context, queue, id string) error
-	Queues() []broker.QueueStats
-	SetSchedule(ctx context.Context, s broker.ScheduleSpec) (broker.ScheduleInfo, bool, error)
-	Schedules() []broker.ScheduleInfo
+	Queues() []task.QueueStats
+	SetSchedule(ctx context.Context, s task.ScheduleSpec) (task.ScheduleInfo, bool, error)
+	Schedules() []task.ScheduleInfo
 	DeleteSchedule(ctx context.Context, name string) error
 }
 
@@ -114,7 +116,7 @@ func New(opts Options) *Server {
 	}
 	maxPayload := opts.MaxPayload
 	if maxPayload <= 0 {
-		maxPayload = broker.DefaultMaxPayload
+		maxPayload = task.DefaultMaxPayload
 	}
 	s.putBody = int64(maxPayload) + Envelope
 	s.batchBody = opts.MaxBatchBody

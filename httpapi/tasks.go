@@ -8,7 +8,8 @@ import (
 	"net/url"
 
 	"github.com/hourglass-go/hourglass/api"
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // put serves POST /v1/queues/{queue}/tasks: 201 with the task when it is
@@ -75,19 +76,19 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b Broker) {
 		s.fail(w, r, badRequest("%d tasks in one batch, over the limit of %d", len(items), api.MaxBatch))
 		return
 	}
-	if err := broker.CheckQueue(r.PathValue("queue")); err != nil {
+	if err := service.CheckQueue(r.PathValue("queue")); err != nil {
 		s.fail(w, r, err) // as a single put answers: the batch as a whole is bad
 		return
 	}
 	results := make([]api.BatchResult, len(items))
-	reqs := make([]broker.PutRequest, 0, len(items))
+	reqs := make([]task.PutRequest, 0, len(items))
 	at := make([]int, 0, len(items)) // at[i]: the item reqs[i] came from
 	for i, p := range items {
 		var err error
 		if itemErrs != nil {
 			err = itemErrs[i]
 		}
-		var req broker.PutRequest
+		var req task.PutRequest
 		if err == nil {
 			req, err = putRequest(p)
 		}

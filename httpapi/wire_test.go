@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
-	"github.com/hourglass-go/hourglass/httpapi"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // do serves one request on h and returns the recorded answer.
@@ -154,18 +155,18 @@ func TestBrokerErrors(t *testing.T) {
 		err    error
 		status int
 	}{
-		{fmt.Errorf("%w: queue name %q: only letters", broker.ErrInvalid, "a b"), 400},
-		{broker.ErrNotFound, 404},
-		{broker.ErrNoSchedule, 404},
-		{broker.ErrLease, 409},
-		{broker.ErrState, 409},
-		{fmt.Errorf("%w: 2000 bytes", broker.ErrTooLarge), 413},
-		{broker.ErrClosed, 503},
+		{fmt.Errorf("%w: queue name %q: only letters", task.ErrInvalid, "a b"), 400},
+		{task.ErrNotFound, 404},
+		{task.ErrNoSchedule, 404},
+		{task.ErrLease, 409},
+		{task.ErrState, 409},
+		{fmt.Errorf("%w: 2000 bytes", task.ErrTooLarge), 413},
+		{task.ErrClosed, 503},
 		{errors.New("disk on fire"), 500},
 	} {
 		s, f := newServer(t, httpapi.Options{})
-		f.lease = func(op, queue, id, lease string, delay time.Duration) (broker.Task, error) {
-			return broker.Task{}, tc.err
+		f.lease = func(op, queue, id, lease string, delay time.Duration) (task.Task, error) {
+			return task.Task{}, tc.err
 		}
 		w := do(s, "POST", "/v1/queues/q/tasks/a/ack", `{"lease":"L"}`)
 		if w.Code != tc.status {
@@ -181,7 +182,7 @@ func TestBrokerErrors(t *testing.T) {
 // without it; health, readiness and metrics do not.
 func TestAuth(t *testing.T) {
 	s, f := newServer(t, httpapi.Options{Token: "s3cret", Gatherer: prometheus.NewRegistry()})
-	f.queues = func() []broker.QueueStats { return nil }
+	f.queues = func() []task.QueueStats { return nil }
 	for _, tc := range []struct {
 		name, header string
 		status       int
@@ -239,7 +240,7 @@ func TestReadiness(t *testing.T) {
 	if w := do(s, "POST", "/v1/queues/q/tasks", `{}`); w.Code != 503 || !strings.Contains(errorText(t, w), "recovering") {
 		t.Errorf("put before ready: %d %s", w.Code, w.Body.String())
 	}
-	f := &fakeBroker{t: t, queues: func() []broker.QueueStats { return nil }}
+	f := &fakeBroker{t: t, queues: func() []task.QueueStats { return nil }}
 	s.SetBroker(f)
 	check("/readyz", 200)
 	check("/v1/queues", 200)
@@ -268,7 +269,7 @@ func TestMetrics(t *testing.T) {
 func TestReserveDrain(t *testing.T) {
 	s, f := newServer(t, httpapi.Options{})
 	started := make(chan struct{}, 1)
-	f.reserve = func(ctx context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error) {
+	f.reserve = func(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
 		if wait != 5*time.Minute || max != 1 {
 			t.Errorf("Reserve(max %d, wait %s)", max, wait)
 		}
@@ -288,7 +289,7 @@ func TestReserveDrain(t *testing.T) {
 	// A client that goes away: the broker sees the context end, and
 	// nothing is written.
 	s, f = newServer(t, httpapi.Options{})
-	f.reserve = func(ctx context.Context, queue string, max int, wait time.Duration) ([]broker.Task, error) {
+	f.reserve = func(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
 		started <- struct{}{}
 		<-ctx.Done()
 		return nil, ctx.Err()

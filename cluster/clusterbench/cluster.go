@@ -8,10 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
-	"github.com/hourglass-go/hourglass/cluster"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Cluster is nodes of one cluster in this process, each on a pool of its
@@ -117,10 +118,10 @@ func (c *Cluster) Puts(ctx context.Context, queue string, clients, per int, d ti
 	for k := range clients {
 		n := nodes[k%len(nodes)]
 		wg.Go(func() {
-			reqs := make([]broker.PutRequest, per)
+			reqs := make([]task.PutRequest, per)
 			for time.Now().Before(end) {
 				for i := range reqs {
-					reqs[i] = broker.PutRequest{Payload: []byte(`{"bench":true}`), Delay: time.Hour}
+					reqs[i] = task.PutRequest{Payload: []byte(`{"bench":true}`), Delay: time.Hour}
 				}
 				for _, r := range n.PutBatch(ctx, queue, reqs) {
 					if r.Err != nil {
@@ -149,9 +150,9 @@ func (c *Cluster) Fill(ctx context.Context, queue string, pending int) (float64,
 	for i, n := range nodes {
 		wg.Go(func() {
 			for k := i * 1000; k < pending; k += 1000 * len(nodes) {
-				reqs := make([]broker.PutRequest, min(1000, pending-k))
+				reqs := make([]task.PutRequest, min(1000, pending-k))
 				for i := range reqs {
-					reqs[i] = broker.PutRequest{Delay: 24 * time.Hour}
+					reqs[i] = task.PutRequest{Delay: 24 * time.Hour}
 				}
 				for _, r := range n.PutBatch(ctx, queue, reqs) {
 					if r.Err != nil {

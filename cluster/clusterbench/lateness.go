@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // ackers is the number of goroutines acking deliveries, per node.
@@ -152,9 +152,9 @@ func (c *Cluster) stream(ctx context.Context, queue string, rate int, d time.Dur
 	for k := 0; k < count; k += 100 {
 		first := start.Add(time.Duration(k) * step)
 		time.Sleep(time.Until(first.Add(-lead)))
-		var reqs []broker.PutRequest
+		var reqs []task.PutRequest
 		for j := k; j < min(k+100, count); j++ {
-			reqs = append(reqs, broker.PutRequest{At: start.Add(time.Duration(j) * step)})
+			reqs = append(reqs, task.PutRequest{At: start.Add(time.Duration(j) * step)})
 			dues = append(dues, reqs[len(reqs)-1].At)
 		}
 		for _, r := range nodes[k/100%len(nodes)].PutBatch(ctx, queue, reqs) {

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // SteadyConfig sizes a steady-state run: a queue that runs for a long
@@ -87,9 +87,9 @@ func Steady(ctx context.Context, url string, cfg SteadyConfig, report func(Windo
 	n := c.Nodes[0]
 
 	for k := 0; k < cfg.Pending; k += 1000 {
-		reqs := make([]broker.PutRequest, min(1000, cfg.Pending-k))
+		reqs := make([]task.PutRequest, min(1000, cfg.Pending-k))
 		for i := range reqs {
-			reqs[i] = broker.PutRequest{Payload: []byte(`{"bench":true}`), Delay: 24 * time.Hour}
+			reqs[i] = task.PutRequest{Payload: []byte(`{"bench":true}`), Delay: 24 * time.Hour}
 		}
 		for _, r := range n.PutBatch(ctx, "bench-steady-pending", reqs) {
 			if r.Err != nil {
@@ -112,7 +112,7 @@ func Steady(ctx context.Context, url string, cfg SteadyConfig, report func(Windo
 	var wg sync.WaitGroup
 	for p := range cfg.Putters {
 		wg.Go(func() {
-			reqs := make([]broker.PutRequest, cfg.Batch)
+			reqs := make([]task.PutRequest, cfg.Batch)
 			for k := 0; rctx.Err() == nil; k++ {
 				if put.Load()-acked.Load() > int64(cfg.Backlog) {
 					time.Sleep(5 * time.Millisecond)
@@ -120,7 +120,7 @@ func Steady(ctx context.Context, url string, cfg SteadyConfig, report func(Windo
 				}
 				for i := range reqs {
 					d := time.Duration((k*cfg.Batch + i + p) % 1000)
-					reqs[i] = broker.PutRequest{Payload: []byte(`{"bench":true}`), Delay: d * cfg.Delay / 1000}
+					reqs[i] = task.PutRequest{Payload: []byte(`{"bench":true}`), Delay: d * cfg.Delay / 1000}
 				}
 				for _, r := range n.PutBatch(rctx, queue, reqs) {
 					if r.Err != nil {

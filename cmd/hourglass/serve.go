@@ -16,13 +16,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/hourglass-go/hourglass/beanstalk"
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/dashboard"
 	"github.com/hourglass-go/hourglass/httpapi"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T] [--insecure] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
@@ -79,7 +81,7 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 		o.logFormat = s
 		return nil
 	})
-	o.maxPayload = broker.DefaultMaxPayload
+	o.maxPayload = task.DefaultMaxPayload
 	fs.Func("max-payload", "largest payload, in bytes or with KiB, MiB (default 1MiB)", func(s string) error {
 		n, err := parseBytes(s)
 		if err == nil && (n < 1 || n > maxPayloadLimit) {
@@ -97,8 +99,8 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 		o.cache = n
 		return err
 	})
-	fs.DurationVar(&o.maxDelay, "max-delay", broker.DefaultMaxDelay, "longest delay of a put")
-	fs.DurationVar(&o.defaultTTR, "default-ttr", broker.DefaultTTR, "lease of a reserved task put without a ttr")
+	fs.DurationVar(&o.maxDelay, "max-delay", task.DefaultMaxDelay, "longest delay of a put")
+	fs.DurationVar(&o.defaultTTR, "default-ttr", task.DefaultTTR, "lease of a reserved task put without a ttr")
 	postgresFlags(fs, &o.pg)
 	beanstalkFlags(fs, &o.beanstalk)
 	return fs

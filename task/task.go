@@ -1,4 +1,11 @@
-package broker
+// Package task holds the types every part of the delay-queue service
+// shares: a task and its states, a put, a queue's counts, a schedule, the
+// limits a client's input must keep and the errors callers branch on. It
+// imports nothing of the project, so that the semantics (package service),
+// the two engines (package broker over an embedded store, package cluster
+// over PostgreSQL) and the transports (httpapi, beanstalk) all speak in
+// these types.
+package task
 
 import (
 	"errors"
@@ -31,7 +38,7 @@ func (s State) String() string {
 	return "invalid"
 }
 
-// Task is a task as the broker reports it.
+// Task is a task as the service reports it.
 type Task struct {
 	ID          string
 	JobID       uint64
@@ -53,17 +60,17 @@ type Task struct {
 // PutRequest describes one task to put. Exactly one of Delay and At may be
 // set; with neither the task is ready at once.
 type PutRequest struct {
-	ID          string // empty: the broker makes one
+	ID          string // empty: the service makes one
 	Payload     []byte
 	Delay       time.Duration
 	At          time.Time
 	Priority    uint32
-	TTR         time.Duration // 0: Config.DefaultTTR
+	TTR         time.Duration // 0: the server's default
 	MaxAttempts int           // 0: unlimited
 	Replace     bool
 }
 
-// PutResult is one answer of [Broker.PutBatch].
+// PutResult is one answer of a batch put.
 type PutResult struct {
 	Task    Task
 	Created bool
@@ -77,6 +84,28 @@ type QueueStats struct {
 	Puts, Deliveries, Acks         uint64 // since start
 }
 
+// QueueDetail is what beanstalkd's stats-tube reports of a queue.
+type QueueDetail struct {
+	QueueStats
+	// Urgent counts ready tasks with priority under DefaultPriority.
+	Urgent int
+	// Waiting counts reservers blocked on the queue.
+	Waiting int
+	// Pause is the time left of a pause (0: none), and Pauses the number
+	// of PauseQueue calls.
+	PauseLeft time.Duration
+	Pauses    uint64
+}
+
+// LatenessWindow is delivery lateness in one 10-second window: how many
+// tasks were handed out, and quantiles of how late (from due time to hand-
+// over), each an upper bound within a factor of two, except Max.
+type LatenessWindow struct {
+	Start         time.Time
+	Deliveries    int
+	P50, P99, Max time.Duration
+}
+
 // ScheduleSpec describes a cron schedule to create or replace.
 type ScheduleSpec struct {
 	Name     string
@@ -86,16 +115,16 @@ type ScheduleSpec struct {
 	Timezone string // IANA name; empty: UTC
 }
 
-// ScheduleInfo is a schedule as the broker reports it.
+// ScheduleInfo is a schedule as the service reports it.
 type ScheduleInfo struct {
 	ScheduleSpec
 	Next time.Time // zero if the line never fires again
 	Last time.Time // newest occurrence put; zero for none
 }
 
-// Errors the broker returns; callers branch on them with errors.Is. Bad
-// input is reported as an error wrapping ErrInvalid whose text says what is
-// wrong.
+// Errors of the service, on either engine; callers branch on them with
+// errors.Is. Bad input is reported as an error wrapping ErrInvalid whose
+// text says what is wrong.
 var (
 	ErrInvalid  = errors.New("hourglass: invalid request")
 	ErrNotFound = errors.New("hourglass: no such task")
@@ -105,10 +134,10 @@ var (
 	// ErrState: the task is not in a state the operation applies to (kick
 	// of a task that is not dead).
 	ErrState = errors.New("hourglass: task is not in a state for this")
-	// ErrTooLarge: a payload over Config.MaxPayload.
+	// ErrTooLarge: a payload over the server's limit.
 	ErrTooLarge = errors.New("hourglass: payload too large")
-	// ErrClosed: the broker is shutting down or closed.
-	ErrClosed = errors.New("hourglass: broker closed")
+	// ErrClosed: the service is shutting down or closed.
+	ErrClosed = errors.New("hourglass: closed")
 	// ErrNoSchedule: no schedule of that name.
 	ErrNoSchedule = errors.New("hourglass: no such schedule")
 )

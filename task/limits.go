@@ -1,0 +1,28 @@
+package task
+
+import "time"
+
+// Limits on what a client chooses, the same on every engine and over
+// every transport. Package api documents them for the wire; a test there
+// checks that its copy agrees.
+const (
+	// MaxNameLen bounds queue names, task ids and schedule names.
+	MaxNameLen = 200
+	// MaxBatch bounds the tasks of one batch put.
+	MaxBatch = 1000
+	// MaxReserve bounds the tasks one reserve hands out.
+	MaxReserve = 1000
+	// MaxWait bounds how long one reserve waits.
+	MaxWait = 5 * time.Minute
+)
+
+// Defaults of a server's limits, each changed by a flag of
+// `hourglass serve`.
+const (
+	DefaultMaxDelay   = 10 * 365 * 24 * time.Hour
+	DefaultMaxPayload = 1 << 20
+	DefaultTTR        = 60 * time.Second
+	// DefaultPriority is the priority of a task put without one, as in
+	// beanstalkd's clients.
+	DefaultPriority = 1024
+)
