@@ -63,7 +63,8 @@
 // handlers, each a thin call of one broker method; reserve.go the
 // blocking reserve, TTR and DEADLINE_SOON; stats.go the YAML documents;
 // tubes.go what the server knows of tubes beyond the broker (who uses and
-// watches them); conn.go a connection's loop and replies; server.go
+// watches them); conn.go a connection's loop and replies; body.go how a
+// put's body is read, its memory and its time bounded; server.go
 // accepting, limits and shutdown. Package loadgen drives a server of the
 // protocol, this one or beanstalkd, for the benchmarks.
 //
@@ -90,6 +91,10 @@
 //   - stats and stats-tube count urgent jobs by a scan of the ready jobs.
 //   - A reserve or other command the broker cannot serve because it is
 //     closed is answered DRAINING.
+//   - A put's body must arrive within 30 s of its command line
+//     (Options.BodyTimeout), or the connection is closed and nothing is
+//     put; and a body's buffer grows as its bytes arrive (body.go).
+//     beanstalkd waits for ever, with the declared size allocated.
 //
 // Where beanstalkd 1.12 and later versions differ, this package does as
 // 1.12 does: names unquoted in the stats documents, and
