@@ -75,6 +75,14 @@ type Config struct {
 	// the scenario once, then every job again, so that a slow stretch of
 	// the machine falls on all structures alike. 0 means 1.
 	Runs int
+
+	// Peers is the directory of the module benchmarks/peers, which adds
+	// other Go timer libraries to the schedule-cancel scenario's one-call
+	// comparison: the scenario runs the comparison there, with `go run`,
+	// since those libraries are not this module's dependencies. "" runs
+	// it here, without them. [DefaultConfig] and [QuickConfig] find the
+	// directory from the working directory (see FindPeers).
+	Peers string
 }
 
 // DefaultMax is the largest size of a default run, and QuickMax of a quick
@@ -102,6 +110,7 @@ func DefaultConfig() Config {
 		GCMinOps:   1_000_000,
 		SeedTimers: 6_000_000,
 		SeedSpread: time.Second,
+		Peers:      FindPeers(),
 	}
 }
 
@@ -202,6 +211,10 @@ type Job struct {
 	// there are (see Config.Runs).
 	Round, Rounds int
 	run           func() Result
+	// runAll is set instead of run for a job that measures several rows
+	// side by side in one process (the one-call comparison): each of its
+	// results carries its own structure and case.
+	runAll func() []Result
 }
 
 // Label names the job for progress reports: "schedule-cancel heap
@@ -221,11 +234,34 @@ func (j Job) Label() string {
 }
 
 // Run runs the job and returns its result, with the job's scenario,
-// structure, size and case filled in.
+// structure, size and case filled in. For a job of several rows it
+// returns the first: see [Job.Results].
 func (j Job) Run() Result {
+	if j.runAll != nil {
+		return j.Results()[0]
+	}
 	r := j.run()
 	r.Scenario, r.Structure, r.N, r.Case = j.Scenario, j.Structure, j.N, j.Case
 	return r
+}
+
+// Results runs the job and returns its results: one for most jobs, a row
+// per side for one that measures several side by side.
+func (j Job) Results() []Result {
+	if j.runAll == nil {
+		return []Result{j.Run()}
+	}
+	rs := j.runAll()
+	if len(rs) == 0 {
+		rs = []Result{{Note: "no results"}}
+	}
+	for i := range rs {
+		rs[i].Scenario, rs[i].N = j.Scenario, j.N
+		if rs[i].Structure == "" {
+			rs[i].Structure, rs[i].Case = j.Structure, j.Case
+		}
+	}
+	return rs
 }
 
 // ErrUnknown is wrapped by the errors of [Plan] for a scenario or structure
@@ -304,7 +340,7 @@ func Run(c Config, progress func(done, total int, j Job)) ([]Result, error) {
 		if progress != nil {
 			progress(i, len(jobs), j)
 		}
-		out = append(out, j.Run())
+		out = append(out, j.Results()...)
 	}
 	if progress != nil {
 		progress(len(jobs), len(jobs), Job{})

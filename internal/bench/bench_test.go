@@ -135,6 +135,9 @@ func checkCounts(t *testing.T, c Config, r Result) {
 		// A schedule allocates the handle and nothing else.
 		"schedule-cancel": {"allocs/op": 1},
 	}[r.Scenario]
+	if r.Scenario == "schedule-cancel" && r.Case == oneCallCase && r.Structure == "hierarchical Arm" {
+		want = map[string]float64{"allocs/op": 0} // a Handle is a value
+	}
 	for name, w := range want {
 		got, _ := r.Value(name)
 		if name == "allocs/op" {
@@ -390,5 +393,37 @@ func TestPercentile(t *testing.T) {
 	}
 	if got := percentile([]int64(nil), 0.5); got != 0 {
 		t.Errorf("percentile of nothing = %d", got)
+	}
+}
+
+// TestCompareOneCall checks the one-call comparison's rows: one per side
+// in order, the first side's ratio to itself 1, and a side that cannot
+// start reported with its error while the others are measured.
+func TestCompareOneCall(t *testing.T) {
+	sides := append(OneCallSides(), Side{
+		Name: "broken",
+		Start: func(int, func() time.Duration) (func(), func(), error) {
+			return nil, nil, errors.New("no such timer")
+		},
+	})
+	rs := CompareOneCall(sides, 100, 10*time.Millisecond, 3)
+	if len(rs) != len(sides) {
+		t.Fatalf("%d results for %d sides", len(rs), len(sides))
+	}
+	for i, r := range rs {
+		if r.Structure != sides[i].Name || r.Case != oneCallCase || r.N != 100 {
+			t.Errorf("result %d: %s %q n=%d, want %s %q n=100", i, r.Structure, r.Case, r.N, sides[i].Name, oneCallCase)
+		}
+	}
+	if ratio, ok := rs[0].Value("hierarchical/this"); !ok || ratio != 1 {
+		t.Errorf("first side's ratio to itself = %v, %v; want 1", ratio, ok)
+	}
+	for _, r := range rs[1 : len(rs)-1] {
+		if ns, _ := r.Value("ns/op"); ns <= 0 || r.Err != "" {
+			t.Errorf("%s: ns/op %v, error %q", r.Structure, ns, r.Err)
+		}
+	}
+	if last := rs[len(rs)-1]; !strings.Contains(last.Err, "no such timer") || len(last.Metrics) != 0 {
+		t.Errorf("side that cannot start: error %q, %d metrics", last.Err, len(last.Metrics))
 	}
 }

@@ -10,15 +10,47 @@ import (
 
 // scheduleCancelScenario measures the operation a request timeout costs
 // when the request completes in time: schedule a timeout, then cancel it,
-// with n others pending at random deadlines an hour or two away.
+// with n others pending at random deadlines an hour or two away. A
+// Timer's rows add two shapes through Batch, in turns with the
+// runtime's same calls; then, when the hierarchical wheel runs, the
+// one-call comparison with delays over 0-10 minutes (onecall.go), with
+// other Go timer libraries when c.Peers names their module.
 var scheduleCancelScenario = Scenario{
 	Name: "schedule-cancel",
-	Doc:  "one goroutine schedules and cancels a fresh timeout (1-2 h away) in a loop while n others are pending; cost per schedule+cancel pair, one call each and through a Batch of 64",
+	Doc: "one goroutine schedules and cancels a fresh timeout (1-2 h away) in a loop while n others are pending; cost per schedule+cancel pair, one call each and through a Batch of 64 " +
+		"(batch-64: each batch cancels the previous one's; batch-64 same: 0-10 min delays, the batch schedules 64 then cancels them; runtime/this: the runtime's same calls, in turns); " +
+		"rows \"" + oneCallCase + "\": one call each with delays over 0-10 min, every side in one process in turns, hierarchical/this the median ratio of the turns (peers from benchmarks/peers when run from the repository)",
 	jobs: func(c *Config, sts []Structure) []Job {
-		return perSize("schedule-cancel", sts, c.Sizes, randomDeadlines(c), func(s Structure, n int) Result {
+		jobs := perSize("schedule-cancel", sts, c.Sizes, randomDeadlines(c), func(s Structure, n int) Result {
 			return scheduleCancel(s, n, c.Budget)
 		})
+		if !slices.ContainsFunc(sts, func(s Structure) bool { return s.Name == "hierarchical" }) {
+			return jobs
+		}
+		for _, n := range c.Sizes {
+			jobs = append(jobs, Job{
+				Scenario: "schedule-cancel", Structure: "hierarchical", N: n, Case: oneCallCase,
+				runAll: func() []Result { return compareOneCall(c, n) },
+			})
+		}
+		return jobs
 	},
+}
+
+// compareOneCallTurns is how many turns the one-call comparison takes.
+const compareOneCallTurns = 5
+
+// compareOneCall runs the one-call comparison at size n: in the peers'
+// module if c.Peers names it, here without them otherwise.
+func compareOneCall(c *Config, n int) []Result {
+	if c.Peers == "" {
+		return CompareOneCall(OneCallSides(), n, c.Budget, compareOneCallTurns)
+	}
+	rs, err := runPeers(c.Peers, n, c.Budget, compareOneCallTurns)
+	if err != nil {
+		return []Result{failed(fmt.Errorf("peers (%s): %w", c.Peers, err))}
+	}
+	return rs
 }
 
 // scheduleCancel fills s with n pending timeouts and measures schedule+
@@ -36,7 +68,11 @@ func scheduleCancel(s Structure, n int, budget time.Duration) Result {
 	if err != nil {
 		return failed(err)
 	}
-	bst, ratio, err := measureBatchPairs(s, n, budget)
+	bst, ratio, err := measureBatchPairs(s, n, budget, previousBatch)
+	if err != nil {
+		return failed(err)
+	}
+	sst, sratio, err := measureBatchPairs(s, n, budget, sameBatch)
 	if err != nil {
 		return failed(err)
 	}
@@ -49,6 +85,10 @@ func scheduleCancel(s Structure, n int, budget time.Duration) Result {
 	if ratio > 0 {
 		r.add("batch-64 runtime/this", unitRatio, ratio)
 	}
+	r.add("batch-64 same ns/op", unitNs, sst.ns)
+	if sratio > 0 {
+		r.add("batch-64 same runtime/this", unitRatio, sratio)
+	}
 	r.add("ops", unitCount, float64(st.ops))
 	return r
 }
@@ -59,18 +99,36 @@ const pairBatch = 64
 // batchTurns is how many turns measureBatchPairs takes with the runtime.
 const batchTurns = 5
 
+// batchShape is a way of making schedule+cancel pairs pairBatch at a
+// time: the delays it draws, and which timeouts a batch cancels.
+type batchShape struct {
+	// delay draws a delay, for the pending timeouts and the pairs alike.
+	delay func() time.Duration
+	// same: a batch schedules pairBatch timeouts and then cancels those
+	// same ones. Otherwise it cancels the pairBatch timeouts the previous
+	// batch scheduled, then schedules as many new ones.
+	same bool
+}
+
+var (
+	// previousBatch is the scenario's first shape: far timeouts (1-2 h),
+	// each batch cancelling the previous one's, so that every timeout is
+	// filed into the structure and taken out again.
+	previousBatch = batchShape{delay: farDelay}
+	// sameBatch is the second: a timeout per request of a poll, 0-10 min,
+	// all cancelled before the batch ends (every request answered).
+	sameBatch = batchShape{delay: oneCallDelay, same: true}
+)
+
 // measureBatchPairs measures schedule+cancel pairs pairBatch at a time
-// with n timeouts pending, for budget: each batch cancels the pairBatch
-// timeouts the previous one scheduled and schedules as many new ones, so
-// every timeout is filed into the structure and taken out again. An
-// hourglass Timer does it through one [hourglass.Timer.Batch], after
-// filling its n pending through batches too (value timeouts are kept
-// apart from the others); the runtime, which has no batch, makes the
-// same calls one at a time. The figures are per pair. The delays (1-2 h)
-// come from a table drawn before the clock starts, on both sides, as in
-// the root package's BenchmarkBatch_AfterFuncCancel_Pending: a draw
-// (about 5 ns) is a sixth of a batch pair and would be measured as the
-// timer's.
+// with n timeouts pending, for budget, in shape sh. An hourglass Timer
+// does it through one [hourglass.Timer.Batch], after filling its n
+// pending through batches too (value timeouts are kept apart from the
+// others); the runtime, which has no batch, makes the same calls one at
+// a time. The figures are per pair. The delays come from a table drawn
+// before the clock starts, on both sides, as in the root package's
+// BenchmarkBatch_AfterFuncCancel_Pending: a draw (about 5 ns) is a sixth
+// of a batch pair and would be measured as the timer's.
 //
 // For a Timer, the runtime's pairs run beside it, with their own n
 // pending, and the two take batchTurns turns of budget/batchTurns each:
@@ -80,15 +138,15 @@ const batchTurns = 5
 // one second to the next) falls on both sides of a ratio rather than on
 // one. stats are the Timer's, over all its turns. ratio is 0 for the
 // runtime itself.
-func measureBatchPairs(s Structure, n int, budget time.Duration) (stats opStats, ratio float64, err error) {
+func measureBatchPairs(s Structure, n int, budget time.Duration, sh batchShape) (stats opStats, ratio float64, err error) {
 	if s.option == nil {
-		rt := newRuntimeBatchPairs(n)
+		rt := newRuntimeBatchPairs(n, sh)
 		defer rt.stop()
 		return perPair(measureOps(budget, rt.pairs)), 0, nil
 	}
 	t := hourglass.New(s.option(n), hourglass.WithExecutor(hourglass.Inline))
 	defer t.Stop()
-	d := newDelayTable()
+	d := newDelayTable(sh.delay)
 	schedule := func(b *hourglass.Batch) hourglass.Handle {
 		h, e := b.AfterFunc(d.next(), noop)
 		if e != nil && err == nil {
@@ -104,11 +162,13 @@ func measureBatchPairs(s Structure, n int, budget time.Duration) (stats opStats,
 		})
 	}
 	last := make([]hourglass.Handle, pairBatch)
-	t.Batch(func(b *hourglass.Batch) {
-		for j := range last {
-			last[j] = schedule(b)
-		}
-	})
+	if !sh.same {
+		t.Batch(func(b *hourglass.Batch) {
+			for j := range last {
+				last[j] = schedule(b)
+			}
+		})
+	}
 	if err != nil {
 		return opStats{}, 0, err
 	}
@@ -118,7 +178,17 @@ func measureBatchPairs(s Structure, n int, budget time.Duration) (stats opStats,
 			last[j] = schedule(b)
 		}
 	}
-	rt := newRuntimeBatchPairs(n)
+	if sh.same {
+		pairs = func(b *hourglass.Batch) {
+			for j := range last {
+				last[j] = schedule(b)
+			}
+			for _, h := range last {
+				b.Cancel(h)
+			}
+		}
+	}
+	rt := newRuntimeBatchPairs(n, sh)
 	defer rt.stop()
 	ratios := make([]float64, batchTurns)
 	var total opStats
@@ -137,26 +207,38 @@ func measureBatchPairs(s Structure, n int, budget time.Duration) (stats opStats,
 }
 
 // runtimeBatchPairs is measureBatchPairs for the runtime's timers: n
-// pending and pairBatch to cancel and schedule again.
+// pending and pairBatch to schedule and cancel, in a shape.
 type runtimeBatchPairs struct {
 	d       *delayTable
+	same    bool
 	pending []*time.Timer
 	last    []*time.Timer
 }
 
-func newRuntimeBatchPairs(n int) *runtimeBatchPairs {
-	r := &runtimeBatchPairs{d: newDelayTable(), pending: make([]*time.Timer, n), last: make([]*time.Timer, pairBatch)}
+func newRuntimeBatchPairs(n int, sh batchShape) *runtimeBatchPairs {
+	r := &runtimeBatchPairs{d: newDelayTable(sh.delay), same: sh.same, pending: make([]*time.Timer, n), last: make([]*time.Timer, pairBatch)}
 	for i := range r.pending {
 		r.pending[i] = time.AfterFunc(r.d.next(), noop)
 	}
-	for j := range r.last {
-		r.last[j] = time.AfterFunc(r.d.next(), noop)
+	if !sh.same {
+		for j := range r.last {
+			r.last[j] = time.AfterFunc(r.d.next(), noop)
+		}
 	}
 	return r
 }
 
 // pairs makes one batch's pairs, one call at a time.
 func (r *runtimeBatchPairs) pairs() {
+	if r.same {
+		for j := range r.last {
+			r.last[j] = time.AfterFunc(r.d.next(), noop)
+		}
+		for _, t := range r.last {
+			t.Stop()
+		}
+		return
+	}
 	for j, t := range r.last {
 		t.Stop()
 		r.last[j] = time.AfterFunc(r.d.next(), noop)
@@ -165,21 +247,23 @@ func (r *runtimeBatchPairs) pairs() {
 
 func (r *runtimeBatchPairs) stop() {
 	for _, t := range append(r.pending, r.last...) {
-		t.Stop()
+		if t != nil {
+			t.Stop()
+		}
 	}
 }
 
-// delayTable hands out far delays (as farDelay draws them) from a table
-// drawn beforehand, cycling through it.
+// delayTable hands out delays drawn beforehand from a table, cycling
+// through it.
 type delayTable struct {
 	d []time.Duration
 	i int
 }
 
-func newDelayTable() *delayTable {
+func newDelayTable(draw func() time.Duration) *delayTable {
 	t := &delayTable{d: make([]time.Duration, 1<<16)}
 	for i := range t.d {
-		t.d[i] = farDelay()
+		t.d[i] = draw()
 	}
 	return t
 }

@@ -1,0 +1,3 @@
+module github.com/antlabs/stl
+
+go 1.13

@@ -1,0 +1,3 @@
+module github.com/RussellLuo/timingwheel
+
+go 1.14
