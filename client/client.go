@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,11 +48,8 @@ const maxAnswer = 1 << 30
 // "http://127.0.0.1:7070" or "https://example.com/hourglass".
 func New(server string, opts Options) (*Client, error) {
 	u, err := url.Parse(server)
-	if err != nil {
-		return nil, fmt.Errorf("hourglass: bad server URL %q: %w", server, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("hourglass: bad server URL %q: want http://HOST:PORT or https://HOST", server)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("hourglass: bad server URL %q: want a URL such as %s", server, exampleURL(server))
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("hourglass: bad server URL %q: no user, query or fragment", server)
@@ -61,6 +59,16 @@ func New(server string, opts Options) (*Client, error) {
 		hc = http.DefaultClient
 	}
 	return &Client{base: strings.TrimSuffix(u.String(), "/"), token: opts.Token, hc: hc}, nil
+}
+
+// exampleURL suggests a server URL in place of server: server with
+// "http://" before it when it is a HOST:PORT, and the default address
+// otherwise.
+func exampleURL(server string) string {
+	if _, port, err := net.SplitHostPort(server); err == nil && port != "" && !strings.Contains(server, "/") {
+		return "http://" + server
+	}
+	return "http://127.0.0.1:7070"
 }
 
 // path joins segments into a path under /v1, escaping each.

@@ -342,17 +342,23 @@ func printJSON(stdout, stderr io.Writer, v any) int {
 
 // callError reports a failed call on stderr and returns 1.
 func callError(stderr io.Writer, err error) int {
-	msg := err.Error()
-	if !strings.HasPrefix(msg, "hourglass: ") {
-		msg = "hourglass: " + msg
-	}
-	fmt.Fprintln(stderr, msg)
+	fmt.Fprintln(stderr, errorLine(err))
 	return 1
 }
 
 // commandError reports a usage error of a subcommand and its usage line
 // on stderr and returns 2.
 func commandError(stderr io.Writer, usage string, err error) int {
-	fmt.Fprintf(stderr, "hourglass: %v\n%s\n", err, usage)
+	fmt.Fprintf(stderr, "%s\n%s\n", errorLine(err), usage)
 	return 2
+}
+
+// errorLine returns err's message with one "hourglass: " prefix: errors
+// of package client carry it already, the flags' do not.
+func errorLine(err error) string {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "hourglass: ") {
+		msg = "hourglass: " + msg
+	}
+	return msg
 }

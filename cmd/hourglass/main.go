@@ -84,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // usageError reports err and the usage line on stderr and returns 2.
 func usageError(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "hourglass: %v\n%s\n", err, usage)
+	fmt.Fprintf(stderr, "%s\n%s\n", errorLine(err), usage)
 	return 2
 }
 
@@ -244,7 +244,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err := report(stdout, o, cfg, results, took); err != nil {
-		fmt.Fprintf(stderr, "hourglass: %v\n", err)
+		fmt.Fprintln(stderr, errorLine(err))
 		return 1
 	}
 	if o.chart != "" {
@@ -252,7 +252,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, bench.ErrNoChartData):
 			fmt.Fprintf(stderr, "hourglass: no chart written: run schedule-cancel or memory for one\n")
 		case err != nil:
-			fmt.Fprintf(stderr, "hourglass: %v\n", err)
+			fmt.Fprintln(stderr, errorLine(err))
 			return 1
 		default:
 			fmt.Fprintf(stderr, "hourglass: chart written to %s\n", o.chart)

@@ -125,6 +125,9 @@ func parseServe(args []string, getenv func(string) string) (o serveOptions, help
 	if !flagSet(fs, "token") {
 		o.token = getenv(tokenEnv)
 	}
+	if err := checkToken(o.token); err != nil {
+		return o, false, err
+	}
 	if o.data == "" {
 		return o, false, errors.New("--data is empty")
 	}
@@ -148,6 +151,23 @@ func parseServe(args []string, getenv func(string) string) (o serveOptions, help
 		return o, false, fmt.Errorf("refusing to serve on %s, which is not a loopback address, without a token: give --token (or $%s), or --insecure", o.http, tokenEnv)
 	}
 	return o, false, nil
+}
+
+// checkToken refuses a token no client could present: one with white
+// space at either end, which the server's reading of "Authorization:
+// Bearer TOKEN" trims (as HTTP trims a header value), or with a byte a
+// header value cannot carry. A token with a trailing space or newline, as
+// a copy from a file gives, would otherwise lock every client out.
+func checkToken(token string) error {
+	if token != strings.TrimSpace(token) {
+		return fmt.Errorf("the token (--token or $%s) has white space at its start or end, which no client can send: remove it", tokenEnv)
+	}
+	for _, c := range []byte(token) {
+		if c < ' ' || c == 0x7f {
+			return fmt.Errorf("the token (--token or $%s) holds a control character, which no client can send", tokenEnv)
+		}
+	}
+	return nil
 }
 
 // flagSet reports whether the flag name was given.
