@@ -93,7 +93,16 @@
 // (readers may by then have seen batches that are not durable), and Close
 // leaves the running marker so that the next Open reports the unclean
 // stop. Reopening is the only way on: what the WAL holds is then the
-// truth.
+// truth. A full disk fails the sync this way (ENOSPC), and the broker
+// then refuses writes until the process is restarted.
+//
+// Pebble retries a failed flush at once, forever (a full disk makes
+// every attempt fail): the store waits after each background error, from
+// 10 ms doubling to 1 s, and logs each kind of Pebble error line at most
+// about once a second, counting the lines it held back (logger.go).
+// Without that a server on a full disk spent a core and wrote about
+// 8 MB/s of log. Open on a full disk waits in the same way until space
+// is freed.
 //
 // # Crashes
 //
@@ -139,9 +148,14 @@
 // Close deletes it with a synced write that is the last record of the WAL.
 // If Open finds it, the previous run crashed or its last records were
 // dropped at replay (a torn or damaged tail drops that final delete too),
-// and Open logs a warning at level Warn carrying Pebble's replay lines. A
-// crash with nothing torn gets the same warning: it says that something
-// may have been dropped, never that something was.
+// and Open logs a warning at level Warn carrying Pebble's replay lines
+// and dropped_bytes: for each WAL replayed, its size before Open less the
+// offset where Pebble stopped (unclean.go). After a crash those bytes are
+// a commit that had not returned; after damage in the final block they
+// hold acknowledged writes too, and the warning says that these may be
+// lost. It cannot say more: a log cut short (a lost page, a truncation)
+// loses acknowledged writes with no bytes left to count, and a crash with
+// nothing torn gets the same warning with dropped_bytes=0.
 //
 // Damage to Pebble's tables (sstables carry a checksum per block) makes
 // the reads that meet it fail with errors wrapping [store.ErrCorrupt], and

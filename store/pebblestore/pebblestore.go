@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/hourglass-go/hourglass/store"
 )
 
@@ -77,6 +78,8 @@ type Store struct {
 	sync bool // false only in tests (Options.noSync)
 	// sched schedules Pebble's compactions (yield.go).
 	sched *yieldingScheduler
+	// backoff paces Pebble's retries after background errors (logger.go).
+	backoff *backoff
 	// holding is set from Open until releaseCompactions; holdTimer calls
 	// it if no Recover or Commit has.
 	holding   atomic.Bool
@@ -126,7 +129,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	pl := &pebbleLogger{log: opts.Logger}
+	pl := &pebbleLogger{log: opts.Logger, errors: newLimiter()}
+	bo := newBackoff()
+	fs := opts.fs
+	if fs == nil {
+		fs = vfs.Default
+	}
+	logs := walSizes(fs, dir)
 	po := &pebble.Options{
 		// Pebble counts its memtables against the block cache (it reserves
 		// each one's size there), so a cache of CacheSize alone would be
@@ -141,7 +150,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		// offset from a torn tail (package doc, "Crashes").
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pl,
-		EventListener:      eventListener(opts.Logger),
+		EventListener:      eventListener(opts.Logger, bo),
 		FS:                 opts.fs,
 	}
 	sched := newYieldingScheduler()
@@ -151,12 +160,14 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
+		bo.stop()
 		sched.Unregister() // Pebble registers it early in Open, and does not unregister it on failure
 		return nil, pebbleErr("open store "+dir, err)
 	}
-	s := &Store{db: db, dir: dir, log: opts.Logger, sync: !opts.noSync, sched: sched}
+	s := &Store{db: db, dir: dir, log: opts.Logger, sync: !opts.noSync, sched: sched, backoff: bo}
 	s.w.init()
-	if err := s.start(pl.takeReplays()); err != nil {
+	if err := s.start(pl.takeReplays(), logs); err != nil {
+		bo.stop()
 		_ = db.Close()
 		return nil, err
 	}
@@ -190,9 +201,10 @@ func (s *Store) releaseCompactions() {
 }
 
 // start checks the format record (writing it into a new store), loads the
-// job id high-water mark, reports an unclean shutdown, and sets the
-// running marker.
-func (s *Store) start(replays []string) error {
+// job id high-water mark, reports an unclean shutdown (with Pebble's
+// replay lines and logs, the sizes of the WAL files before Open: see
+// warnUnclean), and sets the running marker.
+func (s *Store) start(replays []string, logs map[string]int64) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 
@@ -233,10 +245,7 @@ func (s *Store) start(replays []string) error {
 	if _, running, err := s.get(keyRunning); err != nil {
 		return pebbleErr("open store "+s.dir, err)
 	} else if running {
-		s.log.Warn("hourglass: store was not closed cleanly (a crash, or a corrupt WAL tail): "+
-			"Pebble replayed its write-ahead log up to the last whole record; "+
-			"no Commit that returned is lost, a Commit in progress may be",
-			"dir", s.dir, "replay", replays)
+		s.warnUnclean(replays, logs)
 	}
 
 	next, err := s.loadNext()
@@ -376,6 +385,7 @@ func (s *Store) Close() error {
 	if s.holding.CompareAndSwap(true, false) {
 		s.holdTimer.Stop() // compactions stay held: Close needs none
 	}
+	s.backoff.stop()
 	var err error
 	if s.failed.Load() == nil {
 		if e := s.db.Delete(keyRunning, pebble.Sync); e != nil {
@@ -413,10 +423,20 @@ func (s *Store) get(key []byte) (body []byte, found bool, err error) {
 // not see, hence pebble.IsCorruptionError.
 func pebbleErr(what string, err error) error {
 	if pebble.IsCorruptionError(err) {
-		return fmt.Errorf("hourglass: %s: %w: %w", what, store.ErrCorrupt, err)
+		return &corruptErr{"hourglass: " + what + ": store corrupt: " + err.Error(), err}
 	}
 	return fmt.Errorf("hourglass: %s: %w", what, err)
 }
+
+// corruptErr is a Pebble error that reports corruption: it wraps
+// [store.ErrCorrupt] and Pebble's error, with one "hourglass: " prefix.
+type corruptErr struct {
+	msg string
+	err error
+}
+
+func (e *corruptErr) Error() string   { return e.msg }
+func (e *corruptErr) Unwrap() []error { return []error{store.ErrCorrupt, e.err} }
 
 // fail records err as the store's failure, if it is the first, and
 // returns it.

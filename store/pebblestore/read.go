@@ -8,11 +8,15 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/hourglass-go/hourglass/store"
 )
 
 // Task returns the task with jobID, payload included, or
-// [store.ErrNotFound] itself (not wrapped: callers compare with ==). Cost:
+// [store.ErrNotFound] itself (not wrapped: callers compare with ==). When
+// the record reads but the payload is damaged, it returns the record
+// (Payload nil) with the error, which wraps [store.ErrCorrupt]: the
+// caller can still settle the task (the broker makes it dead). Cost:
 // two Gets (bloom-filtered) and a copy of the payload. A task deleted
 // between the two is not found, as if deleted before: a payload never
 // changes while its record lives.
@@ -42,7 +46,8 @@ func (s *Store) Task(jobID uint64) (store.Task, error) {
 	}
 	key = taskKey(kbuf[:0], kindPayload, jobID)
 	if t.Payload, found, err = s.get(key); err != nil {
-		return store.Task{}, err
+		t.Payload = nil
+		return t, err
 	}
 	if !found {
 		// Deleted since the record was read, or lost: read the record again.

@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -238,6 +240,11 @@ func TestWAL_TornTail(t *testing.T) {
 		if !strings.Contains(log, "not closed cleanly") {
 			t.Errorf("truncate=%v: no warning in the log:\n%s", truncate, log)
 		}
+		tail := ends[n-1] - ends[n-2] // the damaged record, whole
+		if truncate {
+			tail = (ends[n-2]+ends[n-1])/2 - ends[n-2] // what is left of it
+		}
+		wantDropped(t, log, tail)
 		st.Close()
 	}
 }
@@ -287,5 +294,25 @@ func TestWAL_DamageBeforeTail(t *testing.T) {
 		if !strings.Contains(log, "not closed cleanly") {
 			t.Errorf("no warning in the log:\n%s", log)
 		}
+		// The warning must not promise what was just broken, and must
+		// count the bytes dropped: from the damaged record to the end.
+		wantDropped(t, log, ends[n-1]-ends[i-1])
 	})
+}
+
+// wantDropped fails t unless the unclean-stop warning in log says that
+// acknowledged writes may be lost, promises nothing else, and counts
+// dropped bytes of the WAL.
+func wantDropped(t *testing.T, log string, dropped int64) {
+	t.Helper()
+	if strings.Contains(log, "no Commit that returned is lost") || !strings.Contains(log, "writes acknowledged before the stop may be lost") {
+		t.Errorf("the warning does not say that acknowledged writes may be lost:\n%s", log)
+	}
+	m := regexp.MustCompile(`dropped_bytes=(\d+)`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("the warning counts no dropped bytes:\n%s", log)
+	}
+	if got, _ := strconv.ParseInt(m[1], 10, 64); got != dropped {
+		t.Errorf("the warning counts %d dropped bytes; want %d:\n%s", got, dropped, log)
+	}
 }
