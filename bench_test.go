@@ -74,6 +74,30 @@ func BenchmarkTimer_AfterFuncCancel_Pending(b *testing.B) {
 	}
 }
 
+// BenchmarkTimer_ArmCancel_Pending is BenchmarkTimer_AfterFuncCancel_Pending
+// through Timer.Arm and Timer.Cancel: the same pair with a Handle value
+// instead of a *Timeout.
+func BenchmarkTimer_ArmCancel_Pending(b *testing.B) {
+	for _, n := range benchSizes {
+		for _, s := range benchStructures {
+			b.Run(fmt.Sprintf("%s/n=%d", s.name, n), func(b *testing.B) {
+				tm := hourglass.New(s.opt)
+				for range n {
+					tm.Arm(time.Hour+time.Duration(rand.Int64N(int64(time.Hour))), noop)
+				}
+				b.ReportAllocs()
+				resetAfterGC(b)
+				for b.Loop() {
+					h, _ := tm.Arm(time.Hour+time.Duration(rand.Int64N(int64(time.Hour))), noop)
+					tm.Cancel(h)
+				}
+				b.StopTimer()
+				tm.Stop()
+			})
+		}
+	}
+}
+
 // BenchmarkTimer_AfterFuncCancel_Parallel is the same operation from
 // GOMAXPROCS goroutines at once, with 1M timeouts pending.
 func BenchmarkTimer_AfterFuncCancel_Parallel(b *testing.B) {

@@ -15,17 +15,19 @@ type Timeout struct {
 	f  func() // what the executor runs; for a periodic timeout, its run method
 	sh *shard
 	// when is the deadline it was last scheduled for, and id its id in
-	// sh.q while it is pending there, or unfiled while it waits in
-	// sh.unfiled. Guarded by sh.mu.
+	// sh.q while it is pending there, or unfiled while it waits in the
+	// driver's inbox (flagUnfiled). Guarded by sh.mu.
 	when uint64
 	id   int32
-	// state is written under sh.mu, except that the driver moves it from
-	// statusFiring with CompareAndSwap without sh.mu, so every change
-	// from statusFiring is a CompareAndSwap. Cancelled and Expired read it
-	// without sh.mu. It is accessed with sync/atomic's functions, but for
-	// its first value, set in the literal of a new Timeout before any
-	// other goroutine can see it: an atomic store is an exchange on amd64,
-	// a few ns saved on the path of every schedule.
+	// state is written under sh.mu, except for two moves made with
+	// CompareAndSwap without sh.mu: the driver's from statusFiring
+	// (leaveFiring), and Cancel's of a one-shot timeout still in the
+	// inbox, from statusPending|flagUnfiled to statusCancelled. So every
+	// change from either of those states is a CompareAndSwap. Cancelled
+	// and Expired read it without sh.mu. It is accessed with sync/atomic's
+	// functions, but for its first value, set in the literal of a new
+	// Timeout before any other goroutine can see it: an atomic store is an
+	// exchange on amd64, a few ns saved on the path of every schedule.
 	state int32
 }
 
@@ -57,6 +59,12 @@ const (
 	// executor, or the *Timeout Stop returns for one never run: no caller
 	// held it before.
 	flagValue = 0x20
+	// flagUnfiled marks a pending timeout that waits in the driver's
+	// inbox (its id is unfiled): the shard's file clears it, with a
+	// CompareAndSwap, as it files the timeout. Until then a one-shot
+	// timeout is in no structure, and Cancel ends it with one
+	// CompareAndSwap and no lock (see Cancel).
+	flagUnfiled = 0x40
 )
 
 func (to *Timeout) load() int32       { return atomic.LoadInt32(&to.state) }
@@ -80,15 +88,41 @@ func (to *Timeout) leaveFiring(s int32) bool {
 	}
 }
 
-// setDeadline sets the deadline, due telling whether it has already come
-// (see flagDue). sh.mu must be held.
-func (to *Timeout) setDeadline(when uint64, due bool) {
-	to.when = when
-	s := to.load() &^ flagDue
-	if due {
-		s |= flagDue
+// cancelUnfiled moves a one-shot timeout that waits in the inbox to
+// statusCancelled and reports whether it did: Cancel, without sh.mu, and
+// the holders of sh.mu (file, cancel, reset) race for such a timeout,
+// and only one wins.
+func (to *Timeout) cancelUnfiled() bool {
+	for {
+		old := to.load()
+		if old&(statusMask|flagUnfiled|flagPeriodic) != statusPending|flagUnfiled {
+			return false
+		}
+		if atomic.CompareAndSwapInt32(&to.state, old, old&^(statusMask|flagUnfiled)|statusCancelled) {
+			return true
+		}
 	}
-	to.store(s)
+}
+
+// setDeadline sets the deadline of a pending timeout, due telling
+// whether it has already come (see flagDue), and reports true; or
+// reports false, changing nothing, if the timeout is no longer pending
+// (Cancel has ended it meanwhile, without sh.mu). sh.mu must be held.
+func (to *Timeout) setDeadline(when uint64, due bool) bool {
+	for {
+		old := to.load()
+		if old&statusMask != statusPending {
+			return false
+		}
+		s := old &^ flagDue
+		if due {
+			s |= flagDue
+		}
+		if atomic.CompareAndSwapInt32(&to.state, old, s) {
+			to.when = when
+			return true
+		}
+	}
 }
 
 // filedAt is the deadline the structure gets: when, or 0 for a timeout
@@ -105,10 +139,18 @@ func (to *Timeout) filedAt() uint64 {
 // (a run in progress finishes; no further run starts). It does not wait
 // for a callback that is already running. Cancel is O(1) for the wheels
 // and the list and O(log n) for the heap.
+//
+// A one-shot timeout cancelled before its shard files it (a request that
+// completed in time: see Timer) is ended with one CompareAndSwap, without
+// the shard's lock; the shard drops it when it files its inbox.
 func (to *Timeout) Cancel() bool {
 	sh := to.sh
 	if sh == nil {
 		return false
+	}
+	if to.cancelUnfiled() {
+		sh.limit.release()
+		return true
 	}
 	sh.mu.Lock()
 	ok := sh.cancel(to)

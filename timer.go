@@ -367,10 +367,11 @@ func (sh *shard) add(to *Timeout, when uint64, due bool) (wake bool) {
 	return sh.armed(when)
 }
 
-// pendingState is the state of a timeout made pending, with the flags
-// kept (flagPeriodic) and flagDue set if due.
+// pendingState is the state of a timeout made pending, which waits in
+// the inbox (flagUnfiled), with the flags kept (flagPeriodic) and flagDue
+// set if due.
 func pendingState(flags int32, due bool) int32 {
-	s := flags | statusPending
+	s := flags | statusPending | flagUnfiled
 	if due {
 		s |= flagDue
 	}
@@ -379,11 +380,28 @@ func pendingState(flags int32, due bool) int32 {
 
 // file implements worker: it puts the pending timeouts of the inbox into
 // q. One cancelled meanwhile, or filed through an earlier entry (Cancel
-// and Reset schedule a timeout again), is dropped. sh.mu is held.
+// and Reset schedule a timeout again), is dropped. A CompareAndSwap
+// clears flagUnfiled, as Cancel may end the timeout meanwhile without
+// sh.mu. sh.mu is held.
 func (sh *shard) file(in []*Timeout) {
 	for _, to := range in {
-		if to.id == unfiled && to.status() == statusPending {
+		if to.fileFrom() {
 			to.id = sh.q.Add(to.filedAt(), to)
+		}
+	}
+}
+
+// fileFrom clears flagUnfiled of a pending timeout that waits in the
+// inbox, reporting whether it did: false for one that Cancel has ended,
+// or that is filed already. sh.mu is held.
+func (to *Timeout) fileFrom() bool {
+	for {
+		old := to.load()
+		if old&(statusMask|flagUnfiled) != statusPending|flagUnfiled {
+			return false
+		}
+		if atomic.CompareAndSwapInt32(&to.state, old, old&^flagUnfiled) {
+			return true
 		}
 	}
 }
@@ -406,6 +424,13 @@ func (sh *shard) cancel(to *Timeout) bool {
 	case statusPending:
 		if to.id != unfiled {
 			sh.q.Remove(to.id)
+		} else if !to.periodic() {
+			// In the inbox, where Cancel may end it without sh.mu.
+			if !to.cancelUnfiled() {
+				return sh.cancel(to) // it did, meanwhile
+			}
+			sh.end(to)
+			return true
 		}
 	case statusRunning:
 		sh.running--
@@ -446,7 +471,9 @@ func (sh *shard) reset(to *Timeout, when uint64, due bool) (pending, wake bool) 
 	case statusPending:
 		// The default wheel records a later deadline without relinking
 		// (see queue.Queue.Move).
-		to.setDeadline(when, due)
+		if !to.setDeadline(when, due) {
+			return sh.reset(to, when, due) // cancelled meanwhile
+		}
 		if to.id != unfiled {
 			sh.q.Move(to.id, to.filedAt())
 		}
