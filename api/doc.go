@@ -32,7 +32,7 @@
 //	PUT    /v1/schedules/{name}                 ScheduleRequest → 200 Schedule
 //	GET    /v1/schedules                                       → 200 SchedulesResponse
 //	DELETE /v1/schedules/{name}                                → 204 | 404
-//	GET    /healthz                                            → 200 while the process runs
+//	GET    /healthz                                            → 200 while the process can serve | 503 once its store failed (a restart is needed)
 //	GET    /readyz                                             → 200 once recovery is done, 503 before and while stopping
 //	GET    /metrics                                            → Prometheus text format
 //
@@ -41,6 +41,14 @@
 //
 // Any /v1 call answers 400 for malformed JSON, unknown fields or a bad
 // value, 401 without the token, 413 for a body over the size limit and
-// 503 while the server is recovering or stopping. Ids and queue names go
-// into paths escaped as path segments (url.PathEscape).
+// 503 while the server is recovering or stopping; a write answers 507
+// once the server's disk is full. Ids and queue names go into paths
+// escaped as path segments (url.PathEscape).
+//
+// A put answered 503 or 507, or not answered at all, may still have been
+// committed (its commit can land as the server stops). A client that
+// retries a put should give it an id: a put naming the id of a live task
+// answers 200 with that task unchanged, so the retry of a put that
+// landed puts nothing. (Without "replace": true; and an id is free again
+// once its task is acked or deleted.)
 package api
