@@ -19,19 +19,17 @@ import (
 	"github.com/hourglass-go/hourglass/beanstalk"
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/cluster"
-	"github.com/hourglass-go/hourglass/httpapi"
 	"github.com/hourglass-go/hourglass/internal/pgtest"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// testBroker is what a test calls on the broker under its server: the
-// protocol's methods, the HTTP API's (a job put over one is a task over
-// the other), and Close. *broker.Broker and *cluster.Node are both one.
+// testBroker is what a test calls on the engine under its server: the
+// service, and Close. *broker.Broker and *cluster.Node are both one.
 type testBroker interface {
-	beanstalk.Broker
-	httpapi.Broker
+	service.Service
 	Close() error
 }
 
@@ -42,7 +40,7 @@ type testServer struct {
 	srv  *beanstalk.Server
 }
 
-// backend is one implementation of [beanstalk.Broker] that the suites
+// backend is one implementation of [service.Service] that the suites
 // run over: the tests that drive the server as clients do (the
 // differential test, go-beanstalk, beaneater, the cross-protocol test)
 // run once per backend, in subtests named after it.
