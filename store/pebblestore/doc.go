@@ -102,7 +102,9 @@
 // about once a second, counting the lines it held back (logger.go).
 // Without that a server on a full disk spent a core and wrote about
 // 8 MB/s of log. Open on a full disk waits in the same way until space
-// is freed.
+// is freed, unless not one byte is free: Pebble's manifest write then
+// fails, which Pebble treats as fatal (Logger.Fatalf, which here logs and
+// panics).
 //
 // # Crashes
 //
