@@ -218,3 +218,71 @@ func BenchmarkBatch_AfterFuncCancel_Pending(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBatch_AfterFuncCancel_SameBatch schedules k timeouts through a
+// Batch and cancels the same k in it, with n others pending: delays over
+// 0-10 minutes, a timeout per request of a poll, every request answered.
+// ns/op is per schedule+cancel pair. The runtime makes the same calls
+// one at a time: time.AfterFunc k times, then Stop of the k. Delays are
+// drawn before the timer starts, for both sides; the pending timeouts
+// fire while the loop runs, as they come due.
+func BenchmarkBatch_AfterFuncCancel_SameBatch(b *testing.B) {
+	const k = 64
+	delays := make([]time.Duration, 1<<16)
+	for i := range delays {
+		delays[i] = time.Duration(rand.Int64N(int64(10 * time.Minute)))
+	}
+	next := 0
+	delay := func() time.Duration {
+		next++
+		return delays[next&(len(delays)-1)]
+	}
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("runtime/n=%d", n), func(b *testing.B) {
+			ts := make([]*time.Timer, n)
+			for i := range ts {
+				ts[i] = time.AfterFunc(delay(), noop)
+			}
+			last := make([]*time.Timer, k)
+			b.ReportAllocs()
+			resetAfterGC(b)
+			for i := 0; i < b.N; i += k {
+				for j := range last {
+					last[j] = time.AfterFunc(delay(), noop)
+				}
+				for _, t := range last {
+					t.Stop()
+				}
+			}
+			b.StopTimer()
+			for _, t := range ts {
+				t.Stop()
+			}
+		})
+		b.Run(fmt.Sprintf("hierarchical/n=%d", n), func(b *testing.B) {
+			tm := hourglass.New(hourglass.WithExecutor(hourglass.Inline))
+			for i := 0; i < n; i += 1024 {
+				tm.Batch(func(bt *hourglass.Batch) {
+					for range min(1024, n-i) {
+						bt.AfterFunc(delay(), noop)
+					}
+				})
+			}
+			last := make([]hourglass.Handle, k)
+			b.ReportAllocs()
+			resetAfterGC(b)
+			for i := 0; i < b.N; i += k {
+				tm.Batch(func(bt *hourglass.Batch) {
+					for j := range last {
+						last[j], _ = bt.AfterFunc(delay(), noop)
+					}
+					for _, h := range last {
+						bt.Cancel(h)
+					}
+				})
+			}
+			b.StopTimer()
+			tm.Stop()
+		})
+	}
+}
