@@ -31,6 +31,7 @@
 //	GET    /v1/queues                                          → 200 QueuesResponse
 //	PUT    /v1/schedules/{name}                 ScheduleRequest → 200 Schedule
 //	GET    /v1/schedules                                       → 200 SchedulesResponse
+//	GET    /v1/schedules/{name}                                → 200 Schedule | 404
 //	DELETE /v1/schedules/{name}                                → 204 | 404
 //	GET    /healthz                                            → 200 while the process can serve | 503 once its store failed (a restart is needed)
 //	GET    /readyz                                             → 200 once recovery is done, 503 before and while stopping

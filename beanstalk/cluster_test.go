@@ -16,9 +16,10 @@ import (
 	hgclient "github.com/hourglass-go/hourglass/client"
 	"github.com/hourglass-go/hourglass/cluster"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
 )
 
-var _ beanstalk.Broker = (*cluster.Node)(nil)
+var _ service.Service = (*cluster.Node)(nil)
 
 // twoNodes serves the protocol from two nodes of one cluster, on one
 // database, and HTTP from each: what one node does, the other sees.
@@ -36,7 +37,7 @@ func startTwoNodes(t *testing.T) *twoNodes {
 		n, _ := openNode(t, url, name)
 		ts := serve(t, n, beanstalk.Options{})
 		hs := httpapi.New(httpapi.Options{Gatherer: prometheus.NewRegistry(), Logger: quiet})
-		hs.SetBroker(n)
+		hs.SetService(n)
 		web := httptest.NewServer(hs)
 		t.Cleanup(web.Close)
 		c, err := hgclient.New(web.URL, hgclient.Options{})

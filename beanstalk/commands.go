@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -60,8 +61,9 @@ func tubeOf(queue string) string {
 
 // put reads the body and puts the job into the used tube. INSERTED is
 // sent once the job is durable. A TTR of 0 is raised to 1 s, as
-// beanstalkd does; a delay over the broker's limit (10 years by default)
-// is answered BAD_FORMAT, where beanstalkd takes up to 2^32-1 s.
+// beanstalkd does, and one over service.MaxTTR (a day) lowered to it; a
+// delay over the server's limit (10 years by default) is answered
+// BAD_FORMAT. beanstalkd takes either up to 2^32-1 s.
 //
 // Puts that a client pipelined behind this one, already read whole into
 // the buffer and well formed, are put with it in one broker.PutBatch (one
@@ -112,7 +114,7 @@ func putRequest(cmd *command, body []byte) task.PutRequest {
 		Payload:  body,
 		Delay:    seconds(cmd.delay),
 		Priority: cmd.pri,
-		TTR:      seconds(max(cmd.ttr, 1)),
+		TTR:      min(seconds(max(cmd.ttr, 1)), service.MaxTTR),
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package beanstalk serves the beanstalkd text protocol (doc/protocol.txt
-// of beanstalkd 1.12) over a [Broker]: a broker.Broker, or a node of a
-// cluster on PostgreSQL (cluster.Node), so that any beanstalkd client
-// works against hourglass by changing an address.
+// of beanstalkd 1.12) over a [service.Service] on either engine (the
+// embedded store, or a node of a cluster on PostgreSQL), so that any
+// beanstalkd client works against hourglass by changing an address.
 //
 // # Mapping
 //

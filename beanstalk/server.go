@@ -12,8 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
-	"github.com/hourglass-go/hourglass/task"
+	"github.com/hourglass-go/hourglass/service"
 )
 
 // Options are a [Server]'s limits and collaborators. Zero fields take the
@@ -50,36 +49,11 @@ const (
 // ErrServerClosed is returned by [Server.Serve] after [Server.Shutdown].
 var ErrServerClosed = errors.New("hourglass: beanstalk server closed")
 
-// Broker is what the server calls: the methods of [broker.Broker] that
-// name tasks by job id, as the protocol does, and those that count.
-// [cluster.Node] has them too, with the same semantics; where a cluster
-// node's answers differ (its counters are its own), package doc says so.
-//
-// [cluster.Node]: https://pkg.go.dev/github.com/hourglass-go/hourglass/cluster#Node
-type Broker interface {
-	PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult
-	Job(job uint64) (task.Task, error)
-	Peek(queue string, st task.State) (task.Task, error)
-	ReserveAny(ctx context.Context, queues []string, wait time.Duration) (task.Task, bool, error)
-	ReserveJob(ctx context.Context, job uint64) (task.Task, error)
-	DeleteJob(ctx context.Context, job uint64, lease string) error
-	ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error
-	BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error
-	TouchJob(ctx context.Context, job uint64, lease string) (task.Task, error)
-	KickJob(ctx context.Context, job uint64) error
-	KickQueue(ctx context.Context, queue string, n int) (int, error)
-	PauseQueue(queue string, d time.Duration) error
-	Queue(queue string) (task.QueueDetail, error)
-	Queues() []task.QueueStats
-}
-
-var _ Broker = (*broker.Broker)(nil)
-
 // Server serves the beanstalkd protocol over a broker. Make one with
 // [NewServer], give it listeners with [Server.Serve] and stop it with
 // [Server.Shutdown]. Server is safe for concurrent use.
 type Server struct {
-	b     Broker
+	b     service.Service
 	opts  Options
 	log   *slog.Logger
 	tubes *tubes
@@ -118,9 +92,9 @@ type serverStats struct {
 	jobs atomic.Uint64
 }
 
-// NewServer returns a server of b's queues: a *broker.Broker, or a
-// cluster node. It does not own b: shut the server down before closing b.
-func NewServer(b Broker, opts Options) *Server {
+// NewServer returns a server of b's queues, on either engine. It does
+// not own b: shut the server down before closing b.
+func NewServer(b service.Service, opts Options) *Server {
 	if opts.MaxJobSize <= 0 {
 		opts.MaxJobSize = DefaultMaxJobSize
 	}

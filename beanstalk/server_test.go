@@ -45,11 +45,12 @@ func testCrossProtocol(t *testing.T, start func(testing.TB, beanstalk.Options) *
 	c.must("use a/b+c", "USING a/b+c")
 	c.put(0, 0, 1, "x")
 	found := false
-	for _, q := range ts.b.Queues() {
+	qs, _ := ts.b.Queues(context.Background())
+	for _, q := range qs {
 		found = found || q.Name == "-a_sb_pc" && q.Ready == 1
 	}
 	if !found {
-		t.Fatalf("no queue -a_sb_pc with the job: %+v", ts.b.Queues())
+		t.Fatalf("no queue -a_sb_pc with the job: %+v", qs)
 	}
 }
 

@@ -1,6 +1,7 @@
 package beanstalk
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"time"
@@ -155,7 +156,11 @@ func (c *conn) statsTube(cmd *command) error {
 func (c *conn) stats(*command) error {
 	s := c.s
 	var urgent, ready, reserved, delayed, buried int64
-	for _, q := range s.b.Queues() {
+	qs, err := s.b.Queues(context.Background())
+	if err != nil {
+		return c.replyErr(err)
+	}
+	for _, q := range qs {
 		ready += int64(q.Ready)
 		reserved += int64(q.Reserved)
 		delayed += int64(q.Delayed)

@@ -1,9 +1,11 @@
 package beanstalk
 
 import (
+	"context"
 	"sort"
 	"sync"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -116,9 +118,10 @@ func (t *tubes) counts(name string) tubeCounts {
 // a task): those connections refer to, "default", and those whose queue
 // holds a job. Queues with no tube name are left out. It takes
 // O(queues + tubes).
-func (t *tubes) existing(b Broker) map[string]task.QueueStats {
+func (t *tubes) existing(b service.Service) map[string]task.QueueStats {
 	out := make(map[string]task.QueueStats)
-	for _, q := range b.Queues() {
+	qs, _ := b.Queues(context.Background()) // on an error: the tubes known here
+	for _, q := range qs {
 		if q.Delayed+q.Ready+q.Reserved+q.Dead == 0 {
 			continue
 		}
@@ -140,7 +143,7 @@ func (t *tubes) existing(b Broker) map[string]task.QueueStats {
 // exists reports whether the tube name exists (see existing): a tube
 // connections refer to, "default", or one whose queue holds a job. It
 // asks the broker of that one queue only (Broker.Queue).
-func (t *tubes) exists(b Broker, name string) bool {
+func (t *tubes) exists(b service.Service, name string) bool {
 	t.mu.Lock()
 	e := t.m[name]
 	referred := name == defaultTube || e != nil && e.using+e.watching+e.waiting > 0

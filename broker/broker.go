@@ -112,7 +112,7 @@ type Broker struct {
 	// delay wheel; the others wait for a sweep (horizon.go). Guarded by mu.
 	armedUntil int64
 	// late is the lateness history the dashboard draws. Guarded by mu.
-	late lateness
+	late service.Lateness
 	// closed is set by Close; failed by a failed commit. Guarded by mu.
 	closed bool
 	failed error
@@ -412,3 +412,5 @@ func view(t store.Task, s slot) task.Task {
 	}
 	return v
 }
+
+var _ service.Service = (*Broker)(nil)

@@ -176,7 +176,7 @@ func TestBroker_LeaseExpiryRetriesThenDead(t *testing.T) {
 		if err != nil || got.State != task.Dead {
 			t.Fatalf("after the last attempt: %+v %v", got, err)
 		}
-		if qs := b.Queues(); len(qs) != 1 || qs[0].Dead != 1 || qs[0].Ready+qs[0].Delayed+qs[0].Reserved != 0 {
+		if qs, _ := b.Queues(context.Background()); len(qs) != 1 || qs[0].Dead != 1 || qs[0].Ready+qs[0].Delayed+qs[0].Reserved != 0 {
 			t.Fatalf("counts %+v", qs)
 		}
 		if err := b.Kick(ctx, "q", "a"); err != nil {
@@ -288,14 +288,14 @@ func TestBroker_BadInputChangesNothing(t *testing.T) {
 				t.Errorf("put %q %+v: %v, want %v", c.queue, c.r, err, c.want)
 			}
 		}
-		if qs := b.Queues(); len(qs) != 0 {
+		if qs, _ := b.Queues(context.Background()); len(qs) != 0 {
 			t.Fatalf("refused puts made queues: %+v", qs)
 		}
 		res := b.PutBatch(ctx, "q", []task.PutRequest{{ID: "ok1"}, {ID: "bad id"}, {ID: "ok2"}})
 		if res[0].Err != nil || !errors.Is(res[1].Err, task.ErrInvalid) || res[2].Err != nil {
 			t.Fatalf("batch: %+v", res)
 		}
-		qs := b.Queues()
+		qs, _ := b.Queues(context.Background())
 		if len(qs) != 1 || qs[0].Ready != 2 {
 			t.Fatalf("queues after bad input: %+v", qs)
 		}
@@ -396,7 +396,7 @@ func TestBroker_Schedules(t *testing.T) {
 		if err := b2.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
 			t.Fatal(err)
 		}
-		if s := b2.Schedules(); len(s) != 1 || s[0].Last.IsZero() {
+		if s, _ := b2.Schedules(context.Background()); len(s) != 1 || s[0].Last.IsZero() {
 			t.Fatalf("schedules: %+v", s)
 		}
 		if err := b2.DeleteSchedule(ctx, "tick"); err != nil {

@@ -111,8 +111,8 @@ func (b *Broker) DeleteJob(ctx context.Context, job uint64, lease string) error 
 // priority prio, delayed by delay (ready at once for 0), whatever its
 // attempts. ErrNotFound if job is not reserved under lease.
 func (b *Broker) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
-	if delay < 0 || delay > b.cfg.MaxDelay {
-		return fmt.Errorf("%w: delay must be 0 to %s", task.ErrInvalid, b.cfg.MaxDelay)
+	if err := service.CheckDelay("delay", delay, b.cfg.MaxDelay); err != nil {
+		return err
 	}
 	b.mu.Lock()
 	rec, s, err := b.heldJob(job, lease)
@@ -316,7 +316,7 @@ func (b *Broker) ReserveJob(ctx context.Context, job uint64) (task.Task, error) 
 // soonest (a scan of every live task); for Dead the oldest death.
 // ErrNotFound when there is none.
 func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
-	if err := service.CheckQueue(queue); err != nil {
+	if err := service.CheckPeek(queue, st); err != nil {
 		return task.Task{}, err
 	}
 	b.mu.Lock()
@@ -356,8 +356,8 @@ func (b *Broker) PauseQueue(queue string, d time.Duration) error {
 	if err := service.CheckQueue(queue); err != nil {
 		return err
 	}
-	if d < 0 || d > b.cfg.MaxDelay {
-		return fmt.Errorf("%w: pause must be 0 to %s", task.ErrInvalid, b.cfg.MaxDelay)
+	if err := service.CheckDelay("pause", d, b.cfg.MaxDelay); err != nil {
+		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

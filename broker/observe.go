@@ -1,9 +1,8 @@
 package broker
 
 import (
-	"fmt"
+	"context"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/hourglass-go/hourglass/service"
@@ -19,15 +18,9 @@ import (
 // (0 when there is none). A page reads at most 10×limit records, so with
 // a rare state it may be short or empty yet have a next page. limit must
 // be 1 to 1000.
-func (b *Broker) ListTasks(queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error) {
-	if err := service.CheckQueue(queue); err != nil {
+func (b *Broker) ListTasks(ctx context.Context, queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error) {
+	if err := service.CheckList(queue, st, limit); err != nil {
 		return nil, 0, err
-	}
-	if limit < 1 || limit > 1000 {
-		return nil, 0, fmt.Errorf("%w: limit must be 1 to 1000", task.ErrInvalid)
-	}
-	if st > task.Dead {
-		return nil, 0, fmt.Errorf("%w: no state %d", task.ErrInvalid, st)
 	}
 	var out []task.Task
 	budget := 10 * limit
@@ -61,82 +54,23 @@ func (b *Broker) ListTasks(queue string, st task.State, after uint64, limit int)
 	return out, after, nil
 }
 
-// latencyWindow is the width of one window of the lateness history.
-const latencyWindow = 10 * time.Second
-
-// latencyWindows is how many windows the history keeps: 15 minutes.
-const latencyWindows = 90
-
-// latencyBuckets are the upper bounds of the lateness histogram of one
-// window, in µs: powers of two from 1 µs to about 4.8 days
-// (2^39 µs), so a quantile is reported within a factor of two.
-const latencyBuckets = 40
-
-// lateness is the history of delivery lateness. Guarded by Broker.mu.
-type lateness struct {
-	windows [latencyWindows]latencyCounts
-}
-
-type latencyCounts struct {
-	start int64 // window start, Unix ns (a multiple of latencyWindow)
-	n     [latencyBuckets]uint32
-	max   time.Duration
-}
-
-// add records one delivery late by d at now. b.mu is held.
-func (l *lateness) add(now time.Time, d time.Duration) {
-	start := now.Truncate(latencyWindow).UnixNano()
-	w := &l.windows[(start/int64(latencyWindow))%latencyWindows]
-	if w.start != start {
-		*w = latencyCounts{start: start}
-	}
-	us := max(d.Microseconds(), 1)
-	i := min(int(math.Ceil(math.Log2(float64(us)))), latencyBuckets-1)
-	w.n[i]++
-	w.max = max(w.max, d)
-}
-
 // Lateness returns the lateness of the windows of the last 15 minutes
 // that had deliveries, oldest first.
-func (b *Broker) Lateness() []task.LatenessWindow {
+func (b *Broker) Lateness(ctx context.Context) ([]task.LatenessWindow, error) {
+	now := time.Now()
 	b.mu.Lock()
-	ws := b.late.windows
+	counts := b.late.Counts(now)
 	b.mu.Unlock()
-	oldest := time.Now().Add(-latencyWindows * latencyWindow).UnixNano()
-	var out []task.LatenessWindow
-	for _, w := range ws {
-		if w.start == 0 || w.start < oldest {
-			continue
-		}
-		total := 0
-		for _, c := range w.n {
-			total += int(c)
-		}
-		if total == 0 {
-			continue
-		}
-		q := func(p float64) time.Duration {
-			want, seen := int(math.Ceil(p*float64(total))), 0
-			for i, c := range w.n {
-				if seen += int(c); seen >= want {
-					return min(time.Duration(1<<i)*time.Microsecond, w.max)
-				}
-			}
-			return w.max
-		}
-		out = append(out, task.LatenessWindow{Start: time.Unix(0, w.start).UTC(), Deliveries: total, P50: q(0.5), P99: q(0.99), Max: w.max})
-	}
-	slices.SortFunc(out, func(a, b task.LatenessWindow) int { return a.Start.Compare(b.Start) })
-	return out
+	return service.MergeLateness(now, counts), nil
 }
 
 // DueHistogram counts the delayed tasks of queue (every queue for "")
 // that fall due in each of n windows of width from now: counts[i] is the
 // number due in [now+i·width, now+(i+1)·width). It scans every live task
 // under the broker's lock: O(tasks), about 10 ms per million.
-func (b *Broker) DueHistogram(queue string, width time.Duration, n int) (start time.Time, counts []int, err error) {
-	if width <= 0 || n < 1 || n > 10000 {
-		return time.Time{}, nil, fmt.Errorf("%w: width must be positive and n 1 to 10000", task.ErrInvalid)
+func (b *Broker) DueHistogram(ctx context.Context, queue string, width time.Duration, n int) (start time.Time, counts []int, err error) {
+	if err := service.CheckDueHistogram(queue, width, n); err != nil {
+		return time.Time{}, nil, err
 	}
 	counts = make([]int, n)
 	b.mu.Lock()

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -23,7 +24,7 @@ func TestBroker_ListTasksPagesByState(t *testing.T) {
 		var all []task.Task
 		after := uint64(0)
 		for pages := 0; ; pages++ {
-			page, next, err := b.ListTasks("q", 0, after, 10)
+			page, next, err := b.ListTasks(context.Background(), "q", 0, after, 10)
 			if err != nil || pages > 5 {
 				t.Fatal(err, pages)
 			}
@@ -36,7 +37,7 @@ func TestBroker_ListTasksPagesByState(t *testing.T) {
 		if len(all) != 25 || all[0].ID != "0" || all[24].ID != "24" || all[3].Payload != nil {
 			t.Fatalf("pages gave %d tasks", len(all))
 		}
-		delayed, _, err := b.ListTasks("q", task.Delayed, 0, 100)
+		delayed, _, err := b.ListTasks(context.Background(), "q", task.Delayed, 0, 100)
 		if err != nil || len(delayed) != 5 {
 			t.Fatalf("delayed: %d %v", len(delayed), err)
 		}
@@ -50,7 +51,7 @@ func TestBroker_LatenessAndDueHistogram(t *testing.T) {
 			put(t, b, "q", task.PutRequest{Delay: time.Duration(i+1) * time.Minute})
 		}
 		put(t, b, "q", task.PutRequest{Delay: 2 * time.Hour})
-		_, counts, err := b.DueHistogram("q", time.Minute, 60)
+		_, counts, err := b.DueHistogram(context.Background(), "q", time.Minute, 60)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func TestBroker_LatenessAndDueHistogram(t *testing.T) {
 		}
 		put(t, b, "r", task.PutRequest{At: time.Now().Add(-300 * time.Millisecond)})
 		reserve1(t, b, "r")
-		ws := b.Lateness()
+		ws, _ := b.Lateness(context.Background())
 		if len(ws) != 1 || ws[0].Deliveries != 1 || ws[0].Max != 300*time.Millisecond || ws[0].P99 != 300*time.Millisecond {
 			t.Fatalf("lateness %+v", ws)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -27,13 +26,11 @@ import (
 // and wait 0 to MaxWait. A paused queue (PauseQueue) hands out nothing until its pause
 // ends.
 func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
-	if err := service.CheckQueue(queue); err != nil {
+	queues := []string{queue}
+	if err := service.CheckReserve(queues, max, wait); err != nil {
 		return nil, err
 	}
-	if max < 1 || max > task.MaxReserve {
-		return nil, fmt.Errorf("%w: max must be 1 to %d", task.ErrInvalid, task.MaxReserve)
-	}
-	return b.reserve(ctx, []string{queue}, max, wait)
+	return b.reserve(ctx, queues, max, wait)
 }
 
 // ReserveAny reserves one ready task from any of queues, the first in
@@ -41,13 +38,8 @@ func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.D
 // waiting up to wait as Reserve does. ok is false when none came. It is
 // beanstalkd's reserve over a watch list.
 func (b *Broker) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t task.Task, ok bool, err error) {
-	if len(queues) == 0 {
-		return task.Task{}, false, fmt.Errorf("%w: no queue to reserve from", task.ErrInvalid)
-	}
-	for _, q := range queues {
-		if err := service.CheckQueue(q); err != nil {
-			return task.Task{}, false, err
-		}
+	if err := service.CheckReserve(queues, 1, wait); err != nil {
+		return task.Task{}, false, err
 	}
 	ts, err := b.reserve(ctx, queues, 1, wait)
 	if err != nil || len(ts) == 0 {
@@ -66,9 +58,6 @@ func (b *Broker) ReserveAny(ctx context.Context, queues []string, wait time.Dura
 // b.mu again, leaving out any task that was deleted or replaced in
 // between (see Broker.taking).
 func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time.Duration) ([]task.Task, error) {
-	if wait < 0 || wait > task.MaxWait {
-		return nil, fmt.Errorf("%w: wait must be 0 to %s", task.ErrInvalid, task.MaxWait)
-	}
 	var timer *time.Timer
 	var err error
 	qs := make([]*queueState, len(names))
@@ -267,7 +256,7 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 		it.q.deliveries++
 		late := at.Sub(time.Unix(0, it.rec.Due))
 		b.metrics.delivered(late)
-		b.late.add(at, late)
+		b.late.Add(at, late)
 	}
 	if len(out) > 0 {
 		return out, nil

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -54,7 +55,7 @@ func TestReserve_ChangedWhileTaken(t *testing.T) {
 	if _, err := b.Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("a after delete: %v", err)
 	}
-	qs := b.Queues()
+	qs, _ := b.Queues(context.Background())
 	if len(qs) != 1 || qs[0].Reserved != 2 || qs[0].Ready != 0 || qs[0].Delayed != 0 {
 		t.Fatalf("counts %+v, want 2 reserved", qs)
 	}

@@ -86,7 +86,7 @@ func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
 
 // Schedules returns every schedule by name, with its next and last
 // occurrences.
-func (b *Broker) Schedules() []task.ScheduleInfo {
+func (b *Broker) Schedules(ctx context.Context) ([]task.ScheduleInfo, error) {
 	b.mu.Lock()
 	out := make([]task.ScheduleInfo, 0, len(b.schedules))
 	for _, s := range b.schedules {
@@ -94,7 +94,19 @@ func (b *Broker) Schedules() []task.ScheduleInfo {
 	}
 	b.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return out, nil
+}
+
+// Schedule returns the schedule name with its next and last occurrences,
+// or task.ErrNoSchedule.
+func (b *Broker) Schedule(ctx context.Context, name string) (task.ScheduleInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.schedules[name]
+	if !ok {
+		return task.ScheduleInfo{}, task.ErrNoSchedule
+	}
+	return s.info(), nil
 }
 
 func (s *schedule) info() task.ScheduleInfo {

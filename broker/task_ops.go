@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -65,8 +66,8 @@ func (b *Broker) remove(job uint64, s slot, rec store.Task) {
 // held returns job, record and slot of the task id of queue if lease is
 // its current lease. b.mu is held.
 func (b *Broker) held(queue, id, lease string) (uint64, store.Task, slot, error) {
-	if lease == "" {
-		return 0, store.Task{}, slot{}, fmt.Errorf("%w: lease is required", task.ErrInvalid)
+	if err := service.CheckLease(lease); err != nil {
+		return 0, store.Task{}, slot{}, err
 	}
 	if job, ok := leaseJob(lease); ok {
 		// The lease names its task: when it is the current lease of that
@@ -122,8 +123,8 @@ func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (task.Task,
 // delay from now (ready at once for 0), or dead when its attempts are used
 // up. delay must be 0 to MaxDelay.
 func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
-	if delay < 0 || delay > b.cfg.MaxDelay {
-		return fmt.Errorf("%w: delay must be 0 to %s", task.ErrInvalid, b.cfg.MaxDelay)
+	if err := service.CheckDelay("delay", delay, b.cfg.MaxDelay); err != nil {
+		return err
 	}
 	b.mu.Lock()
 	job, rec, s, err := b.held(queue, id, lease)
@@ -176,7 +177,7 @@ func (b *Broker) kickJob(job uint64, s slot, rec store.Task) {
 // Queues returns every queue that holds tasks, has reservers waiting or
 // is paused, by name, with counts by state and counters since the broker
 // opened. It takes O(queues) time.
-func (b *Broker) Queues() []task.QueueStats {
+func (b *Broker) Queues(ctx context.Context) ([]task.QueueStats, error) {
 	b.mu.Lock()
 	out := make([]task.QueueStats, 0, len(b.queues))
 	now := time.Now().UnixNano()
@@ -191,5 +192,5 @@ func (b *Broker) Queues() []task.QueueStats {
 	}
 	b.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return out, nil
 }

@@ -36,7 +36,7 @@ func serve(dir string, cfg broker.Config, token string) (url string, stop func()
 		return "", nil, err
 	}
 	s := httpapi.New(httpapi.Options{Token: token, MaxPayload: cfg.MaxPayload, Gatherer: prometheus.NewRegistry(), Logger: quiet})
-	s.SetBroker(b)
+	s.SetService(b)
 	hs := httptest.NewServer(s)
 	return hs.URL, func() {
 		s.Drain()

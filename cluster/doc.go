@@ -1,10 +1,11 @@
 // Package cluster runs hourglass on many nodes over one PostgreSQL
 // database: any node takes puts, reserves and acks for any task, while
-// the timing wheels stay the clock. A [Node] has the method set of
-// [broker.Broker] that package httpapi serves, and the job-id methods
-// that package beanstalk serves (jobs.go), with the broker's semantics
-// and errors; where the broker keeps every task's place in the
-// memory of one process, a node keeps in its wheel only the timers of the
+// the timing wheels stay the clock. A [Node] is a [service.Service], the
+// engine of `hourglass serve --postgres`, with the semantics and errors of
+// the embedded engine (package broker); the conformance suite
+// (service/servicetest) and the black-box tests (package e2e) run over
+// both. Where the embedded engine keeps every task's place in the memory
+// of one process, a node keeps in its wheel only the timers of the
 // partitions it owns, due within a window, and the database is both the
 // record and the place where nodes meet.
 //

@@ -87,4 +87,4 @@ func (g *group[R]) lead(batch []*call[R]) {
 	ran = true
 }
 
-var errGroupPanic = errors.New("hourglass: cluster: a grouped statement panicked")
+var errGroupPanic = errors.New("hourglass: a grouped statement panicked")

@@ -12,9 +12,9 @@ import (
 )
 
 // The methods in this file name tasks by job id, as beanstalkd's protocol
-// does, with the semantics and errors of broker.Broker's methods of the
-// same names (broker/jobs.go), so that package beanstalk serves a node as
-// it serves a broker. As in ops.go, each write is one statement on the
+// does (service.Jobs), with the semantics and errors of the embedded
+// engine's methods of the same names (broker/jobs.go), so that package
+// beanstalk serves either engine. As in ops.go, each write is one statement on the
 // task's row, conditioned on its state (and lease); a statement that
 // matches nothing answers task.ErrNotFound, as beanstalkd answers
 // NOT_FOUND. A reservation is named by its lease, which the protocol
@@ -75,8 +75,8 @@ func (n *Node) DeleteJob(ctx context.Context, job uint64, lease string) error {
 // priority prio, delayed by delay (ready at once for 0), whatever its
 // attempts. task.ErrNotFound if job is not reserved under lease.
 func (n *Node) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
-	if delay < 0 || delay > n.opts.MaxDelay {
-		return fmt.Errorf("%w: delay must be 0 to %s", task.ErrInvalid, n.opts.MaxDelay)
+	if err := service.CheckDelay("delay", delay, n.opts.MaxDelay); err != nil {
+		return err
 	}
 	if err := n.Err(); err != nil {
 		return err
@@ -277,7 +277,7 @@ func (n *Node) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 // for task.Delayed the one due soonest; for task.Dead the oldest
 // death. task.ErrNotFound when there is none.
 func (n *Node) Peek(queue string, st task.State) (task.Task, error) {
-	if err := service.CheckQueue(queue); err != nil {
+	if err := service.CheckPeek(queue, st); err != nil {
 		return task.Task{}, err
 	}
 	var q string
@@ -314,8 +314,8 @@ func (n *Node) PauseQueue(queue string, d time.Duration) error {
 	if err := service.CheckQueue(queue); err != nil {
 		return err
 	}
-	if d < 0 || d > n.opts.MaxDelay {
-		return fmt.Errorf("%w: pause must be 0 to %s", task.ErrInvalid, n.opts.MaxDelay)
+	if err := service.CheckDelay("pause", d, n.opts.MaxDelay); err != nil {
+		return err
 	}
 	if err := n.Err(); err != nil {
 		return err

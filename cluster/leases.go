@@ -37,7 +37,7 @@ func (n *Node) leaseLoop() {
 		cancel()
 		if err != nil {
 			n.metrics.tickFailures.Inc()
-			n.log.Warn("hourglass: cluster: lease tick failed", "err", err)
+			n.log.Warn("hourglass: lease tick failed", "err", err)
 			next = 100 * time.Millisecond
 		}
 		if !t.Stop() {
@@ -125,7 +125,7 @@ func (n *Node) tickNext(ctx context.Context) (time.Duration, error) {
 			}
 		}
 		if len(lost) > 0 {
-			n.log.Warn("hourglass: cluster: partitions lost (lease expired or taken)", "partitions", lost)
+			n.log.Warn("hourglass: partitions lost (lease expired or taken)", "partitions", lost)
 			n.metrics.lost.Add(float64(len(lost)))
 			n.drop(lost)
 		}
@@ -223,15 +223,23 @@ func (n *Node) readPartitions(ctx context.Context) ([]partitionRow, int, error) 
 // timers: in that order, so that a timer written meanwhile is either
 // announced to this node or read by the load.
 func (n *Node) acquire(ctx context.Context, k int) error {
+	// A partition still leased to this node's name but not held by this
+	// process is a previous run's: register made sure that run is dead
+	// (its heartbeat ran out before this one took the name), and the new
+	// epoch fences any write of it that is still in flight, so a restarted
+	// node takes its partitions back at once, first, rather than a lease
+	// later.
+	held, _ := n.ownedArrays()
 	rows, err := n.db.Query(ctx, `UPDATE hourglass_partitions p
 		SET owner = $1, epoch = p.epoch + 1,
 			lease_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
 		FROM (
 			SELECT partition, owner FROM hourglass_partitions
 			WHERE owner IS NULL OR lease_until < clock_timestamp()
-			ORDER BY partition LIMIT $2 FOR UPDATE SKIP LOCKED) prev
+				OR (owner = $1 AND partition <> ALL($4::int[]))
+			ORDER BY owner = $1 DESC NULLS LAST, partition LIMIT $2 FOR UPDATE SKIP LOCKED) prev
 		WHERE p.partition = prev.partition
-		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, n.name, k, n.opts.Lease.Microseconds())
+		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, n.name, k, n.opts.Lease.Microseconds(), held)
 	if err != nil {
 		return err
 	}
@@ -269,7 +277,7 @@ func (n *Node) acquire(ctx context.Context, k int) error {
 	n.mu.Unlock()
 	n.metrics.acquired.Add(float64(len(got)))
 	n.metrics.takeovers.Add(float64(takeovers))
-	n.log.Info("hourglass: cluster: partitions acquired", "partitions", len(got), "taken over", takeovers)
+	n.log.Info("hourglass: partitions acquired", "partitions", len(got), "taken over", takeovers)
 	if err := n.listener.listen(ctx, chans...); err != nil {
 		return err
 	}
@@ -337,7 +345,7 @@ func (n *Node) releasePartitions(ctx context.Context, parts []int) error {
 	if err != nil {
 		return err
 	}
-	n.log.Info("hourglass: cluster: partitions released", "partitions", len(ps))
+	n.log.Info("hourglass: partitions released", "partitions", len(ps))
 	n.notifier.send(chanMembers, "release "+n.name)
 	return nil
 }

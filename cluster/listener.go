@@ -118,7 +118,7 @@ func (l *listener) command(ctx context.Context, listen bool, channels []string) 
 	}
 }
 
-var errClosedListener = errors.New("hourglass: cluster: listener closed")
+var errClosedListener = errors.New("hourglass: listener closed")
 
 // close stops the listener and closes its connection.
 func (l *listener) close() {
@@ -189,7 +189,7 @@ func (l *listener) run(conn *pgx.Conn) {
 		case ctx.Err() != nil && !conn.IsClosed():
 			// Interrupted for a command or for close.
 		default:
-			l.n.log.Warn("hourglass: cluster: listen connection lost; reconnecting", "err", err)
+			l.n.log.Warn("hourglass: listen connection lost; reconnecting", "err", err)
 			conn.Close(context.Background())
 			conn = nil
 		}

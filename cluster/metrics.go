@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"context"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -16,10 +18,11 @@ import (
 // settles the lease) and hourglass_delivery_lateness_seconds (due time to
 // hand-over, by the database's clock as this node measures it).
 //
-// Not served by a node: hourglass_queue_tasks (counting tasks by state
-// scans the tasks table; GET /v1/queues does it on demand) and the
-// broker's group-commit histograms (each request commits on its own;
-// PostgreSQL groups the WAL flushes).
+// hourglass_queue_tasks counts, when scraped, the tasks of the partitions
+// this node owns by queue and state (a scan of those partitions' rows), so
+// that the sum over the nodes is the cluster's. Not served by a node: the
+// embedded engine's group-commit histograms (each request commits on its
+// own; PostgreSQL groups the WAL flushes).
 //
 // Of the cluster's own, under hourglass_cluster_: partitions held, those
 // acquired and taken over from a node whose lease ran out, those lost
@@ -34,13 +37,14 @@ import (
 type metrics struct {
 	registerer prometheus.Registerer
 
-	broker.TaskMetrics
+	service.TaskMetrics
 
 	owned                     prometheus.GaugeFunc
 	acquired, takeovers, lost prometheus.Counter
 	tickFailures              prometheus.Counter
 	flushSeconds, flushTimers prometheus.Histogram
 	handed, givenBack         prometheus.Counter
+	states                    queueStates
 }
 
 func newMetrics(n *Node) *metrics {
@@ -48,7 +52,7 @@ func newMetrics(n *Node) *metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
 	return &metrics{
-		TaskMetrics: broker.NewTaskMetrics(),
+		TaskMetrics: service.NewTaskMetrics(),
 		owned: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hourglass_cluster_partitions_owned",
 			Help: "Partitions whose lease this node holds.",
@@ -63,6 +67,7 @@ func newMetrics(n *Node) *metrics {
 		tickFailures: counter("hourglass_cluster_lease_tick_failures_total", "Rounds of the lease loop that failed (database unreachable)."),
 		handed:       counter("hourglass_cluster_flush_handed_total", "Tasks a flush reserved for, and handed to, this node's waiting reservers."),
 		givenBack:    counter("hourglass_cluster_flush_given_back_total", "Tasks a flush reserved for waiting reservers that had left, made ready again."),
+		states:       queueStates{n: n, desc: service.QueueTasksDesc},
 		flushSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_cluster_flush_seconds",
 			Help:    "Time of one flush of fired timers (one round trip, fenced by the epochs).",
@@ -79,12 +84,12 @@ func newMetrics(n *Node) *metrics {
 func (m *metrics) all() []prometheus.Collector {
 	return append(m.Collectors(),
 		m.owned, m.acquired, m.takeovers, m.lost, m.tickFailures, m.flushSeconds, m.flushTimers,
-		m.handed, m.givenBack)
+		m.handed, m.givenBack, m.states)
 }
 
 // register registers every metric with r, or none.
 func (m *metrics) register(r prometheus.Registerer) error {
-	if err := broker.Register(r, m.all()); err != nil {
+	if err := service.Register(r, m.all()); err != nil {
 		return err
 	}
 	m.registerer = r
@@ -108,5 +113,41 @@ func (m *metrics) delivered(dues []int64, dbNow int64) {
 	m.Deliveries.Add(float64(len(dues)))
 	for _, due := range dues {
 		m.Lateness.Observe(max(time.Duration(dbNow-due), 0).Seconds())
+	}
+}
+
+// queueStates is the collector of hourglass_queue_tasks: the tasks of the
+// partitions n owns, by queue and state, counted when scraped.
+type queueStates struct {
+	n    *Node
+	desc *prometheus.Desc
+}
+
+func (c queueStates) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c queueStates) Collect(ch chan<- prometheus.Metric) {
+	parts, _ := c.n.ownedArrays()
+	if len(parts) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := c.n.db.Query(ctx, `SELECT queue,
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL),
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
+			count(*) FILTER (WHERE state = 2),
+			count(*) FILTER (WHERE state = 3)
+		FROM hourglass_tasks WHERE partition = ANY($1) GROUP BY queue`, parts)
+	if err != nil {
+		c.n.log.Warn("hourglass: counting tasks for the metrics failed", "err", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var q task.QueueStats
+		if err := rows.Scan(&q.Name, &q.Delayed, &q.Ready, &q.Reserved, &q.Dead); err != nil {
+			return
+		}
+		service.CollectQueueTasks(ch, c.desc, q)
 	}
 }

@@ -1,4 +1,4 @@
-package pgstore
+package cluster
 
 import (
 	"context"
@@ -33,7 +33,7 @@ type Migration struct {
 // ErrSchemaNewer is returned by [Migrate] when the database's schema is
 // newer than every migration this binary knows: an older binary must not
 // write to it.
-var ErrSchemaNewer = errors.New("hourglass: pgstore: database schema is newer than this binary")
+var ErrSchemaNewer = errors.New("hourglass: database schema is newer than this binary")
 
 // Migrations returns the embedded migrations in version order.
 func Migrations() []Migration {
@@ -46,7 +46,7 @@ func Migrations() []Migration {
 		num, _, ok := strings.Cut(e.Name(), "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil {
-			panic("hourglass: pgstore: migration without a number: " + e.Name())
+			panic("hourglass: migration without a number: " + e.Name())
 		}
 		sql, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
 		if err != nil {
@@ -57,7 +57,7 @@ func Migrations() []Migration {
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	for i, m := range out {
 		if m.Version != i+1 {
-			panic(fmt.Sprintf("hourglass: pgstore: migration %s out of sequence", m.Name))
+			panic(fmt.Sprintf("hourglass: migration %s out of sequence", m.Name))
 		}
 	}
 	return out
@@ -92,7 +92,7 @@ func Migrate(ctx context.Context, db *pgxpool.Pool) (from, to int, err error) {
 		}
 		for _, m := range ms[from:] {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("hourglass: pgstore: migration %s: %w", m.Name, err)
+				return fmt.Errorf("hourglass: migration %s: %w", m.Name, err)
 			}
 			if _, err := tx.Exec(ctx, "INSERT INTO hourglass_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
 				return err

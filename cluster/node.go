@@ -12,11 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass-go/hourglass"
-	"github.com/hourglass-go/hourglass/store/pgstore"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -69,12 +70,12 @@ type hooks struct {
 
 // ErrNameInUse is returned by [Open] when a live node already runs under
 // the name asked for.
-var ErrNameInUse = errors.New("hourglass: cluster: node name in use by a live node")
+var ErrNameInUse = errors.New("hourglass: node name in use by a live node")
 
-// Node is one hourglass node of a cluster on a PostgreSQL database. It
-// has the method set of [broker.Broker] that package httpapi serves, with
-// the same semantics and errors; any node answers any request. Node is
-// safe for concurrent use by multiple goroutines.
+// Node is one hourglass node of a cluster on a PostgreSQL database: a
+// [service.Service] with the same semantics and errors as the embedded
+// engine; any node answers any request. Node is safe for concurrent use
+// by multiple goroutines.
 type Node struct {
 	db         *pgxpool.Pool
 	opts       Options
@@ -111,8 +112,13 @@ type Node struct {
 	channels map[string][]string
 	// schedules armed on this node, by name. Guarded by mu.
 	schedules map[string]*schedule
-	// stats counts puts, deliveries and acks per queue. Guarded by mu.
+	// stats counts puts, deliveries and acks per queue, and late the
+	// lateness of this node's deliveries; report.go writes both into the
+	// node's report. Guarded by mu.
 	stats map[string]*counts
+	late  service.Lateness
+	// reporter writes the node's report (report.go).
+	reporter *reporter
 	// closed by Close; failed by a fatal error. Guarded by mu.
 	closed bool
 	failed error
@@ -157,7 +163,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		host, _ := os.Hostname()
 		opts.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	if _, _, err := pgstore.Migrate(ctx, db); err != nil {
+	if _, _, err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	var tok [8]byte
@@ -179,7 +185,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	}
 	n.clock.skew = &opts.hooks.skew
 	if !configured(db) {
-		n.log.Warn("hourglass: cluster: the pool was not set up with cluster.ConfigurePool: PostgreSQL plans the node's statements afresh at every execution")
+		n.log.Warn("hourglass: the pool was not set up with cluster.ConfigurePool: PostgreSQL plans the node's statements afresh at every execution")
 	}
 	n.metrics = newMetrics(n)
 	n.acks.run = n.runAcks
@@ -211,17 +217,29 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		n.stop()
 		return nil, err
 	}
+	// The tasks of the partitions just taken that fell due while no node
+	// owned them are made ready before Open returns, as the embedded
+	// engine's recovery does: a node is ready when its due tasks are.
+	n.mu.Lock()
+	overdue, owned := len(n.fired), len(n.owned)
+	n.mu.Unlock()
+	if err := n.flush(); err != nil {
+		n.log.Warn("hourglass: flushing overdue timers failed; the sweep retries them", "err", err)
+	}
+	n.log.Info("hourglass: recovered", "partitions", owned, "overdue", overdue)
 	if opts.Registerer != nil {
 		if err := n.metrics.register(opts.Registerer); err != nil {
 			n.stop()
 			n.release(ctx)
-			return nil, fmt.Errorf("hourglass: cluster: registering metrics: %w", err)
+			return nil, fmt.Errorf("hourglass: registering metrics: %w", err)
 		}
 	}
 	n.notifier.send(chanMembers, "join "+n.name)
 	n.wg.Add(2)
 	go n.leaseLoop()
 	go n.flushLoop()
+	n.reporter = &reporter{db: db, node: n.name, started: n.clock.now(), source: n.report, log: n.log}
+	n.reporter.start()
 	return n, nil
 }
 
@@ -230,16 +248,23 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 func (n *Node) register(ctx context.Context) error {
 	deadline := time.Now().Add(2 * n.opts.Lease)
 	for {
-		tag, err := n.db.Exec(ctx, `INSERT INTO hourglass_nodes (name, instance, alive_until, started)
+		// A row left by a previous run (xmax set: the insert updated it)
+		// means that run did not leave: Close deletes it.
+		var unclean bool
+		err := n.db.QueryRow(ctx, `INSERT INTO hourglass_nodes (name, instance, alive_until, started)
 			VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond', clock_timestamp())
 			ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance,
 				alive_until = EXCLUDED.alive_until, started = EXCLUDED.started
-			WHERE hourglass_nodes.alive_until < clock_timestamp()`,
-			n.name, n.instance, n.opts.Lease.Microseconds())
-		if err != nil {
+			WHERE hourglass_nodes.alive_until < clock_timestamp()
+			RETURNING xmax <> 0`,
+			n.name, n.instance, n.opts.Lease.Microseconds()).Scan(&unclean)
+		if err != nil && err != pgx.ErrNoRows {
 			return dbErr(err)
 		}
-		if tag.RowsAffected() == 1 {
+		if err == nil {
+			if unclean {
+				n.log.Warn("hourglass: node was not closed cleanly (a crash, or a lost database connection): its partitions are taken back now, and the tasks it had handed out come back when their leases run out", "node", n.name)
+			}
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -298,6 +323,9 @@ func (n *Node) stop() {
 	}
 	close(n.quit)
 	n.wg.Wait()
+	if n.reporter != nil {
+		n.reporter.stop()
+	}
 	n.wheel.Stop()
 	n.cron.Stop()
 	if n.listener != nil {
@@ -339,3 +367,5 @@ func dbErr(err error) error {
 
 // partitionOf returns the partition of a task.
 func (n *Node) partitionOf(job uint64) int { return int(job % uint64(n.partitions)) }
+
+var _ service.Service = (*Node)(nil)

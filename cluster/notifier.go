@@ -140,6 +140,6 @@ func (nt *notifier) flush() {
 	// LOCAL, read at the commit.
 	if _, err := nt.n.db.Exec(ctx, `SELECT count(pg_notify(c, p)), max(set_config('synchronous_commit', 'off', true))
 		FROM unnest($1::text[], $2::text[]) AS m(c, p)`, chans, payloads); err != nil {
-		nt.n.log.Warn("hourglass: cluster: sending notifications failed; owners' sweeps will catch up", "err", err)
+		nt.n.log.Warn("hourglass: sending notifications failed; owners' sweeps will catch up", "err", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,8 +65,8 @@ func (n *Node) Delete(ctx context.Context, queue, id string) error {
 
 // held checks a lease-holding operation's arguments.
 func (n *Node) held(queue, id, lease string) error {
-	if lease == "" {
-		return fmt.Errorf("%w: lease is required", task.ErrInvalid)
+	if err := service.CheckLease(lease); err != nil {
+		return err
 	}
 	return n.checkTask(queue, id)
 }
@@ -109,7 +108,7 @@ func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 type ackReq struct{ queue, id, lease string }
 
 // errNotHeld: the acked task was not found reserved under that lease.
-var errNotHeld = errors.New("hourglass: cluster: task not held under that lease")
+var errNotHeld = errors.New("hourglass: task not held under that lease")
 
 // runAcks deletes the tasks of calls that are reserved under their
 // leases, in one statement (so one commit), and sets errNotHeld on the
@@ -184,8 +183,8 @@ func (n *Node) Touch(ctx context.Context, queue, id, lease string) (task.Task, e
 // Nack gives the reserved task id of queue back: waiting again, delay
 // from now (ready at once for 0), or dead when its attempts are used up.
 func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
-	if delay < 0 || delay > n.opts.MaxDelay {
-		return fmt.Errorf("%w: delay must be 0 to %s", task.ErrInvalid, n.opts.MaxDelay)
+	if err := service.CheckDelay("delay", delay, n.opts.MaxDelay); err != nil {
+		return err
 	}
 	if err := n.held(queue, id, lease); err != nil {
 		return err
@@ -246,47 +245,4 @@ func (n *Node) Kick(ctx context.Context, queue, id string) error {
 	}
 	n.readied(queue, 1)
 	return nil
-}
-
-// Queues returns every queue with a task, and every queue this node has
-// served since it started, by name, with counts by state from the
-// database (one scan of the tasks table) and this node's counters.
-func (n *Node) Queues() []task.QueueStats {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	byName := map[string]*task.QueueStats{}
-	rows, err := n.db.Query(ctx, `SELECT queue,
-			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL),
-			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
-			count(*) FILTER (WHERE state = 2),
-			count(*) FILTER (WHERE state = 3)
-		FROM hourglass_tasks GROUP BY queue`)
-	if err == nil {
-		for rows.Next() {
-			var s task.QueueStats
-			if rows.Scan(&s.Name, &s.Delayed, &s.Ready, &s.Reserved, &s.Dead) == nil {
-				byName[s.Name] = &s
-			}
-		}
-		rows.Close()
-	}
-	if err != nil || rows.Err() != nil {
-		n.log.Warn("hourglass: cluster: counting queues failed", "err", err)
-	}
-	n.mu.Lock()
-	for q, c := range n.stats {
-		s := byName[q]
-		if s == nil {
-			s = &task.QueueStats{Name: q}
-			byName[q] = s
-		}
-		s.Puts, s.Deliveries, s.Acks = c.puts, c.deliveries, c.acks
-	}
-	n.mu.Unlock()
-	out := make([]task.QueueStats, 0, len(byName))
-	for _, s := range byName {
-		out = append(out, *s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
 }

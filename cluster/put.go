@@ -33,7 +33,7 @@ const sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns)
 	RETURNING job_id, due, fire_at, created, (SELECT ns FROM now)`
 
 // Put puts one task into queue and returns it once it is committed, as
-// broker.Broker.Put does: created is false when r.ID names a live task,
+// the embedded engine (Put) does: created is false when r.ID names a live task,
 // which is returned unchanged, or, with r.Replace, replaced by a new task
 // with a new job id.
 func (n *Node) Put(ctx context.Context, queue string, r task.PutRequest) (task.Task, bool, error) {

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
@@ -67,7 +66,7 @@ const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_
 
 // Reserve hands out up to max ready tasks of queue, from any partition,
 // in priority order, then due time, then job id, each leased for its TTR,
-// as broker.Broker.Reserve does. When none is ready it waits up to wait
+// as the embedded engine (Reserve) does. When none is ready it waits up to wait
 // for the first one: the node listens to the queue's channel, where the
 // owners announce tasks they make ready, and looks again when woken.
 // Every task it hands out is durable (its put committed); the
@@ -79,27 +78,20 @@ const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_
 // A paused queue (PauseQueue)
 // hands out nothing until its pause ends.
 func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
-	if err := service.CheckQueue(queue); err != nil {
+	queues := []string{queue}
+	if err := service.CheckReserve(queues, max, wait); err != nil {
 		return nil, err
 	}
-	if max < 1 || max > task.MaxReserve {
-		return nil, fmt.Errorf("%w: max must be 1 to %d", task.ErrInvalid, task.MaxReserve)
-	}
-	return n.reserve(ctx, []string{queue}, max, wait)
+	return n.reserve(ctx, queues, max, wait)
 }
 
 // ReserveAny reserves one ready task from any of queues, the first in
 // delivery order across them, waiting up to wait as Reserve does; ok is
 // false when none came. It is beanstalkd's reserve over a watch list, as
-// broker.Broker.ReserveAny.
+// the embedded engine (ReserveAny).
 func (n *Node) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t task.Task, ok bool, err error) {
-	if len(queues) == 0 {
-		return task.Task{}, false, fmt.Errorf("%w: no queue to reserve from", task.ErrInvalid)
-	}
-	for _, q := range queues {
-		if err := service.CheckQueue(q); err != nil {
-			return task.Task{}, false, err
-		}
+	if err := service.CheckReserve(queues, 1, wait); err != nil {
+		return task.Task{}, false, err
 	}
 	ts, err := n.reserve(ctx, queues, 1, wait)
 	if err != nil || len(ts) == 0 {
@@ -114,9 +106,6 @@ func (n *Node) ReserveAny(ctx context.Context, queues []string, wait time.Durati
 // that the owner's flush reserved for it in the statement that made them
 // ready (see Node.flush), a round trip sooner.
 func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
-	if wait < 0 || wait > task.MaxWait {
-		return nil, fmt.Errorf("%w: wait must be 0 to %s", task.ErrInvalid, task.MaxWait)
-	}
 	var timer *time.Timer
 	for {
 		if err := n.Err(); err != nil {
@@ -283,9 +272,18 @@ func (n *Node) deliver(got []row, dbNow int64) []task.Task {
 		n.announce(uint64(t.job), t.leaseUntil, dbNow)
 	}
 	n.metrics.delivered(dues, dbNow)
-	for _, t := range out {
-		n.count(t.Queue, func(c *counts) { c.deliveries++ })
+	now := time.Now()
+	n.mu.Lock()
+	for i, t := range out {
+		c := n.stats[t.Queue]
+		if c == nil {
+			c = &counts{}
+			n.stats[t.Queue] = c
+		}
+		c.deliveries++
+		n.late.Add(now, time.Duration(dbNow-dues[i]))
 	}
+	n.mu.Unlock()
 	return out
 }
 
@@ -340,7 +338,7 @@ func (n *Node) giveBack(rows []row) {
 			return
 		}
 	}
-	n.log.Warn("hourglass: cluster: giving back tasks no reserver took failed; they come back when their leases run out", "err", err)
+	n.log.Warn("hourglass: giving back tasks no reserver took failed; they come back when their leases run out", "err", err)
 	for i := range rows {
 		n.announce(uint64(rows[i].job), rows[i].leaseUntil, rows[i].leaseUntil-rows[i].ttr)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -56,7 +55,7 @@ func (n *Node) parseSchedule(spec task.ScheduleSpec) (hourglass.Schedule, *time.
 }
 
 // SetSchedule creates or replaces the schedule spec.Name, durably, as
-// broker.Broker.SetSchedule does; created is false for a replacement,
+// the embedded engine (SetSchedule) does; created is false for a replacement,
 // which keeps the last occurrence put. The owner of the schedule's
 // partition arms it on its next lease tick, which the announcement on
 // the schedules channel brings forward to now.
@@ -124,8 +123,18 @@ type scheduleRow struct {
 }
 
 func (n *Node) readSchedules(ctx context.Context) ([]scheduleRow, error) {
+	return n.readSchedulesWhere(ctx, "", "")
+}
+
+// readSchedulesWhere reads the schedules that where selects, with its
+// one argument arg ("" for none), by name.
+func (n *Node) readSchedulesWhere(ctx context.Context, where, arg string) ([]scheduleRow, error) {
+	var args []any
+	if where != "" {
+		args = append(args, arg)
+	}
 	rows, err := n.db.Query(ctx, `SELECT name, cron, queue, timezone, payload, created, last
-		FROM hourglass_schedules ORDER BY name COLLATE "C"`)
+		FROM hourglass_schedules `+where+` ORDER BY name COLLATE "C"`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -140,14 +149,30 @@ func (n *Node) readSchedules(ctx context.Context) ([]scheduleRow, error) {
 }
 
 // Schedules returns every schedule by name, with its next and last
-// occurrences (none when the database cannot be read).
-func (n *Node) Schedules() []task.ScheduleInfo {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rows, err := n.readSchedules(ctx)
+// occurrences.
+func (n *Node) Schedules(ctx context.Context) ([]task.ScheduleInfo, error) {
+	return n.schedulesWhere(ctx, "", "")
+}
+
+// Schedule returns the schedule name with its next and last occurrences,
+// or task.ErrNoSchedule.
+func (n *Node) Schedule(ctx context.Context, name string) (task.ScheduleInfo, error) {
+	out, err := n.schedulesWhere(ctx, "WHERE name = $1", name)
 	if err != nil {
-		n.log.Warn("hourglass: cluster: reading schedules failed", "err", err)
-		return []task.ScheduleInfo{}
+		return task.ScheduleInfo{}, err
+	}
+	if len(out) == 0 {
+		return task.ScheduleInfo{}, task.ErrNoSchedule
+	}
+	return out[0], nil
+}
+
+// schedulesWhere returns the schedules that where (with its argument arg)
+// selects, by name. A schedule that no longer parses is left out.
+func (n *Node) schedulesWhere(ctx context.Context, where, arg string) ([]task.ScheduleInfo, error) {
+	rows, err := n.readSchedulesWhere(ctx, where, arg)
+	if err != nil {
+		return nil, dbErr(err)
 	}
 	out := make([]task.ScheduleInfo, 0, len(rows))
 	for _, r := range rows {
@@ -157,8 +182,7 @@ func (n *Node) Schedules() []task.ScheduleInfo {
 		}
 		out = append(out, info(r.spec, sched, loc, r.last))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return out, nil
 }
 
 // reconcileSchedules arms the schedules of the owned partitions that are
@@ -188,7 +212,7 @@ func (n *Node) reconcileSchedules(ctx context.Context) error {
 		}
 		sched, loc, err := n.parseSchedule(r.spec)
 		if err != nil {
-			n.log.Error("hourglass: cluster: skipping a schedule that does not parse", "schedule", r.spec.Name, "err", err)
+			n.log.Error("hourglass: skipping a schedule that does not parse", "schedule", r.spec.Name, "err", err)
 			continue
 		}
 		s := &schedule{spec: r.spec, cron: sched, loc: loc, partition: p, created: r.created, last: r.last}
@@ -206,7 +230,7 @@ func (n *Node) reconcileSchedules(ctx context.Context) error {
 		from := time.Unix(0, max(s.last, s.created))
 		if at := service.NewestOccurrence(s.cron, s.loc, from, now); !at.IsZero() {
 			if err := n.occur(ctx, s, at); err != nil {
-				n.log.Warn("hourglass: cluster: putting a missed occurrence", "schedule", s.spec.Name, "err", err)
+				n.log.Warn("hourglass: putting a missed occurrence", "schedule", s.spec.Name, "err", err)
 			}
 		}
 		n.mu.Lock()
@@ -235,7 +259,7 @@ func (n *Node) arm(s *schedule, after time.Time) {
 	// instant by the database's, which decides when it is ready.
 	to, err := n.cron.AfterFunc(n.clock.until(at.UnixNano()), func() { n.occurred(s, at) })
 	if err != nil {
-		n.log.Error("hourglass: cluster: arming a schedule", "schedule", s.spec.Name, "err", err)
+		n.log.Error("hourglass: arming a schedule", "schedule", s.spec.Name, "err", err)
 		return
 	}
 	s.timeout = to
@@ -254,7 +278,7 @@ func (n *Node) occurred(s *schedule, at time.Time) {
 	err := n.occur(ctx, s, at)
 	cancel()
 	if err != nil {
-		n.log.Warn("hourglass: cluster: putting an occurrence", "schedule", s.spec.Name, "at", at, "err", err)
+		n.log.Warn("hourglass: putting an occurrence", "schedule", s.spec.Name, "at", at, "err", err)
 	}
 	n.mu.Lock()
 	if n.schedules[s.spec.Name] == s {
@@ -265,7 +289,7 @@ func (n *Node) occurred(s *schedule, at time.Time) {
 
 // errFenced: a write of a partition's owner found that it no longer owns
 // the partition (its lease ran out or another node took it).
-var errFenced = fmt.Errorf("hourglass: cluster: fenced: partition lease lost")
+var errFenced = fmt.Errorf("hourglass: fenced: partition lease lost")
 
 // occur puts the task of s's occurrence at (none if it was put before)
 // and records at as s's last, in one transaction fenced by the epoch of

@@ -13,7 +13,7 @@ const taskColumns = `job_id, queue, id, state, priority, due, fire_at, created, 
 	max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, partition`
 
 // row is a task as hourglass_tasks records it (see
-// store/pgstore/migrations).
+// migrations/).
 type row struct {
 	job                    int64
 	queue, id              string

@@ -19,9 +19,19 @@ import (
 // armAt sets job's timer for at (database ns) unless an earlier one is
 // pending: the earliest wins, since a timer that fires before its task's
 // time is only armed again for the rest (see flush), while one that fires
-// late makes the task late. n.mu is held.
+// late makes the task late. A timer already due goes to the flusher at
+// once, without the wheel: the overdue tasks of partitions just acquired
+// (a restart, a takeover) are flushed in one statement. n.mu is held.
 func (n *Node) armAt(job uint64, at int64) {
 	d := n.clock.until(at)
+	if d == 0 {
+		n.fired = append(n.fired, job)
+		select {
+		case n.flushKick <- struct{}{}:
+		default:
+		}
+		return
+	}
 	if dl, ok := n.wheel.Deadline(job); ok && !time.Now().Add(d).Before(dl) {
 		return
 	}
@@ -58,7 +68,7 @@ func (n *Node) flushLoop() {
 			}
 		}
 		if err := n.flush(); err != nil {
-			n.log.Warn("hourglass: cluster: flushing timers failed; the sweep retries them", "err", err)
+			n.log.Warn("hourglass: flushing timers failed; the sweep retries them", "err", err)
 		}
 	}
 }
@@ -276,7 +286,7 @@ func (n *Node) flush() error {
 		}
 	}
 	if len(fenced) > 0 {
-		n.log.Warn("hourglass: cluster: fenced out of partitions (lease lost); their timers dropped", "partitions", fenced)
+		n.log.Warn("hourglass: fenced out of partitions (lease lost); their timers dropped", "partitions", fenced)
 		n.metrics.lost.Add(float64(len(fenced)))
 		n.drop(fenced)
 	}

@@ -24,14 +24,18 @@ import (
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/client"
+	"github.com/hourglass-go/hourglass/cluster"
 	"github.com/hourglass-go/hourglass/dashboard"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/internal/pgtest"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The tests in this file drive the dashboard in a real headless Chromium
-// over the real API on a memstore broker, and skip where no Chromium is
+// over the real API on both engines (a memstore broker and a cluster
+// node on PostgreSQL), and skip where no Chromium is
 // installed (Debian: apt-get install chromium). HOURGLASS_CHROMIUM names
 // the binary to use; HOURGLASS_SCREENSHOTS=1 makes TestDashboard write
 // docs/dashboard-desktop.png and docs/dashboard-phone.png.
@@ -52,28 +56,57 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// site is the API over a real broker on a memstore, with the dashboard at
-// "/", served on a loopback port.
+// site is the API over a real service (a broker on a memstore, or a
+// node of a cluster on a PostgreSQL database of its own), with the
+// dashboard at "/", served on a loopback port.
 type site struct {
 	t   *testing.T
-	b   *broker.Broker
 	srv *httptest.Server
 	c   *client.Client
 	// dues counts the calls of GET /v1/stats/due.
 	dues atomic.Int32
 }
 
-func newSite(t *testing.T, token string) *site {
+// onBothEngines runs body as the subtests "embedded" and "cluster"; the
+// site body makes is of that engine.
+func onBothEngines(t *testing.T, body func(t *testing.T)) {
+	t.Run("embedded", body)
+	t.Run("cluster", body)
+}
+
+// newService opens the service of t's engine: a node of a new cluster in
+// a subtest "cluster", else a broker on a memstore.
+func newService(t *testing.T, log *slog.Logger) service.Service {
 	t.Helper()
+	if parts := strings.Split(t.Name(), "/"); len(parts) > 1 && parts[1] == "cluster" {
+		url := pgtest.Start(t).CreateDatabase(t)
+		pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
+		n, err := cluster.Open(context.Background(), pool, cluster.Options{Node: "n1", Lease: time.Second, Logger: log, Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
 	st := memstore.New()
-	log := slog.New(slog.DiscardHandler)
 	b, err := broker.Open(st, broker.Config{Logger: log, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		b.Close()
+		st.Close()
+	})
+	return b
+}
+
+func newSite(t *testing.T, token string) *site {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	b := newService(t, log)
 	s := httpapi.New(httpapi.Options{Token: token, Gatherer: prometheus.NewRegistry(), Logger: log})
-	s.SetBroker(b)
-	out := &site{t: t, b: b}
+	s.SetService(b)
+	out := &site{t: t}
 	h := dashboard.With(s)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/stats/due" {
@@ -81,11 +114,7 @@ func newSite(t *testing.T, token string) *site {
 		}
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() {
-		srv.Close()
-		b.Close()
-		st.Close()
-	})
+	t.Cleanup(srv.Close)
 	c, err := client.New(srv.URL, client.Options{Token: token})
 	if err != nil {
 		t.Fatal(err)
@@ -318,7 +347,9 @@ func (s *site) apiCounts() map[string][]int {
 // shows its payload, every dead task is deleted at once; on the schedules
 // page a bad cron line shows the parser's error and a good one is added
 // with its next five times. No page may report an error.
-func TestDashboard(t *testing.T) {
+func TestDashboard(t *testing.T) { onBothEngines(t, testDashboard) }
+
+func testDashboard(t *testing.T) {
 	s := newSite(t, "")
 	big := json.RawMessage(`{"order":12345678901234567890,"price":1.10,"note":"<b>not bold</b>"}`)
 	for i, d := range []time.Duration{5 * time.Minute, 12 * time.Minute, 40 * time.Minute} {
@@ -499,7 +530,9 @@ func TestDashboard(t *testing.T) {
 // TestDashboardToken checks the page with --token: it asks for the
 // token, refuses a wrong one with the server's message, and once given
 // the right one shows the queues and keeps the token for the tab.
-func TestDashboardToken(t *testing.T) {
+func TestDashboardToken(t *testing.T) { onBothEngines(t, testDashboardToken) }
+
+func testDashboardToken(t *testing.T) {
 	s := newSite(t, "s3cret")
 	s.put("jobs", api.PutRequest{ID: "a"})
 	b := newBrowser(t, s.srv.URL)

@@ -17,7 +17,9 @@ import (
 // TestAPI walks one server through every call of the API with the Go
 // client: put (new, idempotent, replace, generated id), get, delete,
 // reserve, touch, nack, ack, kick, batch, queues and schedules.
-func TestAPI(t *testing.T) {
+func TestAPI(t *testing.T) { engines(t, testAPI) }
+
+func testAPI(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()
@@ -168,7 +170,9 @@ func TestAPI(t *testing.T) {
 // them: the fields of a task, times in RFC 3339 UTC with nanoseconds,
 // durations as strings, the Location of a new task, and JSON errors for
 // unknown routes and methods.
-func TestAPI_Wire(t *testing.T) {
+func TestAPI_Wire(t *testing.T) { engines(t, testAPI_Wire) }
+
+func testAPI_Wire(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 
@@ -260,7 +264,9 @@ func TestAPI_Wire(t *testing.T) {
 // TestAPI_Restart checks what a restart (SIGTERM, then start on the same
 // directory) keeps: every task with its job id, due time and payload,
 // its state, the schedules; and that job ids stay unique afterwards.
-func TestAPI_Restart(t *testing.T) {
+func TestAPI_Restart(t *testing.T) { engines(t, testAPI_Restart) }
+
+func testAPI_Restart(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()

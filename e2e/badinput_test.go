@@ -18,7 +18,9 @@ const badInputMaxPayload = 1024
 // anything: the queues, the tasks put before (one of them reserved, and
 // still held by its lease), and the schedules read the same, byte for
 // byte, before and after.
-func TestBadInput(t *testing.T) {
+func TestBadInput(t *testing.T) { engines(t, testBadInput) }
+
+func testBadInput(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, withFlags("--max-payload", fmt.Sprint(badInputMaxPayload)))
 
@@ -182,7 +184,9 @@ func TestBadInput(t *testing.T) {
 // TestBadInput_NewQueue sends refused puts to queues that hold no task
 // yet, and checks that they change nothing: GET /v1/queues must not list
 // those queues.
-func TestBadInput_NewQueue(t *testing.T) {
+func TestBadInput_NewQueue(t *testing.T) { engines(t, testBadInput_NewQueue) }
+
+func testBadInput_NewQueue(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, withFlags("--max-payload", fmt.Sprint(badInputMaxPayload)))
 	mustStatus(t, s.call("POST", "/v1/queues/q/tasks", `{"id":"existing"}`), 201)
@@ -207,7 +211,9 @@ func TestBadInput_NewQueue(t *testing.T) {
 
 // TestBadInput_BatchItems checks that bad items of a batch fail alone, in
 // their place, and that the good ones are put.
-func TestBadInput_BatchItems(t *testing.T) {
+func TestBadInput_BatchItems(t *testing.T) { engines(t, testBadInput_BatchItems) }
+
+func testBadInput_BatchItems(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, withFlags("--max-payload", fmt.Sprint(badInputMaxPayload)))
 	big := strings.Repeat("p", 2*badInputMaxPayload)

@@ -76,7 +76,9 @@ func (b *bsConn) cmd(line string, body []byte) (string, []byte) {
 // TestBeanstalk_SurvivesKill puts jobs over the beanstalkd protocol, kills
 // the server with SIGKILL, restarts it, and finds every job that was
 // answered INSERTED: over the protocol and over HTTP by its job id.
-func TestBeanstalk_SurvivesKill(t *testing.T) {
+func TestBeanstalk_SurvivesKill(t *testing.T) { engines(t, testBeanstalk_SurvivesKill) }
+
+func testBeanstalk_SurvivesKill(t *testing.T) {
 	t.Parallel()
 	baddr := freeAddr(t)
 	s := startServer(t, withFlags("--beanstalk", baddr))

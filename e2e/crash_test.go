@@ -66,7 +66,9 @@ const (
 // due time exactly. Every restart must log the store's report of the
 // unclean stop. The seed of the random moments is logged; set
 // HOURGLASS_E2E_SEED to repeat it.
-func TestCrash(t *testing.T) {
+func TestCrash(t *testing.T) { engines(t, testCrash) }
+
+func testCrash(t *testing.T) {
 	t.Parallel()
 	shape := crashFull
 	if testing.Short() {
@@ -114,7 +116,7 @@ func TestCrash(t *testing.T) {
 		readyAt.Store(time.Now().UnixNano()) // a lower bound until it is ready
 		s.start()
 		readyAt.Store(s.proc.ready.UnixNano())
-		if !s.logged("store was not closed cleanly") {
+		if !s.logged("not closed cleanly") {
 			t.Errorf("restart %d: the log does not report the unclean stop:\n%s", k+1, s.logText())
 		}
 		checkFar(t, c, far)

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -110,6 +111,63 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("/healthz after space was freed: %v; want 200", a)
 	}
 	s.stop()
+}
+
+// TestDiskFull_NewStore starts a server for a new store on a disk with
+// not one byte free: Pebble's first MANIFEST write fails, which Pebble
+// treats as fatal. The server stays up and not ready, trying again at
+// growing intervals, quietly, and is ready by itself once space is freed.
+// Before, the Fatalf's panic ended the process (exit status 2).
+func TestDiskFull_NewStore(t *testing.T) {
+	t.Parallel()
+	mnt := mountTmpfs(t, "1m")
+	filler := filepath.Join(mnt, "filler")
+	fillDisk(t, filler)
+	s := newServer(t)
+	s.data = filepath.Join(mnt, "data")
+	p := s.launch()
+	quietWhileFull(t, s, "starting a new store on the full disk")
+	if a := s.call("GET", "/readyz", ""); a.status != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz on the full disk: %v; want 503", a)
+	}
+	if !s.logged("the store's disk is full") {
+		t.Errorf("no log line saying the disk is full:\n%s", s.logText())
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	s.waitReady(p)
+	t.Logf("ready %v after the space was freed", time.Since(freed).Round(time.Millisecond))
+	if a := s.call("POST", "/v1/queues/q/tasks", `{"id":"a","payload":"x"}`); a.status != http.StatusCreated {
+		t.Errorf("put once space was freed: %v; want 201", a)
+	}
+	s.stop()
+}
+
+// fillDisk writes the file path until its disk is full.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for i := 0; ; i++ {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the disk: %v", err)
+			}
+			break
+		}
+		if i > 1<<14 {
+			t.Fatalf("%s: more than 1 GiB written and the disk is not full", path)
+		}
+	}
+	// Bytes left in a page partly written: fill them one at a time.
+	for _, err := f.Write([]byte{0}); err == nil; _, err = f.Write([]byte{0}) {
+	}
 }
 
 // wantOneError fails t unless a's body is {"error":"hourglass: ..."}

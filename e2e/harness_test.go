@@ -116,6 +116,7 @@ func newServer(t testing.TB, opts ...serverOption) *server {
 	for _, o := range opts {
 		o(s)
 	}
+	onEngine(t, s)
 	s.transport = &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: 0}
 	s.hc = &http.Client{Transport: s.transport}
 	t.Cleanup(func() {

@@ -53,6 +53,7 @@ func runTests(m *testing.M) int {
 		fmt.Printf("e2e: built %s (race %v) in %v\n", hourglassBin, raceEnabled, time.Since(start).Round(time.Millisecond))
 	}
 	code := m.Run()
+	closeSharedPostgres()
 	if leaks := leftBehind(5 * time.Second); leaks != "" {
 		fmt.Fprintf(os.Stderr, "e2e: goroutines left behind by the tests:\n%s\n", leaks)
 		if code == 0 {

@@ -18,7 +18,9 @@ import (
 // ran out while it was down (with the attempt counted), a lease that has
 // not run out still holds, and the other tasks keep their due times to
 // the nanosecond and are handed out at them, not before.
-func TestKill_DueTimes(t *testing.T) {
+func TestKill_DueTimes(t *testing.T) { engines(t, testKill_DueTimes) }
+
+func testKill_DueTimes(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()

@@ -18,7 +18,9 @@ import (
 // (each is acknowledged at once, so a second put would be a second
 // delivery); of the occurrences missed while the server was down, at most
 // the newest is put; and none comes after the schedule is deleted.
-func TestSchedule(t *testing.T) {
+func TestSchedule(t *testing.T) { engines(t, testSchedule) }
+
+func testSchedule(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()

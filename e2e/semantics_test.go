@@ -25,7 +25,9 @@ const promptly = 1500 * time.Millisecond
 // list once the wait is over, a waiting reserver gets a task as soon as it
 // is put or falls due (never before its due time), and a reserver that
 // goes away takes nothing with it.
-func TestLongPoll(t *testing.T) {
+func TestLongPoll(t *testing.T) { engines(t, testLongPoll) }
+
+func testLongPoll(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()
@@ -93,7 +95,9 @@ func TestLongPoll(t *testing.T) {
 // reservers wait, and checks that none is handed out before its due time
 // (the client's clock is the server's: same machine). It logs the
 // lateness.
-func TestNeverEarly(t *testing.T) {
+func TestNeverEarly(t *testing.T) { engines(t, testNeverEarly) }
+
+func testNeverEarly(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()
@@ -176,7 +180,9 @@ func TestNeverEarly(t *testing.T) {
 // TestLeaseExpiry checks that a lease not acknowledged within its ttr
 // ends: the task is ready again (with its attempts counted and a new
 // lease), the old lease is stale, and touch keeps a lease alive.
-func TestLeaseExpiry(t *testing.T) {
+func TestLeaseExpiry(t *testing.T) { engines(t, testLeaseExpiry) }
+
+func testLeaseExpiry(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()
@@ -242,7 +248,9 @@ func TestLeaseExpiry(t *testing.T) {
 
 // TestNack checks that nack gives a task back: after its delay (delayed
 // in the meantime), or at once without one.
-func TestNack(t *testing.T) {
+func TestNack(t *testing.T) { engines(t, testNack) }
+
+func testNack(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()
@@ -286,7 +294,9 @@ func TestNack(t *testing.T) {
 // TestDeadAndKick checks that a task dies when its attempts are used up,
 // by lease expiry or by nack, is then handed out no more, shows as dead,
 // and that kick makes it ready again.
-func TestDeadAndKick(t *testing.T) {
+func TestDeadAndKick(t *testing.T) { engines(t, testDeadAndKick) }
+
+func testDeadAndKick(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()
@@ -355,7 +365,9 @@ func TestDeadAndKick(t *testing.T) {
 
 // TestPriorityOrder checks the order of reserve: priority (lower first),
 // then due time, then put order.
-func TestPriorityOrder(t *testing.T) {
+func TestPriorityOrder(t *testing.T) { engines(t, testPriorityOrder) }
+
+func testPriorityOrder(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()

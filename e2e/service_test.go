@@ -20,7 +20,9 @@ import (
 // and WWW-Authenticate) without the token or with a wrong one, and does
 // nothing; with it, the call is served. The probes and /metrics need no
 // token.
-func TestAuth(t *testing.T) {
+func TestAuth(t *testing.T) { engines(t, testAuth) }
+
+func testAuth(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-t0ken"
 	s := startServer(t, withToken(token))
@@ -76,7 +78,9 @@ func TestAuth(t *testing.T) {
 
 // TestAuth_Env checks that the server takes its token from
 // HOURGLASS_TOKEN when --token is not given.
-func TestAuth_Env(t *testing.T) {
+func TestAuth_Env(t *testing.T) { engines(t, testAuth_Env) }
+
+func testAuth_Env(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, withEnv("HOURGLASS_TOKEN=from-env"), withClientToken("from-env"))
 	if a := s.callAuth("GET", "/v1/queues", "", ""); a.status != 401 {
@@ -113,7 +117,9 @@ func TestRefuseNonLoopback(t *testing.T) {
 // TestProbesAndMetrics checks /healthz, /readyz and /metrics: Prometheus
 // text with the counters, the per-queue gauges and the histograms the
 // issue names, counting what was done.
-func TestProbesAndMetrics(t *testing.T) {
+func TestProbesAndMetrics(t *testing.T) { engines(t, testProbesAndMetrics) }
+
+func testProbesAndMetrics(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -166,22 +172,27 @@ func TestProbesAndMetrics(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
 		}
 	}
-	for _, typ := range []string{
+	types := []string{
 		"hourglass_tasks_put_total counter",
 		"hourglass_delivery_lateness_seconds histogram",
-		"hourglass_store_commit_seconds histogram",
-		"hourglass_store_tasks_per_commit histogram",
 		"hourglass_queue_tasks gauge",
 		"go_goroutines gauge",
 		"process_resident_memory_bytes gauge",
-	} {
+	}
+	if engineOf(t) == clusterEngine {
+		types = append(types, "hourglass_cluster_flush_seconds histogram", "hourglass_cluster_partitions_owned gauge")
+	} else {
+		types = append(types, "hourglass_store_commit_seconds histogram", "hourglass_store_tasks_per_commit histogram")
+	}
+	for _, typ := range types {
 		if !strings.Contains(text, "\n# TYPE "+typ+"\n") {
 			t.Errorf("no \"# TYPE %s\"", typ)
 		}
 	}
-	// Every put, ack and nack was a task write of some commit.
+	// On the embedded engine every put, ack and nack was a task write of
+	// some group commit (a cluster node commits each on its own).
 	commits, writes := m["hourglass_store_commit_seconds_count"], m["hourglass_store_tasks_per_commit_sum"]
-	if commits == 0 || m["hourglass_store_commit_seconds_sum"] <= 0 || writes < 4+1+1 || m[`hourglass_store_tasks_per_commit_bucket{le="+Inf"}`] != m["hourglass_store_tasks_per_commit_count"] {
+	if engineOf(t) == embeddedEngine && (commits == 0 || m["hourglass_store_commit_seconds_sum"] <= 0 || writes < 4+1+1 || m[`hourglass_store_tasks_per_commit_bucket{le="+Inf"}`] != m["hourglass_store_tasks_per_commit_count"]) {
 		t.Errorf("commit metrics: %v commits, %v task writes", commits, writes)
 	}
 	if t.Failed() {
@@ -213,7 +224,9 @@ func parseMetrics(text string) map[string]float64 {
 // answered at once (an empty list), the process exits with status 0 well
 // within the issue's 15 s, and what was put is there after a restart.
 // SIGINT stops the server the same way.
-func TestStop_LongPoll(t *testing.T) {
+func TestStop_LongPoll(t *testing.T) { engines(t, testStop_LongPoll) }
+
+func testStop_LongPoll(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()
@@ -260,7 +273,9 @@ func TestStop_LongPoll(t *testing.T) {
 // TestCLI runs the client subcommands against a server: put, reserve, ack
 // and queues, with the token from --token and from HOURGLASS_TOKEN; usage
 // errors exit with status 2 and the usage line, failed calls with 1.
-func TestCLI(t *testing.T) {
+func TestCLI(t *testing.T) { engines(t, testCLI) }
+
+func testCLI(t *testing.T) {
 	t.Parallel()
 	const token = "cli-token"
 	s := startServer(t, withToken(token))

@@ -132,7 +132,7 @@ func benchServer(b *testing.B) (*broker.Broker, *httptest.Server) {
 		b.Fatal(err)
 	}
 	s := httpapi.New(httpapi.Options{Logger: quiet})
-	s.SetBroker(br)
+	s.SetService(br)
 	srv := httptest.NewServer(s)
 	b.Cleanup(func() {
 		srv.Close()

@@ -56,7 +56,7 @@ func (l *live) open() {
 	}
 	l.st, l.b = st, b
 	l.s = httpapi.New(httpapi.Options{MaxPayload: cfg.MaxPayload, Gatherer: l.reg, Logger: quiet})
-	l.s.SetBroker(b)
+	l.s.SetService(b)
 }
 
 // close closes the broker and the store, once.

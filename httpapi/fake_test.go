@@ -6,14 +6,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// fakeBroker is an httpapi.Broker whose methods do what the test sets and
+// fakeBroker is a service.Service whose methods do what the test sets and
 // count their calls; a method the test did not set fails the test, so
-// that a request refused on the wire is seen to reach nothing.
+// that a request refused on the wire is seen to reach nothing. The
+// methods it does not declare (the beanstalkd protocol's, the observing
+// routes') are the nil embedded Service's: a call panics, failing the
+// test.
 type fakeBroker struct {
+	service.Service
 	t *testing.T
 
 	mu    sync.Mutex
@@ -30,7 +34,7 @@ type fakeBroker struct {
 	scheds   func() []task.ScheduleInfo
 }
 
-var _ httpapi.Broker = (*fakeBroker)(nil)
+var _ service.Service = (*fakeBroker)(nil)
 
 func (f *fakeBroker) call(name string, set bool) {
 	f.mu.Lock()
@@ -116,11 +120,11 @@ func (f *fakeBroker) DeleteSchedule(ctx context.Context, name string) error {
 	return f.otherOp("deleteSchedule", name)
 }
 
-func (f *fakeBroker) Queues() []task.QueueStats {
+func (f *fakeBroker) Queues(context.Context) ([]task.QueueStats, error) {
 	if f.call("Queues", f.queues != nil); f.queues == nil {
-		return nil
+		return nil, nil
 	}
-	return f.queues()
+	return f.queues(), nil
 }
 
 func (f *fakeBroker) SetSchedule(ctx context.Context, s task.ScheduleSpec) (task.ScheduleInfo, bool, error) {
@@ -130,9 +134,11 @@ func (f *fakeBroker) SetSchedule(ctx context.Context, s task.ScheduleSpec) (task
 	return f.schedule(s)
 }
 
-func (f *fakeBroker) Schedules() []task.ScheduleInfo {
+func (f *fakeBroker) Schedules(context.Context) ([]task.ScheduleInfo, error) {
 	if f.call("Schedules", f.scheds != nil); f.scheds == nil {
-		return nil
+		return nil, nil
 	}
-	return f.scheds()
+	return f.scheds(), nil
 }
+
+func (f *fakeBroker) Err() error { return nil }

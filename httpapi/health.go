@@ -4,12 +4,12 @@ import "net/http"
 
 // healthz is a liveness probe: it answers 200 while the process can
 // serve, or will once it has recovered, and 503 with the reason once the
-// broker reports an error (as [broker.Broker.Err] does) before Drain: a
+// service reports an error ([service.Service.Err]) before Drain: a
 // failed commit (a full disk, say) stops the broker for good, and only a
 // restart of the process brings it back.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if ref := s.b.Load(); ref != nil && !s.draining.Load() {
-		if err := failed(ref.Broker); err != nil {
+		if err := ref.Service.Err(); err != nil {
 			writeError(w, &wireError{http.StatusServiceUnavailable, message(err)})
 			return
 		}
@@ -21,8 +21,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 
 // readyz answers 200 once the broker is set and until Drain: a readiness
 // probe. Before, it answers 503 "recovering"; after, 503 "stopping"; and
-// 503 with the reason while a broker that reports errors (as
-// [broker.Broker.Err] does) cannot serve, after a failed commit.
+// 503 with the reason while a service that reports an error (
+// [service.Service.Err]) cannot serve, after a failed commit.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ref := s.b.Load()
 	switch {
@@ -30,20 +30,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errStopping)
 	case ref == nil:
 		writeError(w, errNotReady)
-	case failed(ref.Broker) != nil:
-		writeError(w, &wireError{http.StatusServiceUnavailable, message(failed(ref.Broker))})
+	case ref.Service.Err() != nil:
+		writeError(w, &wireError{http.StatusServiceUnavailable, message(ref.Service.Err())})
 	default:
 		writeJSON(w, http.StatusOK, struct {
 			Status string `json:"status"`
 		}{"ready"})
 	}
-}
-
-// failed returns the error that stops b from serving, for brokers that
-// report one, or nil.
-func failed(b Broker) error {
-	if e, ok := b.(interface{ Err() error }); ok {
-		return e.Err()
-	}
-	return nil
 }

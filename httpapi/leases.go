@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -13,7 +14,7 @@ import (
 // with their leases, waiting up to wait for the first. The wait ends
 // early when the client goes away (the request's context) or the server
 // drains; a drained wait answers what it has, usually nothing.
-func (s *Server) reserve(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) reserve(w http.ResponseWriter, r *http.Request, b service.Service) {
 	var req api.ReserveRequest
 	if err := decode(w, r, smallBody, &req, true); err != nil {
 		s.fail(w, r, err)
@@ -72,7 +73,7 @@ var errNoLease = badRequest("lease missing")
 
 // ack serves POST /v1/queues/{queue}/tasks/{id}/ack: 204 and the task is
 // gone.
-func (s *Server) ack(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) ack(w http.ResponseWriter, r *http.Request, b service.Service) {
 	l, err := lease(w, r)
 	if err == nil {
 		err = b.Ack(r.Context(), r.PathValue("queue"), r.PathValue("id"), l)
@@ -86,7 +87,7 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, b Broker) {
 
 // touch serves POST /v1/queues/{queue}/tasks/{id}/touch: 200 with the
 // task, whose lease now lasts another ttr.
-func (s *Server) touch(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) touch(w http.ResponseWriter, r *http.Request, b service.Service) {
 	l, err := lease(w, r)
 	var t task.Task
 	if err == nil {
@@ -102,7 +103,7 @@ func (s *Server) touch(w http.ResponseWriter, r *http.Request, b Broker) {
 // nack serves POST /v1/queues/{queue}/tasks/{id}/nack: 204 and the task
 // is delayed by the body's delay (ready at once without one), or dead
 // when its attempts are used up.
-func (s *Server) nack(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) nack(w http.ResponseWriter, r *http.Request, b service.Service) {
 	var req api.NackRequest
 	err := decode(w, r, smallBody, &req, false)
 	if err == nil && req.Lease == "" {
@@ -125,7 +126,7 @@ func (s *Server) nack(w http.ResponseWriter, r *http.Request, b Broker) {
 // kick serves POST /v1/queues/{queue}/tasks/{id}/kick: 204 and the dead
 // task is ready again; 409 if it is not dead. The body, if any, must be
 // an empty object.
-func (s *Server) kick(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) kick(w http.ResponseWriter, r *http.Request, b service.Service) {
 	var req struct{}
 	err := decode(w, r, smallBody, &req, true)
 	if err == nil {

@@ -1,58 +1,27 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
-
-// Observer is what the routes for looking at a server call beyond
-// [Broker]: [broker.Broker]'s methods for the dashboard. A broker that
-// lacks them (a test's fake) answers those routes with 501.
-type Observer interface {
-	ListTasks(queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error)
-	Lateness() []task.LatenessWindow
-	DueHistogram(queue string, width time.Duration, n int) (time.Time, []int, error)
-	CheckCron(line, timezone string, n int) ([]time.Time, error)
-	KickDead(ctx context.Context, queue string) (int, error)
-	DeleteDead(ctx context.Context, queue string) (int, error)
-}
-
-var _ Observer = (*broker.Broker)(nil)
 
 // observeRoutes returns the routes for looking at a server (the
 // dashboard's), one line per call; package api lists them with their
 // answers (api/observe.go).
 func (s *Server) observeRoutes() []route {
 	return []route{
-		{"GET", "/v1/queues/{queue}/tasks", observe(s.listTasks)},
-		{"POST", "/v1/queues/{queue}/dead:kick", observe(s.kickDead)},
-		{"DELETE", "/v1/queues/{queue}/dead", observe(s.deleteDead)},
+		{"GET", "/v1/queues/{queue}/tasks", s.listTasks},
+		{"POST", "/v1/queues/{queue}/dead:kick", s.kickDead},
+		{"DELETE", "/v1/queues/{queue}/dead", s.deleteDead},
 		{"GET", "/v1/stats/queues", s.queueStats},
-		{"GET", "/v1/stats/lateness", observe(s.lateness)},
-		{"GET", "/v1/stats/due", observe(s.due)},
-		{"POST", "/v1/cron:check", observe(s.checkCron)},
-	}
-}
-
-// errNoObserver is the answer of the observing routes over a broker that
-// is not an [Observer].
-var errNoObserver = &wireError{http.StatusNotImplemented, "hourglass: this server's broker cannot list tasks or report statistics"}
-
-// observe adapts a handler that needs an [Observer] to the route table.
-func observe(h func(http.ResponseWriter, *http.Request, Observer)) func(http.ResponseWriter, *http.Request, Broker) {
-	return func(w http.ResponseWriter, r *http.Request, b Broker) {
-		o, ok := b.(Observer)
-		if !ok {
-			writeError(w, errNoObserver)
-			return
-		}
-		h(w, r, o)
+		{"GET", "/v1/stats/lateness", s.lateness},
+		{"GET", "/v1/stats/due", s.due},
+		{"POST", "/v1/cron:check", s.checkCron},
 	}
 }
 
@@ -66,7 +35,7 @@ var states = map[string]task.State{
 
 // listTasks serves GET /v1/queues/{queue}/tasks?state=&after=&limit=: a
 // page of the queue's tasks without payloads, and the cursor of the next.
-func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, o Observer) {
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, b service.Service) {
 	q := r.URL.Query()
 	var st task.State
 	if name := q.Get("state"); name != "" {
@@ -90,7 +59,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, o Observer) {
 		s.fail(w, r, badRequest("limit %d: want 1 to %d", limit, api.MaxListLimit))
 		return
 	}
-	tasks, next, err := o.ListTasks(r.PathValue("queue"), st, after, int(limit))
+	tasks, next, err := b.ListTasks(r.Context(), r.PathValue("queue"), st, after, int(limit))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -118,8 +87,8 @@ func queryUint(v string, def uint64, name string) (uint64, error) {
 
 // kickDead serves POST /v1/queues/{queue}/dead:kick: every dead task of
 // the queue is ready again.
-func (s *Server) kickDead(w http.ResponseWriter, r *http.Request, o Observer) {
-	n, err := o.KickDead(r.Context(), r.PathValue("queue"))
+func (s *Server) kickDead(w http.ResponseWriter, r *http.Request, b service.Service) {
+	n, err := b.KickDead(r.Context(), r.PathValue("queue"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -129,8 +98,8 @@ func (s *Server) kickDead(w http.ResponseWriter, r *http.Request, o Observer) {
 
 // deleteDead serves DELETE /v1/queues/{queue}/dead: every dead task of the
 // queue is deleted.
-func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request, o Observer) {
-	n, err := o.DeleteDead(r.Context(), r.PathValue("queue"))
+func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request, b service.Service) {
+	n, err := b.DeleteDead(r.Context(), r.PathValue("queue"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -140,9 +109,13 @@ func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request, o Observer) 
 
 // queueStats serves GET /v1/stats/queues: the counts of GET /v1/queues
 // with the counters since start and the time they were read.
-func (s *Server) queueStats(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) queueStats(w http.ResponseWriter, r *http.Request, b service.Service) {
 	now := time.Now().UTC()
-	stats := b.Queues()
+	stats, err := b.Queues(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	out := api.QueueStatsResponse{Time: now, Queues: make([]api.QueueStats, len(stats))}
 	for i, q := range stats {
 		out.Queues[i] = api.QueueStats{
@@ -155,8 +128,12 @@ func (s *Server) queueStats(w http.ResponseWriter, r *http.Request, b Broker) {
 
 // lateness serves GET /v1/stats/lateness: delivery lateness by 10-second
 // window over the last 15 minutes.
-func (s *Server) lateness(w http.ResponseWriter, r *http.Request, o Observer) {
-	ws := o.Lateness()
+func (s *Server) lateness(w http.ResponseWriter, r *http.Request, b service.Service) {
+	ws, err := b.Lateness(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	out := api.LatenessResponse{Windows: make([]api.LatenessWindow, len(ws))}
 	for i, w := range ws {
 		out.Windows[i] = api.LatenessWindow{
@@ -178,7 +155,7 @@ const (
 
 // due serves GET /v1/stats/due?queue=&width=&n=: how many delayed tasks
 // fall due in each of n windows from now.
-func (s *Server) due(w http.ResponseWriter, r *http.Request, o Observer) {
+func (s *Server) due(w http.ResponseWriter, r *http.Request, b service.Service) {
 	q := r.URL.Query()
 	width := defaultDueWidth
 	if v := q.Get("width"); v != "" {
@@ -198,7 +175,7 @@ func (s *Server) due(w http.ResponseWriter, r *http.Request, o Observer) {
 		s.fail(w, r, badRequest("n %d: want 1 to %d", n, api.MaxDueWindows))
 		return
 	}
-	start, counts, err := o.DueHistogram(q.Get("queue"), width, int(n))
+	start, counts, err := b.DueHistogram(r.Context(), q.Get("queue"), width, int(n))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -208,13 +185,13 @@ func (s *Server) due(w http.ResponseWriter, r *http.Request, o Observer) {
 
 // checkCron serves POST /v1/cron:check: the next five times of a cron
 // line as a schedule would read it, or 400 with the parser's error.
-func (s *Server) checkCron(w http.ResponseWriter, r *http.Request, o Observer) {
+func (s *Server) checkCron(w http.ResponseWriter, r *http.Request, b service.Service) {
 	var req api.CronCheckRequest
 	if err := decode(w, r, smallBody, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	times, err := o.CheckCron(req.Cron, req.Timezone, api.CronCheckTimes)
+	times, err := b.CheckCron(req.Cron, req.Timezone, api.CronCheckTimes)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -39,7 +39,7 @@ func newObserved(t *testing.T, token string) *observed {
 	}
 	t.Cleanup(func() { b.Close(); st.Close() })
 	s := httpapi.New(httpapi.Options{Token: token, Gatherer: prometheus.NewRegistry(), Logger: log})
-	s.SetBroker(b)
+	s.SetService(b)
 	return &observed{t: t, b: b, s: s, token: token}
 }
 
@@ -388,18 +388,4 @@ func TestObserveAuth(t *testing.T) {
 			t.Errorf("%s %s with the token: %d %s", c.method, c.path, w.Code, w.Body.String())
 		}
 	}
-}
-
-// TestObserveNotObserver serves a broker that has only the methods of
-// httpapi.Broker: the observing routes answer 501, the counters still
-// work.
-func TestObserveNotObserver(t *testing.T) {
-	o := newObserved(t, "")
-	o.s.SetBroker(struct{ httpapi.Broker }{o.b})
-	for _, path := range []string{"/v1/queues/q/tasks", "/v1/stats/lateness", "/v1/stats/due"} {
-		if msg := o.call("GET", path, "", 501, nil); !strings.Contains(msg, "cannot list tasks") {
-			t.Errorf("GET %s: %q", path, msg)
-		}
-	}
-	o.call("GET", "/v1/stats/queues", "", 200, nil)
 }

@@ -6,13 +6,14 @@ import (
 	"slices"
 
 	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
 // setSchedule serves PUT /v1/schedules/{name}: creates or replaces the
 // schedule and answers it with its next occurrence (200); a bad cron line,
 // zone or queue name is 400.
-func (s *Server) setSchedule(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) setSchedule(w http.ResponseWriter, r *http.Request, b service.Service) {
 	var req api.ScheduleRequest
 	if err := decode(w, r, s.putBody, &req, false); err != nil {
 		s.fail(w, r, err)
@@ -37,8 +38,12 @@ func (s *Server) setSchedule(w http.ResponseWriter, r *http.Request, b Broker) {
 
 // schedules serves GET /v1/schedules: every schedule with its next
 // occurrence, by name.
-func (s *Server) schedules(w http.ResponseWriter, r *http.Request, b Broker) {
-	infos := b.Schedules()
+func (s *Server) schedules(w http.ResponseWriter, r *http.Request, b service.Service) {
+	infos, err := b.Schedules(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	out := api.SchedulesResponse{Schedules: make([]api.Schedule, len(infos))}
 	for i, info := range infos {
 		out.Schedules[i] = toSchedule(info)
@@ -47,8 +52,19 @@ func (s *Server) schedules(w http.ResponseWriter, r *http.Request, b Broker) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// schedule serves GET /v1/schedules/{name}: the schedule with its next
+// and last occurrences (200), or 404.
+func (s *Server) schedule(w http.ResponseWriter, r *http.Request, b service.Service) {
+	info, err := b.Schedule(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toSchedule(info))
+}
+
 // deleteSchedule serves DELETE /v1/schedules/{name}: 204, or 404.
-func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request, b service.Service) {
 	if err := b.DeleteSchedule(r.Context(), r.PathValue("name")); err != nil {
 		s.fail(w, r, err)
 		return

@@ -1,14 +1,14 @@
 // Package httpapi serves hourglass's HTTP API (package api describes the
-// routes and the wire types) over a [broker.Broker]. It is a thin adapter:
-// each handler decodes a request, checks what only the wire can get wrong
-// (JSON syntax, unknown fields, durations written as numbers, both delay
-// and at, reserve's max and wait), makes one broker call and encodes the
-// answer. What a request means, and every limit on names, ids, payloads
-// and delays, is the broker's business.
+// routes and the wire types) over a [service.Service], on either engine. It
+// is a thin adapter: each handler decodes a request, checks what only the
+// wire can get wrong (JSON syntax, unknown fields, durations written as
+// numbers, both delay and at, reserve's max and wait), makes one service
+// call and encodes the answer. What a request means, and every limit on
+// names, ids, payloads and delays, is the service's business.
 //
-// A [Server] starts without a broker, answering /healthz but 503 on
+// A [Server] starts without a service, answering /healthz but 503 on
 // /readyz and every /v1 route, so that a process can listen while it
-// recovers; [Server.SetBroker] makes it ready. [Server.Drain] begins a
+// recovers; [Server.SetService] makes it ready. [Server.Drain] begins a
 // shutdown: /readyz turns 503 and waiting reserves answer at once, so
 // that http.Server.Shutdown does not wait out their long polls.
 package httpapi
@@ -20,34 +20,13 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
-
-// Broker is what the handlers call: [broker.Broker]'s methods. Tests may
-// put a fake in its place.
-type Broker interface {
-	Put(ctx context.Context, queue string, r task.PutRequest) (task.Task, bool, error)
-	PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult
-	Get(queue, id string) (task.Task, error)
-	Delete(ctx context.Context, queue, id string) error
-	Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error)
-	Ack(ctx context.Context, queue, id, lease string) error
-	Touch(ctx context.Context, queue, id, lease string) (task.Task, error)
-	Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error
-	Kick(ctx context.Context, queue, id string) error
-	Queues() []task.QueueStats
-	SetSchedule(ctx context.Context, s task.ScheduleSpec) (task.ScheduleInfo, bool, error)
-	Schedules() []task.ScheduleInfo
-	DeleteSchedule(ctx context.Context, name string) error
-}
-
-var _ Broker = (*broker.Broker)(nil)
 
 // Options configure a [Server]. The zero Options serve without a token,
 // with the broker's default payload limit and the default Prometheus
@@ -84,7 +63,7 @@ const (
 )
 
 // Server is the HTTP API's handler. It is safe for concurrent use by
-// multiple goroutines, SetBroker and Drain included.
+// multiple goroutines, SetService and Drain included.
 type Server struct {
 	mux       *http.ServeMux
 	token     []byte
@@ -92,19 +71,19 @@ type Server struct {
 	batchBody int64 // body limit of a batch
 	log       *slog.Logger
 
-	// b holds the broker once SetBroker is called; nil until then.
-	b atomic.Pointer[brokerRef]
+	// b holds the service once SetService is called; nil until then.
+	b atomic.Pointer[serviceRef]
 	// draining is set by Drain; drain is cancelled by it.
 	draining    atomic.Bool
 	drain       context.Context
 	cancelDrain context.CancelFunc
 }
 
-// brokerRef boxes the Broker interface for atomic.Pointer.
-type brokerRef struct{ Broker }
+// serviceRef boxes the Service interface for atomic.Pointer.
+type serviceRef struct{ service.Service }
 
-// New returns a Server that is not yet ready: call [Server.SetBroker] once
-// the broker has recovered.
+// New returns a Server that is not yet ready: call [Server.SetService]
+// once the service has recovered.
 func New(opts Options) *Server {
 	s := &Server{
 		mux:   http.NewServeMux(),
@@ -144,7 +123,7 @@ func New(opts Options) *Server {
 // http.ServeMux, and the handler.
 type route struct {
 	method, path string
-	h            func(http.ResponseWriter, *http.Request, Broker)
+	h            func(http.ResponseWriter, *http.Request, service.Service)
 }
 
 // routes returns the /v1 API, one line per call (package api lists the
@@ -163,6 +142,7 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/queues", s.queues},
 		{"PUT", "/v1/schedules/{name}", s.setSchedule},
 		{"GET", "/v1/schedules", s.schedules},
+		{"GET", "/v1/schedules/{name}", s.schedule},
 		{"DELETE", "/v1/schedules/{name}", s.deleteSchedule},
 	}
 }
@@ -197,14 +177,14 @@ func (s *Server) routeV1() {
 }
 
 // v1 wraps a handler of the API: the token first, then readiness.
-func (s *Server) v1(h func(http.ResponseWriter, *http.Request, Broker)) http.Handler {
+func (s *Server) v1(h func(http.ResponseWriter, *http.Request, service.Service)) http.Handler {
 	return s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ref := s.b.Load()
 		if ref == nil {
 			writeError(w, errNotReady)
 			return
 		}
-		h(w, r, ref.Broker)
+		h(w, r, ref.Service)
 	}))
 }
 
@@ -213,13 +193,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// SetBroker makes s ready, serving the API over b. Call it once, after b
-// has recovered; later calls replace the broker.
-func (s *Server) SetBroker(b Broker) {
+// SetService makes s ready, serving the API over b. Call it once, after b
+// has recovered; later calls replace the service.
+func (s *Server) SetService(b service.Service) {
 	if b == nil {
-		panic("httpapi: SetBroker with a nil broker")
+		panic("httpapi: SetService with a nil service")
 	}
-	s.b.Store(&brokerRef{b})
+	s.b.Store(&serviceRef{b})
 }
 
 // Drain begins a shutdown: /readyz answers 503 from now on, and reserves

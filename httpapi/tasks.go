@@ -14,7 +14,7 @@ import (
 
 // put serves POST /v1/queues/{queue}/tasks: 201 with the task when it is
 // new, 200 with the existing one (or its replacement) when the id exists.
-func (s *Server) put(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) put(w http.ResponseWriter, r *http.Request, b service.Service) {
 	var p api.PutRequest
 	if err := decode(w, r, s.putBody, &p, true); err != nil {
 		s.fail(w, r, err)
@@ -44,7 +44,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, b Broker) {
 // own, so that one bad item (an unknown field, a number for a duration,
 // or whatever the broker refuses) answers an error in its place and the
 // others are put, all in one commit.
-func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b service.Service) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.batchBody))
 	if err != nil {
 		s.fail(w, r, decodeError(err, s.batchBody))
@@ -123,7 +123,7 @@ var errBatchAnswer = &wireError{http.StatusInternalServerError, "hourglass: the 
 
 // get serves GET /v1/queues/{queue}/tasks/{id}: the task without its
 // lease, or 404.
-func (s *Server) get(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) get(w http.ResponseWriter, r *http.Request, b service.Service) {
 	t, err := b.Get(r.PathValue("queue"), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
@@ -133,7 +133,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, b Broker) {
 }
 
 // delete serves DELETE /v1/queues/{queue}/tasks/{id}: 204, or 404.
-func (s *Server) delete(w http.ResponseWriter, r *http.Request, b Broker) {
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, b service.Service) {
 	if err := b.Delete(r.Context(), r.PathValue("queue"), r.PathValue("id")); err != nil {
 		s.fail(w, r, err)
 		return

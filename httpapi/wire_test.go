@@ -58,7 +58,7 @@ func newServer(t *testing.T, opts httpapi.Options) (*httpapi.Server, *fakeBroker
 		opts.Logger = quiet
 	}
 	s := httpapi.New(opts)
-	s.SetBroker(f)
+	s.SetService(f)
 	return s, f
 }
 
@@ -241,7 +241,7 @@ func TestReadiness(t *testing.T) {
 		t.Errorf("put before ready: %d %s", w.Code, w.Body.String())
 	}
 	f := &fakeBroker{t: t, queues: func() []task.QueueStats { return nil }}
-	s.SetBroker(f)
+	s.SetService(f)
 	check("/readyz", 200)
 	check("/v1/queues", 200)
 	s.Drain()

@@ -119,3 +119,86 @@ func CheckPut(r *task.PutRequest, now time.Time, maxDelay time.Duration, maxPayl
 
 // ErrBatch is the answer to a batch put of over task.MaxBatch tasks.
 var ErrBatch = fmt.Errorf("%w: over %d tasks in one batch", task.ErrInvalid, task.MaxBatch)
+
+// The checks below are those of the other operations; each engine calls
+// them first, so that a bad argument gets the same answer on either, and
+// changes nothing.
+
+// CheckDelay checks a delay given to a nack, a release or a pause (what
+// names it in the message): 0 to max.
+func CheckDelay(what string, d, max time.Duration) error {
+	if d < 0 || d > max {
+		return fmt.Errorf("%w: %s must be 0 to %s", task.ErrInvalid, what, max)
+	}
+	return nil
+}
+
+// CheckLease checks that a lease was given.
+func CheckLease(lease string) error {
+	if lease == "" {
+		return fmt.Errorf("%w: lease is required", task.ErrInvalid)
+	}
+	return nil
+}
+
+// CheckReserve checks a reserve of up to max tasks from queues, waiting
+// up to wait: at least one valid queue name, max 1 to task.MaxReserve,
+// wait 0 to task.MaxWait.
+func CheckReserve(queues []string, max int, wait time.Duration) error {
+	if len(queues) == 0 {
+		return fmt.Errorf("%w: no queue to reserve from", task.ErrInvalid)
+	}
+	for _, q := range queues {
+		if err := CheckQueue(q); err != nil {
+			return err
+		}
+	}
+	if max < 1 || max > task.MaxReserve {
+		return fmt.Errorf("%w: max must be 1 to %d", task.ErrInvalid, task.MaxReserve)
+	}
+	if wait < 0 || wait > task.MaxWait {
+		return fmt.Errorf("%w: wait must be 0 to %s", task.ErrInvalid, task.MaxWait)
+	}
+	return nil
+}
+
+// CheckPeek checks a peek at queue's next task in state st: ready,
+// delayed or dead.
+func CheckPeek(queue string, st task.State) error {
+	if err := CheckQueue(queue); err != nil {
+		return err
+	}
+	if st != task.Ready && st != task.Delayed && st != task.Dead {
+		return fmt.Errorf("%w: cannot peek %s tasks", task.ErrInvalid, st)
+	}
+	return nil
+}
+
+// CheckList checks a page of up to limit tasks of queue in state st (0:
+// any).
+func CheckList(queue string, st task.State, limit int) error {
+	if err := CheckQueue(queue); err != nil {
+		return err
+	}
+	if limit < 1 || limit > task.MaxList {
+		return fmt.Errorf("%w: limit must be 1 to %d", task.ErrInvalid, task.MaxList)
+	}
+	if st > task.Dead {
+		return fmt.Errorf("%w: no state %d", task.ErrInvalid, st)
+	}
+	return nil
+}
+
+// CheckDueHistogram checks a due histogram of n windows of width over
+// queue ("" for every queue).
+func CheckDueHistogram(queue string, width time.Duration, n int) error {
+	if queue != "" {
+		if err := CheckQueue(queue); err != nil {
+			return err
+		}
+	}
+	if width <= 0 || n < 1 || n > task.MaxDueWindows {
+		return fmt.Errorf("%w: width must be positive and n 1 to %d", task.ErrInvalid, task.MaxDueWindows)
+	}
+	return nil
+}

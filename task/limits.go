@@ -14,6 +14,10 @@ const (
 	MaxReserve = 1000
 	// MaxWait bounds how long one reserve waits.
 	MaxWait = 5 * time.Minute
+	// MaxList bounds a page of a queue's tasks.
+	MaxList = 1000
+	// MaxDueWindows bounds the windows of a due histogram.
+	MaxDueWindows = 10000
 )
 
 // Defaults of a server's limits, each changed by a flag of

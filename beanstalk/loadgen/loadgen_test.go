@@ -32,7 +32,8 @@ func TestRun_Hourglass(t *testing.T) {
 	defer srv.Shutdown(context.Background())
 	addr := l.Addr().String()
 	check(t, addr)
-	for _, q := range b.Queues() {
+	qs, _ := b.Queues(context.Background())
+	for _, q := range qs {
 		if q.Reserved+q.Dead > 0 {
 			t.Errorf("queue %s left with reserved or buried jobs: %+v", q.Name, q)
 		}
@@ -40,7 +41,8 @@ func TestRun_Hourglass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, q := range b.Queues() {
+	qs, _ = b.Queues(context.Background())
+	for _, q := range qs {
 		if q.Ready+q.Delayed+q.Reserved+q.Dead > 0 {
 			t.Errorf("queue %s not drained: %+v", q.Name, q)
 		}

@@ -1,5 +1,5 @@
--- 001: the record of package store (tasks, schedules, the job id
--- high-water mark), as pgstore.Store writes it.
+-- 001: the record of the tasks, the schedules and the job id high-water
+-- mark.
 --
 -- Times are Unix nanoseconds (bigint) as in store.Task; uint32 fields are
 -- bigint. fire_at is the task's next timer: its due time while it waits

@@ -19,10 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/hourglass-go/hourglass/beanstalk"
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/dashboard"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -280,16 +279,9 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 // opened is what recovery hands over: the broker and how to close it
 // with its store, or why they did not open.
 type opened struct {
-	b     service
+	b     service.Service
 	close func() error
 	err   error
-}
-
-// service is what serve's protocols call: a *broker.Broker or a
-// *cluster.Node, each served over HTTP and beanstalkd's protocol.
-type service interface {
-	httpapi.Broker
-	beanstalk.Broker
 }
 
 // serve runs the service until ctx ends: it listens first (healthz 200,
@@ -320,7 +312,11 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String(), "data", o.data, "auth", o.token != "")
+	if o.pg.url != "" {
+		log.Info("listening", "addr", ln.Addr().String(), "engine", "postgres", "auth", o.token != "")
+	} else {
+		log.Info("listening", "addr", ln.Addr().String(), "engine", "embedded", "data", o.data, "auth", o.token != "")
+	}
 	if listening != nil {
 		listening(ln.Addr().String())
 	}
@@ -331,29 +327,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 			recovered <- openPostgres(o, log, reg)
 			return
 		}
-		start := time.Now()
-		st, err := pebblestore.Open(o.data, pebblestore.Options{CacheSize: o.cache, Logger: log})
-		if err != nil {
-			recovered <- opened{err: err}
-			return
-		}
-		if err := reg.Register(st.Collector()); err != nil {
-			log.Warn("store metrics not registered", "err", err)
-		}
-		b, err := broker.Open(st, broker.Config{
-			MaxDelay:   o.maxDelay,
-			MaxPayload: o.maxPayload,
-			DefaultTTR: o.defaultTTR,
-			Logger:     log,
-			Registerer: reg,
-		})
-		if err != nil {
-			st.Close()
-			recovered <- opened{err: err}
-			return
-		}
-		log.Info("ready", "recovery", time.Since(start).Round(time.Millisecond).String())
-		recovered <- opened{b: b, close: func() error { return errors.Join(b.Close(), st.Close()) }}
+		recovered <- openEmbedded(ctx, o, log, reg)
 	}()
 
 	var run opened
@@ -361,7 +335,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 	select {
 	case run = <-recovered:
 		if run.err == nil {
-			api.SetBroker(run.b)
+			api.SetService(run.b)
 			bl.start(run.b, o.maxPayload)
 			select {
 			case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"net"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
+	"github.com/hourglass-go/hourglass/service"
 )
 
 // beanstalkFlags defines serve's --beanstalk flag.
@@ -55,9 +56,8 @@ func listenBeanstalk(addr string, log *slog.Logger) (*beanstalkListener, error) 
 	return &beanstalkListener{ln: ln, log: log}, nil
 }
 
-// start serves the protocol over b: a *broker.Broker or a
-// *cluster.Node.
-func (l *beanstalkListener) start(b beanstalk.Broker, maxPayload int) {
+// start serves the protocol over b, on either engine.
+func (l *beanstalkListener) start(b service.Service, maxPayload int) {
 	if l == nil {
 		return
 	}

@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// The methods in this file look at the whole cluster, as the dashboard
+// does: counts and pages of tasks from the database, counters and lateness
+// from every node's report (report.go), and what falls due when.
+
+// Queues returns every queue that holds tasks or is paused, by name, with
+// its counts by state from the database and its counters summed over the
+// nodes' reports (report.go). The counts scan the tasks table: O(tasks).
+func (n *Node) Queues(ctx context.Context) ([]task.QueueStats, error) {
+	byName := map[string]*task.QueueStats{}
+	rows, err := n.db.Query(ctx, `SELECT queue,
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL),
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
+			count(*) FILTER (WHERE state = 2),
+			count(*) FILTER (WHERE state = 3)
+		FROM hourglass_tasks GROUP BY queue
+		UNION ALL
+		SELECT queue, 0, 0, 0, 0 FROM hourglass_queues WHERE paused_until > hourglass_now()`)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	for rows.Next() {
+		var s task.QueueStats
+		if err := rows.Scan(&s.Name, &s.Delayed, &s.Ready, &s.Reserved, &s.Dead); err != nil {
+			rows.Close()
+			return nil, dbErr(err)
+		}
+		if byName[s.Name] == nil {
+			byName[s.Name] = &s
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, dbErr(err)
+	}
+	reps, err := n.reports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, rep := range reps {
+		for q, c := range rep.queues {
+			if s := byName[q]; s != nil {
+				s.Puts += c[0]
+				s.Deliveries += c[1]
+				s.Acks += c[2]
+			}
+		}
+	}
+	out := make([]task.QueueStats, 0, len(byName))
+	for _, s := range byName {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Lateness returns the cluster's delivery lateness: every node's windows
+// of the last 15 minutes, added up (service.MergeLateness).
+func (n *Node) Lateness(ctx context.Context) ([]task.LatenessWindow, error) {
+	reps, err := n.reports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counts := make([][]service.LatenessCounts, len(reps))
+	for i, rep := range reps {
+		counts[i] = rep.lateness
+	}
+	return service.MergeLateness(time.Now(), counts...), nil
+}
+
+// listColumns are taskColumns without the payload, which a listing does
+// not show.
+var listColumns = strings.Replace(taskColumns, "payload", "''::bytea", 1)
+
+// stateWhere is the condition on hourglass_tasks of each state.
+var stateWhere = map[task.State]string{
+	0:             "true",
+	task.Delayed:  "state = 1 AND fire_at IS NOT NULL",
+	task.Ready:    "state = 1 AND fire_at IS NULL",
+	task.Reserved: "state = 2",
+	task.Dead:     "state = 3",
+}
+
+// ListTasks returns up to limit tasks of queue in state st (0: any), by
+// job id above after, without payloads, and the cursor for the next page
+// (0 when there is none). limit must be 1 to 1000. One statement over the
+// index on (queue, job_id).
+func (n *Node) ListTasks(ctx context.Context, queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error) {
+	if err := service.CheckList(queue, st, limit); err != nil {
+		return nil, 0, err
+	}
+	where := stateWhere[st]
+	from, ok := jobArg(after)
+	if !ok {
+		return nil, 0, nil
+	}
+	rows, err := n.db.Query(ctx, `SELECT `+listColumns+` FROM hourglass_tasks
+		WHERE queue = $1 AND job_id > $2 AND `+where+` ORDER BY job_id LIMIT $3`, queue, from, limit+1)
+	if err != nil {
+		return nil, 0, dbErr(err)
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) { return scanRow(r) })
+	if err != nil {
+		return nil, 0, dbErr(err)
+	}
+	var next uint64
+	if len(got) > limit {
+		got = got[:limit]
+		next = uint64(got[limit-1].job)
+	}
+	out := make([]task.Task, len(got))
+	for i := range got {
+		out[i] = got[i].view()
+		out[i].Payload = nil
+	}
+	return out, next, nil
+}
+
+// DueHistogram counts the delayed tasks of queue (every queue for "")
+// that fall due in each of n windows of width from now (the database's
+// clock): counts[i] is the number due in [now+i·width, now+(i+1)·width).
+// One statement that reads every delayed task: O(delayed).
+func (n *Node) DueHistogram(ctx context.Context, queue string, width time.Duration, k int) (time.Time, []int, error) {
+	if err := service.CheckDueHistogram(queue, width, k); err != nil {
+		return time.Time{}, nil, err
+	}
+	rows, err := n.db.Query(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
+		SELECT now.ns, coalesce(b.i, -1), coalesce(b.c, 0) FROM now LEFT JOIN (
+			SELECT (t.due - now.ns) / $2 AS i, count(*) AS c FROM hourglass_tasks t, now
+			WHERE t.state = 1 AND t.fire_at IS NOT NULL AND ($1 = '' OR t.queue = $1)
+				AND t.due >= now.ns AND t.due < now.ns + $2 * $3
+			GROUP BY 1) b ON true`, queue, int64(width), int64(k))
+	if err != nil {
+		return time.Time{}, nil, dbErr(err)
+	}
+	defer rows.Close()
+	counts := make([]int, k)
+	var now int64
+	for rows.Next() {
+		var i, c int64
+		if err := rows.Scan(&now, &i, &c); err != nil {
+			return time.Time{}, nil, dbErr(err)
+		}
+		if i >= 0 && i < int64(k) {
+			counts[i] = int(c)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return time.Time{}, nil, dbErr(err)
+	}
+	return time.Unix(0, now).UTC(), counts, nil
+}
+
+// KickDead makes every dead task of queue ready and returns how many.
+func (n *Node) KickDead(ctx context.Context, queue string) (int, error) {
+	if err := service.CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if err := n.Err(); err != nil {
+		return 0, err
+	}
+	rows, err := n.db.Query(ctx, `SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND state = 3`, queue)
+	if err != nil {
+		return 0, dbErr(err)
+	}
+	jobs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, dbErr(err)
+	}
+	if len(jobs) == 0 {
+		return 0, nil
+	}
+	return n.kick(ctx, jobs)
+}
+
+// DeleteDead deletes every dead task of queue and returns how many.
+func (n *Node) DeleteDead(ctx context.Context, queue string) (int, error) {
+	if err := service.CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if err := n.Err(); err != nil {
+		return 0, err
+	}
+	tag, err := n.db.Exec(ctx, `DELETE FROM hourglass_tasks WHERE queue = $1 AND state = 3`, queue)
+	if err != nil {
+		return 0, dbErr(err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// CheckCron returns the next n occurrences of a cron line, as
+// service.CheckCron.
+func (n *Node) CheckCron(line, timezone string, k int) ([]time.Time, error) {
+	return service.CheckCron(line, timezone, k, time.Now())
+}

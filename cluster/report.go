@@ -1,0 +1,153 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hourglass-go/hourglass/service"
+)
+
+// A node counts what it serves (puts, deliveries and acks per queue, and
+// the lateness of its deliveries) in memory; so that every node answers
+// for the whole cluster, each one writes those counts into its row of
+// hourglass_node_reports every reportEvery, and a reader adds up every
+// node's row (its own counts read from memory instead). A row not
+// written for LatenessWindows×LatenessWindow (15 minutes) is a dead node's
+// and is left out and deleted: its lateness windows are older than what
+// the dashboard shows, and its counters stop counting. So the cluster's
+// counters are the sums, over the nodes that reported in the last 15
+// minutes, of each one's counts since it started; another node's share is
+// at most reportEvery old.
+
+// reportEvery is how often a node writes its report.
+const reportEvery = time.Second
+
+// reportAge is how long a report counts after its last write.
+const reportAge = service.LatenessWindows * service.LatenessWindow
+
+// queueCounts are a queue's counters in a report: puts, deliveries, acks.
+type queueCounts [3]uint64
+
+// nodeReport is one row of hourglass_node_reports.
+type nodeReport struct {
+	node     string
+	queues   map[string]queueCounts
+	lateness []service.LatenessCounts
+}
+
+// reporter writes the node's report every reportEvery, from Start until
+// Stop. Its source reads the node's counts; it runs on its own goroutine.
+type reporter struct {
+	db      *pgxpool.Pool
+	node    string
+	started int64 // database ns
+	source  func() nodeReport
+	log     *slog.Logger
+
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+// start begins writing reports.
+func (r *reporter) start() {
+	r.quit = make(chan struct{})
+	r.wg.Add(1)
+	go r.loop()
+}
+
+// stop ends the writes and waits for the one in progress.
+func (r *reporter) stop() {
+	close(r.quit)
+	r.wg.Wait()
+}
+
+func (r *reporter) loop() {
+	defer r.wg.Done()
+	t := time.NewTicker(reportEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.quit:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), reportEvery)
+		if err := r.write(ctx, r.source()); err != nil {
+			r.log.Warn("hourglass: writing the node's report failed", "err", err)
+		}
+		cancel()
+	}
+}
+
+// write upserts rep and deletes the reports of nodes gone for reportAge.
+func (r *reporter) write(ctx context.Context, rep nodeReport) error {
+	qs, err := json.Marshal(rep.queues)
+	if err != nil {
+		return err
+	}
+	late, err := json.Marshal(rep.lateness)
+	if err != nil {
+		return err
+	}
+	_, err = r.db.Exec(ctx, `WITH del AS (
+			DELETE FROM hourglass_node_reports WHERE updated < hourglass_now() - $5::bigint AND node <> $1)
+		INSERT INTO hourglass_node_reports (node, started, updated, queues, lateness)
+		VALUES ($1, $2, hourglass_now(), $3, $4)
+		ON CONFLICT (node) DO UPDATE SET started = EXCLUDED.started, updated = EXCLUDED.updated,
+			queues = EXCLUDED.queues, lateness = EXCLUDED.lateness`,
+		r.node, r.started, qs, late, int64(reportAge))
+	return err
+}
+
+// readReports returns the reports of the nodes other than self written in
+// the last reportAge.
+func readReports(ctx context.Context, db *pgxpool.Pool, self string) ([]nodeReport, error) {
+	rows, err := db.Query(ctx, `SELECT node, queues, lateness FROM hourglass_node_reports
+		WHERE node <> $1 AND updated >= hourglass_now() - $2::bigint`, self, int64(reportAge))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []nodeReport
+	for rows.Next() {
+		var rep nodeReport
+		var qs, late []byte
+		if err := rows.Scan(&rep.node, &qs, &late); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(qs, &rep.queues); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(late, &rep.lateness); err != nil {
+			return nil, err
+		}
+		out = append(out, rep)
+	}
+	return out, rows.Err()
+}
+
+// report returns the node's own counts, as its reporter writes them.
+func (n *Node) report() nodeReport {
+	now := time.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	rep := nodeReport{node: n.name, queues: make(map[string]queueCounts, len(n.stats)), lateness: n.late.Counts(now)}
+	for q, c := range n.stats {
+		rep.queues[q] = queueCounts{c.puts, c.deliveries, c.acks}
+	}
+	return rep
+}
+
+// reports returns every live node's report, this node's from memory.
+func (n *Node) reports(ctx context.Context) ([]nodeReport, error) {
+	others, err := readReports(ctx, n.db, n.name)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return append(others, n.report()), nil
+}

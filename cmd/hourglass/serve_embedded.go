@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/store/pebblestore"
+)
+
+// Waits between tries to open the embedded store on a full disk: from
+// fullDiskFirst doubling to fullDiskMax, so that a server started on a
+// full disk is ready within fullDiskMax of space being freed, and logs a
+// line a try.
+const (
+	fullDiskFirst = time.Second
+	fullDiskMax   = 30 * time.Second
+)
+
+// openEmbedded opens the store in o.data and the broker over it, whose
+// Open recovers every task. While that fails because the disk is full (an
+// error wrapping ENOSPC: Pebble could not write its manifest or log, or
+// the broker's recovery could not commit) it tries again, waiting
+// fullDiskFirst, then twice as long each time up to fullDiskMax, until
+// ctx ends: the server stays not ready meanwhile and is ready by itself
+// once space is freed. Other errors end it at once.
+func openEmbedded(ctx context.Context, o serveOptions, log *slog.Logger, reg prometheus.Registerer) opened {
+	wait := fullDiskFirst
+	for {
+		run := openEmbeddedOnce(o, log, reg)
+		if run.err == nil || !errors.Is(run.err, syscall.ENOSPC) {
+			return run
+		}
+		log.Error("hourglass: the store's disk is full; not ready, trying again", "in", wait.String(), "err", run.err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return run
+		case <-t.C:
+		}
+		wait = min(2*wait, fullDiskMax)
+	}
+}
+
+// openEmbeddedOnce opens the store and the broker once, closing the
+// store (and taking its metrics back) if the broker does not open.
+func openEmbeddedOnce(o serveOptions, log *slog.Logger, reg prometheus.Registerer) opened {
+	start := time.Now()
+	st, err := pebblestore.Open(o.data, pebblestore.Options{CacheSize: o.cache, Logger: log})
+	if err != nil {
+		return opened{err: err}
+	}
+	c := st.Collector()
+	if err := reg.Register(c); err != nil {
+		log.Warn("store metrics not registered", "err", err)
+	}
+	b, err := broker.Open(st, broker.Config{
+		MaxDelay:   o.maxDelay,
+		MaxPayload: o.maxPayload,
+		DefaultTTR: o.defaultTTR,
+		Logger:     log,
+		Registerer: reg,
+	})
+	if err != nil {
+		reg.Unregister(c)
+		st.Close()
+		return opened{err: err}
+	}
+	log.Info("ready", "recovery", time.Since(start).Round(time.Millisecond).String())
+	return opened{b: b, close: func() error { return errors.Join(b.Close(), st.Close()) }}
+}

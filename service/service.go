@@ -1,0 +1,146 @@
+// Package service is the delay queue's semantics as every transport sees
+// them: the one interface, [Service], that the HTTP API (package httpapi),
+// the beanstalkd protocol (package beanstalk), the dashboard and `hourglass
+// serve` consume, and the rules both engines apply — the checks of a
+// client's input and their messages (validate.go), and schedules:
+// occurrence names and missed occurrences (schedule.go), delivery
+// lateness (lateness.go).
+//
+// Two engines implement Service: package broker, over an embedded store
+// on one machine, and package cluster, a node of many over PostgreSQL. A
+// compile-time check in each makes a missing method a build error, and
+// one black-box suite (package e2e) runs every HTTP and beanstalkd test
+// against both, so a route cannot work on one and not the other.
+//
+// The shared types (task, state, limits, errors) are package task's.
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// Service is the delay queue: tasks put into named queues, delayed until
+// their due time, handed out under a lease, acknowledged or retried,
+// dead after their last attempt; cron schedules that put tasks; and what
+// an operator looks at. Every method is safe for concurrent use. Errors
+// wrap the sentinels of package task (task.ErrInvalid for bad input,
+// saying what is wrong; task.ErrNotFound, task.ErrLease, task.ErrState,
+// task.ErrTooLarge, task.ErrClosed, task.ErrNoSchedule).
+type Service interface {
+	Tasks
+	Jobs
+	Schedules
+	Observer
+	// Err returns the error that stops the service from serving (a
+	// failed commit, a lost database), or nil while it serves.
+	Err() error
+}
+
+// Tasks addresses tasks by queue and the id the client chose (or the
+// service made): what the HTTP API does.
+type Tasks interface {
+	// Put puts one task into queue; created is false when a task of that
+	// id existed (and was kept, or replaced with r.Replace). It returns
+	// once the task is durable.
+	Put(ctx context.Context, queue string, r task.PutRequest) (t task.Task, created bool, err error)
+	// PutBatch puts up to task.MaxBatch tasks into queue in one commit,
+	// answering each alone.
+	PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult
+	// Get returns a task with its payload.
+	Get(queue, id string) (task.Task, error)
+	// Delete deletes a task in any state, durably.
+	Delete(ctx context.Context, queue, id string) error
+	// Reserve hands out up to max ready tasks of queue in delivery order
+	// (priority, then due time), each under a new lease of its ttr,
+	// waiting up to wait (at most task.MaxWait) for the first.
+	Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error)
+	// Ack deletes a reserved task whose lease is lease, durably.
+	Ack(ctx context.Context, queue, id, lease string) error
+	// Touch renews a lease for another ttr.
+	Touch(ctx context.Context, queue, id, lease string) (task.Task, error)
+	// Nack gives a reserved task back: ready again after delay, or dead
+	// if its attempts are used up.
+	Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error
+	// Kick makes a dead task ready again.
+	Kick(ctx context.Context, queue, id string) error
+	// Queues counts every queue's tasks by state.
+	Queues(ctx context.Context) ([]task.QueueStats, error)
+}
+
+// Jobs addresses tasks by job id and watches several queues at once:
+// what the beanstalkd protocol does.
+type Jobs interface {
+	// PutBatch is Tasks.PutBatch.
+	PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult
+	// Job returns the task with job id job, payload included.
+	Job(job uint64) (task.Task, error)
+	// Peek returns the next task of queue in state st: the first ready
+	// in delivery order, the delayed one due soonest, the oldest dead.
+	Peek(queue string, st task.State) (task.Task, error)
+	// ReserveAny reserves one task, the first in delivery order across
+	// queues, waiting up to wait; ok is false when the wait ran out.
+	ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t task.Task, ok bool, err error)
+	// ReserveJob reserves job if it is ready, delayed or dead.
+	ReserveJob(ctx context.Context, job uint64) (task.Task, error)
+	// DeleteJob deletes job if it is not reserved, or reserved under
+	// lease.
+	DeleteJob(ctx context.Context, job uint64, lease string) error
+	// ReleaseJob gives job back with priority prio after delay, without
+	// counting the attempt as failed.
+	ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error
+	// BuryJob makes job dead with priority prio.
+	BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error
+	// TouchJob renews job's lease.
+	TouchJob(ctx context.Context, job uint64, lease string) (task.Task, error)
+	// KickJob makes a dead or delayed job ready.
+	KickJob(ctx context.Context, job uint64) error
+	// KickQueue makes up to n tasks of queue ready: dead ones first,
+	// else delayed ones.
+	KickQueue(ctx context.Context, queue string, n int) (int, error)
+	// PauseQueue stops queue from handing out tasks for d.
+	PauseQueue(queue string, d time.Duration) error
+	// Queue returns one queue's counts and details.
+	Queue(queue string) (task.QueueDetail, error)
+	// Queues is Tasks.Queues.
+	Queues(ctx context.Context) ([]task.QueueStats, error)
+}
+
+// Schedules are cron schedules that put a task into a queue at each
+// occurrence (see schedule.go for the rules).
+type Schedules interface {
+	// SetSchedule creates or replaces a schedule, durably; created is
+	// false for a replacement.
+	SetSchedule(ctx context.Context, s task.ScheduleSpec) (info task.ScheduleInfo, created bool, err error)
+	// Schedule returns one schedule, or task.ErrNoSchedule.
+	Schedule(ctx context.Context, name string) (task.ScheduleInfo, error)
+	// Schedules returns every schedule by name.
+	Schedules(ctx context.Context) ([]task.ScheduleInfo, error)
+	// DeleteSchedule deletes a schedule; the tasks it put stay.
+	DeleteSchedule(ctx context.Context, name string) error
+	// CheckCron returns the next n occurrences of a cron line read in
+	// timezone, as a schedule's (CheckCron in schedule.go).
+	CheckCron(line, timezone string, n int) ([]time.Time, error)
+}
+
+// Observer is what the dashboard looks at. On a cluster every answer
+// covers the whole cluster, except Lateness, which covers the nodes'
+// reports (see lateness.go).
+type Observer interface {
+	// ListTasks returns up to limit (1 to 1000) tasks of queue in state
+	// st (0: any) by job id above after, without payloads, and the
+	// cursor of the next page (0: none).
+	ListTasks(ctx context.Context, queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error)
+	// Lateness returns delivery lateness per 10-second window over the
+	// last 15 minutes, oldest first.
+	Lateness(ctx context.Context) ([]task.LatenessWindow, error)
+	// DueHistogram counts the delayed tasks of queue (every queue for
+	// "") falling due in each of n windows of width from now.
+	DueHistogram(ctx context.Context, queue string, width time.Duration, n int) (start time.Time, counts []int, err error)
+	// KickDead makes every dead task of queue ready and returns how many.
+	KickDead(ctx context.Context, queue string) (int, error)
+	// DeleteDead deletes every dead task of queue and returns how many.
+	DeleteDead(ctx context.Context, queue string) (int, error)
+}

@@ -1,0 +1,73 @@
+package servicetest_test
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/internal/pgtest"
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/service/servicetest"
+	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/store/pebblestore"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// openBroker returns a broker over st, closed with st when t ends.
+func openBroker(t *testing.T, st store.Store) service.Service {
+	b, err := broker.Open(st, broker.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b.Close()
+		st.Close()
+	})
+	return b
+}
+
+// TestMemstore runs the suite over the embedded engine on memory.
+func TestMemstore(t *testing.T) {
+	servicetest.Run(t, func(t *testing.T) service.Service { return openBroker(t, memstore.New()) })
+}
+
+// TestPebble runs the suite over the embedded engine on Pebble, as
+// `hourglass serve --data` runs it.
+func TestPebble(t *testing.T) {
+	servicetest.Run(t, func(t *testing.T) service.Service {
+		st, err := pebblestore.Open(filepath.Join(t.TempDir(), "data"), pebblestore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return openBroker(t, st)
+	})
+}
+
+// TestCluster runs the suite over a node of a cluster of two on
+// PostgreSQL, the other node owning half the partitions, as `hourglass
+// serve --postgres` runs it.
+func TestCluster(t *testing.T) {
+	srv := pgtest.Start(t)
+	servicetest.Run(t, func(t *testing.T) service.Service {
+		url := srv.CreateDatabase(t)
+		var first service.Service
+		for _, name := range []string{"a", "b"} {
+			pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
+			n, err := cluster.Open(context.Background(), pool, cluster.Options{Node: name, Lease: time.Second, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { n.Close() })
+			if first == nil {
+				first = n
+			}
+		}
+		return first
+	})
+}
