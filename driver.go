@@ -182,6 +182,14 @@ func (d *driver[In, Out]) overslept(now uint64) bool {
 // more than waitingMax of the Timer's callbacks wait to start. A caller
 // finding the timer on time pays one atomic load.
 func (d *driver[In, Out]) settle(wake, late bool) {
+	if wake || late || d.waiting.Load() > waitingMax {
+		d.catchUp(wake, late)
+	}
+}
+
+// catchUp is settle's way when the driver must be woken or the timer is
+// behind: settle's test alone inlines into every scheduling call.
+func (d *driver[In, Out]) catchUp(wake, late bool) {
 	if wake || late {
 		d.wakeUp()
 	}
