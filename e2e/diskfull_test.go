@@ -189,9 +189,19 @@ func wantOneError(t *testing.T, what string, a answer, want string) {
 func quietWhileFull(t *testing.T, s *server, what string) {
 	t.Helper()
 	p := s.proc
+	running := func() {
+		t.Helper()
+		select {
+		case <-p.done:
+			t.Fatalf("%s: the server exited (%s):\n%s", what, p.state(), p.log)
+		default:
+		}
+	}
 	time.Sleep(diskFullSettle)
+	running()
 	log0, cpu0 := len(p.log.String()), cpuTime(t, p.cmd.Process.Pid)
 	time.Sleep(diskFullWindow)
+	running()
 	logged, busy := len(p.log.String())-log0, cpuTime(t, p.cmd.Process.Pid)-cpu0
 	t.Logf("%s: %d bytes of log and %v of CPU in %v", what, logged, busy, diskFullWindow)
 	if logged > diskFullMaxLog {

@@ -102,9 +102,11 @@
 // about once a second, counting the lines it held back (logger.go).
 // Without that a server on a full disk spent a core and wrote about
 // 8 MB/s of log. Open on a full disk waits in the same way until space
-// is freed, unless not one byte is free: Pebble's manifest write then
+// is freed, unless not one byte is free: Pebble's MANIFEST write then
 // fails, which Pebble treats as fatal (Logger.Fatalf, which here logs and
-// panics).
+// panics). While Pebble opens, Open turns that panic into its error,
+// which wraps ENOSPC (cmd/hourglass then tries again); in a flush on
+// Pebble's own goroutine it ends the process.
 //
 // # Crashes
 //

@@ -50,15 +50,55 @@ func (l *pebbleLogger) Errorf(format string, args ...any) {
 	}
 }
 
-// Fatalf logs a Pebble fatal line at level Error and panics: Pebble calls
-// it when it cannot go on (a failed WAL write in the commit pipeline, an
-// invariant broken) and does not expect it to return. Its own default
-// logger exits the process instead; a panic lets the caller's deferred
-// code run and shows the stack.
+// Fatalf logs a Pebble fatal line at level Error and panics with a
+// *fatalError: Pebble calls it when it cannot go on (a failed WAL write in
+// the commit pipeline, a failed MANIFEST write, an invariant broken) and
+// does not expect it to return. Its own default logger exits the process
+// instead; a panic lets the caller's deferred code run and shows the
+// stack, and Open turns one raised while Pebble opens into its error (see
+// recoverFatal).
 func (l *pebbleLogger) Fatalf(format string, args ...any) {
 	msg := "pebble: " + strings.TrimSpace(fmt.Sprintf(format, args...))
 	l.log.Error(msg, "component", "pebble")
-	panic("hourglass: " + msg)
+	fe := &fatalError{msg: msg}
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			fe.err = err
+			break
+		}
+	}
+	panic(fe)
+}
+
+// fatalError is what Fatalf panics with: Pebble's message ("pebble:
+// ...", which Open's error prefixes), wrapping the first error among its
+// arguments (so that errors.Is finds ENOSPC in a failed MANIFEST write on
+// a full disk).
+type fatalError struct {
+	msg string
+	err error
+}
+
+func (e *fatalError) Error() string { return e.msg }
+func (e *fatalError) Unwrap() error { return e.err }
+
+// recoverFatal calls f and returns its error, or the *fatalError of a
+// Fatalf that panicked on f's goroutine; other panics go on. Pebble's Open
+// releases what it holds (its lock, files, memory) before passing a panic
+// on, so that a failed MANIFEST write on a full disk while Pebble opens is
+// an error, and Open may be tried again. A Fatalf on one of Pebble's own
+// goroutines (a flush) still ends the process.
+func recoverFatal(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fe, ok := r.(*fatalError)
+			if !ok {
+				panic(r)
+			}
+			err = fe
+		}
+	}()
+	return f()
 }
 
 // takeReplays returns the replay lines logged so far and forgets them.

@@ -158,7 +158,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	}
-	db, err := pebble.Open(dir, po)
+	var db *pebble.DB
+	err := recoverFatal(func() (err error) {
+		db, err = pebble.Open(dir, po)
+		return err
+	})
 	if err != nil {
 		bo.stop()
 		sched.Unregister() // Pebble registers it early in Open, and does not unregister it on failure
