@@ -60,12 +60,15 @@ func decodeStrict(data []byte, v any) error {
 // into a wireError.
 func decodeError(err error, limit int64) error {
 	var (
+		wire    *wireError
 		tooBig  *http.MaxBytesError
 		syntax  *json.SyntaxError
 		typeErr *json.UnmarshalTypeError
 		timeErr *time.ParseError
 	)
 	switch {
+	case errors.As(err, &wire): // the body's reader's: late (limits.go)
+		return wire
 	case errors.As(err, &tooBig):
 		return &wireError{http.StatusRequestEntityTooLarge, fmt.Sprintf("hourglass: request body over %d bytes", limit)}
 	case errors.As(err, &syntax):

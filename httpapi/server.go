@@ -14,12 +14,14 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -42,6 +44,28 @@ type Options struct {
 	// MaxBatchBody bounds the body of a tasks:batch call (default 64 MiB,
 	// and never under one put's limit).
 	MaxBatchBody int64
+	// BodyTimeout bounds the time a request's body may take to arrive,
+	// from its headers (limits.go); default [DefaultBodyTimeout],
+	// negative: no bound. A reserve's wait for tasks is not bounded by it.
+	BodyTimeout time.Duration
+	// MaxBodyMemory bounds the bytes of request bodies served at once
+	// (limits.go); default twice MaxBatchBody's default, 128 MiB, and
+	// never under MaxBatchBody.
+	MaxBodyMemory int64
+	// BodyWait is how long a request waits for MaxBodyMemory before it is
+	// answered 503 with Retry-After; default [DefaultBodyWait].
+	BodyWait time.Duration
+	// AllowOrigins are the browser origins ("http://localhost:3000")
+	// allowed to write across origins (origin.go); New panics on one
+	// [CheckOrigins] refuses.
+	AllowOrigins []string
+	// LoopbackHost refuses a request whose Host is not a loopback name
+	// or address, nor one of Hosts: set it when the server listens on
+	// loopback only, against DNS rebinding (origin.go).
+	LoopbackHost bool
+	// Hosts are names besides the loopback ones that LoopbackHost allows:
+	// the listen address's, when it is a name.
+	Hosts []string
 	// Gatherer is served on /metrics; nil: prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 	// Logger receives internal errors (answers with status 500); nil:
@@ -70,6 +94,14 @@ type Server struct {
 	putBody   int64 // body limit of one put
 	batchBody int64 // body limit of a batch
 	log       *slog.Logger
+
+	// The transport's limits (limits.go) and checks (origin.go).
+	bodyTimeout  time.Duration
+	bodyWait     time.Duration
+	bodies       *budget
+	origins      *http.CrossOriginProtection
+	loopbackHost bool
+	hosts        []string
 
 	// b holds the service once SetService is called; nil until then.
 	b atomic.Pointer[serviceRef]
@@ -103,6 +135,15 @@ func New(opts Options) *Server {
 		s.batchBody = defaultBatchBody
 	}
 	s.batchBody = max(s.batchBody, s.putBody)
+	s.bodyTimeout = cmp.Or(opts.BodyTimeout, DefaultBodyTimeout)
+	s.bodyWait = cmp.Or(opts.BodyWait, DefaultBodyWait)
+	s.bodies = &budget{size: max(cmp.Or(opts.MaxBodyMemory, defaultBodyMemory), s.batchBody)}
+	origins, err := newOriginCheck(opts.AllowOrigins)
+	if err != nil {
+		panic(errOriginOption)
+	}
+	s.origins = origins
+	s.loopbackHost, s.hosts = opts.LoopbackHost, opts.Hosts
 	s.drain, s.cancelDrain = context.WithCancel(context.Background())
 
 	gatherer := opts.Gatherer
@@ -188,8 +229,21 @@ func (s *Server) v1(h func(http.ResponseWriter, *http.Request, service.Service))
 	}))
 }
 
-// ServeHTTP answers one request.
+// ServeHTTP answers one request: after the browser checks (origin.go)
+// and the body's limits (limits.go), the route's handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := s.checkBrowser(r); err != nil {
+		refuseBody(w, err)
+		return
+	}
+	if hasBody(r) {
+		release, err := s.admitBody(w, r)
+		if err != nil {
+			refuseBody(w, err)
+			return
+		}
+		defer release()
+	}
 	s.mux.ServeHTTP(w, r)
 }
 

@@ -26,7 +26,7 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T] [--insecure] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
+const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T] [--insecure] [--allow-origin O]... [--body-timeout D] [--max-conns N] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
 
 // tokenEnv names the environment variable that gives the token when
 // --token does not, for serve and for the client subcommands.
@@ -50,10 +50,18 @@ const maxCache = 1 << 40
 
 // serveOptions are the parsed flags of `hourglass serve`.
 type serveOptions struct {
-	data       string
-	http       string
-	token      string
-	insecure   bool
+	data     string
+	http     string
+	token    string
+	insecure bool
+	// allowOrigins are the browser origins allowed to write across
+	// origins (--allow-origin, repeated or comma-separated).
+	allowOrigins []string
+	bodyTimeout  time.Duration
+	maxConns     int
+	// loopback is set when --http is a loopback address: requests must
+	// then name a loopback Host (httpapi.Options.LoopbackHost).
+	loopback   bool
 	logLevel   slog.Level
 	logFormat  string // "text" or "json"
 	maxPayload int
@@ -72,6 +80,19 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 	fs.StringVar(&o.http, "http", "127.0.0.1:7070", "address to serve the HTTP API on, HOST:PORT")
 	fs.StringVar(&o.token, "token", "", "bearer token every /v1 call must carry (default $"+tokenEnv+")")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow a non-loopback --http address without a token")
+	fs.Func("allow-origin", "a browser origin, like http://localhost:3000, allowed to call the API across origins (repeat it, or separate origins by commas)", func(s string) error {
+		for _, origin := range strings.Split(s, ",") {
+			if origin = strings.TrimSpace(origin); origin != "" {
+				o.allowOrigins = append(o.allowOrigins, origin)
+			}
+		}
+		if httpapi.CheckOrigins(o.allowOrigins) != nil {
+			return errors.New("want origins such as http://localhost:3000: scheme://host[:port], no path")
+		}
+		return nil
+	})
+	fs.DurationVar(&o.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "longest time a request's body may take to arrive")
+	fs.IntVar(&o.maxConns, "max-conns", defaultMaxConns, "most HTTP connections open at once; more are closed at once")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "least level logged: debug, info, warn or error")
 	fs.Func("log-format", "log format on standard error: text or json (default text)", func(s string) error {
 		if s != "text" && s != "json" {
@@ -146,6 +167,13 @@ func parseServe(args []string, getenv func(string) string) (o serveOptions, help
 	if err != nil {
 		return o, false, fmt.Errorf("invalid value %q for flag --http: %v", o.http, err)
 	}
+	o.loopback = lo
+	if o.bodyTimeout <= 0 {
+		return o, false, fmt.Errorf("invalid value %q for flag --body-timeout: want a positive duration", o.bodyTimeout)
+	}
+	if o.maxConns < 1 {
+		return o, false, fmt.Errorf("invalid value %d for flag --max-conns: want 1 or more", o.maxConns)
+	}
 	if !lo && o.token == "" && !o.insecure {
 		return o, false, fmt.Errorf("refusing to serve on %s, which is not a loopback address, without a token: give --token (or $%s), or --insecure", o.http, tokenEnv)
 	}
@@ -167,6 +195,22 @@ func checkToken(token string) error {
 		}
 	}
 	return nil
+}
+
+// defaultMaxConns is --max-conns's default: well under the usual limit
+// of file descriptors once Go has raised it to its hard limit, and far
+// above what a delay queue's clients hold.
+const defaultMaxConns = 4096
+
+// listenName returns the host of the listen address addr when it is a
+// name other than localhost (which httpapi allows anyway): clients
+// calling the server by that name send it as Host.
+func listenName(addr string) []string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || net.ParseIP(host) != nil {
+		return nil
+	}
+	return []string{host}
 }
 
 // flagSet reports whether the flag name was given.
@@ -298,7 +342,16 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	api := httpapi.New(httpapi.Options{Token: o.token, MaxPayload: o.maxPayload, Gatherer: reg, Logger: log})
+	api := httpapi.New(httpapi.Options{
+		Token:        o.token,
+		MaxPayload:   o.maxPayload,
+		BodyTimeout:  o.bodyTimeout,
+		AllowOrigins: o.allowOrigins,
+		LoopbackHost: o.loopback,
+		Hosts:        listenName(o.http),
+		Gatherer:     reg,
+		Logger:       log,
+	})
 	hs := &http.Server{
 		Handler:           dashboard.With(api),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -311,7 +364,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 		return err
 	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(httpapi.LimitListener(ln, o.maxConns, log)) }()
 	if o.pg.url != "" {
 		log.Info("listening", "addr", ln.Addr().String(), "engine", "postgres", "auth", o.token != "")
 	} else {

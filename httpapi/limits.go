@@ -1,0 +1,273 @@
+package httpapi
+
+import (
+	"container/list"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// What a client controls, and how each is bounded (issue 27):
+//
+//   - The time a request's body takes to arrive: Options.BodyTimeout from
+//     the moment its headers are read (http.Server's ReadHeaderTimeout
+//     bounds those). The bound is a read deadline on the connection, set
+//     before the handler runs; net/http lifts it once the body has been
+//     read to its end (it then reads on in the background, to see the
+//     client go), so a long-poll reserve, whose answer may take its whole
+//     wait, is not cut short. (http.Server.ReadTimeout would be: the
+//     background read would time out and cancel the request's context.)
+//     A body that is late answers 408 and closes the connection.
+//   - The memory of the bodies being served at once: each request with a
+//     body takes, from one budget of Options.MaxBodyMemory bytes, its
+//     Content-Length (or, sent chunked, its route's limit) before it is
+//     read, and gives it back when its answer is written. A batch costs
+//     about five times its body in memory while it is served (the body,
+//     the decoded tasks, the broker's requests, the answer), so the
+//     default budget, two batches of 64 MiB, bounds them to about 640
+//     MiB. A request that finds the budget short waits up to
+//     Options.BodyWait, first come first served, and then answers 503
+//     with Retry-After, without reading its body.
+//   - Connections: [LimitListener] bounds them below the process's file
+//     descriptors, so that the store can still open its files.
+//
+// A request whose token is missing or wrong takes nothing from the
+// budget, and its connection is closed after the 401 (auth.go).
+
+// Defaults of the body limits.
+const (
+	// DefaultBodyTimeout is Options.BodyTimeout's default: a 64 MiB
+	// batch must arrive at 1.1 MB/s or more.
+	DefaultBodyTimeout = time.Minute
+	// DefaultBodyWait is Options.BodyWait's default.
+	DefaultBodyWait = 10 * time.Second
+	// defaultBodyMemory is Options.MaxBodyMemory's default: two batches
+	// of the largest size at once.
+	defaultBodyMemory = 2 * defaultBatchBody
+	// retryAfter is the Retry-After of a 503 for want of memory, seconds.
+	retryAfter = 1
+)
+
+// Errors of the body limits.
+var (
+	errBusy = &wireError{http.StatusServiceUnavailable, "hourglass: too many request bodies in flight: retry later"}
+	errSlow = &wireError{http.StatusRequestTimeout, "hourglass: the request body did not arrive in time"}
+)
+
+// hasBody reports whether r carries a body.
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// admitBody sets the deadline of r's body and takes its memory from the
+// budget: it returns the function that gives it back, or errBusy when
+// the budget stayed short for Options.BodyWait. It replaces r.Body with
+// one that answers a late body with errSlow.
+func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (release func(), err error) {
+	if s.bodyTimeout > 0 {
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil {
+			r.Body = timedBody{r.Body}
+		}
+	}
+	if ok, _ := s.authorized(r); !ok {
+		return func() {}, nil // answered 401 unread
+	}
+	n := s.bodyWeight(r)
+	ctx, cancel := context.WithTimeout(r.Context(), s.bodyWait)
+	defer cancel()
+	if err := s.bodies.acquire(ctx, n); err != nil {
+		return nil, errBusy
+	}
+	return func() { s.bodies.release(n) }, nil
+}
+
+// bodyWeight is what r's body takes from the budget: its length, or its
+// route's limit when it is sent chunked, and never more than that limit
+// (a longer body is refused with 413 once the limit is read).
+func (s *Server) bodyWeight(r *http.Request) int64 {
+	limit := s.putBody // the largest body of any route but a batch
+	if strings.HasSuffix(r.URL.Path, ":batch") {
+		limit = s.batchBody
+	}
+	if r.ContentLength > 0 {
+		return min(r.ContentLength, limit)
+	}
+	return limit
+}
+
+// refuseBody answers err to a request whose body is left unread, and
+// closes its connection (closeUnread).
+func refuseBody(w http.ResponseWriter, err error) {
+	closeUnread(w)
+	if err == errBusy {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	writeError(w, err)
+}
+
+// closeUnread makes the connection close after the answer, leaving the
+// body unread: reading it to keep the connection would cost what refusing
+// it saves. net/http would otherwise read up to 256 KiB of it once the
+// handler returns, for as long as the client takes to send them, so the
+// read deadline is set to now.
+func closeUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
+// timedBody is a request body under a read deadline: a read that fails
+// for it answers errSlow, which the handlers answer 408.
+type timedBody struct{ io.ReadCloser }
+
+// Read reads the body.
+func (b timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return n, errSlow
+	}
+	return n, err
+}
+
+// budget is a weighted semaphore of bytes: acquire takes n, waiting while
+// the bytes free are fewer, in the order the waiters came; release gives
+// them back. A request of more than the whole budget takes all of it. It
+// is safe for concurrent use.
+type budget struct {
+	size int64
+	mu   sync.Mutex
+	// used and waiters (of *waiter, oldest first) are guarded by mu.
+	used    int64
+	waiters list.List
+}
+
+// waiter is one acquire waiting; ready is closed once its n is taken.
+type waiter struct {
+	n     int64
+	ready chan struct{}
+}
+
+// acquire takes n bytes (at most the budget's size), waiting until they
+// are free or ctx ends; it returns ctx's error then, having taken
+// nothing.
+func (b *budget) acquire(ctx context.Context, n int64) error {
+	n = min(n, b.size)
+	b.mu.Lock()
+	if b.waiters.Len() == 0 && b.used+n <= b.size {
+		b.used += n
+		b.mu.Unlock()
+		return nil
+	}
+	w := &waiter{n: n, ready: make(chan struct{})}
+	e := b.waiters.PushBack(w)
+	b.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-w.ready: // taken as ctx ended: give it back
+		b.used -= n
+	default:
+		b.waiters.Remove(e)
+	}
+	b.wake() // the first waiter may fit now that this one is gone
+	return ctx.Err()
+}
+
+// release gives back n bytes taken by acquire (the same n).
+func (b *budget) release(n int64) {
+	b.mu.Lock()
+	b.used -= min(n, b.size)
+	b.wake()
+	b.mu.Unlock()
+}
+
+// wake hands the free bytes to the waiters in order, stopping at the
+// first that does not fit. Called with mu held.
+func (b *budget) wake() {
+	for e := b.waiters.Front(); e != nil; e = b.waiters.Front() {
+		w := e.Value.(*waiter)
+		if b.used+w.n > b.size {
+			return
+		}
+		b.used += w.n
+		b.waiters.Remove(e)
+		close(w.ready)
+	}
+}
+
+// LimitListener returns a listener that accepts at most n connections
+// open at once from l: one accepted beyond them is closed at once, and
+// logged at most once a second, so that clients holding connections
+// cannot take every file descriptor of the process (the store needs
+// some). With the body timeout and http.Server's header and idle
+// timeouts, a connection that sends nothing is closed in bounded time.
+func LimitListener(l net.Listener, n int, log *slog.Logger) net.Listener {
+	return &limitListener{Listener: l, max: n, log: log}
+}
+
+// limitListener is LimitListener's.
+type limitListener struct {
+	net.Listener
+	max int
+	log *slog.Logger
+
+	mu sync.Mutex
+	// open counts the connections accepted and not closed, and refused
+	// when a refusal was last logged. Guarded by mu.
+	open    int
+	refused time.Time
+}
+
+// Accept returns the next connection while fewer than max are open.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		if l.open < l.max {
+			l.open++
+			l.mu.Unlock()
+			return &limitConn{Conn: c, l: l}, nil
+		}
+		logIt := time.Since(l.refused) >= time.Second
+		if logIt {
+			l.refused = time.Now()
+		}
+		l.mu.Unlock()
+		c.Close()
+		if logIt {
+			l.log.Warn("hourglass: HTTP connections refused: at the limit", "max_conns", l.max)
+		}
+	}
+}
+
+// limitConn is an accepted connection, counted until it is closed.
+type limitConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+// Close closes the connection and uncounts it, once.
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.open--
+		c.l.mu.Unlock()
+	})
+	return err
+}
