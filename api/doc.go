@@ -46,6 +46,31 @@
 // once the server's disk is full. Ids and queue names go into paths
 // escaped as path segments (url.PathEscape).
 //
+// # Access, browsers and limits
+//
+// Without a token every route is open to whoever reaches the address,
+// which is loopback unless --insecure. With one, /healthz, /readyz,
+// /metrics and the dashboard's page stay open, so that probes and
+// Prometheus need no token: /metrics names queues and counts their tasks
+// but shows no payload; the dashboard's data comes from /v1, which needs
+// the token.
+//
+// A POST, PUT or DELETE that a browser marks as sent from another origin
+// (Sec-Fetch-Site, or Origin) answers 403, unless `hourglass serve
+// --allow-origin ORIGIN` allows that origin; on a loopback address, a
+// request whose Host is not a loopback address, localhost or a name
+// under it answers 403 too (DNS rebinding). Clients that are not
+// browsers send neither header and are not concerned.
+//
+// A request's body must arrive within --body-timeout (1 minute) of its
+// headers, or it answers 408 and its connection is closed; a reserve's
+// wait is not counted in it. The bodies being served at once may hold
+// 128 MiB: a request that would go over waits up to 10 s, then answers
+// 503 with Retry-After, its body unread. A 401 closes its connection.
+//
+// The beanstalkd port (--beanstalk) has no authentication, as beanstalkd
+// has none: keep it on loopback or a private network.
+//
 // A put answered 503 or 507, or not answered at all, may still have been
 // committed (its commit can land as the server stops). A client that
 // retries a put should give it an id: a put naming the id of a live task
