@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -24,8 +25,13 @@ import (
 // minutes, of each one's counts since it started; another node's share is
 // at most reportEvery old.
 
-// reportEvery is how often a node writes its report.
-const reportEvery = time.Second
+// reportEvery is how often a node writes its report when its counts
+// changed; reportRefresh is how often it writes an unchanged one, so that
+// a live node's report never ages out.
+const (
+	reportEvery   = time.Second
+	reportRefresh = time.Minute
+)
 
 // reportAge is how long a report counts after its last write.
 const reportAge = service.LatenessWindows * service.LatenessWindow
@@ -51,6 +57,10 @@ type reporter struct {
 
 	quit chan struct{}
 	wg   sync.WaitGroup
+
+	// last is the last report written, and when. Used by the loop only.
+	last      []byte
+	lastWrite time.Time
 }
 
 // start begins writing reports.
@@ -84,7 +94,9 @@ func (r *reporter) loop() {
 	}
 }
 
-// write upserts rep and deletes the reports of nodes gone for reportAge.
+// write upserts rep, unless it is the last one written and that is less
+// than reportRefresh old (an idle node writes once a minute), and deletes
+// the reports of nodes gone for reportAge.
 func (r *reporter) write(ctx context.Context, rep nodeReport) error {
 	qs, err := json.Marshal(rep.queues)
 	if err != nil {
@@ -94,6 +106,15 @@ func (r *reporter) write(ctx context.Context, rep nodeReport) error {
 	if err != nil {
 		return err
 	}
+	both := append(append(append([]byte(nil), qs...), 0), late...)
+	if bytes.Equal(both, r.last) && time.Since(r.lastWrite) < reportRefresh {
+		return nil
+	}
+	defer func() {
+		if err == nil {
+			r.last, r.lastWrite = both, time.Now()
+		}
+	}()
 	_, err = r.db.Exec(ctx, `WITH del AS (
 			DELETE FROM hourglass_node_reports WHERE updated < hourglass_now() - $5::bigint AND node <> $1)
 		INSERT INTO hourglass_node_reports (node, started, updated, queues, lateness)
