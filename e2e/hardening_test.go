@@ -304,3 +304,58 @@ func TestHTTP_BadOrigin(t *testing.T) {
 		t.Errorf("exit %d, stderr %q: want 2 and one error naming --allow-origin", code, stderr)
 	}
 }
+
+// TestBeanstalk_HalfSentPuts opens 200 beanstalkd connections that each
+// declare a body of 1 MiB (the default --max-payload) and send one byte
+// of it. The server's heap, read from /metrics, must follow the bytes
+// received, not the 200 MiB declared.
+func TestBeanstalk_HalfSentPuts(t *testing.T) {
+	const (
+		conns     = 200
+		declared  = 1 << 20
+		heapBound = 64 << 20 // the buffers of a first chunk and the connections come to a few MiB
+	)
+	baddr := freeAddr(t)
+	s := startServer(t, withFlags("--beanstalk", baddr))
+	stats := dialBeanstalk(t, baddr)
+	before := heapInUse(t, s)
+	for range conns {
+		c := dialBeanstalk(t, baddr)
+		c.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := fmt.Fprintf(c.c, "put 0 0 1 %d\r\nx", declared); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server counts a put once it has read its line, before its body.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, yaml := stats.cmd("stats", nil)
+		if strings.Contains(string(yaml), fmt.Sprintf("\ncmd-put: %d\n", conns)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not read the %d put lines:\n%s", conns, yaml)
+		}
+	}
+	grew := heapInUse(t, s) - before
+	t.Logf("%d half-sent puts of %d bytes: the server's heap grew by %.1f MiB", conns, declared, float64(grew)/(1<<20))
+	if grew > heapBound {
+		t.Errorf("%d half-sent puts of %d bytes grew the server's heap by %d MiB, over %d MiB", conns, declared, grew>>20, heapBound>>20)
+	}
+}
+
+// heapInUse reads go_memstats_heap_inuse_bytes from the server's
+// /metrics.
+func heapInUse(t *testing.T, s *server) int64 {
+	t.Helper()
+	a := s.call("GET", "/metrics", "")
+	for _, line := range strings.Split(string(a.body), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return int64(f)
+			}
+		}
+	}
+	t.Fatalf("no go_memstats_heap_inuse_bytes in /metrics: %s", a)
+	return 0
+}
