@@ -251,6 +251,8 @@ func TestHTTP_CrossSite(t *testing.T) {
 	port := s.addr[strings.LastIndex(s.addr, ":"):]
 	wantError(t, "GET after a DNS rebinding",
 		s.send("GET", "/v1/queues", "", "Host", "rebind.evil.example"+port), 403, "Host")
+	wantError(t, "the dashboard after a DNS rebinding",
+		s.send("GET", "/", "", "Host", "rebind.evil.example"+port), 403, "Host")
 	wantError(t, "metrics after a DNS rebinding",
 		s.send("GET", "/metrics", "", "Host", "rebind.evil.example"+port), 403, "Host")
 	wantError(t, "put after a DNS rebinding",

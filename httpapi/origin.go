@@ -56,6 +56,19 @@ func CheckOrigins(origins []string) error {
 	return err
 }
 
+// CheckBrowsers returns h behind the checks of this file, for the routes
+// a process serves beside s (the dashboard's page and assets); s applies
+// them to its own routes already.
+func (s *Server) CheckBrowsers(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.checkBrowser(r); err != nil {
+			refuseBody(w, err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // checkBrowser applies both checks to r.
 func (s *Server) checkBrowser(r *http.Request) error {
 	if s.loopbackHost && !s.hostAllowed(r.Host) {

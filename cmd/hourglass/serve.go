@@ -353,7 +353,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 		Logger:       log,
 	})
 	hs := &http.Server{
-		Handler:           dashboard.With(api),
+		Handler:           api.CheckBrowsers(dashboard.With(api)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
