@@ -28,6 +28,8 @@
 //	POST   /v1/queues/{queue}/tasks/{id}/touch  LeaseRequest   → 200 Task (with its lease) | 400 | 404 | 409
 //	POST   /v1/queues/{queue}/tasks/{id}/nack   NackRequest    → 204 | 400 | 404 | 409
 //	POST   /v1/queues/{queue}/tasks/{id}/kick                  → 204 | 404 | 409 (not dead)
+//	POST   /v1/reserve                          ReserveQueuesRequest → 200 ReserveResponse
+//	POST   /v1/acks                             AcksRequest    → 200 AcksResponse
 //	GET    /v1/queues                                          → 200 QueuesResponse
 //	PUT    /v1/schedules/{name}                 ScheduleRequest → 200 Schedule
 //	GET    /v1/schedules                                       → 200 SchedulesResponse

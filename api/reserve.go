@@ -39,3 +39,45 @@ type NackRequest struct {
 	Lease string    `json:"lease"`
 	Delay *Duration `json:"delay,omitempty"`
 }
+
+// ReserveQueuesRequest is the body of POST /v1/reserve: a reserve from
+// several queues at once, as beanstalkd's watch list does, with the rules
+// of order, limits and long-poll of the per-queue reserve. Each task in
+// the answer (a [ReserveResponse]) says its queue.
+type ReserveQueuesRequest struct {
+	// Queues are the queues to take from, 1 to [MaxReserveQueues].
+	Queues []string `json:"queues"`
+	// Max and Wait are as in [ReserveRequest].
+	Max  *int      `json:"max,omitempty"`
+	Wait *Duration `json:"wait,omitempty"`
+}
+
+// MaxReserveQueues bounds a [ReserveQueuesRequest]'s queues.
+const MaxReserveQueues = 100
+
+// AcksRequest is the body of POST /v1/acks: up to [MaxAcks] acks,
+// committed together and answered each alone.
+type AcksRequest struct {
+	Acks []Ack `json:"acks"`
+}
+
+// Ack names one reserved task and its lease.
+type Ack struct {
+	Queue string `json:"queue"`
+	ID    string `json:"id"`
+	Lease string `json:"lease"`
+}
+
+// MaxAcks bounds an [AcksRequest].
+const MaxAcks = 1000
+
+// AcksResponse answers POST /v1/acks: one result per ack, in order.
+type AcksResponse struct {
+	Results []AckResult `json:"results"`
+}
+
+// AckResult is one ack's answer: empty when it took, else the error the
+// ack alone would have answered.
+type AckResult struct {
+	Error string `json:"error,omitempty"`
+}

@@ -33,6 +33,15 @@ func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.D
 	return b.reserve(ctx, queues, max, wait)
 }
 
+// ReserveQueues is Reserve over several queues: up to max ready tasks,
+// the first in delivery order across queues.
+func (b *Broker) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
+	if err := service.CheckReserve(queues, max, wait); err != nil {
+		return nil, err
+	}
+	return b.reserve(ctx, queues, max, wait)
+}
+
 // ReserveAny reserves one ready task from any of queues, the first in
 // delivery order across them (priority, then due time, then put order),
 // waiting up to wait as Reserve does. ok is false when none came. It is

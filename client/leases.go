@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -59,4 +60,42 @@ func (c *Client) Nack(ctx context.Context, queue, id, lease string, delay time.D
 func (c *Client) Kick(ctx context.Context, queue, id string) error {
 	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks", id, "kick"), nil, nil)
 	return err
+}
+
+// ReserveQueues takes up to max ready tasks from any of queues, in
+// delivery order across them (each task says its queue), waiting up to
+// wait for the first, as [Client.Reserve] does for one queue.
+func (c *Client) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]api.Task, error) {
+	req := api.ReserveQueuesRequest{Queues: queues}
+	if max > 0 {
+		req.Max = &max
+	}
+	if wait > 0 {
+		d := api.Duration(wait)
+		req.Wait = &d
+	}
+	var out api.ReserveResponse
+	_, err := c.do(ctx, http.MethodPost, "/v1/reserve", req, &out)
+	return out.Tasks, err
+}
+
+// AckMany acknowledges up to api.MaxAcks reserved tasks in one request
+// and returns one error per ack, in order: nil where it took, else an
+// [*Error] with the server's message (Status 0: the answer gives none per
+// ack). The second result is the request's own error.
+func (c *Client) AckMany(ctx context.Context, acks []api.Ack) ([]error, error) {
+	var out api.AcksResponse
+	if _, err := c.do(ctx, http.MethodPost, "/v1/acks", api.AcksRequest{Acks: acks}, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Results) != len(acks) {
+		return nil, fmt.Errorf("hourglass: %d results for %d acks", len(out.Results), len(acks))
+	}
+	errs := make([]error, len(acks))
+	for i, r := range out.Results {
+		if r.Error != "" {
+			errs[i] = &Error{Message: r.Error}
+		}
+	}
+	return errs, nil
 }

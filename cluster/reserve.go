@@ -85,6 +85,15 @@ func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Dur
 	return n.reserve(ctx, queues, max, wait)
 }
 
+// ReserveQueues is Reserve over several queues: up to max ready tasks,
+// the first in delivery order across queues.
+func (n *Node) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
+	if err := service.CheckReserve(queues, max, wait); err != nil {
+		return nil, err
+	}
+	return n.reserve(ctx, queues, max, wait)
+}
+
 // ReserveAny reserves one ready task from any of queues, the first in
 // delivery order across them, waiting up to wait as Reserve does; ok is
 // false when none came. It is beanstalkd's reserve over a watch list, as

@@ -20,26 +20,43 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, b service.Servi
 		s.fail(w, r, err)
 		return
 	}
-	n, wait := 1, time.Duration(0)
-	if req.Max != nil {
-		n = *req.Max
+	n, wait, err := reserveLimits(req.Max, req.Wait)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.answerReserve(w, r, func(ctx context.Context) ([]task.Task, error) {
+		return b.Reserve(ctx, r.PathValue("queue"), n, wait)
+	})
+}
+
+// reserveLimits reads a reserve's max (nil: 1) and wait (nil: 0),
+// refusing them out of range.
+func reserveLimits(max *int, wait *api.Duration) (int, time.Duration, error) {
+	n, d := 1, time.Duration(0)
+	if max != nil {
+		n = *max
 		if n < 1 || n > api.MaxReserve {
-			s.fail(w, r, badRequest("max %d out of range 1..%d", n, api.MaxReserve))
-			return
+			return 0, 0, badRequest("max %d out of range 1..%d", n, api.MaxReserve)
 		}
 	}
-	if req.Wait != nil {
-		wait = req.Wait.D()
-		if wait < 0 || wait > api.MaxWait {
-			s.fail(w, r, badRequest("wait %s out of range 0s..%s", wait, api.MaxWait))
-			return
+	if wait != nil {
+		d = wait.D()
+		if d < 0 || d > api.MaxWait {
+			return 0, 0, badRequest("wait %s out of range 0s..%s", d, api.MaxWait)
 		}
 	}
+	return n, d, nil
+}
+
+// answerReserve runs a reserve under the request's context, cut short by
+// Drain, and answers its tasks with their leases.
+func (s *Server) answerReserve(w http.ResponseWriter, r *http.Request, reserve func(context.Context) ([]task.Task, error)) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.drain, cancel)()
 
-	tasks, err := b.Reserve(ctx, r.PathValue("queue"), n, wait)
+	tasks, err := reserve(ctx)
 	if err != nil && !(gone(err) && ctx.Err() != nil) {
 		s.fail(w, r, err)
 		return

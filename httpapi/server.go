@@ -180,6 +180,8 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/queues/{queue}/tasks/{id}/touch", s.touch},
 		{"POST", "/v1/queues/{queue}/tasks/{id}/nack", s.nack},
 		{"POST", "/v1/queues/{queue}/tasks/{id}/kick", s.kick},
+		{"POST", "/v1/reserve", s.reserveQueues},
+		{"POST", "/v1/acks", s.acks},
 		{"GET", "/v1/queues", s.queues},
 		{"PUT", "/v1/schedules/{name}", s.setSchedule},
 		{"GET", "/v1/schedules", s.schedules},

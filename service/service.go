@@ -57,6 +57,9 @@ type Tasks interface {
 	// (priority, then due time), each under a new lease of its ttr,
 	// waiting up to wait (at most task.MaxWait) for the first.
 	Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error)
+	// ReserveQueues is Reserve over several queues: the first max ready
+	// tasks in delivery order across them, each saying its queue.
+	ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error)
 	// Ack deletes a reserved task whose lease is lease, durably.
 	Ack(ctx context.Context, queue, id, lease string) error
 	// Touch renews a lease for another ttr.

@@ -30,3 +30,12 @@ const (
 	// beanstalkd's clients.
 	DefaultPriority = 1024
 )
+
+// Limits of the calls on many queues or tasks at once.
+const (
+	// MaxReserveQueues bounds the queues of one reserve over HTTP (a
+	// beanstalkd connection watches as many tubes as it likes).
+	MaxReserveQueues = 100
+	// MaxAcks bounds the acks of one batch.
+	MaxAcks = 1000
+)

@@ -21,6 +21,8 @@ func TestLimits_MatchAPI(t *testing.T) {
 		{"DefaultPriority", api.DefaultPriority, task.DefaultPriority},
 		{"MaxListLimit", api.MaxListLimit, task.MaxList},
 		{"MaxDueWindows", api.MaxDueWindows, task.MaxDueWindows},
+		{"MaxReserveQueues", api.MaxReserveQueues, task.MaxReserveQueues},
+		{"MaxAcks", api.MaxAcks, task.MaxAcks},
 	} {
 		if c.api != c.task {
 			t.Errorf("api.%s = %d, the service's = %d", c.name, c.api, c.task)

@@ -141,3 +141,8 @@ var (
 	// ErrNoSchedule: no schedule of that name.
 	ErrNoSchedule = errors.New("hourglass: no such schedule")
 )
+
+// Ack names one reserved task to acknowledge: its queue, id and lease.
+type Ack struct {
+	Queue, ID, Lease string
+}
