@@ -6,7 +6,7 @@
 // table, or with -json the results, which `hourglass bench --scenario
 // schedule-cancel` reads when run from the repository.
 //
-//	go run . [-n 1000000] [-budget 1s] [-turns 5] [-json]
+//	go run . [-n 1000000] [-budget 1s] [-turns 5] [-sides a,b] [-json]
 //
 // It is a module of its own so that the peers stay out of hourglass's
 // go.mod; see README.md.
@@ -17,6 +17,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -31,9 +33,23 @@ func main() {
 	budget := flag.Duration("budget", time.Second, "time measured on each side, over all turns")
 	turns := flag.Int("turns", 5, "turns the sides take")
 	asJSON := flag.Bool("json", false, "print the results as JSON")
+	only := flag.String("sides", "", "comma-separated names of the sides to run (default all); the first is the one the others are compared with")
 	flag.Parse()
 
-	rs := bench.CompareOneCall(append(bench.OneCallSides(), peers()...), *n, *budget, *turns)
+	sides := append(bench.OneCallSides(), peers()...)
+	if *only != "" {
+		var chosen []bench.Side
+		for name := range strings.SplitSeq(*only, ",") {
+			i := slices.IndexFunc(sides, func(s bench.Side) bool { return s.Name == name })
+			if i < 0 {
+				fmt.Fprintf(os.Stderr, "peers: no side %q\n", name)
+				os.Exit(2)
+			}
+			chosen = append(chosen, sides[i])
+		}
+		sides = chosen
+	}
+	rs := bench.CompareOneCall(sides, *n, *budget, *turns)
 	var err error
 	if *asJSON {
 		err = json.NewEncoder(os.Stdout).Encode(rs)
