@@ -165,14 +165,17 @@ func (n *Node) tickNext(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 
-	// Wake when the first lease held by another node runs out.
+	// Wake when the first lease held by another node (or by a previous
+	// run of this one) runs out.
 	next := time.Hour
 	now := n.clock.now()
+	n.mu.Lock()
 	for _, r := range all {
-		if r.owner != "" && r.owner != n.name && r.leaseUntil > now {
+		if _, mine := n.owned[r.partition]; r.owner != "" && (r.owner != n.name || !mine) && r.leaseUntil > now {
 			next = min(next, n.clock.until(r.leaseUntil)+2*time.Millisecond)
 		}
 	}
+	n.mu.Unlock()
 	return next, nil
 }
 
@@ -223,23 +226,15 @@ func (n *Node) readPartitions(ctx context.Context) ([]partitionRow, int, error) 
 // timers: in that order, so that a timer written meanwhile is either
 // announced to this node or read by the load.
 func (n *Node) acquire(ctx context.Context, k int) error {
-	// A partition still leased to this node's name but not held by this
-	// process is a previous run's: register made sure that run is dead
-	// (its heartbeat ran out before this one took the name), and the new
-	// epoch fences any write of it that is still in flight, so a restarted
-	// node takes its partitions back at once, first, rather than a lease
-	// later.
-	held, _ := n.ownedArrays()
 	rows, err := n.db.Query(ctx, `UPDATE hourglass_partitions p
 		SET owner = $1, epoch = p.epoch + 1,
 			lease_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
 		FROM (
 			SELECT partition, owner FROM hourglass_partitions
 			WHERE owner IS NULL OR lease_until < clock_timestamp()
-				OR (owner = $1 AND partition <> ALL($4::int[]))
-			ORDER BY owner = $1 DESC NULLS LAST, partition LIMIT $2 FOR UPDATE SKIP LOCKED) prev
+			ORDER BY partition LIMIT $2 FOR UPDATE SKIP LOCKED) prev
 		WHERE p.partition = prev.partition
-		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, n.name, k, n.opts.Lease.Microseconds(), held)
+		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, n.name, k, n.opts.Lease.Microseconds())
 	if err != nil {
 		return err
 	}

@@ -213,6 +213,10 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		n.stop()
 		return nil, err
 	}
+	if err := n.awaitPreviousLeases(ctx); err != nil {
+		n.stop()
+		return nil, err
+	}
 	if err := n.tick(ctx); err != nil {
 		n.stop()
 		return nil, err
@@ -243,6 +247,32 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	return n, nil
 }
 
+// awaitPreviousLeases waits until the partition leases that a previous
+// run of this node still holds have run out (register waited for its
+// heartbeat, which each round renews just before them, so this is
+// usually a few milliseconds, and never over a lease), so that the first
+// round takes them back, at a new epoch, and Open's flush makes their
+// overdue tasks ready: a restarted node is ready when its tasks are,
+// and no two runs ever hold a partition's lease at once.
+func (n *Node) awaitPreviousLeases(ctx context.Context) error {
+	var until *int64
+	err := n.db.QueryRow(ctx, `SELECT (extract(epoch FROM max(lease_until)) * 1000000000)::bigint
+		FROM hourglass_partitions WHERE owner = $1 AND lease_until > clock_timestamp()`, n.name).Scan(&until)
+	if err != nil {
+		return dbErr(err)
+	}
+	if until == nil {
+		return nil
+	}
+	d := min(n.clock.until(*until)+2*time.Millisecond, n.opts.Lease)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
 // register writes the node's heartbeat row, waiting up to two leases for
 // a previous process under the same name to be declared dead.
 func (n *Node) register(ctx context.Context) error {
@@ -263,7 +293,7 @@ func (n *Node) register(ctx context.Context) error {
 		}
 		if err == nil {
 			if unclean {
-				n.log.Warn("hourglass: node was not closed cleanly (a crash, or a lost database connection): its partitions are taken back now, and the tasks it had handed out come back when their leases run out", "node", n.name)
+				n.log.Warn("hourglass: node was not closed cleanly (a crash, or a lost database connection): its partitions are taken back once their leases run out, and the tasks it had handed out come back when their own leases do", "node", n.name)
 			}
 			return nil
 		}
