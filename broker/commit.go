@@ -308,12 +308,13 @@ func (b *Broker) finish(g *group, err error, start time.Time) {
 	close(g.done)
 }
 
-// ErrNoSpace is the error (wrapped, with the store's own) of every write
-// after a commit failed because the store's disk is full. A failed commit
-// fails the broker for good (see [Broker.Err]): what memory and the store
-// show may be ahead of what is durable, and only reopening the store
-// tells which. The errors of a failed broker also wrap [task.ErrClosed].
-var ErrNoSpace = errors.New("hourglass: no space left on the store's disk")
+// ErrNoSpace is task.ErrNoSpace: the error (wrapped, with the store's
+// own) of every write after a commit failed because the store's disk is
+// full. A failed commit fails the broker for good (see [Broker.Err]): what
+// memory and the store show may be ahead of what is durable, and only
+// reopening the store tells which. The errors of a failed broker also
+// wrap [task.ErrClosed].
+var ErrNoSpace = task.ErrNoSpace
 
 // failure is the error of operations after a failed commit: it wraps
 // ErrNoSpace when the disk is full, [task.ErrClosed], and the store's

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/hourglass-go/hourglass/api"
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -52,7 +51,7 @@ func status(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, task.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, broker.ErrNoSpace):
+	case errors.Is(err, task.ErrNoSpace):
 		// Before ErrClosed, which a failed broker's errors wrap too.
 		return http.StatusInsufficientStorage
 	case errors.Is(err, task.ErrClosed):

@@ -138,6 +138,9 @@ var (
 	ErrTooLarge = errors.New("hourglass: payload too large")
 	// ErrClosed: the service is shutting down or closed.
 	ErrClosed = errors.New("hourglass: closed")
+	// ErrNoSpace: a write refused because the disk under the embedded
+	// store is full (HTTP 507).
+	ErrNoSpace = errors.New("hourglass: no space left on the store's disk")
 	// ErrNoSchedule: no schedule of that name.
 	ErrNoSchedule = errors.New("hourglass: no such schedule")
 )
