@@ -48,6 +48,15 @@
 // need no owner: each is one statement on the task's row, conditioned on
 // its state and lease token, and nodes serialise on the row's lock.
 //
+// A node restarted under its name waits for its previous run's heartbeat
+// to run out (Open's register), then for that run's partition leases,
+// which the same round renewed a moment later (awaitPreviousLeases), and
+// takes them back in its first round; before Open returns it flushes the
+// tasks of its partitions that fell due while none ran, so that a node,
+// like the embedded engine after its recovery, is ready when its due
+// tasks are. It logs "hourglass: recovered", and a warning when the
+// previous run did not close (its heartbeat row was still there).
+//
 // # Timers
 //
 // A task's next timer is the column fire_at: its due time while it waits,
