@@ -266,7 +266,7 @@ func (n *Node) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 		return task.Task{}, dbErr(err)
 	}
 	n.announce(job, t.leaseUntil, dbNow)
-	n.count(t.queue, func(c *counts) { c.deliveries++ })
+	n.counters.count(t.queue, func(c *counts) { c.deliveries++ })
 	v := t.view()
 	v.Lease = t.lease
 	return v, nil
@@ -371,10 +371,8 @@ func (n *Node) Queue(queue string) (task.QueueDetail, error) {
 		return task.QueueDetail{}, dbErr(err)
 	}
 	d.PauseLeft = time.Duration(left)
+	n.counters.count(queue, func(c *counts) { d.Puts, d.Deliveries, d.Acks = c.puts, c.deliveries, c.acks })
 	n.mu.Lock()
-	if c := n.stats[queue]; c != nil {
-		d.Puts, d.Deliveries, d.Acks = c.puts, c.deliveries, c.acks
-	}
 	if q := n.queues[queue]; q != nil {
 		d.Waiting = len(q.waiters)
 	}

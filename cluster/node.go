@@ -92,6 +92,7 @@ type Node struct {
 	ids      idBlock
 	metrics  *metrics
 	acks     group[ackReq] // acks arriving together, one statement
+	counters counters      // what this node served (report.go); its own lock
 
 	mu sync.Mutex
 	// owned maps each partition this node holds to the epoch it holds it
@@ -112,11 +113,6 @@ type Node struct {
 	channels map[string][]string
 	// schedules armed on this node, by name. Guarded by mu.
 	schedules map[string]*schedule
-	// stats counts puts, deliveries and acks per queue, and late the
-	// lateness of this node's deliveries; report.go writes both into the
-	// node's report. Guarded by mu.
-	stats map[string]*counts
-	late  service.Lateness
 	// reporter writes the node's report (report.go).
 	reporter *reporter
 	// closed by Close; failed by a fatal error. Guarded by mu.
@@ -128,8 +124,6 @@ type Node struct {
 	quit      chan struct{}
 	wg        sync.WaitGroup
 }
-
-type counts struct{ puts, deliveries, acks uint64 }
 
 // Open joins the cluster on db: it migrates the schema, registers the
 // node, takes its share of the partitions, loads their timers and starts
@@ -178,7 +172,6 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		queues:    make(map[string]*queueWait),
 		channels:  make(map[string][]string),
 		schedules: make(map[string]*schedule),
-		stats:     make(map[string]*counts),
 		flushKick: make(chan struct{}, 1),
 		tickKick:  make(chan struct{}, 1),
 		quit:      make(chan struct{}),
@@ -242,7 +235,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	n.wg.Add(2)
 	go n.leaseLoop()
 	go n.flushLoop()
-	n.reporter = &reporter{db: db, node: n.name, started: n.clock.now(), source: n.report, log: n.log}
+	n.reporter = &reporter{db: db, node: n.name, started: n.clock.now(), source: n.counters.report, log: n.log}
 	n.reporter.start()
 	return n, nil
 }

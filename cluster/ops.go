@@ -99,7 +99,7 @@ func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 		}
 		return err
 	}
-	n.count(queue, func(c *counts) { c.acks++ })
+	n.counters.count(queue, func(c *counts) { c.acks++ })
 	n.metrics.Acks.Inc()
 	return nil
 }

@@ -157,7 +157,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 		}
 	}
 	n.metrics.Puts.Add(float64(created))
-	n.count(queue, func(c *counts) { c.puts += uint64(len(items)) })
+	n.counters.count(queue, func(c *counts) { c.puts += uint64(len(items)) })
 	return res
 }
 

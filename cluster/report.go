@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // A node counts what it serves (puts, deliveries and acks per queue, and
@@ -152,14 +153,60 @@ func readReports(ctx context.Context, db *pgxpool.Pool, self string) ([]nodeRepo
 	return out, rows.Err()
 }
 
-// report returns the node's own counts, as its reporter writes them.
-func (n *Node) report() nodeReport {
+// counters are what a node counts of its own work: puts, deliveries and
+// acks per queue, and the lateness of its deliveries. They have a lock of
+// their own, apart from the node's. The zero counters are ready to use and
+// safe for concurrent use.
+type counters struct {
+	mu sync.Mutex
+	// queues and late are guarded by mu.
+	queues map[string]*counts
+	late   service.Lateness
+}
+
+// counts are one queue's counters.
+type counts struct{ puts, deliveries, acks uint64 }
+
+// count applies f to queue's counters.
+func (c *counters) count(queue string, f func(*counts)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(c.get(queue))
+}
+
+// get returns queue's counters, made on first use. c.mu is held.
+func (c *counters) get(queue string) *counts {
+	q := c.queues[queue]
+	if q == nil {
+		if c.queues == nil {
+			c.queues = make(map[string]*counts)
+		}
+		q = &counts{}
+		c.queues[queue] = q
+	}
+	return q
+}
+
+// delivered counts the hand-over of tasks, due at dues, at dbNow
+// (database ns).
+func (c *counters) delivered(tasks []task.Task, dues []int64, dbNow int64) {
 	now := time.Now()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	rep := nodeReport{node: n.name, queues: make(map[string]queueCounts, len(n.stats)), lateness: n.late.Counts(now)}
-	for q, c := range n.stats {
-		rep.queues[q] = queueCounts{c.puts, c.deliveries, c.acks}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, t := range tasks {
+		c.get(t.Queue).deliveries++
+		c.late.Add(now, time.Duration(dbNow-dues[i]))
+	}
+}
+
+// report returns the counts as the node's report (without its name).
+func (c *counters) report() nodeReport {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rep := nodeReport{queues: make(map[string]queueCounts, len(c.queues)), lateness: c.late.Counts(now)}
+	for q, n := range c.queues {
+		rep.queues[q] = queueCounts{n.puts, n.deliveries, n.acks}
 	}
 	return rep
 }
@@ -170,5 +217,7 @@ func (n *Node) reports(ctx context.Context) ([]nodeReport, error) {
 	if err != nil {
 		return nil, dbErr(err)
 	}
-	return append(others, n.report()), nil
+	own := n.counters.report()
+	own.node = n.name
+	return append(others, own), nil
 }

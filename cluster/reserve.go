@@ -281,31 +281,8 @@ func (n *Node) deliver(got []row, dbNow int64) []task.Task {
 		n.announce(uint64(t.job), t.leaseUntil, dbNow)
 	}
 	n.metrics.delivered(dues, dbNow)
-	now := time.Now()
-	n.mu.Lock()
-	for i, t := range out {
-		c := n.stats[t.Queue]
-		if c == nil {
-			c = &counts{}
-			n.stats[t.Queue] = c
-		}
-		c.deliveries++
-		n.late.Add(now, time.Duration(dbNow-dues[i]))
-	}
-	n.mu.Unlock()
+	n.counters.delivered(out, dues, dbNow)
 	return out
-}
-
-// count updates queue's counters.
-func (n *Node) count(queue string, f func(*counts)) {
-	n.mu.Lock()
-	c := n.stats[queue]
-	if c == nil {
-		c = &counts{}
-		n.stats[queue] = c
-	}
-	f(c)
-	n.mu.Unlock()
 }
 
 // sqlGiveBack makes tasks reserved by a flush for waiters that had left

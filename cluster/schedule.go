@@ -346,7 +346,7 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 		} else {
 			n.readied(s.spec.Queue, 1)
 		}
-		n.count(s.spec.Queue, func(c *counts) { c.puts++ })
+		n.counters.count(s.spec.Queue, func(c *counts) { c.puts++ })
 		n.metrics.Puts.Inc()
 	}
 	return nil
