@@ -285,6 +285,9 @@ func runReserve(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return callError(stderr, err)
 	}
+	if len(tasks) == 0 {
+		fmt.Fprintf(stderr, "hourglass: no task of %s was ready within %s\n", r.queue, r.wait)
+	}
 	for _, t := range tasks {
 		if code := printJSON(stdout, stderr, t); code != 0 {
 			return code

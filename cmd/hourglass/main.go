@@ -49,7 +49,8 @@ import (
 const usage = "usage: hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--runs 5] [--chart FILE]"
 
 // commandsUsage is the usage line of every subcommand.
-const commandsUsage = serveUsage + "\n" + putUsage + "\n" + reserveUsage + "\n" + ackUsage + "\n" + queuesUsage + "\n" + usage
+var commandsUsage = serveUsage + "\n" + putUsage + "\n" + reserveUsage + "\n" + ackUsage + "\n" + queuesUsage + "\n" +
+	taskUsages() + usage
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -72,6 +73,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runAck(args[1:], stdout, stderr)
 	case "queues":
 		return runQueues(args[1:], stdout, stderr)
+	case "get", "delete", "touch", "nack", "kick", "list":
+		return runTaskCommand(args[0], args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
