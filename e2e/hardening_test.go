@@ -86,7 +86,9 @@ func queueLen(t *testing.T, s *server, queue string) int {
 // within --body-timeout (answered 408), while /healthz keeps answering
 // and a long-poll reserve that waits longer than --body-timeout gets its
 // whole wait.
-func TestHTTP_SlowBodies(t *testing.T) {
+func TestHTTP_SlowBodies(t *testing.T) { engines(t, testHTTP_SlowBodies) }
+
+func testHTTP_SlowBodies(t *testing.T) {
 	const (
 		conns   = 200
 		timeout = 2 * time.Second
@@ -203,7 +205,9 @@ func TestHTTP_SlowBodies(t *testing.T) {
 
 // TestHTTP_UnauthorizedClosed checks that a connection answered 401 is
 // closed at once, its body unread.
-func TestHTTP_UnauthorizedClosed(t *testing.T) {
+func TestHTTP_UnauthorizedClosed(t *testing.T) { engines(t, testHTTP_UnauthorizedClosed) }
+
+func testHTTP_UnauthorizedClosed(t *testing.T) {
 	s := startServer(t, withToken("sesame"))
 	nc, err := net.DialTimeout("tcp", s.addr, 5*time.Second)
 	if err != nil {
@@ -233,7 +237,9 @@ func TestHTTP_UnauthorizedClosed(t *testing.T) {
 // rebinding. Each is refused with 403 and changes nothing; curl, the Go
 // client, the dashboard and an origin given to --allow-origin keep
 // working.
-func TestHTTP_CrossSite(t *testing.T) {
+func TestHTTP_CrossSite(t *testing.T) { engines(t, testHTTP_CrossSite) }
+
+func testHTTP_CrossSite(t *testing.T) {
 	s := startServer(t, withFlags("--allow-origin", "http://localhost:3000,http://app.localhost:8080"))
 	put := "/v1/queues/cross/tasks"
 	evil := "https://evil.example"
@@ -311,7 +317,9 @@ func TestHTTP_BadOrigin(t *testing.T) {
 // declare a body of 1 MiB (the default --max-payload) and send one byte
 // of it. The server's heap, read from /metrics, must follow the bytes
 // received, not the 200 MiB declared.
-func TestBeanstalk_HalfSentPuts(t *testing.T) {
+func TestBeanstalk_HalfSentPuts(t *testing.T) { engines(t, testBeanstalk_HalfSentPuts) }
+
+func testBeanstalk_HalfSentPuts(t *testing.T) {
 	const (
 		conns     = 200
 		declared  = 1 << 20
