@@ -62,6 +62,12 @@ func testBadInput(t *testing.T) {
 		{"delay over max", "POST", "/v1/queues/q/tasks", `{"delay":"100000h"}`, 400, "delay"},
 		{"ttr under 1ms", "POST", "/v1/queues/q/tasks", `{"ttr":"500us"}`, 400, "ttr"},
 		{"negative ttr", "POST", "/v1/queues/q/tasks", `{"ttr":"-1s"}`, 400, "ttr"},
+		{"ttr 0s", "POST", "/v1/queues/q/tasks", `{"ttr":"0s"}`, 400, "ttr"},
+		{"ttr over a day", "POST", "/v1/queues/q/tasks", `{"ttr":"2562047h"}`, 400, "ttr"},
+		{"ttr over a day, replacing", "POST", "/v1/queues/q/tasks", `{"id":"existing","replace":true,"ttr":"1000000h"}`, 400, "ttr"},
+		// Payloads a strict JSON reader refuses.
+		{"payload not UTF-8", "POST", "/v1/queues/q/tasks", "{\"payload\":\"caf\xe9\"}", 400, "UTF-8"},
+		{"schedule payload not UTF-8", "PUT", "/v1/schedules/s2", "{\"cron\":\"@hourly\",\"queue\":\"q\",\"payload\":\"\xff\"}", 400, "UTF-8"},
 		// Delay and at.
 		{"delay and at", "POST", "/v1/queues/q/tasks", `{"delay":"1s","at":"2030-01-02T15:04:05Z"}`, 400, "not both"},
 		{"delay 0s and at", "POST", "/v1/queues/q/tasks", `{"delay":"0s","at":"2030-01-02T15:04:05Z"}`, 400, "not both"},

@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -9,11 +11,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/httpapi"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
+	"github.com/hourglass-go/hourglass/task"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -320,4 +324,22 @@ func TestLiveReadiness(t *testing.T) {
 	l.b.Close()
 	l.call("GET", "/readyz", "", 503, nil)
 	l.call("POST", "/v1/queues/q/tasks", `{}`, 503, nil)
+}
+
+// TestPayload_BytesOfAnotherProtocol checks that a payload put as bytes
+// (the beanstalkd protocol takes any) that are not JSON in valid UTF-8 is
+// answered as a JSON string in valid UTF-8, so that a strict reader can
+// parse the answer that carries it.
+func TestPayload_BytesOfAnotherProtocol(t *testing.T) {
+	l := newLive(t, broker.Config{})
+	for i, p := range []string{"caf\xe9", `"caf` + "\xe9" + `"`, "plain text", "\xff\xfe"} {
+		id := fmt.Sprintf("b%d", i)
+		if _, _, err := l.b.Put(context.Background(), "q", task.PutRequest{ID: id, Payload: []byte(p)}); err != nil {
+			t.Fatal(err)
+		}
+		w := do(l.s, "GET", "/v1/queues/q/tasks/"+id, "")
+		if w.Code != 200 || !utf8.Valid(w.Body.Bytes()) || !json.Valid(w.Body.Bytes()) {
+			t.Errorf("payload %q answered %d %q: want valid JSON in valid UTF-8", p, w.Code, w.Body.String())
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/task"
@@ -168,6 +169,9 @@ func putRequest(p api.PutRequest) (task.PutRequest, error) {
 		Replace:     p.Replace,
 	}
 	if len(p.Payload) > 0 && string(p.Payload) != "null" {
+		if !utf8.Valid(p.Payload) {
+			return task.PutRequest{}, errPayloadUTF8
+		}
 		r.Payload = p.Payload
 	}
 	if p.Delay != nil {
@@ -183,10 +187,22 @@ func putRequest(p api.PutRequest) (task.PutRequest, error) {
 		r.Priority = *p.Priority
 	}
 	if p.TTR != nil {
-		r.TTR = p.TTR.D()
+		if r.TTR = p.TTR.D(); r.TTR == 0 {
+			return task.PutRequest{}, errZeroTTR
+		}
 	}
 	return r, nil
 }
+
+// Bad puts that only the wire can tell: a payload a strict JSON reader
+// would refuse (encoding/json takes invalid UTF-8 in strings; Python's
+// json.loads and others do not, so one such payload would spoil every
+// answer that carries it), and an explicit "ttr": "0s", which would
+// otherwise quietly mean the server's default.
+var (
+	errPayloadUTF8 = badRequest("payload is not valid UTF-8")
+	errZeroTTR     = badRequest(`ttr "0s": give 1ms or more, or leave it out for the server's default`)
+)
 
 // toTask turns the broker's task into its wire form, with the lease when
 // withLease is set (reserve and touch answers only).
@@ -210,14 +226,15 @@ func toTask(t task.Task, withLease bool) api.Task {
 	return a
 }
 
-// payload returns a stored payload as JSON: as it is when it is JSON
-// (every payload put over this API is), or as a JSON string of its bytes
-// when another protocol put bytes that are not.
+// payload returns a stored payload as JSON: as it is when it is JSON in
+// valid UTF-8 (every payload put over this API is), or as a JSON string of
+// its bytes, invalid UTF-8 replaced by U+FFFD, when another protocol put
+// bytes that are not.
 func payload(p []byte) json.RawMessage {
 	if len(p) == 0 {
 		return nil // null
 	}
-	if json.Valid(p) {
+	if json.Valid(p) && utf8.Valid(p) {
 		return p
 	}
 	s, _ := json.Marshal(string(p))

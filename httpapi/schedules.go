@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"net/http"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/service"
@@ -26,6 +27,10 @@ func (s *Server) setSchedule(w http.ResponseWriter, r *http.Request, b service.S
 		Timezone: req.Timezone,
 	}
 	if len(req.Payload) > 0 && string(req.Payload) != "null" {
+		if !utf8.Valid(req.Payload) {
+			s.fail(w, r, errPayloadUTF8)
+			return
+		}
 		spec.Payload = req.Payload
 	}
 	info, _, err := b.SetSchedule(r.Context(), spec)
