@@ -45,7 +45,8 @@ type PutRequest struct {
 	// that exists answers the existing task unchanged (200) unless
 	// Replace is set.
 	ID string `json:"id,omitempty"`
-	// Payload is any JSON value, stored and returned as sent.
+	// Payload is any JSON value in valid UTF-8, stored and returned as
+	// sent.
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// Delay makes the task due this long after the put; at most the
 	// server's --max-delay.
@@ -54,8 +55,8 @@ type PutRequest struct {
 	At *time.Time `json:"at,omitempty"`
 	// Priority orders ready tasks, lower first; nil: [DefaultPriority].
 	Priority *uint32 `json:"priority,omitempty"`
-	// TTR is how long a reservation's lease lasts; nil: the server's
-	// --default-ttr.
+	// TTR is how long a reservation's lease lasts, 1ms to [MaxTTR]; nil:
+	// the server's --default-ttr ("0s" is refused).
 	TTR *Duration `json:"ttr,omitempty"`
 	// MaxAttempts makes the task dead once reserved this many times
 	// without an ack; 0: unlimited.
@@ -70,6 +71,10 @@ type PutRequest struct {
 type BatchRequest struct {
 	Tasks []PutRequest `json:"tasks"`
 }
+
+// MaxTTR bounds a task's ttr: a worker that needs longer touches its
+// lease.
+const MaxTTR = 24 * time.Hour
 
 // MaxBatch is the most tasks one batch may carry.
 const MaxBatch = 1000

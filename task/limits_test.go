@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -23,6 +24,7 @@ func TestLimits_MatchAPI(t *testing.T) {
 		{"MaxDueWindows", api.MaxDueWindows, task.MaxDueWindows},
 		{"MaxReserveQueues", api.MaxReserveQueues, task.MaxReserveQueues},
 		{"MaxAcks", api.MaxAcks, task.MaxAcks},
+		{"MaxTTR", int64(api.MaxTTR), int64(service.MaxTTR)},
 	} {
 		if c.api != c.task {
 			t.Errorf("api.%s = %d, the service's = %d", c.name, c.api, c.task)
