@@ -17,7 +17,8 @@ import (
 // A node counts what it serves (puts, deliveries and acks per queue, and
 // the lateness of its deliveries) in memory; so that every node answers
 // for the whole cluster, each one writes those counts into its row of
-// hourglass_node_reports every reportEvery, and a reader adds up every
+// hourglass_node_reports when they changed, at most every reportEvery
+// (and every reportRefresh when they did not), and a reader adds up every
 // node's row (its own counts read from memory instead). A row not
 // written for LatenessWindows×LatenessWindow (15 minutes) is a dead node's
 // and is left out and deleted: its lateness windows are older than what
@@ -47,8 +48,8 @@ type nodeReport struct {
 	lateness []service.LatenessCounts
 }
 
-// reporter writes the node's report every reportEvery, from Start until
-// Stop. Its source reads the node's counts; it runs on its own goroutine.
+// reporter writes the node's report (see above), from start until stop,
+// on a goroutine of its own. Its source reads the node's counts.
 type reporter struct {
 	db      *pgxpool.Pool
 	node    string
