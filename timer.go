@@ -116,9 +116,11 @@ func (t *Timer) AfterFunc(d time.Duration, f func()) (*Timeout, error) {
 		return nil, t.err
 	}
 	// schedule, scheduleOn and shard.schedule written out for a one-shot
-	// timeout: the call layers and their tests for a periodic one were
-	// about 40 of the 830 instructions of an AfterFunc+Cancel pair
-	// (BenchmarkTimer_AfterFuncCancel_Pending under callgrind).
+	// timeout, without their call layers and their tests for a periodic
+	// one: with settle's test inlined as well, an AfterFunc+Cancel pair
+	// took 723-734 instructions instead of 830-840
+	// (BenchmarkTimer_AfterFuncCancel_Pending under callgrind; see
+	// docs/BENCHMARKS.md, schedule-cancel).
 	sh := &t.shards[0]
 	if len(t.shards) > 1 {
 		sh = t.pick()
