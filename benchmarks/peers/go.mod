@@ -2,19 +2,9 @@ module github.com/hourglass-go/hourglass/benchmarks/peers
 
 go 1.26.0
 
-// The peers' sources are kept in third_party, as their authors published
-// them (MIT licences beside them), since the module proxy this project
-// builds with does not serve them.
-replace (
-	github.com/RussellLuo/timingwheel => ./third_party/timingwheel
-	github.com/antlabs/stl => ./third_party/antlabs-stl
-	github.com/antlabs/timer => ./third_party/antlabs-timer
-	github.com/hourglass-go/hourglass => ../..
-)
+replace github.com/hourglass-go/hourglass => ../..
 
 require (
-	github.com/RussellLuo/timingwheel v0.0.0-20220218152713-54845bda3108
-	github.com/antlabs/timer v0.1.4
 	github.com/hourglass-go/hourglass v0.0.0-00010101000000-000000000000
 	github.com/zeromicro/go-zero v1.10.3
 )
@@ -25,7 +15,6 @@ require (
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
-	github.com/antlabs/stl v0.0.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/fatih/color v1.18.0 // indirect

@@ -22,8 +22,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	rltimingwheel "github.com/RussellLuo/timingwheel"
-	antlabs "github.com/antlabs/timer"
 	"github.com/hourglass-go/hourglass/internal/bench"
 	"github.com/zeromicro/go-zero/core/collection"
 )
@@ -68,32 +66,6 @@ func noop() {}
 // README shows.
 func peers() []bench.Side {
 	return []bench.Side{
-		{
-			Name: "antlabs/timer",
-			Doc:  "timer.NewTimer() (time wheel, 10 ms tick): AfterFunc, TimeNoder.Stop",
-			Start: func(n int, delay func() time.Duration) (func(), func(), error) {
-				tm := antlabs.NewTimer()
-				go tm.Run()
-				for range n {
-					tm.AfterFunc(delay(), noop)
-				}
-				pair := func() { tm.AfterFunc(delay(), noop).Stop() }
-				return pair, tm.Stop, nil
-			},
-		},
-		{
-			Name: "RussellLuo/timingwheel",
-			Doc:  "NewTimingWheel(time.Millisecond, 20): AfterFunc, Timer.Stop",
-			Start: func(n int, delay func() time.Duration) (func(), func(), error) {
-				tw := rltimingwheel.NewTimingWheel(time.Millisecond, 20)
-				tw.Start()
-				for range n {
-					tw.AfterFunc(delay(), noop)
-				}
-				pair := func() { tw.AfterFunc(delay(), noop).Stop() }
-				return pair, tw.Stop, nil
-			},
-		},
 		{
 			Name: "go-zero TimingWheel",
 			Doc:  "collection.NewTimingWheel(time.Second, 300, f), as go-zero's Cache makes it: SetTimer, RemoveTimer of a new key",

@@ -13,7 +13,7 @@ import (
 )
 
 // The peers' side of the one-call comparison. Other Go timer libraries
-// (antlabs/timer, RussellLuo/timingwheel, go-zero's TimingWheel) are not
+// (go-zero's TimingWheel, the one the module proxy serves) are not
 // dependencies of this module: the module in benchmarks/peers has them,
 // with hourglass replaced by this checkout, and its command runs
 // [CompareOneCall] with them added to [OneCallSides]. The schedule-cancel

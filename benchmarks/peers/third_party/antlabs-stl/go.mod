@@ -1,3 +1,0 @@
-module github.com/antlabs/stl
-
-go 1.13

@@ -1,3 +1,0 @@
-module github.com/RussellLuo/timingwheel
-
-go 1.14
