@@ -146,15 +146,8 @@ func (s *slot) set(st task.State) { s.qs = s.qs&^7 | uint32(st) }
 // tasks in st, reading no payloads. The broker does not own st: close st
 // after [Broker.Close].
 func Open(st store.Store, cfg Config) (*Broker, error) {
-	if cfg.MaxDelay <= 0 {
-		cfg.MaxDelay = task.DefaultMaxDelay
-	}
-	if cfg.MaxPayload <= 0 {
-		cfg.MaxPayload = task.DefaultMaxPayload
-	}
-	if cfg.DefaultTTR <= 0 {
-		cfg.DefaultTTR = task.DefaultTTR
-	}
+	l := service.Limits{MaxDelay: cfg.MaxDelay, MaxPayload: cfg.MaxPayload, DefaultTTR: cfg.DefaultTTR}.WithDefaults()
+	cfg.MaxDelay, cfg.MaxPayload, cfg.DefaultTTR = l.MaxDelay, l.MaxPayload, l.DefaultTTR
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

@@ -14,14 +14,8 @@ import (
 // ready. It returns an empty list when none came. The context should
 // outlast wait; cancelling it ends the wait on the server too.
 func (c *Client) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]api.Task, error) {
-	var req api.ReserveRequest
-	if max > 0 {
-		req.Max = &max
-	}
-	if wait > 0 {
-		d := api.Duration(wait)
-		req.Wait = &d
-	}
+	req := api.ReserveRequest{}
+	req.Max, req.Wait = reserveLimits(max, wait)
 	var out api.ReserveResponse
 	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "reserve"), req, &out)
 	return out.Tasks, err
@@ -67,13 +61,7 @@ func (c *Client) Kick(ctx context.Context, queue, id string) error {
 // wait for the first, as [Client.Reserve] does for one queue.
 func (c *Client) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]api.Task, error) {
 	req := api.ReserveQueuesRequest{Queues: queues}
-	if max > 0 {
-		req.Max = &max
-	}
-	if wait > 0 {
-		d := api.Duration(wait)
-		req.Wait = &d
-	}
+	req.Max, req.Wait = reserveLimits(max, wait)
 	var out api.ReserveResponse
 	_, err := c.do(ctx, http.MethodPost, "/v1/reserve", req, &out)
 	return out.Tasks, err
@@ -98,4 +86,19 @@ func (c *Client) AckMany(ctx context.Context, acks []api.Ack) ([]error, error) {
 		}
 	}
 	return errs, nil
+}
+
+// reserveLimits returns a reserve's max and wait as the wire has them:
+// absent (the server's defaults, 1 and no wait) when not positive.
+func reserveLimits(max int, wait time.Duration) (*int, *api.Duration) {
+	var m *int
+	var w *api.Duration
+	if max > 0 {
+		m = &max
+	}
+	if wait > 0 {
+		d := api.Duration(wait)
+		w = &d
+	}
+	return m, w
 }

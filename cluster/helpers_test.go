@@ -10,7 +10,6 @@ import (
 	"github.com/hourglass-go/hourglass/cluster"
 	"github.com/hourglass-go/hourglass/internal/pgtest"
 	"github.com/hourglass-go/hourglass/service"
-	"github.com/hourglass-go/hourglass/task"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -76,18 +75,4 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		time.Sleep(10 * time.Millisecond)
 	}
 	return time.Since(start)
-}
-
-// reserveOne reserves one task of queue, waiting up to wait, and checks
-// that it is not early.
-func reserveOne(t *testing.T, b service.Service, queue string, wait time.Duration) task.Task {
-	t.Helper()
-	ts, err := b.Reserve(context.Background(), queue, 1, wait)
-	if err != nil || len(ts) != 1 {
-		t.Fatalf("Reserve(%s): %d tasks, %v; want 1", queue, len(ts), err)
-	}
-	if now := time.Now(); now.Before(ts[0].Due) {
-		t.Fatalf("task %s delivered %s before its due time", ts[0].ID, ts[0].Due.Sub(now))
-	}
-	return ts[0]
 }

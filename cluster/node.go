@@ -138,15 +138,8 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
-	if opts.MaxDelay <= 0 {
-		opts.MaxDelay = task.DefaultMaxDelay
-	}
-	if opts.MaxPayload <= 0 {
-		opts.MaxPayload = task.DefaultMaxPayload
-	}
-	if opts.DefaultTTR <= 0 {
-		opts.DefaultTTR = task.DefaultTTR
-	}
+	lim := service.Limits{MaxDelay: opts.MaxDelay, MaxPayload: opts.MaxPayload, DefaultTTR: opts.DefaultTTR}.WithDefaults()
+	opts.MaxDelay, opts.MaxPayload, opts.DefaultTTR = lim.MaxDelay, lim.MaxPayload, lim.DefaultTTR
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

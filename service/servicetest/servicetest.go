@@ -47,9 +47,9 @@ func wantErr(t *testing.T, what string, err, target error) {
 	}
 }
 
-// reserveOne reserves one task of queue, waiting up to wait, and checks
-// that it is not early.
-func reserveOne(t *testing.T, b service.Service, queue string, wait time.Duration) task.Task {
+// ReserveOne reserves one task of queue on b, waiting up to wait, and
+// fails t unless exactly one came, not before its due time.
+func ReserveOne(t *testing.T, b service.Service, queue string, wait time.Duration) task.Task {
 	t.Helper()
 	ts, err := b.Reserve(context.Background(), queue, 1, wait)
 	if err != nil || len(ts) != 1 {
@@ -134,7 +134,7 @@ func tasks(t *testing.T, b service.Service) {
 	}
 	must(t, "nack now", b.Nack(ctx, "prio", ts[1].ID, ts[1].Lease, 0))
 	wantErr(t, "nack again", b.Nack(ctx, "prio", ts[1].ID, ts[1].Lease, 0), task.ErrLease)
-	r := reserveOne(t, b, "prio", time.Second)
+	r := ReserveOne(t, b, "prio", time.Second)
 	if r.ID != ts[1].ID || r.Attempts != 2 || r.Releases != 1 {
 		t.Fatalf("after nack: %+v", r)
 	}
@@ -156,8 +156,8 @@ func tasks(t *testing.T, b service.Service) {
 	// A lease that runs out makes the task ready, then dead.
 	_, _, err = b.Put(ctx, "ttr", task.PutRequest{ID: "t", TTR: 200 * time.Millisecond, MaxAttempts: 2})
 	must(t, "put ttr", err)
-	first := reserveOne(t, b, "ttr", time.Second)
-	second := reserveOne(t, b, "ttr", 2*time.Second)
+	first := ReserveOne(t, b, "ttr", time.Second)
+	second := ReserveOne(t, b, "ttr", 2*time.Second)
 	if second.Attempts != 2 || second.Timeouts != 1 || second.Lease == first.Lease {
 		t.Fatalf("after one expiry: %+v", second)
 	}
@@ -176,7 +176,7 @@ func tasks(t *testing.T, b service.Service) {
 	}
 	wantErr(t, "kick ready", b.Kick(ctx, "prio", ts[2].ID), task.ErrState)
 	must(t, "kick", b.Kick(ctx, "ttr", "t"))
-	k := reserveOne(t, b, "ttr", time.Second)
+	k := ReserveOne(t, b, "ttr", time.Second)
 	if k.Kicks != 1 || k.Attempts != 3 {
 		t.Fatalf("kicked: %+v", k)
 	}
@@ -188,7 +188,7 @@ func tasks(t *testing.T, b service.Service) {
 	if ts, _ := b.Reserve(ctx, "later", 1, 0); len(ts) != 0 {
 		t.Fatal("a task delayed 250ms was reserved at once")
 	}
-	l := reserveOne(t, b, "later", 3*time.Second)
+	l := ReserveOne(t, b, "later", 3*time.Second)
 	if l.ID != "l" || time.Since(start) < 250*time.Millisecond {
 		t.Fatalf("delayed task after %s", time.Since(start))
 	}
@@ -223,7 +223,7 @@ func tasks(t *testing.T, b service.Service) {
 	if !created || info.Next.IsZero() {
 		t.Fatalf("set schedule: %+v, created %v", info, created)
 	}
-	occ := reserveOne(t, b, "cron", 4*time.Second)
+	occ := ReserveOne(t, b, "cron", 4*time.Second)
 	if !strings.HasPrefix(occ.ID, "s@") || string(occ.Payload) != `"tick"` {
 		t.Fatalf("occurrence %+v", occ)
 	}
@@ -380,7 +380,7 @@ func observe(t *testing.T, b service.Service) {
 	}
 	_, _, err := b.Put(ctx, "obs", task.PutRequest{ID: "d", MaxAttempts: 1, Priority: 0})
 	must(t, "put d", err)
-	d := reserveOne(t, b, "obs", time.Second)
+	d := ReserveOne(t, b, "obs", time.Second)
 	if d.ID != "d" {
 		t.Fatalf("reserved %s, want d (priority 0)", d.ID)
 	}
@@ -449,7 +449,7 @@ func observe(t *testing.T, b service.Service) {
 	if g, err := b.Get("obs", "d"); err != nil || g.State != task.Ready {
 		t.Fatalf("d after the kick: %+v, %v", g, err)
 	}
-	d = reserveOne(t, b, "obs", time.Second)
+	d = ReserveOne(t, b, "obs", time.Second)
 	must(t, "nack d again", b.Nack(ctx, "obs", d.ID, d.Lease, 0))
 	if n, err = b.DeleteDead(ctx, "obs"); err != nil || n != 1 {
 		t.Fatalf("delete dead: %d, %v; want 1", n, err)
