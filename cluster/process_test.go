@@ -607,7 +607,7 @@ func TestProcessFencing(t *testing.T) {
 	}
 	took := eventually(t, 5*processLease, "a's partitions taken by b", func() bool { return ownedBy(t, url)["b"] == 64 })
 	t.Logf("b holds all 64 partitions %v after a stopped", took.Round(time.Millisecond))
-	eventually(t, 10*time.Second, "every task acked while a is stopped", l.allAcked)
+	eventually(t, 30*time.Second, "every task acked while a is stopped", l.allAcked)
 	time.Sleep(time.Until(stopped.Add(4 * time.Second)))
 
 	// Resume a: every timer of its old window fires at once.

@@ -393,7 +393,7 @@ func TestSimulation(t *testing.T) {
 		t.Errorf("reopening %s", e)
 	}
 
-	took = eventually(t, 10*simLease, "rebalancing converged after the faults", func() bool {
+	took = eventually(t, 20*simLease, "rebalancing converged after the faults", func() bool {
 		return simConverged(t, url, nodes, total)
 	})
 	t.Logf("converged %v after the last fault ended (lease %v)", took.Round(time.Millisecond), simLease)
