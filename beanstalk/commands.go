@@ -352,7 +352,7 @@ func (c *conn) pauseTube(cmd *command) error {
 	if !ok || !c.s.tubes.exists(c.s.b, cmd.tube) {
 		return c.reply(msgNotFound)
 	}
-	if err := c.s.b.PauseQueue(q, seconds(cmd.delay)); err != nil {
+	if err := c.s.b.PauseQueue(context.Background(), q, seconds(cmd.delay)); err != nil {
 		return c.replyErr(err)
 	}
 	c.s.tubes.paused(cmd.tube, cmd.delay)

@@ -205,7 +205,7 @@ func TestBroker_AckTouchNack(t *testing.T) {
 		if _, ok := reserve1(t, b, "q"); ok {
 			t.Fatal("delivered again within a touched lease")
 		}
-		if err := b.Nack(ctx, "q", "a", r.Lease, 2*time.Second); err != nil {
+		if _, err := b.Nack(ctx, "q", "a", r.Lease, 2*time.Second, ""); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := b.Get("q", "a"); got.State != task.Delayed || got.Releases != 1 {

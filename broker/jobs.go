@@ -352,7 +352,7 @@ func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
 
 // PauseQueue stops queue from handing out tasks for d (0 ends a pause):
 // reservers wait, puts go on.
-func (b *Broker) PauseQueue(queue string, d time.Duration) error {
+func (b *Broker) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
 	if err := service.CheckQueue(queue); err != nil {
 		return err
 	}

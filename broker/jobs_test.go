@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -129,7 +130,7 @@ func TestBroker_PauseQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
 		put(t, b, "q", task.PutRequest{ID: "1"})
-		if err := b.PauseQueue("q", 3*time.Second); err != nil {
+		if err := b.PauseQueue(context.Background(), "q", 3*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()

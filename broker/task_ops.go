@@ -122,7 +122,17 @@ func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (task.Task,
 // Nack gives the reserved task id of queue back: it is waiting again,
 // delay from now (ready at once for 0), or dead when its attempts are used
 // up. delay must be 0 to MaxDelay.
-func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
+func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
+	if err := b.nack(ctx, queue, id, lease, delay); err != nil {
+		return task.Task{}, err
+	}
+	return b.Get(queue, id)
+}
+
+func (b *Broker) nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
+	if delay == task.RetryDelay {
+		delay = 0
+	}
 	if err := service.CheckDelay("delay", delay, b.cfg.MaxDelay); err != nil {
 		return err
 	}

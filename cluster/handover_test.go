@@ -157,7 +157,7 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	// Paused: the task falls due 200 ms in, the pause ends at 800 ms
 	// (from the pause, so measured from before it).
 	began := time.Now()
-	if err := n.PauseQueue("p", 800*time.Millisecond); err != nil {
+	if err := n.PauseQueue(context.Background(), "p", 800*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := n.Put(ctx, "p", task.PutRequest{Delay: 200 * time.Millisecond}); err != nil {

@@ -310,7 +310,7 @@ func (n *Node) Peek(queue string, st task.State) (task.Task, error) {
 // on every node: reservers wait, puts go on. The pause is a row of
 // hourglass_queues that the reserve statement checks; a reserver waiting
 // on a paused queue looks again when the pause ends.
-func (n *Node) PauseQueue(queue string, d time.Duration) error {
+func (n *Node) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
 	if err := service.CheckQueue(queue); err != nil {
 		return err
 	}

@@ -182,7 +182,17 @@ func (n *Node) Touch(ctx context.Context, queue, id, lease string) (task.Task, e
 
 // Nack gives the reserved task id of queue back: waiting again, delay
 // from now (ready at once for 0), or dead when its attempts are used up.
-func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
+func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
+	if err := n.nack(ctx, queue, id, lease, delay); err != nil {
+		return task.Task{}, err
+	}
+	return n.Get(queue, id)
+}
+
+func (n *Node) nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
+	if delay == task.RetryDelay {
+		delay = 0
+	}
 	if err := service.CheckDelay("delay", delay, n.opts.MaxDelay); err != nil {
 		return err
 	}

@@ -96,9 +96,8 @@ func (f *fakeBroker) Touch(ctx context.Context, queue, id, lease string) (task.T
 	return f.leaseOp("touch", queue, id, lease, 0)
 }
 
-func (f *fakeBroker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
-	_, err := f.leaseOp("nack", queue, id, lease, delay)
-	return err
+func (f *fakeBroker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
+	return f.leaseOp("nack", queue, id, lease, delay)
 }
 
 func (f *fakeBroker) otherOp(op string, args ...string) error {

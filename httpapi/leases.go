@@ -131,7 +131,7 @@ func (s *Server) nack(w http.ResponseWriter, r *http.Request, b service.Service)
 		if req.Delay != nil {
 			delay = req.Delay.D()
 		}
-		err = b.Nack(r.Context(), r.PathValue("queue"), r.PathValue("id"), req.Lease, delay)
+		_, err = b.Nack(r.Context(), r.PathValue("queue"), r.PathValue("id"), req.Lease, delay, "")
 	}
 	if err != nil {
 		s.fail(w, r, err)

@@ -32,6 +32,7 @@ import (
 type Service interface {
 	Tasks
 	Jobs
+	Policies
 	Schedules
 	Observer
 	// Err returns the error that stops the service from serving (a
@@ -55,7 +56,10 @@ type Tasks interface {
 	Delete(ctx context.Context, queue, id string) error
 	// Reserve hands out up to max ready tasks of queue in delivery order
 	// (priority, then due time), each under a new lease of its ttr,
-	// waiting up to wait (at most task.MaxWait) for the first.
+	// waiting up to wait (at most task.MaxWait) for the first. A paused
+	// queue hands out nothing, and a queue's rate and concurrency limits
+	// (task.Policy) hold across the whole service: a reserve that meets
+	// them waits within wait, or answers what it got.
 	Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error)
 	// ReserveQueues is Reserve over several queues: the first max ready
 	// tasks in delivery order across them, each saying its queue.
@@ -64,9 +68,20 @@ type Tasks interface {
 	Ack(ctx context.Context, queue, id, lease string) error
 	// Touch renews a lease for another ttr.
 	Touch(ctx context.Context, queue, id, lease string) (task.Task, error)
-	// Nack gives a reserved task back: ready again after delay, or dead
-	// if its attempts are used up.
-	Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error
+	// Nack gives a reserved task back after a failed attempt, keeping
+	// reason (cut by CutError) as its last error: ready again after delay
+	// (task.RetryDelay: after the queue's retry policy's delay, at once
+	// without one), or dead if its attempts are used up, and then moved
+	// to the queue's dead-letter queue if it has one (AfterFailure). It
+	// returns the task as it is after: its state, or its new queue.
+	Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error)
+	// Release gives a reserved task back, ready after delay, without
+	// counting the attempt: a worker shutting down. It returns the task.
+	Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error)
+	// Bury makes a reserved task dead now, whatever attempts are left
+	// (moved to the queue's dead-letter queue if it has one), keeping
+	// reason as its last error. It returns the task.
+	Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error)
 	// Kick makes a dead task ready again.
 	Kick(ctx context.Context, queue, id string) error
 	// Queues counts every queue's tasks by state.
@@ -103,12 +118,29 @@ type Jobs interface {
 	// KickQueue makes up to n tasks of queue ready: dead ones first,
 	// else delayed ones.
 	KickQueue(ctx context.Context, queue string, n int) (int, error)
-	// PauseQueue stops queue from handing out tasks for d.
-	PauseQueue(queue string, d time.Duration) error
+	// PauseQueue is Policies.PauseQueue.
+	PauseQueue(ctx context.Context, queue string, d time.Duration) error
 	// Queue returns one queue's counts and details.
 	Queue(queue string) (task.QueueDetail, error)
 	// Queues is Tasks.Queues.
 	Queues(ctx context.Context) ([]task.QueueStats, error)
+}
+
+// Policies are queues' policies and pauses (policy.go for the rules).
+// Both are durable, and on a cluster every node applies the same.
+type Policies interface {
+	// SetPolicy checks p (CheckPolicy) and makes it queue's policy,
+	// durably; it applies to the tasks already in the queue too. It
+	// returns the policy as recorded (NormalPolicy).
+	SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error)
+	// Policy returns queue's policy: the zero Policy when none was set.
+	Policy(ctx context.Context, queue string) (task.Policy, error)
+	// DeletePolicy makes queue's policy the default again, durably.
+	DeletePolicy(ctx context.Context, queue string) error
+	// PauseQueue stops queue from handing out tasks for d
+	// (task.PauseIndefinitely: until resumed), durably; a pause of 0
+	// resumes it. Puts go on; reservers wait.
+	PauseQueue(ctx context.Context, queue string, d time.Duration) error
 }
 
 // Schedules are cron schedules that put a task into a queue at each

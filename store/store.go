@@ -28,6 +28,8 @@ package store
 import (
 	"errors"
 	"time"
+
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // ErrNotFound is returned for a task, index entry or schedule that is not
@@ -83,6 +85,9 @@ type Task struct {
 	Lease       string // while Reserved: the token the holder presents
 	LeaseUntil  int64  // while Reserved: Unix ns when the lease expires
 
+	// LastError is why the last attempt failed (task.Task.LastError).
+	LastError string
+
 	// Counters kept for beanstalkd's stats-job.
 	Timeouts uint32
 	Releases uint32
@@ -104,6 +109,15 @@ type Schedule struct {
 	Payload  []byte
 	Created  int64
 	Last     int64
+}
+
+// Queue is the record of a queue's settings: its policy and its pause.
+// A queue with neither has no record.
+type Queue struct {
+	Name        string
+	Policy      task.Policy
+	PausedUntil int64 // Unix ns; 0: not paused; math.MaxInt64: until resumed
+	Pauses      uint64
 }
 
 // Store keeps tasks and schedules durably. Implementations are safe for
@@ -131,6 +145,9 @@ type Store interface {
 
 	// Schedules returns every schedule, by name.
 	Schedules() ([]Schedule, error)
+
+	// Queues returns every queue record, by name.
+	Queues() ([]Queue, error)
 
 	// NextJobID returns the lowest job id never used: one above the
 	// highest ever committed, deleted tasks included.
@@ -183,6 +200,10 @@ const (
 	PutSchedule
 	// DeleteSchedule removes the schedule Op.Schedule.Name.
 	DeleteSchedule
+	// PutQueue writes Op.Queue, replacing the record of the same name.
+	PutQueue
+	// DeleteQueue removes the record of queue Op.Queue.Name.
+	DeleteQueue
 )
 
 // The broker writes every update and delete from the task's current
@@ -195,6 +216,7 @@ type Op struct {
 	Kind     OpKind
 	Task     Task
 	Schedule Schedule
+	Queue    Queue
 }
 
 // Len returns the number of writes in b.
@@ -224,4 +246,12 @@ func (b *Batch) PutSchedule(s Schedule) {
 // DeleteSchedule appends a DeleteSchedule of the schedule named name.
 func (b *Batch) DeleteSchedule(name string) {
 	b.Ops = append(b.Ops, Op{Kind: DeleteSchedule, Schedule: Schedule{Name: name}})
+}
+
+// PutQueue appends a PutQueue of q.
+func (b *Batch) PutQueue(q Queue) { b.Ops = append(b.Ops, Op{Kind: PutQueue, Queue: q}) }
+
+// DeleteQueue appends a DeleteQueue of the queue record named name.
+func (b *Batch) DeleteQueue(name string) {
+	b.Ops = append(b.Ops, Op{Kind: DeleteQueue, Queue: Queue{Name: name}})
 }

@@ -53,6 +53,9 @@ type Task struct {
 	Created     time.Time // UTC
 	Lease       string    // set in Reserve's answer and while reserved
 	LeaseUntil  time.Time // zero unless reserved
+	// LastError is why the last attempt failed: a nack's or bury's error
+	// text, or LeaseExpired; "" when none failed or none said why.
+	LastError string
 	// Counters for beanstalkd's stats-job.
 	Timeouts, Releases, Buries, Kicks int
 }
@@ -82,6 +85,11 @@ type QueueStats struct {
 	Name                           string
 	Delayed, Ready, Reserved, Dead int
 	Puts, Deliveries, Acks         uint64 // since start
+	// PausedUntil is when a pause ends: zero when not paused,
+	// PausedForever for a pause until resumed.
+	PausedUntil time.Time
+	// Policy is the queue's policy (the zero Policy when none was set).
+	Policy Policy
 }
 
 // QueueDetail is what beanstalkd's stats-tube reports of a queue.

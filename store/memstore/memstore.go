@@ -219,3 +219,6 @@ func (s *Store) NextJobID() (uint64, error) {
 
 // Close does nothing; the Store stays readable.
 func (s *Store) Close() error { return nil }
+
+// Queues returns every queue record, by name.
+func (s *Store) Queues() ([]store.Queue, error) { return nil, nil }

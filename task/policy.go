@@ -1,0 +1,85 @@
+package task
+
+import "time"
+
+// Policy is a queue's policy: how its failed tasks come back, the
+// defaults of its puts, how fast and how many of its tasks are handed
+// out, and where its dead tasks go. The zero Policy is the default: a
+// failed task is ready again at once, puts take the server's defaults,
+// nothing limits reserves, a dead task stays in its queue. A policy
+// applies to the tasks already in the queue as well as to new ones.
+type Policy struct {
+	// Retry spaces the attempts of a failed task; nil: ready at once.
+	Retry *Retry
+	// MaxAttempts is the max_attempts of a put that gives none; 0: the
+	// put's own (unlimited when it gives none either).
+	MaxAttempts int
+	// TTR is the ttr of a put that gives none; 0: the server's default.
+	TTR time.Duration
+	// Rate limits how many tasks are handed out per period, across the
+	// whole service; nil: no limit.
+	Rate *Rate
+	// Concurrency limits how many of the queue's tasks are reserved at
+	// once, across the whole service; 0: no limit.
+	Concurrency int
+	// DeadLetter names the queue a task that dies moves to, ready, with
+	// its id, payload, attempts and last error; "": it stays dead here.
+	DeadLetter string
+}
+
+// IsZero reports whether p is the default policy.
+func (p Policy) IsZero() bool {
+	return p.Retry == nil && p.MaxAttempts == 0 && p.TTR == 0 && p.Rate == nil && p.Concurrency == 0 && p.DeadLetter == ""
+}
+
+// Retry is exponential back-off: a task failing its n-th attempt comes
+// back after min(Max, Initial × Multiplier^(n−1)), times a random factor
+// in [1 − Jitter, 1 + Jitter] (service.RetryDelay).
+type Retry struct {
+	Initial    time.Duration
+	Max        time.Duration
+	Multiplier float64
+	Jitter     float64
+}
+
+// Rate is a token bucket: Limit tasks per Per, up to Burst at once
+// (0: Limit).
+type Rate struct {
+	Limit int
+	Per   time.Duration
+	Burst int
+}
+
+// RetryDelay, given as a nack's delay, leaves the delay to the queue's
+// retry policy (ready at once without one), as for a lease that runs out.
+const RetryDelay time.Duration = -1
+
+// PauseIndefinitely, given as a pause's length, pauses a queue until it is
+// resumed (a pause of 0).
+const PauseIndefinitely time.Duration = 1<<63 - 1
+
+// PausedForever is QueueStats.PausedUntil of a queue paused until
+// resumed: the largest time an engine records (Unix ns 1<<63 - 1).
+var PausedForever = time.Unix(0, 1<<63-1).UTC()
+
+// Bounds of a policy's fields, checked by service.CheckPolicy.
+const (
+	// MaxRetryDelay bounds a retry policy's initial and max delays.
+	MaxRetryDelay = 365 * 24 * time.Hour
+	// MaxMultiplier bounds a retry policy's multiplier.
+	MaxMultiplier = 1000
+	// MaxAttemptsLimit bounds max_attempts, of a policy and of a put.
+	MaxAttemptsLimit = 1<<32 - 1
+	// MaxRateLimit bounds a rate's limit and burst.
+	MaxRateLimit = 1_000_000_000
+	// MaxRatePer bounds a rate's period.
+	MaxRatePer = 24 * time.Hour
+	// MaxConcurrency bounds a concurrency limit.
+	MaxConcurrency = 1_000_000
+	// MaxErrorLen bounds the error text a nack or bury keeps, in bytes;
+	// a longer text is cut to it (at a UTF-8 boundary).
+	MaxErrorLen = 4096
+)
+
+// LeaseExpired is the last error of a task whose lease ran out.
+const LeaseExpired = "lease expired"
