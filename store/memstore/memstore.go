@@ -19,6 +19,7 @@ type Store struct {
 	tasks     map[uint64]store.Task
 	index     map[[2]string]uint64
 	schedules map[string]store.Schedule
+	queues    map[string]store.Queue // deep copies (see copyQueue)
 	next      uint64
 	closed    bool
 }
@@ -29,6 +30,7 @@ func New() *Store {
 		tasks:     make(map[uint64]store.Task),
 		index:     make(map[[2]string]uint64),
 		schedules: make(map[string]store.Schedule),
+		queues:    make(map[string]store.Queue),
 		next:      1,
 	}
 }
@@ -38,8 +40,8 @@ func New() *Store {
 func (s *Store) Commit(b *store.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// Undo log: the old value of every task, index entry and schedule a
-	// write touches, restored in reverse order if an op fails.
+	// Undo log: the old value of every task, index entry, schedule and
+	// queue record a write touches, restored in reverse order if an op fails.
 	var undo []func()
 	setTask := func(job uint64, t store.Task, ok bool) {
 		old, had := s.tasks[job]
@@ -127,6 +129,23 @@ func (s *Store) Commit(b *store.Batch) error {
 			if old, had := s.schedules[name]; had {
 				undo = append(undo, func() { s.schedules[name] = old })
 				delete(s.schedules, name)
+			}
+		case store.PutQueue:
+			q := copyQueue(op.Queue)
+			old, had := s.queues[q.Name]
+			undo = append(undo, func() {
+				if had {
+					s.queues[q.Name] = old
+				} else {
+					delete(s.queues, q.Name)
+				}
+			})
+			s.queues[q.Name] = q
+		case store.DeleteQueue:
+			name := op.Queue.Name
+			if old, had := s.queues[name]; had {
+				undo = append(undo, func() { s.queues[name] = old })
+				delete(s.queues, name)
 			}
 		default:
 			for i := len(undo) - 1; i >= 0; i-- {
@@ -220,5 +239,29 @@ func (s *Store) NextJobID() (uint64, error) {
 // Close does nothing; the Store stays readable.
 func (s *Store) Close() error { return nil }
 
-// Queues returns every queue record, by name.
-func (s *Store) Queues() ([]store.Queue, error) { return nil, nil }
+// Queues returns every queue record, by name, as copies the caller may
+// change. It takes O(n log n) for n records.
+func (s *Store) Queues() ([]store.Queue, error) {
+	s.mu.RLock()
+	out := make([]store.Queue, 0, len(s.queues))
+	for _, q := range s.queues {
+		out = append(out, copyQueue(q))
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// copyQueue returns q with its policy's Retry and Rate copied, so that
+// neither the caller nor the store can change the other's through them.
+func copyQueue(q store.Queue) store.Queue {
+	if r := q.Policy.Retry; r != nil {
+		c := *r
+		q.Policy.Retry = &c
+	}
+	if r := q.Policy.Rate; r != nil {
+		c := *r
+		q.Policy.Rate = &c
+	}
+	return q
+}
