@@ -26,8 +26,15 @@
 //	POST   /v1/queues/{queue}/reserve           ReserveRequest → 200 ReserveResponse
 //	POST   /v1/queues/{queue}/tasks/{id}/ack    LeaseRequest   → 204 | 400 (no lease) | 404 | 409 (stale lease)
 //	POST   /v1/queues/{queue}/tasks/{id}/touch  LeaseRequest   → 200 Task (with its lease) | 400 | 404 | 409
-//	POST   /v1/queues/{queue}/tasks/{id}/nack   NackRequest    → 204 | 400 | 404 | 409
+//	POST   /v1/queues/{queue}/tasks/{id}/nack   NackRequest    → 200 Task (delayed, ready, dead, or in the dead-letter queue) | 400 | 404 | 409
+//	POST   /v1/queues/{queue}/tasks/{id}/release ReleaseRequest → 200 Task | 400 | 404 | 409
+//	POST   /v1/queues/{queue}/tasks/{id}/bury   BuryRequest    → 200 Task | 400 | 404 | 409
 //	POST   /v1/queues/{queue}/tasks/{id}/kick                  → 204 | 404 | 409 (not dead)
+//	PUT    /v1/queues/{queue}/policy            Policy         → 200 Policy | 400
+//	GET    /v1/queues/{queue}/policy                           → 200 Policy ({} when none)
+//	DELETE /v1/queues/{queue}/policy                           → 204
+//	POST   /v1/queues/{queue}/pause             PauseRequest   → 204 | 400
+//	POST   /v1/queues/{queue}/resume                           → 204
 //	POST   /v1/reserve                          ReserveQueuesRequest → 200 ReserveResponse
 //	POST   /v1/acks                             AcksRequest    → 200 AcksResponse
 //	GET    /v1/queues                                          → 200 QueuesResponse

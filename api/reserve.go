@@ -33,11 +33,16 @@ type LeaseRequest struct {
 	Lease string `json:"lease"`
 }
 
-// NackRequest is the body of nack: the lease, and how long the task waits
-// before it is ready again (nil: ready at once).
+// NackRequest is the body of nack: the lease, how long the task waits
+// before it is ready again (absent: as the queue's retry policy says,
+// ready at once without one), and why the attempt failed (kept as the
+// task's last_error, at most [MaxError] bytes). The attempt counts: a
+// task whose attempts are used up is dead, or moved to the queue's
+// dead-letter queue. The answer is the task as it is after.
 type NackRequest struct {
 	Lease string    `json:"lease"`
 	Delay *Duration `json:"delay,omitempty"`
+	Error string    `json:"error,omitempty"`
 }
 
 // ReserveQueuesRequest is the body of POST /v1/reserve: a reserve from

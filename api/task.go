@@ -21,6 +21,11 @@ type Task struct {
 	MaxAttempts int             `json:"max_attempts"` // 0: unlimited
 	Created     time.Time       `json:"created"`
 	Lease       string          `json:"lease,omitempty"`
+	// LeaseExpires is when the lease ends, while the task is reserved.
+	LeaseExpires *time.Time `json:"lease_expires,omitempty"`
+	// LastError is why its last attempt failed: a nack's or bury's
+	// error, or "lease expired".
+	LastError string `json:"last_error,omitempty"`
 }
 
 // States a [Task] can be in.

@@ -117,7 +117,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (stat
 	if resp.StatusCode >= 400 {
 		return resp.StatusCode, answerError(resp.StatusCode, data)
 	}
-	if out != nil {
+	if out != nil && resp.StatusCode != http.StatusNoContent {
 		if err := json.Unmarshal(data, out); err != nil {
 			return resp.StatusCode, fmt.Errorf("hourglass: %s %s: decoding the answer: %w", method, path, err)
 		}

@@ -92,7 +92,7 @@ func TestClient(t *testing.T) {
 	} else {
 		lease = tt.Lease
 	}
-	if err := c.Nack(ctx, "orders", id, lease, 0); err != nil {
+	if _, err := c.Nack(ctx, "orders", id, lease, 0, ""); err != nil {
 		t.Fatalf("Nack: %v", err)
 	}
 	tasks, err = c.Reserve(ctx, "orders", 0, time.Second)

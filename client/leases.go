@@ -37,16 +37,46 @@ func (c *Client) Touch(ctx context.Context, queue, id, lease string) (api.Task, 
 	return t, err
 }
 
-// Nack gives the task id back: ready again after delay (at once for 0),
-// or dead when its attempts are used up.
-func (c *Client) Nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
-	req := api.NackRequest{Lease: lease}
-	if delay != 0 {
+// RetryDelay, as a nack's delay, leaves the delay to the queue's retry
+// policy (ready at once without one).
+const RetryDelay time.Duration = -1
+
+// Nack gives the task id back after a failed attempt, keeping reason as
+// its last error: ready again after delay (RetryDelay: as the queue's
+// retry policy says), or dead (or moved to the queue's dead-letter queue)
+// when its attempts are used up. It returns the task as it is after.
+func (c *Client) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (api.Task, error) {
+	req := api.NackRequest{Lease: lease, Error: reason}
+	if delay >= 0 {
 		d := api.Duration(delay)
 		req.Delay = &d
 	}
-	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks", id, "nack"), req, nil)
-	return err
+	var t api.Task
+	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks", id, "nack"), req, &t)
+	return t, err
+}
+
+// Release gives the task id back, ready after delay, without counting
+// the attempt: what a worker shutting down does with its tasks. It
+// returns the task.
+func (c *Client) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (api.Task, error) {
+	req := api.ReleaseRequest{Lease: lease}
+	if delay > 0 {
+		d := api.Duration(delay)
+		req.Delay = &d
+	}
+	var t api.Task
+	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks", id, "release"), req, &t)
+	return t, err
+}
+
+// Bury makes the task id dead at once, whatever attempts are left (or
+// moves it to the queue's dead-letter queue), keeping reason as its last
+// error. It returns the task.
+func (c *Client) Bury(ctx context.Context, queue, id, lease, reason string) (api.Task, error) {
+	var t api.Task
+	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks", id, "bury"), api.BuryRequest{Lease: lease, Error: reason}, &t)
+	return t, err
 }
 
 // Kick makes the dead task id ready again; [ErrConflict] if it is not

@@ -142,7 +142,7 @@ func (s *site) dead(queue, id string) {
 	if err != nil || len(tasks) != 1 || tasks[0].ID != id {
 		s.t.Fatalf("reserve %s: %v %+v", queue, err, tasks)
 	}
-	if err := s.c.Nack(ctx, queue, id, tasks[0].Lease, 0); err != nil {
+	if _, err := s.c.Nack(ctx, queue, id, tasks[0].Lease, 0, ""); err != nil {
 		s.t.Fatal(err)
 	}
 }

@@ -97,7 +97,7 @@ func testAPI(t *testing.T) {
 		t.Fatalf("Touch: %+v, %v", touched, err)
 	}
 	lease = touched.Lease
-	if err := c.Nack(ctx, "orders", "order-1", lease, 0); err != nil {
+	if _, err := c.Nack(ctx, "orders", "order-1", lease, 0, ""); err != nil {
 		t.Fatalf("Nack: %v", err)
 	}
 	if err := c.Ack(ctx, "orders", "order-1", lease); !errors.Is(err, client.ErrConflict) {

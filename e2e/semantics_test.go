@@ -263,7 +263,7 @@ func testNack(t *testing.T) {
 		t.Fatalf("Reserve: %+v, %v", r.tasks, r.err)
 	}
 	nackAt := time.Now()
-	if err := c.Nack(ctx, "nack", "n", r.tasks[0].Lease, 500*time.Millisecond); err != nil {
+	if _, err := c.Nack(ctx, "nack", "n", r.tasks[0].Lease, 500*time.Millisecond, ""); err != nil {
 		t.Fatalf("Nack: %v", err)
 	}
 	task, err := c.Get(ctx, "nack", "n")
@@ -280,13 +280,13 @@ func testNack(t *testing.T) {
 	if r.at.Before(task.Due) {
 		t.Errorf("nacked task due %v handed out at %v", task.Due, r.at)
 	}
-	if err := c.Nack(ctx, "nack", "n", r.tasks[0].Lease, 0); err != nil {
+	if _, err := c.Nack(ctx, "nack", "n", r.tasks[0].Lease, 0, ""); err != nil {
 		t.Fatalf("Nack without delay: %v", err)
 	}
 	if task, err := c.Get(ctx, "nack", "n"); err != nil || task.State != api.StateReady {
 		t.Errorf("Get after Nack without delay: %+v, %v; want ready", task, err)
 	}
-	if err := c.Nack(ctx, "nack", "n", r.tasks[0].Lease, 0); !errors.Is(err, client.ErrConflict) {
+	if _, err := c.Nack(ctx, "nack", "n", r.tasks[0].Lease, 0, ""); !errors.Is(err, client.ErrConflict) {
 		t.Errorf("second Nack with the same lease: %v, want ErrConflict", err)
 	}
 }
@@ -322,7 +322,7 @@ func testDeadAndKick(t *testing.T) {
 	if r.err != nil || len(r.tasks) != 1 || r.tasks[0].ID != "nacked" {
 		t.Fatalf("Reserve: %+v, %v", r.tasks, r.err)
 	}
-	if err := c.Nack(ctx, "dead", "nacked", r.tasks[0].Lease, 0); err != nil {
+	if _, err := c.Nack(ctx, "dead", "nacked", r.tasks[0].Lease, 0, ""); err != nil {
 		t.Fatalf("Nack of the last attempt: %v", err)
 	}
 	if task, err := c.Get(ctx, "dead", "nacked"); err != nil || task.State != api.StateDead {

@@ -144,7 +144,7 @@ func testProbesAndMetrics(t *testing.T) {
 	if err := c.Ack(ctx, "m", tasks[0].ID, tasks[0].Lease); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Nack(ctx, "m", tasks[1].ID, tasks[1].Lease, 0); err != nil {
+	if _, err := c.Nack(ctx, "m", tasks[1].ID, tasks[1].Lease, 0, ""); err != nil {
 		t.Fatal(err)
 	}
 

@@ -207,8 +207,8 @@ func TestLeaseCalls(t *testing.T) {
 	}{
 		{"/v1/queues/q/tasks/a/ack", `{"lease":"L1"}`, 204},
 		{"/v1/queues/q/tasks/a/touch", `{"lease":"L1"}`, 200},
-		{"/v1/queues/q/tasks/a/nack", `{"lease":"L1"}`, 204},
-		{"/v1/queues/q/tasks/a/nack", `{"lease":"L1","delay":"3s"}`, 204},
+		{"/v1/queues/q/tasks/a/nack", `{"lease":"L1"}`, 200},
+		{"/v1/queues/q/tasks/a/nack", `{"lease":"L1","delay":"3s"}`, 200},
 		{"/v1/queues/q/tasks/a/kick", ``, 204},
 		{"/v1/queues/q/tasks/a/kick", `{}`, 204},
 	} {
@@ -226,7 +226,7 @@ func TestLeaseCalls(t *testing.T) {
 	if w := do(s, "DELETE", "/v1/queues/q/tasks/a", ""); w.Code != 204 {
 		t.Errorf("delete: %d", w.Code)
 	}
-	want2 := "ack q a L1 0s|touch q a L1 0s|nack q a L1 0s|nack q a L1 3s|kick [q a]|kick [q a]|delete [q a]"
+	want2 := "ack q a L1 0s|touch q a L1 0s|nack q a L1 -1ns|nack q a L1 3s|kick [q a]|kick [q a]|delete [q a]"
 	if got := strings.Join(calls, "|"); got != want2 {
 		t.Errorf("calls\n got %s\nwant %s", got, want2)
 	}

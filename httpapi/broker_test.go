@@ -241,7 +241,7 @@ func TestLiveOrderAndRetries(t *testing.T) {
 		t.Fatalf("reserved %s, want p0,p1a,p1b,p9", got)
 	}
 	// p0 has one attempt: a nack makes it dead; kick makes it ready.
-	l.call("POST", "/v1/queues/q/tasks/p0/nack", `{"lease":"`+leases["p0"]+`"}`, 204, nil)
+	l.call("POST", "/v1/queues/q/tasks/p0/nack", `{"lease":"`+leases["p0"]+`"}`, 200, nil)
 	var got api.Task
 	if l.call("GET", "/v1/queues/q/tasks/p0", "", 200, &got); got.State != "dead" {
 		t.Errorf("p0 after its last nack: %s", got.State)
@@ -251,7 +251,7 @@ func TestLiveOrderAndRetries(t *testing.T) {
 		t.Errorf("p0 after kick: %s", got.State)
 	}
 	// p9 nacked with a delay is delayed, then ready again.
-	l.call("POST", "/v1/queues/q/tasks/p9/nack", `{"lease":"`+leases["p9"]+`","delay":"1h"}`, 204, nil)
+	l.call("POST", "/v1/queues/q/tasks/p9/nack", `{"lease":"`+leases["p9"]+`","delay":"1h"}`, 200, nil)
 	if l.call("GET", "/v1/queues/q/tasks/p9", "", 200, &got); got.State != "delayed" || got.Attempts != 1 || time.Until(got.Due) < 59*time.Minute {
 		t.Errorf("p9 after nack with delay: %+v", got)
 	}

@@ -117,27 +117,29 @@ func (s *Server) touch(w http.ResponseWriter, r *http.Request, b service.Service
 	writeJSON(w, http.StatusOK, toTask(t, true))
 }
 
-// nack serves POST /v1/queues/{queue}/tasks/{id}/nack: 204 and the task
-// is delayed by the body's delay (ready at once without one), or dead
-// when its attempts are used up.
+// nack serves POST /v1/queues/{queue}/tasks/{id}/nack: 200 with the task
+// as it is after: delayed by the body's delay (or as the queue's retry
+// policy says without one), dead when its attempts are used up, or in
+// the queue's dead-letter queue.
 func (s *Server) nack(w http.ResponseWriter, r *http.Request, b service.Service) {
 	var req api.NackRequest
 	err := decode(w, r, smallBody, &req, false)
 	if err == nil && req.Lease == "" {
 		err = errNoLease
 	}
+	var t task.Task
 	if err == nil {
-		var delay time.Duration
+		delay := task.RetryDelay
 		if req.Delay != nil {
 			delay = req.Delay.D()
 		}
-		_, err = b.Nack(r.Context(), r.PathValue("queue"), r.PathValue("id"), req.Lease, delay, "")
+		t, err = b.Nack(r.Context(), r.PathValue("queue"), r.PathValue("id"), req.Lease, delay, req.Error)
 	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeEmpty(w, http.StatusNoContent)
+	writeJSON(w, http.StatusOK, toTask(t, false))
 }
 
 // kick serves POST /v1/queues/{queue}/tasks/{id}/kick: 204 and the dead

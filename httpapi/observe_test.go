@@ -102,7 +102,7 @@ func (o *observed) fourStates() {
 	if len(res.Tasks) != 2 || res.Tasks[1].ID != "x" {
 		o.t.Fatalf("reserved %+v, want v and x", res.Tasks)
 	}
-	o.call("POST", "/v1/queues/q/tasks/x/nack", `{"lease":"`+res.Tasks[1].Lease+`"}`, 204, nil)
+	o.call("POST", "/v1/queues/q/tasks/x/nack", `{"lease":"`+res.Tasks[1].Lease+`"}`, 200, nil)
 }
 
 // ids lists the ids and states of tasks as "id:state,...".
@@ -199,7 +199,7 @@ func TestObserveDead(t *testing.T) {
 	o.call("POST", "/v1/queues/q/tasks", `{"id":"y","priority":0,"max_attempts":1}`, 201, nil)
 	var res api.ReserveResponse
 	o.call("POST", "/v1/queues/q/reserve", `{}`, 200, &res)
-	o.call("POST", "/v1/queues/q/tasks/y/nack", `{"lease":"`+res.Tasks[0].Lease+`"}`, 204, nil)
+	o.call("POST", "/v1/queues/q/tasks/y/nack", `{"lease":"`+res.Tasks[0].Lease+`"}`, 200, nil)
 
 	var kicked api.KickedResponse
 	o.call("POST", "/v1/queues/q/dead:kick", "", 200, &kicked)
@@ -219,7 +219,7 @@ func TestObserveDead(t *testing.T) {
 	// Make x and y dead again (priority 0 and 1 come first), then delete.
 	o.call("POST", "/v1/queues/q/reserve", `{"max":2}`, 200, &res)
 	for _, task := range res.Tasks {
-		o.call("POST", "/v1/queues/q/tasks/"+task.ID+"/nack", `{"lease":"`+task.Lease+`"}`, 204, nil)
+		o.call("POST", "/v1/queues/q/tasks/"+task.ID+"/nack", `{"lease":"`+task.Lease+`"}`, 200, nil)
 	}
 	var deleted api.DeletedResponse
 	o.call("DELETE", "/v1/queues/q/dead", "", 200, &deleted)

@@ -73,8 +73,12 @@ var taskCommands = map[string]taskCommand{
 		flags: func(fs *flag.FlagSet, v *taskFlags) {
 			fs.DurationVar(&v.delay, "delay", 0, "how long the task waits before it is ready again")
 		},
-		call: func(ctx context.Context, c *client.Client, a []string, v *taskFlags, _ io.Writer) error {
-			return c.Nack(ctx, a[0], a[1], a[2], v.delay)
+		call: func(ctx context.Context, c *client.Client, a []string, v *taskFlags, out io.Writer) error {
+			t, err := c.Nack(ctx, a[0], a[1], a[2], v.delay, "")
+			if err != nil {
+				return err
+			}
+			return writeJSON(out, t)
 		},
 	},
 	"kick": {

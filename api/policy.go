@@ -1,0 +1,76 @@
+package api
+
+// Policy is the body of PUT /v1/queues/{queue}/policy and the answer of
+// GET and PUT on that path: how the queue's failed tasks come back, the
+// defaults of its puts, how fast and how many of its tasks are handed
+// out, and where its dead tasks go. Every field is optional; GET of a
+// queue without a policy answers {} (the defaults: a failed task is ready
+// again at once, puts take the server's defaults, nothing is limited, a
+// dead task stays in its queue). A policy is durable, holds on every
+// node of a cluster, and applies to the tasks already in the queue.
+type Policy struct {
+	// Retry spaces a failed task's attempts (a nack without a delay, or
+	// a lease that ran out): it comes back after
+	// min(max, initial × multiplier^(n−1)) for its n-th failed attempt,
+	// times a random factor in [1 − jitter, 1 + jitter], never earlier.
+	Retry *Retry `json:"retry,omitempty"`
+	// MaxAttempts is the max_attempts of a put that gives none.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// TTR is the ttr of a put that gives none.
+	TTR *Duration `json:"ttr,omitempty"`
+	// Rate hands out at most limit tasks per period across the whole
+	// service (a token bucket of burst).
+	Rate *Rate `json:"rate,omitempty"`
+	// Concurrency is how many of the queue's tasks may be reserved at
+	// once across the whole service.
+	Concurrency int `json:"concurrency,omitempty"`
+	// DeadLetter names the queue a task that dies moves to, ready, with
+	// its id, payload, attempts and last error (a task of the same id
+	// there is replaced).
+	DeadLetter string `json:"dead_letter,omitempty"`
+}
+
+// Retry is a [Policy]'s exponential back-off. Initial > 0, Max ≥
+// Initial, Multiplier ≥ 1, Jitter in [0, 1].
+type Retry struct {
+	Initial    Duration `json:"initial"`
+	Max        Duration `json:"max"`
+	Multiplier float64  `json:"multiplier"`
+	Jitter     float64  `json:"jitter"`
+}
+
+// Rate is a [Policy]'s rate limit: Limit tasks per Per, in bursts of up
+// to Burst (absent: Limit).
+type Rate struct {
+	Limit int      `json:"limit"`
+	Per   Duration `json:"per"`
+	Burst int      `json:"burst,omitempty"`
+}
+
+// PauseRequest is the body of POST /v1/queues/{queue}/pause: how long
+// the queue hands out nothing (absent: until resumed). Puts go on.
+type PauseRequest struct {
+	For *Duration `json:"for,omitempty"`
+}
+
+// ReleaseRequest is the body of release: the lease, and how long the
+// task waits before it is ready again (absent: ready at once). A release
+// does not count the attempt: a worker shutting down gives its tasks
+// back with it.
+type ReleaseRequest struct {
+	Lease string    `json:"lease"`
+	Delay *Duration `json:"delay,omitempty"`
+}
+
+// BuryRequest is the body of bury: the lease, and why (kept as the
+// task's last_error, at most [MaxError] bytes). The task is dead at
+// once, whatever attempts are left, or moved to the queue's dead-letter
+// queue.
+type BuryRequest struct {
+	Lease string `json:"lease"`
+	Error string `json:"error,omitempty"`
+}
+
+// MaxError bounds the error text of a nack or bury, in bytes; a longer
+// one is cut to it.
+const MaxError = 4096
