@@ -12,7 +12,20 @@ type TaskMetrics struct {
 	Puts, Deliveries, Acks, Nacks, LeaseExpiries, Dead prometheus.Counter
 	// Lateness is the time from due time to hand-over, in seconds.
 	Lateness prometheus.Histogram
+	// Retries counts, per queue, failed attempts (a nack, a lease that
+	// ran out) after which the task comes back; Throttled, per queue and
+	// reason ("rate", "concurrency"), the reserves that a queue's limit
+	// held back; DeadLettered, per queue, the tasks that died there and
+	// moved to its dead-letter queue. Their series number one per queue
+	// that saw the event, as the engines' own state per queue does.
+	Retries, Throttled, DeadLettered *prometheus.CounterVec
 }
+
+// Reasons of TaskMetrics.Throttled.
+const (
+	ThrottledRate        = "rate"
+	ThrottledConcurrency = "concurrency"
+)
 
 // NewTaskMetrics returns a fresh set of [TaskMetrics], registered nowhere.
 func NewTaskMetrics() TaskMetrics {
@@ -31,12 +44,25 @@ func NewTaskMetrics() TaskMetrics {
 			Help:    "Time from a task's due time to its hand-over to a reserver (waiting for a reserver included).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20), // 100 µs to 52 s
 		}),
+		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_task_retries_total",
+			Help: "Failed attempts (nack, lease expired) after which the task comes back, by queue.",
+		}, []string{"queue"}),
+		Throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_reserves_throttled_total",
+			Help: "Reserves that a queue's rate or concurrency limit held back, by queue and reason.",
+		}, []string{"queue", "reason"}),
+		DeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_tasks_dead_lettered_total",
+			Help: "Tasks that died in a queue and moved to its dead-letter queue, by queue.",
+		}, []string{"queue"}),
 	}
 }
 
 // Collectors returns the metrics, to register.
 func (t TaskMetrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{t.Puts, t.Deliveries, t.Acks, t.Nacks, t.LeaseExpiries, t.Dead, t.Lateness}
+	return []prometheus.Collector{t.Puts, t.Deliveries, t.Acks, t.Nacks, t.LeaseExpiries, t.Dead, t.Lateness,
+		t.Retries, t.Throttled, t.DeadLettered}
 }
 
 // Register registers every one of cs with r, or none: on an error it
