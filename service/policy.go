@@ -63,11 +63,11 @@ func CheckPolicy(queue string, p task.Policy) error {
 		case r.Per <= 0 || r.Per > task.MaxRatePer:
 			return bad("rate.per %s out of range: give more than 0s, at most %s", r.Per, task.MaxRatePer)
 		case r.Burst < 0 || r.Burst > task.MaxRateLimit:
-			return bad("rate.burst %d out of range 1..%d", r.Burst, task.MaxRateLimit)
+			return bad("rate.burst %d out of range 0..%d", r.Burst, task.MaxRateLimit)
 		}
 	}
 	if p.Concurrency < 0 || p.Concurrency > task.MaxConcurrency {
-		return bad("concurrency %d out of range 1..%d", p.Concurrency, task.MaxConcurrency)
+		return bad("concurrency %d out of range 0..%d", p.Concurrency, task.MaxConcurrency)
 	}
 	if p.DeadLetter != "" {
 		if err := CheckQueue(p.DeadLetter); err != nil {
