@@ -205,7 +205,9 @@ var (
 )
 
 // toTask turns the broker's task into its wire form, with the lease when
-// withLease is set (reserve and touch answers only).
+// withLease is set (reserve and touch answers only); when the lease ends
+// (lease_expires) is shown on every answer while the task is reserved,
+// and why its last attempt failed (last_error) always.
 func toTask(t task.Task, withLease bool) api.Task {
 	a := api.Task{
 		ID:          t.ID,
@@ -223,6 +225,11 @@ func toTask(t task.Task, withLease bool) api.Task {
 	if withLease {
 		a.Lease = t.Lease
 	}
+	if t.State == task.Reserved && !t.LeaseUntil.IsZero() {
+		until := t.LeaseUntil.UTC()
+		a.LeaseExpires = &until
+	}
+	a.LastError = t.LastError
 	return a
 }
 

@@ -32,6 +32,12 @@ type fakeBroker struct {
 	queues   func() []task.QueueStats
 	schedule func(s task.ScheduleSpec) (task.ScheduleInfo, bool, error)
 	scheds   func() []task.ScheduleInfo
+	// setPolicy and policy answer SetPolicy and Policy; DeletePolicy and
+	// PauseQueue are other's ("deletePolicy" q, "pause" q d).
+	setPolicy func(queue string, p task.Policy) (task.Policy, error)
+	policy    func(queue string) (task.Policy, error)
+	// reason is the last reason given to Nack or Bury.
+	reason string
 }
 
 var _ service.Service = (*fakeBroker)(nil)
@@ -97,7 +103,50 @@ func (f *fakeBroker) Touch(ctx context.Context, queue, id, lease string) (task.T
 }
 
 func (f *fakeBroker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
+	f.mu.Lock()
+	f.reason = reason
+	f.mu.Unlock()
 	return f.leaseOp("nack", queue, id, lease, delay)
+}
+
+func (f *fakeBroker) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
+	return f.leaseOp("release", queue, id, lease, delay)
+}
+
+func (f *fakeBroker) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
+	f.mu.Lock()
+	f.reason = reason
+	f.mu.Unlock()
+	return f.leaseOp("bury", queue, id, lease, 0)
+}
+
+// Reason returns the last reason given to Nack or Bury.
+func (f *fakeBroker) Reason() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reason
+}
+
+func (f *fakeBroker) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
+	if f.call("SetPolicy", f.setPolicy != nil); f.setPolicy == nil {
+		return task.Policy{}, nil
+	}
+	return f.setPolicy(queue, p)
+}
+
+func (f *fakeBroker) Policy(ctx context.Context, queue string) (task.Policy, error) {
+	if f.call("Policy", f.policy != nil); f.policy == nil {
+		return task.Policy{}, nil
+	}
+	return f.policy(queue)
+}
+
+func (f *fakeBroker) DeletePolicy(ctx context.Context, queue string) error {
+	return f.otherOp("deletePolicy", queue)
+}
+
+func (f *fakeBroker) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
+	return f.otherOp("pause", queue, d.String())
 }
 
 func (f *fakeBroker) otherOp(op string, args ...string) error {

@@ -85,7 +85,8 @@ func lease(w http.ResponseWriter, r *http.Request) (string, error) {
 	return req.Lease, nil
 }
 
-// errNoLease is the 400 for an ack, touch or nack without a lease.
+// errNoLease is the 400 for an ack, touch, nack, release or bury without
+// a lease.
 var errNoLease = badRequest("lease missing")
 
 // ack serves POST /v1/queues/{queue}/tasks/{id}/ack: 204 and the task is
@@ -120,7 +121,8 @@ func (s *Server) touch(w http.ResponseWriter, r *http.Request, b service.Service
 // nack serves POST /v1/queues/{queue}/tasks/{id}/nack: 200 with the task
 // as it is after: delayed by the body's delay (or as the queue's retry
 // policy says without one), dead when its attempts are used up, or in
-// the queue's dead-letter queue.
+// the queue's dead-letter queue; the body's error is kept as its last
+// error, cut to api.MaxError bytes.
 func (s *Server) nack(w http.ResponseWriter, r *http.Request, b service.Service) {
 	var req api.NackRequest
 	err := decode(w, r, smallBody, &req, false)
@@ -131,9 +133,68 @@ func (s *Server) nack(w http.ResponseWriter, r *http.Request, b service.Service)
 	if err == nil {
 		delay := task.RetryDelay
 		if req.Delay != nil {
-			delay = req.Delay.D()
+			delay, err = leaseDelay(req.Delay)
 		}
-		t, err = b.Nack(r.Context(), r.PathValue("queue"), r.PathValue("id"), req.Lease, delay, req.Error)
+		if err == nil {
+			t, err = b.Nack(r.Context(), r.PathValue("queue"), r.PathValue("id"), req.Lease, delay, service.CutError(req.Error))
+		}
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toTask(t, false))
+}
+
+// leaseDelay reads the delay of a nack or release: a negative one is
+// refused here, where an absent one and task.RetryDelay (-1ns) are still
+// told apart.
+func leaseDelay(d *api.Duration) (time.Duration, error) {
+	if d.D() < 0 {
+		return 0, badRequest("delay %s: give 0s or more", d.D())
+	}
+	return d.D(), nil
+}
+
+// release serves POST /v1/queues/{queue}/tasks/{id}/release: 200 with
+// the task, ready again after the body's delay (at once without one),
+// its attempt not counted.
+func (s *Server) release(w http.ResponseWriter, r *http.Request, b service.Service) {
+	var req api.ReleaseRequest
+	err := decode(w, r, smallBody, &req, false)
+	if err == nil && req.Lease == "" {
+		err = errNoLease
+	}
+	var t task.Task
+	if err == nil {
+		var delay time.Duration
+		if req.Delay != nil {
+			delay, err = leaseDelay(req.Delay)
+		}
+		if err == nil {
+			t, err = b.Release(r.Context(), r.PathValue("queue"), r.PathValue("id"), req.Lease, delay)
+		}
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toTask(t, false))
+}
+
+// bury serves POST /v1/queues/{queue}/tasks/{id}/bury: 200 with the task,
+// dead at once whatever attempts are left (or in the queue's dead-letter
+// queue), the body's error kept as its last error, cut to api.MaxError
+// bytes.
+func (s *Server) bury(w http.ResponseWriter, r *http.Request, b service.Service) {
+	var req api.BuryRequest
+	err := decode(w, r, smallBody, &req, false)
+	if err == nil && req.Lease == "" {
+		err = errNoLease
+	}
+	var t task.Task
+	if err == nil {
+		t, err = b.Bury(r.Context(), r.PathValue("queue"), r.PathValue("id"), req.Lease, service.CutError(req.Error))
 	}
 	if err != nil {
 		s.fail(w, r, err)

@@ -79,7 +79,7 @@ const (
 	// 200 bytes, the other fields and generous whitespace.
 	Envelope = 64 << 10
 	// smallBody bounds the bodies that carry no payload (reserve, ack,
-	// nack, touch, kick).
+	// nack, touch, release, bury, kick, a policy, a pause).
 	smallBody = 64 << 10
 	// defaultBatchBody is Options.MaxBatchBody's default: a thousand
 	// puts of 64 KiB each.
@@ -179,7 +179,14 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/queues/{queue}/tasks/{id}/ack", s.ack},
 		{"POST", "/v1/queues/{queue}/tasks/{id}/touch", s.touch},
 		{"POST", "/v1/queues/{queue}/tasks/{id}/nack", s.nack},
+		{"POST", "/v1/queues/{queue}/tasks/{id}/release", s.release},
+		{"POST", "/v1/queues/{queue}/tasks/{id}/bury", s.bury},
 		{"POST", "/v1/queues/{queue}/tasks/{id}/kick", s.kick},
+		{"PUT", "/v1/queues/{queue}/policy", s.setPolicy},
+		{"GET", "/v1/queues/{queue}/policy", s.policy},
+		{"DELETE", "/v1/queues/{queue}/policy", s.deletePolicy},
+		{"POST", "/v1/queues/{queue}/pause", s.pause},
+		{"POST", "/v1/queues/{queue}/resume", s.resume},
 		{"POST", "/v1/reserve", s.reserveQueues},
 		{"POST", "/v1/acks", s.acks},
 		{"GET", "/v1/queues", s.queues},

@@ -83,6 +83,12 @@ func appendTask(dst []byte, t *api.Task) []byte {
 	if t.Lease != "" {
 		dst = appendString(append(dst, `,"lease":`...), t.Lease)
 	}
+	if t.LeaseExpires != nil {
+		dst = appendTime(append(dst, `,"lease_expires":`...), *t.LeaseExpires)
+	}
+	if t.LastError != "" {
+		dst = appendString(append(dst, `,"last_error":`...), t.LastError)
+	}
 	return append(dst, '}')
 }
 

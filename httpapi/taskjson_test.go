@@ -49,6 +49,13 @@ func TestAppendTask_MatchesEncodingJSON(t *testing.T) {
 		if r.IntN(2) == 0 {
 			t.Lease = str()
 		}
+		if r.IntN(2) == 0 {
+			e := tm()
+			t.LeaseExpires = &e
+		}
+		if r.IntN(2) == 0 {
+			t.LastError = str()
+		}
 		return t
 	}
 	check := func(v any) {

@@ -1,0 +1,163 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// The routes of a queue's policy and pause: PUT, GET and DELETE
+// /v1/queues/{queue}/policy, POST /v1/queues/{queue}/pause and resume.
+// What a policy means, and every bound on its fields, is the service's
+// (service/policy.go); here only the wire: api.Policy ↔ task.Policy, and
+// a pause's "for" (absent: until resumed).
+
+// setPolicy serves PUT /v1/queues/{queue}/policy: 200 with the policy as
+// recorded (a rate's burst filled in); a bad field is 400 naming it, and
+// nothing changes.
+func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Service) {
+	var req api.Policy
+	if err := decode(w, r, smallBody, &req, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err := b.SetPolicy(r.Context(), r.PathValue("queue"), fromAPIPolicy(req))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toAPIPolicy(p))
+}
+
+// policy serves GET /v1/queues/{queue}/policy: 200 with the queue's
+// policy, {} when it has none.
+func (s *Server) policy(w http.ResponseWriter, r *http.Request, b service.Service) {
+	p, err := b.Policy(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toAPIPolicy(p))
+}
+
+// deletePolicy serves DELETE /v1/queues/{queue}/policy: 204, and the
+// queue's policy is the default again.
+func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request, b service.Service) {
+	if err := b.DeletePolicy(r.Context(), r.PathValue("queue")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}
+
+// pause serves POST /v1/queues/{queue}/pause: 204, and the queue hands
+// out nothing for the body's "for" (absent, or no body: until resumed).
+// A "for" of 0s or less is 400 (resume says that), one over the server's
+// max delay too (the service's check).
+func (s *Server) pause(w http.ResponseWriter, r *http.Request, b service.Service) {
+	var req api.PauseRequest
+	err := decode(w, r, smallBody, &req, true)
+	d := task.PauseIndefinitely
+	if err == nil && req.For != nil {
+		if d = req.For.D(); d <= 0 {
+			err = badRequest("for %s: give more than 0s, or leave it out to pause until resumed", d)
+		}
+	}
+	if err == nil {
+		err = b.PauseQueue(r.Context(), r.PathValue("queue"), d)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}
+
+// resume serves POST /v1/queues/{queue}/resume: 204, and the queue hands
+// out tasks again (a pause of 0). The body, if any, must be an empty
+// object.
+func (s *Server) resume(w http.ResponseWriter, r *http.Request, b service.Service) {
+	var req struct{}
+	err := decode(w, r, smallBody, &req, true)
+	if err == nil {
+		err = b.PauseQueue(r.Context(), r.PathValue("queue"), 0)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}
+
+// fromAPIPolicy turns a policy's wire form into the service's, as it is:
+// the service checks it (service.CheckPolicy).
+func fromAPIPolicy(a api.Policy) task.Policy {
+	p := task.Policy{
+		MaxAttempts: a.MaxAttempts,
+		Concurrency: a.Concurrency,
+		DeadLetter:  a.DeadLetter,
+	}
+	if a.Retry != nil {
+		p.Retry = &task.Retry{
+			Initial:    a.Retry.Initial.D(),
+			Max:        a.Retry.Max.D(),
+			Multiplier: a.Retry.Multiplier,
+			Jitter:     a.Retry.Jitter,
+		}
+	}
+	if a.TTR != nil {
+		p.TTR = a.TTR.D()
+	}
+	if a.Rate != nil {
+		p.Rate = &task.Rate{Limit: a.Rate.Limit, Per: a.Rate.Per.D(), Burst: a.Rate.Burst}
+	}
+	return p
+}
+
+// toAPIPolicy turns the service's policy into its wire form: fields at
+// their defaults are left out, so that the zero Policy is {}.
+func toAPIPolicy(p task.Policy) api.Policy {
+	a := api.Policy{
+		MaxAttempts: p.MaxAttempts,
+		Concurrency: p.Concurrency,
+		DeadLetter:  p.DeadLetter,
+	}
+	if p.Retry != nil {
+		a.Retry = &api.Retry{
+			Initial:    api.Duration(p.Retry.Initial),
+			Max:        api.Duration(p.Retry.Max),
+			Multiplier: p.Retry.Multiplier,
+			Jitter:     p.Retry.Jitter,
+		}
+	}
+	if p.TTR != 0 {
+		d := api.Duration(p.TTR)
+		a.TTR = &d
+	}
+	if p.Rate != nil {
+		a.Rate = &api.Rate{Limit: p.Rate.Limit, Per: api.Duration(p.Rate.Per), Burst: p.Rate.Burst}
+	}
+	return a
+}
+
+// toQueue turns a queue's counts, pause and policy into its wire form:
+// paused while its pause ends after now, with paused_until unless it lasts
+// until resumed, and its policy unless it has none.
+func toQueue(q task.QueueStats, now time.Time) api.Queue {
+	a := api.Queue{Name: q.Name, Delayed: q.Delayed, Ready: q.Ready, Reserved: q.Reserved, Dead: q.Dead}
+	if !q.PausedUntil.IsZero() && q.PausedUntil.After(now) {
+		a.Paused = true
+		if !q.PausedUntil.Equal(task.PausedForever) {
+			until := q.PausedUntil.UTC()
+			a.PausedUntil = &until
+		}
+	}
+	if !q.Policy.IsZero() {
+		p := toAPIPolicy(q.Policy)
+		a.Policy = &p
+	}
+	return a
+}

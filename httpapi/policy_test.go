@@ -1,0 +1,295 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// fullPolicy is a policy with every field set, and fullPolicyJSON the
+// same on the wire.
+var fullPolicy = task.Policy{
+	Retry:       &task.Retry{Initial: time.Second, Max: time.Minute, Multiplier: 2, Jitter: 0.1},
+	MaxAttempts: 5,
+	TTR:         30 * time.Second,
+	Rate:        &task.Rate{Limit: 10, Per: time.Second, Burst: 20},
+	Concurrency: 3,
+	DeadLetter:  "mail-dead",
+}
+
+const fullPolicyJSON = `{"retry":{"initial":"1s","max":"1m0s","multiplier":2,"jitter":0.1},"max_attempts":5,"ttr":"30s",` +
+	`"rate":{"limit":10,"per":"1s","burst":20},"concurrency":3,"dead_letter":"mail-dead"}`
+
+// TestPolicyRoutes checks PUT, GET and DELETE of a queue's policy: the
+// body reaches the service as it was sent, and the answer is the policy
+// the service recorded.
+func TestPolicyRoutes(t *testing.T) {
+	s, f := newServer(t, httpapi.Options{})
+	var got task.Policy
+	f.setPolicy = func(queue string, p task.Policy) (task.Policy, error) {
+		if queue != "mail" {
+			t.Errorf("SetPolicy of queue %q", queue)
+		}
+		got = p
+		return service.NormalPolicy(p), nil
+	}
+	w := do(s, "PUT", "/v1/queues/mail/policy", fullPolicyJSON)
+	if body := strings.TrimSpace(w.Body.String()); w.Code != 200 || body != fullPolicyJSON {
+		t.Errorf("PUT: %d\n got %s\nwant %s", w.Code, body, fullPolicyJSON)
+	}
+	if fmt.Sprint(got.Retry, got.Rate, got.MaxAttempts, got.TTR, got.Concurrency, got.DeadLetter) !=
+		fmt.Sprint(fullPolicy.Retry, fullPolicy.Rate, fullPolicy.MaxAttempts, fullPolicy.TTR, fullPolicy.Concurrency, fullPolicy.DeadLetter) {
+		t.Errorf("SetPolicy got %+v, want %+v", got, fullPolicy)
+	}
+
+	// The burst the service fills in comes back; absent fields stay out.
+	w = do(s, "PUT", "/v1/queues/mail/policy", `{"rate":{"limit":5,"per":"1m"}}`)
+	if want := `{"rate":{"limit":5,"per":"1m0s","burst":5}}`; strings.TrimSpace(w.Body.String()) != want {
+		t.Errorf("PUT rate without burst: %d %s, want %s", w.Code, w.Body.String(), want)
+	}
+	if w := do(s, "PUT", "/v1/queues/mail/policy", `{}`); w.Code != 200 || strings.TrimSpace(w.Body.String()) != `{}` {
+		t.Errorf("PUT {}: %d %s", w.Code, w.Body.String())
+	}
+
+	f.policy = func(queue string) (task.Policy, error) { return task.Policy{}, nil }
+	if w := do(s, "GET", "/v1/queues/mail/policy", ""); w.Code != 200 || strings.TrimSpace(w.Body.String()) != `{}` {
+		t.Errorf("GET without a policy: %d %s, want {}", w.Code, w.Body.String())
+	}
+	f.policy = func(queue string) (task.Policy, error) { return fullPolicy, nil }
+	if w := do(s, "GET", "/v1/queues/mail/policy", ""); w.Code != 200 || strings.TrimSpace(w.Body.String()) != fullPolicyJSON {
+		t.Errorf("GET: %d %s", w.Code, w.Body.String())
+	}
+
+	var calls []string
+	f.other = func(op string, args ...string) error {
+		calls = append(calls, fmt.Sprint(op, args))
+		return nil
+	}
+	if w := do(s, "DELETE", "/v1/queues/mail/policy", ""); w.Code != 204 || w.Body.Len() != 0 {
+		t.Errorf("DELETE: %d %q", w.Code, w.Body.String())
+	}
+	if got := strings.Join(calls, "|"); got != "deletePolicy[mail]" {
+		t.Errorf("calls %s", got)
+	}
+	if w := do(s, "POST", "/v1/queues/mail/policy", "{}"); w.Code != 405 || w.Header().Get("Allow") != "PUT, GET, DELETE, HEAD" {
+		t.Errorf("POST: %d, Allow %q", w.Code, w.Header().Get("Allow"))
+	}
+}
+
+// TestPolicyRefused checks that a policy bad on the wire is refused
+// before the service sees it, and that the service's refusal (a field out
+// of range) answers 400 with its message naming the field.
+func TestPolicyRefused(t *testing.T) {
+	s, f := newServer(t, httpapi.Options{})
+	for _, tc := range []struct{ body, want string }{
+		{``, "empty body"},
+		{`{"colour":"red"}`, `unknown field "colour"`},
+		{`{"retry":{"initial":"1s","max":"1s","multiplier":1,"jitter":0,"base":2}}`, `unknown field "base"`},
+		{`{"ttr":30}`, "not a number"},
+		{`{"retry":{"initial":"soon"}}`, `bad duration "soon"`},
+		{`{"max_attempts":"3"}`, `field "max_attempts"`},
+		{`{"concurrency":1.5}`, `field "concurrency"`},
+		{`{"rate":[1]}`, `field "rate"`},
+		{`{} {}`, "trailing data"},
+	} {
+		w := do(s, "PUT", "/v1/queues/q/policy", tc.body)
+		if msg := errorText(t, w); w.Code != 400 || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %d %s, want 400 with %q", tc.body, w.Code, msg, tc.want)
+		}
+	}
+	if n := f.Calls(); n != 0 {
+		t.Errorf("%d calls reached the service", n)
+	}
+
+	// The service's checks, as both engines make them.
+	f.setPolicy = func(queue string, p task.Policy) (task.Policy, error) {
+		if err := service.CheckPolicy(queue, p); err != nil {
+			return task.Policy{}, err
+		}
+		return p, nil
+	}
+	for _, tc := range []struct{ body, field string }{
+		{`{"retry":{"initial":"0s","max":"1s","multiplier":2,"jitter":0}}`, "retry.initial"},
+		{`{"retry":{"initial":"2s","max":"1s","multiplier":2,"jitter":0}}`, "retry.max"},
+		{`{"retry":{"initial":"1s","max":"1s","multiplier":0.5,"jitter":0}}`, "retry.multiplier"},
+		{`{"retry":{"initial":"1s","max":"1s","multiplier":2,"jitter":1.5}}`, "retry.jitter"},
+		{`{"max_attempts":-1}`, "max_attempts"},
+		{`{"ttr":"-1s"}`, "ttr"},
+		{`{"rate":{"limit":0,"per":"1s"}}`, "rate.limit"},
+		{`{"rate":{"limit":1,"per":"0s"}}`, "rate.per"},
+		{`{"rate":{"limit":1,"per":"1s","burst":-1}}`, "rate.burst"},
+		{`{"concurrency":-2}`, "concurrency"},
+		{`{"dead_letter":"q"}`, "dead_letter"},
+		{`{"dead_letter":"a b"}`, "dead_letter"},
+	} {
+		w := do(s, "PUT", "/v1/queues/q/policy", tc.body)
+		if msg := errorText(t, w); w.Code != 400 || !strings.Contains(msg, "policy: "+tc.field+" ") && !strings.Contains(msg, "policy: "+tc.field+":") {
+			t.Errorf("%s: %d %s, want 400 naming %s", tc.body, w.Code, msg, tc.field)
+		}
+	}
+}
+
+// TestPauseResume checks the pause and resume routes: a pause without a
+// length lasts until resumed, one of 0s or less is refused, and resume is
+// a pause of 0.
+func TestPauseResume(t *testing.T) {
+	s, f := newServer(t, httpapi.Options{})
+	var calls []string
+	f.other = func(op string, args ...string) error {
+		calls = append(calls, fmt.Sprint(op, args))
+		if args[1] == (time.Hour * 24 * 365 * 20).String() {
+			return fmt.Errorf("%w: pause must be 0 to 87600h0m0s", task.ErrInvalid)
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		path, body string
+		status     int
+	}{
+		{"pause", ``, 204},
+		{"pause", `{}`, 204},
+		{"pause", `{"for":"10m"}`, 204},
+		{"pause", `{"for":"175200h"}`, 400}, // over the service's max delay
+		{"pause", `{"for":"0s"}`, 400},
+		{"pause", `{"for":"-1s"}`, 400},
+		{"pause", `{"for":600}`, 400},
+		{"pause", `{"until":"10m"}`, 400},
+		{"resume", ``, 204},
+		{"resume", `{}`, 204},
+		{"resume", `{"for":"1s"}`, 400},
+	} {
+		w := do(s, "POST", "/v1/queues/q/"+tc.path, tc.body)
+		if w.Code != tc.status {
+			t.Errorf("%s %s: %d %s, want %d", tc.path, tc.body, w.Code, w.Body.String(), tc.status)
+		}
+		if w.Code == 204 && w.Body.Len() != 0 {
+			t.Errorf("%s %s: 204 with a body %q", tc.path, tc.body, w.Body.String())
+		}
+		if w.Code == 400 {
+			errorText(t, w)
+		}
+	}
+	forever := task.PauseIndefinitely.String()
+	want := "pause[q " + forever + "]|pause[q " + forever + "]|pause[q 10m0s]|pause[q 175200h0m0s]|pause[q 0s]|pause[q 0s]"
+	if got := strings.Join(calls, "|"); got != want {
+		t.Errorf("calls\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestReleaseBury checks the release and bury routes and the error text
+// of a nack: what reaches the service, the answer (the task, without its
+// lease), and what is refused on the wire.
+func TestReleaseBury(t *testing.T) {
+	s, f := newServer(t, httpapi.Options{})
+	var calls []string
+	f.lease = func(op, queue, id, lease string, delay time.Duration) (task.Task, error) {
+		calls = append(calls, fmt.Sprint(op, " ", queue, " ", id, " ", lease, " ", delay))
+		tk := sample()
+		tk.State, tk.LastError = task.Dead, f.Reason()
+		return tk, nil
+	}
+	for _, tc := range []struct {
+		path, body string
+		status     int
+		reason     string
+	}{
+		{"release", `{"lease":"L1"}`, 200, ""},
+		{"release", `{"lease":"L1","delay":"5s"}`, 200, ""},
+		{"bury", `{"lease":"L1"}`, 200, ""},
+		{"bury", `{"lease":"L1","error":"smtp: 550 no such user"}`, 200, "smtp: 550 no such user"},
+		{"nack", `{"lease":"L1","error":"timeout","delay":"0s"}`, 200, "timeout"},
+		{"release", `{}`, 400, ""},
+		{"bury", `{"error":"x"}`, 400, ""},
+		{"release", `{"lease":"L1","delay":"-1s"}`, 400, ""},
+		{"nack", `{"lease":"L1","delay":"-1ns"}`, 400, ""},
+		{"release", `{"lease":"L1","error":"x"}`, 400, ""},
+		{"bury", `{"lease":"L1","delay":"1s"}`, 400, ""},
+		{"bury", ``, 400, ""},
+	} {
+		w := do(s, "POST", "/v1/queues/q/tasks/a/"+tc.path, tc.body)
+		if w.Code != tc.status {
+			t.Errorf("%s %s: %d %s, want %d", tc.path, tc.body, w.Code, w.Body.String(), tc.status)
+			continue
+		}
+		if w.Code != 200 {
+			errorText(t, w)
+			continue
+		}
+		body := w.Body.String()
+		if strings.Contains(body, `"lease":`) {
+			t.Errorf("%s answers the lease: %s", tc.path, body)
+		}
+		if want := `"last_error":"` + tc.reason + `"`; tc.reason != "" && !strings.Contains(body, want) {
+			t.Errorf("%s %s: %s, want %s", tc.path, tc.body, body, want)
+		}
+	}
+	want := "release q a L1 0s|release q a L1 5s|bury q a L1 0s|bury q a L1 0s|nack q a L1 0s"
+	if got := strings.Join(calls, "|"); got != want {
+		t.Errorf("calls\n got %s\nwant %s", got, want)
+	}
+
+	// An error text over api.MaxError bytes is kept cut, at a UTF-8
+	// boundary.
+	long := strings.Repeat("é", api.MaxError) // 2 bytes each
+	for _, path := range []string{"nack", "bury"} {
+		if w := do(s, "POST", "/v1/queues/q/tasks/a/"+path, `{"lease":"L1","error":"`+long+`"}`); w.Code != 200 {
+			t.Errorf("%s with a long error: %d %s", path, w.Code, w.Body.String())
+		}
+		if got := f.Reason(); len(got) != api.MaxError || got != long[:api.MaxError] {
+			t.Errorf("%s: the service got %d bytes, want the first %d", path, len(got), api.MaxError)
+		}
+	}
+}
+
+// TestTaskLeaseAndError checks lease_expires (while reserved, in UTC) and
+// last_error in a task's JSON.
+func TestTaskLeaseAndError(t *testing.T) {
+	s, f := newServer(t, httpapi.Options{})
+	until := time.Date(2030, 1, 2, 4, 5, 0, 500, time.FixedZone("X", 3600))
+	state := task.Reserved
+	f.get = func(queue, id string) (task.Task, error) {
+		tk := sample()
+		tk.State, tk.LeaseUntil, tk.LastError = state, until, `refused: "quota"`
+		return tk, nil
+	}
+	w := do(s, "GET", "/v1/queues/q/tasks/a", "")
+	want := strings.TrimSuffix(sampleJSON, "}") + `,"lease_expires":"2030-01-02T03:05:00.0000005Z","last_error":"refused: \"quota\""}`
+	if got := strings.TrimSpace(w.Body.String()); w.Code != 200 || got != want {
+		t.Errorf("reserved task:\n got %s\nwant %s", got, want)
+	}
+	state = task.Ready
+	w = do(s, "GET", "/v1/queues/q/tasks/a", "")
+	if got := w.Body.String(); strings.Contains(got, "lease_expires") || !strings.Contains(got, `"last_error"`) {
+		t.Errorf("ready task: %s, want last_error and no lease_expires", got)
+	}
+}
+
+// TestQueuesPauseAndPolicy checks what GET /v1/queues shows of each
+// queue's pause and policy.
+func TestQueuesPauseAndPolicy(t *testing.T) {
+	s, f := newServer(t, httpapi.Options{})
+	until := time.Now().Add(time.Hour).Round(time.Millisecond)
+	f.queues = func() []task.QueueStats {
+		return []task.QueueStats{
+			{Name: "a", PausedUntil: task.PausedForever},
+			{Name: "b", PausedUntil: until.In(time.FixedZone("X", 7200))},
+			{Name: "c", PausedUntil: time.Now().Add(-time.Second), Policy: task.Policy{Concurrency: 1}},
+			{Name: "d"},
+		}
+	}
+	w := do(s, "GET", "/v1/queues", "")
+	untilJSON := until.UTC().Format(time.RFC3339Nano)
+	want := `{"queues":[{"name":"a","delayed":0,"ready":0,"reserved":0,"dead":0,"paused":true},` +
+		`{"name":"b","delayed":0,"ready":0,"reserved":0,"dead":0,"paused":true,"paused_until":"` + untilJSON + `"},` +
+		`{"name":"c","delayed":0,"ready":0,"reserved":0,"dead":0,"policy":{"concurrency":1}},` +
+		`{"name":"d","delayed":0,"ready":0,"reserved":0,"dead":0}]}`
+	if got := strings.TrimSpace(w.Body.String()); w.Code != 200 || got != want {
+		t.Errorf("queues: %d\n got %s\nwant %s", w.Code, got, want)
+	}
+}
