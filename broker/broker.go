@@ -276,8 +276,10 @@ func (b *Broker) queue(name string) *queueState {
 	return q
 }
 
-// count moves one task of q from state from to state to (0: none).
-// b.mu is held.
+// count moves one task of q from state from to state to (0: none). A
+// task that stops being reserved in a queue with a concurrency limit
+// frees a place: one waiter is woken, if a task is ready for it. b.mu is
+// held.
 func (q *queueState) count(from, to task.State) {
 	for i, st := range [2]task.State{from, to} {
 		d := 1
@@ -294,6 +296,9 @@ func (q *queueState) count(from, to task.State) {
 		case task.Dead:
 			q.dead += d
 		}
+	}
+	if from == task.Reserved && to != task.Reserved && q.policy.Concurrency > 0 && q.readyN > 0 {
+		q.wakeOne()
 	}
 }
 
@@ -399,6 +404,7 @@ func view(t store.Task, s slot) task.Task {
 		Releases:    int(t.Releases),
 		Buries:      int(t.Buries),
 		Kicks:       int(t.Kicks),
+		LastError:   t.LastError,
 	}
 	if t.State == store.Reserved {
 		v.LeaseUntil = time.Unix(0, t.LeaseUntil).UTC()

@@ -84,6 +84,17 @@ func (b *Broker) writeTask(kind store.OpKind, t store.Task) {
 	b.kick()
 }
 
+// moveTask records t, payload included, as put whole by the open group
+// under its job id, moved from the queue and id old (a dead task moved to
+// its dead-letter queue): the store removes the old index and list
+// entries, and the overlay shows old gone at once. b.mu is held.
+func (b *Broker) moveTask(old qid, t store.Task) {
+	b.writeTask(store.PutTask, t)
+	if old != (qid{t.Queue, t.ID}) {
+		b.over.index[old] = pendingIndex{b.open, 0}
+	}
+}
+
 // writeSchedule records a schedule write in the open group. b.mu is held.
 func (b *Broker) writeSchedule(s store.Schedule, del bool) {
 	g := b.open

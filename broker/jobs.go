@@ -136,7 +136,8 @@ func (b *Broker) ReleaseJob(ctx context.Context, job uint64, lease string, prio 
 	return b.commitWait(ctx, b.barrier())
 }
 
-// BuryJob makes job, reserved under lease, dead with priority prio.
+// BuryJob makes job, reserved under lease, dead with priority prio (moved
+// to its queue's dead-letter queue if it has one, as Bury).
 func (b *Broker) BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error {
 	b.mu.Lock()
 	rec, s, err := b.heldJob(job, lease)
@@ -145,14 +146,10 @@ func (b *Broker) BuryJob(ctx context.Context, job uint64, lease string, prio uin
 		return err
 	}
 	b.leases.Remove(job)
-	delete(b.leased, job)
 	rec.Buries++
 	rec.Priority = prio
-	rec.State = store.Dead
-	rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
-	b.writeTask(store.UpdateTask, rec)
 	s.prio = prio
-	b.bury(job, s, b.queues[s.queue()])
+	b.fail(job, s, rec, time.Now().UnixNano(), 0, true, false)
 	return b.commitWait(ctx, b.barrier())
 }
 
@@ -350,51 +347,6 @@ func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
 	return b.show(jobs[0])
 }
 
-// PauseQueue stops queue from handing out tasks for d (0 ends a pause):
-// reservers wait, puts go on.
-func (b *Broker) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
-	if err := service.CheckQueue(queue); err != nil {
-		return err
-	}
-	if err := service.CheckDelay("pause", d, b.cfg.MaxDelay); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
-		return err
-	}
-	q, err := b.queueFor(queue)
-	if err != nil {
-		return err
-	}
-	q.pauses++
-	until := time.Now().Add(d).UnixNano()
-	q.pausedUntil = until
-	if d == 0 {
-		q.pausedUntil = 0
-		b.unpaused(q)
-		return nil
-	}
-	_, err = b.cron.AfterFunc(d, func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if q.pausedUntil == until {
-			q.pausedUntil = 0
-			b.unpaused(q)
-		}
-	})
-	return err
-}
-
-// unpaused wakes as many of q's waiters as q has ready tasks. b.mu is
-// held.
-func (b *Broker) unpaused(q *queueState) {
-	for range min(q.readyN, len(q.waiters)) {
-		q.wakeOne()
-	}
-}
-
 // Queue returns the detail of queue; a queue never used reports zeros.
 // It takes O(ready) time.
 func (b *Broker) Queue(queue string) (task.QueueDetail, error) {
@@ -407,11 +359,11 @@ func (b *Broker) Queue(queue string) (task.QueueDetail, error) {
 	if !ok {
 		return task.QueueDetail{QueueStats: task.QueueStats{Name: queue}}, nil
 	}
+	now := time.Now().UnixNano()
 	d := task.QueueDetail{
-		QueueStats: task.QueueStats{Name: q.name, Delayed: q.delayed, Ready: q.readyN, Reserved: q.reserved, Dead: q.dead,
-			Puts: q.puts, Deliveries: q.deliveries, Acks: q.acks},
-		Waiting: len(q.waiters),
-		Pauses:  q.pauses,
+		QueueStats: q.stats(now),
+		Waiting:    len(q.waiters),
+		Pauses:     q.pauses,
 	}
 	// The heap may hold stale entries of a task (made ready again since),
 	// so each task is counted once.
@@ -422,7 +374,7 @@ func (b *Broker) Queue(queue string) (task.QueueDetail, error) {
 			d.Urgent++
 		}
 	}
-	if left := q.pausedUntil - time.Now().UnixNano(); left > 0 {
+	if left := q.pausedUntil - now; left > 0 {
 		d.PauseLeft = time.Duration(left)
 	}
 	return d, nil

@@ -40,6 +40,9 @@ func (b *Broker) ListTasks(ctx context.Context, queue string, st task.State, aft
 			if p, ok := b.over.tasks[rec.JobID]; ok && !p.gone {
 				rec = p.t
 				rec.Payload = nil
+				if rec.Queue != queue {
+					continue // moved to its dead-letter queue, not yet committed
+				}
 			}
 			out = append(out, view(rec, s))
 			if len(out) == limit {

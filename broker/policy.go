@@ -2,28 +2,258 @@ package broker
 
 import (
 	"context"
-	"errors"
+	"math"
 	"time"
 
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
 )
 
-var errNotYet = errors.New("hourglass: not implemented yet")
+// A queue's settings are its policy (task.Policy, applied through the
+// rules of service/policy.go) and its pause. Both live in the queue's
+// queueState, guarded by b.mu, and in one store.Queue record, written in
+// the same group commit as the tasks' writes and loaded by recover; a
+// queue with neither has no record. Where each part of a policy acts:
+//
+//   - put defaults: put (put.go), for every put and every occurrence of a
+//     schedule;
+//   - retry back-off and dead letter: fail (failure.go), at each failed
+//     attempt (nack, bury, a lease that runs out);
+//   - rate and concurrency: take (reserve.go), at each reserve. A reserve
+//     that meets a limit waits among the queue's waiters; it is woken when
+//     a token is due (armRate arms a timer for it) or when one of the
+//     queue's tasks stops being reserved (queueState.count).
+//
+// A change of policy applies to the tasks already in the queue: at their
+// next failure, and at the next reserve.
 
-func (b *Broker) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
-	return task.Task{}, errNotYet
-}
-
-func (b *Broker) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
-	return task.Task{}, errNotYet
-}
-
+// SetPolicy checks p (service.CheckPolicy) and makes it queue's policy,
+// durably, and returns it as recorded (service.NormalPolicy). Reservers
+// waiting on the queue are woken, as the new limits may let them take.
 func (b *Broker) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
-	return task.Policy{}, errNotYet
+	if err := service.CheckQueue(queue); err != nil {
+		return task.Policy{}, err
+	}
+	if err := service.CheckPolicy(queue, p); err != nil {
+		return task.Policy{}, err
+	}
+	p = clonePolicy(service.NormalPolicy(p))
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return task.Policy{}, err
+	}
+	q, err := b.queueFor(queue)
+	if err != nil {
+		b.mu.Unlock()
+		return task.Policy{}, err
+	}
+	b.setPolicy(q, p)
+	return clonePolicy(p), b.commitWait(ctx, b.barrier())
 }
 
+// Policy returns queue's policy, the zero Policy when none was set. What
+// it answers is durable.
 func (b *Broker) Policy(ctx context.Context, queue string) (task.Policy, error) {
-	return task.Policy{}, nil
+	if err := service.CheckQueue(queue); err != nil {
+		return task.Policy{}, err
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return task.Policy{}, err
+	}
+	var p task.Policy
+	if q, ok := b.byName[queue]; ok {
+		p = clonePolicy(q.policy)
+	}
+	return p, b.commitWait(ctx, b.barrier())
 }
 
-func (b *Broker) DeletePolicy(ctx context.Context, queue string) error { return errNotYet }
+// DeletePolicy makes queue's policy the default again, durably. A queue
+// without a policy is left as it is.
+func (b *Broker) DeletePolicy(ctx context.Context, queue string) error {
+	if err := service.CheckQueue(queue); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	if q, ok := b.byName[queue]; ok && !q.policy.IsZero() {
+		b.setPolicy(q, task.Policy{})
+	}
+	return b.commitWait(ctx, b.barrier())
+}
+
+// setPolicy makes p q's policy and writes q's record. A new rate starts
+// with a full bucket. b.mu is held.
+func (b *Broker) setPolicy(q *queueState, p task.Policy) {
+	if !sameRate(q.policy.Rate, p.Rate) {
+		q.bucket = service.Bucket{}
+	}
+	q.policy = p
+	b.writeQueue(q)
+	b.wakeReady(q)
+}
+
+// PauseQueue stops queue from handing out tasks for d
+// (task.PauseIndefinitely: until resumed), durably; 0 ends a pause.
+// Reservers wait, puts go on, and ReserveJob, naming a task, still takes
+// it (as beanstalkd's reserve-job does). Each call counts in the queue's
+// Pauses. A pause survives a restart.
+func (b *Broker) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
+	if err := service.CheckQueue(queue); err != nil {
+		return err
+	}
+	if d != task.PauseIndefinitely {
+		if err := service.CheckDelay("pause", d, b.cfg.MaxDelay); err != nil {
+			return err
+		}
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	q, err := b.queueFor(queue)
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	now := time.Now().UnixNano()
+	q.pauses++
+	b.pause(q, service.PausedUntil(now, d), now)
+	b.writeQueue(q)
+	return b.commitWait(ctx, b.barrier())
+}
+
+// pause makes q paused until until (Unix ns; 0: not paused,
+// math.MaxInt64: until resumed) and arms the timer that ends a finite
+// pause. b.mu is held.
+func (b *Broker) pause(q *queueState, until, now int64) {
+	q.pausedUntil = until
+	if until <= now {
+		q.pausedUntil = 0
+		b.wakeReady(q)
+		return
+	}
+	if until == math.MaxInt64 {
+		return
+	}
+	_, err := b.cron.AfterFunc(time.Duration(until-now), func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if q.pausedUntil == until {
+			q.pausedUntil = 0
+			b.wakeReady(q)
+		}
+	})
+	if err != nil && !b.closed {
+		b.log.Error("hourglass: arming the end of a pause", "queue", q.name, "err", err)
+	}
+}
+
+// wakeReady wakes as many of q's waiters as q has ready tasks: its pause
+// ended, its limits loosened, or a token is due. b.mu is held.
+func (b *Broker) wakeReady(q *queueState) {
+	for range min(q.readyN, len(q.waiters)) {
+		q.wakeOne()
+	}
+}
+
+// writeQueue writes q's record into the open group: its policy and
+// pause, or a delete when it has neither. b.mu is held.
+func (b *Broker) writeQueue(q *queueState) {
+	g := b.open
+	if q.policy.IsZero() && q.pausedUntil == 0 {
+		g.batch.DeleteQueue(q.name)
+	} else {
+		g.batch.PutQueue(store.Queue{Name: q.name, Policy: q.policy, PausedUntil: q.pausedUntil, Pauses: q.pauses})
+	}
+	b.last = g
+	b.kick()
+}
+
+// recoverQueues loads the queue records: policies, pauses still running
+// (their ends armed) and pause counts. A record left with neither policy
+// nor pause (a pause that ended while the broker was down, or by its
+// timer) is deleted. b.mu is held.
+func (b *Broker) recoverQueues(now int64) error {
+	recs, err := b.st.Queues()
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		q := b.queue(r.Name)
+		q.policy = clonePolicy(r.Policy)
+		q.pauses = r.Pauses
+		b.pause(q, r.PausedUntil, now)
+		if q.pausedUntil == 0 && q.policy.IsZero() {
+			b.writeQueue(q)
+		}
+	}
+	return nil
+}
+
+// limited reports whether q hands out nothing more now: paused, or as
+// many of its tasks reserved as its concurrency limit allows. The rate
+// limit is take's to check, since it spends a token. b.mu is held.
+func (q *queueState) limited(now int64) bool {
+	if q.pausedUntil > now {
+		return true
+	}
+	c := q.policy.Concurrency
+	return c > 0 && q.reserved >= c
+}
+
+// armRate arms the timer that wakes q's waiters when the next token of
+// its rate limit is due, next from now, unless one is armed for then or
+// earlier. b.mu is held.
+func (b *Broker) armRate(q *queueState, now int64, next time.Duration) {
+	at := now + int64(next)
+	if q.rateWake != nil {
+		if q.rateAt <= at {
+			return
+		}
+		q.rateWake.Cancel()
+		q.rateWake = nil
+	}
+	to, err := b.cron.AfterFunc(next, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if q.rateAt != at {
+			return // replaced by an earlier one
+		}
+		q.rateWake, q.rateAt = nil, 0
+		b.wakeReady(q)
+	})
+	if err != nil {
+		return // stopped: the broker is closing
+	}
+	q.rateWake, q.rateAt = to, at
+}
+
+// clonePolicy returns p with its Retry and Rate copied, so that neither
+// the caller's policy nor the broker's is shared.
+func clonePolicy(p task.Policy) task.Policy {
+	if p.Retry != nil {
+		r := *p.Retry
+		p.Retry = &r
+	}
+	if p.Rate != nil {
+		r := *p.Rate
+		p.Rate = &r
+	}
+	return p
+}
+
+// sameRate reports whether a and b are the same rate limit.
+func sameRate(a, b *task.Rate) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

@@ -108,7 +108,9 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 	} else {
 		b.noteNumeric(q.name, id)
 	}
-	ttr := r.TTR
+	def := *r // the queue's policy fills what the put leaves out, then the server
+	service.ApplyDefaults(&def, q.policy)
+	ttr := def.TTR
 	if ttr == 0 {
 		ttr = b.cfg.DefaultTTR
 	}
@@ -121,7 +123,7 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 		Due:         due,
 		Created:     now,
 		TTR:         ttr,
-		MaxAttempts: uint32(r.MaxAttempts),
+		MaxAttempts: uint32(def.MaxAttempts),
 		Payload:     r.Payload,
 	}
 	if rec.Payload == nil {

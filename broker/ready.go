@@ -1,5 +1,11 @@
 package broker
 
+import (
+	"github.com/hourglass-go/hourglass"
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
+)
+
 // queueState is what the broker keeps in memory for one queue: its ready
 // tasks in delivery order, the reservers waiting for one, and counts by
 // state. Guarded by Broker.mu.
@@ -18,6 +24,18 @@ type queueState struct {
 	pausedUntil int64
 	// pauses counts PauseQueue calls.
 	pauses uint64
+
+	// policy is the queue's policy (SetPolicy; policy.go), the zero
+	// Policy when none was set. Its Retry and Rate are never changed in
+	// place: a new policy replaces them.
+	policy task.Policy
+	// bucket holds the tokens of policy.Rate, in memory only: a restart
+	// starts it full.
+	bucket service.Bucket
+	// rateWake wakes the queue's waiters when the next token is due, at
+	// rateAt (Unix ns); nil when none is armed (armRate).
+	rateWake *hourglass.Timeout
+	rateAt   int64
 
 	delayed, readyN, reserved, dead int
 	puts, deliveries, acks          uint64

@@ -23,7 +23,15 @@ func (b *Broker) recover() error {
 	b.mu.Lock()
 	b.nextJob = next
 	now := time.Now().UnixNano()
+	if err := b.recoverQueues(now); err != nil {
+		b.mu.Unlock()
+		return fmt.Errorf("hourglass: recovery: queues: %w", err)
+	}
 	n := 0
+	// Leases that ran out are settled after the scan: a dead-lettered
+	// task reads its payload and replaces a task of its id in another
+	// queue, which the scan may not have reached yet.
+	var expired []store.Task
 	err = b.st.Recover(func(t store.Task) error {
 		n++
 		if t.JobID >= b.nextJob {
@@ -47,8 +55,7 @@ func (b *Broker) recover() error {
 			s.set(task.Reserved)
 			q.count(0, task.Reserved)
 			b.tasks.set(t.JobID, s)
-			t.Timeouts++
-			b.requeue(t.JobID, s, t, now, t.Due)
+			expired = append(expired, t)
 		case store.Dead:
 			b.bury(t.JobID, s, q)
 		default:
@@ -59,6 +66,11 @@ func (b *Broker) recover() error {
 	if err != nil {
 		b.mu.Unlock()
 		return fmt.Errorf("hourglass: recovery: %w", err)
+	}
+	for _, t := range expired {
+		if s, ok := b.tasks.get(t.JobID); ok && s.state() == task.Reserved {
+			b.expired(t.JobID, s, t, now) // else replaced by a dead-lettered task
+		}
 	}
 	b.tasks.compact()
 	if err := b.recoverSchedules(); err != nil {

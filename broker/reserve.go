@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -165,16 +166,21 @@ type taken struct {
 // delivery order across them, marks them reserved in memory and in
 // b.taking, and returns them with the time it picked them. Records still
 // in the overlay are copied from it; the others are left to readTaken.
+// A paused queue is passed over, and so is one whose limits allow no
+// more: as many tasks reserved as its concurrency, or no token of its
+// rate left (then a timer is armed to wake its waiters when one is due).
 // pending is the newest group still to be committed that wrote any of
-// them before (their put, say), which the caller waits for before handing
-// them out, or nil. b.mu is held.
+// them before (their put, say), which the caller waits for before
+// handing them out, or nil. b.mu is held.
 func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, at time.Time) {
 	at = time.Now()
+	now := at.UnixNano()
+	var dry []*queueState // out of tokens in this take
 	for len(out) < max {
 		var best *queueState
 		var top readyItem
 		for _, q := range qs {
-			if q.pausedUntil > at.UnixNano() {
+			if q.limited(now) || slices.Contains(dry, q) {
 				continue
 			}
 			if it, ok := b.peekReady(q); ok && (best == nil || it.less(top)) {
@@ -183,6 +189,13 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 		}
 		if best == nil {
 			break
+		}
+		if r := best.policy.Rate; r != nil {
+			if took, next := best.bucket.Take(*r, now, 1); took == 0 {
+				b.armRate(best, now, next)
+				dry = append(dry, best)
+				continue
+			}
 		}
 		best.ready.pop()
 		it := taken{job: top.job, q: best, need: true}
@@ -392,31 +405,19 @@ func (b *Broker) expireLease(job uint64) {
 		b.leases.Set(job, time.Duration(left))
 		return
 	}
-	b.metrics.LeaseExpiries.Inc()
-	rec.Timeouts++
-	b.requeue(job, s, rec, now.UnixNano(), rec.Due)
+	b.expired(job, s, rec, now.UnixNano())
 }
 
-// requeue ends job's reservation (the caller has taken it off the lease
-// wheel or the wheel fired): the task is dead when its attempts are used
-// up, else waiting again until due. b.mu is held.
-func (b *Broker) requeue(job uint64, s slot, rec store.Task, now, due int64) {
-	q := b.queues[s.queue()]
-	delete(b.leased, job)
-	rec.Lease, rec.LeaseUntil = "", 0
-	rec.Payload = nil
-	if rec.MaxAttempts > 0 && rec.Attempts >= rec.MaxAttempts {
-		rec.State = store.Dead
-		b.writeTask(store.UpdateTask, rec)
-		b.bury(job, s, q)
-		b.metrics.Dead.Inc()
-		return
-	}
-	rec.State = store.Waiting
-	rec.Due = due
-	b.writeTask(store.UpdateTask, rec)
-	s.due = due
-	b.place(job, s, q, now)
+// expired settles job, whose lease ran out (the wheel fired, or it ran
+// out while the broker was down): a failed attempt whose last error is
+// task.LeaseExpired, back after the queue's retry delay (in its place at
+// once without one), or dead (or dead-lettered) with its attempts used
+// up. b.mu is held.
+func (b *Broker) expired(job uint64, s slot, rec store.Task, now int64) {
+	b.metrics.LeaseExpiries.Inc()
+	rec.Timeouts++
+	rec.LastError = task.LeaseExpired
+	b.fail(job, s, rec, now, task.RetryDelay, false, true)
 }
 
 // giveBack ends reservations whose caller went away before it was
@@ -436,7 +437,11 @@ func (b *Broker) giveBack(tasks []task.Task) {
 			continue
 		}
 		b.leases.Remove(t.JobID)
+		delete(b.leased, t.JobID)
 		rec.Attempts--
-		b.requeue(t.JobID, s, rec, now, rec.Due)
+		rec.State = store.Waiting
+		rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
+		b.writeTask(store.UpdateTask, rec)
+		b.place(t.JobID, s, b.queues[s.queue()], now)
 	}
 }

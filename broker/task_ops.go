@@ -119,37 +119,6 @@ func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (task.Task,
 	return b.touch(ctx, job, rec, s, lease)
 }
 
-// Nack gives the reserved task id of queue back: it is waiting again,
-// delay from now (ready at once for 0), or dead when its attempts are used
-// up. delay must be 0 to MaxDelay.
-func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
-	if err := b.nack(ctx, queue, id, lease, delay); err != nil {
-		return task.Task{}, err
-	}
-	return b.Get(queue, id)
-}
-
-func (b *Broker) nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
-	if delay == task.RetryDelay {
-		delay = 0
-	}
-	if err := service.CheckDelay("delay", delay, b.cfg.MaxDelay); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	job, rec, s, err := b.held(queue, id, lease)
-	if err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	b.leases.Remove(job)
-	b.metrics.Nacks.Inc()
-	rec.Releases++
-	now := time.Now()
-	b.requeue(job, s, rec, now.UnixNano(), now.Add(delay).UnixNano())
-	return b.commitWait(ctx, b.barrier())
-}
-
 // Kick makes the dead task id of queue ready again (ErrState if it is not
 // dead). Its attempts are kept, so with max_attempts set it dies again at
 // its next failure.
@@ -184,23 +153,34 @@ func (b *Broker) kickJob(job uint64, s slot, rec store.Task) {
 	b.place(job, s, b.queues[s.queue()], now)
 }
 
-// Queues returns every queue that holds tasks, has reservers waiting or
-// is paused, by name, with counts by state and counters since the broker
-// opened. It takes O(queues) time.
+// Queues returns every queue that holds tasks, has reservers waiting, is
+// paused or has a policy, by name, with counts by state, counters since
+// the broker opened, its pause and its policy. It takes O(queues) time.
 func (b *Broker) Queues(ctx context.Context) ([]task.QueueStats, error) {
 	b.mu.Lock()
 	out := make([]task.QueueStats, 0, len(b.queues))
 	now := time.Now().UnixNano()
 	for _, q := range b.queues {
-		if q.delayed+q.readyN+q.reserved+q.dead == 0 && len(q.waiters) == 0 && q.pausedUntil <= now {
+		if q.delayed+q.readyN+q.reserved+q.dead == 0 && len(q.waiters) == 0 && q.pausedUntil <= now && q.policy.IsZero() {
 			continue
 		}
-		out = append(out, task.QueueStats{
-			Name: q.name, Delayed: q.delayed, Ready: q.readyN, Reserved: q.reserved, Dead: q.dead,
-			Puts: q.puts, Deliveries: q.deliveries, Acks: q.acks,
-		})
+		out = append(out, q.stats(now))
 	}
 	b.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// stats returns q's counts, counters, pause and policy at now. b.mu is
+// held.
+func (q *queueState) stats(now int64) task.QueueStats {
+	st := task.QueueStats{
+		Name: q.name, Delayed: q.delayed, Ready: q.readyN, Reserved: q.reserved, Dead: q.dead,
+		Puts: q.puts, Deliveries: q.deliveries, Acks: q.acks,
+		Policy: clonePolicy(q.policy),
+	}
+	if q.pausedUntil > now {
+		st.PausedUntil = time.Unix(0, q.pausedUntil).UTC()
+	}
+	return st
 }

@@ -1,0 +1,191 @@
+package broker
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// The ends of a reservation other than an ack: a failed attempt (Nack, a
+// lease that runs out, Bury and beanstalkd's BuryJob), decided by
+// service.AfterFailure under the queue's policy (fail), and a task given
+// back without counting its attempt (Release). A task that dies in a
+// queue whose policy names a dead-letter queue moves there (deadLetter).
+
+// Nack gives the reserved task id of queue back after a failed attempt,
+// keeping reason (cut by service.CutError) as its last error: waiting
+// again delay from now (task.RetryDelay: as the queue's retry policy
+// says, at once without one), or dead when its attempts are used up, and
+// then moved to the queue's dead-letter queue if it has one. It returns
+// the task as it is after, without its payload. delay must be
+// task.RetryDelay or 0 to MaxDelay.
+func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
+	if delay != task.RetryDelay {
+		if err := service.CheckDelay("delay", delay, b.cfg.MaxDelay); err != nil {
+			return task.Task{}, err
+		}
+	}
+	b.mu.Lock()
+	job, rec, s, err := b.held(queue, id, lease)
+	if err != nil {
+		b.mu.Unlock()
+		return task.Task{}, err
+	}
+	b.leases.Remove(job)
+	b.metrics.Nacks.Inc()
+	rec.Releases++
+	rec.LastError = service.CutError(reason)
+	rec, s = b.fail(job, s, rec, time.Now().UnixNano(), delay, false, false)
+	t := view(rec, s)
+	return t, b.commitWait(ctx, b.barrier())
+}
+
+// Release gives the reserved task id of queue back, waiting again delay
+// from now (0 to MaxDelay), without counting the attempt: its attempts
+// go down by one, its releases up. It returns the task, without its
+// payload.
+func (b *Broker) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
+	if err := service.CheckDelay("delay", delay, b.cfg.MaxDelay); err != nil {
+		return task.Task{}, err
+	}
+	b.mu.Lock()
+	job, rec, s, err := b.held(queue, id, lease)
+	if err != nil {
+		b.mu.Unlock()
+		return task.Task{}, err
+	}
+	b.leases.Remove(job)
+	delete(b.leased, job)
+	b.metrics.Nacks.Inc()
+	now := time.Now()
+	if rec.Attempts > 0 {
+		rec.Attempts--
+	}
+	rec.Releases++
+	rec.State = store.Waiting
+	rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
+	rec.Due = now.Add(delay).UnixNano()
+	b.writeTask(store.UpdateTask, rec)
+	s.due = rec.Due
+	b.place(job, s, b.queues[s.queue()], now.UnixNano())
+	t := view(rec, b.tasks.at(job))
+	return t, b.commitWait(ctx, b.barrier())
+}
+
+// Bury makes the reserved task id of queue dead now, whatever attempts
+// it has left, keeping reason (cut by service.CutError) as its last
+// error; a queue with a dead-letter queue moves it there. It returns the
+// task as it is after, without its payload.
+func (b *Broker) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
+	b.mu.Lock()
+	job, rec, s, err := b.held(queue, id, lease)
+	if err != nil {
+		b.mu.Unlock()
+		return task.Task{}, err
+	}
+	b.leases.Remove(job)
+	rec.Buries++
+	rec.LastError = service.CutError(reason)
+	rec, s = b.fail(job, s, rec, time.Now().UnixNano(), 0, true, false)
+	t := view(rec, s)
+	return t, b.commitWait(ctx, b.barrier())
+}
+
+// fail ends job's reservation after a failed attempt (the caller has
+// taken it off the lease wheel, or the wheel fired, and set rec's
+// counters and last error): service.AfterFailure decides, under the
+// queue's policy, with delay the caller's or task.RetryDelay, and bury
+// for a task made dead whatever its attempts. The task is waiting again,
+// or dead, or moved to the queue's dead-letter queue. With keepDue a
+// task coming back without a delay keeps its due time, and so its place
+// in its queue's delivery order (a lease that ran out). It returns the
+// record and slot as they are after. b.mu is held.
+func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.Duration, bury, keepDue bool) (store.Task, slot) {
+	q := b.queues[s.queue()]
+	delete(b.leased, job)
+	rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
+	out := service.AfterFailure(q.policy, int(rec.Attempts), int(rec.MaxAttempts), delay, bury, rand.Float64())
+	if !out.Dead {
+		rec.State = store.Waiting
+		if !keepDue || out.Delay > 0 {
+			rec.Due = addSat(now, out.Delay)
+		}
+		b.writeTask(store.UpdateTask, rec)
+		s.due = rec.Due
+		b.place(job, s, q, now)
+		return rec, b.tasks.at(job)
+	}
+	b.metrics.Dead.Inc()
+	if out.DeadLetter != "" {
+		if moved, ms, ok := b.deadLetter(job, s, rec, out.DeadLetter, now); ok {
+			return moved, ms
+		}
+	}
+	rec.State = store.Dead
+	b.writeTask(store.UpdateTask, rec)
+	b.bury(job, s, q)
+	return rec, b.tasks.at(job)
+}
+
+// deadLetter moves job, reserved (or being settled) in its queue and
+// dead now, to the queue named to, ready, with its job id, id, payload,
+// attempts, last error, priority, ttr and max_attempts; a task of the
+// same id there is replaced. The move is one put of the whole record
+// (the payload read from the overlay or the store: a rare path) beside
+// the replaced task's delete, in the open group. ok is false, and
+// nothing changed, when the move cannot be made (the payload unreadable,
+// too many queues): the task then stays dead in its queue. b.mu is held.
+func (b *Broker) deadLetter(job uint64, s slot, rec store.Task, to string, now int64) (store.Task, slot, bool) {
+	from := b.queues[s.queue()]
+	dq, err := b.queueFor(to)
+	if err == nil {
+		rec, err = b.withPayload(rec)
+	}
+	var other uint64
+	if err == nil {
+		if other, err = b.lookup(to, rec.ID); err == task.ErrNotFound {
+			other, err = 0, nil
+		}
+	}
+	var orec store.Task
+	var os slot
+	if err == nil && other != 0 {
+		var ok bool
+		if os, ok = b.tasks.get(other); !ok {
+			other = 0
+		} else {
+			orec, err = b.meta(other)
+		}
+	}
+	if err != nil {
+		b.log.Error("hourglass: moving a dead task to its dead-letter queue; it stays dead in its queue",
+			"queue", from.name, "id", rec.ID, "job_id", job, "dead_letter", to, "err", err)
+		return store.Task{}, slot{}, false
+	}
+	if other != 0 {
+		b.remove(other, os, orec)
+	}
+	from.count(s.state(), 0)
+	old := qid{rec.Queue, rec.ID}
+	rec.Queue = dq.name
+	rec.State = store.Waiting
+	rec.Due = now
+	b.moveTask(old, rec)
+	b.noteNumeric(dq.name, rec.ID)
+	s = slot{due: now, prio: s.prio, qs: dq.index << 3}
+	b.place(job, s, dq, now)
+	rec.Payload = nil
+	return rec, b.tasks.at(job), true
+}
+
+// addSat returns now + d, saturating at the largest time.
+func addSat(now int64, d time.Duration) int64 {
+	if d > 0 && now > 1<<63-1-int64(d) {
+		return 1<<63 - 1
+	}
+	return now + int64(d)
+}
