@@ -6,6 +6,9 @@
 //	hourglass reserve QUEUE [--max N] [--wait D] [--server URL]
 //	hourglass ack QUEUE ID LEASE [--server URL]
 //	hourglass queues [--server URL]
+//	hourglass get|delete|touch|nack|release|bury|kick|list QUEUE ... [--server URL]
+//	hourglass pause QUEUE [--for D] | resume QUEUE | policy QUEUE [--set JSON | --delete]
+//	hourglass schedule [NAME [--cron LINE --queue Q | --delete]]
 //	hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--runs 5] [--chart FILE]
 //
 // serve keeps tasks in a Pebble store in --data, or runs as a node of a
@@ -13,10 +16,10 @@
 // serves the HTTP API of package api on --http, and beanstalkd's protocol
 // on --beanstalk (serve_beanstalk.go), either way: it listens at once, answers
 // /readyz with 200 once it has recovered every task, and on SIGTERM or
-// SIGINT lets in-flight requests finish, commits, and exits 0. put,
-// reserve, ack and queues call a running server with package client, the
-// token from --token or $HOURGLASS_TOKEN; they print tasks as lines of
-// JSON.
+// SIGINT lets in-flight requests finish, commits, and exits 0. The other
+// subcommands but bench call a running server with package client, the
+// token from --token or $HOURGLASS_TOKEN; they print tasks, policies and
+// schedules as lines of JSON (`hourglass help` lists their usage lines).
 //
 // bench measures a Timer over each of hourglass's structures next to Go's
 // runtime timers in the scenarios of package internal/bench, prints a
@@ -73,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runAck(args[1:], stdout, stderr)
 	case "queues":
 		return runQueues(args[1:], stdout, stderr)
-	case "get", "delete", "touch", "nack", "kick", "list":
+	case "get", "delete", "touch", "nack", "release", "bury", "kick", "list", "pause", "resume", "policy", "schedule":
 		return runTaskCommand(args[0], args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,22 +19,49 @@ import (
 // its usage, the names of its positional arguments, its own flags and
 // what it calls.
 
-// taskCommand is one subcommand of taskCommands.
+// taskCommand is one subcommand of taskCommands (or queueCommands,
+// queuecmds.go).
 type taskCommand struct {
 	usage string
 	args  []string // names of the positional arguments, all required
+	// optional names positional arguments that may follow args.
+	optional []string
 	// flags defines the subcommand's own flags on fs; nil: none.
 	flags func(fs *flag.FlagSet, v *taskFlags)
+	// check refuses flags that do not go together, before any call (a
+	// usage error); nil: none.
+	check func(a []string, v *taskFlags) error
 	// call makes the call and prints its answer.
 	call func(ctx context.Context, c *client.Client, a []string, v *taskFlags, stdout io.Writer) error
 }
 
 // taskFlags are the values of the subcommands' own flags.
 type taskFlags struct {
-	delay time.Duration
-	state string
-	after uint64
-	limit int
+	delay   time.Duration // client.RetryDelay: nack's --delay not given
+	errText string
+	state   string
+	after   uint64
+	limit   int
+	// pause's --for (0: until resumed)
+	pauseFor time.Duration
+	// policy's --set, --set-file and --delete, and the policy they set
+	set, setFile string
+	delete       bool
+	policy       api.Policy
+	// schedule's
+	cron, queue, payload, timezone string
+}
+
+// delayFlag defines --delay, a duration of 0 or more, into v.delay.
+func delayFlag(fs *flag.FlagSet, v *taskFlags, usage string) {
+	fs.Func("delay", usage, func(s string) error {
+		d, err := parseDuration(s)
+		if err == nil && d < 0 {
+			err = errors.New("want 0s or more")
+		}
+		v.delay = d.D()
+		return err
+	})
 }
 
 // taskCommands are the subcommands by name.
@@ -68,13 +96,43 @@ var taskCommands = map[string]taskCommand{
 		},
 	},
 	"nack": {
-		usage: "usage: hourglass nack QUEUE ID LEASE [--delay D] [--server URL] [--token T]",
+		usage: "usage: hourglass nack QUEUE ID LEASE [--delay D] [--error TEXT] [--server URL] [--token T]",
 		args:  []string{"QUEUE", "ID", "LEASE"},
 		flags: func(fs *flag.FlagSet, v *taskFlags) {
-			fs.DurationVar(&v.delay, "delay", 0, "how long the task waits before it is ready again")
+			v.delay = client.RetryDelay
+			delayFlag(fs, v, "how long the task waits before it is ready again (default: as the queue's retry policy says)")
+			fs.StringVar(&v.errText, "error", "", "why the attempt failed, kept as the task's last_error")
 		},
 		call: func(ctx context.Context, c *client.Client, a []string, v *taskFlags, out io.Writer) error {
-			t, err := c.Nack(ctx, a[0], a[1], a[2], v.delay, "")
+			t, err := c.Nack(ctx, a[0], a[1], a[2], v.delay, v.errText)
+			if err != nil {
+				return err
+			}
+			return writeJSON(out, t)
+		},
+	},
+	"release": {
+		usage: "usage: hourglass release QUEUE ID LEASE [--delay D] [--server URL] [--token T]",
+		args:  []string{"QUEUE", "ID", "LEASE"},
+		flags: func(fs *flag.FlagSet, v *taskFlags) {
+			delayFlag(fs, v, "how long the task waits before it is ready again; the attempt does not count")
+		},
+		call: func(ctx context.Context, c *client.Client, a []string, v *taskFlags, out io.Writer) error {
+			t, err := c.Release(ctx, a[0], a[1], a[2], v.delay)
+			if err != nil {
+				return err
+			}
+			return writeJSON(out, t)
+		},
+	},
+	"bury": {
+		usage: "usage: hourglass bury QUEUE ID LEASE [--error TEXT] [--server URL] [--token T]",
+		args:  []string{"QUEUE", "ID", "LEASE"},
+		flags: func(fs *flag.FlagSet, v *taskFlags) {
+			fs.StringVar(&v.errText, "error", "", "why, kept as the task's last_error")
+		},
+		call: func(ctx context.Context, c *client.Client, a []string, v *taskFlags, out io.Writer) error {
+			t, err := c.Bury(ctx, a[0], a[1], a[2], v.errText)
 			if err != nil {
 				return err
 			}
@@ -113,9 +171,13 @@ var taskCommands = map[string]taskCommand{
 	},
 }
 
-// runTaskCommand runs the subcommand name of taskCommands.
+// runTaskCommand runs the subcommand name of taskCommands or
+// queueCommands.
 func runTaskCommand(name string, args []string, stdout, stderr io.Writer) int {
-	tc := taskCommands[name]
+	tc, ok := taskCommands[name]
+	if !ok {
+		tc = queueCommands[name]
+	}
 	var (
 		o clientOptions
 		v taskFlags
@@ -124,7 +186,10 @@ func runTaskCommand(name string, args []string, stdout, stderr io.Writer) int {
 	if tc.flags != nil {
 		tc.flags(fs, &v)
 	}
-	pos, err := parseArgs(fs, args, len(tc.args), len(tc.args), joinArgs(tc.args))
+	pos, err := parseArgs(fs, args, len(tc.args), len(tc.args)+len(tc.optional), joinArgs(tc.args))
+	if err == nil && tc.check != nil {
+		err = tc.check(pos, &v)
+	}
 	var c *client.Client
 	if err == nil {
 		c, err = o.newClient(fs, os.Getenv)
@@ -162,12 +227,20 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// taskUsages returns the usage lines of taskCommands, one a line, in the
-// order of the list below.
+// taskUsages returns the usage lines of taskCommands and queueCommands,
+// one a line, in the order of taskCommandNames.
 func taskUsages() string {
 	var s string
-	for _, name := range []string{"get", "delete", "touch", "nack", "kick", "list"} {
-		s += taskCommands[name].usage + "\n"
+	for _, name := range taskCommandNames {
+		tc, ok := taskCommands[name]
+		if !ok {
+			tc = queueCommands[name]
+		}
+		s += tc.usage + "\n"
 	}
 	return s
 }
+
+// taskCommandNames are the names of taskCommands and queueCommands, in
+// the order `hourglass help` lists them.
+var taskCommandNames = []string{"get", "delete", "touch", "nack", "release", "bury", "kick", "list", "pause", "resume", "policy", "schedule"}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/client"
+)
+
+// The client subcommands on a queue (pause, resume, policy) and on cron
+// schedules (schedule), in the form of taskCommands (taskcmds.go): a
+// usage line, positional arguments, flags, a check of the flags that go
+// together, and the call.
+
+// queueCommands are the subcommands by name.
+var queueCommands = map[string]taskCommand{
+	"pause": {
+		usage: "usage: hourglass pause QUEUE [--for D] [--server URL] [--token T]",
+		args:  []string{"QUEUE"},
+		flags: func(fs *flag.FlagSet, v *taskFlags) {
+			fs.Func("for", "how long the queue hands out nothing, like 10m (default: until resumed)", func(s string) error {
+				d, err := parseDuration(s)
+				if err == nil && d <= 0 {
+					err = errors.New("want more than 0s (resume ends a pause)")
+				}
+				v.pauseFor = d.D()
+				return err
+			})
+		},
+		call: func(ctx context.Context, c *client.Client, a []string, v *taskFlags, _ io.Writer) error {
+			return c.Pause(ctx, a[0], v.pauseFor)
+		},
+	},
+	"resume": {
+		usage: "usage: hourglass resume QUEUE [--server URL] [--token T]",
+		args:  []string{"QUEUE"},
+		call: func(ctx context.Context, c *client.Client, a []string, _ *taskFlags, _ io.Writer) error {
+			return c.Resume(ctx, a[0])
+		},
+	},
+	"policy": {
+		usage: "usage: hourglass policy QUEUE [--set JSON | --set-file FILE | --delete] [--server URL] [--token T]",
+		args:  []string{"QUEUE"},
+		flags: func(fs *flag.FlagSet, v *taskFlags) {
+			fs.StringVar(&v.set, "set", "", `make this JSON the queue's policy, like '{"retry":{"initial":"1s","max":"1m","multiplier":2,"jitter":0.1},"max_attempts":5}'`)
+			fs.StringVar(&v.setFile, "set-file", "", `make the JSON in this file ("-": standard input) the queue's policy`)
+			fs.BoolVar(&v.delete, "delete", false, "make the queue's policy the default again")
+		},
+		check: func(_ []string, v *taskFlags) error {
+			n := 0
+			for _, given := range []bool{v.set != "", v.setFile != "", v.delete} {
+				if given {
+					n++
+				}
+			}
+			if n > 1 {
+				return errors.New("give one of --set, --set-file and --delete")
+			}
+			if v.setFile != "" {
+				b, err := readFileArg(v.setFile)
+				if err != nil {
+					return err
+				}
+				v.set = string(b)
+			}
+			if v.set != "" {
+				return decodePolicy(v.set, &v.policy)
+			}
+			return nil
+		},
+		call: func(ctx context.Context, c *client.Client, a []string, v *taskFlags, out io.Writer) error {
+			var (
+				p   api.Policy
+				err error
+			)
+			switch {
+			case v.delete:
+				return c.DeletePolicy(ctx, a[0])
+			case v.set != "":
+				p, err = c.SetPolicy(ctx, a[0], v.policy)
+			default:
+				p, err = c.Policy(ctx, a[0])
+			}
+			if err != nil {
+				return err
+			}
+			return writeJSON(out, p)
+		},
+	},
+	"schedule": {
+		usage:    "usage: hourglass schedule [NAME [--cron LINE --queue Q [--payload JSON] [--timezone Z] | --delete]] [--server URL] [--token T]",
+		optional: []string{"NAME"},
+		flags: func(fs *flag.FlagSet, v *taskFlags) {
+			fs.StringVar(&v.cron, "cron", "", `create or replace the schedule: a cron line like "0 3 * * *" or "@every 1h"`)
+			fs.StringVar(&v.queue, "queue", "", "the queue each occurrence puts a task into")
+			fs.StringVar(&v.payload, "payload", "", "the tasks' payload: JSON, or text sent as a JSON string")
+			fs.StringVar(&v.timezone, "timezone", "", "IANA zone the cron line is read in (default UTC)")
+			fs.BoolVar(&v.delete, "delete", false, "delete the schedule (the tasks it put stay)")
+		},
+		check: func(a []string, v *taskFlags) error {
+			setting := v.cron != "" || v.queue != "" || v.payload != "" || v.timezone != ""
+			switch {
+			case len(a) == 0 && (setting || v.delete):
+				return errors.New("missing NAME")
+			case setting && v.delete:
+				return errors.New("give --delete or --cron and --queue, not both")
+			case setting && (v.cron == "" || v.queue == ""):
+				return errors.New("a schedule needs --cron and --queue")
+			}
+			return nil
+		},
+		call: func(ctx context.Context, c *client.Client, a []string, v *taskFlags, out io.Writer) error {
+			if len(a) == 0 {
+				all, err := c.Schedules(ctx)
+				for _, s := range all {
+					if err == nil {
+						err = writeJSON(out, s)
+					}
+				}
+				return err
+			}
+			name := a[0]
+			switch {
+			case v.delete:
+				return c.DeleteSchedule(ctx, name)
+			case v.cron != "":
+				req := api.ScheduleRequest{Cron: v.cron, Queue: v.queue, Timezone: v.timezone}
+				if v.payload != "" {
+					p, err := payloadArg(v.payload)
+					if err != nil {
+						return err
+					}
+					req.Payload = p
+				}
+				s, err := c.SetSchedule(ctx, name, req)
+				if err != nil {
+					return err
+				}
+				return writeJSON(out, s)
+			}
+			all, err := c.Schedules(ctx)
+			if err != nil {
+				return err
+			}
+			for _, s := range all {
+				if s.Name == name {
+					return writeJSON(out, s)
+				}
+			}
+			return fmt.Errorf("no such schedule %q", name)
+		},
+	},
+}
+
+// decodePolicy decodes a policy given on the command line as the server
+// would, strictly: unknown fields and trailing data are usage errors, so
+// that a misspelt field is not quietly left out. Values out of range are
+// the server's to refuse.
+func decodePolicy(s string, p *api.Policy) error {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(p); err != nil {
+		return fmt.Errorf("policy: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return errors.New("policy: trailing data after the JSON object")
+	}
+	return nil
+}
+
+// readFileArg reads the file name, or standard input for "-".
+func readFileArg(name string) ([]byte, error) {
+	if name == "-" {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
+		return bytes.TrimSpace(b), nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimSpace(b), nil
+}
