@@ -30,6 +30,7 @@ func Scenarios() []Scenario {
 		serveScenario,
 		beanstalkScenario,
 		clusterScenario,
+		workerScenario,
 	}
 }
 
