@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestWorkerScenario builds the hourglass binary and runs the worker
@@ -32,7 +33,10 @@ func TestWorkerScenario(t *testing.T) {
 	for _, j := range jobs {
 		rows = append(rows, j.Structure+" "+j.Case)
 		if j.Structure == beanstalkd || j.Structure == beanstalkHourglass {
-			results = append(results, j.Run())
+			start := time.Now()
+			r := j.Run()
+			t.Logf("%s, %v: %v %s %s", j.Label(), time.Since(start).Round(time.Millisecond), r.Metrics, r.Note, r.Err)
+			results = append(results, r)
 		}
 	}
 	want := []string{
