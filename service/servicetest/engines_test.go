@@ -32,21 +32,24 @@ func openBroker(t *testing.T, st store.Store) service.Service {
 	return b
 }
 
-// TestMemstore runs the suite over the embedded engine on memory.
+// TestMemstore runs the suites over the embedded engine on memory.
 func TestMemstore(t *testing.T) {
-	servicetest.Run(t, func(t *testing.T) service.Service { return openBroker(t, memstore.New()) })
+	open := func(t *testing.T) service.Service { return openBroker(t, memstore.New()) }
+	servicetest.Run(t, open)
+	t.Run("policies", func(t *testing.T) { servicetest.RunPolicies(t, open) })
 }
 
 // TestPebble runs the suite over the embedded engine on Pebble, as
 // `hourglass serve --data` runs it.
 func TestPebble(t *testing.T) {
-	servicetest.Run(t, func(t *testing.T) service.Service {
+	open := func(t *testing.T) service.Service {
 		st, err := pebblestore.Open(filepath.Join(t.TempDir(), "data"), pebblestore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return openBroker(t, st)
-	})
+	}
+	servicetest.Run(t, open)
 }
 
 // TestCluster runs the suite over a node of a cluster of two on
@@ -54,7 +57,7 @@ func TestPebble(t *testing.T) {
 // serve --postgres` runs it.
 func TestCluster(t *testing.T) {
 	srv := pgtest.Start(t)
-	servicetest.Run(t, func(t *testing.T) service.Service {
+	open := func(t *testing.T) service.Service {
 		url := srv.CreateDatabase(t)
 		var first service.Service
 		for _, name := range []string{"a", "b"} {
@@ -69,5 +72,6 @@ func TestCluster(t *testing.T) {
 			}
 		}
 		return first
-	})
+	}
+	servicetest.Run(t, open)
 }

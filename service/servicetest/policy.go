@@ -1,0 +1,782 @@
+package servicetest
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// RunPolicies runs the suite of queue policies (task.Policy and the
+// rules of service/policy.go) over one service open returns, shared by
+// its subtests, each on queues of its own: the policies' records, put
+// defaults, nack, back-off, lease expiry, release, bury, dead letters,
+// pauses, and the concurrency and rate limits.
+//
+// Timing checks are one-sided where it matters: a task never comes back,
+// nor a pause ends, nor a token is handed out before its time (less
+// timeSlack); the bounds on lateness are generous (lateSlack), since the
+// suite also runs a node of a cluster on PostgreSQL on a loaded machine.
+func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
+	b := open(t)
+	t.Run("crud", func(t *testing.T) { policyCRUD(t, b) })
+	t.Run("put-defaults", func(t *testing.T) { putDefaults(t, b) })
+	t.Run("nack", func(t *testing.T) { nackPolicy(t, b) })
+	t.Run("backoff", func(t *testing.T) { backoff(t, b) })
+	t.Run("lease-expiry", func(t *testing.T) { leaseExpiry(t, b) })
+	t.Run("release", func(t *testing.T) { release(t, b) })
+	t.Run("bury", func(t *testing.T) { bury(t, b) })
+	t.Run("dead-letter", func(t *testing.T) { deadLetter(t, b) })
+	t.Run("pause", func(t *testing.T) { pause(t, b) })
+	t.Run("concurrency", func(t *testing.T) { concurrency(t, b) })
+	t.Run("rate", func(t *testing.T) { rate(t, b) })
+	t.Run("existing-tasks", func(t *testing.T) { existingTasks(t, b) })
+}
+
+const (
+	// timeSlack is how early a time an engine reports may seem: the
+	// cluster keeps times at PostgreSQL's microsecond precision.
+	timeSlack = time.Millisecond
+	// lateSlack bounds how late a delayed task, a pause's end or a token
+	// may come: generous, for a cluster node on a loaded machine.
+	lateSlack = 2 * time.Second
+)
+
+// putTask puts r into queue on b and fails t on an error.
+func putTask(t *testing.T, b service.Service, queue string, r task.PutRequest) task.Task {
+	t.Helper()
+	tk, _, err := b.Put(context.Background(), queue, r)
+	must(t, "put into "+queue, err)
+	return tk
+}
+
+// queueStats returns queue's entry of b.Queues(), and whether it is
+// listed.
+func queueStats(t *testing.T, b service.Service, queue string) (task.QueueStats, bool) {
+	t.Helper()
+	qs, err := b.Queues(context.Background())
+	must(t, "queues", err)
+	for _, s := range qs {
+		if s.Name == queue {
+			return s, true
+		}
+	}
+	return task.QueueStats{}, false
+}
+
+// setPolicy sets queue's policy on b and fails t on an error.
+func setPolicy(t *testing.T, b service.Service, queue string, p task.Policy) task.Policy {
+	t.Helper()
+	got, err := b.SetPolicy(context.Background(), queue, p)
+	must(t, "set the policy of "+queue, err)
+	return got
+}
+
+// reserveNone fails t if a reserve of queue waiting wait hands out a
+// task.
+func reserveNone(t *testing.T, b service.Service, queue string, wait time.Duration) {
+	t.Helper()
+	ts, err := b.Reserve(context.Background(), queue, 1, wait)
+	must(t, "reserve "+queue, err)
+	if len(ts) != 0 {
+		t.Fatalf("reserve of %s handed out %s (%+v); want none", queue, ts[0].ID, ts[0])
+	}
+}
+
+// within fails t unless at is in [lo − timeSlack, hi + lateSlack].
+func within(t *testing.T, what string, at, lo, hi time.Time) {
+	t.Helper()
+	if at.Before(lo.Add(-timeSlack)) {
+		t.Fatalf("%s at %v: %v early (due no earlier than %v)", what, at, lo.Sub(at), lo)
+	}
+	if at.After(hi.Add(lateSlack)) {
+		t.Fatalf("%s at %v: %v after %v", what, at, at.Sub(hi), hi)
+	}
+}
+
+// waitState polls queue's task id on b until it is in state st, for up
+// to lateSlack plus after, and returns it.
+func waitState(t *testing.T, b service.Service, queue, id string, st task.State, after time.Duration) task.Task {
+	t.Helper()
+	deadline := time.Now().Add(after + lateSlack)
+	for {
+		tk, err := b.Get(queue, id)
+		must(t, "get "+id, err)
+		if tk.State == st {
+			return tk
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s of %s is %s after %v; want %s", id, queue, tk.State, after+lateSlack, st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitGone polls queue's task id on b until it is no longer reserved,
+// for up to lateSlack plus after, and returns it.
+func waitGone(t *testing.T, b service.Service, queue, id string, after time.Duration) task.Task {
+	t.Helper()
+	deadline := time.Now().Add(after + lateSlack)
+	for {
+		tk, err := b.Get(queue, id)
+		must(t, "get "+id, err)
+		if tk.State != task.Reserved {
+			return tk
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s of %s still reserved after %v", id, queue, after+lateSlack)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// policyCRUD: a queue's policy recorded, reported, refused when bad,
+// deleted; a queue with a policy listed even when empty.
+func policyCRUD(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	p, err := b.Policy(ctx, "crud")
+	must(t, "policy of a queue without one", err)
+	if !p.IsZero() {
+		t.Fatalf("policy of a queue without one = %+v; want the zero policy", p)
+	}
+	_, err = b.Policy(ctx, "bad queue")
+	wantErr(t, "policy of a bad queue name", err, task.ErrInvalid)
+
+	want := task.Policy{
+		Retry:       &task.Retry{Initial: time.Second, Max: time.Minute, Multiplier: 2, Jitter: 0.1},
+		MaxAttempts: 3, TTR: 30 * time.Second,
+		Rate:        &task.Rate{Limit: 10, Per: time.Second},
+		Concurrency: 4, DeadLetter: "crud-dead",
+	}
+	norm := service.NormalPolicy(want)
+	got := setPolicy(t, b, "crud", want)
+	if !reflect.DeepEqual(got, norm) || got.Rate.Burst != 10 {
+		t.Fatalf("SetPolicy = %s; want %s (burst filled)", showPolicy(got), showPolicy(norm))
+	}
+	if got, err = b.Policy(ctx, "crud"); err != nil || !reflect.DeepEqual(got, norm) {
+		t.Fatalf("Policy = %s, %v; want %s", showPolicy(got), err, showPolicy(norm))
+	}
+	s, ok := queueStats(t, b, "crud")
+	if !ok || !reflect.DeepEqual(s.Policy, norm) || s.Ready+s.Delayed+s.Reserved+s.Dead != 0 {
+		t.Fatalf("Queues lists crud (empty, with a policy): %v, %+v; want its policy %s", ok, s, showPolicy(norm))
+	}
+
+	for _, bad := range []task.Policy{
+		{Concurrency: -1},
+		{DeadLetter: "crud"},
+		{DeadLetter: "bad name"},
+		{Retry: &task.Retry{Initial: 0, Max: time.Second, Multiplier: 2}},
+		{Rate: &task.Rate{Limit: 0, Per: time.Second}},
+		{TTR: service.MaxTTR + 1},
+		{MaxAttempts: -1},
+	} {
+		_, err := b.SetPolicy(ctx, "crud", bad)
+		wantErr(t, "set a bad policy "+showPolicy(bad), err, task.ErrInvalid)
+	}
+	_, err = b.SetPolicy(ctx, "bad queue", task.Policy{MaxAttempts: 1})
+	wantErr(t, "set the policy of a bad queue name", err, task.ErrInvalid)
+	if got, err = b.Policy(ctx, "crud"); err != nil || !reflect.DeepEqual(got, norm) {
+		t.Fatalf("Policy after bad ones were refused = %s, %v; want %s unchanged", showPolicy(got), err, showPolicy(norm))
+	}
+
+	// A policy set replaces the whole policy.
+	small := task.Policy{MaxAttempts: 2}
+	setPolicy(t, b, "crud", small)
+	if got, err = b.Policy(ctx, "crud"); err != nil || !reflect.DeepEqual(got, small) {
+		t.Fatalf("Policy after a replacement = %s, %v; want %s", showPolicy(got), err, showPolicy(small))
+	}
+
+	must(t, "delete the policy", b.DeletePolicy(ctx, "crud"))
+	if got, err = b.Policy(ctx, "crud"); err != nil || !got.IsZero() {
+		t.Fatalf("Policy after DeletePolicy = %s, %v; want the zero policy", showPolicy(got), err)
+	}
+	if s, ok := queueStats(t, b, "crud"); ok && !s.Policy.IsZero() {
+		t.Fatalf("Queues after DeletePolicy lists crud with %s", showPolicy(s.Policy))
+	}
+}
+
+// showPolicy spells p with its Retry and Rate, for a message.
+func showPolicy(p task.Policy) string {
+	s := fmt.Sprintf("{MaxAttempts:%d TTR:%v Concurrency:%d DeadLetter:%q", p.MaxAttempts, p.TTR, p.Concurrency, p.DeadLetter)
+	if p.Retry != nil {
+		s += fmt.Sprintf(" Retry:%+v", *p.Retry)
+	}
+	if p.Rate != nil {
+		s += fmt.Sprintf(" Rate:%+v", *p.Rate)
+	}
+	return s + "}"
+}
+
+// putDefaults: a policy's ttr and max_attempts fill puts that give none.
+func putDefaults(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	setPolicy(t, b, "defaults", task.Policy{TTR: 30 * time.Second, MaxAttempts: 3})
+	d := putTask(t, b, "defaults", task.PutRequest{ID: "d"})
+	if d.TTR != 30*time.Second || d.MaxAttempts != 3 {
+		t.Fatalf("put without ttr and max_attempts: ttr %v, max_attempts %d; want the policy's 30s, 3", d.TTR, d.MaxAttempts)
+	}
+	own := putTask(t, b, "defaults", task.PutRequest{ID: "own", TTR: 5 * time.Second, MaxAttempts: 7})
+	if own.TTR != 5*time.Second || own.MaxAttempts != 7 {
+		t.Fatalf("put with its own: ttr %v, max_attempts %d; want 5s, 7", own.TTR, own.MaxAttempts)
+	}
+	res := b.PutBatch(ctx, "defaults", []task.PutRequest{{ID: "batch"}})
+	if res[0].Err != nil || res[0].Task.TTR != 30*time.Second || res[0].Task.MaxAttempts != 3 {
+		t.Fatalf("batch put without ttr and max_attempts: %+v", res[0])
+	}
+	// The lease of a task put without a ttr lasts the policy's.
+	before := time.Now()
+	r := ReserveOne(t, b, "defaults", time.Second)
+	if r.ID != "d" {
+		t.Fatalf("reserved %s; want d", r.ID)
+	}
+	within(t, "lease of d's end", r.LeaseUntil, before.Add(30*time.Second), time.Now().Add(30*time.Second))
+
+	// A queue without a policy: the server's defaults.
+	n := putTask(t, b, "no-defaults", task.PutRequest{ID: "n"})
+	if n.TTR != task.DefaultTTR || n.MaxAttempts != 0 {
+		t.Fatalf("put into a queue without a policy: ttr %v, max_attempts %d; want %v, 0", n.TTR, n.MaxAttempts, task.DefaultTTR)
+	}
+}
+
+// nackPolicy: Nack's answer, its reason kept, the retry policy's delay
+// or the caller's, death at the last attempt.
+func nackPolicy(t *testing.T, b service.Service) {
+	ctx := context.Background()
+
+	// Without a policy: ready at once; the reason kept, cut and made valid.
+	putTask(t, b, "nack", task.PutRequest{ID: "a", MaxAttempts: 5})
+	r := ReserveOne(t, b, "nack", time.Second)
+	n, err := b.Nack(ctx, "nack", "a", r.Lease, task.RetryDelay, "boom")
+	must(t, "nack", err)
+	if n.State != task.Ready || n.ID != "a" || n.Queue != "nack" || n.LastError != "boom" || n.Attempts != 1 {
+		t.Fatalf("Nack without a policy = %+v; want a ready, last error boom, attempts 1", n)
+	}
+	if g, err := b.Get("nack", "a"); err != nil || g.LastError != "boom" || g.State != task.Ready {
+		t.Fatalf("Get after the nack = %+v, %v; want ready, last error boom", g, err)
+	}
+	long := strings.Repeat("é", task.MaxErrorLen) + "\xff"
+	r = ReserveOne(t, b, "nack", time.Second)
+	n, err = b.Nack(ctx, "nack", "a", r.Lease, task.RetryDelay, long)
+	must(t, "nack with a long reason", err)
+	if want := service.CutError(long); n.LastError != want || len(n.LastError) != task.MaxErrorLen {
+		t.Fatalf("Nack with a reason of %d bytes kept %d bytes; want %d (CutError)", len(long), len(n.LastError), len(want))
+	}
+	if g, _ := b.Get("nack", "a"); g.LastError != service.CutError(long) {
+		t.Fatalf("Get after a long reason: last error of %d bytes; want %d", len(g.LastError), task.MaxErrorLen)
+	}
+	r = ReserveOne(t, b, "nack", time.Second)
+	n, err = b.Nack(ctx, "nack", "a", r.Lease, 0, "bad \xff byte")
+	must(t, "nack with invalid UTF-8", err)
+	if n.LastError != "bad \uFFFD byte" {
+		t.Fatalf("Nack kept %q; want the invalid byte replaced", n.LastError)
+	}
+
+	// The caller's delay: delayed, with the due it will have.
+	r = ReserveOne(t, b, "nack", time.Second)
+	t0 := time.Now()
+	n, err = b.Nack(ctx, "nack", "a", r.Lease, 200*time.Millisecond, "later")
+	t1 := time.Now()
+	must(t, "nack with a delay", err)
+	if n.State != task.Delayed {
+		t.Fatalf("Nack with a delay = %+v; want delayed", n)
+	}
+	within(t, "nack's due", n.Due, t0.Add(200*time.Millisecond), t1.Add(200*time.Millisecond))
+	if g, _ := b.Get("nack", "a"); g.Due.Sub(n.Due).Abs() > timeSlack || g.State != task.Delayed {
+		t.Fatalf("Get after a nack with a delay: %v, due %v; want delayed, due %v", g.State, g.Due, n.Due)
+	}
+	r = ReserveOne(t, b, "nack", 200*time.Millisecond+lateSlack)
+	within(t, "reserve after a nack's delay", time.Now(), t0.Add(200*time.Millisecond), t1.Add(200*time.Millisecond))
+
+	// The last attempt: dead, the reason kept.
+	n, err = b.Nack(ctx, "nack", "a", r.Lease, task.RetryDelay, "last")
+	must(t, "nack of the last attempt", err)
+	if n.State != task.Dead || n.Queue != "nack" || n.LastError != "last" || n.Attempts != 5 {
+		t.Fatalf("Nack of the last attempt = %+v; want dead in nack, last error \"last\", attempts 5", n)
+	}
+	if s, _ := queueStats(t, b, "nack"); s.Dead != 1 {
+		t.Fatalf("queue nack: %+v; want 1 dead", s)
+	}
+	_, err = b.Nack(ctx, "nack", "a", r.Lease, 0, "again")
+	if err == nil {
+		t.Fatal("nack of a dead task: no error")
+	}
+
+	// A retry policy: delayed within the back-off's bounds; the caller's
+	// delay wins.
+	retry := &task.Retry{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2, Jitter: 0.2}
+	setPolicy(t, b, "nack-retry", task.Policy{Retry: retry})
+	putTask(t, b, "nack-retry", task.PutRequest{ID: "b"})
+	r = ReserveOne(t, b, "nack-retry", time.Second)
+	t0 = time.Now()
+	n, err = b.Nack(ctx, "nack-retry", "b", r.Lease, task.RetryDelay, "")
+	t1 = time.Now()
+	must(t, "nack under a retry policy", err)
+	if n.State != task.Delayed {
+		t.Fatalf("Nack under a retry policy = %+v; want delayed", n)
+	}
+	within(t, "back-off's due", n.Due, t0.Add(80*time.Millisecond), t1.Add(120*time.Millisecond))
+	r = ReserveOne(t, b, "nack-retry", 120*time.Millisecond+lateSlack)
+	within(t, "reserve after the back-off", time.Now(), t0.Add(80*time.Millisecond), t1.Add(120*time.Millisecond))
+	n, err = b.Nack(ctx, "nack-retry", "b", r.Lease, 0, "")
+	must(t, "nack with a delay of 0 under a retry policy", err)
+	if n.State != task.Ready {
+		t.Fatalf("Nack with a delay of 0 under a retry policy = %+v; want ready at once", n)
+	}
+	r = ReserveOne(t, b, "nack-retry", time.Second)
+	t0 = time.Now()
+	n, err = b.Nack(ctx, "nack-retry", "b", r.Lease, 700*time.Millisecond, "")
+	t1 = time.Now()
+	must(t, "nack with a delay under a retry policy", err)
+	within(t, "caller's due under a retry policy", n.Due, t0.Add(700*time.Millisecond), t1.Add(700*time.Millisecond))
+}
+
+// backoff: over several attempts (initial 50ms, multiplier 2, jitter
+// 0.1), attempt n+1 comes no earlier than 50ms × 2^(n−1) × 0.9 after
+// the n-th failed.
+func backoff(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	retry := &task.Retry{Initial: 50 * time.Millisecond, Max: 10 * time.Second, Multiplier: 2, Jitter: 0.1}
+	setPolicy(t, b, "backoff", task.Policy{Retry: retry})
+	putTask(t, b, "backoff", task.PutRequest{ID: "x"})
+	r := ReserveOne(t, b, "backoff", time.Second)
+	for n := 1; n <= 4; n++ {
+		if r.Attempts != n {
+			t.Fatalf("attempt %d: task says %d attempts", n, r.Attempts)
+		}
+		base := time.Duration(float64(retry.Initial) * float64(int(1)<<(n-1)))
+		lo, hi := time.Duration(float64(base)*0.9), time.Duration(float64(base)*1.1)
+		t0 := time.Now()
+		tk, err := b.Nack(ctx, "backoff", "x", r.Lease, task.RetryDelay, fmt.Sprintf("failure %d", n))
+		t1 := time.Now()
+		must(t, "nack", err)
+		within(t, fmt.Sprintf("due after failure %d", n), tk.Due, t0.Add(lo), t1.Add(hi))
+		r = ReserveOne(t, b, "backoff", hi+lateSlack)
+		within(t, fmt.Sprintf("attempt %d", n+1), time.Now(), t0.Add(lo), t1.Add(hi))
+		if r.LastError != fmt.Sprintf("failure %d", n) {
+			t.Fatalf("attempt %d: last error %q; want the last nack's", n+1, r.LastError)
+		}
+	}
+}
+
+// leaseExpiry: a lease that runs out counts as a failure: the task comes
+// back delayed per the retry policy with last error "lease expired", and
+// dies at max_attempts.
+func leaseExpiry(t *testing.T, b service.Service) {
+	const ttr, delay = 100 * time.Millisecond, 150 * time.Millisecond
+	setPolicy(t, b, "expiry", task.Policy{
+		TTR: ttr, MaxAttempts: 2,
+		Retry: &task.Retry{Initial: delay, Max: time.Second, Multiplier: 1},
+	})
+	putTask(t, b, "expiry", task.PutRequest{ID: "x"})
+	r := ReserveOne(t, b, "expiry", time.Second)
+	if r.TTR != ttr || r.MaxAttempts != 2 {
+		t.Fatalf("reserved %+v; want the policy's ttr 100ms, max_attempts 2", r)
+	}
+	leaseEnd := r.LeaseUntil
+	d := waitGone(t, b, "expiry", "x", ttr)
+	if d.State != task.Delayed && d.State != task.Ready || d.LastError != task.LeaseExpired || d.Lease != "" {
+		t.Fatalf("task after its lease ran out = %+v; want delayed, last error %q", d, task.LeaseExpired)
+	}
+	if d.Due.Before(leaseEnd.Add(delay - timeSlack)) {
+		t.Fatalf("task due %v after its lease ran out; want the retry policy's %v or more", d.Due.Sub(leaseEnd), delay)
+	}
+	r = ReserveOne(t, b, "expiry", delay+lateSlack)
+	if now := time.Now(); now.Before(leaseEnd.Add(delay - timeSlack)) {
+		t.Fatalf("reserved again %v after the lease's end; want %v or more", now.Sub(leaseEnd), delay)
+	}
+	if r.Attempts != 2 || r.LastError != task.LeaseExpired {
+		t.Fatalf("second attempt = %+v; want attempts 2, last error %q", r, task.LeaseExpired)
+	}
+	dead := waitState(t, b, "expiry", "x", task.Dead, ttr)
+	if dead.LastError != task.LeaseExpired || dead.Attempts != 2 {
+		t.Fatalf("task dead after its last lease ran out = %+v", dead)
+	}
+}
+
+// release: a released task's attempt is not spent; its delay honoured.
+func release(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	putTask(t, b, "release", task.PutRequest{ID: "one", MaxAttempts: 1})
+	r := ReserveOne(t, b, "release", time.Second)
+	_, err := b.Release(ctx, "release", "one", "nope", 0)
+	wantErr(t, "release under another lease", err, task.ErrLease)
+	_, err = b.Release(ctx, "release", "none", "nope", 0)
+	wantErr(t, "release of an unknown task", err, task.ErrNotFound)
+	rel, err := b.Release(ctx, "release", "one", r.Lease, 0)
+	must(t, "release", err)
+	if rel.State != task.Ready || rel.ID != "one" || rel.Queue != "release" {
+		t.Fatalf("Release = %+v; want one, ready", rel)
+	}
+	_, err = b.Release(ctx, "release", "one", r.Lease, 0)
+	if err == nil {
+		t.Fatal("release of a released task: no error")
+	}
+	r = ReserveOne(t, b, "release", time.Second) // not dead: its one attempt was not spent
+	n, err := b.Nack(ctx, "release", "one", r.Lease, 0, "")
+	must(t, "nack", err)
+	if n.State != task.Dead {
+		t.Fatalf("nack of a max_attempts 1 task after a release = %+v; want dead", n)
+	}
+
+	// Released attempts never count: two reservations, one released, then
+	// a failure leaves one of two attempts.
+	putTask(t, b, "release", task.PutRequest{ID: "two", MaxAttempts: 2})
+	r = ReserveOne(t, b, "release", time.Second)
+	_, err = b.Release(ctx, "release", "two", r.Lease, 0)
+	must(t, "release two", err)
+	r = ReserveOne(t, b, "release", time.Second)
+	n, err = b.Nack(ctx, "release", "two", r.Lease, 0, "")
+	must(t, "nack two", err)
+	if n.State != task.Ready {
+		t.Fatalf("two after a release and a failure = %+v; want ready (one attempt of 2 spent)", n)
+	}
+
+	// A delay honoured.
+	r = ReserveOne(t, b, "release", time.Second)
+	t0 := time.Now()
+	rel, err = b.Release(ctx, "release", "two", r.Lease, 150*time.Millisecond)
+	t1 := time.Now()
+	must(t, "release with a delay", err)
+	if rel.State != task.Delayed {
+		t.Fatalf("Release with a delay = %+v; want delayed", rel)
+	}
+	within(t, "release's due", rel.Due, t0.Add(150*time.Millisecond), t1.Add(150*time.Millisecond))
+	ReserveOne(t, b, "release", 150*time.Millisecond+lateSlack)
+	within(t, "reserve after a release's delay", time.Now(), t0.Add(150*time.Millisecond), t1.Add(150*time.Millisecond))
+}
+
+// bury: dead whatever attempts remain, its reason kept; Kick brings it
+// back.
+func bury(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	putTask(t, b, "bury", task.PutRequest{ID: "x", MaxAttempts: 5})
+	r := ReserveOne(t, b, "bury", time.Second)
+	_, err := b.Bury(ctx, "bury", "x", "nope", "poison")
+	wantErr(t, "bury under another lease", err, task.ErrLease)
+	d, err := b.Bury(ctx, "bury", "x", r.Lease, "poison")
+	must(t, "bury", err)
+	if d.State != task.Dead || d.Queue != "bury" || d.LastError != "poison" {
+		t.Fatalf("Bury = %+v; want dead in bury, last error poison", d)
+	}
+	if g, err := b.Get("bury", "x"); err != nil || g.State != task.Dead || g.LastError != "poison" {
+		t.Fatalf("Get after Bury = %+v, %v", g, err)
+	}
+	if s, _ := queueStats(t, b, "bury"); s.Dead != 1 || s.Reserved != 0 {
+		t.Fatalf("queue bury: %+v; want 1 dead", s)
+	}
+	must(t, "kick", b.Kick(ctx, "bury", "x"))
+	r = ReserveOne(t, b, "bury", time.Second)
+	if r.ID != "x" {
+		t.Fatalf("reserved %+v after the kick; want x", r)
+	}
+	d, err = b.Bury(ctx, "bury", "x", r.Lease, strings.Repeat("x", task.MaxErrorLen+10))
+	must(t, "bury with a long reason", err)
+	if len(d.LastError) != task.MaxErrorLen {
+		t.Fatalf("Bury kept %d bytes of reason; want %d", len(d.LastError), task.MaxErrorLen)
+	}
+}
+
+// deadLetter: a task whose attempts are used up moves to the dead-letter
+// queue, ready, with its id, payload, attempts and last error, replacing
+// a task of the same id there.
+func deadLetter(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	setPolicy(t, b, "dl", task.Policy{MaxAttempts: 2, DeadLetter: "dl-dead"})
+	putTask(t, b, "dl", task.PutRequest{ID: "a", Payload: []byte(`"pa"`), Priority: 3})
+	r := ReserveOne(t, b, "dl", time.Second)
+	n, err := b.Nack(ctx, "dl", "a", r.Lease, 0, "e1")
+	must(t, "nack 1", err)
+	if n.State != task.Ready || n.Queue != "dl" {
+		t.Fatalf("first failure = %+v; want ready in dl", n)
+	}
+	r = ReserveOne(t, b, "dl", time.Second)
+	n, err = b.Nack(ctx, "dl", "a", r.Lease, task.RetryDelay, "e2")
+	must(t, "nack 2", err)
+	if n.Queue != "dl-dead" || n.State != task.Ready || n.ID != "a" || n.Attempts != 2 || n.LastError != "e2" {
+		t.Fatalf("Nack of the last attempt = %+v; want a, ready in dl-dead, attempts 2, last error e2", n)
+	}
+	_, err = b.Get("dl", "a")
+	wantErr(t, "get from its own queue", err, task.ErrNotFound)
+	g, err := b.Get("dl-dead", "a")
+	must(t, "get from the dead-letter queue", err)
+	if g.State != task.Ready || string(g.Payload) != `"pa"` || g.Attempts != 2 || g.LastError != "e2" || g.Queue != "dl-dead" {
+		t.Fatalf("dead-lettered task = %+v", g)
+	}
+	if s, _ := queueStats(t, b, "dl"); s.Ready+s.Delayed+s.Reserved+s.Dead != 0 {
+		t.Fatalf("queue dl after the move: %+v; want empty", s)
+	}
+	if s, _ := queueStats(t, b, "dl-dead"); s.Ready != 1 || s.Dead != 0 {
+		t.Fatalf("queue dl-dead: %+v; want 1 ready", s)
+	}
+	m := ReserveOne(t, b, "dl-dead", time.Second)
+	if m.ID != "a" || string(m.Payload) != `"pa"` {
+		t.Fatalf("reserved from the dead-letter queue: %+v", m)
+	}
+	must(t, "ack in the dead-letter queue", b.Ack(ctx, "dl-dead", "a", m.Lease))
+
+	// A task of the same id in the dead-letter queue is replaced.
+	putTask(t, b, "dl-dead", task.PutRequest{ID: "b", Payload: []byte(`"old"`)})
+	putTask(t, b, "dl", task.PutRequest{ID: "b", Payload: []byte(`"new"`), MaxAttempts: 1})
+	r = ReserveOne(t, b, "dl", time.Second)
+	n, err = b.Nack(ctx, "dl", "b", r.Lease, 0, "e")
+	must(t, "nack b", err)
+	if n.Queue != "dl-dead" || n.State != task.Ready {
+		t.Fatalf("Nack of b = %+v; want ready in dl-dead", n)
+	}
+	if g, err := b.Get("dl-dead", "b"); err != nil || string(g.Payload) != `"new"` || g.Attempts != 1 || g.LastError != "e" {
+		t.Fatalf("b in the dead-letter queue = %+v, %v; want the new one", g, err)
+	}
+	if s, _ := queueStats(t, b, "dl-dead"); s.Ready != 1 {
+		t.Fatalf("queue dl-dead after the replacement: %+v; want 1 ready", s)
+	}
+
+	// A bury moves too.
+	putTask(t, b, "dl", task.PutRequest{ID: "c"})
+	r = ReserveOne(t, b, "dl", time.Second)
+	n, err = b.Bury(ctx, "dl", "c", r.Lease, "buried")
+	must(t, "bury c", err)
+	if n.Queue != "dl-dead" || n.State != task.Ready || n.LastError != "buried" {
+		t.Fatalf("Bury under a dead-letter policy = %+v; want ready in dl-dead", n)
+	}
+}
+
+// pause: a paused queue hands out nothing until resumed or its pause
+// ends; puts go on.
+func pause(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	putTask(t, b, "paused", task.PutRequest{ID: "a"})
+	putTask(t, b, "unpaused", task.PutRequest{ID: "u"})
+	wantErr(t, "pause of a bad queue name", b.PauseQueue(ctx, "bad queue", time.Second), task.ErrInvalid)
+	must(t, "pause indefinitely", b.PauseQueue(ctx, "paused", task.PauseIndefinitely))
+	reserveNone(t, b, "paused", 50*time.Millisecond)
+	putTask(t, b, "paused", task.PutRequest{ID: "b"})
+	s, ok := queueStats(t, b, "paused")
+	if !ok || !s.PausedUntil.Equal(task.PausedForever) || s.Ready != 2 {
+		t.Fatalf("queue paused indefinitely: %+v; want PausedUntil %v, 2 ready", s, task.PausedForever)
+	}
+	ts, err := b.ReserveQueues(ctx, []string{"paused", "unpaused"}, 5, 0)
+	must(t, "reserve of a paused queue and another", err)
+	if len(ts) != 1 || ts[0].Queue != "unpaused" {
+		t.Fatalf("reserve of a paused queue and another: %+v; want u alone", ts)
+	}
+	if _, ok, err := b.ReserveAny(ctx, []string{"paused"}, 0); ok || err != nil {
+		t.Fatalf("ReserveAny of a paused queue: %v, %v", ok, err)
+	}
+
+	must(t, "resume", b.PauseQueue(ctx, "paused", 0))
+	if s, _ := queueStats(t, b, "paused"); !s.PausedUntil.IsZero() {
+		t.Fatalf("queue resumed: PausedUntil %v; want zero", s.PausedUntil)
+	}
+	ts, err = b.Reserve(ctx, "paused", 5, time.Second)
+	must(t, "reserve of a resumed queue", err)
+	if len(ts) != 2 {
+		t.Fatalf("reserve of a resumed queue: %d tasks; want 2", len(ts))
+	}
+
+	// A timed pause ends by itself, and a reserver waiting through it gets
+	// the task.
+	putTask(t, b, "paused", task.PutRequest{ID: "c"})
+	const d = 200 * time.Millisecond
+	t0 := time.Now()
+	must(t, "pause 200ms", b.PauseQueue(ctx, "paused", d))
+	t1 := time.Now()
+	s, _ = queueStats(t, b, "paused")
+	within(t, "a timed pause's end", s.PausedUntil, t0.Add(d), t1.Add(d))
+	c := ReserveOne(t, b, "paused", d+lateSlack)
+	within(t, "reserve after a timed pause", time.Now(), t0.Add(d), t1.Add(d))
+	if c.ID != "c" {
+		t.Fatalf("reserved %s after the pause; want c", c.ID)
+	}
+	if s, _ := queueStats(t, b, "paused"); !s.PausedUntil.IsZero() {
+		t.Fatalf("queue after its pause ended: PausedUntil %v; want zero", s.PausedUntil)
+	}
+}
+
+// concurrency: no more of a queue's tasks reserved at once than its
+// limit, over any reserve and any number of reservers.
+func concurrency(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	setPolicy(t, b, "conc", task.Policy{Concurrency: 2})
+	for i := range 5 {
+		putTask(t, b, "conc", task.PutRequest{ID: fmt.Sprint(i)})
+	}
+	ts, err := b.Reserve(ctx, "conc", 5, 0)
+	must(t, "reserve 5", err)
+	if len(ts) != 2 {
+		t.Fatalf("reserve max 5 under a concurrency of 2: %d tasks", len(ts))
+	}
+	reserveNone(t, b, "conc", 50*time.Millisecond)
+	if _, ok, err := b.ReserveAny(ctx, []string{"conc"}, 0); ok || err != nil {
+		t.Fatalf("ReserveAny at the concurrency limit: %v, %v", ok, err)
+	}
+	must(t, "ack", b.Ack(ctx, "conc", ts[0].ID, ts[0].Lease))
+	more, err := b.Reserve(ctx, "conc", 5, 0)
+	must(t, "reserve after an ack", err)
+	if len(more) != 1 {
+		t.Fatalf("reserve after an ack: %d tasks; want 1", len(more))
+	}
+	// A nack frees a place too, and a reserver waiting gets it.
+	got := make(chan []task.Task, 1)
+	go func() {
+		ts, _ := b.Reserve(ctx, "conc", 5, lateSlack)
+		got <- ts
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case ts := <-got:
+		t.Fatalf("a waiting reserve got %d tasks at the concurrency limit", len(ts))
+	default:
+	}
+	_, err = b.Nack(ctx, "conc", more[0].ID, more[0].Lease, 0, "")
+	must(t, "nack", err)
+	if ts := <-got; len(ts) != 1 {
+		t.Fatalf("the waiting reserve got %d tasks after a nack; want 1", len(ts))
+	}
+
+	// Reservers at once never hold more than 2.
+	setPolicy(t, b, "conc-many", task.Policy{Concurrency: 2})
+	const total = 30
+	for i := range total {
+		putTask(t, b, "conc-many", task.PutRequest{ID: fmt.Sprint(i)})
+	}
+	var held, peak, done atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	deadline := time.Now().Add(10 * time.Second)
+	for range 6 {
+		wg.Go(func() {
+			for done.Load() < total && time.Now().Before(deadline) {
+				ts, err := b.Reserve(ctx, "conc-many", 2, 100*time.Millisecond)
+				if err != nil {
+					errs <- err
+					return
+				}
+				// Counted from after Reserve to before Ack: never more
+				// than the service holds.
+				h := held.Add(int64(len(ts)))
+				for p := peak.Load(); h > p && !peak.CompareAndSwap(p, h); p = peak.Load() {
+				}
+				time.Sleep(5 * time.Millisecond)
+				for _, tk := range ts {
+					held.Add(-1)
+					if err := b.Ack(ctx, "conc-many", tk.ID, tk.Lease); err != nil {
+						errs <- err
+						return
+					}
+					done.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("concurrent reservers: %v", err)
+	}
+	if p := peak.Load(); p > 2 {
+		t.Fatalf("concurrent reservers held %d tasks at once; limit 2", p)
+	}
+	if d := done.Load(); d != total {
+		t.Fatalf("concurrent reservers acked %d of %d tasks in 10s", d, total)
+	}
+}
+
+// rate: a queue's tasks handed out at most burst + limit × elapsed / per;
+// a reserve waiting gets a task when its token is due.
+func rate(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	const limit, per, total = 5, 500 * time.Millisecond, 20
+	every := per / limit // a token each 100 ms
+	setPolicy(t, b, "rate", task.Policy{Rate: &task.Rate{Limit: limit, Per: per}})
+	for i := range total {
+		putTask(t, b, "rate", task.PutRequest{ID: fmt.Sprint(i)})
+	}
+	start := time.Now()
+	ts, err := b.Reserve(ctx, "rate", total, 0)
+	must(t, "reserve 20", err)
+	got := len(ts)
+	// The bound over [start, now]: burst + limit × elapsed / per.
+	allowed := func() int { return limit + int((time.Since(start)+timeSlack)/every) }
+	if a := allowed(); got < limit || got > a {
+		t.Fatalf("first reserve under a rate of 5/500ms: %d tasks in %v; want the burst of 5 (at most %d)", got, time.Since(start), a)
+	}
+
+	// The next token is due 100 ms after the burst was taken: a reserve
+	// waiting gets it then, not before.
+	ts, err = b.Reserve(ctx, "rate", 1, every+lateSlack)
+	must(t, "reserve waiting for a token", err)
+	if len(ts) != 1 {
+		t.Fatalf("reserve waiting for a token: %d tasks; want 1", len(ts))
+	}
+	got++
+	if a := allowed(); got > a {
+		t.Fatalf("%d tasks in %v; a rate of 5/500ms allows %d", got, time.Since(start), a)
+	}
+	for got < total && time.Since(start) < 10*time.Second {
+		ts, err := b.Reserve(ctx, "rate", total, time.Second)
+		must(t, "reserve", err)
+		got += len(ts)
+		if a := allowed(); got > a {
+			t.Fatalf("%d tasks handed out in %v; a rate of 5/500ms allows %d", got, time.Since(start), a)
+		}
+	}
+	if got != total {
+		t.Fatalf("%d of %d tasks in 10s under a rate of 5/500ms", got, total)
+	}
+	// 15 tokens after the burst take 1.5 s at least.
+	if since := time.Since(start); since < 15*every-timeSlack {
+		t.Fatalf("%d tasks in %v; want %v or more", total, since, 15*every)
+	}
+}
+
+// existingTasks: a policy set applies to the tasks already in the queue.
+func existingTasks(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	putTask(t, b, "late", task.PutRequest{ID: "x"})
+	putTask(t, b, "late", task.PutRequest{ID: "y", MaxAttempts: 1})
+	putTask(t, b, "late", task.PutRequest{ID: "z"})
+	const delay = 200 * time.Millisecond
+	setPolicy(t, b, "late", task.Policy{
+		Retry:       &task.Retry{Initial: delay, Max: time.Second, Multiplier: 1},
+		Concurrency: 1, DeadLetter: "late-dead",
+	})
+	ts, err := b.Reserve(ctx, "late", 3, 0)
+	must(t, "reserve 3 under a concurrency of 1", err)
+	if len(ts) != 1 || ts[0].ID != "x" {
+		t.Fatalf("reserve 3 of tasks put before a concurrency of 1: %+v; want x alone", ts)
+	}
+	t0 := time.Now()
+	n, err := b.Nack(ctx, "late", "x", ts[0].Lease, task.RetryDelay, "")
+	t1 := time.Now()
+	must(t, "nack x", err)
+	if n.State != task.Delayed {
+		t.Fatalf("nack of a task put before the retry policy = %+v; want delayed", n)
+	}
+	within(t, "x's due", n.Due, t0.Add(delay), t1.Add(delay))
+
+	r := ReserveOne(t, b, "late", time.Second)
+	if r.ID != "y" {
+		t.Fatalf("reserved %s; want y", r.ID)
+	}
+	n, err = b.Nack(ctx, "late", "y", r.Lease, task.RetryDelay, "dead")
+	must(t, "nack y", err)
+	if n.Queue != "late-dead" || n.State != task.Ready {
+		t.Fatalf("last failure of a task put before the dead-letter policy = %+v; want ready in late-dead", n)
+	}
+
+	// Deleted: ready at once again.
+	must(t, "delete the policy", b.DeletePolicy(ctx, "late"))
+	r = ReserveOne(t, b, "late", time.Second)
+	n, err = b.Nack(ctx, "late", r.ID, r.Lease, task.RetryDelay, "")
+	must(t, "nack after the policy's deletion", err)
+	if n.State != task.Ready {
+		t.Fatalf("nack after the policy's deletion = %+v; want ready", n)
+	}
+}
