@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"time"
 
 	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Every value ends with a CRC-32C (Castagnoli) of its key and its body,
@@ -81,6 +83,8 @@ func describe(key []byte) string {
 		return fmt.Sprintf("index entry of queue %q id %q", queue, rest)
 	case prefixSchedule:
 		return fmt.Sprintf("schedule %q", key[1:])
+	case prefixQueue:
+		return fmt.Sprintf("queue %q record", key[1:])
 	}
 	switch string(key) {
 	case string(keyFormat):
@@ -96,7 +100,7 @@ func describe(key []byte) string {
 }
 
 // A task record (the body of a meta value) is 61 bytes of fixed fields,
-// then three strings, each a uvarint length and its bytes:
+// then four strings, each a uvarint length and its bytes:
 //
 //	off  len  field
 //	  0    1  State
@@ -111,7 +115,13 @@ func describe(key []byte) string {
 //	 49    4  Releases
 //	 53    4  Buries
 //	 57    4  Kicks
-//	 61       Queue, ID, Lease
+//	 61       Queue, ID, Lease, LastError
+//
+// LastError came with format 3. A record of format 2 ends after Lease,
+// and decodeMeta reads it with LastError "": a store of format 2 becomes
+// one of format 3 without a record rewritten (upgrade.go), so a store may
+// hold records of both shapes, and every record this package writes has
+// all four strings.
 //
 // The job id is in the key and the payload under its own key, so reading
 // every record (Recover) reads no payload.
@@ -134,7 +144,8 @@ func appendMeta(dst []byte, t *store.Task) []byte {
 	dst = le.AppendUint32(dst, t.Kicks)
 	dst = appendString(dst, t.Queue)
 	dst = appendString(dst, t.ID)
-	return appendString(dst, t.Lease)
+	dst = appendString(dst, t.Lease)
+	return appendString(dst, t.LastError)
 }
 
 // errShort is what the decoders report for a body that ends too soon.
@@ -178,13 +189,19 @@ func decodeMeta(body []byte, t *store.Task, queue func([]byte) string) error {
 	if err != nil {
 		return err
 	}
+	var lastError []byte
+	if len(rest) != 0 { // absent from a record of format 2
+		if lastError, rest, err = cutString(rest); err != nil {
+			return err
+		}
+	}
 	if len(rest) != 0 {
 		return fmt.Errorf("%d bytes after the record", len(rest))
 	}
 	if t.State != store.Waiting && t.State != store.Reserved && t.State != store.Dead {
 		return fmt.Errorf("invalid state %d", t.State)
 	}
-	t.ID, t.Lease = string(id), string(lease)
+	t.ID, t.Lease, t.LastError = string(id), string(lease), string(lastError)
 	return nil
 }
 
@@ -224,6 +241,156 @@ func decodeSchedule(body []byte, s *store.Schedule) error {
 	s.Cron, s.Queue, s.Timezone = string(cron), string(queue), string(tz)
 	s.Payload = append([]byte{}, rest...)
 	return nil
+}
+
+// A queue record (the body of a queue value, format 3) is the pause,
+// then the policy, each group of a pointer field after a byte saying
+// whether it is there (1) or nil (0):
+//
+//	len  field
+//	  8  PausedUntil
+//	  8  Pauses
+//	  1  Retry present; if so:
+//	       Initial, Max (varint ns), Multiplier, Jitter (8 bytes each:
+//	       float64 bits)
+//	     MaxAttempts, TTR (varint, ns)
+//	  1  Rate present; if so:
+//	       Limit, Per (ns), Burst (varint)
+//	     Concurrency (varint)
+//	     DeadLetter (a uvarint length and its bytes)
+//
+// Varints are signed (zig-zag, binary.AppendVarint), so that every value
+// of the fields reads back as written, including those service.CheckPolicy
+// refuses. The name is in the key. A queue with the default policy and no
+// pause is 22 bytes, 26 with the checksum.
+
+// appendQueue appends the body of q (without its name) to dst.
+func appendQueue(dst []byte, q *store.Queue) []byte {
+	le := binary.LittleEndian
+	p := &q.Policy
+	dst = le.AppendUint64(dst, uint64(q.PausedUntil))
+	dst = le.AppendUint64(dst, q.Pauses)
+	if r := p.Retry; r != nil {
+		dst = append(dst, 1)
+		dst = binary.AppendVarint(dst, int64(r.Initial))
+		dst = binary.AppendVarint(dst, int64(r.Max))
+		dst = le.AppendUint64(dst, math.Float64bits(r.Multiplier))
+		dst = le.AppendUint64(dst, math.Float64bits(r.Jitter))
+	} else {
+		dst = append(dst, 0)
+	}
+	dst = binary.AppendVarint(dst, int64(p.MaxAttempts))
+	dst = binary.AppendVarint(dst, int64(p.TTR))
+	if r := p.Rate; r != nil {
+		dst = append(dst, 1)
+		dst = binary.AppendVarint(dst, int64(r.Limit))
+		dst = binary.AppendVarint(dst, int64(r.Per))
+		dst = binary.AppendVarint(dst, int64(r.Burst))
+	} else {
+		dst = append(dst, 0)
+	}
+	dst = binary.AppendVarint(dst, int64(p.Concurrency))
+	return appendString(dst, p.DeadLetter)
+}
+
+// decodeQueue decodes a queue body into q, leaving Name as it is. It
+// refuses a body that ends too soon, has bytes after its end, a presence
+// byte other than 0 or 1, or an integer that does not fit its field.
+func decodeQueue(body []byte, q *store.Queue) error {
+	d := decoder{b: body}
+	q.PausedUntil = int64(d.uint64())
+	q.Pauses = d.uint64()
+	var p task.Policy
+	if d.present("retry") {
+		p.Retry = &task.Retry{
+			Initial:    time.Duration(d.varint()),
+			Max:        time.Duration(d.varint()),
+			Multiplier: math.Float64frombits(d.uint64()),
+			Jitter:     math.Float64frombits(d.uint64()),
+		}
+	}
+	p.MaxAttempts = d.int()
+	p.TTR = time.Duration(d.varint())
+	if d.present("rate") {
+		p.Rate = &task.Rate{Limit: d.int(), Per: time.Duration(d.varint()), Burst: d.int()}
+	}
+	p.Concurrency = d.int()
+	if d.err == nil {
+		var dl []byte
+		if dl, d.b, d.err = cutString(d.b); d.err == nil {
+			p.DeadLetter = string(dl)
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d bytes after the record", len(d.b))
+	}
+	if d.err != nil {
+		return d.err
+	}
+	q.Policy = p
+	return nil
+}
+
+// decoder reads the fields of a body one after another; after the first
+// error (kept in err) every read returns 0.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uint64() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 8 {
+		d.err = errShort
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, w := binary.Varint(d.b)
+	if w <= 0 {
+		d.err = errShort
+		if w < 0 {
+			d.err = errors.New("varint overflows 64 bits")
+		}
+		return 0
+	}
+	d.b = d.b[w:]
+	return v
+}
+
+// int reads a varint into an int, refusing one that does not fit.
+func (d *decoder) int() int {
+	v := d.varint()
+	if int64(int(v)) != v && d.err == nil {
+		d.err = fmt.Errorf("%d does not fit an int", v)
+	}
+	return int(v)
+}
+
+// present reads the presence byte of the group named what.
+func (d *decoder) present(what string) bool {
+	if d.err != nil {
+		return false
+	}
+	if len(d.b) < 1 {
+		d.err = errShort
+		return false
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	if c > 1 {
+		d.err = fmt.Errorf("%s presence byte %d, want 0 or 1", what, c)
+	}
+	return c == 1
 }
 
 // appendString appends s as a uvarint length and its bytes.

@@ -195,6 +195,14 @@ func (w *writer) build(s *Store, pb *pebble.Batch, b *store.Batch) (next uint64,
 		case store.DeleteSchedule:
 			w.key = scheduleKey(w.key[:0], op.Schedule.Name)
 			err = pb.Delete(w.key, nil)
+		case store.PutQueue:
+			q := &op.Queue
+			w.key = queueRecordKey(w.key[:0], q.Name)
+			w.val = seal(w.key, appendQueue(w.val[:0], q))
+			err = pb.Set(w.key, w.val, nil)
+		case store.DeleteQueue:
+			w.key = queueRecordKey(w.key[:0], op.Queue.Name)
+			err = pb.Delete(w.key, nil)
 		default:
 			err = fmt.Errorf("unknown op kind %d", op.Kind)
 		}

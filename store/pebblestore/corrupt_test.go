@@ -3,16 +3,20 @@ package pebblestore_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
+	"github.com/hourglass-go/hourglass/task"
 )
 
-// corruptFixture opens a store with two tasks and a schedule.
+// corruptFixture opens a store with two tasks, a schedule and a queue
+// record.
 func corruptFixture(t *testing.T) (*pebblestore.Store, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "db")
@@ -21,10 +25,18 @@ func corruptFixture(t *testing.T) (*pebblestore.Store, string) {
 	b.Put(store.Task{JobID: 1, Queue: "q", ID: "a", State: store.Waiting, Payload: []byte("one")})
 	b.Put(store.Task{JobID: 2, Queue: "q", ID: "b", State: store.Waiting, Payload: []byte("two")})
 	b.PutSchedule(store.Schedule{Name: "s", Cron: "* * * * *", Queue: "q"})
+	b.PutQueue(store.Queue{Name: "q", Pauses: 1, Policy: task.Policy{Rate: &task.Rate{Limit: 10, Per: time.Second}, DeadLetter: "q-dead"}})
 	if err := st.Commit(&b); err != nil {
 		t.Fatal(err)
 	}
 	return st, dir
+}
+
+// queueBody returns the body of the queue record under key, without its
+// checksum.
+func queueBody(st *pebblestore.Store, key []byte) []byte {
+	v, _ := st.Raw(key)
+	return v[:len(v)-4]
 }
 
 // flip returns v with one bit of its middle byte flipped.
@@ -53,6 +65,8 @@ func TestCorrupt_Value(t *testing.T) {
 	recover := func(st store.Store) error { return st.Recover(func(store.Task) error { return nil }) }
 	list := func(st store.Store) error { _, err := st.List("q", 0, 10); return err }
 	task1 := func(st store.Store) error { _, err := st.Task(1); return err }
+	queues := func(st store.Store) error { _, err := st.Queues(); return err }
+	schedules := func(st store.Store) error { _, err := st.Schedules(); return err }
 
 	for _, c := range []struct {
 		name   string
@@ -122,6 +136,43 @@ func TestCorrupt_Value(t *testing.T) {
 				"Schedules": func(st store.Store) error { _, err := st.Schedules(); return err },
 			},
 		},
+		{
+			name: "Queue", key: pebblestore.QueueKey("q"),
+			damage: func(st *pebblestore.Store, key []byte) []byte { v, _ := st.Raw(key); return flip(v) },
+			what:   `queue "q" record`,
+			fail:   map[string]func(store.Store) error{"Queues": queues},
+			work:   map[string]func(store.Store) error{"Task": task1, "Recover": recover, "Schedules": schedules},
+		},
+		{
+			// Good checksums over bodies that are not queue records: a
+			// presence byte that is neither 0 nor 1, a body cut short, a
+			// byte after the end.
+			name: "QueueBadPresence", key: pebblestore.QueueKey("q"),
+			damage: func(st *pebblestore.Store, key []byte) []byte {
+				body := queueBody(st, key)
+				body[16] = 2 // Retry's presence
+				return pebblestore.Seal(key, body)
+			},
+			what: `queue "q" record`,
+			fail: map[string]func(store.Store) error{"Queues": queues},
+		},
+		{
+			name: "QueueTruncated", key: pebblestore.QueueKey("q"),
+			damage: func(st *pebblestore.Store, key []byte) []byte {
+				body := queueBody(st, key)
+				return pebblestore.Seal(key, body[:len(body)-1])
+			},
+			what: `queue "q" record`,
+			fail: map[string]func(store.Store) error{"Queues": queues},
+		},
+		{
+			name: "QueueTrailing", key: pebblestore.QueueKey("q"),
+			damage: func(st *pebblestore.Store, key []byte) []byte {
+				return pebblestore.Seal(key, append(queueBody(st, key), 0))
+			},
+			what: `queue "q" record`,
+			fail: map[string]func(store.Store) error{"Queues": queues},
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st, _ := corruptFixture(t)
@@ -161,16 +212,19 @@ func TestCorrupt_Open(t *testing.T) {
 		wantCorrupt(t, "Open", err, "next job id record")
 	})
 	t.Run("FormatVersion", func(t *testing.T) {
-		st, dir := corruptFixture(t)
-		// A version from the future: this build cannot know its layout.
-		v3 := pebblestore.Seal(pebblestore.FormatKey, binary.LittleEndian.AppendUint32(nil, 3))
-		if err := st.SetRaw(pebblestore.FormatKey, v3); err != nil {
-			t.Fatal(err)
-		}
-		st.Close()
-		_, err := pebblestore.Open(dir, pebblestore.Options{Logger: quiet})
-		if err == nil || !strings.Contains(err.Error(), "format version 3") {
-			t.Fatalf("Open of a version 3 store: %v; want a format version error", err)
+		// A version from the future, whose layout this build cannot know,
+		// and 0, which no build wrote.
+		for _, v := range []uint32{4, 0} {
+			st, dir := corruptFixture(t)
+			raw := pebblestore.Seal(pebblestore.FormatKey, binary.LittleEndian.AppendUint32(nil, v))
+			if err := st.SetRaw(pebblestore.FormatKey, raw); err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+			_, err := pebblestore.Open(dir, pebblestore.Options{Logger: quiet})
+			if want := fmt.Sprintf("format version %d, and this build reads versions 1 to 3", v); err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Open of a version %d store: %v; want %q", v, err, want)
+			}
 		}
 	})
 	t.Run("FormatRecordDamaged", func(t *testing.T) {

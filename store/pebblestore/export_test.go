@@ -38,6 +38,7 @@ func PayloadKey(job uint64) []byte            { return taskKey(nil, kindPayload,
 func IndexKey(queue, id string) []byte        { return indexKey(nil, queue, id) }
 func ListKey(queue string, job uint64) []byte { return listKey(nil, queue, job) }
 func ScheduleKey(name string) []byte          { return scheduleKey(nil, name) }
+func QueueKey(name string) []byte             { return queueRecordKey(nil, name) }
 
 var (
 	UpgradeKey = keyUpgrade

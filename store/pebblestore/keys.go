@@ -19,6 +19,11 @@ const (
 	// newest eras, not with every era in between (package doc, "Layout").
 	prefixIndex    = 'k' // k + uvarint(len(queue)) + queue + id → job id
 	prefixSchedule = 's' // s + name → schedule
+	// prefixQueue starts the queue records (format 3): Q + name → the
+	// queue's pause and policy. Upper case: q held format 1's list
+	// entries, whose range an upgrade from format 1 deletes whole
+	// (upgrade.go, v1Rest).
+	prefixQueue = 'Q'
 )
 
 // Kinds of task keys, the byte after the era.
@@ -163,6 +168,12 @@ func parseJobID(id string) (uint64, bool) {
 // scheduleKey appends the key of the schedule named name to dst.
 func scheduleKey(dst []byte, name string) []byte {
 	return append(append(dst, prefixSchedule), name...)
+}
+
+// queueRecordKey appends the key of the record of the queue named name
+// to dst.
+func queueRecordKey(dst []byte, name string) []byte {
+	return append(append(dst, prefixQueue), name...)
 }
 
 // prefixEnd returns the smallest key above every key that starts with p,

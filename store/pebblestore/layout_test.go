@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
+	hgtask "github.com/hourglass-go/hourglass/task"
 )
 
 // TestLayout_Example checks the worked example of the package doc: the
@@ -26,7 +28,7 @@ func TestLayout_Example(t *testing.T) {
 		wantKey string // hex, as in the doc without spaces
 		valLen  int
 	}{
-		{pebblestore.MetaKey(42), "6a00000000000000006d000000000000002a", 81},
+		{pebblestore.MetaKey(42), "6a00000000000000006d000000000000002a", 82},
 		{pebblestore.PayloadKey(42), "6a000000000000000070000000000000002a", 9},
 		{pebblestore.ListKey("mail", 42), "6a000000000000000071046d61696c000000000000002a", 4},
 		{pebblestore.IndexKey("mail", "welcome-7"), "6b046d61696c77656c636f6d652d37", 12},
@@ -48,6 +50,33 @@ func TestLayout_Example(t *testing.T) {
 	}
 	if n, _ := st.NextJobID(); n != 43 {
 		t.Errorf("NextJobID() = %d, want 43", n)
+	}
+
+	// A nack's error lengthens the record by its bytes.
+	task.LastError = "timeout"
+	if err := st.Commit(&store.Batch{Ops: []store.Op{{Kind: store.UpdateTask, Task: task}}}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := st.Raw(pebblestore.MetaKey(42)); err != nil || len(v) != 89 {
+		t.Errorf("record with a last error: %d bytes, %v; want 89", len(v), err)
+	}
+
+	// The queue record of the example, byte for byte.
+	q := store.Queue{Name: "mail", PausedUntil: 1<<63 - 1, Pauses: 2, Policy: hgtask.Policy{
+		Retry: &hgtask.Retry{Initial: time.Second, Max: time.Minute, Multiplier: 2, Jitter: 0.1},
+	}}
+	if err := st.Commit(&store.Batch{Ops: []store.Op{{Kind: store.PutQueue, Queue: q}}}); err != nil {
+		t.Fatal(err)
+	}
+	key := pebblestore.QueueKey("mail")
+	if got := hex.EncodeToString(key); got != "516d61696c" {
+		t.Errorf("queue key %s, want 516d61696c", got)
+	}
+	const body = "ffffffffffffff7f0200000000000000" +
+		"0180a8d6b90780e0ba84bf0300000000000000409a9999999999b93f" +
+		"0000000000"
+	if v, err := st.Raw(key); err != nil || len(v) != 53 || hex.EncodeToString(v[:len(v)-4]) != body {
+		t.Errorf("queue value %x, %v; want 53 bytes, %s and a checksum", v, err, body)
 	}
 
 	// A task whose id is its job id in decimal (put without one) has no

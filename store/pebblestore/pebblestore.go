@@ -18,8 +18,8 @@ import (
 
 // formatVersion is the version of the layout (doc.go) and of the value
 // encodings (codec.go) this package writes, kept under keyFormat. Open
-// upgrades a store of version 1 (upgrade.go) and refuses any other.
-const formatVersion = 2
+// upgrades a store of version 1 or 2 (upgrade.go) and refuses any other.
+const formatVersion = 3
 
 // Defaults of [Options]. Pebble's fixed memory is the block cache plus up
 // to memTables memtables, so about DefaultCacheSize +
@@ -113,7 +113,8 @@ type Store struct {
 
 // Open opens the store in dir, creating it if dir holds none. It refuses
 // a directory holding a Pebble database without the store's format record,
-// and a store of a format version other than this package's.
+// and a store of a format version this build does not know (a newer
+// build's); a store of an older version it upgrades in place (upgrade.go).
 //
 // Open replays Pebble's write-ahead log (see the package doc, "Crashes"),
 // so its time grows with the writes since the last memtable flush (at most
@@ -229,8 +230,8 @@ func (s *Store) start(replays []string, logs map[string]int64) error {
 		return fmt.Errorf("hourglass: open store %s: %w", s.dir, corrupt(keyFormat, "%d bytes, want 4", len(body)))
 	default:
 		v := binary.LittleEndian.Uint32(body)
-		if v != formatVersion && v != 1 {
-			return fmt.Errorf("hourglass: open store %s: format version %d, and this build reads versions 1 (upgrading it) and %d", s.dir, v, formatVersion)
+		if v < 1 || v > formatVersion {
+			return fmt.Errorf("hourglass: open store %s: format version %d, and this build reads versions 1 to %d (upgrading the older ones)", s.dir, v, formatVersion)
 		}
 		from, resumed, err := s.upgrading()
 		if err != nil {
@@ -241,6 +242,12 @@ func (s *Store) start(replays []string, logs map[string]int64) error {
 				from = v
 			}
 			if err := s.upgrade(from, resumed); err != nil {
+				return err
+			}
+			v = formatVersion
+		}
+		if v == 2 {
+			if err := s.upgradeFormat2(); err != nil {
 				return err
 			}
 		}

@@ -387,39 +387,65 @@ func scan(it *pebble.Iterator, chunks, free chan *records, stop chan struct{}) e
 // Schedules returns every schedule, ordered by name (bytewise). O(n) for
 // n schedules. Schedules is safe for concurrent use.
 func (s *Store) Schedules() ([]store.Schedule, error) {
+	var out []store.Schedule
+	err := s.scanPrefix("schedules", prefixSchedule, func(key, body []byte) error {
+		sc := store.Schedule{Name: string(key[1:])}
+		if err := decodeSchedule(body, &sc); err != nil {
+			return corrupt(key, "%v", err)
+		}
+		out = append(out, sc)
+		return nil
+	})
+	return out, err
+}
+
+// Queues returns every queue record, ordered by name (bytewise), each
+// with a policy of its own (no two share a Retry or a Rate). O(n) for n
+// records. Queues is safe for concurrent use.
+func (s *Store) Queues() ([]store.Queue, error) {
+	var out []store.Queue
+	err := s.scanPrefix("queues", prefixQueue, func(key, body []byte) error {
+		q := store.Queue{Name: string(key[1:])}
+		if err := decodeQueue(body, &q); err != nil {
+			return corrupt(key, "%v", err)
+		}
+		out = append(out, q)
+		return nil
+	})
+	return out, err
+}
+
+// scanPrefix calls fn with every key that starts with prefix, in order, and
+// its value's checked body; both are valid until fn returns. what names
+// the read in errors.
+func (s *Store) scanPrefix(what string, prefix byte, fn func(key, body []byte) error) error {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
-		return nil, ErrClosed
+		return ErrClosed
 	}
-	prefix := []byte{prefixSchedule}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	p := []byte{prefix}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
-		return nil, pebbleErr("schedules", err)
+		return pebbleErr(what, err)
 	}
 	defer it.Close()
-	var out []store.Schedule
 	for ok := it.First(); ok; ok = it.Next() {
 		key := it.Key()
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, pebbleErr("schedules", err)
+			return pebbleErr(what, err)
 		}
 		body, err := unseal(key, v)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		sc := store.Schedule{Name: string(key[1:])}
-		if err := decodeSchedule(body, &sc); err != nil {
-			return nil, corrupt(key, "%v", err)
+		if err := fn(key, body); err != nil {
+			return err
 		}
-		out = append(out, sc)
 	}
 	if err := it.Error(); err != nil {
-		return nil, pebbleErr("schedules", err)
+		return pebbleErr(what, err)
 	}
-	return out, nil
+	return nil
 }
-
-// Queues returns every queue record, by name.
-func (s *Store) Queues() ([]store.Queue, error) { return nil, nil }

@@ -16,13 +16,20 @@ import (
 //	q len queue job   → list entry
 //	i len queue id    → job id, for every task
 //
-// and format 2 moves the index entries to k, after the task range.
-//
 // so a task put and acknowledged within seconds had its keys spread over
 // four ranges, with the keys of tasks that stay between them, and every
 // flush of the memtable overlapped most of the store (package doc,
-// "Layout"). Format 2 keeps them by era, and has no index entry for an id
-// that is the task's own job id.
+// "Layout"). Format 2 keeps them by era, moves the index entries to k,
+// after the task range, and has no index entry for an id that is the
+// task's own job id.
+//
+// Format 3 adds a string to the end of a task record, its last error
+// (codec.go), and the queue records (Q name). A record of format 2 reads
+// as one of format 3 with no last error, and a store of format 2 has no
+// queue records, so the upgrade from format 2 rewrites the format record
+// alone (upgradeFormat2); the records of format 2 stay as they are until
+// a commit rewrites them. An upgrade from format 1 moves its records
+// unchanged, and they read in the same way.
 
 // Tuning of the upgrade; variables so that the tests can stop it half-way.
 var (
@@ -40,21 +47,23 @@ var (
 	v1Rest  = [2][]byte{{'p'}, {'r'}} // payloads (p) and list entries (q)
 )
 
-// upgrade brings a store of format 1 to format 2. The first batch, synced,
-// sets the format to 2 and the upgrade marker; then every record, payload
-// and list entry of format 1 is written under its format 2 key (values
-// re-sealed with the new key: a checksum covers its key), and so is
-// every index entry but those of implicit ids, in batches that are not
-// synced;
-// the last batch deletes the format 1 ranges whole and the marker, synced
-// (syncing the WAL syncs every batch before it). A crash before it leaves
-// the marker, and the next Open runs the upgrade again from the start:
-// its writes are the same each time. O(n) for n tasks, all payloads read
-// and written once: 28 s for 10M tasks with 200-byte payloads (40M keys)
-// on the 2-core machine of docs/BENCHMARKS.md, during which the server
-// is not ready. The old keys' space comes back as Pebble compacts the
-// range deletions: 543 bytes a task on disk right after, 363 a few
-// seconds later, against 253 for a store written in format 2.
+// upgrade brings a store of format 1 to the current format. The first
+// batch, synced, sets the format to formatVersion and the upgrade marker;
+// then every record, payload and list entry of format 1 is written under
+// its key of format 2 and later (values re-sealed with the new key: a
+// checksum covers its key), and so is every index entry but those of
+// implicit ids, in batches that are not synced; the last batch deletes
+// the format 1 ranges whole and the marker, and sets the format again (a
+// build of format 2 may have begun the upgrade, with format record 2),
+// synced (syncing the WAL syncs every batch before it). A crash before it
+// leaves the marker, and the next Open runs the upgrade again from the
+// start: its writes are the same each time. O(n) for n tasks, all
+// payloads read and written once: 28 s for 10M tasks with 200-byte
+// payloads (40M keys) on the 2-core machine of docs/BENCHMARKS.md (to
+// format 2), during which the server is not ready. The old keys' space
+// comes back as Pebble compacts the range deletions: 543 bytes a task on
+// disk right after, 363 a few seconds later, against 253 for a store
+// written in format 2.
 func (s *Store) upgrade(from uint32, resumed bool) error {
 	start := time.Now()
 	if !resumed {
@@ -82,11 +91,26 @@ func (s *Store) upgrade(from uint32, resumed bool) error {
 	_ = u.b.DeleteRange(v1Meta[0], v1Meta[1], nil)
 	_ = u.b.DeleteRange(v1Rest[0], v1Rest[1], nil)
 	_ = u.b.Delete(keyUpgrade, nil)
+	_ = u.b.Set(keyFormat, seal(keyFormat, binary.LittleEndian.AppendUint32(nil, formatVersion)), nil)
 	if err := s.db.Apply(u.b, pebble.Sync); err != nil {
 		return pebbleErr("upgrade store "+s.dir, err)
 	}
 	s.log.Info("hourglass: store upgraded", "dir", s.dir, "from", from, "to", formatVersion,
 		"tasks", u.tasks, "keys", u.keys, "took", time.Since(start).Round(time.Millisecond).String())
+	return nil
+}
+
+// upgradeFormat2 brings a store of format 2 to format 3: one synced
+// write of the format record, before any commit can write a record of
+// format 3. Nothing else changes (see above), so it takes O(1) whatever
+// the store holds; a crash before the write leaves a store of format 2,
+// which the next Open upgrades again.
+func (s *Store) upgradeFormat2() error {
+	err := s.db.Set(keyFormat, seal(keyFormat, binary.LittleEndian.AppendUint32(nil, formatVersion)), pebble.Sync)
+	if err != nil {
+		return pebbleErr("upgrade store "+s.dir, err)
+	}
+	s.log.Info("hourglass: store upgraded", "dir", s.dir, "from", 2, "to", formatVersion, "rewritten", "the format record alone")
 	return nil
 }
 

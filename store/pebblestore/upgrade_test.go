@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
@@ -259,4 +261,167 @@ func TestUpgrade_PowerLoss(t *testing.T) {
 			st.Close()
 		}
 	}
+}
+
+// formatOf returns the format version st's format record holds.
+func formatOf(t *testing.T, st *pebblestore.Store) uint32 {
+	t.Helper()
+	v, err := st.Raw(pebblestore.FormatKey)
+	if err != nil || len(v) != 8 {
+		t.Fatalf("format record %x, %v", v, err)
+	}
+	return binary.LittleEndian.Uint32(v)
+}
+
+// format2Dir writes the tasks and schedule of testdata/format1 as a store
+// of format 2 holds them: records ending after the lease (this package
+// writes a last error after it, empty here: the record's last byte), and
+// format record 2. It returns the store's directory and the records as
+// stored.
+func format2Dir(t *testing.T) (string, map[uint64][]byte) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "db")
+	st := open(t, dir)
+	defer st.Close()
+	var b store.Batch
+	for _, tk := range format1Tasks() {
+		b.Put(tk)
+	}
+	b.PutSchedule(store.Schedule{Name: "nightly", Cron: "0 3 * * *", Queue: "mail"})
+	if err := st.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	records := map[uint64][]byte{}
+	for _, tk := range format1Tasks() {
+		key := pebblestore.MetaKey(tk.JobID)
+		v, err := st.Raw(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := v[:len(v)-4]
+		if body[len(body)-1] != 0 {
+			t.Fatalf("record of task %d does not end in an empty last error: %x", tk.JobID, body)
+		}
+		v2 := pebblestore.Seal(key, body[:len(body)-1])
+		if err := st.SetRaw(key, v2); err != nil {
+			t.Fatal(err)
+		}
+		records[tk.JobID] = v2
+	}
+	if err := st.SetRaw(pebblestore.FormatKey, pebblestore.Seal(pebblestore.FormatKey, binary.LittleEndian.AppendUint32(nil, 2))); err != nil {
+		t.Fatal(err)
+	}
+	return dir, records
+}
+
+// TestUpgrade_Format2 opens a store of format 2: Open upgrades it by
+// rewriting the format record alone (every task record stays as format 2
+// wrote it), every task and the schedule read back with no last error,
+// a task updated with one reads it back beside the records of format 2,
+// and the next Open does not upgrade again.
+func TestUpgrade_Format2(t *testing.T) {
+	dir, records := format2Dir(t)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	st, err := pebblestore.Open(dir, pebblestore.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := logs.String(); !strings.Contains(s, "store upgraded") || !strings.Contains(s, "from=2 to=3") {
+		t.Errorf("log has no upgrade from 2 to 3:\n%s", s)
+	}
+	if v := formatOf(t, st); v != 3 {
+		t.Errorf("format record %d after the upgrade, want 3", v)
+	}
+	for job, want := range records {
+		if got, err := st.Raw(pebblestore.MetaKey(job)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("record of task %d rewritten by the upgrade: %x, %v; want %x", job, got, err, want)
+		}
+	}
+	checkFormat1(t, st)
+
+	// An update writes a record of format 3, with its last error.
+	tk, err := st.Task(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Attempts++
+	tk.LastError = "smtp: 421 try again"
+	if err := st.Commit(&store.Batch{Ops: []store.Op{{Kind: store.UpdateTask, Task: tk}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	logs.Reset()
+	st, err = pebblestore.Open(dir, pebblestore.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if strings.Contains(logs.String(), "upgrad") {
+		t.Errorf("second Open upgraded again:\n%s", logs.String())
+	}
+	var lastErrors []string
+	err = st.Recover(func(r store.Task) error {
+		if r.LastError != "" {
+			lastErrors = append(lastErrors, fmt.Sprintf("%d: %s", r.JobID, r.LastError))
+		}
+		return nil
+	})
+	if err != nil || !slices.Equal(lastErrors, []string{"2: smtp: 421 try again"}) {
+		t.Errorf("Recover: last errors %q, %v; want task 2's alone", lastErrors, err)
+	}
+	if got, err := st.Task(2); err != nil || got.LastError != tk.LastError || got.Attempts != tk.Attempts || string(got.Payload) != `{"a":1}` {
+		t.Errorf("Task(2) = %+v, %v; want attempts %d, last error %q", got, err, tk.Attempts, tk.LastError)
+	}
+	if page, err := st.List("mail", 0, 10); err != nil || len(page) != 4 || page[1].LastError != tk.LastError || page[0].LastError != "" {
+		t.Errorf("List(mail) = %+v, %v; want task 2 with its last error", page, err)
+	}
+	if scs, err := st.Schedules(); err != nil || len(scs) != 1 || scs[0].Name != "nightly" {
+		t.Errorf("Schedules() = %+v, %v; want nightly", scs, err)
+	}
+}
+
+// TestUpgrade_Format1ResumedFromFormat2 resumes an upgrade from format 1
+// that a build of format 2 began (format record 2, upgrade marker there):
+// Open finishes it, and the format record ends at 3.
+func TestUpgrade_Format1ResumedFromFormat2(t *testing.T) {
+	dir := format1Dir(t)
+	stop := errors.New("stopped")
+	restore := pebblestore.SetUpgradeHook(3, func(n int) error {
+		if n == 2 {
+			return stop
+		}
+		return nil
+	})
+	_, err := pebblestore.Open(dir, pebblestore.Options{Logger: quiet})
+	restore()
+	if !errors.Is(err, stop) {
+		t.Fatalf("Open = %v, want the hook's error", err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleQuiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set(pebblestore.FormatKey, pebblestore.Seal(pebblestore.FormatKey, binary.LittleEndian.AppendUint32(nil, 2)), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	st, err := pebblestore.Open(dir, pebblestore.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if s := logs.String(); !strings.Contains(s, "resumed=true") || !strings.Contains(s, "from=1") {
+		t.Errorf("Open did not resume the upgrade from 1:\n%s", s)
+	}
+	if v := formatOf(t, st); v != 3 {
+		t.Errorf("format record %d after the upgrade, want 3", v)
+	}
+	checkFormat1(t, st)
 }
