@@ -117,11 +117,13 @@ func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.
 		b.writeTask(store.UpdateTask, rec)
 		s.due = rec.Due
 		b.place(job, s, q, now)
+		b.metrics.Retries.WithLabelValues(q.name).Inc()
 		return rec, b.tasks.at(job)
 	}
 	b.metrics.Dead.Inc()
 	if out.DeadLetter != "" {
 		if moved, ms, ok := b.deadLetter(job, s, rec, out.DeadLetter, now); ok {
+			b.metrics.DeadLettered.WithLabelValues(q.name).Inc()
 			return moved, ms
 		}
 	}

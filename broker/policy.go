@@ -198,13 +198,9 @@ func (b *Broker) recoverQueues(now int64) error {
 	return nil
 }
 
-// limited reports whether q hands out nothing more now: paused, or as
-// many of its tasks reserved as its concurrency limit allows. The rate
-// limit is take's to check, since it spends a token. b.mu is held.
-func (q *queueState) limited(now int64) bool {
-	if q.pausedUntil > now {
-		return true
-	}
+// full reports whether q has as many of its tasks reserved as its
+// concurrency limit allows. b.mu is held.
+func (q *queueState) full() bool {
 	c := q.policy.Concurrency
 	return c > 0 && q.reserved >= c
 }

@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/memstore"
@@ -600,4 +602,64 @@ func TestPolicy_Pause(t *testing.T) {
 			t.Fatalf("queues: %+v", s)
 		}
 	})
+}
+
+// TestPolicy_Metrics: retries, throttled reserves and dead-lettered
+// tasks are counted per queue.
+func TestPolicy_Metrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	setPolicy(t, b, "q", task.Policy{DeadLetter: "dlq", Concurrency: 1})
+	setPolicy(t, b, "r", task.Policy{Rate: &task.Rate{Limit: 1, Per: time.Hour}})
+	put(t, b, "q", task.PutRequest{ID: "a", MaxAttempts: 2})
+	put(t, b, "q", task.PutRequest{ID: "b", Priority: 9})
+	put(t, b, "r", task.PutRequest{ID: "a"})
+	put(t, b, "r", task.PutRequest{ID: "b"})
+	for range 2 {
+		r, _ := reserve1(t, b, "q")
+		if _, ok := reserve1(t, b, "q"); ok {
+			t.Fatal("over the concurrency limit")
+		}
+		if _, err := b.Nack(ctx, "q", "a", r.Lease, task.RetryDelay, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reserve1(t, b, "r")
+	if _, ok := reserve1(t, b, "r"); ok {
+		t.Fatal("over the rate limit")
+	}
+	want := map[string]float64{
+		`hourglass_task_retries_total{queue="q"}`:                            1,
+		`hourglass_tasks_dead_lettered_total{queue="q"}`:                     1,
+		`hourglass_reserves_throttled_total{queue="q",reason="concurrency"}`: 2,
+		`hourglass_reserves_throttled_total{queue="r",reason="rate"}`:        1,
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName() + "{"
+			for i, l := range m.GetLabel() {
+				if i > 0 {
+					name += ","
+				}
+				name += fmt.Sprintf("%s=%q", l.GetName(), l.GetValue())
+			}
+			if m.GetCounter() != nil {
+				got[name+"}"] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
 }

@@ -175,15 +175,24 @@ type taken struct {
 func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, at time.Time) {
 	at = time.Now()
 	now := at.UnixNano()
-	var dry []*queueState // out of tokens in this take
+	var held []*queueState // held back by a limit in this take
 	for len(out) < max {
 		var best *queueState
 		var top readyItem
 		for _, q := range qs {
-			if q.limited(now) || slices.Contains(dry, q) {
+			if q.pausedUntil > now || slices.Contains(held, q) {
 				continue
 			}
-			if it, ok := b.peekReady(q); ok && (best == nil || it.less(top)) {
+			it, ok := b.peekReady(q)
+			if !ok {
+				continue
+			}
+			if q.full() {
+				held = append(held, q)
+				b.metrics.Throttled.WithLabelValues(q.name, service.ThrottledConcurrency).Inc()
+				continue
+			}
+			if best == nil || it.less(top) {
 				best, top = q, it
 			}
 		}
@@ -193,7 +202,8 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 		if r := best.policy.Rate; r != nil {
 			if took, next := best.bucket.Take(*r, now, 1); took == 0 {
 				b.armRate(best, now, next)
-				dry = append(dry, best)
+				held = append(held, best)
+				b.metrics.Throttled.WithLabelValues(best.name, service.ThrottledRate).Inc()
 				continue
 			}
 		}
