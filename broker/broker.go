@@ -33,6 +33,13 @@
 // group of a put it hands out, if that is still committing. Ack deletes
 // the record.
 //
+// # Queue policies
+//
+// A queue's policy (retry back-off, put defaults, rate and concurrency
+// limits, a dead-letter queue) and its pause are kept in its queueState
+// and in one store.Queue record (policy.go, which says where each part
+// acts); what becomes of a failed attempt is failure.go's.
+//
 // # Time
 //
 // Due times are recorded as wall-clock instants (they must survive a

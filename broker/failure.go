@@ -175,10 +175,10 @@ func (b *Broker) deadLetter(job uint64, s slot, rec store.Task, to string, now i
 	old := qid{rec.Queue, rec.ID}
 	rec.Queue = dq.name
 	rec.State = store.Waiting
-	rec.Due = now
+	rec.Due = min(rec.Due, now) // ready, in its place by due time (as a kick)
 	b.moveTask(old, rec)
 	b.noteNumeric(dq.name, rec.ID)
-	s = slot{due: now, prio: s.prio, qs: dq.index << 3}
+	s = slot{due: rec.Due, prio: s.prio, qs: dq.index << 3}
 	b.place(job, s, dq, now)
 	rec.Payload = nil
 	return rec, b.tasks.at(job), true

@@ -24,8 +24,10 @@ import (
 // beanstalkd does not log reserves at all: a crash before that commit
 // makes the task ready again as if its lease had run out, with the
 // attempt not counted and the lease unknown. max must be 1 to MaxReserve
-// and wait 0 to MaxWait. A paused queue (PauseQueue) hands out nothing until its pause
-// ends.
+// and wait 0 to MaxWait. A paused queue (PauseQueue) hands out nothing
+// until its pause ends, and a queue's rate and concurrency limits
+// (SetPolicy) hold: a reserve that meets them answers what it got, or
+// waits within wait for the first task they let it take.
 func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
 	queues := []string{queue}
 	if err := service.CheckReserve(queues, max, wait); err != nil {
