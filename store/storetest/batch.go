@@ -106,7 +106,7 @@ func testNextJobID(t *testing.T, st store.Store) {
 }
 
 // testBatchLaterWins: writes apply in order, a later write of the same
-// task or schedule wins, and a later op sees what earlier ops of its batch
+// task, schedule or queue record wins, and a later op sees what earlier ops of its batch
 // did.
 func testBatchLaterWins(t *testing.T, st store.Store) {
 	old := sample(3, "q", "z")
@@ -129,6 +129,12 @@ func testBatchLaterWins(t *testing.T, st store.Store) {
 	batch.PutSchedule(schedule("s", 2))
 	batch.PutSchedule(schedule("t", 1))
 	batch.DeleteSchedule("t")
+	batch.PutQueue(queueRecord("q", 1))
+	batch.PutQueue(queueRecord("q", 2))
+	batch.PutQueue(queueRecord("r", 1))
+	batch.DeleteQueue("r")
+	batch.DeleteQueue("s")
+	batch.PutQueue(queueRecord("s", 3))
 	if err := st.Commit(&batch); err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +151,7 @@ func testBatchLaterWins(t *testing.T, st store.Store) {
 		t.Fatalf("List(q) = %v, want [4]", jobs(got))
 	}
 	checkSchedules(t, st, schedule("s", 2))
+	checkQueues(t, st, queueRecord("q", 2), queueRecord("s", 3))
 	checkNext(t, st, 5)
 }
 
@@ -152,13 +159,17 @@ func testBatchLaterWins(t *testing.T, st store.Store) {
 // the writes before that op, nor NextJobID; the store goes on working.
 func testBatchAtomic(t *testing.T, st store.Store) {
 	a := sample(1, "q", "a")
-	commit(t, st, put(a))
+	kept := queueRecord("q", 1)
+	commit(t, st, put(a), store.Op{Kind: store.PutQueue, Queue: kept})
 
 	var batch store.Batch
 	batch.Put(sample(2, "q", "b"))
 	batch.Update(reserved(a, "l"))
 	batch.Delete(a)
 	batch.PutSchedule(schedule("s", 1))
+	batch.PutQueue(queueRecord("q", 2))
+	batch.DeleteQueue("q")
+	batch.PutQueue(queueRecord("r", 1))
 	batch.Put(sample(3, "q", "c"))
 	batch.Ops = append(batch.Ops, store.Op{Kind: 99}) // fails: no such kind
 	batch.NextJobID = 1000
@@ -171,6 +182,7 @@ func testBatchAtomic(t *testing.T, st store.Store) {
 	checkGone(t, st, 3)
 	checkLookup(t, st, "q", "b", 0)
 	checkSchedules(t, st)
+	checkQueues(t, st, kept)
 	checkAll(t, st, a)
 	checkNext(t, st, 2)
 

@@ -16,8 +16,9 @@ func closeStore(t *testing.T, st store.Store) {
 }
 
 // testReopen: everything committed is there after Close and Open, twice:
-// tasks with payloads (one of 1 MiB), updates, deletes, the index, the
-// lists, schedules and NextJobID; and the reopened store takes commits.
+// tasks with payloads (one of 1 MiB) and last errors, updates, deletes,
+// the index, the lists, schedules, queue records and NextJobID; and the
+// reopened store takes commits.
 func testReopen(t *testing.T, reopen func() store.Store) {
 	st := reopen()
 	a := sample(1, "q", "a")
@@ -27,10 +28,17 @@ func testReopen(t *testing.T, reopen func() store.Store) {
 	d := sample(4, "r", "d")
 	commit(t, st, put(a), put(b), put(c), put(d))
 	ra := reserved(a, "lease-a")
+	ra.LastError = "a last error kept across reopens ✓"
 	commit(t, st, update(ra), del(c))
 	var sb store.Batch
 	sb.PutSchedule(schedule("s1", 1))
 	sb.PutSchedule(schedule("s2", 2))
+	q1, q2 := queueRecord("q", 1), queueRecord("r", 2)
+	q2.Policy.Retry = nil
+	sb.PutQueue(q1)
+	sb.PutQueue(queueRecord("gone", 3))
+	sb.PutQueue(q2)
+	sb.DeleteQueue("gone")
 	sb.NextJobID = 1000
 	if err := st.Commit(&sb); err != nil {
 		t.Fatal(err)
@@ -53,6 +61,7 @@ func testReopen(t *testing.T, reopen func() store.Store) {
 		}
 		checkAll(t, st, ra, b, d)
 		checkSchedules(t, st, schedule("s1", 1), schedule("s2", 2))
+		checkQueues(t, st, q1, q2)
 		checkNext(t, st, 1000)
 	}
 	for range 2 {
@@ -63,13 +72,16 @@ func testReopen(t *testing.T, reopen func() store.Store) {
 
 	st = reopen()
 	e := sample(1000, "q", "e")
-	commit(t, st, put(e), del(d))
+	q2.Policy.Rate = nil
+	q2.PausedUntil = 0
+	commit(t, st, put(e), del(d), store.Op{Kind: store.PutQueue, Queue: q2}, store.Op{Kind: store.DeleteQueue, Queue: q1})
 	closeStore(t, st)
 	st = reopen()
 	defer closeStore(t, st)
 	checkTask(t, st, e)
 	checkGone(t, st, 4)
 	checkNext(t, st, 1001)
+	checkQueues(t, st, q2)
 }
 
 // testNextJobIDPersisted: the high-water mark survives a reopen when the
@@ -122,6 +134,9 @@ func testCloseIdempotent(t *testing.T, reopen func() store.Store) {
 	}
 	if _, err := st.Schedules(); err == nil {
 		t.Fatal("Schedules after Close: nil error")
+	}
+	if _, err := st.Queues(); err == nil {
+		t.Fatal("Queues after Close: nil error")
 	}
 	if _, err := st.NextJobID(); err == nil {
 		t.Fatal("NextJobID after Close: nil error")

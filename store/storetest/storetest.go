@@ -45,7 +45,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UpdateKeepsPayload", testUpdateKeepsPayload},
 		{"PutReplaces", testPutReplaces},
 		{"Delete", testDelete},
+		{"LastError", testLastError},
 		{"Schedules", testSchedules},
+		{"Queues", testQueues},
+		{"QueuesCopied", testQueuesCopied},
 		{"NextJobID", testNextJobID},
 		{"BatchLaterWins", testBatchLaterWins},
 		{"BatchAtomic", testBatchAtomic},
@@ -92,7 +95,8 @@ func RunDurable(t *testing.T, open func(t *testing.T, dir string) store.Store) {
 }
 
 // sample returns a task with every field set, derived from job, in queue
-// with id, and a payload that tells job and version apart.
+// with id (a last error for odd job ids), and a payload that tells job
+// and version apart.
 func sample(job uint64, queue, id string) store.Task {
 	return store.Task{
 		JobID:       job,
@@ -109,8 +113,18 @@ func sample(job uint64, queue, id string) store.Task {
 		Releases:    uint32(job % 7),
 		Buries:      uint32(job % 11),
 		Kicks:       uint32(job % 13),
+		LastError:   lastErrorOf(job),
 		Payload:     payloadOf(job, 0),
 	}
+}
+
+// lastErrorOf returns the last error of sample task job: none for even
+// job ids, a text that varies with job for odd ones.
+func lastErrorOf(job uint64) string {
+	if job%2 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("attempt %d: connection refused ✗", job%5)
 }
 
 // payloadOf returns the payload of version v of job: binary, with zero

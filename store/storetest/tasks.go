@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // testPutAndRead: tasks put are read back whole by Task, Lookup, List and
@@ -42,6 +44,9 @@ func testNotFound(t *testing.T, st store.Store) {
 	checkAll(t, st)
 	if s, err := st.Schedules(); err != nil || len(s) != 0 {
 		t.Fatalf("Schedules on an empty store = %v, %v", s, err)
+	}
+	if q, err := st.Queues(); err != nil || len(q) != 0 {
+		t.Fatalf("Queues on an empty store = %v, %v", q, err)
 	}
 	checkNext(t, st, 1) // job ids start at 1
 
@@ -269,4 +274,58 @@ func testBinaryPayload(t *testing.T, st store.Store) {
 	}
 	checkTask(t, st, u)
 	checkLookup(t, st, u.Queue, u.ID, 4)
+}
+
+// testLastError: a task's last error is kept by puts and updates and read
+// back by Task, List and Recover: set by a failed attempt (an update, the
+// payload untouched), replaced, cleared, as long as task.MaxErrorLen
+// allows and in any UTF-8; and a put replaces it like every field.
+func testLastError(t *testing.T, st store.Store) {
+	a := sample(1, "q", "a")
+	a.LastError = ""
+	b := sample(2, "q", "b")
+	b.LastError = "put with an error: a task moved from another queue"
+	commit(t, st, put(a), put(b))
+	checkTask(t, st, a)
+	checkTask(t, st, b)
+
+	// A nack: reserved, then waiting again with the worker's error.
+	failed := reserved(a, "lease-1")
+	failed.State, failed.Lease, failed.LeaseUntil = store.Waiting, "", 0
+	failed.LastError = "smtp: 421 4.7.0 try again later"
+	commit(t, st, update(failed))
+	failed.Payload = a.Payload
+	checkTask(t, st, failed)
+	checkAll(t, st, failed, b)
+	if got := listAll(t, st, "q", 1); len(got) != 2 || diff(got[0], failed, false) != "" {
+		t.Fatalf("List(q) = %+v; want job 1 with its last error first", got)
+	}
+
+	// The longest error a nack keeps, in multi-byte UTF-8, then dead with
+	// it; b's error cleared.
+	long := strings.Repeat("é✓", task.MaxErrorLen/5) + "!" // 819 × 5 + 1 bytes
+	if len(long) != task.MaxErrorLen {
+		t.Fatalf("the long error is %d bytes, want %d", len(long), task.MaxErrorLen)
+	}
+	dead := failed
+	dead.State, dead.LastError = store.Dead, long
+	b2 := b
+	b2.LastError = ""
+	commit(t, st, update(dead), update(b2))
+	checkTask(t, st, dead)
+	b2.Payload = b.Payload
+	checkTask(t, st, b2)
+	checkAll(t, st, dead, b2)
+
+	// A later write in one batch wins; a put replaces the error too.
+	x, y := dead, dead
+	x.LastError, y.LastError = "first", "second"
+	again := sample(2, "q", "b")
+	again.LastError = "put again"
+	commit(t, st, update(x), update(y), put(again))
+	checkTask(t, st, y)
+	checkTask(t, st, again)
+	if got := listAll(t, st, "q", 10); len(got) != 2 || got[0].LastError != "second" || got[1].LastError != "put again" {
+		t.Fatalf("List(q) = %+v; want last errors %q and %q", got, "second", "put again")
+	}
 }

@@ -1,0 +1,172 @@
+package storetest
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// queueRecord returns the record of queue name, its fields derived from v:
+// every field set, Retry and Rate included, and some at the bounds of
+// package task.
+func queueRecord(name string, v int) store.Queue {
+	return store.Queue{
+		Name:        name,
+		PausedUntil: time.Date(2030, 1, 2, 3, 4, 5, v, time.UTC).UnixNano(),
+		Pauses:      uint64(v) + 1<<40,
+		Policy: task.Policy{
+			Retry: &task.Retry{
+				Initial:    time.Duration(v+1) * time.Millisecond,
+				Max:        task.MaxRetryDelay,
+				Multiplier: 1.5 + float64(v),
+				Jitter:     0.1 * float64(v%10),
+			},
+			MaxAttempts: task.MaxAttemptsLimit - v,
+			TTR:         time.Duration(v+1) * time.Second,
+			Rate:        &task.Rate{Limit: task.MaxRateLimit - v, Per: task.MaxRatePer, Burst: v},
+			Concurrency: task.MaxConcurrency - v,
+			DeadLetter:  fmt.Sprintf("%s-dead ✓%d", name, v),
+		},
+	}
+}
+
+// checkQueues checks that Queues returns want, which is ordered by name:
+// every field equal, and Retry and Rate nil exactly where want's are.
+func checkQueues(t *testing.T, st store.Store, want ...store.Queue) {
+	t.Helper()
+	got, err := st.Queues()
+	if err != nil {
+		t.Fatalf("Queues: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Queues: %d %s, want %d %s", len(got), queuesString(got), len(want), queuesString(want))
+	}
+	for i := range got {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("Queues[%d]:\n got %s\nwant %s", i, queueString(got[i]), queueString(want[i]))
+		}
+	}
+}
+
+// queueString shows q with what its pointers point to.
+func queueString(q store.Queue) string {
+	p := q.Policy
+	s := fmt.Sprintf("{%q paused %d pauses %d max %d ttr %v conc %d dead %q", q.Name, q.PausedUntil, q.Pauses, p.MaxAttempts, p.TTR, p.Concurrency, p.DeadLetter)
+	if p.Retry != nil {
+		s += fmt.Sprintf(" retry %+v", *p.Retry)
+	}
+	if p.Rate != nil {
+		s += fmt.Sprintf(" rate %+v", *p.Rate)
+	}
+	return s + "}"
+}
+
+func queuesString(qs []store.Queue) string {
+	s := "["
+	for i, q := range qs {
+		if i > 0 {
+			s += " "
+		}
+		s += queueString(q)
+	}
+	return s + "]"
+}
+
+// testQueues: queue records put, replaced and deleted, listed by name
+// (bytewise, names that extend others included), every policy field read
+// back as written, nil Retry and Rate staying nil and set ones staying
+// set; and queue records are apart from tasks and schedules.
+func testQueues(t *testing.T, st store.Store) {
+	checkQueues(t, st)
+	a, ab, b := queueRecord("a", 1), queueRecord("ab", 2), queueRecord("b", 3)
+	dot := queueRecord("a.b", 4)
+	u := queueRecord("file d'attente ü", 5)
+	var batch store.Batch
+	for _, q := range []store.Queue{u, b, ab, dot, a} {
+		batch.PutQueue(q)
+	}
+	if err := st.Commit(&batch); err != nil {
+		t.Fatal(err)
+	}
+	checkQueues(t, st, a, dot, ab, b, u)
+
+	// Replace: a loses its retry and keeps its rate, ab the reverse, b
+	// keeps its policy and is paused until resumed, dot has the default
+	// policy and no pause (a record the broker would delete, but the store
+	// keeps what it is given).
+	a2 := a
+	a2.Policy.Retry, a2.PausedUntil = nil, 0
+	ab2 := ab
+	ab2.Policy.Rate = nil
+	ab2.Policy.Retry = &task.Retry{Initial: time.Nanosecond, Max: time.Nanosecond, Multiplier: 1, Jitter: 0}
+	b2 := b
+	b2.PausedUntil, b2.Pauses = math.MaxInt64, b.Pauses+1
+	dot2 := store.Queue{Name: dot.Name}
+	batch.Reset()
+	for _, q := range []store.Queue{a2, ab2, b2, dot2} {
+		batch.PutQueue(q)
+	}
+	batch.DeleteQueue(u.Name)
+	batch.DeleteQueue("never-there")
+	if err := st.Commit(&batch); err != nil {
+		t.Fatal(err)
+	}
+	checkQueues(t, st, a2, dot2, ab2, b2)
+
+	// Queues, schedules and tasks of one name are apart.
+	commit(t, st, put(sample(1, "a", "x")))
+	batch.Reset()
+	batch.PutSchedule(schedule("a", 1))
+	batch.DeleteQueue("b")
+	if err := st.Commit(&batch); err != nil {
+		t.Fatal(err)
+	}
+	checkQueues(t, st, a2, dot2, ab2)
+	checkSchedules(t, st, schedule("a", 1))
+	checkAll(t, st, sample(1, "a", "x"))
+	commit(t, st, del(sample(1, "a", "x")))
+	batch.Reset()
+	batch.DeleteSchedule("a")
+	if err := st.Commit(&batch); err != nil {
+		t.Fatal(err)
+	}
+	checkQueues(t, st, a2, dot2, ab2)
+}
+
+// testQueuesCopied: neither what a caller committed nor what Queues
+// returned shares memory with the store: changing a policy's Retry or
+// Rate through either changes nothing stored. The broker keeps the
+// policies it commits and hands out those it reads.
+func testQueuesCopied(t *testing.T, st store.Store) {
+	q := queueRecord("q", 1)
+	want := queueRecord("q", 1)
+	var batch store.Batch
+	batch.PutQueue(q)
+	if err := st.Commit(&batch); err != nil {
+		t.Fatal(err)
+	}
+	q.Policy.Retry.Initial = time.Hour
+	q.Policy.Rate.Limit = 1
+	checkQueues(t, st, want)
+
+	got, err := st.Queues()
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Queues = %v, %v", queuesString(got), err)
+	}
+	got[0].Policy.Retry.Multiplier = 99
+	got[0].Policy.Rate.Per = time.Nanosecond
+	got[0].Policy.DeadLetter = "changed"
+	checkQueues(t, st, want)
+
+	// Two reads share nothing either.
+	one, _ := st.Queues()
+	two, _ := st.Queues()
+	if one[0].Policy.Retry == two[0].Policy.Retry || one[0].Policy.Rate == two[0].Policy.Rate {
+		t.Fatal("two calls of Queues return the same Retry or Rate")
+	}
+}
