@@ -104,29 +104,9 @@ func (n *Node) ReleaseJob(ctx context.Context, job uint64, lease string, prio ui
 	n.metrics.Nacks.Inc()
 	if fireAt != nil {
 		n.announce(job, *fireAt, dbNow)
+		n.slotFreed(queue)
 	} else {
 		n.readied(queue, 1)
-	}
-	return nil
-}
-
-// BuryJob makes job, reserved under lease, dead with priority prio.
-func (n *Node) BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error {
-	if err := n.Err(); err != nil {
-		return err
-	}
-	j, ok := jobArg(job)
-	if !ok || lease == "" {
-		return task.ErrNotFound
-	}
-	tag, err := n.db.Exec(ctx, `UPDATE hourglass_tasks SET state = 3, priority = $3, buries = buries + 1,
-			lease = '', lease_until = 0, fire_at = NULL, died = hourglass_now()
-		WHERE job_id = $1 AND state = 2 AND lease = $2`, j, lease, int64(prio))
-	if err != nil {
-		return dbErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return task.ErrNotFound
 	}
 	return nil
 }
@@ -306,38 +286,35 @@ func (n *Node) Peek(queue string, st task.State) (task.Task, error) {
 	return t.view(), nil
 }
 
-// PauseQueue stops queue from handing out tasks for d (0 ends a pause),
-// on every node: reservers wait, puts go on. The pause is a row of
-// hourglass_queues that the reserve statement checks; a reserver waiting
-// on a paused queue looks again when the pause ends.
+// PauseQueue stops queue from handing out tasks for d
+// (task.PauseIndefinitely: until resumed; 0 ends a pause), on every node:
+// reservers wait, puts go on. The pause is a row of hourglass_queues that
+// the reserve statement checks, ending at service.PausedUntil of this
+// node's reading of the database's clock; a reserver waiting on a paused
+// queue looks again when the pause ends, and every waiting reserver of
+// the queue, on every node, looks again at once.
 func (n *Node) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
 	if err := service.CheckQueue(queue); err != nil {
 		return err
 	}
-	if err := service.CheckDelay("pause", d, n.opts.MaxDelay); err != nil {
-		return err
+	if d != task.PauseIndefinitely {
+		if err := service.CheckDelay("pause", d, n.opts.MaxDelay); err != nil {
+			return err
+		}
 	}
 	if err := n.Err(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+	ctx, cancel := context.WithTimeout(ctx, jobTimeout)
 	defer cancel()
 	_, err := n.db.Exec(ctx, `INSERT INTO hourglass_queues AS q (queue, paused_until, pauses)
-		VALUES ($1, CASE WHEN $2 = 0 THEN 0 ELSE hourglass_now() + $2 END, 1)
+		VALUES ($1, $2, 1)
 		ON CONFLICT (queue) DO UPDATE SET paused_until = EXCLUDED.paused_until, pauses = q.pauses + 1`,
-		queue, int64(d))
+		queue, service.PausedUntil(n.clock.now(), d))
 	if err != nil {
 		return dbErr(err)
 	}
-	// Waiting reservers look again at once, on every node: when a pause
-	// ends, or changes its end. Not readied, which stops at what this
-	// node's waiters can take.
-	n.mu.Lock()
-	if q := n.queues[queue]; q != nil {
-		q.wakeAll()
-	}
-	n.mu.Unlock()
-	n.notifier.send(queueChannel(queue), "all "+n.name)
+	n.lookAgain(queue)
 	return nil
 }
 

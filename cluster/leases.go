@@ -164,6 +164,18 @@ func (n *Node) tickNext(ctx context.Context) (time.Duration, error) {
 	if err := n.reconcileSchedules(ctx); err != nil {
 		return 0, err
 	}
+	n.mu.Lock()
+	recap := n.recap
+	n.recap = false
+	n.mu.Unlock()
+	if recap {
+		if err := n.loadCapped(ctx); err != nil {
+			n.mu.Lock()
+			n.recap = true
+			n.mu.Unlock()
+			return 0, err
+		}
+	}
 
 	// Wake when the first lease held by another node (or by a previous
 	// run of this one) runs out.

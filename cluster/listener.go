@@ -23,6 +23,9 @@ const (
 	chanMembers = "hourglass_members"
 	// chanSchedules: a schedule was set or deleted; payload its name.
 	chanSchedules = "hourglass_schedules"
+	// chanPolicies: a queue's policy was set or deleted; payload "1 QUEUE"
+	// when it has a concurrency limit, else "0 QUEUE" (policy.go).
+	chanPolicies = "hourglass_policies"
 )
 
 // partitionChannel is where timers of partition p are announced to its
@@ -276,6 +279,8 @@ func (n *Node) dispatch(note *pgconn.Notification) {
 	switch ch := note.Channel; {
 	case ch == chanMembers || ch == chanSchedules:
 		n.kickTick()
+	case ch == chanPolicies:
+		n.policyNotified(note.Payload)
 	case strings.HasPrefix(ch, "hourglass_p"):
 		p, err := strconv.Atoi(ch[len("hourglass_p"):])
 		if err != nil {
@@ -316,6 +321,7 @@ func (n *Node) resync() {
 		q.wakeAll()
 	}
 	n.reload = true
+	n.recap = true
 	n.mu.Unlock()
 	n.kickTick()
 }

@@ -113,6 +113,12 @@ type Node struct {
 	channels map[string][]string
 	// schedules armed on this node, by name. Guarded by mu.
 	schedules map[string]*schedule
+	// capped holds the queues with a concurrency limit: a hint for waking
+	// their reservers (policy.go). Guarded by mu.
+	capped map[string]bool
+	// recap asks the lease loop to load capped again (after the listen
+	// connection was lost). Guarded by mu.
+	recap bool
 	// reporter writes the node's report (report.go).
 	reporter *reporter
 	// closed by Close; failed by a fatal error. Guarded by mu.
@@ -165,6 +171,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		queues:    make(map[string]*queueWait),
 		channels:  make(map[string][]string),
 		schedules: make(map[string]*schedule),
+		capped:    make(map[string]bool),
 		flushKick: make(chan struct{}, 1),
 		tickKick:  make(chan struct{}, 1),
 		quit:      make(chan struct{}),
@@ -195,9 +202,13 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	}
 	n.listener = l
 	n.horizon = n.clock.now() + int64(opts.Window)
-	if err := n.listener.listen(ctx, chanMembers, chanSchedules); err != nil {
+	if err := n.listener.listen(ctx, chanMembers, chanSchedules, chanPolicies); err != nil {
 		n.stop()
 		return nil, err
+	}
+	if err := n.loadCapped(ctx); err != nil {
+		n.stop()
+		return nil, dbErr(err)
 	}
 	if err := n.awaitPreviousLeases(ctx); err != nil {
 		n.stop()

@@ -16,29 +16,39 @@ import (
 // does: counts and pages of tasks from the database, counters and lateness
 // from every node's report (report.go), and what falls due when.
 
-// Queues returns every queue that holds tasks or is paused, by name, with
-// its counts by state from the database and its counters summed over the
-// nodes' reports (report.go). The counts scan the tasks table: O(tasks).
+// Queues returns every queue that holds tasks, is paused or has a
+// policy, by name, with its counts by state from the database, its pause
+// and policy (hourglass_queues), and its counters summed over the nodes'
+// reports (report.go). The counts scan the tasks table: O(tasks).
 func (n *Node) Queues(ctx context.Context) ([]task.QueueStats, error) {
 	byName := map[string]*task.QueueStats{}
-	rows, err := n.db.Query(ctx, `SELECT queue,
-			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL),
-			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
-			count(*) FILTER (WHERE state = 2),
-			count(*) FILTER (WHERE state = 3)
-		FROM hourglass_tasks GROUP BY queue
-		UNION ALL
-		SELECT queue, 0, 0, 0, 0 FROM hourglass_queues WHERE paused_until > hourglass_now()`)
+	rows, err := n.db.Query(ctx, `WITH c AS (SELECT queue,
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL) AS delayed,
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL) AS ready,
+			count(*) FILTER (WHERE state = 2) AS reserved,
+			count(*) FILTER (WHERE state = 3) AS dead
+		FROM hourglass_tasks GROUP BY queue)
+		SELECT coalesce(c.queue, p.queue), c.queue IS NOT NULL, coalesce(c.delayed, 0), coalesce(c.ready, 0),
+			coalesce(c.reserved, 0), coalesce(c.dead, 0),
+			CASE WHEN p.paused_until > hourglass_now() THEN p.paused_until ELSE 0 END, `+policyColumnsOf("p")+`
+		FROM c FULL JOIN hourglass_queues p ON p.queue = c.queue`)
 	if err != nil {
 		return nil, dbErr(err)
 	}
 	for rows.Next() {
 		var s task.QueueStats
-		if err := rows.Scan(&s.Name, &s.Delayed, &s.Ready, &s.Reserved, &s.Dead); err != nil {
+		var hasTasks bool
+		var until int64
+		var p policyRow
+		if err := rows.Scan(append([]any{&s.Name, &hasTasks, &s.Delayed, &s.Ready, &s.Reserved, &s.Dead, &until}, p.dest()...)...); err != nil {
 			rows.Close()
 			return nil, dbErr(err)
 		}
-		if byName[s.Name] == nil {
+		s.Policy = p.policy()
+		if until > 0 {
+			s.PausedUntil = time.Unix(0, until).UTC()
+		}
+		if hasTasks || until > 0 || !s.Policy.IsZero() {
 			byName[s.Name] = &s
 		}
 	}

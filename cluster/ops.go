@@ -60,6 +60,7 @@ func (n *Node) Delete(ctx context.Context, queue, id string) error {
 	if tag.RowsAffected() == 0 {
 		return task.ErrNotFound
 	}
+	n.slotFreed(queue)
 	return nil
 }
 
@@ -101,6 +102,7 @@ func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 	}
 	n.counters.count(queue, func(c *counts) { c.acks++ })
 	n.metrics.Acks.Inc()
+	n.slotFreed(queue)
 	return nil
 }
 
@@ -178,57 +180,6 @@ func (n *Node) Touch(ctx context.Context, queue, id, lease string) (task.Task, e
 	v := t.view()
 	v.Lease = lease
 	return v, nil
-}
-
-// Nack gives the reserved task id of queue back: waiting again, delay
-// from now (ready at once for 0), or dead when its attempts are used up.
-func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
-	if err := n.nack(ctx, queue, id, lease, delay); err != nil {
-		return task.Task{}, err
-	}
-	return n.Get(queue, id)
-}
-
-func (n *Node) nack(ctx context.Context, queue, id, lease string, delay time.Duration) error {
-	if delay == task.RetryDelay {
-		delay = 0
-	}
-	if err := service.CheckDelay("delay", delay, n.opts.MaxDelay); err != nil {
-		return err
-	}
-	if err := n.held(queue, id, lease); err != nil {
-		return err
-	}
-	var job, dbNow int64
-	var state int16
-	var fireAt *int64
-	err := n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
-		UPDATE hourglass_tasks t SET
-			state = CASE WHEN t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN 3 ELSE 1 END,
-			due = CASE WHEN t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN t.due ELSE now.ns + $4 END,
-			fire_at = CASE WHEN (t.max_attempts > 0 AND t.attempts >= t.max_attempts) OR $4 = 0 THEN NULL ELSE now.ns + $4 END,
-			died = CASE WHEN t.max_attempts > 0 AND t.attempts >= t.max_attempts THEN now.ns END,
-			releases = t.releases + 1, lease = '', lease_until = 0
-		FROM now
-		WHERE t.queue = $1 AND t.id = $2 AND t.state = 2 AND t.lease = $3
-		RETURNING t.job_id, t.state, t.fire_at, now.ns`, queue, id, lease, int64(delay)).Scan(&job, &state, &fireAt, &dbNow)
-	if err == pgx.ErrNoRows {
-		return n.why(ctx, queue, id)
-	}
-	if err != nil {
-		return dbErr(err)
-	}
-	n.metrics.Nacks.Inc()
-	if state == 3 {
-		n.metrics.Dead.Inc()
-	}
-	switch {
-	case fireAt != nil:
-		n.announce(uint64(job), *fireAt, dbNow)
-	case state == 1:
-		n.readied(queue, 1)
-	}
-	return nil
 }
 
 // Kick makes the dead task id of queue ready again (task.ErrState if it

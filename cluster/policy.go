@@ -2,28 +2,272 @@ package cluster
 
 import (
 	"context"
-	"errors"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
-var errNotYet = errors.New("hourglass: not implemented yet")
+// A queue's policy (task.Policy, its rules in service/policy.go) is the
+// columns of its row in hourglass_queues (migration 005), read by the
+// statements that need it in the same statement, so that every node
+// applies the policy that SetPolicy last committed, with no cache to
+// invalidate:
+//
+//   - a put fills its ttr and max_attempts from the row (sqlInsert);
+//   - a nack, bury or release reads the row with the task, decides with
+//     service.AfterFailure and settles the task in a second statement
+//     conditioned on its lease (failure.go);
+//   - the flush settles the expired leases of queues whose policy has a
+//     retry back-off, a dead-letter queue or a concurrency limit (the
+//     row's on_failure) the same way, the others in its own statement;
+//   - a reserve leaves queues with a rate or concurrency limit (limited)
+//     out of its statement and takes their tasks in a transaction that
+//     locks their rows (limits.go).
+//
+// What a node keeps of the policies is only a hint for waking reservers:
+// the queues with a concurrency limit (Node.capped), whose reservers wait
+// for a reserved task to be acked, given back or expired. It is loaded at
+// Open and after a lost listen connection, and kept up to date by the
+// notifications of chanPolicies: a stale hint delays a wake-up by at most
+// capPoll, and never lets a limit be exceeded.
 
-func (n *Node) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
-	return task.Task{}, errNotYet
+// policyColumns are the policy's columns of hourglass_queues, in the
+// order policyRow.dest reads them.
+const policyColumns = `retry_initial, retry_max, retry_multiplier, retry_jitter, max_attempts, ttr,
+	rate_limit, rate_per, rate_burst, concurrency, dead_letter`
+
+// policyColumnsOf is policyColumns of the table aliased as alias.
+func policyColumnsOf(alias string) string {
+	cols := strings.Split(policyColumns, ",")
+	for i, c := range cols {
+		cols[i] = alias + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
 }
 
-func (n *Node) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
-	return task.Task{}, errNotYet
+// policyRow is a policy as hourglass_queues records it; every field is a
+// pointer, so that a LEFT JOIN that found no row reads the zero Policy.
+type policyRow struct {
+	retryInitial, retryMax        *int64
+	retryMultiplier, retryJitter  *float64
+	maxAttempts, ttr              *int64
+	rateLimit, ratePer, rateBurst *int64
+	concurrency                   *int64
+	deadLetter                    *string
 }
 
+// dest returns the scan destinations of policyColumns.
+func (p *policyRow) dest() []any {
+	return []any{&p.retryInitial, &p.retryMax, &p.retryMultiplier, &p.retryJitter, &p.maxAttempts, &p.ttr,
+		&p.rateLimit, &p.ratePer, &p.rateBurst, &p.concurrency, &p.deadLetter}
+}
+
+// policy returns the recorded policy.
+func (p *policyRow) policy() task.Policy {
+	i := func(v *int64) int64 {
+		if v == nil {
+			return 0
+		}
+		return *v
+	}
+	f := func(v *float64) float64 {
+		if v == nil {
+			return 0
+		}
+		return *v
+	}
+	var out task.Policy
+	if p.retryInitial != nil {
+		out.Retry = &task.Retry{
+			Initial: time.Duration(*p.retryInitial), Max: time.Duration(i(p.retryMax)),
+			Multiplier: f(p.retryMultiplier), Jitter: f(p.retryJitter),
+		}
+	}
+	out.MaxAttempts = int(i(p.maxAttempts))
+	out.TTR = time.Duration(i(p.ttr))
+	if p.rateLimit != nil {
+		out.Rate = &task.Rate{Limit: int(*p.rateLimit), Per: time.Duration(i(p.ratePer)), Burst: int(i(p.rateBurst))}
+	}
+	out.Concurrency = int(i(p.concurrency))
+	if p.deadLetter != nil {
+		out.DeadLetter = *p.deadLetter
+	}
+	return out
+}
+
+// policyArgs returns p's values in the order of policyColumns.
+func policyArgs(p task.Policy) []any {
+	var ri, rm *int64
+	var mult, jit float64
+	if r := p.Retry; r != nil {
+		a, b := int64(r.Initial), int64(r.Max)
+		ri, rm, mult, jit = &a, &b, r.Multiplier, r.Jitter
+	}
+	var rl *int64
+	var per, burst int64
+	if r := p.Rate; r != nil {
+		l := int64(r.Limit)
+		rl, per, burst = &l, int64(r.Per), int64(r.Burst)
+	}
+	if rm == nil {
+		var z int64
+		rm = &z
+	}
+	return []any{ri, *rm, mult, jit, int64(p.MaxAttempts), int64(p.TTR), rl, per, burst, int64(p.Concurrency), p.DeadLetter}
+}
+
+// sqlSetPolicy writes queue $1's policy ($2 to $12, in the order of
+// policyColumns), creating its row if it has none; the pause is kept.
+const sqlSetPolicy = `INSERT INTO hourglass_queues AS q (queue, ` + policyColumns + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+	ON CONFLICT (queue) DO UPDATE SET
+		retry_initial = EXCLUDED.retry_initial, retry_max = EXCLUDED.retry_max,
+		retry_multiplier = EXCLUDED.retry_multiplier, retry_jitter = EXCLUDED.retry_jitter,
+		max_attempts = EXCLUDED.max_attempts, ttr = EXCLUDED.ttr, rate_limit = EXCLUDED.rate_limit,
+		rate_per = EXCLUDED.rate_per, rate_burst = EXCLUDED.rate_burst, concurrency = EXCLUDED.concurrency,
+		dead_letter = EXCLUDED.dead_letter`
+
+// SetPolicy checks p (service.CheckPolicy) and makes it queue's policy,
+// durably (the answer follows the commit), for every node: each reads it
+// from the queue's row in the statements that apply it. Reservers waiting
+// on the queue, on every node, look again under the new limits. It
+// returns the policy as recorded (service.NormalPolicy). One statement.
 func (n *Node) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
-	return task.Policy{}, errNotYet
+	if err := service.CheckQueue(queue); err != nil {
+		return task.Policy{}, err
+	}
+	if err := service.CheckPolicy(queue, p); err != nil {
+		return task.Policy{}, err
+	}
+	if err := n.Err(); err != nil {
+		return task.Policy{}, err
+	}
+	p = service.NormalPolicy(p)
+	if _, err := n.db.Exec(ctx, sqlSetPolicy, append([]any{queue}, policyArgs(p)...)...); err != nil {
+		return task.Policy{}, dbErr(err)
+	}
+	n.policyChanged(queue, p.Concurrency > 0)
+	return p, nil
 }
 
+// Policy returns queue's policy as recorded: the zero Policy when none
+// was set. One read by primary key.
 func (n *Node) Policy(ctx context.Context, queue string) (task.Policy, error) {
-	return task.Policy{}, nil
+	if err := service.CheckQueue(queue); err != nil {
+		return task.Policy{}, err
+	}
+	if err := n.Err(); err != nil {
+		return task.Policy{}, err
+	}
+	var p policyRow
+	err := n.db.QueryRow(ctx, "SELECT "+policyColumns+" FROM hourglass_queues WHERE queue = $1", queue).Scan(p.dest()...)
+	if err != nil && err != pgx.ErrNoRows {
+		return task.Policy{}, dbErr(err)
+	}
+	return p.policy(), nil
 }
 
-func (n *Node) DeletePolicy(ctx context.Context, queue string) error { return errNotYet }
+// DeletePolicy makes queue's policy the default again, durably, for
+// every node; the queue's pause, if any, is kept. Deleting a policy that
+// was never set is no error.
+func (n *Node) DeletePolicy(ctx context.Context, queue string) error {
+	if err := service.CheckQueue(queue); err != nil {
+		return err
+	}
+	if err := n.Err(); err != nil {
+		return err
+	}
+	_, err := n.db.Exec(ctx, `UPDATE hourglass_queues SET retry_initial = NULL, retry_max = 0,
+			retry_multiplier = 0, retry_jitter = 0, max_attempts = 0, ttr = 0, rate_limit = NULL,
+			rate_per = 0, rate_burst = 0, concurrency = 0, dead_letter = '', tokens = 0, tokens_at = 0
+		WHERE queue = $1`, queue)
+	if err != nil {
+		return dbErr(err)
+	}
+	n.policyChanged(queue, false)
+	return nil
+}
+
+// policyChanged follows a committed change of queue's policy: this node's
+// hint is updated at once and the other nodes' by a notification
+// ("1 QUEUE" or "0 QUEUE": whether it has a concurrency limit), and the
+// reservers waiting on the queue on every node look again.
+func (n *Node) policyChanged(queue string, capped bool) {
+	n.setCapped(queue, capped)
+	flag := "0 "
+	if capped {
+		flag = "1 "
+	}
+	n.notifier.send(chanPolicies, flag+queue)
+	n.lookAgain(queue)
+}
+
+// lookAgain has every reserver waiting on queue, on every node, look
+// again: after a change of its pause or policy. Not readied, which stops
+// at what this node's waiters can take.
+func (n *Node) lookAgain(queue string) {
+	n.mu.Lock()
+	if q := n.queues[queue]; q != nil {
+		q.wakeAll()
+	}
+	n.mu.Unlock()
+	n.notifier.send(queueChannel(queue), "all "+n.name)
+}
+
+// setCapped records whether queue has a concurrency limit.
+func (n *Node) setCapped(queue string, capped bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if capped {
+		n.capped[queue] = true
+	} else {
+		delete(n.capped, queue)
+	}
+}
+
+// policyNotified acts on a notification of chanPolicies.
+func (n *Node) policyNotified(payload string) {
+	flag, queue, ok := strings.Cut(payload, " ")
+	if !ok {
+		return
+	}
+	n.setCapped(queue, flag == "1")
+}
+
+// loadCapped reads which queues have a concurrency limit: at Open, and
+// after the listen connection was lost (notifications may have been).
+func (n *Node) loadCapped(ctx context.Context) error {
+	rows, err := n.db.Query(ctx, "SELECT queue FROM hourglass_queues WHERE concurrency > 0")
+	if err != nil {
+		return err
+	}
+	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	capped := make(map[string]bool, len(queues))
+	for _, q := range queues {
+		capped[q] = true
+	}
+	n.mu.Lock()
+	n.capped = capped
+	n.mu.Unlock()
+	return nil
+}
+
+// slotFreed follows the end of a reservation of a task of queue (ack,
+// nack, release, bury, delete, expiry): if the queue has a concurrency
+// limit, one reserver waiting on it, here or on another node, looks
+// again.
+func (n *Node) slotFreed(queue string) {
+	n.mu.Lock()
+	capped := n.capped[queue]
+	n.mu.Unlock()
+	if capped {
+		n.readied(queue, 1)
+	}
+}

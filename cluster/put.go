@@ -17,20 +17,28 @@ import (
 // sqlInsert inserts tasks given as arrays, due by the database's clock
 // ($6 has_at: at $7, else $8 after the statement's now), ready at once
 // (no timer) when that is not after now. A task whose queue and id are
-// taken is skipped (the idempotent put), and RETURNING leaves it out.
-const sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns)
+// taken is skipped (the idempotent put), and RETURNING leaves it out. A
+// task's ttr and max_attempts of 0 take the queue's policy's (pol, read
+// from its row in the same statement, so as every node applies the policy
+// last set: service.ApplyDefaults), and a ttr still 0 the server's
+// default ($12).
+const sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
+	pol AS (SELECT coalesce(q.ttr, 0) AS ttr, coalesce(q.max_attempts, 0) AS max_attempts
+		FROM (SELECT 1) one LEFT JOIN hourglass_queues q ON q.queue = $1)
 	INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at, created, ttr,
 		attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload)
 	SELECT r.job_id, r.job_id % $2, $1, r.id, 1, r.priority, d.due, CASE WHEN d.due > now.ns THEN d.due END,
-		now.ns, r.ttr, 0, r.max_attempts, '', 0, 0, 0, 0, 0, r.payload
+		now.ns, CASE WHEN r.ttr <> 0 THEN r.ttr WHEN pol.ttr <> 0 THEN pol.ttr ELSE $12 END,
+		0, CASE WHEN r.max_attempts <> 0 THEN r.max_attempts ELSE pol.max_attempts END, '', 0, 0, 0, 0, 0, r.payload
 	FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::bigint[], $8::bigint[], $9::bigint[],
 			$10::bigint[], $11::bytea[]) WITH ORDINALITY
 		AS r(job_id, id, priority, has_at, at, delay, ttr, max_attempts, payload, ord)
 	CROSS JOIN now
+	CROSS JOIN pol
 	CROSS JOIN LATERAL (SELECT CASE WHEN r.has_at THEN r.at ELSE now.ns + r.delay END AS due) d
 	ORDER BY r.ord
 	ON CONFLICT (queue, id) DO NOTHING
-	RETURNING job_id, due, fire_at, created, (SELECT ns FROM now)`
+	RETURNING job_id, due, fire_at, created, (SELECT ns FROM now), ttr, max_attempts`
 
 // Put puts one task into queue and returns it once it is committed, as
 // the embedded engine (Put) does: created is false when r.ID names a live task,
@@ -187,33 +195,38 @@ func (n *Node) insertArgs(queue string, items []*item) []any {
 		ids[i] = it.id
 		prios[i] = int64(it.r.Priority)
 		hasAt[i], ats[i], delays[i] = it.tm.hasAt, it.tm.at, it.tm.delay
-		ttr := it.r.TTR
-		if ttr == 0 {
-			ttr = n.opts.DefaultTTR
-		}
-		ttrs[i] = int64(ttr)
+		ttrs[i] = int64(it.r.TTR)
 		maxAtt[i] = int64(it.r.MaxAttempts)
 		payloads[i] = it.r.Payload
 		if payloads[i] == nil {
 			payloads[i] = []byte{}
 		}
 	}
-	return []any{queue, n.partitions, jobs, ids, prios, hasAt, ats, delays, ttrs, maxAtt, payloads}
+	return []any{queue, n.partitions, jobs, ids, prios, hasAt, ats, delays, ttrs, maxAtt, payloads, int64(n.opts.DefaultTTR)}
+}
+
+// inserted is a RETURNING row of sqlInsert.
+type inserted struct {
+	job, due                      int64
+	fireAt                        *int64
+	created, dbNow, ttr, attempts int64
+}
+
+// dest returns the scan destinations of a RETURNING row of sqlInsert.
+func (r *inserted) dest() []any {
+	return []any{&r.job, &r.due, &r.fireAt, &r.created, &r.dbNow, &r.ttr, &r.attempts}
 }
 
 // created fills it's result from a RETURNING row of sqlInsert.
-func (n *Node) created(queue string, it *item, due int64, fireAt *int64, createdAt, dbNow int64, replaced bool) {
-	ttr := it.r.TTR
-	if ttr == 0 {
-		ttr = n.opts.DefaultTTR
-	}
+func (n *Node) created(queue string, it *item, ins inserted, replaced bool) {
+	due, fireAt, createdAt, dbNow := ins.due, ins.fireAt, ins.created, ins.dbNow
 	payload := it.r.Payload
 	if payload == nil {
 		payload = []byte{}
 	}
 	t := task.Task{
 		ID: it.id, JobID: it.job, Queue: queue, State: task.Ready, Payload: payload,
-		Priority: it.r.Priority, Due: time.Unix(0, due).UTC(), TTR: ttr, MaxAttempts: it.r.MaxAttempts,
+		Priority: it.r.Priority, Due: time.Unix(0, due).UTC(), TTR: time.Duration(ins.ttr), MaxAttempts: int(ins.attempts),
 		Created: time.Unix(0, createdAt).UTC(),
 	}
 	if fireAt != nil {
@@ -237,14 +250,13 @@ func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error
 		byJob[int64(it.job)] = it
 	}
 	for rows.Next() {
-		var job, due, createdAt, dbNow int64
-		var fireAt *int64
-		if err := rows.Scan(&job, &due, &fireAt, &createdAt, &dbNow); err != nil {
+		var ins inserted
+		if err := rows.Scan(ins.dest()...); err != nil {
 			rows.Close()
 			return dbErr(err)
 		}
-		if it := byJob[job]; it != nil {
-			n.created(queue, it, due, fireAt, createdAt, dbNow, false)
+		if it := byJob[ins.job]; it != nil {
+			n.created(queue, it, ins, false)
 		}
 	}
 	rows.Close()
@@ -315,12 +327,11 @@ func (n *Node) putEach(ctx context.Context, queue string, items []*item) error {
 				}
 				replaced = tag.RowsAffected() > 0
 			}
-			var due, createdAt, dbNow, job int64
-			var fireAt *int64
-			err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(queue, []*item{it})...).Scan(&job, &due, &fireAt, &createdAt, &dbNow)
+			var ins inserted
+			err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(queue, []*item{it})...).Scan(ins.dest()...)
 			switch {
 			case err == nil:
-				n.created(queue, it, due, fireAt, createdAt, dbNow, replaced)
+				n.created(queue, it, ins, replaced)
 			case err == pgx.ErrNoRows && !it.gen:
 				ex, err := n.existing(ctx, tx, queue, []string{it.id})
 				if err != nil {

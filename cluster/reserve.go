@@ -26,14 +26,17 @@ import (
 // now, and NULL), or, when it took none, a row per paused queue of $1
 // with job id 0 and how long its pause has left, in ns: a reserver
 // waiting on a paused queue is woken by no one when the pause ends, so it
-// looks again then.
+// looks again then. Queues with a rate or concurrency limit (the row's
+// limited) it leaves out, and returns a row for each (job id 0, -1 in the
+// last column): their tasks are taken under their rows' locks
+// (limits.go).
 const sqlReserve = `WITH picked AS (
 		SELECT c.job_id FROM unnest($1::text[]) AS q(name)
 		CROSS JOIN LATERAL (
 			SELECT job_id, priority, due FROM hourglass_tasks
 			WHERE queue = q.name AND state = 1 AND fire_at IS NULL
 				AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
-					WHERE p.queue = q.name AND p.paused_until > hourglass_now())
+					WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
 			ORDER BY priority, due, job_id
 			LIMIT $2
 			FOR UPDATE SKIP LOCKED
@@ -52,17 +55,23 @@ const sqlReserve = `WITH picked AS (
 	SELECT *, NULL::bigint FROM taken
 	UNION ALL
 	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
-		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, 0::bigint,
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', 0::bigint,
 		p.paused_until - hourglass_now()
 	FROM hourglass_queues p
-	WHERE p.queue = ANY($1) AND p.paused_until > hourglass_now() AND NOT EXISTS (SELECT 1 FROM taken)`
+	WHERE p.queue = ANY($1) AND p.paused_until > hourglass_now() AND NOT EXISTS (SELECT 1 FROM taken)
+	UNION ALL
+	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', 0::bigint, -1::bigint
+	FROM hourglass_queues p
+	WHERE p.queue = ANY($1) AND p.limited`
 
 // sqlLease is a fresh lease token for the row t at now.ns.
 const sqlLease = `substr(md5(random()::text || t.job_id::text || now.ns::text), 1, 16)`
 
 // returnTask is taskColumns of the row t, for RETURNING.
 const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_at, t.created, t.ttr, t.attempts,
-		t.max_attempts, t.lease, t.lease_until, t.timeouts, t.releases, t.buries, t.kicks, t.payload, t.partition`
+		t.max_attempts, t.lease, t.lease_until, t.timeouts, t.releases, t.buries, t.kicks, t.payload, t.partition,
+		t.last_error`
 
 // Reserve hands out up to max ready tasks of queue, from any partition,
 // in priority order, then due time, then job id, each leased for its TTR,
@@ -142,7 +151,7 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 			}
 			n.mu.Unlock()
 		}
-		tasks, pauseLeft, err := n.take(ctx, queues, max)
+		tasks, retry, err := n.take(ctx, queues, max)
 		if err != nil || len(tasks) > 0 || wait == 0 {
 			if w != nil {
 				n.leave(qs, w)
@@ -160,12 +169,12 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
 		}
-		// A paused queue wakes no one when its pause ends: look again
-		// then.
+		// A paused queue wakes no one when its pause ends, nor a rate
+		// limit when its next token is due: look again then.
 		var paused <-chan time.Time
-		if pauseLeft > 0 {
-			pt := time.NewTimer(pauseLeft + time.Millisecond)
-			defer pt.Stop()
+		var pt *time.Timer
+		if retry > 0 {
+			pt = time.NewTimer(retry + time.Millisecond)
 			paused = pt.C
 		}
 		again := false
@@ -176,6 +185,9 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 			again = true
 		case <-ctx.Done():
 		case <-timer.C:
+		}
+		if pt != nil {
+			pt.Stop()
 		}
 		rows, dbNow := n.leave(qs, w)
 		if len(rows) > 0 {
@@ -211,43 +223,71 @@ func (n *Node) leave(qs []*queueWait, w *waiter) ([]row, int64) {
 }
 
 // take runs one reservation and announces the leases' timers to their
-// partitions' owners. When it takes nothing and a queue is paused, it
-// returns how long until the first pause ends.
+// partitions' owners: one statement for the queues without limits, and,
+// if that leaves max unfilled, a transaction for the limited ones
+// (takeLimited). When it takes nothing it returns how long until it
+// should look again though no one wakes it (0: never): the first of the
+// queues' pauses to end, the next token of a rate limit, capPoll for a
+// concurrency limit.
 func (n *Node) take(ctx context.Context, queues []string, max int) ([]task.Task, time.Duration, error) {
 	rows, err := n.db.Query(ctx, sqlReserve, queues, max)
 	if err != nil {
 		return nil, 0, dbErr(err)
 	}
-	got, dbNow, pauseLeft, err := scanReserved(rows)
+	got, dbNow, retry, limited, err := scanReserved(rows)
 	if err != nil {
 		return nil, 0, dbErr(err)
 	}
+	if len(limited) > 0 && len(got) < max {
+		more, now, wait, err := n.takeLimited(ctx, limited, max-len(got))
+		if err != nil {
+			if len(got) > 0 {
+				// The tasks taken stand; the limited queues wait for the
+				// next reserve.
+				return n.deliver(got, dbNow), 0, nil
+			}
+			return nil, 0, err
+		}
+		got = append(got, more...)
+		if now > dbNow {
+			dbNow = now
+		}
+		if wait > 0 && (retry == 0 || wait < retry) {
+			retry = wait
+		}
+	}
 	if len(got) == 0 {
-		return nil, pauseLeft, nil
+		return nil, retry, nil
 	}
 	return n.deliver(got, dbNow), 0, nil
 }
 
 // scanReserved reads sqlReserve's rows: the tasks taken, the database's
-// clock, and, when none was taken, how long until the first of the
-// queues' pauses ends (0 for none).
-func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duration, err error) {
+// clock, when none was taken how long until the first of the queues'
+// pauses ends (0 for none), and the limited queues.
+func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duration, limited []string, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		var left *int64
 		t, err := scanRow(rows, &dbNow, &left)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, 0, 0, nil, err
 		}
-		if left != nil {
+		switch {
+		case left == nil:
+			got = append(got, t)
+		case *left < 0:
+			limited = append(limited, t.queue)
+		default:
 			if d := time.Duration(*left); pauseLeft == 0 || d < pauseLeft {
 				pauseLeft = d
 			}
-			continue
 		}
-		got = append(got, t)
 	}
-	return got, dbNow, pauseLeft, rows.Err()
+	if len(got) > 0 {
+		pauseLeft = 0
+	}
+	return got, dbNow, pauseLeft, limited, rows.Err()
 }
 
 // sortRows puts reserved rows in delivery order: priority, due time, job

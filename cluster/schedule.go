@@ -322,12 +322,11 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 		if err != nil {
 			return err
 		}
-		var due, createdAt, dbNow, job int64
-		var fireAt *int64
-		err = tx.QueryRow(ctx, sqlInsert, n.insertArgs(s.spec.Queue, []*item{it})...).Scan(&job, &due, &fireAt, &createdAt, &dbNow)
+		var ins inserted
+		err = tx.QueryRow(ctx, sqlInsert, n.insertArgs(s.spec.Queue, []*item{it})...).Scan(ins.dest()...)
 		switch {
 		case err == nil:
-			n.created(s.spec.Queue, it, due, fireAt, createdAt, dbNow, false)
+			n.created(s.spec.Queue, it, ins, false)
 		case err != pgx.ErrNoRows:
 			return err
 		}

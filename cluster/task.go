@@ -10,7 +10,7 @@ import (
 
 // taskColumns are the columns row reads, in its order.
 const taskColumns = `job_id, queue, id, state, priority, due, fire_at, created, ttr, attempts,
-	max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, partition`
+	max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, partition, last_error`
 
 // row is a task as hourglass_tasks records it (see
 // migrations/).
@@ -28,6 +28,7 @@ type row struct {
 	buries, kicks          int64
 	payload                []byte
 	partition              int
+	lastError              string
 }
 
 // scanRow reads a row of taskColumns, then extra.
@@ -35,7 +36,7 @@ func scanRow(r pgx.Row, extra ...any) (row, error) {
 	var t row
 	dest := []any{&t.job, &t.queue, &t.id, &t.state, &t.priority, &t.due, &t.fireAt, &t.created, &t.ttr,
 		&t.attempts, &t.maxAttempts, &t.lease, &t.leaseUntil, &t.timeouts, &t.releases, &t.buries, &t.kicks,
-		&t.payload, &t.partition}
+		&t.payload, &t.partition, &t.lastError}
 	err := r.Scan(append(dest, extra...)...)
 	if t.payload == nil {
 		t.payload = []byte{}
@@ -76,6 +77,7 @@ func (t *row) view() task.Task {
 		Releases:    int(t.releases),
 		Buries:      int(t.buries),
 		Kicks:       int(t.kicks),
+		LastError:   t.lastError,
 	}
 	if t.state == 2 {
 		v.LeaseUntil = time.Unix(0, t.leaseUntil).UTC()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // The owner's timers: the wheel holds, by job id, the next timer of every
@@ -119,17 +121,20 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
 	timers AS MATERIALIZED (
-		SELECT t.job_id, t.queue, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies
+		SELECT t.job_id, t.queue, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies,
+			t.state = 2 AND EXISTS (SELECT 1 FROM hourglass_queues p WHERE p.queue = t.queue AND p.on_failure) AS deferred
 		FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id
 		WHERE t.partition = ANY(ARRAY(SELECT partition FROM fence)) AND t.fire_at IS NOT NULL
 	), due AS MATERIALIZED (
-		SELECT timers.* FROM timers, now WHERE fire_at <= now.ns AND was IN (1, 2)
+		SELECT timers.* FROM timers, now WHERE fire_at <= now.ns AND was IN (1, 2) AND NOT deferred
+	), late AS MATERIALIZED (
+		SELECT job_id FROM timers, now WHERE fire_at <= now.ns AND deferred
 	), hand AS MATERIALIZED (
 		SELECT job_id FROM (
 			SELECT d.job_id, w.lim, row_number() OVER (PARTITION BY d.queue ORDER BY d.priority, d.due, d.job_id) AS rn
 			FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now
 			WHERE NOT d.dies AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
-				WHERE p.queue = d.queue AND p.paused_until > now.ns)
+				WHERE p.queue = d.queue AND (p.paused_until > now.ns OR p.limited))
 		) x WHERE rn <= lim
 	), fired AS (
 		UPDATE hourglass_tasks t SET
@@ -139,7 +144,8 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 			attempts = t.attempts + CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
 			lease = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN ` + sqlLease + ` ELSE '' END,
 			lease_until = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr ELSE 0 END,
-			fire_at = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr END
+			fire_at = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr END,
+			last_error = CASE WHEN t.state = 2 THEN $7 ELSE t.last_error END
 		FROM now, due d LEFT JOIN hand h ON h.job_id = d.job_id
 		WHERE t.job_id = d.job_id AND t.fire_at <= now.ns AND t.state IN (1, 2)
 		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed
@@ -151,14 +157,17 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		UNION ALL
 		SELECT 1, k, 0, queue FROM ready
 		UNION ALL
-		SELECT 2, job_id, fire_at - now.ns, '' FROM timers, now WHERE job_id NOT IN (SELECT job_id FROM fired)
+		SELECT 2, job_id, fire_at - now.ns, '' FROM timers, now
+		WHERE job_id NOT IN (SELECT job_id FROM fired) AND job_id NOT IN (SELECT job_id FROM late)
 		UNION ALL
 		SELECT 3, count(*) FILTER (WHERE was = 2), count(*) FILTER (WHERE state = 3), '' FROM fired
 	) s
 	UNION ALL
 	SELECT job_id, queue, id, state, priority, due, fire_at, created, ttr, attempts, max_attempts, lease, lease_until,
-		timeouts, releases, buries, kicks, payload, partition, 4, 0, now.ns, ''
-	FROM fired, now WHERE handed`
+		timeouts, releases, buries, kicks, payload, partition, last_error, 4, 0, now.ns, ''
+	FROM fired, now WHERE handed
+	UNION ALL
+	SELECT ` + returnTask + `, 5, 0, now.ns, '' FROM late JOIN hourglass_tasks t ON t.job_id = late.job_id, now`
 
 // sqlDies says that the task t, reserved, has used up its attempts: when
 // its lease runs out it dies.
@@ -166,7 +175,7 @@ const sqlDies = `t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_atte
 
 // zeroTask stands for returnTask in rows that carry no task.
 const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint,
-		0::bigint, 0::bigint, ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0`
+		0::bigint, 0::bigint, ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, ''::text`
 
 // flush writes the fired timers in one statement, sqlFlush, and so one
 // transaction and one round trip. It commits without waiting for the WAL
@@ -227,11 +236,11 @@ func (n *Node) flush() error {
 	}
 	var again []pending
 	var expired, dead int64
-	var handed []row
+	var handed, late []row
 	var dbNow int64
 	began := time.Now()
 	err := func() error {
-		rows, err := n.db.Query(ctx, sqlFlush, n.name, parts, epochs, jobs, handQueues, handLims)
+		rows, err := n.db.Query(ctx, sqlFlush, n.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired)
 		if err != nil {
 			return err
 		}
@@ -255,6 +264,8 @@ func (n *Node) flush() error {
 				expired, dead = a, b
 			case 4:
 				handed, dbNow = append(handed, t), b
+			case 5:
+				late = append(late, t)
 			}
 		}
 		rows.Close()
@@ -302,6 +313,9 @@ func (n *Node) flush() error {
 	n.mu.Unlock()
 	for q, k := range readyIn {
 		n.readied(q, k)
+	}
+	if len(late) > 0 {
+		return n.settleExpired(ctx, late)
 	}
 	return nil
 }

@@ -1,0 +1,366 @@
+package cluster
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// What becomes of a reserved task given back: a nack, a release, a bury
+// (by key or by job id) or a lease that ran out with a policy to apply.
+// Each is decided by the rules of service/policy.go (AfterFailure) over
+// the task's attempts and its queue's policy, read together by primary
+// keys (readHeld), and written by one statement, sqlSettle, conditioned
+// on the task still being reserved under the lease read: a concurrent
+// ack, touch-and-nack or expiry changes the lease, and the statement then
+// matches nothing (the caller's task.ErrLease), as every write of a
+// lease holder is conditioned (ops.go). Two round trips; the statement
+// returns the task as it is after.
+
+// sqlSettle settles the reserved tasks $1 (job ids) held under the leases
+// $2, each by one outcome: $3 dead, $4 its dead-letter queue ("" none),
+// else $5 ready after that delay (ns; a timer when positive); $6 its last
+// error (NULL: kept); $7 its priority (NULL: kept); $8 to $11 added to
+// attempts, releases, buries and timeouts; $12 only if its lease has run
+// out by the database's clock (an expiry). A task dead-lettered moves to
+// its dead-letter queue, ready, with its id, payload, attempts and last
+// error; a task of the same id in that queue is deleted first (gone,
+// which the update waits for through its sub-select: the sub-statements
+// of a WITH run in no set order otherwise). It returns the tasks settled
+// as they are after, the queue each was in, and the database's clock.
+const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
+	s AS MATERIALIZED (
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bool[], $4::text[], $5::bigint[], $6::text[],
+			$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bool[])
+		AS s(job_id, lease, dead, dlq, delay, err, prio, d_attempts, d_releases, d_buries, d_timeouts, expiry)
+	), held AS MATERIALIZED (
+		SELECT s.*, t.queue AS src, t.id AS tid FROM s JOIN hourglass_tasks t ON t.job_id = s.job_id, now
+		WHERE t.state = 2 AND t.lease = s.lease AND (NOT s.expiry OR t.lease_until <= now.ns)
+		FOR UPDATE OF t
+	), gone AS (
+		DELETE FROM hourglass_tasks d USING held h
+		WHERE h.dead AND h.dlq <> '' AND d.queue = h.dlq AND d.id = h.tid AND d.job_id <> h.job_id
+		RETURNING d.job_id
+	)
+	UPDATE hourglass_tasks t SET
+		queue = CASE WHEN h.dead AND h.dlq <> '' THEN h.dlq ELSE t.queue END,
+		state = CASE WHEN h.dead AND h.dlq = '' THEN 3 ELSE 1 END,
+		priority = coalesce(h.prio, t.priority),
+		due = CASE WHEN h.dead THEN t.due ELSE now.ns + h.delay END,
+		fire_at = CASE WHEN NOT h.dead AND h.delay > 0 THEN now.ns + h.delay END,
+		died = CASE WHEN h.dead AND h.dlq = '' THEN now.ns END,
+		attempts = t.attempts + h.d_attempts, releases = t.releases + h.d_releases,
+		buries = t.buries + h.d_buries, timeouts = t.timeouts + h.d_timeouts,
+		last_error = coalesce(h.err, t.last_error),
+		lease = '', lease_until = 0
+	FROM held h, now
+	WHERE t.job_id = h.job_id AND (SELECT count(*) FROM gone) >= 0
+	RETURNING ` + returnTask + `, h.src, now.ns`
+
+// settlement is one task's outcome for sqlSettle.
+type settlement struct {
+	job                    int64
+	lease                  string
+	out                    service.Outcome
+	err                    *string // nil: the last error is kept
+	prio                   *int64  // nil: the priority is kept
+	attempt                int64   // added to attempts: -1 for a release
+	release, bury, timeout int64
+	expiry                 bool
+}
+
+// settledRow is a task settled by sqlSettle: as it is after, the queue it
+// was in, and the database's clock.
+type settledRow struct {
+	row
+	src   string
+	dbNow int64
+}
+
+// settle runs sqlSettle over ss and acts on the tasks settled: their
+// timers announced, the reservers of the queues they are ready in woken,
+// one reserver of each concurrency-limited queue they left woken too.
+func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error) {
+	k := len(ss)
+	jobs, leases, dead, dlqs, delays := make([]int64, k), make([]string, k), make([]bool, k), make([]string, k), make([]int64, k)
+	errs, prios := make([]*string, k), make([]*int64, k)
+	atts, rels, burs, tos, exps := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]bool, k)
+	for i, s := range ss {
+		jobs[i], leases[i], dead[i], dlqs[i], delays[i] = s.job, s.lease, s.out.Dead, s.out.DeadLetter, int64(s.out.Delay)
+		errs[i], prios[i] = s.err, s.prio
+		atts[i], rels[i], burs[i], tos[i], exps[i] = s.attempt, s.release, s.bury, s.timeout, s.expiry
+	}
+	rows, err := n.db.Query(ctx, sqlSettle, jobs, leases, dead, dlqs, delays, errs, prios, atts, rels, burs, tos, exps)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (settledRow, error) {
+		var s settledRow
+		var err error
+		s.row, err = scanRow(r, &s.src, &s.dbNow)
+		return s, err
+	})
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	for i := range out {
+		s := &out[i]
+		switch {
+		case s.state == 1 && s.fireAt != nil:
+			n.announce(uint64(s.job), *s.fireAt, s.dbNow)
+		case s.state == 1:
+			n.readied(s.queue, 1)
+		}
+		if s.queue != s.src || s.state != 1 || s.fireAt != nil {
+			// A slot freed and not filled by a ready task in the queue.
+			n.slotFreed(s.src)
+		}
+	}
+	return out, nil
+}
+
+// heldTask is a reserved task's attempts and its queue's policy, as
+// readHeld reads them.
+type heldTask struct {
+	job                   int64
+	attempts, maxAttempts int64
+	policy                task.Policy
+}
+
+// readHeld reads the task matching where (a condition on
+// hourglass_tasks t, with args, naming its lease) if it is reserved, with
+// its queue's policy; ok is false when none matches.
+func (n *Node) readHeld(ctx context.Context, where string, args ...any) (h heldTask, ok bool, err error) {
+	var p policyRow
+	err = n.db.QueryRow(ctx, `SELECT t.job_id, t.attempts, t.max_attempts, `+policyColumnsOf("p")+`
+		FROM hourglass_tasks t LEFT JOIN hourglass_queues p ON p.queue = t.queue
+		WHERE `+where+` AND t.state = 2`, args...).Scan(append([]any{&h.job, &h.attempts, &h.maxAttempts}, p.dest()...)...)
+	if err == pgx.ErrNoRows {
+		return h, false, nil
+	}
+	if err != nil {
+		return h, false, dbErr(err)
+	}
+	h.policy = p.policy()
+	return h, true, nil
+}
+
+// Nack gives the reserved task id of queue back after a failed attempt,
+// keeping reason (service.CutError) as its last error. What becomes of it
+// is service.AfterFailure's decision over its attempts and its queue's
+// policy: waiting again after delay (task.RetryDelay: the retry policy's
+// back-off, at once without one), or dead when its attempts are used up,
+// and then moved to the queue's dead-letter queue if it has one. The
+// attempt counts; releases+1 (beanstalkd's stats-job). It returns the task
+// as it is after. Two round trips (see the top of this file).
+func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
+	if delay != task.RetryDelay {
+		if err := service.CheckDelay("delay", delay, n.opts.MaxDelay); err != nil {
+			return task.Task{}, err
+		}
+	}
+	if err := n.held(queue, id, lease); err != nil {
+		return task.Task{}, err
+	}
+	h, ok, err := n.readHeld(ctx, "t.queue = $1 AND t.id = $2 AND t.lease = $3", queue, id, lease)
+	if err != nil {
+		return task.Task{}, err
+	}
+	if !ok {
+		return task.Task{}, n.why(ctx, queue, id)
+	}
+	msg := service.CutError(reason)
+	out := service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), delay, false, rand.Float64())
+	got, err := n.settle(ctx, []settlement{{job: h.job, lease: lease, out: out, err: &msg, release: 1}})
+	if err != nil {
+		return task.Task{}, err
+	}
+	if len(got) == 0 {
+		return task.Task{}, n.why(ctx, queue, id)
+	}
+	n.metrics.Nacks.Inc()
+	if out.Dead {
+		n.metrics.Dead.Inc()
+	}
+	return got[0].view(), nil
+}
+
+// Release gives the reserved task id of queue back, waiting again after
+// delay (ready at once for 0), without counting the attempt (attempts−1,
+// releases+1): a worker shutting down. Its last error is kept. It returns
+// the task. One statement.
+func (n *Node) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
+	if err := service.CheckDelay("delay", delay, n.opts.MaxDelay); err != nil {
+		return task.Task{}, err
+	}
+	if err := n.held(queue, id, lease); err != nil {
+		return task.Task{}, err
+	}
+	var job int64
+	err := n.db.QueryRow(ctx, "SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id).Scan(&job)
+	if err == pgx.ErrNoRows {
+		return task.Task{}, task.ErrNotFound
+	}
+	if err != nil {
+		return task.Task{}, dbErr(err)
+	}
+	got, err := n.settle(ctx, []settlement{{job: job, lease: lease, out: service.Outcome{Delay: delay}, attempt: -1, release: 1}})
+	if err != nil {
+		return task.Task{}, err
+	}
+	if len(got) == 0 {
+		return task.Task{}, n.why(ctx, queue, id)
+	}
+	n.metrics.Nacks.Inc()
+	return got[0].view(), nil
+}
+
+// Bury makes the reserved task id of queue dead now, whatever attempts
+// are left, keeping reason as its last error (buries+1): dead in its
+// queue, or moved, ready, to the queue's dead-letter queue
+// (service.AfterFailure). It returns the task as it is after.
+func (n *Node) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
+	if err := n.held(queue, id, lease); err != nil {
+		return task.Task{}, err
+	}
+	h, ok, err := n.readHeld(ctx, "t.queue = $1 AND t.id = $2 AND t.lease = $3", queue, id, lease)
+	if err != nil {
+		return task.Task{}, err
+	}
+	if !ok {
+		return task.Task{}, n.why(ctx, queue, id)
+	}
+	msg := service.CutError(reason)
+	out := service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), 0, true, rand.Float64())
+	got, err := n.settle(ctx, []settlement{{job: h.job, lease: lease, out: out, err: &msg, bury: 1}})
+	if err != nil {
+		return task.Task{}, err
+	}
+	if len(got) == 0 {
+		return task.Task{}, n.why(ctx, queue, id)
+	}
+	return got[0].view(), nil
+}
+
+// BuryJob makes job, reserved under lease, dead with priority prio, or
+// moved to its queue's dead-letter queue, ready, as Bury does; its last
+// error is kept. task.ErrNotFound if job is not reserved under lease.
+func (n *Node) BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error {
+	if err := n.Err(); err != nil {
+		return err
+	}
+	j, ok := jobArg(job)
+	if !ok || lease == "" {
+		return task.ErrNotFound
+	}
+	h, ok, err := n.readHeld(ctx, "t.job_id = $1 AND t.lease = $2", j, lease)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return task.ErrNotFound
+	}
+	out := service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), 0, true, rand.Float64())
+	p := int64(prio)
+	got, err := n.settle(ctx, []settlement{{job: j, lease: lease, out: out, prio: &p, bury: 1}})
+	if err != nil {
+		return err
+	}
+	if len(got) == 0 {
+		return task.ErrNotFound
+	}
+	return nil
+}
+
+// settleExpired settles leases that ran out in queues whose policy the
+// flush leaves to the owner (the row's on_failure: a retry back-off, a
+// dead-letter queue, or a concurrency limit, whose reservers settle wakes):
+// it reads their queues'
+// policies, decides each with service.AfterFailure (the retry policy's
+// delay; dead, or dead-lettered, when the attempts are used up) and
+// settles them, conditioned on the lease that ran out, with
+// task.LeaseExpired as their last error. Two round trips, after the
+// flush's own. Tasks whose settlement failed are armed again.
+func (n *Node) settleExpired(ctx context.Context, expired []row) error {
+	var queues []string
+	seen := map[string]bool{}
+	for i := range expired {
+		if q := expired[i].queue; !seen[q] {
+			seen[q] = true
+			queues = append(queues, q)
+		}
+	}
+	policies := map[string]task.Policy{}
+	rows, err := n.db.Query(ctx, "SELECT queue, "+policyColumns+" FROM hourglass_queues WHERE queue = ANY($1)", queues)
+	if err == nil {
+		for rows.Next() {
+			var q string
+			var p policyRow
+			if err = rows.Scan(append([]any{&q}, p.dest()...)...); err != nil {
+				break
+			}
+			policies[q] = p.policy()
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	if err == nil {
+		msg := task.LeaseExpired
+		// Two tasks dead-lettered into one queue under one id would collide
+		// in one statement: the second waits for a statement of its own.
+		for len(expired) > 0 && err == nil {
+			var ss []settlement
+			var later []row
+			into := map[[2]string]bool{}
+			for _, t := range expired {
+				out := service.AfterFailure(policies[t.queue], int(t.attempts), int(t.maxAttempts), task.RetryDelay, false, rand.Float64())
+				if out.Dead && out.DeadLetter != "" {
+					key := [2]string{out.DeadLetter, t.id}
+					if into[key] {
+						later = append(later, t)
+						continue
+					}
+					into[key] = true
+				}
+				ss = append(ss, settlement{job: t.job, lease: t.lease, out: out, err: &msg, timeout: 1, expiry: true})
+			}
+			var got []settledRow
+			got, err = n.settle(ctx, ss)
+			if err == nil {
+				n.metrics.LeaseExpiries.Add(float64(len(got)))
+				done := make(map[int64]bool, len(got))
+				for _, s := range got {
+					done[s.job] = true
+					if s.state == 3 || s.queue != s.src {
+						n.metrics.Dead.Inc()
+					}
+				}
+				// Not settled: acked or given back since (the next flush
+				// finds no timer), or touched (it arms the new lease's end).
+				n.mu.Lock()
+				for _, s := range ss {
+					if !done[s.job] {
+						n.armAt(uint64(s.job), n.clock.now()+int64(100*time.Millisecond))
+					}
+				}
+				n.mu.Unlock()
+				expired = later
+			}
+		}
+	}
+	if err != nil {
+		n.mu.Lock()
+		for i := range expired {
+			n.armAt(uint64(expired[i].job), n.clock.now()+int64(100*time.Millisecond))
+		}
+		n.mu.Unlock()
+	}
+	return err
+}

@@ -1,0 +1,214 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// A queue's rate and concurrency limits (task.Policy's Rate and
+// Concurrency) hold across every node: its row of hourglass_queues is the
+// one place the nodes meet. The reservation statement (sqlReserve) leaves
+// limited queues out (the row's generated column limited) and names them;
+// the reserve then takes their tasks in a transaction of its own
+// (takeLimited), which
+//
+//  1. locks the queues' rows FOR UPDATE, in name order (two reserves of
+//     the same queues never deadlock), and reads their pauses, policies
+//     and buckets, with the database's clock;
+//  2. asks each rate-limited queue's bucket (service.Bucket, the row's
+//     tokens and tokens_at) how many tokens it has now, on a copy;
+//  3. reserves, in a statement begun after the lock (so its snapshot
+//     counts every reservation committed by the reserves before it), up to
+//     that many tasks of each queue, and no more than its concurrency
+//     limit less its tasks reserved now;
+//  4. takes from each bucket as many tokens as tasks it reserved, writes
+//     the buckets and commits (without waiting for the WAL flush, as a
+//     reservation does: a crash within it gives back tasks and tokens
+//     together).
+//
+// So a limited queue's reserves are serialised on its row, cluster-wide,
+// for the few milliseconds of the transaction; unlimited queues keep the
+// one-statement path. A reserve that finds a limit reached waits within
+// its wait: for the next token (Bucket.Take's next), or for a reserved
+// task of the queue to be acked, given back or expired (slotFreed wakes
+// one waiter, here or on another node, through the queue's channel), and
+// at most capPoll in any case, should that notice be lost. When a reserve
+// names limited and unlimited queues together, the unlimited queues' tasks
+// come first and the limited queues' fill what is left of max: delivery
+// order holds within each group, not across them.
+
+// capPoll bounds how long a reserver blocked by a concurrency limit waits
+// without a notice before looking again: the notice (slotFreed) relies on
+// each node's hint of which queues have a limit (policy.go), which a
+// policy set a moment ago may not have reached yet.
+const capPoll = time.Second
+
+// sqlLockLimited locks the rows of the limited queues among $1, in name
+// order, and reads their pauses, policies and buckets, with the
+// database's clock.
+// The lock is a write: the transaction's commit, like the reservation's,
+// does not wait for the WAL flush (set_config(..., true) is SET LOCAL).
+const sqlLockLimited = `WITH async AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true))
+	SELECT q.queue, q.paused_until, hourglass_now(), ` + policyColumns + `, q.tokens, q.tokens_at
+	FROM hourglass_queues q, async WHERE q.queue = ANY($1) AND q.limited ORDER BY q.queue FOR UPDATE OF q`
+
+// sqlReserveLimited is sqlReserve for limited queues whose rows the
+// transaction has locked: up to $3[i] tasks of queue $1[i] (its tokens),
+// less, under a concurrency limit, what it has reserved already; $2 in
+// all. It returns a row per task taken as sqlReserve does, and a row per
+// queue whose concurrency limit is reached (job id 0, the queue's name,
+// the last column 0).
+const sqlReserveLimited = `WITH lim AS MATERIALIZED (
+		SELECT q.name, q.allow, p.concurrency, CASE WHEN p.concurrency > 0 THEN
+			(SELECT count(*) FROM (SELECT 1 FROM hourglass_tasks r
+				WHERE r.queue = q.name AND r.state = 2 LIMIT p.concurrency) c) ELSE 0 END AS busy
+		FROM unnest($1::text[], $3::int[]) AS q(name, allow) JOIN hourglass_queues p ON p.queue = q.name
+	), picked AS (
+		SELECT c.job_id FROM lim
+		CROSS JOIN LATERAL (
+			SELECT job_id, priority, due FROM hourglass_tasks
+			WHERE queue = lim.name AND state = 1 AND fire_at IS NULL
+			ORDER BY priority, due, job_id
+			LIMIT greatest(CASE WHEN lim.concurrency > 0 THEN least(lim.allow, lim.concurrency - lim.busy) ELSE lim.allow END, 0)
+			FOR UPDATE SKIP LOCKED
+		) c
+		ORDER BY c.priority, c.due, c.job_id
+		LIMIT $2
+	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
+	taken AS (
+		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
+			lease = ` + sqlLease + `,
+			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr
+		FROM picked, now
+		WHERE t.job_id = picked.job_id
+		RETURNING ` + returnTask + `, now.ns
+	)
+	SELECT *, NULL::bigint FROM taken
+	UNION ALL
+	SELECT 0::bigint, lim.name, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', 0::bigint, 0::bigint
+	FROM lim WHERE lim.concurrency > 0 AND lim.busy >= lim.concurrency`
+
+// limitedQueue is a limited queue's row as sqlLockLimited reads it.
+type limitedQueue struct {
+	name   string
+	paused int64
+	policy task.Policy
+	bucket service.Bucket
+}
+
+// takeLimited reserves up to max ready tasks of the limited queues among
+// queues within their limits, in one transaction (see the top of this
+// file). It returns the rows reserved and the database's clock; when it
+// reserved none, retry is how long until a limit it met may let a task
+// through (0: none met, the queues have no ready task).
+func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got []row, dbNow int64, retry time.Duration, err error) {
+	err = pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
+		got, dbNow, retry = nil, 0, 0
+		rows, err := tx.Query(ctx, sqlLockLimited, queues)
+		if err != nil {
+			return err
+		}
+		var qs []*limitedQueue
+		for rows.Next() {
+			q := &limitedQueue{}
+			var p policyRow
+			dest := append([]any{&q.name, &q.paused, &dbNow}, p.dest()...)
+			if err := rows.Scan(append(dest, &q.bucket.Tokens, &q.bucket.At)...); err != nil {
+				rows.Close()
+				return err
+			}
+			q.policy = p.policy()
+			qs = append(qs, q)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var names []string
+		var allows []int32
+		soon := func(d time.Duration) {
+			if retry == 0 || d < retry {
+				retry = d
+			}
+		}
+		for _, q := range qs {
+			allow := max
+			switch {
+			case q.paused > dbNow:
+				allow = 0
+				soon(time.Duration(q.paused-dbNow) + time.Millisecond)
+			case q.policy.Rate != nil:
+				probe := q.bucket
+				took, next := probe.Take(*q.policy.Rate, dbNow, max)
+				allow = took
+				if took == 0 {
+					soon(next)
+				}
+			}
+			if allow > 0 {
+				names, allows = append(names, q.name), append(allows, int32(allow))
+			}
+		}
+		if len(names) == 0 {
+			return nil
+		}
+		rows, err = tx.Query(ctx, sqlReserveLimited, names, max, allows)
+		if err != nil {
+			return err
+		}
+		var now int64
+		for rows.Next() {
+			var left *int64
+			t, err := scanRow(rows, &now, &left)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if left != nil {
+				soon(capPoll) // full: woken by slotFreed, or looks again then
+				continue
+			}
+			got = append(got, t)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(got) == 0 {
+			return nil
+		}
+		dbNow = now
+		took := map[string]int{}
+		for i := range got {
+			took[got[i].queue]++
+		}
+		var bq []string
+		var tokens []float64
+		var at []int64
+		for _, q := range qs {
+			if k := took[q.name]; k > 0 && q.policy.Rate != nil {
+				q.bucket.Take(*q.policy.Rate, dbNow, k)
+				bq, tokens, at = append(bq, q.name), append(tokens, q.bucket.Tokens), append(at, q.bucket.At)
+			}
+		}
+		if len(bq) > 0 {
+			_, err = tx.Exec(ctx, `UPDATE hourglass_queues q SET tokens = b.tokens, tokens_at = b.at
+				FROM unnest($1::text[], $2::float8[], $3::bigint[]) AS b(queue, tokens, at)
+				WHERE q.queue = b.queue`, bq, tokens, at)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, 0, 0, dbErr(err)
+	}
+	if len(got) > 0 {
+		retry = 0
+	}
+	return got, dbNow, retry, nil
+}

@@ -1,0 +1,128 @@
+package cluster_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// TestLimits_Concurrency: with a concurrency limit of 3, workers on three
+// nodes never hold more than 3 of the queue's tasks at once, and they
+// get through every task (a waiting reserver is woken when a slot is
+// freed, on whatever node).
+func TestLimits_Concurrency(t *testing.T) {
+	ctx := context.Background()
+	url := server(t).CreateDatabase(t)
+	nodes := []*testNode{startNode(t, url, "a"), startNode(t, url, "b"), startNode(t, url, "c")}
+	const limit, total = 3, 45
+	if _, err := nodes[0].SetPolicy(ctx, "q", task.Policy{Concurrency: limit}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range nodes[1].PutBatch(ctx, "q", make([]task.PutRequest, total)) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	var held, most, acked atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, n := range nodes {
+		for range 3 {
+			wg.Go(func() {
+				for acked.Load() < total && time.Since(start) < 30*time.Second {
+					ts, err := n.Reserve(ctx, "q", 2, 500*time.Millisecond)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for _, tk := range ts {
+						h := held.Add(1)
+						for m := most.Load(); h > m && !most.CompareAndSwap(m, h); m = most.Load() {
+						}
+						time.Sleep(15 * time.Millisecond)
+						held.Add(-1)
+						if err := n.Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
+							t.Error(err)
+							return
+						}
+						acked.Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if acked.Load() != total {
+		t.Fatalf("acked %d of %d tasks in %v", acked.Load(), total, time.Since(start))
+	}
+	if m := most.Load(); m > limit || m < 2 {
+		t.Fatalf("at most %d tasks held at once, want up to %d", m, limit)
+	}
+	t.Logf("%d tasks through a concurrency limit of %d on 3 nodes in %v (at most %d held)", total, limit, time.Since(start), most.Load())
+}
+
+// TestLimits_Rate: with a rate of 20 a second (burst 5), reservers on
+// three nodes get no more than the bucket allows in any span of time, and
+// about that many.
+func TestLimits_Rate(t *testing.T) {
+	ctx := context.Background()
+	url := server(t).CreateDatabase(t)
+	nodes := []*testNode{startNode(t, url, "a"), startNode(t, url, "b"), startNode(t, url, "c")}
+	rate := task.Rate{Limit: 20, Per: time.Second, Burst: 5}
+	if _, err := nodes[0].SetPolicy(ctx, "q", task.Policy{Rate: &rate}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range nodes[2].PutBatch(ctx, "q", make([]task.PutRequest, 200)) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	const span = 1500 * time.Millisecond
+	var mu sync.Mutex
+	var at []time.Duration
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, n := range nodes {
+		for range 2 {
+			wg.Go(func() {
+				for time.Since(start) < span {
+					ts, err := n.Reserve(ctx, "q", 4, 300*time.Millisecond)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					now := time.Since(start)
+					mu.Lock()
+					for range ts {
+						at = append(at, now)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	slices.Sort(at)
+	// In any span [at[i], at[j]] the bucket hands out at most its burst
+	// and what it refills meanwhile; a little more for the time a reserve
+	// takes to return after its commit.
+	const slack = 2
+	per := float64(rate.Per) / float64(rate.Limit)
+	for i := range at {
+		for j := i; j < len(at); j++ {
+			allowed := float64(rate.Burst) + float64(at[j]-at[i])/per + slack
+			if float64(j-i+1) > allowed {
+				t.Fatalf("%d tasks handed out in %v (from %v), the bucket allows %.1f", j-i+1, at[j]-at[i], at[i], allowed)
+			}
+		}
+	}
+	if want := rate.Burst + 20; len(at) < want {
+		t.Fatalf("%d tasks in %v, want at least %d", len(at), span, want)
+	}
+	t.Logf("%d tasks through a rate of %d/%v (burst %d) on 3 nodes in %v", len(at), rate.Limit, rate.Per, rate.Burst, span)
+}
