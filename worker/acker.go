@@ -1,0 +1,119 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+)
+
+// acker batches acks: its goroutine takes the acks that are pending when
+// it is free, up to api.MaxAcks, and sends them in one request (POST
+// /v1/acks), so that an idle worker acks each task at once and a busy one
+// sends an ack per request's round trip rather than per task. No timer
+// delays an ack.
+//
+// Call add from any goroutine while run runs; close once no more acks
+// will be added, and run returns after sending the last.
+type acker struct {
+	in   chan pendingAck
+	send func(context.Context, []api.Ack) ([]error, error) // client.AckMany
+	log  *slog.Logger
+	// base is the context of the requests, deadlines aside.
+	base context.Context
+}
+
+// minCall is the least time a call about a task (ack, nack, release,
+// bury) is given, even when the lease's deadline is nearer or past: the
+// deadline is a lower bound of the lease's end (see [lease]), so a first
+// try is never known to be pointless.
+const minCall = time.Second
+
+// latest returns the deadline of a call about a task whose lease surely
+// holds until until.
+func latest(until time.Time) time.Time {
+	return later(until, time.Now().Add(minCall))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// pendingAck is an ack and when its lease surely holds until: retrying a
+// batch past the last of its leases is pointless.
+type pendingAck struct {
+	ack   api.Ack
+	until time.Time
+}
+
+// newAcker returns an acker that sends through send; buffer is how many
+// acks add can queue without blocking (the worker's concurrency, which
+// bounds the acks it has at once).
+func newAcker(base context.Context, send func(context.Context, []api.Ack) ([]error, error), buffer int, log *slog.Logger) *acker {
+	return &acker{in: make(chan pendingAck, buffer), send: send, log: log, base: base}
+}
+
+// add queues an ack. It blocks while the buffer is full, which happens
+// only while the acker retries a failed request.
+func (a *acker) add(ack api.Ack, until time.Time) { a.in <- pendingAck{ack, until} }
+
+// close tells run that no more acks will come.
+func (a *acker) close() { close(a.in) }
+
+// run sends the acks as they come until close, then returns.
+func (a *acker) run() {
+	batch := make([]pendingAck, 0, api.MaxAcks)
+	for first := range a.in {
+		batch = append(batch[:0], first)
+		open := true
+	more:
+		for len(batch) < api.MaxAcks {
+			select {
+			case p, ok := <-a.in:
+				if !ok {
+					open = false
+					break more
+				}
+				batch = append(batch, p)
+			default:
+				break more
+			}
+		}
+		a.flush(batch)
+		if !open {
+			return
+		}
+	}
+}
+
+// flush sends batch, retrying a transient failure until the last of its
+// leases runs out, and logs the acks that failed.
+func (a *acker) flush(batch []pendingAck) {
+	acks := make([]api.Ack, len(batch))
+	until := batch[0].until
+	for i, p := range batch {
+		acks[i] = p.ack
+		until = later(until, p.until)
+	}
+	ctx, cancel := context.WithDeadline(a.base, latest(until))
+	defer cancel()
+	var errs []error
+	err := retry(ctx, a.log, "ack", func(ctx context.Context) error {
+		var err error
+		errs, err = a.send(ctx, acks)
+		return err
+	}, "tasks", len(acks))
+	if err != nil {
+		a.log.Error("ack failed; the tasks come back when their leases expire", "tasks", len(acks), "error", err)
+		return
+	}
+	for i, err := range errs {
+		if err != nil {
+			a.log.Error("ack failed", "queue", acks[i].Queue, "id", acks[i].ID, "error", err)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+// Package worker runs Go functions on the tasks of a hourglass server,
+// as asynq's ServeMux or river's Workers do for theirs:
+//
+//	c, err := client.New("http://127.0.0.1:7070", client.Options{Token: token})
+//	if err != nil {
+//		return err
+//	}
+//	w := worker.New(c, worker.Options{Concurrency: 16})
+//	w.Handle("emails", func(ctx context.Context, t *worker.Task) error {
+//		return send(ctx, t.Payload)
+//	})
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	return w.Run(ctx) // until SIGINT or SIGTERM, then drains
+//
+// A [Worker] reserves tasks only for its free handlers, with one long
+// poll (POST /v1/reserve) over all its queues, and runs each task's
+// [Handler] in its own goroutine. While a handler runs, the worker
+// touches the task's lease halfway through each ttr, so a handler may
+// run past its task's ttr; when the lease is lost (the task was deleted,
+// or the server could not be reached before the lease ran out), the
+// handler's context is cancelled with [ErrLeaseLost].
+//
+// The handler's result decides what becomes of the task:
+//
+//   - nil: acked. Acks are sent in batches (POST /v1/acks): whatever is
+//     pending when the previous batch is answered, so an ack waits for no
+//     timer.
+//   - an error: nacked with the error's text as the task's last error;
+//     the queue's retry policy says when it is ready again, and whether
+//     it is dead once its attempts are used up.
+//   - [RetryAfter](d, err): nacked, ready again after d.
+//   - [Fail](err): buried: dead at once, or moved to the queue's
+//     dead-letter queue.
+//   - a panic: nacked with the panic's text; its stack is logged and the
+//     worker keeps running.
+//
+// Calls that fail for a transient reason (the server's 503 while it
+// recovers or stops, a refused connection) are retried with capped,
+// jittered back-off, and logged. A task whose result could not be sent
+// comes back when its lease expires, as if its worker had died: handlers
+// should be idempotent, since delivery is at least once.
+//
+// When Run's context is done, the worker stops reserving, waits up to
+// [Options.ShutdownTimeout] for its handlers, cancels the contexts of
+// those still running ([ErrShutdown]) and releases their tasks without
+// counting the attempt, sends the pending acks, and returns.
+package worker

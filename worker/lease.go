@@ -1,0 +1,119 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/client"
+)
+
+// minTouch bounds how often a lease is touched: a ttr of a few
+// milliseconds would otherwise touch in a loop.
+const minTouch = time.Millisecond
+
+// lease is a reserved task's lease as the worker keeps it alive while
+// the task's handler runs. Its deadline is on the worker's clock, so
+// that a server's clock ahead or behind does not matter: the server
+// starts a lease of ttr when it takes or touches the task, which is after
+// the worker sent the request, so the request's send time plus ttr is a
+// lower bound of the lease's end. A reserve is a long poll, though, so
+// its lease starts when the answer is sent, and the deadline is taken
+// from the answer's arrival instead (early by the answer's transit).
+//
+// keep runs in its own goroutine; the other methods are safe to call
+// from any goroutine.
+type lease struct {
+	queue, id, token string
+	ttr              time.Duration
+
+	mu sync.Mutex
+	// deadline is when the lease surely still holds, on the worker's
+	// clock. Guarded by mu.
+	deadline time.Time
+	// lost is set when the lease is gone. Guarded by mu.
+	lost bool
+}
+
+// newLease returns the lease of t, reserved in an answer that arrived at
+// received.
+func newLease(t api.Task, received time.Time) *lease {
+	ttr := t.TTR.D()
+	return &lease{queue: t.Queue, id: t.ID, token: t.Lease, ttr: ttr, deadline: received.Add(ttr)}
+}
+
+// ack returns the ack that names the lease.
+func (l *lease) ack() api.Ack { return api.Ack{Queue: l.queue, ID: l.id, Lease: l.token} }
+
+// until returns the lease's deadline on the worker's clock.
+func (l *lease) until() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// isLost reports whether keep found the lease gone.
+func (l *lease) isLost() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// keep touches the lease halfway through each term, so that it never
+// runs out while the handler runs, until ctx is done. A touch that fails
+// for a transient reason is retried with back-off; when the server
+// answers that the task or lease is gone (404, 409), or the deadline
+// passes without a touch getting through, keep marks the lease lost,
+// calls lost, and returns.
+func (l *lease) keep(ctx context.Context, c *client.Client, log *slog.Logger, lost func()) {
+	failures := 0
+	next := l.until().Add(-l.ttr / 2)
+	t := time.NewTimer(max(time.Until(next), 0))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		deadline := l.until()
+		sent := time.Now()
+		if !sent.Before(deadline) {
+			l.lose(log, lost, "lease ran out before a touch got through")
+			return
+		}
+		tctx, cancel := context.WithDeadline(ctx, deadline)
+		_, err := c.Touch(tctx, l.queue, l.id, l.token)
+		cancel()
+		switch {
+		case err == nil:
+			failures = 0
+			l.mu.Lock()
+			l.deadline = sent.Add(l.ttr)
+			l.mu.Unlock()
+			t.Reset(max(l.ttr/2, minTouch) - time.Since(sent))
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrConflict):
+			l.lose(log, lost, err.Error())
+			return
+		default:
+			failures++
+			d := min(backoff(failures), time.Until(deadline)/2)
+			log.Warn("touch failed, retrying", "queue", l.queue, "id", l.id, "error", err, "attempt", failures, "in", d)
+			t.Reset(max(d, minTouch))
+		}
+	}
+}
+
+// lose marks the lease lost, logs why, and calls lost.
+func (l *lease) lose(log *slog.Logger, lost func(), why string) {
+	l.mu.Lock()
+	l.lost = true
+	l.mu.Unlock()
+	log.Warn("lease lost; cancelling the handler", "queue", l.queue, "id", l.id, "reason", why)
+	lost()
+}

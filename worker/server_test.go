@@ -1,0 +1,161 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/client"
+	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/worker"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// serve starts the real handler over a broker on a memory store and
+// returns its URL and a function that stops it all.
+func serve() (url string, stop func(), err error) {
+	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
+	if err != nil {
+		return "", nil, err
+	}
+	s := httpapi.New(httpapi.Options{Gatherer: prometheus.NewRegistry(), Logger: quiet})
+	s.SetService(b)
+	hs := httptest.NewServer(s)
+	return hs.URL, func() {
+		s.Drain()
+		hs.Close()
+		b.Close()
+	}, nil
+}
+
+// newClient serves a fresh broker and returns a client of it with its
+// own transport, whose idle connections the test closes at its end.
+func newClient(t *testing.T) *client.Client {
+	t.Helper()
+	url, stop, err := serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		stop()
+	})
+	c, err := client.New(url, client.Options{HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// start runs w until the returned function is called, which stops it,
+// checks that Run returned nil in time and that no goroutine of the
+// package is left.
+func start(t *testing.T, w *worker.Worker) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("Run did not return")
+		}
+		noLeaks(t)
+	}
+}
+
+// noLeaks fails t when a goroutine running the package's code is left,
+// after giving goroutines that are ending a moment to end.
+func noLeaks(t *testing.T) {
+	t.Helper()
+	var stacks string
+	for range 100 {
+		buf := make([]byte, 1<<20)
+		stacks = string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "hourglass/worker.") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("goroutines of package worker outlive Run:\n%s", stacks)
+}
+
+// put puts n tasks into queue with ids prefix0, prefix1, ... and returns
+// their ids.
+func put(t *testing.T, c *client.Client, queue, prefix string, n int, r api.PutRequest) []string {
+	t.Helper()
+	ids := make([]string, 0, n)
+	for len(ids) < n {
+		batch := make([]api.PutRequest, min(n-len(ids), api.MaxBatch))
+		for i := range batch {
+			batch[i] = r
+			batch[i].ID = prefix + strconv.Itoa(len(ids)+i)
+		}
+		results, err := c.PutBatch(context.Background(), queue, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, res := range results {
+			if res.Error != "" {
+				t.Fatal(res.Error)
+			}
+			ids = append(ids, res.Task.ID)
+		}
+	}
+	return ids
+}
+
+// eventually calls f every 10 ms until it returns true, failing t after
+// 10 s.
+func eventually(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !f(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// supports reports whether the server implements the call f makes on a
+// reserved task of a scratch queue: release and bury are newer than
+// reserve.
+func supports(t *testing.T, c *client.Client, f func(ctx context.Context, t api.Task) error) bool {
+	t.Helper()
+	ctx := context.Background()
+	put(t, c, "probe", "p", 1, api.PutRequest{})
+	tasks, err := c.Reserve(ctx, "probe", 1, time.Second)
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("probe reserve: %v, %v", tasks, err)
+	}
+	err = f(ctx, tasks[0])
+	c.Delete(ctx, "probe", tasks[0].ID)
+	var e *client.Error
+	if errors.As(err, &e) && (e.Status == http.StatusNotFound || strings.Contains(e.Message, "not implemented")) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	return true
+}

@@ -1,0 +1,337 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/client"
+)
+
+// Options configure a [Worker]. Zero fields take the defaults named on
+// each.
+type Options struct {
+	// Concurrency is how many handlers run at once, and so how many
+	// tasks the worker holds at most; default 1.
+	Concurrency int
+	// ShutdownTimeout is how long Run waits, once its context is done,
+	// for running handlers to return before it cancels their contexts;
+	// default 30 s.
+	ShutdownTimeout time.Duration
+	// Logger receives the worker's warnings and errors (failed calls,
+	// lost leases, panics); default slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults of [Options].
+const (
+	DefaultShutdownTimeout = 30 * time.Second
+	// reserveWait is how long one reserve waits for tasks. The wait ends
+	// when Run's context is done, so it bounds only how often an idle
+	// worker asks.
+	reserveWait = 10 * time.Second
+)
+
+// Worker takes tasks of the queues it handles from a server and runs a
+// [Handler] for each: [New] one, [Worker.Handle] its queues, then
+// [Worker.Run] it. Handle and Run are safe to call from any goroutine.
+type Worker struct {
+	c    *client.Client
+	opts Options
+	log  *slog.Logger
+
+	mu sync.Mutex
+	// handlers by queue. Guarded by mu until Run starts; read-only after.
+	handlers map[string]Handler
+	// ran is set when Run is called. Guarded by mu.
+	ran bool
+}
+
+// New returns a worker that takes tasks from the server of c.
+func New(c *client.Client, opts Options) *Worker {
+	if c == nil {
+		panic("hourglass: worker.New with a nil client")
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 1
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Worker{c: c, opts: opts, log: opts.Logger, handlers: map[string]Handler{}}
+}
+
+// Handle makes h the handler of queue's tasks. It panics when queue is
+// empty or already handled, h is nil, the worker would handle more than
+// [api.MaxReserveQueues] queues, or Run has been called: all mistakes of
+// the program's setup, as with http.ServeMux.Handle.
+func (w *Worker) Handle(queue string, h Handler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.ran:
+		panic("hourglass: worker: Handle called after Run")
+	case queue == "":
+		panic("hourglass: worker: Handle with an empty queue name")
+	case h == nil:
+		panic("hourglass: worker: Handle of queue " + queue + " with a nil handler")
+	case w.handlers[queue] != nil:
+		panic("hourglass: worker: queue " + queue + " handled twice")
+	case len(w.handlers) == api.MaxReserveQueues:
+		panic(fmt.Sprintf("hourglass: worker: more than %d queues", api.MaxReserveQueues))
+	}
+	w.handlers[queue] = h
+}
+
+// Run takes and works tasks until ctx is done, then shuts down and
+// returns nil. It reserves only as many tasks as it has free handlers,
+// with one long poll over all its queues; it renews each running task's
+// lease, and acks (in batches), nacks or buries the task as its handler's
+// result says (see [Handler]). Calls that fail for a transient reason
+// (the server's 503, a refused connection) are retried with back-off and
+// logged.
+//
+// Shutting down, Run stops reserving at once (a reserve in flight is
+// cancelled; tasks it was handed anyway come back when their leases
+// expire), waits up to ShutdownTimeout for the running handlers, then
+// cancels their contexts and waits for them to return: a handler that
+// ignores its context holds Run up. The tasks of handlers cancelled so
+// that did not return nil are released, their attempts not counted;
+// pending acks are sent. No goroutine of Run outlives it.
+//
+// Run returns an error at once when called a second time or without
+// handlers, and after shutting down when the server refuses the reserve
+// itself (400, 401, 404: a bad token or queue name, an older server),
+// which no retry can cure.
+func (w *Worker) Run(ctx context.Context) error {
+	w.mu.Lock()
+	if w.ran {
+		w.mu.Unlock()
+		return errors.New("hourglass: worker: Run called twice")
+	}
+	if len(w.handlers) == 0 {
+		w.mu.Unlock()
+		return errors.New("hourglass: worker: Run without handlers")
+	}
+	w.ran = true
+	handlers := w.handlers
+	w.mu.Unlock()
+	queues := make([]string, 0, len(handlers))
+	for q := range handlers {
+		queues = append(queues, q)
+	}
+	slices.Sort(queues)
+
+	// bg carries ctx's values without its end: what outlives ctx (the
+	// handlers, their leases, acks) runs under it.
+	bg := context.WithoutCancel(ctx)
+	hctx, stop := context.WithCancelCause(bg)
+	defer stop(nil)
+	r := &run{
+		w:        w,
+		handlers: handlers,
+		queues:   queues,
+		bg:       bg,
+		hctx:     hctx,
+		slots:    make(chan struct{}, w.opts.Concurrency),
+		acks:     newAcker(bg, w.c.AckMany, w.opts.Concurrency, w.log),
+	}
+	for range w.opts.Concurrency {
+		r.slots <- struct{}{}
+	}
+	ackerDone := make(chan struct{})
+	go func() {
+		defer close(ackerDone)
+		r.acks.run()
+	}()
+
+	err := r.reserve(ctx)
+
+	handlersDone := make(chan struct{})
+	go func() {
+		defer close(handlersDone)
+		r.tasks.Wait()
+	}()
+	t := time.NewTimer(w.opts.ShutdownTimeout)
+	select {
+	case <-handlersDone:
+	case <-t.C:
+		w.log.Warn("handlers outlived the shutdown timeout; cancelling them", "timeout", w.opts.ShutdownTimeout)
+		stop(ErrShutdown)
+		<-handlersDone
+	}
+	t.Stop()
+	r.acks.close()
+	<-ackerDone
+	return err
+}
+
+// run is the state of one [Worker.Run].
+type run struct {
+	w        *Worker
+	handlers map[string]Handler // read-only
+	queues   []string           // sorted
+	// bg is Run's context without its end; hctx is bg until the shutdown
+	// timeout cancels it with ErrShutdown: the handlers' contexts derive
+	// from it.
+	bg, hctx context.Context
+	// slots holds a token per free handler: a task takes one before it
+	// is reserved and gives it back when its handler is done and its
+	// result sent (or queued, for an ack).
+	slots chan struct{}
+	tasks sync.WaitGroup // the tasks' goroutines
+	acks  *acker
+}
+
+// reserve reserves tasks for the free handlers and starts them, until
+// ctx is done or the server refuses the reserve for good.
+func (r *run) reserve(ctx context.Context) error {
+	log := r.w.log
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.slots:
+		}
+		n := 1
+	take:
+		for n < api.MaxReserve {
+			select {
+			case <-r.slots:
+				n++
+			default:
+				break take
+			}
+		}
+		tasks, err := r.w.c.ReserveQueues(ctx, r.queues, n, reserveWait)
+		received := time.Now()
+		for range n - len(tasks) {
+			r.slots <- struct{}{}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var e *client.Error
+			if errors.As(err, &e) && (e.Status == http.StatusBadRequest || e.Status == http.StatusUnauthorized || e.Status == http.StatusNotFound) {
+				log.Error("reserve refused; stopping", "queues", r.queues, "error", err)
+				return err
+			}
+			failures++
+			d := backoff(failures)
+			log.Warn("reserve failed, retrying", "queues", r.queues, "error", err, "attempt", failures, "in", d)
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+			continue
+		}
+		failures = 0
+		for _, t := range tasks {
+			r.tasks.Add(1)
+			go r.work(ctx, t, received)
+		}
+	}
+}
+
+// work runs t's handler with its lease kept alive, sends its result and
+// gives its slot back. A task reserved after ctx was done, or of a queue
+// without a handler, is released without running.
+func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
+	defer r.tasks.Done()
+	defer func() { r.slots <- struct{}{} }()
+	l := newLease(t, received)
+	h := r.handlers[t.Queue]
+	if h == nil || ctx.Err() != nil {
+		r.release(l)
+		return
+	}
+
+	hctx, cancel := context.WithCancelCause(r.hctx)
+	defer cancel(nil)
+	kctx, stopKeep := context.WithCancel(r.bg)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		l.keep(kctx, r.w.c, r.w.log, func() { cancel(ErrLeaseLost) })
+	}()
+	err := r.call(hctx, h, newTask(t))
+	stopKeep()
+	<-kept
+
+	switch bury, delay := outcome(err); {
+	case l.isLost():
+		// Its lease is gone: the task is deleted, or with another worker.
+	case err == nil:
+		r.acks.add(l.ack(), l.until())
+	case r.hctx.Err() != nil:
+		r.release(l)
+	case bury:
+		r.settle(l, "bury", func(ctx context.Context) error {
+			_, err := r.w.c.Bury(ctx, l.queue, l.id, l.token, cut(err.Error()))
+			return err
+		})
+	default:
+		r.settle(l, "nack", func(ctx context.Context) error {
+			_, err := r.w.c.Nack(ctx, l.queue, l.id, l.token, delay, cut(err.Error()))
+			return err
+		})
+	}
+}
+
+// call runs h, turning a panic into an error with the panic's text and
+// logging the panic's stack.
+func (r *run) call(ctx context.Context, h Handler, t *Task) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.w.log.Error("handler panicked", "queue", t.Queue, "id", t.ID, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return h(ctx, t)
+}
+
+// release gives the task of l back, its attempt not counted.
+func (r *run) release(l *lease) {
+	r.settle(l, "release", func(ctx context.Context) error {
+		_, err := r.w.c.Release(ctx, l.queue, l.id, l.token, 0)
+		return err
+	})
+}
+
+// settle makes the call f about the task of l, retrying a transient
+// failure while the lease holds, and logs its failure.
+func (r *run) settle(l *lease, what string, f func(context.Context) error) {
+	ctx, cancel := context.WithDeadline(r.bg, latest(l.until()))
+	defer cancel()
+	if err := retry(ctx, r.w.log, what, f, "queue", l.queue, "id", l.id); err != nil {
+		r.w.log.Error(what+" failed; the task comes back when its lease expires", "queue", l.queue, "id", l.id, "error", err)
+	}
+}
+
+// cut returns s cut to api.MaxError bytes, on a UTF-8 boundary.
+func cut(s string) string {
+	if len(s) <= api.MaxError {
+		return s
+	}
+	i := api.MaxError
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
