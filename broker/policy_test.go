@@ -3,6 +3,7 @@ package broker_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/store/pebblestore"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -262,8 +264,16 @@ func TestPolicy_PutDefaults(t *testing.T) {
 // returns a store over the same data every time it is called.
 func reopenable(t *testing.T) map[string]func() store.Store {
 	mem := memstore.New()
+	dir := filepath.Join(t.TempDir(), "data")
 	return map[string]func() store.Store{
 		"memstore": func() store.Store { return mem },
+		"pebble": func() store.Store {
+			st, err := pebblestore.Open(dir, pebblestore.Options{Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		},
 	}
 }
 
@@ -299,6 +309,12 @@ func TestPolicy_SurvivesRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			put(t, b, "ever", task.PutRequest{ID: "e"})
+			put(t, b, "plain", task.PutRequest{ID: "n"})
+			if r, _ := reserve1(t, b, "plain"); r.ID != "n" {
+				t.Fatalf("reserved %+v", r)
+			} else if _, err := b.Nack(ctx, "plain", "n", r.Lease, time.Hour, "why"); err != nil {
+				t.Fatal(err)
+			}
 			put(t, b, "q", task.PutRequest{ID: "a", Payload: []byte("x")})
 			if _, ok := reserve1(t, b, "q"); !ok {
 				t.Fatal("nothing to reserve")
@@ -345,6 +361,9 @@ func TestPolicy_SurvivesRestart(t *testing.T) {
 			}
 			if x := get(t, b, "dlq", "a"); x.State != task.Ready || x.LastError != task.LeaseExpired || string(x.Payload) != "x" {
 				t.Fatalf("the expired task: %+v", x)
+			}
+			if x := get(t, b, "plain", "n"); x.State != task.Delayed || x.LastError != "why" {
+				t.Fatalf("the nacked task: %+v", x)
 			}
 			if err := b.PauseQueue(ctx, "ever", 0); err != nil {
 				t.Fatal(err)
