@@ -1,7 +1,9 @@
 // Package dashboard is the web page `hourglass serve` shows at "/": every
 // queue with its counts and rates, delivery lateness and the next hour's
-// due times as charts, a queue's tasks by state (find, show, delete, kick
-// the dead), and the cron schedules with their next times.
+// due times as charts, a queue's pause (pause and resume it) and policy,
+// its tasks by state with a reserved task's lease end and a failed task's
+// last error (find, show, delete, kick the dead), and the cron schedules
+// with their next times.
 //
 // The page is static: HTML, CSS and JavaScript modules in static/,
 // embedded in the binary, with no build step and nothing fetched from
@@ -22,7 +24,7 @@
 //	static/assets/js/charts.js    the two SVG charts, each with a table of its data
 //	static/assets/js/dialogs.js   the confirmation and the task's details
 //	static/assets/js/overview.js  #/
-//	static/assets/js/queue.js     #/queues/NAME/STATE
+//	static/assets/js/queue.js     #/queues/NAME/STATE, with the queue's pause and policy
 //	static/assets/js/schedules.js #/schedules
 package dashboard
 

@@ -61,6 +61,8 @@ export async function showTask(queue, id, actions) {
       row('Priority', String(t.priority) + ' (lower first)'),
       row('Attempts', String(t.attempts) + max),
       row('Lease (ttr)', duration(parseDuration(t.ttr))),
+      t.lease_expires ? row('Lease ends', timeEl(t.lease_expires)) : null,
+      t.last_error ? row('Last error', h('span', {class: 'last-error', 'data-field': 'last_error'}, t.last_error)) : null,
       row('Created', timeEl(t.created))),
     h('h3', {}, 'Payload'),
     t.payload === null || t.payload === undefined

@@ -1,9 +1,11 @@
-// #/queues/NAME/STATE: one queue's counts, its tasks by state in pages,
-// finding a task by id, showing, deleting and kicking tasks, and the
-// queue's due times over the next hour.
+// #/queues/NAME/STATE: one queue's counts, its pause (with pause and
+// resume) and policy, its tasks by state in pages (with a dead task's
+// last error and a reserved task's lease end), finding a task by id,
+// showing, deleting and kicking tasks, and the queue's due times over the
+// next hour.
 
 import {call, seg, ApiError, atMostEvery} from './api.js';
-import {h, swap, stack, count, rate, plural, timeEl} from './dom.js';
+import {h, swap, stack, count, rate, plural, timeEl, duration, parseDuration} from './dom.js';
 import {dueFigure} from './charts.js';
 import {queueStats, dueEvery} from './overview.js';
 import {confirmAction, showTask} from './dialogs.js';
@@ -20,6 +22,9 @@ export function enter(main, {queue, state}, ctx) {
   let next = 0; // the after of the next page; 0: none
 
   const counts = h('dl', {class: 'tally'});
+  const pauseLine = h('p', {id: 'pause-state', role: 'status'});
+  const pauseButtons = h('div', {class: 'buttons'});
+  const policyBody = h('div', {id: 'policy'});
   const tabs = h('div', {class: 'tabs', role: 'group', 'aria-label': 'List the tasks in state'});
   const bulk = h('div', {class: 'buttons bulk'});
   const tbody = h('tbody');
@@ -35,6 +40,9 @@ export function enter(main, {queue, state}, ctx) {
     h('nav', {'aria-label': 'Breadcrumb', class: 'crumbs'}, h('a', {href: '#/'}, 'Overview'), ' › ', h('span', {'aria-current': 'page'}, queue)),
     h('h1', {tabindex: -1}, 'Queue ', h('span', {class: 'name'}, queue)),
     counts,
+    h('section', {'aria-labelledby': 'policy-h'},
+      h('h2', {id: 'policy-h'}, 'Pause and policy'),
+      pauseLine, pauseButtons, policyBody),
     h('section', {'aria-labelledby': 'find-h'},
       h('h2', {id: 'find-h'}, 'Find a task'),
       h('form', {class: 'inline', onsubmit: find},
@@ -46,7 +54,7 @@ export function enter(main, {queue, state}, ctx) {
       bulk,
       h('div', {class: 'scroll', role: 'region', 'aria-labelledby': 'tasks-h', tabindex: 0},
         table = h('table', {id: 'tasks'}, caption,
-          h('thead', {}, h('tr', {}, ['Id', 'Job', 'State', 'Due', 'Priority', 'Attempts', 'Actions']
+          h('thead', {}, h('tr', {}, ['Id', 'Job', 'State', 'Due', 'Priority', 'Attempts', 'Lease or last error', 'Actions']
             .map((c) => h('th', {scope: 'col', class: ['Job', 'Priority', 'Attempts'].includes(c) ? 'num' : null}, c)))),
           tbody)),
       pageNote,
@@ -107,6 +115,15 @@ export function enter(main, {queue, state}, ctx) {
     });
   }
 
+  // pauseQueue pauses the queue until resumed, or resumes it.
+  async function pauseQueue(pause) {
+    await ctx.act(async () => {
+      await call('POST', `${base}/${pause ? 'pause' : 'resume'}`, {});
+      ctx.notice(pause ? `Paused queue ${queue}: it hands out nothing until resumed.` : `Resumed queue ${queue}.`);
+      await ctx.refresh();
+    });
+  }
+
   async function kickAll() {
     await ctx.act(async () => {
       const res = await call('POST', `${base}/dead:kick`);
@@ -149,6 +166,9 @@ export function enter(main, {queue, state}, ctx) {
       h('td', {}, timeEl(t.due)),
       h('td', {class: 'num'}, String(t.priority)),
       h('td', {class: 'num'}, t.max_attempts ? `${t.attempts} of ${t.max_attempts}` : String(t.attempts)),
+      h('td', {class: 'note'},
+        t.lease_expires ? h('span', {class: 'lease'}, 'Lease ends ', timeEl(t.lease_expires)) : null,
+        t.last_error ? h('span', {class: 'last-error', title: t.last_error}, t.last_error) : null),
       h('td', {class: 'actions'},
         t.state === 'dead' ? h('button', {type: 'button', 'data-key': 'kick:' + t.id, 'aria-label': `Kick task ${t.id}`, onclick: () => kick(t.id)}, 'Kick') : null,
         h('button', {type: 'button', class: 'danger', 'data-key': 'del:' + t.id, 'aria-label': `Delete task ${t.id}`, onclick: () => remove(t.id)}, 'Delete')));
@@ -158,11 +178,21 @@ export function enter(main, {queue, state}, ctx) {
     title: 'Queue ' + queue,
     async refresh() {
       const q = `state=${shown === 'all' ? '' : shown}&after=${pages.at(-1)}&limit=${pageSize}`;
-      const [stats, list, dueHist] = await Promise.all([
+      const [stats, list, dueHist, all] = await Promise.all([
         queueStats(),
         call('GET', `${base}/tasks?${q}`),
         atMostEvery('due:' + queue, dueEvery, () => call('GET', `/v1/stats/due?queue=${encodeURIComponent(queue)}&width=1m&n=60`)),
+        call('GET', '/v1/queues'),
       ]);
+      const info = all.queues.find((x) => x.name === queue) || {};
+      pauseLine.textContent = !info.paused ? 'Not paused: tasks are handed out.'
+        : info.paused_until ? '' : 'Paused until resumed: puts go on, nothing is handed out.';
+      if (info.paused && info.paused_until) pauseLine.append('Paused until ', timeEl(info.paused_until), ': puts go on, nothing is handed out.');
+      pauseLine.dataset.paused = String(!!info.paused);
+      swap(pauseButtons, info.paused
+        ? h('button', {type: 'button', 'data-key': 'resume', onclick: () => pauseQueue(false)}, 'Resume')
+        : h('button', {type: 'button', 'data-key': 'pause', onclick: () => pauseQueue(true)}, 'Pause'));
+      swap(policyBody, policyView(info.policy));
       const c = stats.queues.find((x) => x.name === queue) ||
         {delayed: 0, ready: 0, reserved: 0, dead: 0, putRate: null, deliveryRate: null};
       const n = {all: c.delayed + c.ready + c.reserved + c.dead, delayed: c.delayed, ready: c.ready, reserved: c.reserved, dead: c.dead};
@@ -179,7 +209,7 @@ export function enter(main, {queue, state}, ctx) {
       caption.textContent = `${shown === 'all' ? 'Tasks' : title(shown) + ' tasks'}, page ${pages.length}, by job id`;
       const none = next ? 'None on this page; the next page may have some.'
         : pages.length > 1 ? 'No more tasks.' : `No ${shown === 'all' ? '' : shown + ' '}tasks.`;
-      swap(tbody, list.tasks.length ? list.tasks.map(row) : h('tr', {}, h('td', {colspan: 7}, none)));
+      swap(tbody, list.tasks.length ? list.tasks.map(row) : h('tr', {}, h('td', {colspan: 8}, none)));
       stack(table);
       pageNote.textContent = `Page ${pages.length}${list.tasks.length ? `: ${plural(list.tasks.length, 'task')}` : ''}${next ? '; more follow' : ''}.`;
       swap(pager,
@@ -189,4 +219,22 @@ export function enter(main, {queue, state}, ctx) {
       dueFigure(due, dueHist, ' in this queue');
     },
   };
+}
+
+// policyView shows a queue's policy (api.Policy) as a list of its fields,
+// or says that the queue has the default one.
+function policyView(p) {
+  if (!p) return h('p', {class: 'hint'}, 'Default policy: a failed task is ready again at once, puts take the server\'s defaults, nothing is limited, a dead task stays here.');
+  const ms = (d) => duration(parseDuration(d));
+  const rows = [];
+  if (p.retry) {
+    const r = p.retry;
+    rows.push(['Retry', `after ${ms(r.initial)}, × ${r.multiplier} each attempt, up to ${ms(r.max)}` + (r.jitter ? `, ± ${Math.round(r.jitter * 100)}%` : '')]);
+  }
+  if (p.max_attempts) rows.push(['Max attempts', String(p.max_attempts)]);
+  if (p.ttr) rows.push(['Lease (ttr)', ms(p.ttr)]);
+  if (p.rate) rows.push(['Rate', `${count(p.rate.limit)} per ${ms(p.rate.per)}` + (p.rate.burst && p.rate.burst !== p.rate.limit ? `, bursts of ${count(p.rate.burst)}` : '')]);
+  if (p.concurrency) rows.push(['Concurrency', `at most ${plural(p.concurrency, 'task')} reserved at once`]);
+  if (p.dead_letter) rows.push(['Dead letter', h('a', {href: `#/queues/${encodeURIComponent(p.dead_letter)}/all`}, p.dead_letter)]);
+  return h('dl', {class: 'fields', 'data-policy': ''}, rows.map(([k, v]) => h('div', {'data-field': k}, h('dt', {}, k), h('dd', {}, v))));
 }
