@@ -134,6 +134,10 @@ func (b *Broker) PauseQueue(ctx context.Context, queue string, d time.Duration) 
 // math.MaxInt64: until resumed) and arms the timer that ends a finite
 // pause. b.mu is held.
 func (b *Broker) pause(q *queueState, until, now int64) {
+	if q.pauseEnd != nil {
+		q.pauseEnd.Cancel()
+		q.pauseEnd = nil
+	}
 	q.pausedUntil = until
 	if until <= now {
 		q.pausedUntil = 0
@@ -143,17 +147,21 @@ func (b *Broker) pause(q *queueState, until, now int64) {
 	if until == math.MaxInt64 {
 		return
 	}
-	_, err := b.cron.AfterFunc(time.Duration(until-now), func() {
+	to, err := b.cron.AfterFunc(time.Duration(until-now), func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if q.pausedUntil == until {
-			q.pausedUntil = 0
+			q.pausedUntil, q.pauseEnd = 0, nil
 			b.wakeReady(q)
 		}
 	})
-	if err != nil && !b.closed {
-		b.log.Error("hourglass: arming the end of a pause", "queue", q.name, "err", err)
+	if err != nil {
+		if !b.closed {
+			b.log.Error("hourglass: arming the end of a pause", "queue", q.name, "err", err)
+		}
+		return
 	}
+	q.pauseEnd = to
 }
 
 // wakeReady wakes as many of q's waiters as q has ready tasks: its pause

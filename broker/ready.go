@@ -20,8 +20,11 @@ type queueState struct {
 	// beanstalkd's peek-buried and kick; entries whose task is no longer
 	// dead there are skipped and dropped lazily.
 	buried []uint64
-	// pausedUntil is when a pause (PauseQueue) ends, Unix ns; 0: none.
+	// pausedUntil is when a pause (PauseQueue) ends, Unix ns; 0: none;
+	// math.MaxInt64: until resumed. pauseEnd is the timer that ends a
+	// finite pause (nil: none armed).
 	pausedUntil int64
+	pauseEnd    *hourglass.Timeout
 	// pauses counts PauseQueue calls.
 	pauses uint64
 
