@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hourglass-go/hourglass/api"
 )
@@ -82,5 +83,124 @@ func testCLITasks(t *testing.T) {
 	out, stderr, code = cli("reserve", "empty")
 	if code != 0 || out != "" || !strings.Contains(stderr, "no task of empty was ready") {
 		t.Errorf("reserve of an empty queue: %d %q %q", code, out, stderr)
+	}
+}
+
+// TestCLI_Policies drives the subcommands of policies, pauses, release,
+// bury and schedules against a server: what each prints, what the server
+// then holds, and a server's refusal as one line and exit 1.
+func TestCLI_Policies(t *testing.T) { engines(t, testCLIPolicies) }
+
+func testCLIPolicies(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	url := s.url()
+	c := s.client()
+	ctx := context.Background()
+	cli := func(args ...string) (string, string, int) {
+		t.Helper()
+		return runCLI(t, nil, append(args, "--server", url)...)
+	}
+	task := func(out string) api.Task {
+		t.Helper()
+		var tk api.Task
+		if err := json.Unmarshal([]byte(out), &tk); err != nil {
+			t.Fatalf("not a task: %q", out)
+		}
+		return tk
+	}
+
+	// policy: set, print, refuse, delete.
+	const (
+		p        = `{"retry":{"initial":"1h","max":"2h","multiplier":2,"jitter":0},"max_attempts":3}`
+		recorded = `{"retry":{"initial":"1h0m0s","max":"2h0m0s","multiplier":2,"jitter":0},"max_attempts":3}`
+	)
+	out, stderr, code := cli("policy", "cq", "--set", p)
+	if code != 0 || strings.TrimSpace(out) != recorded {
+		t.Fatalf("policy --set: %d %q %q", code, out, stderr)
+	}
+	if out, stderr, code = cli("policy", "cq"); code != 0 || strings.TrimSpace(out) != recorded {
+		t.Errorf("policy: %d %q %q", code, out, stderr)
+	}
+	_, stderr, code = cli("policy", "cq", "--set", `{"retry":{"initial":"0s","max":"1s","multiplier":2,"jitter":0}}`)
+	if code != 1 || !strings.HasPrefix(stderr, "hourglass: ") || !strings.Contains(stderr, "retry.initial") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("policy --set of a bad policy: %d %q; want exit 1, one line naming retry.initial", code, stderr)
+	}
+	if _, stderr, code = cli("policy", "cq", "--set", `{"colour":1}`); code != 2 || !strings.Contains(stderr, "colour") {
+		t.Errorf("policy --set with an unknown field: %d %q; want a usage error", code, stderr)
+	}
+
+	// nack without --delay takes the retry policy's; --error is kept.
+	if _, _, err := c.Put(ctx, "cq", api.PutRequest{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	r := reserveOne(t, c, "cq", time.Second)
+	out, stderr, code = cli("nack", "cq", "a", r.Lease, "--error", "disk full")
+	if tk := task(out); code != 0 || tk.State != api.StateDelayed || tk.LastError != "disk full" || time.Until(tk.Due) < 59*time.Minute {
+		t.Fatalf("nack --error: %d %q %q; want delayed an hour by the policy", code, out, stderr)
+	}
+	// release and bury.
+	if _, _, err := c.Put(ctx, "cq", api.PutRequest{ID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	r = reserveOne(t, c, "cq", time.Second)
+	out, stderr, code = cli("release", "cq", "b", r.Lease, "--delay", "1h")
+	if tk := task(out); code != 0 || tk.State != api.StateDelayed || tk.Attempts != 0 {
+		t.Fatalf("release --delay 1h: %d %q %q", code, out, stderr)
+	}
+	if err := c.Kick(ctx, "cq", "b"); err == nil {
+		t.Errorf("kick of a delayed task succeeded")
+	}
+	if _, _, err := c.Put(ctx, "cq", api.PutRequest{ID: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	r = reserveOne(t, c, "cq", time.Second)
+	out, stderr, code = cli("bury", "cq", "d", r.Lease, "--error", "poison")
+	if tk := task(out); code != 0 || tk.State != api.StateDead || tk.LastError != "poison" {
+		t.Fatalf("bury --error: %d %q %q", code, out, stderr)
+	}
+	if out, stderr, code = cli("policy", "cq", "--delete"); code != 0 || out != "" {
+		t.Errorf("policy --delete: %d %q %q", code, out, stderr)
+	}
+	if out, _, _ = cli("policy", "cq"); strings.TrimSpace(out) != "{}" {
+		t.Errorf("policy after --delete: %q", out)
+	}
+
+	// pause and resume.
+	if _, stderr, code = cli("pause", "cq", "--for", "1h"); code != 0 {
+		t.Fatalf("pause --for 1h: %d %q", code, stderr)
+	}
+	if q := queueOf(t, c, "cq"); !q.Paused || q.PausedUntil == nil || time.Until(*q.PausedUntil) < 59*time.Minute {
+		t.Errorf("after pause --for 1h: %+v", q)
+	}
+	if _, stderr, code = cli("pause", "cq"); code != 0 {
+		t.Fatalf("pause: %d %q", code, stderr)
+	}
+	if q := queueOf(t, c, "cq"); !q.Paused || q.PausedUntil != nil {
+		t.Errorf("after pause: %+v; want paused until resumed", q)
+	}
+	if _, stderr, code = cli("resume", "cq"); code != 0 {
+		t.Fatalf("resume: %d %q", code, stderr)
+	}
+	if q := queueOf(t, c, "cq"); q.Paused {
+		t.Errorf("after resume: %+v", q)
+	}
+
+	// schedule: set, print, list, delete.
+	out, stderr, code = cli("schedule", "nightly", "--cron", "0 3 * * *", "--queue", "cq", "--payload", `{"k":1}`)
+	if code != 0 || !strings.Contains(out, `"name":"nightly"`) || !strings.Contains(out, `"next":`) {
+		t.Fatalf("schedule --cron: %d %q %q", code, out, stderr)
+	}
+	if out, stderr, code = cli("schedule", "nightly"); code != 0 || !strings.Contains(out, `"payload":{"k":1}`) {
+		t.Errorf("schedule NAME: %d %q %q", code, out, stderr)
+	}
+	if out, stderr, code = cli("schedule"); code != 0 || strings.Count(out, "\n") != 1 {
+		t.Errorf("schedule: %d %q %q", code, out, stderr)
+	}
+	if _, stderr, code = cli("schedule", "nightly", "--delete"); code != 0 {
+		t.Errorf("schedule --delete: %d %q", code, stderr)
+	}
+	if _, stderr, code = cli("schedule", "nightly"); code != 1 || !strings.HasPrefix(stderr, "hourglass: ") {
+		t.Errorf("schedule of a deleted one: %d %q", code, stderr)
 	}
 }
