@@ -98,6 +98,22 @@
 // it), and a task's burial time is the column died, which orders
 // peek-buried and kick (migration 003).
 //
+// # Policies
+//
+// A queue's policy (task.Policy: retry back-off, put defaults, rate and
+// concurrency limits, dead-letter queue) is columns of its row of
+// hourglass_queues (migration 005), beside its pause, and the rules are
+// service/policy.go's, as for the embedded engine. No node caches it: the
+// statements that apply it read the row by primary key (policy.go). A
+// put takes its defaults in the INSERT; a nack, bury or release reads the
+// task's attempts with the policy, decides with service.AfterFailure and
+// settles the task with one statement conditioned on its lease, which
+// moves a dying task to the dead-letter queue (failure.go); the flush
+// settles expired leases of queues without such a policy itself and
+// leaves the others to its node, which settles them the same way. Rate
+// and concurrency limits are held by a transaction that locks the queue's
+// row, which only reserves of limited queues take (limits.go).
+//
 // # One clock
 //
 // Due times, lease ends and the check that a task is due all use the

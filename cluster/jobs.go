@@ -319,7 +319,7 @@ func (n *Node) PauseQueue(ctx context.Context, queue string, d time.Duration) er
 }
 
 // Queue returns the detail of queue; a queue never used reports zeros.
-// The counts by state, the urgent count and the pause are the
+// The counts by state, the urgent count, the pause and the policy are the
 // database's (one read of the queue's tasks: O(tasks of the queue));
 // Puts, Deliveries, Acks and Waiting count what this node served since
 // it started.
@@ -333,21 +333,28 @@ func (n *Node) Queue(queue string) (task.QueueDetail, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 	defer cancel()
 	d := task.QueueDetail{QueueStats: task.QueueStats{Name: queue}}
-	var left int64
-	err := n.db.QueryRow(ctx, `SELECT
+	var left, until int64
+	var p policyRow
+	err := n.db.QueryRow(ctx, `SELECT c.*, coalesce(greatest(q.paused_until - hourglass_now(), 0), 0),
+			CASE WHEN q.paused_until > hourglass_now() THEN q.paused_until ELSE 0 END, coalesce(q.pauses, 0),
+			`+policyColumnsOf("q")+`
+		FROM (SELECT
 			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL),
 			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
 			count(*) FILTER (WHERE state = 2),
 			count(*) FILTER (WHERE state = 3),
-			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL AND priority < $2),
-			coalesce((SELECT greatest(paused_until - hourglass_now(), 0) FROM hourglass_queues WHERE queue = $1), 0),
-			coalesce((SELECT pauses FROM hourglass_queues WHERE queue = $1), 0)
-		FROM hourglass_tasks WHERE queue = $1`, queue, int64(task.DefaultPriority)).Scan(
-		&d.Delayed, &d.Ready, &d.Reserved, &d.Dead, &d.Urgent, &left, &d.Pauses)
+			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL AND priority < $2)
+			FROM hourglass_tasks WHERE queue = $1) c
+		LEFT JOIN hourglass_queues q ON q.queue = $1`, queue, int64(task.DefaultPriority)).Scan(
+		append([]any{&d.Delayed, &d.Ready, &d.Reserved, &d.Dead, &d.Urgent, &left, &until, &d.Pauses}, p.dest()...)...)
 	if err != nil {
 		return task.QueueDetail{}, dbErr(err)
 	}
 	d.PauseLeft = time.Duration(left)
+	if until > 0 {
+		d.PausedUntil = time.Unix(0, until).UTC()
+	}
+	d.Policy = p.policy()
 	n.counters.count(queue, func(c *counts) { d.Puts, d.Deliveries, d.Acks = c.puts, c.deliveries, c.acks })
 	n.mu.Lock()
 	if q := n.queues[queue]; q != nil {

@@ -85,7 +85,9 @@ const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_
 // the task ready again as if its lease had run out (an ack under the lost
 // lease fails; an ack that committed flushed the reservation before it).
 // A paused queue (PauseQueue)
-// hands out nothing until its pause ends.
+// hands out nothing until its pause ends, and a queue's rate and
+// concurrency limits hold across every node (limits.go): a reserve that
+// meets them waits within its wait.
 func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
 	queues := []string{queue}
 	if err := service.CheckReserve(queues, max, wait); err != nil {

@@ -91,13 +91,19 @@ func (n *Node) flushLoop() {
 //     have a timer, once, by primary key; due are those whose time has
 //     come by the database's clock (a task is never made ready before its
 //     time): waiting tasks due, and reserved ones whose lease ran out.
+//     Expired leases of queues whose policy needs the owner's decision
+//     (hourglass_queues.on_failure: a retry back-off, a dead-letter queue,
+//     a concurrency limit) are late instead, not due: the statement
+//     leaves them for settleExpired (failure.go).
 //   - hand picks among them, queue by queue in delivery order, as many
 //     as this node's waiting reservers take ($5 queues, $6 how many each;
-//     see Node.flush), in queues not paused, leaving out the tasks whose
-//     attempts are used up.
+//     see Node.flush), in queues not paused and without a rate or
+//     concurrency limit (their reserves take the queue's row lock,
+//     limits.go), leaving out the tasks whose attempts are used up.
 //   - fired makes the due tasks ready, or reserved with a fresh lease for
 //     those handed, and settles expired leases (ready again, or dead when
-//     the attempts are used up).
+//     the attempts are used up: service.AfterFailure under the default
+//     policy), with $7 (task.LeaseExpired) as their last error.
 //
 // It returns one row per fenced-in partition (kind 0, a = partition), one
 // per queue with tasks made ready (kind 1, a = how many), one per job whose
@@ -105,8 +111,8 @@ func (n *Node) flushLoop() {
 // by the database's clock): armed early by a skewed clock, or a lease
 // renewed since; one with the leases settled (kind 3, a = leases that
 // ran out, b = tasks dead of it), for the metrics; and one per task
-// handed (kind 4, b = the database's clock), whose columns lead every row
-// (zeros in the other kinds). Every step is linear in the jobs named: they
+// handed (kind 4, b = the database's clock), and one per late task
+// (kind 5), whose columns lead every row (zeros in the other kinds). Every step is linear in the jobs named: they
 // are read once by primary key (and again by the update), and kind 2
 // leaves out the fired ones with NOT IN, which PostgreSQL runs as a hashed subplan (NOT EXISTS was planned
 // as a nested-loop anti-join over the fired rows, quadratic: a flush of
