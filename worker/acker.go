@@ -22,6 +22,8 @@ type acker struct {
 	log  *slog.Logger
 	// base is the context of the requests, deadlines aside.
 	base context.Context
+	// giveUp, once closed, ends the retries of failed requests.
+	giveUp <-chan struct{}
 }
 
 // minCall is the least time a call about a task (ack, nack, release,
@@ -50,11 +52,12 @@ type pendingAck struct {
 	until time.Time
 }
 
-// newAcker returns an acker that sends through send; buffer is how many
+// newAcker returns an acker that sends through send, retrying until
+// giveUp is closed; buffer is how many
 // acks add can queue without blocking (the worker's concurrency, which
 // bounds the acks it has at once).
-func newAcker(base context.Context, send func(context.Context, []api.Ack) ([]error, error), buffer int, log *slog.Logger) *acker {
-	return &acker{in: make(chan pendingAck, buffer), send: send, log: log, base: base}
+func newAcker(base context.Context, giveUp <-chan struct{}, send func(context.Context, []api.Ack) ([]error, error), buffer int, log *slog.Logger) *acker {
+	return &acker{in: make(chan pendingAck, buffer), send: send, log: log, base: base, giveUp: giveUp}
 }
 
 // add queues an ack. It blocks while the buffer is full, which happens
@@ -91,7 +94,7 @@ func (a *acker) run() {
 }
 
 // flush sends batch, retrying a transient failure until the last of its
-// leases runs out, and logs the acks that failed.
+// leases runs out or giveUp is closed, and logs the acks that failed.
 func (a *acker) flush(batch []pendingAck) {
 	acks := make([]api.Ack, len(batch))
 	until := batch[0].until
@@ -102,7 +105,7 @@ func (a *acker) flush(batch []pendingAck) {
 	ctx, cancel := context.WithDeadline(a.base, latest(until))
 	defer cancel()
 	var errs []error
-	err := retry(ctx, a.log, "ack", func(ctx context.Context) error {
+	err := retry(ctx, a.giveUp, a.log, "ack", func(ctx context.Context) error {
 		var err error
 		errs, err = a.send(ctx, acks)
 		return err

@@ -47,23 +47,42 @@ func transient(err error) bool {
 }
 
 // retry calls f until it succeeds, fails for a reason that is not
-// [transient], or ctx is done, waiting [backoff] between tries and
-// logging each failure. It returns f's last error (or ctx's when ctx
-// ended the wait).
-func retry(ctx context.Context, log *slog.Logger, what string, f func(context.Context) error, attrs ...any) error {
+// [transient], ctx is done, or giveUp is closed (Run's shutdown is over:
+// no more retries), waiting [backoff] between tries and logging each
+// failure. It returns f's last error.
+func retry(ctx context.Context, giveUp <-chan struct{}, log *slog.Logger, what string, f func(context.Context) error, attrs ...any) error {
 	for n := 1; ; n++ {
 		err := f(ctx)
 		if err == nil || !transient(err) || ctx.Err() != nil {
 			return err
+		}
+		select {
+		case <-giveUp:
+			return err
+		default:
 		}
 		d := backoff(n)
 		log.Warn(what+" failed, retrying", append(attrs, "error", err, "attempt", n, "in", d)...)
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return err
+		case <-giveUp:
 		case <-t.C:
+			continue
 		}
+		t.Stop()
+		return err
+	}
+}
+
+// sleep waits d, or until ctx is done; it reports whether it waited d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }

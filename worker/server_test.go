@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -27,13 +28,28 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // serve starts the real handler over a broker on a memory store and
 // returns its URL and a function that stops it all.
 func serve() (url string, stop func(), err error) {
+	return serveOn(nil, nil)
+}
+
+// serveOn is serve with the handler wrapped by wrap (if not nil) and
+// served on l (nil: a new listener on a loopback port).
+func serveOn(l net.Listener, wrap func(http.Handler) http.Handler) (url string, stop func(), err error) {
 	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
 	if err != nil {
 		return "", nil, err
 	}
 	s := httpapi.New(httpapi.Options{Gatherer: prometheus.NewRegistry(), Logger: quiet})
 	s.SetService(b)
-	hs := httptest.NewServer(s)
+	var h http.Handler = s
+	if wrap != nil {
+		h = wrap(s)
+	}
+	hs := httptest.NewUnstartedServer(h)
+	if l != nil {
+		hs.Listener.Close()
+		hs.Listener = l
+	}
+	hs.Start()
 	return hs.URL, func() {
 		s.Drain()
 		hs.Close()
@@ -49,11 +65,16 @@ func newClient(t *testing.T) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(stop)
+	return clientOf(t, url)
+}
+
+// clientOf returns a client of the server at url with its own
+// transport, whose idle connections the test closes at its end.
+func clientOf(t *testing.T, url string) *client.Client {
+	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		stop()
-	})
+	t.Cleanup(tr.CloseIdleConnections)
 	c, err := client.New(url, client.Options{HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ const (
 	// reserveWait is how long one reserve waits for tasks. The wait ends
 	// when Run's context is done, so it bounds only how often an idle
 	// worker asks.
-	reserveWait = 10 * time.Second
+	reserveWait = 5 * time.Second
 )
 
 // Worker takes tasks of the queues it handles from a server and runs a
@@ -108,7 +108,9 @@ func (w *Worker) Handle(queue string, h Handler) {
 // cancels their contexts and waits for them to return: a handler that
 // ignores its context holds Run up. The tasks of handlers cancelled so
 // that did not return nil are released, their attempts not counted;
-// pending acks are sent. No goroutine of Run outlives it.
+// pending acks are sent. Failed calls are retried only while
+// ShutdownTimeout, counted from ctx's end, is not over; after it each is
+// tried once. No goroutine of Run outlives it.
 //
 // Run returns an error at once when called a second time or without
 // handlers, and after shutting down when the server refuses the reserve
@@ -138,14 +140,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	bg := context.WithoutCancel(ctx)
 	hctx, stop := context.WithCancelCause(bg)
 	defer stop(nil)
+	giveUp := make(chan struct{})
 	r := &run{
 		w:        w,
 		handlers: handlers,
 		queues:   queues,
 		bg:       bg,
 		hctx:     hctx,
+		giveUp:   giveUp,
 		slots:    make(chan struct{}, w.opts.Concurrency),
-		acks:     newAcker(bg, w.c.AckMany, w.opts.Concurrency, w.log),
+		acks:     newAcker(bg, giveUp, w.c.AckMany, w.opts.Concurrency, w.log),
 	}
 	for range w.opts.Concurrency {
 		r.slots <- struct{}{}
@@ -158,22 +162,31 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	err := r.reserve(ctx)
 
+	// The shutdown: the handlers, then the acker, get ShutdownTimeout
+	// together. When it is over, the handlers are cancelled and failed
+	// calls are no longer retried.
 	handlersDone := make(chan struct{})
 	go func() {
 		defer close(handlersDone)
 		r.tasks.Wait()
 	}()
-	t := time.NewTimer(w.opts.ShutdownTimeout)
+	over := time.NewTimer(w.opts.ShutdownTimeout)
+	defer over.Stop()
 	select {
 	case <-handlersDone:
-	case <-t.C:
+	case <-over.C:
 		w.log.Warn("handlers outlived the shutdown timeout; cancelling them", "timeout", w.opts.ShutdownTimeout)
+		close(giveUp)
 		stop(ErrShutdown)
 		<-handlersDone
 	}
-	t.Stop()
 	r.acks.close()
-	<-ackerDone
+	select {
+	case <-ackerDone:
+	case <-over.C:
+		close(giveUp)
+		<-ackerDone
+	}
 	return err
 }
 
@@ -186,6 +199,9 @@ type run struct {
 	// timeout cancels it with ErrShutdown: the handlers' contexts derive
 	// from it.
 	bg, hctx context.Context
+	// giveUp is closed when the shutdown's time is over: failed calls
+	// are no longer retried.
+	giveUp chan struct{}
 	// slots holds a token per free handler: a task takes one before it
 	// is reserved and gives it back when its handler is done and its
 	// result sent (or queued, for an ack).
@@ -215,6 +231,7 @@ func (r *run) reserve(ctx context.Context) error {
 				break take
 			}
 		}
+		sent := time.Now()
 		tasks, err := r.w.c.ReserveQueues(ctx, r.queues, n, reserveWait)
 		received := time.Now()
 		for range n - len(tasks) {
@@ -232,12 +249,18 @@ func (r *run) reserve(ctx context.Context) error {
 			failures++
 			d := backoff(failures)
 			log.Warn("reserve failed, retrying", "queues", r.queues, "error", err, "attempt", failures, "in", d)
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !sleep(ctx, d) {
 				return nil
-			case <-t.C:
+			}
+			continue
+		}
+		if len(tasks) == 0 && time.Since(sent) < reserveWait/2 {
+			// The server cut the wait short: it is draining, or another
+			// reserver took what woke this one. Asking again at once
+			// could spin until it stops.
+			failures++
+			if !sleep(ctx, backoff(failures)) {
+				return nil
 			}
 			continue
 		}
@@ -315,11 +338,12 @@ func (r *run) release(l *lease) {
 }
 
 // settle makes the call f about the task of l, retrying a transient
-// failure while the lease holds, and logs its failure.
+// failure while the lease holds (and the shutdown's time is not over),
+// and logs its failure.
 func (r *run) settle(l *lease, what string, f func(context.Context) error) {
 	ctx, cancel := context.WithDeadline(r.bg, latest(l.until()))
 	defer cancel()
-	if err := retry(ctx, r.w.log, what, f, "queue", l.queue, "id", l.id); err != nil {
+	if err := retry(ctx, r.giveUp, r.w.log, what, f, "queue", l.queue, "id", l.id); err != nil {
 		r.w.log.Error(what+" failed; the task comes back when its lease expires", "queue", l.queue, "id", l.id, "error", err)
 	}
 }

@@ -1,0 +1,122 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/client"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// TestAcker_Batches holds the first request of an acker while more acks
+// come: they go together in the second request, and close sends the
+// rest before run returns.
+func TestAcker_Batches(t *testing.T) {
+	var mu sync.Mutex
+	var sent [][]string // guarded by mu
+	first := make(chan struct{})
+	hold := make(chan struct{})
+	send := func(ctx context.Context, acks []api.Ack) ([]error, error) {
+		mu.Lock()
+		ids := make([]string, len(acks))
+		for i, a := range acks {
+			ids[i] = a.ID
+		}
+		sent = append(sent, ids)
+		n := len(sent)
+		mu.Unlock()
+		if n == 1 {
+			close(first)
+			<-hold
+		}
+		return make([]error, len(acks)), nil
+	}
+	a := newAcker(context.Background(), nil, send, 10, quiet)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.run()
+	}()
+	until := time.Now().Add(time.Minute)
+	a.add(api.Ack{ID: "0"}, until)
+	<-first
+	for i := 1; i <= 5; i++ {
+		a.add(api.Ack{ID: fmt.Sprint(i)}, until)
+	}
+	close(hold)
+	a.close()
+	<-done
+	want := [][]string{{"0"}, {"1", "2", "3", "4", "5"}}
+	if !slices.EqualFunc(sent, want, slices.Equal) {
+		t.Errorf("requests %v, want %v", sent, want)
+	}
+}
+
+// TestAcker_Retries retries a request answered 503 and gives up on one
+// answered 400.
+func TestAcker_Retries(t *testing.T) {
+	calls := 0
+	errs := []error{&client.Error{Status: 503, Message: "hourglass: stopping"}, nil}
+	send := func(ctx context.Context, acks []api.Ack) ([]error, error) {
+		err := errs[min(calls, len(errs)-1)]
+		calls++
+		return make([]error, len(acks)), err
+	}
+	a := newAcker(context.Background(), nil, send, 1, quiet)
+	a.flush([]pendingAck{{api.Ack{ID: "x"}, time.Now().Add(time.Minute)}})
+	if calls != 2 {
+		t.Errorf("%d requests, want 2: one retry of the 503", calls)
+	}
+	calls = 0
+	errs = []error{&client.Error{Status: 400, Message: "hourglass: bad"}}
+	a.flush([]pendingAck{{api.Ack{ID: "x"}, time.Now().Add(time.Minute)}})
+	if calls != 1 {
+		t.Errorf("%d requests, want 1: no retry of a 400", calls)
+	}
+}
+
+// TestBackoff checks the bounds of each wait.
+func TestBackoff(t *testing.T) {
+	for n := 1; n < 100; n++ {
+		hi := min(minBackoff<<min(n-1, 20), maxBackoff)
+		for range 100 {
+			if d := backoff(n); d < hi/2 || d > hi {
+				t.Fatalf("backoff(%d) = %s, want %s to %s", n, d, hi/2, hi)
+			}
+		}
+	}
+}
+
+// TestOutcome reads RetryAfter and Fail through wrapping.
+func TestOutcome(t *testing.T) {
+	base := errors.New("x")
+	for _, tc := range []struct {
+		err   error
+		bury  bool
+		delay time.Duration
+	}{
+		{base, false, -1},
+		{RetryAfter(time.Second, base), false, time.Second},
+		{fmt.Errorf("a: %w", RetryAfter(time.Second, base)), false, time.Second},
+		{fmt.Errorf("a: %w", Fail(base)), true, 0},
+		{RetryAfter(time.Second, Fail(base)), true, 0},
+		{RetryAfter(-time.Second, base), false, 0},
+	} {
+		bury, delay := outcome(tc.err)
+		if bury != tc.bury || delay != tc.delay {
+			t.Errorf("outcome(%v) = %v, %s; want %v, %s", tc.err, bury, delay, tc.bury, tc.delay)
+		}
+		if !errors.Is(tc.err, base) || tc.err.Error() != "x" && tc.err.Error() != "a: x" {
+			t.Errorf("%v does not read as its error", tc.err)
+		}
+	}
+}
