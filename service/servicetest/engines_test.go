@@ -39,7 +39,7 @@ func TestMemstore(t *testing.T) {
 	t.Run("policies", func(t *testing.T) { servicetest.RunPolicies(t, open) })
 }
 
-// TestPebble runs the suite over the embedded engine on Pebble, as
+// TestPebble runs the suites over the embedded engine on Pebble, as
 // `hourglass serve --data` runs it.
 func TestPebble(t *testing.T) {
 	open := func(t *testing.T) service.Service {
@@ -50,9 +50,10 @@ func TestPebble(t *testing.T) {
 		return openBroker(t, st)
 	}
 	servicetest.Run(t, open)
+	t.Run("policies", func(t *testing.T) { servicetest.RunPolicies(t, open) })
 }
 
-// TestCluster runs the suite over a node of a cluster of two on
+// TestCluster runs the suites over a node of a cluster of two on
 // PostgreSQL, the other node owning half the partitions, as `hourglass
 // serve --postgres` runs it.
 func TestCluster(t *testing.T) {
@@ -74,4 +75,5 @@ func TestCluster(t *testing.T) {
 		return first
 	}
 	servicetest.Run(t, open)
+	t.Run("policies", func(t *testing.T) { servicetest.RunPolicies(t, open) })
 }
