@@ -293,9 +293,15 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 		defer close(kept)
 		l.keep(kctx, r.w.c, r.w.log, func() { cancel(ErrLeaseLost) })
 	}()
+	// halt stops keeping the lease, also when the handler calls
+	// runtime.Goexit (the task then comes back when its lease expires).
+	halt := sync.OnceFunc(func() {
+		stopKeep()
+		<-kept
+	})
+	defer halt()
 	err := r.call(hctx, h, newTask(t))
-	stopKeep()
-	<-kept
+	halt()
 
 	switch bury, delay := outcome(err); {
 	case l.isLost():
