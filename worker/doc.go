@@ -27,8 +27,9 @@
 //     pending when the previous batch is answered, so an ack waits for no
 //     timer.
 //   - an error: nacked with the error's text as the task's last error;
-//     the queue's retry policy says when it is ready again, and whether
-//     it is dead once its attempts are used up.
+//     the queue's retry policy says when it is ready again (at once
+//     without one), and whether it is dead once its attempts are used
+//     up.
 //   - [RetryAfter](d, err): nacked, ready again after d.
 //   - [Fail](err): buried: dead at once, or moved to the queue's
 //     dead-letter queue.

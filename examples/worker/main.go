@@ -9,9 +9,12 @@
 //	go run ./examples/worker [-server http://127.0.0.1:7070] [-token T] [-queue emails,sms] [-concurrency 16]
 //
 // The token may come from $HOURGLASS_TOKEN instead of -token. Try it
-// beside a server:
+// beside a server, with a retry policy on the queue (without one, a
+// failed task is ready again at once, and a task that always fails
+// loops):
 //
 //	hourglass serve &
+//	hourglass policy emails --set '{"retry":{"initial":"1s","max":"1m","multiplier":2},"max_attempts":5}'
 //	hourglass put emails '{"to":"ada@example.com"}'
 //	hourglass put emails '{"fail":"mail host down"}'
 //	go run ./examples/worker -queue emails
