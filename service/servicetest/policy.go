@@ -35,7 +35,9 @@ func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("bury", func(t *testing.T) { bury(t, b) })
 	t.Run("dead-letter", func(t *testing.T) { deadLetter(t, b) })
 	t.Run("pause", func(t *testing.T) { pause(t, b) })
+	t.Run("pause-wakes", func(t *testing.T) { pauseWakes(t, b) })
 	t.Run("concurrency", func(t *testing.T) { concurrency(t, b) })
+	t.Run("concurrency-freed", func(t *testing.T) { concurrencyFreed(t, b) })
 	t.Run("rate", func(t *testing.T) { rate(t, b) })
 	t.Run("existing-tasks", func(t *testing.T) { existingTasks(t, b) })
 }
@@ -200,6 +202,8 @@ func policyCRUD(t *testing.T, b service.Service) {
 	if s, ok := queueStats(t, b, "crud"); ok && !s.Policy.IsZero() {
 		t.Fatalf("Queues after DeletePolicy lists crud with %s", showPolicy(s.Policy))
 	}
+	must(t, "delete the policy of a queue without one", b.DeletePolicy(ctx, "crud-none"))
+	wantErr(t, "delete the policy of a bad queue name", b.DeletePolicy(ctx, "bad queue"), task.ErrInvalid)
 }
 
 // showPolicy spells p with its Retry and Rate, for a message.
@@ -306,6 +310,24 @@ func nackPolicy(t *testing.T, b service.Service) {
 	_, err = b.Nack(ctx, "nack", "a", r.Lease, 0, "again")
 	if err == nil {
 		t.Fatal("nack of a dead task: no error")
+	}
+
+	// A negative delay other than task.RetryDelay is refused; a nack
+	// without a reason leaves no last error.
+	putTask(t, b, "nack", task.PutRequest{ID: "c"})
+	r = ReserveOne(t, b, "nack", time.Second)
+	_, err = b.Nack(ctx, "nack", "c", r.Lease, -2, "")
+	wantErr(t, "nack with a delay of -2ns", err, task.ErrInvalid)
+	n, err = b.Nack(ctx, "nack", "c", r.Lease, 0, "first")
+	must(t, "nack c", err)
+	r = ReserveOne(t, b, "nack", time.Second)
+	if r.LastError != "first" {
+		t.Fatalf("reserved after a nack: last error %q; want first", r.LastError)
+	}
+	n, err = b.Nack(ctx, "nack", "c", r.Lease, 0, "")
+	must(t, "nack c without a reason", err)
+	if n.LastError != "" {
+		t.Fatalf("nack without a reason kept %q; want none (the last attempt said nothing)", n.LastError)
 	}
 
 	// A retry policy: delayed within the back-off's bounds; the caller's
@@ -450,6 +472,23 @@ func release(t *testing.T, b service.Service) {
 	within(t, "release's due", rel.Due, t0.Add(150*time.Millisecond), t1.Add(150*time.Millisecond))
 	ReserveOne(t, b, "release", 150*time.Millisecond+lateSlack)
 	within(t, "reserve after a release's delay", time.Now(), t0.Add(150*time.Millisecond), t1.Add(150*time.Millisecond))
+	_, err = b.Release(ctx, "release", "two", r.Lease, task.RetryDelay)
+	wantErr(t, "release with a negative delay", err, task.ErrInvalid)
+
+	// beanstalkd's release, unlike Release, counts the attempt against
+	// max_attempts (service/policy.go).
+	three := putTask(t, b, "release-job", task.PutRequest{ID: "three", MaxAttempts: 2})
+	r = ReserveOne(t, b, "release-job", time.Second)
+	must(t, "release-job", b.ReleaseJob(ctx, three.JobID, r.Lease, 1, 0))
+	r = ReserveOne(t, b, "release-job", time.Second)
+	if r.Attempts != 2 {
+		t.Fatalf("reserved after a beanstalkd release: attempts %d; want 2", r.Attempts)
+	}
+	n, err = b.Nack(ctx, "release-job", "three", r.Lease, 0, "")
+	must(t, "nack three", err)
+	if n.State != task.Dead {
+		t.Fatalf("nack after a beanstalkd release and a reservation = %+v; want dead (2 attempts of 2)", n)
+	}
 }
 
 // bury: dead whatever attempts remain, its reason kept; Kick brings it
@@ -473,8 +512,8 @@ func bury(t *testing.T, b service.Service) {
 	}
 	must(t, "kick", b.Kick(ctx, "bury", "x"))
 	r = ReserveOne(t, b, "bury", time.Second)
-	if r.ID != "x" {
-		t.Fatalf("reserved %+v after the kick; want x", r)
+	if r.ID != "x" || r.LastError != "poison" {
+		t.Fatalf("reserved %+v after the kick; want x, last error poison kept", r)
 	}
 	d, err = b.Bury(ctx, "bury", "x", r.Lease, strings.Repeat("x", task.MaxErrorLen+10))
 	must(t, "bury with a long reason", err)
@@ -535,6 +574,18 @@ func deadLetter(t *testing.T, b service.Service) {
 	}
 	if s, _ := queueStats(t, b, "dl-dead"); s.Ready != 1 {
 		t.Fatalf("queue dl-dead after the replacement: %+v; want 1 ready", s)
+	}
+
+	// A lease running out of the last attempt moves it too.
+	setPolicy(t, b, "dl-expiry", task.Policy{TTR: 100 * time.Millisecond, MaxAttempts: 1, DeadLetter: "dl-expiry-dead"})
+	putTask(t, b, "dl-expiry", task.PutRequest{ID: "e", Payload: []byte(`"pe"`)})
+	r = ReserveOne(t, b, "dl-expiry", time.Second)
+	moved := ReserveOne(t, b, "dl-expiry-dead", 100*time.Millisecond+lateSlack)
+	if moved.ID != "e" || string(moved.Payload) != `"pe"` || moved.LastError != task.LeaseExpired || moved.Attempts != 2 {
+		t.Fatalf("dead-lettered after its lease ran out: %+v; want e, last error %q, attempts 2", moved, task.LeaseExpired)
+	}
+	if now := time.Now(); now.Before(r.LeaseUntil.Add(-timeSlack)) {
+		t.Fatalf("dead-lettered %v before its lease's end", r.LeaseUntil.Sub(now))
 	}
 
 	// A bury moves too.
@@ -688,6 +739,98 @@ func concurrency(t *testing.T, b service.Service) {
 	}
 }
 
+// concurrencyFreed: whatever ends a reservation frees its place under a
+// concurrency limit (ack, nack, delete, bury, release, by id or by job,
+// a lease running out), and tasks reserved before the limit was set
+// count.
+func concurrencyFreed(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	setPolicy(t, b, "freed", task.Policy{Concurrency: 1})
+	for i := range 10 {
+		putTask(t, b, "freed", task.PutRequest{ID: fmt.Sprint(i)})
+	}
+	ends := []struct {
+		name string
+		end  func(r task.Task) error
+	}{
+		{"ack", func(r task.Task) error { return b.Ack(ctx, "freed", r.ID, r.Lease) }},
+		{"nack", func(r task.Task) error { _, err := b.Nack(ctx, "freed", r.ID, r.Lease, time.Hour, ""); return err }},
+		{"delete", func(r task.Task) error { return b.Delete(ctx, "freed", r.ID) }},
+		{"bury", func(r task.Task) error { _, err := b.Bury(ctx, "freed", r.ID, r.Lease, ""); return err }},
+		{"release", func(r task.Task) error { _, err := b.Release(ctx, "freed", r.ID, r.Lease, time.Hour); return err }},
+		{"delete-job", func(r task.Task) error { return b.DeleteJob(ctx, r.JobID, r.Lease) }},
+		{"release-job", func(r task.Task) error { return b.ReleaseJob(ctx, r.JobID, r.Lease, 1, time.Hour) }},
+		{"bury-job", func(r task.Task) error { return b.BuryJob(ctx, r.JobID, r.Lease, 1) }},
+	}
+	r := ReserveOne(t, b, "freed", time.Second)
+	for _, e := range ends {
+		reserveNone(t, b, "freed", 0)
+		must(t, e.name, e.end(r))
+		ts, err := b.Reserve(ctx, "freed", 5, 0)
+		must(t, "reserve after "+e.name, err)
+		if len(ts) != 1 {
+			t.Fatalf("reserve under a concurrency of 1 after %s: %d tasks; want 1", e.name, len(ts))
+		}
+		r = ts[0]
+	}
+
+	// A lease running out: a reserver waiting gets a task then.
+	setPolicy(t, b, "freed-expiry", task.Policy{Concurrency: 1, TTR: 100 * time.Millisecond})
+	putTask(t, b, "freed-expiry", task.PutRequest{ID: "a"})
+	putTask(t, b, "freed-expiry", task.PutRequest{ID: "b"})
+	r = ReserveOne(t, b, "freed-expiry", time.Second)
+	ReserveOne(t, b, "freed-expiry", 100*time.Millisecond+lateSlack)
+	if now := time.Now(); now.Before(r.LeaseUntil.Add(-timeSlack)) {
+		t.Fatalf("a second task %v before the first's lease ran out, under a concurrency of 1", r.LeaseUntil.Sub(now))
+	}
+
+	// Reserved before the limit: they count.
+	for i := range 4 {
+		putTask(t, b, "freed-before", task.PutRequest{ID: fmt.Sprint(i)})
+	}
+	held, err := b.Reserve(ctx, "freed-before", 2, 0)
+	must(t, "reserve 2 without a limit", err)
+	if len(held) != 2 {
+		t.Fatalf("reserve 2 without a limit: %d", len(held))
+	}
+	setPolicy(t, b, "freed-before", task.Policy{Concurrency: 1})
+	reserveNone(t, b, "freed-before", 0)
+	must(t, "ack", b.Ack(ctx, "freed-before", held[0].ID, held[0].Lease))
+	reserveNone(t, b, "freed-before", 0)
+	must(t, "ack", b.Ack(ctx, "freed-before", held[1].ID, held[1].Lease))
+	r = ReserveOne(t, b, "freed-before", 0)
+	// Deleting the policy lifts the limit at once.
+	must(t, "delete the policy", b.DeletePolicy(ctx, "freed-before"))
+	ReserveOne(t, b, "freed-before", 0)
+}
+
+// pauseWakes: a reserver waiting on a paused queue gets its task when the
+// queue is resumed.
+func pauseWakes(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	putTask(t, b, "pause-wakes", task.PutRequest{ID: "a"})
+	must(t, "pause", b.PauseQueue(ctx, "pause-wakes", task.PauseIndefinitely))
+	got := make(chan []task.Task, 1)
+	go func() {
+		ts, _ := b.Reserve(ctx, "pause-wakes", 1, 2*lateSlack)
+		got <- ts
+	}()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case ts := <-got:
+		t.Fatalf("a reserve of a paused queue got %d tasks", len(ts))
+	default:
+	}
+	resumed := time.Now()
+	must(t, "resume", b.PauseQueue(ctx, "pause-wakes", 0))
+	if ts := <-got; len(ts) != 1 {
+		t.Fatalf("the waiting reserve got %d tasks after the resume; want 1", len(ts))
+	}
+	if since := time.Since(resumed); since > lateSlack {
+		t.Fatalf("the waiting reserve got its task %v after the resume", since)
+	}
+}
+
 // rate: a queue's tasks handed out at most burst + limit × elapsed / per;
 // a reserve waiting gets a task when its token is due.
 func rate(t *testing.T, b service.Service) {
@@ -733,6 +876,27 @@ func rate(t *testing.T, b service.Service) {
 	// 15 tokens after the burst take 1.5 s at least.
 	if since := time.Since(start); since < 15*every-timeSlack {
 		t.Fatalf("%d tasks in %v; want %v or more", total, since, 15*every)
+	}
+
+	// Over several queues, each its own limit.
+	setPolicy(t, b, "rate-slow", task.Policy{Rate: &task.Rate{Limit: 1, Per: time.Hour}})
+	for i := range 3 {
+		putTask(t, b, "rate-slow", task.PutRequest{ID: fmt.Sprint(i)})
+		putTask(t, b, "rate-free", task.PutRequest{ID: fmt.Sprint(i)})
+	}
+	ts, err = b.ReserveQueues(ctx, []string{"rate-slow", "rate-free"}, 10, 0)
+	must(t, "reserve over two queues", err)
+	slow := 0
+	for _, tk := range ts {
+		if tk.Queue == "rate-slow" {
+			slow++
+		}
+	}
+	if slow != 1 || len(ts) != 4 {
+		t.Fatalf("reserve over a queue of 1 an hour and a free one: %d tasks, %d of the slow one; want 4, 1", len(ts), slow)
+	}
+	if _, ok, err := b.ReserveAny(ctx, []string{"rate-slow"}, 0); ok || err != nil {
+		t.Fatalf("ReserveAny of a queue out of tokens: %v, %v", ok, err)
 	}
 }
 
