@@ -52,8 +52,8 @@ type workerServers struct {
 // server on the embedded store in a temporary directory, otherwise nodes
 // nodes of one cluster on a database of a PostgreSQL server it starts. A
 // missing PostgreSQL is a note, not an error.
-func startWorkerServers(bin string, nodes int) (s *workerServers, note string, err error) {
-	s = &workerServers{}
+func startWorkerServers(bin string, nodes int) (_ *workerServers, note string, err error) {
+	s := &workerServers{}
 	var cleanup []func() // run in reverse by close
 	s.close = func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
@@ -63,7 +63,6 @@ func startWorkerServers(bin string, nodes int) (s *workerServers, note string, e
 	defer func() {
 		if err != nil || note != "" {
 			s.close()
-			s = nil
 		}
 	}()
 	if nodes == 0 {
