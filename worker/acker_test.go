@@ -1,12 +1,14 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,5 +120,21 @@ func TestOutcome(t *testing.T) {
 		if !errors.Is(tc.err, base) || tc.err.Error() != "x" && tc.err.Error() != "a: x" {
 			t.Errorf("%v does not read as its error", tc.err)
 		}
+	}
+}
+
+// TestAcker_AckErrors logs each ack the server refused, and only those.
+func TestAcker_AckErrors(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	send := func(ctx context.Context, acks []api.Ack) ([]error, error) {
+		return []error{nil, &client.Error{Message: "hourglass: stale or unknown lease"}}, nil
+	}
+	a := newAcker(context.Background(), nil, send, 2, log)
+	until := time.Now().Add(time.Minute)
+	a.flush([]pendingAck{{api.Ack{Queue: "q", ID: "ok"}, until}, {api.Ack{Queue: "q", ID: "stale"}, until}})
+	out := buf.String()
+	if !strings.Contains(out, "id=stale") || strings.Contains(out, "id=ok") || strings.Count(out, "\n") != 1 {
+		t.Errorf("log:\n%s\nwant one line, of the stale ack", out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,7 +20,23 @@ import (
 // all are acked.
 func TestWorker_ManyTasks(t *testing.T) {
 	const n, concurrency = 2000, 16
-	c := newClient(t)
+	var acks, reserves atomic.Int64 // requests
+	url, stopServer, err := serveOn(nil, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/v1/acks":
+				acks.Add(1)
+			case "/v1/reserve":
+				reserves.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopServer()
+	c := clientOf(t, url)
 	ids := append(put(t, c, "a", "a", n/2, api.PutRequest{}), put(t, c, "b", "b", n/2, api.PutRequest{})...)
 
 	var mu sync.Mutex
@@ -54,7 +71,7 @@ func TestWorker_ManyTasks(t *testing.T) {
 	if most.Load() > concurrency {
 		t.Errorf("%d handlers at once, want at most %d", most.Load(), concurrency)
 	}
-	t.Logf("%d handlers at most at once", most.Load())
+	t.Logf("%d handlers at most at once; %d reserves, %d ack requests", most.Load(), reserves.Load(), acks.Load())
 	for _, id := range ids {
 		q := id[:1]
 		if k := seen[q+"/"+id]; k != 1 {
