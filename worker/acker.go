@@ -28,8 +28,8 @@ type acker struct {
 
 // minCall is the least time a call about a task (ack, nack, release,
 // bury) is given, even when the lease's deadline is nearer or past: the
-// deadline is a lower bound of the lease's end (see [lease]), so a first
-// try is never known to be pointless.
+// deadline is the worker's reckoning (see [lease]), and only the server
+// knows whether a first try is too late.
 const minCall = time.Second
 
 // latest returns the deadline of a call about a task whose lease surely

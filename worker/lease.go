@@ -17,12 +17,14 @@ const minTouch = time.Millisecond
 
 // lease is a reserved task's lease as the worker keeps it alive while
 // the task's handler runs. Its deadline is on the worker's clock, so
-// that a server's clock ahead or behind does not matter: the server
-// starts a lease of ttr when it takes or touches the task, which is after
-// the worker sent the request, so the request's send time plus ttr is a
-// lower bound of the lease's end. A reserve is a long poll, though, so
-// its lease starts when the answer is sent, and the deadline is taken
-// from the answer's arrival instead (early by the answer's transit).
+// that a server's clock ahead or behind does not matter. The server
+// starts a lease of ttr when it touches the task, which is after the
+// worker sent the touch, so the touch's send time plus ttr is a lower
+// bound of the lease's end. A reserve is a long poll, though: its lease
+// starts when a task is taken, anywhere in the wait, so the first
+// deadline is reckoned from the answer's arrival instead, late by the
+// answer's time on its way, which the first touch, at half the ttr,
+// leaves ample room for.
 //
 // keep runs in its own goroutine; the other methods are safe to call
 // from any goroutine.

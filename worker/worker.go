@@ -103,8 +103,10 @@ func (w *Worker) Handle(queue string, h Handler) {
 // logged.
 //
 // Shutting down, Run stops reserving at once (a reserve in flight is
-// cancelled; tasks it was handed anyway come back when their leases
-// expire), waits up to ShutdownTimeout for the running handlers, then
+// cancelled: the server gives back what it was taking for it, and tasks
+// whose answer was already on its way come back when their leases
+// expire, or are released if the answer arrives), waits up to
+// ShutdownTimeout for the running handlers, then
 // cancels their contexts and waits for them to return: a handler that
 // ignores its context holds Run up. The tasks of handlers cancelled so
 // that did not return nil are released, their attempts not counted;
