@@ -43,7 +43,9 @@ import (
 // L = 10× Budget, at least 1 s. CPU/task is the hourglass servers' CPU
 // time per task over the measurement (from /proc), PG CPU/task
 // PostgreSQL's, client CPU/task this process's (the worker's side), as in
-// the beanstalk scenario. A server that refuses a policy (an engine
+// the beanstalk scenario; tasks/reserve and tasks/ack call are the tasks
+// handled per reserve request and per POST /v1/acks the workers sent. A
+// server that refuses a policy (an engine
 // without rate or concurrency limits yet) makes its row a note. The
 // scenario runs only when named (--scenario worker).
 var workerScenario = Scenario{
@@ -53,7 +55,7 @@ var workerScenario = Scenario{
 		"beside it beanstalkd's reserve→delete ×64 on n ready jobs (the beanstalk scenario's row; × beanstalkd = the worker's tasks/s over it); " +
 		"rate 1k/s: policy rate {limit 1000, per 1s}, one worker of 64 handlers per server, tasks/s = handlers started per second over 10 s (1.5 s quick) after a first second that takes the burst, deviation = tasks/s over 1000/s − 1; " +
 		"concurrency 10: policy concurrency 10, handlers that sleep 5 ms, max running = the most handlers running at once across the workers, which must stay ≤ 10; " +
-		"CPU/task = the hourglass servers' CPU time (user + system, from /proc) over the measurement per task, PG CPU/task the same of PostgreSQL, client CPU/task of this process",
+		"CPU/task = the hourglass servers' CPU time (user + system, from /proc) over the measurement per task, PG CPU/task the same of PostgreSQL, client CPU/task of this process; tasks/reserve and tasks/ack call = tasks handled per reserve request and per POST /v1/acks the workers sent",
 	jobs: workerJobs,
 }
 
@@ -178,11 +180,13 @@ func workerThroughput(bin string, nodes, n int, d time.Duration) (Result, error)
 			return Result{}, err
 		}
 	}
+	reserves0, acks0 := s.calls.reserves.Load(), s.calls.acks.Load()
 	server0, pg0, cpuErr := s.cpu()
 	client0, clientOK := cpuTime()
 	p := startWorkers(s.clients, queue, int64(n), func(context.Context) error { return nil })
 	elapsed, err := p.wait(d)
 	handled := p.handled.Load()
+	reserves, acks := s.calls.reserves.Load()-reserves0, s.calls.acks.Load()-acks0
 	server1, pg1, _ := s.cpu()
 	client1, _ := cpuTime()
 	if stopErr := p.stop(); err == nil {
@@ -203,6 +207,8 @@ func workerThroughput(bin string, nodes, n int, d time.Duration) (Result, error)
 	if clientOK {
 		r.add("client CPU/task", unitSec, (client1-client0).Seconds()/tasks)
 	}
+	r.add("tasks/reserve", unitRatio, tasks/max(float64(reserves), 1))
+	r.add("tasks/ack call", unitRatio, tasks/max(float64(acks), 1))
 	r.add("handled", unitCount, float64(handled))
 	r.add("fill/s", unitRate, fill)
 	left, err := s.left(queue)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +46,35 @@ type workerServers struct {
 	clients []*client.Client
 	// pg is the PostgreSQL server of a cluster; nil for the embedded
 	// store.
-	pg    *pgtest.Server
+	pg *pgtest.Server
+	// calls counts the clients' reserve and ack requests.
+	calls callCounts
 	close func()
+}
+
+// callCounts counts the reserve requests (POST …/reserve) and the
+// batched acks (POST /v1/acks) that clients send, so that a row can tell
+// how many tasks each carried. It is safe for concurrent use.
+type callCounts struct {
+	reserves, acks atomic.Int64
+}
+
+// countingTransport is an http.RoundTripper that counts into counts the
+// requests it sends on to next.
+type countingTransport struct {
+	next   http.RoundTripper
+	counts *callCounts
+}
+
+// RoundTrip counts r and sends it on.
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/reserve"):
+		t.counts.reserves.Add(1)
+	case r.URL.Path == "/v1/acks":
+		t.counts.acks.Add(1)
+	}
+	return t.next.RoundTrip(r)
 }
 
 // startWorkerServers starts `hourglass serve` (bin): with nodes = 0 one
@@ -97,7 +126,8 @@ func startWorkerServers(bin string, nodes int) (_ *workerServers, note string, e
 		if _, err := p.start(); err != nil {
 			return nil, "", err
 		}
-		c, err := client.New("http://"+p.addr, client.Options{HTTPClient: p.hc})
+		hc := &http.Client{Transport: countingTransport{next: p.hc.Transport, counts: &s.calls}}
+		c, err := client.New("http://"+p.addr, client.Options{HTTPClient: hc})
 		if err != nil {
 			return nil, "", err
 		}
