@@ -32,35 +32,44 @@ func openBroker(t *testing.T, st store.Store) service.Service {
 	return b
 }
 
-// TestMemstore runs the suites over the embedded engine on memory.
-func TestMemstore(t *testing.T) {
-	open := func(t *testing.T) service.Service { return openBroker(t, memstore.New()) }
+// runAll runs the suites over the services open returns; one service
+// stands for both handles of RunPoliciesAcross.
+func runAll(t *testing.T, open func(t *testing.T) service.Service) {
 	servicetest.Run(t, open)
 	t.Run("policies", func(t *testing.T) { servicetest.RunPolicies(t, open) })
+	t.Run("policies-across", func(t *testing.T) {
+		servicetest.RunPoliciesAcross(t, func(t *testing.T) (a, b service.Service) {
+			s := open(t)
+			return s, s
+		})
+	})
+}
+
+// TestMemstore runs the suites over the embedded engine on memory.
+func TestMemstore(t *testing.T) {
+	runAll(t, func(t *testing.T) service.Service { return openBroker(t, memstore.New()) })
 }
 
 // TestPebble runs the suites over the embedded engine on Pebble, as
 // `hourglass serve --data` runs it.
 func TestPebble(t *testing.T) {
-	open := func(t *testing.T) service.Service {
+	runAll(t, func(t *testing.T) service.Service {
 		st, err := pebblestore.Open(filepath.Join(t.TempDir(), "data"), pebblestore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return openBroker(t, st)
-	}
-	servicetest.Run(t, open)
-	t.Run("policies", func(t *testing.T) { servicetest.RunPolicies(t, open) })
+	})
 }
 
 // TestCluster runs the suites over a node of a cluster of two on
 // PostgreSQL, the other node owning half the partitions, as `hourglass
-// serve --postgres` runs it.
+// serve --postgres` runs it; RunPoliciesAcross over both nodes.
 func TestCluster(t *testing.T) {
 	srv := pgtest.Start(t)
-	open := func(t *testing.T) service.Service {
+	open := func(t *testing.T) (a, b service.Service) {
 		url := srv.CreateDatabase(t)
-		var first service.Service
+		var nodes []service.Service
 		for _, name := range []string{"a", "b"} {
 			pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
 			n, err := cluster.Open(context.Background(), pool, cluster.Options{Node: name, Lease: time.Second, Logger: quiet})
@@ -68,12 +77,15 @@ func TestCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { n.Close() })
-			if first == nil {
-				first = n
-			}
+			nodes = append(nodes, n)
 		}
-		return first
+		return nodes[0], nodes[1]
 	}
-	servicetest.Run(t, open)
-	t.Run("policies", func(t *testing.T) { servicetest.RunPolicies(t, open) })
+	first := func(t *testing.T) service.Service {
+		a, _ := open(t)
+		return a
+	}
+	servicetest.Run(t, first)
+	t.Run("policies", func(t *testing.T) { servicetest.RunPolicies(t, first) })
+	t.Run("policies-across", func(t *testing.T) { servicetest.RunPoliciesAcross(t, open) })
 }

@@ -944,3 +944,171 @@ func existingTasks(t *testing.T, b service.Service) {
 		t.Fatalf("nack after the policy's deletion = %+v; want ready", n)
 	}
 }
+
+// RunPoliciesAcross runs the part of the policies' suite that holds
+// across a whole service over two handles of one service that open
+// returns (two nodes of one cluster; the same broker twice): a policy or
+// a pause set through one applies through the other, and the
+// concurrency and rate limits hold over reservers on both.
+func RunPoliciesAcross(t *testing.T, open func(t *testing.T) (a, b service.Service)) {
+	a, b := open(t)
+	t.Run("policy", func(t *testing.T) { policyAcross(t, a, b) })
+	t.Run("pause", func(t *testing.T) { pauseAcross(t, a, b) })
+	t.Run("concurrency", func(t *testing.T) { concurrencyAcross(t, a, b) })
+	t.Run("rate", func(t *testing.T) { rateAcross(t, a, b) })
+}
+
+// policyAcross: a policy set through a is b's, and deleted through b is
+// a's no more.
+func policyAcross(t *testing.T, a, b service.Service) {
+	ctx := context.Background()
+	p := setPolicy(t, a, "across", task.Policy{TTR: 7 * time.Second, MaxAttempts: 2, DeadLetter: "across-dead"})
+	got, err := b.Policy(ctx, "across")
+	if err != nil || !reflect.DeepEqual(got, p) {
+		t.Fatalf("Policy through the other = %s, %v; want %s", showPolicy(got), err, showPolicy(p))
+	}
+	if s, ok := queueStats(t, b, "across"); !ok || !reflect.DeepEqual(s.Policy, p) {
+		t.Fatalf("Queues through the other: %v, %+v", ok, s)
+	}
+	x := putTask(t, b, "across", task.PutRequest{ID: "x", MaxAttempts: 1})
+	y := putTask(t, b, "across", task.PutRequest{ID: "y"})
+	if y.TTR != 7*time.Second || y.MaxAttempts != 2 || x.MaxAttempts != 1 {
+		t.Fatalf("put through the other: ttr %v, max_attempts %d; want the policy's 7s, 2", y.TTR, y.MaxAttempts)
+	}
+	r := ReserveOne(t, b, "across", time.Second)
+	n, err := b.Nack(ctx, "across", r.ID, r.Lease, 0, "e")
+	must(t, "nack through the other", err)
+	if n.Queue != "across-dead" {
+		t.Fatalf("last failure through the other = %+v; want moved to across-dead", n)
+	}
+	must(t, "delete the policy through the other", b.DeletePolicy(ctx, "across"))
+	if got, err := a.Policy(ctx, "across"); err != nil || !got.IsZero() {
+		t.Fatalf("Policy after the other deleted it = %s, %v", showPolicy(got), err)
+	}
+	z := putTask(t, a, "across", task.PutRequest{ID: "z"})
+	if z.TTR != task.DefaultTTR || z.MaxAttempts != 0 {
+		t.Fatalf("put after the other deleted the policy: ttr %v, max_attempts %d", z.TTR, z.MaxAttempts)
+	}
+}
+
+// pauseAcross: a pause through a holds through b, and a resume through
+// b wakes a reserver waiting on a.
+func pauseAcross(t *testing.T, a, b service.Service) {
+	ctx := context.Background()
+	putTask(t, a, "across-paused", task.PutRequest{ID: "x"})
+	must(t, "pause", a.PauseQueue(ctx, "across-paused", task.PauseIndefinitely))
+	reserveNone(t, b, "across-paused", 50*time.Millisecond)
+	if s, _ := queueStats(t, b, "across-paused"); !s.PausedUntil.Equal(task.PausedForever) {
+		t.Fatalf("pause seen through the other: PausedUntil %v", s.PausedUntil)
+	}
+	got := make(chan []task.Task, 1)
+	go func() {
+		ts, _ := a.Reserve(ctx, "across-paused", 1, 2*lateSlack)
+		got <- ts
+	}()
+	time.Sleep(50 * time.Millisecond)
+	resumed := time.Now()
+	must(t, "resume through the other", b.PauseQueue(ctx, "across-paused", 0))
+	if ts := <-got; len(ts) != 1 {
+		t.Fatalf("a reserver waiting on one got %d tasks after a resume through the other", len(ts))
+	}
+	if since := time.Since(resumed); since > lateSlack {
+		t.Fatalf("a reserver waiting on one got its task %v after a resume through the other", since)
+	}
+}
+
+// concurrencyAcross: reservers on both never hold more than the limit.
+func concurrencyAcross(t *testing.T, a, b service.Service) {
+	ctx := context.Background()
+	setPolicy(t, a, "across-conc", task.Policy{Concurrency: 2})
+	const total = 30
+	for i := range total {
+		putTask(t, a, "across-conc", task.PutRequest{ID: fmt.Sprint(i)})
+	}
+	var held, peak, done atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	deadline := time.Now().Add(15 * time.Second)
+	for i := range 6 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() {
+			for done.Load() < total && time.Now().Before(deadline) {
+				ts, err := s.Reserve(ctx, "across-conc", 2, 100*time.Millisecond)
+				if err != nil {
+					errs <- err
+					return
+				}
+				h := held.Add(int64(len(ts)))
+				for p := peak.Load(); h > p && !peak.CompareAndSwap(p, h); p = peak.Load() {
+				}
+				time.Sleep(5 * time.Millisecond)
+				for _, tk := range ts {
+					held.Add(-1)
+					if err := s.Ack(ctx, "across-conc", tk.ID, tk.Lease); err != nil {
+						errs <- err
+						return
+					}
+					done.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("reservers on both: %v", err)
+	}
+	if p := peak.Load(); p > 2 {
+		t.Fatalf("reservers on both held %d tasks at once; limit 2", p)
+	}
+	if d := done.Load(); d != total {
+		t.Fatalf("reservers on both acked %d of %d tasks in 15s", d, total)
+	}
+}
+
+// rateAcross: reservers on both are handed out no more than burst +
+// limit × elapsed / per between them.
+func rateAcross(t *testing.T, a, b service.Service) {
+	ctx := context.Background()
+	const limit, per, total = 5, 500 * time.Millisecond, 20
+	every := per / limit
+	setPolicy(t, a, "across-rate", task.Policy{Rate: &task.Rate{Limit: limit, Per: per}})
+	for i := range total {
+		putTask(t, a, "across-rate", task.PutRequest{ID: fmt.Sprint(i)})
+	}
+	var got atomic.Int64
+	var over atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(10 * time.Second)
+	for i := range 4 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() {
+			for got.Load() < total && time.Now().Before(deadline) {
+				ts, err := s.Reserve(ctx, "across-rate", total, 300*time.Millisecond)
+				if err != nil {
+					over.CompareAndSwap(nil, err.Error())
+					return
+				}
+				n := got.Add(int64(len(ts)))
+				since := time.Since(start)
+				if allowed := int64(limit) + int64((since+timeSlack)/every); n > allowed {
+					over.CompareAndSwap(nil, fmt.Sprintf("%d tasks handed out in %v; a rate of 5/500ms allows %d", n, since, allowed))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if msg := over.Load(); msg != nil {
+		t.Fatalf("reservers on both: %s", msg)
+	}
+	if n := got.Load(); n != total {
+		t.Fatalf("reservers on both got %d of %d tasks in 10s", n, total)
+	}
+}
