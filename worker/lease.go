@@ -70,7 +70,10 @@ func (l *lease) isLost() bool {
 // answers that the task or lease is gone (404, 409), or the deadline
 // passes without a touch getting through, keep marks the lease lost,
 // calls lost, and returns.
-func (l *lease) keep(ctx context.Context, c *client.Client, log *slog.Logger, lost func()) {
+//
+// touch renews the lease (client.Touch); it gets a context that ends at
+// the deadline.
+func (l *lease) keep(ctx context.Context, touch func(context.Context) error, log *slog.Logger, lost func()) {
 	failures := 0
 	next := l.until().Add(-l.ttr / 2)
 	t := time.NewTimer(max(time.Until(next), 0))
@@ -88,7 +91,7 @@ func (l *lease) keep(ctx context.Context, c *client.Client, log *slog.Logger, lo
 			return
 		}
 		tctx, cancel := context.WithDeadline(ctx, deadline)
-		_, err := c.Touch(tctx, l.queue, l.id, l.token)
+		err := touch(tctx)
 		cancel()
 		switch {
 		case err == nil:

@@ -293,7 +293,11 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 	kept := make(chan struct{})
 	go func() {
 		defer close(kept)
-		l.keep(kctx, r.w.c, r.w.log, func() { cancel(ErrLeaseLost) })
+		touch := func(ctx context.Context) error {
+			_, err := r.w.c.Touch(ctx, l.queue, l.id, l.token)
+			return err
+		}
+		l.keep(kctx, touch, r.w.log, func() { cancel(ErrLeaseLost) })
 	}()
 	// halt stops keeping the lease, also when the handler calls
 	// runtime.Goexit (the task then comes back when its lease expires).
