@@ -1,11 +1,14 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
@@ -60,4 +63,40 @@ func Example() {
 	// greylisted: grace@example.com
 	// sent to grace@example.com at attempt 2
 	// stopped
+}
+
+// ExampleFail buries the tasks whose payload no retry can make sense of,
+// and retries the others when the queue's retry policy says.
+func ExampleFail() {
+	var c *client.Client // client.New(...)
+	w := worker.New(c, worker.Options{Concurrency: 8})
+	w.Handle("invoices", func(ctx context.Context, t *worker.Task) error {
+		var invoice struct{ Customer string }
+		if err := json.Unmarshal(t.Payload, &invoice); err != nil {
+			return fmt.Errorf("invoice %s: %w", t.ID, worker.Fail(err)) // dead at once
+		}
+		return nil // acked
+	})
+}
+
+// ExampleRetryAfter retries a webhook when its receiver says it may.
+func ExampleRetryAfter() {
+	var c *client.Client // client.New(...)
+	w := worker.New(c, worker.Options{Concurrency: 8})
+	w.Handle("webhooks", func(ctx context.Context, t *worker.Task) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://example.com/hook", bytes.NewReader(t.Payload))
+		if err != nil {
+			return worker.Fail(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err // retried as the queue's retry policy says
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			s, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			return worker.RetryAfter(time.Duration(s)*time.Second, errors.New(resp.Status))
+		}
+		return nil
+	})
 }
