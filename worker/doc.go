@@ -1,4 +1,4 @@
-// Package worker runs Go functions on the tasks of a hourglass server,
+// Package worker runs Go functions on the tasks of an hourglass server,
 // as asynq's ServeMux or river's Workers do for theirs:
 //
 //	c, err := client.New("http://127.0.0.1:7070", client.Options{Token: token})
