@@ -179,6 +179,9 @@ func testCLIPolicies(t *testing.T) {
 	if q := queueOf(t, c, "cq"); !q.Paused || q.PausedUntil != nil {
 		t.Errorf("after pause: %+v; want paused until resumed", q)
 	}
+	if out, stderr, code = cli("queues"); code != 0 || !strings.Contains(out, "PAUSED") || !strings.Contains(out, "until resumed") {
+		t.Errorf("queues of a paused queue: %d %q %q", code, out, stderr)
+	}
 	if _, stderr, code = cli("resume", "cq"); code != 0 {
 		t.Fatalf("resume: %d %q", code, stderr)
 	}

@@ -298,7 +298,7 @@ func testCLI(t *testing.T) {
 	out, stderr, code = runCLI(t, env, "queues", "--server", url)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if row := strings.Join(strings.Fields(lines[len(lines)-1]), " "); code != 0 || len(lines) != 2 ||
-		strings.Join(strings.Fields(lines[0]), " ") != "QUEUE DELAYED READY RESERVED DEAD" || row != "jobs 1 1 0 0" && row != "jobs 0 2 0 0" {
+		strings.Join(strings.Fields(lines[0]), " ") != "QUEUE DELAYED READY RESERVED DEAD PAUSED" || row != "jobs 1 1 0 0 -" && row != "jobs 0 2 0 0 -" {
 		t.Errorf("queues: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 

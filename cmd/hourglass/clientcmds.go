@@ -310,7 +310,8 @@ func runAck(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runQueues prints a table of the queues and their counts by state.
+// runQueues prints a table of the queues, their counts by state and
+// their pauses ("-": none; "until resumed"; or the time it ends, UTC).
 func runQueues(args []string, stdout, stderr io.Writer) int {
 	c, fs, err := parseQueues(args, os.Getenv)
 	if code := usageOr(err, fs, queuesUsage, stdout, stderr); code >= 0 {
@@ -323,9 +324,16 @@ func runQueues(args []string, stdout, stderr io.Writer) int {
 		return callError(stderr, err)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tDELAYED\tREADY\tRESERVED\tDEAD")
+	fmt.Fprintln(tw, "QUEUE\tDELAYED\tREADY\tRESERVED\tDEAD\tPAUSED")
 	for _, q := range qs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", q.Name, q.Delayed, q.Ready, q.Reserved, q.Dead)
+		paused := "-"
+		switch {
+		case q.Paused && q.PausedUntil == nil:
+			paused = "until resumed"
+		case q.Paused:
+			paused = q.PausedUntil.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", q.Name, q.Delayed, q.Ready, q.Reserved, q.Dead, paused)
 	}
 	if err := tw.Flush(); err != nil {
 		return callError(stderr, err)
