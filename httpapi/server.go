@@ -2,7 +2,8 @@
 // routes and the wire types) over a [service.Service], on either engine. It
 // is a thin adapter: each handler decodes a request, checks what only the
 // wire can get wrong (JSON syntax, unknown fields, durations written as
-// numbers, both delay and at, reserve's max and wait), makes one service
+// numbers, both delay and at, reserve's max and wait, a negative nack or
+// release delay, a pause "for" 0s or less), makes one service
 // call and encodes the answer. What a request means, and every limit on
 // names, ids, payloads and delays, is the service's business.
 //
