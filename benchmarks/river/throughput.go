@@ -57,7 +57,7 @@ type ThroughputConfig struct {
 	Jobs     int           // ready jobs put before the workers start; default 100k
 	Workers  int           // the hourglass worker's Concurrency, river's MaxWorkers; default 64
 	Duration time.Duration // the longest a side works; default 10 s
-	Rounds   int           // each side runs once per round; default 1
+	Rounds   int           // each side runs once per round, a different one first each round; default 1
 }
 
 func (c *ThroughputConfig) defaults() {
@@ -97,8 +97,8 @@ func (r Rate) String() string {
 	return fmt.Sprintf("%s: %d ready put at %.0f/s; %d worked at %.0f/s", r.System, r.Jobs, r.InsertPerSec, r.Worked, r.PerSec)
 }
 
-// ThroughputResult holds every round of every side, in the order they
-// ran: hourglass, river, river with FetchCooldown 1 ms.
+// ThroughputResult holds every round of every side: hourglass, river,
+// river with FetchCooldown 1 ms, in that order whichever ran first.
 type ThroughputResult struct {
 	Config ThroughputConfig
 	Rounds [][]Rate
@@ -116,17 +116,20 @@ func CompareThroughput(ctx context.Context, newDatabase func() string, cfg Throu
 		func(url string) (Rate, error) { return riverThroughput(ctx, url, cfg, 0) },
 		func(url string) (Rate, error) { return riverThroughput(ctx, url, cfg, river.FetchCooldownMin) },
 	}
-	for range cfg.Rounds {
-		var round []Rate
-		for _, side := range sides {
-			r, err := side(newDatabase())
+	for k := range cfg.Rounds {
+		// Round k starts with side k (mod 3), so that no side always
+		// runs first or last; a round keeps the sides in their order.
+		round := make([]Rate, len(sides))
+		for j := range sides {
+			i := (k + j) % len(sides)
+			r, err := sides[i](newDatabase())
 			if err != nil {
 				return res, fmt.Errorf("%s: %w", r.System, err)
 			}
 			if log != nil {
 				log(r.String())
 			}
-			round = append(round, r)
+			round[i] = r
 		}
 		res.Rounds = append(res.Rounds, round)
 	}
