@@ -114,8 +114,10 @@ type Node struct {
 	// schedules armed on this node, by name. Guarded by mu.
 	schedules map[string]*schedule
 	// capped holds the queues with a concurrency limit: a hint for waking
-	// their reservers (policy.go). Guarded by mu.
-	capped map[string]bool
+	// their reservers (policy.go). The map is never changed once stored:
+	// a change stores a copy (under mu), so that an ack reads it without
+	// a lock.
+	capped atomic.Pointer[map[string]bool]
 	// recap asks the lease loop to load capped again (after the listen
 	// connection was lost). Guarded by mu.
 	recap bool
@@ -171,12 +173,12 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		queues:    make(map[string]*queueWait),
 		channels:  make(map[string][]string),
 		schedules: make(map[string]*schedule),
-		capped:    make(map[string]bool),
 		flushKick: make(chan struct{}, 1),
 		tickKick:  make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 	}
 	n.clock.skew = &opts.hooks.skew
+	n.capped.Store(&map[string]bool{})
 	if !configured(db) {
 		n.log.Warn("hourglass: the pool was not set up with cluster.ConfigurePool: PostgreSQL plans the node's statements afresh at every execution")
 	}

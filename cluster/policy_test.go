@@ -102,7 +102,7 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	a := startNode(t, url, "a")
 	b := startNode(t, url, "b")
-	if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: "x"}); err != nil {
+	if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: "x", Payload: []byte(`"new"`)}); err != nil {
 		t.Fatal(err)
 	}
 	r := reserveOne(t, a, "q", time.Second)
@@ -139,7 +139,7 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 	}
 	select {
 	case d, ok := <-woke:
-		if ok && (d.ID != "x" || d.Queue != "dlq" || d.LastError != "still bad") {
+		if ok && (d.ID != "x" || d.Queue != "dlq" || d.LastError != "still bad" || string(d.Payload) != `"new"` || d.JobID != r.JobID) {
 			t.Fatalf("b reserved %+v", d)
 		}
 	case <-time.After(3 * time.Second):
