@@ -30,6 +30,7 @@ func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("put-defaults", func(t *testing.T) { putDefaults(t, b) })
 	t.Run("nack", func(t *testing.T) { nackPolicy(t, b) })
 	t.Run("backoff", func(t *testing.T) { backoff(t, b) })
+	t.Run("jitter", func(t *testing.T) { jitter(t, b) })
 	t.Run("lease-expiry", func(t *testing.T) { leaseExpiry(t, b) })
 	t.Run("release", func(t *testing.T) { release(t, b) })
 	t.Run("bury", func(t *testing.T) { bury(t, b) })
@@ -49,6 +50,10 @@ const (
 	// lateSlack bounds how late a delayed task, a pause's end or a token
 	// may come: generous, for a cluster node on a loaded machine.
 	lateSlack = 2 * time.Second
+	// dueSlack bounds how much later than the call's end a time an engine
+	// computes in the call (a due time, a lease's or a pause's end) may
+	// be: a cluster node reads the database's clock through an offset.
+	dueSlack = 10 * time.Millisecond
 )
 
 // putTask puts r into queue on b and fails t on an error.
@@ -92,6 +97,17 @@ func reserveNone(t *testing.T, b service.Service, queue string, wait time.Durati
 	}
 }
 
+// reserveWaits fails t unless a reserve of queue waiting wait hands out
+// nothing and waits it out: a limit met makes a reserver wait, not spin.
+func reserveWaits(t *testing.T, b service.Service, queue string, wait time.Duration) {
+	t.Helper()
+	start := time.Now()
+	reserveNone(t, b, queue, wait)
+	if since := time.Since(start); since < wait-timeSlack {
+		t.Fatalf("reserve of %s waiting %v answered nothing after %v", queue, wait, since)
+	}
+}
+
 // within fails t unless at is in [lo − timeSlack, hi + lateSlack].
 func within(t *testing.T, what string, at, lo, hi time.Time) {
 	t.Helper()
@@ -100,6 +116,16 @@ func within(t *testing.T, what string, at, lo, hi time.Time) {
 	}
 	if at.After(hi.Add(lateSlack)) {
 		t.Fatalf("%s at %v: %v after %v", what, at, at.Sub(hi), hi)
+	}
+}
+
+// dueWithin fails t unless at, a time an engine computed during a call
+// that began at lo − d and ended at hi − d, is in [lo − timeSlack,
+// hi + dueSlack].
+func dueWithin(t *testing.T, what string, at, lo, hi time.Time) {
+	t.Helper()
+	if at.Before(lo.Add(-timeSlack)) || at.After(hi.Add(dueSlack)) {
+		t.Fatalf("%s %v: want within [%v, %v] (%v early, %v late)", what, at, lo, hi, lo.Sub(at), at.Sub(hi))
 	}
 }
 
@@ -240,7 +266,7 @@ func putDefaults(t *testing.T, b service.Service) {
 	if r.ID != "d" {
 		t.Fatalf("reserved %s; want d", r.ID)
 	}
-	within(t, "lease of d's end", r.LeaseUntil, before.Add(30*time.Second), time.Now().Add(30*time.Second))
+	dueWithin(t, "lease of d's end", r.LeaseUntil, before.Add(30*time.Second), time.Now().Add(30*time.Second))
 
 	// A queue without a policy: the server's defaults.
 	n := putTask(t, b, "no-defaults", task.PutRequest{ID: "n"})
@@ -291,7 +317,7 @@ func nackPolicy(t *testing.T, b service.Service) {
 	if n.State != task.Delayed {
 		t.Fatalf("Nack with a delay = %+v; want delayed", n)
 	}
-	within(t, "nack's due", n.Due, t0.Add(200*time.Millisecond), t1.Add(200*time.Millisecond))
+	dueWithin(t, "nack's due", n.Due, t0.Add(200*time.Millisecond), t1.Add(200*time.Millisecond))
 	if g, _ := b.Get("nack", "a"); g.Due.Sub(n.Due).Abs() > timeSlack || g.State != task.Delayed {
 		t.Fatalf("Get after a nack with a delay: %v, due %v; want delayed, due %v", g.State, g.Due, n.Due)
 	}
@@ -343,7 +369,7 @@ func nackPolicy(t *testing.T, b service.Service) {
 	if n.State != task.Delayed {
 		t.Fatalf("Nack under a retry policy = %+v; want delayed", n)
 	}
-	within(t, "back-off's due", n.Due, t0.Add(80*time.Millisecond), t1.Add(120*time.Millisecond))
+	dueWithin(t, "back-off's due", n.Due, t0.Add(80*time.Millisecond), t1.Add(120*time.Millisecond))
 	r = ReserveOne(t, b, "nack-retry", 120*time.Millisecond+lateSlack)
 	within(t, "reserve after the back-off", time.Now(), t0.Add(80*time.Millisecond), t1.Add(120*time.Millisecond))
 	n, err = b.Nack(ctx, "nack-retry", "b", r.Lease, 0, "")
@@ -356,34 +382,64 @@ func nackPolicy(t *testing.T, b service.Service) {
 	n, err = b.Nack(ctx, "nack-retry", "b", r.Lease, 700*time.Millisecond, "")
 	t1 = time.Now()
 	must(t, "nack with a delay under a retry policy", err)
-	within(t, "caller's due under a retry policy", n.Due, t0.Add(700*time.Millisecond), t1.Add(700*time.Millisecond))
+	dueWithin(t, "caller's due under a retry policy", n.Due, t0.Add(700*time.Millisecond), t1.Add(700*time.Millisecond))
 }
 
-// backoff: over several attempts (initial 50ms, multiplier 2, jitter
-// 0.1), attempt n+1 comes no earlier than 50ms × 2^(n−1) × 0.9 after
-// the n-th failed.
+// backoff: over several attempts (initial 50ms, multiplier 2, max
+// 300ms, jitter 0.1), attempt n+1 comes no earlier than
+// min(300ms, 50ms × 2^(n−1)) × 0.9 after the n-th failed.
 func backoff(t *testing.T, b service.Service) {
 	ctx := context.Background()
-	retry := &task.Retry{Initial: 50 * time.Millisecond, Max: 10 * time.Second, Multiplier: 2, Jitter: 0.1}
+	retry := &task.Retry{Initial: 50 * time.Millisecond, Max: 300 * time.Millisecond, Multiplier: 2, Jitter: 0.1}
 	setPolicy(t, b, "backoff", task.Policy{Retry: retry})
 	putTask(t, b, "backoff", task.PutRequest{ID: "x"})
 	r := ReserveOne(t, b, "backoff", time.Second)
-	for n := 1; n <= 4; n++ {
+	for n := 1; n <= 5; n++ {
 		if r.Attempts != n {
 			t.Fatalf("attempt %d: task says %d attempts", n, r.Attempts)
 		}
-		base := time.Duration(float64(retry.Initial) * float64(int(1)<<(n-1)))
+		base := min(retry.Max, retry.Initial<<(n-1))
 		lo, hi := time.Duration(float64(base)*0.9), time.Duration(float64(base)*1.1)
 		t0 := time.Now()
 		tk, err := b.Nack(ctx, "backoff", "x", r.Lease, task.RetryDelay, fmt.Sprintf("failure %d", n))
 		t1 := time.Now()
 		must(t, "nack", err)
-		within(t, fmt.Sprintf("due after failure %d", n), tk.Due, t0.Add(lo), t1.Add(hi))
+		dueWithin(t, fmt.Sprintf("due after failure %d", n), tk.Due, t0.Add(lo), t1.Add(hi))
 		r = ReserveOne(t, b, "backoff", hi+lateSlack)
 		within(t, fmt.Sprintf("attempt %d", n+1), time.Now(), t0.Add(lo), t1.Add(hi))
 		if r.LastError != fmt.Sprintf("failure %d", n) {
 			t.Fatalf("attempt %d: last error %q; want the last nack's", n+1, r.LastError)
 		}
+	}
+}
+
+// jitter: each failure draws its delay anew within the jitter's bounds.
+func jitter(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	const initial = time.Second
+	setPolicy(t, b, "jitter", task.Policy{Retry: &task.Retry{Initial: initial, Max: initial, Multiplier: 1, Jitter: 1}})
+	const n = 10
+	for i := range n {
+		putTask(t, b, "jitter", task.PutRequest{ID: fmt.Sprint(i)})
+	}
+	ts, err := b.Reserve(ctx, "jitter", n, time.Second)
+	must(t, "reserve", err)
+	if len(ts) != n {
+		t.Fatalf("reserved %d of %d", len(ts), n)
+	}
+	lo, hi := time.Duration(1<<62), time.Duration(0)
+	for _, r := range ts {
+		t0 := time.Now()
+		tk, err := b.Nack(ctx, "jitter", r.ID, r.Lease, task.RetryDelay, "")
+		t1 := time.Now()
+		must(t, "nack", err)
+		dueWithin(t, "due under a jitter of 1", tk.Due, t0, t1.Add(2*initial))
+		d := tk.Due.Sub(t0)
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	// 10 draws of [0, 2s] within 200 ms of each other: odds about 1e-8.
+	if hi-lo < 200*time.Millisecond {
+		t.Fatalf("%d delays under a jitter of 1 all within [%v, %v]: the jitter is not drawn for each", n, lo, hi)
 	}
 }
 
@@ -403,7 +459,7 @@ func leaseExpiry(t *testing.T, b service.Service) {
 	}
 	leaseEnd := r.LeaseUntil
 	d := waitGone(t, b, "expiry", "x", ttr)
-	if d.State != task.Delayed && d.State != task.Ready || d.LastError != task.LeaseExpired || d.Lease != "" {
+	if d.State != task.Delayed && d.State != task.Ready || d.LastError != task.LeaseExpired || d.Lease != "" || d.Timeouts != 1 {
 		t.Fatalf("task after its lease ran out = %+v; want delayed, last error %q", d, task.LeaseExpired)
 	}
 	if d.Due.Before(leaseEnd.Add(delay - timeSlack)) {
@@ -417,7 +473,7 @@ func leaseExpiry(t *testing.T, b service.Service) {
 		t.Fatalf("second attempt = %+v; want attempts 2, last error %q", r, task.LeaseExpired)
 	}
 	dead := waitState(t, b, "expiry", "x", task.Dead, ttr)
-	if dead.LastError != task.LeaseExpired || dead.Attempts != 2 {
+	if dead.LastError != task.LeaseExpired || dead.Attempts != 2 || dead.Timeouts != 2 {
 		t.Fatalf("task dead after its last lease ran out = %+v", dead)
 	}
 }
@@ -469,7 +525,7 @@ func release(t *testing.T, b service.Service) {
 	if rel.State != task.Delayed {
 		t.Fatalf("Release with a delay = %+v; want delayed", rel)
 	}
-	within(t, "release's due", rel.Due, t0.Add(150*time.Millisecond), t1.Add(150*time.Millisecond))
+	dueWithin(t, "release's due", rel.Due, t0.Add(150*time.Millisecond), t1.Add(150*time.Millisecond))
 	ReserveOne(t, b, "release", 150*time.Millisecond+lateSlack)
 	within(t, "reserve after a release's delay", time.Now(), t0.Add(150*time.Millisecond), t1.Add(150*time.Millisecond))
 	_, err = b.Release(ctx, "release", "two", r.Lease, task.RetryDelay)
@@ -606,7 +662,7 @@ func pause(t *testing.T, b service.Service) {
 	putTask(t, b, "unpaused", task.PutRequest{ID: "u"})
 	wantErr(t, "pause of a bad queue name", b.PauseQueue(ctx, "bad queue", time.Second), task.ErrInvalid)
 	must(t, "pause indefinitely", b.PauseQueue(ctx, "paused", task.PauseIndefinitely))
-	reserveNone(t, b, "paused", 50*time.Millisecond)
+	reserveWaits(t, b, "paused", 50*time.Millisecond)
 	putTask(t, b, "paused", task.PutRequest{ID: "b"})
 	s, ok := queueStats(t, b, "paused")
 	if !ok || !s.PausedUntil.Equal(task.PausedForever) || s.Ready != 2 {
@@ -639,12 +695,22 @@ func pause(t *testing.T, b service.Service) {
 	must(t, "pause 200ms", b.PauseQueue(ctx, "paused", d))
 	t1 := time.Now()
 	s, _ = queueStats(t, b, "paused")
-	within(t, "a timed pause's end", s.PausedUntil, t0.Add(d), t1.Add(d))
+	dueWithin(t, "a timed pause's end", s.PausedUntil, t0.Add(d), t1.Add(d))
 	c := ReserveOne(t, b, "paused", d+lateSlack)
 	within(t, "reserve after a timed pause", time.Now(), t0.Add(d), t1.Add(d))
 	if c.ID != "c" {
 		t.Fatalf("reserved %s after the pause; want c", c.ID)
 	}
+
+	// An empty queue paused is listed with its pause.
+	t0 = time.Now()
+	must(t, "pause an empty queue", b.PauseQueue(ctx, "paused-empty", time.Hour))
+	t1 = time.Now()
+	s, ok = queueStats(t, b, "paused-empty")
+	if !ok {
+		t.Fatal("Queues does not list an empty queue paused")
+	}
+	dueWithin(t, "an empty queue's pause's end", s.PausedUntil, t0.Add(time.Hour), t1.Add(time.Hour))
 	if s, _ := queueStats(t, b, "paused"); !s.PausedUntil.IsZero() {
 		t.Fatalf("queue after its pause ended: PausedUntil %v; want zero", s.PausedUntil)
 	}
@@ -663,7 +729,7 @@ func concurrency(t *testing.T, b service.Service) {
 	if len(ts) != 2 {
 		t.Fatalf("reserve max 5 under a concurrency of 2: %d tasks", len(ts))
 	}
-	reserveNone(t, b, "conc", 50*time.Millisecond)
+	reserveWaits(t, b, "conc", 100*time.Millisecond)
 	if _, ok, err := b.ReserveAny(ctx, []string{"conc"}, 0); ok || err != nil {
 		t.Fatalf("ReserveAny at the concurrency limit: %v, %v", ok, err)
 	}
@@ -898,6 +964,7 @@ func rate(t *testing.T, b service.Service) {
 	if _, ok, err := b.ReserveAny(ctx, []string{"rate-slow"}, 0); ok || err != nil {
 		t.Fatalf("ReserveAny of a queue out of tokens: %v, %v", ok, err)
 	}
+	reserveWaits(t, b, "rate-slow", 100*time.Millisecond)
 }
 
 // existingTasks: a policy set applies to the tasks already in the queue.
@@ -923,7 +990,7 @@ func existingTasks(t *testing.T, b service.Service) {
 	if n.State != task.Delayed {
 		t.Fatalf("nack of a task put before the retry policy = %+v; want delayed", n)
 	}
-	within(t, "x's due", n.Due, t0.Add(delay), t1.Add(delay))
+	dueWithin(t, "x's due", n.Due, t0.Add(delay), t1.Add(delay))
 
 	r := ReserveOne(t, b, "late", time.Second)
 	if r.ID != "y" {
