@@ -35,6 +35,7 @@ func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("release", func(t *testing.T) { release(t, b) })
 	t.Run("bury", func(t *testing.T) { bury(t, b) })
 	t.Run("dead-letter", func(t *testing.T) { deadLetter(t, b) })
+	t.Run("dead-letter-limits", func(t *testing.T) { deadLetterLimits(t, b) })
 	t.Run("pause", func(t *testing.T) { pause(t, b) })
 	t.Run("pause-wakes", func(t *testing.T) { pauseWakes(t, b) })
 	t.Run("concurrency", func(t *testing.T) { concurrency(t, b) })
@@ -259,6 +260,11 @@ func putDefaults(t *testing.T, b service.Service) {
 	res := b.PutBatch(ctx, "defaults", []task.PutRequest{{ID: "batch"}})
 	if res[0].Err != nil || res[0].Task.TTR != 30*time.Second || res[0].Task.MaxAttempts != 3 {
 		t.Fatalf("batch put without ttr and max_attempts: %+v", res[0])
+	}
+	rep, _, err := b.Put(ctx, "defaults", task.PutRequest{ID: "own", Replace: true})
+	must(t, "replace own", err)
+	if rep.TTR != 30*time.Second || rep.MaxAttempts != 3 {
+		t.Fatalf("replacement without ttr and max_attempts: ttr %v, max_attempts %d; want the policy's 30s, 3", rep.TTR, rep.MaxAttempts)
 	}
 	// The lease of a task put without a ttr lasts the policy's.
 	before := time.Now()
@@ -654,6 +660,39 @@ func deadLetter(t *testing.T, b service.Service) {
 	}
 }
 
+// deadLetterLimits: a task moving to a dead-letter queue frees its place
+// under its queue's concurrency limit, and one it replaces there frees
+// its own, even reserved; the replaced task's lease is void.
+func deadLetterLimits(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	setPolicy(t, b, "dlc", task.Policy{Concurrency: 1, MaxAttempts: 1, DeadLetter: "dlc-dead"})
+	setPolicy(t, b, "dlc-dead", task.Policy{Concurrency: 1})
+	putTask(t, b, "dlc-dead", task.PutRequest{ID: "a", Payload: []byte(`"old"`)})
+	held := ReserveOne(t, b, "dlc-dead", time.Second)
+	putTask(t, b, "dlc", task.PutRequest{ID: "a", Payload: []byte(`"new"`)})
+	putTask(t, b, "dlc", task.PutRequest{ID: "b"})
+	r := ReserveOne(t, b, "dlc", time.Second)
+	if r.ID != "a" {
+		t.Fatalf("reserved %s; want a", r.ID)
+	}
+	n, err := b.Nack(ctx, "dlc", "a", r.Lease, task.RetryDelay, "e")
+	must(t, "nack a", err)
+	if n.Queue != "dlc-dead" || n.State != task.Ready {
+		t.Fatalf("Nack of a = %+v; want ready in dlc-dead", n)
+	}
+	if r = ReserveOne(t, b, "dlc", 0); r.ID != "b" {
+		t.Fatalf("reserved %s after a moved; want b", r.ID)
+	}
+	m := ReserveOne(t, b, "dlc-dead", 0)
+	if m.ID != "a" || string(m.Payload) != `"new"` {
+		t.Fatalf("reserved %+v from the dead-letter queue; want the new a", m)
+	}
+	if err := b.Ack(ctx, "dlc-dead", "a", held.Lease); err == nil {
+		t.Fatal("ack under the lease of a replaced task: no error")
+	}
+	must(t, "ack the new a", b.Ack(ctx, "dlc-dead", "a", m.Lease))
+}
+
 // pause: a paused queue hands out nothing until resumed or its pause
 // ends; puts go on.
 func pause(t *testing.T, b service.Service) {
@@ -702,6 +741,22 @@ func pause(t *testing.T, b service.Service) {
 		t.Fatalf("reserved %s after the pause; want c", c.ID)
 	}
 
+	// A pause replaces the one before: a short one's end does not end a
+	// longer one set after it, and a short one set after a longer one
+	// ends when it says.
+	putTask(t, b, "repause", task.PutRequest{ID: "r"})
+	must(t, "pause 100ms", b.PauseQueue(ctx, "repause", 100*time.Millisecond))
+	must(t, "pause indefinitely after", b.PauseQueue(ctx, "repause", task.PauseIndefinitely))
+	reserveWaits(t, b, "repause", 300*time.Millisecond)
+	if s, _ := queueStats(t, b, "repause"); !s.PausedUntil.Equal(task.PausedForever) {
+		t.Fatalf("a pause until resumed after one of 100ms: PausedUntil %v", s.PausedUntil)
+	}
+	t0 = time.Now()
+	must(t, "pause 100ms after", b.PauseQueue(ctx, "repause", 100*time.Millisecond))
+	t1 = time.Now()
+	ReserveOne(t, b, "repause", 100*time.Millisecond+lateSlack)
+	within(t, "reserve after a pause shortened", time.Now(), t0.Add(100*time.Millisecond), t1.Add(100*time.Millisecond))
+
 	// An empty queue paused is listed with its pause.
 	t0 = time.Now()
 	must(t, "pause an empty queue", b.PauseQueue(ctx, "paused-empty", time.Hour))
@@ -732,6 +787,12 @@ func concurrency(t *testing.T, b service.Service) {
 	reserveWaits(t, b, "conc", 100*time.Millisecond)
 	if _, ok, err := b.ReserveAny(ctx, []string{"conc"}, 0); ok || err != nil {
 		t.Fatalf("ReserveAny at the concurrency limit: %v, %v", ok, err)
+	}
+	other := putTask(t, b, "conc-other", task.PutRequest{ID: "o"})
+	ts2, err := b.ReserveQueues(ctx, []string{"conc", "conc-other"}, 5, 0)
+	must(t, "reserve over two queues", err)
+	if len(ts2) != 1 || ts2[0].ID != other.ID || ts2[0].Queue != "conc-other" {
+		t.Fatalf("reserve over a queue at its limit and another: %+v; want o alone", ts2)
 	}
 	must(t, "ack", b.Ack(ctx, "conc", ts[0].ID, ts[0].Lease))
 	more, err := b.Reserve(ctx, "conc", 5, 0)
