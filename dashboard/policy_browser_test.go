@@ -11,7 +11,8 @@ import (
 
 // TestDashboardPolicy checks what a queue's page shows of its policy and
 // pause, and of its tasks' leases and last errors: the policy's fields,
-// the pause and resume buttons changing what the API says, a reserved
+// the pause and resume buttons changing what the API says, a paused
+// queue's tag on the overview, a reserved
 // task's lease end and a buried task's error, in the list and in the
 // task's dialog. No page may report an error.
 func TestDashboardPolicy(t *testing.T) { onBothEngines(t, testDashboardPolicy) }
@@ -62,6 +63,10 @@ func testDashboardPolicy(t *testing.T) {
 	if text := eval[string](b, `document.getElementById('pause-state').textContent`); !strings.Contains(text, "until resumed") {
 		t.Errorf("pause shown as %q", text)
 	}
+	b.open("#/")
+	b.wait("the overview's paused tag", `document.querySelector('tr[data-queue=jobs] th .tag.paused') && !document.querySelector('tr[data-queue=plain] th .tag')`)
+	b.open("#/queues/jobs/all")
+	b.wait("paused", `document.querySelector('button[data-key=resume]')`)
 	b.click(`button[data-key=resume]`)
 	b.wait("resumed", `document.getElementById('pause-state').dataset.paused === 'false' && document.querySelector('button[data-key=pause]')`)
 	if q := s.queue("jobs"); q.Paused {

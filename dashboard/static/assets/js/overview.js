@@ -1,4 +1,5 @@
-// #/: every queue with its counts and rates, and the two charts.
+// #/: every queue with its counts and rates (and whether it is paused),
+// and the two charts.
 
 import {call, atMostEvery} from './api.js';
 import {h, swap, stack, count, rate, now, setServerTime} from './dom.js';
@@ -88,14 +89,17 @@ export function enter(main, params, ctx) {
   return {
     title: 'Overview',
     async refresh() {
-      const [stats, lateness, dueHist] = await Promise.all([
+      const [stats, lateness, dueHist, all] = await Promise.all([
         queueStats(),
         call('GET', '/v1/stats/lateness'),
         atMostEvery('due', dueEvery, () => call('GET', '/v1/stats/due?width=1m&n=60')),
+        call('GET', '/v1/queues'),
       ]);
       const qs = stats.queues;
+      const paused = new Set(all.queues.filter((q) => q.paused).map((q) => q.name));
       swap(tbody, qs.map((q) => h('tr', {'data-queue': q.name},
-        h('th', {scope: 'row'}, h('a', {href: '#/queues/' + encodeURIComponent(q.name), 'data-key': 'q:' + q.name}, q.name)),
+        h('th', {scope: 'row'}, h('a', {href: '#/queues/' + encodeURIComponent(q.name), 'data-key': 'q:' + q.name}, q.name),
+          paused.has(q.name) ? h('span', {class: 'tag paused'}, 'paused') : null),
         columns.map(([key]) => cell(q, key)))));
       const sum = (key) => qs.some((q) => q[key] === null) ? null : qs.reduce((a, q) => a + q[key], 0);
       const total = Object.fromEntries(columns.map(([key]) => [key, sum(key)]));
