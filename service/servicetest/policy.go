@@ -41,6 +41,7 @@ func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("concurrency", func(t *testing.T) { concurrency(t, b) })
 	t.Run("concurrency-freed", func(t *testing.T) { concurrencyFreed(t, b) })
 	t.Run("rate", func(t *testing.T) { rate(t, b) })
+	t.Run("rate-tokens", func(t *testing.T) { rateTokens(t, b) })
 	t.Run("existing-tasks", func(t *testing.T) { existingTasks(t, b) })
 }
 
@@ -1026,6 +1027,72 @@ func rate(t *testing.T, b service.Service) {
 		t.Fatalf("ReserveAny of a queue out of tokens: %v, %v", ok, err)
 	}
 	reserveWaits(t, b, "rate-slow", 100*time.Millisecond)
+}
+
+// rateTokens: a token is spent only on a task handed out: not by a
+// reserve of an empty queue, a paused one, or one at its concurrency
+// limit, nor for more tasks than were ready.
+func rateTokens(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	hourly := func(n int) *task.Rate { return &task.Rate{Limit: n, Per: time.Hour} }
+	count := func(queue string, max int) int {
+		t.Helper()
+		ts, err := b.Reserve(ctx, queue, max, 0)
+		must(t, "reserve "+queue, err)
+		for _, tk := range ts {
+			must(t, "ack", b.Ack(ctx, queue, tk.ID, tk.Lease))
+		}
+		return len(ts)
+	}
+	puts := func(queue string, n int) {
+		t.Helper()
+		for range n {
+			putTask(t, b, queue, task.PutRequest{})
+		}
+	}
+
+	setPolicy(t, b, "tokens-empty", task.Policy{Rate: hourly(1)})
+	if n := count("tokens-empty", 5); n != 0 {
+		t.Fatalf("reserve of an empty queue: %d", n)
+	}
+	reserveNone(t, b, "tokens-empty", 50*time.Millisecond)
+	puts("tokens-empty", 2)
+	if n := count("tokens-empty", 5); n != 1 {
+		t.Fatalf("reserve under 1 an hour after reserves of the empty queue: %d tasks; want 1", n)
+	}
+
+	setPolicy(t, b, "tokens-few", task.Policy{Rate: hourly(5)})
+	puts("tokens-few", 2)
+	if n := count("tokens-few", 5); n != 2 {
+		t.Fatalf("reserve of 2 ready under 5 an hour: %d tasks", n)
+	}
+	puts("tokens-few", 5)
+	if n := count("tokens-few", 5); n != 3 {
+		t.Fatalf("reserve after 2 of 5 tokens spent: %d tasks; want 3", n)
+	}
+
+	setPolicy(t, b, "tokens-paused", task.Policy{Rate: hourly(2)})
+	puts("tokens-paused", 3)
+	must(t, "pause", b.PauseQueue(ctx, "tokens-paused", task.PauseIndefinitely))
+	if n := count("tokens-paused", 5); n != 0 {
+		t.Fatalf("reserve of a paused queue: %d", n)
+	}
+	reserveNone(t, b, "tokens-paused", 50*time.Millisecond)
+	must(t, "resume", b.PauseQueue(ctx, "tokens-paused", 0))
+	if n := count("tokens-paused", 5); n != 2 {
+		t.Fatalf("reserve under 2 an hour after reserves of the queue paused: %d tasks; want 2", n)
+	}
+
+	setPolicy(t, b, "tokens-conc", task.Policy{Rate: hourly(2), Concurrency: 1})
+	puts("tokens-conc", 3)
+	for i := range 2 {
+		if n := count("tokens-conc", 5); n != 1 {
+			t.Fatalf("reserve %d under 2 an hour and a concurrency of 1: %d tasks; want 1", i+1, n)
+		}
+	}
+	if n := count("tokens-conc", 5); n != 0 {
+		t.Fatalf("reserve after 2 tokens spent: %d tasks; want 0", n)
+	}
 }
 
 // existingTasks: a policy set applies to the tasks already in the queue.
