@@ -126,3 +126,85 @@ func TestLimits_Rate(t *testing.T) {
 	}
 	t.Logf("%d tasks through a rate of %d/%v (burst %d) on 3 nodes in %v", len(at), rate.Limit, rate.Per, rate.Burst, span)
 }
+
+// TestLimits_Mixed: a reserve over a limited and an unlimited queue takes
+// what the limit lets through and the rest from the other; ReserveJob is
+// exempt from limits; a reserver blocked by a concurrency limit on one
+// node is woken by an ack on another (whose notice of the limit came by
+// notification), well before its fallback look.
+func TestLimits_Mixed(t *testing.T) {
+	ctx := context.Background()
+	url := server(t).CreateDatabase(t)
+	a := startNode(t, url, "a")
+	b := startNode(t, url, "b")
+	if _, err := a.SetPolicy(ctx, "c", task.Policy{Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []uint64
+	for _, r := range a.PutBatch(ctx, "c", make([]task.PutRequest, 3)) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		jobs = append(jobs, r.Task.JobID)
+	}
+	for _, r := range a.PutBatch(ctx, "u", make([]task.PutRequest, 3)) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	ts, err := b.ReserveQueues(ctx, []string{"c", "u"}, 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byQueue := map[string]int{}
+	var held task.Task
+	for _, tk := range ts {
+		byQueue[tk.Queue]++
+		if tk.Queue == "c" {
+			held = tk
+		}
+	}
+	if byQueue["c"] != 1 || byQueue["u"] != 3 {
+		t.Fatalf("reserve over c (concurrency 1) and u: %v", byQueue)
+	}
+	if ts, err := a.Reserve(ctx, "c", 1, 0); err != nil || len(ts) != 0 {
+		t.Fatalf("reserve of a full queue: %d tasks, %v", len(ts), err)
+	}
+	var other uint64
+	for _, j := range jobs {
+		if j != held.JobID {
+			other = j
+			break
+		}
+	}
+	extra, err := a.ReserveJob(ctx, other)
+	if err != nil {
+		t.Fatalf("ReserveJob past the limit: %v", err)
+	}
+	if _, err := a.Release(ctx, "c", extra.ID, extra.Lease, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	got := make(chan time.Time, 1)
+	go func() {
+		ts, err := a.Reserve(ctx, "c", 1, 5*time.Second)
+		if err != nil || len(ts) != 1 {
+			t.Errorf("waiting reserve on a: %d tasks, %v", len(ts), err)
+		}
+		got <- time.Now()
+	}()
+	eventually(t, 2*time.Second, "a waiting", func() bool { return a.Waiting("c") == 1 })
+	time.Sleep(100 * time.Millisecond)
+	acked := time.Now()
+	if err := b.Ack(ctx, "c", held.ID, held.Lease); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-got:
+		if d := at.Sub(acked); d > 600*time.Millisecond {
+			t.Fatalf("the blocked reserver came %v after the ack on the other node", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the blocked reserver was not woken")
+	}
+}
