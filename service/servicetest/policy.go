@@ -1212,9 +1212,34 @@ func pauseAcross(t *testing.T, a, b service.Service) {
 	}
 }
 
-// concurrencyAcross: reservers on both never hold more than the limit.
+// concurrencyAcross: reservers on both never hold more than the limit,
+// and a place freed through one wakes a reserver waiting on the other.
 func concurrencyAcross(t *testing.T, a, b service.Service) {
 	ctx := context.Background()
+	setPolicy(t, a, "across-wake", task.Policy{Concurrency: 1})
+	putTask(t, a, "across-wake", task.PutRequest{ID: "x"})
+	putTask(t, a, "across-wake", task.PutRequest{ID: "y"})
+	x := ReserveOne(t, a, "across-wake", time.Second)
+	got := make(chan []task.Task, 1)
+	go func() {
+		ts, _ := b.Reserve(ctx, "across-wake", 1, 2*lateSlack)
+		got <- ts
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case ts := <-got:
+		t.Fatalf("a reserve on the other got %d tasks at the concurrency limit", len(ts))
+	default:
+	}
+	acked := time.Now()
+	must(t, "ack", a.Ack(ctx, "across-wake", x.ID, x.Lease))
+	if ts := <-got; len(ts) != 1 {
+		t.Fatalf("a reserver waiting on the other got %d tasks after an ack; want 1", len(ts))
+	}
+	if since := time.Since(acked); since > lateSlack {
+		t.Fatalf("a reserver waiting on the other got its task %v after the ack", since)
+	}
+
 	setPolicy(t, a, "across-conc", task.Policy{Concurrency: 2})
 	const total = 30
 	for i := range total {
