@@ -31,7 +31,10 @@ import (
 // its dead-letter queue, ready, with its id, payload, attempts and last
 // error; a task of the same id in that queue is deleted first (gone,
 // which the update waits for through its sub-select: the sub-statements
-// of a WITH run in no set order otherwise). It returns the tasks settled
+// of a WITH run in no set order otherwise, see
+// https://www.postgresql.org/docs/current/queries-with.html#QUERIES-WITH-MODIFYING;
+// the unique index then sees the row deleted by this transaction as gone).
+// It returns the tasks settled
 // as they are after, the queue each was in, and the database's clock.
 const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	s AS MATERIALIZED (
