@@ -1332,3 +1332,51 @@ func rateAcross(t *testing.T, a, b service.Service) {
 		t.Fatalf("reservers on both got %d of %d tasks in 10s", n, total)
 	}
 }
+
+// RunPoliciesOrder runs over the service open returns the test that a
+// reserve over several queues hands out in delivery order across them
+// whatever their limits (Tasks.ReserveQueues, Jobs.ReserveAny): a queue
+// with a rate or concurrency limit within it does not lose its place to
+// one without.
+func RunPoliciesOrder(t *testing.T, open func(t *testing.T) service.Service) {
+	b := open(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		p    task.Policy
+	}{
+		{"concurrency", task.Policy{Concurrency: 5}},
+		{"rate", task.Policy{Rate: &task.Rate{Limit: 5, Per: time.Second}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			limited, free := "order-"+c.name, "order-free-"+c.name
+			setPolicy(t, b, limited, c.p)
+			putTask(t, b, free, task.PutRequest{ID: "f1", Priority: 10})
+			putTask(t, b, free, task.PutRequest{ID: "f2", Priority: 10})
+			putTask(t, b, limited, task.PutRequest{ID: "l1", Priority: 1})
+			putTask(t, b, limited, task.PutRequest{ID: "l2", Priority: 20})
+			ts, err := b.ReserveQueues(ctx, []string{free, limited}, 2, 0)
+			must(t, "reserve over two queues", err)
+			if len(ts) != 2 || ts[0].ID != "l1" || ts[1].ID != "f1" {
+				t.Fatalf("reserve of 2 over a queue with a %s limit and one without: %s; want l1 (priority 1), then f1 (10)", c.name, ids(ts))
+			}
+			tk, ok, err := b.ReserveAny(ctx, []string{free, limited}, 0)
+			if err != nil || !ok || tk.ID != "f2" {
+				t.Fatalf("ReserveAny = %s/%s, %v, %v; want f2 (priority 10 before 20)", tk.Queue, tk.ID, ok, err)
+			}
+			tk, ok, err = b.ReserveAny(ctx, []string{free, limited}, 0)
+			if err != nil || !ok || tk.ID != "l2" {
+				t.Fatalf("ReserveAny = %s/%s, %v, %v; want l2", tk.Queue, tk.ID, ok, err)
+			}
+		})
+	}
+}
+
+// ids lists tasks as queue/id, priority, for a message.
+func ids(ts []task.Task) string {
+	var s []string
+	for _, tk := range ts {
+		s = append(s, fmt.Sprintf("%s/%s (priority %d)", tk.Queue, tk.ID, tk.Priority))
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
