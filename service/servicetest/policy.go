@@ -185,7 +185,7 @@ func policyCRUD(t *testing.T, b service.Service) {
 		Rate:        &task.Rate{Limit: 10, Per: time.Second},
 		Concurrency: 4, DeadLetter: "crud-dead",
 	}
-	norm := service.NormalPolicy(want)
+	norm := clonePolicy(service.NormalPolicy(want))
 	got := setPolicy(t, b, "crud", want)
 	if !reflect.DeepEqual(got, norm) || got.Rate.Burst != 10 {
 		t.Fatalf("SetPolicy = %s; want %s (burst filled)", showPolicy(got), showPolicy(norm))
@@ -196,6 +196,17 @@ func policyCRUD(t *testing.T, b service.Service) {
 	s, ok := queueStats(t, b, "crud")
 	if !ok || !reflect.DeepEqual(s.Policy, norm) || s.Ready+s.Delayed+s.Reserved+s.Dead != 0 {
 		t.Fatalf("Queues lists crud (empty, with a policy): %v, %+v; want its policy %s", ok, s, showPolicy(norm))
+	}
+	// What a caller holds is its own: changing it changes no policy.
+	want.Retry.Max, want.Rate.Limit = time.Hour, 99
+	got.Retry.Max, got.Rate.Limit = time.Hour, 98
+	s.Policy.Retry.Max, s.Policy.Rate.Limit = time.Hour, 97
+	if got, err = b.Policy(ctx, "crud"); err != nil || !reflect.DeepEqual(got, norm) {
+		t.Fatalf("Policy after its callers changed what they hold = %s, %v; want %s", showPolicy(got), err, showPolicy(norm))
+	}
+	got.Retry.Max, got.Rate.Limit = time.Hour, 96
+	if got, err = b.Policy(ctx, "crud"); err != nil || !reflect.DeepEqual(got, norm) {
+		t.Fatalf("Policy after its caller changed the last answer = %s, %v; want %s", showPolicy(got), err, showPolicy(norm))
 	}
 
 	for _, bad := range []task.Policy{
@@ -232,6 +243,19 @@ func policyCRUD(t *testing.T, b service.Service) {
 	}
 	must(t, "delete the policy of a queue without one", b.DeletePolicy(ctx, "crud-none"))
 	wantErr(t, "delete the policy of a bad queue name", b.DeletePolicy(ctx, "bad queue"), task.ErrInvalid)
+}
+
+// clonePolicy returns p with its own Retry and Rate.
+func clonePolicy(p task.Policy) task.Policy {
+	if p.Retry != nil {
+		r := *p.Retry
+		p.Retry = &r
+	}
+	if p.Rate != nil {
+		r := *p.Rate
+		p.Rate = &r
+	}
+	return p
 }
 
 // showPolicy spells p with its Retry and Rate, for a message.
