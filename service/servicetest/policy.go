@@ -299,6 +299,16 @@ func putDefaults(t *testing.T, b service.Service) {
 	}
 	dueWithin(t, "lease of d's end", r.LeaseUntil, before.Add(30*time.Second), time.Now().Add(30*time.Second))
 
+	// A schedule's occurrences are puts too.
+	setPolicy(t, b, "defaults-cron", task.Policy{TTR: 7 * time.Second, MaxAttempts: 3})
+	_, _, err = b.SetSchedule(ctx, task.ScheduleSpec{Name: "defaults-cron", Cron: "@every 1s", Queue: "defaults-cron"})
+	must(t, "set schedule", err)
+	occ := ReserveOne(t, b, "defaults-cron", time.Second+lateSlack)
+	must(t, "delete schedule", b.DeleteSchedule(ctx, "defaults-cron"))
+	if occ.TTR != 7*time.Second || occ.MaxAttempts != 3 {
+		t.Fatalf("a schedule's occurrence: ttr %v, max_attempts %d; want the policy's 7s, 3", occ.TTR, occ.MaxAttempts)
+	}
+
 	// A queue without a policy: the server's defaults.
 	n := putTask(t, b, "no-defaults", task.PutRequest{ID: "n"})
 	if n.TTR != task.DefaultTTR || n.MaxAttempts != 0 {
