@@ -197,6 +197,9 @@ func policyCRUD(t *testing.T, b service.Service) {
 	if !ok || !reflect.DeepEqual(s.Policy, norm) || s.Ready+s.Delayed+s.Reserved+s.Dead != 0 {
 		t.Fatalf("Queues lists crud (empty, with a policy): %v, %+v; want its policy %s", ok, s, showPolicy(norm))
 	}
+	if d, err := b.Queue("crud"); err != nil || !reflect.DeepEqual(d.Policy, norm) {
+		t.Fatalf("Queue(crud) = %+v, %v; want its policy %s", d, err, showPolicy(norm))
+	}
 	// What a caller holds is its own: changing it changes no policy.
 	want.Retry.Max, want.Rate.Limit = time.Hour, 99
 	got.Retry.Max, got.Rate.Limit = time.Hour, 98
@@ -607,6 +610,16 @@ func bury(t *testing.T, b service.Service) {
 	if s, _ := queueStats(t, b, "bury"); s.Dead != 1 || s.Reserved != 0 {
 		t.Fatalf("queue bury: %+v; want 1 dead", s)
 	}
+	// Every view of the task shows its last error.
+	if j, err := b.Job(d.JobID); err != nil || j.LastError != "poison" {
+		t.Fatalf("Job after Bury: last error %q, %v", j.LastError, err)
+	}
+	if p, err := b.Peek("bury", task.Dead); err != nil || p.LastError != "poison" {
+		t.Fatalf("Peek dead after Bury: last error %q, %v", p.LastError, err)
+	}
+	if page, _, err := b.ListTasks(ctx, "bury", task.Dead, 0, 10); err != nil || len(page) != 1 || page[0].LastError != "poison" {
+		t.Fatalf("ListTasks dead after Bury: %+v, %v; want x, last error poison", page, err)
+	}
 	must(t, "kick", b.Kick(ctx, "bury", "x"))
 	r = ReserveOne(t, b, "bury", time.Second)
 	if r.ID != "x" || r.LastError != "poison" {
@@ -741,6 +754,9 @@ func pause(t *testing.T, b service.Service) {
 	s, ok := queueStats(t, b, "paused")
 	if !ok || !s.PausedUntil.Equal(task.PausedForever) || s.Ready != 2 {
 		t.Fatalf("queue paused indefinitely: %+v; want PausedUntil %v, 2 ready", s, task.PausedForever)
+	}
+	if d, err := b.Queue("paused"); err != nil || !d.PausedUntil.Equal(task.PausedForever) || d.PauseLeft <= 0 {
+		t.Fatalf("Queue(paused) paused indefinitely = %+v, %v; want PausedUntil %v", d, err, task.PausedForever)
 	}
 	ts, err := b.ReserveQueues(ctx, []string{"paused", "unpaused"}, 5, 0)
 	must(t, "reserve of a paused queue and another", err)
