@@ -17,8 +17,10 @@ import (
 // RunPolicies runs the suite of queue policies (task.Policy and the
 // rules of service/policy.go) over one service open returns, shared by
 // its subtests, each on queues of its own: the policies' records, put
-// defaults, nack, back-off, lease expiry, release, bury, dead letters,
-// pauses, and the concurrency and rate limits.
+// defaults, nack and last errors, back-off and its jitter, lease expiry,
+// release, bury, dead letters, pauses, the concurrency and rate limits
+// (what frees a place, what spends a token), and a policy over the tasks
+// queued before it.
 //
 // Timing checks are one-sided where it matters: a task never comes back,
 // nor a pause ends, nor a token is handed out before its time (less
@@ -870,19 +872,30 @@ func concurrency(t *testing.T, b service.Service) {
 	}
 
 	// Reservers at once never hold more than 2.
-	setPolicy(t, b, "conc-many", task.Policy{Concurrency: 2})
+	holdAtMost(t, []service.Service{b}, "conc-many", 2)
+}
+
+// holdAtMost puts 30 tasks into queue, sets its concurrency limit to
+// limit, and has 6 reservers, spread over svcs (handles of one
+// service), reserve and ack them all; it fails t if they ever held more
+// than limit at once, or did not ack them all within 15 s.
+func holdAtMost(t *testing.T, svcs []service.Service, queue string, limit int) {
+	t.Helper()
+	ctx := context.Background()
+	setPolicy(t, svcs[0], queue, task.Policy{Concurrency: limit})
 	const total = 30
 	for i := range total {
-		putTask(t, b, "conc-many", task.PutRequest{ID: fmt.Sprint(i)})
+		putTask(t, svcs[0], queue, task.PutRequest{ID: fmt.Sprint(i)})
 	}
 	var held, peak, done atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 6)
-	deadline := time.Now().Add(10 * time.Second)
-	for range 6 {
+	deadline := time.Now().Add(15 * time.Second)
+	for i := range 6 {
+		s := svcs[i%len(svcs)]
 		wg.Go(func() {
 			for done.Load() < total && time.Now().Before(deadline) {
-				ts, err := b.Reserve(ctx, "conc-many", 2, 100*time.Millisecond)
+				ts, err := s.Reserve(ctx, queue, limit, 100*time.Millisecond)
 				if err != nil {
 					errs <- err
 					return
@@ -895,7 +908,7 @@ func concurrency(t *testing.T, b service.Service) {
 				time.Sleep(5 * time.Millisecond)
 				for _, tk := range ts {
 					held.Add(-1)
-					if err := b.Ack(ctx, "conc-many", tk.ID, tk.Lease); err != nil {
+					if err := s.Ack(ctx, queue, tk.ID, tk.Lease); err != nil {
 						errs <- err
 						return
 					}
@@ -907,13 +920,13 @@ func concurrency(t *testing.T, b service.Service) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatalf("concurrent reservers: %v", err)
+		t.Fatalf("%d reservers over %d handles: %v", 6, len(svcs), err)
 	}
-	if p := peak.Load(); p > 2 {
-		t.Fatalf("concurrent reservers held %d tasks at once; limit 2", p)
+	if p := peak.Load(); p > int64(limit) {
+		t.Fatalf("%d reservers over %d handles held %d tasks at once; limit %d", 6, len(svcs), p, limit)
 	}
 	if d := done.Load(); d != total {
-		t.Fatalf("concurrent reservers acked %d of %d tasks in 10s", d, total)
+		t.Fatalf("%d reservers over %d handles acked %d of %d tasks in 15s", 6, len(svcs), d, total)
 	}
 }
 
@@ -1290,53 +1303,7 @@ func concurrencyAcross(t *testing.T, a, b service.Service) {
 		t.Fatalf("a reserver waiting on the other got its task %v after the ack", since)
 	}
 
-	setPolicy(t, a, "across-conc", task.Policy{Concurrency: 2})
-	const total = 30
-	for i := range total {
-		putTask(t, a, "across-conc", task.PutRequest{ID: fmt.Sprint(i)})
-	}
-	var held, peak, done atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 6)
-	deadline := time.Now().Add(15 * time.Second)
-	for i := range 6 {
-		s := a
-		if i%2 == 1 {
-			s = b
-		}
-		wg.Go(func() {
-			for done.Load() < total && time.Now().Before(deadline) {
-				ts, err := s.Reserve(ctx, "across-conc", 2, 100*time.Millisecond)
-				if err != nil {
-					errs <- err
-					return
-				}
-				h := held.Add(int64(len(ts)))
-				for p := peak.Load(); h > p && !peak.CompareAndSwap(p, h); p = peak.Load() {
-				}
-				time.Sleep(5 * time.Millisecond)
-				for _, tk := range ts {
-					held.Add(-1)
-					if err := s.Ack(ctx, "across-conc", tk.ID, tk.Lease); err != nil {
-						errs <- err
-						return
-					}
-					done.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("reservers on both: %v", err)
-	}
-	if p := peak.Load(); p > 2 {
-		t.Fatalf("reservers on both held %d tasks at once; limit 2", p)
-	}
-	if d := done.Load(); d != total {
-		t.Fatalf("reservers on both acked %d of %d tasks in 15s", d, total)
-	}
+	holdAtMost(t, []service.Service{a, b}, "across-conc", 2)
 }
 
 // rateAcross: reservers on both are handed out no more than burst +
