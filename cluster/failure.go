@@ -111,8 +111,21 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 	if err != nil {
 		return nil, dbErr(err)
 	}
+	byJob := make(map[int64]*settlement, len(ss))
+	for i := range ss {
+		byJob[ss[i].job] = &ss[i]
+	}
 	for i := range out {
 		s := &out[i]
+		if st := byJob[s.job]; st != nil && st.attempt >= 0 {
+			// A failed attempt (a release spends none).
+			switch {
+			case !st.out.Dead:
+				n.metrics.Retries.WithLabelValues(s.src).Inc()
+			case s.queue != s.src:
+				n.metrics.DeadLettered.WithLabelValues(s.src).Inc()
+			}
+		}
 		switch {
 		case s.state == 1 && s.fireAt != nil:
 			n.announce(uint64(s.job), *s.fireAt, s.dbNow)

@@ -307,10 +307,16 @@ func (n *Node) PauseQueue(ctx context.Context, queue string, d time.Duration) er
 	}
 	ctx, cancel := context.WithTimeout(ctx, jobTimeout)
 	defer cancel()
+	// The end is reckoned on the database's clock in the statement
+	// (service.PausedUntil's rule: 0 resumes, saturating for
+	// task.PauseIndefinitely), not from this node's estimate of it, which
+	// is off by up to half a round trip.
 	_, err := n.db.Exec(ctx, `INSERT INTO hourglass_queues AS q (queue, paused_until, pauses)
-		VALUES ($1, $2, 1)
+		VALUES ($1, CASE WHEN $2::bigint <= 0 THEN 0
+			WHEN $2::bigint > 9223372036854775807 - hourglass_now() THEN 9223372036854775807
+			ELSE hourglass_now() + $2::bigint END, 1)
 		ON CONFLICT (queue) DO UPDATE SET paused_until = EXCLUDED.paused_until, pauses = q.pauses + 1`,
-		queue, service.PausedUntil(n.clock.now(), d))
+		queue, int64(d))
 	if err != nil {
 		return dbErr(err)
 	}

@@ -108,8 +108,11 @@ type limitedQueue struct {
 // reserved none, retry is how long until a limit it met may let a task
 // through (0: none met, the queues have no ready task).
 func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got []row, dbNow int64, retry time.Duration, err error) {
+	// throttled counts the queues a limit held back, by reason, for the
+	// metrics once the transaction commits.
+	var throttled [][2]string
 	err = pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
-		got, dbNow, retry = nil, 0, 0
+		got, dbNow, retry, throttled = nil, 0, 0, nil
 		rows, err := tx.Query(ctx, sqlLockLimited, queues)
 		if err != nil {
 			return err
@@ -149,6 +152,7 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 				allow = took
 				if took == 0 {
 					soon(next)
+					throttled = append(throttled, [2]string{q.name, service.ThrottledRate})
 				}
 			}
 			if allow > 0 {
@@ -172,6 +176,7 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			}
 			if left != nil {
 				soon(capPoll) // full: woken by slotFreed, or looks again then
+				throttled = append(throttled, [2]string{t.queue, service.ThrottledConcurrency})
 				continue
 			}
 			got = append(got, t)
@@ -206,6 +211,9 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 	})
 	if err != nil {
 		return nil, 0, 0, dbErr(err)
+	}
+	for _, th := range throttled {
+		n.metrics.Throttled.WithLabelValues(th[0], th[1]).Inc()
 	}
 	if len(got) > 0 {
 		retry = 0

@@ -109,8 +109,8 @@ func (n *Node) flushLoop() {
 // per queue with tasks made ready (kind 1, a = how many), one per job whose
 // timer is not due after all (kind 2, a = job, b = how long until it is,
 // by the database's clock): armed early by a skewed clock, or a lease
-// renewed since; one with the leases settled (kind 3, a = leases that
-// ran out, b = tasks dead of it), for the metrics; and one per task
+// renewed since; one per queue with leases settled (kind 3, a = leases
+// that ran out, b = tasks dead of it), for the metrics; and one per task
 // handed (kind 4, b = the database's clock), and one per late task
 // (kind 5), whose columns lead every row (zeros in the other kinds). Every step is linear in the jobs named: they
 // are read once by primary key (and again by the update), and kind 2
@@ -166,7 +166,8 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		SELECT 2, job_id, fire_at - now.ns, '' FROM timers, now
 		WHERE job_id NOT IN (SELECT job_id FROM fired) AND job_id NOT IN (SELECT job_id FROM late)
 		UNION ALL
-		SELECT 3, count(*) FILTER (WHERE was = 2), count(*) FILTER (WHERE state = 3), '' FROM fired
+		SELECT 3, count(*) FILTER (WHERE was = 2), count(*) FILTER (WHERE state = 3), queue FROM fired
+		GROUP BY queue HAVING count(*) FILTER (WHERE was = 2) > 0
 	) s
 	UNION ALL
 	SELECT job_id, queue, id, state, priority, due, fire_at, created, ttr, attempts, max_attempts, lease, lease_until,
@@ -242,6 +243,7 @@ func (n *Node) flush() error {
 	}
 	var again []pending
 	var expired, dead int64
+	retried := map[string]int64{}
 	var handed, late []row
 	var dbNow int64
 	began := time.Now()
@@ -267,7 +269,10 @@ func (n *Node) flush() error {
 			case 2:
 				again = append(again, pending{uint64(a), time.Duration(b)})
 			case 3:
-				expired, dead = a, b
+				expired, dead = expired+a, dead+b
+				if a > b {
+					retried[queue] += a - b
+				}
 			case 4:
 				handed, dbNow = append(handed, t), b
 			case 5:
@@ -296,6 +301,9 @@ func (n *Node) flush() error {
 	n.metrics.flushTimers.Observe(float64(len(jobs)))
 	n.metrics.LeaseExpiries.Add(float64(expired))
 	n.metrics.Dead.Add(float64(dead))
+	for q, k := range retried {
+		n.metrics.Retries.WithLabelValues(q).Add(float64(k))
+	}
 	var fenced []int
 	for p := range byPart {
 		if !fencedIn[p] {
