@@ -976,7 +976,7 @@ func concurrencyFreed(t *testing.T, b service.Service) {
 	}
 
 	// Reserved before the limit: they count.
-	for i := range 4 {
+	for i := range 6 {
 		putTask(t, b, "freed-before", task.PutRequest{ID: fmt.Sprint(i)})
 	}
 	held, err := b.Reserve(ctx, "freed-before", 2, 0)
@@ -990,9 +990,38 @@ func concurrencyFreed(t *testing.T, b service.Service) {
 	reserveNone(t, b, "freed-before", 0)
 	must(t, "ack", b.Ack(ctx, "freed-before", held[1].ID, held[1].Lease))
 	r = ReserveOne(t, b, "freed-before", 0)
-	// Deleting the policy lifts the limit at once.
-	must(t, "delete the policy", b.DeletePolicy(ctx, "freed-before"))
-	ReserveOne(t, b, "freed-before", 0)
+	// Loosening the limit, then deleting the policy, lets a reserver
+	// waiting take a task.
+	for _, loosen := range []struct {
+		name string
+		do   func() error
+	}{
+		{"a concurrency of 2", func() error {
+			_, err := b.SetPolicy(ctx, "freed-before", task.Policy{Concurrency: 2})
+			return err
+		}},
+		{"the policy deleted", func() error { return b.DeletePolicy(ctx, "freed-before") }},
+	} {
+		got := make(chan []task.Task, 1)
+		go func() {
+			ts, _ := b.Reserve(ctx, "freed-before", 1, 2*lateSlack)
+			got <- ts
+		}()
+		time.Sleep(50 * time.Millisecond)
+		select {
+		case ts := <-got:
+			t.Fatalf("a reserve at the concurrency limit got %d tasks", len(ts))
+		default:
+		}
+		loosened := time.Now()
+		must(t, loosen.name, loosen.do())
+		if ts := <-got; len(ts) != 1 {
+			t.Fatalf("a reserver waiting got %d tasks after %s; want 1", len(ts), loosen.name)
+		}
+		if since := time.Since(loosened); since > lateSlack {
+			t.Fatalf("a reserver waiting got its task %v after %s", since, loosen.name)
+		}
+	}
 }
 
 // pauseWakes: a reserver waiting on a paused queue gets its task when the
