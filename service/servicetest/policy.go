@@ -1175,6 +1175,53 @@ func rateTokens(t *testing.T, b service.Service) {
 		t.Fatalf("reserve under 2 an hour after reserves of the queue paused: %d tasks; want 2", n)
 	}
 
+	// A reserver waiting for a token takes a task when a policy raises
+	// the rate or is deleted.
+	setPolicy(t, b, "tokens-loosened", task.Policy{Rate: hourly(1)})
+	puts("tokens-loosened", 5)
+	if n := count("tokens-loosened", 5); n != 1 {
+		t.Fatalf("reserve under 1 an hour: %d tasks", n)
+	}
+	for _, loosen := range []struct {
+		name string
+		do   func() error
+	}{
+		{"a rate of 1000/s", func() error {
+			_, err := b.SetPolicy(ctx, "tokens-loosened", task.Policy{Rate: &task.Rate{Limit: 1000, Per: time.Second, Burst: 1}})
+			return err
+		}},
+		{"the policy deleted", func() error { return b.DeletePolicy(ctx, "tokens-loosened") }},
+	} {
+		if loosen.name == "the policy deleted" {
+			// A new rate may start with a full bucket or not; spend it.
+			setPolicy(t, b, "tokens-loosened", task.Policy{Rate: hourly(1)})
+			if n := count("tokens-loosened", 5); n > 1 {
+				t.Fatalf("reserve under a new rate of 1 an hour: %d tasks", n)
+			}
+		}
+		got := make(chan []task.Task, 1)
+		go func() {
+			ts, _ := b.Reserve(ctx, "tokens-loosened", 1, 2*lateSlack)
+			got <- ts
+		}()
+		time.Sleep(50 * time.Millisecond)
+		select {
+		case ts := <-got:
+			t.Fatalf("a reserve out of tokens got %d tasks", len(ts))
+		default:
+		}
+		loosened := time.Now()
+		must(t, loosen.name, loosen.do())
+		ts := <-got
+		if len(ts) != 1 {
+			t.Fatalf("a reserver waiting for a token got %d tasks after %s; want 1", len(ts), loosen.name)
+		}
+		if since := time.Since(loosened); since > lateSlack {
+			t.Fatalf("a reserver waiting for a token got its task %v after %s", since, loosen.name)
+		}
+		must(t, "ack", b.Ack(ctx, "tokens-loosened", ts[0].ID, ts[0].Lease))
+	}
+
 	setPolicy(t, b, "tokens-conc", task.Policy{Rate: hourly(2), Concurrency: 1})
 	puts("tokens-conc", 3)
 	for i := range 2 {
