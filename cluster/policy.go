@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -278,3 +279,15 @@ func (n *Node) slotFreed(queue string) {
 		n.readied(queue, 1)
 	}
 }
+
+// Attempts returns the attempts of the task id of queue.
+func (n *Node) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error) {
+	return nil, errNoHistory
+}
+
+// FinishedTasks returns a page of queue's history.
+func (n *Node) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
+	return nil, 0, errNoHistory
+}
+
+var errNoHistory = errors.New("hourglass: history not implemented yet")

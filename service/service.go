@@ -33,6 +33,7 @@ type Service interface {
 	Tasks
 	Jobs
 	Policies
+	History
 	Schedules
 	Observer
 	// Err returns the error that stops the service from serving (a
@@ -141,6 +142,25 @@ type Policies interface {
 	// (task.PauseIndefinitely: until resumed), durably; a pause of 0
 	// resumes it. Puts go on; reservers wait.
 	PauseQueue(ctx context.Context, queue string, d time.Duration) error
+}
+
+// History is what became of tasks: every attempt of a task, and the
+// tasks that left their queues (acked, dead or deleted), kept for the
+// server's retention (hourglass serve --history, task.DefaultHistory by
+// default; 0 keeps none). Both are durable, and on a cluster cover every
+// node.
+type History interface {
+	// Attempts returns the attempts of the task id of queue, oldest
+	// first (at most the newest task.MaxAttemptsListed): its ended ones
+	// and, while it is reserved, the running one. A task no longer live
+	// answers from the history (its newest incarnation of that id) while
+	// kept; task.ErrNotFound after.
+	Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error)
+	// FinishedTasks returns up to limit (1 to task.MaxList) tasks that
+	// left queue, newest first, whose outcome is outcome ("" any), from
+	// the cursor after (0: the newest), and the cursor of the next page
+	// (0: none).
+	FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error)
 }
 
 // Schedules are cron schedules that put a task into a queue at each

@@ -87,6 +87,9 @@ type Task struct {
 
 	// LastError is why the last attempt failed (task.Task.LastError).
 	LastError string
+	// Reserved is when the current reservation began (Unix ns), while
+	// Reserved: the running attempt's start.
+	Reserved int64
 
 	// Counters kept for beanstalkd's stats-job.
 	Timeouts uint32
@@ -120,6 +123,34 @@ type Queue struct {
 	Pauses      uint64
 }
 
+// Attempt is the record of one ended attempt of a task (task.Attempt),
+// kept under its task's job id after the task is gone, until the history
+// is pruned.
+type Attempt struct {
+	JobID   uint64
+	N       uint32
+	Started int64 // Unix ns
+	Ended   int64 // Unix ns
+	Outcome string
+	Error   string
+	Status  int32
+	Node    string
+}
+
+// Finished is the record of a task that left its queue (task.Finished).
+// Seq orders the history: given by the broker in increasing order (see
+// Store.HistorySeq), it is the cursor of a page.
+type Finished struct {
+	Seq       uint64
+	JobID     uint64
+	Queue     string
+	ID        string
+	Outcome   string
+	Finished  int64 // Unix ns
+	Attempts  uint32
+	LastError string
+}
+
 // Store keeps tasks and schedules durably. Implementations are safe for
 // concurrent use; the broker commits from one goroutine at a time and reads
 // from many.
@@ -148,6 +179,29 @@ type Store interface {
 
 	// Queues returns every queue record, by name.
 	Queues() ([]Queue, error)
+
+	// Attempts returns the attempt records of job, by N.
+	Attempts(job uint64) ([]Attempt, error)
+
+	// LastFinished returns the newest Finished record of the task named
+	// id in queue, or ErrNotFound.
+	LastFinished(queue, id string) (Finished, error)
+
+	// History returns up to limit Finished records of queue with Seq
+	// below before (0: any), newest first, whose Outcome is outcome (""
+	// any).
+	History(queue, outcome string, before uint64, limit int) ([]Finished, error)
+
+	// HistorySeq returns the highest Seq of any Finished record ever
+	// committed (0 for none), pruned ones included.
+	HistorySeq() (uint64, error)
+
+	// PruneHistory removes, durably, up to max Finished records whose
+	// Finished time is before before, oldest first, with the attempt
+	// records of their jobs (unless the job is live again, which cannot
+	// be: job ids are never reused), and returns how many it removed. Its
+	// cost is bounded by max.
+	PruneHistory(before int64, max int) (int, error)
 
 	// NextJobID returns the lowest job id never used: one above the
 	// highest ever committed, deleted tasks included.
@@ -200,6 +254,10 @@ const (
 	PutSchedule
 	// DeleteSchedule removes the schedule Op.Schedule.Name.
 	DeleteSchedule
+	// PutAttempt writes Op.Attempt, replacing one of the same job and N.
+	PutAttempt
+	// PutFinished writes Op.Finished (and raises the history's Seq).
+	PutFinished
 	// PutQueue writes Op.Queue, replacing the record of the same name.
 	PutQueue
 	// DeleteQueue removes the record of queue Op.Queue.Name.
@@ -217,6 +275,8 @@ type Op struct {
 	Task     Task
 	Schedule Schedule
 	Queue    Queue
+	Attempt  Attempt
+	Finished Finished
 }
 
 // Len returns the number of writes in b.
@@ -255,3 +315,9 @@ func (b *Batch) PutQueue(q Queue) { b.Ops = append(b.Ops, Op{Kind: PutQueue, Que
 func (b *Batch) DeleteQueue(name string) {
 	b.Ops = append(b.Ops, Op{Kind: DeleteQueue, Queue: Queue{Name: name}})
 }
+
+// PutAttempt appends a PutAttempt of a.
+func (b *Batch) PutAttempt(a Attempt) { b.Ops = append(b.Ops, Op{Kind: PutAttempt, Attempt: a}) }
+
+// PutFinished appends a PutFinished of f.
+func (b *Batch) PutFinished(f Finished) { b.Ops = append(b.Ops, Op{Kind: PutFinished, Finished: f}) }

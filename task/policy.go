@@ -25,11 +25,35 @@ type Policy struct {
 	// DeadLetter names the queue a task that dies moves to, ready, with
 	// its id, payload, attempts and last error; "": it stays dead here.
 	DeadLetter string
+	// Push makes the service deliver the queue's tasks itself, by an
+	// HTTP POST to an endpoint, instead of waiting for workers to
+	// reserve them; nil: workers pull.
+	Push *Push
 }
+
+// Push is a push queue's endpoint: each ready task is POSTed to URL
+// with the configured headers, signed with Secret when set, under a
+// lease of Timeout (0: DefaultPushTimeout).
+type Push struct {
+	URL     string
+	Timeout time.Duration
+	Headers map[string]string
+	Secret  string
+}
+
+// Bounds of a push endpoint, checked by service.CheckPolicy.
+const (
+	DefaultPushTimeout = 30 * time.Second
+	MaxPushTimeout     = 15 * time.Minute
+	MaxPushURL         = 2048
+	MaxPushHeaders     = 32
+	MaxPushHeaderLen   = 1024 // a header's name and value together, in bytes
+	MaxPushSecret      = 256
+)
 
 // IsZero reports whether p is the default policy.
 func (p Policy) IsZero() bool {
-	return p.Retry == nil && p.MaxAttempts == 0 && p.TTR == 0 && p.Rate == nil && p.Concurrency == 0 && p.DeadLetter == ""
+	return p.Retry == nil && p.MaxAttempts == 0 && p.TTR == 0 && p.Rate == nil && p.Concurrency == 0 && p.DeadLetter == "" && p.Push == nil
 }
 
 // Retry is exponential back-off: a task failing its n-th attempt comes

@@ -1,0 +1,55 @@
+package task
+
+import "time"
+
+// Outcomes of an Attempt: how one reservation (or push) of a task ended.
+const (
+	AttemptAcked      = "acked"
+	AttemptNacked     = "nacked"
+	AttemptReleased   = "released"
+	AttemptBuried     = "buried"
+	AttemptExpired    = "expired"     // its lease ran out
+	AttemptPushed     = "pushed"      // a push answered 2xx
+	AttemptPushFailed = "push-failed" // a push that failed (its Error says how)
+)
+
+// Attempt is one attempt of a task: a reservation by a worker, or a
+// push, from its start to its end. A running attempt has a zero Ended
+// and no Outcome.
+type Attempt struct {
+	N       int // 1 for the first
+	Started time.Time
+	Ended   time.Time
+	Outcome string // one of the Attempt* outcomes; "" while running
+	Error   string // the nack's, bury's or push's error, if any
+	Status  int    // the HTTP status a push got; 0 for none
+	Node    string // the cluster node that handed it out; "" on the embedded engine
+}
+
+// Outcomes of a Finished task: how it left its queue.
+const (
+	FinishedAcked   = "acked"   // acked, or pushed with a 2xx answer
+	FinishedDead    = "dead"    // used up its attempts or was buried (moved to a dead-letter queue, or dead in its queue)
+	FinishedDeleted = "deleted" // deleted by a client, dead or not
+)
+
+// Finished is a task in a queue's history: one that was acked, died or
+// was deleted, kept for the server's history retention.
+type Finished struct {
+	ID        string
+	JobID     uint64
+	Queue     string
+	Outcome   string // one of the Finished* outcomes
+	Finished  time.Time
+	Attempts  int
+	LastError string
+}
+
+// Limits of the history.
+const (
+	// DefaultHistory is how long finished tasks and their attempts are
+	// kept by default (hourglass serve --history).
+	DefaultHistory = 24 * time.Hour
+	// MaxAttemptsListed bounds the attempts one answer lists (the newest).
+	MaxAttemptsListed = 1000
+)
