@@ -77,7 +77,7 @@ func CheckPolicy(queue string, p task.Policy) error {
 			return bad("dead_letter %q is the queue itself", p.DeadLetter)
 		}
 	}
-	return nil
+	return CheckPush(p.Push)
 }
 
 // trimInvalid returns err's text without the task.ErrInvalid prefix, for

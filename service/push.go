@@ -1,0 +1,132 @@
+package service
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// A push queue (task.Policy.Push) has its tasks POSTed to an endpoint by
+// the service itself (package pusher). CheckPush is the part of
+// CheckPolicy that checks the endpoint's fields, the same on both
+// engines; which hosts a server may reach (hourglass serve --push-allow,
+// link-local addresses refused) is the server's, checked by package
+// pusher at SetPolicy time over HTTP and again at each dial.
+
+// CheckPush returns an error wrapping task.ErrInvalid that names the
+// field if p is not a valid push endpoint: an absolute http or https URL
+// with a host, of at most task.MaxPushURL bytes; a timeout of 0 (the
+// default, task.DefaultPushTimeout) or 1ms..task.MaxPushTimeout; at most
+// task.MaxPushHeaders headers, each a valid HTTP field name (a token of
+// RFC 9110 §5.6.2) with a value free of control characters, name and
+// value together at most task.MaxPushHeaderLen bytes, and none that the
+// service sets itself or that HTTP reserves to the connection
+// (Hourglass-*, Host, Content-Length, hop-by-hop headers); a secret of
+// at most task.MaxPushSecret bytes. A nil p is valid. The cost is linear
+// in the size of p.
+func CheckPush(p *task.Push) error {
+	if p == nil {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: policy: push.%s", task.ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	if p.URL == "" {
+		return bad("url is missing: give an http or https URL")
+	}
+	if len(p.URL) > task.MaxPushURL {
+		return bad("url is %d bytes long, more than %d", len(p.URL), task.MaxPushURL)
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		return bad("url %q: %v", p.URL, unwrapURLError(err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return bad("url %q: scheme %q, want http or https", p.URL, u.Scheme)
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return bad("url %q has no host: give an absolute URL such as https://app.internal/hooks", p.URL)
+	}
+	if p.Timeout < 0 || p.Timeout > task.MaxPushTimeout || p.Timeout > 0 && p.Timeout < time.Millisecond {
+		return bad("timeout %s out of range 1ms..%s (0: %s)", p.Timeout, task.MaxPushTimeout, task.DefaultPushTimeout)
+	}
+	if len(p.Headers) > task.MaxPushHeaders {
+		return bad("headers: %d headers, more than %d", len(p.Headers), task.MaxPushHeaders)
+	}
+	for name, value := range p.Headers {
+		switch {
+		case !validHeaderName(name):
+			return bad("headers: %q is not a valid header name", name)
+		case reservedHeader(name):
+			return bad("headers: %q is set by the service or by HTTP itself, and cannot be configured", name)
+		case !validHeaderValue(value):
+			return bad("headers: the value of %q holds a control character", name)
+		case len(name)+len(value) > task.MaxPushHeaderLen:
+			return bad("headers: %q and its value are %d bytes long, more than %d", name, len(name)+len(value), task.MaxPushHeaderLen)
+		}
+	}
+	if len(p.Secret) > task.MaxPushSecret {
+		return bad("secret is %d bytes long, more than %d", len(p.Secret), task.MaxPushSecret)
+	}
+	return nil
+}
+
+// unwrapURLError returns the reason of a url.Parse error without the
+// URL, which the caller names already.
+func unwrapURLError(err error) error {
+	if e, ok := err.(*url.Error); ok {
+		return e.Err
+	}
+	return err
+}
+
+// validHeaderName reports whether name is a token (RFC 9110 §5.6.2):
+// one or more of the visible ASCII characters other than delimiters, as
+// golang.org/x/net/http/httpguts.ValidHeaderFieldName checks.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether value holds no control character but
+// horizontal tab (RFC 9110 §5.5; httpguts.ValidHeaderFieldValue).
+func validHeaderValue(value string) bool {
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// reservedHeader reports whether name, in any case, is a header the
+// service sets on every push (Hourglass-*), or one that belongs to the
+// connection rather than the request (RFC 9110 §7.6.1: hop-by-hop
+// headers; Host and Content-Length, which the transport writes).
+func reservedHeader(name string) bool {
+	n := strings.ToLower(name)
+	if strings.HasPrefix(n, "hourglass-") {
+		return true
+	}
+	switch n {
+	case "host", "content-length", "connection", "keep-alive", "proxy-connection",
+		"proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
+		"transfer-encoding", "upgrade":
+		return true
+	}
+	return false
+}
