@@ -7,6 +7,7 @@ package memstore
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 
@@ -22,6 +23,7 @@ type Store struct {
 	queues    map[string]store.Queue // deep copies (see copyQueue)
 	next      uint64
 	closed    bool
+	hist      history
 }
 
 // New returns an empty Store.
@@ -32,11 +34,13 @@ func New() *Store {
 		schedules: make(map[string]store.Schedule),
 		queues:    make(map[string]store.Queue),
 		next:      1,
+		hist:      newHistory(),
 	}
 }
 
 // Commit applies b atomically: an update of a task not in the store fails
-// the whole batch and changes nothing. It takes O(len(b.Ops)) time.
+// the whole batch and changes nothing. It takes O(len(b.Ops)) time, plus
+// O(h) for each PutFinished in a history of h records (see [history]).
 func (s *Store) Commit(b *store.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -80,6 +84,9 @@ func (s *Store) Commit(b *store.Batch) error {
 			setIndex(k, 0)
 		}
 	}
+	// The history's writes touch nothing a task op reads, and none of them
+	// fails: they wait until every other op has succeeded, in their order.
+	var hist []store.Op
 	next := s.next
 	for _, op := range b.Ops {
 		t := op.Task
@@ -147,11 +154,20 @@ func (s *Store) Commit(b *store.Batch) error {
 				undo = append(undo, func() { s.queues[name] = old })
 				delete(s.queues, name)
 			}
+		case store.PutAttempt, store.PutFinished:
+			hist = append(hist, op)
 		default:
 			for i := len(undo) - 1; i >= 0; i-- {
 				undo[i]()
 			}
 			return fmt.Errorf("memstore: op of unknown kind %d", op.Kind)
+		}
+	}
+	for _, op := range hist {
+		if op.Kind == store.PutAttempt {
+			s.hist.putAttempt(op.Attempt)
+		} else {
+			s.hist.putFinished(op.Finished)
 		}
 	}
 	s.next = max(next, b.NextJobID)
@@ -252,9 +268,15 @@ func (s *Store) Queues() ([]store.Queue, error) {
 	return out, nil
 }
 
-// copyQueue returns q with its policy's Retry and Rate copied, so that
-// neither the caller nor the store can change the other's through them.
+// copyQueue returns q with its policy's Retry, Rate and Push (with its
+// headers) copied, so that neither the caller nor the store can change the
+// other's through them.
 func copyQueue(q store.Queue) store.Queue {
+	if p := q.Policy.Push; p != nil {
+		c := *p
+		c.Headers = maps.Clone(p.Headers)
+		q.Policy.Push = &c
+	}
 	if r := q.Policy.Retry; r != nil {
 		c := *r
 		q.Policy.Retry = &c
@@ -266,21 +288,43 @@ func copyQueue(q store.Queue) store.Queue {
 	return q
 }
 
-// Attempts returns the attempt records of job, by N.
-func (s *Store) Attempts(job uint64) ([]store.Attempt, error) { return nil, nil }
+// Attempts returns the attempt records of job, by N. It takes O(a) for a
+// records of job.
+func (s *Store) Attempts(job uint64) ([]store.Attempt, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.hist.attemptsOf(job), nil
+}
 
-// LastFinished returns the newest Finished record of id in queue.
+// LastFinished returns the newest Finished record of id in queue (the one
+// put last), or store.ErrNotFound. It takes O(1).
 func (s *Store) LastFinished(queue, id string) (store.Finished, error) {
-	return store.Finished{}, store.ErrNotFound
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.hist.lastFinished(queue, id)
 }
 
-// History returns a page of queue's Finished records, newest first.
+// History returns up to limit Finished records of queue with Seq below
+// before (0: any), newest first, of outcome ("" any). It takes O(log h +
+// k) for h records of queue and k of them looked at.
 func (s *Store) History(queue, outcome string, before uint64, limit int) ([]store.Finished, error) {
-	return nil, nil
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.hist.page(queue, outcome, before, limit), nil
 }
 
-// HistorySeq returns the highest Seq committed.
-func (s *Store) HistorySeq() (uint64, error) { return 0, nil }
+// HistorySeq returns the highest Seq committed, pruned ones included.
+func (s *Store) HistorySeq() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.hist.seq, nil
+}
 
-// PruneHistory removes up to max Finished records older than before.
-func (s *Store) PruneHistory(before int64, max int) (int, error) { return 0, nil }
+// PruneHistory removes up to max Finished records older than before,
+// oldest first, with their jobs' attempts. It takes O(max × h) for h
+// records in the history (slices shift), under the write lock.
+func (s *Store) PruneHistory(before int64, max int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hist.prune(before, max), nil
+}
