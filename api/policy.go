@@ -28,6 +28,10 @@ type Policy struct {
 	// its id, payload, attempts and last error (a task of the same id
 	// there is replaced).
 	DeadLetter string `json:"dead_letter,omitempty"`
+	// Push makes the server POST each ready task of the queue to an
+	// endpoint instead of waiting for workers (push.go); absent: workers
+	// reserve.
+	Push *Push `json:"push,omitempty"`
 }
 
 // Retry is a [Policy]'s exponential back-off. Initial > 0, Max ≥

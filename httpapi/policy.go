@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"maps"
 	"net/http"
 	"time"
 
@@ -24,7 +25,12 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Ser
 		s.fail(w, r, err)
 		return
 	}
-	p, err := b.SetPolicy(r.Context(), r.PathValue("queue"), fromAPIPolicy(req))
+	p := fromAPIPolicy(req)
+	if err := s.checkPush(req.Push, p.Push); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err := b.SetPolicy(r.Context(), r.PathValue("queue"), p)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -114,11 +120,38 @@ func fromAPIPolicy(a api.Policy) task.Policy {
 	if a.Rate != nil {
 		p.Rate = &task.Rate{Limit: a.Rate.Limit, Per: a.Rate.Per.D(), Burst: a.Rate.Burst}
 	}
+	if a.Push != nil {
+		p.Push = &task.Push{URL: a.Push.URL, Headers: maps.Clone(a.Push.Headers), Secret: a.Push.Secret}
+		if a.Push.Timeout != nil {
+			p.Push.Timeout = a.Push.Timeout.D()
+		}
+	}
 	return p
 }
 
+// checkPush refuses what only the wire can get wrong in a policy's push
+// endpoint a (its service form p): "secret_set" without the secret, as a
+// policy read and written back has (it would lose its signing); and a
+// URL naming a host the server may not push to
+// (Options.CheckPushTarget). The service checks the rest.
+func (s *Server) checkPush(a *api.Push, p *task.Push) error {
+	if a == nil {
+		return nil
+	}
+	if a.SecretSet && a.Secret == "" {
+		return badRequest("policy: push.secret_set is answered, not written: give push.secret (a policy replaces the one before whole)")
+	}
+	if s.checkPushTarget != nil {
+		if err := s.checkPushTarget(p.URL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // toAPIPolicy turns the service's policy into its wire form: fields at
-// their defaults are left out, so that the zero Policy is {}.
+// their defaults are left out, so that the zero Policy is {}; a push
+// endpoint's secret never leaves the server ("secret_set": true).
 func toAPIPolicy(p task.Policy) api.Policy {
 	a := api.Policy{
 		MaxAttempts: p.MaxAttempts,
@@ -139,6 +172,13 @@ func toAPIPolicy(p task.Policy) api.Policy {
 	}
 	if p.Rate != nil {
 		a.Rate = &api.Rate{Limit: p.Rate.Limit, Per: api.Duration(p.Rate.Per), Burst: p.Rate.Burst}
+	}
+	if p.Push != nil {
+		a.Push = &api.Push{URL: p.Push.URL, Headers: maps.Clone(p.Push.Headers), SecretSet: p.Push.Secret != ""}
+		if p.Push.Timeout != 0 {
+			d := api.Duration(p.Push.Timeout)
+			a.Push.Timeout = &d
+		}
 	}
 	return a
 }

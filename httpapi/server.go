@@ -72,6 +72,10 @@ type Options struct {
 	// Logger receives internal errors (answers with status 500); nil:
 	// slog.Default().
 	Logger *slog.Logger
+	// CheckPushTarget, when set, checks the URL of a policy's push
+	// endpoint before the policy is set: an error wrapping
+	// task.ErrInvalid is 400 and nothing changes (pusher.Targets.Check).
+	CheckPushTarget func(url string) error
 }
 
 // Body limits besides the payload's.
@@ -103,6 +107,8 @@ type Server struct {
 	origins      *http.CrossOriginProtection
 	loopbackHost bool
 	hosts        []string
+	// checkPushTarget is Options.CheckPushTarget.
+	checkPushTarget func(url string) error
 
 	// b holds the service once SetService is called; nil until then.
 	b atomic.Pointer[serviceRef]
@@ -145,6 +151,7 @@ func New(opts Options) *Server {
 	}
 	s.origins = origins
 	s.loopbackHost, s.hosts = opts.LoopbackHost, opts.Hosts
+	s.checkPushTarget = opts.CheckPushTarget
 	s.drain, s.cancelDrain = context.WithCancel(context.Background())
 
 	gatherer := opts.Gatherer
@@ -199,12 +206,13 @@ func (s *Server) routes() []route {
 }
 
 // routeV1 registers the /v1 routes (the API's and the dashboard's, see
-// observe.go) behind the token and the readiness check, and for each path a method-less pattern that answers 405 in JSON
-// for the other methods (ServeMux's own 405 is plain text).
+// observe.go, and the history's, history.go) behind the token and the
+// readiness check, and for each path a method-less pattern that answers
+// 405 in JSON for the other methods (ServeMux's own 405 is plain text).
 func (s *Server) routeV1() {
 	allowed := map[string][]string{}
 	var paths []string
-	for _, rt := range append(s.routes(), s.observeRoutes()...) {
+	for _, rt := range slices.Concat(s.routes(), s.observeRoutes(), s.historyRoutes()) {
 		s.mux.Handle(rt.method+" "+rt.path, s.v1(rt.h))
 		if allowed[rt.path] == nil {
 			paths = append(paths, rt.path)
