@@ -30,6 +30,8 @@
 //	POST   /v1/queues/{queue}/tasks/{id}/release ReleaseRequest → 200 Task | 400 | 404 | 409
 //	POST   /v1/queues/{queue}/tasks/{id}/bury   BuryRequest    → 200 Task | 400 | 404 | 409
 //	POST   /v1/queues/{queue}/tasks/{id}/kick                  → 204 | 404 | 409 (not dead)
+//	GET    /v1/queues/{queue}/tasks/{id}/attempts              → 200 AttemptsResponse | 404
+//	GET    /v1/queues/{queue}/history?outcome=O&after=N&limit=N → 200 HistoryResponse | 400
 //	PUT    /v1/queues/{queue}/policy            Policy         → 200 Policy | 400
 //	GET    /v1/queues/{queue}/policy                           → 200 Policy ({} when none)
 //	DELETE /v1/queues/{queue}/policy                           → 204
@@ -47,7 +49,8 @@
 //	GET    /metrics                                            → Prometheus text format
 //
 // The routes for looking at a server (task pages, statistics, the
-// dashboard's) are listed in observe.go.
+// dashboard's) are listed in observe.go; the history's (a task's
+// attempts, the tasks that left a queue) in history.go.
 //
 // Any /v1 call answers 400 for malformed JSON, unknown fields or a bad
 // value, 401 without the token, 413 for a body over the size limit and
