@@ -7,6 +7,7 @@
 //	hourglass ack QUEUE ID LEASE [--server URL]
 //	hourglass queues [--server URL]
 //	hourglass get|delete|touch|nack|release|bury|kick|list QUEUE ... [--server URL]
+//	hourglass attempts QUEUE ID | history QUEUE [--outcome O] [--after N] [--limit N]
 //	hourglass pause QUEUE [--for D] | resume QUEUE | policy QUEUE [--set JSON | --delete]
 //	hourglass schedule [NAME [--cron LINE --queue Q | --delete]]
 //	hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--runs 5] [--chart FILE]
@@ -76,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runAck(args[1:], stdout, stderr)
 	case "queues":
 		return runQueues(args[1:], stdout, stderr)
-	case "get", "delete", "touch", "nack", "release", "bury", "kick", "list", "pause", "resume", "policy", "schedule":
+	case "get", "delete", "touch", "nack", "release", "bury", "kick", "list", "attempts", "history", "pause", "resume", "policy", "schedule":
 		return runTaskCommand(args[0], args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)

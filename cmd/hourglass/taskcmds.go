@@ -42,6 +42,8 @@ type taskFlags struct {
 	state   string
 	after   uint64
 	limit   int
+	// history's --outcome
+	outcome string
 	// pause's --for (0: until resumed)
 	pauseFor time.Duration
 	// policy's --set, --set-file and --delete, and the policy they set
@@ -171,13 +173,10 @@ var taskCommands = map[string]taskCommand{
 	},
 }
 
-// runTaskCommand runs the subcommand name of taskCommands or
-// queueCommands.
+// runTaskCommand runs the subcommand name of taskCommands, queueCommands
+// or historyCommands.
 func runTaskCommand(name string, args []string, stdout, stderr io.Writer) int {
-	tc, ok := taskCommands[name]
-	if !ok {
-		tc = queueCommands[name]
-	}
+	tc := command(name)
 	var (
 		o clientOptions
 		v taskFlags
@@ -227,20 +226,28 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// taskUsages returns the usage lines of taskCommands and queueCommands,
-// one a line, in the order of taskCommandNames.
+// command returns the subcommand name of taskCommands, queueCommands or
+// historyCommands (historycmds.go).
+func command(name string) taskCommand {
+	if tc, ok := taskCommands[name]; ok {
+		return tc
+	}
+	if tc, ok := queueCommands[name]; ok {
+		return tc
+	}
+	return historyCommands[name]
+}
+
+// taskUsages returns the usage lines of taskCommands, queueCommands and
+// historyCommands, one a line, in the order of taskCommandNames.
 func taskUsages() string {
 	var s string
 	for _, name := range taskCommandNames {
-		tc, ok := taskCommands[name]
-		if !ok {
-			tc = queueCommands[name]
-		}
-		s += tc.usage + "\n"
+		s += command(name).usage + "\n"
 	}
 	return s
 }
 
-// taskCommandNames are the names of taskCommands and queueCommands, in
-// the order `hourglass help` lists them.
-var taskCommandNames = []string{"get", "delete", "touch", "nack", "release", "bury", "kick", "list", "pause", "resume", "policy", "schedule"}
+// taskCommandNames are the names of taskCommands, queueCommands and
+// historyCommands, in the order `hourglass help` lists them.
+var taskCommandNames = []string{"get", "delete", "touch", "nack", "release", "bury", "kick", "list", "attempts", "history", "pause", "resume", "policy", "schedule"}
