@@ -1,0 +1,227 @@
+package pusher
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/push"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// Bounds of reading an answer.
+const (
+	// errorBody is how much of a failed answer's body its last error
+	// keeps.
+	errorBody = 200
+	// drainBody is how much more of an answer's body is read, and thrown
+	// away, so that its connection can serve the next push; a longer
+	// body's connection is closed.
+	drainBody = 64 << 10
+)
+
+// outcome is what a push came to.
+type outcome struct {
+	kind   string        // "acked", "retry_after", "failed" or "released"
+	delay  time.Duration // a nack's: task.RetryDelay or a Retry-After
+	reason string        // the nack's last error
+}
+
+// newClient returns the HTTP client of pushes: one transport whose
+// connections each target keeps alive (up to conns idle ones per host,
+// as many as pushes may run at once), dialling through targets' checks,
+// reaching no proxy (a proxy would dial where the checks cannot see) and
+// following no redirect (a POST redirected is an answer like any other:
+// a failed attempt).
+func newClient(targets *Targets, conns int) *http.Client {
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           targets.dialer(newDialer()),
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          4 * conns,
+		MaxIdleConnsPerHost:   conns,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	return &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// push pushes t to end and settles it, then frees its slot. A task taken
+// after Stop was called is released unpushed.
+func (p *Pusher) push(t task.Task, end task.Push) {
+	defer p.wg.Done()
+	defer p.give(1)
+	if p.ctx.Err() != nil || end.URL == "" {
+		p.settle(t, outcome{kind: "released"})
+		return
+	}
+	timeout := cmp.Or(end.Timeout, task.DefaultPushTimeout)
+	ctx, cancel := context.WithTimeout(p.pushes, timeout)
+	defer cancel()
+	stopKeep := func() {}
+	if t.TTR > 0 && t.TTR < timeout+leaseMargin {
+		var keepCtx context.Context
+		keepCtx, stopKeep = context.WithCancel(context.Background())
+		p.wg.Add(1)
+		go p.keep(keepCtx, t)
+	}
+	start := time.Now()
+	out := p.deliver(ctx, t, end, timeout)
+	p.metrics.seconds.Observe(time.Since(start).Seconds())
+	stopKeep()
+	p.settle(t, out)
+}
+
+// deliver makes one push of t to end within ctx, which ends after
+// timeout, and returns its outcome.
+func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeout time.Duration) outcome {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, end.URL, bytes.NewReader(t.Payload))
+	if err != nil {
+		return outcome{kind: "failed", delay: task.RetryDelay, reason: "push: " + err.Error()}
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set(api.PushQueueHeader, t.Queue)
+	h.Set(api.PushTaskIDHeader, t.ID)
+	h.Set(api.PushJobIDHeader, strconv.FormatUint(t.JobID, 10))
+	h.Set(api.PushAttemptHeader, strconv.Itoa(t.Attempts))
+	h.Set(api.PushDueHeader, t.Due.UTC().Format(time.RFC3339Nano))
+	for k, v := range end.Headers {
+		h.Set(k, v)
+	}
+	if end.Secret != "" {
+		h.Set(api.PushSignatureHeader, push.Sign(end.Secret, t.Payload, time.Now()))
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		switch {
+		case p.pushes.Err() != nil:
+			return outcome{kind: "released"}
+		case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
+			return outcome{kind: "failed", delay: task.RetryDelay, reason: fmt.Sprintf("push: timeout after %s", timeout)}
+		}
+		return outcome{kind: "failed", delay: task.RetryDelay, reason: "push: " + unwrapURL(err).Error()}
+	}
+	defer resp.Body.Close()
+	var head []byte
+	if resp.StatusCode/100 != 2 {
+		head, _ = io.ReadAll(io.LimitReader(resp.Body, errorBody))
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, drainBody))
+	if resp.StatusCode/100 == 2 {
+		return outcome{kind: "acked"}
+	}
+	reason := fmt.Sprintf("push: HTTP %d", resp.StatusCode)
+	if head = trimRune(head); len(head) > 0 {
+		reason += ": " + string(head)
+	}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			return outcome{kind: "retry_after", delay: min(d, p.maxDelay), reason: reason}
+		}
+	}
+	return outcome{kind: "failed", delay: task.RetryDelay, reason: reason}
+}
+
+// settle acks, nacks or releases t by out.
+func (p *Pusher) settle(t task.Task, out outcome) {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	var err error
+	switch out.kind {
+	case "acked":
+		err = p.s.Ack(ctx, t.Queue, t.ID, t.Lease)
+	case "released":
+		_, err = p.s.Release(ctx, t.Queue, t.ID, t.Lease, 0)
+	default:
+		_, err = p.s.Nack(ctx, t.Queue, t.ID, t.Lease, out.delay, out.reason)
+	}
+	if err != nil {
+		// The lease ran out meanwhile (the task is another push's now), or
+		// the service failed: the task's lease settles it.
+		p.metrics.pushes.WithLabelValues("lost").Inc()
+		p.log.Warn("push: settling a pushed task failed", "queue", t.Queue, "id", t.ID, "outcome", out.kind, "err", err)
+		return
+	}
+	p.metrics.pushes.WithLabelValues(out.kind).Inc()
+}
+
+// keep touches t's lease every half ttr until ctx ends: a push whose
+// timeout its ttr does not cover.
+func (p *Pusher) keep(ctx context.Context, t task.Task) {
+	defer p.wg.Done()
+	tick := time.NewTicker(max(t.TTR/2, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		tctx, cancel := context.WithTimeout(ctx, max(t.TTR/2, time.Second))
+		_, err := p.s.Touch(tctx, t.Queue, t.ID, t.Lease)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			p.log.Warn("push: renewing a pushed task's lease failed", "queue", t.Queue, "id", t.ID, "err", err)
+			if errors.Is(err, task.ErrLease) || errors.Is(err, task.ErrNotFound) {
+				return
+			}
+		}
+	}
+}
+
+// retryAfter parses a Retry-After value, delay-seconds or an HTTP date
+// (RFC 9110 §10.2.3), as a delay from now; a date past is 0.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// isTimeout reports whether err is a timeout of the network.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// unwrapURL returns the error inside a client's *url.Error, without the
+// method and URL it repeats (`Post "https://…": dial tcp …`).
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// trimRune drops a UTF-8 sequence cut short at the end of b.
+func trimRune(b []byte) []byte {
+	for i := 0; i < utf8.UTFMax && len(b) > 0; i++ {
+		if r, size := utf8.DecodeLastRune(b); r != utf8.RuneError || size != 1 {
+			break
+		}
+		b = b[:len(b)-1]
+	}
+	return b
+}

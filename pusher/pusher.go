@@ -1,0 +1,355 @@
+// Package pusher delivers the tasks of push queues (a queue whose policy
+// has a task.Push endpoint): it POSTs each ready task to the endpoint
+// and acknowledges, retries or fails it by the answer. It is written
+// over service.Service only, so it runs the same on either engine, and
+// every node of a cluster runs one: they share the work through the
+// reserve.
+//
+// # The loop
+//
+// A [Pusher] holds up to Options.Concurrency pushes at once (slots). Its
+// loop reads which queues are push queues from the policies
+// (service.Service.Queues, every Options.Refresh and at once after a
+// SetPolicy or DeletePolicy through [Pusher.Watch]), then makes one long
+// poll, ReserveQueues over the push queues for as many tasks as it has
+// free slots, waiting up to the next refresh; each task it gets is pushed
+// by a goroutine of its own, which frees its slot once the task is
+// settled. Taking tasks by reserving them is what makes the engine apply
+// everything a worker's reserve has: never before the due time, not
+// while the queue is paused, within its rate and concurrency limits.
+//
+// # Leases and at least once
+//
+// A task is pushed under the lease of its reserve, its ttr. When the
+// ttr does not cover the push's timeout and a margin (leaseMargin), the
+// pusher touches the lease every half ttr while the push runs, rather
+// than reserve under a lease of another length, which no reserve of the
+// service has. A process that dies mid-push leaves the task reserved;
+// its lease runs out and it is pushed again (a lease that ran out is a
+// failed attempt): delivery is at least once.
+//
+// # Outcomes
+//
+// See api.Push: a 2xx acks the task; a 429 or 503 with Retry-After nacks
+// it with that delay (cut to Options.MaxDelay); anything else (another
+// status, the timeout, an error of the connection) nacks it with
+// task.RetryDelay, leaving the delay to the queue's retry policy. The
+// last error says why.
+//
+// # Shutting down
+//
+// [Pusher.Stop] stops reserving at once (a long poll in flight gives its
+// tasks back), releases every task whose push has not begun (no attempt
+// spent), lets the pushes under way finish until its context ends, then
+// cancels them and releases their tasks, and returns once every
+// goroutine it started has.
+package pusher
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultConcurrency is how many pushes a process runs at once.
+	DefaultConcurrency = 64
+	// DefaultRefresh is how often the push queues are read again from
+	// the policies.
+	DefaultRefresh = time.Second
+)
+
+// Times of a push's bookkeeping.
+const (
+	// leaseMargin is what a task's ttr must exceed its push's timeout by
+	// for its lease to need no touch: time to settle the push after its
+	// answer, on a loaded machine or a far database.
+	leaseMargin = 2 * time.Second
+	// settleTimeout bounds an ack, nack or release of a pushed task.
+	settleTimeout = 5 * time.Second
+	// minBackoff and maxBackoff space the reserves after one failed (a
+	// database gone, the store failed).
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
+// Options configure a [Pusher].
+type Options struct {
+	// Targets are the hosts pushes may reach; nil: every host but
+	// link-local ones.
+	Targets *Targets
+	// Concurrency bounds the pushes under way at once; 0:
+	// DefaultConcurrency.
+	Concurrency int
+	// Refresh is how often the push queues are read again; 0:
+	// DefaultRefresh. A refresh reads every queue's counts
+	// (service.Service.Queues).
+	Refresh time.Duration
+	// MaxDelay bounds a Retry-After's delay: the server's longest delay
+	// of a put (hourglass serve --max-delay); 0: task.DefaultMaxDelay.
+	MaxDelay time.Duration
+	// Logger receives what goes wrong with the service (the pushes'
+	// failures are their tasks' last errors); nil: slog.Default().
+	Logger *slog.Logger
+	// Registerer, when set, registers the pushes' metrics.
+	Registerer prometheus.Registerer
+}
+
+// Pusher pushes the tasks of push queues. Start, Stop, Refresh and
+// Watch are safe for concurrent use.
+type Pusher struct {
+	s        service.Service
+	targets  *Targets
+	client   *http.Client
+	refresh  time.Duration
+	maxDelay time.Duration
+	log      *slog.Logger
+	metrics  *metrics
+
+	// slots holds a token per free push slot.
+	slots chan struct{}
+	// stale is signalled by Refresh: read the policies again now.
+	stale chan struct{}
+
+	// ctx ends when Stop is called: no more reserves, and a push not yet
+	// begun releases its task. pushes ends when Stop's own context does:
+	// the pushes under way are cancelled.
+	ctx, pushes         context.Context
+	stop                context.CancelFunc
+	cancelPushes        context.CancelFunc
+	startOnce, stopOnce sync.Once
+	wg                  sync.WaitGroup // the loop, the pushes and their lease keepers
+	mu                  sync.Mutex
+	cancelReserve       context.CancelFunc // the long poll under way, nil if none; guarded by mu
+}
+
+// New returns a Pusher of s's push queues, not yet started.
+func New(s service.Service, o Options) *Pusher {
+	p := &Pusher{
+		s:        s,
+		targets:  o.Targets,
+		refresh:  cmp.Or(o.Refresh, DefaultRefresh),
+		maxDelay: cmp.Or(o.MaxDelay, task.DefaultMaxDelay),
+		log:      cmp.Or(o.Logger, slog.Default()),
+		slots:    make(chan struct{}, cmp.Or(o.Concurrency, DefaultConcurrency)),
+		stale:    make(chan struct{}, 1),
+		metrics:  newMetrics(o.Registerer),
+	}
+	for range cap(p.slots) {
+		p.slots <- struct{}{}
+	}
+	p.client = newClient(o.Targets, cap(p.slots))
+	p.ctx, p.stop = context.WithCancel(context.Background())
+	p.pushes, p.cancelPushes = context.WithCancel(context.Background())
+	return p
+}
+
+// Start starts pushing, once; it returns at once.
+func (p *Pusher) Start() {
+	p.startOnce.Do(func() {
+		p.wg.Add(1)
+		go p.run()
+	})
+}
+
+// Stop stops pushing: no more reserves, the tasks whose push has not
+// begun released, the pushes under way let finish until ctx ends and
+// then cancelled (their tasks released). It returns once every goroutine
+// of p has, and ctx's error if it ended first. Calling it again waits
+// for nothing and returns nil.
+func (p *Pusher) Stop(ctx context.Context) error {
+	var err error
+	p.stopOnce.Do(func() {
+		p.startOnce.Do(func() {}) // never start after Stop
+		p.stop()
+		done := make(chan struct{})
+		go func() { p.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+			p.cancelPushes()
+			<-done
+		}
+		p.cancelPushes()
+		p.client.CloseIdleConnections()
+	})
+	return err
+}
+
+// Refresh makes the pusher read the push queues again at once (a long
+// poll under way is cut short). It does not block.
+func (p *Pusher) Refresh() {
+	select {
+	case p.stale <- struct{}{}:
+	default:
+	}
+	p.mu.Lock()
+	if p.cancelReserve != nil {
+		p.cancelReserve()
+	}
+	p.mu.Unlock()
+}
+
+// run is the loop: read the push queues, reserve for the free slots,
+// start a push per task, until Stop.
+func (p *Pusher) run() {
+	defer p.wg.Done()
+	var (
+		queues  []string
+		ends    map[string]task.Push
+		readAt  time.Time
+		backoff time.Duration
+	)
+	for p.ctx.Err() == nil {
+		select {
+		case <-p.stale:
+			readAt = time.Time{}
+		default:
+		}
+		if time.Since(readAt) >= p.refresh {
+			qs, es, err := p.read()
+			if err == nil {
+				queues, ends = qs, es
+			} else if p.ctx.Err() == nil {
+				p.log.Warn("push: reading the push queues failed", "err", err)
+			}
+			readAt = time.Now()
+		}
+		if len(queues) == 0 {
+			p.sleep(time.Until(readAt.Add(p.refresh)))
+			continue
+		}
+		n := p.take()
+		if n == 0 {
+			break
+		}
+		wait := min(max(time.Until(readAt.Add(p.refresh)), 0), task.MaxWait)
+		rctx, cancel := context.WithCancel(p.ctx)
+		p.mu.Lock()
+		p.cancelReserve = cancel
+		p.mu.Unlock()
+		tasks, err := p.s.ReserveQueues(rctx, queues, n, wait)
+		p.mu.Lock()
+		p.cancelReserve = nil
+		p.mu.Unlock()
+		cutShort := rctx.Err() != nil
+		cancel()
+		p.give(n - len(tasks))
+		for _, t := range tasks {
+			p.wg.Add(1)
+			go p.push(t, ends[t.Queue])
+		}
+		switch {
+		case err == nil || cutShort:
+			backoff = 0
+		default:
+			backoff = min(max(2*backoff, minBackoff), maxBackoff)
+			p.log.Warn("push: reserving failed", "err", err, "retry_in", backoff)
+			p.sleep(backoff)
+		}
+	}
+}
+
+// read returns the push queues, sorted, and their endpoints.
+func (p *Pusher) read() ([]string, map[string]task.Push, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, max(p.refresh, 5*time.Second))
+	defer cancel()
+	qs, err := p.s.Queues(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var names []string
+	ends := map[string]task.Push{}
+	for _, q := range qs {
+		if q.Policy.Push != nil {
+			names = append(names, q.Name)
+			ends[q.Name] = *q.Policy.Push
+		}
+	}
+	slices.Sort(names)
+	return names, ends, nil
+}
+
+// sleep waits d, or until Refresh or Stop.
+func (p *Pusher) sleep(d time.Duration) {
+	t := time.NewTimer(max(d, 0))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.stale:
+		select { // run reads the flag again
+		case p.stale <- struct{}{}:
+		default:
+		}
+	case <-p.ctx.Done():
+	}
+}
+
+// take waits for a free slot and takes it with every other free one; it
+// returns how many (at most task.MaxReserve), 0 once Stop was called.
+func (p *Pusher) take() int {
+	select {
+	case <-p.slots:
+	case <-p.ctx.Done():
+		return 0
+	}
+	n := 1
+	for n < task.MaxReserve {
+		select {
+		case <-p.slots:
+			n++
+			continue
+		default:
+		}
+		break
+	}
+	return n
+}
+
+// give frees n slots.
+func (p *Pusher) give(n int) {
+	for range n {
+		p.slots <- struct{}{}
+	}
+}
+
+// Watch returns s with its SetPolicy and DeletePolicy calling
+// [Pusher.Refresh] once they succeed, so that a queue made a push queue
+// through this process is pushed at once rather than at the next
+// refresh. The other methods are s's.
+func (p *Pusher) Watch(s service.Service) service.Service { return watched{s, p} }
+
+// watched is a Service whose policy changes refresh a Pusher.
+type watched struct {
+	service.Service
+	p *Pusher
+}
+
+// SetPolicy is service.Service's, and refreshes the pusher.
+func (w watched) SetPolicy(ctx context.Context, queue string, pol task.Policy) (task.Policy, error) {
+	got, err := w.Service.SetPolicy(ctx, queue, pol)
+	if err == nil {
+		w.p.Refresh()
+	}
+	return got, err
+}
+
+// DeletePolicy is service.Service's, and refreshes the pusher.
+func (w watched) DeletePolicy(ctx context.Context, queue string) error {
+	err := w.Service.DeletePolicy(ctx, queue)
+	if err == nil {
+		w.p.Refresh()
+	}
+	return err
+}

@@ -1,0 +1,201 @@
+package pusher_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/push"
+	"github.com/hourglass-go/hourglass/pusher"
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// withPush is a service whose Queues reports the push endpoints given,
+// whatever its engine stores: the pusher's tests do not depend on an
+// engine keeping task.Policy.Push (the e2e tests check that they do).
+type withPush struct {
+	service.Service
+	mu   sync.Mutex
+	ends map[string]*task.Push
+}
+
+func (w *withPush) Queues(ctx context.Context) ([]task.QueueStats, error) {
+	qs, err := w.Service.Queues(ctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range qs {
+		qs[i].Policy.Push = w.ends[qs[i].Name]
+	}
+	return qs, err
+}
+
+// setup returns a broker on a memory store, with queue "q" pushing to
+// h's server under end (its URL filled in), and a started pusher of it.
+func setup(t *testing.T, h http.Handler, end task.Push, opts pusher.Options) (*withPush, *pusher.Pusher) {
+	t.Helper()
+	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	if end.URL == "" {
+		end.URL = srv.URL + "/hook"
+	}
+	s := &withPush{Service: b, ends: map[string]*task.Push{"q": &end}}
+	opts.Logger = quiet
+	opts.Refresh = 50 * time.Millisecond
+	p := pusher.New(s, opts)
+	p.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+		srv.Close()
+		b.Close()
+	})
+	return s, p
+}
+
+// waitFor polls cond until it holds or 5 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestPusher_Acked pushes a task with its body and headers, signed, and
+// acks it on a 204.
+func TestPusher_Acked(t *testing.T) {
+	got := make(chan *http.Request, 1)
+	bodies := make(chan []byte, 1)
+	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r
+		bodies <- b
+		w.WriteHeader(http.StatusNoContent)
+	}), task.Push{Headers: map[string]string{"X-Env": "prod"}, Secret: "s3cret"}, pusher.Options{})
+	ctx := context.Background()
+	due := time.Now().Add(100 * time.Millisecond)
+	if _, _, err := s.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`{"n": 1}`), At: due}); err != nil {
+		t.Fatal(err)
+	}
+	r, body := <-got, <-bodies
+	if now := time.Now(); now.Before(due) {
+		t.Errorf("pushed %v early", due.Sub(now))
+	}
+	if string(body) != `{"n": 1}` {
+		t.Errorf("body %q", body)
+	}
+	for k, v := range map[string]string{
+		"Content-Type": "application/json", "Hourglass-Queue": "q", "Hourglass-Task-Id": "a",
+		"Hourglass-Attempt": "1", "X-Env": "prod",
+	} {
+		if r.Header.Get(k) != v {
+			t.Errorf("%s: %q, want %q", k, r.Header.Get(k), v)
+		}
+	}
+	if d, err := time.Parse(time.RFC3339Nano, r.Header.Get("Hourglass-Due")); err != nil || !d.Equal(due.Truncate(0).UTC()) && d.Sub(due).Abs() > time.Millisecond {
+		t.Errorf("Hourglass-Due %q, want %v", r.Header.Get("Hourglass-Due"), due)
+	}
+	if err := push.Verify("s3cret", r, body, time.Now()); err != nil {
+		t.Errorf("Verify: %v", err)
+	}
+	waitFor(t, "the ack", func() bool { _, err := s.Get("q", "a"); return err != nil })
+}
+
+// TestPusher_Failed nacks a task answered 500 with the start of the body
+// as its last error, and one answered 503 with Retry-After with its
+// delay.
+func TestPusher_Failed(t *testing.T) {
+	var mu sync.Mutex
+	status := map[string]int{"fail": 500, "later": 503}
+	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		code := status[r.Header.Get("Hourglass-Task-Id")]
+		mu.Unlock()
+		if code == 503 {
+			w.Header().Set("Retry-After", "3600")
+		}
+		w.WriteHeader(code)
+		io.WriteString(w, strings.Repeat("é", 150))
+	}), task.Push{}, pusher.Options{})
+	ctx := context.Background()
+	if _, _, err := s.Put(ctx, "q", task.PutRequest{ID: "fail", MaxAttempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Put(ctx, "q", task.PutRequest{ID: "later", MaxAttempts: 2}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the nacks", func() bool {
+		a, _ := s.Get("q", "fail")
+		b, _ := s.Get("q", "later")
+		return a.State == task.Dead && b.State == task.Delayed
+	})
+	a, _ := s.Get("q", "fail")
+	if want := "push: HTTP 500: " + strings.Repeat("é", 100); a.LastError != want {
+		t.Errorf("last error %q, want %q", a.LastError, want)
+	}
+	b, _ := s.Get("q", "later")
+	if d := time.Until(b.Due); d < 3590*time.Second || !strings.HasPrefix(b.LastError, "push: HTTP 503: ") {
+		t.Errorf("after 503 with Retry-After: due in %v, last error %q", d, b.LastError)
+	}
+}
+
+// TestPusher_Stop releases the task of a push under way when Stop's
+// context ends, without spending its attempt, and leaves no goroutine.
+func TestPusher_Stop(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	unblock := make(chan struct{})
+	defer close(unblock)
+	s, p := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-unblock:
+		case <-r.Context().Done():
+		}
+	}), task.Push{}, pusher.Options{})
+	ctx := context.Background()
+	if _, _, err := s.Put(ctx, "q", task.PutRequest{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := p.Stop(sctx); err == nil {
+		t.Errorf("Stop with a push under way past its context: nil error")
+	}
+	tk, err := s.Get("q", "a")
+	if err != nil || tk.State != task.Ready || tk.LastError != "" {
+		t.Errorf("after Stop: %+v, %v; want ready again, no error", tk, err)
+	}
+}
+
+// TestPusher_Timeout fails a push not answered within its timeout.
+func TestPusher_Timeout(t *testing.T) {
+	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}), task.Push{Timeout: 50 * time.Millisecond}, pusher.Options{})
+	if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a", MaxAttempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the failure", func() bool { a, _ := s.Get("q", "a"); return a.State == task.Dead })
+	if a, _ := s.Get("q", "a"); a.LastError != "push: timeout after 50ms" {
+		t.Errorf("last error %q", a.LastError)
+	}
+}
