@@ -73,6 +73,11 @@ type Config struct {
 	MaxPayload int           // bytes; default 1 MiB
 	DefaultTTR time.Duration // default 60 s
 	Logger     *slog.Logger  // default slog.Default()
+	// History is how long the history (history.go: every attempt of a
+	// task, the tasks that left their queues) is kept after a task left
+	// its queue; 0: task.DefaultHistory. A negative History keeps none:
+	// nothing is written, and what an earlier run wrote is pruned.
+	History time.Duration
 	// Registerer receives the broker's Prometheus metrics; nil: none.
 	Registerer prometheus.Registerer
 }
@@ -118,6 +123,12 @@ type Broker struct {
 	// armedUntil: every delayed task due before it (Unix ns) is in the
 	// delay wheel; the others wait for a sweep (horizon.go). Guarded by mu.
 	armedUntil int64
+	// histSeq is the Seq of the newest store.Finished written (see
+	// leave). Guarded by mu.
+	histSeq uint64
+	// keep says whether the history is written (Config.History not
+	// negative); set by Open.
+	keep bool
 	// late is the lateness history the dashboard draws. Guarded by mu.
 	late service.Lateness
 	// closed is set by Close; failed by a failed commit. Guarded by mu.
@@ -129,9 +140,11 @@ type Broker struct {
 	takenHook func()
 
 	work          chan struct{} // buffered 1: the open group has writes
+	chores        chan chore    // work the committer does between groups
 	quit          chan struct{} // closed by Close
 	committerDone chan struct{}
 	sweepDone     chan struct{}
+	pruner        *pruner
 }
 
 // slot is a live task's place in memory: 16 bytes in Broker.tasks (see
@@ -158,6 +171,9 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.History == 0 {
+		cfg.History = task.DefaultHistory
+	}
 	b := &Broker{
 		st:            st,
 		cfg:           cfg,
@@ -169,6 +185,8 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		schedules:     make(map[string]*schedule),
 		over:          overlay{tasks: make(map[uint64]pendingTask), index: make(map[qid]pendingIndex)},
 		work:          make(chan struct{}, 1),
+		chores:        make(chan chore),
+		keep:          cfg.History > 0,
 		quit:          make(chan struct{}),
 		committerDone: make(chan struct{}),
 		sweepDone:     make(chan struct{}),
@@ -181,6 +199,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 	b.delays = hourglass.NewKeyed(b.fire, hourglass.WithExecutor(hourglass.Inline))
 	b.leases = hourglass.NewKeyed(b.expireLease, hourglass.WithExecutor(hourglass.Inline))
 	b.cron = hourglass.New(hourglass.WithExecutor(hourglass.Inline), hourglass.WithShards(1))
+	b.pruner = newPruner(max(cfg.History, 0), b.pruneBatch, b.quit, b.log)
 	go b.commitLoop()
 	go b.sweepLoop()
 	if err := b.recover(); err != nil {
@@ -193,6 +212,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("hourglass: registering metrics: %w", err)
 		}
 	}
+	b.pruner.start()
 	return b, nil
 }
 
@@ -227,6 +247,7 @@ func (b *Broker) shutdown() {
 	b.delays.Stop()
 	b.leases.Stop()
 	close(b.quit)
+	b.pruner.wait()
 	<-b.committerDone
 	<-b.sweepDone
 	if b.metrics.registerer != nil {

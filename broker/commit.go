@@ -222,12 +222,41 @@ func (b *Broker) commitLoop() {
 	for {
 		select {
 		case <-b.work:
+		case c := <-b.chores:
+			commit() // the writes waiting go first
+			c.fn()
+			close(c.done)
+			continue
 		case <-b.quit:
 			commit() // writes sequenced before Close
 			return
 		}
 		commit()
 	}
+}
+
+// chore is work that writes to the store outside the groups (a prune of
+// the history, history.go): the committer does it between two groups, so
+// that the store is written from one goroutine at a time (see
+// [store.Store]), and closes done after.
+type chore struct {
+	fn   func()
+	done chan struct{}
+}
+
+// between runs fn on the committer goroutine between two groups, after
+// the open group is committed (applied, over a Pipeliner), and returns
+// once fn has. ok is false, and fn is not run, when the broker shuts down
+// first.
+func (b *Broker) between(fn func()) (ok bool) {
+	c := chore{fn: fn, done: make(chan struct{})}
+	select {
+	case b.chores <- c:
+	case <-b.quit:
+		return false
+	}
+	<-c.done
+	return true
 }
 
 // pipelineDepth bounds the groups applied and waiting for their fsyncs.

@@ -37,9 +37,11 @@ func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.D
 	}
 	b.leases.Remove(job)
 	b.metrics.Nacks.Inc()
+	now := time.Now().UnixNano()
 	rec.Releases++
 	rec.LastError = service.CutError(reason)
-	rec, s = b.fail(job, s, rec, time.Now().UnixNano(), delay, false, false)
+	b.endAttempt(&rec, task.AttemptNacked, rec.LastError, now)
+	rec, s = b.fail(job, s, rec, now, delay, false, false)
 	t := view(rec, s)
 	return t, b.commitWait(ctx, b.barrier())
 }
@@ -62,6 +64,7 @@ func (b *Broker) Release(ctx context.Context, queue, id, lease string, delay tim
 	delete(b.leased, job)
 	b.metrics.Nacks.Inc()
 	now := time.Now()
+	b.endAttempt(&rec, task.AttemptReleased, "", now.UnixNano())
 	if rec.Attempts > 0 {
 		rec.Attempts--
 	}
@@ -88,9 +91,11 @@ func (b *Broker) Bury(ctx context.Context, queue, id, lease, reason string) (tas
 		return task.Task{}, err
 	}
 	b.leases.Remove(job)
+	now := time.Now().UnixNano()
 	rec.Buries++
 	rec.LastError = service.CutError(reason)
-	rec, s = b.fail(job, s, rec, time.Now().UnixNano(), 0, true, false)
+	b.endAttempt(&rec, task.AttemptBuried, rec.LastError, now)
+	rec, s = b.fail(job, s, rec, now, 0, true, false)
 	t := view(rec, s)
 	return t, b.commitWait(ctx, b.barrier())
 }
@@ -121,6 +126,7 @@ func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.
 		return rec, b.tasks.at(job)
 	}
 	b.metrics.Dead.Inc()
+	b.leave(&rec, task.FinishedDead, now)
 	if out.DeadLetter != "" {
 		if moved, ms, ok := b.deadLetter(job, s, rec, out.DeadLetter, now); ok {
 			b.metrics.DeadLettered.WithLabelValues(q.name).Inc()
@@ -169,6 +175,7 @@ func (b *Broker) deadLetter(job uint64, s slot, rec store.Task, to string, now i
 		return store.Task{}, slot{}, false
 	}
 	if other != 0 {
+		b.leave(&orec, task.FinishedDeleted, now)
 		b.remove(other, os, orec)
 	}
 	from.count(s.state(), 0)

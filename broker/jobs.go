@@ -103,6 +103,14 @@ func (b *Broker) DeleteJob(ctx context.Context, job uint64, lease string) error 
 	if err != nil {
 		return err
 	}
+	now := time.Now().UnixNano()
+	if s.state() == task.Reserved {
+		// beanstalkd's workers delete the job they reserved: an ack.
+		b.endAttempt(&rec, task.AttemptAcked, "", now)
+		b.leave(&rec, task.FinishedAcked, now)
+	} else {
+		b.leave(&rec, task.FinishedDeleted, now)
+	}
 	b.remove(job, s, rec)
 	return b.commitWait(ctx, b.barrier())
 }
@@ -125,6 +133,7 @@ func (b *Broker) ReleaseJob(ctx context.Context, job uint64, lease string, prio 
 	b.metrics.Nacks.Inc()
 	q := b.queues[s.queue()]
 	now := time.Now()
+	b.endAttempt(&rec, task.AttemptReleased, "", now.UnixNano())
 	rec.Releases++
 	rec.Priority = prio
 	rec.State = store.Waiting
@@ -146,10 +155,12 @@ func (b *Broker) BuryJob(ctx context.Context, job uint64, lease string, prio uin
 		return err
 	}
 	b.leases.Remove(job)
+	now := time.Now().UnixNano()
+	b.endAttempt(&rec, task.AttemptBuried, "", now)
 	rec.Buries++
 	rec.Priority = prio
 	s.prio = prio
-	b.fail(job, s, rec, time.Now().UnixNano(), 0, true, false)
+	b.fail(job, s, rec, now, 0, true, false)
 	return b.commitWait(ctx, b.barrier())
 }
 
@@ -387,7 +398,11 @@ func (b *Broker) KickDead(ctx context.Context, queue string) (int, error) {
 
 // DeleteDead deletes every dead task of queue and returns how many.
 func (b *Broker) DeleteDead(ctx context.Context, queue string) (int, error) {
-	return b.eachDead(ctx, queue, b.remove)
+	now := time.Now().UnixNano()
+	return b.eachDead(ctx, queue, func(job uint64, s slot, rec store.Task) {
+		b.leave(&rec, task.FinishedDeleted, now)
+		b.remove(job, s, rec)
+	})
 }
 
 // eachDead applies f to every dead task of queue, durably.

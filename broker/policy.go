@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"math"
 	"time"
 
@@ -262,15 +261,3 @@ func sameRate(a, b *task.Rate) bool {
 	}
 	return *a == *b
 }
-
-// Attempts returns the attempts of the task id of queue.
-func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error) {
-	return nil, errNoHistory
-}
-
-// FinishedTasks returns a page of queue's history.
-func (b *Broker) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
-	return nil, 0, errNoHistory
-}
-
-var errNoHistory = errors.New("hourglass: history not implemented yet")

@@ -20,8 +20,13 @@ func (b *Broker) recover() error {
 	if next == 0 {
 		next = 1
 	}
+	seq, err := b.st.HistorySeq()
+	if err != nil {
+		return fmt.Errorf("hourglass: recovery: history: %w", err)
+	}
 	b.mu.Lock()
 	b.nextJob = next
+	b.histSeq = seq
 	now := time.Now().UnixNano()
 	if err := b.recoverQueues(now); err != nil {
 		b.mu.Unlock()

@@ -313,6 +313,7 @@ func (b *Broker) damaged(it taken, s slot) {
 		rec.State = store.Dead
 		rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
 		b.writeTask(store.UpdateTask, rec)
+		b.leave(&rec, task.FinishedDead, time.Now().UnixNano())
 	}
 	b.bury(it.job, s, it.q)
 	b.metrics.Dead.Inc()
@@ -337,6 +338,7 @@ func (b *Broker) peekReady(q *queueState) (readyItem, bool) {
 func (b *Broker) lease(job uint64, s slot, rec store.Task, now time.Time) task.Task {
 	rec.State = store.Reserved
 	rec.Attempts++
+	rec.Reserved = now.UnixNano()
 	rec.Lease = newLease(job)
 	rec.LeaseUntil = now.Add(rec.TTR).UnixNano()
 	payload := rec.Payload
@@ -427,6 +429,7 @@ func (b *Broker) expireLease(job uint64) {
 // up. b.mu is held.
 func (b *Broker) expired(job uint64, s slot, rec store.Task, now int64) {
 	b.metrics.LeaseExpiries.Inc()
+	b.endAttempt(&rec, task.AttemptExpired, task.LeaseExpired, now)
 	rec.Timeouts++
 	rec.LastError = task.LeaseExpired
 	b.fail(job, s, rec, now, task.RetryDelay, false, true)

@@ -52,6 +52,7 @@ func (b *Broker) Delete(ctx context.Context, queue, id string) error {
 		b.mu.Unlock()
 		return err
 	}
+	b.leave(&rec, task.FinishedDeleted, time.Now().UnixNano())
 	b.remove(job, s, rec)
 	return b.commitWait(ctx, b.barrier())
 }
@@ -101,6 +102,9 @@ func (b *Broker) Ack(ctx context.Context, queue, id, lease string) error {
 		b.mu.Unlock()
 		return err
 	}
+	now := time.Now().UnixNano()
+	b.endAttempt(&rec, task.AttemptAcked, "", now)
+	b.leave(&rec, task.FinishedAcked, now)
 	b.remove(job, s, rec)
 	b.queues[s.queue()].acks++
 	b.metrics.Acks.Inc()

@@ -1,0 +1,334 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/store"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// The history (service.History) is two kinds of store records, written
+// by the operations that change a task, into the same group commit as the
+// task's own write: a task's state and its history never disagree, and
+// the history costs no fsync and no read of the store.
+//
+//   - store.Attempt, one per ended attempt, under the job id and N (the
+//     task's Attempts when the attempt ended; the running attempt's start
+//     is the record's Reserved, written by every reservation), by
+//     endAttempt: acked by Ack and by DeleteJob of a job reserved under
+//     the lease given (beanstalkd's delete of a reserved job); nacked by
+//     Nack; released by Release and ReleaseJob; buried by Bury and
+//     BuryJob; expired by a lease that ran out (the lease wheel, or
+//     recovery). A reservation whose caller went away before it was
+//     answered (giveBack) is no attempt and writes none, nor does the
+//     Delete of a reserved task, which ends an attempt without an answer.
+//     Release gives its attempt back (Attempts goes down by one), so the
+//     next attempt has the same N and its record replaces the release's.
+//   - store.Finished, one each time a task leaves its queue, by leave,
+//     numbered by histSeq (recovered with store.Store.HistorySeq): acked
+//     (Ack, DeleteJob of a reserved job), dead (fail: its attempts used
+//     up, or buried, dead in its queue or moved to a dead-letter queue,
+//     recorded in the queue it left; a task whose record is damaged,
+//     which dies in its queue), deleted (Delete, DeleteJob, DeleteDead,
+//     and a task that a dead-lettered task of its id replaces). A put
+//     that replaces a task writes none. A task dead in its queue may
+//     leave it again later (deleted, or acked after a kick): each time
+//     is a record, and the newest answers for its id.
+//
+// With Config.History negative neither is written. The records are kept
+// for Config.History after their task left: the pruner removes older
+// ones, with the attempts of their jobs, through the committer (between
+// groups), a batch at a time.
+
+// endAttempt writes the record of rec's attempt ending now with outcome
+// (a task.Attempt* outcome) and errText. rec is the record as it is when
+// the attempt ends (Attempts and Reserved not yet changed). b.mu is held.
+func (b *Broker) endAttempt(rec *store.Task, outcome, errText string, now int64) {
+	if !b.keep {
+		return
+	}
+	g := b.open
+	g.batch.PutAttempt(store.Attempt{
+		JobID:   rec.JobID,
+		N:       rec.Attempts,
+		Started: rec.Reserved,
+		Ended:   now,
+		Outcome: outcome,
+		Error:   errText,
+	})
+	b.last = g
+	b.kick()
+}
+
+// leave writes the record of rec leaving its queue now with outcome (a
+// task.Finished* outcome), numbered after the last. b.mu is held.
+func (b *Broker) leave(rec *store.Task, outcome string, now int64) {
+	if !b.keep {
+		return
+	}
+	b.histSeq++
+	g := b.open
+	g.batch.PutFinished(store.Finished{
+		Seq:       b.histSeq,
+		JobID:     rec.JobID,
+		Queue:     rec.Queue,
+		ID:        rec.ID,
+		Outcome:   outcome,
+		Finished:  now,
+		Attempts:  rec.Attempts,
+		LastError: rec.LastError,
+	})
+	b.last = g
+	b.kick()
+}
+
+// Attempts returns the attempts of the task id of queue, oldest first, at
+// most the newest task.MaxAttemptsListed: for a live task its ended
+// attempts and, while it is reserved, the running one (Started when its
+// reservation began, no Ended nor Outcome); for a task no longer live,
+// those of the newest task of that id to leave queue, while the history
+// keeps it; task.ErrNotFound otherwise. What it answers is durable. It
+// reads the store with b.mu released: one lookup, and the attempts of
+// one job.
+func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error) {
+	if err := service.CheckQueue(queue); err != nil {
+		return nil, err
+	}
+	if err := service.CheckID(id); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	var running store.Task // the record of a reserved task
+	job, err := b.lookup(queue, id)
+	switch {
+	case err == task.ErrNotFound:
+		job = 0
+	case err != nil:
+		b.mu.Unlock()
+		return nil, err
+	default:
+		if s, ok := b.tasks.get(job); !ok {
+			job = 0
+		} else if rec, ok := b.leased[job]; ok && s.state() == task.Reserved {
+			running = rec
+		}
+	}
+	// What the store shows after the barrier includes every attempt
+	// ended and every task left before this call.
+	if err := b.commitWait(ctx, b.barrier()); err != nil {
+		return nil, err
+	}
+	if job == 0 {
+		f, err := b.st.LastFinished(queue, id)
+		if err != nil {
+			return nil, b.storeErr(err)
+		}
+		job = f.JobID
+	}
+	recs, err := b.st.Attempts(job)
+	if err != nil {
+		return nil, b.storeErr(err)
+	}
+	run := running.JobID != 0
+	if run && len(recs) > 0 {
+		if a := recs[len(recs)-1]; a.N == running.Attempts && a.Started == running.Reserved {
+			run = false // it ended since
+		}
+	}
+	limit := task.MaxAttemptsListed
+	if run {
+		limit--
+	}
+	recs = recs[max(0, len(recs)-limit):]
+	out := make([]task.Attempt, 0, len(recs)+1)
+	for _, a := range recs {
+		out = append(out, task.Attempt{
+			N:       int(a.N),
+			Started: instant(a.Started),
+			Ended:   instant(a.Ended),
+			Outcome: a.Outcome,
+			Error:   a.Error,
+			Status:  int(a.Status),
+			Node:    a.Node,
+		})
+	}
+	if run {
+		out = append(out, task.Attempt{N: int(running.Attempts), Started: instant(running.Reserved)})
+	}
+	return out, nil
+}
+
+// instant returns the time of ns (Unix ns), or the zero time for 0: the
+// start of a reservation recorded before the history was (no Reserved).
+func instant(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// FinishedTasks returns up to limit (1 to task.MaxList) tasks that left
+// queue, newest first, whose outcome is outcome ("" any, else one of the
+// task.Finished* outcomes), below the cursor after (0: from the newest),
+// and the cursor of the next page: the last one's Seq when the page is
+// full (0: none). task.ErrInvalid for another outcome or limit. What it
+// answers is durable; it reads the store (store.Store.History) with b.mu
+// released.
+func (b *Broker) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
+	if err := service.CheckQueue(queue); err != nil {
+		return nil, 0, err
+	}
+	switch outcome {
+	case "", task.FinishedAcked, task.FinishedDead, task.FinishedDeleted:
+	default:
+		return nil, 0, fmt.Errorf("%w: outcome %q: want %q, %q, %q or none", task.ErrInvalid, outcome,
+			task.FinishedAcked, task.FinishedDead, task.FinishedDeleted)
+	}
+	if limit < 1 || limit > task.MaxList {
+		return nil, 0, fmt.Errorf("%w: limit %d: want 1 to %d", task.ErrInvalid, limit, task.MaxList)
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return nil, 0, err
+	}
+	if err := b.commitWait(ctx, b.barrier()); err != nil {
+		return nil, 0, err
+	}
+	recs, err := b.st.History(queue, outcome, after, limit)
+	if err != nil {
+		return nil, 0, b.storeErr(err)
+	}
+	out := make([]task.Finished, len(recs))
+	for i, f := range recs {
+		out[i] = task.Finished{
+			ID:        f.ID,
+			JobID:     f.JobID,
+			Queue:     f.Queue,
+			Outcome:   f.Outcome,
+			Finished:  time.Unix(0, f.Finished).UTC(),
+			Attempts:  int(f.Attempts),
+			LastError: f.LastError,
+		}
+	}
+	var next uint64
+	if len(recs) == limit {
+		next = recs[len(recs)-1].Seq
+	}
+	return out, next, nil
+}
+
+// Bounds of the history's pruning.
+const (
+	// pruneBatch bounds the records one store.Store.PruneHistory removes
+	// (with the attempts of their jobs): the time the committer spends on
+	// it between two groups, which the writes arriving meanwhile wait.
+	pruneBatch = 1000
+	// pruneEvery is the most time between two prunes; a short retention
+	// prunes every quarter of it (tests), but not more often than
+	// pruneMinEvery.
+	pruneEvery    = 5 * time.Second
+	pruneMinEvery = 10 * time.Millisecond
+	// prunePause is the pause between two batches: the groups that
+	// arrive meanwhile commit at their usual pace.
+	prunePause = 10 * time.Millisecond
+)
+
+// pruner removes the history older than its retention, every
+// pruneEvery (or a quarter of the retention), in batches of pruneBatch
+// with a pause between them, until a batch comes short. It knows neither
+// the store nor the broker: batch removes one batch (the broker's runs it
+// on the committer, see pruneBatch). start and wait are called once
+// each, by the broker; the loop ends when quit is closed.
+type pruner struct {
+	retention time.Duration // 0: keep none
+	batch     func(before int64, max int) (n int, ok bool, err error)
+	quit      <-chan struct{}
+	log       *slog.Logger
+	done      chan struct{} // closed when the loop ends; nil before start
+}
+
+func newPruner(retention time.Duration, batch func(int64, int) (int, bool, error), quit <-chan struct{}, log *slog.Logger) *pruner {
+	return &pruner{retention: retention, batch: batch, quit: quit, log: log}
+}
+
+// every is the time between two prunes.
+func (p *pruner) every() time.Duration {
+	return min(pruneEvery, max(p.retention/4, pruneMinEvery))
+}
+
+// start starts the pruning goroutine.
+func (p *pruner) start() {
+	p.done = make(chan struct{})
+	go p.loop()
+}
+
+// wait returns once the pruning goroutine, if started, has ended (quit
+// closed), with the batch in progress done.
+func (p *pruner) wait() {
+	if p.done != nil {
+		<-p.done
+	}
+}
+
+func (p *pruner) loop() {
+	defer close(p.done)
+	t := time.NewTicker(p.every())
+	defer t.Stop()
+	for {
+		select {
+		case <-p.quit:
+			return
+		case <-t.C:
+		}
+		if _, err := p.prune(time.Now()); err != nil {
+			p.log.Warn("hourglass: pruning the history failed; the next round retries", "err", err)
+		}
+	}
+}
+
+// prune removes the records of tasks that left before now less the
+// retention, a batch at a time, and returns how many; it stops early
+// when quit is closed.
+func (p *pruner) prune(now time.Time) (int, error) {
+	before := now.Add(-p.retention).UnixNano()
+	total := 0
+	for {
+		n, ok, err := p.batch(before, pruneBatch)
+		total += n
+		if err != nil || !ok || n < pruneBatch {
+			return total, err
+		}
+		select {
+		case <-p.quit:
+			return total, nil
+		case <-time.After(prunePause):
+		}
+	}
+}
+
+// pruneBatch removes one batch of the history, records of tasks that
+// left before before, on the committer goroutine between two groups:
+// the store is written from one goroutine at a time. ok is false when
+// nothing was done: the broker is shutting down, or failed.
+func (b *Broker) pruneBatch(before int64, max int) (n int, ok bool, err error) {
+	ran := b.between(func() {
+		b.mu.Lock()
+		bad := b.failed != nil
+		b.mu.Unlock()
+		if bad {
+			return // the store may be broken; nothing is written any more
+		}
+		ok = true
+		n, err = b.st.PruneHistory(before, max)
+	})
+	return n, ran && ok, err
+}
