@@ -13,8 +13,10 @@
 //	defer stop()
 //	return w.Run(ctx) // until SIGINT or SIGTERM, then drains
 //
-// A [Worker] reserves tasks only for its free handlers, with one long
-// poll (POST /v1/reserve) over all its queues, and runs each task's
+// A [Worker] reserves tasks only for its free handlers, with long polls
+// (POST /v1/reserve) over all its queues, two at most in flight so that
+// handlers freed during one's round trip need not wait for it, and runs
+// each task's
 // [Handler] in its own goroutine. While a handler runs, the worker
 // touches the task's lease halfway through each ttr, so a handler may
 // run past its task's ttr; when the lease is lost (the task was deleted,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -96,7 +95,7 @@ func (w *Worker) Handle(queue string, h Handler) {
 
 // Run takes and works tasks until ctx is done, then shuts down and
 // returns nil. It reserves only as many tasks as it has free handlers,
-// with one long poll over all its queues; it renews each running task's
+// with long polls over all its queues, two at most in flight; it renews each running task's
 // lease, and acks (in batches), nacks or buries the task as its handler's
 // result says (see [Handler]). Calls that fail for a transient reason
 // (the server's 503, a refused connection) are retried with back-off and
@@ -210,68 +209,6 @@ type run struct {
 	slots chan struct{}
 	tasks sync.WaitGroup // the tasks' goroutines
 	acks  *acker
-}
-
-// reserve reserves tasks for the free handlers and starts them, until
-// ctx is done or the server refuses the reserve for good.
-func (r *run) reserve(ctx context.Context) error {
-	log := r.w.log
-	failures := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.slots:
-		}
-		n := 1
-	take:
-		for n < api.MaxReserve {
-			select {
-			case <-r.slots:
-				n++
-			default:
-				break take
-			}
-		}
-		sent := time.Now()
-		tasks, err := r.w.c.ReserveQueues(ctx, r.queues, n, reserveWait)
-		received := time.Now()
-		for range n - len(tasks) {
-			r.slots <- struct{}{}
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var e *client.Error
-			if errors.As(err, &e) && (e.Status == http.StatusBadRequest || e.Status == http.StatusUnauthorized || e.Status == http.StatusNotFound) {
-				log.Error("reserve refused; stopping", "queues", r.queues, "error", err)
-				return err
-			}
-			failures++
-			d := backoff(failures)
-			log.Warn("reserve failed, retrying", "queues", r.queues, "error", err, "attempt", failures, "in", d)
-			if !sleep(ctx, d) {
-				return nil
-			}
-			continue
-		}
-		if len(tasks) == 0 && time.Since(sent) < reserveWait/2 {
-			// The server cut the wait short: it is draining, or another
-			// reserver took what woke this one. Asking again at once
-			// could spin until it stops.
-			failures++
-			if !sleep(ctx, backoff(failures)) {
-				return nil
-			}
-			continue
-		}
-		failures = 0
-		for _, t := range tasks {
-			r.tasks.Add(1)
-			go r.work(ctx, t, received)
-		}
-	}
 }
 
 // work runs t's handler with its lease kept alive, sends its result and

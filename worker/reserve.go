@@ -1,0 +1,146 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/client"
+)
+
+// maxReserves is how many reserves a worker keeps in flight at once.
+//
+// With one, the handlers whose tasks end while a reserve is on its way
+// wait idle for its answer before theirs can be asked for: a worker of 64
+// quick handlers then alternated a reserve of a few tasks (the slots free
+// when the previous answer came) with one of the rest, two round trips
+// per 64 tasks, about 31 tasks a reserve, and the server worked one
+// reserve at a time. With two, the slots freed during a round trip go out
+// in a second reserve at once, and the server works both together. Each
+// reserve takes only free slots, so the worker still holds at most
+// Options.Concurrency tasks; more in flight would only split the same
+// slots into smaller reserves.
+const maxReserves = 2
+
+// reserveResult is the answer of one reserve of n tasks.
+type reserveResult struct {
+	n        int
+	tasks    []api.Task
+	err      error
+	sent     time.Time
+	received time.Time
+}
+
+// reserve reserves tasks for the free handlers and starts them, until
+// ctx is done or the server refuses the reserve for good. It keeps up to
+// maxReserves reserves in flight, each for the slots free when it is
+// sent (at least one, at most api.MaxReserve), and sends none while it
+// backs off after a failure or an answer cut short. It returns once no
+// reserve of its own is in flight.
+func (r *run) reserve(ctx context.Context) error {
+	log := r.w.log
+	results := make(chan reserveResult, maxReserves)
+	inFlight, failures := 0, 0
+	// pause, when not nil, fires when the back-off after a failure is
+	// over; no reserve is sent until it does.
+	var pause <-chan time.Time
+	var pauseTimer *time.Timer
+	defer func() {
+		if pauseTimer != nil {
+			pauseTimer.Stop()
+		}
+	}()
+	// wait takes the answers still on their way and starts their tasks
+	// (which, ctx being done, release them without running).
+	wait := func() {
+		for ; inFlight > 0; inFlight-- {
+			res := <-results
+			r.start(ctx, res)
+		}
+	}
+	backOff := func() time.Duration {
+		failures++
+		d := backoff(failures)
+		if pauseTimer == nil {
+			pauseTimer = time.NewTimer(d)
+		} else {
+			pauseTimer.Reset(d)
+		}
+		pause = pauseTimer.C
+		return d
+	}
+	for {
+		if ctx.Err() != nil {
+			wait()
+			return nil
+		}
+		var slots chan struct{}
+		if inFlight < maxReserves && pause == nil {
+			slots = r.slots
+		}
+		select {
+		case <-ctx.Done():
+			wait()
+			return nil
+		case <-pause:
+			pause = nil
+		case <-slots:
+			n := 1
+		take:
+			for n < api.MaxReserve {
+				select {
+				case <-r.slots:
+					n++
+				default:
+					break take
+				}
+			}
+			inFlight++
+			go func() {
+				sent := time.Now()
+				tasks, err := r.w.c.ReserveQueues(ctx, r.queues, n, reserveWait)
+				results <- reserveResult{n: n, tasks: tasks, err: err, sent: sent, received: time.Now()}
+			}()
+		case res := <-results:
+			inFlight--
+			err := res.err
+			switch {
+			case err != nil && ctx.Err() != nil:
+				r.start(ctx, res)
+			case err != nil:
+				r.start(ctx, res)
+				var e *client.Error
+				if errors.As(err, &e) && (e.Status == http.StatusBadRequest || e.Status == http.StatusUnauthorized || e.Status == http.StatusNotFound) {
+					log.Error("reserve refused; stopping", "queues", r.queues, "error", err)
+					wait()
+					return err
+				}
+				d := backOff()
+				log.Warn("reserve failed, retrying", "queues", r.queues, "error", err, "attempt", failures, "in", d)
+			case len(res.tasks) == 0 && res.received.Sub(res.sent) < reserveWait/2:
+				// The server cut the wait short: it is draining, or another
+				// reserver took what woke this one. Asking again at once
+				// could spin until it stops.
+				r.start(ctx, res)
+				backOff()
+			default:
+				failures = 0
+				r.start(ctx, res)
+			}
+		}
+	}
+}
+
+// start gives back the slots of res that brought no task and starts a
+// handler's goroutine for each of its tasks.
+func (r *run) start(ctx context.Context, res reserveResult) {
+	for range res.n - len(res.tasks) {
+		r.slots <- struct{}{}
+	}
+	for _, t := range res.tasks {
+		r.tasks.Add(1)
+		go r.work(ctx, t, res.received)
+	}
+}
