@@ -20,6 +20,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/hourglass-go/hourglass/api"
 )
 
 // Client calls one hourglass server. It is safe for concurrent use by
@@ -110,7 +112,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (stat
 		return 0, fmt.Errorf("hourglass: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	data, err := readAnswer(resp)
 	if err != nil {
 		return resp.StatusCode, fmt.Errorf("hourglass: %s %s: reading the answer: %w", method, path, err)
 	}
@@ -118,11 +120,35 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (stat
 		return resp.StatusCode, answerError(resp.StatusCode, data)
 	}
 	if out != nil && resp.StatusCode != http.StatusNoContent {
-		if err := json.Unmarshal(data, out); err != nil {
+		if err := unmarshal(data, out); err != nil {
 			return resp.StatusCode, fmt.Errorf("hourglass: %s %s: decoding the answer: %w", method, path, err)
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// readAnswer reads resp's body, at most maxAnswer bytes, into a buffer
+// of its Content-Length when it has one: io.ReadAll would grow its
+// buffer (and copy) a dozen times for a reserve's answer of 64 tasks.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	body := io.LimitReader(resp.Body, maxAnswer)
+	if n := resp.ContentLength; n > 0 && n < maxAnswer {
+		// One byte more, so that the read that finds the end does not
+		// grow the buffer.
+		buf := bytes.NewBuffer(make([]byte, 0, n+1))
+		_, err := buf.ReadFrom(body)
+		return buf.Bytes(), err
+	}
+	return io.ReadAll(body)
+}
+
+// unmarshal decodes an answer into out as json.Unmarshal does; data is
+// out's to keep (a reserve's payloads are slices of it).
+func unmarshal(data []byte, out any) error {
+	if r, ok := out.(*api.ReserveResponse); ok {
+		return decodeReserve(data, r)
+	}
+	return json.Unmarshal(data, out)
 }
 
 // URL returns the server's URL as New was given it, without a trailing
