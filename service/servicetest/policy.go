@@ -40,6 +40,7 @@ func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("dead-letter-limits", func(t *testing.T) { deadLetterLimits(t, b) })
 	t.Run("pause", func(t *testing.T) { pause(t, b) })
 	t.Run("pause-wakes", func(t *testing.T) { pauseWakes(t, b) })
+	t.Run("pause-and-policy", func(t *testing.T) { pauseAndPolicy(t, b) })
 	t.Run("concurrency", func(t *testing.T) { concurrency(t, b) })
 	t.Run("concurrency-freed", func(t *testing.T) { concurrencyFreed(t, b) })
 	t.Run("rate", func(t *testing.T) { rate(t, b) })
@@ -824,6 +825,38 @@ func pause(t *testing.T, b service.Service) {
 	}
 }
 
+// pauseAndPolicy: a queue's pause and its policy are set and cleared
+// apart: neither setting nor deleting one changes the other.
+func pauseAndPolicy(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	const q = "pause-policy"
+	p := task.Policy{MaxAttempts: 3}
+	putTask(t, b, q, task.PutRequest{ID: "x"})
+	must(t, "pause", b.PauseQueue(ctx, q, task.PauseIndefinitely))
+	setPolicy(t, b, q, p)
+	check := func(when string, paused bool, p task.Policy) {
+		t.Helper()
+		s, ok := queueStats(t, b, q)
+		if !ok || s.PausedUntil.Equal(task.PausedForever) != paused || !reflect.DeepEqual(s.Policy, p) {
+			t.Fatalf("%s: Queues lists %s: %v, %+v; want paused %v, policy %s", when, q, ok, s, paused, showPolicy(p))
+		}
+		if got, err := b.Policy(ctx, q); err != nil || !reflect.DeepEqual(got, p) {
+			t.Fatalf("%s: Policy = %s, %v; want %s", when, showPolicy(got), err, showPolicy(p))
+		}
+	}
+	check("a policy set on a paused queue", true, p)
+	reserveNone(t, b, q, 0)
+	must(t, "delete the policy", b.DeletePolicy(ctx, q))
+	check("the policy of a paused queue deleted", true, task.Policy{})
+	reserveNone(t, b, q, 0)
+	setPolicy(t, b, q, p)
+	must(t, "resume", b.PauseQueue(ctx, q, 0))
+	check("a queue with a policy resumed", false, p)
+	if r := ReserveOne(t, b, q, time.Second); r.ID != "x" {
+		t.Fatalf("reserved %+v; want x", r)
+	}
+}
+
 // concurrency: no more of a queue's tasks reserved at once than its
 // limit, over any reserve and any number of reservers.
 func concurrency(t *testing.T, b service.Service) {
@@ -1151,6 +1184,12 @@ func rateTokens(t *testing.T, b service.Service) {
 	puts("tokens-empty", 2)
 	if n := count("tokens-empty", 5); n != 1 {
 		t.Fatalf("reserve under 1 an hour after reserves of the empty queue: %d tasks; want 1", n)
+	}
+
+	setPolicy(t, b, "tokens-burst", task.Policy{Rate: &task.Rate{Limit: 5, Per: time.Hour, Burst: 2}})
+	puts("tokens-burst", 5)
+	if n := count("tokens-burst", 5); n != 2 {
+		t.Fatalf("reserve under 5 an hour, burst 2: %d tasks; want 2", n)
 	}
 
 	setPolicy(t, b, "tokens-few", task.Policy{Rate: hourly(5)})
