@@ -6,6 +6,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // TestHistoryCommandsUsageErrors checks that every bad invocation of
@@ -111,5 +114,34 @@ func TestHistoryCommandsCalls(t *testing.T) {
 		if tc.code == 1 && (stdout.Len() != 0 || !strings.HasPrefix(stderr.String(), "hourglass: ") || strings.Count(stderr.String(), "\n") != 1) {
 			t.Errorf("%v: stdout %q, stderr %q, want one line hourglass: ...", tc.args, stdout.String(), stderr.String())
 		}
+	}
+}
+
+// TestParseServeHistory checks serve's --history: the default, a
+// duration, 0 (keep none) and a negative value refused; and what each
+// gives the engines, whose zero is the default and negative keeps none.
+func TestParseServeHistory(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		want   time.Duration
+		engine time.Duration
+	}{
+		{nil, task.DefaultHistory, task.DefaultHistory},
+		{[]string{"--history", "72h"}, 72 * time.Hour, 72 * time.Hour},
+		{[]string{"--history", "0"}, 0, -1},
+		{[]string{"--history", "0s"}, 0, -1},
+	} {
+		o, _, err := parseServe(tc.args, env(nil))
+		if err != nil || o.history != tc.want || engineHistory(o.history) != tc.engine {
+			t.Errorf("%v: history %v (engines %v), %v; want %v (%v)", tc.args, o.history, engineHistory(o.history), err, tc.want, tc.engine)
+		}
+	}
+	for _, args := range [][]string{{"--history", "-1h"}, {"--history", "1d"}, {"--history", "24"}} {
+		if _, _, err := parseServe(args, env(nil)); err == nil || !strings.Contains(err.Error(), "history") {
+			t.Errorf("%v: %v, want an error naming --history", args, err)
+		}
+	}
+	if !strings.Contains(serveUsage, "[--history D]") {
+		t.Errorf("serve's usage line lacks --history")
 	}
 }
