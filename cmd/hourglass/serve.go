@@ -21,12 +21,13 @@ import (
 
 	"github.com/hourglass-go/hourglass/dashboard"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/pusher"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 	"github.com/hourglass-go/hourglass/task"
 )
 
-const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T] [--insecure] [--allow-origin O]... [--body-timeout D] [--max-conns N] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D] [--history D]"
+const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T] [--insecure] [--allow-origin O]... [--body-timeout D] [--max-conns N] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
 
 // tokenEnv names the environment variable that gives the token when
 // --token does not, for serve and for the client subcommands.
@@ -70,11 +71,7 @@ type serveOptions struct {
 	defaultTTR time.Duration
 	pg         postgresOptions // serve_postgres.go
 	beanstalk  string          // serve_beanstalk.go
-
-	// history is how long finished tasks and their attempts are kept
-	// (--history); 0 keeps none. engineHistory turns it into the engines'
-	// setting.
-	history time.Duration
+	push       pushOptions     // serve_push.go
 }
 
 // serveFlags defines the flags of `hourglass serve`, storing into o.
@@ -126,9 +123,9 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 	})
 	fs.DurationVar(&o.maxDelay, "max-delay", task.DefaultMaxDelay, "longest delay of a put")
 	fs.DurationVar(&o.defaultTTR, "default-ttr", task.DefaultTTR, "lease of a reserved task put without a ttr")
-	fs.DurationVar(&o.history, "history", task.DefaultHistory, "how long finished tasks (acked, dead, deleted) and every task's attempts are kept; 0 keeps none")
 	postgresFlags(fs, &o.pg)
 	beanstalkFlags(fs, &o.beanstalk)
+	pushFlags(fs, &o.push)
 	return fs
 }
 
@@ -169,9 +166,6 @@ func parseServe(args []string, getenv func(string) string) (o serveOptions, help
 	if o.defaultTTR < time.Millisecond {
 		return o, false, fmt.Errorf("invalid value %q for flag --default-ttr: want 1ms or more", o.defaultTTR)
 	}
-	if o.history < 0 {
-		return o, false, fmt.Errorf("invalid value %q for flag --history: want 0s (keep none) or more", o.history)
-	}
 	lo, err := loopback(o.http)
 	if err != nil {
 		return o, false, fmt.Errorf("invalid value %q for flag --http: %v", o.http, err)
@@ -204,16 +198,6 @@ func checkToken(token string) error {
 		}
 	}
 	return nil
-}
-
-// engineHistory returns the engines' History setting
-// (broker.Config.History, cluster.Options.History) for --history d:
-// their zero means the default, and a negative value keeps none.
-func engineHistory(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
 }
 
 // defaultMaxConns is --max-conns's default: well under the usual limit
@@ -370,6 +354,8 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 		Hosts:        listenName(o.http),
 		Gatherer:     reg,
 		Logger:       log,
+		// A policy's push target refused is 400 (serve_push.go).
+		CheckPushTarget: o.push.targets.Check,
 	})
 	hs := &http.Server{
 		Handler:           api.CheckBrowsers(dashboard.With(api)),
@@ -404,10 +390,12 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 
 	var run opened
 	var stopErr error
+	var pushes *pusher.Pusher
 	select {
 	case run = <-recovered:
 		if run.err == nil {
-			api.SetService(run.b)
+			pushes = startPusher(run.b, o, log, reg)
+			api.SetService(pushes.Watch(run.b))
 			bl.start(run.b, o.maxPayload)
 			select {
 			case <-ctx.Done():
@@ -419,6 +407,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 	}
 	deadline := time.Now().Add(stopTimeout)
 	log.Info("stopping")
+	pushesStopped := stopPusher(pushes, log)
 	api.Drain()
 	httpCtx, cancel := context.WithDeadline(context.Background(), time.Now().Add(httpTimeout))
 	defer cancel()
@@ -427,6 +416,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 		hs.Close()
 	}
 	bl.stop(httpCtx)
+	<-pushesStopped
 	if run.b == nil && run.err == nil {
 		// Stopping during recovery: wait for it, to close what it opened.
 		select {
