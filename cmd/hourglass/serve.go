@@ -27,7 +27,7 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T] [--insecure] [--allow-origin O]... [--body-timeout D] [--max-conns N] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D]"
+const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T] [--insecure] [--allow-origin O]... [--body-timeout D] [--max-conns N] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D] [--history D]"
 
 // tokenEnv names the environment variable that gives the token when
 // --token does not, for serve and for the client subcommands.
@@ -72,6 +72,11 @@ type serveOptions struct {
 	pg         postgresOptions // serve_postgres.go
 	beanstalk  string          // serve_beanstalk.go
 	push       pushOptions     // serve_push.go
+
+	// history is how long finished tasks and their attempts are kept
+	// (--history); 0 keeps none. engineHistory turns it into the engines'
+	// setting.
+	history time.Duration
 }
 
 // serveFlags defines the flags of `hourglass serve`, storing into o.
@@ -123,6 +128,7 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 	})
 	fs.DurationVar(&o.maxDelay, "max-delay", task.DefaultMaxDelay, "longest delay of a put")
 	fs.DurationVar(&o.defaultTTR, "default-ttr", task.DefaultTTR, "lease of a reserved task put without a ttr")
+	fs.DurationVar(&o.history, "history", task.DefaultHistory, "how long finished tasks (acked, dead, deleted) and every task's attempts are kept; 0 keeps none")
 	postgresFlags(fs, &o.pg)
 	beanstalkFlags(fs, &o.beanstalk)
 	pushFlags(fs, &o.push)
@@ -166,6 +172,9 @@ func parseServe(args []string, getenv func(string) string) (o serveOptions, help
 	if o.defaultTTR < time.Millisecond {
 		return o, false, fmt.Errorf("invalid value %q for flag --default-ttr: want 1ms or more", o.defaultTTR)
 	}
+	if o.history < 0 {
+		return o, false, fmt.Errorf("invalid value %q for flag --history: want 0s (keep none) or more", o.history)
+	}
 	lo, err := loopback(o.http)
 	if err != nil {
 		return o, false, fmt.Errorf("invalid value %q for flag --http: %v", o.http, err)
@@ -198,6 +207,16 @@ func checkToken(token string) error {
 		}
 	}
 	return nil
+}
+
+// engineHistory returns the engines' History setting
+// (broker.Config.History, cluster.Options.History) for --history d:
+// their zero means the default, and a negative value keeps none.
+func engineHistory(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // defaultMaxConns is --max-conns's default: well under the usual limit
