@@ -34,21 +34,32 @@ import (
 // of a WITH run in no set order otherwise, see
 // https://www.postgresql.org/docs/current/queries-with.html#QUERIES-WITH-MODIFYING;
 // the unique index then sees the row deleted by this transaction as gone).
-// It returns the tasks settled
+// With $15 (keep the history) it records each task's attempt as ended
+// by node $14 with the outcome $13 and the error given (history.go), each
+// task that died as dead in the queue it was in, and a task deleted from
+// a dead-letter queue as deleted. It returns the tasks settled
 // as they are after, the queue each was in, and the database's clock.
 const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	s AS MATERIALIZED (
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bool[], $4::text[], $5::bigint[], $6::text[],
-			$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bool[])
-		AS s(job_id, lease, dead, dlq, delay, err, prio, d_attempts, d_releases, d_buries, d_timeouts, expiry)
+			$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bool[], $13::text[])
+		AS s(job_id, lease, dead, dlq, delay, err, prio, d_attempts, d_releases, d_buries, d_timeouts, expiry, outcome)
 	), held AS MATERIALIZED (
-		SELECT s.*, t.queue AS src, t.id AS tid FROM s JOIN hourglass_tasks t ON t.job_id = s.job_id, now
+		SELECT s.*, t.queue AS src, t.id AS tid, t.tries, t.reserved, t.attempts AS attempts0, t.last_error AS error0
+		FROM s JOIN hourglass_tasks t ON t.job_id = s.job_id, now
 		WHERE t.state = 2 AND t.lease = s.lease AND (NOT s.expiry OR t.lease_until <= now.ns)
 		FOR UPDATE OF t
 	), gone AS (
 		DELETE FROM hourglass_tasks d USING held h
 		WHERE h.dead AND h.dlq <> '' AND d.queue = h.dlq AND d.id = h.tid AND d.job_id <> h.job_id
-		RETURNING d.job_id
+		RETURNING d.job_id, d.queue, d.id, d.attempts, d.last_error
+	), att AS (` + sqlInsertAttempt + `SELECT h.job_id, h.tries, h.reserved, now.ns, h.outcome, coalesce(h.err, ''), 0, $14
+		FROM held h, now WHERE $15` + sqlAttemptDone + `
+	), fin AS (` + sqlInsertFinished + `
+		SELECT g.job_id, g.queue, g.id, '` + task.FinishedDeleted + `', now.ns, g.attempts, g.last_error FROM gone g, now WHERE $15
+		UNION ALL
+		SELECT h.job_id, h.src, h.tid, '` + task.FinishedDead + `', now.ns, h.attempts0 + h.d_attempts, coalesce(h.err, h.error0)
+		FROM held h, now WHERE $15 AND h.dead
 	)
 	UPDATE hourglass_tasks t SET
 		queue = CASE WHEN h.dead AND h.dlq <> '' THEN h.dlq ELSE t.queue END,
@@ -75,6 +86,7 @@ type settlement struct {
 	attempt                int64   // added to attempts: -1 for a release
 	release, bury, timeout int64
 	expiry                 bool
+	outcome                string // the attempt's: a task.Attempt* outcome
 }
 
 // settledRow is a task settled by sqlSettle: as it is after, the queue it
@@ -93,12 +105,15 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 	jobs, leases, dead, dlqs, delays := make([]int64, k), make([]string, k), make([]bool, k), make([]string, k), make([]int64, k)
 	errs, prios := make([]*string, k), make([]*int64, k)
 	atts, rels, burs, tos, exps := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]bool, k)
+	outcomes := make([]string, k)
 	for i, s := range ss {
 		jobs[i], leases[i], dead[i], dlqs[i], delays[i] = s.job, s.lease, s.out.Dead, s.out.DeadLetter, int64(s.out.Delay)
 		errs[i], prios[i] = s.err, s.prio
 		atts[i], rels[i], burs[i], tos[i], exps[i] = s.attempt, s.release, s.bury, s.timeout, s.expiry
+		outcomes[i] = s.outcome
 	}
-	rows, err := n.db.Query(ctx, sqlSettle, jobs, leases, dead, dlqs, delays, errs, prios, atts, rels, burs, tos, exps)
+	rows, err := n.db.Query(ctx, sqlSettle, jobs, leases, dead, dlqs, delays, errs, prios, atts, rels, burs, tos, exps,
+		outcomes, n.name, n.keep())
 	if err != nil {
 		return nil, dbErr(err)
 	}
@@ -192,7 +207,7 @@ func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Dur
 	}
 	msg := service.CutError(reason)
 	out := service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), delay, false, rand.Float64())
-	got, err := n.settle(ctx, []settlement{{job: h.job, lease: lease, out: out, err: &msg, release: 1}})
+	got, err := n.settle(ctx, []settlement{{job: h.job, lease: lease, out: out, err: &msg, release: 1, outcome: task.AttemptNacked}})
 	if err != nil {
 		return task.Task{}, err
 	}
@@ -225,7 +240,8 @@ func (n *Node) Release(ctx context.Context, queue, id, lease string, delay time.
 	if err != nil {
 		return task.Task{}, dbErr(err)
 	}
-	got, err := n.settle(ctx, []settlement{{job: job, lease: lease, out: service.Outcome{Delay: delay}, attempt: -1, release: 1}})
+	got, err := n.settle(ctx, []settlement{{job: job, lease: lease, out: service.Outcome{Delay: delay}, attempt: -1, release: 1,
+		outcome: task.AttemptReleased}})
 	if err != nil {
 		return task.Task{}, err
 	}
@@ -253,7 +269,7 @@ func (n *Node) Bury(ctx context.Context, queue, id, lease, reason string) (task.
 	}
 	msg := service.CutError(reason)
 	out := service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), 0, true, rand.Float64())
-	got, err := n.settle(ctx, []settlement{{job: h.job, lease: lease, out: out, err: &msg, bury: 1}})
+	got, err := n.settle(ctx, []settlement{{job: h.job, lease: lease, out: out, err: &msg, bury: 1, outcome: task.AttemptBuried}})
 	if err != nil {
 		return task.Task{}, err
 	}
@@ -283,7 +299,7 @@ func (n *Node) BuryJob(ctx context.Context, job uint64, lease string, prio uint3
 	}
 	out := service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), 0, true, rand.Float64())
 	p := int64(prio)
-	got, err := n.settle(ctx, []settlement{{job: j, lease: lease, out: out, prio: &p, bury: 1}})
+	got, err := n.settle(ctx, []settlement{{job: j, lease: lease, out: out, prio: &p, bury: 1, outcome: task.AttemptBuried}})
 	if err != nil {
 		return err
 	}
@@ -345,7 +361,8 @@ func (n *Node) settleExpired(ctx context.Context, expired []row) error {
 					}
 					into[key] = true
 				}
-				ss = append(ss, settlement{job: t.job, lease: t.lease, out: out, err: &msg, timeout: 1, expiry: true})
+				ss = append(ss, settlement{job: t.job, lease: t.lease, out: out, err: &msg, timeout: 1, expiry: true,
+					outcome: task.AttemptExpired})
 			}
 			var got []settledRow
 			got, err = n.settle(ctx, ss)

@@ -50,8 +50,26 @@ func (n *Node) Job(job uint64) (task.Task, error) {
 // can have (over the bigint range), which is not found.
 func jobArg(job uint64) (int64, bool) { return int64(job), job <= 1<<63-1 }
 
+// sqlDeleteJob deletes job $1 if it is delayed, ready or dead, or
+// reserved under the lease $2. With $3 (keep the history) it records it
+// (history.go) as deleted, or, if it was reserved, its attempt and the
+// task as acked by node $4: the worker's delete of a reserved job is
+// beanstalkd's ack.
+const sqlDeleteJob = `WITH gone AS (
+		DELETE FROM hourglass_tasks t WHERE t.job_id = $1 AND (t.state <> 2 OR ($2 <> '' AND t.lease = $2))
+		RETURNING t.job_id, t.queue, t.id, t.state, t.tries, t.reserved, t.attempts, t.last_error
+	), now AS (SELECT hourglass_now() AS ns WHERE $3),
+	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptAcked + `', '', 0, $4
+		FROM gone, now WHERE state = 2` + sqlAttemptDone + `
+	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id,
+			CASE WHEN state = 2 THEN '` + task.FinishedAcked + `' ELSE '` + task.FinishedDeleted + `' END,
+			now.ns, attempts, last_error
+		FROM gone, now)
+	SELECT count(*) FROM gone`
+
 // DeleteJob deletes job, durably, if it is delayed, ready or dead, or
-// reserved under lease; else it returns task.ErrNotFound.
+// reserved under lease (an ack, in the history); else it returns
+// task.ErrNotFound.
 func (n *Node) DeleteJob(ctx context.Context, job uint64, lease string) error {
 	if err := n.Err(); err != nil {
 		return err
@@ -60,12 +78,11 @@ func (n *Node) DeleteJob(ctx context.Context, job uint64, lease string) error {
 	if !ok {
 		return task.ErrNotFound
 	}
-	tag, err := n.db.Exec(ctx, `DELETE FROM hourglass_tasks
-		WHERE job_id = $1 AND (state <> 2 OR ($2 <> '' AND lease = $2))`, j, lease)
-	if err != nil {
+	var k int64
+	if err := n.db.QueryRow(ctx, sqlDeleteJob, j, lease, n.keep(), n.name).Scan(&k); err != nil {
 		return dbErr(err)
 	}
-	if tag.RowsAffected() == 0 {
+	if k == 0 {
 		return task.ErrNotFound
 	}
 	return nil
@@ -73,7 +90,8 @@ func (n *Node) DeleteJob(ctx context.Context, job uint64, lease string) error {
 
 // ReleaseJob ends the reservation lease of job: it is waiting again with
 // priority prio, delayed by delay (ready at once for 0), whatever its
-// attempts. task.ErrNotFound if job is not reserved under lease.
+// attempts; the attempt ends released. task.ErrNotFound if job is not
+// reserved under lease.
 func (n *Node) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
 	if err := service.CheckDelay("delay", delay, n.opts.MaxDelay); err != nil {
 		return err
@@ -88,13 +106,16 @@ func (n *Node) ReleaseJob(ctx context.Context, job uint64, lease string, prio ui
 	var queue string
 	var dbNow int64
 	var fireAt *int64
-	err := n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
-		UPDATE hourglass_tasks t SET state = 1, priority = $3, due = now.ns + $4,
-			fire_at = CASE WHEN $4 = 0 THEN NULL ELSE now.ns + $4 END,
-			releases = t.releases + 1, lease = '', lease_until = 0
-		FROM now
-		WHERE t.job_id = $1 AND t.state = 2 AND t.lease = $2
-		RETURNING t.queue, t.fire_at, now.ns`, j, lease, int64(prio), int64(delay)).Scan(&queue, &fireAt, &dbNow)
+	err := n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns),
+		r AS (UPDATE hourglass_tasks t SET state = 1, priority = $3, due = now.ns + $4,
+				fire_at = CASE WHEN $4 = 0 THEN NULL ELSE now.ns + $4 END,
+				releases = t.releases + 1, lease = '', lease_until = 0
+			FROM now
+			WHERE t.job_id = $1 AND t.state = 2 AND t.lease = $2
+			RETURNING t.job_id, t.queue, t.fire_at, t.tries, t.reserved),
+		att AS (`+sqlInsertAttempt+`SELECT job_id, tries, reserved, now.ns, '`+task.AttemptReleased+`', '', 0, $6
+			FROM r, now WHERE $5`+sqlAttemptDone+`)
+		SELECT r.queue, r.fire_at, now.ns FROM r, now`, j, lease, int64(prio), int64(delay), n.keep(), n.name).Scan(&queue, &fireAt, &dbNow)
 	if err == pgx.ErrNoRows {
 		return task.ErrNotFound
 	}
@@ -235,7 +256,7 @@ func (n *Node) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 	var dbNow int64
 	t, err := scanRow(n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1, lease = `+sqlLease+`,
-			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, died = NULL
+			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, died = NULL, reserved = now.ns, tries = t.tries + 1
 		FROM now
 		WHERE t.job_id = $1 AND t.state IN (1, 3)
 		RETURNING `+returnTask+`, now.ns`, j), &dbNow)

@@ -83,7 +83,7 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
 			lease = ` + sqlLease + `,
-			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr
+			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1
 		FROM picked, now
 		WHERE t.job_id = picked.job_id
 		RETURNING ` + returnTask + `, now.ns

@@ -92,3 +92,72 @@ func TestMigrate_Policies(t *testing.T) {
 		t.Fatalf("queue p with a policy: %+v, %v", qd, err)
 	}
 }
+
+// TestMigrate_History: a database at version 5, with a reserved task, a
+// ready one and a queue's policy, migrates to 6 (the history): the
+// reserved task's running attempt started a ttr before its lease's end,
+// its ack is recorded, the policy has no push endpoint, and the history
+// is written from then on.
+func TestMigrate_History(t *testing.T) {
+	url := server(t).CreateDatabase(t)
+	pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE hourglass_migrations (version integer PRIMARY KEY,
+		name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range cluster.Migrations()[:5] {
+		if _, err := pool.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if _, err := pool.Exec(ctx, "INSERT INTO hourglass_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const ttr = int64(60e9)
+	var until int64
+	if err := pool.QueryRow(ctx, `INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at,
+			created, ttr, attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload)
+		VALUES (1, 1, 'q', 'x', 2, 0, 0, hourglass_now() + $1, 0, $1, 2, 0, 'lease', hourglass_now() + $1, 0, 0, 0, 0, 'p'),
+			(2, 2, 'q', 'y', 1, 0, 0, NULL, 0, $1, 0, 0, '', 0, 0, 0, 0, 0, 'p')
+		RETURNING lease_until`, ttr).Scan(&until); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO hourglass_queues (queue, max_attempts) VALUES ('q', 5)`); err != nil {
+		t.Fatal(err)
+	}
+	from, to, err := cluster.Migrate(ctx, pool)
+	if err != nil || from != 5 || to != len(cluster.Migrations()) {
+		t.Fatalf("Migrate: %d → %d, %v", from, to, err)
+	}
+	n, err := cluster.Open(ctx, pool, cluster.Options{Node: "n", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if p, err := n.Policy(ctx, "q"); err != nil || p.MaxAttempts != 5 || p.Push != nil {
+		t.Fatalf("policy after the migration: %+v, %v", p, err)
+	}
+	as, err := n.Attempts(ctx, "q", "x")
+	if err != nil || len(as) != 1 || as[0].N != 2 || as[0].Outcome != "" || as[0].Started.UnixNano() != until-ttr {
+		t.Fatalf("attempts of the reserved task: %+v, %v; want the running 2nd, started at %d", as, err, until-ttr)
+	}
+	if err := n.Ack(ctx, "q", "x", "lease"); err != nil {
+		t.Fatal(err)
+	}
+	as, err = n.Attempts(ctx, "q", "x")
+	if err != nil || len(as) != 1 || as[0].N != 2 || as[0].Outcome != task.AttemptAcked || as[0].Node != "n" {
+		t.Fatalf("attempts of the acked task: %+v, %v", as, err)
+	}
+	ts, err := n.Reserve(ctx, "q", 1, 0)
+	if err != nil || len(ts) != 1 || ts[0].ID != "y" {
+		t.Fatalf("reserve y: %+v, %v", ts, err)
+	}
+	if as, err := n.Attempts(ctx, "q", "y"); err != nil || len(as) != 1 || as[0].N != 1 || as[0].Outcome != "" {
+		t.Fatalf("attempts of y: %+v, %v", as, err)
+	}
+	fs, _, err := n.FinishedTasks(ctx, "q", "", 0, 10)
+	if err != nil || len(fs) != 1 || fs[0].ID != "x" || fs[0].Attempts != 2 {
+		t.Fatalf("history: %+v, %v", fs, err)
+	}
+}

@@ -40,6 +40,12 @@ type Options struct {
 	MaxPayload int
 	DefaultTTR time.Duration
 
+	// History is how long the history (history.go: every attempt of a
+	// task, the tasks that left their queues) is kept after a task left
+	// its queue; 0: task.DefaultHistory. A negative History keeps none:
+	// nothing is written, and what an earlier run wrote is pruned.
+	History time.Duration
+
 	// Logger receives the node's logs; default slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the node's Prometheus metrics (metrics.go);
@@ -123,6 +129,8 @@ type Node struct {
 	recap bool
 	// reporter writes the node's report (report.go).
 	reporter *reporter
+	// pruner prunes the history (prune.go).
+	pruner *pruner
 	// closed by Close; failed by a fatal error. Guarded by mu.
 	closed bool
 	failed error
@@ -243,6 +251,9 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	go n.flushLoop()
 	n.reporter = &reporter{db: db, node: n.name, started: n.clock.now(), source: n.counters.report, log: n.log}
 	n.reporter.start()
+	retention, _ := opts.retention()
+	n.pruner = &pruner{db: db, retention: retention, leads: n.leadsPruning, log: n.log}
+	n.pruner.start()
 	return n, nil
 }
 
@@ -354,6 +365,9 @@ func (n *Node) stop() {
 	n.wg.Wait()
 	if n.reporter != nil {
 		n.reporter.stop()
+	}
+	if n.pruner != nil {
+		n.pruner.stop()
 	}
 	n.wheel.Stop()
 	n.cron.Stop()

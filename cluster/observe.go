@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -196,7 +197,8 @@ func (n *Node) KickDead(ctx context.Context, queue string) (int, error) {
 	return n.kick(ctx, jobs)
 }
 
-// DeleteDead deletes every dead task of queue and returns how many.
+// DeleteDead deletes every dead task of queue and returns how many; each
+// is in the history as deleted.
 func (n *Node) DeleteDead(ctx context.Context, queue string) (int, error) {
 	if err := service.CheckQueue(queue); err != nil {
 		return 0, err
@@ -204,11 +206,11 @@ func (n *Node) DeleteDead(ctx context.Context, queue string) (int, error) {
 	if err := n.Err(); err != nil {
 		return 0, err
 	}
-	tag, err := n.db.Exec(ctx, `DELETE FROM hourglass_tasks WHERE queue = $1 AND state = 3`, queue)
-	if err != nil {
+	var k int64
+	if err := n.db.QueryRow(ctx, fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.state = 3"), n.keep(), queue).Scan(&k); err != nil {
 		return 0, dbErr(err)
 	}
-	return int(tag.RowsAffected()), nil
+	return int(k), nil
 }
 
 // CheckCron returns the next n occurrences of a cron line, as

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -29,6 +28,10 @@ import (
 //     out of its statement and takes their tasks in a transaction that
 //     locks their rows (limits.go).
 //
+// A push queue's endpoint (task.Push) is the column push (migration
+// 006), JSON, its secret as given: the database holds it in the clear,
+// and whoever reads the database (or its backups) reads it.
+//
 // What a node keeps of the policies is only a hint for waking reservers:
 // the queues with a concurrency limit (Node.capped), whose reservers wait
 // for a reserved task to be acked, given back or expired. It is loaded at
@@ -39,7 +42,7 @@ import (
 // policyColumns are the policy's columns of hourglass_queues, in the
 // order policyRow.dest reads them.
 const policyColumns = `retry_initial, retry_max, retry_multiplier, retry_jitter, max_attempts, ttr,
-	rate_limit, rate_per, rate_burst, concurrency, dead_letter`
+	rate_limit, rate_per, rate_burst, concurrency, dead_letter, push`
 
 // policyColumnsOf is policyColumns of the table aliased as alias.
 func policyColumnsOf(alias string) string {
@@ -59,12 +62,23 @@ type policyRow struct {
 	rateLimit, ratePer, rateBurst *int64
 	concurrency                   *int64
 	deadLetter                    *string
+	push                          *pushJSON
+}
+
+// pushJSON is a task.Push as the column push records it. Headers is
+// written as given: a nil map as null, an empty one as {}, so that a
+// policy reads back as it was set.
+type pushJSON struct {
+	URL     string            `json:"url"`
+	Timeout int64             `json:"timeout_ns"`
+	Headers map[string]string `json:"headers"`
+	Secret  string            `json:"secret"`
 }
 
 // dest returns the scan destinations of policyColumns.
 func (p *policyRow) dest() []any {
 	return []any{&p.retryInitial, &p.retryMax, &p.retryMultiplier, &p.retryJitter, &p.maxAttempts, &p.ttr,
-		&p.rateLimit, &p.ratePer, &p.rateBurst, &p.concurrency, &p.deadLetter}
+		&p.rateLimit, &p.ratePer, &p.rateBurst, &p.concurrency, &p.deadLetter, &p.push}
 }
 
 // policy returns the recorded policy.
@@ -97,6 +111,9 @@ func (p *policyRow) policy() task.Policy {
 	if p.deadLetter != nil {
 		out.DeadLetter = *p.deadLetter
 	}
+	if j := p.push; j != nil {
+		out.Push = &task.Push{URL: j.URL, Timeout: time.Duration(j.Timeout), Headers: j.Headers, Secret: j.Secret}
+	}
 	return out
 }
 
@@ -118,19 +135,23 @@ func policyArgs(p task.Policy) []any {
 		var z int64
 		rm = &z
 	}
-	return []any{ri, *rm, mult, jit, int64(p.MaxAttempts), int64(p.TTR), rl, per, burst, int64(p.Concurrency), p.DeadLetter}
+	var push *pushJSON
+	if h := p.Push; h != nil {
+		push = &pushJSON{URL: h.URL, Timeout: int64(h.Timeout), Headers: h.Headers, Secret: h.Secret}
+	}
+	return []any{ri, *rm, mult, jit, int64(p.MaxAttempts), int64(p.TTR), rl, per, burst, int64(p.Concurrency), p.DeadLetter, push}
 }
 
-// sqlSetPolicy writes queue $1's policy ($2 to $12, in the order of
+// sqlSetPolicy writes queue $1's policy ($2 to $13, in the order of
 // policyColumns), creating its row if it has none; the pause is kept.
 const sqlSetPolicy = `INSERT INTO hourglass_queues AS q (queue, ` + policyColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 	ON CONFLICT (queue) DO UPDATE SET
 		retry_initial = EXCLUDED.retry_initial, retry_max = EXCLUDED.retry_max,
 		retry_multiplier = EXCLUDED.retry_multiplier, retry_jitter = EXCLUDED.retry_jitter,
 		max_attempts = EXCLUDED.max_attempts, ttr = EXCLUDED.ttr, rate_limit = EXCLUDED.rate_limit,
 		rate_per = EXCLUDED.rate_per, rate_burst = EXCLUDED.rate_burst, concurrency = EXCLUDED.concurrency,
-		dead_letter = EXCLUDED.dead_letter`
+		dead_letter = EXCLUDED.dead_letter, push = EXCLUDED.push`
 
 // SetPolicy checks p (service.CheckPolicy) and makes it queue's policy,
 // durably (the answer follows the commit), for every node: each reads it
@@ -184,7 +205,7 @@ func (n *Node) DeletePolicy(ctx context.Context, queue string) error {
 	}
 	_, err := n.db.Exec(ctx, `UPDATE hourglass_queues SET retry_initial = NULL, retry_max = 0,
 			retry_multiplier = 0, retry_jitter = 0, max_attempts = 0, ttr = 0, rate_limit = NULL,
-			rate_per = 0, rate_burst = 0, concurrency = 0, dead_letter = '', tokens = 0, tokens_at = 0
+			rate_per = 0, rate_burst = 0, concurrency = 0, dead_letter = '', push = NULL, tokens = 0, tokens_at = 0
 		WHERE queue = $1`, queue)
 	if err != nil {
 		return dbErr(err)
@@ -279,15 +300,3 @@ func (n *Node) slotFreed(queue string) {
 		n.readied(queue, 1)
 	}
 }
-
-// Attempts returns the attempts of the task id of queue.
-func (n *Node) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error) {
-	return nil, errNoHistory
-}
-
-// FinishedTasks returns a page of queue's history.
-func (n *Node) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
-	return nil, 0, errNoHistory
-}
-
-var errNoHistory = errors.New("hourglass: history not implemented yet")

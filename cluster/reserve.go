@@ -47,7 +47,7 @@ const sqlReserve = `WITH picked AS (
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
 			lease = ` + sqlLease + `,
-			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr
+			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1
 		FROM picked, now
 		WHERE t.job_id = picked.job_id
 		RETURNING ` + returnTask + `, now.ns
@@ -328,11 +328,12 @@ func (n *Node) deliver(got []row, dbNow int64) []task.Task {
 }
 
 // sqlGiveBack makes tasks reserved by a flush for waiters that had left
-// ready again, undoing the reservation (its attempt included), where they
+// ready again, undoing the reservation (its attempt and try included), where they
 // are still held under the leases given ($1 job ids, $2 leases). It
 // commits without waiting for the WAL flush, as the reservation did.
 const sqlGiveBack = `WITH r AS (SELECT set_config('synchronous_commit', 'off', true))
-	UPDATE hourglass_tasks t SET state = 1, attempts = t.attempts - 1, lease = '', lease_until = 0, fire_at = NULL
+	UPDATE hourglass_tasks t SET state = 1, attempts = t.attempts - 1, tries = t.tries - 1, lease = '', lease_until = 0,
+		fire_at = NULL
 	FROM unnest($1::bigint[], $2::text[]) AS g(job_id, lease), r
 	WHERE t.job_id = g.job_id AND t.state = 2 AND t.lease = g.lease
 	RETURNING t.queue`

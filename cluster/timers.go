@@ -104,6 +104,9 @@ func (n *Node) flushLoop() {
 //     those handed, and settles expired leases (ready again, or dead when
 //     the attempts are used up: service.AfterFailure under the default
 //     policy), with $7 (task.LeaseExpired) as their last error.
+//   - with $8 (keep the history), att records each expired lease's
+//     attempt as expired by this node, and fin each task dead of it
+//     (history.go).
 //
 // It returns one row per fenced-in partition (kind 0, a = partition), one
 // per queue with tasks made ready (kind 1, a = how many), one per job whose
@@ -128,6 +131,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
 	timers AS MATERIALIZED (
 		SELECT t.job_id, t.queue, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies,
+			t.tries AS tries0, t.reserved AS reserved0,
 			t.state = 2 AND EXISTS (SELECT 1 FROM hourglass_queues p WHERE p.queue = t.queue AND p.on_failure) AS deferred
 		FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id
 		WHERE t.partition = ANY(ARRAY(SELECT partition FROM fence)) AND t.fire_at IS NOT NULL
@@ -151,10 +155,16 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 			lease = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN ` + sqlLease + ` ELSE '' END,
 			lease_until = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr ELSE 0 END,
 			fire_at = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr END,
+			reserved = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns ELSE t.reserved END,
+			tries = t.tries + CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
 			last_error = CASE WHEN t.state = 2 THEN $7 ELSE t.last_error END
 		FROM now, due d LEFT JOIN hand h ON h.job_id = d.job_id
 		WHERE t.job_id = d.job_id AND t.fire_at <= now.ns AND t.state IN (1, 2)
-		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed
+		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed, d.tries0, d.reserved0
+	), att AS (` + sqlInsertAttempt + `SELECT job_id, tries0, reserved0, now.ns, '` + task.AttemptExpired + `', $7, 0, $1
+		FROM fired, now WHERE was = 2 AND $8` + sqlAttemptDone + `
+	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
+		FROM fired, now WHERE state = 3 AND $8
 	), ready AS MATERIALIZED (
 		SELECT queue, count(*) AS k FROM fired WHERE state = 1 GROUP BY queue
 	)
@@ -248,7 +258,7 @@ func (n *Node) flush() error {
 	var dbNow int64
 	began := time.Now()
 	err := func() error {
-		rows, err := n.db.Query(ctx, sqlFlush, n.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired)
+		rows, err := n.db.Query(ctx, sqlFlush, n.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, n.keep())
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,213 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// The history (service.History) is two tables of migration 006, written
+// by the statements that change the tasks, in the same statement, so that
+// a task's state and its history never disagree and no write costs a
+// round trip more:
+//
+//   - hourglass_attempts: a row per ended attempt, by job id and N, with
+//     its start (hourglass_tasks.reserved, written by every reservation),
+//     its end and outcome, the error given and the node that ended it.
+//     sqlAck adds it for an ack (and a beanstalkd delete of a reserved
+//     job: DeleteJob), sqlSettle for a nack, release, bury or a lease run
+//     out in a queue with a policy, sqlFlush for the other leases run
+//     out, ReleaseJob for a beanstalkd release. N is the task's tries (its
+//     reservations, a given-back one included), not its attempts, which a
+//     release gives back.
+//   - hourglass_history: a row per task that left its queue: acked (sqlAck,
+//     DeleteJob of a reserved job), dead (sqlSettle, sqlFlush: dead in its
+//     queue or moved to a dead-letter queue) or deleted (Delete,
+//     DeleteJob, DeleteDead, and a task of a dead-lettered task's id
+//     already in the dead-letter queue, which sqlSettle deletes).
+//
+// Each statement takes a flag, keep (Options.History not negative):
+// without it the inserts select nothing. The rows are kept for the
+// retention: the node that owns partition 0 prunes (pruner), so one node
+// at a time, the next owner after a takeover.
+//
+// The running attempt is not a row: Attempts reads it from the task
+// (reserved, tries). Its Node is "", since the node that handed it out is
+// not recorded; an ended attempt's Node is the node that ended it.
+
+// sqlInsertAttempt and sqlInsertFinished begin the inserts of the
+// history's two tables; the statements that end an attempt or a task
+// follow them with their SELECT. An attempt already recorded under its
+// job and N (none is, unless a reservation was given back by an older
+// binary) is kept.
+const (
+	sqlInsertAttempt  = `INSERT INTO hourglass_attempts (job_id, n, started, ended, outcome, error, status, node) `
+	sqlAttemptDone    = ` ON CONFLICT (job_id, n) DO NOTHING`
+	sqlInsertFinished = `INSERT INTO hourglass_history (job_id, queue, id, outcome, finished, attempts, last_error) `
+)
+
+// retention returns how long the history is kept, and whether it is
+// kept at all (Options.History).
+func (o *Options) retention() (time.Duration, bool) {
+	switch {
+	case o.History == 0:
+		return task.DefaultHistory, true
+	case o.History < 0:
+		return 0, false
+	}
+	return o.History, true
+}
+
+// keep says whether the statements write the history.
+func (n *Node) keep() bool {
+	_, ok := n.opts.retention()
+	return ok
+}
+
+// attemptColumns are the columns of hourglass_attempts that
+// scanAttempt reads, in its order.
+const attemptColumns = `n, started, ended, outcome, error, status, node`
+
+// scanAttempt reads a row of attemptColumns.
+func scanAttempt(r pgx.CollectableRow) (task.Attempt, error) {
+	var a task.Attempt
+	var n, started, ended int64
+	var status int32
+	if err := r.Scan(&n, &started, &ended, &a.Outcome, &a.Error, &status, &a.Node); err != nil {
+		return a, err
+	}
+	a.N, a.Status = int(n), int(status)
+	a.Started, a.Ended = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
+	return a, nil
+}
+
+// Attempts returns the attempts of the task id of queue, oldest first,
+// at most the newest task.MaxAttemptsListed: for a live task its ended
+// attempts and, while it is reserved, the running one (Started when its
+// reservation began, no Ended nor Outcome); for a task no longer live,
+// those of its newest row in the queue's history (the newest task of
+// that id to leave the queue), while kept; task.ErrNotFound otherwise.
+// Two or three reads by index.
+func (n *Node) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error) {
+	if err := n.checkTask(queue, id); err != nil {
+		return nil, err
+	}
+	var job, tries, reserved int64
+	var state int16
+	err := n.db.QueryRow(ctx, "SELECT job_id, state, tries, reserved FROM hourglass_tasks WHERE queue = $1 AND id = $2",
+		queue, id).Scan(&job, &state, &tries, &reserved)
+	running := err == nil && state == 2
+	if err == pgx.ErrNoRows {
+		err = n.db.QueryRow(ctx, `SELECT job_id FROM hourglass_history WHERE id = $2 AND queue = $1
+			ORDER BY seq DESC LIMIT 1`, queue, id).Scan(&job)
+		if err == pgx.ErrNoRows {
+			return nil, task.ErrNotFound
+		}
+	}
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	limit := task.MaxAttemptsListed
+	if running {
+		limit--
+	}
+	rows, err := n.db.Query(ctx, "SELECT "+attemptColumns+` FROM (
+			SELECT * FROM hourglass_attempts WHERE job_id = $1 ORDER BY n DESC LIMIT $2) a
+		ORDER BY n`, job, limit)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, scanAttempt)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	if running {
+		out = append(out, task.Attempt{N: int(tries), Started: time.Unix(0, reserved).UTC()})
+	}
+	if out == nil {
+		out = []task.Attempt{}
+	}
+	return out, nil
+}
+
+// finishedColumns are the columns of hourglass_history that
+// scanFinished reads, in its order.
+const finishedColumns = `seq, job_id, queue, id, outcome, finished, attempts, last_error`
+
+// sqlFinishedOutcome pages the history of queue $1 of outcome $2, newest
+// first, below seq $3: one range of hourglass_history_outcome.
+const sqlFinishedOutcome = `SELECT ` + finishedColumns + ` FROM hourglass_history
+	WHERE queue = $1 AND outcome = $2 AND seq < $3 ORDER BY seq DESC LIMIT $4`
+
+// sqlFinishedAny pages the history of queue $1 of every outcome: the
+// first $4 of each outcome's range, merged.
+var sqlFinishedAny = `SELECT * FROM (` +
+	fmt.Sprintf(`(SELECT %s FROM hourglass_history WHERE queue = $1 AND outcome = '%s' AND seq < $2 ORDER BY seq DESC LIMIT $3)
+		UNION ALL `, finishedColumns, task.FinishedAcked) +
+	fmt.Sprintf(`(SELECT %s FROM hourglass_history WHERE queue = $1 AND outcome = '%s' AND seq < $2 ORDER BY seq DESC LIMIT $3)
+		UNION ALL `, finishedColumns, task.FinishedDead) +
+	fmt.Sprintf(`(SELECT %s FROM hourglass_history WHERE queue = $1 AND outcome = '%s' AND seq < $2 ORDER BY seq DESC LIMIT $3)`,
+		finishedColumns, task.FinishedDeleted) +
+	`) h ORDER BY seq DESC LIMIT $3`
+
+// FinishedTasks returns up to limit (1 to task.MaxList) tasks that left
+// queue, newest first, whose outcome is outcome ("" any, else one of the
+// task.Finished* outcomes), below the cursor after (0: from the newest),
+// and the cursor of the next page: the last one's sequence number when
+// the page is full (0: none). One read: a range of an index, or three
+// merged for any outcome. task.ErrInvalid for another outcome or limit.
+func (n *Node) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
+	if err := service.CheckQueue(queue); err != nil {
+		return nil, 0, err
+	}
+	switch outcome {
+	case "", task.FinishedAcked, task.FinishedDead, task.FinishedDeleted:
+	default:
+		return nil, 0, fmt.Errorf("%w: outcome %q: want %q, %q, %q or none", task.ErrInvalid, outcome,
+			task.FinishedAcked, task.FinishedDead, task.FinishedDeleted)
+	}
+	if limit < 1 || limit > task.MaxList {
+		return nil, 0, fmt.Errorf("%w: limit %d: want 1 to %d", task.ErrInvalid, limit, task.MaxList)
+	}
+	if err := n.Err(); err != nil {
+		return nil, 0, err
+	}
+	below := int64(1<<63 - 1)
+	if after > 0 && after <= 1<<63-1 {
+		below = int64(after)
+	}
+	var rows pgx.Rows
+	var err error
+	if outcome == "" {
+		rows, err = n.db.Query(ctx, sqlFinishedAny, queue, below, limit)
+	} else {
+		rows, err = n.db.Query(ctx, sqlFinishedOutcome, queue, outcome, below, limit)
+	}
+	if err != nil {
+		return nil, 0, dbErr(err)
+	}
+	var last int64
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (task.Finished, error) {
+		var f task.Finished
+		var job, finished, attempts int64
+		err := r.Scan(&last, &job, &f.Queue, &f.ID, &f.Outcome, &finished, &attempts, &f.LastError)
+		f.JobID, f.Finished, f.Attempts = uint64(job), time.Unix(0, finished).UTC(), int(attempts)
+		return f, err
+	})
+	if err != nil {
+		return nil, 0, dbErr(err)
+	}
+	if out == nil {
+		out = []task.Finished{}
+	}
+	var next uint64
+	if len(out) == limit {
+		next = uint64(last)
+	}
+	return out, next, nil
+}

@@ -1,0 +1,134 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Bounds of the history's pruning.
+const (
+	// pruneBatch bounds the history rows one statement deletes (with the
+	// attempts of their jobs): a short transaction, whose locks the
+	// writers of the history never wait for long.
+	pruneBatch = 1000
+	// pruneEvery is the most time between two prunes; a short retention
+	// prunes every quarter of it (tests), but not more often than
+	// pruneMinEvery.
+	pruneEvery    = 5 * time.Second
+	pruneMinEvery = 10 * time.Millisecond
+	// prunePause is the pause between two batches, yielding the database
+	// to the statements that serve.
+	prunePause = 10 * time.Millisecond
+)
+
+// sqlPrune deletes up to $2 rows of hourglass_history that finished
+// before the database's clock less $1 (ns), oldest first, and the
+// attempts of their jobs, unless the job is live again (a dead task
+// kicked, or moved to a dead-letter queue) or has a row that stays (it
+// left again later): a job keeps its id, so its other rows are found by
+// hourglass_history_id. It returns how many rows it deleted. O(batch log
+// n).
+const sqlPrune = `WITH h AS MATERIALIZED (
+		SELECT seq, job_id, id FROM hourglass_history
+		WHERE finished < hourglass_now() - $1 ORDER BY finished LIMIT $2
+	), d AS (
+		DELETE FROM hourglass_history x USING h WHERE x.seq = h.seq RETURNING x.seq
+	), j AS MATERIALIZED (
+		SELECT DISTINCT h.job_id FROM h
+		WHERE NOT EXISTS (SELECT 1 FROM hourglass_tasks t WHERE t.job_id = h.job_id)
+			AND NOT EXISTS (SELECT 1 FROM hourglass_history y
+				WHERE y.id = h.id AND y.job_id = h.job_id AND y.seq NOT IN (SELECT seq FROM h))
+	), a AS (
+		DELETE FROM hourglass_attempts a USING j WHERE a.job_id = j.job_id
+	)
+	SELECT count(*) FROM d`
+
+// pruner deletes the history older than the retention, on the node that
+// owns partition 0 (leads), so on one node at a time but for a takeover's
+// overlap, which costs nothing worse than two deletes of the same rows
+// (the second finds them gone). It runs every pruneEvery, in batches of
+// pruneBatch with a pause between them, until a batch comes short. Its
+// methods are called by the node alone: start once, stop once.
+type pruner struct {
+	db        *pgxpool.Pool
+	retention time.Duration // 0: keep none
+	leads     func() bool
+	log       *slog.Logger
+
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+// every is the time between two prunes.
+func (p *pruner) every() time.Duration {
+	return min(pruneEvery, max(p.retention/4, pruneMinEvery))
+}
+
+// start starts the pruning goroutine.
+func (p *pruner) start() {
+	p.quit = make(chan struct{})
+	p.wg.Add(1)
+	go p.loop()
+}
+
+// stop ends the pruning and waits for the statement in progress.
+func (p *pruner) stop() {
+	close(p.quit)
+	p.wg.Wait()
+}
+
+func (p *pruner) loop() {
+	defer p.wg.Done()
+	t := time.NewTicker(p.every())
+	defer t.Stop()
+	for {
+		select {
+		case <-p.quit:
+			return
+		case <-t.C:
+		}
+		if !p.leads() {
+			continue
+		}
+		if _, err := p.prune(); err != nil {
+			p.log.Warn("hourglass: pruning the history failed; the next round retries", "err", err)
+		}
+	}
+}
+
+// prune deletes the rows due for pruning, a batch at a time, and returns
+// how many; it stops early when the pruner stops.
+func (p *pruner) prune() (int, error) {
+	total := 0
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var k int
+		err := p.db.QueryRow(ctx, sqlPrune, int64(p.retention), pruneBatch).Scan(&k)
+		cancel()
+		if err != nil {
+			return total, err
+		}
+		total += k
+		if k < pruneBatch {
+			return total, nil
+		}
+		select {
+		case <-p.quit:
+			return total, nil
+		case <-time.After(prunePause):
+		}
+	}
+}
+
+// leadsPruning says whether this node prunes the history: it owns
+// partition 0.
+func (n *Node) leadsPruning() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.owned[0]
+	return ok
+}
