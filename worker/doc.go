@@ -13,15 +13,16 @@
 //	defer stop()
 //	return w.Run(ctx) // until SIGINT or SIGTERM, then drains
 //
-// A [Worker] reserves tasks only for its free handlers, with long polls
-// (POST /v1/reserve) over all its queues, two at most in flight so that
-// handlers freed during one's round trip need not wait for it, and runs
-// each task's
-// [Handler] in its own goroutine. While a handler runs, the worker
-// touches the task's lease halfway through each ttr, so a handler may
-// run past its task's ttr; when the lease is lost (the task was deleted,
-// or the server could not be reached before the lease ran out), the
-// handler's context is cancelled with [ErrLeaseLost].
+// A [Worker] reserves tasks only for its free handlers and a few more
+// ([Options.Prefetch], a task not started by half its ttr being
+// released), with long polls (POST /v1/reserve) over all its queues, two
+// at most in flight so that handlers freed during one's round trip need
+// not wait for it, and runs each task's [Handler] in its own goroutine.
+// While a handler runs, the worker touches the task's lease halfway
+// through each ttr, so a handler may run past its task's ttr; when the
+// lease is lost (the task was deleted, or the server could not be
+// reached before the lease ran out), the handler's context is cancelled
+// with [ErrLeaseLost].
 //
 // The handler's result decides what becomes of the task:
 //

@@ -20,8 +20,8 @@ import (
 // reserve at a time. With two, the slots freed during a round trip go out
 // in a second reserve at once, and the server works both together. Each
 // reserve takes only free slots, so the worker still holds at most
-// Options.Concurrency tasks; more in flight would only split the same
-// slots into smaller reserves.
+// Options.Concurrency + Options.Prefetch tasks; more in flight would
+// only split the same slots into smaller reserves.
 const maxReserves = 2
 
 // reserveResult is the answer of one reserve of n tasks.

@@ -18,9 +18,17 @@ import (
 // Options configure a [Worker]. Zero fields take the defaults named on
 // each.
 type Options struct {
-	// Concurrency is how many handlers run at once, and so how many
-	// tasks the worker holds at most; default 1.
+	// Concurrency is how many handlers run at once; default 1.
 	Concurrency int
+	// Prefetch is how many tasks the worker reserves beyond its free
+	// handlers, so that a handler that ends finds its next task at hand
+	// rather than waiting a reserve's round trip; the worker holds at
+	// most Concurrency + Prefetch tasks. A task that no handler has
+	// started by half its ttr is released (its attempt not counted), so
+	// that the worker never holds a task it cannot start before its
+	// lease runs out. Default Concurrency/4 (none under 4 handlers);
+	// negative: none.
+	Prefetch int
 	// ShutdownTimeout is how long Run waits, once its context is done,
 	// for running handlers to return before it cancels their contexts;
 	// default 30 s.
@@ -62,6 +70,12 @@ func New(c *client.Client, opts Options) *Worker {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 1
 	}
+	switch {
+	case opts.Prefetch == 0:
+		opts.Prefetch = opts.Concurrency / 4
+	case opts.Prefetch < 0:
+		opts.Prefetch = 0
+	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -94,8 +108,9 @@ func (w *Worker) Handle(queue string, h Handler) {
 }
 
 // Run takes and works tasks until ctx is done, then shuts down and
-// returns nil. It reserves only as many tasks as it has free handlers,
-// with long polls over all its queues, two at most in flight; it renews each running task's
+// returns nil. It reserves only as many tasks as it has free handlers
+// and Options.Prefetch more, with long polls over all its queues, two at
+// most in flight; it renews each running task's
 // lease, and acks (in batches), nacks or buries the task as its handler's
 // result says (see [Handler]). Calls that fail for a transient reason
 // (the server's 503, a refused connection) are retried with back-off and
@@ -149,10 +164,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		bg:       bg,
 		hctx:     hctx,
 		giveUp:   giveUp,
-		slots:    make(chan struct{}, w.opts.Concurrency),
+		slots:    make(chan struct{}, w.opts.Concurrency+w.opts.Prefetch),
+		running:  make(chan struct{}, w.opts.Concurrency),
 		acks:     newAcker(bg, giveUp, w.c.AckMany, w.opts.Concurrency, w.log),
 	}
-	for range w.opts.Concurrency {
+	for range w.opts.Concurrency + w.opts.Prefetch {
 		r.slots <- struct{}{}
 	}
 	ackerDone := make(chan struct{})
@@ -203,26 +219,34 @@ type run struct {
 	// giveUp is closed when the shutdown's time is over: failed calls
 	// are no longer retried.
 	giveUp chan struct{}
-	// slots holds a token per free handler: a task takes one before it
-	// is reserved and gives it back when its handler is done and its
-	// result sent (or queued, for an ack).
+	// slots holds a token per task the worker may take (Concurrency +
+	// Prefetch): a task takes one before it is reserved and gives it
+	// back when its handler is done and its result sent (or queued, for
+	// an ack), or when it is released unstarted.
 	slots chan struct{}
-	tasks sync.WaitGroup // the tasks' goroutines
-	acks  *acker
+	// running holds a token per running handler, at most Concurrency: a
+	// task puts one in before its handler starts and takes it out when
+	// the handler returns.
+	running chan struct{}
+	tasks   sync.WaitGroup // the tasks' goroutines
+	acks    *acker
 }
 
-// work runs t's handler with its lease kept alive, sends its result and
-// gives its slot back. A task reserved after ctx was done, or of a queue
-// without a handler, is released without running.
+// work runs t's handler, once one is free, with its lease kept alive,
+// sends its result and gives its slot back. A task reserved after ctx
+// was done, of a queue without a handler, or that found no free handler
+// before half its ttr was over (see [run.handlerFor]), is released
+// without running.
 func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 	defer r.tasks.Done()
 	defer func() { r.slots <- struct{}{} }()
 	l := newLease(t, received)
 	h := r.handlers[t.Queue]
-	if h == nil || ctx.Err() != nil {
+	if h == nil || ctx.Err() != nil || !r.handlerFor(ctx, l) {
 		r.release(l)
 		return
 	}
+	defer func() { <-r.running }()
 
 	hctx, cancel := context.WithCancelCause(r.hctx)
 	defer cancel(nil)
@@ -264,6 +288,28 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 			return err
 		})
 	}
+}
+
+// handlerFor waits for a free handler for the task of l, reserved
+// ahead of one (Options.Prefetch), and reports whether it got one: not
+// when ctx is done first, nor once half the lease's ttr has passed
+// since the task was reserved (the first touch would be due; a task
+// that waits so long had better go to a worker that is free).
+func (r *run) handlerFor(ctx context.Context, l *lease) bool {
+	select {
+	case r.running <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(time.Until(l.until().Add(-l.ttr / 2)))
+	defer t.Stop()
+	select {
+	case r.running <- struct{}{}:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
 }
 
 // call runs h, turning a panic into an error with the panic's text and
