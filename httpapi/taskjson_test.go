@@ -93,6 +93,16 @@ func TestAppendTask_MatchesEncodingJSON(t *testing.T) {
 			}
 		}
 		check(br)
+		var ar api.AcksResponse
+		if r.IntN(5) > 0 {
+			ar.Results = make([]api.AckResult, r.IntN(4))
+			for i := range ar.Results {
+				if r.IntN(2) == 0 {
+					ar.Results[i].Error = str()
+				}
+			}
+		}
+		check(ar)
 	}
 }
 
