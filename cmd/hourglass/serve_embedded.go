@@ -64,6 +64,7 @@ func openEmbeddedOnce(o serveOptions, log *slog.Logger, reg prometheus.Registere
 		MaxDelay:   o.maxDelay,
 		MaxPayload: o.maxPayload,
 		DefaultTTR: o.defaultTTR,
+		History:    engineHistory(o.history),
 		Logger:     log,
 		Registerer: reg,
 	})

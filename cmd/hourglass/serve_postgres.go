@@ -82,6 +82,7 @@ func openPostgres(o serveOptions, log *slog.Logger, reg prometheus.Registerer) o
 		MaxDelay:   o.maxDelay,
 		MaxPayload: o.maxPayload,
 		DefaultTTR: o.defaultTTR,
+		History:    engineHistory(o.history),
 		Logger:     log,
 		Registerer: reg,
 	})
