@@ -2,8 +2,12 @@ package service
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/robfig/cron/v3"
 
 	"github.com/hourglass-go/hourglass"
 	"github.com/hourglass-go/hourglass/task"
@@ -13,10 +17,41 @@ import (
 // its time zone, into its queue. The task's id names the occurrence,
 // "NAME@TIME" with TIME in RFC 3339 UTC (OccurrenceID), so an occurrence
 // is put once even when two puts of it race (a restart, a takeover: the
-// second finds the id taken). For the time no server ran, a schedule puts
-// only its newest missed occurrence (NewestOccurrence). Both engines keep
-// these rules; they differ only in where a schedule is stored and who
-// arms it.
+// second finds the id taken). Both engines keep these rules; they differ
+// only in where a schedule is stored and who arms it.
+//
+// Misfire: for the occurrences missed while no server ran (or no node
+// owned the schedule), a schedule puts
+//
+//	skip  none;
+//	one   the newest only (the default);
+//	all   every one within CatchUp before now (default a day), at most
+//	      MaxCatchUpOccurrences, the newest.
+//
+// Those not put count as missed (ScheduleMetrics.Missed). Missed plans it
+// (MissedOccurrences).
+//
+// Overlap: with "skip", an occurrence whose schedule's previous task (the
+// last it put) is still waiting or reserved in its queue is not put but
+// recorded as the schedule's last, outcome "skipped", and counted
+// (ScheduleMetrics.Skipped). A dead task does not hold the schedule back.
+// "allow" (the default) always puts.
+//
+// Pause and resume: a paused schedule puts nothing and is not armed; the
+// pause is durable. Resume starts from now: the occurrences that fell due
+// while it was paused are not caught up, whatever the misfire rule.
+//
+// Run now puts a task at once with the id "NAME@run-MS", MS the Unix time
+// in milliseconds (RunID), with the schedule's payload and task options;
+// it becomes the schedule's last and does not move its next occurrence.
+//
+// Daylight saving: occurrences are wall-clock times in the schedule's
+// zone. A wall-clock time that does not exist (skipped by a spring change,
+// 02:30 in New York on 2026-03-08) has no occurrence; one that exists
+// twice (01:30 in New York on 2026-11-01) has one, the first. robfig/cron
+// already skips missing times but fires a repeated one twice (EDT and
+// EST); NextOccurrence drops the second. "@every" lines are durations and
+// keep their pace across a change.
 
 // occurrenceLayout names occurrences in task ids: NAME@2006-01-02T15:04:05Z.
 const occurrenceLayout = time.RFC3339
@@ -25,15 +60,43 @@ const occurrenceLayout = time.RFC3339
 // the occurrence.
 const MaxScheduleName = task.MaxNameLen - len("@2006-01-02T15:04:05Z")
 
+// Misfire and overlap rules of a task.ScheduleSpec.
+const (
+	MisfireSkip  = "skip"
+	MisfireOne   = "one"
+	MisfireAll   = "all"
+	OverlapAllow = "allow"
+	OverlapSkip  = "skip"
+)
+
+const (
+	// DefaultCatchUp is how far back misfire "all" reaches by default.
+	DefaultCatchUp = 24 * time.Hour
+	// MaxCatchUp bounds catch_up: a year.
+	MaxCatchUp = 366 * 24 * time.Hour
+	// MaxCatchUpOccurrences bounds the occurrences one catch-up puts.
+	MaxCatchUpOccurrences = 1000
+	// maxCounted bounds the occurrences walked to count missed ones: the
+	// count is a lower bound past it (eleven days of an every-second line).
+	maxCounted = 1_000_000
+)
+
 // OccurrenceID returns the id of the task that schedule name puts for its
 // occurrence at.
 func OccurrenceID(name string, at time.Time) string {
 	return name + "@" + at.UTC().Format(occurrenceLayout)
 }
 
+// RunID returns the id of the task that a run now of schedule name at
+// now puts: "NAME@run-MS", MS the Unix milliseconds (no longer than an
+// occurrence's suffix, so it fits any schedule name).
+func RunID(name string, now time.Time) string {
+	return name + "@run-" + strconv.FormatInt(now.UnixMilli(), 10)
+}
+
 // ParseSchedule checks spec against the limits (a payload of at most
 // maxPayload bytes) and parses its cron line and time zone. Errors wrap
-// task.ErrInvalid or task.ErrTooLarge and say what is wrong.
+// task.ErrInvalid or task.ErrTooLarge and name the bad field.
 func ParseSchedule(spec task.ScheduleSpec, maxPayload int) (hourglass.Schedule, *time.Location, error) {
 	if err := CheckQueue(spec.Name); err != nil {
 		return nil, nil, fmt.Errorf("%w: schedule name: %s", task.ErrInvalid, strings.TrimPrefix(err.Error(), task.ErrInvalid.Error()+": "))
@@ -47,7 +110,70 @@ func ParseSchedule(spec task.ScheduleSpec, maxPayload int) (hourglass.Schedule, 
 	if len(spec.Payload) > maxPayload {
 		return nil, nil, fmt.Errorf("%w: %d bytes, over the limit of %d", task.ErrTooLarge, len(spec.Payload), maxPayload)
 	}
+	if err := checkScheduleOptions(spec); err != nil {
+		return nil, nil, err
+	}
 	return parseCron(spec.Cron, spec.Timezone)
+}
+
+// checkScheduleOptions checks the misfire, overlap and task options.
+func checkScheduleOptions(spec task.ScheduleSpec) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", task.ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	switch spec.Misfire {
+	case "", MisfireSkip, MisfireOne, MisfireAll:
+	default:
+		return bad("misfire %q: want skip, one or all", spec.Misfire)
+	}
+	switch spec.Overlap {
+	case "", OverlapAllow, OverlapSkip:
+	default:
+		return bad("overlap %q: want allow or skip", spec.Overlap)
+	}
+	if spec.CatchUp < 0 || spec.CatchUp > MaxCatchUp || spec.CatchUp > 0 && spec.CatchUp < time.Second {
+		return bad("catch_up %s out of range 1s..%s", spec.CatchUp, MaxCatchUp)
+	}
+	if spec.TTR < 0 || spec.TTR > MaxTTR || spec.TTR > 0 && spec.TTR < time.Millisecond {
+		return bad("ttr %s out of range 1ms..%s", spec.TTR, MaxTTR)
+	}
+	if spec.MaxAttempts < 0 || spec.MaxAttempts > task.MaxAttemptsLimit {
+		return bad("max_attempts %d out of range 0..%d", spec.MaxAttempts, task.MaxAttemptsLimit)
+	}
+	return nil
+}
+
+// NormalSchedule returns spec with its defaults spelled out: misfire
+// "one", overlap "allow", catch-up a day, priority DefaultPriority. The
+// engines store and report it so.
+func NormalSchedule(spec task.ScheduleSpec) task.ScheduleSpec {
+	if spec.Misfire == "" {
+		spec.Misfire = MisfireOne
+	}
+	if spec.Overlap == "" {
+		spec.Overlap = OverlapAllow
+	}
+	if spec.CatchUp == 0 {
+		spec.CatchUp = DefaultCatchUp
+	}
+	if spec.Priority == nil {
+		p := uint32(task.DefaultPriority)
+		spec.Priority = &p
+	} else {
+		p := *spec.Priority
+		spec.Priority = &p
+	}
+	return spec
+}
+
+// SchedulePut returns the put of schedule spec's occurrence (or run) id,
+// due at at.
+func SchedulePut(spec task.ScheduleSpec, id string) task.PutRequest {
+	r := task.PutRequest{ID: id, Payload: spec.Payload, Priority: task.DefaultPriority, TTR: spec.TTR, MaxAttempts: spec.MaxAttempts}
+	if spec.Priority != nil {
+		r.Priority = *spec.Priority
+	}
+	return r
 }
 
 // parseCron parses a cron line and an IANA time zone ("" for UTC).
@@ -74,21 +200,58 @@ func CheckCron(line, timezone string, n int, now time.Time) ([]time.Time, error)
 		return nil, err
 	}
 	var out []time.Time
-	t := now.In(loc)
+	t := now
 	for range n {
-		if t = sched.Next(t); t.IsZero() {
+		if t = NextOccurrence(sched, loc, t); t.IsZero() {
 			break
 		}
-		out = append(out, t.UTC())
+		out = append(out, t)
 	}
 	return out, nil
 }
 
+// NextOccurrence returns the first occurrence of sched, read in loc,
+// strictly after after, in UTC, or the zero time if there is none: the
+// schedule's Next with the second instance of a wall-clock time that an
+// autumn change repeats dropped (see the rules above). It costs what Next
+// costs, times the occurrences dropped (at most an hour's).
+func NextOccurrence(sched hourglass.Schedule, loc *time.Location, after time.Time) time.Time {
+	spec, ok := sched.(*cron.SpecSchedule)
+	zone := loc
+	if ok && spec.Location != time.Local {
+		zone = spec.Location // a CRON_TZ= prefix
+	}
+	t := after.In(loc)
+	for range 4 * 60 {
+		if t = sched.Next(t); t.IsZero() {
+			return t
+		}
+		if !ok || !repeatedWallClock(t.In(zone)) {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// repeatedWallClock reports whether t's wall clock, in its location, was
+// already shown earlier: t lies in the hour (or so) that a change back
+// repeats, and is its second pass.
+func repeatedWallClock(t time.Time) bool {
+	_, off := t.Zone()
+	_, before := t.Add(-24 * time.Hour).Zone()
+	back := time.Duration(before-off) * time.Second
+	if back <= 0 {
+		return false
+	}
+	e := t.Add(-back)
+	return e.Hour() == t.Hour() && e.Minute() == t.Minute() && e.Second() == t.Second() && e.Day() == t.Day()
+}
+
 // NewestOccurrence returns the newest occurrence of sched (read in loc)
-// after from and not after now, or the zero time: the one occurrence a
-// schedule puts for the time no server ran. It looks back over windows
-// that grow fourfold from one minute, so it walks few occurrences however
-// long the servers were down.
+// after from and not after now, or the zero time: the one occurrence
+// misfire "one" puts for the time no server ran. It looks back over
+// windows that grow fourfold from one minute, so it walks few occurrences
+// however long the servers were down.
 func NewestOccurrence(sched hourglass.Schedule, loc *time.Location, from, now time.Time) time.Time {
 	for w := time.Minute; ; w *= 4 {
 		start := now.Add(-w)
@@ -96,11 +259,84 @@ func NewestOccurrence(sched hourglass.Schedule, loc *time.Location, from, now ti
 			start = from
 		}
 		var found time.Time
-		for t, n := sched.Next(start.In(loc)), 0; !t.IsZero() && !t.After(now) && n < 1_000_000; t, n = sched.Next(t), n+1 {
+		for t, n := NextOccurrence(sched, loc, start), 0; !t.IsZero() && !t.After(now) && n < 1_000_000; t, n = NextOccurrence(sched, loc, t), n+1 {
 			found = t
 		}
 		if !found.IsZero() || !start.After(from) {
 			return found
 		}
 	}
+}
+
+// MissedOccurrences plans the catch-up of a schedule whose occurrences
+// after from and up to now were missed: the occurrences to put, oldest
+// first, under the misfire rule (with catchUp for "all", 0 the default),
+// and how many are not put (missed). It walks the missed occurrences
+// once, O(missed), at most a million of them: past that the count is a
+// lower bound, and "all" puts the newest thousand of the first million
+// within its window (only a line firing every second or so with a
+// catch-up over eleven days gets there).
+func MissedOccurrences(sched hourglass.Schedule, loc *time.Location, misfire string, catchUp time.Duration, from, now time.Time) (put []time.Time, missed int) {
+	if catchUp <= 0 {
+		catchUp = DefaultCatchUp
+	}
+	total := countOccurrences(sched, loc, from, now)
+	switch misfire {
+	case MisfireSkip:
+	case MisfireAll:
+		start := from
+		if w := now.Add(-catchUp); w.After(start) {
+			start = w
+		}
+		for t, n := NextOccurrence(sched, loc, start), 0; !t.IsZero() && !t.After(now) && n < maxCounted; t, n = NextOccurrence(sched, loc, t), n+1 {
+			put = append(put, t)
+			if len(put) >= 2*MaxCatchUpOccurrences {
+				put = append(put[:0], put[len(put)-MaxCatchUpOccurrences:]...)
+			}
+		}
+		if len(put) > MaxCatchUpOccurrences {
+			put = put[len(put)-MaxCatchUpOccurrences:]
+		}
+	default:
+		if t := NewestOccurrence(sched, loc, from, now); !t.IsZero() {
+			put = []time.Time{t}
+		}
+	}
+	return put, max(total-len(put), 0)
+}
+
+// countOccurrences counts the occurrences after from and not after now,
+// up to maxCounted.
+func countOccurrences(sched hourglass.Schedule, loc *time.Location, from, now time.Time) int {
+	n := 0
+	for t := NextOccurrence(sched, loc, from); !t.IsZero() && !t.After(now) && n < maxCounted; t = NextOccurrence(sched, loc, t) {
+		n++
+	}
+	return n
+}
+
+// ScheduleMetrics are the metrics of schedules that both engines keep,
+// by schedule: occurrences (and runs) put, occurrences skipped by the
+// overlap rule, occurrences missed under the misfire rule. Each is safe
+// for concurrent use.
+type ScheduleMetrics struct {
+	Put, Skipped, Missed *prometheus.CounterVec
+}
+
+// NewScheduleMetrics returns a fresh set of [ScheduleMetrics], registered
+// nowhere.
+func NewScheduleMetrics() ScheduleMetrics {
+	vec := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"schedule"})
+	}
+	return ScheduleMetrics{
+		Put:     vec("hourglass_schedule_occurrences_put_total", "Occurrences (and runs now) of a schedule put as tasks, by schedule."),
+		Skipped: vec("hourglass_schedule_occurrences_skipped_total", "Occurrences skipped because the schedule's previous task was not finished (overlap skip), by schedule."),
+		Missed:  vec("hourglass_schedule_occurrences_missed_total", "Occurrences missed while no server ran that the misfire rule did not put, by schedule."),
+	}
+}
+
+// Collectors returns the metrics, to register.
+func (m ScheduleMetrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.Put, m.Skipped, m.Missed}
 }

@@ -114,21 +114,51 @@ type LatenessWindow struct {
 	P50, P99, Max time.Duration
 }
 
-// ScheduleSpec describes a cron schedule to create or replace.
+// ScheduleSpec describes a cron schedule to create or replace. The rules
+// of Misfire, Overlap and CatchUp are in package service (schedule.go).
 type ScheduleSpec struct {
 	Name     string
 	Cron     string
 	Queue    string
 	Payload  []byte
 	Timezone string // IANA name; empty: UTC
+	// Misfire says what is put for the occurrences missed while no server
+	// ran: "skip", "one" (the newest; "" means it) or "all" within CatchUp.
+	Misfire string
+	// CatchUp bounds how far back "all" reaches; 0: a day.
+	CatchUp time.Duration
+	// Overlap: "allow" ("" means it) or "skip" (an occurrence whose
+	// schedule's previous task is still waiting or reserved is skipped).
+	Overlap string
+	// Priority, TTR and MaxAttempts are those of the tasks put: nil
+	// Priority is DefaultPriority, zero TTR and MaxAttempts the queue's
+	// policy or the server's defaults.
+	Priority    *uint32
+	TTR         time.Duration
+	MaxAttempts int
+	// Paused: a paused schedule puts nothing.
+	Paused bool
 }
 
 // ScheduleInfo is a schedule as the service reports it.
 type ScheduleInfo struct {
 	ScheduleSpec
-	Next time.Time // zero if the line never fires again
-	Last time.Time // newest occurrence put; zero for none
+	Next time.Time // zero if the line never fires again (or paused)
+	// Last is the newest occurrence (or run) put or skipped; zero for
+	// none. LastTaskID is its task's id ("" if skipped) and LastOutcome
+	// one of the Schedule* outcomes.
+	Last        time.Time
+	LastTaskID  string
+	LastOutcome string
 }
+
+// Outcomes of a schedule's last occurrence (ScheduleInfo.LastOutcome).
+const (
+	SchedulePending = "pending" // its task is waiting or reserved
+	ScheduleAcked   = "acked"   // its task was acked (or deleted)
+	ScheduleDead    = "dead"    // its task is dead
+	ScheduleSkipped = "skipped" // skipped: the previous task was not finished
+)
 
 // Errors of the service, on either engine; callers branch on them with
 // errors.Is. Bad input is reported as an error wrapping ErrInvalid whose
