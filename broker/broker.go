@@ -120,6 +120,9 @@ type Broker struct {
 	// writes (see barrier); over shows their writes. Guarded by mu.
 	open, last *group
 	over       overlay
+	// spare holds the storage of committed groups' batches, for groups
+	// to come (see recycle). Guarded by mu.
+	spare [][]store.Op
 	// armedUntil: every delayed task due before it (Unix ns) is in the
 	// delay wheel; the others wait for a sweep (horizon.go). Guarded by mu.
 	armedUntil int64

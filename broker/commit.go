@@ -280,7 +280,31 @@ func (b *Broker) takeOpen() (*group, error) {
 		return nil, nil
 	}
 	b.open = newGroup(g.seq + 1)
+	if n := len(b.spare); n > 0 {
+		b.open.batch.Ops, b.spare[n-1] = b.spare[n-1], nil
+		b.spare = b.spare[:n-1]
+	}
 	return g, b.failed
+}
+
+// Committed groups hand their batch's storage to the groups opened after
+// them (Broker.spare), so that a group's writes cost no allocation once
+// the broker runs: an Op is over 500 bytes, and an ack writes three (the
+// attempt, the finish and the delete). Up to maxSpare of them are kept,
+// of at most maxSpareOps ops each; a larger batch (a burst) is left to
+// the collector.
+const (
+	maxSpare    = pipelineDepth + 2 // the groups syncing, committing and open
+	maxSpareOps = 256
+)
+
+// recycle keeps g's batch storage for a group to come, g committed. b.mu
+// is held.
+func (b *Broker) recycle(g *group) {
+	if ops := g.batch.Ops; cap(ops) <= maxSpareOps && len(b.spare) < maxSpare {
+		b.spare = append(b.spare, ops[:0])
+	}
+	g.batch.Ops = nil
 }
 
 // commitOpen commits the open group, if it has writes.
@@ -326,7 +350,9 @@ func (b *Broker) syncLoop(syncs <-chan syncing, done chan<- struct{}) {
 // its writes now), a failure fails the broker, and its waiters are told.
 func (b *Broker) finish(g *group, err error, start time.Time) {
 	b.metrics.commit(time.Since(start), g.tasks)
+	g.batch.Reset() // done with: the store keeps none of it
 	b.mu.Lock()
+	b.recycle(g)
 	if err != nil && b.failed == nil {
 		// Memory is ahead of the record and nothing can be promised any
 		// more: every later write fails, and so do readiness and health.
