@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/hourglass-go/hourglass/store"
@@ -85,6 +87,22 @@ func describe(key []byte) string {
 		return fmt.Sprintf("schedule %q", key[1:])
 	case prefixQueue:
 		return fmt.Sprintf("queue %q record", key[1:])
+	case prefixAttempt:
+		if len(key) == attemptKeyLen {
+			return fmt.Sprintf("attempt %d of job %d", binary.BigEndian.Uint32(key[9:]), binary.BigEndian.Uint64(key[1:]))
+		}
+	case prefixFinished:
+		if queue, rest, ok := cutQueue(key[1:]); ok && len(rest) == 8 {
+			return fmt.Sprintf("finished record %d of queue %q", binary.BigEndian.Uint64(rest), queue)
+		}
+	case prefixFinishedID:
+		if queue, id, ok := cutQueue(key[1:]); ok {
+			return fmt.Sprintf("last finished entry of queue %q id %q", queue, id)
+		}
+	case prefixFinishedTime:
+		if len(key) == finishedTimeKeyLen {
+			return fmt.Sprintf("time entry of finished record %d", binary.BigEndian.Uint64(key[9:]))
+		}
 	}
 	switch string(key) {
 	case string(keyFormat):
@@ -95,12 +113,15 @@ func describe(key []byte) string {
 		return "running marker"
 	case string(keyUpgrade):
 		return "upgrade marker"
+	case string(keyHistorySeq):
+		return "history seq record"
 	}
 	return "unknown record"
 }
 
 // A task record (the body of a meta value) is 61 bytes of fixed fields,
-// then four strings, each a uvarint length and its bytes:
+// then four strings, each a uvarint length and its bytes, then one more
+// fixed field:
 //
 //	off  len  field
 //	  0    1  State
@@ -116,12 +137,16 @@ func describe(key []byte) string {
 //	 53    4  Buries
 //	 57    4  Kicks
 //	 61       Queue, ID, Lease, LastError
+//	 end-8 8  Reserved (when the current reservation began)
 //
-// LastError came with format 3. A record of format 2 ends after Lease,
-// and decodeMeta reads it with LastError "": a store of format 2 becomes
-// one of format 3 without a record rewritten (upgrade.go), so a store may
-// hold records of both shapes, and every record this package writes has
-// all four strings.
+// LastError and Reserved came with format 3. A record of format 2 ends
+// after Lease, and decodeMeta reads it with LastError "" and Reserved 0:
+// a store of format 2 becomes one of format 3 without a record rewritten
+// (upgrade.go), so a store may hold records of both shapes, and every
+// record this package writes has all four strings and Reserved. Reserved
+// follows the strings, not the other fixed fields, so that the two shapes
+// are told apart by what follows Lease: nothing, or a string and exactly
+// 8 bytes.
 //
 // The job id is in the key and the payload under its own key, so reading
 // every record (Recover) reads no payload.
@@ -145,7 +170,8 @@ func appendMeta(dst []byte, t *store.Task) []byte {
 	dst = appendString(dst, t.Queue)
 	dst = appendString(dst, t.ID)
 	dst = appendString(dst, t.Lease)
-	return appendString(dst, t.LastError)
+	dst = appendString(dst, t.LastError)
+	return le.AppendUint64(dst, uint64(t.Reserved))
 }
 
 // errShort is what the decoders report for a body that ends too soon.
@@ -190,10 +216,15 @@ func decodeMeta(body []byte, t *store.Task, queue func([]byte) string) error {
 		return err
 	}
 	var lastError []byte
+	var reserved int64
 	if len(rest) != 0 { // absent from a record of format 2
 		if lastError, rest, err = cutString(rest); err != nil {
 			return err
 		}
+		if len(rest) < 8 {
+			return errShort
+		}
+		reserved, rest = int64(le.Uint64(rest)), rest[8:]
 	}
 	if len(rest) != 0 {
 		return fmt.Errorf("%d bytes after the record", len(rest))
@@ -202,44 +233,78 @@ func decodeMeta(body []byte, t *store.Task, queue func([]byte) string) error {
 		return fmt.Errorf("invalid state %d", t.State)
 	}
 	t.ID, t.Lease, t.LastError = string(id), string(lease), string(lastError)
+	t.Reserved = reserved
 	return nil
 }
 
 // A schedule (the body of a schedule value) is Created and Last (8 bytes
 // each), Cron, Queue and Timezone (each a uvarint length and its bytes),
 // then the payload to the end. The name is in the key.
+//
+// Format 3 adds the schedule's options after Timezone, and says so by the
+// top bit of Created, which a Unix time in ns never sets (a schedule of
+// format 2 reads with the defaults):
+//
+//	Misfire, Overlap        strings
+//	CatchUp, TTR            varint ns
+//	Priority, MaxAttempts   uvarint, varint
+//	Paused                  1 byte, 0 or 1
+//	LastRun                 varint ns
+//	LastID                  string
+
+// scheduleOptions is the top bit of Created: the options follow Timezone.
+const scheduleOptions = uint64(1) << 63
 
 // appendSchedule appends the body of s (without its name) to dst.
 func appendSchedule(dst []byte, s *store.Schedule) []byte {
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Created))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Created)|scheduleOptions)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Last))
 	dst = appendString(dst, s.Cron)
 	dst = appendString(dst, s.Queue)
 	dst = appendString(dst, s.Timezone)
+	dst = appendString(dst, s.Misfire)
+	dst = appendString(dst, s.Overlap)
+	dst = binary.AppendVarint(dst, s.CatchUp)
+	dst = binary.AppendVarint(dst, s.TTR)
+	dst = binary.AppendUvarint(dst, uint64(s.Priority))
+	dst = binary.AppendVarint(dst, int64(s.MaxAttempts))
+	paused := byte(0)
+	if s.Paused {
+		paused = 1
+	}
+	dst = append(dst, paused)
+	dst = binary.AppendVarint(dst, s.LastRun)
+	dst = appendString(dst, s.LastID)
 	return append(dst, s.Payload...)
 }
 
 // decodeSchedule decodes a schedule body into s, leaving Name as it is.
 func decodeSchedule(body []byte, s *store.Schedule) error {
-	if len(body) < 16 {
-		return errShort
+	d := decoder{b: body}
+	created := d.uint64()
+	s.Last = int64(d.uint64())
+	s.Cron, s.Queue, s.Timezone = d.string(), d.string(), d.string()
+	s.Created = int64(created &^ scheduleOptions)
+	if created&scheduleOptions != 0 {
+		s.Misfire, s.Overlap = d.string(), d.string()
+		s.CatchUp, s.TTR = d.varint(), d.varint()
+		priority := d.uvarint()
+		if priority > math.MaxUint32 && d.err == nil {
+			d.err = fmt.Errorf("priority %d over 32 bits", priority)
+		}
+		s.Priority = uint32(priority)
+		s.MaxAttempts = d.int()
+		s.Paused = d.present("paused")
+		s.LastRun = d.varint()
+		s.LastID = d.string()
+	} else {
+		s.Misfire, s.Overlap, s.CatchUp, s.TTR = "", "", 0, 0
+		s.Priority, s.MaxAttempts, s.Paused, s.LastRun, s.LastID = task.DefaultPriority, 0, false, 0, ""
 	}
-	s.Created = int64(binary.LittleEndian.Uint64(body))
-	s.Last = int64(binary.LittleEndian.Uint64(body[8:]))
-	rest := body[16:]
-	var cron, queue, tz []byte
-	var err error
-	if cron, rest, err = cutString(rest); err != nil {
-		return err
+	if d.err != nil {
+		return d.err
 	}
-	if queue, rest, err = cutString(rest); err != nil {
-		return err
-	}
-	if tz, rest, err = cutString(rest); err != nil {
-		return err
-	}
-	s.Cron, s.Queue, s.Timezone = string(cron), string(queue), string(tz)
-	s.Payload = append([]byte{}, rest...)
+	s.Payload = append([]byte{}, d.b...)
 	return nil
 }
 
@@ -257,12 +322,18 @@ func decodeSchedule(body []byte, s *store.Schedule) error {
 //	  1  Rate present; if so:
 //	       Limit, Per (ns), Burst (varint)
 //	     Concurrency (varint)
-//	     DeadLetter (a uvarint length and its bytes)
+//	     DeadLetter (a string: a uvarint length and its bytes)
+//	  1  Push present; if so:
+//	       URL (string), Timeout (varint ns),
+//	       the number of headers (uvarint), then each header's name and
+//	       value (strings), by name (bytewise, strictly increasing),
+//	       Secret (string)
 //
 // Varints are signed (zig-zag, binary.AppendVarint), so that every value
 // of the fields reads back as written, including those service.CheckPolicy
-// refuses. The name is in the key. A queue with the default policy and no
-// pause is 22 bytes, 26 with the checksum.
+// refuses. A push endpoint with no headers reads back with Headers nil.
+// The name is in the key. A queue with the default policy and no pause is
+// 23 bytes, 27 with the checksum.
 
 // appendQueue appends the body of q (without its name) to dst.
 func appendQueue(dst []byte, q *store.Queue) []byte {
@@ -290,7 +361,25 @@ func appendQueue(dst []byte, q *store.Queue) []byte {
 		dst = append(dst, 0)
 	}
 	dst = binary.AppendVarint(dst, int64(p.Concurrency))
-	return appendString(dst, p.DeadLetter)
+	dst = appendString(dst, p.DeadLetter)
+	return appendPush(dst, p.Push)
+}
+
+// appendPush appends the push group of a queue record: its presence byte
+// and, when set, p's fields, headers sorted by name.
+func appendPush(dst []byte, p *task.Push) []byte {
+	if p == nil {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	dst = appendString(dst, p.URL)
+	dst = binary.AppendVarint(dst, int64(p.Timeout))
+	dst = binary.AppendUvarint(dst, uint64(len(p.Headers)))
+	for _, name := range slices.Sorted(maps.Keys(p.Headers)) {
+		dst = appendString(dst, name)
+		dst = appendString(dst, p.Headers[name])
+	}
+	return appendString(dst, p.Secret)
 }
 
 // decodeQueue decodes a queue body into q, leaving Name as it is. It
@@ -315,11 +404,9 @@ func decodeQueue(body []byte, q *store.Queue) error {
 		p.Rate = &task.Rate{Limit: d.int(), Per: time.Duration(d.varint()), Burst: d.int()}
 	}
 	p.Concurrency = d.int()
-	if d.err == nil {
-		var dl []byte
-		if dl, d.b, d.err = cutString(d.b); d.err == nil {
-			p.DeadLetter = string(dl)
-		}
+	p.DeadLetter = d.string()
+	if d.present("push") {
+		p.Push = d.push()
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.err = fmt.Errorf("%d bytes after the record", len(d.b))
@@ -374,6 +461,61 @@ func (d *decoder) int() int {
 		d.err = fmt.Errorf("%d does not fit an int", v)
 	}
 	return int(v)
+}
+
+// string reads a string written by appendString.
+func (d *decoder) string() string {
+	if d.err != nil {
+		return ""
+	}
+	var s []byte
+	if s, d.b, d.err = cutString(d.b); d.err != nil {
+		return ""
+	}
+	return string(s)
+}
+
+// push reads the fields of a push group after its presence byte. It
+// refuses headers out of order or repeated, so that a body decodes to one
+// record only and that record encodes back to it.
+func (d *decoder) push() *task.Push {
+	p := &task.Push{URL: d.string(), Timeout: time.Duration(d.varint())}
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b))/2 {
+		// Each header takes 2 bytes at least: a count above that is not
+		// met, and must not size the map.
+		d.err = fmt.Errorf("%d headers in %d bytes", n, len(d.b))
+	}
+	if d.err == nil && n > 0 {
+		p.Headers = make(map[string]string, n)
+		prev := ""
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			name, value := d.string(), d.string()
+			if i > 0 && name <= prev && d.err == nil {
+				d.err = fmt.Errorf("header %q after %q: not in increasing order", name, prev)
+			}
+			p.Headers[name], prev = value, name
+		}
+	}
+	p.Secret = d.string()
+	return p
+}
+
+// uvarint reads an unsigned varint.
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, w := binary.Uvarint(d.b)
+	if w <= 0 {
+		d.err = errShort
+		if w < 0 {
+			d.err = errors.New("uvarint overflows 64 bits")
+		}
+		return 0
+	}
+	d.b = d.b[w:]
+	return v
 }
 
 // present reads the presence byte of the group named what.

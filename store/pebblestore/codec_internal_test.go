@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,16 +13,18 @@ import (
 )
 
 // FuzzQueueRecord: every queue record decodes to what was encoded, nil
-// Retry and Rate included; and any bytes that decode are a record whose
-// encoding decodes to the same (a body never decodes to two records).
+// Retry, Rate and Push included, a push endpoint's headers whatever their
+// order in the map; and any bytes that decode are a record whose encoding
+// decodes to the same (a body never decodes to two records).
 func FuzzQueueRecord(f *testing.F) {
-	f.Add([]byte{}, int64(0), uint64(0), uint8(0), int64(0), int64(0), 0.0, 0.0, 0, int64(0), 0, 0, "")
-	f.Add(appendQueue(nil, &store.Queue{}), int64(math.MaxInt64), uint64(3), uint8(3),
-		int64(time.Second), int64(time.Hour), 2.0, 0.25, 5, int64(30*time.Second), 100, 3, "mail-dead")
+	f.Add([]byte{}, int64(0), uint64(0), uint8(0), int64(0), int64(0), 0.0, 0.0, 0, int64(0), 0, 0, "", "", "")
+	f.Add(appendQueue(nil, &store.Queue{}), int64(math.MaxInt64), uint64(3), uint8(7),
+		int64(time.Second), int64(time.Hour), 2.0, 0.25, 5, int64(30*time.Second), 100, 3, "mail-dead",
+		"https://example.com/hook", "X-B:2\nX-A:1\nAuthorization:Bearer t")
 	f.Add([]byte("\xff\xff\xff\xff\xff\xff\xff\x7f\x02\x00\x00\x00\x00\x00\x00\x00\x02"), int64(-1), uint64(math.MaxUint64), uint8(1),
-		int64(math.MinInt64), int64(-5), math.Inf(1), -0.0, math.MinInt, int64(math.MaxInt64), math.MaxInt, -7, "\x00\xff")
+		int64(math.MinInt64), int64(-5), math.Inf(1), -0.0, math.MinInt, int64(math.MaxInt64), math.MaxInt, -7, "\x00\xff", "", "")
 	f.Fuzz(func(t *testing.T, raw []byte, paused int64, pauses uint64, which uint8,
-		d1, d2 int64, mul, jit float64, n1 int, ttr int64, n2, n3 int, dead string) {
+		d1, d2 int64, mul, jit float64, n1 int, ttr int64, n2, n3 int, dead, url, headers string) {
 		q := store.Queue{PausedUntil: paused, Pauses: pauses, Policy: task.Policy{
 			MaxAttempts: n1, TTR: time.Duration(ttr), Concurrency: n3, DeadLetter: dead,
 		}}
@@ -30,6 +33,18 @@ func FuzzQueueRecord(f *testing.F) {
 		}
 		if which&2 != 0 {
 			q.Policy.Rate = &task.Rate{Limit: n2, Per: time.Duration(d1), Burst: n3}
+		}
+		if which&4 != 0 {
+			p := &task.Push{URL: url, Timeout: time.Duration(d2), Secret: dead}
+			for line := range strings.SplitSeq(headers, "\n") {
+				if name, value, ok := strings.Cut(line, ":"); ok {
+					if p.Headers == nil {
+						p.Headers = map[string]string{}
+					}
+					p.Headers[name] = value
+				}
+			}
+			q.Policy.Push = p
 		}
 		body := appendQueue(nil, &q)
 		var got store.Queue
@@ -61,23 +76,26 @@ func FuzzQueueRecord(f *testing.F) {
 }
 
 // TestDecodeMeta_Format2 decodes a record as format 2 wrote it, ending
-// after the lease: its last error is "". A record with bytes after the
-// last error is refused.
+// after the lease: its last error is "" and Reserved 0. A record of
+// format 3 reads back whole; one with bytes after Reserved, or cut short
+// in its last error or Reserved, is refused.
 func TestDecodeMeta_Format2(t *testing.T) {
-	tk := store.Task{Queue: "mail", ID: "x", State: store.Reserved, Lease: "l-1", LastError: "boom"}
+	tk := store.Task{Queue: "mail", ID: "x", State: store.Reserved, Lease: "l-1", LastError: "boom", Reserved: 1<<62 + 5}
 	body := appendMeta(nil, &tk)
-	v2 := body[:len(body)-len(tk.LastError)-1]
+	v2 := body[:len(body)-8-len(tk.LastError)-1]
 	var got store.Task
-	if err := decodeMeta(v2, &got, nil); err != nil || got.Lease != "l-1" || got.LastError != "" {
-		t.Errorf("decodeMeta(format 2 record) = %+v, %v; want lease l-1 and no last error", got, err)
+	if err := decodeMeta(v2, &got, nil); err != nil || got.Lease != "l-1" || got.LastError != "" || got.Reserved != 0 {
+		t.Errorf("decodeMeta(format 2 record) = %+v, %v; want lease l-1, no last error, no reservation", got, err)
 	}
-	if err := decodeMeta(body, &got, nil); err != nil || got.LastError != "boom" {
-		t.Errorf("decodeMeta(format 3 record) = %+v, %v; want last error boom", got, err)
+	if err := decodeMeta(body, &got, nil); err != nil || got.LastError != "boom" || got.Reserved != tk.Reserved {
+		t.Errorf("decodeMeta(format 3 record) = %+v, %v; want last error boom, reserved %d", got, err, tk.Reserved)
 	}
 	if err := decodeMeta(append(body, 0), &got, nil); err == nil {
-		t.Errorf("decodeMeta of a record with a byte after its last error: no error")
+		t.Errorf("decodeMeta of a record with a byte after Reserved: no error")
 	}
-	if err := decodeMeta(body[:len(body)-1], &got, nil); err == nil {
-		t.Errorf("decodeMeta of a record whose last error is cut short: no error")
+	for cut := 1; cut <= 8+len(tk.LastError); cut++ {
+		if err := decodeMeta(body[:len(body)-cut], &got, nil); err == nil {
+			t.Errorf("decodeMeta of a record cut %d bytes short: no error", cut)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hourglass-go/hourglass/store"
@@ -91,7 +92,7 @@ func (s *Store) Apply(b *store.Batch) (wait func() error, err error) {
 		return done, nil
 	}
 	pb := s.db.NewBatch()
-	next, err := s.w.build(s, pb, b)
+	next, seq, err := s.w.build(s, pb, b)
 	if err != nil || pb.Empty() {
 		s.commitMu.Unlock()
 		_ = pb.Close()
@@ -103,37 +104,39 @@ func (s *Store) Apply(b *store.Batch) (wait func() error, err error) {
 	if !s.sync {
 		err = s.db.Apply(pb, pebble.NoSync)
 		if err == nil {
-			s.pendingNext = next
+			s.pendingNext, s.pendingSeq = next, seq
 		}
 		s.commitMu.Unlock()
 		if err != nil {
 			return nil, s.fail(pebbleErr("commit", err))
 		}
-		s.raiseNext(next)
+		raise(&s.next, next)
+		raise(&s.histSeq, seq)
 		return done, pb.Close()
 	}
 	if err := s.db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
 		s.commitMu.Unlock()
 		return nil, s.fail(pebbleErr("commit", err))
 	}
-	s.pendingNext = next
+	s.pendingNext, s.pendingSeq = next, seq
 	s.commitMu.Unlock()
 
 	return func() error {
 		if err := pb.SyncWait(); err != nil {
 			return s.fail(pebbleErr("commit: WAL sync", err))
 		}
-		s.raiseNext(next)
+		raise(&s.next, next)
+		raise(&s.histSeq, seq)
 		return pb.Close()
 	}, nil
 }
 
-// raiseNext raises the synced high-water mark to next, if below. Commits
-// may finish their syncs out of order.
-func (s *Store) raiseNext(next uint64) {
+// raise raises a synced high-water mark (Store.next, Store.histSeq) to v,
+// if below. Commits may finish their syncs out of order.
+func raise(mark *atomic.Uint64, v uint64) {
 	for {
-		cur := s.next.Load()
-		if next <= cur || s.next.CompareAndSwap(cur, next) {
+		cur := mark.Load()
+		if v <= cur || mark.CompareAndSwap(cur, v) {
 			return
 		}
 	}
@@ -153,6 +156,8 @@ type writer struct {
 	owners map[string]uint64
 	// maxJob is the highest job id put or updated by this batch.
 	maxJob uint64
+	// maxSeq is the highest Seq of a Finished record this batch puts.
+	maxSeq uint64
 	// key and val are scratch buffers.
 	key, val []byte
 }
@@ -169,10 +174,11 @@ func (w *writer) init() {
 	w.owners = make(map[string]uint64)
 }
 
-// build writes the ops of b into pb and returns the job id high-water mark
-// after b. On error pb holds a part of b and must be dropped.
-func (w *writer) build(s *Store, pb *pebble.Batch, b *store.Batch) (next uint64, err error) {
-	w.s, w.pb, w.maxJob = s, pb, 0
+// build writes the ops of b into pb and returns the job id and history
+// high-water marks after b. On error pb holds a part of b and must be
+// dropped.
+func (w *writer) build(s *Store, pb *pebble.Batch, b *store.Batch) (next, seq uint64, err error) {
+	w.s, w.pb, w.maxJob, w.maxSeq = s, pb, 0, 0
 	defer func() {
 		clear(w.tasks)
 		clear(w.owners)
@@ -203,11 +209,15 @@ func (w *writer) build(s *Store, pb *pebble.Batch, b *store.Batch) (next uint64,
 		case store.DeleteQueue:
 			w.key = queueRecordKey(w.key[:0], op.Queue.Name)
 			err = pb.Delete(w.key, nil)
+		case store.PutAttempt:
+			err = w.putAttempt(&op.Attempt)
+		case store.PutFinished:
+			err = w.putFinished(&op.Finished)
 		default:
 			err = fmt.Errorf("unknown op kind %d", op.Kind)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("hourglass: commit: op %d of %d: %w", i, len(b.Ops), err)
+			return 0, 0, fmt.Errorf("hourglass: commit: op %d of %d: %w", i, len(b.Ops), err)
 		}
 	}
 	next = max(s.pendingNext, b.NextJobID)
@@ -216,10 +226,16 @@ func (w *writer) build(s *Store, pb *pebble.Batch, b *store.Batch) (next uint64,
 	}
 	if next > s.pendingNext {
 		if err := pb.Set(keyNextJob, seal(keyNextJob, appendUint64(nil, next)), nil); err != nil {
-			return 0, pebbleErr("commit", err)
+			return 0, 0, pebbleErr("commit", err)
 		}
 	}
-	return next, nil
+	seq = max(s.pendingSeq, w.maxSeq)
+	if seq > s.pendingSeq {
+		if err := pb.Set(keyHistorySeq, seal(keyHistorySeq, appendUint64(nil, seq)), nil); err != nil {
+			return 0, 0, pebbleErr("commit", err)
+		}
+	}
+	return next, seq, nil
 }
 
 // putTask writes t's record, its index and list entries if they moved or

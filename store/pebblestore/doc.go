@@ -1,5 +1,5 @@
-// Package pebblestore is the embedded [store.Store]: tasks, schedules and
-// queue records in a Pebble (github.com/cockroachdb/pebble/v2) database in
+// Package pebblestore is the embedded [store.Store]: tasks, schedules,
+// queue records and the history of finished tasks in a Pebble (github.com/cockroachdb/pebble/v2) database in
 // one directory.
 //
 // # Layout
@@ -12,13 +12,18 @@
 // uvarint, so that the keys of queue "a" never run into those of queue
 // "ab", whatever bytes names hold.
 //
-//	j era m job            → the task's record: fixed fields, queue, id, lease, last error
+//	j era m job            → the task's record: fixed fields, queue, id, lease, last error, reservation's start
 //	j era p job            → the task's payload
 //	j era q len queue job  → nothing: List, a queue's tasks in job id order
 //	k len queue id         → job id: Lookup, for an id other than the job id
 //	s name                 → a schedule
-//	Q name                 → a queue's record: its pause and its policy
+//	Q name                 → a queue's record: its pause and its policy (push endpoint included)
+//	A job N                → an ended attempt: Attempts, a job's attempts by N
+//	H len queue seq        → a Finished record: History, a queue's newest first
+//	I len queue id         → the Seq of (queue, id)'s newest Finished record: LastFinished
+//	T time seq             → job, queue, id: PruneHistory, the oldest first
 //	n                      → the job id high-water mark (NextJobID)
+//	h                      → the history's high-water mark (HistorySeq)
 //	f                      → the format version (3)
 //	r                      → present while a Store has the directory open
 //	u                      → present while Open upgrades an older format
@@ -35,11 +40,13 @@
 // flush of that stream spanned the waiting tasks' keys, and each
 // compaction into L5 rewrote 14-17 MB of them for a few hundred KB of new
 // keys: about a quarter of the server's CPU in the bench's lateness load
-// (docs/BENCHMARKS.md, serve). Format 3 adds a task's last error to the
-// end of its record, and the queue records. Open upgrades a store of
-// format 1 or 2 in place (upgrade.go); from format 2 that is one write of
-// the format record, since a record of format 2 reads as one of format 3
-// with no last error.
+// (docs/BENCHMARKS.md, serve). Format 3 adds a task's last error and its
+// reservation's start to the end of its record, the queue records and the
+// history (history.go). Open upgrades a store of format 1 or 2 in place
+// (upgrade.go); from format 2 that is one write of the format record,
+// since a record of format 2 reads as one of format 3 with no last error
+// and no reservation's start, and a store of format 2 has no queue
+// records and no history.
 //
 // A task put without an id gets its job id in decimal as id, and has no
 // index entry: Lookup of a decimal id reads the record of that job id
@@ -57,7 +64,7 @@
 // The task with job id 42 in queue "mail" with id "welcome-7" and payload
 // "hello" is four keys (hex, then what the bytes say):
 //
-//	6a 0000000000000000 6d 000000000000002a          j 0 m 42  → 61 fixed bytes, 04 "mail", 09 "welcome-7", 00, 00, crc (82 bytes)
+//	6a 0000000000000000 6d 000000000000002a          j 0 m 42  → 61 fixed bytes, 04 "mail", 09 "welcome-7", 00, 00, 8 bytes, crc (90 bytes)
 //	6a 0000000000000000 70 000000000000002a          j 0 p 42  → "hello", crc                     (9 bytes)
 //	6a 0000000000000000 71 04 6d61696c 000000000000002a  j 0 q 4 "mail" 42 → crc                (4 bytes)
 //	6b 04 6d61696c 77656c636f6d652d37                k 4 "mail" "welcome-7" → 2a00000000000000, crc (12 bytes)
@@ -67,20 +74,36 @@
 // 0000000000000001 m 0000000000001000). An update (a reservation, a
 // release) rewrites only the m key; a delete removes them all. The two
 // 00s of the record are the lengths of its lease and its last error,
-// both empty; a nack that keeps the error "timeout" makes the record 89
-// bytes.
+// both empty, and the 8 bytes after them the start of its reservation,
+// 0 while waiting; a nack that keeps the error "timeout" makes the record
+// 97 bytes.
+//
+// Acked on its first attempt at 2026-01-02 03:04:05 UTC (Unix ns
+// 1767323045000000000, 0x1886caf21c963200) as the history's seventh
+// record, task 42 leaves four keys and raises "h" to 7:
+//
+//	41 000000000000002a 00000001                   A 42 1 → started, ended, status, 05 "acked", 00, 00, crc      (32 bytes)
+//	48 04 6d61696c 0000000000000007                H 4 "mail" 7 → job, finished, attempts, 09 "welcome-7", 05 "acked", 00, crc (41 bytes)
+//	49 04 6d61696c 77656c636f6d652d37              I 4 "mail" "welcome-7" → 0700000000000000, crc           (12 bytes)
+//	54 9886caf21c963200 0000000000000007           T time 7 → job, 04 "mail", 09 "welcome-7", crc            (27 bytes)
+//
+// The time in a T key has its sign bit flipped (0x18… becomes 0x98…), so
+// that keys sort by signed time. The A, H and T keys are written in
+// increasing order of job, Seq and time, next to each other at the ends
+// of their ranges, as the j keys of new tasks are; pruning deletes from
+// the starts.
 //
 // The record of queue "mail", paused until resumed (its second pause),
 // with a retry policy (1 s doubling up to 1 min, jitter 0.1) and nothing
-// else set, is one key of 53 bytes (the layout is in codec.go):
+// else set, is one key of 54 bytes (the layout is in codec.go):
 //
 //	51 6d61696c  Q "mail" →
 //	  ffffffffffffff7f  0200000000000000                           paused until 1<<63 - 1, 2 pauses
 //	  01 80a8d6b907 80e0ba84bf03 0000000000000040 9a9999999999b93f  retry: 1 s, 1 min, 2, 0.1
-//	  00 00 00 00 00 crc                                            max attempts, ttr, no rate, concurrency, dead letter ""
+//	  00 00 00 00 00 00 crc                                         max attempts, ttr, no rate, concurrency, dead letter "", no push
 //
-// Recover reads the m keys alone: about 100 bytes a task with key and
-// checksum (the example's 18 + 82), before Pebble's compression. Within
+// Recover reads the m keys alone: about 110 bytes a task with key and
+// checksum (the example's 18 + 90), before Pebble's compression. Within
 // an era the m keys sort before the p and q keys, and Recover seeks from
 // an era's last record to the next era's first, so no payload block is
 // read: about 2,400 seeks at 10M tasks. Task reads one m and one p key,

@@ -39,12 +39,21 @@ func IndexKey(queue, id string) []byte        { return indexKey(nil, queue, id) 
 func ListKey(queue string, job uint64) []byte { return listKey(nil, queue, job) }
 func ScheduleKey(name string) []byte          { return scheduleKey(nil, name) }
 func QueueKey(name string) []byte             { return queueRecordKey(nil, name) }
+func AttemptKey(job uint64, n uint32) []byte  { return attemptKey(nil, job, n) }
+func FinishedKey(queue string, seq uint64) []byte {
+	return finishedKey(nil, queue, seq)
+}
+func FinishedIDKey(queue, id string) []byte { return finishedIDKey(nil, queue, id) }
+func FinishedTimeKey(at int64, seq uint64) []byte {
+	return finishedTimeKey(nil, at, seq)
+}
 
 var (
-	UpgradeKey = keyUpgrade
-	FormatKey  = keyFormat
-	NextJobKey = keyNextJob
-	RunningKey = keyRunning
+	UpgradeKey    = keyUpgrade
+	FormatKey     = keyFormat
+	NextJobKey    = keyNextJob
+	RunningKey    = keyRunning
+	HistorySeqKey = keyHistorySeq
 )
 
 // Seal returns body sealed with its checksum under key, as the store

@@ -24,6 +24,25 @@ const (
 	// entries, whose range an upgrade from format 1 deletes whole
 	// (upgrade.go, v1Rest).
 	prefixQueue = 'Q'
+
+	// The history (format 3, history.go): upper case, like Q, since
+	// format 1 used lower-case prefixes.
+	//
+	// prefixAttempt: A + job + N (8 and 4 bytes big-endian) → an attempt,
+	// so that a job's attempts are one range, by N.
+	prefixAttempt = 'A'
+	// prefixFinished: H + uvarint(len(queue)) + queue + Seq (8 bytes
+	// big-endian) → a Finished record, so that a queue's history is one
+	// range, by Seq.
+	prefixFinished = 'H'
+	// prefixFinishedID: I + uvarint(len(queue)) + queue + id → the Seq of
+	// the Finished record of (queue, id) put last: LastFinished.
+	prefixFinishedID = 'I'
+	// prefixFinishedTime: T + Finished time (8 bytes, big-endian, sign bit
+	// flipped) + Seq → the job id, queue and id of the record, so that
+	// pruning takes the oldest records first and finds their other keys
+	// without reading them.
+	prefixFinishedTime = 'T'
 )
 
 // Kinds of task keys, the byte after the era.
@@ -41,6 +60,8 @@ var (
 	// keyUpgrade is present while Open upgrades a store from an older
 	// format (upgrade.go); its value is the version upgraded from.
 	keyUpgrade = []byte("u")
+	// keyHistorySeq is the history's high-water mark (Store.HistorySeq).
+	keyHistorySeq = []byte("h")
 )
 
 // eraBits is the number of low job id bits an era spans: the keys of the
@@ -174,6 +195,50 @@ func scheduleKey(dst []byte, name string) []byte {
 // to dst.
 func queueRecordKey(dst []byte, name string) []byte {
 	return append(append(dst, prefixQueue), name...)
+}
+
+// attemptsKey appends the prefix of job's attempt keys to dst.
+func attemptsKey(dst []byte, job uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, prefixAttempt), job)
+}
+
+// attemptKey appends the key of attempt n of job to dst.
+func attemptKey(dst []byte, job uint64, n uint32) []byte {
+	return binary.BigEndian.AppendUint32(attemptsKey(dst, job), n)
+}
+
+// attemptKeyLen is the length of an attempt key: A, job, N.
+const attemptKeyLen = 1 + 8 + 4
+
+// finishedKey appends the key of the Finished record seq of queue to dst.
+func finishedKey(dst []byte, queue string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(queueKey(dst, prefixFinished, queue), seq)
+}
+
+// finishedIDKey appends the key of the newest Finished record of (queue,
+// id) to dst.
+func finishedIDKey(dst []byte, queue, id string) []byte {
+	return append(queueKey(dst, prefixFinishedID, queue), id...)
+}
+
+// finishedTimeKey appends the key of the Finished record seq, finished at
+// at, to dst. Flipping the sign bit makes big-endian order signed order.
+func finishedTimeKey(dst []byte, at int64, seq uint64) []byte {
+	dst = binary.BigEndian.AppendUint64(append(dst, prefixFinishedTime), uint64(at)^1<<63)
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+// finishedTimeKeyLen is the length of a time key: T, time, Seq.
+const finishedTimeKeyLen = 1 + 8 + 8
+
+// cutQueue cuts a uvarint length and that many bytes, a queue name, off
+// the front of b (a key after its prefix byte).
+func cutQueue(b []byte) (queue, rest []byte, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return nil, nil, false
+	}
+	return b[w : w+int(n)], b[w+int(n):], true
 }
 
 // prefixEnd returns the smallest key above every key that starts with p,

@@ -15,7 +15,8 @@ import (
 )
 
 // TestLayout_Example checks the worked example of the package doc: the
-// keys of task 42 and the sizes of their values.
+// keys of task 42 and the sizes of their values, the queue record, and
+// the history's keys of task 42 acked.
 func TestLayout_Example(t *testing.T) {
 	st := open(t, filepath.Join(t.TempDir(), "db"))
 	defer st.Close()
@@ -28,7 +29,7 @@ func TestLayout_Example(t *testing.T) {
 		wantKey string // hex, as in the doc without spaces
 		valLen  int
 	}{
-		{pebblestore.MetaKey(42), "6a00000000000000006d000000000000002a", 82},
+		{pebblestore.MetaKey(42), "6a00000000000000006d000000000000002a", 90},
 		{pebblestore.PayloadKey(42), "6a000000000000000070000000000000002a", 9},
 		{pebblestore.ListKey("mail", 42), "6a000000000000000071046d61696c000000000000002a", 4},
 		{pebblestore.IndexKey("mail", "welcome-7"), "6b046d61696c77656c636f6d652d37", 12},
@@ -57,8 +58,8 @@ func TestLayout_Example(t *testing.T) {
 	if err := st.Commit(&store.Batch{Ops: []store.Op{{Kind: store.UpdateTask, Task: task}}}); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := st.Raw(pebblestore.MetaKey(42)); err != nil || len(v) != 89 {
-		t.Errorf("record with a last error: %d bytes, %v; want 89", len(v), err)
+	if v, err := st.Raw(pebblestore.MetaKey(42)); err != nil || len(v) != 97 {
+		t.Errorf("record with a last error: %d bytes, %v; want 97", len(v), err)
 	}
 
 	// The queue record of the example, byte for byte.
@@ -74,9 +75,42 @@ func TestLayout_Example(t *testing.T) {
 	}
 	const body = "ffffffffffffff7f0200000000000000" +
 		"0180a8d6b90780e0ba84bf0300000000000000409a9999999999b93f" +
-		"0000000000"
-	if v, err := st.Raw(key); err != nil || len(v) != 53 || hex.EncodeToString(v[:len(v)-4]) != body {
-		t.Errorf("queue value %x, %v; want 53 bytes, %s and a checksum", v, err, body)
+		"000000000000"
+	if v, err := st.Raw(key); err != nil || len(v) != 54 || hex.EncodeToString(v[:len(v)-4]) != body {
+		t.Errorf("queue value %x, %v; want 54 bytes, %s and a checksum", v, err, body)
+	}
+
+	// Task 42 acked on its first attempt: its history's keys.
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano()
+	var hb store.Batch
+	hb.PutAttempt(store.Attempt{JobID: 42, N: 1, Started: at - int64(time.Second), Ended: at, Outcome: hgtask.AttemptAcked})
+	hb.PutFinished(store.Finished{Seq: 7, JobID: 42, Queue: "mail", ID: "welcome-7", Outcome: hgtask.FinishedAcked, Finished: at, Attempts: 1})
+	if err := st.Commit(&hb); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key     []byte
+		wantKey string
+		valLen  int
+	}{
+		{pebblestore.AttemptKey(42, 1), "41000000000000002a00000001", 32},
+		{pebblestore.FinishedKey("mail", 7), "48046d61696c0000000000000007", 41},
+		{pebblestore.FinishedIDKey("mail", "welcome-7"), "49046d61696c77656c636f6d652d37", 12},
+		{pebblestore.FinishedTimeKey(at, 7), "549886caf21c9632000000000000000007", 27},
+		{pebblestore.HistorySeqKey, "68", 12},
+	} {
+		if got := hex.EncodeToString(c.key); got != c.wantKey {
+			t.Errorf("key %s, want %s", got, c.wantKey)
+		}
+		if v, err := st.Raw(c.key); err != nil || len(v) != c.valLen {
+			t.Errorf("value under %x: %d bytes, %v; want %d bytes", c.key, len(v), err, c.valLen)
+		}
+	}
+	if v, err := st.Raw(pebblestore.FinishedIDKey("mail", "welcome-7")); err != nil || hex.EncodeToString(v[:8]) != "0700000000000000" {
+		t.Errorf("last finished value %x, %v; want Seq 7 little-endian first", v, err)
+	}
+	if got := hex.EncodeToString(pebblestore.FinishedTimeKey(-1, 0)[1:9]); got != "7fffffffffffffff" {
+		t.Errorf("time -1 in a T key: %s, want 7fffffffffffffff (below every time from 1970 on)", got)
 	}
 
 	// A task whose id is its job id in decimal (put without one) has no

@@ -98,12 +98,18 @@ type Store struct {
 	// pendingNext is the job id high-water mark including commits handed to
 	// Pebble but not yet synced. Guarded by commitMu.
 	pendingNext uint64
+	// pendingSeq is the history's high-water mark (HistorySeq) including
+	// commits handed to Pebble but not yet synced. Guarded by commitMu.
+	pendingSeq uint64
 	// w is the scratch space of the commit being built. Guarded by
 	// commitMu.
 	w writer
 
 	// next is the job id high-water mark of synced commits: NextJobID.
 	next atomic.Uint64
+	// histSeq is the history's high-water mark of synced commits:
+	// HistorySeq.
+	histSeq atomic.Uint64
 	// failed holds the first error of a commit that Pebble may have
 	// applied in part of its pipeline (a failed WAL write or sync). Once
 	// set, every Commit returns it: what readers see may then be ahead of
@@ -265,6 +271,12 @@ func (s *Store) start(replays []string, logs map[string]int64) error {
 	}
 	s.next.Store(next)
 	s.pendingNext = next
+	seq, err := s.loadHistorySeq()
+	if err != nil {
+		return err
+	}
+	s.histSeq.Store(seq)
+	s.pendingSeq = seq
 
 	_ = b.Set(keyRunning, seal(keyRunning, nil), nil)
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
@@ -338,6 +350,20 @@ func (s *Store) loadNext() (uint64, error) {
 		next = job + 1
 	}
 	return next, nil
+}
+
+// loadHistorySeq returns the history's high-water mark, 0 for a store
+// with none: PutFinished writes it in the batch of the record (history.go).
+func (s *Store) loadHistorySeq() (uint64, error) {
+	body, found, err := s.get(keyHistorySeq)
+	if err != nil || !found {
+		return 0, err
+	}
+	seq, err := decodeUint64(body)
+	if err != nil {
+		return 0, fmt.Errorf("hourglass: open store %s: %w", s.dir, corrupt(keyHistorySeq, "%v", err))
+	}
+	return seq, nil
 }
 
 // lastJob returns the highest job id with a record, 0 for none: the last

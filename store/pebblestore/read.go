@@ -449,21 +449,3 @@ func (s *Store) scanPrefix(what string, prefix byte, fn func(key, body []byte) e
 	}
 	return nil
 }
-// Attempts returns the attempt records of job, by N.
-func (s *Store) Attempts(job uint64) ([]store.Attempt, error) { return nil, nil }
-
-// LastFinished returns the newest Finished record of id in queue.
-func (s *Store) LastFinished(queue, id string) (store.Finished, error) {
-	return store.Finished{}, store.ErrNotFound
-}
-
-// History returns a page of queue's Finished records, newest first.
-func (s *Store) History(queue, outcome string, before uint64, limit int) ([]store.Finished, error) {
-	return nil, nil
-}
-
-// HistorySeq returns the highest Seq committed.
-func (s *Store) HistorySeq() (uint64, error) { return 0, nil }
-
-// PruneHistory removes up to max Finished records older than before.
-func (s *Store) PruneHistory(before int64, max int) (int, error) { return 0, nil }

@@ -298,11 +298,14 @@ func format2Dir(t *testing.T) (string, map[uint64][]byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A record of format 3 ends in its last error and Reserved: an
+		// empty string and 8 zero bytes here, which format 2 did not have.
 		body := v[:len(v)-4]
-		if body[len(body)-1] != 0 {
-			t.Fatalf("record of task %d does not end in an empty last error: %x", tk.JobID, body)
+		tail := body[len(body)-9:]
+		if !bytes.Equal(tail, make([]byte, 9)) {
+			t.Fatalf("record of task %d does not end in an empty last error and no reservation: %x", tk.JobID, body)
 		}
-		v2 := pebblestore.Seal(key, body[:len(body)-1])
+		v2 := pebblestore.Seal(key, body[:len(body)-9])
 		if err := st.SetRaw(key, v2); err != nil {
 			t.Fatal(err)
 		}
