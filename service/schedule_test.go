@@ -143,4 +143,3 @@ func TestParseSchedule_BadFields(t *testing.T) {
 		}
 	}
 }
-

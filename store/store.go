@@ -112,6 +112,20 @@ type Schedule struct {
 	Payload  []byte
 	Created  int64
 	Last     int64
+	// The options of the schedule (task.ScheduleSpec, normalised by
+	// service.NormalSchedule): misfire and overlap rules, catch-up (ns),
+	// the tasks' priority, ttr (ns) and max attempts, and the pause.
+	Misfire, Overlap string
+	CatchUp          int64
+	Priority         uint32
+	TTR              int64
+	MaxAttempts      int
+	Paused           bool
+	// LastRun is the time of the newest occurrence or run put or skipped
+	// (Unix ns, 0 for none), LastID its task's id ("" for one skipped).
+	// Last is the cursor of the misfire rule; LastRun what is reported.
+	LastRun int64
+	LastID  string
 }
 
 // Queue is the record of a queue's settings: its policy and its pause.

@@ -19,6 +19,9 @@ func schedule(name string, v int) store.Schedule {
 		Payload:  []byte{0, byte(v), 0xff, 0},
 		Created:  time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(),
 		Last:     int64(v) * int64(time.Hour),
+		Misfire:  "all", Overlap: "skip", CatchUp: int64(v) * int64(time.Minute),
+		Priority: uint32(v), TTR: int64(v) * int64(time.Second), MaxAttempts: v,
+		Paused: v%2 == 1, LastRun: int64(v)*int64(time.Hour) + 1, LastID: fmt.Sprintf("%s@run-%d", name, v),
 	}
 }
 
