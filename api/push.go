@@ -84,8 +84,10 @@ package api
 type Push struct {
 	// URL is the endpoint, http or https, at most 2048 bytes.
 	URL string `json:"url"`
-	// Timeout bounds each push, from the dial to the end of the answer's
-	// headers and up to 200 bytes of its body: 1ms to 15m; absent: 30s.
+	// Timeout bounds each push, from the dial to the answer read (its
+	// status, headers and up to 64 KiB of its body): 1ms to 15m;
+	// absent: 30s. A task's ttr shorter than it is renewed while the
+	// push runs.
 	Timeout *Duration `json:"timeout,omitempty"`
 	// Headers are sent with every push: at most 32, each name and value
 	// together at most 1024 bytes.

@@ -1,0 +1,424 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+)
+
+// The black-box tests of push queues (api.Push): a receiver on loopback
+// that the server POSTs each ready task to, on both engines. They check
+// when a task is pushed (never early, on time), what is sent (the body
+// as put, the headers, a signature an independent implementation
+// accepts), what each answer makes of the task (acked, retried after the
+// back-off or a Retry-After, a timeout and a refused connection failed
+// attempts), and the policies refused (link-local targets, outside
+// --push-allow, bad fields).
+
+// pushed is one request a receiver got.
+type pushed struct {
+	at     time.Time
+	header http.Header
+	body   []byte
+}
+
+// receiver is an HTTP endpoint on loopback that records every request
+// and answers it with answer (nil: 204).
+type receiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	got    []pushed // guarded by mu
+	answer func(n int, w http.ResponseWriter, r *http.Request)
+	ch     chan struct{}
+}
+
+// newReceiver starts a receiver; cleanup closes it.
+func newReceiver(t *testing.T, answer func(n int, w http.ResponseWriter, r *http.Request)) *receiver {
+	rc := &receiver{answer: answer, ch: make(chan struct{}, 100)}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.got = append(rc.got, pushed{time.Now(), r.Header.Clone(), body})
+		n := len(rc.got)
+		rc.mu.Unlock()
+		rc.ch <- struct{}{}
+		if rc.answer != nil {
+			rc.answer(n, w, r)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+// wait returns the n-th request (from 1), waiting up to within for it.
+func (rc *receiver) wait(t *testing.T, n int, within time.Duration) pushed {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		rc.mu.Lock()
+		if len(rc.got) >= n {
+			p := rc.got[n-1]
+			rc.mu.Unlock()
+			return p
+		}
+		rc.mu.Unlock()
+		select {
+		case <-rc.ch:
+		case <-deadline:
+			t.Fatalf("push %d did not come within %v", n, within)
+		}
+	}
+}
+
+// count returns how many requests came.
+func (rc *receiver) count() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.got)
+}
+
+// setPush sets queue's policy to body (JSON) and skips t, saying so, if
+// the engine of t does not keep a policy's push endpoint yet.
+func setPush(t *testing.T, s *server, queue, body string) {
+	t.Helper()
+	if a := s.call("PUT", "/v1/queues/"+queue+"/policy", body); a.status != 200 {
+		t.Fatalf("PUT policy %s: %v", body, a)
+	}
+	a := s.call("GET", "/v1/queues/"+queue+"/policy", "")
+	var p api.Policy
+	if a.status != 200 || json.Unmarshal(a.body, &p) != nil {
+		t.Fatalf("GET policy: %v", a)
+	}
+	if p.Push == nil {
+		t.Skipf("the %s engine does not keep a policy's push endpoint yet", engineOf(t))
+	}
+}
+
+// pushTaskState returns a task's state and last error ("gone" once acked).
+func pushTaskState(t *testing.T, s *server, queue, id string) (string, string) {
+	t.Helper()
+	a := s.call("GET", "/v1/queues/"+queue+"/tasks/"+id, "")
+	if a.status == 404 {
+		return "gone", ""
+	}
+	var tk api.Task
+	if a.status != 200 || json.Unmarshal(a.body, &tk) != nil {
+		t.Fatalf("GET task: %v", a)
+	}
+	return string(tk.State), tk.LastError
+}
+
+// waitPushed waits up to within for a task to be in state, and returns
+// its last error.
+func waitPushed(t *testing.T, s *server, queue, id, state string, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, last := pushTaskState(t, s, queue, id)
+		if st == state {
+			return last
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s/%s is %s (last error %q), not %s, after %v", queue, id, st, last, state, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPush_Delivery pushes delayed tasks no earlier than their due time
+// and soon after it, with their payloads as put, the headers of api.Push
+// and a signature that Python's hmac accepts, and acks them on a 2xx.
+func TestPush_Delivery(t *testing.T) { engines(t, testPushDelivery) }
+
+func testPushDelivery(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	rc := newReceiver(t, nil)
+	const secret = "whsec_e2e"
+	setPush(t, s, "hooks", fmt.Sprintf(`{"push":{"url":%q,"timeout":"5s","headers":{"X-Env":"prod"},"secret":%q}}`, rc.srv.URL+"/email", secret))
+
+	const payload = `{"to": "a@b.c",  "n":[1, 2.50]}`
+	type put struct {
+		id  string
+		due time.Time
+	}
+	var puts []put
+	for i, delay := range []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, 0} {
+		id := fmt.Sprintf("t%d", i)
+		a := s.call("POST", "/v1/queues/hooks/tasks", fmt.Sprintf(`{"id":%q,"payload":%s,"delay":%q}`, id, payload, delay.String()))
+		var tk api.Task
+		if a.status != 201 || json.Unmarshal(a.body, &tk) != nil {
+			t.Fatalf("put: %v", a)
+		}
+		puts = append(puts, put{id, tk.Due})
+	}
+	byID := map[string]pushed{}
+	for n := 1; n <= len(puts); n++ {
+		p := rc.wait(t, n, 10*time.Second)
+		byID[p.header.Get("Hourglass-Task-Id")] = p
+	}
+	for _, pt := range puts {
+		p, ok := byID[pt.id]
+		if !ok {
+			t.Fatalf("task %s not pushed: %v", pt.id, byID)
+		}
+		if p.at.Before(pt.due.Add(-clockSlack(t))) {
+			t.Errorf("task %s pushed %v before its due time", pt.id, pt.due.Sub(p.at))
+		}
+		if late := p.at.Sub(pt.due); late > 2*time.Second {
+			t.Errorf("task %s pushed %v late", pt.id, late)
+		}
+		if string(p.body) != payload {
+			t.Errorf("task %s body %q, want %q", pt.id, p.body, payload)
+		}
+		for k, v := range map[string]string{
+			"Content-Type": "application/json", "Hourglass-Queue": "hooks", "Hourglass-Attempt": "1", "X-Env": "prod",
+		} {
+			if got := p.header.Get(k); got != v {
+				t.Errorf("task %s: %s %q, want %q", pt.id, k, got, v)
+			}
+		}
+		if p.header.Get("Hourglass-Job-Id") == "" {
+			t.Errorf("task %s: no Hourglass-Job-Id", pt.id)
+		}
+		if due, err := time.Parse(time.RFC3339Nano, p.header.Get("Hourglass-Due")); err != nil || !due.Equal(pt.due) {
+			t.Errorf("task %s: Hourglass-Due %q, want %s", pt.id, p.header.Get("Hourglass-Due"), pt.due.Format(time.RFC3339Nano))
+		}
+	}
+	var all []pushed
+	for _, p := range byID {
+		all = append(all, p)
+	}
+	checkSignaturesPython(t, secret, all)
+	for _, pt := range puts {
+		waitPushed(t, s, "hooks", pt.id, "gone", 5*time.Second)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := rc.count(); n != len(puts) {
+		t.Errorf("%d pushes of %d tasks acked", n, len(puts))
+	}
+}
+
+// checkSignaturesPython checks the Hourglass-Signature of each push
+// under secret with Python's standard library, an implementation
+// independent of the server's, in one process; it skips where python3
+// is missing.
+func checkSignaturesPython(t *testing.T, secret string, ps []pushed) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed: the signature's independent check needs it")
+	}
+	const script = `
+import hashlib, hmac, json, sys, time
+secret = sys.argv[1].encode()
+for p in json.load(sys.stdin):
+    header, body = p["header"], p["body"].encode()
+    parts = dict(kv.split("=", 1) for kv in header.split(","))
+    mac = hmac.new(secret, parts["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(mac, parts["v1"]):
+        sys.exit("bad signature %r of body %r" % (header, body))
+    if abs(time.time() - int(parts["t"])) > 300:
+        sys.exit("stale signature %r" % header)
+`
+	type signed struct {
+		Header string `json:"header"`
+		Body   string `json:"body"`
+	}
+	var in []signed
+	for _, p := range ps {
+		in = append(in, signed{p.header.Get("Hourglass-Signature"), string(p.body)})
+	}
+	b, _ := json.Marshal(in)
+	cmd := exec.Command(py, "-c", script, secret)
+	cmd.Stdin = strings.NewReader(string(b))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("python3 refuses a signature: %v\n%s", err, out)
+	}
+}
+
+// TestPush_Retries: a 500 is a failed attempt, retried after the
+// queue's back-off, with the body's start as last error; a 503 with
+// Retry-After comes back after that delay; a push not answered within
+// its timeout, and one whose connection is refused, are failed attempts
+// too, dead once the attempts are used up.
+func TestPush_Retries(t *testing.T) { engines(t, testPushRetries) }
+
+func testPushRetries(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+
+	// 500 then 200, under a back-off of 400 ms.
+	const backoff = 400 * time.Millisecond
+	fail := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			w.WriteHeader(500)
+			io.WriteString(w, "boom: "+strings.Repeat("x", 300))
+			return
+		}
+		w.WriteHeader(200)
+	})
+	setPush(t, s, "p500", fmt.Sprintf(`{"retry":{"initial":%q,"max":%q,"multiplier":1,"jitter":0},"push":{"url":%q}}`,
+		backoff.String(), backoff.String(), fail.srv.URL))
+	s.call("POST", "/v1/queues/p500/tasks", `{"id":"a","payload":{}}`)
+	first := fail.wait(t, 1, 10*time.Second)
+	second := fail.wait(t, 2, 10*time.Second)
+	if gap := second.at.Sub(first.at); gap < backoff-clockSlack(t) {
+		t.Errorf("retry after a 500 came %v after the first push, before the back-off of %v", gap, backoff)
+	}
+	if second.header.Get("Hourglass-Attempt") != "2" {
+		t.Errorf("second push's attempt %q, want 2", second.header.Get("Hourglass-Attempt"))
+	}
+	waitPushed(t, s, "p500", "a", "gone", 5*time.Second)
+
+	// 503 with Retry-After: 1, then 200; a 500's last error while
+	// waiting.
+	later := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(503)
+			io.WriteString(w, "busy")
+			return
+		}
+		w.WriteHeader(204)
+	})
+	setPush(t, s, "p503", fmt.Sprintf(`{"push":{"url":%q}}`, later.srv.URL))
+	s.call("POST", "/v1/queues/p503/tasks", `{"id":"a","payload":1}`)
+	first = later.wait(t, 1, 10*time.Second)
+	if last := waitPushed(t, s, "p503", "a", "delayed", 2*time.Second); last != "push: HTTP 503: busy" {
+		t.Errorf("after a 503: last error %q", last)
+	}
+	second = later.wait(t, 2, 10*time.Second)
+	if gap := second.at.Sub(first.at); gap < time.Second-clockSlack(t) {
+		t.Errorf("retry after Retry-After: 1 came %v after the first push", gap)
+	}
+	waitPushed(t, s, "p503", "a", "gone", 5*time.Second)
+
+	// A timeout, then an answer.
+	slow := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+			return
+		}
+		w.WriteHeader(200)
+	})
+	setPush(t, s, "pslow", fmt.Sprintf(`{"push":{"url":%q,"timeout":"300ms"}}`, slow.srv.URL))
+	s.call("POST", "/v1/queues/pslow/tasks", `{"id":"a","payload":1,"max_attempts":3}`)
+	slow.wait(t, 2, 10*time.Second)
+	waitPushed(t, s, "pslow", "a", "gone", 5*time.Second)
+
+	// A timeout with no attempt left: dead, saying why.
+	hang := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	setPush(t, s, "pslow2", fmt.Sprintf(`{"push":{"url":%q,"timeout":"300ms"}}`, hang.srv.URL))
+	s.call("POST", "/v1/queues/pslow2/tasks", `{"id":"a","payload":1,"max_attempts":1}`)
+	if last := waitPushed(t, s, "pslow2", "a", "dead", 10*time.Second); last != "push: timeout after 300ms" {
+		t.Errorf("after a timeout: last error %q", last)
+	}
+
+	// A refused connection: a port nothing listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	setPush(t, s, "prefused", fmt.Sprintf(`{"push":{"url":"http://%s/x"}}`, closed))
+	s.call("POST", "/v1/queues/prefused/tasks", `{"id":"a","payload":1,"max_attempts":2}`)
+	if last := waitPushed(t, s, "prefused", "a", "dead", 10*time.Second); !strings.HasPrefix(last, "push: dial tcp") || !strings.Contains(last, "refused") {
+		t.Errorf("after refused connections: last error %q", last)
+	}
+}
+
+// TestPush_Refused: a policy whose target the server may not reach
+// (link-local, outside --push-allow) or with a bad field is 400 and
+// changes nothing; GET shows "secret_set", never the secret; a name that
+// resolves outside --push-allow is refused at the dial.
+func TestPush_Refused(t *testing.T) { engines(t, testPushRefused) }
+
+func testPushRefused(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, nil)
+	_, port, _ := net.SplitHostPort(rc.srv.Listener.Addr().String())
+	s := startServer(t, withFlags("--push-allow", "10.0.0.0/8,app.internal"))
+
+	const before = `{"max_attempts":3}`
+	if a := s.call("PUT", "/v1/queues/q/policy", before); a.status != 200 {
+		t.Fatalf("PUT policy: %v", a)
+	}
+	for _, tc := range []struct{ push, want string }{
+		{`{"url":"http://169.254.169.254/latest/meta-data/"}`, "link-local"},
+		{`{"url":"http://[fe80::1]:80/"}`, "link-local"},
+		{`{"url":"http://127.0.0.1:` + port + `/"}`, "--push-allow"},
+		{`{"url":"http://example.com/"}`, ""}, // a name is checked at the dial: allowed here
+		{`{"url":"ftp://10.0.0.1/"}`, "push.url"},
+		{`{"url":"/relative"}`, "push.url"},
+		{`{"url":""}`, "push.url"},
+		{`{"url":"http://10.0.0.1/","timeout":"16m"}`, "push.timeout"},
+		{`{"url":"http://10.0.0.1/","timeout":"0s"}`, ""},
+		{`{"url":"http://10.0.0.1/","headers":{"Hourglass-Queue":"x"}}`, "push.headers"},
+		{`{"url":"http://10.0.0.1/","headers":{"Bad Name":"x"}}`, "push.headers"},
+		{`{"url":"http://10.0.0.1/","headers":{"Host":"x"}}`, "push.headers"},
+		{`{"url":"http://10.0.0.1/","secret":"` + strings.Repeat("s", 257) + `"}`, "push.secret"},
+		{`{"url":"http://10.0.0.1/","secret_set":true}`, "secret"},
+		{`{"url":"http://10.0.0.1/","colour":"red"}`, `"colour"`},
+	} {
+		a := s.call("PUT", "/v1/queues/q/policy", `{"max_attempts":5,"push":`+tc.push+`}`)
+		if tc.want == "" {
+			if a.status != 200 {
+				t.Errorf("PUT push %s: %v, want 200", tc.push, a)
+			}
+			s.call("PUT", "/v1/queues/q/policy", before)
+			continue
+		}
+		var e api.Error
+		if a.status != 400 || json.Unmarshal(a.body, &e) != nil || !strings.HasPrefix(e.Error, "hourglass: ") || !strings.Contains(e.Error, tc.want) {
+			t.Errorf("PUT push %s: %v; want 400 naming %s", tc.push, a, tc.want)
+		}
+		if a := s.call("GET", "/v1/queues/q/policy", ""); strings.TrimSpace(string(a.body)) != before {
+			t.Fatalf("policy after a refused PUT: %v, want %s", a, before)
+		}
+	}
+
+	// Link-local is refused on a server without --push-allow too.
+	open := startServer(t)
+	if a := open.call("PUT", "/v1/queues/q/policy", `{"push":{"url":"http://169.254.169.254/"}}`); a.status != 400 {
+		t.Errorf("link-local target without --push-allow: %v, want 400", a)
+	}
+
+	// The secret is never answered.
+	setPush(t, s, "signed", `{"push":{"url":"http://10.0.0.1/hook","timeout":"30s","headers":{"X-Env":"prod"},"secret":"whsec_hidden"}}`)
+	const shown = `{"push":{"url":"http://10.0.0.1/hook","timeout":"30s","headers":{"X-Env":"prod"},"secret_set":true}}`
+	if a := s.call("GET", "/v1/queues/signed/policy", ""); strings.TrimSpace(string(a.body)) != shown {
+		t.Errorf("GET policy: %v\nwant %s", a, shown)
+	}
+	if a := s.call("GET", "/v1/queues", ""); strings.Contains(string(a.body), "whsec_hidden") || !strings.Contains(string(a.body), `"secret_set":true`) {
+		t.Errorf("GET /v1/queues shows the secret, or not secret_set: %v", a)
+	}
+
+	// A name allowed by none of the list's entries but resolved into it
+	// would be pushed to; localhost resolves to loopback, outside
+	// 10.0.0.0/8: refused at the dial, the receiver never called.
+	setPush(t, s, "dial", fmt.Sprintf(`{"push":{"url":"http://localhost:%s/"}}`, port))
+	s.call("POST", "/v1/queues/dial/tasks", `{"id":"a","payload":1,"max_attempts":1}`)
+	if last := waitPushed(t, s, "dial", "a", "dead", 10*time.Second); !strings.Contains(last, "--push-allow") {
+		t.Errorf("push to a name resolving outside --push-allow: last error %q", last)
+	}
+	if n := rc.count(); n != 0 {
+		t.Errorf("the receiver outside --push-allow got %d pushes", n)
+	}
+}
