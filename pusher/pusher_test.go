@@ -2,10 +2,12 @@ package pusher_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -197,5 +199,47 @@ func TestPusher_Timeout(t *testing.T) {
 	waitFor(t, "the failure", func() bool { a, _ := s.Get("q", "a"); return a.State == task.Dead })
 	if a, _ := s.Get("q", "a"); a.LastError != "push: timeout after 50ms" {
 		t.Errorf("last error %q", a.LastError)
+	}
+}
+
+// TestPusher_TouchesLease keeps the lease of a task whose ttr is shorter
+// than its push's timeout: a push longer than the ttr is not made twice,
+// and its task is acked.
+func TestPusher_TouchesLease(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		time.Sleep(700 * time.Millisecond)
+	}), task.Push{Timeout: 3 * time.Second}, pusher.Options{})
+	if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a", TTR: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ack", func() bool { _, err := s.Get("q", "a"); return err != nil })
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Errorf("%d pushes of a task whose ttr its push outlasted, want 1", calls)
+	}
+}
+
+// TestPusher_NoGoroutineLeft: once Stop returns, no goroutine of the
+// pusher runs.
+func TestPusher_NoGoroutineLeft(t *testing.T) {
+	s, p := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), task.Push{}, pusher.Options{})
+	for i := range 20 {
+		if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "pusher.(*Pusher)") {
+		t.Errorf("goroutines of the pusher left after Stop:\n%s", stacks)
 	}
 }
