@@ -141,4 +141,19 @@ func testCloseIdempotent(t *testing.T, reopen func() store.Store) {
 	if _, err := st.NextJobID(); err == nil {
 		t.Fatal("NextJobID after Close: nil error")
 	}
+	if _, err := st.Attempts(1); err == nil {
+		t.Fatal("Attempts after Close: nil error")
+	}
+	if _, err := st.LastFinished("q", "a"); err == nil {
+		t.Fatal("LastFinished after Close: nil error")
+	}
+	if _, err := st.History("q", "", 0, 10); err == nil {
+		t.Fatal("History after Close: nil error")
+	}
+	if _, err := st.HistorySeq(); err == nil {
+		t.Fatal("HistorySeq after Close: nil error")
+	}
+	if _, err := st.PruneHistory(1<<62, 10); err == nil {
+		t.Fatal("PruneHistory after Close: nil error")
+	}
 }

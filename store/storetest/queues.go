@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,10 +13,10 @@ import (
 )
 
 // queueRecord returns the record of queue name, its fields derived from v:
-// every field set, Retry and Rate included, and some at the bounds of
-// package task.
+// every field set, Retry and Rate included, a push endpoint for odd v
+// (with v%4 headers), and some at the bounds of package task.
 func queueRecord(name string, v int) store.Queue {
-	return store.Queue{
+	q := store.Queue{
 		Name:        name,
 		PausedUntil: time.Date(2030, 1, 2, 3, 4, 5, v, time.UTC).UnixNano(),
 		Pauses:      uint64(v) + 1<<40,
@@ -33,10 +34,35 @@ func queueRecord(name string, v int) store.Queue {
 			DeadLetter:  fmt.Sprintf("%s-dead ✓%d", name, v),
 		},
 	}
+	if v%2 == 1 {
+		q.Policy.Push = pushOf(v)
+	}
+	return q
+}
+
+// pushOf returns a push endpoint derived from v, with v%4 headers (Headers
+// nil for none), named out of order, and a secret for v%3 != 0.
+func pushOf(v int) *task.Push {
+	p := &task.Push{
+		URL:     fmt.Sprintf("https://hooks.example.com/q/%d?ü=✓", v),
+		Timeout: time.Duration(v)*time.Second + task.MaxPushTimeout,
+	}
+	names := []string{"X-Zeta", "Authorization", "X-Ünïcode", "x-alpha"}
+	for i := range v % 4 {
+		if p.Headers == nil {
+			p.Headers = map[string]string{}
+		}
+		p.Headers[names[i]] = fmt.Sprintf("value %d of %d", i, v)
+	}
+	if v%3 != 0 {
+		p.Secret = fmt.Sprintf("whsec_%d\x00\xff", v)
+	}
+	return p
 }
 
 // checkQueues checks that Queues returns want, which is ordered by name:
-// every field equal, and Retry and Rate nil exactly where want's are.
+// every field equal, and Retry, Rate, Push and its Headers nil exactly
+// where want's are.
 func checkQueues(t *testing.T, st store.Store, want ...store.Queue) {
 	t.Helper()
 	got, err := st.Queues()
@@ -62,6 +88,9 @@ func queueString(q store.Queue) string {
 	}
 	if p.Rate != nil {
 		s += fmt.Sprintf(" rate %+v", *p.Rate)
+	}
+	if p.Push != nil {
+		s += fmt.Sprintf(" push %+v", *p.Push)
 	}
 	return s + "}"
 }
@@ -139,12 +168,12 @@ func testQueues(t *testing.T, st store.Store) {
 }
 
 // testQueuesCopied: neither what a caller committed nor what Queues
-// returned shares memory with the store: changing a policy's Retry or
-// Rate through either changes nothing stored. The broker keeps the
+// returned shares memory with the store: changing a policy's Retry, Rate,
+// Push or its Headers through either changes nothing stored. The broker keeps the
 // policies it commits and hands out those it reads.
 func testQueuesCopied(t *testing.T, st store.Store) {
-	q := queueRecord("q", 1)
-	want := queueRecord("q", 1)
+	q := queueRecord("q", 3) // a push endpoint with 3 headers
+	want := queueRecord("q", 3)
 	var batch store.Batch
 	batch.PutQueue(q)
 	if err := st.Commit(&batch); err != nil {
@@ -152,6 +181,9 @@ func testQueuesCopied(t *testing.T, st store.Store) {
 	}
 	q.Policy.Retry.Initial = time.Hour
 	q.Policy.Rate.Limit = 1
+	q.Policy.Push.URL = "changed"
+	q.Policy.Push.Headers["Authorization"] = "changed"
+	q.Policy.Push.Headers["X-Added"] = "added"
 	checkQueues(t, st, want)
 
 	got, err := st.Queues()
@@ -161,12 +193,71 @@ func testQueuesCopied(t *testing.T, st store.Store) {
 	got[0].Policy.Retry.Multiplier = 99
 	got[0].Policy.Rate.Per = time.Nanosecond
 	got[0].Policy.DeadLetter = "changed"
+	got[0].Policy.Push.Timeout = time.Nanosecond
+	delete(got[0].Policy.Push.Headers, "X-Zeta")
 	checkQueues(t, st, want)
 
 	// Two reads share nothing either.
 	one, _ := st.Queues()
 	two, _ := st.Queues()
-	if one[0].Policy.Retry == two[0].Policy.Retry || one[0].Policy.Rate == two[0].Policy.Rate {
-		t.Fatal("two calls of Queues return the same Retry or Rate")
+	if one[0].Policy.Retry == two[0].Policy.Retry || one[0].Policy.Rate == two[0].Policy.Rate || one[0].Policy.Push == two[0].Policy.Push {
+		t.Fatal("two calls of Queues return the same Retry, Rate or Push")
 	}
+	one[0].Policy.Push.Headers["X-Zeta"] = "changed"
+	if two[0].Policy.Push.Headers["X-Zeta"] == "changed" {
+		t.Fatal("two calls of Queues return the same push headers")
+	}
+}
+
+// testQueuesPush: a push endpoint reads back as written: nil staying nil,
+// one with no headers (Headers nil), one with each number of headers up
+// to task.MaxPushHeaders at their longest, every field at its bound; a
+// replacement drops or changes it whole, headers included.
+func testQueuesPush(t *testing.T, st store.Store) {
+	var qs []store.Queue
+	for v := range 8 {
+		q := store.Queue{Name: fmt.Sprint("p", v)}
+		if v > 0 {
+			q.Policy.Push = pushOf(v)
+		}
+		qs = append(qs, q)
+	}
+	full := store.Queue{Name: "p8", Policy: task.Policy{Push: &task.Push{
+		URL:     "https://h.example/" + strings.Repeat("a", task.MaxPushURL-len("https://h.example/")),
+		Timeout: task.MaxPushTimeout,
+		Headers: map[string]string{},
+		Secret:  strings.Repeat("s", task.MaxPushSecret),
+	}}}
+	for i := range task.MaxPushHeaders {
+		name := fmt.Sprintf("X-H%02d", task.MaxPushHeaders-i) // put in reverse order
+		full.Policy.Push.Headers[name] = strings.Repeat("v", task.MaxPushHeaderLen-len(name))
+	}
+	qs = append(qs, full)
+	var b store.Batch
+	for _, q := range qs {
+		b.PutQueue(q)
+	}
+	if err := st.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	checkQueues(t, st, qs...)
+
+	// p1 loses its push, p2 gets one, p3 loses its headers, p4 changes one
+	// header's value and drops another.
+	qs[1].Policy.Push = nil
+	qs[2].Policy.Push = &task.Push{URL: "http://127.0.0.1:9/x"}
+	p3 := *qs[3].Policy.Push
+	p3.Headers = nil
+	qs[3].Policy.Push = &p3
+	p4 := *qs[4].Policy.Push
+	p4.Headers = map[string]string{"X-Zeta": "new"}
+	qs[4].Policy.Push = &p4
+	b.Reset()
+	for _, q := range qs[1:5] {
+		b.PutQueue(q)
+	}
+	if err := st.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	checkQueues(t, st, qs...)
 }

@@ -49,6 +49,14 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Schedules", testSchedules},
 		{"Queues", testQueues},
 		{"QueuesCopied", testQueuesCopied},
+		{"QueuesPush", testQueuesPush},
+		{"Reserved", testReserved},
+		{"Attempts", testAttempts},
+		{"LastFinished", testLastFinished},
+		{"History", testHistory},
+		{"HistorySeq", testHistorySeq},
+		{"PruneHistory", testPruneHistory},
+		{"HistoryAtomic", testHistoryAtomic},
 		{"NextJobID", testNextJobID},
 		{"BatchLaterWins", testBatchLaterWins},
 		{"BatchAtomic", testBatchAtomic},
@@ -84,6 +92,7 @@ func RunDurable(t *testing.T, open func(t *testing.T, dir string) store.Store) {
 	}{
 		{"Reopen", testReopen},
 		{"NextJobIDPersisted", testNextJobIDPersisted},
+		{"HistoryPersisted", testHistoryPersisted},
 		{"CloseIdempotent", testCloseIdempotent},
 	}
 	for _, c := range cases {
@@ -140,12 +149,13 @@ func payloadOf(job uint64, v int) []byte {
 	return p
 }
 
-// reserved returns t reserved: state, attempts and lease changed, with
-// payload, which an update must ignore.
+// reserved returns t reserved: state, attempts, reservation's start and
+// lease changed, with payload, which an update must ignore.
 func reserved(t store.Task, lease string) store.Task {
 	t.State = store.Reserved
 	t.Attempts++
 	t.Lease = lease
+	t.Reserved = t.Due + 1
 	t.LeaseUntil = t.Due + int64(t.TTR)
 	t.Payload = []byte("an update must not write this")
 	return t

@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -327,5 +328,37 @@ func testLastError(t *testing.T, st store.Store) {
 	checkTask(t, st, again)
 	if got := listAll(t, st, "q", 10); len(got) != 2 || got[0].LastError != "second" || got[1].LastError != "put again" {
 		t.Fatalf("List(q) = %+v; want last errors %q and %q", got, "second", "put again")
+	}
+}
+
+// testReserved: a reservation's start reads back as written through Task,
+// List and Recover, in a put and in an update, at the bounds of int64
+// too; an update back to waiting with 0 clears it.
+func testReserved(t *testing.T, st store.Store) {
+	a := reserved(sample(1, "q", "a"), "lease-a")
+	a.Payload = payloadOf(1, 0)
+	b := sample(2, "q", "b")
+	b.State, b.Reserved, b.Lease = store.Reserved, math.MaxInt64, "lease-b"
+	c := sample(3, "q", "c")
+	c.State, c.Reserved, c.Lease = store.Reserved, math.MinInt64, "lease-c"
+	commit(t, st, put(a), put(b), put(c))
+	checkTask(t, st, a)
+	checkTask(t, st, b)
+	checkTask(t, st, c)
+	checkAll(t, st, a, b, c)
+
+	// A release: waiting again, no reservation; and a new reservation.
+	a2 := a
+	a2.State, a2.Lease, a2.LeaseUntil, a2.Reserved = store.Waiting, "", 0, 0
+	b2 := reserved(b, "lease-b2")
+	b2.Reserved = 1
+	commit(t, st, update(a2), update(b2))
+	b2.Payload = b.Payload
+	checkTask(t, st, a2)
+	checkTask(t, st, b2)
+	checkAll(t, st, a2, b2, c)
+	got := listAll(t, st, "q", 2)
+	if len(got) != 3 || got[0].Reserved != 0 || got[1].Reserved != 1 || got[2].Reserved != math.MinInt64 {
+		t.Fatalf("List(q) = %+v; want reservations' starts 0, 1 and MinInt64", got)
 	}
 }
