@@ -2,7 +2,8 @@
 // queue with its counts and rates, delivery lateness and the next hour's
 // due times as charts, a queue's pause (pause and resume it) and policy,
 // its tasks by state with a reserved task's lease end and a failed task's
-// last error (find, show, delete, kick the dead), and the cron schedules
+// last error (find, show with its attempts, delete, kick the dead), its
+// history (the tasks that left it, by outcome), and the cron schedules
 // with their next times.
 //
 // The page is static: HTML, CSS and JavaScript modules in static/,
@@ -23,6 +24,7 @@
 //	static/assets/js/dom.js       element builders, formats of times, durations and rates
 //	static/assets/js/charts.js    the two SVG charts, each with a table of its data
 //	static/assets/js/dialogs.js   the confirmation and the task's details
+//	static/assets/js/history.js   a task's attempts, a queue's history
 //	static/assets/js/overview.js  #/
 //	static/assets/js/queue.js     #/queues/NAME/STATE, with the queue's pause and policy
 //	static/assets/js/schedules.js #/schedules

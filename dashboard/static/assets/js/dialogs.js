@@ -1,11 +1,13 @@
 // The two dialogs of index.html: a confirmation before deleting, and a
-// task's details with its payload. Both are modal <dialog>s: the focus
+// task's details with its attempts and payload, or a finished task's
+// with its attempts. Both are modal <dialog>s: the focus
 // stays inside, Escape closes them, and closing gives the focus back to
 // what opened them (or, if that was redrawn meanwhile, to its twin of the
 // same data-key).
 
-import {call, parse, seg} from './api.js';
+import {call, parse, seg, ApiError, AuthError} from './api.js';
 import {h, timeEl, duration, parseDuration} from './dom.js';
+import {attemptsPath, attemptsView} from './history.js';
 
 // giveBack returns the focus to opener after a dialog closes, unless the
 // focus has gone somewhere meanwhile (another page, another dialog).
@@ -42,17 +44,34 @@ export function confirmAction(title, text, ok) {
   });
 }
 
-// showTask reads a task and shows it with its payload in the task dialog;
-// actions(task, close) builds the buttons to offer beside Close. It
-// throws the API's error (404 when there is no such task).
+// attempts reads a task's attempts and answers them as attemptsView
+// shows them. A task gone meanwhile (404), or another error but the
+// token's, answers a hint instead: the rest of the dialog still shows.
+async function attempts(queue, id) {
+  try {
+    const res = await call('GET', attemptsPath(queue, id));
+    return attemptsView(res.attempts);
+  } catch (e) {
+    if (!(e instanceof ApiError) || e instanceof AuthError) throw e;
+    return h('p', {class: 'hint', id: 'attempts-none'},
+      e.status === 404 ? 'Its attempts are no longer kept.' : `Its attempts could not be read (${e.message}).`);
+  }
+}
+
+const row = (k, v) => h('div', {}, h('dt', {}, k), h('dd', {}, v));
+
+// showTask reads a task and shows it with its attempts and payload in the
+// task dialog; actions(task, close) builds the buttons to offer beside
+// Close. It throws the API's error (404 when there is no such task).
 export async function showTask(queue, id, actions) {
-  const text = await call('GET', `/v1/queues/${seg(queue)}/tasks/${seg(id)}`, undefined, {raw: true});
+  const [text, tried] = await Promise.all([
+    call('GET', `/v1/queues/${seg(queue)}/tasks/${seg(id)}`, undefined, {raw: true}),
+    attempts(queue, id),
+  ]);
   const t = parse(text);
   const dlg = document.getElementById('task');
-  document.getElementById('task-title').textContent = 'Task ' + t.id;
-  const row = (k, v) => h('div', {}, h('dt', {}, k), h('dd', {}, v));
   const max = t.max_attempts ? ` of ${t.max_attempts}` : ' (no limit)';
-  document.getElementById('task-body').replaceChildren(
+  present('Task ' + t.id,
     h('dl', {class: 'fields'},
       row('Queue', t.queue),
       row('State', h('span', {class: 'state state-' + t.state, 'data-state': t.state}, t.state)),
@@ -64,16 +83,44 @@ export async function showTask(queue, id, actions) {
       t.lease_expires ? row('Lease ends', timeEl(t.lease_expires)) : null,
       t.last_error ? row('Last error', h('span', {class: 'last-error', 'data-field': 'last_error'}, t.last_error)) : null,
       row('Created', timeEl(t.created))),
+    h('h3', {}, 'Attempts'),
+    tried,
     h('h3', {}, 'Payload'),
     t.payload === null || t.payload === undefined
       ? h('p', {class: 'hint'}, 'No payload.')
       : h('pre', {class: 'payload', tabindex: 0, 'aria-label': 'Payload'}, JSON.stringify(t.payload, null, 2)),
     h('div', {class: 'buttons'}, actions(t, () => dlg.close())));
+  return t;
+}
+
+// showFinished shows a task of a queue's history (api.FinishedTask) with
+// its attempts in the task dialog. The history keeps no payload, and the
+// attempts the server answers for an id are its newest task's.
+export async function showFinished(queue, f) {
+  const tried = await attempts(queue, f.id);
+  present('Task ' + f.id,
+    h('dl', {class: 'fields'},
+      row('Queue', queue),
+      row('Outcome', h('span', {class: 'outcome outcome-' + f.outcome, 'data-field': 'outcome'}, f.outcome)),
+      row('Job id', String(f.job_id)),
+      row('Finished', timeEl(f.finished)),
+      row('Attempts', String(f.attempts)),
+      f.last_error ? row('Last error', h('span', {class: 'last-error', 'data-field': 'last_error'}, f.last_error)) : null),
+    h('h3', {}, 'Attempts'),
+    tried,
+    h('p', {class: 'hint'}, 'A finished task keeps no payload. The attempts are those of the newest task of this id.'));
+}
+
+// present shows the task dialog with a title and body, modal, giving the
+// focus to Close; it stays open when it was (a dialog redrawn).
+function present(title, ...body) {
+  const dlg = document.getElementById('task');
+  document.getElementById('task-title').textContent = title;
+  document.getElementById('task-body').replaceChildren(...body.filter((n) => n !== null && n !== undefined));
   if (!dlg.open) {
     const opener = document.activeElement;
     dlg.addEventListener('close', () => setTimeout(() => giveBack(opener), 50), {once: true});
     dlg.showModal();
   }
   document.getElementById('task-close').focus();
-  return t;
 }

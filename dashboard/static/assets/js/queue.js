@@ -1,14 +1,16 @@
 // #/queues/NAME/STATE: one queue's counts, its pause (with pause and
 // resume) and policy, its tasks by state in pages (with a dead task's
 // last error and a reserved task's lease end), finding a task by id,
-// showing, deleting and kicking tasks, and the queue's due times over the
+// showing (with its attempts), deleting and kicking tasks, the queue's
+// history by outcome (history.js), and the queue's due times over the
 // next hour.
 
 import {call, seg, ApiError, atMostEvery} from './api.js';
 import {h, swap, stack, count, rate, plural, timeEl, duration, parseDuration} from './dom.js';
 import {dueFigure} from './charts.js';
 import {queueStats, dueEvery} from './overview.js';
-import {confirmAction, showTask} from './dialogs.js';
+import {confirmAction, showTask, showFinished} from './dialogs.js';
+import {historySection} from './history.js';
 
 const states = ['all', 'delayed', 'ready', 'reserved', 'dead'];
 const pageSize = 20;
@@ -35,6 +37,7 @@ export function enter(main, {queue, state}, ctx) {
   const due = h('div', {class: 'figure-body', id: 'due'});
   const findInput = h('input', {id: 'find-id', name: 'id', required: true, autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'find-result'});
   const findResult = h('p', {id: 'find-result', role: 'status'});
+  const finished = historySection(queue, ctx, (f) => showFinished(queue, f));
 
   main.append(
     h('nav', {'aria-label': 'Breadcrumb', class: 'crumbs'}, h('a', {href: '#/'}, 'Overview'), ' › ', h('span', {'aria-current': 'page'}, queue)),
@@ -59,6 +62,7 @@ export function enter(main, {queue, state}, ctx) {
           tbody)),
       pageNote,
       pager),
+    finished.el,
     h('section', {class: 'figure', 'aria-labelledby': 'due-h'},
       h('h2', {id: 'due-h'}, 'Falling due in the next hour'),
       due));
@@ -183,6 +187,7 @@ export function enter(main, {queue, state}, ctx) {
         call('GET', `${base}/tasks?${q}`),
         atMostEvery('due:' + queue, dueEvery, () => call('GET', `/v1/stats/due?queue=${encodeURIComponent(queue)}&width=1m&n=60`)),
         call('GET', '/v1/queues'),
+        finished.refresh(),
       ]);
       const info = all.queues.find((x) => x.name === queue) || {};
       pauseLine.textContent = !info.paused ? 'Not paused: tasks are handed out.'
