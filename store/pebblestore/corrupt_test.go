@@ -1,6 +1,7 @@
 package pebblestore_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,8 +16,9 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// corruptFixture opens a store with two tasks, a schedule and a queue
-// record.
+// corruptFixture opens a store with two tasks, a schedule, two queue
+// records (q, and p with a push endpoint), and a history: job 9's two
+// attempts and its Finished record, Seq 1, as task (q, a).
 func corruptFixture(t *testing.T) (*pebblestore.Store, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "db")
@@ -26,6 +28,12 @@ func corruptFixture(t *testing.T) (*pebblestore.Store, string) {
 	b.Put(store.Task{JobID: 2, Queue: "q", ID: "b", State: store.Waiting, Payload: []byte("two")})
 	b.PutSchedule(store.Schedule{Name: "s", Cron: "* * * * *", Queue: "q"})
 	b.PutQueue(store.Queue{Name: "q", Pauses: 1, Policy: task.Policy{Rate: &task.Rate{Limit: 10, Per: time.Second}, DeadLetter: "q-dead"}})
+	b.PutQueue(store.Queue{Name: "p", Policy: task.Policy{Push: &task.Push{
+		URL: "https://example.com/hook", Headers: map[string]string{"A-One": "1", "B-Two": "2"}, Secret: "s",
+	}}})
+	b.PutAttempt(store.Attempt{JobID: 9, N: 1, Started: 1, Ended: 2, Outcome: task.AttemptNacked, Error: "boom"})
+	b.PutAttempt(store.Attempt{JobID: 9, N: 2, Started: 3, Ended: 4, Outcome: task.AttemptAcked})
+	b.PutFinished(store.Finished{Seq: 1, JobID: 9, Queue: "q", ID: "a", Outcome: task.FinishedAcked, Finished: 5, Attempts: 2})
 	if err := st.Commit(&b); err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +75,21 @@ func TestCorrupt_Value(t *testing.T) {
 	task1 := func(st store.Store) error { _, err := st.Task(1); return err }
 	queues := func(st store.Store) error { _, err := st.Queues(); return err }
 	schedules := func(st store.Store) error { _, err := st.Schedules(); return err }
+	attempts := func(st store.Store) error { _, err := st.Attempts(9); return err }
+	last := func(st store.Store) error { _, err := st.LastFinished("q", "a"); return err }
+	history := func(st store.Store) error { _, err := st.History("q", "", 0, 10); return err }
+	pruneAll := func(st store.Store) error { _, err := st.PruneHistory(1<<62, 10); return err }
+	flipped := func(st *pebblestore.Store, key []byte) []byte { v, _ := st.Raw(key); return flip(v) }
+	// pushHeaders renames the headers in p's record: a good checksum over
+	// a body whose headers are out of order or repeated.
+	pushHeaders := func(one, two string) func(*pebblestore.Store, []byte) []byte {
+		return func(st *pebblestore.Store, key []byte) []byte {
+			body := queueBody(st, key)
+			body = bytes.Replace(body, []byte("A-One"), []byte(one), 1)
+			body = bytes.Replace(body, []byte("B-Two"), []byte(two), 1)
+			return pebblestore.Seal(key, body)
+		}
+	}
 
 	for _, c := range []struct {
 		name   string
@@ -173,6 +196,86 @@ func TestCorrupt_Value(t *testing.T) {
 			what: `queue "q" record`,
 			fail: map[string]func(store.Store) error{"Queues": queues},
 		},
+		{
+			// The push group's presence byte, after 16 bytes of pause and
+			// the six bytes of a policy with nothing else set.
+			name: "QueuePushPresence", key: pebblestore.QueueKey("p"),
+			damage: func(st *pebblestore.Store, key []byte) []byte {
+				body := queueBody(st, key)
+				if body[22] != 1 {
+					panic("queue p's record has no push presence byte at 22")
+				}
+				body[22] = 2
+				return pebblestore.Seal(key, body)
+			},
+			what: `queue "p" record`,
+			fail: map[string]func(store.Store) error{"Queues": queues},
+		},
+		{
+			name: "QueuePushHeadersOutOfOrder", key: pebblestore.QueueKey("p"),
+			damage: pushHeaders("C-One", "B-Two"),
+			what:   `queue "p" record`,
+			fail:   map[string]func(store.Store) error{"Queues": queues},
+		},
+		{
+			name: "QueuePushHeadersRepeated", key: pebblestore.QueueKey("p"),
+			damage: pushHeaders("A-One", "A-One"),
+			what:   `queue "p" record`,
+			fail:   map[string]func(store.Store) error{"Queues": queues},
+		},
+		{
+			name: "QueuePushTruncated", key: pebblestore.QueueKey("p"),
+			damage: func(st *pebblestore.Store, key []byte) []byte {
+				body := queueBody(st, key)
+				return pebblestore.Seal(key, body[:len(body)-2]) // into the secret
+			},
+			what: `queue "p" record`,
+			fail: map[string]func(store.Store) error{"Queues": queues},
+		},
+		{
+			name: "Attempt", key: pebblestore.AttemptKey(9, 1),
+			damage: flipped,
+			what:   "attempt 1 of job 9",
+			fail:   map[string]func(store.Store) error{"Attempts": attempts},
+			work:   map[string]func(store.Store) error{"History": history, "LastFinished": last, "Recover": recover},
+		},
+		{
+			name: "AttemptUndecodable", key: pebblestore.AttemptKey(9, 2),
+			damage: func(_ *pebblestore.Store, key []byte) []byte { return pebblestore.Seal(key, make([]byte, 21)) },
+			what:   "attempt 2 of job 9",
+			fail:   map[string]func(store.Store) error{"Attempts": attempts},
+		},
+		{
+			name: "Finished", key: pebblestore.FinishedKey("q", 1),
+			damage: flipped,
+			what:   `finished record 1 of queue "q"`,
+			fail:   map[string]func(store.Store) error{"History": history, "LastFinished": last},
+			// Pruning reads the time entry and the id entry alone.
+			work: map[string]func(store.Store) error{"Attempts": attempts, "Queues": queues, "PruneHistory": pruneAll},
+		},
+		{
+			name: "FinishedTrailing", key: pebblestore.FinishedKey("q", 1),
+			damage: func(st *pebblestore.Store, key []byte) []byte {
+				v, _ := st.Raw(key)
+				return pebblestore.Seal(key, append(v[:len(v)-4:len(v)-4], 0))
+			},
+			what: `finished record 1 of queue "q"`,
+			fail: map[string]func(store.Store) error{"History": history, "LastFinished": last},
+		},
+		{
+			name: "FinishedID", key: pebblestore.FinishedIDKey("q", "a"),
+			damage: flipped,
+			what:   `last finished entry of queue "q" id "a"`,
+			fail:   map[string]func(store.Store) error{"LastFinished": last, "PruneHistory": pruneAll},
+			work:   map[string]func(store.Store) error{"History": history, "Attempts": attempts},
+		},
+		{
+			name: "FinishedTime", key: pebblestore.FinishedTimeKey(5, 1),
+			damage: flipped,
+			what:   "time entry of finished record 1",
+			fail:   map[string]func(store.Store) error{"PruneHistory": pruneAll},
+			work:   map[string]func(store.Store) error{"History": history, "LastFinished": last, "Attempts": attempts},
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st, _ := corruptFixture(t)
@@ -197,10 +300,20 @@ func TestCorrupt_Value(t *testing.T) {
 }
 
 // TestCorrupt_Open checks what Open refuses: a damaged next job id
-// record, a format version it does not know, and a Pebble database that
-// is not a store.
+// record or history seq record, a format version it does not know, and a
+// Pebble database that is not a store.
 func TestCorrupt_Open(t *testing.T) {
 	t.Parallel()
+	t.Run("HistorySeqRecord", func(t *testing.T) {
+		st, dir := corruptFixture(t)
+		v, _ := st.Raw(pebblestore.HistorySeqKey)
+		if err := st.SetRaw(pebblestore.HistorySeqKey, flip(v)); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		_, err := pebblestore.Open(dir, pebblestore.Options{Logger: quiet})
+		wantCorrupt(t, "Open", err, "history seq record")
+	})
 	t.Run("NextJobRecord", func(t *testing.T) {
 		st, dir := corruptFixture(t)
 		v, _ := st.Raw(pebblestore.NextJobKey)
