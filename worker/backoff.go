@@ -74,15 +74,3 @@ func retry(ctx context.Context, giveUp <-chan struct{}, log *slog.Logger, what s
 		return err
 	}
 }
-
-// sleep waits d, or until ctx is done; it reports whether it waited d.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
