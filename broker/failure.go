@@ -38,9 +38,10 @@ func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.D
 	b.leases.Remove(job)
 	b.metrics.Nacks.Inc()
 	now := time.Now().UnixNano()
+	reason = service.CutError(reason)
+	b.endAttempt(&rec, task.AttemptNacked, reason, now)
 	rec.Releases++
-	rec.LastError = service.CutError(reason)
-	b.endAttempt(&rec, task.AttemptNacked, rec.LastError, now)
+	rec.LastError = reason
 	rec, s = b.fail(job, s, rec, now, delay, false, false)
 	t := view(rec, s)
 	return t, b.commitWait(ctx, b.barrier())
@@ -92,9 +93,10 @@ func (b *Broker) Bury(ctx context.Context, queue, id, lease, reason string) (tas
 	}
 	b.leases.Remove(job)
 	now := time.Now().UnixNano()
+	reason = service.CutError(reason)
+	b.endAttempt(&rec, task.AttemptBuried, reason, now)
 	rec.Buries++
-	rec.LastError = service.CutError(reason)
-	b.endAttempt(&rec, task.AttemptBuried, rec.LastError, now)
+	rec.LastError = reason
 	rec, s = b.fail(job, s, rec, now, 0, true, false)
 	t := view(rec, s)
 	return t, b.commitWait(ctx, b.barrier())

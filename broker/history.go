@@ -16,18 +16,17 @@ import (
 // task's own write: a task's state and its history never disagree, and
 // the history costs no fsync and no read of the store.
 //
-//   - store.Attempt, one per ended attempt, under the job id and N (the
-//     task's Attempts when the attempt ended; the running attempt's start
-//     is the record's Reserved, written by every reservation), by
-//     endAttempt: acked by Ack and by DeleteJob of a job reserved under
-//     the lease given (beanstalkd's delete of a reserved job); nacked by
-//     Nack; released by Release and ReleaseJob; buried by Bury and
-//     BuryJob; expired by a lease that ran out (the lease wheel, or
-//     recovery). A reservation whose caller went away before it was
-//     answered (giveBack) is no attempt and writes none, nor does the
-//     Delete of a reserved task, which ends an attempt without an answer.
-//     Release gives its attempt back (Attempts goes down by one), so the
-//     next attempt has the same N and its record replaces the release's.
+//   - store.Attempt, one per ended attempt, under the job id and N (its
+//     number by reservation, see attemptN; the running attempt's start is
+//     the record's Reserved, written by every reservation), by
+//     endAttempt, called before the end raises the task's counters:
+//     acked by Ack and by DeleteJob of a job reserved under the lease
+//     given (beanstalkd's delete of a reserved job); nacked by Nack;
+//     released by Release and ReleaseJob; buried by Bury and BuryJob;
+//     expired by a lease that ran out (the lease wheel, or recovery). A
+//     reservation whose caller went away before it was answered
+//     (giveBack) is no attempt and writes none, nor does the Delete of a
+//     reserved task, which ends an attempt without an answer.
 //   - store.Finished, one each time a task leaves its queue, by leave,
 //     numbered by histSeq (recovered with store.Store.HistorySeq): acked
 //     (Ack, DeleteJob of a reserved job), dead (fail: its attempts used
@@ -44,9 +43,21 @@ import (
 // ones, with the attempts of their jobs, through the committer (between
 // groups), a batch at a time.
 
+// attemptN returns the number of rec's running attempt (1 for the
+// first): every reservation answered counts, a released one included, as
+// the cluster's tries do. It is not rec.Attempts, which a Release gives
+// back. Every attempt of a live task that ended raised exactly one of
+// the counters beanstalkd's stats-job shows: Releases (Nack, Release,
+// ReleaseJob), Timeouts (a lease that ran out) or Buries (Bury,
+// BuryJob); an ack or a delete ends the task. So the attempts that ended
+// are their sum, and the number needs no field of its own. For example,
+// a task released, then nacked, is in its third attempt: Releases 2.
+func attemptN(rec *store.Task) uint32 { return rec.Releases + rec.Timeouts + rec.Buries + 1 }
+
 // endAttempt writes the record of rec's attempt ending now with outcome
 // (a task.Attempt* outcome) and errText. rec is the record as it is when
-// the attempt ends (Attempts and Reserved not yet changed). b.mu is held.
+// the attempt ends: its counters not yet raised by the end (attemptN),
+// Reserved not changed. b.mu is held.
 func (b *Broker) endAttempt(rec *store.Task, outcome, errText string, now int64) {
 	if !b.keep {
 		return
@@ -54,7 +65,7 @@ func (b *Broker) endAttempt(rec *store.Task, outcome, errText string, now int64)
 	g := b.open
 	g.batch.PutAttempt(store.Attempt{
 		JobID:   rec.JobID,
-		N:       rec.Attempts,
+		N:       attemptN(rec),
 		Started: rec.Reserved,
 		Ended:   now,
 		Outcome: outcome,
@@ -139,7 +150,7 @@ func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt
 	}
 	run := running.JobID != 0
 	if run && len(recs) > 0 {
-		if a := recs[len(recs)-1]; a.N == running.Attempts && a.Started == running.Reserved {
+		if a := recs[len(recs)-1]; a.N == attemptN(&running) && a.Started == running.Reserved {
 			run = false // it ended since
 		}
 	}
@@ -161,7 +172,7 @@ func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt
 		})
 	}
 	if run {
-		out = append(out, task.Attempt{N: int(running.Attempts), Started: instant(running.Reserved)})
+		out = append(out, task.Attempt{N: int(attemptN(&running)), Started: instant(running.Reserved)})
 	}
 	return out, nil
 }

@@ -281,8 +281,8 @@ func TestHistory_Jobs(t *testing.T) {
 }
 
 // TestHistory_Release: a release ends its attempt, released, and gives
-// the attempt back: the next one has the same number, and its record
-// replaces the release's when it ends.
+// the attempt back (the task's Attempts), but the next attempt is
+// numbered after it: attempts are numbered by reservation.
 func TestHistory_Release(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
@@ -296,14 +296,24 @@ func TestHistory_Release(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		r, _ = reserve1(t, b, "q")
-		if got, want := outcomes(attempts(t, b, "q", "a")), []string{"1:released:", "1::"}; !same(got, want) {
+		if r.Attempts != 1 {
+			t.Fatalf("reserved again after a release: attempts %d, want 1", r.Attempts)
+		}
+		if got, want := outcomes(attempts(t, b, "q", "a")), []string{"1:released:", "2::"}; !same(got, want) {
 			t.Fatalf("attempts %v, want %v", got, want)
 		}
+		if _, err := b.Nack(ctx, "q", "a", r.Lease, 0, "x"); err != nil {
+			t.Fatal(err)
+		}
+		r, _ = reserve1(t, b, "q")
 		if err := b.Ack(ctx, "q", "a", r.Lease); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := outcomes(attempts(t, b, "q", "a")), []string{"1:acked:"}; !same(got, want) {
+		if got, want := outcomes(attempts(t, b, "q", "a")), []string{"1:released:", "2:nacked:x", "3:acked:"}; !same(got, want) {
 			t.Fatalf("attempts %v, want %v", got, want)
+		}
+		if got, want := finishes(finished(t, b, "q", "")), []string{"a:acked:2"}; !same(got, want) {
+			t.Fatalf("history %v, want %v (the release not counted)", got, want)
 		}
 	})
 }
