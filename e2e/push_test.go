@@ -422,3 +422,96 @@ func testPushRefused(t *testing.T) {
 		t.Errorf("the receiver outside --push-allow got %d pushes", n)
 	}
 }
+
+// TestPush_Limits: pushes keep the queue's concurrency limit (never two
+// at once with a limit of 1) and stop while it is paused.
+func TestPush_Limits(t *testing.T) { engines(t, testPushLimits) }
+
+func testPushLimits(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	var mu sync.Mutex
+	running, most := 0, 0
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(100 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		w.WriteHeader(200)
+	})
+	setPush(t, s, "one", fmt.Sprintf(`{"concurrency":1,"push":{"url":%q}}`, rc.srv.URL))
+	for i := range 5 {
+		s.call("POST", "/v1/queues/one/tasks", fmt.Sprintf(`{"id":"t%d","payload":1}`, i))
+	}
+	rc.wait(t, 5, 15*time.Second)
+	mu.Lock()
+	if most != 1 {
+		t.Errorf("%d pushes at once under a concurrency limit of 1", most)
+	}
+	mu.Unlock()
+
+	// Paused: nothing pushed; resumed: pushed.
+	if a := s.call("POST", "/v1/queues/one/pause", ""); a.status != 204 {
+		t.Fatalf("pause: %v", a)
+	}
+	s.call("POST", "/v1/queues/one/tasks", `{"id":"paused","payload":1}`)
+	time.Sleep(1500 * time.Millisecond)
+	if n := rc.count(); n != 5 {
+		t.Errorf("%d pushes while paused", n-5)
+	}
+	if a := s.call("POST", "/v1/queues/one/resume", ""); a.status != 204 {
+		t.Fatalf("resume: %v", a)
+	}
+	rc.wait(t, 6, 10*time.Second)
+}
+
+// TestPush_Crash: a server killed mid-push pushes the task again once
+// its lease runs out (at least once); one stopped by SIGTERM mid-push
+// gives the task back without spending its attempt, and pushes it again
+// once restarted.
+func TestPush_Crash(t *testing.T) { engines(t, testPushCrash) }
+
+func testPushCrash(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			<-r.Context().Done() // the first push hangs until its server goes
+			return
+		}
+		w.WriteHeader(200)
+	})
+	setPush(t, s, "crash", fmt.Sprintf(`{"push":{"url":%q,"timeout":"1s"}}`, rc.srv.URL))
+	s.call("POST", "/v1/queues/crash/tasks", `{"id":"a","payload":1,"ttr":"4s"}`)
+	rc.wait(t, 1, 10*time.Second)
+	s.kill()
+	s.start()
+	second := rc.wait(t, 2, 20*time.Second)
+	if second.header.Get("Hourglass-Attempt") != "2" {
+		t.Errorf("push after a crash: attempt %q, want 2 (the lease that ran out counted)", second.header.Get("Hourglass-Attempt"))
+	}
+	waitPushed(t, s, "crash", "a", "gone", 5*time.Second)
+
+	// SIGTERM mid-push: released, its attempt not spent.
+	hang := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			<-r.Context().Done()
+			return
+		}
+		w.WriteHeader(200)
+	})
+	setPush(t, s, "term", fmt.Sprintf(`{"push":{"url":%q,"timeout":"60s"}}`, hang.srv.URL))
+	s.call("POST", "/v1/queues/term/tasks", `{"id":"a","payload":1,"ttr":"2m"}`)
+	hang.wait(t, 1, 10*time.Second)
+	s.stop()
+	s.start()
+	again := hang.wait(t, 2, 20*time.Second)
+	if again.header.Get("Hourglass-Attempt") != "1" {
+		t.Errorf("push after SIGTERM: attempt %q, want 1 (the release spent none)", again.header.Get("Hourglass-Attempt"))
+	}
+	waitPushed(t, s, "term", "a", "gone", 5*time.Second)
+}
