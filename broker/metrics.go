@@ -16,6 +16,7 @@ type metrics struct {
 	registerer prometheus.Registerer
 
 	service.TaskMetrics
+	schedules      service.ScheduleMetrics
 	commitSeconds  prometheus.Histogram
 	tasksPerCommit prometheus.Histogram
 	states         *prometheus.Desc
@@ -25,6 +26,7 @@ func newMetrics(b *Broker) *metrics {
 	return &metrics{
 		b:           b,
 		TaskMetrics: service.NewTaskMetrics(),
+		schedules:   service.NewScheduleMetrics(),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_store_commit_seconds",
 			Help:    "Time to commit one group of writes durably (the store may cover several groups with one fsync).",
@@ -40,7 +42,7 @@ func newMetrics(b *Broker) *metrics {
 }
 
 func (m *metrics) all() []prometheus.Collector {
-	return append(m.Collectors(), m.commitSeconds, m.tasksPerCommit, stateCollector{m})
+	return append(append(m.Collectors(), m.schedules.Collectors()...), m.commitSeconds, m.tasksPerCommit, stateCollector{m})
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -12,15 +13,26 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// schedule is a cron schedule in memory. Guarded by Broker.mu.
+// schedule is a cron schedule in memory; the rules it keeps are in
+// service/schedule.go. Guarded by Broker.mu.
 type schedule struct {
-	spec    task.ScheduleSpec
+	spec    task.ScheduleSpec // normalised (service.NormalSchedule)
 	cron    hourglass.Schedule
 	loc     *time.Location
 	created int64
-	last    int64     // newest occurrence put, Unix ns; 0: none
-	next    time.Time // zero: never again
+	last    int64     // newest occurrence put or skipped, Unix ns; 0: none (the misfire cursor)
+	lastRun int64     // newest occurrence or run put or skipped, Unix ns
+	lastID  string    // its task's id; "" for one skipped
+	next    time.Time // zero: never again, or paused
 	timeout *hourglass.Timeout
+}
+
+// disarm cancels s's timeout, if armed. Broker.mu is held.
+func (s *schedule) disarm() {
+	if s.timeout != nil {
+		s.timeout.Cancel()
+	}
+	s.timeout, s.next = nil, time.Time{}
 }
 
 // parseSchedule checks spec against the broker's limits and parses its
@@ -39,13 +51,15 @@ func (b *Broker) CheckCron(line, timezone string, n int) ([]time.Time, error) {
 // occurrence puts one task into spec.Queue with id "NAME@TIME" (TIME the
 // occurrence in RFC 3339, UTC) and due at the occurrence, so no
 // occurrence is put twice, across restarts too. created is false for a
-// replacement. Errors wrap ErrInvalid (bad name, cron line or zone) or
-// ErrTooLarge.
+// replacement, which keeps the last occurrence; a replacement that
+// unpauses the schedule starts from now, as ResumeSchedule. Errors wrap
+// ErrInvalid (a bad field, named) or ErrTooLarge.
 func (b *Broker) SetSchedule(ctx context.Context, spec task.ScheduleSpec) (info task.ScheduleInfo, created bool, err error) {
 	sched, loc, err := b.parseSchedule(spec)
 	if err != nil {
 		return task.ScheduleInfo{}, false, err
 	}
+	spec = service.NormalSchedule(spec)
 	now := time.Now()
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
@@ -55,14 +69,28 @@ func (b *Broker) SetSchedule(ctx context.Context, spec task.ScheduleSpec) (info 
 	s := &schedule{spec: spec, cron: sched, loc: loc, created: now.UnixNano()}
 	old, ok := b.schedules[spec.Name]
 	if ok {
-		old.timeout.Cancel()
-		s.last = old.last
+		old.disarm()
+		s.last, s.lastRun, s.lastID = old.last, old.lastRun, old.lastID
+		if old.spec.Paused && !spec.Paused {
+			s.last = now.UnixNano()
+		}
 	}
 	b.schedules[spec.Name] = s
 	b.writeSchedule(s.record(), false)
-	b.arm(s, now)
+	if !spec.Paused {
+		b.arm(s, now)
+	}
 	info = s.info()
-	return info, !ok, b.commitWait(ctx, b.barrier())
+	g := b.barrier()
+	b.mu.Unlock()
+	return b.withOutcome(ctx, info), !ok, b.waitGroup(ctx, g)
+}
+
+// waitGroup waits for g to commit, taking b.mu for commitWait, which
+// releases it.
+func (b *Broker) waitGroup(ctx context.Context, g *group) error {
+	b.mu.Lock()
+	return b.commitWait(ctx, g)
 }
 
 // DeleteSchedule deletes the schedule name, durably, or returns
@@ -78,22 +106,95 @@ func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
 		b.mu.Unlock()
 		return task.ErrNoSchedule
 	}
-	s.timeout.Cancel()
+	s.disarm()
 	delete(b.schedules, name)
 	b.writeSchedule(store.Schedule{Name: name}, true)
 	return b.commitWait(ctx, b.barrier())
 }
 
+// PauseSchedule pauses the schedule name, durably: it puts nothing until
+// resumed. ErrNoSchedule if there is none.
+func (b *Broker) PauseSchedule(ctx context.Context, name string) error {
+	return b.setPaused(ctx, name, true)
+}
+
+// ResumeSchedule resumes the schedule name, durably, from now: the
+// occurrences that fell due while it was paused are not put.
+// ErrNoSchedule if there is none.
+func (b *Broker) ResumeSchedule(ctx context.Context, name string) error {
+	return b.setPaused(ctx, name, false)
+}
+
+func (b *Broker) setPaused(ctx context.Context, name string, paused bool) error {
+	now := time.Now()
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	s, ok := b.schedules[name]
+	if !ok {
+		b.mu.Unlock()
+		return task.ErrNoSchedule
+	}
+	if s.spec.Paused != paused {
+		s.spec.Paused = paused
+		s.disarm()
+		if !paused {
+			s.last = now.UnixNano()
+			b.arm(s, now)
+		}
+		b.writeSchedule(s.record(), false)
+	}
+	return b.commitWait(ctx, b.barrier())
+}
+
+// RunSchedule puts a task of the schedule name now, durably, with the id
+// service.RunID and the schedule's payload and task options, paused or
+// not; it becomes the schedule's last and leaves its next occurrence as
+// it was. ErrNoSchedule if there is none.
+func (b *Broker) RunSchedule(ctx context.Context, name string) (task.Task, error) {
+	now := time.Now()
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return task.Task{}, err
+	}
+	s, ok := b.schedules[name]
+	if !ok {
+		b.mu.Unlock()
+		return task.Task{}, task.ErrNoSchedule
+	}
+	r := service.SchedulePut(s.spec, service.RunID(name, now))
+	t, _, err := b.put(b.queue(s.spec.Queue), &r, now.UnixNano(), now.UnixNano())
+	if err != nil {
+		b.mu.Unlock()
+		return task.Task{}, err
+	}
+	s.lastRun, s.lastID = now.UnixNano(), r.ID
+	b.writeSchedule(s.record(), false)
+	b.metrics.schedules.Put.WithLabelValues(name).Inc()
+	return t, b.commitWait(ctx, b.barrier())
+}
+
 // Schedules returns every schedule by name, with its next and last
-// occurrences.
+// occurrences. The outcome of a last task no longer live is read from
+// the history (store reads with b.mu released).
 func (b *Broker) Schedules(ctx context.Context) ([]task.ScheduleInfo, error) {
 	b.mu.Lock()
 	out := make([]task.ScheduleInfo, 0, len(b.schedules))
 	for _, s := range b.schedules {
-		out = append(out, s.info())
+		out = append(out, b.liveOutcome(s))
 	}
+	g := b.barrier()
 	b.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if err := b.waitGroup(ctx, g); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i] = b.withOutcome(ctx, out[i])
+	}
 	return out, nil
 }
 
@@ -101,37 +202,93 @@ func (b *Broker) Schedules(ctx context.Context) ([]task.ScheduleInfo, error) {
 // or task.ErrNoSchedule.
 func (b *Broker) Schedule(ctx context.Context, name string) (task.ScheduleInfo, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	s, ok := b.schedules[name]
 	if !ok {
+		b.mu.Unlock()
 		return task.ScheduleInfo{}, task.ErrNoSchedule
 	}
-	return s.info(), nil
+	info := b.liveOutcome(s)
+	g := b.barrier()
+	b.mu.Unlock()
+	if err := b.waitGroup(ctx, g); err != nil {
+		return task.ScheduleInfo{}, err
+	}
+	return b.withOutcome(ctx, info), nil
+}
+
+// liveOutcome returns s's info with the outcome of its last task if that
+// task is live (pending, or dead), else without one. b.mu is held.
+func (b *Broker) liveOutcome(s *schedule) task.ScheduleInfo {
+	info := s.info()
+	if info.LastTaskID == "" {
+		return info
+	}
+	job, err := b.lookup(s.spec.Queue, info.LastTaskID)
+	if err != nil {
+		return info
+	}
+	if sl, ok := b.tasks.get(job); ok {
+		info.LastOutcome = task.SchedulePending
+		if sl.state() == task.Dead {
+			info.LastOutcome = task.ScheduleDead
+		}
+	}
+	return info
+}
+
+// withOutcome fills the outcome of info's last task when it is no longer
+// live, from the history: dead if it died, else acked (acked, deleted, or
+// no longer in the history). It reads the store; b.mu is not held.
+func (b *Broker) withOutcome(ctx context.Context, info task.ScheduleInfo) task.ScheduleInfo {
+	if info.LastOutcome != "" || info.LastTaskID == "" {
+		return info
+	}
+	info.LastOutcome = task.ScheduleAcked
+	if f, err := b.st.LastFinished(info.Queue, info.LastTaskID); err == nil && f.Outcome == task.FinishedDead {
+		info.LastOutcome = task.ScheduleDead
+	}
+	return info
 }
 
 func (s *schedule) info() task.ScheduleInfo {
-	i := task.ScheduleInfo{ScheduleSpec: s.spec, Next: s.next}
-	if s.last != 0 {
-		i.Last = time.Unix(0, s.last).UTC()
+	i := task.ScheduleInfo{ScheduleSpec: s.spec, Next: s.next, LastTaskID: s.lastID}
+	if s.lastRun != 0 {
+		i.Last = time.Unix(0, s.lastRun).UTC()
+		if s.lastID == "" {
+			i.LastOutcome = task.ScheduleSkipped
+		}
 	}
 	return i
 }
 
 func (s *schedule) record() store.Schedule {
-	return store.Schedule{
+	r := store.Schedule{
 		Name: s.spec.Name, Cron: s.spec.Cron, Queue: s.spec.Queue, Timezone: s.spec.Timezone,
 		Payload: s.spec.Payload, Created: s.created, Last: s.last,
+		Misfire: s.spec.Misfire, Overlap: s.spec.Overlap, CatchUp: int64(s.spec.CatchUp),
+		Priority: *s.spec.Priority, TTR: int64(s.spec.TTR), MaxAttempts: s.spec.MaxAttempts,
+		Paused: s.spec.Paused, LastRun: s.lastRun, LastID: s.lastID,
+	}
+	return r
+}
+
+// specOf returns the spec of a schedule record.
+func specOf(r store.Schedule) task.ScheduleSpec {
+	p := r.Priority
+	return task.ScheduleSpec{
+		Name: r.Name, Cron: r.Cron, Queue: r.Queue, Payload: r.Payload, Timezone: r.Timezone,
+		Misfire: r.Misfire, Overlap: r.Overlap, CatchUp: time.Duration(r.CatchUp),
+		Priority: &p, TTR: time.Duration(r.TTR), MaxAttempts: r.MaxAttempts, Paused: r.Paused,
 	}
 }
 
 // arm sets s's timeout for its first occurrence after after. b.mu is held.
 func (b *Broker) arm(s *schedule, after time.Time) {
 	s.timeout = nil
-	s.next = s.cron.Next(after.In(s.loc))
+	s.next = service.NextOccurrence(s.cron, s.loc, after)
 	if s.next.IsZero() {
 		return
 	}
-	s.next = s.next.UTC()
 	at := s.next
 	to, err := b.cron.AtFunc(at, func() { b.occur(s, at) })
 	if err != nil {
@@ -146,33 +303,54 @@ func (b *Broker) arm(s *schedule, after time.Time) {
 func (b *Broker) occur(s *schedule, at time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.schedules[s.spec.Name] != s || b.usable() != nil {
-		return // replaced or deleted since it was armed
+	if b.schedules[s.spec.Name] != s || s.spec.Paused || b.usable() != nil {
+		return // replaced, deleted or paused since it was armed
 	}
 	b.putOccurrence(s, at)
 	b.arm(s, at)
 }
 
 // putOccurrence puts the task of s's occurrence at (none if it was put
-// before) and records at as s's last, in one group. b.mu is held.
+// before), or skips it under the overlap rule, and records at as s's
+// last, in one group. b.mu is held.
 func (b *Broker) putOccurrence(s *schedule, at time.Time) {
-	q := b.queue(s.spec.Queue)
-	r := task.PutRequest{
-		ID:       service.OccurrenceID(s.spec.Name, at),
-		Payload:  s.spec.Payload,
-		Priority: task.DefaultPriority,
+	if s.spec.Overlap == service.OverlapSkip && b.unfinished(s) {
+		s.last, s.lastRun, s.lastID = at.UnixNano(), at.UnixNano(), ""
+		b.writeSchedule(s.record(), false)
+		b.metrics.schedules.Skipped.WithLabelValues(s.spec.Name).Inc()
+		return
 	}
+	q := b.queue(s.spec.Queue)
+	r := service.SchedulePut(s.spec, service.OccurrenceID(s.spec.Name, at))
 	if _, _, err := b.put(q, &r, at.UnixNano(), time.Now().UnixNano()); err != nil {
 		b.log.Error("hourglass: putting a schedule's occurrence", "schedule", s.spec.Name, "at", at, "err", err)
 		return
 	}
-	s.last = at.UnixNano()
+	s.last, s.lastRun, s.lastID = at.UnixNano(), at.UnixNano(), r.ID
 	b.writeSchedule(s.record(), false)
+	b.metrics.schedules.Put.WithLabelValues(s.spec.Name).Inc()
 }
 
-// recoverSchedules loads the schedules, puts each one's newest occurrence
-// missed while the broker was down (only that one), and arms the next.
-// b.mu is held.
+// unfinished reports whether s's last task is still waiting or reserved
+// in its queue. b.mu is held.
+func (b *Broker) unfinished(s *schedule) bool {
+	if s.lastID == "" {
+		return false
+	}
+	job, err := b.lookup(s.spec.Queue, s.lastID)
+	if err != nil {
+		if !errors.Is(err, task.ErrNotFound) {
+			b.log.Warn("hourglass: looking up a schedule's last task", "schedule", s.spec.Name, "err", err)
+		}
+		return false
+	}
+	sl, ok := b.tasks.get(job)
+	return ok && sl.state() != task.Dead
+}
+
+// recoverSchedules loads the schedules, puts the occurrences missed while
+// the broker was down that the misfire rule keeps, and arms the next;
+// a paused schedule stays as it is. b.mu is held.
 func (b *Broker) recoverSchedules() error {
 	recs, err := b.st.Schedules()
 	if err != nil {
@@ -180,17 +358,32 @@ func (b *Broker) recoverSchedules() error {
 	}
 	now := time.Now()
 	for _, r := range recs {
-		spec := task.ScheduleSpec{Name: r.Name, Cron: r.Cron, Queue: r.Queue, Payload: r.Payload, Timezone: r.Timezone}
+		spec := specOf(r)
 		sched, loc, err := b.parseSchedule(spec)
 		if err != nil {
 			b.log.Error("hourglass: recovery: skipping a schedule that no longer parses", "schedule", r.Name, "err", err)
 			continue
 		}
-		s := &schedule{spec: spec, cron: sched, loc: loc, created: r.Created, last: r.Last}
+		s := &schedule{spec: service.NormalSchedule(spec), cron: sched, loc: loc, created: r.Created,
+			last: r.Last, lastRun: r.LastRun, lastID: r.LastID}
+		if s.lastRun == 0 && s.last != 0 { // a schedule of format 2
+			s.lastRun, s.lastID = s.last, service.OccurrenceID(r.Name, time.Unix(0, s.last))
+		}
 		b.schedules[r.Name] = s
+		if s.spec.Paused {
+			continue
+		}
 		from := time.Unix(0, max(r.Last, r.Created))
-		if at := service.NewestOccurrence(sched, loc, from, now); !at.IsZero() {
+		put, missed := service.MissedOccurrences(sched, loc, s.spec.Misfire, s.spec.CatchUp, from, now)
+		for _, at := range put {
 			b.putOccurrence(s, at)
+		}
+		if missed > 0 {
+			b.metrics.schedules.Missed.WithLabelValues(r.Name).Add(float64(missed))
+			if s.last < now.UnixNano() {
+				s.last = now.UnixNano() // the missed ones are settled
+				b.writeSchedule(s.record(), false)
+			}
 		}
 		b.arm(s, now)
 	}

@@ -38,6 +38,7 @@ type metrics struct {
 	registerer prometheus.Registerer
 
 	service.TaskMetrics
+	schedules service.ScheduleMetrics
 
 	owned                     prometheus.GaugeFunc
 	acquired, takeovers, lost prometheus.Counter
@@ -53,6 +54,7 @@ func newMetrics(n *Node) *metrics {
 	}
 	return &metrics{
 		TaskMetrics: service.NewTaskMetrics(),
+		schedules:   service.NewScheduleMetrics(),
 		owned: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hourglass_cluster_partitions_owned",
 			Help: "Partitions whose lease this node holds.",
@@ -82,7 +84,7 @@ func newMetrics(n *Node) *metrics {
 }
 
 func (m *metrics) all() []prometheus.Collector {
-	return append(m.Collectors(),
+	return append(append(m.Collectors(), m.schedules.Collectors()...),
 		m.owned, m.acquired, m.takeovers, m.lost, m.tickFailures, m.flushSeconds, m.flushTimers,
 		m.handed, m.givenBack, m.states)
 }

@@ -20,8 +20,13 @@ import (
 // transaction that records it as the schedule's last, with the task id
 // "NAME@TIME", which the unique (queue, id) makes idempotent. So an
 // occurrence is put once across the cluster, across takeovers too: a new
-// owner puts the newest occurrence missed since the last one recorded
-// (only that one, as a restarted broker does) and arms the next.
+// owner puts the occurrences missed since the last one recorded that the
+// misfire rule keeps (service/schedule.go, as a restarted broker does) and
+// arms the next. The overlap rule reads the schedule's last task in the
+// same transaction. A paused schedule is armed nowhere; run now is a put
+// by whichever node is asked, then the schedule's last updated (two
+// statements: a crash between them leaves the task put but not shown as
+// the schedule's last).
 
 // schedule is a schedule armed on this node. Guarded by Node.mu.
 type schedule struct {
@@ -30,7 +35,7 @@ type schedule struct {
 	loc       *time.Location
 	partition int
 	created   int64
-	last      int64
+	last      int64 // the misfire cursor (newest occurrence put or skipped)
 	timeout   *hourglass.Timeout
 }
 
@@ -67,33 +72,64 @@ func (n *Node) SetSchedule(ctx context.Context, spec task.ScheduleSpec) (task.Sc
 	if err := n.Err(); err != nil {
 		return task.ScheduleInfo{}, false, err
 	}
+	spec = service.NormalSchedule(spec)
 	payload := spec.Payload
 	if payload == nil {
 		payload = []byte{}
 	}
+	// A replacement that unpauses starts from now, as ResumeSchedule.
 	var inserted bool
-	var last int64
-	err = n.db.QueryRow(ctx, `INSERT INTO hourglass_schedules (name, cron, queue, timezone, payload, created, last)
-		VALUES ($1, $2, $3, $4, $5, hourglass_now(), 0)
+	var r scheduleRow
+	err = n.db.QueryRow(ctx, `INSERT INTO hourglass_schedules AS s (name, cron, queue, timezone, payload, created, last,
+			misfire, overlap, catch_up, priority, ttr, max_attempts, paused)
+		VALUES ($1, $2, $3, $4, $5, hourglass_now(), 0, $6, $7, $8, $9, $10, $11, $12)
 		ON CONFLICT (name) DO UPDATE SET cron = EXCLUDED.cron, queue = EXCLUDED.queue,
-			timezone = EXCLUDED.timezone, payload = EXCLUDED.payload, created = EXCLUDED.created
-		RETURNING xmax = 0, last`, spec.Name, spec.Cron, spec.Queue, spec.Timezone, payload).Scan(&inserted, &last)
+			timezone = EXCLUDED.timezone, payload = EXCLUDED.payload, created = EXCLUDED.created,
+			misfire = EXCLUDED.misfire, overlap = EXCLUDED.overlap, catch_up = EXCLUDED.catch_up,
+			priority = EXCLUDED.priority, ttr = EXCLUDED.ttr, max_attempts = EXCLUDED.max_attempts,
+			paused = EXCLUDED.paused,
+			last = CASE WHEN s.paused AND NOT EXCLUDED.paused THEN EXCLUDED.created ELSE s.last END
+		RETURNING xmax = 0, last, last_run, last_id`,
+		spec.Name, spec.Cron, spec.Queue, spec.Timezone, payload,
+		spec.Misfire, spec.Overlap, int64(spec.CatchUp), int64(*spec.Priority), int64(spec.TTR), int64(spec.MaxAttempts), spec.Paused,
+	).Scan(&inserted, &r.last, &r.lastRun, &r.lastID)
 	if err != nil {
 		return task.ScheduleInfo{}, false, dbErr(err)
 	}
 	n.notifier.send(chanSchedules, spec.Name)
 	n.kickTick()
-	return info(spec, sched, loc, last), inserted, nil
+	r.spec = spec
+	i := info(r, sched, loc)
+	if i.LastTaskID != "" {
+		i.LastOutcome = task.ScheduleAcked
+		if t, err := n.Get(i.Queue, i.LastTaskID); err == nil {
+			i.LastOutcome = liveOutcome(t.State)
+		}
+	}
+	return i, inserted, nil
 }
 
-// info is a schedule as the API reports it.
-func info(spec task.ScheduleSpec, sched hourglass.Schedule, loc *time.Location, last int64) task.ScheduleInfo {
-	i := task.ScheduleInfo{ScheduleSpec: spec}
-	if next := sched.Next(time.Now().In(loc)); !next.IsZero() {
-		i.Next = next.UTC()
+// liveOutcome is the outcome of a schedule's last task that is live in
+// state st.
+func liveOutcome(st task.State) string {
+	if st == task.Dead {
+		return task.ScheduleDead
 	}
-	if last != 0 {
-		i.Last = time.Unix(0, last).UTC()
+	return task.SchedulePending
+}
+
+// info is a schedule as the API reports it, without the outcome of a
+// last task that was put.
+func info(r scheduleRow, sched hourglass.Schedule, loc *time.Location) task.ScheduleInfo {
+	i := task.ScheduleInfo{ScheduleSpec: r.spec, LastTaskID: r.lastID}
+	if !r.spec.Paused {
+		i.Next = service.NextOccurrence(sched, loc, time.Now())
+	}
+	if r.lastRun != 0 {
+		i.Last = time.Unix(0, r.lastRun).UTC()
+		if r.lastID == "" {
+			i.LastOutcome = task.ScheduleSkipped
+		}
 	}
 	return i
 }
@@ -116,10 +152,15 @@ func (n *Node) DeleteSchedule(ctx context.Context, name string) error {
 	return nil
 }
 
-// scheduleRow is a row of hourglass_schedules.
+// scheduleRow is a row of hourglass_schedules, with the state of its
+// last task (0: not live) and that task's newest outcome in the history
+// ("" for none).
 type scheduleRow struct {
-	spec          task.ScheduleSpec
-	created, last int64
+	spec                   task.ScheduleSpec
+	created, last, lastRun int64
+	lastID                 string
+	lastState              int16
+	lastFinished           string
 }
 
 func (n *Node) readSchedules(ctx context.Context) ([]scheduleRow, error) {
@@ -127,23 +168,35 @@ func (n *Node) readSchedules(ctx context.Context) ([]scheduleRow, error) {
 }
 
 // readSchedulesWhere reads the schedules that where selects, with its
-// one argument arg ("" for none), by name.
+// one argument arg ("" for none), by name: one statement, with the state
+// of each one's last task and its outcome in the history.
 func (n *Node) readSchedulesWhere(ctx context.Context, where, arg string) ([]scheduleRow, error) {
 	var args []any
 	if where != "" {
 		args = append(args, arg)
 	}
-	rows, err := n.db.Query(ctx, `SELECT name, cron, queue, timezone, payload, created, last
-		FROM hourglass_schedules `+where+` ORDER BY name COLLATE "C"`, args...)
+	rows, err := n.db.Query(ctx, `SELECT s.name, s.cron, s.queue, s.timezone, s.payload, s.created, s.last,
+			s.misfire, s.overlap, s.catch_up, s.priority, s.ttr, s.max_attempts, s.paused, s.last_run, s.last_id,
+			coalesce(t.state, 0), coalesce(h.outcome, '')
+		FROM hourglass_schedules s
+		LEFT JOIN hourglass_tasks t ON s.last_id <> '' AND t.queue = s.queue AND t.id = s.last_id
+		LEFT JOIN LATERAL (SELECT outcome FROM hourglass_history
+			WHERE s.last_id <> '' AND t.job_id IS NULL AND queue = s.queue AND id = s.last_id ORDER BY seq DESC LIMIT 1) h ON true
+		`+where+` ORDER BY s.name COLLATE "C"`, args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (scheduleRow, error) {
 		var s scheduleRow
-		err := r.Scan(&s.spec.Name, &s.spec.Cron, &s.spec.Queue, &s.spec.Timezone, &s.spec.Payload, &s.created, &s.last)
+		var catchUp, priority, ttr, maxAttempts int64
+		err := r.Scan(&s.spec.Name, &s.spec.Cron, &s.spec.Queue, &s.spec.Timezone, &s.spec.Payload, &s.created, &s.last,
+			&s.spec.Misfire, &s.spec.Overlap, &catchUp, &priority, &ttr, &maxAttempts, &s.spec.Paused, &s.lastRun, &s.lastID,
+			&s.lastState, &s.lastFinished)
 		if len(s.spec.Payload) == 0 {
 			s.spec.Payload = nil
 		}
+		p := uint32(priority)
+		s.spec.CatchUp, s.spec.Priority, s.spec.TTR, s.spec.MaxAttempts = time.Duration(catchUp), &p, time.Duration(ttr), int(maxAttempts)
 		return s, err
 	})
 }
@@ -157,7 +210,7 @@ func (n *Node) Schedules(ctx context.Context) ([]task.ScheduleInfo, error) {
 // Schedule returns the schedule name with its next and last occurrences,
 // or task.ErrNoSchedule.
 func (n *Node) Schedule(ctx context.Context, name string) (task.ScheduleInfo, error) {
-	out, err := n.schedulesWhere(ctx, "WHERE name = $1", name)
+	out, err := n.schedulesWhere(ctx, "WHERE s.name = $1", name)
 	if err != nil {
 		return task.ScheduleInfo{}, err
 	}
@@ -180,7 +233,19 @@ func (n *Node) schedulesWhere(ctx context.Context, where, arg string) ([]task.Sc
 		if err != nil {
 			continue
 		}
-		out = append(out, info(r.spec, sched, loc, r.last))
+		i := info(r, sched, loc)
+		switch {
+		case i.LastOutcome != "" || i.LastTaskID == "":
+		case r.lastState == 3: // store.Dead
+			i.LastOutcome = task.ScheduleDead
+		case r.lastState != 0:
+			i.LastOutcome = task.SchedulePending
+		case r.lastFinished == task.FinishedDead:
+			i.LastOutcome = task.ScheduleDead
+		default: // acked, deleted, or gone from the history
+			i.LastOutcome = task.ScheduleAcked
+		}
+		out = append(out, i)
 	}
 	return out, nil
 }
@@ -200,7 +265,7 @@ func (n *Node) reconcileSchedules(ctx context.Context) error {
 	n.mu.Lock()
 	for _, r := range rows {
 		p := n.schedulePartition(r.spec.Name)
-		if _, ok := n.owned[p]; !ok {
+		if _, ok := n.owned[p]; !ok || r.spec.Paused {
 			continue
 		}
 		seen[r.spec.Name] = true
@@ -228,9 +293,19 @@ func (n *Node) reconcileSchedules(ctx context.Context) error {
 	n.mu.Unlock()
 	for _, s := range fresh {
 		from := time.Unix(0, max(s.last, s.created))
-		if at := service.NewestOccurrence(s.cron, s.loc, from, now); !at.IsZero() {
+		put, missed := service.MissedOccurrences(s.cron, s.loc, s.spec.Misfire, s.spec.CatchUp, from, now)
+		for _, at := range put {
 			if err := n.occur(ctx, s, at); err != nil {
 				n.log.Warn("hourglass: putting a missed occurrence", "schedule", s.spec.Name, "err", err)
+				break
+			}
+		}
+		if missed > 0 {
+			n.metrics.schedules.Missed.WithLabelValues(s.spec.Name).Add(float64(missed))
+			// The missed ones are settled: a later owner does not count them again.
+			if _, err := n.db.Exec(ctx, "UPDATE hourglass_schedules SET last = $2 WHERE name = $1 AND last < $2",
+				s.spec.Name, now.UnixNano()); err != nil {
+				n.log.Warn("hourglass: recording missed occurrences", "schedule", s.spec.Name, "err", err)
 			}
 		}
 		n.mu.Lock()
@@ -244,17 +319,18 @@ func (n *Node) reconcileSchedules(ctx context.Context) error {
 
 func sameSpec(a, b task.ScheduleSpec) bool {
 	return a.Name == b.Name && a.Cron == b.Cron && a.Queue == b.Queue && a.Timezone == b.Timezone &&
-		bytes.Equal(a.Payload, b.Payload)
+		bytes.Equal(a.Payload, b.Payload) && a.Misfire == b.Misfire && a.Overlap == b.Overlap &&
+		a.CatchUp == b.CatchUp && *a.Priority == *b.Priority && a.TTR == b.TTR &&
+		a.MaxAttempts == b.MaxAttempts && a.Paused == b.Paused
 }
 
 // arm sets s's timeout for its first occurrence after after. n.mu is held.
 func (n *Node) arm(s *schedule, after time.Time) {
 	s.disarm()
-	next := s.cron.Next(after.In(s.loc))
-	if next.IsZero() {
+	at := service.NextOccurrence(s.cron, s.loc, after)
+	if at.IsZero() {
 		return
 	}
-	at := next.UTC()
 	// The timer runs on this node's clock; the occurrence is due at its
 	// instant by the database's, which decides when it is ready.
 	to, err := n.cron.AfterFunc(n.clock.until(at.UnixNano()), func() { n.occurred(s, at) })
@@ -291,9 +367,11 @@ func (n *Node) occurred(s *schedule, at time.Time) {
 // the partition (its lease ran out or another node took it).
 var errFenced = fmt.Errorf("hourglass: fenced: partition lease lost")
 
-// occur puts the task of s's occurrence at (none if it was put before)
-// and records at as s's last, in one transaction fenced by the epoch of
-// s's partition and committed durably.
+// occur puts the task of s's occurrence at (none if it was put before),
+// or skips it under the overlap rule (its last task, read in the same
+// transaction, still waiting or reserved), and records at as s's last,
+// in one transaction fenced by the epoch of s's partition and committed
+// durably.
 func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 	n.mu.Lock()
 	epoch, ok := n.owned[s.partition]
@@ -305,13 +383,16 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 	if err != nil {
 		return err
 	}
+	r := service.SchedulePut(s.spec, service.OccurrenceID(s.spec.Name, at))
 	it := &item{
-		r:   &task.PutRequest{Payload: s.spec.Payload, Priority: task.DefaultPriority},
+		r:   &r,
 		tm:  timing{hasAt: true, at: at.UnixNano()},
 		job: jobs[0],
-		id:  service.OccurrenceID(s.spec.Name, at),
+		id:  r.ID,
 	}
+	skipped := false
 	err = pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
+		skipped = false
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM hourglass_partitions
 			WHERE partition = $1 AND owner = $2 AND epoch = $3 AND lease_until > clock_timestamp()
@@ -322,6 +403,19 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 		if err != nil {
 			return err
 		}
+		if s.spec.Overlap == service.OverlapSkip {
+			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM hourglass_schedules s
+				JOIN hourglass_tasks t ON t.queue = s.queue AND t.id = s.last_id
+				WHERE s.name = $1 AND s.last_id <> '' AND t.state <> 3)`, s.spec.Name).Scan(&skipped)
+			if err != nil {
+				return err
+			}
+		}
+		if skipped {
+			_, err = tx.Exec(ctx, `UPDATE hourglass_schedules SET last = $2, last_run = $2, last_id = ''
+				WHERE name = $1 AND last < $2`, s.spec.Name, at.UnixNano())
+			return err
+		}
 		var ins inserted
 		err = tx.QueryRow(ctx, sqlInsert, n.insertArgs(s.spec.Queue, []*item{it})...).Scan(ins.dest()...)
 		switch {
@@ -330,7 +424,9 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 		case err != pgx.ErrNoRows:
 			return err
 		}
-		_, err = tx.Exec(ctx, "UPDATE hourglass_schedules SET last = $2 WHERE name = $1 AND last < $2", s.spec.Name, at.UnixNano())
+		_, err = tx.Exec(ctx, `UPDATE hourglass_schedules SET last = $2, last_run = GREATEST(last_run, $2),
+				last_id = CASE WHEN last_run <= $2 THEN $3 ELSE last_id END
+			WHERE name = $1 AND last < $2`, s.spec.Name, at.UnixNano(), it.id)
 		return err
 	})
 	if err != nil {
@@ -339,6 +435,11 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 	n.mu.Lock()
 	s.last = max(s.last, at.UnixNano())
 	n.mu.Unlock()
+	if skipped {
+		n.metrics.schedules.Skipped.WithLabelValues(s.spec.Name).Inc()
+		return nil
+	}
+	n.metrics.schedules.Put.WithLabelValues(s.spec.Name).Inc()
 	if it.done {
 		if it.fireAt != 0 {
 			n.announce(it.job, it.fireAt, it.dbNow)
@@ -349,4 +450,65 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 		n.metrics.Puts.Inc()
 	}
 	return nil
+}
+
+// PauseSchedule pauses the schedule name, durably: no node puts anything
+// for it until it is resumed. task.ErrNoSchedule if there is none.
+func (n *Node) PauseSchedule(ctx context.Context, name string) error {
+	return n.setPaused(ctx, name, true)
+}
+
+// ResumeSchedule resumes the schedule name, durably, from now (the
+// database's): the occurrences that fell due while it was paused are not
+// put. task.ErrNoSchedule if there is none.
+func (n *Node) ResumeSchedule(ctx context.Context, name string) error {
+	return n.setPaused(ctx, name, false)
+}
+
+func (n *Node) setPaused(ctx context.Context, name string, paused bool) error {
+	if err := n.Err(); err != nil {
+		return err
+	}
+	tag, err := n.db.Exec(ctx, `UPDATE hourglass_schedules
+		SET last = CASE WHEN paused AND NOT $2 THEN hourglass_now() ELSE last END, paused = $2
+		WHERE name = $1`, name, paused)
+	if err != nil {
+		return dbErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return task.ErrNoSchedule
+	}
+	n.notifier.send(chanSchedules, name)
+	n.kickTick()
+	return nil
+}
+
+// RunSchedule puts a task of the schedule name now, with the id
+// service.RunID and the schedule's payload and task options, paused or
+// not, then records it as the schedule's last (see the file's comment);
+// its next occurrence stays. task.ErrNoSchedule if there is none.
+func (n *Node) RunSchedule(ctx context.Context, name string) (task.Task, error) {
+	if err := n.Err(); err != nil {
+		return task.Task{}, err
+	}
+	rows, err := n.readSchedulesWhere(ctx, "WHERE s.name = $1", name)
+	if err != nil {
+		return task.Task{}, dbErr(err)
+	}
+	if len(rows) == 0 {
+		return task.Task{}, task.ErrNoSchedule
+	}
+	spec := rows[0].spec
+	now := time.Now()
+	r := service.SchedulePut(spec, service.RunID(name, now))
+	t, _, err := n.Put(ctx, spec.Queue, r)
+	if err != nil {
+		return task.Task{}, err
+	}
+	n.metrics.schedules.Put.WithLabelValues(name).Inc()
+	if _, err := n.db.Exec(ctx, `UPDATE hourglass_schedules SET last_run = GREATEST(last_run, $2), last_id = $3 WHERE name = $1`,
+		name, now.UnixNano(), r.ID); err != nil {
+		return t, dbErr(err)
+	}
+	return t, nil
 }
