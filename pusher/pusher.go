@@ -3,7 +3,10 @@
 // and acknowledges, retries or fails it by the answer. It is written
 // over service.Service only, so it runs the same on either engine, and
 // every node of a cluster runs one: they share the work through the
-// reserve.
+// reserve. It is a role of its own beside package worker (the pulling
+// side, over HTTP), not part of package service, which holds semantics
+// and no goroutines; `hourglass serve` starts and stops it, and the
+// receiving side is package push.
 //
 // # The loop
 //
