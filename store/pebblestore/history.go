@@ -198,6 +198,11 @@ func (s *Store) LastFinished(queue, id string) (store.Finished, error) {
 // is safe for concurrent use.
 func (s *Store) History(queue, outcome string, before uint64, limit int) ([]store.Finished, error) {
 	if limit <= 0 {
+		s.closeMu.RLock()
+		defer s.closeMu.RUnlock()
+		if s.closed {
+			return nil, ErrClosed
+		}
 		return nil, nil
 	}
 	lower := queueKey(nil, prefixFinished, queue)
