@@ -40,6 +40,13 @@
 // and in one store.Queue record (policy.go, which says where each part
 // acts); what becomes of a failed attempt is failure.go's.
 //
+// # History
+//
+// Every attempt that ends and every task that leaves its queue (acked,
+// dead or deleted) writes a record into the group commit of the task's
+// own change, kept for Config.History and then pruned, a batch at a time,
+// between two groups of the committer (history.go).
+//
 // # Time
 //
 // Due times are recorded as wall-clock instants (they must survive a
