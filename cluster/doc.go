@@ -112,7 +112,22 @@
 // settles expired leases of queues without such a policy itself and
 // leaves the others to its node, which settles them the same way. Rate
 // and concurrency limits are held by a transaction that locks the queue's
-// row, which only reserves of limited queues take (limits.go).
+// row, which only reserves of limited queues take (limits.go). A push
+// queue's endpoint is a JSON column of the same row, its secret in the
+// clear (policy.go).
+//
+// # History
+//
+// Every attempt of a task (hourglass_attempts) and every task that left
+// its queue (hourglass_history), migration 006, are written by the
+// statement that changes the task, as common table expressions of it:
+// the ack's DELETE inserts the acked attempt and the finished task in the
+// same statement and commit, and likewise the nack, release, bury, delete
+// and the flush's expiries (history.go). The history is as durable as the
+// change it records and costs no round trip; with Options.History
+// negative the inserts select nothing. The owner of partition 0 prunes
+// what is older than the retention, a thousand rows per statement
+// (prune.go).
 //
 // # One clock
 //

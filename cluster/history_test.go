@@ -232,7 +232,8 @@ func TestHistory_Pages(t *testing.T) {
 // dead-letter queue: dead in its queue's history, its attempts read from
 // either queue; a task of the same id deleted from the dead-letter queue
 // to make room is in that queue's history as deleted. A release and a
-// beanstalkd release end an attempt as released.
+// beanstalkd release end an attempt as released; a lease that runs out in
+// the queue, settled by its owner, as expired.
 func TestHistory_DeadLetter(t *testing.T) {
 	ctx := context.Background()
 	url := server(t).CreateDatabase(t)
@@ -277,6 +278,18 @@ func TestHistory_DeadLetter(t *testing.T) {
 	checkAttempts(t, attemptsOf(t, a, "dlq", "x"), append(want, task.AttemptAcked)...)
 	if fs, _ = finished(t, b, "dlq", task.FinishedAcked, 0, 10); len(fs) != 1 || fs[0].JobID != r.JobID {
 		t.Fatalf("dlq's acked: %+v", fs)
+	}
+	// A lease run out in a queue with a policy, settled by its owner
+	// (settleExpired) rather than the flush's statement.
+	if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: "z", TTR: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	reserveOne(t, b, "q", time.Second)
+	r = reserveOne(t, a, "q", 5*time.Second)
+	as := attemptsOf(t, b, "q", "z")
+	checkAttempts(t, as, task.AttemptExpired, "")
+	if as[0].Error != task.LeaseExpired || (as[0].Node != "a" && as[0].Node != "b") {
+		t.Fatalf("expired attempt: %+v", as[0])
 	}
 }
 
@@ -404,5 +417,29 @@ func TestPolicy_Push(t *testing.T) {
 	}
 	if got, err := a.Policy(ctx, "q"); err != nil || !got.IsZero() {
 		t.Fatalf("deleted policy: %+v, %v", got, err)
+	}
+}
+
+// TestHistory_Replace: a put that replaces a task records the old one as
+// deleted, its attempts kept under its job; the new task has none.
+func TestHistory_Replace(t *testing.T) {
+	ctx := context.Background()
+	a := startNode(t, server(t).CreateDatabase(t), "a")
+	if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	r := reserveOne(t, a, "q", time.Second)
+	if _, err := a.Nack(ctx, "q", "x", r.Lease, time.Hour, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if _, created, err := a.Put(ctx, "q", task.PutRequest{ID: "x", Replace: true}); err != nil || created {
+		t.Fatalf("replace: created %v, %v", created, err)
+	}
+	fs, _ := finished(t, a, "q", "", 0, 10)
+	if len(fs) != 1 || fs[0].Outcome != task.FinishedDeleted || fs[0].JobID != r.JobID || fs[0].Attempts != 1 || fs[0].LastError != "again" {
+		t.Fatalf("history after a replace: %+v", fs)
+	}
+	if as := attemptsOf(t, a, "q", "x"); len(as) != 0 {
+		t.Fatalf("attempts of the new x: %+v", as)
 	}
 }

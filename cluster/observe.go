@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -207,7 +206,7 @@ func (n *Node) DeleteDead(ctx context.Context, queue string) (int, error) {
 		return 0, err
 	}
 	var k int64
-	if err := n.db.QueryRow(ctx, fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.state = 3"), n.keep(), queue).Scan(&k); err != nil {
+	if err := n.db.QueryRow(ctx, sqlDeleteDead, n.keep(), queue).Scan(&k); err != nil {
 		return 0, dbErr(err)
 	}
 	return int(k), nil

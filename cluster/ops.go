@@ -48,14 +48,21 @@ func (n *Node) checkTask(queue, id string) error {
 }
 
 // sqlDelete deletes the tasks of hourglass_tasks t matching a condition
-// that follows it, and with $1 (keep the history) records them as
-// deleted (history.go). A reserved task's running attempt ends with no
-// record.
+// (%s), and with $1 (keep the history) records them as deleted
+// (history.go). It returns how many. A reserved task's running attempt
+// ends with no record.
 const sqlDelete = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE %s
 		RETURNING t.job_id, t.queue, t.id, t.attempts, t.last_error),
 	fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDeleted + `', hourglass_now(), attempts, last_error
 		FROM gone WHERE $1)
 	SELECT count(*) FROM gone`
+
+// sqlDeleteID is sqlDelete of the task $3 of queue $2 (Delete, a put's
+// replace); sqlDeleteDead of the dead tasks of queue $2 (DeleteDead).
+var (
+	sqlDeleteID   = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.id = $3")
+	sqlDeleteDead = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.state = 3")
+)
 
 // Delete removes the task id of queue in whatever state, durably, or
 // returns task.ErrNotFound; the task is in the history as deleted.
@@ -64,7 +71,7 @@ func (n *Node) Delete(ctx context.Context, queue, id string) error {
 		return err
 	}
 	var k int64
-	err := n.db.QueryRow(ctx, fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.id = $3"), n.keep(), queue, id).Scan(&k)
+	err := n.db.QueryRow(ctx, sqlDeleteID, n.keep(), queue, id).Scan(&k)
 	if err != nil {
 		return dbErr(err)
 	}

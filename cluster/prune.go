@@ -63,8 +63,12 @@ type pruner struct {
 	wg   sync.WaitGroup
 }
 
-// every is the time between two prunes.
+// every is the time between two prunes: pruneEvery when none is kept
+// (only what an earlier run wrote is left to prune).
 func (p *pruner) every() time.Duration {
+	if p.retention == 0 {
+		return pruneEvery
+	}
 	return min(pruneEvery, max(p.retention/4, pruneMinEvery))
 }
 

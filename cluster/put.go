@@ -314,18 +314,20 @@ func (n *Node) existing(ctx context.Context, db querier, queue string, ids []str
 }
 
 // putEach puts items one after another in one transaction: a replace
-// deletes the live task of its id first; an id taken returns the live
-// task; a generated id taken is left not done for the caller.
+// deletes the live task of its id first (in the history as deleted); an
+// id taken returns the live task; a generated id taken is left not done
+// for the caller.
 func (n *Node) putEach(ctx context.Context, queue string, items []*item) error {
 	err := pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
 		for _, it := range items {
 			replaced := false
 			if it.r.Replace && !it.gen {
-				tag, err := tx.Exec(ctx, "DELETE FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, it.id)
+				var k int64
+				err := tx.QueryRow(ctx, sqlDeleteID, n.keep(), queue, it.id).Scan(&k)
 				if err != nil {
 					return err
 				}
-				replaced = tag.RowsAffected() > 0
+				replaced = k > 0
 			}
 			var ins inserted
 			err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(queue, []*item{it})...).Scan(ins.dest()...)
