@@ -104,7 +104,7 @@ func testSchedule(t *testing.T) {
 
 	waitFor(2, 5*time.Second)
 	list, err := c.Schedules(ctx)
-	if err != nil || len(list) != 1 || list[0].Last.IsZero() || !list[0].Next.After(list[0].Last) {
+	if err != nil || len(list) != 1 || list[0].Last == nil || !list[0].Next.After(list[0].Last.Time) {
 		t.Errorf("Schedules: %+v, %v; want one with last and next after it", list, err)
 	}
 

@@ -256,15 +256,15 @@ func TestQueuesAndSchedules(t *testing.T) {
 		return task.ScheduleInfo{ScheduleSpec: sp, Next: next}, true, nil
 	}
 	w = do(s, "PUT", "/v1/schedules/nightly", `{"cron":"0 3 * * *","queue":"q","payload":{"k":1},"timezone":"Europe/Paris"}`)
-	want = `{"name":"nightly","cron":"0 3 * * *","queue":"q","payload":{"k":1},"timezone":"Europe/Paris","next":"2030-01-01T00:00:00Z"}`
+	want = `{"name":"nightly","cron":"0 3 * * *","queue":"q","payload":{"k":1},"timezone":"Europe/Paris","misfire":"one","catch_up":"24h0m0s","overlap":"allow","priority":1024,"paused":false,"next":"2030-01-01T00:00:00Z"}`
 	if got := strings.TrimSpace(w.Body.String()); w.Code != 200 || got != want {
 		t.Errorf("set schedule: %d\n got %s\nwant %s", w.Code, got, want)
 	}
 	f.scheds = func() []task.ScheduleInfo {
-		return []task.ScheduleInfo{{ScheduleSpec: task.ScheduleSpec{Name: "z", Cron: "@daily", Queue: "q"}}, {ScheduleSpec: task.ScheduleSpec{Name: "a", Cron: "@hourly", Queue: "q"}, Next: next, Last: next.Add(-time.Hour)}}
+		return []task.ScheduleInfo{{ScheduleSpec: task.ScheduleSpec{Name: "z", Cron: "@daily", Queue: "q"}}, {ScheduleSpec: task.ScheduleSpec{Name: "a", Cron: "@hourly", Queue: "q"}, Next: next, Last: next.Add(-time.Hour), LastTaskID: "a@2029-12-31T23:00:00Z", LastOutcome: "acked"}}
 	}
 	w = do(s, "GET", "/v1/schedules", "")
-	want = `{"schedules":[{"name":"a","cron":"@hourly","queue":"q","next":"2030-01-01T00:00:00Z","last":"2029-12-31T23:00:00Z"},{"name":"z","cron":"@daily","queue":"q"}]}`
+	want = `{"schedules":[{"name":"a","cron":"@hourly","queue":"q","misfire":"one","catch_up":"24h0m0s","overlap":"allow","priority":1024,"paused":false,"next":"2030-01-01T00:00:00Z","last":{"time":"2029-12-31T23:00:00Z","task_id":"a@2029-12-31T23:00:00Z","outcome":"acked"}},{"name":"z","cron":"@daily","queue":"q","misfire":"one","catch_up":"24h0m0s","overlap":"allow","priority":1024,"paused":false}]}`
 	if got := strings.TrimSpace(w.Body.String()); w.Code != 200 || got != want {
 		t.Errorf("schedules: %d\n got %s\nwant %s", w.Code, got, want)
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -258,13 +259,20 @@ func utc(t time.Time) time.Time {
 
 // toSchedule turns the broker's schedule into its wire form.
 func toSchedule(s task.ScheduleInfo) api.Schedule {
-	return api.Schedule{
+	s.ScheduleSpec = service.NormalSchedule(s.ScheduleSpec)
+	out := api.Schedule{
 		Name:     s.Name,
 		Cron:     s.Cron,
 		Queue:    s.Queue,
 		Payload:  payload(s.Payload),
 		Timezone: s.Timezone,
-		Next:     utc(s.Next),
-		Last:     utc(s.Last),
+		Misfire:  s.Misfire, CatchUp: api.Duration(s.CatchUp), Overlap: s.Overlap,
+		TTR: api.Duration(s.TTR), MaxAttempts: s.MaxAttempts, Paused: s.Paused,
+		Next: utc(s.Next),
 	}
+	out.Priority = *s.Priority
+	if !s.Last.IsZero() {
+		out.Last = &api.ScheduleLast{Time: utc(s.Last), TaskID: s.LastTaskID, Outcome: s.LastOutcome}
+	}
+	return out
 }

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"cmp"
+	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"unicode/utf8"
 
@@ -25,6 +27,28 @@ func (s *Server) setSchedule(w http.ResponseWriter, r *http.Request, b service.S
 		Cron:     req.Cron,
 		Queue:    req.Queue,
 		Timezone: req.Timezone,
+		Misfire:  req.Misfire,
+		Overlap:  req.Overlap,
+		Priority: req.Priority,
+		Paused:   req.Paused,
+	}
+	if req.CatchUp != nil {
+		if spec.CatchUp = req.CatchUp.D(); spec.CatchUp <= 0 {
+			s.fail(w, r, fmt.Errorf("%w: catch_up %s: want 1s or more", task.ErrInvalid, spec.CatchUp))
+			return
+		}
+	}
+	if req.TTR != nil {
+		if spec.TTR = req.TTR.D(); spec.TTR <= 0 {
+			s.fail(w, r, fmt.Errorf("%w: ttr %s: want 1ms or more", task.ErrInvalid, spec.TTR))
+			return
+		}
+	}
+	if req.MaxAttempts != nil {
+		if spec.MaxAttempts = *req.MaxAttempts; spec.MaxAttempts < 0 {
+			s.fail(w, r, fmt.Errorf("%w: max_attempts %d: want 0 (unlimited) or more", task.ErrInvalid, spec.MaxAttempts))
+			return
+		}
 	}
 	if len(req.Payload) > 0 && string(req.Payload) != "null" {
 		if !utf8.Valid(req.Payload) {
@@ -71,6 +95,37 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request, b service.Serv
 // deleteSchedule serves DELETE /v1/schedules/{name}: 204, or 404.
 func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request, b service.Service) {
 	if err := b.DeleteSchedule(r.Context(), r.PathValue("name")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}
+
+// runSchedule serves POST /v1/schedules/{name}/run: 201 with the task put
+// now (id NAME@run-MS), or 404.
+func (s *Server) runSchedule(w http.ResponseWriter, r *http.Request, b service.Service) {
+	t, err := b.RunSchedule(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/queues/"+url.PathEscape(t.Queue)+"/tasks/"+url.PathEscape(t.ID))
+	writeJSON(w, http.StatusCreated, toTask(t, false))
+}
+
+// pauseSchedule serves POST /v1/schedules/{name}/pause: 204, or 404.
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request, b service.Service) {
+	if err := b.PauseSchedule(r.Context(), r.PathValue("name")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}
+
+// resumeSchedule serves POST /v1/schedules/{name}/resume: 204, or 404.
+// The schedule starts from now.
+func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request, b service.Service) {
+	if err := b.ResumeSchedule(r.Context(), r.PathValue("name")); err != nil {
 		s.fail(w, r, err)
 		return
 	}

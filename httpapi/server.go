@@ -202,6 +202,9 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/schedules", s.schedules},
 		{"GET", "/v1/schedules/{name}", s.schedule},
 		{"DELETE", "/v1/schedules/{name}", s.deleteSchedule},
+		{"POST", "/v1/schedules/{name}/run", s.runSchedule},
+		{"POST", "/v1/schedules/{name}/pause", s.pauseSchedule},
+		{"POST", "/v1/schedules/{name}/resume", s.resumeSchedule},
 	}
 }
 
