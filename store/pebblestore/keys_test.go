@@ -62,3 +62,27 @@ func TestParseJobID(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribe_History: errors name each record of the history, and a
+// key under a history prefix of the wrong shape as unknown.
+func TestDescribe_History(t *testing.T) {
+	for _, c := range []struct {
+		key  []byte
+		want string
+	}{
+		{attemptKey(nil, 42, 3), "attempt 3 of job 42"},
+		{finishedKey(nil, "mail", 7), `finished record 7 of queue "mail"`},
+		{finishedIDKey(nil, "mail", "welcome-7"), `last finished entry of queue "mail" id "welcome-7"`},
+		{finishedIDKey(nil, "", ""), `last finished entry of queue "" id ""`},
+		{finishedTimeKey(nil, -5, 7), "time entry of finished record 7"},
+		{keyHistorySeq, "history seq record"},
+		{attemptsKey(nil, 42), "unknown record"},
+		{queueKey(nil, prefixFinished, "mail"), "unknown record"},
+		{[]byte{prefixFinishedID, 9, 'a'}, "unknown record"},
+		{[]byte{prefixFinishedTime, 1}, "unknown record"},
+	} {
+		if got := describe(c.key); got != c.want {
+			t.Errorf("describe(%x) = %q, want %q", c.key, got, c.want)
+		}
+	}
+}
