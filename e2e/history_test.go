@@ -442,6 +442,55 @@ func testHistoryKeepNone(t *testing.T) {
 	}
 }
 
+// TestHistory_Retention checks `hourglass serve --history 3s`: a
+// finished task is in the history at first, and gone from it, with its
+// attempts, a few seconds later (the engines prune a short retention
+// every quarter of it); a live task's attempts stay.
+func TestHistory_Retention(t *testing.T) { engines(t, testHistoryRetention) }
+
+func testHistoryRetention(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withFlags("--history", "3s"))
+	c := s.client()
+	ctx := context.Background()
+	for _, id := range []string{"live", "done"} {
+		if _, _, err := c.Put(ctx, "ht", api.PutRequest{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"live", "done"} {
+		tk := reserveOne(t, c, "ht", time.Second)
+		var err error
+		if id == "done" {
+			err = c.Ack(ctx, "ht", tk.ID, tk.Lease)
+		} else {
+			_, err = c.Nack(ctx, "ht", tk.ID, tk.Lease, time.Hour, "later")
+		}
+		if err != nil || tk.ID != id {
+			t.Fatalf("%s: reserved %s, %v", id, tk.ID, err)
+		}
+	}
+	if fs, _, err := c.History(ctx, "ht", "", 0, 0); err != nil || len(fs) != 1 {
+		t.Fatalf("history at first: %+v, %v; want the acked task", fs, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		fs, _, err := c.History(ctx, "ht", "", 0, 0)
+		_, aerr := c.Attempts(ctx, "ht", "done")
+		if err == nil && len(fs) == 0 && errors.Is(aerr, client.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("history 20s after a task finished, kept 3s: %+v, %v; its attempts: %v", fs, err, aerr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The live task's ended attempt is kept while it lives.
+	if as, err := c.Attempts(ctx, "ht", "live"); err != nil || len(as) != 1 || as[0].Outcome != api.AttemptNacked {
+		t.Errorf("attempts of a live task after the prune: %+v, %v; want its nacked attempt", as, err)
+	}
+}
+
 // TestCLI_History drives `hourglass attempts` and `hourglass history`
 // against a server: a line of JSON per attempt or task, history's last
 // line its cursor, the filters and paging of the API, and usage and call
