@@ -33,8 +33,10 @@ import (
 //     up, or buried, dead in its queue or moved to a dead-letter queue,
 //     recorded in the queue it left; a task whose record is damaged,
 //     which dies in its queue), deleted (Delete, DeleteJob, DeleteDead,
-//     and a task that a dead-lettered task of its id replaces). A put
-//     that replaces a task writes none. A task dead in its queue may
+//     a put that replaces a task, and a task that a dead-lettered task of
+//     its id replaces: a job's attempts are pruned with its Finished
+//     records, so a task that leaves without one would keep its attempts
+//     for good). A task dead in its queue may
 //     leave it again later (deleted, or acked after a kick): each time
 //     is a record, and the newest answers for its id.
 //
@@ -271,8 +273,12 @@ func newPruner(retention time.Duration, batch func(int64, int) (int, bool, error
 	return &pruner{retention: retention, batch: batch, quit: quit, log: log}
 }
 
-// every is the time between two prunes.
+// every is the time between two prunes: pruneEvery when none is kept
+// (only what an earlier run wrote is left to prune).
 func (p *pruner) every() time.Duration {
+	if p.retention == 0 {
+		return pruneEvery
+	}
 	return min(pruneEvery, max(p.retention/4, pruneMinEvery))
 }
 

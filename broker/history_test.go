@@ -121,9 +121,9 @@ func TestHistory_Attempts(t *testing.T) {
 }
 
 // TestHistory_Outcomes: a task dies of its attempts, is buried, or is
-// deleted (waiting, dead by DeleteDead); each leaves its queue once with
-// that outcome, the history pages newest first by outcome, and a put
-// that replaces a task is no finish.
+// deleted (waiting, replaced by a put, dead by DeleteDead); each leaves
+// its queue once with that outcome, and the history pages newest first
+// by outcome.
 func TestHistory_Outcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
@@ -148,7 +148,7 @@ func TestHistory_Outcomes(t *testing.T) {
 		if n, err := b.DeleteDead(ctx, "q"); err != nil || n != 2 {
 			t.Fatalf("delete dead: %d, %v", n, err)
 		}
-		want := []string{"buried:deleted:1", "spent:deleted:1", "gone:deleted:0", "buried:dead:1", "spent:dead:1"}
+		want := []string{"buried:deleted:1", "spent:deleted:1", "kept:deleted:0", "gone:deleted:0", "buried:dead:1", "spent:dead:1"}
 		if got := finishes(finished(t, b, "q", "")); !same(got, want) {
 			t.Fatalf("history %v, want %v", got, want)
 		}

@@ -95,6 +95,7 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 			}
 			b.unplace(job, b.tasks.at(job))
 			b.tasks.del(job)
+			b.leave(&rec, task.FinishedDeleted, now)
 			b.writeTask(store.DeleteTask, rec)
 			replaced = true
 		}
