@@ -36,9 +36,9 @@ import (
 //     a put that replaces a task, and a task that a dead-lettered task of
 //     its id replaces: a job's attempts are pruned with its Finished
 //     records, so a task that leaves without one would keep its attempts
-//     for good). A task dead in its queue may
-//     leave it again later (deleted, or acked after a kick): each time
-//     is a record, and the newest answers for its id.
+//     for good). A task dead in its queue may leave it again later
+//     (deleted, or acked after a kick): each time is a record, and the
+//     newest answers for its id.
 //
 // With Config.History negative neither is written. The records are kept
 // for Config.History after their task left: the pruner removes older
