@@ -107,8 +107,10 @@ type Jobs interface {
 	// DeleteJob deletes job if it is not reserved, or reserved under
 	// lease.
 	DeleteJob(ctx context.Context, job uint64, lease string) error
-	// ReleaseJob gives job back with priority prio after delay, without
-	// counting the attempt as failed.
+	// ReleaseJob gives job back with priority prio after delay, as
+	// beanstalkd's release: its delay is kept (no retry policy applies)
+	// and it never makes the task dead, but, unlike Tasks.Release, the
+	// attempt stays counted against max_attempts.
 	ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error
 	// BuryJob makes job dead with priority prio.
 	BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error
