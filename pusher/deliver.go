@@ -16,6 +16,7 @@ import (
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/push"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -125,7 +126,7 @@ func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeou
 	if resp.StatusCode/100 == 2 {
 		return outcome{kind: "acked"}
 	}
-	reason := fmt.Sprintf("push: HTTP %d", resp.StatusCode)
+	reason := service.PushHTTPPrefix + strconv.Itoa(resp.StatusCode)
 	if head = trimRune(head); len(head) > 0 {
 		reason += ": " + string(head)
 	}

@@ -130,3 +130,31 @@ func reservedHeader(name string) bool {
 	}
 	return false
 }
+
+// PushStatus returns the HTTP status a failed push got, read from the
+// last error the pusher gives its nack ("push: HTTP 503: busy" is 503),
+// or 0 for any other error (a timeout, a connection's error, a worker's
+// nack): what an engine records as task.Attempt.Status, since a nack
+// carries no status of its own. Its cost is constant.
+func PushStatus(reason string) int {
+	rest, ok := strings.CutPrefix(reason, PushHTTPPrefix)
+	if !ok || len(rest) < 3 || len(rest) > 3 && rest[3] != ':' {
+		return 0
+	}
+	n := 0
+	for _, c := range []byte(rest[:3]) {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n < 100 {
+		return 0
+	}
+	return n
+}
+
+// PushHTTPPrefix begins the last error of a push answered with a status
+// other than 2xx: "push: HTTP 500: " and the first 200 bytes of the
+// answer's body.
+const PushHTTPPrefix = "push: HTTP "

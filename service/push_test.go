@@ -105,3 +105,26 @@ func TestCheckPush(t *testing.T) {
 		}
 	}
 }
+
+// TestPushStatus reads the status of a failed push's last error, and 0
+// from any other error.
+func TestPushStatus(t *testing.T) {
+	for reason, want := range map[string]int{
+		"push: HTTP 500: boom":             500,
+		"push: HTTP 503":                   503,
+		"push: HTTP 429: slow down: later": 429,
+		"push: HTTP 5000":                  0,
+		"push: HTTP 50":                    0,
+		"push: HTTP 099":                   0,
+		"push: HTTP abc: x":                0,
+		"push: timeout after 30s":          0,
+		"push: dial tcp 127.0.0.1:1: connect: connection refused": 0,
+		"smtp: HTTP 500":  0,
+		"":                0,
+		task.LeaseExpired: 0,
+	} {
+		if got := service.PushStatus(reason); got != want {
+			t.Errorf("PushStatus(%q) = %d, want %d", reason, got, want)
+		}
+	}
+}
