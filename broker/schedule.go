@@ -22,7 +22,7 @@ type schedule struct {
 	created int64
 	last    int64     // newest occurrence put or skipped, Unix ns; 0: none (the misfire cursor)
 	lastRun int64     // newest occurrence or run put or skipped, Unix ns
-	lastID  string    // its task's id; "" for one skipped
+	lastID  string    // the newest task put (service.LastSkipped)
 	next    time.Time // zero: never again, or paused
 	timeout *hourglass.Timeout
 }
@@ -254,8 +254,8 @@ func (s *schedule) info() task.ScheduleInfo {
 	i := task.ScheduleInfo{ScheduleSpec: s.spec, Next: s.next, LastTaskID: s.lastID}
 	if s.lastRun != 0 {
 		i.Last = time.Unix(0, s.lastRun).UTC()
-		if s.lastID == "" {
-			i.LastOutcome = task.ScheduleSkipped
+		if service.LastSkipped(s.spec.Name, s.lastRun, s.lastID) {
+			i.LastTaskID, i.LastOutcome = "", task.ScheduleSkipped
 		}
 	}
 	return i
@@ -315,7 +315,7 @@ func (b *Broker) occur(s *schedule, at time.Time) {
 // last, in one group. b.mu is held.
 func (b *Broker) putOccurrence(s *schedule, at time.Time) {
 	if s.spec.Overlap == service.OverlapSkip && b.unfinished(s) {
-		s.last, s.lastRun, s.lastID = at.UnixNano(), at.UnixNano(), ""
+		s.last, s.lastRun = at.UnixNano(), at.UnixNano() // lastID stays: the task still running
 		b.writeSchedule(s.record(), false)
 		b.metrics.schedules.Skipped.WithLabelValues(s.spec.Name).Inc()
 		return

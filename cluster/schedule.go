@@ -127,8 +127,8 @@ func info(r scheduleRow, sched hourglass.Schedule, loc *time.Location) task.Sche
 	}
 	if r.lastRun != 0 {
 		i.Last = time.Unix(0, r.lastRun).UTC()
-		if r.lastID == "" {
-			i.LastOutcome = task.ScheduleSkipped
+		if service.LastSkipped(r.spec.Name, r.lastRun, r.lastID) {
+			i.LastTaskID, i.LastOutcome = "", task.ScheduleSkipped
 		}
 	}
 	return i
@@ -412,7 +412,7 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 			}
 		}
 		if skipped {
-			_, err = tx.Exec(ctx, `UPDATE hourglass_schedules SET last = $2, last_run = $2, last_id = ''
+			_, err = tx.Exec(ctx, `UPDATE hourglass_schedules SET last = $2, last_run = $2
 				WHERE name = $1 AND last < $2`, s.spec.Name, at.UnixNano())
 			return err
 		}

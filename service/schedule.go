@@ -94,6 +94,16 @@ func RunID(name string, now time.Time) string {
 	return name + "@run-" + strconv.FormatInt(now.UnixMilli(), 10)
 }
 
+// LastSkipped reports whether the newest occurrence or run of schedule
+// name, at lastRun (Unix ns), was skipped: lastID, the id of the newest
+// task the schedule put, is not that occurrence's nor that run's. The
+// engines keep lastID through skips, so that the overlap rule still
+// looks at the task put before them.
+func LastSkipped(name string, lastRun int64, lastID string) bool {
+	at := time.Unix(0, lastRun)
+	return lastRun != 0 && lastID != OccurrenceID(name, at) && lastID != RunID(name, at)
+}
+
 // ParseSchedule checks spec against the limits (a payload of at most
 // maxPayload bytes) and parses its cron line and time zone. Errors wrap
 // task.ErrInvalid or task.ErrTooLarge and name the bad field.

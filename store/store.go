@@ -122,8 +122,9 @@ type Schedule struct {
 	MaxAttempts      int
 	Paused           bool
 	// LastRun is the time of the newest occurrence or run put or skipped
-	// (Unix ns, 0 for none), LastID its task's id ("" for one skipped).
-	// Last is the cursor of the misfire rule; LastRun what is reported.
+	// (Unix ns, 0 for none), LastID the id of the newest task put: when it
+	// is not LastRun's (service.LastSkipped), LastRun's was skipped. Last
+	// is the cursor of the misfire rule; LastRun what is reported.
 	LastRun int64
 	LastID  string
 }

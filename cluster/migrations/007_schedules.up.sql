@@ -7,10 +7,11 @@
 -- schedule's previous task is still waiting or reserved; priority, ttr
 -- (ns, 0: the queue's or the server's) and max_attempts are its tasks';
 -- a paused schedule puts nothing. last stays the misfire cursor (the
--- newest occurrence put or skipped); last_run (Unix ns) and last_id are
--- the newest occurrence or run put or skipped and its task's id ('' for
--- one skipped). Schedules from before read with the defaults, their last
--- run their last occurrence.
+-- newest occurrence put or skipped); last_run (Unix ns) is the newest
+-- occurrence or run put or skipped, last_id the id of the newest task put
+-- (when it is not last_run's, last_run's was skipped:
+-- service.LastSkipped). Schedules from before read with the defaults,
+-- their last run their last occurrence.
 ALTER TABLE hourglass_schedules
     ADD COLUMN misfire      text    NOT NULL DEFAULT 'one',
     ADD COLUMN overlap      text    NOT NULL DEFAULT 'allow',
