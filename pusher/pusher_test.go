@@ -212,9 +212,11 @@ func TestPusher_TouchesLease(t *testing.T) {
 		mu.Lock()
 		calls++
 		mu.Unlock()
-		time.Sleep(700 * time.Millisecond)
-	}), task.Push{Timeout: 3 * time.Second}, pusher.Options{})
-	if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a", TTR: 200 * time.Millisecond}); err != nil {
+		time.Sleep(2500 * time.Millisecond)
+	}), task.Push{Timeout: 5 * time.Second}, pusher.Options{})
+	// Touched every 500 ms: a touch late by up to 500 ms on a loaded
+	// machine still keeps the lease.
+	if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a", TTR: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the ack", func() bool { _, err := s.Get("q", "a"); return err != nil })
