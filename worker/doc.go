@@ -15,9 +15,8 @@
 //
 // A [Worker] reserves tasks only for its free handlers and a few more
 // ([Options.Prefetch], a task not started by half its ttr being
-// released), with long polls (POST /v1/reserve) over all its queues, two
-// at most in flight so that handlers freed during one's round trip need
-// not wait for it, and runs each task's [Handler] in its own goroutine.
+// released), with one long poll (POST /v1/reserve) at a time over all
+// its queues, and runs each task's [Handler] in its own goroutine.
 // While a handler runs, the worker touches the task's lease halfway
 // through each ttr, so a handler may run past its task's ttr; when the
 // lease is lost (the task was deleted, or the server could not be

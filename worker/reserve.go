@@ -12,17 +12,14 @@ import (
 
 // maxReserves is how many reserves a worker keeps in flight at once.
 //
-// With one, the handlers whose tasks end while a reserve is on its way
-// wait idle for its answer before theirs can be asked for: a worker of 64
-// quick handlers then alternated a reserve of a few tasks (the slots free
-// when the previous answer came) with one of the rest, two round trips
-// per 64 tasks, about 31 tasks a reserve, and the server worked one
-// reserve at a time. With two, the slots freed during a round trip go out
-// in a second reserve at once, and the server works both together. Each
-// reserve takes only free slots, so the worker still holds at most
-// Options.Concurrency + Options.Prefetch tasks; more in flight would
-// only split the same slots into smaller reserves.
-const maxReserves = 2
+// Two were tried: the slots freed during a round trip then go out in a
+// second reserve at once, but each reserve carries half as many tasks
+// (15 instead of 30 for 64 quick handlers in `hourglass bench --scenario
+// worker`), and the server's CPU per task rose by a fifth with the
+// requests (docs/results/2026-11-27-worker-throughput.md): on a machine
+// whose CPU is the limit that cost more than the round trips saved.
+// [Options.Prefetch] keeps handlers fed instead.
+const maxReserves = 1
 
 // reserveResult is the answer of one reserve of n tasks.
 type reserveResult struct {

@@ -109,8 +109,8 @@ func (w *Worker) Handle(queue string, h Handler) {
 
 // Run takes and works tasks until ctx is done, then shuts down and
 // returns nil. It reserves only as many tasks as it has free handlers
-// and Options.Prefetch more, with long polls over all its queues, two at
-// most in flight; it renews each running task's
+// and Options.Prefetch more, with one long poll at a time over all its
+// queues; it renews each running task's
 // lease, and acks (in batches), nacks or buries the task as its handler's
 // result says (see [Handler]). Calls that fail for a transient reason
 // (the server's 503, a refused connection) are retried with back-off and
