@@ -567,10 +567,6 @@ func testCLIHistory(t *testing.T) {
 func TestHistory_Release(t *testing.T) { engines(t, testHistoryRelease) }
 
 func testHistoryRelease(t *testing.T) {
-	if engineOf(t) == embeddedEngine {
-		t.Skip("the embedded engine (broker/history.go) numbers the reservation after a release with the released attempt's N and replaces its record when it ends: " +
-			"the released attempt is listed beside the running one under the same number, then lost; the cluster lists each reservation (N = its tries)")
-	}
 	t.Parallel()
 	s := startServer(t)
 	c := s.client()
