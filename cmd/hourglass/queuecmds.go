@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/hourglass-go/hourglass/api"
@@ -96,22 +97,57 @@ var queueCommands = map[string]taskCommand{
 		},
 	},
 	"schedule": {
-		usage:    "usage: hourglass schedule [NAME [--cron LINE --queue Q [--payload JSON] [--timezone Z] | --delete]] [--server URL] [--token T]",
+		usage:    "usage: hourglass schedule [NAME [--cron LINE --queue Q [--payload JSON] [--timezone Z] [--misfire skip|one|all] [--catch-up D] [--overlap allow|skip] [--priority N] [--ttr D] [--max-attempts N] [--paused] | --delete | --run | --pause | --resume]] [--server URL] [--token T]",
 		optional: []string{"NAME"},
 		flags: func(fs *flag.FlagSet, v *taskFlags) {
 			fs.StringVar(&v.cron, "cron", "", `create or replace the schedule: a cron line like "0 3 * * *" or "@every 1h"`)
 			fs.StringVar(&v.queue, "queue", "", "the queue each occurrence puts a task into")
 			fs.StringVar(&v.payload, "payload", "", "the tasks' payload: JSON, or text sent as a JSON string")
 			fs.StringVar(&v.timezone, "timezone", "", "IANA zone the cron line is read in (default UTC)")
+			fs.StringVar(&v.sched.Misfire, "misfire", "", "occurrences missed while no server ran: skip, one (the newest; default) or all (within --catch-up)")
+			fs.Func("catch-up", "how far back --misfire all reaches (default 24h)", func(s string) error {
+				d, err := parseDuration(s)
+				v.sched.CatchUp = &d
+				return err
+			})
+			fs.StringVar(&v.sched.Overlap, "overlap", "", "allow (default) or skip: skip an occurrence while the previous task is waiting or reserved")
+			fs.Func("priority", "the tasks' priority, lower first: 0 to 4294967295 (default 1024)", func(s string) error {
+				n, err := strconv.ParseUint(s, 10, 32)
+				p := uint32(n)
+				v.sched.Priority = &p
+				return err
+			})
+			fs.Func("ttr", "the tasks' lease (default the queue's or the server's)", func(s string) error {
+				d, err := parseDuration(s)
+				v.sched.TTR = &d
+				return err
+			})
+			fs.Func("max-attempts", "reservations without an ack before a task is dead; 0: unlimited", func(s string) error {
+				n, err := strconv.Atoi(s)
+				v.sched.MaxAttempts = &n
+				return err
+			})
+			fs.BoolVar(&v.sched.Paused, "paused", false, "create or replace it paused")
 			fs.BoolVar(&v.delete, "delete", false, "delete the schedule (the tasks it put stay)")
+			fs.BoolVar(&v.run, "run", false, "put a task of the schedule now and print it")
+			fs.BoolVar(&v.pause, "pause", false, "pause the schedule: it puts nothing until resumed")
+			fs.BoolVar(&v.resume, "resume", false, "resume the schedule from now (no catch-up)")
 		},
 		check: func(a []string, v *taskFlags) error {
-			setting := v.cron != "" || v.queue != "" || v.payload != "" || v.timezone != ""
+			o := v.sched
+			setting := v.cron != "" || v.queue != "" || v.payload != "" || v.timezone != "" || o.Misfire != "" ||
+				o.CatchUp != nil || o.Overlap != "" || o.Priority != nil || o.TTR != nil || o.MaxAttempts != nil || o.Paused
+			actions := 0
+			for _, b := range []bool{setting, v.delete, v.run, v.pause, v.resume} {
+				if b {
+					actions++
+				}
+			}
 			switch {
-			case len(a) == 0 && (setting || v.delete):
+			case len(a) == 0 && actions > 0:
 				return errors.New("missing NAME")
-			case setting && v.delete:
-				return errors.New("give --delete or --cron and --queue, not both")
+			case actions > 1:
+				return errors.New("give --cron and --queue or one of --delete, --run, --pause and --resume, not both")
 			case setting && (v.cron == "" || v.queue == ""):
 				return errors.New("a schedule needs --cron and --queue")
 			}
@@ -131,8 +167,19 @@ var queueCommands = map[string]taskCommand{
 			switch {
 			case v.delete:
 				return c.DeleteSchedule(ctx, name)
+			case v.pause:
+				return c.PauseSchedule(ctx, name)
+			case v.resume:
+				return c.ResumeSchedule(ctx, name)
+			case v.run:
+				t, err := c.RunSchedule(ctx, name)
+				if err != nil {
+					return err
+				}
+				return writeJSON(out, t)
 			case v.cron != "":
-				req := api.ScheduleRequest{Cron: v.cron, Queue: v.queue, Timezone: v.timezone}
+				req := v.sched
+				req.Cron, req.Queue, req.Timezone = v.cron, v.queue, v.timezone
 				if v.payload != "" {
 					p, err := payloadArg(v.payload)
 					if err != nil {

@@ -134,6 +134,10 @@ func TestPolicyCommandsCalls(t *testing.T) {
 		{[]string{"schedule", "other"}, 1, `GET /v1/schedules`, ``},
 		{[]string{"schedule", "nightly", "--cron", "0 3 * * *", "--queue", "q", "--payload", `{"k":1}`}, 0, `PUT /v1/schedules/nightly {"cron":"0 3 * * *","queue":"q","payload":{"k":1}}`, `"payload":{"k":1}`},
 		{[]string{"schedule", "nightly", "--delete"}, 0, `DELETE /v1/schedules/nightly`, ``},
+		{[]string{"schedule", "nightly", "--pause"}, 0, `POST /v1/schedules/nightly/pause {}`, ``},
+		{[]string{"schedule", "nightly", "--resume"}, 0, `POST /v1/schedules/nightly/resume {}`, ``},
+		{[]string{"schedule", "nightly", "--cron", "@every 1s", "--queue", "q", "--misfire", "all", "--catch-up", "1h", "--overlap", "skip", "--priority", "7", "--ttr", "30s", "--max-attempts", "3", "--paused"}, 0,
+			`PUT /v1/schedules/nightly {"cron":"@every 1s","queue":"q","misfire":"all","catch_up":"1h0m0s","overlap":"skip","priority":7,"ttr":"30s","max_attempts":3,"paused":true}`, `"name":"nightly"`},
 	} {
 		got = nil
 		var stdout, stderr strings.Builder

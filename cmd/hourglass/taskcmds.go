@@ -50,8 +50,10 @@ type taskFlags struct {
 	set, setFile string
 	delete       bool
 	policy       api.Policy
-	// schedule's
+	// schedule's: the line, its options (in sched) and the actions
 	cron, queue, payload, timezone string
+	sched                          api.ScheduleRequest
+	run, pause, resume             bool
 }
 
 // delayFlag defines --delay, a duration of 0 or more, into v.delay.
