@@ -13,8 +13,8 @@
 //	defer stop()
 //	return w.Run(ctx) // until SIGINT or SIGTERM, then drains
 //
-// A [Worker] reserves tasks only for its free handlers and a few more
-// ([Options.Prefetch], a task not started by half its ttr being
+// A [Worker] reserves tasks only for its free handlers (and
+// [Options.Prefetch] more, a task not started by half its ttr being
 // released), with one long poll (POST /v1/reserve) at a time over all
 // its queues, and runs each task's [Handler] in its own goroutine.
 // While a handler runs, the worker touches the task's lease halfway

@@ -18,7 +18,8 @@ import (
 // worker`), and the server's CPU per task rose by a fifth with the
 // requests (docs/results/2026-11-27-worker-throughput.md): on a machine
 // whose CPU is the limit that cost more than the round trips saved.
-// [Options.Prefetch] keeps handlers fed instead.
+// [Options.Prefetch] is the way to keep handlers fed across a round
+// trip.
 const maxReserves = 1
 
 // reserveResult is the answer of one reserve of n tasks.

@@ -26,8 +26,9 @@ type Options struct {
 	// most Concurrency + Prefetch tasks. A task that no handler has
 	// started by half its ttr is released (its attempt not counted), so
 	// that the worker never holds a task it cannot start before its
-	// lease runs out. Default Concurrency/4 (none under 4 handlers);
-	// negative: none.
+	// lease runs out. Default none: in `hourglass bench --scenario
+	// worker` a prefetch of 16 for 64 quick handlers showed no gain
+	// (docs/results/2026-11-27-worker-throughput.md).
 	Prefetch int
 	// ShutdownTimeout is how long Run waits, once its context is done,
 	// for running handlers to return before it cancels their contexts;
@@ -70,12 +71,7 @@ func New(c *client.Client, opts Options) *Worker {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 1
 	}
-	switch {
-	case opts.Prefetch == 0:
-		opts.Prefetch = opts.Concurrency / 4
-	case opts.Prefetch < 0:
-		opts.Prefetch = 0
-	}
+	opts.Prefetch = max(opts.Prefetch, 0)
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
