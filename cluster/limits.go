@@ -37,10 +37,10 @@ import (
 // its wait: for the next token (Bucket.Take's next), or for a reserved
 // task of the queue to be acked, given back or expired (slotFreed wakes
 // one waiter, here or on another node, through the queue's channel), and
-// at most capPoll in any case, should that notice be lost. When a reserve
-// names limited and unlimited queues together, the unlimited queues' tasks
-// come first and the limited queues' fill what is left of max: delivery
-// order holds within each group, not across them.
+// at most capPoll in any case, should that notice be lost. A reserve
+// that names several queues, some of them limited, takes from all of them
+// in that transaction (sqlReserve takes nothing then), so that delivery
+// order holds across them; the unlimited queues' rows are not locked.
 
 // capPoll bounds how long a reserver blocked by a concurrency limit waits
 // without a notice before looking again: the notice (slotFreed) relies on
@@ -64,15 +64,17 @@ const sqlLockLimited = `WITH async AS MATERIALIZED (SELECT set_config('synchrono
 // queue whose concurrency limit is reached (job id 0, the queue's name,
 // the last column 0).
 const sqlReserveLimited = `WITH lim AS MATERIALIZED (
-		SELECT q.name, q.allow, p.concurrency, CASE WHEN p.concurrency > 0 THEN
+		SELECT q.name, q.allow, coalesce(p.concurrency, 0) AS concurrency, CASE WHEN p.concurrency > 0 THEN
 			(SELECT count(*) FROM (SELECT 1 FROM hourglass_tasks r
 				WHERE r.queue = q.name AND r.state = 2 LIMIT p.concurrency) c) ELSE 0 END AS busy
-		FROM unnest($1::text[], $3::int[]) AS q(name, allow) JOIN hourglass_queues p ON p.queue = q.name
+		FROM unnest($1::text[], $3::int[]) AS q(name, allow) LEFT JOIN hourglass_queues p ON p.queue = q.name
 	), picked AS (
 		SELECT c.job_id FROM lim
 		CROSS JOIN LATERAL (
 			SELECT job_id, priority, due FROM hourglass_tasks
 			WHERE queue = lim.name AND state = 1 AND fire_at IS NULL
+				AND NOT EXISTS (SELECT 1 FROM hourglass_queues pp
+					WHERE pp.queue = lim.name AND pp.paused_until > hourglass_now())
 			ORDER BY priority, due, job_id
 			LIMIT greatest(CASE WHEN lim.concurrency > 0 THEN least(lim.allow, lim.concurrency - lim.busy) ELSE lim.allow END, 0)
 			FOR UPDATE SKIP LOCKED
@@ -157,6 +159,19 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			}
 			if allow > 0 {
 				names, allows = append(names, q.name), append(allows, int32(allow))
+			}
+		}
+		// The queues without limits among them (a reserve over several,
+		// see take) take up to max, in the same statement, so that
+		// delivery order holds across all; their pauses are the
+		// statement's to check.
+		locked := make(map[string]bool, len(qs))
+		for _, q := range qs {
+			locked[q.name] = true
+		}
+		for _, name := range queues {
+			if !locked[name] {
+				names, allows = append(names, name), append(allows, int32(max))
 			}
 		}
 		if len(names) == 0 {

@@ -41,6 +41,8 @@ const sqlReserve = `WITH picked AS (
 			LIMIT $2
 			FOR UPDATE SKIP LOCKED
 		) c
+		WHERE cardinality($1::text[]) = 1 OR NOT EXISTS (SELECT 1 FROM hourglass_queues l
+			WHERE l.queue = ANY($1) AND l.limited)
 		ORDER BY c.priority, c.due, c.job_id
 		LIMIT $2
 	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
@@ -241,7 +243,14 @@ func (n *Node) take(ctx context.Context, queues []string, max int) ([]task.Task,
 		return nil, 0, dbErr(err)
 	}
 	if len(limited) > 0 && len(got) < max {
-		more, now, wait, err := n.takeLimited(ctx, limited, max-len(got))
+		// Several queues, some limited: the statement took none (its
+		// picked CTE), and the transaction takes from all of them, so
+		// that delivery order holds across them.
+		from := limited
+		if len(queues) > 1 {
+			from = queues
+		}
+		more, now, wait, err := n.takeLimited(ctx, from, max-len(got))
 		if err != nil {
 			if len(got) > 0 {
 				// The tasks taken stand; the limited queues wait for the

@@ -66,9 +66,6 @@ func TestPebble(t *testing.T) {
 // TestCluster runs the suites over a node of a cluster of two on
 // PostgreSQL, the other node owning half the partitions, as `hourglass
 // serve --postgres` runs it; RunPoliciesAcross over both nodes.
-// RunPoliciesOrder is not run yet: a reserve over limited and unlimited
-// queues hands out the unlimited ones' tasks first (cluster/limits.go),
-// where Service asks for delivery order across them.
 func TestCluster(t *testing.T) {
 	srv := pgtest.Start(t)
 	open := func(t *testing.T) (a, b service.Service) {
@@ -91,5 +88,6 @@ func TestCluster(t *testing.T) {
 	}
 	servicetest.Run(t, first)
 	t.Run("policies", func(t *testing.T) { servicetest.RunPolicies(t, first) })
+	t.Run("policies-order", func(t *testing.T) { servicetest.RunPoliciesOrder(t, first) })
 	t.Run("policies-across", func(t *testing.T) { servicetest.RunPoliciesAcross(t, open) })
 }
