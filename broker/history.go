@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -196,17 +195,8 @@ func instant(ns int64) time.Time {
 // answers is durable; it reads the store (store.Store.History) with b.mu
 // released.
 func (b *Broker) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
-	if err := service.CheckQueue(queue); err != nil {
+	if err := service.CheckFinished(queue, outcome, limit); err != nil {
 		return nil, 0, err
-	}
-	switch outcome {
-	case "", task.FinishedAcked, task.FinishedDead, task.FinishedDeleted:
-	default:
-		return nil, 0, fmt.Errorf("%w: outcome %q: want %q, %q, %q or none", task.ErrInvalid, outcome,
-			task.FinishedAcked, task.FinishedDead, task.FinishedDeleted)
-	}
-	if limit < 1 || limit > task.MaxList {
-		return nil, 0, fmt.Errorf("%w: limit %d: want 1 to %d", task.ErrInvalid, limit, task.MaxList)
 	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {

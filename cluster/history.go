@@ -162,17 +162,8 @@ var sqlFinishedAny = `SELECT * FROM (` +
 // the page is full (0: none). One read: a range of an index, or three
 // merged for any outcome. task.ErrInvalid for another outcome or limit.
 func (n *Node) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
-	if err := service.CheckQueue(queue); err != nil {
+	if err := service.CheckFinished(queue, outcome, limit); err != nil {
 		return nil, 0, err
-	}
-	switch outcome {
-	case "", task.FinishedAcked, task.FinishedDead, task.FinishedDeleted:
-	default:
-		return nil, 0, fmt.Errorf("%w: outcome %q: want %q, %q, %q or none", task.ErrInvalid, outcome,
-			task.FinishedAcked, task.FinishedDead, task.FinishedDeleted)
-	}
-	if limit < 1 || limit > task.MaxList {
-		return nil, 0, fmt.Errorf("%w: limit %d: want 1 to %d", task.ErrInvalid, limit, task.MaxList)
 	}
 	if err := n.Err(); err != nil {
 		return nil, 0, err

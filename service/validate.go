@@ -189,6 +189,25 @@ func CheckList(queue string, st task.State, limit int) error {
 	return nil
 }
 
+// CheckFinished checks a page of queue's history (History.FinishedTasks):
+// outcome "" or one of the task.Finished* outcomes, limit 1 to
+// task.MaxList.
+func CheckFinished(queue, outcome string, limit int) error {
+	if err := CheckQueue(queue); err != nil {
+		return err
+	}
+	switch outcome {
+	case "", task.FinishedAcked, task.FinishedDead, task.FinishedDeleted:
+	default:
+		return fmt.Errorf("%w: outcome %q: want %q, %q, %q or none", task.ErrInvalid, outcome,
+			task.FinishedAcked, task.FinishedDead, task.FinishedDeleted)
+	}
+	if limit < 1 || limit > task.MaxList {
+		return fmt.Errorf("%w: limit %d: want 1 to %d", task.ErrInvalid, limit, task.MaxList)
+	}
+	return nil
+}
+
 // CheckDueHistogram checks a due histogram of n windows of width over
 // queue ("" for every queue).
 func CheckDueHistogram(queue string, width time.Duration, n int) error {
