@@ -27,7 +27,7 @@
 // Markdown table per scenario (or JSON with --json) on standard output,
 // and draws schedule+cancel cost and memory per timer against the number
 // of pending timers into an SVG or PNG chart. The scenarios of the
-// service (serve, beanstalk, and cluster, which starts PostgreSQL) run
+// service (serve, beanstalk, worker, and cluster, which starts PostgreSQL) run
 // only when named with --scenario. Progress goes to standard error.
 //
 // Usage errors exit with status 2, failed runs and calls with 1.
