@@ -38,6 +38,10 @@ func testSchedule(t *testing.T) {
 	if _, err := c.SetSchedule(ctx, "tick", api.ScheduleRequest{Cron: "@every 1s", Queue: "ticks", Payload: json.RawMessage(`{"n":2}`)}); err != nil {
 		t.Fatalf("SetSchedule again: %v", err)
 	}
+	// An occurrence due before the replacement was answered may have been
+	// put with the first payload (on a loaded machine the two calls can
+	// straddle the first occurrence); none due after it.
+	replaced := time.Now()
 
 	type occurrence struct {
 		id  string
@@ -70,7 +74,7 @@ func testSchedule(t *testing.T) {
 				switch {
 				case !ok || name != "tick" || err != nil:
 					problems = append(problems, "id "+task.ID+" is not tick@RFC3339")
-				case string(task.Payload) != `{"n":2}`:
+				case string(task.Payload) != `{"n":2}` && !(string(task.Payload) == `{"n":1}` && !at.After(replaced)):
 					problems = append(problems, "occurrence "+task.ID+" has payload "+string(task.Payload))
 				case r.at.Before(at):
 					problems = append(problems, "occurrence "+task.ID+" handed out at "+r.at.Format(time.RFC3339Nano))
