@@ -193,16 +193,14 @@ var queueCommands = map[string]taskCommand{
 				}
 				return writeJSON(out, s)
 			}
-			all, err := c.Schedules(ctx)
+			s, err := c.Schedule(ctx, name)
+			if errors.Is(err, client.ErrNotFound) {
+				return fmt.Errorf("no such schedule %q", name)
+			}
 			if err != nil {
 				return err
 			}
-			for _, s := range all {
-				if s.Name == name {
-					return writeJSON(out, s)
-				}
-			}
-			return fmt.Errorf("no such schedule %q", name)
+			return writeJSON(out, s)
 		},
 	},
 }
