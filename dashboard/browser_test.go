@@ -508,6 +508,62 @@ func testDashboard(t *testing.T) {
 	b.wait("the live check's times", `document.querySelectorAll('#s-cron-check li').length === 5`)
 	b.click("#s-submit")
 	b.wait("the edited schedule", `document.querySelector('#schedules tbody tr[data-name=nightly] td.mono').textContent === '@hourly'`)
+
+	// Its rules: a catch-up window out of range is refused, naming the
+	// field, and changes nothing; then every missed occurrence within 6h,
+	// overlap skip and its tasks' lease and attempts are saved and shown.
+	b.click(`button[data-key="edit:nightly"]`)
+	b.wait("the form in edit mode", `document.getElementById('s-name').readOnly && document.getElementById('s-cron').value === '@hourly'`)
+	b.click("#s-more summary")
+	b.wait("the options", `document.getElementById('s-more').open`)
+	b.fill("#s-misfire", "all")
+	b.fill("#s-catchup", "100ms")
+	b.fill("#s-overlap", "skip")
+	b.fill("#s-ttr", "45s")
+	b.fill("#s-max-attempts", "3")
+	b.click("#s-submit")
+	b.wait("the catch-up's error", `document.getElementById('s-catchup').getAttribute('aria-invalid') === 'true' && document.getElementById('s-error').textContent.includes('catch_up')`)
+	if sch, err := s.c.Schedule(context.Background(), "nightly"); err != nil || sch.Misfire != "one" || sch.Overlap != "allow" || sch.TTR != 0 {
+		t.Errorf("schedule after a bad catch-up: %+v %v", sch, err)
+	}
+	b.fill("#s-catchup", "6h")
+	b.click("#s-submit")
+	b.wait("the schedule's rules", `document.querySelector('#schedules tbody tr[data-name=nightly] td.rules').textContent.includes('all within 6h')`)
+	sch, err := s.c.Schedule(context.Background(), "nightly")
+	if err != nil || sch.Misfire != "all" || time.Duration(sch.CatchUp) != 6*time.Hour || sch.Overlap != "skip" ||
+		time.Duration(sch.TTR) != 45*time.Second || sch.MaxAttempts != 3 || string(sch.Payload) != `{"report":"daily"}` || sch.Paused {
+		t.Errorf("schedule after its rules were saved: %+v %v", sch, err)
+	}
+	if rules := eval[string](b, `document.querySelector('#schedules tbody tr[data-name=nightly] td.rules').textContent`); !strings.Contains(rules, "skips while the last task runs") || !strings.Contains(rules, "ttr 45s") {
+		t.Errorf("rules shown as %q", rules)
+	}
+
+	// Run now puts a task at once, shown as the last occurrence, pending;
+	// pause and resume change what the API says.
+	b.click(`button[data-key="run:nightly"]`)
+	b.wait("the run's task", `document.querySelector('#schedules tbody tr[data-name=nightly] .last[data-outcome=pending] .task-id')`)
+	tasks, _, err := s.c.ListTasks(context.Background(), "reports", "", 0, 10)
+	var run string
+	for _, tk := range tasks {
+		if strings.HasPrefix(tk.ID, "nightly@run-") {
+			run = tk.ID
+		}
+	}
+	if err != nil || run == "" {
+		t.Errorf("tasks after Run now: %+v %v", tasks, err)
+	} else if got := eval[string](b, `document.querySelector('#schedules tbody tr[data-name=nightly] .task-id').textContent.trim()`); got != run {
+		t.Errorf("last task shown as %q, want %q", got, run)
+	}
+	b.click(`button[data-key="pause:nightly"]`)
+	b.wait("paused", `document.querySelector('#schedules tbody tr[data-name=nightly][data-paused=true] button[data-key="resume:nightly"]')`)
+	if sch, err := s.c.Schedule(context.Background(), "nightly"); err != nil || !sch.Paused {
+		t.Errorf("schedule after Pause: %+v %v", sch, err)
+	}
+	b.click(`button[data-key="resume:nightly"]`)
+	b.wait("resumed", `document.querySelector('#schedules tbody tr[data-name=nightly][data-paused=false] button[data-key="pause:nightly"]')`)
+	if sch, err := s.c.Schedule(context.Background(), "nightly"); err != nil || sch.Paused || sch.Next.IsZero() {
+		t.Errorf("schedule after Resume: %+v %v", sch, err)
+	}
 	b.click(`button[data-key="delete:nightly"]`)
 	b.wait("the confirmation", `document.getElementById('confirm').open`)
 	b.click(`#confirm-ok`)
