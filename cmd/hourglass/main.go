@@ -157,6 +157,7 @@ func benchFlags(o *options) *flag.FlagSet {
 		return nil
 	})
 	fs.StringVar(&o.chart, "chart", "hourglass-bench.svg", "chart file, .svg or .png; empty for none")
+	bench.HistoryFlags(fs)
 	return fs
 }
 
