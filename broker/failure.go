@@ -39,7 +39,7 @@ func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.D
 	b.metrics.Nacks.Inc()
 	now := time.Now().UnixNano()
 	reason = service.CutError(reason)
-	b.endAttempt(&rec, task.AttemptNacked, reason, now)
+	b.endSettled(ctx, &rec, task.AttemptNacked, reason, now)
 	rec.Releases++
 	rec.LastError = reason
 	rec, s = b.fail(job, s, rec, now, delay, false, false)

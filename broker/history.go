@@ -20,7 +20,8 @@ import (
 //     the record's Reserved, written by every reservation), by
 //     endAttempt, called before the end raises the task's counters:
 //     acked by Ack and by DeleteJob of a job reserved under the lease
-//     given (beanstalkd's delete of a reserved job); nacked by Nack;
+//     given (beanstalkd's delete of a reserved job); nacked by Nack (an
+//     Ack or Nack settling a push is pushed or push-failed, endSettled);
 //     released by Release and ReleaseJob; buried by Bury and BuryJob;
 //     expired by a lease that ran out (the lease wheel, or recovery). A
 //     reservation whose caller went away before it was answered
@@ -60,6 +61,20 @@ func attemptN(rec *store.Task) uint32 { return rec.Releases + rec.Timeouts + rec
 // the attempt ends: its counters not yet raised by the end (attemptN),
 // Reserved not changed. b.mu is held.
 func (b *Broker) endAttempt(rec *store.Task, outcome, errText string, now int64) {
+	b.putAttempt(rec, outcome, errText, 0, now)
+}
+
+// endSettled is endAttempt of an Ack or a Nack made under ctx, outcome
+// being task.AttemptAcked or task.AttemptNacked: the pusher's settlement
+// of a push is recorded as pushed or push-failed, with the push's HTTP
+// status (service.AttemptOutcome). b.mu is held.
+func (b *Broker) endSettled(ctx context.Context, rec *store.Task, outcome, errText string, now int64) {
+	outcome, status := service.AttemptOutcome(ctx, outcome)
+	b.putAttempt(rec, outcome, errText, status, now)
+}
+
+// putAttempt is endAttempt with the HTTP status of a push (0: none).
+func (b *Broker) putAttempt(rec *store.Task, outcome, errText string, status int, now int64) {
 	if !b.keep {
 		return
 	}
@@ -71,6 +86,7 @@ func (b *Broker) endAttempt(rec *store.Task, outcome, errText string, now int64)
 		Ended:   now,
 		Outcome: outcome,
 		Error:   errText,
+		Status:  int32(status),
 	})
 	b.last = g
 	b.kick()

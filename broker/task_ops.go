@@ -103,7 +103,7 @@ func (b *Broker) Ack(ctx context.Context, queue, id, lease string) error {
 		return err
 	}
 	now := time.Now().UnixNano()
-	b.endAttempt(&rec, task.AttemptAcked, "", now)
+	b.endSettled(ctx, &rec, task.AttemptAcked, "", now)
 	b.leave(&rec, task.FinishedAcked, now)
 	b.remove(job, s, rec)
 	b.queues[s.queue()].acks++

@@ -35,15 +35,16 @@ import (
 // https://www.postgresql.org/docs/current/queries-with.html#QUERIES-WITH-MODIFYING;
 // the unique index then sees the row deleted by this transaction as gone).
 // With $15 (keep the history) it records each task's attempt as ended
-// by node $14 with the outcome $13 and the error given (history.go), each
-// task that died as dead in the queue it was in, and a task deleted from
-// a dead-letter queue as deleted. It returns the tasks settled
-// as they are after, the queue each was in, and the database's clock.
+// by node $14 with the outcome $13, the error given and the HTTP status
+// $16 (history.go), each task that died as dead in the queue it was in,
+// and a task deleted from a dead-letter queue as deleted. It returns the
+// tasks settled as they are after, the queue each was in, and the
+// database's clock.
 const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	s AS MATERIALIZED (
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bool[], $4::text[], $5::bigint[], $6::text[],
-			$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bool[], $13::text[])
-		AS s(job_id, lease, dead, dlq, delay, err, prio, d_attempts, d_releases, d_buries, d_timeouts, expiry, outcome)
+			$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bool[], $13::text[], $16::int[])
+		AS s(job_id, lease, dead, dlq, delay, err, prio, d_attempts, d_releases, d_buries, d_timeouts, expiry, outcome, status)
 	), held AS MATERIALIZED (
 		SELECT s.*, t.queue AS src, t.id AS tid, t.tries, t.reserved, t.attempts AS attempts0, t.last_error AS error0
 		FROM s JOIN hourglass_tasks t ON t.job_id = s.job_id, now
@@ -53,7 +54,7 @@ const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 		DELETE FROM hourglass_tasks d USING held h
 		WHERE h.dead AND h.dlq <> '' AND d.queue = h.dlq AND d.id = h.tid AND d.job_id <> h.job_id
 		RETURNING d.job_id, d.queue, d.id, d.attempts, d.last_error
-	), att AS (` + sqlInsertAttempt + `SELECT h.job_id, h.tries, h.reserved, now.ns, h.outcome, coalesce(h.err, ''), 0, $14
+	), att AS (` + sqlInsertAttempt + `SELECT h.job_id, h.tries, h.reserved, now.ns, h.outcome, coalesce(h.err, ''), h.status, $14
 		FROM held h, now WHERE $15` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `
 		SELECT g.job_id, g.queue, g.id, '` + task.FinishedDeleted + `', now.ns, g.attempts, g.last_error FROM gone g, now WHERE $15
@@ -87,6 +88,7 @@ type settlement struct {
 	release, bury, timeout int64
 	expiry                 bool
 	outcome                string // the attempt's: a task.Attempt* outcome
+	status                 int32  // the attempt's HTTP status, a push's; 0 for none
 }
 
 // settledRow is a task settled by sqlSettle: as it is after, the queue it
@@ -105,15 +107,15 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 	jobs, leases, dead, dlqs, delays := make([]int64, k), make([]string, k), make([]bool, k), make([]string, k), make([]int64, k)
 	errs, prios := make([]*string, k), make([]*int64, k)
 	atts, rels, burs, tos, exps := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]bool, k)
-	outcomes := make([]string, k)
+	outcomes, statuses := make([]string, k), make([]int32, k)
 	for i, s := range ss {
 		jobs[i], leases[i], dead[i], dlqs[i], delays[i] = s.job, s.lease, s.out.Dead, s.out.DeadLetter, int64(s.out.Delay)
 		errs[i], prios[i] = s.err, s.prio
 		atts[i], rels[i], burs[i], tos[i], exps[i] = s.attempt, s.release, s.bury, s.timeout, s.expiry
-		outcomes[i] = s.outcome
+		outcomes[i], statuses[i] = s.outcome, s.status
 	}
 	rows, err := n.db.Query(ctx, sqlSettle, jobs, leases, dead, dlqs, delays, errs, prios, atts, rels, burs, tos, exps,
-		outcomes, n.name, n.keep())
+		outcomes, n.name, n.keep(), statuses)
 	if err != nil {
 		return nil, dbErr(err)
 	}
@@ -207,7 +209,9 @@ func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Dur
 	}
 	msg := service.CutError(reason)
 	out := service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), delay, false, rand.Float64())
-	got, err := n.settle(ctx, []settlement{{job: h.job, lease: lease, out: out, err: &msg, release: 1, outcome: task.AttemptNacked}})
+	outcome, status := service.AttemptOutcome(ctx, task.AttemptNacked)
+	got, err := n.settle(ctx, []settlement{{job: h.job, lease: lease, out: out, err: &msg, release: 1,
+		outcome: outcome, status: int32(status)}})
 	if err != nil {
 		return task.Task{}, err
 	}

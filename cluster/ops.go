@@ -112,7 +112,8 @@ func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 	if err := n.held(queue, id, lease); err != nil {
 		return err
 	}
-	if err := n.acks.do(ackReq{queue, id, lease}); err != nil {
+	outcome, status := service.AttemptOutcome(ctx, task.AttemptAcked)
+	if err := n.acks.do(ackReq{queue, id, lease, outcome, int32(status)}); err != nil {
 		if err == errNotHeld {
 			return n.why(ctx, queue, id)
 		}
@@ -124,8 +125,14 @@ func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 	return nil
 }
 
-// ackReq is one Ack's task and lease.
-type ackReq struct{ queue, id, lease string }
+// ackReq is one Ack's task and lease, and the outcome and HTTP status
+// its attempt is recorded with (service.AttemptOutcome: a push's, or
+// acked).
+type ackReq struct {
+	queue, id, lease string
+	outcome          string
+	status           int32
+}
 
 // errNotHeld: the acked task was not found reserved under that lease.
 var errNotHeld = errors.New("hourglass: task not held under that lease")
@@ -138,17 +145,20 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 	queues := make([]string, len(calls))
 	ids := make([]string, len(calls))
 	leases := make([]string, len(calls))
+	outcomes := make([]string, len(calls))
+	statuses := make([]int32, len(calls))
 	for i, c := range calls {
 		queues[i], ids[i], leases[i] = c.req.queue, c.req.id, c.req.lease
+		outcomes[i], statuses[i] = c.req.outcome, c.req.status
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := n.db.Query(ctx, sqlAck, queues, ids, leases, n.keep(), n.name)
+	rows, err := n.db.Query(ctx, sqlAck, queues, ids, leases, n.keep(), n.name, outcomes, statuses)
 	deleted := map[ackReq]bool{}
 	if err == nil {
 		for rows.Next() {
 			var r ackReq
-			if err = rows.Scan(&r.queue, &r.id, &r.lease); err != nil {
+			if err = rows.Scan(&r.queue, &r.id, &r.lease, &r.outcome, &r.status); err != nil {
 				break
 			}
 			deleted[r] = true
@@ -171,20 +181,22 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 }
 
 // sqlAck deletes the tasks named by ($1[i], $2[i]) that are reserved
-// under the lease $3[i], and returns them. With $4 (keep the history) it
-// records each one's attempt as acked by node $5, and the task as acked,
-// in the same statement (history.go): two inserts more, no round trip.
+// under the lease $3[i], and returns them with the outcome $6[i] and
+// status $7[i] of their attempts. With $4 (keep the history) it records
+// each one's attempt as ended by node $5 with that outcome (acked, or a
+// push's) and status, and the task as acked, in the same statement
+// (history.go): two inserts more, no round trip.
 const sqlAck = `WITH acked AS (
 		DELETE FROM hourglass_tasks t
-		USING unnest($1::text[], $2::text[], $3::text[]) AS a(queue, id, lease)
+		USING unnest($1::text[], $2::text[], $3::text[], $6::text[], $7::int[]) AS a(queue, id, lease, outcome, status)
 		WHERE t.queue = a.queue AND t.id = a.id AND t.state = 2 AND t.lease = a.lease
-		RETURNING t.job_id, t.queue, t.id, t.lease, t.tries, t.reserved, t.attempts, t.last_error
+		RETURNING t.job_id, t.queue, t.id, t.lease, t.tries, t.reserved, t.attempts, t.last_error, a.outcome, a.status
 	), now AS (SELECT hourglass_now() AS ns WHERE $4),
-	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptAcked + `', '', 0, $5
+	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, outcome, '', status, $5
 		FROM acked, now` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', now.ns, attempts, last_error
 		FROM acked, now)
-	SELECT queue, id, lease FROM acked`
+	SELECT queue, id, lease, outcome, status FROM acked`
 
 // Touch renews the lease of the reserved task id of queue for another TTR
 // from now (the database's clock) and returns the task. The owner's timer

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -282,6 +283,8 @@ func testPushRetries(t *testing.T) {
 		t.Errorf("second push's attempt %q, want 2", second.header.Get("Hourglass-Attempt"))
 	}
 	waitPushed(t, s, "p500", "a", "gone", 5*time.Second)
+	pushAttempts(t, s, "p500", "a",
+		"1 push-failed 500 push: HTTP 500: boom: "+strings.Repeat("x", 200-len("boom: ")), "2 pushed 200 ")
 
 	// 503 with Retry-After: 1, then 200; a 500's last error while
 	// waiting.
@@ -305,6 +308,7 @@ func testPushRetries(t *testing.T) {
 		t.Errorf("retry after Retry-After: 1 came %v after the first push", gap)
 	}
 	waitPushed(t, s, "p503", "a", "gone", 5*time.Second)
+	pushAttempts(t, s, "p503", "a", "1 push-failed 503 push: HTTP 503: busy", "2 pushed 204 ")
 
 	// A timeout, then an answer.
 	slow := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
@@ -321,6 +325,7 @@ func testPushRetries(t *testing.T) {
 	s.call("POST", "/v1/queues/pslow/tasks", `{"id":"a","payload":1,"max_attempts":3}`)
 	slow.wait(t, 2, 10*time.Second)
 	waitPushed(t, s, "pslow", "a", "gone", 5*time.Second)
+	pushAttempts(t, s, "pslow", "a", "1 push-failed 0 push: timeout after 300ms", "2 pushed 200 ")
 
 	// A timeout with no attempt left: dead, saying why.
 	hang := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
@@ -341,6 +346,36 @@ func testPushRetries(t *testing.T) {
 	s.call("POST", "/v1/queues/prefused/tasks", `{"id":"a","payload":1,"max_attempts":2}`)
 	if last := waitPushed(t, s, "prefused", "a", "dead", 10*time.Second); !strings.HasPrefix(last, "push: dial tcp") || !strings.Contains(last, "refused") {
 		t.Errorf("after refused connections: last error %q", last)
+	}
+	as, err := s.client().Attempts(context.Background(), "prefused", "a")
+	if err != nil || len(as) != 2 {
+		t.Fatalf("attempts after refused connections: %+v, %v; want 2", as, err)
+	}
+	for _, a := range as {
+		if a.Outcome != api.AttemptPushFailed || a.Status != 0 || !strings.Contains(a.Error, "refused") {
+			t.Errorf("attempt %d after a refused connection: %s, status %d, error %q; want push-failed, no status, refused", a.Attempt, a.Outcome, a.Status, a.Error)
+		}
+	}
+}
+
+// pushAttempts checks the attempts of a pushed task, each given as
+// "N OUTCOME STATUS ERROR" (the history as the API answers it), and that
+// each ended after it began.
+func pushAttempts(t *testing.T, s *server, queue, id string, want ...string) {
+	t.Helper()
+	as, err := s.client().Attempts(context.Background(), queue, id)
+	if err != nil {
+		t.Fatalf("attempts of %s/%s: %v", queue, id, err)
+	}
+	got := make([]string, len(as))
+	for i, a := range as {
+		got[i] = fmt.Sprintf("%d %s %d %s", a.Attempt, a.Outcome, a.Status, a.Error)
+		if a.Ended == nil || a.Ended.Before(a.Started) {
+			t.Errorf("attempt %d of %s/%s: started %v, ended %v", a.Attempt, queue, id, a.Started, a.Ended)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("attempts of %s/%s:\n%s\nwant:\n%s", queue, id, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

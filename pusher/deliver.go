@@ -34,6 +34,7 @@ const (
 // outcome is what a push came to.
 type outcome struct {
 	kind   string        // "acked", "retry_after", "failed" or "released"
+	status int           // the HTTP status the push got; 0 for none
 	delay  time.Duration // a nack's: task.RetryDelay or a Retry-After
 	reason string        // the nack's last error
 }
@@ -124,7 +125,7 @@ func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeou
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, drainBody))
 	if resp.StatusCode/100 == 2 {
-		return outcome{kind: "acked"}
+		return outcome{kind: "acked", status: resp.StatusCode}
 	}
 	reason := service.PushHTTPPrefix + strconv.Itoa(resp.StatusCode)
 	if head = trimRune(head); len(head) > 0 {
@@ -132,15 +133,17 @@ func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeou
 	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-			return outcome{kind: "retry_after", delay: min(d, p.maxDelay), reason: reason}
+			return outcome{kind: "retry_after", status: resp.StatusCode, delay: min(d, p.maxDelay), reason: reason}
 		}
 	}
-	return outcome{kind: "failed", delay: task.RetryDelay, reason: reason}
+	return outcome{kind: "failed", status: resp.StatusCode, delay: task.RetryDelay, reason: reason}
 }
 
-// settle acks, nacks or releases t by out.
+// settle acks, nacks or releases t by out. An ack or a nack is made
+// under service.WithPush, so that the engine records the attempt as a
+// push's, with its status.
 func (p *Pusher) settle(t task.Task, out outcome) {
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	ctx, cancel := context.WithTimeout(service.WithPush(context.Background(), out.status), settleTimeout)
 	defer cancel()
 	var err error
 	switch out.kind {

@@ -37,7 +37,9 @@
 // it with that delay (cut to Options.MaxDelay); anything else (another
 // status, the timeout, an error of the connection) nacks it with
 // task.RetryDelay, leaving the delay to the queue's retry policy. The
-// last error says why.
+// last error says why. The ack or nack is made under service.WithPush,
+// so that the engine records the attempt as pushed or push-failed with
+// the HTTP status the push got (service.AttemptOutcome).
 //
 // # Shutting down
 //

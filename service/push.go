@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -131,27 +132,45 @@ func reservedHeader(name string) bool {
 	return false
 }
 
-// PushStatus returns the HTTP status a failed push got, read from the
-// last error the pusher gives its nack ("push: HTTP 503: busy" is 503),
-// or 0 for any other error (a timeout, a connection's error, a worker's
-// nack): what an engine records as task.Attempt.Status, since a nack
-// carries no status of its own. Its cost is constant.
-func PushStatus(reason string) int {
-	rest, ok := strings.CutPrefix(reason, PushHTTPPrefix)
-	if !ok || len(rest) < 3 || len(rest) > 3 && rest[3] != ':' {
-		return 0
+// A push's attempt has outcomes of its own in the history:
+// task.AttemptPushed for a 2xx, task.AttemptPushFailed for anything else
+// (another status, a 429 or 503 with Retry-After included, a timeout, an
+// error of the connection), with the HTTP status the push got
+// (task.Attempt.Status). The pusher settles a push with the Service's Ack
+// and Nack, which carry no status: it calls them under a context from
+// [WithPush], and each engine, where it records the attempt that an Ack
+// or a Nack ends, asks [AttemptOutcome]. What a push makes of the task is
+// unchanged: a 2xx acks it (task.FinishedAcked), a failure is a failed
+// attempt under the queue's retry policy. A lease that runs out during a
+// push, and a push cut short by a shutdown (a Release), keep their
+// outcomes, expired and released: the push got no answer of its own.
+
+// pushKey keys the HTTP status of a push in a context (WithPush).
+type pushKey struct{}
+
+// WithPush returns ctx for the Ack or Nack that settles a push answered
+// with the HTTP status status (0: no answer, a timeout or an error of the
+// connection), so that the attempt it ends is recorded as the push's
+// (AttemptOutcome).
+func WithPush(ctx context.Context, status int) context.Context {
+	return context.WithValue(ctx, pushKey{}, status)
+}
+
+// AttemptOutcome returns the outcome and HTTP status an engine records
+// for the attempt that an Ack or a Nack made under ctx ends, given
+// outcome, the attempt's outcome for a worker (task.AttemptAcked or
+// task.AttemptNacked): under [WithPush], task.AttemptPushed for an ack
+// and task.AttemptPushFailed for a nack, with the push's status;
+// otherwise outcome itself and 0. Its cost is a lookup in ctx.
+func AttemptOutcome(ctx context.Context, outcome string) (string, int) {
+	status, ok := ctx.Value(pushKey{}).(int)
+	if !ok {
+		return outcome, 0
 	}
-	n := 0
-	for _, c := range []byte(rest[:3]) {
-		if c < '0' || c > '9' {
-			return 0
-		}
-		n = n*10 + int(c-'0')
+	if outcome == task.AttemptAcked {
+		return task.AttemptPushed, status
 	}
-	if n < 100 {
-		return 0
-	}
-	return n
+	return task.AttemptPushFailed, status
 }
 
 // PushHTTPPrefix begins the last error of a push answered with a status

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -106,25 +107,30 @@ func TestCheckPush(t *testing.T) {
 	}
 }
 
-// TestPushStatus reads the status of a failed push's last error, and 0
-// from any other error.
-func TestPushStatus(t *testing.T) {
-	for reason, want := range map[string]int{
-		"push: HTTP 500: boom":             500,
-		"push: HTTP 503":                   503,
-		"push: HTTP 429: slow down: later": 429,
-		"push: HTTP 5000":                  0,
-		"push: HTTP 50":                    0,
-		"push: HTTP 099":                   0,
-		"push: HTTP abc: x":                0,
-		"push: timeout after 30s":          0,
-		"push: dial tcp 127.0.0.1:1: connect: connection refused": 0,
-		"smtp: HTTP 500":  0,
-		"":                0,
-		task.LeaseExpired: 0,
+// TestAttemptOutcome: an ack or a nack made under WithPush ends a push's
+// attempt, pushed or push-failed, with its status (0 for a push without
+// an answer); made under any other context, it keeps its outcome and has
+// no status.
+func TestAttemptOutcome(t *testing.T) {
+	bg := context.Background()
+	for _, tc := range []struct {
+		ctx     context.Context
+		outcome string
+		want    string
+		status  int
+	}{
+		{bg, task.AttemptAcked, task.AttemptAcked, 0},
+		{bg, task.AttemptNacked, task.AttemptNacked, 0},
+		{service.WithPush(bg, 200), task.AttemptAcked, task.AttemptPushed, 200},
+		{service.WithPush(bg, 204), task.AttemptAcked, task.AttemptPushed, 204},
+		{service.WithPush(bg, 500), task.AttemptNacked, task.AttemptPushFailed, 500},
+		{service.WithPush(bg, 503), task.AttemptNacked, task.AttemptPushFailed, 503},
+		{service.WithPush(bg, 0), task.AttemptNacked, task.AttemptPushFailed, 0},
+		{context.WithValue(service.WithPush(bg, 429), struct{}{}, 1), task.AttemptNacked, task.AttemptPushFailed, 429},
 	} {
-		if got := service.PushStatus(reason); got != want {
-			t.Errorf("PushStatus(%q) = %d, want %d", reason, got, want)
+		got, status := service.AttemptOutcome(tc.ctx, tc.outcome)
+		if got != tc.want || status != tc.status {
+			t.Errorf("AttemptOutcome(%v, %s) = %s, %d; want %s, %d", tc.ctx, tc.outcome, got, status, tc.want, tc.status)
 		}
 	}
 }

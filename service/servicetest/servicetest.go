@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("tasks", func(t *testing.T) { tasks(t, open(t)) })
 	t.Run("jobs", func(t *testing.T) { jobs(t, open(t)) })
 	t.Run("observe", func(t *testing.T) { observe(t, open(t)) })
+	t.Run("push-attempts", func(t *testing.T) { pushAttempts(t, open(t)) })
 }
 
 // must fails t on err.
