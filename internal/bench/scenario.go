@@ -31,6 +31,7 @@ func Scenarios() []Scenario {
 		beanstalkScenario,
 		clusterScenario,
 		workerScenario,
+		pushScenario,
 		historyScenario,
 	}
 }
