@@ -35,6 +35,11 @@ import (
 //   - the most RSS and the RSS at the end; backlog: tasks put and not
 //     yet acked at the end.
 //
+// Each sample also says how many tasks were acked over the last
+// retention (kept: the tasks whose history the store holds) and the
+// size per such task (B/kept): where the machine's pace varies, the
+// size follows it, and B/kept is what stays flat or not.
+//
 // The verdict (the row's note) is "flat" when end/plateau is at most
 // historyFlatRatio and the second half's growth, over the second half,
 // is at most historyFlatRatio−1 of the plateau; else "grows". The series
@@ -139,6 +144,20 @@ type historySample struct {
 	size, rss     int64         // bytes; -1 if unknown
 	tables        string        // the cluster's tables' sizes, biggest first
 	putRate, acks float64       // per second since the previous sample
+	// kept is the tasks acked over the last retention (since the start,
+	// before one has passed): those whose history the store holds.
+	kept int64
+}
+
+// historyKept sets x.kept from the samples before it.
+func historyKept(x *historySample, before []historySample, retention time.Duration) {
+	x.kept = x.acked
+	for i := len(before) - 1; i >= 0; i-- {
+		if before[i].at <= x.at-retention {
+			x.kept = x.acked - before[i].acked
+			return
+		}
+	}
 }
 
 // historyRow returns s as a Markdown table row.
@@ -147,7 +166,11 @@ func historyRow(engine string, s historySample) string {
 	if s.rss >= 0 {
 		rss = fmt.Sprintf("%.1f", float64(s.rss)/(1<<20))
 	}
-	row := fmt.Sprintf("| %s | %s | %d | %d | %.0f | %.0f | %d | %.1f | %s |", engine, s.at.Round(10*time.Millisecond), s.put, s.acked, s.putRate, s.acks, s.put-s.acked, float64(s.size)/(1<<20), rss)
+	perTask := "?"
+	if s.kept > 0 {
+		perTask = fmt.Sprintf("%.0f", float64(s.size)/float64(s.kept))
+	}
+	row := fmt.Sprintf("| %s | %s | %d | %d | %.0f | %.0f | %d | %d | %.1f | %s | %s |", engine, s.at.Round(10*time.Millisecond), s.put, s.acked, s.putRate, s.acks, s.put-s.acked, s.kept, float64(s.size)/(1<<20), perTask, rss)
 	if s.tables != "" {
 		row += " " + s.tables + " |"
 	}
@@ -155,7 +178,7 @@ func historyRow(engine string, s historySample) string {
 }
 
 // historyHeader is the header of the series' table.
-const historyHeader = "| engine | time | put | acked | put/s | acked/s | backlog | size MiB | RSS MiB |\n|---|---|---|---|---|---|---|---|---|"
+const historyHeader = "| engine | time | put | acked | put/s | acked/s | backlog | kept | size MiB | B/kept | RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|---|"
 
 // historyVerdict adds to r the figures of the series and the verdict,
 // for a run of retention with one sample every sample.
@@ -191,6 +214,10 @@ func historyVerdict(r *Result, series []historySample, retention, sample time.Du
 		r.add("end RSS", unitMiB, float64(last.rss)/(1<<20))
 	}
 	r.add("backlog", unitCount, float64(last.put-last.acked))
+	if plateau.kept > 0 && last.kept > 0 {
+		r.add("B/kept plateau", unitBytes, float64(plateau.size)/float64(plateau.kept))
+		r.add("B/kept end", unitBytes, float64(last.size)/float64(last.kept))
+	}
 	grew := slope * (half[len(half)-1].at - half[0].at).Seconds()
 	switch {
 	case plateau.at == last.at:

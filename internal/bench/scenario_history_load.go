@@ -279,6 +279,7 @@ func historyRun(bin string, nodes int, o HistoryOptions) (Result, error) {
 		if dt := (x.at - prev.at).Seconds(); dt > 0 {
 			x.putRate, x.acks = float64(x.put-prev.put)/dt, float64(x.acked-prev.acked)/dt
 		}
+		historyKept(&x, series, o.Retention)
 		prev = x
 		series = append(series, x)
 		fmt.Fprintln(HistorySeries, historyRow(engine, x))
