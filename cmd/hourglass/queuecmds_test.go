@@ -100,6 +100,9 @@ func TestPolicyCommandsCalls(t *testing.T) {
 			io.WriteString(w, `{"max_attempts":3}`)
 		case r.URL.Path == "/v1/schedules":
 			io.WriteString(w, `{"schedules":[{"name":"a","cron":"@hourly","queue":"q"},{"name":"nightly","cron":"0 3 * * *","queue":"q"}]}`)
+		case r.Method == "GET" && r.URL.Path == "/v1/schedules/other":
+			w.WriteHeader(404)
+			io.WriteString(w, `{"error":"hourglass: no such schedule"}`)
 		case strings.HasPrefix(r.URL.Path, "/v1/schedules/"):
 			io.WriteString(w, `{"name":"nightly","cron":"0 3 * * *","queue":"q","payload":{"k":1}}`)
 		default:
@@ -130,8 +133,8 @@ func TestPolicyCommandsCalls(t *testing.T) {
 		{[]string{"policy", "q", "--delete"}, 0, `DELETE /v1/queues/q/policy`, ``},
 		{[]string{"policy", "missing", "--set", `{"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0}}`}, 1, `PUT /v1/queues/missing/policy {"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0}}`, ``},
 		{[]string{"schedule"}, 0, `GET /v1/schedules`, `"name":"nightly"`},
-		{[]string{"schedule", "nightly"}, 0, `GET /v1/schedules`, `"name":"nightly"`},
-		{[]string{"schedule", "other"}, 1, `GET /v1/schedules`, ``},
+		{[]string{"schedule", "nightly"}, 0, `GET /v1/schedules/nightly`, `"name":"nightly"`},
+		{[]string{"schedule", "other"}, 1, `GET /v1/schedules/other`, ``},
 		{[]string{"schedule", "nightly", "--cron", "0 3 * * *", "--queue", "q", "--payload", `{"k":1}`}, 0, `PUT /v1/schedules/nightly {"cron":"0 3 * * *","queue":"q","payload":{"k":1}}`, `"payload":{"k":1}`},
 		{[]string{"schedule", "nightly", "--delete"}, 0, `DELETE /v1/schedules/nightly`, ``},
 		{[]string{"schedule", "nightly", "--pause"}, 0, `POST /v1/schedules/nightly/pause {}`, ``},
