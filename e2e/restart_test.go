@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,9 +59,19 @@ func testKill_DueTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	answered := time.Now()
 	got := map[string]api.Task{}
 	for _, task := range tasks {
 		got[task.ID] = task
+	}
+	// On a loaded machine the kill, the restart and the reserve may take
+	// longer than after-restart's 3 s: then it is due, and rightly taken.
+	late := false
+	if tk, ok := got["after-restart"]; ok && !answered.Before(after.Due) && !answered.Before(tk.Due) {
+		t.Logf("the restart and the first reserve ended %v after after-restart fell due: taken with the rest", answered.Sub(after.Due))
+		late = true
+		delete(got, "after-restart")
+		tasks = slices.DeleteFunc(tasks, func(tk api.Task) bool { return tk.ID == "after-restart" })
 	}
 	if len(tasks) != n+1 {
 		t.Errorf("one reserve right after the restart took %d tasks, want the %d due while the server was down and the expired lease", len(tasks), n+1)
@@ -88,6 +99,9 @@ func testKill_DueTimes(t *testing.T) {
 	}
 	if task, err := c.Get(ctx, "q", "far"); err != nil || !sameTask(task, far) {
 		t.Errorf("far task after the kill: %+v, %v\nwant %+v", task, err, far)
+	}
+	if late {
+		return
 	}
 	task, err := c.Get(ctx, "q", "after-restart")
 	if err == nil && task.State == api.StateReady && !time.Now().Before(after.Due) {
