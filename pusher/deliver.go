@@ -62,10 +62,23 @@ func newClient(targets *Targets, conns int) *http.Client {
 	}
 }
 
+// pushJob is a reserved task and the endpoint of its queue.
+type pushJob struct {
+	t   task.Task
+	end task.Push
+}
+
+// pushLoop is a push goroutine: it pushes the tasks run hands it, one at
+// a time, until run closes p.work.
+func (p *Pusher) pushLoop() {
+	for j := range p.work {
+		p.push(j.t, j.end)
+	}
+}
+
 // push pushes t to end and settles it, then frees its slot. A task taken
 // after Stop was called is released unpushed.
 func (p *Pusher) push(t task.Task, end task.Push) {
-	defer p.wg.Done()
 	defer p.give(1)
 	if p.ctx.Err() != nil || end.URL == "" {
 		p.settle(t, outcome{kind: "released"})

@@ -15,9 +15,11 @@
 // (service.Service.Queues, every Options.Refresh and at once after a
 // SetPolicy or DeletePolicy through [Pusher.Watch]), then makes one long
 // poll, ReserveQueues over the push queues for as many tasks as it has
-// free slots, waiting up to the next refresh; each task it gets is pushed
-// by a goroutine of its own, which frees its slot once the task is
-// settled. Taking tasks by reserving them is what makes the engine apply
+// free slots, waiting up to the next refresh; each task it gets is handed
+// to one of Options.Concurrency long-lived push goroutines, which frees
+// its slot once the task is settled. (A goroutine per push grew a fresh
+// stack for the HTTP client's calls every time: 5 % of a push's CPU in
+// BenchmarkPusher_Push_Ready.) Taking tasks by reserving them is what makes the engine apply
 // everything a worker's reserve has: never before the due time, not
 // while the queue is paused, within its rate and concurrency limits.
 //
@@ -123,6 +125,9 @@ type Pusher struct {
 
 	// slots holds a token per free push slot.
 	slots chan struct{}
+	// work carries the tasks reserved to the push goroutines; run closes
+	// it when it returns.
+	work chan pushJob
 	// stale is signalled by Refresh: read the policies again now.
 	stale chan struct{}
 
@@ -133,7 +138,7 @@ type Pusher struct {
 	stop                context.CancelFunc
 	cancelPushes        context.CancelFunc
 	startOnce, stopOnce sync.Once
-	wg                  sync.WaitGroup // the loop, the pushes and their lease keepers
+	wg                  sync.WaitGroup // the loop, the push goroutines and the lease keepers
 	mu                  sync.Mutex
 	cancelReserve       context.CancelFunc // the long poll under way, nil if none; guarded by mu
 }
@@ -147,6 +152,7 @@ func New(s service.Service, o Options) *Pusher {
 		maxDelay: cmp.Or(o.MaxDelay, task.DefaultMaxDelay),
 		log:      cmp.Or(o.Logger, slog.Default()),
 		slots:    make(chan struct{}, cmp.Or(o.Concurrency, DefaultConcurrency)),
+		work:     make(chan pushJob, cmp.Or(o.Concurrency, DefaultConcurrency)),
 		stale:    make(chan struct{}, 1),
 		metrics:  newMetrics(o.Registerer),
 	}
@@ -162,6 +168,9 @@ func New(s service.Service, o Options) *Pusher {
 // Start starts pushing, once; it returns at once.
 func (p *Pusher) Start() {
 	p.startOnce.Do(func() {
+		for range cap(p.slots) {
+			p.wg.Go(p.pushLoop)
+		}
 		p.wg.Add(1)
 		go p.run()
 	})
@@ -210,6 +219,7 @@ func (p *Pusher) Refresh() {
 // start a push per task, until Stop.
 func (p *Pusher) run() {
 	defer p.wg.Done()
+	defer close(p.work)
 	var (
 		queues  []string
 		ends    map[string]task.Push
@@ -252,8 +262,7 @@ func (p *Pusher) run() {
 		cancel()
 		p.give(n - len(tasks))
 		for _, t := range tasks {
-			p.wg.Add(1)
-			go p.push(t, ends[t.Queue])
+			p.work <- pushJob{t, ends[t.Queue]}
 		}
 		switch {
 		case err == nil || cutShort:
