@@ -13,15 +13,17 @@
 // A [Pusher] holds up to Options.Concurrency pushes at once (slots). Its
 // loop reads which queues are push queues from the policies
 // (service.Service.Queues, every Options.Refresh and at once after a
-// SetPolicy or DeletePolicy through [Pusher.Watch]), then makes one long
-// poll, ReserveQueues over the push queues for as many tasks as it has
-// free slots, waiting up to the next refresh; each task it gets is handed
-// to one of Options.Concurrency long-lived push goroutines, which frees
-// its slot once the task is settled. (A goroutine per push grew a fresh
-// stack for the HTTP client's calls every time: 5 % of a push's CPU in
-// BenchmarkPusher_Push_Ready.) Taking tasks by reserving them is what makes the engine apply
-// everything a worker's reserve has: never before the due time, not
-// while the queue is paused, within its rate and concurrency limits.
+// SetPolicy or DeletePolicy through [Pusher.Watch], or, on an engine that
+// is a service.PolicyNotifier, after a policy changed anywhere), then
+// makes one long poll, ReserveQueues over the push queues for as many
+// tasks as it has free slots, waiting up to the next refresh; each task
+// it gets is handed to one of Options.Concurrency long-lived push
+// goroutines, which frees its slot once the task is settled. (A goroutine
+// per push grew a fresh stack for the HTTP client's calls every time: 5 %
+// of a push's CPU in BenchmarkPusher_Push_Ready.) Taking tasks by
+// reserving them is what makes the engine apply everything a worker's
+// reserve has: never before the due time, not while the queue is paused,
+// within its rate and concurrency limits.
 //
 // # Leases and at least once
 //
@@ -160,6 +162,9 @@ func New(s service.Service, o Options) *Pusher {
 		p.slots <- struct{}{}
 	}
 	p.client = newClient(o.Targets, cap(p.slots))
+	if n, ok := s.(service.PolicyNotifier); ok {
+		n.NotifyPolicies(func(string) { p.Refresh() })
+	}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	p.pushes, p.cancelPushes = context.WithCancel(context.Background())
 	return p

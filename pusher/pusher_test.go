@@ -255,3 +255,73 @@ func TestPusher_NoGoroutineLeft(t *testing.T) {
 		t.Errorf("goroutines of the pusher left after Stop:\n%s", stacks)
 	}
 }
+
+// notifying is a service whose policies change elsewhere: it tells the
+// functions registered through NotifyPolicies when the test says so.
+type notifying struct {
+	*withPush
+	mu sync.Mutex
+	fs []func(string) // guarded by mu
+}
+
+func (n *notifying) NotifyPolicies(f func(string)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.fs = append(n.fs, f)
+}
+
+// changed makes queue a push queue to end and tells the registered.
+func (n *notifying) changed(queue string, end *task.Push) {
+	n.withPush.mu.Lock()
+	n.ends[queue] = end
+	n.withPush.mu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, f := range n.fs {
+		f(queue)
+	}
+}
+
+// TestPusher_PolicyNotifier: on an engine that tells of policies changed
+// elsewhere (service.PolicyNotifier), a queue made a push queue there is
+// pushed at once, not at the pusher's next refresh (an hour here).
+func TestPusher_PolicyNotifier(t *testing.T) {
+	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Hourglass-Task-Id")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	s := &notifying{withPush: &withPush{Service: b, ends: map[string]*task.Push{}}}
+	p := pusher.New(s, pusher.Options{Logger: quiet, Refresh: time.Hour})
+	p.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		p.Stop(ctx)
+	})
+	ctx := context.Background()
+	if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the pusher has read the queues: none is a push queue
+	select {
+	case id := <-got:
+		t.Fatalf("pushed %s before q was a push queue", id)
+	default:
+	}
+	s.changed("q", &task.Push{URL: srv.URL + "/hook"})
+	select {
+	case id := <-got:
+		if id != "a" {
+			t.Errorf("pushed %q, want a", id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a queue made a push queue elsewhere was not pushed within 5 s of the notification")
+	}
+}

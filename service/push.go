@@ -173,6 +173,19 @@ func AttemptOutcome(ctx context.Context, outcome string) (string, int) {
 	return task.AttemptPushFailed, status
 }
 
+// PolicyNotifier is implemented by an engine whose queues' policies may
+// change without a call through this process: a node of a cluster, whose
+// peers set them too. NotifyPolicies registers f, to be called after a
+// queue's policy changed, on any node, with the queue's name, and with ""
+// when changes may have been missed (its notifications were lost); f is
+// called from a goroutine of the engine's and must not block. The pusher
+// registers one, so that a push queue set, changed or deleted on another
+// node is served as such at once rather than at its next refresh of the
+// push queues.
+type PolicyNotifier interface {
+	NotifyPolicies(f func(queue string))
+}
+
 // PushHTTPPrefix begins the last error of a push answered with a status
 // other than 2xx: "push: HTTP 500: " and the first 200 bytes of the
 // answer's body.
