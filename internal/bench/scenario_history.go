@@ -42,7 +42,9 @@ import (
 //
 // The verdict (the row's note) is "flat" when end/plateau is at most
 // historyFlatRatio and the second half's growth, over the second half,
-// is at most historyFlatRatio−1 of the plateau; else "grows". The series
+// is at most historyFlatRatio−1 of the plateau; "flat per task kept"
+// when the size fails that but the bytes per task kept (below) pass it
+// (a machine whose pace changed); else "grows". The series
 // itself is written as it is sampled, one Markdown table row per sample,
 // to [HistorySeries] (standard error by default). The scenario runs only
 // when named (--scenario history).
@@ -177,8 +179,12 @@ func historyRow(engine string, s historySample) string {
 	return row
 }
 
-// historyHeader is the header of the series' table.
-const historyHeader = "| engine | time | put | acked | put/s | acked/s | backlog | kept | size MiB | B/kept | RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|---|"
+// historyHeader is the header of the series' table; a cluster's rows
+// add the tables' sizes (historyTablesHeader).
+const (
+	historyHeader       = "| engine | time | put | acked | put/s | acked/s | backlog | kept | size MiB | B/kept | RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|---|"
+	historyTablesHeader = "| engine | time | put | acked | put/s | acked/s | backlog | kept | size MiB | B/kept | RSS MiB | tables MiB |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
 
 // historyVerdict adds to r the figures of the series and the verdict,
 // for a run of retention with one sample every sample.
@@ -203,7 +209,8 @@ func historyVerdict(r *Result, series []historySample, retention, sample time.Du
 	ratio := float64(last.size) / math.Max(float64(plateau.size), 1)
 	r.add("end/plateau", unitRatio, ratio)
 	half := series[len(series)/2:]
-	slope := historySlope(half) // bytes per second
+	size := func(s historySample) float64 { return float64(s.size) }
+	slope := historySlope(half, size) // bytes per second
 	r.add("growth/min", unitMiB, slope*60/(1<<20))
 	var most int64 = -1
 	for _, s := range series {
@@ -214,30 +221,39 @@ func historyVerdict(r *Result, series []historySample, retention, sample time.Du
 		r.add("end RSS", unitMiB, float64(last.rss)/(1<<20))
 	}
 	r.add("backlog", unitCount, float64(last.put-last.acked))
+	span := (half[len(half)-1].at - half[0].at).Seconds()
+	grew := slope * span
+	// The same judgement of the bytes per task kept, which do not follow
+	// the machine's pace.
+	perTask := func(s historySample) float64 { return float64(s.size) / float64(max(s.kept, 1)) }
+	flatPerTask := false
 	if plateau.kept > 0 && last.kept > 0 {
-		r.add("B/kept plateau", unitBytes, float64(plateau.size)/float64(plateau.kept))
-		r.add("B/kept end", unitBytes, float64(last.size)/float64(last.kept))
+		r.add("B/kept plateau", unitBytes, perTask(plateau))
+		r.add("B/kept end", unitBytes, perTask(last))
+		grewPerTask := historySlope(half, perTask) * span
+		flatPerTask = perTask(last) <= historyFlatRatio*perTask(plateau) && grewPerTask <= (historyFlatRatio-1)*perTask(plateau)
 	}
-	grew := slope * (half[len(half)-1].at - half[0].at).Seconds()
 	switch {
 	case plateau.at == last.at:
 		r.Note = fmt.Sprintf("no verdict: the run ended before the plateau (retention %v + a sample)", retention)
 	case ratio <= historyFlatRatio && grew <= (historyFlatRatio-1)*float64(plateau.size):
 		r.Note = fmt.Sprintf("flat: end %.2f× the plateau, %+.1f MiB over the second half", ratio, grew/(1<<20))
+	case flatPerTask:
+		r.Note = fmt.Sprintf("flat per task kept: the size follows the pace (end %.2f× the plateau, %+.1f MiB over the second half), the bytes per task kept do not (%.0f B at the plateau, %.0f B at the end)", ratio, grew/(1<<20), perTask(plateau), perTask(last))
 	default:
 		r.Note = fmt.Sprintf("grows: end %.2f× the plateau, %+.1f MiB over the second half", ratio, grew/(1<<20))
 	}
 }
 
-// historySlope returns the slope, in bytes per second, of the
-// least-squares line through the samples' sizes; 0 for fewer than two.
-func historySlope(series []historySample) float64 {
+// historySlope returns the slope, per second, of the least-squares line
+// through the samples' values (value of each); 0 for fewer than two.
+func historySlope(series []historySample, value func(historySample) float64) float64 {
 	if len(series) < 2 {
 		return 0
 	}
 	var sx, sy, sxx, sxy float64
 	for _, s := range series {
-		x, y := s.at.Seconds(), float64(s.size)
+		x, y := s.at.Seconds(), value(s)
 		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
 	}
 	n := float64(len(series))

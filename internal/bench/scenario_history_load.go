@@ -253,11 +253,11 @@ func historyRun(bin string, nodes int, o HistoryOptions) (Result, error) {
 		return Result{Note: note}, err
 	}
 	defer s.close()
-	engine := "embedded"
+	engine, header := "embedded", historyHeader
 	if nodes > 0 {
-		engine = "cluster"
+		engine, header = "cluster", historyTablesHeader
 	}
-	fmt.Fprintf(HistorySeries, "\nhistory scenario, %s: %d tasks/s for %v, --history %v, a sample every %v\n\n%s\n", engine, o.Rate, o.For, o.Retention, o.Sample, historyHeader)
+	fmt.Fprintf(HistorySeries, "\nhistory scenario, %s: %d tasks/s for %v, --history %v, a sample every %v\n\n%s\n", engine, o.Rate, o.For, o.Retention, o.Sample, header)
 
 	begin := time.Now()
 	work := startWorkers([]*client.Client{s.client}, historyQueue, 0, func(context.Context) error { return nil })

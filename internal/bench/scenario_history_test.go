@@ -101,4 +101,28 @@ func TestHistoryVerdict(t *testing.T) {
 	if v, _ := grows.Value("growth/min"); v < 39 || v > 41 {
 		t.Errorf("growth %v MiB/min, want 40", v)
 	}
+
+	// A pace that doubles halfway: the size doubles with the tasks kept,
+	// 250 bytes each all along.
+	var paced []historySample
+	var acked int64
+	for i := 1; i <= 20; i++ {
+		rate := int64(2000)
+		if i > 10 {
+			rate = 4000
+		}
+		acked += rate * 30
+		x := historySample{at: time.Duration(i) * 30 * time.Second, put: acked, acked: acked, rss: 100 * mib}
+		historyKept(&x, paced, 2*time.Minute)
+		x.size = 250 * x.kept
+		paced = append(paced, x)
+	}
+	var pacedR Result
+	historyVerdict(&pacedR, paced, 2*time.Minute, 30*time.Second)
+	if !strings.HasPrefix(pacedR.Note, "flat per task kept:") {
+		t.Errorf("paced series: %q, want flat per task kept", pacedR.Note)
+	}
+	if v, _ := pacedR.Value("B/kept end"); v != 250 {
+		t.Errorf("B/kept at the end %v, want 250", v)
+	}
 }
