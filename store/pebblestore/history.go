@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -22,7 +23,12 @@ import (
 // Nothing is read to commit them. PruneHistory reads T keys from the
 // start and, for each one before its time, deletes it, its H key, the I
 // key if it still names its Seq (a later record of the same task keeps
-// its own), and the job's A range (a range deletion). The broker gives
+// its own), and the job's A keys, found by one seek of an iterator kept
+// for the batch: point deletions, not a range deletion per job. Pebble
+// fragments a memtable's range deletions again for the first read after
+// each batch that adds some, O(range deletions in the memtable): with a
+// range deletion per job, pruning 1000 records cost 29 ms and 7.3 MB
+// (BenchmarkStore_PruneHistory), most of it there. The broker gives
 // each Seq once, in increasing order; a second PutFinished of a Seq is
 // not undone by the first's keys (if its queue or time differ, the
 // first's H or T key stays, until pruned).
@@ -291,6 +297,13 @@ func (s *Store) PruneHistory(before int64, max int) (int, error) {
 func (s *Store) prune(pb *pebble.Batch, before int64, max int) (int, error) {
 	lower := []byte{prefixFinishedTime}
 	upper := binary.BigEndian.AppendUint64([]byte{prefixFinishedTime}, uint64(before)^1<<63)
+	// The A keys of the jobs pruned, each found by a seek: the jobs come
+	// roughly in order of their ids, so the seeks move forward.
+	attempts, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixAttempt}, UpperBound: []byte{prefixAttempt + 1}})
+	if err != nil {
+		return 0, pebbleErr("prune history", err)
+	}
+	defer attempts.Close()
 	n := 0
 	var key []byte
 	del := func(key []byte) error {
@@ -299,7 +312,7 @@ func (s *Store) prune(pb *pebble.Batch, before int64, max int) (int, error) {
 		}
 		return nil
 	}
-	err := s.iterate("prune history", lower, upper, false, func(tkey, body []byte) (bool, error) {
+	err = s.iterate("prune history", lower, upper, false, func(tkey, body []byte) (bool, error) {
 		if len(tkey) != finishedTimeKeyLen {
 			return false, corrupt(tkey, "not a time key")
 		}
@@ -332,7 +345,12 @@ func (s *Store) prune(pb *pebble.Batch, before int64, max int) (int, error) {
 			}
 		}
 		key = attemptsKey(key[:0], job)
-		if err := pb.DeleteRange(key, prefixEnd(key), nil); err != nil {
+		for ok := attempts.SeekGE(key); ok && bytes.HasPrefix(attempts.Key(), key); ok = attempts.Next() {
+			if err := del(attempts.Key()); err != nil {
+				return false, err
+			}
+		}
+		if err := attempts.Error(); err != nil {
 			return false, pebbleErr("prune history", err)
 		}
 		n++
