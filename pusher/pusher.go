@@ -11,16 +11,18 @@
 // # The loop
 //
 // A [Pusher] holds up to Options.Concurrency pushes at once (slots). Its
-// loop reads which queues are push queues from the policies
+// refresher reads which queues are push queues from the policies
 // (service.Service.Queues, every Options.Refresh and at once after a
 // SetPolicy or DeletePolicy through [Pusher.Watch], or, on an engine that
-// is a service.PolicyNotifier, after a policy changed anywhere), then
-// makes one long poll, ReserveQueues over the push queues for as many
-// tasks as it has free slots, waiting up to the next refresh; each task
-// it gets is handed to one of Options.Concurrency long-lived push
-// goroutines, which frees its slot once the task is settled. (A goroutine
-// per push grew a fresh stack for the HTTP client's calls every time: 5 %
-// of a push's CPU in BenchmarkPusher_Push_Ready.) Taking tasks by
+// is a service.PolicyNotifier, after a policy changed anywhere). Its loop
+// makes one long poll after another, ReserveQueues over the push queues
+// last read for as many tasks as it has free slots, cut short when the
+// refresher finds them changed; each task it gets is handed to one of
+// Options.Concurrency long-lived push goroutines, which frees its slot
+// once the task is settled. (A goroutine per push grew a fresh stack for
+// the HTTP client's calls every time: 5 % of a push's CPU in
+// BenchmarkPusher_Push_Ready. A read of the push queues in the loop held
+// back the pushes due meanwhile: see refreshLoop.) Taking tasks by
 // reserving them is what makes the engine apply everything a worker's
 // reserve has: never before the due time, not while the queue is paused,
 // within its rate and concurrency limits.
@@ -59,8 +61,10 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -132,6 +136,10 @@ type Pusher struct {
 	work chan pushJob
 	// stale is signalled by Refresh: read the policies again now.
 	stale chan struct{}
+	// queues are the push queues the refresher last read (nil before
+	// its first read); changed is signalled when it stores others.
+	queues  atomic.Pointer[pushQueues]
+	changed chan struct{}
 
 	// ctx ends when Stop is called: no more reserves, and a push not yet
 	// begun releases its task. pushes ends when Stop's own context does:
@@ -140,7 +148,7 @@ type Pusher struct {
 	stop                context.CancelFunc
 	cancelPushes        context.CancelFunc
 	startOnce, stopOnce sync.Once
-	wg                  sync.WaitGroup // the loop, the push goroutines and the lease keepers
+	wg                  sync.WaitGroup // the loop, the refresher, the push goroutines and the lease keepers
 	mu                  sync.Mutex
 	cancelReserve       context.CancelFunc // the long poll under way, nil if none; guarded by mu
 }
@@ -156,6 +164,7 @@ func New(s service.Service, o Options) *Pusher {
 		slots:    make(chan struct{}, cmp.Or(o.Concurrency, DefaultConcurrency)),
 		work:     make(chan pushJob, cmp.Or(o.Concurrency, DefaultConcurrency)),
 		stale:    make(chan struct{}, 1),
+		changed:  make(chan struct{}, 1),
 		metrics:  newMetrics(o.Registerer),
 	}
 	for range cap(p.slots) {
@@ -176,7 +185,8 @@ func (p *Pusher) Start() {
 		for range cap(p.slots) {
 			p.wg.Go(p.pushLoop)
 		}
-		p.wg.Add(1)
+		p.wg.Add(2)
+		go p.refreshLoop()
 		go p.run()
 	})
 }
@@ -206,60 +216,88 @@ func (p *Pusher) Stop(ctx context.Context) error {
 	return err
 }
 
-// Refresh makes the pusher read the push queues again at once (a long
-// poll under way is cut short). It does not block.
+// Refresh makes the pusher read the push queues again at once; a long
+// poll under way is cut short if they changed. It does not block.
 func (p *Pusher) Refresh() {
 	select {
 	case p.stale <- struct{}{}:
 	default:
 	}
-	p.mu.Lock()
-	if p.cancelReserve != nil {
-		p.cancelReserve()
-	}
-	p.mu.Unlock()
 }
 
-// run is the loop: read the push queues, reserve for the free slots,
-// start a push per task, until Stop.
+// pushQueues are the push queues as one read found them: their names,
+// sorted, and their endpoints. A value is never changed once stored.
+type pushQueues struct {
+	names []string
+	ends  map[string]task.Push
+}
+
+// refreshLoop is the refresher: it reads the push queues every
+// p.refresh, and at once after Refresh, until Stop, and hands run a set
+// that changed, cutting its long poll short. It runs apart from run, so
+// that a slow read (a cluster's Queues counts every task in the
+// database: some 300 ms with 100k pending, every 5 s) never holds back
+// the reserves: the lateness of pushes due meanwhile.
+func (p *Pusher) refreshLoop() {
+	defer p.wg.Done()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-p.stale:
+		case <-p.ctx.Done():
+			return
+		}
+		qs, err := p.read()
+		switch {
+		case err != nil:
+			if p.ctx.Err() == nil {
+				p.log.Warn("push: reading the push queues failed", "err", err)
+			}
+		case !reflect.DeepEqual(qs, p.queues.Load()):
+			p.queues.Store(qs)
+			select {
+			case p.changed <- struct{}{}:
+			default:
+			}
+			p.mu.Lock()
+			if p.cancelReserve != nil {
+				p.cancelReserve()
+			}
+			p.mu.Unlock()
+		}
+		t.Reset(p.refresh)
+	}
+}
+
+// run is the loop: reserve from the push queues the refresher last read,
+// for the free slots, and hand each task to a push goroutine, until Stop.
 func (p *Pusher) run() {
 	defer p.wg.Done()
 	defer close(p.work)
-	var (
-		queues  []string
-		ends    map[string]task.Push
-		readAt  time.Time
-		backoff time.Duration
-	)
+	var backoff time.Duration
 	for p.ctx.Err() == nil {
-		select {
-		case <-p.stale:
-			readAt = time.Time{}
-		default:
-		}
-		if time.Since(readAt) >= p.refresh {
-			qs, es, err := p.read()
-			if err == nil {
-				queues, ends = qs, es
-			} else if p.ctx.Err() == nil {
-				p.log.Warn("push: reading the push queues failed", "err", err)
+		qs := p.queues.Load()
+		if qs == nil || len(qs.names) == 0 {
+			select {
+			case <-p.changed:
+			case <-p.ctx.Done():
 			}
-			readAt = time.Now()
-		}
-		if len(queues) == 0 {
-			p.sleep(time.Until(readAt.Add(p.refresh)))
 			continue
 		}
 		n := p.take()
 		if n == 0 {
 			break
 		}
-		wait := min(max(time.Until(readAt.Add(p.refresh)), 0), task.MaxWait)
 		rctx, cancel := context.WithCancel(p.ctx)
 		p.mu.Lock()
 		p.cancelReserve = cancel
 		p.mu.Unlock()
-		tasks, err := p.s.ReserveQueues(rctx, queues, n, wait)
+		if p.queues.Load() != qs {
+			cancel() // changed before the refresher could see this poll
+		}
+		tasks, err := p.s.ReserveQueues(rctx, qs.names, n, task.MaxWait)
 		p.mu.Lock()
 		p.cancelReserve = nil
 		p.mu.Unlock()
@@ -267,7 +305,7 @@ func (p *Pusher) run() {
 		cancel()
 		p.give(n - len(tasks))
 		for _, t := range tasks {
-			p.work <- pushJob{t, ends[t.Queue]}
+			p.work <- pushJob{t, qs.ends[t.Queue]}
 		}
 		switch {
 		case err == nil || cutShort:
@@ -280,37 +318,31 @@ func (p *Pusher) run() {
 	}
 }
 
-// read returns the push queues, sorted, and their endpoints.
-func (p *Pusher) read() ([]string, map[string]task.Push, error) {
+// read returns the push queues.
+func (p *Pusher) read() (*pushQueues, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, max(p.refresh, 5*time.Second))
 	defer cancel()
 	qs, err := p.s.Queues(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var names []string
-	ends := map[string]task.Push{}
+	out := &pushQueues{ends: map[string]task.Push{}}
 	for _, q := range qs {
 		if q.Policy.Push != nil {
-			names = append(names, q.Name)
-			ends[q.Name] = *q.Policy.Push
+			out.names = append(out.names, q.Name)
+			out.ends[q.Name] = *q.Policy.Push
 		}
 	}
-	slices.Sort(names)
-	return names, ends, nil
+	slices.Sort(out.names)
+	return out, nil
 }
 
-// sleep waits d, or until Refresh or Stop.
+// sleep waits d, or until Stop.
 func (p *Pusher) sleep(d time.Duration) {
 	t := time.NewTimer(max(d, 0))
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-p.stale:
-		select { // run reads the flag again
-		case p.stale <- struct{}{}:
-		default:
-		}
 	case <-p.ctx.Done():
 	}
 }
