@@ -13,9 +13,12 @@ import (
 // [Timer.AfterFunc] reads the clock, locks and allocates a handle for
 // each timeout, and [Timeout.Cancel] locks again. Get one from [Timer.Batch], which holds it only
 // while its function runs. Its timeouts are named by [Handle] values and
-// filed into the shard's structure at once, so a schedule or a cancel
-// through a Batch costs about what the structure's add or remove does
-// (docs/BENCHMARKS.md, the schedule-cancel scenario's batch columns).
+// filed into the shard's structure when the batch releases the shard's
+// lock (when its function returns, or when it moves to another shard):
+// a schedule or a cancel through a Batch costs about what the
+// structure's add or remove does, and a timeout cancelled in the batch
+// that scheduled it never reaches the structure (docs/BENCHMARKS.md, the
+// schedule-cancel scenario's batch columns).
 //
 // Every deadline of a Batch counts from one clock reading, taken at its
 // first AfterFunc: a timeout scheduled later in the same batch with delay
@@ -33,13 +36,11 @@ type Batch struct {
 	t *Timer
 	// sh is the shard whose lock the batch holds, nil for none.
 	sh *shard
-	// values is sh.values once AfterFunc may file into it: sh is not
-	// stopped, and cannot be while b holds its lock, and the clock has
-	// been read. nil until then, and again when b changes shards.
+	// values is sh.values once AfterFunc may reserve entries in it: sh
+	// is not stopped, and cannot be while b holds its lock, and the clock
+	// has been read. nil until then, and again when b changes shards,
+	// which files what it reserved first (unlock).
 	values *queue.Queue[valueEntry]
-	// earliest is the earliest deadline filed on sh since it was locked:
-	// the driver is woken for it when the lock is released.
-	earliest uint64
 	// now is the clock reading the deadlines count from, if timed.
 	now   uint64
 	timed bool
@@ -58,7 +59,7 @@ type Batch struct {
 // on different shards, and wait for each other on the same one.
 func (t *Timer) Batch(fn func(b *Batch)) {
 	t.mustBeMade("Batch")
-	b := &Batch{t: t, earliest: math.MaxUint64}
+	b := &Batch{t: t}
 	defer b.end()
 	fn(b)
 }
@@ -86,9 +87,8 @@ func (b *Batch) AfterFunc(d time.Duration, f func()) (Handle, error) {
 	if d > 0 {
 		when = b.now + uint64(d)
 	}
-	b.earliest = min(b.earliest, when)
 	gen := sh.nextGen()
-	id := b.values.Add(when, valueEntry{f: f, gen: gen})
+	id := b.values.Reserve(when, valueEntry{f: f, gen: gen})
 	return Handle{shard: sh.index, gen: gen, id: id}, nil
 }
 
@@ -134,8 +134,10 @@ func (b *Batch) Cancel(h Handle) bool {
 	if b.values != nil && b.sh.index == h.shard {
 		// The shard b files on: sh.cancelValue(h) written out, as
 		// b.values is known to be there. The call it saves is 11 of the
-		// 422 instructions a batch's schedule+cancel pair takes
-		// (BenchmarkBatch_AfterFuncCancel_Pending under callgrind).
+		// 422 instructions a batch's schedule+cancel pair took
+		// (BenchmarkBatch_AfterFuncCancel_Pending under callgrind). A
+		// timeout this batch scheduled is only reserved: RemoveIf frees
+		// its entry without touching the structure.
 		if !b.values.RemoveIf(h.id, h.names) {
 			return false
 		}
@@ -162,17 +164,19 @@ func (b *Batch) lock(sh *shard) {
 	b.sh = sh
 }
 
-// unlock releases the lock b holds, if any, starting or waking the
-// shard's driver for the earliest deadline b filed there.
+// unlock releases the lock b holds, if any, first filing the timeouts b
+// scheduled there and not cancelled, and starting or waking the shard's
+// driver for the earliest of them.
 func (b *Batch) unlock() {
 	sh := b.sh
 	if sh == nil {
 		return
 	}
 	wake := false
-	if b.earliest != math.MaxUint64 {
-		wake = sh.armed(b.earliest)
-		b.earliest = math.MaxUint64
+	if b.values != nil {
+		if earliest := b.values.FileReserved(); earliest != math.MaxUint64 {
+			wake = sh.armed(earliest)
+		}
 	}
 	late := b.timed && sh.overslept(b.now)
 	b.sh, b.values = nil, nil

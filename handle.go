@@ -47,9 +47,11 @@ type valueEntry struct {
 // Arm or Batch that schedules on the shard: the handle is the
 // caller's value, so there is no *Timeout to hold, and sh.q's entries,
 // 24 bytes with the handle pointer, stay as they are for everyone else.
-// Value timeouts are filed at once, with no inbox: a Batch already pays
-// one lock for many, and Arm's Cancel then needs no status to
-// check, only the generation.
+// Value timeouts skip the inbox: Arm files its timeout at once, and a
+// Batch, which already pays one lock for many, reserves each entry and
+// files those still pending when it releases the lock (queue's Reserve
+// and FileReserved), so one it cancels meanwhile never reaches the
+// structure. Cancel then needs no status to check, only the generation.
 // The driver advances both structures on each pass (shard.advance). A
 // value timeout that comes due is handed over like any other, in a
 // *Timeout shell from sh.shells, so that the driver's batch, Stop and the
@@ -72,8 +74,8 @@ func (sh *shard) valueQueue() *queue.Queue[valueEntry] {
 }
 
 // nextGen returns the generation of a new value timeout: Batch.AfterFunc
-// files the timeout into sh.values itself, with no call between. sh.mu
-// is held.
+// reserves the timeout's entry in sh.values itself, with no call
+// between. sh.mu is held.
 func (sh *shard) nextGen() uint32 {
 	sh.gen = max(sh.gen+1, 1) // wrapping past 0, which names no timeout
 	return sh.gen

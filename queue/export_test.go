@@ -39,15 +39,32 @@ func (q *Queue[V]) verify() error {
 	if err := q.s.(verifier).verify(); err != nil {
 		return err
 	}
-	queued := 0
+	queued, reserved := 0, 0
 	for i := range q.top {
-		if q.t.node(i).queued() {
+		n := q.t.node(i)
+		switch {
+		case n.next == reservedLink:
+			if n.prev < 1 || int(n.prev) > len(q.reserved) || q.reserved[n.prev-1] != i {
+				return fmt.Errorf("queue: reserved id %d has place %d in %v", i, n.prev-1, q.reserved)
+			}
+			reserved++
+		case n.queued():
 			queued++
 		}
 	}
 	if queued != q.s.size() {
 		return fmt.Errorf("queue: %d ids queued, structure holds %d", queued, q.s.size())
 	}
+	live := 0
+	for _, i := range q.reserved {
+		if i >= 0 {
+			live++
+		}
+	}
+	if live != reserved {
+		return fmt.Errorf("queue: %d ids reserved, %d nodes say so", live, reserved)
+	}
+	queued += reserved
 	free := 0
 	for f := q.free; f != 0; f = q.t.node(f - 1).prev {
 		if f < 0 || f > q.top {

@@ -44,6 +44,11 @@ type Queue[V any] struct {
 	// nodes form a stack through their prev links (see freeNode).
 	free int32
 	top  int32 // ids below top have been handed out
+	// reserved holds the ids Reserve handed out and no call has filed
+	// yet, in order, -1 for one removed since (reserve.go); filedMin is
+	// the earliest deadline filed from it since FileReserved last said.
+	reserved []int32
+	filedMin uint64
 	// fire is Advance's, while it runs, and release calls it: made once,
 	// so that Advance allocates nothing.
 	fire    func(id int32, v V)
@@ -58,7 +63,7 @@ const pageBits = 10
 // New returns an empty Queue running the structure s chooses.
 func New[V any](s Structure) *Queue[V] {
 	t := newTable[V](pageBits)
-	q := &Queue[V]{s: newStructure(s, t), t: t, lazy: s.lazy()}
+	q := &Queue[V]{s: newStructure(s, t), t: t, lazy: s.lazy(), filedMin: math.MaxUint64}
 	q.wheel, _ = q.s.(*wheel[V])
 	q.release = q.fireNode
 	return q
@@ -153,7 +158,7 @@ func (q *Queue[V]) Move(id int32, when uint64) {
 		panic("queue: Move of an entry that is not queued")
 	}
 	n := q.node(id)
-	if q.lazy && when >= n.when {
+	if n.next == reservedLink || q.lazy && when >= n.when {
 		n.when = when
 		return
 	}
@@ -177,7 +182,9 @@ func (q *Queue[V]) RemoveIf(id int32, match func(v *V) bool) bool {
 	if !n.queued() || match != nil && !match(&n.value) {
 		return false
 	}
-	if q.wheel != nil {
+	if n.next == reservedLink {
+		q.unreserve(n)
+	} else if q.wheel != nil {
 		q.wheel.remove(id, n)
 	} else {
 		q.s.remove(id, n)
@@ -198,6 +205,7 @@ func (q *Queue[V]) Advance(now uint64, fire func(id int32, v V)) {
 	outer := q.fire // set if fire calls Advance, which then panics
 	q.fire = fire
 	defer func() { q.fire = outer }()
+	q.fileFirst()
 	q.s.advance(now, q.release)
 }
 
@@ -213,16 +221,23 @@ func (q *Queue[V]) fireNode(i int32, n *node[V]) {
 // is the earliest deadline. A driver sleeps until Next and then calls
 // Advance. It is O(L) for the hierarchical wheel's L levels, O(slots/64)
 // for the hashed wheel and O(1) for the others.
-func (q *Queue[V]) Next() (uint64, bool) { return q.s.next() }
+func (q *Queue[V]) Next() (uint64, bool) {
+	q.fileFirst()
+	return q.s.next()
+}
 
 // Len reports the number of queued entries.
-func (q *Queue[V]) Len() int { return q.s.size() }
+func (q *Queue[V]) Len() int {
+	q.fileFirst()
+	return q.s.size()
+}
 
 // Drain takes every entry out and hands each to fn, in no particular
 // order, freeing its id. For the hierarchical wheel it is O(n + L·64),
 // with no cascading: the way to empty a queue of millions of entries at
 // shutdown. fn must not call back into the queue.
 func (q *Queue[V]) Drain(fn func(id int32, v V)) {
+	q.fileFirst()
 	q.s.drain(func(i int32, n *node[V]) {
 		fn(i, q.freeNode(i, n))
 	})
