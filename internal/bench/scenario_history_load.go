@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -138,6 +139,45 @@ func (s *historyServer) size() (int64, map[string]int64, error) {
 		total += n
 	}
 	return total, tables, rows.Err()
+}
+
+// rows describes, on a cluster, what PostgreSQL says of the tables that
+// churn: live and dead rows and autovacuums of hourglass_tasks,
+// hourglass_history and hourglass_attempts (pg_stat_user_tables, which
+// lags by a moment), and the age of the oldest history row, which stays
+// near the retention while the pruning keeps up. "" on the embedded
+// store.
+func (s *historyServer) rows() (string, error) {
+	if s.db == nil {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := s.db.Query(ctx, `SELECT relname::text, n_live_tup, n_dead_tup, autovacuum_count FROM pg_stat_user_tables
+		WHERE relname IN ('hourglass_tasks', 'hourglass_history', 'hourglass_attempts') ORDER BY relname`)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	for rows.Next() {
+		var name string
+		var live, dead, vacuums int64
+		if err := rows.Scan(&name, &live, &dead, &vacuums); err != nil {
+			rows.Close()
+			return "", err
+		}
+		parts = append(parts, fmt.Sprintf("%s %d live %d dead %d autovacuums", strings.TrimPrefix(name, "hourglass_"), live, dead, vacuums))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	var oldest float64
+	if err := s.db.QueryRow(ctx, `SELECT coalesce((hourglass_now() - min(finished)) / 1e9, 0)::float8 FROM hourglass_history`).Scan(&oldest); err != nil {
+		return "", err
+	}
+	parts = append(parts, fmt.Sprintf("oldest history row %.0f s", oldest))
+	return strings.Join(parts, "; "), nil
 }
 
 // filesLength returns the sum of the lengths of the files under dir.
@@ -273,6 +313,13 @@ func historyRun(bin string, nodes int, o HistoryOptions) (Result, error) {
 			return fmt.Errorf("bench: history: the store's size: %w", err)
 		}
 		x.size, x.tables = size, historyTables(tables)
+		state, err := s.rows()
+		if err != nil {
+			return fmt.Errorf("bench: history: the tables' rows: %w", err)
+		}
+		if state != "" {
+			x.tables += "; " + state
+		}
 		if rss, err := s.proc.rss(); err == nil {
 			x.rss = rss
 		}
