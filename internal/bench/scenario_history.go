@@ -151,13 +151,16 @@ type historySample struct {
 	kept int64
 }
 
-// historyKept sets x.kept from the samples before it.
+// historyKept sets x.kept from the samples before it: the tasks acked
+// since the sample nearest to one retention before x (all of them
+// before one retention has passed).
 func historyKept(x *historySample, before []historySample, retention time.Duration) {
 	x.kept = x.acked
-	for i := len(before) - 1; i >= 0; i-- {
-		if before[i].at <= x.at-retention {
-			x.kept = x.acked - before[i].acked
-			return
+	from := x.at - retention
+	best := time.Duration(-1)
+	for _, b := range before {
+		if d := max(b.at-from, from-b.at); from >= 0 && (best < 0 || d < best) {
+			best, x.kept = d, x.acked-b.acked
 		}
 	}
 }
