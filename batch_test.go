@@ -1,15 +1,11 @@
 package hourglass_test
 
-// Batch's conformance tests, over the harness of harness_test.go: every
-// structure, in virtual time. The race test is in concurrency_test.go's
-// manner, with real goroutines.
+// Batch's own tests, over the harness of harness_test.go: every
+// structure, in virtual time. What it shares with Timer.Arm, the two
+// entry points of value timeouts, is tested over both in handle_test.go.
 
 import (
-	"errors"
-	"math/rand/v2"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,58 +21,6 @@ func add(t *testing.T, b *hourglass.Batch, d time.Duration, f func()) hourglass.
 		t.Fatalf("Batch.AfterFunc(%v): %v", d, err)
 	}
 	return h
-}
-
-// TestBatch_FiresOnTime checks that a timeout scheduled through a Batch
-// runs once, never before its deadline and at most the structure's
-// tolerance after it, with a driver that has not started yet and with one
-// asleep for a later deadline, which the batch must wake.
-func TestBatch_FiresOnTime(t *testing.T) {
-	forEachSetup(t, executorSetups, func(t *testing.T, s structure, opts []hourglass.Option) {
-		tm := s.newTimer(t, opts...)
-		for _, offset := range []time.Duration{0, 300*µs + 7} {
-			advance(offset)
-			r := newRecorder()
-			var last time.Duration
-			tm.Batch(func(b *hourglass.Batch) {
-				for i, d := range deadlines {
-					if d <= s.horizon {
-						add(t, b, d, r.fn(i))
-						last = d
-					}
-				}
-			})
-			if n := tm.Pending(); n == 0 {
-				t.Error("Pending() = 0 with batch timeouts scheduled")
-			}
-			advance(last + s.tolerance)
-			for i, d := range deadlines {
-				if d <= s.horizon {
-					r.checkRanOnce(t, s, i, d)
-				}
-			}
-			if n := tm.Pending(); n != 0 {
-				t.Errorf("Pending() = %d after every timeout ran, want 0", n)
-			}
-		}
-
-		// The driver sleeps for a timeout 50 ms away; a batch files one due
-		// in 5 ms, and one due at once.
-		r := newRecorder()
-		must(t)(tm.AfterFunc(50*ms, r.fn(0)))
-		advance(ms)
-		tm.Batch(func(b *hourglass.Batch) {
-			add(t, b, 5*ms, r.fn(1))
-			add(t, b, 0, r.fn(2))
-			add(t, b, -time.Hour, r.fn(3))
-		})
-		advance(50*ms + s.tolerance)
-		r.checkRanOnce(t, s, 0, 50*ms)
-		r.checkRanOnce(t, s, 1, 6*ms)
-		r.checkRanOnce(t, s, 2, ms)
-		r.checkRanOnce(t, s, 3, ms)
-		tm.Stop()
-	})
 }
 
 // TestBatch_DeadlinesCountFromFirstSchedule checks the one clock reading
@@ -143,6 +87,53 @@ func TestBatch_Cancel(t *testing.T) {
 		if n := tm.Pending(); n != 0 {
 			t.Errorf("Pending() = %d, want 0", n)
 		}
+		tm.Stop()
+	})
+}
+
+// TestBatch_CancelledInBatchWakesNothing checks that timeouts a batch
+// schedules and cancels before it ends leave the driver as it was, as
+// they never reach the structure: it makes as many passes in the 10 ms
+// after the batch as in the 10 ms before (none for a structure with
+// nothing due in that time; the hashed wheel looks every tick), while a
+// timeout the same kind of batch leaves pending wakes it in time.
+func TestBatch_CancelledInBatchWakesNothing(t *testing.T) {
+	forEachStructure(t, func(t *testing.T, s structure) {
+		tm := s.newTimer(t, hourglass.WithShards(1), hourglass.WithExecutor(hourglass.Inline))
+		r := newRecorder()
+		must(t)(tm.AfterFunc(time.Hour, r.fn(0))) // the driver sleeps for it
+		advance(ms)
+		before := tm.Stats().Wakeups
+		advance(10 * ms)
+		wakeups := tm.Stats().Wakeups
+		tm.Batch(func(b *hourglass.Batch) {
+			hs := make([]hourglass.Handle, 64)
+			for i := range hs {
+				hs[i] = add(t, b, time.Duration(i%8)*ms, r.fn(1))
+			}
+			for _, h := range hs {
+				if !b.Cancel(h) {
+					t.Fatal("Batch.Cancel of a timeout the batch scheduled = false, want true")
+				}
+			}
+		})
+		advance(10 * ms)
+		if got, want := tm.Stats().Wakeups-wakeups, wakeups-before; got != want {
+			t.Errorf("driver passes in the 10 ms after a batch that cancelled all it scheduled = %d, want %d as before it", got, want)
+		}
+		if n := tm.Pending(); n != 1 {
+			t.Errorf("Pending() = %d, want 1", n)
+		}
+		tm.Batch(func(b *hourglass.Batch) {
+			b.Cancel(add(t, b, 2*ms, r.fn(2)))
+			add(t, b, 5*ms, r.fn(3))
+			b.Cancel(add(t, b, 3*ms, r.fn(4)))
+		})
+		advance(5*ms + s.tolerance)
+		r.checkNotRun(t, 1)
+		r.checkNotRun(t, 2)
+		r.checkRanOnce(t, s, 3, 21*ms+5*ms) // scheduled 21 ms after the recorder's start
+		r.checkNotRun(t, 4)
 		tm.Stop()
 	})
 }
@@ -219,133 +210,6 @@ func TestBatch_Shards(t *testing.T) {
 	})
 }
 
-// TestBatch_Stop checks that Stop returns the batch timeouts that never
-// ran, cancelled and with their deadlines, alongside the others; that
-// none runs after it; and that a batch then schedules nothing.
-func TestBatch_Stop(t *testing.T) {
-	forEachSetup(t, executorSetups, func(t *testing.T, s structure, opts []hourglass.Option) {
-		tm := s.newTimer(t, opts...)
-		start := time.Now()
-		r := newRecorder()
-		const n = 100
-		var hs []hourglass.Handle
-		tm.Batch(func(b *hourglass.Batch) {
-			for i := range n {
-				hs = append(hs, add(t, b, time.Duration(i+1)*10*ms, r.fn(i)))
-			}
-		})
-		to := must(t)(tm.AfterFunc(time.Hour, func() {}))
-		advance(505 * ms) // 50 have run, 50 are pending
-
-		out := tm.Stop()
-		if len(out) != n/2+1 {
-			t.Fatalf("Stop returned %d timeouts, want %d", len(out), n/2+1)
-		}
-		due := make(map[time.Duration]bool)
-		for _, o := range out {
-			if !o.Cancelled() || o.Expired() || o.Cancel() || o.Reset(ms) {
-				t.Errorf("timeout returned by Stop: Cancelled, Expired, Cancel, Reset = %v, %v, %v, %v; want true, false, false, false",
-					o.Cancelled(), o.Expired(), o.Cancel(), o.Reset(ms))
-			}
-			if o != to {
-				due[o.Deadline().Sub(start)] = true
-			}
-		}
-		for i := n / 2; i < n; i++ {
-			if d := time.Duration(i+1) * 10 * ms; !due[d] {
-				t.Errorf("Stop did not return the batch timeout due at %v", d)
-			}
-		}
-		for i := range n / 2 {
-			r.checkRanOnce(t, s, i, time.Duration(i+1)*10*ms)
-		}
-		for _, h := range hs {
-			if tm.Cancel(h) {
-				t.Error("Cancel after Stop = true, want false")
-			}
-		}
-		tm.Batch(func(b *hourglass.Batch) {
-			if h, err := b.AfterFunc(ms, func() {}); !errors.Is(err, hourglass.ErrStopped) || h != (hourglass.Handle{}) {
-				t.Errorf("Batch.AfterFunc after Stop = %v, %v; want the zero Handle, ErrStopped", h, err)
-			}
-		})
-		checkStopped(t, tm)
-		advance(time.Hour)
-		if got := r.total(); got != n/2 {
-			t.Errorf("%d batch timeouts ran after Stop", got-n/2)
-		}
-	})
-}
-
-// TestBatch_MaxPending checks that batch timeouts take places under the
-// pending limit, shared with the others, and give them back when they
-// run or are cancelled.
-func TestBatch_MaxPending(t *testing.T) {
-	forEachStructure(t, func(t *testing.T, s structure) {
-		tm := s.newTimer(t, hourglass.WithMaxPending(3))
-		f := func() {}
-		must(t)(tm.AfterFunc(time.Hour, f))
-		var fires, held hourglass.Handle
-		tm.Batch(func(b *hourglass.Batch) {
-			fires = add(t, b, 10*ms, f)
-			held = add(t, b, time.Hour, f)
-			if _, err := b.AfterFunc(ms, f); !errors.Is(err, hourglass.ErrTooManyPending) {
-				t.Errorf("Batch.AfterFunc at the limit: error %v, want ErrTooManyPending", err)
-			}
-		})
-		if _, err := tm.AfterFunc(ms, f); !errors.Is(err, hourglass.ErrTooManyPending) {
-			t.Errorf("AfterFunc at the limit: error %v, want ErrTooManyPending", err)
-		}
-		advance(10*ms + s.tolerance) // fires ran: one place back
-		if tm.Cancel(fires) {
-			t.Error("Cancel of a timeout that ran = true")
-		}
-		tm.Batch(func(b *hourglass.Batch) {
-			add(t, b, time.Hour, f)
-			if _, err := b.AfterFunc(ms, f); !errors.Is(err, hourglass.ErrTooManyPending) {
-				t.Errorf("Batch.AfterFunc at the limit: error %v, want ErrTooManyPending", err)
-			}
-			if !b.Cancel(held) { // one place back
-				t.Error("Cancel of a pending timeout = false")
-			}
-			add(t, b, time.Hour, f)
-		})
-		if n := tm.Pending(); n != 3 {
-			t.Errorf("Pending() = %d, want 3", n)
-		}
-		tm.Stop()
-	})
-}
-
-// TestBatch_Errors checks the errors of Batch.AfterFunc: a nil callback,
-// an invalid option, both starting "hourglass: ", and that neither takes
-// a place or holds a lock.
-func TestBatch_Errors(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tm := hourglass.New(hourglass.WithMaxPending(1))
-		tm.Batch(func(b *hourglass.Batch) {
-			if _, err := b.AfterFunc(ms, nil); err == nil || !strings.HasPrefix(err.Error(), "hourglass: ") {
-				t.Errorf("Batch.AfterFunc(nil) error = %v, want one starting \"hourglass: \"", err)
-			}
-		})
-		tm.Batch(func(b *hourglass.Batch) { add(t, b, ms, func() {}) })
-		tm.Stop()
-
-		bad := hourglass.New(hourglass.WithShards(0))
-		bad.Batch(func(b *hourglass.Batch) {
-			if _, err := b.AfterFunc(ms, func() {}); err == nil || !strings.HasPrefix(err.Error(), "hourglass: ") {
-				t.Errorf("Batch.AfterFunc with an invalid option: error %v, want one starting \"hourglass: \"", err)
-			}
-			if b.Cancel(hourglass.Handle{}) {
-				t.Error("Cancel on a Timer with an invalid option = true")
-			}
-		})
-		if bad.Cancel(hourglass.Handle{}) {
-			t.Error("Timer.Cancel on a Timer with an invalid option = true")
-		}
-	})
-}
-
 // TestBatch_Misuse checks the panics: a Batch used after its function
 // returned, and Batch and Cancel on a zero Timer, each with a message
 // that starts "hourglass: ". A panic in the function releases the lock.
@@ -389,98 +253,4 @@ func checkPanics(t *testing.T, name string, call func()) {
 		}
 	}()
 	call()
-}
-
-// TestConcurrent_BatchEachTimeoutEndsOnce checks, with real goroutines
-// scheduling and cancelling through batches and through Timer.Cancel,
-// racing with firings, with each other across shards and with Stop, that
-// each batch timeout ends exactly one way: it runs once, one Cancel
-// returns true, or Stop returns it.
-func TestConcurrent_BatchEachTimeoutEndsOnce(t *testing.T) {
-	const workers, batches, perBatch = 8, 200, 16
-	forEachConcurrent(t, func(t *testing.T, s structure, opts []hourglass.Option, closeAfterStop func()) {
-		tm := hourglass.New(append([]hourglass.Option{s.opt}, opts...)...)
-		type life struct {
-			h             hourglass.Handle
-			runs, cancels atomic.Int32
-		}
-		var (
-			lives   [workers * batches * perBatch]atomic.Pointer[life]
-			created atomic.Int64
-			runs    = newRunCounter()
-			out     []*hourglass.Timeout
-			done    atomic.Int64
-			stopper = make(chan struct{})
-		)
-		pick := func() *life {
-			if n := created.Load(); n > 0 {
-				return lives[rand.Int64N(n)].Load() // nil if not yet stored
-			}
-			return nil
-		}
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				for range batches {
-					if done.Add(1) == workers*batches/2 {
-						go func() { // Stop halfway, racing the workers
-							defer close(stopper)
-							out = tm.Stop()
-						}()
-					}
-					tm.Batch(func(b *hourglass.Batch) {
-						for range perBatch {
-							switch op := rand.IntN(10); {
-							case op < 6:
-								l := &life{}
-								h, err := b.AfterFunc(time.Duration(rand.Int64N(int64(2*ms))), func() { l.runs.Add(1); runs.ran() })
-								if err != nil {
-									continue // ErrStopped
-								}
-								l.h = h
-								lives[created.Add(1)-1].Store(l)
-							default:
-								if l := pick(); l != nil && b.Cancel(l.h) {
-									l.cancels.Add(1)
-								}
-							}
-						}
-					})
-					if l := pick(); l != nil && tm.Cancel(l.h) {
-						l.cancels.Add(1)
-					}
-					_ = tm.Pending()
-				}
-			})
-		}
-		wg.Wait()
-		<-stopper
-		closeAfterStop()
-
-		n := created.Load()
-		var cancels int64
-		for i := range n {
-			cancels += int64(lives[i].Load().cancels.Load())
-		}
-		runs.waitFor(t, n-cancels-int64(len(out)))
-		for i := range n {
-			l := lives[i].Load()
-			if r, c := l.runs.Load(), l.cancels.Load(); r+c > 1 {
-				t.Errorf("timeout ran %d times and was cancelled %d times", r, c)
-			}
-		}
-		if got := runs.n.Load() + cancels + int64(len(out)); got != n {
-			t.Errorf("%d timeouts scheduled; %d runs, %d cancels and %d returned by Stop make %d",
-				n, runs.n.Load(), cancels, len(out), got)
-		}
-		for _, to := range out {
-			if !to.Cancelled() {
-				t.Error("a timeout returned by Stop is not cancelled")
-			}
-		}
-		if t.Failed() {
-			return
-		}
-		t.Logf("%d timeouts: %d runs, %d cancels, %d returned by Stop", n, runs.n.Load(), cancels, len(out))
-	})
 }
