@@ -175,6 +175,7 @@ func (n *Node) tickNext(ctx context.Context) (time.Duration, error) {
 			n.mu.Unlock()
 			return 0, err
 		}
+		n.tellPolicies("") // changes may have gone unheard meanwhile
 	}
 
 	// Wake when the first lease held by another node (or by a previous

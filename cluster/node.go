@@ -127,6 +127,9 @@ type Node struct {
 	// recap asks the lease loop to load capped again (after the listen
 	// connection was lost). Guarded by mu.
 	recap bool
+	// watchers are told of policies changed (NotifyPolicies): appended
+	// to, never changed in place. Guarded by mu.
+	watchers []func(queue string)
 	// reporter writes the node's report (report.go).
 	reporter *reporter
 	// pruner prunes the history (prune.go).
@@ -411,4 +414,7 @@ func dbErr(err error) error {
 // partitionOf returns the partition of a task.
 func (n *Node) partitionOf(job uint64) int { return int(job % uint64(n.partitions)) }
 
-var _ service.Service = (*Node)(nil)
+var (
+	_ service.Service        = (*Node)(nil)
+	_ service.PolicyNotifier = (*Node)(nil)
+)

@@ -261,13 +261,37 @@ func (n *Node) setCapped(queue string, capped bool) {
 	n.capped.Store(&m)
 }
 
-// policyNotified acts on a notification of chanPolicies.
+// policyNotified acts on a notification of chanPolicies, sent by any
+// node (this one included) after a change of queue's policy.
 func (n *Node) policyNotified(payload string) {
 	flag, queue, ok := strings.Cut(payload, " ")
 	if !ok {
 		return
 	}
 	n.setCapped(queue, flag == "1")
+	n.tellPolicies(queue)
+}
+
+// NotifyPolicies registers f, called with a queue's name after its
+// policy changed on any node of the cluster (once this node hears of it:
+// a notification's round trip), and with "" after this node may have
+// missed such changes (its listen connection was lost and is back). f
+// runs on the node's listener or lease loop and must not block. It makes
+// Node a [service.PolicyNotifier]. O(1); safe for concurrent use.
+func (n *Node) NotifyPolicies(f func(queue string)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.watchers = append(n.watchers, f)
+}
+
+// tellPolicies calls the functions NotifyPolicies registered with queue.
+func (n *Node) tellPolicies(queue string) {
+	n.mu.Lock()
+	fs := n.watchers
+	n.mu.Unlock()
+	for _, f := range fs {
+		f(queue)
+	}
 }
 
 // loadCapped reads which queues have a concurrency limit: at Open, and

@@ -270,3 +270,38 @@ func TestPolicy_Shared(t *testing.T) {
 		t.Fatal("the waiting reserver was not woken by the resume on the other node")
 	}
 }
+
+// TestPolicy_Notify: a policy set or deleted on one node is told to the
+// functions registered with NotifyPolicies on every node, the queue
+// named, within a notification's round trip.
+func TestPolicy_Notify(t *testing.T) {
+	ctx := context.Background()
+	url := server(t).CreateDatabase(t)
+	a, b := startNode(t, url, "a"), startNode(t, url, "b")
+	told := make(chan string, 16)
+	b.NotifyPolicies(func(queue string) {
+		select {
+		case told <- queue:
+		default:
+		}
+	})
+	expect := func(what string) {
+		t.Helper()
+		select {
+		case q := <-told:
+			if q != "pushed" {
+				t.Fatalf("%s: told of %q, want pushed", what, q)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s on a: b not told within 5 s", what)
+		}
+	}
+	if _, err := a.SetPolicy(ctx, "pushed", task.Policy{Concurrency: 2}); err != nil {
+		t.Fatal(err)
+	}
+	expect("SetPolicy")
+	if err := a.DeletePolicy(ctx, "pushed"); err != nil {
+		t.Fatal(err)
+	}
+	expect("DeletePolicy")
+}
