@@ -27,8 +27,9 @@
 // Markdown table per scenario (or JSON with --json) on standard output,
 // and draws schedule+cancel cost and memory per timer against the number
 // of pending timers into an SVG or PNG chart. The scenarios of the
-// service (serve, beanstalk, worker, and cluster, which starts PostgreSQL) run
-// only when named with --scenario. Progress goes to standard error.
+// service (serve, beanstalk, worker, push, history, and cluster, which
+// starts PostgreSQL) run only when named with --scenario. Progress goes
+// to standard error.
 //
 // Usage errors exit with status 2, failed runs and calls with 1.
 package main
