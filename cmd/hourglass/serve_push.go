@@ -22,13 +22,14 @@ import (
 const pushStopTimeout = 5 * time.Second
 
 // pushRefresh is how often a pusher reads the push queues again: a
-// second on the embedded store, whose Queues is read from memory; 5 s on
-// a cluster, whose Queues counts the tasks of every queue in the
-// database (each node reads it). A policy set through a node is seen by
-// that node at once either way (pusher.Watch).
+// second on the embedded store, whose Queues is read from memory; a
+// minute on a cluster, whose Queues counts the tasks of every queue in
+// the database (each node reads it, some 300 ms with 100k pending) and
+// whose nodes are told of a policy changed on any of them as it commits
+// (cluster.Node.NotifyPolicies), so the refresh is only a backstop.
 func pushRefresh(o serveOptions) time.Duration {
 	if o.pg.url != "" {
-		return 5 * time.Second
+		return time.Minute
 	}
 	return time.Second
 }
