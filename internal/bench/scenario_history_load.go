@@ -34,6 +34,9 @@ const (
 	historyPutters = 4
 	// historyQueue is the queue the load runs on.
 	historyQueue = "bench-history"
+	// historyLag is how far behind their schedule the putters may fall
+	// before they drop what they missed.
+	historyLag = time.Second
 	// historyMinBacklog is the least backlog (tasks put and not acked)
 	// the putters wait at.
 	historyMinBacklog = 1000
@@ -208,8 +211,10 @@ func filesLength(dir string) (int64, error) {
 
 // historyPuts puts tasks into historyQueue at rate per second, a batch
 // per historyTick, from historyPutters goroutines, until stop. A putter
-// behind its schedule puts at once, so the rate catches up while the
-// server can take it; but none puts while more than a second's worth of
+// behind its schedule puts at once, but never more than historyLag
+// behind: what a slow stretch of the machine missed is dropped, not made
+// up in a burst (which ran at twice the rate asked once a loaded machine
+// quietened). None puts while more than a second's worth of
 // tasks (rate, at least historyMinBacklog) are put and not yet acked:
 // a machine that cannot reserve and ack at rate would otherwise grow the
 // store with ready tasks, which is not what the scenario measures. The
@@ -236,6 +241,11 @@ func startHistoryPuts(p *serveProcess, rate int, acked func() int64) *historyPut
 	for range historyPutters {
 		h.wg.Go(func() {
 			for {
+				// At most historyLag behind: what a slower stretch missed
+				// is dropped, not made up in a burst.
+				late := int64((time.Since(begin) - historyLag) / tick)
+				for cur := next.Load(); cur < late && !next.CompareAndSwap(cur, late); cur = next.Load() {
+				}
 				i := next.Add(1) - 1
 				if d := time.Until(begin.Add(time.Duration(i) * tick)); d > 0 {
 					select {
