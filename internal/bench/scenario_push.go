@@ -66,17 +66,7 @@ func pushJobs(c *Config, _ []Structure) []Job {
 	d := min(max(10*c.Budget, time.Second), 10*time.Second)
 	latenessCase := fmt.Sprintf("due→first byte %s/s", formatRate(pushRate))
 	job := func(structure string, n int, cs string, f func(bin string) (Result, error)) Job {
-		return Job{Scenario: "push", Structure: structure, N: n, Case: cs, run: func() Result {
-			bin, skip := serveCommand()
-			if skip != "" {
-				return Result{Note: skip}
-			}
-			r, err := f(bin)
-			if err != nil {
-				return failed(err)
-			}
-			return r
-		}}
+		return serveJob("push", structure, n, cs, f)
 	}
 	var jobs []Job
 	for _, e := range []struct {

@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,37 +120,8 @@ func (rc *pushReceiver) close() { rc.srv.Close() }
 // pushFill puts n tasks due in an hour (serveFarDelay) into queue, in
 // batches of serveBatch from serveFillers clients.
 func pushFill(p *serveProcess, queue string, n int) error {
-	if n <= 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), fillTimeout(n))
-	defer cancel()
-	var next atomic.Int64
-	var firstErr error
-	var errOnce sync.Once
-	var wg sync.WaitGroup
-	bodies := serveBodyset()
-	for range serveFillers {
-		wg.Go(func() {
-			for {
-				from := int(next.Add(serveBatch)) - serveBatch
-				if from >= n {
-					return
-				}
-				body := bodies.batches[from/serveBatch%serveBodies]
-				if k := n - from; k < serveBatch {
-					body = serveBatchJSON(bodies.tasks[:k])
-				}
-				if err := p.putBatch(ctx, queue, body); err != nil {
-					errOnce.Do(func() { firstErr = err; cancel() })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return p.withState(fmt.Errorf("bench: push: filling %d far tasks: %w", n, firstErr))
+	if _, err := p.fillQueue(queue, n, serveBodyset(), serveFillers, fillTimeout(n)); err != nil {
+		return fmt.Errorf("bench: push: filling %d far tasks: %w", n, err)
 	}
 	return nil
 }
@@ -179,17 +148,7 @@ func pushStream(p *serveProcess, queue string, total int, d time.Duration) (lost
 		k := min(serveStreamBatch, total-from)
 		batchStart := start.Add(time.Duration(from/serveStreamBatch) * span)
 		sleep(ctx, time.Until(batchStart.Add(-serveLead)))
-		var b strings.Builder
-		b.WriteString(`{"tasks":[`)
-		for i := range k {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			due := batchStart.Add(time.Duration(i) * span / time.Duration(k))
-			fmt.Fprintf(&b, `{"payload":%s,"at":"%s"}`, servePayload(rng), due.UTC().Format(time.RFC3339Nano))
-		}
-		b.WriteString(`]}`)
-		body := []byte(b.String())
+		body := dueBatchJSON(rng, batchStart, span, k)
 		puts.Go(func() {
 			if err := p.putBatch(ctx, queue, body); err != nil {
 				if ctx.Err() == nil {

@@ -54,6 +54,23 @@ var serveBodyset = sync.OnceValue(func() serveBodySet {
 	return out
 })
 
+// dueBatchJSON returns a tasks:batch body of k tasks with payloads from
+// rng, falling due evenly over span from start (the i-th at
+// start + i·span/k).
+func dueBatchJSON(rng *rand.Rand, start time.Time, span time.Duration, k int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"tasks":[`)
+	for i := range k {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		due := start.Add(time.Duration(i) * span / time.Duration(k))
+		fmt.Fprintf(&b, `{"payload":%s,"at":"%s"}`, servePayload(rng), due.UTC().Format(time.RFC3339Nano))
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
 // servePayload returns a random payload of servePayloadLen bytes as JSON.
 func servePayload(rng *rand.Rand) string {
 	const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -222,29 +239,38 @@ const serveFillers = 8
 // fill puts n far tasks into queue "pending" in batches of serveBatch from
 // serveFillers clients, within timeout, and returns the rate.
 func (p *serveProcess) fill(n int, timeout time.Duration) (float64, error) {
+	return p.fillQueue("pending", n, serveBodyset(), serveFillers, timeout)
+}
+
+// fillQueue puts n tasks into queue by fillers clients at once, each
+// taking the next batch of bodies' size, in turns through bodies.batches
+// (the last batch cut from bodies.tasks), within timeout, and returns the
+// rate. The first put refused or not answered stops the fill and is
+// returned, with the server's state.
+func (p *serveProcess) fillQueue(queue string, n int, bodies serveBodySet, fillers int, timeout time.Duration) (float64, error) {
 	if n <= 0 {
 		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	batch := len(bodies.tasks) / len(bodies.batches)
 	var next atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range serveFillers {
+	for range fillers {
 		wg.Go(func() {
 			for {
-				from := int(next.Add(serveBatch)) - serveBatch
+				from := int(next.Add(int64(batch))) - batch
 				if from >= n {
 					return
 				}
-				bodies := serveBodyset()
-				body := bodies.batches[from/serveBatch%serveBodies]
-				if k := n - from; k < serveBatch {
+				body := bodies.batches[from/batch%len(bodies.batches)]
+				if k := n - from; k < batch {
 					body = serveBatchJSON(bodies.tasks[:k])
 				}
-				if err := p.putBatch(ctx, "pending", body); err != nil {
+				if err := p.putBatch(ctx, queue, body); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
@@ -401,17 +427,7 @@ func (p *serveProcess) lateness(rate int, d time.Duration) (delivery, error) {
 		k := min(serveStreamBatch, total-from)
 		batchStart := start.Add(time.Duration(from/serveStreamBatch) * span)
 		sleep(ctx, time.Until(batchStart.Add(-serveLead)))
-		var b strings.Builder
-		b.WriteString(`{"tasks":[`)
-		for i := range k {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			due := batchStart.Add(time.Duration(i) * span / time.Duration(k))
-			fmt.Fprintf(&b, `{"payload":%s,"at":"%s"}`, servePayload(rng), due.UTC().Format(time.RFC3339Nano))
-		}
-		b.WriteString(`]}`)
-		body := []byte(b.String())
+		body := dueBatchJSON(rng, batchStart, span, k)
 		puts.Go(func() {
 			if err := p.putBatch(ctx, "due", body); err != nil {
 				if ctx.Err() == nil {

@@ -40,6 +40,23 @@ func serveCommand() (bin, skip string) {
 	return exe, ""
 }
 
+// serveJob is a job of a scenario that runs `hourglass serve`: f runs
+// with the binary serveCommand finds, a missing one makes the row a note
+// and an error a failed row.
+func serveJob(scenario, structure string, n int, cs string, f func(bin string) (Result, error)) Job {
+	return Job{Scenario: scenario, Structure: structure, N: n, Case: cs, run: func() Result {
+		bin, skip := serveCommand()
+		if skip != "" {
+			return Result{Note: skip}
+		}
+		r, err := f(bin)
+		if err != nil {
+			return failed(err)
+		}
+		return r
+	}}
+}
+
 // Times that bound one server process.
 const (
 	// serveReadyTimeout bounds a start, recovery included: 10M tasks are

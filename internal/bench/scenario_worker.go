@@ -90,20 +90,8 @@ func workerJobs(c *Config, _ []Structure) []Job {
 	concurrencyCase := fmt.Sprintf("concurrency %d", workerConcurrency)
 	nodesName := fmt.Sprintf("%d nodes", workerLimitNodes)
 
-	// job runs f with the hourglass binary, turning an error into a
-	// failed row.
 	job := func(structure string, n int, cs string, f func(bin string) (Result, error)) Job {
-		return Job{Scenario: "worker", Structure: structure, N: n, Case: cs, run: func() Result {
-			bin, skip := serveCommand()
-			if skip != "" {
-				return Result{Note: skip}
-			}
-			r, err := f(bin)
-			if err != nil {
-				return failed(err)
-			}
-			return r
-		}}
+		return serveJob("worker", structure, n, cs, f)
 	}
 	var base float64 // beanstalkd's tasks/s of this round; 0 if it did not run
 	return []Job{

@@ -167,7 +167,7 @@ func (s *workerServers) alive() error {
 // workerBodyset makes the fill's batch bodies once, from a fixed seed:
 // workerBodies batches of workerBatch ready tasks, each a 200-byte
 // payload (servePayload) and nothing else.
-var workerBodyset = sync.OnceValue(func() (out struct{ tasks, batches [][]byte }) {
+var workerBodyset = sync.OnceValue(func() (out serveBodySet) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range workerBodies * workerBatch {
 		out.tasks = append(out.tasks, []byte(`{"payload":`+servePayload(rng)+`}`))
@@ -182,41 +182,7 @@ var workerBodyset = sync.OnceValue(func() (out struct{ tasks, batches [][]byte }
 // batches of workerBatch from workerFillers clients, and returns the
 // rate.
 func (s *workerServers) fill(queue string, n int) (float64, error) {
-	p := s.procs[0]
-	ctx, cancel := context.WithTimeout(context.Background(), fillTimeout(n))
-	defer cancel()
-	var next atomic.Int64
-	var firstErr error
-	var errOnce sync.Once
-	var wg sync.WaitGroup
-	start := time.Now()
-	bodies := workerBodyset()
-	for range workerFillers {
-		wg.Go(func() {
-			for {
-				from := int(next.Add(workerBatch)) - workerBatch
-				if from >= n {
-					return
-				}
-				body := bodies.batches[from/workerBatch%workerBodies]
-				if k := n - from; k < workerBatch {
-					body = serveBatchJSON(bodies.tasks[:k])
-				}
-				if err := p.putBatch(ctx, queue, body); err != nil {
-					errOnce.Do(func() { firstErr = err; cancel() })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			return 0, fmt.Errorf("bench: worker: putting %d tasks took more than %v", n, fillTimeout(n))
-		}
-		return 0, p.withState(firstErr)
-	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return s.procs[0].fillQueue(queue, n, workerBodyset(), workerFillers, fillTimeout(n))
 }
 
 // left returns how many tasks of queue are not done yet: ready, reserved
