@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -24,9 +25,8 @@ import (
 // misfire rule keeps (service/schedule.go, as a restarted broker does) and
 // arms the next. The overlap rule reads the schedule's last task in the
 // same transaction. A paused schedule is armed nowhere; run now is a put
-// by whichever node is asked, then the schedule's last updated (two
-// statements: a crash between them leaves the task put but not shown as
-// the schedule's last).
+// by whichever node is asked, in the transaction that records it as the
+// schedule's last.
 
 // schedule is a schedule armed on this node. Guarded by Node.mu.
 type schedule struct {
@@ -485,7 +485,7 @@ func (n *Node) setPaused(ctx context.Context, name string, paused bool) error {
 
 // RunSchedule puts a task of the schedule name now, with the id
 // service.RunID and the schedule's payload and task options, paused or
-// not, then records it as the schedule's last (see the file's comment);
+// not, and records it as the schedule's last in the same transaction;
 // its next occurrence stays. task.ErrNoSchedule if there is none.
 func (n *Node) RunSchedule(ctx context.Context, name string) (task.Task, error) {
 	if err := n.Err(); err != nil {
@@ -501,14 +501,55 @@ func (n *Node) RunSchedule(ctx context.Context, name string) (task.Task, error) 
 	spec := rows[0].spec
 	now := time.Now()
 	r := service.SchedulePut(spec, service.RunID(name, now))
-	t, _, err := n.Put(ctx, spec.Queue, r)
+	tm, err := n.checkPut(&r, now)
 	if err != nil {
 		return task.Task{}, err
 	}
-	n.metrics.schedules.Put.WithLabelValues(name).Inc()
-	if _, err := n.db.Exec(ctx, `UPDATE hourglass_schedules SET last_run = GREATEST(last_run, $2), last_id = $3 WHERE name = $1`,
-		name, now.UnixNano(), r.ID); err != nil {
-		return t, dbErr(err)
+	jobs, err := n.ids.take(ctx, n, 1)
+	if err != nil {
+		return task.Task{}, err
 	}
-	return t, nil
+	// The task and the schedule's last in one transaction, so that a
+	// crash cannot leave the task put and the schedule not showing it.
+	it := &item{r: &r, tm: tm, job: jobs[0], id: r.ID}
+	err = pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
+		it.done = false
+		var ins inserted
+		err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(spec.Queue, []*item{it})...).Scan(ins.dest()...)
+		switch {
+		case err == nil:
+			n.created(spec.Queue, it, ins, false)
+		case err == pgx.ErrNoRows: // a run of the same millisecond: that task
+			ex, err := n.existing(ctx, tx, spec.Queue, []string{it.id})
+			if err != nil {
+				return err
+			}
+			it.result, it.done = task.PutResult{Task: ex[it.id]}, true
+		default:
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE hourglass_schedules SET last_run = GREATEST(last_run, $2), last_id = $3 WHERE name = $1`,
+			name, now.UnixNano(), r.ID)
+		if err == nil && tag.RowsAffected() == 0 {
+			return task.ErrNoSchedule // deleted meanwhile: put nothing
+		}
+		return err
+	})
+	if errors.Is(err, task.ErrNoSchedule) {
+		return task.Task{}, err
+	}
+	if err != nil {
+		return task.Task{}, dbErr(err)
+	}
+	n.metrics.schedules.Put.WithLabelValues(name).Inc()
+	if it.result.Created {
+		if it.fireAt != 0 {
+			n.announce(it.job, it.fireAt, it.dbNow)
+		} else {
+			n.readied(spec.Queue, 1)
+		}
+		n.metrics.Puts.Inc()
+		n.counters.count(spec.Queue, func(c *counts) { c.puts++ })
+	}
+	return it.result.Task, nil
 }
