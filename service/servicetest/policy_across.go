@@ -70,12 +70,7 @@ func pauseAcross(t *testing.T, a, b service.Service) {
 	if s, _ := queueStats(t, b, "across-paused"); !s.PausedUntil.Equal(task.PausedForever) {
 		t.Fatalf("pause seen through the other: PausedUntil %v", s.PausedUntil)
 	}
-	got := make(chan []task.Task, 1)
-	go func() {
-		ts, _ := a.Reserve(ctx, "across-paused", 1, 2*lateSlack)
-		got <- ts
-	}()
-	time.Sleep(50 * time.Millisecond)
+	got := waitingReserve(t, a, "across-paused", 1, 2*lateSlack, 50*time.Millisecond, "a reserve of a queue paused through the other got %d tasks")
 	resumed := time.Now()
 	must(t, "resume through the other", b.PauseQueue(ctx, "across-paused", 0))
 	if ts := <-got; len(ts) != 1 {
@@ -94,17 +89,7 @@ func concurrencyAcross(t *testing.T, a, b service.Service) {
 	putTask(t, a, "across-wake", task.PutRequest{ID: "x"})
 	putTask(t, a, "across-wake", task.PutRequest{ID: "y"})
 	x := ReserveOne(t, a, "across-wake", time.Second)
-	got := make(chan []task.Task, 1)
-	go func() {
-		ts, _ := b.Reserve(ctx, "across-wake", 1, 2*lateSlack)
-		got <- ts
-	}()
-	time.Sleep(50 * time.Millisecond)
-	select {
-	case ts := <-got:
-		t.Fatalf("a reserve on the other got %d tasks at the concurrency limit", len(ts))
-	default:
-	}
+	got := waitingReserve(t, b, "across-wake", 1, 2*lateSlack, 50*time.Millisecond, "a reserve on the other got %d tasks at the concurrency limit")
 	acked := time.Now()
 	must(t, "ack", a.Ack(ctx, "across-wake", x.ID, x.Lease))
 	if ts := <-got; len(ts) != 1 {

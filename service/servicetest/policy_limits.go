@@ -158,17 +158,7 @@ func concurrency(t *testing.T, b service.Service) {
 		t.Fatalf("reserve after an ack: %d tasks; want 1", len(more))
 	}
 	// A nack frees a place too, and a reserver waiting gets it.
-	got := make(chan []task.Task, 1)
-	go func() {
-		ts, _ := b.Reserve(ctx, "conc", 5, lateSlack)
-		got <- ts
-	}()
-	time.Sleep(50 * time.Millisecond)
-	select {
-	case ts := <-got:
-		t.Fatalf("a waiting reserve got %d tasks at the concurrency limit", len(ts))
-	default:
-	}
+	got := waitingReserve(t, b, "conc", 5, lateSlack, 50*time.Millisecond, "a waiting reserve got %d tasks at the concurrency limit")
 	_, err = b.Nack(ctx, "conc", more[0].ID, more[0].Lease, 0, "")
 	must(t, "nack", err)
 	if ts := <-got; len(ts) != 1 {
@@ -306,17 +296,7 @@ func concurrencyFreed(t *testing.T, b service.Service) {
 		}},
 		{"the policy deleted", func() error { return b.DeletePolicy(ctx, "freed-before") }},
 	} {
-		got := make(chan []task.Task, 1)
-		go func() {
-			ts, _ := b.Reserve(ctx, "freed-before", 1, 2*lateSlack)
-			got <- ts
-		}()
-		time.Sleep(50 * time.Millisecond)
-		select {
-		case ts := <-got:
-			t.Fatalf("a reserve at the concurrency limit got %d tasks", len(ts))
-		default:
-		}
+		got := waitingReserve(t, b, "freed-before", 1, 2*lateSlack, 50*time.Millisecond, "a reserve at the concurrency limit got %d tasks")
 		loosened := time.Now()
 		must(t, loosen.name, loosen.do())
 		if ts := <-got; len(ts) != 1 {
@@ -334,17 +314,7 @@ func pauseWakes(t *testing.T, b service.Service) {
 	ctx := context.Background()
 	putTask(t, b, "pause-wakes", task.PutRequest{ID: "a"})
 	must(t, "pause", b.PauseQueue(ctx, "pause-wakes", task.PauseIndefinitely))
-	got := make(chan []task.Task, 1)
-	go func() {
-		ts, _ := b.Reserve(ctx, "pause-wakes", 1, 2*lateSlack)
-		got <- ts
-	}()
-	time.Sleep(100 * time.Millisecond)
-	select {
-	case ts := <-got:
-		t.Fatalf("a reserve of a paused queue got %d tasks", len(ts))
-	default:
-	}
+	got := waitingReserve(t, b, "pause-wakes", 1, 2*lateSlack, 100*time.Millisecond, "a reserve of a paused queue got %d tasks")
 	resumed := time.Now()
 	must(t, "resume", b.PauseQueue(ctx, "pause-wakes", 0))
 	if ts := <-got; len(ts) != 1 {
@@ -509,17 +479,7 @@ func rateTokens(t *testing.T, b service.Service) {
 				t.Fatalf("reserve under a new rate of 1 an hour: %d tasks", n)
 			}
 		}
-		got := make(chan []task.Task, 1)
-		go func() {
-			ts, _ := b.Reserve(ctx, "tokens-loosened", 1, 2*lateSlack)
-			got <- ts
-		}()
-		time.Sleep(50 * time.Millisecond)
-		select {
-		case ts := <-got:
-			t.Fatalf("a reserve out of tokens got %d tasks", len(ts))
-		default:
-		}
+		got := waitingReserve(t, b, "tokens-loosened", 1, 2*lateSlack, 50*time.Millisecond, "a reserve out of tokens got %d tasks")
 		loosened := time.Now()
 		must(t, loosen.name, loosen.do())
 		ts := <-got

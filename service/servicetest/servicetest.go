@@ -520,3 +520,23 @@ func nack(b service.Service, ctx context.Context, queue, id, lease string, delay
 	_, err := b.Nack(ctx, queue, id, lease, delay, "")
 	return err
 }
+
+// waitingReserve starts a reserve on s of up to max tasks of queue that
+// waits up to wait, and fails t with msg (given the count) if it answers
+// within hold, when it should still be waiting; the channel gives its
+// answer.
+func waitingReserve(t *testing.T, s service.Service, queue string, max int, wait, hold time.Duration, msg string) <-chan []task.Task {
+	t.Helper()
+	got := make(chan []task.Task, 1)
+	go func() {
+		ts, _ := s.Reserve(context.Background(), queue, max, wait)
+		got <- ts
+	}()
+	time.Sleep(hold)
+	select {
+	case ts := <-got:
+		t.Fatalf(msg, len(ts))
+	default:
+	}
+	return got
+}
