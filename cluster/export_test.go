@@ -1,6 +1,9 @@
 package cluster
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Hooks stand in for a paused process or a wrong clock in tests.
 type Hooks = hooks
@@ -24,6 +27,13 @@ func (h *hooks) Resume() { h.paused.Store(false) }
 // Handing makes the flush call f after committing tasks it reserved for
 // waiting reservers and before handing them over.
 func (h *hooks) Handing(f func()) { h.handing.Store(&f) }
+
+// Flushing makes the flush call f after reading the epochs of the
+// partitions it writes and before its statement.
+func (h *hooks) Flushing(f func()) { h.flushing.Store(&f) }
+
+// Tick runs one round of the lease loop now.
+func (n *Node) Tick(ctx context.Context) error { return n.tick(ctx) }
 
 // Crash stops the node's goroutines without releasing anything, as a
 // killed process would leave it; the test then closes the node's pool.

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,5 +192,46 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	}
 	if h := counter(t, reg, "hourglass_cluster_flush_handed_total"); h != 0 {
 		t.Errorf("handed_total = %v, want 0", h)
+	}
+}
+
+// TestFlush_FencedThenTakenAgain: a flush that finds itself fenced out of
+// a partition at the epoch it read, after the lease loop lost that lease
+// and took the partition again at a new epoch, keeps the new lease and
+// arms its timers again: the task falls due and is handed out within
+// moments, not once the new lease has run out (as when the flush dropped
+// the partition whatever its epoch).
+func TestFlush_FencedThenTakenAgain(t *testing.T) {
+	ctx := context.Background()
+	const lease = 4 * time.Second
+	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Lease = lease })
+	eventually(t, 10*time.Second, "every partition held", func() bool { return len(n.Owned()) == 64 })
+	var once sync.Once
+	n.hooks.Flushing(func() {
+		once.Do(func() {
+			// Every lease runs out now; the next round loses them all and
+			// takes them again at new epochs, while this flush still has
+			// the old ones.
+			if _, err := n.pool.Exec(ctx, `UPDATE hourglass_partitions SET lease_until = clock_timestamp() - interval '1 millisecond'`); err != nil {
+				t.Error(err)
+			}
+			if err := n.Tick(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	at := time.Now().Add(300 * time.Millisecond)
+	if _, _, err := n.Put(ctx, "q", task.PutRequest{At: at}); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := n.Reserve(ctx, "q", 1, 2*lease)
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("Reserve = %v, %v; want the task", ts, err)
+	}
+	if late := time.Since(at); late > lease/2 {
+		t.Errorf("task handed out %v after it fell due; want well within the lease (%v)", late.Round(time.Millisecond), lease)
+	}
+	if got := len(n.Owned()); got != 64 {
+		t.Errorf("node holds %d partitions after the fenced flush; want 64", got)
 	}
 }

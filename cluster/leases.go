@@ -295,10 +295,23 @@ func (n *Node) acquire(ctx context.Context, k int) error {
 // drop forgets partitions this node no longer holds: their timers still
 // in the wheel are dropped when they fire, their schedules are disarmed.
 func (n *Node) drop(parts []int) {
+	n.dropAt(parts, nil)
+}
+
+// dropAt is drop for the partitions of parts still held at the epoch
+// epochs gives (every one of parts when epochs is nil). A flush that
+// found itself fenced out of a partition at the epoch it read drops it
+// only if the lease loop has not taken it again meanwhile at a new epoch:
+// dropping that new lease would leave its tasks unhanded until it ran
+// out.
+func (n *Node) dropAt(parts []int, epochs map[int]int64) {
 	var chans []string
 	n.mu.Lock()
 	for _, p := range parts {
-		if _, ok := n.owned[p]; ok {
+		if e, ok := n.owned[p]; ok {
+			if want, ok := epochs[p]; epochs != nil && (!ok || want != e) {
+				continue
+			}
 			delete(n.owned, p)
 			chans = append(chans, partitionChannel(p))
 		}

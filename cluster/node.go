@@ -72,6 +72,9 @@ type hooks struct {
 	// handing, if set, runs in the flush between the commit of tasks
 	// reserved for waiters and their hand-over.
 	handing atomic.Pointer[func()]
+	// flushing, if set, runs in a flush after it read the epochs of the
+	// partitions it writes and before its statement.
+	flushing atomic.Pointer[func()]
 }
 
 // ErrNameInUse is returned by [Open] when a live node already runs under

@@ -225,9 +225,11 @@ func (n *Node) flush() error {
 			jobs = append(jobs, int64(job))
 		}
 	}
+	heldAt := make(map[int]int64, len(byPart))
 	for p := range byPart {
 		parts = append(parts, int32(p))
 		epochs = append(epochs, n.owned[p])
+		heldAt[p] = n.owned[p]
 	}
 	var handQueues []string
 	var handLims []int32
@@ -241,6 +243,9 @@ func (n *Node) flush() error {
 	n.mu.Unlock()
 	if len(byPart) == 0 {
 		return nil
+	}
+	if f := n.opts.hooks.flushing.Load(); f != nil {
+		(*f)()
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -323,7 +328,19 @@ func (n *Node) flush() error {
 	if len(fenced) > 0 {
 		n.log.Warn("hourglass: fenced out of partitions (lease lost); their timers dropped", "partitions", fenced)
 		n.metrics.lost.Add(float64(len(fenced)))
-		n.drop(fenced)
+		n.dropAt(fenced, heldAt)
+		// A partition taken again meanwhile at a new epoch keeps its
+		// lease; its jobs this flush could not write are armed again
+		// (the acquisition's load armed them too, unless it ran first).
+		n.mu.Lock()
+		for _, p := range fenced {
+			if _, ok := n.owned[p]; ok {
+				for _, j := range byPart[p] {
+					n.armAt(uint64(j), n.clock.now())
+				}
+			}
+		}
+		n.mu.Unlock()
 	}
 	n.mu.Lock()
 	for _, p := range again {
