@@ -50,6 +50,14 @@ func (n *Node) leaseLoop() {
 	}
 }
 
+// kickTick has the lease loop run now.
+func (n *Node) kickTick() {
+	select {
+	case n.tickKick <- struct{}{}:
+	default:
+	}
+}
+
 // tick runs one round of the lease loop.
 func (n *Node) tick(ctx context.Context) error {
 	_, err := n.tickNext(ctx)
@@ -286,7 +294,7 @@ func (n *Node) acquire(ctx context.Context, k int) error {
 	n.metrics.acquired.Add(float64(len(got)))
 	n.metrics.takeovers.Add(float64(takeovers))
 	n.log.Info("hourglass: partitions acquired", "partitions", len(got), "taken over", takeovers)
-	if err := n.listener.listen(ctx, chans...); err != nil {
+	if err := n.notifications.listen(ctx, chans...); err != nil {
 		return err
 	}
 	return n.loadTimers(ctx, parts, 0, horizon, true)
@@ -324,7 +332,7 @@ func (n *Node) dropAt(parts []int, epochs map[int]int64) {
 	}
 	n.mu.Unlock()
 	if len(chans) > 0 {
-		n.listener.unlisten(chans...)
+		n.notifications.unlisten(chans...)
 	}
 }
 
@@ -367,7 +375,7 @@ func (n *Node) releasePartitions(ctx context.Context, parts []int) error {
 		return err
 	}
 	n.log.Info("hourglass: partitions released", "partitions", len(ps))
-	n.notifier.send(chanMembers, "release "+n.name)
+	n.notifications.send(chanMembers, "release "+n.name)
 	return nil
 }
 

@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"errors"
-	"strconv"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -13,37 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
-
-// Channels of LISTEN/NOTIFY. Channel names are identifiers of at most 63
-// bytes, so a queue's channel carries a hash of its name; two queues
-// sharing a channel only wake each other's reservers for nothing.
-const (
-	// chanMembers: a node joined, left or released partitions; payload
-	// informative. Every node runs its lease loop at once.
-	chanMembers = "hourglass_members"
-	// chanSchedules: a schedule was set or deleted; payload its name.
-	chanSchedules = "hourglass_schedules"
-	// chanPolicies: a queue's policy was set or deleted; payload "1 QUEUE"
-	// when it has a concurrency limit, else "0 QUEUE" (policy.go).
-	chanPolicies = "hourglass_policies"
-)
-
-// partitionChannel is where timers of partition p are announced to its
-// owner: one line "JOB FIRE_AT" per timer (see notifier).
-func partitionChannel(p int) string { return "hourglass_p" + strconv.Itoa(p) }
-
-// queueChannel is where tasks made ready in queue are announced to the
-// nodes with reservers waiting on it; payload "K NODE", K tasks made
-// ready by the node NODE that its own reservers cannot take, or "all
-// NODE", every reserver to look again (see dispatch). The
-// flush computes the same name in SQL (sqlFlush): the prefix and the
-// first 16 hex digits of the MD5 of the queue's name.
-func queueChannel(queue string) string {
-	sum := md5.Sum([]byte(queue))
-	return queueChannelPrefix + hex.EncodeToString(sum[:8])
-}
-
-const queueChannelPrefix = "hourglass_q_"
 
 // listener holds the node's LISTEN connection: a connection of its own,
 // outside the pool, that waits for notifications and between waits runs
@@ -53,9 +20,11 @@ const queueChannelPrefix = "hourglass_q_"
 // its reservers, reloads its timers), so a lost notification delays, and
 // never loses, a task.
 type listener struct {
-	n    *Node
-	cfg  *pgx.ConnConfig
-	done chan struct{}
+	cfg      *pgx.ConnConfig
+	dispatch func(*pgconn.Notification) // on the listener's goroutine
+	resync   func()                     // after a reconnection
+	log      *slog.Logger
+	done     chan struct{}
 
 	mu sync.Mutex
 	// channels listened to (or to be, after a reconnect). Guarded by mu.
@@ -73,10 +42,11 @@ type listenCmd struct {
 	done     chan error
 }
 
-// newListener connects the listener and starts its goroutine.
-func newListener(ctx context.Context, n *Node) (*listener, error) {
-	cfg := n.db.Config().ConnConfig.Copy()
-	l := &listener{n: n, cfg: cfg, done: make(chan struct{}), channels: make(map[string]bool)}
+// newListener connects the listener with cfg and starts its goroutine,
+// which passes each notification to dispatch and calls resync after a
+// lost connection came back.
+func newListener(ctx context.Context, cfg *pgx.ConnConfig, dispatch func(*pgconn.Notification), resync func(), log *slog.Logger) (*listener, error) {
+	l := &listener{cfg: cfg, dispatch: dispatch, resync: resync, log: log, done: make(chan struct{}), channels: make(map[string]bool)}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, dbErr(err)
@@ -188,11 +158,11 @@ func (l *listener) run(conn *pgx.Conn) {
 		cancel()
 		switch {
 		case err == nil:
-			l.n.dispatch(note)
+			l.dispatch(note)
 		case ctx.Err() != nil && !conn.IsClosed():
 			// Interrupted for a command or for close.
 		default:
-			l.n.log.Warn("hourglass: listen connection lost; reconnecting", "err", err)
+			l.log.Warn("hourglass: listen connection lost; reconnecting", "err", err)
 			conn.Close(context.Background())
 			conn = nil
 		}
@@ -269,67 +239,6 @@ func (l *listener) reconnect() *pgx.Conn {
 			return nil
 		}
 	}
-	l.n.resync()
+	l.resync()
 	return conn
-}
-
-// dispatch acts on one notification. It runs on the listener's goroutine
-// and does not block.
-func (n *Node) dispatch(note *pgconn.Notification) {
-	switch ch := note.Channel; {
-	case ch == chanMembers || ch == chanSchedules:
-		n.kickTick()
-	case ch == chanPolicies:
-		n.policyNotified(note.Payload)
-	case strings.HasPrefix(ch, "hourglass_p"):
-		p, err := strconv.Atoi(ch[len("hourglass_p"):])
-		if err != nil {
-			return
-		}
-		n.timersNotified(p, note.Payload)
-	case strings.HasPrefix(ch, "hourglass_q_"):
-		// "K SENDER": K tasks made ready by the node SENDER that its own
-		// reservers cannot take; "all SENDER": every reserver is to look
-		// again (a pause changed). SENDER woke its own already.
-		count, sender, _ := strings.Cut(note.Payload, " ")
-		if sender == n.name {
-			return
-		}
-		k, err := strconv.Atoi(count)
-		if err != nil || k <= 0 {
-			k = 1
-		}
-		n.mu.Lock()
-		for _, q := range n.channels[ch] {
-			if qw := n.queues[q]; qw != nil {
-				if count == "all" {
-					qw.wakeAll()
-				} else {
-					qw.wake(k)
-				}
-			}
-		}
-		n.mu.Unlock()
-	}
-}
-
-// resync follows a lost listen connection: every waiting reserver looks
-// again, and the lease loop reloads the owned partitions' timers.
-func (n *Node) resync() {
-	n.mu.Lock()
-	for _, q := range n.queues {
-		q.wakeAll()
-	}
-	n.reload = true
-	n.recap = true
-	n.mu.Unlock()
-	n.kickTick()
-}
-
-// kickTick has the lease loop run now.
-func (n *Node) kickTick() {
-	select {
-	case n.tickKick <- struct{}{}:
-	default:
-	}
 }

@@ -93,15 +93,16 @@ type Node struct {
 	instance   string
 	partitions int // fixed by the schema (hourglass_meta)
 
-	clock    clock
-	wheel    *hourglass.Keyed[uint64] // owned partitions' timers by job id
-	cron     *hourglass.Timer         // owned schedules' next occurrences
-	listener *listener
-	notifier *notifier
-	ids      idBlock
-	metrics  *metrics
-	acks     group[ackReq] // acks arriving together, one statement
-	counters counters      // what this node served (report.go); its own lock
+	clock clock
+	wheel *hourglass.Keyed[uint64] // owned partitions' timers by job id
+	cron  *hourglass.Timer         // owned schedules' next occurrences
+	// notifications listens and notifies (notifications.go); its own
+	// lock.
+	notifications *notifications
+	ids           idBlock
+	metrics       *metrics
+	acks          group[ackReq] // acks arriving together, one statement
+	counters      counters      // what this node served (report.go); its own lock
 
 	mu sync.Mutex
 	// owned maps each partition this node holds to the epoch it holds it
@@ -118,8 +119,6 @@ type Node struct {
 	// queues holds the reservers waiting on this node, by queue. Guarded
 	// by mu.
 	queues map[string]*queueWait
-	// channels maps a queue channel's name to its queues. Guarded by mu.
-	channels map[string][]string
 	// schedules armed on this node, by name. Guarded by mu.
 	schedules map[string]*schedule
 	// capped holds the queues with a concurrency limit: a hint for waking
@@ -185,7 +184,6 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		instance:  hex.EncodeToString(tok[:]),
 		owned:     make(map[int]int64),
 		queues:    make(map[string]*queueWait),
-		channels:  make(map[string][]string),
 		schedules: make(map[string]*schedule),
 		flushKick: make(chan struct{}, 1),
 		tickKick:  make(chan struct{}, 1),
@@ -209,19 +207,19 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	}
 	n.wheel = hourglass.NewKeyed(n.fire, hourglass.WithExecutor(hourglass.Inline))
 	n.cron = hourglass.New(hourglass.WithShards(1))
-	n.notifier = newNotifier(n)
-	l, err := newListener(ctx, n)
-	if err != nil {
+	n.notifications = newNotifications(db, n.name, n.log, noteHandlers{
+		tick:   n.kickTick,
+		policy: n.policyNotified,
+		timers: n.timersNotified,
+		wake:   n.wakeNotified,
+		resync: n.resync,
+	})
+	if err := n.notifications.start(ctx, chanMembers, chanSchedules, chanPolicies); err != nil {
 		n.wheel.Stop()
 		n.cron.Stop()
 		return nil, err
 	}
-	n.listener = l
 	n.horizon = n.clock.now() + int64(opts.Window)
-	if err := n.listener.listen(ctx, chanMembers, chanSchedules, chanPolicies); err != nil {
-		n.stop()
-		return nil, err
-	}
 	if err := n.loadCapped(ctx); err != nil {
 		n.stop()
 		return nil, dbErr(err)
@@ -251,7 +249,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 			return nil, fmt.Errorf("hourglass: registering metrics: %w", err)
 		}
 	}
-	n.notifier.send(chanMembers, "join "+n.name)
+	n.notifications.send(chanMembers, "join "+n.name)
 	n.wg.Add(2)
 	go n.leaseLoop()
 	go n.flushLoop()
@@ -377,10 +375,20 @@ func (n *Node) stop() {
 	}
 	n.wheel.Stop()
 	n.cron.Stop()
-	if n.listener != nil {
-		n.listener.close()
+	n.notifications.stop()
+}
+
+// resync follows a lost listen connection: every waiting reserver looks
+// again, and the lease loop reloads the owned partitions' timers.
+func (n *Node) resync() {
+	n.mu.Lock()
+	for _, q := range n.queues {
+		q.wakeAll()
 	}
-	n.notifier.close()
+	n.reload = true
+	n.recap = true
+	n.mu.Unlock()
+	n.kickTick()
 }
 
 // Err reports why the node cannot serve: task.ErrClosed after Close, a

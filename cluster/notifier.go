@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // maxPayload bounds one notification's payload (PostgreSQL's limit is
@@ -23,7 +26,9 @@ const maxPayload = 7900
 // crash delays a task until the owner's sweep of overdue timers (one
 // lease tick) and loses nothing.
 type notifier struct {
-	n    *Node
+	db   *pgxpool.Pool
+	name string // the node's, in the payloads of queue channels
+	log  *slog.Logger
 	kick chan struct{}
 	done chan struct{}
 	quit chan struct{}
@@ -37,9 +42,10 @@ type notifier struct {
 	other  [][2]string
 }
 
-func newNotifier(n *Node) *notifier {
+// newNotifier starts a notifier sending on db for the node name.
+func newNotifier(db *pgxpool.Pool, name string, log *slog.Logger) *notifier {
 	nt := &notifier{
-		n: n, kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{}),
+		db: db, name: name, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{}),
 		timers: make(map[string][]string), ready: make(map[string]int),
 	}
 	go nt.run()
@@ -129,7 +135,7 @@ func (nt *notifier) flush() {
 		chans, payloads = append(chans, ch), append(payloads, b.String())
 	}
 	for ch, k := range ready {
-		chans, payloads = append(chans, ch), append(payloads, strconv.Itoa(k)+" "+nt.n.name)
+		chans, payloads = append(chans, ch), append(payloads, strconv.Itoa(k)+" "+nt.name)
 	}
 	for _, m := range other {
 		chans, payloads = append(chans, m[0]), append(payloads, m[1])
@@ -138,8 +144,8 @@ func (nt *notifier) flush() {
 	defer cancel()
 	// One statement, so one transaction; set_config(..., true) is SET
 	// LOCAL, read at the commit.
-	if _, err := nt.n.db.Exec(ctx, `SELECT count(pg_notify(c, p)), max(set_config('synchronous_commit', 'off', true))
+	if _, err := nt.db.Exec(ctx, `SELECT count(pg_notify(c, p)), max(set_config('synchronous_commit', 'off', true))
 		FROM unnest($1::text[], $2::text[]) AS m(c, p)`, chans, payloads); err != nil {
-		nt.n.log.Warn("hourglass: sending notifications failed; owners' sweeps will catch up", "err", err)
+		nt.log.Warn("hourglass: sending notifications failed; owners' sweeps will catch up", "err", err)
 	}
 }

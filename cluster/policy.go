@@ -224,7 +224,7 @@ func (n *Node) policyChanged(queue string, capped bool) {
 	if capped {
 		flag = "1 "
 	}
-	n.notifier.send(chanPolicies, flag+queue)
+	n.notifications.send(chanPolicies, flag+queue)
 	n.lookAgain(queue)
 }
 
@@ -237,7 +237,7 @@ func (n *Node) lookAgain(queue string) {
 		q.wakeAll()
 	}
 	n.mu.Unlock()
-	n.notifier.send(queueChannel(queue), "all "+n.name)
+	n.notifications.send(queueChannel(queue), "all "+n.name)
 }
 
 // setCapped records whether queue has a concurrency limit: O(queues

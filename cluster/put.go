@@ -181,7 +181,7 @@ func (n *Node) readied(queue string, k int) {
 	}
 	n.mu.Unlock()
 	if k > 0 {
-		n.notifier.readyIn(queue, k)
+		n.notifications.readyIn(queue, k)
 	}
 }
 

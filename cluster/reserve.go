@@ -139,7 +139,7 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 			// Listen and register before looking, so that a task made
 			// ready while we look wakes us.
 			for _, queue := range queues {
-				if err := n.listenQueue(ctx, queue); err != nil {
+				if err := n.notifications.listenQueue(ctx, queue); err != nil {
 					if ctx.Err() != nil {
 						return nil, nil
 					}

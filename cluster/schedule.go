@@ -96,7 +96,7 @@ func (n *Node) SetSchedule(ctx context.Context, spec task.ScheduleSpec) (task.Sc
 	if err != nil {
 		return task.ScheduleInfo{}, false, dbErr(err)
 	}
-	n.notifier.send(chanSchedules, spec.Name)
+	n.notifications.send(chanSchedules, spec.Name)
 	n.kickTick()
 	r.spec = spec
 	i := info(r, sched, loc)
@@ -147,7 +147,7 @@ func (n *Node) DeleteSchedule(ctx context.Context, name string) error {
 	if tag.RowsAffected() == 0 {
 		return task.ErrNoSchedule
 	}
-	n.notifier.send(chanSchedules, name)
+	n.notifications.send(chanSchedules, name)
 	n.kickTick()
 	return nil
 }
@@ -478,7 +478,7 @@ func (n *Node) setPaused(ctx context.Context, name string, paused bool) error {
 	if tag.RowsAffected() == 0 {
 		return task.ErrNoSchedule
 	}
-	n.notifier.send(chanSchedules, name)
+	n.notifications.send(chanSchedules, name)
 	n.kickTick()
 	return nil
 }

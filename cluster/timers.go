@@ -502,5 +502,5 @@ func (n *Node) announce(job uint64, at, dbNow int64) {
 		n.armAt(job, at)
 	}
 	n.mu.Unlock()
-	n.notifier.timer(p, job, at)
+	n.notifications.timer(p, job, at)
 }

@@ -1,20 +1,12 @@
 package cluster
 
-import (
-	"context"
-)
-
 // queueWait is what a node keeps for one queue it has had reservers
-// waiting on: the waiters, oldest first, and whether it listens to the
-// queue's channel. A node keeps listening to a queue once a reserver
-// waited on it (one LISTEN per queue and node). Guarded by Node.mu.
+// waiting on: the waiters, oldest first. Whether the node listens to the
+// queue's channel is the notifications' (listenQueue). Guarded by
+// Node.mu.
 type queueWait struct {
 	name    string
 	waiters []*waiter
-	// listened is closed once the node listens to the queue's channel;
-	// nil until a waiter asked.
-	listened  chan struct{}
-	listenErr error
 }
 
 // waiter is one blocked reservation, signalled (buffered 1) when tasks
@@ -116,43 +108,22 @@ func (n *Node) queueWait(queue string) *queueWait {
 	if q == nil {
 		q = &queueWait{name: queue}
 		n.queues[queue] = q
-		ch := queueChannel(queue)
-		n.channels[ch] = append(n.channels[ch], queue)
 	}
 	return q
 }
 
-// listenQueue makes the node listen to queue's channel, once, and
-// returns when it does: a task made ready after that wakes the node's
-// waiters.
-func (n *Node) listenQueue(ctx context.Context, queue string) error {
-	n.mu.Lock()
-	q := n.queueWait(queue)
-	if q.listened == nil {
-		q.listened = make(chan struct{})
-		n.mu.Unlock()
-		err := n.listener.listen(ctx, queueChannel(queue))
-		n.mu.Lock()
-		done := q.listened
-		if err != nil {
-			q.listened = nil // the next waiter tries again
-		}
-		q.listenErr = err
-		close(done)
-		n.mu.Unlock()
-		return err
-	}
-	done := q.listened
-	n.mu.Unlock()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// wakeNotified acts on a notification of tasks made ready in queues by
+// another node: k of them (all: every reserver is to look again).
+func (n *Node) wakeNotified(queues []string, k int, all bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if q.listened == nil {
-		return q.listenErr
+	for _, q := range queues {
+		if qw := n.queues[q]; qw != nil {
+			if all {
+				qw.wakeAll()
+			} else {
+				qw.wake(k)
+			}
+		}
 	}
-	return nil
 }
