@@ -87,6 +87,10 @@ type Config struct {
 	History time.Duration
 	// Registerer receives the broker's Prometheus metrics; nil: none.
 	Registerer prometheus.Registerer
+	// RecentBytes is the budget of records of tasks due soon kept in
+	// memory for reserves (recent.go); 0: DefaultRecentBytes; negative:
+	// none kept.
+	RecentBytes int64
 }
 
 // Broker is the delay queue. Open one over a store, use it from any number
@@ -127,6 +131,9 @@ type Broker struct {
 	// writes (see barrier); over shows their writes. Guarded by mu.
 	open, last *group
 	over       overlay
+	// recent keeps the committed records of tasks due soon, for reserves
+	// (recent.go). Guarded by mu.
+	recent recent
 	// spare holds the storage of committed groups' batches, for groups
 	// to come (see recycle). Guarded by mu.
 	spare [][]store.Op
@@ -194,6 +201,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		byName:        make(map[string]*queueState),
 		schedules:     make(map[string]*schedule),
 		over:          overlay{tasks: make(map[uint64]pendingTask), index: make(map[qid]pendingIndex)},
+		recent:        newRecent(recentBudget(cfg.RecentBytes)),
 		work:          make(chan struct{}, 1),
 		chores:        make(chan chore),
 		keep:          cfg.History > 0,

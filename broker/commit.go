@@ -130,6 +130,10 @@ func (b *Broker) record(job uint64) (store.Task, error) {
 		}
 		if p.t.Payload == nil {
 			// An update over a committed put: the payload is in the store.
+			if pl, ok := b.recent.payload(job); ok {
+				p.t.Payload = pl
+				return p.t, nil
+			}
 			st, err := b.st.Task(job)
 			if err != nil {
 				return store.Task{}, b.storeErr(err)
@@ -137,6 +141,9 @@ func (b *Broker) record(job uint64) (store.Task, error) {
 			p.t.Payload = st.Payload
 		}
 		return p.t, nil
+	}
+	if t, ok := b.recent.m[job]; ok {
+		return t, nil
 	}
 	t, err := b.st.Task(job)
 	if err != nil {
@@ -367,9 +374,13 @@ func (b *Broker) finish(g *group, err error, start time.Time) {
 		b.failed = err
 		b.log.Error("hourglass: store commit failed; the broker refuses further writes until it is opened again", "err", err)
 	}
+	now := time.Now().UnixNano()
 	for job, p := range b.over.tasks {
 		if p.g == g {
 			delete(b.over.tasks, job)
+			if err == nil {
+				b.recent.committed(job, &p.t, p.gone, now)
+			}
 		}
 	}
 	for k, p := range b.over.index {

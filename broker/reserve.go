@@ -216,6 +216,13 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 				pending = p.g // groups commit in order: the newest covers the rest
 			}
 			it.rec, it.need = p.t, p.t.Payload == nil
+			if it.need {
+				if pl, ok := b.recent.payload(top.job); ok {
+					it.rec.Payload, it.need = pl, false
+				}
+			}
+		} else if rec, ok := b.recent.take(top.job); ok {
+			it.rec, it.need = rec, false
 		}
 		s := b.tasks.at(top.job)
 		best.count(task.Ready, task.Reserved)
