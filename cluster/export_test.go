@@ -33,7 +33,7 @@ func (h *hooks) Handing(f func()) { h.handing.Store(&f) }
 func (h *hooks) Flushing(f func()) { h.flushing.Store(&f) }
 
 // Tick runs one round of the lease loop now.
-func (n *Node) Tick(ctx context.Context) error { return n.tick(ctx) }
+func (n *Node) Tick(ctx context.Context) error { return n.members.tick(ctx) }
 
 // Crash stops the node's goroutines without releasing anything, as a
 // killed process would leave it; the test then closes the node's pool.
@@ -41,13 +41,7 @@ func (n *Node) Crash() { n.stop() }
 
 // Owned returns the partitions the node believes it holds.
 func (n *Node) Owned() map[int]int64 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := make(map[int]int64, len(n.owned))
-	for p, e := range n.owned {
-		out[p] = e
-	}
-	return out
+	return n.members.snapshot()
 }
 
 // SchedulePartition returns the partition whose owner fires schedule name.

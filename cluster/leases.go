@@ -2,42 +2,236 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The lease loop: heartbeat, renew, rebalance. See the package doc for
 // the protocol; this file is its one implementation.
 
-// leaseLoop runs tick every Lease/3, at once when notified (a node joined
+// membership is a node's role in the cluster: its heartbeat row, the
+// partition leases it holds and at which epochs, and the lease loop that
+// renews, releases and acquires them. It starts with start and ends with
+// stop. The other roles ask it what it holds (holds, snapshot, arrays)
+// and are told by handlers what it acquired and dropped.
+//
+// mu guards owned and nothing else, and is a leaf: it is taken under
+// Node.mu (schedules) and the timers' lock, and nothing is called or
+// waited for with it held; the handlers run without it.
+// membership is safe for concurrent use by multiple goroutines.
+type membership struct {
+	db         *pgxpool.Pool
+	name       string
+	instance   string // this run's, in the heartbeat row
+	partitions int
+	lease      time.Duration
+	clock      *clock
+	log        *slog.Logger
+	metrics    *metrics
+	paused     *atomic.Bool // hooks: the lease loop stops while set
+	on         memberHandlers
+
+	kick     chan struct{} // buffered 1: run the lease loop now
+	quit     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+
+	mu sync.Mutex
+	// owned maps each partition this node holds to the epoch it holds it
+	// at. Guarded by mu.
+	owned map[int]int64
+}
+
+// memberHandlers are what the membership tells the node's other roles
+// of. They run on the lease loop's goroutine (or Open's, or the
+// flusher's for dropped), without the membership's lock.
+type memberHandlers struct {
+	// acquired follows the acquisition of parts, now held: it listens to
+	// their channels, then loads their timers, in that order, so that a
+	// timer written meanwhile is either announced or read by the load.
+	acquired func(ctx context.Context, parts []int32) error
+	// dropped follows the loss or release of parts (possibly none),
+	// already forgotten: their schedules are disarmed, their channels
+	// unlistened.
+	dropped func(parts []int)
+	// round runs the rest of each round, once the leases are settled.
+	round func(ctx context.Context) error
+	// failed: another process took this node's name; it cannot serve.
+	failed func(err error)
+	// released: partitions were given up for others to take now.
+	released func()
+}
+
+// newMembership returns the role, not started.
+func newMembership(db *pgxpool.Pool, name, instance string, partitions int, lease time.Duration,
+	c *clock, log *slog.Logger, m *metrics, paused *atomic.Bool, on memberHandlers) *membership {
+	return &membership{
+		db: db, name: name, instance: instance, partitions: partitions, lease: lease,
+		clock: c, log: log, metrics: m, paused: paused, on: on,
+		kick:  make(chan struct{}, 1),
+		quit:  make(chan struct{}),
+		owned: make(map[int]int64),
+	}
+}
+
+// start starts the lease loop.
+func (m *membership) start() {
+	m.wg.Add(1)
+	go m.leaseLoop()
+}
+
+// stop ends the lease loop, if started, and returns once it has exited;
+// it releases nothing (see release). It is idempotent.
+func (m *membership) stop() {
+	m.stopOnce.Do(func() { close(m.quit) })
+	m.wg.Wait()
+}
+
+// kickTick has the lease loop run now, without waiting.
+func (m *membership) kickTick() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// holds returns the epoch at which this node holds partition p, and
+// whether it does. O(1).
+func (m *membership) holds(p int) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.owned[p]
+	return e, ok
+}
+
+// count returns how many partitions this node holds.
+func (m *membership) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.owned)
+}
+
+// snapshot returns a copy of the partitions held and their epochs.
+func (m *membership) snapshot() map[int]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[int]int64, len(m.owned))
+	for p, e := range m.owned {
+		out[p] = e
+	}
+	return out
+}
+
+// arrays returns the partitions held and their epochs, for SQL.
+func (m *membership) arrays() ([]int32, []int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parts := make([]int32, 0, len(m.owned))
+	epochs := make([]int64, 0, len(m.owned))
+	for p, e := range m.owned {
+		parts = append(parts, int32(p))
+		epochs = append(epochs, e)
+	}
+	return parts, epochs
+}
+
+// register writes the node's heartbeat row, waiting up to two leases for
+// a previous process under the same name to be declared dead.
+func (m *membership) register(ctx context.Context) error {
+	deadline := time.Now().Add(2 * m.lease)
+	for {
+		// A row left by a previous run (xmax set: the insert updated it)
+		// means that run did not leave: Close deletes it.
+		var unclean bool
+		err := m.db.QueryRow(ctx, `INSERT INTO hourglass_nodes (name, instance, alive_until, started)
+			VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond', clock_timestamp())
+			ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance,
+				alive_until = EXCLUDED.alive_until, started = EXCLUDED.started
+			WHERE hourglass_nodes.alive_until < clock_timestamp()
+			RETURNING xmax <> 0`,
+			m.name, m.instance, m.lease.Microseconds()).Scan(&unclean)
+		if err != nil && err != pgx.ErrNoRows {
+			return dbErr(err)
+		}
+		if err == nil {
+			if unclean {
+				m.log.Warn("hourglass: node was not closed cleanly (a crash, or a lost database connection): its partitions are taken back once their leases run out, and the tasks it had handed out come back when their own leases do", "node", m.name)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %q", ErrNameInUse, m.name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// awaitPreviousLeases waits until the partition leases that a previous
+// run of this node still holds have run out (register waited for its
+// heartbeat, which each round renews just before them, so this is
+// usually a few milliseconds, and never over a lease), so that the first
+// round takes them back, at a new epoch, and Open's flush makes their
+// overdue tasks ready: a restarted node is ready when its tasks are,
+// and no two runs ever hold a partition's lease at once.
+func (m *membership) awaitPreviousLeases(ctx context.Context) error {
+	var until *int64
+	err := m.db.QueryRow(ctx, `SELECT (extract(epoch FROM max(lease_until)) * 1000000000)::bigint
+		FROM hourglass_partitions WHERE owner = $1 AND lease_until > clock_timestamp()`, m.name).Scan(&until)
+	if err != nil {
+		return dbErr(err)
+	}
+	if until == nil {
+		return nil
+	}
+	d := min(m.clock.until(*until)+2*time.Millisecond, m.lease)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// leaseLoop runs tick every Lease/3, at once when kicked (a node joined
 // or left, a schedule changed, the listen connection came back), and at
 // the moment another node's lease runs out, so that a dead node's
 // partitions are taken over within about one lease.
-func (n *Node) leaseLoop() {
-	defer n.wg.Done()
-	every := n.opts.Lease / 3
+func (m *membership) leaseLoop() {
+	defer m.wg.Done()
+	every := m.lease / 3
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-n.quit:
+		case <-m.quit:
 			return
 		case <-t.C:
-		case <-n.tickKick:
+		case <-m.kick:
 		}
-		for n.opts.hooks.paused.Load() {
+		for m.paused.Load() {
 			select {
-			case <-n.quit:
+			case <-m.quit:
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), n.opts.Lease)
-		next, err := n.tickNext(ctx)
+		ctx, cancel := context.WithTimeout(context.Background(), m.lease)
+		next, err := m.tickNext(ctx)
 		cancel()
 		if err != nil {
-			n.metrics.tickFailures.Inc()
-			n.log.Warn("hourglass: lease tick failed", "err", err)
+			m.metrics.tickFailures.Inc()
+			m.log.Warn("hourglass: lease tick failed", "err", err)
 			next = 100 * time.Millisecond
 		}
 		if !t.Stop() {
@@ -50,17 +244,9 @@ func (n *Node) leaseLoop() {
 	}
 }
 
-// kickTick has the lease loop run now.
-func (n *Node) kickTick() {
-	select {
-	case n.tickKick <- struct{}{}:
-	default:
-	}
-}
-
 // tick runs one round of the lease loop.
-func (n *Node) tick(ctx context.Context) error {
-	_, err := n.tickNext(ctx)
+func (m *membership) tick(ctx context.Context) error {
+	_, err := m.tickNext(ctx)
 	return err
 }
 
@@ -74,42 +260,41 @@ type partitionRow struct {
 
 // tickNext runs one round: measure the clock, heartbeat, renew the owned
 // leases (dropping those that could not be renewed), release partitions
-// above this node's share, acquire partitions up to it, extend the timer
-// window, sweep overdue timers and reconcile schedules. It returns how
-// long until the earliest lease of another node runs out.
-func (n *Node) tickNext(ctx context.Context) (time.Duration, error) {
-	if err := n.clock.measure(ctx, n.db); err != nil {
+// above this node's share, acquire partitions up to it, then the rest of
+// the round (the handler round: the timer window, the sweep of overdue
+// timers, the schedules). It returns how long until the earliest lease
+// of another node runs out.
+func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
+	if err := m.clock.measure(ctx, m.db); err != nil {
 		return 0, err
 	}
-	lease := n.opts.Lease.Microseconds()
+	lease := m.lease.Microseconds()
 
 	// Heartbeat. A row under another instance means that this node was
 	// declared dead and another process took its name: stop.
-	tag, err := n.db.Exec(ctx, `UPDATE hourglass_nodes
+	tag, err := m.db.Exec(ctx, `UPDATE hourglass_nodes
 		SET alive_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
-		WHERE name = $1 AND instance = $2`, n.name, n.instance, lease)
+		WHERE name = $1 AND instance = $2`, m.name, m.instance, lease)
 	if err != nil {
 		return 0, err
 	}
 	if tag.RowsAffected() == 0 {
-		n.mu.Lock()
-		n.failed = ErrNameInUse
-		n.mu.Unlock()
-		n.dropAll()
+		m.on.failed(ErrNameInUse)
+		m.dropAll()
 		return time.Hour, ErrNameInUse
 	}
 
 	// Renew what is held, at the epoch it is held at, if not yet expired.
-	parts, epochs := n.ownedArrays()
+	parts, epochs := m.arrays()
 	if len(parts) > 0 {
-		rows, err := n.db.Query(ctx, `UPDATE hourglass_partitions
+		rows, err := m.db.Query(ctx, `UPDATE hourglass_partitions
 			SET lease_until = clock_timestamp() + $4::bigint * interval '1 microsecond'
 			WHERE partition IN (
 				SELECT p.partition FROM hourglass_partitions p
 				JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
 				WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
 				ORDER BY p.partition FOR UPDATE OF p)
-			RETURNING partition`, n.name, parts, epochs, lease)
+			RETURNING partition`, m.name, parts, epochs, lease)
 		if err != nil {
 			return 0, err
 		}
@@ -133,90 +318,58 @@ func (n *Node) tickNext(ctx context.Context) (time.Duration, error) {
 			}
 		}
 		if len(lost) > 0 {
-			n.log.Warn("hourglass: partitions lost (lease expired or taken)", "partitions", lost)
-			n.metrics.lost.Add(float64(len(lost)))
-			n.drop(lost)
+			m.log.Warn("hourglass: partitions lost (lease expired or taken)", "partitions", lost)
+			m.metrics.lost.Add(float64(len(lost)))
+			m.drop(lost)
 		}
 	}
 
 	// The cluster's state: every partition, and the live nodes.
-	all, live, err := n.readPartitions(ctx)
+	all, live, err := m.readPartitions(ctx)
 	if err != nil {
 		return 0, err
 	}
-	share := (n.partitions + live - 1) / max(live, 1)
+	share := (m.partitions + live - 1) / max(live, 1)
 
-	n.mu.Lock()
-	held := len(n.owned)
+	m.mu.Lock()
+	held := len(m.owned)
 	var mine []int
-	for p := range n.owned {
+	for p := range m.owned {
 		mine = append(mine, p)
 	}
-	n.mu.Unlock()
+	m.mu.Unlock()
 	slices.Sort(mine)
 	if held > share {
-		if err := n.releasePartitions(ctx, mine[share:]); err != nil {
+		if err := m.releasePartitions(ctx, mine[share:]); err != nil {
 			return 0, err
 		}
 	} else if held < share {
-		if err := n.acquire(ctx, share-held); err != nil {
+		if err := m.acquire(ctx, share-held); err != nil {
 			return 0, err
 		}
 	}
-	if err := n.extendWindow(ctx); err != nil {
+	if err := m.on.round(ctx); err != nil {
 		return 0, err
-	}
-	if err := n.sweep(ctx); err != nil {
-		return 0, err
-	}
-	if err := n.reconcileSchedules(ctx); err != nil {
-		return 0, err
-	}
-	n.mu.Lock()
-	recap := n.recap
-	n.recap = false
-	n.mu.Unlock()
-	if recap {
-		if err := n.loadCapped(ctx); err != nil {
-			n.mu.Lock()
-			n.recap = true
-			n.mu.Unlock()
-			return 0, err
-		}
-		n.tellPolicies("") // changes may have gone unheard meanwhile
 	}
 
 	// Wake when the first lease held by another node (or by a previous
 	// run of this one) runs out.
 	next := time.Hour
-	now := n.clock.now()
-	n.mu.Lock()
+	now := m.clock.now()
+	m.mu.Lock()
 	for _, r := range all {
-		if _, mine := n.owned[r.partition]; r.owner != "" && (r.owner != n.name || !mine) && r.leaseUntil > now {
-			next = min(next, n.clock.until(r.leaseUntil)+2*time.Millisecond)
+		if _, mine := m.owned[r.partition]; r.owner != "" && (r.owner != m.name || !mine) && r.leaseUntil > now {
+			next = min(next, m.clock.until(r.leaseUntil)+2*time.Millisecond)
 		}
 	}
-	n.mu.Unlock()
+	m.mu.Unlock()
 	return next, nil
-}
-
-// ownedArrays returns the owned partitions and their epochs, for SQL.
-func (n *Node) ownedArrays() ([]int32, []int64) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	parts := make([]int32, 0, len(n.owned))
-	epochs := make([]int64, 0, len(n.owned))
-	for p, e := range n.owned {
-		parts = append(parts, int32(p))
-		epochs = append(epochs, e)
-	}
-	return parts, epochs
 }
 
 // readPartitions returns every partition's row and the number of live
 // nodes.
-func (n *Node) readPartitions(ctx context.Context) ([]partitionRow, int, error) {
-	rows, err := n.db.Query(ctx, `SELECT partition, coalesce(owner, ''), epoch,
+func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, error) {
+	rows, err := m.db.Query(ctx, `SELECT partition, coalesce(owner, ''), epoch,
 			(extract(epoch FROM greatest(lease_until, 'epoch'::timestamptz)) * 1000000000)::bigint
 		FROM hourglass_partitions ORDER BY partition`)
 	if err != nil {
@@ -236,18 +389,17 @@ func (n *Node) readPartitions(ctx context.Context) ([]partitionRow, int, error) 
 		return nil, 0, err
 	}
 	var live int
-	if err := n.db.QueryRow(ctx, `SELECT count(*) FROM hourglass_nodes WHERE alive_until > clock_timestamp()`).Scan(&live); err != nil {
+	if err := m.db.QueryRow(ctx, `SELECT count(*) FROM hourglass_nodes WHERE alive_until > clock_timestamp()`).Scan(&live); err != nil {
 		return nil, 0, err
 	}
 	return all, live, nil
 }
 
 // acquire takes up to k partitions that are free or whose lease ran out,
-// each at a new epoch, then listens to their channels and loads their
-// timers: in that order, so that a timer written meanwhile is either
-// announced to this node or read by the load.
-func (n *Node) acquire(ctx context.Context, k int) error {
-	rows, err := n.db.Query(ctx, `UPDATE hourglass_partitions p
+// each at a new epoch, records them as held, then has the handler
+// acquired listen to their channels and load their timers.
+func (m *membership) acquire(ctx context.Context, k int) error {
+	rows, err := m.db.Query(ctx, `UPDATE hourglass_partitions p
 		SET owner = $1, epoch = p.epoch + 1,
 			lease_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
 		FROM (
@@ -255,7 +407,7 @@ func (n *Node) acquire(ctx context.Context, k int) error {
 			WHERE owner IS NULL OR lease_until < clock_timestamp()
 			ORDER BY partition LIMIT $2 FOR UPDATE SKIP LOCKED) prev
 		WHERE p.partition = prev.partition
-		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, n.name, k, n.opts.Lease.Microseconds())
+		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, m.name, k, m.lease.Microseconds())
 	if err != nil {
 		return err
 	}
@@ -282,28 +434,22 @@ func (n *Node) acquire(ctx context.Context, k int) error {
 		return nil
 	}
 	var parts []int32
-	var chans []string
-	n.mu.Lock()
+	m.mu.Lock()
 	for p, e := range got {
-		n.owned[p] = e
+		m.owned[p] = e
 		parts = append(parts, int32(p))
-		chans = append(chans, partitionChannel(p))
 	}
-	horizon := n.horizon
-	n.mu.Unlock()
-	n.metrics.acquired.Add(float64(len(got)))
-	n.metrics.takeovers.Add(float64(takeovers))
-	n.log.Info("hourglass: partitions acquired", "partitions", len(got), "taken over", takeovers)
-	if err := n.notifications.listen(ctx, chans...); err != nil {
-		return err
-	}
-	return n.loadTimers(ctx, parts, 0, horizon, true)
+	m.mu.Unlock()
+	m.metrics.acquired.Add(float64(len(got)))
+	m.metrics.takeovers.Add(float64(takeovers))
+	m.log.Info("hourglass: partitions acquired", "partitions", len(got), "taken over", takeovers)
+	return m.on.acquired(ctx, parts)
 }
 
 // drop forgets partitions this node no longer holds: their timers still
 // in the wheel are dropped when they fire, their schedules are disarmed.
-func (n *Node) drop(parts []int) {
-	n.dropAt(parts, nil)
+func (m *membership) drop(parts []int) {
+	m.dropAt(parts, nil)
 }
 
 // dropAt is drop for the partitions of parts still held at the epoch
@@ -311,100 +457,88 @@ func (n *Node) drop(parts []int) {
 // found itself fenced out of a partition at the epoch it read drops it
 // only if the lease loop has not taken it again meanwhile at a new epoch:
 // dropping that new lease would leave its tasks unhanded until it ran
-// out.
-func (n *Node) dropAt(parts []int, epochs map[int]int64) {
-	var chans []string
-	n.mu.Lock()
+// out. The handler dropped runs in any case, with the partitions
+// forgotten.
+func (m *membership) dropAt(parts []int, epochs map[int]int64) {
+	var gone []int
+	m.mu.Lock()
 	for _, p := range parts {
-		if e, ok := n.owned[p]; ok {
+		if e, ok := m.owned[p]; ok {
 			if want, ok := epochs[p]; epochs != nil && (!ok || want != e) {
 				continue
 			}
-			delete(n.owned, p)
-			chans = append(chans, partitionChannel(p))
+			delete(m.owned, p)
+			gone = append(gone, p)
 		}
 	}
-	for name, s := range n.schedules {
-		if _, ok := n.owned[s.partition]; !ok {
-			s.disarm()
-			delete(n.schedules, name)
-		}
-	}
-	n.mu.Unlock()
-	if len(chans) > 0 {
-		n.notifications.unlisten(chans...)
-	}
+	m.mu.Unlock()
+	m.on.dropped(gone)
 }
 
 // dropAll forgets every partition.
-func (n *Node) dropAll() {
-	n.mu.Lock()
+func (m *membership) dropAll() {
+	m.mu.Lock()
 	var parts []int
-	for p := range n.owned {
+	for p := range m.owned {
 		parts = append(parts, p)
 	}
-	n.mu.Unlock()
-	n.drop(parts)
+	m.mu.Unlock()
+	m.drop(parts)
 }
 
 // releasePartitions gives parts up: this node stops acting on them first,
 // then frees their leases (at the epoch it held them) for others to
 // acquire, and tells the others so.
-func (n *Node) releasePartitions(ctx context.Context, parts []int) error {
-	n.mu.Lock()
+func (m *membership) releasePartitions(ctx context.Context, parts []int) error {
+	m.mu.Lock()
 	var ps []int32
 	var es []int64
 	for _, p := range parts {
-		if e, ok := n.owned[p]; ok {
+		if e, ok := m.owned[p]; ok {
 			ps = append(ps, int32(p))
 			es = append(es, e)
 		}
 	}
-	n.mu.Unlock()
-	n.drop(parts)
+	m.mu.Unlock()
+	m.drop(parts)
 	if len(ps) == 0 {
 		return nil
 	}
-	_, err := n.db.Exec(ctx, `UPDATE hourglass_partitions SET owner = NULL, lease_until = '-infinity'
+	_, err := m.db.Exec(ctx, `UPDATE hourglass_partitions SET owner = NULL, lease_until = '-infinity'
 		WHERE partition IN (
 			SELECT p.partition FROM hourglass_partitions p
 			JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
 			WHERE p.owner = $1 AND p.epoch = m.epoch
-			ORDER BY p.partition FOR UPDATE OF p)`, n.name, ps, es)
+			ORDER BY p.partition FOR UPDATE OF p)`, m.name, ps, es)
 	if err != nil {
 		return err
 	}
-	n.log.Info("hourglass: partitions released", "partitions", len(ps))
-	n.notifications.send(chanMembers, "release "+n.name)
+	m.log.Info("hourglass: partitions released", "partitions", len(ps))
+	m.on.released()
 	return nil
 }
 
-// release frees every partition and the heartbeat, on Close.
-func (n *Node) release(ctx context.Context) error {
-	n.mu.Lock()
-	var parts []int
-	for p := range n.owned {
-		parts = append(parts, p)
-	}
-	n.mu.Unlock()
+// release frees every partition and the heartbeat, on Close, once the
+// lease loop has stopped.
+func (m *membership) release(ctx context.Context) error {
+	m.mu.Lock()
 	var ps []int32
 	var es []int64
-	n.mu.Lock()
-	for _, p := range parts {
+	for p, e := range m.owned {
 		ps = append(ps, int32(p))
-		es = append(es, n.owned[p])
+		es = append(es, e)
 	}
-	n.owned = map[int]int64{}
-	n.mu.Unlock()
-	_, err := n.db.Exec(ctx, `UPDATE hourglass_partitions SET owner = NULL, lease_until = '-infinity'
+	m.owned = map[int]int64{}
+	m.mu.Unlock()
+	_, err := m.db.Exec(ctx, `UPDATE hourglass_partitions SET owner = NULL, lease_until = '-infinity'
 		WHERE partition IN (
 			SELECT p.partition FROM hourglass_partitions p
 			JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
 			WHERE p.owner = $1 AND p.epoch = m.epoch
-			ORDER BY p.partition FOR UPDATE OF p)`, n.name, ps, es)
+			ORDER BY p.partition FOR UPDATE OF p)`, m.name, ps, es)
 	if err != nil {
 		return err
 	}
-	_, err = n.db.Exec(ctx, `DELETE FROM hourglass_nodes WHERE name = $1 AND instance = $2`, n.name, n.instance)
+	_, err = m.db.Exec(ctx, `DELETE FROM hourglass_nodes WHERE name = $1 AND instance = $2`, m.name, m.instance)
 	return err
 }

@@ -59,9 +59,7 @@ func newMetrics(n *Node) *metrics {
 			Name: "hourglass_cluster_partitions_owned",
 			Help: "Partitions whose lease this node holds.",
 		}, func() float64 {
-			n.mu.Lock()
-			defer n.mu.Unlock()
-			return float64(len(n.owned))
+			return float64(n.members.count())
 		}),
 		acquired:     counter("hourglass_cluster_partitions_acquired_total", "Partitions acquired (free, released or taken over)."),
 		takeovers:    counter("hourglass_cluster_takeovers_total", "Partitions acquired from a node whose lease ran out."),
@@ -128,7 +126,7 @@ type queueStates struct {
 func (c queueStates) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c queueStates) Collect(ch chan<- prometheus.Metric) {
-	parts, _ := c.n.ownedArrays()
+	parts, _ := c.n.members.arrays()
 	if len(parts) == 0 {
 		return
 	}

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -96,6 +95,9 @@ type Node struct {
 	clock clock
 	wheel *hourglass.Keyed[uint64] // owned partitions' timers by job id
 	cron  *hourglass.Timer         // owned schedules' next occurrences
+	// members holds the node's heartbeat and partition leases and runs
+	// the lease loop (leases.go); its own lock.
+	members *membership
 	// notifications listens and notifies (notifications.go); its own
 	// lock.
 	notifications *notifications
@@ -104,10 +106,10 @@ type Node struct {
 	acks          group[ackReq] // acks arriving together, one statement
 	counters      counters      // what this node served (report.go); its own lock
 
+	// mu guards the fields below it. Lock order: mu, then the
+	// membership's lock (a leaf); no other role's lock is taken under mu,
+	// and mu is not taken under any other role's lock.
 	mu sync.Mutex
-	// owned maps each partition this node holds to the epoch it holds it
-	// at. Guarded by mu.
-	owned map[int]int64
 	// horizon (database Unix ns): the timers of owned partitions due
 	// before it are in the wheel. Guarded by mu.
 	horizon int64
@@ -141,7 +143,6 @@ type Node struct {
 	failed error
 
 	flushKick chan struct{} // buffered 1: fired has jobs
-	tickKick  chan struct{} // buffered 1: run the lease loop now
 	quit      chan struct{}
 	wg        sync.WaitGroup
 }
@@ -182,11 +183,9 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		log:       opts.Logger.With("node", opts.Node),
 		name:      opts.Node,
 		instance:  hex.EncodeToString(tok[:]),
-		owned:     make(map[int]int64),
 		queues:    make(map[string]*queueWait),
 		schedules: make(map[string]*schedule),
 		flushKick: make(chan struct{}, 1),
-		tickKick:  make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 	}
 	n.clock.skew = &opts.hooks.skew
@@ -202,7 +201,15 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	if err := n.clock.measure(ctx, db); err != nil {
 		return nil, dbErr(err)
 	}
-	if err := n.register(ctx); err != nil {
+	n.members = newMembership(db, n.name, n.instance, n.partitions, opts.Lease, &n.clock, n.log, n.metrics,
+		&opts.hooks.paused, memberHandlers{
+			acquired: n.acquired,
+			dropped:  n.dropped,
+			round:    n.round,
+			failed:   n.fail,
+			released: func() { n.notifications.send(chanMembers, "release "+n.name) },
+		})
+	if err := n.members.register(ctx); err != nil {
 		return nil, err
 	}
 	n.wheel = hourglass.NewKeyed(n.fire, hourglass.WithExecutor(hourglass.Inline))
@@ -224,11 +231,11 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		n.stop()
 		return nil, dbErr(err)
 	}
-	if err := n.awaitPreviousLeases(ctx); err != nil {
+	if err := n.members.awaitPreviousLeases(ctx); err != nil {
 		n.stop()
 		return nil, err
 	}
-	if err := n.tick(ctx); err != nil {
+	if err := n.members.tick(ctx); err != nil {
 		n.stop()
 		return nil, err
 	}
@@ -236,8 +243,9 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	// owned them are made ready before Open returns, as the embedded
 	// engine's recovery does: a node is ready when its due tasks are.
 	n.mu.Lock()
-	overdue, owned := len(n.fired), len(n.owned)
+	overdue := len(n.fired)
 	n.mu.Unlock()
+	owned := n.members.count()
 	if err := n.flush(); err != nil {
 		n.log.Warn("hourglass: flushing overdue timers failed; the sweep retries them", "err", err)
 	}
@@ -245,13 +253,13 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	if opts.Registerer != nil {
 		if err := n.metrics.register(opts.Registerer); err != nil {
 			n.stop()
-			n.release(ctx)
+			n.members.release(ctx)
 			return nil, fmt.Errorf("hourglass: registering metrics: %w", err)
 		}
 	}
 	n.notifications.send(chanMembers, "join "+n.name)
-	n.wg.Add(2)
-	go n.leaseLoop()
+	n.members.start()
+	n.wg.Add(1)
 	go n.flushLoop()
 	n.reporter = &reporter{db: db, node: n.name, started: n.clock.now(), source: n.counters.report, log: n.log}
 	n.reporter.start()
@@ -259,67 +267,6 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	n.pruner = &pruner{db: db, retention: retention, leads: n.leadsPruning, log: n.log}
 	n.pruner.start()
 	return n, nil
-}
-
-// awaitPreviousLeases waits until the partition leases that a previous
-// run of this node still holds have run out (register waited for its
-// heartbeat, which each round renews just before them, so this is
-// usually a few milliseconds, and never over a lease), so that the first
-// round takes them back, at a new epoch, and Open's flush makes their
-// overdue tasks ready: a restarted node is ready when its tasks are,
-// and no two runs ever hold a partition's lease at once.
-func (n *Node) awaitPreviousLeases(ctx context.Context) error {
-	var until *int64
-	err := n.db.QueryRow(ctx, `SELECT (extract(epoch FROM max(lease_until)) * 1000000000)::bigint
-		FROM hourglass_partitions WHERE owner = $1 AND lease_until > clock_timestamp()`, n.name).Scan(&until)
-	if err != nil {
-		return dbErr(err)
-	}
-	if until == nil {
-		return nil
-	}
-	d := min(n.clock.until(*until)+2*time.Millisecond, n.opts.Lease)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
-
-// register writes the node's heartbeat row, waiting up to two leases for
-// a previous process under the same name to be declared dead.
-func (n *Node) register(ctx context.Context) error {
-	deadline := time.Now().Add(2 * n.opts.Lease)
-	for {
-		// A row left by a previous run (xmax set: the insert updated it)
-		// means that run did not leave: Close deletes it.
-		var unclean bool
-		err := n.db.QueryRow(ctx, `INSERT INTO hourglass_nodes (name, instance, alive_until, started)
-			VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond', clock_timestamp())
-			ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance,
-				alive_until = EXCLUDED.alive_until, started = EXCLUDED.started
-			WHERE hourglass_nodes.alive_until < clock_timestamp()
-			RETURNING xmax <> 0`,
-			n.name, n.instance, n.opts.Lease.Microseconds()).Scan(&unclean)
-		if err != nil && err != pgx.ErrNoRows {
-			return dbErr(err)
-		}
-		if err == nil {
-			if unclean {
-				n.log.Warn("hourglass: node was not closed cleanly (a crash, or a lost database connection): its partitions are taken back once their leases run out, and the tasks it had handed out come back when their own leases do", "node", n.name)
-			}
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %q", ErrNameInUse, n.name)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // Name returns the node's name.
@@ -347,7 +294,7 @@ func (n *Node) Close() error {
 	n.metrics.unregister()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := n.release(ctx)
+	err := n.members.release(ctx)
 	if err == nil {
 		_, err = n.db.Exec(ctx, `SELECT pg_notify($1, $2)`, chanMembers, "leave "+n.name)
 	}
@@ -366,6 +313,7 @@ func (n *Node) stop() {
 	default:
 	}
 	close(n.quit)
+	n.members.stop()
 	n.wg.Wait()
 	if n.reporter != nil {
 		n.reporter.stop()
@@ -377,6 +325,86 @@ func (n *Node) stop() {
 	n.cron.Stop()
 	n.notifications.stop()
 }
+
+// acquired follows the acquisition of parts (the membership's handler):
+// the node listens to their channels, then loads their timers, in that
+// order, so that a timer written meanwhile is either announced to this
+// node or read by the load.
+func (n *Node) acquired(ctx context.Context, parts []int32) error {
+	chans := make([]string, len(parts))
+	for i, p := range parts {
+		chans[i] = partitionChannel(int(p))
+	}
+	n.mu.Lock()
+	horizon := n.horizon
+	n.mu.Unlock()
+	if err := n.notifications.listen(ctx, chans...); err != nil {
+		return err
+	}
+	return n.loadTimers(ctx, parts, 0, horizon, true)
+}
+
+// dropped follows the loss or release of parts (the membership's
+// handler): the schedules of partitions no longer held are disarmed and
+// parts' channels unlistened. Their timers still in the wheel are
+// dropped when they fire.
+func (n *Node) dropped(parts []int) {
+	n.mu.Lock()
+	for name, s := range n.schedules {
+		if _, ok := n.members.holds(s.partition); !ok {
+			s.disarm()
+			delete(n.schedules, name)
+		}
+	}
+	n.mu.Unlock()
+	if len(parts) > 0 {
+		chans := make([]string, len(parts))
+		for i, p := range parts {
+			chans[i] = partitionChannel(p)
+		}
+		n.notifications.unlisten(chans...)
+	}
+}
+
+// round is the rest of a lease round once the leases are settled (the
+// membership's handler): extend the timer window, sweep overdue timers,
+// reconcile schedules, and reload the concurrency hints after a lost
+// listen connection.
+func (n *Node) round(ctx context.Context) error {
+	if err := n.extendWindow(ctx); err != nil {
+		return err
+	}
+	if err := n.sweep(ctx); err != nil {
+		return err
+	}
+	if err := n.reconcileSchedules(ctx); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	recap := n.recap
+	n.recap = false
+	n.mu.Unlock()
+	if recap {
+		if err := n.loadCapped(ctx); err != nil {
+			n.mu.Lock()
+			n.recap = true
+			n.mu.Unlock()
+			return err
+		}
+		n.tellPolicies("") // changes may have gone unheard meanwhile
+	}
+	return nil
+}
+
+// fail records err, fatal: the node serves no more (see Err).
+func (n *Node) fail(err error) {
+	n.mu.Lock()
+	n.failed = err
+	n.mu.Unlock()
+}
+
+// kickTick has the lease loop run now.
+func (n *Node) kickTick() { n.members.kickTick() }
 
 // resync follows a lost listen connection: every waiting reserver looks
 // again, and the lease loop reloads the owned partitions' timers.

@@ -141,8 +141,6 @@ func (p *pruner) prune() (int, error) {
 // leadsPruning says whether this node prunes the history: it owns
 // partition 0.
 func (n *Node) leadsPruning() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	_, ok := n.owned[0]
+	_, ok := n.members.holds(0)
 	return ok
 }

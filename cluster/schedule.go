@@ -265,7 +265,7 @@ func (n *Node) reconcileSchedules(ctx context.Context) error {
 	n.mu.Lock()
 	for _, r := range rows {
 		p := n.schedulePartition(r.spec.Name)
-		if _, ok := n.owned[p]; !ok || r.spec.Paused {
+		if _, ok := n.members.holds(p); !ok || r.spec.Paused {
 			continue
 		}
 		seen[r.spec.Name] = true
@@ -373,9 +373,7 @@ var errFenced = fmt.Errorf("hourglass: fenced: partition lease lost")
 // in one transaction fenced by the epoch of s's partition and committed
 // durably.
 func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
-	n.mu.Lock()
-	epoch, ok := n.owned[s.partition]
-	n.mu.Unlock()
+	epoch, ok := n.members.holds(s.partition)
 	if !ok {
 		return errFenced
 	}

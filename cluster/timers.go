@@ -214,13 +214,16 @@ func (n *Node) flush() error {
 	n.mu.Lock()
 	fired := n.fired
 	n.fired = nil
+	// Read after fired: a job in it was armed while its partition was
+	// held (see loadTimers), so a partition acquired meanwhile keeps it.
+	owned := n.members.snapshot()
 	var parts []int32
 	var epochs []int64
 	var jobs []int64
 	byPart := map[int][]int64{}
 	for _, job := range fired {
 		p := n.partitionOf(job)
-		if _, ok := n.owned[p]; ok {
+		if _, ok := owned[p]; ok {
 			byPart[p] = append(byPart[p], int64(job))
 			jobs = append(jobs, int64(job))
 		}
@@ -228,8 +231,8 @@ func (n *Node) flush() error {
 	heldAt := make(map[int]int64, len(byPart))
 	for p := range byPart {
 		parts = append(parts, int32(p))
-		epochs = append(epochs, n.owned[p])
-		heldAt[p] = n.owned[p]
+		epochs = append(epochs, owned[p])
+		heldAt[p] = owned[p]
 	}
 	var handQueues []string
 	var handLims []int32
@@ -328,13 +331,13 @@ func (n *Node) flush() error {
 	if len(fenced) > 0 {
 		n.log.Warn("hourglass: fenced out of partitions (lease lost); their timers dropped", "partitions", fenced)
 		n.metrics.lost.Add(float64(len(fenced)))
-		n.dropAt(fenced, heldAt)
+		n.members.dropAt(fenced, heldAt)
 		// A partition taken again meanwhile at a new epoch keeps its
 		// lease; its jobs this flush could not write are armed again
 		// (the acquisition's load armed them too, unless it ran first).
 		n.mu.Lock()
 		for _, p := range fenced {
-			if _, ok := n.owned[p]; ok {
+			if _, ok := n.members.holds(p); ok {
 				for _, j := range byPart[p] {
 					n.armAt(uint64(j), n.clock.now())
 				}
@@ -411,8 +414,9 @@ func (n *Node) loadTimers(ctx context.Context, parts []int32, from, to int64, ov
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	owned := n.members.snapshot()
 	for _, t := range ts {
-		if _, ok := n.owned[n.partitionOf(uint64(t.job))]; ok {
+		if _, ok := owned[n.partitionOf(uint64(t.job))]; ok {
 			n.armAt(uint64(t.job), t.at)
 		}
 	}
@@ -430,7 +434,7 @@ func (n *Node) extendWindow(ctx context.Context) error {
 	reload := n.reload
 	n.reload = false
 	n.mu.Unlock()
-	parts, _ := n.ownedArrays()
+	parts, _ := n.members.arrays()
 	if reload {
 		if err := n.loadTimers(ctx, parts, 0, from, true); err != nil {
 			n.mu.Lock()
@@ -457,7 +461,7 @@ func (n *Node) extendWindow(ctx context.Context) error {
 // its notification, a listen connection down) or whose flush failed.
 // Normally it finds none, reading one empty index range per partition.
 func (n *Node) sweep(ctx context.Context) error {
-	parts, _ := n.ownedArrays()
+	parts, _ := n.members.arrays()
 	cut := n.clock.now() - int64(n.opts.Lease)
 	return n.loadTimers(ctx, parts, 0, cut, true)
 }
@@ -465,11 +469,11 @@ func (n *Node) sweep(ctx context.Context) error {
 // timersNotified arms the timers announced on partition p's channel, if
 // this node owns p.
 func (n *Node) timersNotified(p int, payload string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if _, ok := n.owned[p]; !ok {
+	if _, ok := n.members.holds(p); !ok {
 		return
 	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	for line := range strings.SplitSeq(payload, "\n") {
 		j, a, ok := strings.Cut(line, " ")
 		if !ok {
@@ -497,10 +501,10 @@ func (n *Node) announce(job uint64, at, dbNow int64) {
 		return
 	}
 	p := n.partitionOf(job)
-	n.mu.Lock()
-	if _, ok := n.owned[p]; ok {
+	if _, ok := n.members.holds(p); ok {
+		n.mu.Lock()
 		n.armAt(job, at)
+		n.mu.Unlock()
 	}
-	n.mu.Unlock()
 	n.notifications.timer(p, job, at)
 }
