@@ -61,13 +61,7 @@ func BenchmarkBroker_ReserveAckDurable(b *testing.B) {
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			ts, err := br.Reserve(ctx, "q", 1, 0)
-			if err != nil || len(ts) != 1 {
-				b.Error(fmt.Sprint(ts, err))
-				return
-			}
-			if err := br.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
-				b.Error(err)
+			if !reserveAck(b, br) {
 				return
 			}
 		}
@@ -157,13 +151,7 @@ func BenchmarkBroker_WorkedDurable(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			ts, err := br.Reserve(ctx, "q", 1, 0)
-			if err != nil || len(ts) != 1 {
-				b.Error(fmt.Sprint(ts, err))
-				return
-			}
-			if err := br.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
-				b.Error(err)
+			if !reserveAck(b, br) {
 				return
 			}
 		}
@@ -187,4 +175,19 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reserveAck reserves one task of queue q and acks it, and reports
+// whether both went well (a failure is reported to b).
+func reserveAck(b *testing.B, br *broker.Broker) bool {
+	ts, err := br.Reserve(ctx, "q", 1, 0)
+	if err != nil || len(ts) != 1 {
+		b.Error(fmt.Sprint(ts, err))
+		return false
+	}
+	if err := br.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
+		b.Error(err)
+		return false
+	}
+	return true
 }

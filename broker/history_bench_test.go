@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -38,13 +37,7 @@ func BenchmarkBroker_ReserveAckHistory(b *testing.B) {
 			b.SetParallelism(32) // 64 goroutines on 2 CPUs
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					ts, err := br.Reserve(ctx, "q", 1, 0)
-					if err != nil || len(ts) != 1 {
-						b.Error(fmt.Sprint(ts, err))
-						return
-					}
-					if err := br.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
-						b.Error(err)
+					if !reserveAck(b, br) {
 						return
 					}
 				}
