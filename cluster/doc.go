@@ -167,4 +167,24 @@
 // target_session_attrs=read-write find the new primary on their own; the
 // listener's reconnection resynchronises what notifications were lost
 // (TestProcessFailover; the promise and its limits in docs/SCALING.md).
+//
+// # Roles
+//
+// A [Node] is its request methods over three roles, each a type with its
+// own lock and goroutines, started by Open and stopped by Close:
+//
+//   - membership (leases.go): the heartbeat, the leases held (partition
+//     to epoch) and the lease loop;
+//   - timers (timers.go): the wheel, the jobs fired, the horizon and the
+//     flusher;
+//   - notifications (notifications.go): the listener, the notifier and
+//     the queue channels listened to.
+//
+// The roles ask the membership what it holds and are told by handlers
+// what it acquired (listen, then load the timers) and dropped (disarm
+// the schedules, unlisten). The Node's own lock guards what stays on it:
+// the waiting reservers (wait.go), the schedules armed, the policy
+// watchers, and whether it is closed. The membership's lock is a leaf,
+// taken under the Node's or the timers' lock; no other two of these
+// locks nest, and none is held across a database call.
 package cluster

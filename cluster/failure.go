@@ -381,23 +381,23 @@ func (n *Node) settleExpired(ctx context.Context, expired []row) error {
 				}
 				// Not settled: acked or given back since (the next flush
 				// finds no timer), or touched (it arms the new lease's end).
-				n.mu.Lock()
+				var again []uint64
 				for _, s := range ss {
 					if !done[s.job] {
-						n.armAt(uint64(s.job), n.clock.now()+int64(100*time.Millisecond))
+						again = append(again, uint64(s.job))
 					}
 				}
-				n.mu.Unlock()
+				n.timers.retry(again)
 				expired = later
 			}
 		}
 	}
 	if err != nil {
-		n.mu.Lock()
+		again := make([]uint64, len(expired))
 		for i := range expired {
-			n.armAt(uint64(expired[i].job), n.clock.now()+int64(100*time.Millisecond))
+			again[i] = uint64(expired[i].job)
 		}
-		n.mu.Unlock()
+		n.timers.retry(again)
 	}
 	return err
 }

@@ -93,11 +93,13 @@ type Node struct {
 	partitions int // fixed by the schema (hourglass_meta)
 
 	clock clock
-	wheel *hourglass.Keyed[uint64] // owned partitions' timers by job id
-	cron  *hourglass.Timer         // owned schedules' next occurrences
+	cron  *hourglass.Timer // owned schedules' next occurrences
 	// members holds the node's heartbeat and partition leases and runs
 	// the lease loop (leases.go); its own lock.
 	members *membership
+	// timers holds the owned partitions' timers and runs the flusher
+	// (timers.go); its own lock.
+	timers *timers
 	// notifications listens and notifies (notifications.go); its own
 	// lock.
 	notifications *notifications
@@ -110,14 +112,6 @@ type Node struct {
 	// membership's lock (a leaf); no other role's lock is taken under mu,
 	// and mu is not taken under any other role's lock.
 	mu sync.Mutex
-	// horizon (database Unix ns): the timers of owned partitions due
-	// before it are in the wheel. Guarded by mu.
-	horizon int64
-	// fired lists jobs whose timers fired, for the flusher. Guarded by mu.
-	fired []uint64
-	// reload asks the lease loop to load every owned partition's timers
-	// again (after the listen connection was lost). Guarded by mu.
-	reload bool
 	// queues holds the reservers waiting on this node, by queue. Guarded
 	// by mu.
 	queues map[string]*queueWait
@@ -142,9 +136,7 @@ type Node struct {
 	closed bool
 	failed error
 
-	flushKick chan struct{} // buffered 1: fired has jobs
-	quit      chan struct{}
-	wg        sync.WaitGroup
+	stopOnce sync.Once // stop
 }
 
 // Open joins the cluster on db: it migrates the schema, registers the
@@ -185,8 +177,6 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		instance:  hex.EncodeToString(tok[:]),
 		queues:    make(map[string]*queueWait),
 		schedules: make(map[string]*schedule),
-		flushKick: make(chan struct{}, 1),
-		quit:      make(chan struct{}),
 	}
 	n.clock.skew = &opts.hooks.skew
 	n.capped.Store(&map[string]bool{})
@@ -212,21 +202,20 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	if err := n.members.register(ctx); err != nil {
 		return nil, err
 	}
-	n.wheel = hourglass.NewKeyed(n.fire, hourglass.WithExecutor(hourglass.Inline))
+	n.timers = newTimers(n, n)
 	n.cron = hourglass.New(hourglass.WithShards(1))
 	n.notifications = newNotifications(db, n.name, n.log, noteHandlers{
 		tick:   n.kickTick,
 		policy: n.policyNotified,
-		timers: n.timersNotified,
+		timers: n.timers.notified,
 		wake:   n.wakeNotified,
 		resync: n.resync,
 	})
 	if err := n.notifications.start(ctx, chanMembers, chanSchedules, chanPolicies); err != nil {
-		n.wheel.Stop()
+		n.timers.stop()
 		n.cron.Stop()
 		return nil, err
 	}
-	n.horizon = n.clock.now() + int64(opts.Window)
 	if err := n.loadCapped(ctx); err != nil {
 		n.stop()
 		return nil, dbErr(err)
@@ -242,11 +231,8 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	// The tasks of the partitions just taken that fell due while no node
 	// owned them are made ready before Open returns, as the embedded
 	// engine's recovery does: a node is ready when its due tasks are.
-	n.mu.Lock()
-	overdue := len(n.fired)
-	n.mu.Unlock()
-	owned := n.members.count()
-	if err := n.flush(); err != nil {
+	overdue, owned := n.timers.pending(), n.members.count()
+	if err := n.timers.flush(); err != nil {
 		n.log.Warn("hourglass: flushing overdue timers failed; the sweep retries them", "err", err)
 	}
 	n.log.Info("hourglass: recovered", "partitions", owned, "overdue", overdue)
@@ -259,8 +245,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	}
 	n.notifications.send(chanMembers, "join "+n.name)
 	n.members.start()
-	n.wg.Add(1)
-	go n.flushLoop()
+	n.timers.start()
 	n.reporter = &reporter{db: db, node: n.name, started: n.clock.now(), source: n.counters.report, log: n.log}
 	n.reporter.start()
 	retention, _ := opts.retention()
@@ -305,25 +290,25 @@ func (n *Node) Close() error {
 }
 
 // stop ends the node's goroutines and timers without touching the
-// database.
+// database: the lease loop and the flusher first, together (each ends
+// its round or flush in progress), then the reporter, the pruner, the
+// wheels, and the notifications last, which send what is pending. It is
+// idempotent.
 func (n *Node) stop() {
-	select {
-	case <-n.quit:
-		return
-	default:
-	}
-	close(n.quit)
-	n.members.stop()
-	n.wg.Wait()
-	if n.reporter != nil {
-		n.reporter.stop()
-	}
-	if n.pruner != nil {
-		n.pruner.stop()
-	}
-	n.wheel.Stop()
-	n.cron.Stop()
-	n.notifications.stop()
+	n.stopOnce.Do(func() {
+		var loops sync.WaitGroup
+		loops.Go(n.members.stop)
+		n.timers.stop()
+		loops.Wait()
+		if n.reporter != nil {
+			n.reporter.stop()
+		}
+		if n.pruner != nil {
+			n.pruner.stop()
+		}
+		n.cron.Stop()
+		n.notifications.stop()
+	})
 }
 
 // acquired follows the acquisition of parts (the membership's handler):
@@ -335,13 +320,10 @@ func (n *Node) acquired(ctx context.Context, parts []int32) error {
 	for i, p := range parts {
 		chans[i] = partitionChannel(int(p))
 	}
-	n.mu.Lock()
-	horizon := n.horizon
-	n.mu.Unlock()
 	if err := n.notifications.listen(ctx, chans...); err != nil {
 		return err
 	}
-	return n.loadTimers(ctx, parts, 0, horizon, true)
+	return n.timers.loadAcquired(ctx, parts)
 }
 
 // dropped follows the loss or release of parts (the membership's
@@ -371,10 +353,10 @@ func (n *Node) dropped(parts []int) {
 // reconcile schedules, and reload the concurrency hints after a lost
 // listen connection.
 func (n *Node) round(ctx context.Context) error {
-	if err := n.extendWindow(ctx); err != nil {
+	if err := n.timers.extendWindow(ctx); err != nil {
 		return err
 	}
-	if err := n.sweep(ctx); err != nil {
+	if err := n.timers.sweep(ctx); err != nil {
 		return err
 	}
 	if err := n.reconcileSchedules(ctx); err != nil {
@@ -413,9 +395,9 @@ func (n *Node) resync() {
 	for _, q := range n.queues {
 		q.wakeAll()
 	}
-	n.reload = true
 	n.recap = true
 	n.mu.Unlock()
+	n.timers.reloadAll()
 	n.kickTick()
 }
 

@@ -126,7 +126,7 @@ func (n *Node) ReserveAny(ctx context.Context, queues []string, wait time.Durati
 // waiting list of each of its queues; a task made ready in any of them
 // wakes it. A reserver waiting on one queue may instead be handed tasks
 // that the owner's flush reserved for it in the statement that made them
-// ready (see Node.flush), a round trip sooner.
+// ready (see timers.flush), a round trip sooner.
 func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
 	var timer *time.Timer
 	for {

@@ -2,12 +2,16 @@ package cluster
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hourglass-go/hourglass"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -18,59 +22,170 @@ import (
 // in the database, fenced by the partition's epoch, and wakes the
 // reservers waiting on its queue on every node.
 
+// timers is a node's role as the owner of its partitions' timers: the
+// wheel, the jobs fired and not yet flushed, the horizon of what the
+// wheel holds, and the flusher goroutine. It starts with start and ends
+// with stop. It asks the membership which partitions are held, at which
+// epochs, and drops from it those a flush was fenced out of; it asks the
+// node (flushEnv) for its waiting reservers and hands them what a flush
+// reserved for them.
+//
+// mu guards fired, horizon and reload. It is held by no database call
+// and by no call into the node; under it the membership's lock (a leaf)
+// may be taken. timers is safe for concurrent use by multiple
+// goroutines.
+type timers struct {
+	db         *pgxpool.Pool
+	name       string
+	partitions int
+	window     time.Duration
+	lease      time.Duration
+	keep       bool // write the history (history.go)
+	clock      *clock
+	log        *slog.Logger
+	metrics    *metrics
+	hooks      *hooks
+	members    *membership
+	env        flushEnv
+
+	wheel    *hourglass.Keyed[uint64] // owned partitions' timers by job id
+	kick     chan struct{}            // buffered 1: fired has jobs
+	quit     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+
+	mu sync.Mutex
+	// fired lists jobs whose timers fired, for the flusher. Guarded by mu.
+	fired []uint64
+	// horizon (database Unix ns): the timers of owned partitions due
+	// before it are in the wheel. Guarded by mu.
+	horizon int64
+	// reload asks the next extendWindow to load every owned partition's
+	// timers again (after the listen connection was lost). Guarded by mu.
+	reload bool
+}
+
+// flushEnv is what a flush asks of the rest of its node: its reservers
+// waiting, to hand tasks to, and what to do with the tasks it made ready
+// or left for the node to settle. Node implements it; none of its
+// methods is called with the timers' lock held.
+type flushEnv interface {
+	// waiting returns the queues with reservers waiting on them alone and
+	// how many tasks each takes, at most limit.
+	waiting(limit int) (queues []string, lims []int32)
+	// handOver gives rows, reserved for those reservers, to them.
+	handOver(rows []row, dbNow int64)
+	// readied tells the reservers of queue that k tasks were made ready.
+	readied(queue string, k int)
+	// settleExpired settles the expired leases the flush left to the
+	// node's policies (failure.go).
+	settleExpired(ctx context.Context, late []row) error
+}
+
+// newTimers returns the role with its wheel running and its horizon one
+// window from now, its flusher not started.
+func newTimers(n *Node, env flushEnv) *timers {
+	t := &timers{
+		db: n.db, name: n.name, partitions: n.partitions, window: n.opts.Window, lease: n.opts.Lease,
+		keep: n.keep(), clock: &n.clock, log: n.log, metrics: n.metrics, hooks: n.opts.hooks,
+		members: n.members, env: env,
+		kick: make(chan struct{}, 1),
+		quit: make(chan struct{}),
+	}
+	t.wheel = hourglass.NewKeyed(t.fire, hourglass.WithExecutor(hourglass.Inline))
+	t.horizon = t.clock.now() + int64(t.window)
+	return t
+}
+
+// start starts the flusher.
+func (t *timers) start() {
+	t.wg.Add(1)
+	go t.flushLoop()
+}
+
+// stop ends the flusher, if started, once its flush in progress is done,
+// and stops the wheel. It is idempotent.
+func (t *timers) stop() {
+	t.stopOnce.Do(func() {
+		close(t.quit)
+		t.wg.Wait()
+		t.wheel.Stop()
+	})
+}
+
+// partitionOf returns the partition of a task.
+func (t *timers) partitionOf(job uint64) int { return int(job % uint64(t.partitions)) }
+
 // armAt sets job's timer for at (database ns) unless an earlier one is
 // pending: the earliest wins, since a timer that fires before its task's
 // time is only armed again for the rest (see flush), while one that fires
 // late makes the task late. A timer already due goes to the flusher at
 // once, without the wheel: the overdue tasks of partitions just acquired
-// (a restart, a takeover) are flushed in one statement. n.mu is held.
-func (n *Node) armAt(job uint64, at int64) {
-	d := n.clock.until(at)
+// (a restart, a takeover) are flushed in one statement. t.mu is held.
+func (t *timers) armAt(job uint64, at int64) {
+	d := t.clock.until(at)
 	if d == 0 {
-		n.fired = append(n.fired, job)
+		t.fired = append(t.fired, job)
 		select {
-		case n.flushKick <- struct{}{}:
+		case t.kick <- struct{}{}:
 		default:
 		}
 		return
 	}
-	if dl, ok := n.wheel.Deadline(job); ok && !time.Now().Add(d).Before(dl) {
+	if dl, ok := t.wheel.Deadline(job); ok && !time.Now().Add(d).Before(dl) {
 		return
 	}
-	n.wheel.Set(job, d)
+	t.wheel.Set(job, d)
+}
+
+// retry arms jobs again a moment from now: a flush or a settlement that
+// failed puts them back for the next round (the sweep is the backstop).
+func (t *timers) retry(jobs []uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, j := range jobs {
+		t.armAt(j, t.clock.now()+int64(100*time.Millisecond))
+	}
 }
 
 // fire is the wheel's callback: job's timer is due by this node's clock.
 // It runs on the wheel's goroutine.
-func (n *Node) fire(job uint64) {
-	n.mu.Lock()
-	n.fired = append(n.fired, job)
-	n.mu.Unlock()
+func (t *timers) fire(job uint64) {
+	t.mu.Lock()
+	t.fired = append(t.fired, job)
+	t.mu.Unlock()
 	select {
-	case n.flushKick <- struct{}{}:
+	case t.kick <- struct{}{}:
 	default:
 	}
 }
 
+// pending returns how many fired jobs wait for the flusher.
+func (t *timers) pending() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.fired)
+}
+
 // flushLoop is the flusher goroutine: it flushes fired timers as they
 // come, a batch per round trip.
-func (n *Node) flushLoop() {
-	defer n.wg.Done()
+func (t *timers) flushLoop() {
+	defer t.wg.Done()
 	for {
 		select {
-		case <-n.quit:
+		case <-t.quit:
 			return
-		case <-n.flushKick:
+		case <-t.kick:
 		}
-		for n.opts.hooks.paused.Load() {
+		for t.hooks.paused.Load() {
 			select {
-			case <-n.quit:
+			case <-t.quit:
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
-		if err := n.flush(); err != nil {
-			n.log.Warn("hourglass: flushing timers failed; the sweep retries them", "err", err)
+		if err := t.flush(); err != nil {
+			t.log.Warn("hourglass: flushing timers failed; the sweep retries them", "err", err)
 		}
 	}
 }
@@ -97,7 +212,7 @@ func (n *Node) flushLoop() {
 //     leaves them for settleExpired (failure.go).
 //   - hand picks among them, queue by queue in delivery order, as many
 //     as this node's waiting reservers take ($5 queues, $6 how many each;
-//     see Node.flush), in queues not paused and without a rate or
+//     see timers.flush), in queues not paused and without a rate or
 //     concurrency limit (their reserves take the queue's row lock,
 //     limits.go), leaving out the tasks whose attempts are used up.
 //   - fired makes the due tasks ready, or reserved with a fresh lease for
@@ -210,23 +325,27 @@ const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigi
 // takes only tasks falling due in this flush: a reserver waits only when
 // it found no task ready. It then wakes the reservers of the queues it
 // made tasks ready in (readied).
-func (n *Node) flush() error {
-	n.mu.Lock()
-	fired := n.fired
-	n.fired = nil
+func (t *timers) flush() error {
+	t.mu.Lock()
+	fired := t.fired
+	t.fired = nil
 	// Read after fired: a job in it was armed while its partition was
-	// held (see loadTimers), so a partition acquired meanwhile keeps it.
-	owned := n.members.snapshot()
+	// held (see load), so a partition acquired meanwhile keeps it.
+	owned := t.members.snapshot()
+	t.mu.Unlock()
 	var parts []int32
 	var epochs []int64
 	var jobs []int64
 	byPart := map[int][]int64{}
 	for _, job := range fired {
-		p := n.partitionOf(job)
+		p := t.partitionOf(job)
 		if _, ok := owned[p]; ok {
 			byPart[p] = append(byPart[p], int64(job))
 			jobs = append(jobs, int64(job))
 		}
+	}
+	if len(byPart) == 0 {
+		return nil
 	}
 	heldAt := make(map[int]int64, len(byPart))
 	for p := range byPart {
@@ -234,20 +353,8 @@ func (n *Node) flush() error {
 		epochs = append(epochs, owned[p])
 		heldAt[p] = owned[p]
 	}
-	var handQueues []string
-	var handLims []int32
-	if len(byPart) > 0 {
-		for name, q := range n.queues {
-			if k := min(q.slots(), len(jobs)); k > 0 {
-				handQueues, handLims = append(handQueues, name), append(handLims, int32(k))
-			}
-		}
-	}
-	n.mu.Unlock()
-	if len(byPart) == 0 {
-		return nil
-	}
-	if f := n.opts.hooks.flushing.Load(); f != nil {
+	handQueues, handLims := t.env.waiting(len(jobs))
+	if f := t.hooks.flushing.Load(); f != nil {
 		(*f)()
 	}
 
@@ -266,7 +373,7 @@ func (n *Node) flush() error {
 	var dbNow int64
 	began := time.Now()
 	err := func() error {
-		rows, err := n.db.Query(ctx, sqlFlush, n.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, n.keep())
+		rows, err := t.db.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
 		if err != nil {
 			return err
 		}
@@ -275,7 +382,7 @@ func (n *Node) flush() error {
 			var kind int
 			var a, b int64
 			var queue string
-			t, err := scanRow(rows, &kind, &a, &b, &queue)
+			r, err := scanRow(rows, &kind, &a, &b, &queue)
 			if err != nil {
 				return err
 			}
@@ -292,9 +399,9 @@ func (n *Node) flush() error {
 					retried[queue] += a - b
 				}
 			case 4:
-				handed, dbNow = append(handed, t), b
+				handed, dbNow = append(handed, r), b
 			case 5:
-				late = append(late, t)
+				late = append(late, r)
 			}
 		}
 		rows.Close()
@@ -302,25 +409,25 @@ func (n *Node) flush() error {
 	}()
 	if err != nil {
 		// Put the jobs back for the next round; the sweep is the backstop.
-		n.mu.Lock()
-		for _, j := range jobs {
-			n.armAt(uint64(j), n.clock.now()+int64(100*time.Millisecond))
+		js := make([]uint64, len(jobs))
+		for i, j := range jobs {
+			js[i] = uint64(j)
 		}
-		n.mu.Unlock()
+		t.retry(js)
 		return err
 	}
 	if len(handed) > 0 {
-		if f := n.opts.hooks.handing.Load(); f != nil {
+		if f := t.hooks.handing.Load(); f != nil {
 			(*f)()
 		}
-		n.handOver(handed, dbNow)
+		t.env.handOver(handed, dbNow)
 	}
-	n.metrics.flushSeconds.Observe(time.Since(began).Seconds())
-	n.metrics.flushTimers.Observe(float64(len(jobs)))
-	n.metrics.LeaseExpiries.Add(float64(expired))
-	n.metrics.Dead.Add(float64(dead))
+	t.metrics.flushSeconds.Observe(time.Since(began).Seconds())
+	t.metrics.flushTimers.Observe(float64(len(jobs)))
+	t.metrics.LeaseExpiries.Add(float64(expired))
+	t.metrics.Dead.Add(float64(dead))
 	for q, k := range retried {
-		n.metrics.Retries.WithLabelValues(q).Add(float64(k))
+		t.metrics.Retries.WithLabelValues(q).Add(float64(k))
 	}
 	var fenced []int
 	for p := range byPart {
@@ -329,68 +436,44 @@ func (n *Node) flush() error {
 		}
 	}
 	if len(fenced) > 0 {
-		n.log.Warn("hourglass: fenced out of partitions (lease lost); their timers dropped", "partitions", fenced)
-		n.metrics.lost.Add(float64(len(fenced)))
-		n.members.dropAt(fenced, heldAt)
+		t.log.Warn("hourglass: fenced out of partitions (lease lost); their timers dropped", "partitions", fenced)
+		t.metrics.lost.Add(float64(len(fenced)))
+		t.members.dropAt(fenced, heldAt)
 		// A partition taken again meanwhile at a new epoch keeps its
 		// lease; its jobs this flush could not write are armed again
 		// (the acquisition's load armed them too, unless it ran first).
-		n.mu.Lock()
+		t.mu.Lock()
 		for _, p := range fenced {
-			if _, ok := n.members.holds(p); ok {
+			if _, ok := t.members.holds(p); ok {
 				for _, j := range byPart[p] {
-					n.armAt(uint64(j), n.clock.now())
+					t.armAt(uint64(j), t.clock.now())
 				}
 			}
 		}
-		n.mu.Unlock()
+		t.mu.Unlock()
 	}
-	n.mu.Lock()
+	t.mu.Lock()
 	for _, p := range again {
 		// Not due by the database's clock: armed again for exactly the
 		// rest, measured on the database's clock, not this node's.
 		d := max(p.left, time.Millisecond)
-		if dl, ok := n.wheel.Deadline(p.job); !ok || time.Now().Add(d).Before(dl) {
-			n.wheel.Set(p.job, d)
+		if dl, ok := t.wheel.Deadline(p.job); !ok || time.Now().Add(d).Before(dl) {
+			t.wheel.Set(p.job, d)
 		}
 	}
-	n.mu.Unlock()
+	t.mu.Unlock()
 	for q, k := range readyIn {
-		n.readied(q, k)
+		t.env.readied(q, k)
 	}
 	if len(late) > 0 {
-		return n.settleExpired(ctx, late)
+		return t.env.settleExpired(ctx, late)
 	}
 	return nil
 }
 
-// handOver gives rows, reserved by a flush for this node's waiting
-// reservers, to them, queue by queue in delivery order, and gives back
-// what no waiter was left to take.
-func (n *Node) handOver(rows []row, dbNow int64) {
-	sortRows(rows)
-	byQueue := map[string][]row{}
-	for _, r := range rows {
-		byQueue[r.queue] = append(byQueue[r.queue], r)
-	}
-	var left []row
-	n.mu.Lock()
-	for name, rs := range byQueue {
-		if q := n.queues[name]; q != nil {
-			rs = q.handOver(rs, dbNow)
-		}
-		left = append(left, rs...)
-	}
-	n.mu.Unlock()
-	n.metrics.handed.Add(float64(len(rows) - len(left)))
-	if len(left) > 0 {
-		n.giveBack(left)
-	}
-}
-
-// loadTimers arms the timers of parts firing in [from, to) (database
-// ns); with overdue also those before from.
-func (n *Node) loadTimers(ctx context.Context, parts []int32, from, to int64, overdue bool) error {
+// load arms the timers of parts firing in [from, to) (database ns);
+// with overdue also those before from.
+func (t *timers) load(ctx context.Context, parts []int32, from, to int64, overdue bool) error {
 	if len(parts) == 0 {
 		return nil
 	}
@@ -399,25 +482,25 @@ func (n *Node) loadTimers(ctx context.Context, parts []int32, from, to int64, ov
 	if overdue {
 		from = minInt64
 	}
-	rows, err := n.db.Query(ctx, q, parts, from, to)
+	rows, err := t.db.Query(ctx, q, parts, from, to)
 	if err != nil {
 		return err
 	}
 	type timer struct{ job, at int64 }
 	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (timer, error) {
-		var t timer
-		err := r.Scan(&t.job, &t.at)
-		return t, err
+		var tm timer
+		err := r.Scan(&tm.job, &tm.at)
+		return tm, err
 	})
 	if err != nil {
 		return err
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	owned := n.members.snapshot()
-	for _, t := range ts {
-		if _, ok := owned[n.partitionOf(uint64(t.job))]; ok {
-			n.armAt(uint64(t.job), t.at)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	owned := t.members.snapshot()
+	for _, tm := range ts {
+		if _, ok := owned[t.partitionOf(uint64(tm.job))]; ok {
+			t.armAt(uint64(tm.job), tm.at)
 		}
 	}
 	return nil
@@ -425,55 +508,73 @@ func (n *Node) loadTimers(ctx context.Context, parts []int32, from, to int64, ov
 
 const minInt64 = -1 << 63
 
+// loadAcquired arms the timers of parts, just acquired, due before the
+// horizon, overdue ones included.
+func (t *timers) loadAcquired(ctx context.Context, parts []int32) error {
+	t.mu.Lock()
+	horizon := t.horizon
+	t.mu.Unlock()
+	return t.load(ctx, parts, 0, horizon, true)
+}
+
 // extendWindow loads the next window's timers once less than half of the
-// current one is left: the horizon moves to one Window from now.
-func (n *Node) extendWindow(ctx context.Context) error {
-	now := n.clock.now()
-	n.mu.Lock()
-	from := n.horizon
-	reload := n.reload
-	n.reload = false
-	n.mu.Unlock()
-	parts, _ := n.members.arrays()
+// current one is left: the horizon moves to one Window from now. It runs
+// on the lease loop, the one goroutine that moves the horizon.
+func (t *timers) extendWindow(ctx context.Context) error {
+	now := t.clock.now()
+	t.mu.Lock()
+	from := t.horizon
+	reload := t.reload
+	t.reload = false
+	t.mu.Unlock()
+	parts, _ := t.members.arrays()
 	if reload {
-		if err := n.loadTimers(ctx, parts, 0, from, true); err != nil {
-			n.mu.Lock()
-			n.reload = true
-			n.mu.Unlock()
+		if err := t.load(ctx, parts, 0, from, true); err != nil {
+			t.mu.Lock()
+			t.reload = true
+			t.mu.Unlock()
 			return err
 		}
 	}
-	if from-now >= int64(n.opts.Window/2) {
+	if from-now >= int64(t.window/2) {
 		return nil
 	}
-	to := now + int64(n.opts.Window)
-	if err := n.loadTimers(ctx, parts, from, to, false); err != nil {
+	to := now + int64(t.window)
+	if err := t.load(ctx, parts, from, to, false); err != nil {
 		return err
 	}
-	n.mu.Lock()
-	n.horizon = to
-	n.mu.Unlock()
+	t.mu.Lock()
+	t.horizon = to
+	t.mu.Unlock()
 	return nil
+}
+
+// reloadAll has the next extendWindow load every owned partition's
+// timers again: notifications of timers may have been lost.
+func (t *timers) reloadAll() {
+	t.mu.Lock()
+	t.reload = true
+	t.mu.Unlock()
 }
 
 // sweep arms again the owned timers that are overdue by more than a
 // lease: those whose notification was lost (a crash between a commit and
 // its notification, a listen connection down) or whose flush failed.
 // Normally it finds none, reading one empty index range per partition.
-func (n *Node) sweep(ctx context.Context) error {
-	parts, _ := n.members.arrays()
-	cut := n.clock.now() - int64(n.opts.Lease)
-	return n.loadTimers(ctx, parts, 0, cut, true)
+func (t *timers) sweep(ctx context.Context) error {
+	parts, _ := t.members.arrays()
+	cut := t.clock.now() - int64(t.lease)
+	return t.load(ctx, parts, 0, cut, true)
 }
 
-// timersNotified arms the timers announced on partition p's channel, if
-// this node owns p.
-func (n *Node) timersNotified(p int, payload string) {
-	if _, ok := n.members.holds(p); !ok {
+// notified arms the timers announced on partition p's channel, if this
+// node holds p.
+func (t *timers) notified(p int, payload string) {
+	if _, ok := t.members.holds(p); !ok {
 		return
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for line := range strings.SplitSeq(payload, "\n") {
 		j, a, ok := strings.Cut(line, " ")
 		if !ok {
@@ -481,10 +582,19 @@ func (n *Node) timersNotified(p int, payload string) {
 		}
 		job, err1 := strconv.ParseUint(j, 10, 64)
 		at, err2 := strconv.ParseInt(a, 10, 64)
-		if err1 != nil || err2 != nil || n.partitionOf(job) != p {
+		if err1 != nil || err2 != nil || t.partitionOf(job) != p {
 			continue
 		}
-		n.armAt(job, at)
+		t.armAt(job, at)
+	}
+}
+
+// armHeld arms job's timer for at if this node holds job's partition.
+func (t *timers) armHeld(job uint64, at int64) {
+	if _, ok := t.members.holds(t.partitionOf(job)); ok {
+		t.mu.Lock()
+		t.armAt(job, at)
+		t.mu.Unlock()
 	}
 }
 
@@ -500,11 +610,6 @@ func (n *Node) announce(job uint64, at, dbNow int64) {
 	if at-dbNow >= int64(n.opts.Window)+int64(n.opts.Window/2) {
 		return
 	}
-	p := n.partitionOf(job)
-	if _, ok := n.members.holds(p); ok {
-		n.mu.Lock()
-		n.armAt(job, at)
-		n.mu.Unlock()
-	}
-	n.notifications.timer(p, job, at)
+	n.timers.armHeld(job, at)
+	n.notifications.timer(n.partitionOf(job), job, at)
 }

@@ -127,3 +127,41 @@ func (n *Node) wakeNotified(queues []string, k int, all bool) {
 		}
 	}
 }
+
+// waiting returns the queues with reservers waiting on them alone and
+// how many tasks each takes, at most limit, for a flush to reserve for
+// them (sqlFlush's hand). O(queues waited on).
+func (n *Node) waiting(limit int) (queues []string, lims []int32) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for name, q := range n.queues {
+		if k := min(q.slots(), limit); k > 0 {
+			queues, lims = append(queues, name), append(lims, int32(k))
+		}
+	}
+	return queues, lims
+}
+
+// handOver gives rows, reserved by a flush for this node's waiting
+// reservers, to them, queue by queue in delivery order, and gives back
+// what no waiter was left to take.
+func (n *Node) handOver(rows []row, dbNow int64) {
+	sortRows(rows)
+	byQueue := map[string][]row{}
+	for _, r := range rows {
+		byQueue[r.queue] = append(byQueue[r.queue], r)
+	}
+	var left []row
+	n.mu.Lock()
+	for name, rs := range byQueue {
+		if q := n.queues[name]; q != nil {
+			rs = q.handOver(rs, dbNow)
+		}
+		left = append(left, rs...)
+	}
+	n.mu.Unlock()
+	n.metrics.handed.Add(float64(len(rows) - len(left)))
+	if len(left) > 0 {
+		n.giveBack(left)
+	}
+}
