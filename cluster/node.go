@@ -108,9 +108,10 @@ type Node struct {
 	acks          group[ackReq] // acks arriving together, one statement
 	counters      counters      // what this node served (report.go); its own lock
 
-	// mu guards the fields below it. Lock order: mu, then the
-	// membership's lock (a leaf); no other role's lock is taken under mu,
-	// and mu is not taken under any other role's lock.
+	// mu guards the fields below that say so: what stays on the node
+	// beside its roles. Lock order: mu, then the membership's lock (a
+	// leaf); no other role's lock is taken under mu, and mu is not taken
+	// under any other role's lock.
 	mu sync.Mutex
 	// queues holds the reservers waiting on this node, by queue. Guarded
 	// by mu.
@@ -136,7 +137,8 @@ type Node struct {
 	closed bool
 	failed error
 
-	stopOnce sync.Once // stop
+	// stopOnce makes stop idempotent.
+	stopOnce sync.Once
 }
 
 // Open joins the cluster on db: it migrates the schema, registers the
