@@ -32,6 +32,10 @@ func (h *hooks) Handing(f func()) { h.handing.Store(&f) }
 // partitions it writes and before its statement.
 func (h *hooks) Flushing(f func()) { h.flushing.Store(&f) }
 
+// Rounding makes each lease round call f, with the round's context,
+// after renewing the leases.
+func (h *hooks) Rounding(f func(context.Context)) { h.rounding.Store(&f) }
+
 // Tick runs one round of the lease loop now.
 func (n *Node) Tick(ctx context.Context) error { return n.members.tick(ctx) }
 

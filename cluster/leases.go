@@ -226,7 +226,11 @@ func (m *membership) leaseLoop() {
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), m.lease)
+		// A round renews the leases first; on a slow database the rest of
+		// it may take long. It gives up at half a lease, so that the next
+		// round, 100 ms later, renews the leases before they run out (a
+		// round given a whole lease renewed them only after they had).
+		ctx, cancel := context.WithTimeout(context.Background(), m.lease/2)
 		next, err := m.tickNext(ctx)
 		cancel()
 		if err != nil {

@@ -74,6 +74,9 @@ type hooks struct {
 	// flushing, if set, runs in a flush after it read the epochs of the
 	// partitions it writes and before its statement.
 	flushing atomic.Pointer[func()]
+	// rounding, if set, runs in a lease round after the leases were
+	// renewed, with the round's context (a slow database).
+	rounding atomic.Pointer[func(context.Context)]
 }
 
 // ErrNameInUse is returned by [Open] when a live node already runs under
@@ -317,15 +320,24 @@ func (n *Node) stop() {
 // the node listens to their channels, then loads their timers, in that
 // order, so that a timer written meanwhile is either announced to this
 // node or read by the load.
+//
+// If either fails (the round ran out of time on a slow database), the
+// partitions are held all the same: the listen still queued goes on, and
+// the next round loads every owned partition's timers again, where they
+// would otherwise have waited for the sweep, over a lease late.
 func (n *Node) acquired(ctx context.Context, parts []int32) error {
 	chans := make([]string, len(parts))
 	for i, p := range parts {
 		chans[i] = partitionChannel(int(p))
 	}
-	if err := n.notifications.listen(ctx, chans...); err != nil {
-		return err
+	err := n.notifications.listen(ctx, chans...)
+	if err == nil {
+		err = n.timers.loadAcquired(ctx, parts)
 	}
-	return n.timers.loadAcquired(ctx, parts)
+	if err != nil {
+		n.timers.reloadAll()
+	}
+	return err
 }
 
 // dropped follows the loss or release of parts (the membership's
@@ -355,6 +367,9 @@ func (n *Node) dropped(parts []int) {
 // reconcile schedules, and reload the concurrency hints after a lost
 // listen connection.
 func (n *Node) round(ctx context.Context) error {
+	if f := n.opts.hooks.rounding.Load(); f != nil {
+		(*f)(ctx)
+	}
 	if err := n.timers.extendWindow(ctx); err != nil {
 		return err
 	}

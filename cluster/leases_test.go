@@ -1,0 +1,40 @@
+package cluster_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/cluster"
+)
+
+// TestLeases_SlowRound: a lease round whose work after the renewal is
+// held up (a slow database) gives up in time for the next round to renew
+// the leases before they run out: the node keeps every partition at the
+// epoch it had. A round allowed a whole lease renewed them only after
+// they had run out, and the node lost all of them (the e2e crash test
+// saw it under load: due tasks unhanded until they were taken again).
+func TestLeases_SlowRound(t *testing.T) {
+	const lease = 900 * time.Millisecond
+	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Lease = lease })
+	eventually(t, 10*time.Second, "every partition held", func() bool { return len(n.Owned()) == 64 })
+	before := n.Owned()
+	var held atomic.Int32
+	n.hooks.Rounding(func(ctx context.Context) {
+		if held.Add(1) <= 2 {
+			<-ctx.Done() // this round's work does not end before its deadline
+		}
+	})
+	eventually(t, 10*time.Second, "two rounds held up", func() bool { return held.Load() > 2 })
+	time.Sleep(lease)
+	after := n.Owned()
+	if len(after) != 64 {
+		t.Fatalf("node holds %d partitions after slow rounds; want 64", len(after))
+	}
+	for p, e := range before {
+		if after[p] != e {
+			t.Errorf("partition %d: epoch %d, then %d: the lease was lost and taken again", p, e, after[p])
+		}
+	}
+}
