@@ -70,7 +70,7 @@
 // channels of its partitions, and on acquiring one it listens first and
 // loads second, so a timer is either announced to it or read by the load.
 // When a timer fires, the flusher makes the task ready (or settles its
-// lease) in the database in one statement (sqlFlush in timers.go), which
+// lease) in the database in one statement (sqlFlush in flush.go), which
 // reads the fired tasks by job id. The same statement reserves, among
 // the tasks it makes due, as many as its own node's reservers waiting on
 // their queues take, and hands them over when it returns: a task falling
@@ -175,8 +175,8 @@
 //
 //   - membership (leases.go): the heartbeat, the leases held (partition
 //     to epoch) and the lease loop;
-//   - timers (timers.go): the wheel, the jobs fired, the horizon and the
-//     flusher;
+//   - timers (timers.go, flush.go): the wheel, the jobs fired, the
+//     horizon and the flusher;
 //   - notifications (notifications.go): the listener, the notifier and
 //     the queue channels listened to.
 //

@@ -51,7 +51,7 @@ func (n *Node) Owned() map[int]int64 {
 // SchedulePartition returns the partition whose owner fires schedule name.
 func (n *Node) SchedulePartition(name string) int { return n.schedulePartition(name) }
 
-// SQLFlush is the owner's flush statement (timers.go).
+// SQLFlush is the owner's flush statement (flush.go).
 const SQLFlush = sqlFlush
 
 // SQLReserve is the reservation statement (reserve.go).

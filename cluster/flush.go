@@ -1,0 +1,317 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// The flush: the owner's one statement that makes the fired timers' tasks
+// ready (or their leases expired), fenced by the epochs of the partitions
+// it writes, and hands tasks falling due to this node's waiting
+// reservers in the same round trip.
+
+// flushLoop is the flusher goroutine: it flushes fired timers as they
+// come, a batch per round trip.
+func (t *timers) flushLoop() {
+	defer t.wg.Done()
+	for {
+		select {
+		case <-t.quit:
+			return
+		case <-t.kick:
+		}
+		for t.hooks.paused.Load() {
+			select {
+			case <-t.quit:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		if err := t.flush(); err != nil {
+			t.log.Warn("hourglass: flushing timers failed; the sweep retries them", "err", err)
+		}
+	}
+}
+
+// sqlFlush is the whole of a flush, one statement (see flush):
+//
+//   - fence locks the rows of the partitions named in $2 (with their
+//     epochs in $3) FOR SHARE where this node ($1) still owns them at
+//     those epochs with an unexpired lease. The lock is the fence: an
+//     acquisition by another node updates the row, so it waits for this
+//     transaction, and this statement sees the new epoch if that one
+//     committed first. Rows are locked in partition order, as the lease
+//     loop locks them, so the two never deadlock. With each row locked it
+//     sets synchronous_commit off for the statement's transaction
+//     (set_config(..., true) is SET LOCAL, read at the commit): whenever
+//     the statement writes anything, it has locked a row first.
+//   - timers reads the tasks among the jobs $4 of those partitions that
+//     have a timer, once, by primary key; due are those whose time has
+//     come by the database's clock (a task is never made ready before its
+//     time): waiting tasks due, and reserved ones whose lease ran out.
+//     Expired leases of queues whose policy needs the owner's decision
+//     (hourglass_queues.on_failure: a retry back-off, a dead-letter queue,
+//     a concurrency limit) are late instead, not due: the statement
+//     leaves them for settleExpired (failure.go).
+//   - hand picks among them, queue by queue in delivery order, as many
+//     as this node's waiting reservers take ($5 queues, $6 how many each;
+//     see timers.flush), in queues not paused and without a rate or
+//     concurrency limit (their reserves take the queue's row lock,
+//     limits.go), leaving out the tasks whose attempts are used up.
+//   - fired makes the due tasks ready, or reserved with a fresh lease for
+//     those handed, and settles expired leases (ready again, or dead when
+//     the attempts are used up: service.AfterFailure under the default
+//     policy), with $7 (task.LeaseExpired) as their last error.
+//   - with $8 (keep the history), att records each expired lease's
+//     attempt as expired by this node, and fin each task dead of it
+//     (history.go).
+//
+// It returns one row per fenced-in partition (kind 0, a = partition), one
+// per queue with tasks made ready (kind 1, a = how many), one per job whose
+// timer is not due after all (kind 2, a = job, b = how long until it is,
+// by the database's clock): armed early by a skewed clock, or a lease
+// renewed since; one per queue with leases settled (kind 3, a = leases
+// that ran out, b = tasks dead of it), for the metrics; and one per task
+// handed (kind 4, b = the database's clock), and one per late task
+// (kind 5), whose columns lead every row (zeros in the other kinds). Every step is linear in the jobs named: they
+// are read once by primary key (and again by the update), and kind 2
+// leaves out the fired ones with NOT IN, which PostgreSQL runs as a hashed subplan (NOT EXISTS was planned
+// as a nested-loop anti-join over the fired rows, quadratic: a flush of
+// thousands of jobs ran for seconds holding its fence, the lease loop
+// waited behind it, and the jobs that fired meanwhile made the next flush
+// longer still).
+const sqlFlush = `WITH fence AS MATERIALIZED (
+		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
+		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
+		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
+		ORDER BY p.partition FOR SHARE OF p
+	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
+	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
+	timers AS MATERIALIZED (
+		SELECT t.job_id, t.queue, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies,
+			t.tries AS tries0, t.reserved AS reserved0,
+			t.state = 2 AND EXISTS (SELECT 1 FROM hourglass_queues p WHERE p.queue = t.queue AND p.on_failure) AS deferred
+		FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id
+		WHERE t.partition = ANY(ARRAY(SELECT partition FROM fence)) AND t.fire_at IS NOT NULL
+	), due AS MATERIALIZED (
+		SELECT timers.* FROM timers, now WHERE fire_at <= now.ns AND was IN (1, 2) AND NOT deferred
+	), late AS MATERIALIZED (
+		SELECT job_id FROM timers, now WHERE fire_at <= now.ns AND deferred
+	), hand AS MATERIALIZED (
+		SELECT job_id FROM (
+			SELECT d.job_id, w.lim, row_number() OVER (PARTITION BY d.queue ORDER BY d.priority, d.due, d.job_id) AS rn
+			FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now
+			WHERE NOT d.dies AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
+				WHERE p.queue = d.queue AND (p.paused_until > now.ns OR p.limited))
+		) x WHERE rn <= lim
+	), fired AS (
+		UPDATE hourglass_tasks t SET
+			state = CASE WHEN ` + sqlDies + ` THEN 3 WHEN h.job_id IS NOT NULL THEN 2 ELSE 1 END,
+			died = CASE WHEN ` + sqlDies + ` THEN now.ns END,
+			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
+			attempts = t.attempts + CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
+			lease = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN ` + sqlLease + ` ELSE '' END,
+			lease_until = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr ELSE 0 END,
+			fire_at = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr END,
+			reserved = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns ELSE t.reserved END,
+			tries = t.tries + CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
+			last_error = CASE WHEN t.state = 2 THEN $7 ELSE t.last_error END
+		FROM now, due d LEFT JOIN hand h ON h.job_id = d.job_id
+		WHERE t.job_id = d.job_id AND t.fire_at <= now.ns AND t.state IN (1, 2)
+		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed, d.tries0, d.reserved0
+	), att AS (` + sqlInsertAttempt + `SELECT job_id, tries0, reserved0, now.ns, '` + task.AttemptExpired + `', $7, 0, $1
+		FROM fired, now WHERE was = 2 AND $8` + sqlAttemptDone + `
+	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
+		FROM fired, now WHERE state = 3 AND $8
+	), ready AS MATERIALIZED (
+		SELECT queue, count(*) AS k FROM fired WHERE state = 1 GROUP BY queue
+	)
+	SELECT ` + zeroTask + `, s.* FROM (
+		SELECT 0 AS kind, partition::bigint AS a, 0::bigint AS b, '' AS queue FROM fence
+		UNION ALL
+		SELECT 1, k, 0, queue FROM ready
+		UNION ALL
+		SELECT 2, job_id, fire_at - now.ns, '' FROM timers, now
+		WHERE job_id NOT IN (SELECT job_id FROM fired) AND job_id NOT IN (SELECT job_id FROM late)
+		UNION ALL
+		SELECT 3, count(*) FILTER (WHERE was = 2), count(*) FILTER (WHERE state = 3), queue FROM fired
+		GROUP BY queue HAVING count(*) FILTER (WHERE was = 2) > 0
+	) s
+	UNION ALL
+	SELECT job_id, queue, id, state, priority, due, fire_at, created, ttr, attempts, max_attempts, lease, lease_until,
+		timeouts, releases, buries, kicks, payload, partition, last_error, 4, 0, now.ns, ''
+	FROM fired, now WHERE handed
+	UNION ALL
+	SELECT ` + returnTask + `, 5, 0, now.ns, '' FROM late JOIN hourglass_tasks t ON t.job_id = late.job_id, now`
+
+// sqlDies says that the task t, reserved, has used up its attempts: when
+// its lease runs out it dies.
+const sqlDies = `t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts`
+
+// zeroTask stands for returnTask in rows that carry no task.
+const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint,
+		0::bigint, 0::bigint, ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, ''::text`
+
+// flush writes the fired timers in one statement, sqlFlush, and so one
+// transaction and one round trip. It commits without waiting for the WAL
+// flush (synchronous_commit off), since nothing it writes was promised to
+// anyone: if a crash loses it, the tasks are still due in the record and
+// the next owner makes them ready again; and the ack of a task it made
+// ready commits synchronously, flushing the WAL up to and past it.
+//
+// The same statement reserves tasks for this node's reservers waiting on
+// one queue each, as many as they take: a task falling due is handed to
+// a waiter by the statement that makes it due (queueWait.handOver), with
+// no wake and no statement of the waiter's own, where it used to take a
+// second round trip (the woken waiter's reservation); the tasks of
+// waiters that left meanwhile are given back (giveBack). The hand-over
+// takes only tasks falling due in this flush: a reserver waits only when
+// it found no task ready. It then wakes the reservers of the queues it
+// made tasks ready in (readied).
+func (t *timers) flush() error {
+	t.mu.Lock()
+	fired := t.fired
+	t.fired = nil
+	// Read after fired: a job in it was armed while its partition was
+	// held (see load), so a partition acquired meanwhile keeps it.
+	owned := t.members.snapshot()
+	t.mu.Unlock()
+	var parts []int32
+	var epochs []int64
+	var jobs []int64
+	byPart := map[int][]int64{}
+	for _, job := range fired {
+		p := t.partitionOf(job)
+		if _, ok := owned[p]; ok {
+			byPart[p] = append(byPart[p], int64(job))
+			jobs = append(jobs, int64(job))
+		}
+	}
+	if len(byPart) == 0 {
+		return nil
+	}
+	heldAt := make(map[int]int64, len(byPart))
+	for p := range byPart {
+		parts = append(parts, int32(p))
+		epochs = append(epochs, owned[p])
+		heldAt[p] = owned[p]
+	}
+	handQueues, handLims := t.env.waiting(len(jobs))
+	if f := t.hooks.flushing.Load(); f != nil {
+		(*f)()
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	readyIn := map[string]int{}
+	fencedIn := map[int]bool{}
+	type pending struct {
+		job  uint64
+		left time.Duration
+	}
+	var again []pending
+	var expired, dead int64
+	retried := map[string]int64{}
+	var handed, late []row
+	var dbNow int64
+	began := time.Now()
+	err := func() error {
+		rows, err := t.db.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var kind int
+			var a, b int64
+			var queue string
+			r, err := scanRow(rows, &kind, &a, &b, &queue)
+			if err != nil {
+				return err
+			}
+			switch kind {
+			case 0:
+				fencedIn[int(a)] = true
+			case 1:
+				readyIn[queue] += int(a)
+			case 2:
+				again = append(again, pending{uint64(a), time.Duration(b)})
+			case 3:
+				expired, dead = expired+a, dead+b
+				if a > b {
+					retried[queue] += a - b
+				}
+			case 4:
+				handed, dbNow = append(handed, r), b
+			case 5:
+				late = append(late, r)
+			}
+		}
+		rows.Close()
+		return rows.Err()
+	}()
+	if err != nil {
+		// Put the jobs back for the next round; the sweep is the backstop.
+		js := make([]uint64, len(jobs))
+		for i, j := range jobs {
+			js[i] = uint64(j)
+		}
+		t.retry(js)
+		return err
+	}
+	if len(handed) > 0 {
+		if f := t.hooks.handing.Load(); f != nil {
+			(*f)()
+		}
+		t.env.handOver(handed, dbNow)
+	}
+	t.metrics.flushSeconds.Observe(time.Since(began).Seconds())
+	t.metrics.flushTimers.Observe(float64(len(jobs)))
+	t.metrics.LeaseExpiries.Add(float64(expired))
+	t.metrics.Dead.Add(float64(dead))
+	for q, k := range retried {
+		t.metrics.Retries.WithLabelValues(q).Add(float64(k))
+	}
+	var fenced []int
+	for p := range byPart {
+		if !fencedIn[p] {
+			fenced = append(fenced, p)
+		}
+	}
+	if len(fenced) > 0 {
+		t.log.Warn("hourglass: fenced out of partitions (lease lost); their timers dropped", "partitions", fenced)
+		t.metrics.lost.Add(float64(len(fenced)))
+		t.members.dropAt(fenced, heldAt)
+		// A partition taken again meanwhile at a new epoch keeps its
+		// lease; its jobs this flush could not write are armed again
+		// (the acquisition's load armed them too, unless it ran first).
+		t.mu.Lock()
+		for _, p := range fenced {
+			if _, ok := t.members.holds(p); ok {
+				for _, j := range byPart[p] {
+					t.armAt(uint64(j), t.clock.now())
+				}
+			}
+		}
+		t.mu.Unlock()
+	}
+	t.mu.Lock()
+	for _, p := range again {
+		// Not due by the database's clock: armed again for exactly the
+		// rest, measured on the database's clock, not this node's.
+		d := max(p.left, time.Millisecond)
+		if dl, ok := t.wheel.Deadline(p.job); !ok || time.Now().Add(d).Before(dl) {
+			t.wheel.Set(p.job, d)
+		}
+	}
+	t.mu.Unlock()
+	for q, k := range readyIn {
+		t.env.readied(q, k)
+	}
+	if len(late) > 0 {
+		return t.env.settleExpired(ctx, late)
+	}
+	return nil
+}
