@@ -1,0 +1,3 @@
+module github.com/hourglass-go/hourglass/benchmarks/floor
+
+go 1.26.0
