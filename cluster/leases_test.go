@@ -10,11 +10,12 @@ import (
 )
 
 // TestLeases_SlowRound: a lease round whose work after the renewal is
-// held up (a slow database) gives up in time for the next round to renew
-// the leases before they run out: the node keeps every partition at the
-// epoch it had. A round allowed a whole lease renewed them only after
-// they had run out, and the node lost all of them (the e2e crash test
-// saw it under load: due tasks unhanded until they were taken again).
+// held up until its deadline (a slow database), twice, does not let the
+// leases run out meanwhile: the keeper renews them every third of a
+// lease, and the node keeps every partition at the epoch it had. Without
+// it the next round found every lease run out and the node lost all of
+// them (the e2e crash test saw it under load: due tasks unhanded until
+// they were taken again).
 func TestLeases_SlowRound(t *testing.T) {
 	const lease = 900 * time.Millisecond
 	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Lease = lease })

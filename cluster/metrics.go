@@ -42,7 +42,7 @@ type metrics struct {
 
 	owned                     prometheus.GaugeFunc
 	acquired, takeovers, lost prometheus.Counter
-	tickFailures              prometheus.Counter
+	tickFailures, keeps       prometheus.Counter
 	flushSeconds, flushTimers prometheus.Histogram
 	handed, givenBack         prometheus.Counter
 	states                    queueStates
@@ -65,6 +65,7 @@ func newMetrics(n *Node) *metrics {
 		takeovers:    counter("hourglass_cluster_takeovers_total", "Partitions acquired from a node whose lease ran out."),
 		lost:         counter("hourglass_cluster_partitions_lost_total", "Partitions lost: lease not renewed in time, or fenced out of a flush."),
 		tickFailures: counter("hourglass_cluster_lease_tick_failures_total", "Rounds of the lease loop that failed (database unreachable)."),
+		keeps:        counter("hourglass_cluster_lease_keeps_total", "Renewals of the heartbeat and leases made during a lease round that ran past a third of a lease (a slow database)."),
 		handed:       counter("hourglass_cluster_flush_handed_total", "Tasks a flush reserved for, and handed to, this node's waiting reservers."),
 		givenBack:    counter("hourglass_cluster_flush_given_back_total", "Tasks a flush reserved for waiting reservers that had left, made ready again."),
 		states:       queueStates{n: n, desc: service.QueueTasksDesc},
@@ -83,7 +84,7 @@ func newMetrics(n *Node) *metrics {
 
 func (m *metrics) all() []prometheus.Collector {
 	return append(append(m.Collectors(), m.schedules.Collectors()...),
-		m.owned, m.acquired, m.takeovers, m.lost, m.tickFailures, m.flushSeconds, m.flushTimers,
+		m.owned, m.acquired, m.takeovers, m.lost, m.tickFailures, m.keeps, m.flushSeconds, m.flushTimers,
 		m.handed, m.givenBack, m.states)
 }
 
