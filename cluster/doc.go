@@ -173,8 +173,8 @@
 // A [Node] is its request methods over three roles, each a type with its
 // own lock and goroutines, started by Open and stopped by Close:
 //
-//   - membership (leases.go): the heartbeat, the leases held (partition
-//     to epoch) and the lease loop;
+//   - membership (leases.go, join.go, renew.go): the heartbeat, the
+//     leases held (partition to epoch) and the lease loop;
 //   - timers (timers.go, flush.go): the wheel, the jobs fired, the
 //     horizon and the flusher;
 //   - notifications (notifications.go): the listener, the notifier and

@@ -2,14 +2,12 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -140,67 +138,6 @@ func (m *membership) arrays() ([]int32, []int64) {
 		epochs = append(epochs, e)
 	}
 	return parts, epochs
-}
-
-// register writes the node's heartbeat row, waiting up to two leases for
-// a previous process under the same name to be declared dead.
-func (m *membership) register(ctx context.Context) error {
-	deadline := time.Now().Add(2 * m.lease)
-	for {
-		// A row left by a previous run (xmax set: the insert updated it)
-		// means that run did not leave: Close deletes it.
-		var unclean bool
-		err := m.db.QueryRow(ctx, `INSERT INTO hourglass_nodes (name, instance, alive_until, started)
-			VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond', clock_timestamp())
-			ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance,
-				alive_until = EXCLUDED.alive_until, started = EXCLUDED.started
-			WHERE hourglass_nodes.alive_until < clock_timestamp()
-			RETURNING xmax <> 0`,
-			m.name, m.instance, m.lease.Microseconds()).Scan(&unclean)
-		if err != nil && err != pgx.ErrNoRows {
-			return dbErr(err)
-		}
-		if err == nil {
-			if unclean {
-				m.log.Warn("hourglass: node was not closed cleanly (a crash, or a lost database connection): its partitions are taken back once their leases run out, and the tasks it had handed out come back when their own leases do", "node", m.name)
-			}
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %q", ErrNameInUse, m.name)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// awaitPreviousLeases waits until the partition leases that a previous
-// run of this node still holds have run out (register waited for its
-// heartbeat, which each round renews just before them, so this is
-// usually a few milliseconds, and never over a lease), so that the first
-// round takes them back, at a new epoch, and Open's flush makes their
-// overdue tasks ready: a restarted node is ready when its tasks are,
-// and no two runs ever hold a partition's lease at once.
-func (m *membership) awaitPreviousLeases(ctx context.Context) error {
-	var until *int64
-	err := m.db.QueryRow(ctx, `SELECT (extract(epoch FROM max(lease_until)) * 1000000000)::bigint
-		FROM hourglass_partitions WHERE owner = $1 AND lease_until > clock_timestamp()`, m.name).Scan(&until)
-	if err != nil {
-		return dbErr(err)
-	}
-	if until == nil {
-		return nil
-	}
-	d := min(m.clock.until(*until)+2*time.Millisecond, m.lease)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }
 
 // leaseLoop runs tick every Lease/3, at once when kicked (a node joined
@@ -514,81 +451,4 @@ func (m *membership) releasePartitions(ctx context.Context, parts []int) error {
 	m.log.Info("hourglass: partitions released", "partitions", len(ps))
 	m.on.released()
 	return nil
-}
-
-// release frees every partition and the heartbeat, on Close, once the
-// lease loop has stopped.
-func (m *membership) release(ctx context.Context) error {
-	m.mu.Lock()
-	var ps []int32
-	var es []int64
-	for p, e := range m.owned {
-		ps = append(ps, int32(p))
-		es = append(es, e)
-	}
-	m.owned = map[int]int64{}
-	m.mu.Unlock()
-	_, err := m.db.Exec(ctx, `UPDATE hourglass_partitions SET owner = NULL, lease_until = '-infinity'
-		WHERE partition IN (
-			SELECT p.partition FROM hourglass_partitions p
-			JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
-			WHERE p.owner = $1 AND p.epoch = m.epoch
-			ORDER BY p.partition FOR UPDATE OF p)`, m.name, ps, es)
-	if err != nil {
-		return err
-	}
-	_, err = m.db.Exec(ctx, `DELETE FROM hourglass_nodes WHERE name = $1 AND instance = $2`, m.name, m.instance)
-	return err
-}
-
-// sqlRenew extends the leases of the partitions $2 held by node $1 at the
-// epochs $3, if not yet run out, by $4 µs, and returns the partitions
-// renewed.
-const sqlRenew = `UPDATE hourglass_partitions
-	SET lease_until = clock_timestamp() + $4::bigint * interval '1 microsecond'
-	WHERE partition IN (
-		SELECT p.partition FROM hourglass_partitions p
-		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
-		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
-		ORDER BY p.partition FOR UPDATE OF p)
-	RETURNING partition`
-
-// keep renews the node's heartbeat and the leases it holds, at their
-// epochs, every third of a lease until the function it returns is called
-// (which waits for it) or ctx ends: the keeper of a round whose rest is
-// slow (a loaded database took over a lease: the next round found every
-// lease run out, and the node lost all its partitions). It only extends
-// what is held at the epoch it is held at; what it could not renew is for
-// the next round's renewal to find and drop.
-func (m *membership) keep(ctx context.Context) (stop func()) {
-	quit := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(m.lease / 3)
-		defer t.Stop()
-		lease := m.lease.Microseconds()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if _, err := m.db.Exec(ctx, `UPDATE hourglass_nodes
-				SET alive_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
-				WHERE name = $1 AND instance = $2`, m.name, m.instance, lease); err != nil {
-				continue
-			}
-			if parts, epochs := m.arrays(); len(parts) > 0 {
-				m.db.Exec(ctx, sqlRenew, m.name, parts, epochs, lease)
-			}
-			m.metrics.keeps.Inc()
-		}
-	}()
-	return func() {
-		close(quit)
-		<-done
-	}
 }

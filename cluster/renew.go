@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"context"
+	"time"
+)
+
+// The renewal of the leases held during a slow lease round (keep).
+
+// sqlRenew extends the leases of the partitions $2 held by node $1 at the
+// epochs $3, if not yet run out, by $4 µs, and returns the partitions
+// renewed.
+const sqlRenew = `UPDATE hourglass_partitions
+	SET lease_until = clock_timestamp() + $4::bigint * interval '1 microsecond'
+	WHERE partition IN (
+		SELECT p.partition FROM hourglass_partitions p
+		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
+		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
+		ORDER BY p.partition FOR UPDATE OF p)
+	RETURNING partition`
+
+// keep renews the node's heartbeat and the leases it holds, at their
+// epochs, every third of a lease until the function it returns is called
+// (which waits for it) or ctx ends: the keeper of a round whose rest is
+// slow (a loaded database took over a lease: the next round found every
+// lease run out, and the node lost all its partitions). It only extends
+// what is held at the epoch it is held at; what it could not renew is for
+// the next round's renewal to find and drop.
+func (m *membership) keep(ctx context.Context) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(m.lease / 3)
+		defer t.Stop()
+		lease := m.lease.Microseconds()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if _, err := m.db.Exec(ctx, `UPDATE hourglass_nodes
+				SET alive_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
+				WHERE name = $1 AND instance = $2`, m.name, m.instance, lease); err != nil {
+				continue
+			}
+			if parts, epochs := m.arrays(); len(parts) > 0 {
+				m.db.Exec(ctx, sqlRenew, m.name, parts, epochs, lease)
+			}
+			m.metrics.keeps.Inc()
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
