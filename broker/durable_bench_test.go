@@ -37,6 +37,7 @@ func BenchmarkBroker_PutDurable(b *testing.B) {
 			}
 			defer br.Close()
 			payload := make([]byte, 200)
+			defer reportCPU(b)()
 			b.SetParallelism(32) // 64 goroutines on 2 CPUs
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
