@@ -19,7 +19,10 @@ type metrics struct {
 	schedules      service.ScheduleMetrics
 	commitSeconds  prometheus.Histogram
 	tasksPerCommit prometheus.Histogram
-	states         *prometheus.Desc
+	// kept and read count the tasks reserves took in memory (recent.go,
+	// or the overlay) and those whose records they read from the store.
+	kept, read prometheus.CounterFunc
+	states     *prometheus.Desc
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -37,12 +40,31 @@ func newMetrics(b *Broker) *metrics {
 			Help:    "Task writes carried by one durable commit (group commit).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1 to 8192
 		}),
+		kept: prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "hourglass_reserve_records_kept_total",
+			Help: "Tasks reserved whose record and payload were in memory (kept when committed, due soon, or not yet committed): nothing read from the store.",
+		}, func() float64 { return b.recentCount(true) }),
+		read: prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "hourglass_reserve_records_read_total",
+			Help: "Tasks reserved whose record and payload were read from the store (not kept in memory, or the budget spent).",
+		}, func() float64 { return b.recentCount(false) }),
 		states: service.QueueTasksDesc,
 	}
 }
 
+// recentCount returns how many reserved tasks' records were taken from
+// those kept (kept) or read from the store (!kept).
+func (b *Broker) recentCount(kept bool) float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if kept {
+		return float64(b.recent.hits)
+	}
+	return float64(b.recent.misses)
+}
+
 func (m *metrics) all() []prometheus.Collector {
-	return append(append(m.Collectors(), m.schedules.Collectors()...), m.commitSeconds, m.tasksPerCommit, stateCollector{m})
+	return append(append(m.Collectors(), m.schedules.Collectors()...), m.commitSeconds, m.tasksPerCommit, m.kept, m.read, stateCollector{m})
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {

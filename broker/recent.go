@@ -53,6 +53,8 @@ const recentOverhead = 200
 type recent struct {
 	budget, used int64
 	m            map[uint64]store.Task
+	// hits and misses count the tasks reserves took in memory and those
+	// they read from the store (count).
 	hits, misses uint64
 }
 
@@ -126,12 +128,20 @@ func (r *recent) drop(job uint64, old store.Task) {
 func (r *recent) take(job uint64) (store.Task, bool) {
 	t, ok := r.m[job]
 	if !ok {
-		r.misses++
 		return store.Task{}, false
 	}
-	r.hits++
 	r.drop(job, t)
 	return t, true
+}
+
+// count counts a task taken by a reserve: in memory (its record kept, or
+// still in the overlay) or to be read from the store.
+func (r *recent) count(inMemory bool) {
+	if inMemory {
+		r.hits++
+	} else {
+		r.misses++
+	}
 }
 
 // payload returns job's payload if r keeps its record.

@@ -224,6 +224,7 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 		} else if rec, ok := b.recent.take(top.job); ok {
 			it.rec, it.need = rec, false
 		}
+		b.recent.count(!it.need)
 		s := b.tasks.at(top.job)
 		best.count(task.Ready, task.Reserved)
 		s.set(task.Reserved)

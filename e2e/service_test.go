@@ -182,7 +182,8 @@ func testProbesAndMetrics(t *testing.T) {
 	if engineOf(t) == clusterEngine {
 		types = append(types, "hourglass_cluster_flush_seconds histogram", "hourglass_cluster_partitions_owned gauge")
 	} else {
-		types = append(types, "hourglass_store_commit_seconds histogram", "hourglass_store_tasks_per_commit histogram")
+		types = append(types, "hourglass_store_commit_seconds histogram", "hourglass_store_tasks_per_commit histogram",
+			"hourglass_reserve_records_kept_total counter", "hourglass_reserve_records_read_total counter")
 	}
 	for _, typ := range types {
 		if !strings.Contains(text, "\n# TYPE "+typ+"\n") {
@@ -194,6 +195,11 @@ func testProbesAndMetrics(t *testing.T) {
 	commits, writes := m["hourglass_store_commit_seconds_count"], m["hourglass_store_tasks_per_commit_sum"]
 	if engineOf(t) == embeddedEngine && (commits == 0 || m["hourglass_store_commit_seconds_sum"] <= 0 || writes < 4+1+1 || m[`hourglass_store_tasks_per_commit_bucket{le="+Inf"}`] != m["hourglass_store_tasks_per_commit_count"]) {
 		t.Errorf("commit metrics: %v commits, %v task writes", commits, writes)
+	}
+	// The tasks reserved were in memory or read from the store.
+	if engineOf(t) == embeddedEngine && m["hourglass_reserve_records_kept_total"]+m["hourglass_reserve_records_read_total"] < 1 {
+		t.Errorf("records kept and read for reserves: %v and %v; want the reserves counted",
+			m["hourglass_reserve_records_kept_total"], m["hourglass_reserve_records_read_total"])
 	}
 	if t.Failed() {
 		t.Logf("metrics:\n%s", text)
