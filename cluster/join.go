@@ -84,12 +84,7 @@ func (m *membership) release(ctx context.Context) error {
 	}
 	m.owned = map[int]int64{}
 	m.mu.Unlock()
-	_, err := m.db.Exec(ctx, `UPDATE hourglass_partitions SET owner = NULL, lease_until = '-infinity'
-		WHERE partition IN (
-			SELECT p.partition FROM hourglass_partitions p
-			JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
-			WHERE p.owner = $1 AND p.epoch = m.epoch
-			ORDER BY p.partition FOR UPDATE OF p)`, m.name, ps, es)
+	_, err := m.db.Exec(ctx, sqlRelease, m.name, ps, es)
 	if err != nil {
 		return err
 	}

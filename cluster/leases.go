@@ -439,12 +439,7 @@ func (m *membership) releasePartitions(ctx context.Context, parts []int) error {
 	if len(ps) == 0 {
 		return nil
 	}
-	_, err := m.db.Exec(ctx, `UPDATE hourglass_partitions SET owner = NULL, lease_until = '-infinity'
-		WHERE partition IN (
-			SELECT p.partition FROM hourglass_partitions p
-			JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
-			WHERE p.owner = $1 AND p.epoch = m.epoch
-			ORDER BY p.partition FOR UPDATE OF p)`, m.name, ps, es)
+	_, err := m.db.Exec(ctx, sqlRelease, m.name, ps, es)
 	if err != nil {
 		return err
 	}
@@ -452,3 +447,12 @@ func (m *membership) releasePartitions(ctx context.Context, parts []int) error {
 	m.on.released()
 	return nil
 }
+
+// sqlRelease frees the leases of the partitions $2 held by node $1 at the
+// epochs $3, for other nodes to acquire.
+const sqlRelease = `UPDATE hourglass_partitions SET owner = NULL, lease_until = '-infinity'
+	WHERE partition IN (
+		SELECT p.partition FROM hourglass_partitions p
+		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
+		WHERE p.owner = $1 AND p.epoch = m.epoch
+		ORDER BY p.partition FOR UPDATE OF p)`
