@@ -247,9 +247,7 @@ func (b *Broker) Close() error {
 	}
 	b.closed = true
 	for _, q := range b.queues {
-		for len(q.waiters) > 0 {
-			q.wakeOne()
-		}
+		q.waiters.WakeAll()
 	}
 	b.mu.Unlock()
 	b.shutdown()
@@ -344,7 +342,7 @@ func (q *queueState) count(from, to task.State) {
 		}
 	}
 	if from == task.Reserved && to != task.Reserved && q.policy.Concurrency > 0 && q.readyN > 0 {
-		q.wakeOne()
+		q.waiters.Wake(1)
 	}
 }
 
@@ -362,7 +360,7 @@ func (b *Broker) place(job uint64, s slot, q *queueState, now int64) {
 	} else {
 		s.set(task.Ready)
 		q.ready.push(readyItem{due: s.due, prio: s.prio, job: job})
-		q.wakeOne()
+		q.waiters.Wake(1)
 	}
 	q.count(old, s.state())
 	b.tasks.set(job, s)

@@ -373,7 +373,7 @@ func (b *Broker) Queue(queue string) (task.QueueDetail, error) {
 	now := time.Now().UnixNano()
 	d := task.QueueDetail{
 		QueueStats: q.stats(now),
-		Waiting:    len(q.waiters),
+		Waiting:    q.waiters.Len(),
 		Pauses:     q.pauses,
 	}
 	// The heap may hold stale entries of a task (made ready again since),

@@ -164,12 +164,11 @@ func (b *Broker) pause(q *queueState, until, now int64) {
 	q.pauseEnd = to
 }
 
-// wakeReady wakes as many of q's waiters as q has ready tasks: its pause
-// ended, its limits loosened, or a token is due. b.mu is held.
+// wakeReady wakes as many of q's waiters as can take q's ready tasks
+// between them: its pause ended, its limits loosened, or a token is due.
+// b.mu is held.
 func (b *Broker) wakeReady(q *queueState) {
-	for range min(q.readyN, len(q.waiters)) {
-		q.wakeOne()
-	}
+	q.waiters.Wake(q.readyN)
 }
 
 // writeQueue writes q's record into the open group: its policy and

@@ -14,7 +14,7 @@ type queueState struct {
 	index uint32
 	ready readyHeap
 	// waiters are reservers blocked in Reserve, oldest first.
-	waiters []*waiter
+	waiters waitList
 
 	// buried holds the queue's dead tasks in the order they died, for
 	// beanstalkd's peek-buried and kick; entries whose task is no longer
@@ -112,41 +112,4 @@ func (h *readyHeap) pop() (readyItem, bool) {
 		*h = append(readyHeap(nil), s...) // give back a drained burst
 	}
 	return top, true
-}
-
-// waiter is one blocked reservation. ch is signalled (buffered 1) when a
-// task became ready in the queue after the waiter was removed from the
-// queue's list; a waiter that gives up after being signalled passes the
-// signal on (see Broker.leave).
-type waiter struct {
-	ch chan struct{}
-}
-
-// wakeOne signals the oldest waiter of q that is not signalled yet (one
-// waiting on several queues may have been signalled by another), if any.
-// b.mu is held.
-func (q *queueState) wakeOne() {
-	for len(q.waiters) > 0 {
-		w := q.waiters[0]
-		copy(q.waiters, q.waiters[1:])
-		q.waiters[len(q.waiters)-1] = nil
-		q.waiters = q.waiters[:len(q.waiters)-1]
-		select {
-		case w.ch <- struct{}{}:
-			return
-		default:
-		}
-	}
-}
-
-// remove takes w out of q's list and reports whether it was there (false:
-// it was signalled). b.mu is held.
-func (q *queueState) remove(w *waiter) bool {
-	for i, x := range q.waiters {
-		if x == w {
-			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-			return true
-		}
-	}
-	return false
 }

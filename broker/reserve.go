@@ -60,99 +60,96 @@ func (b *Broker) ReserveAny(ctx context.Context, queues []string, wait time.Dura
 	return ts[0], true, nil
 }
 
-// reserve is Reserve over several queues.
+// reserve is Reserve over several queues: service.LongPoll over the
+// broker's look (poller.Look).
+func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time.Duration) ([]task.Task, error) {
+	return service.LongPoll(ctx, &b.mu, (*poller)(b), names, max, wait)
+}
+
+// noHandOver is the type of what a broker's waiter could be handed:
+// nothing. A broker's reserve takes ready tasks under the lock that makes
+// them ready, so there is nothing to gain by reserving tasks for a
+// waiter before it looks.
+type noHandOver struct{}
+
+// waitList is a queue's blocked reservers (service.WaitList).
+type waitList = service.WaitList[noHandOver]
+
+// poller is the broker as service.LongPoll sees it.
+type poller Broker
+
+// Look is one look of a reservation (service.Poller).
 //
-// A reservation is made in three steps, so that the store is never read
-// with b.mu held (a read that misses the store's cache would hold up
-// every put, ack and firing behind it): take picks the tasks and marks
-// them reserved in memory, under b.mu; their records are read without it
+// It is made in three steps, so that the store is never read with b.mu
+// held (a read that misses the store's cache would hold up every put,
+// ack and firing behind it): take picks the tasks and marks them
+// reserved in memory, under b.mu; their records are read without it
 // (readTaken); hand writes the reservations and arms their leases, under
 // b.mu again, leaving out any task that was deleted or replaced in
-// between (see Broker.taking).
-func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time.Duration) ([]task.Task, error) {
-	var timer *time.Timer
+// between (see Broker.taking). Finding none, it adds w to the waiting
+// lists of the queues under the same hold of b.mu, so that a task made
+// ready after it looked wakes w.
+func (p *poller) Look(ctx context.Context, names []string, max int, w *service.Waiter[noHandOver]) ([]task.Task, time.Duration, error) {
+	b := (*Broker)(p)
 	var err error
 	qs := make([]*queueState, len(names))
 	for {
 		b.mu.Lock()
 		if err := b.usable(); err != nil {
 			b.mu.Unlock()
-			return nil, err
+			return nil, 0, err
 		}
 		for i, n := range names {
 			if qs[i], err = b.queueFor(n); err != nil {
 				b.mu.Unlock()
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		items, g, at := b.take(qs, max)
-		if len(items) > 0 {
-			b.mu.Unlock()
-			if b.takenHook != nil {
-				b.takenHook()
-			}
-			b.readTaken(items)
-			b.mu.Lock()
-			tasks, err := b.hand(items, at)
-			b.mu.Unlock()
-			if len(tasks) == 0 && err == nil {
-				continue // all deleted or replaced meanwhile: look again
-			}
-			// Wait for the commit of what the tasks handed out were put
-			// with, if it is still running, even if ctx ends meanwhile (it
-			// takes an fsync), so that a caller gone by then gets its
-			// reservations given back at once rather than when their
-			// leases run out.
-			if g != nil {
-				<-g.done
-				if g.err != nil {
-					return nil, failed(g.err)
+		if len(items) == 0 {
+			if w != nil {
+				for _, q := range qs {
+					q.waiters.Add(w)
 				}
 			}
-			if cerr := ctx.Err(); cerr != nil && len(tasks) > 0 {
-				b.giveBack(tasks)
-				return nil, cerr
-			}
-			return tasks, err
-		}
-		if wait == 0 {
 			b.mu.Unlock()
-			return nil, nil
-		}
-		w := &waiter{ch: make(chan struct{}, 1)}
-		for _, q := range qs {
-			q.waiters = append(q.waiters, w)
+			return nil, 0, nil
 		}
 		b.mu.Unlock()
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
+		if b.takenHook != nil {
+			b.takenHook()
 		}
-		woken := false
-		select {
-		case <-w.ch:
-			woken = true
-		case <-ctx.Done():
-		case <-timer.C:
-		}
+		b.readTaken(items)
 		b.mu.Lock()
-		for _, q := range qs {
-			q.remove(w)
+		tasks, err := b.hand(items, at)
+		b.mu.Unlock()
+		if len(tasks) == 0 && err == nil {
+			continue // all deleted or replaced meanwhile: look again
 		}
-		if !woken && len(w.ch) > 0 {
-			// Signalled while leaving: pass the signal on.
-			for _, q := range qs {
-				if len(q.ready) > 0 {
-					q.wakeOne()
-				}
+		// Wait for the commit of what the tasks handed out were put
+		// with, if it is still running, even if ctx ends meanwhile (it
+		// takes an fsync), so that a caller gone by then gets its
+		// reservations given back at once rather than when their
+		// leases run out.
+		if g != nil {
+			<-g.done
+			if g.err != nil {
+				return nil, 0, failed(g.err)
 			}
 		}
-		b.mu.Unlock()
-		if !woken {
-			return nil, nil
+		if cerr := ctx.Err(); cerr != nil && len(tasks) > 0 {
+			b.giveBack(tasks)
+			return nil, 0, cerr
 		}
+		return tasks, 0, err
 	}
 }
+
+// Deliver is never called: nothing is handed to a broker's waiter.
+func (p *poller) Deliver([]noHandOver) []task.Task { return nil }
+
+// GiveBack is never called: nothing is handed to a broker's waiter.
+func (p *poller) GiveBack([]noHandOver) {}
 
 // taken is a task take picked: reserved in memory, its record (or just
 // its payload) still to be read when need is set.
@@ -288,7 +285,7 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 			s.set(task.Ready)
 			b.tasks.set(it.job, s)
 			it.q.ready.push(readyItem{due: s.due, prio: s.prio, job: it.job})
-			it.q.wakeOne()
+			it.q.waiters.Wake(1)
 			if failed == nil {
 				failed = it.err
 			}
@@ -403,7 +400,7 @@ func (b *Broker) fallDue(job uint64, s slot) {
 	s.set(task.Ready)
 	b.tasks.set(job, s)
 	q.ready.push(readyItem{due: s.due, prio: s.prio, job: job})
-	q.wakeOne()
+	q.waiters.Wake(1)
 }
 
 // expireLease is the lease wheel's callback: job's reservation may have

@@ -165,7 +165,7 @@ func (b *Broker) Queues(ctx context.Context) ([]task.QueueStats, error) {
 	out := make([]task.QueueStats, 0, len(b.queues))
 	now := time.Now().UnixNano()
 	for _, q := range b.queues {
-		if q.delayed+q.readyN+q.reserved+q.dead == 0 && len(q.waiters) == 0 && q.pausedUntil <= now && q.policy.IsZero() {
+		if q.delayed+q.readyN+q.reserved+q.dead == 0 && q.waiters.Len() == 0 && q.pausedUntil <= now && q.policy.IsZero() {
 			continue
 		}
 		out = append(out, q.stats(now))

@@ -62,13 +62,8 @@ const SQLReserve = sqlReserve
 func (n *Node) Waiting(queue string) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	k := 0
 	if q := n.queues[queue]; q != nil {
-		for _, w := range q.waiters {
-			if w.waiting {
-				k++
-			}
-		}
+		return q.WaitList.Waiting()
 	}
-	return k
+	return 0
 }

@@ -385,7 +385,7 @@ func (n *Node) Queue(queue string) (task.QueueDetail, error) {
 	n.counters.count(queue, func(c *counts) { d.Puts, d.Deliveries, d.Acks = c.puts, c.deliveries, c.acks })
 	n.mu.Lock()
 	if q := n.queues[queue]; q != nil {
-		d.Waiting = len(q.waiters)
+		d.Waiting = q.Len()
 	}
 	n.mu.Unlock()
 	return d, nil

@@ -277,7 +277,7 @@ func (n *Node) Close() error {
 	}
 	n.closed = true
 	for _, q := range n.queues {
-		q.wakeAll()
+		q.WakeAll()
 	}
 	n.mu.Unlock()
 	n.stop()
@@ -410,7 +410,7 @@ func (n *Node) kickTick() { n.members.kickTick() }
 func (n *Node) resync() {
 	n.mu.Lock()
 	for _, q := range n.queues {
-		q.wakeAll()
+		q.WakeAll()
 	}
 	n.recap = true
 	n.mu.Unlock()

@@ -234,7 +234,7 @@ func (n *Node) policyChanged(queue string, capped bool) {
 func (n *Node) lookAgain(queue string) {
 	n.mu.Lock()
 	if q := n.queues[queue]; q != nil {
-		q.wakeAll()
+		q.WakeAll()
 	}
 	n.mu.Unlock()
 	n.notifications.send(queueChannel(queue), "all "+n.name)

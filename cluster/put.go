@@ -177,7 +177,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 func (n *Node) readied(queue string, k int) {
 	n.mu.Lock()
 	if q := n.queues[queue]; q != nil {
-		k -= q.wake(k)
+		k -= q.Wake(k)
 	}
 	n.mu.Unlock()
 	if k > 0 {

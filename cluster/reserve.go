@@ -122,109 +122,75 @@ func (n *Node) ReserveAny(ctx context.Context, queues []string, wait time.Durati
 	return ts[0], true, nil
 }
 
-// reserve is Reserve over several queues. A waiting reserver is on the
-// waiting list of each of its queues; a task made ready in any of them
-// wakes it. A reserver waiting on one queue may instead be handed tasks
-// that the owner's flush reserved for it in the statement that made them
-// ready (see timers.flush), a round trip sooner.
+// reserve is Reserve over several queues: service.LongPoll over the
+// node's look (poller.Look). A waiting reserver is on the waiting list of
+// each of its queues; a task made ready in any of them wakes it. A
+// reserver waiting on one queue may instead be handed tasks that the
+// owner's flush reserved for it in the statement that made them ready
+// (see timers.flush), a round trip sooner.
 func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
-	var timer *time.Timer
-	for {
-		if err := n.Err(); err != nil {
-			return nil, err
-		}
-		var w *waiter
-		var qs []*queueWait
-		if wait > 0 {
-			// Listen and register before looking, so that a task made
-			// ready while we look wakes us.
-			for _, queue := range queues {
-				if err := n.notifications.listenQueue(ctx, queue); err != nil {
-					if ctx.Err() != nil {
-						return nil, nil
-					}
-					return nil, dbErr(err)
-				}
-			}
-			w = &waiter{ch: make(chan struct{}, 1), max: max, single: len(queues) == 1}
-			n.mu.Lock()
-			for _, queue := range queues {
-				q := n.queueWait(queue)
-				q.waiters = append(q.waiters, w)
-				qs = append(qs, q)
-			}
-			n.mu.Unlock()
-		}
-		tasks, retry, err := n.take(ctx, queues, max)
-		if err != nil || len(tasks) > 0 || wait == 0 {
-			if w != nil {
-				n.leave(qs, w)
-			}
-			if err != nil && ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return tasks, err
-		}
-		// Found nothing: from now on the flush may hand w tasks.
-		n.mu.Lock()
-		w.waiting = true
-		n.mu.Unlock()
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		}
-		// A paused queue wakes no one when its pause ends, nor a rate
-		// limit when its next token is due: look again then.
-		var paused <-chan time.Time
-		var pt *time.Timer
-		if retry > 0 {
-			pt = time.NewTimer(retry + time.Millisecond)
-			paused = pt.C
-		}
-		again := false
-		select {
-		case <-w.ch:
-			again = true
-		case <-paused:
-			again = true
-		case <-ctx.Done():
-		case <-timer.C:
-		}
-		if pt != nil {
-			pt.Stop()
-		}
-		rows, dbNow := n.leave(qs, w)
-		if len(rows) > 0 {
-			if ctx.Err() != nil {
-				// Handed tasks as the caller gave up: they go back.
-				n.giveBack(rows)
-				return nil, nil
-			}
-			return n.deliver(rows, dbNow), nil
-		}
-		if !again {
-			return nil, nil
-		}
-	}
+	return service.LongPoll(ctx, &n.mu, (*poller)(n), queues, max, wait)
 }
 
-// leave takes w off the lists of qs and returns the rows it was handed,
-// if any; if w was signalled for nothing it took, the signal goes on to
-// as many waiters of the queue that sent it as w stood for (of each
-// queue w was no longer waiting on: at worst a waiter looks for nothing).
-func (n *Node) leave(qs []*queueWait, w *waiter) ([]row, int64) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	rows, dbNow := w.rows, w.dbNow
-	w.rows, w.waiting = nil, false
-	signalled := len(w.ch) > 0 && rows == nil
-	for _, q := range qs {
-		if !q.remove(w) && signalled {
-			q.wake(w.max)
-		}
+// poller is the node as service.LongPoll sees it.
+type poller Node
+
+// Look is one look of a reservation (service.Poller): one statement
+// (take). With a waiter, the node listens to the queues' channels and
+// puts w on their waiting lists before it looks, so that a task made
+// ready while it looks wakes w; finding nothing, w is marked waiting,
+// and the flush may hand it tasks from then on.
+func (p *poller) Look(ctx context.Context, queues []string, max int, w *service.Waiter[handed]) ([]task.Task, time.Duration, error) {
+	n := (*Node)(p)
+	if err := n.Err(); err != nil {
+		return nil, 0, err
 	}
-	return rows, dbNow
+	if w != nil {
+		for _, queue := range queues {
+			if err := n.notifications.listenQueue(ctx, queue); err != nil {
+				if ctx.Err() != nil {
+					return nil, 0, nil
+				}
+				return nil, 0, dbErr(err)
+			}
+		}
+		n.mu.Lock()
+		for _, queue := range queues {
+			n.queueWait(queue).Add(w)
+		}
+		n.mu.Unlock()
+	}
+	tasks, retry, err := n.take(ctx, queues, max)
+	if w != nil {
+		n.mu.Lock()
+		if err != nil || len(tasks) > 0 {
+			w.Leave()
+		} else {
+			w.MarkWaiting()
+		}
+		n.mu.Unlock()
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, 0, ctx.Err()
+	}
+	return tasks, retry, err
 }
+
+// Deliver returns the tasks of rows a flush reserved and handed to a
+// waiter (service.Poller).
+func (p *poller) Deliver(items []handed) []task.Task {
+	rows := make([]row, len(items))
+	var dbNow int64
+	for i, h := range items {
+		rows[i] = h.row
+		dbNow = max(dbNow, h.dbNow)
+	}
+	return (*Node)(p).deliver(rows, dbNow)
+}
+
+// GiveBack makes ready again rows handed to a waiter whose caller had
+// gone (service.Poller).
+func (p *poller) GiveBack(items []handed) { (*Node)(p).giveBack(items) }
 
 // take runs one reservation and announces the leases' timers to their
 // partitions' owners: one statement for the queues without limits, and,
@@ -352,7 +318,7 @@ const sqlGiveBack = `WITH r AS (SELECT set_config('synchronous_commit', 'off', t
 // the reservers of their queues. If that fails, the leases stand and
 // their timers are announced: the tasks come back when the leases run
 // out, an attempt spent.
-func (n *Node) giveBack(rows []row) {
+func (n *Node) giveBack(rows []handed) {
 	jobs := make([]int64, len(rows))
 	leases := make([]string, len(rows))
 	for i := range rows {
@@ -378,6 +344,6 @@ func (n *Node) giveBack(rows []row) {
 	}
 	n.log.Warn("hourglass: giving back tasks no reserver took failed; they come back when their leases run out", "err", err)
 	for i := range rows {
-		n.announce(uint64(rows[i].job), rows[i].leaseUntil, rows[i].leaseUntil-rows[i].ttr)
+		n.announce(uint64(rows[i].job), rows[i].leaseUntil, rows[i].dbNow)
 	}
 }

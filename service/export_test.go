@@ -1,0 +1,4 @@
+package service
+
+// Signalled reports whether w holds a signal it has not taken yet.
+func Signalled[T any](w *Waiter[T]) bool { return len(w.ch) > 0 }
