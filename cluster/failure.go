@@ -172,7 +172,7 @@ func (n *Node) readHeld(ctx context.Context, where string, args ...any) (h heldT
 	var p policyRow
 	err = n.db.QueryRow(ctx, `SELECT t.job_id, t.attempts, t.max_attempts, `+policyColumnsOf("p")+`
 		FROM hourglass_tasks t LEFT JOIN hourglass_queues p ON p.queue = t.queue
-		WHERE `+where+` AND t.state = 2`, args...).Scan(append([]any{&h.job, &h.attempts, &h.maxAttempts}, p.dest()...)...)
+		WHERE `+where+` AND `+sqlReservedByKey+``, args...).Scan(append([]any{&h.job, &h.attempts, &h.maxAttempts}, p.dest()...)...)
 	if err == pgx.ErrNoRows {
 		return h, false, nil
 	}
