@@ -454,14 +454,40 @@ func simDivergence(t testing.TB, url string, nodes []*simNode, total int) string
 		record[f[0]][p] = e
 		held++
 	}
-	if held != total {
-		return fmt.Sprintf("%d of %d partitions held under a live lease", held, total)
-	}
 	running := 0
 	for _, s := range nodes {
 		if s.running() != nil {
 			running++
 		}
+	}
+	if held != total {
+		// Say who holds nothing, who believes otherwise than the
+		// database, and what the unheld partitions' rows say.
+		idle, busyPools, odd := 0, 0, []string{}
+		for _, s := range nodes {
+			n := s.running()
+			if n == nil {
+				continue
+			}
+			own, rec := n.Owned(), record[s.name]
+			if len(rec) == 0 {
+				idle++
+				s.mu.Lock()
+				if s.pool != nil && s.pool.Stat().AcquiredConns() >= s.pool.Stat().MaxConns() {
+					busyPools++
+				}
+				s.mu.Unlock()
+			}
+			if len(own) != len(rec) && len(odd) < 3 {
+				odd = append(odd, fmt.Sprintf("%s believes %v, the database %v", s.name, own, rec))
+			}
+		}
+		unheld := query(t, url, `SELECT partition || ' ' || coalesce(owner, '-') || ' ' ||
+			round(extract(epoch FROM clock_timestamp() - lease_until)::numeric, 1) || 's ago'
+			FROM hourglass_partitions WHERE owner IS NULL OR lease_until <= clock_timestamp() ORDER BY partition LIMIT 4`)
+		live := query(t, url, `SELECT count(*) FROM hourglass_nodes WHERE alive_until > clock_timestamp()`)
+		return fmt.Sprintf("%d of %d partitions held under a live lease; %d nodes running, %v live by the heartbeats, %d holding none (%d of them with every pool connection in use); unheld (partition, owner, lease ran out): %v; beliefs unlike the database: %v",
+			held, total, running, live, idle, busyPools, unheld, odd)
 	}
 	share := (total + running - 1) / running
 	for _, s := range nodes {
