@@ -183,8 +183,8 @@
 // The roles ask the membership what it holds and are told by handlers
 // what it acquired (listen, then load the timers) and dropped (disarm
 // the schedules, unlisten). The Node's own lock guards what stays on it:
-// the waiting reservers (wait.go), the schedules armed, the policy
-// watchers, and whether it is closed. The membership's lock is a leaf,
+// the waiting reservers (wait.go; their loop is service.LongPoll), the
+// schedules armed, the policy watchers, and whether it is closed. The membership's lock is a leaf,
 // taken under the Node's or the timers' lock; no other two of these
 // locks nest, and none is held across a database call.
 package cluster

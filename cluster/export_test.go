@@ -67,3 +67,6 @@ func (n *Node) Waiting(queue string) int {
 	}
 	return 0
 }
+
+// SQLAck is the ack statement (ops.go).
+const SQLAck = sqlAck
