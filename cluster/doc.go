@@ -184,7 +184,8 @@
 // what it acquired (listen, then load the timers) and dropped (disarm
 // the schedules, unlisten). The Node's own lock guards what stays on it:
 // the waiting reservers (wait.go; their loop is service.LongPoll), the
-// schedules armed, the policy watchers, and whether it is closed. The membership's lock is a leaf,
-// taken under the Node's or the timers' lock; no other two of these
-// locks nest, and none is held across a database call.
+// schedules armed, the policy watchers, and whether it is closed. The
+// membership's lock is a leaf, taken under the Node's or the timers'
+// lock; no other two of these locks nest, and none is held across a
+// database call.
 package cluster
