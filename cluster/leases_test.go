@@ -39,3 +39,36 @@ func TestLeases_SlowRound(t *testing.T) {
 		}
 	}
 }
+
+// TestLeases_KeeperStopsWhenNameTaken: as a round starts and is held
+// up, another process takes the node's name (its heartbeat row under a
+// new instance). The keeper, which renews the heartbeat and the leases
+// while the round runs, must then extend no lease: before, it went on
+// renewing them every third of a lease until the round ended.
+func TestLeases_KeeperStopsWhenNameTaken(t *testing.T) {
+	const lease = 3 * time.Second
+	url := server(t).CreateDatabase(t)
+	n := startNode(t, url, "a", func(o *cluster.Options) { o.Lease = lease })
+	eventually(t, 20*time.Second, "every partition held", func() bool { return len(n.Owned()) == 64 })
+	started := make(chan struct{}, 1)
+	n.hooks.Rounding(func(ctx context.Context) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-ctx.Done() // every round held up until its deadline
+	})
+	<-started
+	query(t, url, `UPDATE hourglass_nodes SET instance = 'someone else' WHERE name = 'a'`)
+	const latest = `SELECT coalesce(max((extract(epoch FROM lease_until) * 1e6)::bigint), 0)
+		FROM hourglass_partitions WHERE owner = 'a'`
+	time.Sleep(50 * time.Millisecond) // a renewal already sent may land
+	first := query(t, url, latest)[0]
+	deadline := time.Now().Add(lease)
+	for time.Now().Before(deadline) {
+		if now := query(t, url, latest)[0]; now != first {
+			t.Fatalf("a lease of the node was extended after its name was taken (latest end %s µs, then %s)", first, now)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -21,7 +21,8 @@ const sqlRenew = `UPDATE hourglass_partitions
 
 // keep renews the node's heartbeat and the leases it holds, at their
 // epochs, every third of a lease until the function it returns is called
-// (which waits for it) or ctx ends: the keeper of a round whose rest is
+// (which waits for it), ctx ends, or the heartbeat finds this node's name
+// taken by another process: the keeper of a round whose rest is
 // slow (a loaded database took over a lease: the next round found every
 // lease run out, and the node lost all its partitions). It only extends
 // what is held at the epoch it is held at; what it could not renew is for
@@ -42,10 +43,16 @@ func (m *membership) keep(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 			}
-			if _, err := m.db.Exec(ctx, `UPDATE hourglass_nodes
+			tag, err := m.db.Exec(ctx, `UPDATE hourglass_nodes
 				SET alive_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
-				WHERE name = $1 AND instance = $2`, m.name, m.instance, lease); err != nil {
+				WHERE name = $1 AND instance = $2`, m.name, m.instance, lease)
+			if err != nil {
 				continue
+			}
+			if tag.RowsAffected() == 0 {
+				// Another process took this node's name: renew nothing
+				// more (the next round finds it and stops the node).
+				return
 			}
 			if parts, epochs := m.arrays(); len(parts) > 0 {
 				m.db.Exec(ctx, sqlRenew, m.name, parts, epochs, lease)
