@@ -155,10 +155,14 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
 
-	// Paused: the task falls due 200 ms in, the pause ends at 800 ms
-	// (from the pause, so measured from before it).
+	// Paused: the task falls due 200 ms in, the pause ends at 3 s (from
+	// the pause, so measured from before it): long enough that the flush
+	// making it due runs during the pause on a loaded machine too (with a
+	// pause of 800 ms a full test run at load 25 once saw the flush run
+	// after it, and hand the task over, as it may then).
+	const pause = 3 * time.Second
 	began := time.Now()
-	if err := n.PauseQueue(context.Background(), "p", 800*time.Millisecond); err != nil {
+	if err := n.PauseQueue(context.Background(), "p", pause); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := n.Put(ctx, "p", task.PutRequest{Delay: 200 * time.Millisecond}); err != nil {
@@ -168,7 +172,7 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("Reserve on the paused queue = %v, %v", ts, err)
 	}
-	if took := time.Since(began); took < 800*time.Millisecond {
+	if took := time.Since(began); took < pause {
 		t.Errorf("a task of a paused queue was delivered %v in, before the pause ended", took)
 	}
 	if h := counter(t, reg, "hourglass_cluster_flush_handed_total"); h != 0 {
