@@ -178,3 +178,50 @@ func TestRecent_Model(t *testing.T) {
 func isNotFoundOrState(err error) bool {
 	return errors.Is(err, task.ErrNotFound) || errors.Is(err, task.ErrState)
 }
+
+// TestRecent_ReadAhead puts a backlog, opens the broker again over its
+// store (so that no record is kept), and reserves and acks it in batches
+// of 30, as a worker does: the records of most tasks are read ahead
+// (kept when reserved), and every task comes with the payload its put
+// gave.
+func TestRecent_ReadAhead(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	st := memstore.New()
+	b, err := Open(st, Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000
+	for i := range n {
+		if _, _, err := b.Put(ctx, "q", task.PutRequest{Payload: fmt.Appendf(nil, `"p%d"`, i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	if b, err = Open(st, Config{Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for done := 0; done < n; {
+		ts, err := b.Reserve(ctx, "q", 30, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range ts {
+			if want := fmt.Sprintf(`"p%d"`, tk.JobID-1); string(tk.Payload) != want {
+				t.Fatalf("task %d handed out with payload %s, put with %s", tk.JobID, tk.Payload, want)
+			}
+			if err := b.Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done += len(ts)
+	}
+	b.mu.Lock()
+	hits, misses := b.recent.hits, b.recent.misses
+	b.mu.Unlock()
+	if hits < n/2 {
+		t.Errorf("%d records kept, %d read when reserved: want most kept", hits, misses)
+	}
+}

@@ -13,6 +13,7 @@ import (
 // settled them, and those writes are committed before Open returns.
 func (b *Broker) recover() error {
 	start := time.Now()
+	b.recent.readAhead = b.readAhead
 	next, err := b.st.NextJobID()
 	if err != nil {
 		return fmt.Errorf("hourglass: recovery: %w", err)

@@ -44,8 +44,8 @@ const acksBody = api.MaxAcks * (2*task.MaxNameLen + 128)
 // every one is durable or refused. A malformed body or a count out of
 // range is 400 and acks nothing.
 func (s *Server) acks(w http.ResponseWriter, r *http.Request, b service.Service) {
-	var req api.AcksRequest
-	if err := decode(w, r, acksBody, &req, false); err != nil {
+	req, err := decodeAcks(w, r)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"time"
@@ -71,6 +72,38 @@ const (
 	workerLimitNodes = 3
 )
 
+// WorkerOptions select the worker scenario's rows; its flags (see
+// [WorkerFlags]) set them.
+type WorkerOptions struct {
+	// Engine is "embedded" (beanstalkd's row and the embedded store's),
+	// "cluster" (the rows through `serve --postgres` nodes) or "both".
+	Engine string
+	// Limits runs the rate and concurrency rows; without it only the
+	// throughput rows run.
+	Limits bool
+}
+
+// Worker is the worker scenario's settings; `hourglass bench` sets it
+// from its flags. It is read when the scenario's jobs are planned.
+var Worker = WorkerOptions{Engine: "both", Limits: true}
+
+// WorkerFlags defines the worker scenario's flags on fs, storing into
+// [Worker]: --worker-engine embedded runs beanstalkd's row and the
+// embedded store's alone (no PostgreSQL), and --worker-limits=false
+// leaves out the rate and concurrency rows, so that
+// `--scenario worker --worker-engine embedded --worker-limits=false`
+// measures the worker's throughput against beanstalkd's alone.
+func WorkerFlags(fs *flag.FlagSet) {
+	fs.Func("worker-engine", "worker scenario: embedded (with beanstalkd's row), cluster or both (default both)", func(s string) error {
+		if !slices.Contains([]string{"embedded", "cluster", "both"}, s) {
+			return fmt.Errorf("want embedded, cluster or both")
+		}
+		Worker.Engine = s
+		return nil
+	})
+	fs.BoolVar(&Worker.Limits, "worker-limits", Worker.Limits, "worker scenario: run the rate and concurrency rows too")
+}
+
 // workerOptIn is the note of the worker scenario in a run that does not
 // name it.
 const workerOptIn = "skipped: runs only when named (--scenario worker): it starts beanstalkd, hourglass serve and PostgreSQL and fills them with 1M tasks"
@@ -94,7 +127,7 @@ func workerJobs(c *Config, _ []Structure) []Job {
 		return serveJob("worker", structure, n, cs, f)
 	}
 	var base float64 // beanstalkd's tasks/s of this round; 0 if it did not run
-	return []Job{
+	jobs := []Job{
 		job(beanstalkd, n, fmt.Sprintf("reserve→delete ×%d", beanstalkConns), func(bin string) (Result, error) {
 			base = 0
 			if _, skip := beanstalkCommand(); skip != "" {
@@ -127,6 +160,13 @@ func workerJobs(c *Config, _ []Structure) []Job {
 			return workerConcurrencyLimit(bin, workerLimitNodes, limitFor)
 		}),
 	}
+	return slices.DeleteFunc(jobs, func(j Job) bool {
+		embedded := j.Structure == beanstalkd || j.Structure == beanstalkHourglass
+		limit := j.Case == rateCase || j.Case == concurrencyCase
+		return (limit && !Worker.Limits) ||
+			(embedded && Worker.Engine == "cluster") ||
+			(!embedded && Worker.Engine == "embedded")
+	})
 }
 
 // workerBeanstalkd is the beanstalk scenario's reserve→delete row on

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"flag"
+	"io"
 	"runtime"
 	"slices"
 	"strings"
@@ -117,5 +119,53 @@ func TestWorkerScenario_Skips(t *testing.T) {
 	}
 	if r := ours[0].Run(); r.Note != workerOptIn || len(r.Metrics) != 0 || r.Err != "" {
 		t.Errorf("note %q, %d metrics, error %q; want %q", r.Note, len(r.Metrics), r.Err, workerOptIn)
+	}
+}
+
+// TestWorkerFlags checks that --worker-engine and --worker-limits select
+// the worker scenario's rows.
+func TestWorkerFlags(t *testing.T) {
+	saved := Worker
+	t.Cleanup(func() { Worker = saved })
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{
+			"beanstalkd reserve→delete ×64", "hourglass worker ×64", "1 node worker ×64",
+			"hourglass rate 1k/s", "3 nodes rate 1k/s", "hourglass concurrency 10", "3 nodes concurrency 10",
+		}},
+		{[]string{"--worker-engine", "embedded", "--worker-limits=false"}, []string{
+			"beanstalkd reserve→delete ×64", "hourglass worker ×64",
+		}},
+		{[]string{"--worker-engine", "cluster"}, []string{
+			"1 node worker ×64", "3 nodes rate 1k/s", "3 nodes concurrency 10",
+		}},
+	} {
+		Worker = saved
+		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+		WorkerFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		c := tiny()
+		c.Scenarios = []string{"worker"}
+		jobs, err := Plan(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		for _, j := range jobs {
+			rows = append(rows, j.Structure+" "+j.Case)
+		}
+		if !slices.Equal(rows, tc.want) {
+			t.Errorf("%q: rows %q, want %q", tc.args, rows, tc.want)
+		}
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	WorkerFlags(fs)
+	if err := fs.Parse([]string{"--worker-engine", "sqlite"}); err == nil {
+		t.Error("--worker-engine sqlite: no error")
 	}
 }

@@ -174,14 +174,30 @@ func (w *writer) init() {
 	w.owners = make(map[string]uint64)
 }
 
+// maxKeptEntries bounds the entries of the writer's maps that reset
+// clears for the next commit: clearing a Go map costs time in its
+// capacity, not in its entries, so maps that a large batch (a bulk put)
+// grew are dropped instead; cleared, they cost each small commit after
+// (a worker's acks) about 1% of the server's CPU.
+const maxKeptEntries = 256
+
+// reset empties the maps for the next commit.
+func (w *writer) reset() {
+	if len(w.tasks) > maxKeptEntries || len(w.owners) > maxKeptEntries {
+		w.init()
+		return
+	}
+	clear(w.tasks)
+	clear(w.owners)
+}
+
 // build writes the ops of b into pb and returns the job id and history
 // high-water marks after b. On error pb holds a part of b and must be
 // dropped.
 func (w *writer) build(s *Store, pb *pebble.Batch, b *store.Batch) (next, seq uint64, err error) {
 	w.s, w.pb, w.maxJob, w.maxSeq = s, pb, 0, 0
 	defer func() {
-		clear(w.tasks)
-		clear(w.owners)
+		w.reset()
 		w.s, w.pb = nil, nil
 	}()
 	for i := range b.Ops {

@@ -62,6 +62,81 @@ func (s *Store) Task(jobID uint64) (store.Task, error) {
 	return t, nil
 }
 
+// Tasks reads the tasks jobs names (job ids in increasing order), payloads
+// included, in one snapshot of the store, and calls f with each task it
+// finds, in order; a job not in the store, or whose record or payload
+// fails to read, is passed over (Task reports such a task's error). It
+// stops at f's first false. It is made for reads ahead of need (the
+// broker's records kept for reserves): one iterator seeks from key to
+// key in increasing order, first every record and then every payload,
+// and keys this close to each other (an era's records, then its
+// payloads, side by side: package doc, "Layout") are mostly reached by
+// Pebble with a step of the iterator rather than a seek from the top of
+// every level, as each Get of Task does. Tasks is safe for concurrent
+// use.
+func (s *Store) Tasks(jobs []uint64, f func(store.Task) bool) error {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	lower := taskKey(nil, kindMeta, jobs[0])
+	upper := eraKey(nil, jobs[len(jobs)-1], kindList+1)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return pebbleErr("read tasks", err)
+	}
+	defer it.Close()
+	var kbuf [taskKeyLen]byte
+	tasks := make([]store.Task, 0, len(jobs))
+	for _, job := range jobs {
+		key := taskKey(kbuf[:0], kindMeta, job)
+		body, found, err := seekGEValue(it, key)
+		if err != nil || !found {
+			continue
+		}
+		t := store.Task{JobID: job}
+		if decodeMeta(body, &t, nil) != nil {
+			continue
+		}
+		tasks = append(tasks, t)
+	}
+	for i := range tasks {
+		t := &tasks[i]
+		key := taskKey(kbuf[:0], kindPayload, t.JobID)
+		body, found, err := seekGEValue(it, key)
+		if err != nil || !found {
+			continue
+		}
+		t.Payload = append([]byte(nil), body...) // as Task: nil when empty
+		if !f(*t) {
+			return nil
+		}
+	}
+	return it.Error()
+}
+
+// seekGEValue positions it at the first key at or after key and returns
+// the checked body of key's value (valid until it moves), and whether key
+// is there. Seeks in increasing order let Pebble step rather than seek.
+func seekGEValue(it *pebble.Iterator, key []byte) ([]byte, bool, error) {
+	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+		if err := it.Error(); err != nil {
+			return nil, false, pebbleErr("read "+describe(key), err)
+		}
+		return nil, false, nil
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return nil, false, pebbleErr("read "+describe(key), err)
+	}
+	body, err := unseal(key, v)
+	return body, err == nil, err
+}
+
 // seekValue positions it at key and returns the checked body of its value
 // (valid until it moves), and whether key is there.
 func seekValue(it *pebble.Iterator, key []byte) ([]byte, bool, error) {
