@@ -86,10 +86,8 @@ var HistorySeries io.Writer = os.Stderr
 const historyFlatRatio = 1.25
 
 // HistoryFlags defines the history scenario's flags on fs, storing into
-// [History], and the worker scenario's (see [WorkerFlags]), which
-// `hourglass bench` takes through it.
+// [History].
 func HistoryFlags(fs *flag.FlagSet) {
-	WorkerFlags(fs)
 	fs.IntVar(&History.Rate, "history-rate", History.Rate, "history scenario: tasks put, reserved and acked per second")
 	fs.DurationVar(&History.Retention, "history-retention", History.Retention, "history scenario: the server's --history")
 	fs.DurationVar(&History.For, "history-for", History.For, "history scenario: how long the load runs")
