@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // BenchmarkBroker_WorkedBacklog measures tasks worked from a backlog on
@@ -17,9 +19,8 @@ import (
 // 200-byte tasks are put, and the broker is opened again over the store
 // (so that it keeps no record in memory, as after a restart, or for
 // tasks put beyond the budget of kept records); then two reservers each
-// take 30 tasks at a time and ack them with one goroutine each, at
-// once, as an acks request does (service.AckMany), before they reserve
-// again. The fill, and Pebble's compactions of it, are not timed; cpu-ns/op is the process's CPU time per
+// take 30 tasks at a time and ack them in one AckMany, as an acks
+// request does, before they reserve again. The fill, and Pebble's compactions of it, are not timed; cpu-ns/op is the process's CPU time per
 // task worked.
 func BenchmarkBroker_WorkedBacklog(b *testing.B) {
 	const backlog = 300_000
@@ -57,15 +58,17 @@ func BenchmarkBroker_WorkedBacklog(b *testing.B) {
 					return
 				}
 				left.Add(-int64(len(ts)))
-				var acks sync.WaitGroup
-				for _, t := range ts {
-					acks.Go(func() {
-						if err := br.Ack(ctx, "q", t.ID, t.Lease); err != nil {
-							b.Error(err)
-						}
-					})
+				acks := make([]task.Ack, len(ts))
+				for i, t := range ts {
+					acks[i] = task.Ack{Queue: "q", ID: t.ID, Lease: t.Lease}
 				}
-				acks.Wait()
+				errs, err := br.AckMany(ctx, acks)
+				if err == nil {
+					err = errors.Join(errs...)
+				}
+				if err != nil {
+					b.Error(err)
+				}
 			}
 		})
 	}

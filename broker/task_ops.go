@@ -111,6 +111,44 @@ func (b *Broker) Ack(ctx context.Context, queue, id, lease string) error {
 	return b.commitWait(ctx, b.barrier())
 }
 
+// AckMany acks each of acks as Ack does, under one hold of the broker's
+// lock and in one group commit, and returns one error a task, in order
+// (service.Service). O(len(acks)).
+func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
+	if err := service.CheckAcks(acks); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(acks))
+	took := 0
+	b.mu.Lock()
+	now := time.Now().UnixNano()
+	for i, a := range acks {
+		job, rec, s, err := b.held(a.Queue, a.ID, a.Lease)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		b.endSettled(ctx, &rec, task.AttemptAcked, "", now)
+		b.leave(&rec, task.FinishedAcked, now)
+		b.remove(job, s, rec)
+		b.queues[s.queue()].acks++
+		took++
+	}
+	if took == 0 {
+		b.mu.Unlock()
+		return errs, nil
+	}
+	b.metrics.Acks.Add(float64(took))
+	if err := b.commitWait(ctx, b.barrier()); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	return errs, nil
+}
+
 // Touch renews the lease of the reserved task id of queue for another TTR
 // from now and returns the task.
 func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {

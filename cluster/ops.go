@@ -125,6 +125,42 @@ func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 	return nil
 }
 
+// AckMany acks each of acks as Ack does, in one statement (runAcks, so
+// one commit), and returns one error a task, in order (service.Service).
+func (n *Node) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
+	if err := service.CheckAcks(acks); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(acks))
+	outcome, status := service.AttemptOutcome(ctx, task.AttemptAcked)
+	calls := make([]*call[ackReq], 0, len(acks))
+	at := make([]int, 0, len(acks))
+	for i, a := range acks {
+		if err := n.held(a.Queue, a.ID, a.Lease); err != nil {
+			errs[i] = err
+			continue
+		}
+		calls = append(calls, &call[ackReq]{req: ackReq{a.Queue, a.ID, a.Lease, outcome, int32(status)}})
+		at = append(at, i)
+	}
+	if len(calls) > 0 {
+		n.runAcks(calls)
+	}
+	for k, c := range calls {
+		switch {
+		case c.err == errNotHeld:
+			errs[at[k]] = n.why(ctx, c.req.queue, c.req.id)
+		case c.err != nil:
+			errs[at[k]] = c.err
+		default:
+			n.counters.count(c.req.queue, func(c *counts) { c.acks++ })
+			n.metrics.Acks.Inc()
+			n.slotFreed(c.req.queue)
+		}
+	}
+	return errs, nil
+}
+
 // ackReq is one Ack's task and lease, and the outcome and HTTP status
 // its attempt is recorded with (service.AttemptOutcome: a push's, or
 // acked).

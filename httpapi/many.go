@@ -57,7 +57,7 @@ func (s *Server) acks(w http.ResponseWriter, r *http.Request, b service.Service)
 	for i, a := range req.Acks {
 		acks[i] = task.Ack{Queue: a.Queue, ID: a.ID, Lease: a.Lease}
 	}
-	errs, err := service.AckMany(r.Context(), b, acks)
+	errs, err := b.AckMany(r.Context(), acks)
 	if err != nil {
 		s.fail(w, r, err)
 		return

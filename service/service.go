@@ -67,6 +67,12 @@ type Tasks interface {
 	ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error)
 	// Ack deletes a reserved task whose lease is lease, durably.
 	Ack(ctx context.Context, queue, id, lease string) error
+	// AckMany acks each of acks (1 to task.MaxAcks, checked by CheckAcks)
+	// as Ack does, in one commit (the embedded engine) or one statement
+	// (a cluster node), and returns one error a task, in order: nil
+	// where the ack took. It returns once every ack is durable or
+	// refused.
+	AckMany(ctx context.Context, acks []task.Ack) ([]error, error)
 	// Touch renews a lease for another ttr.
 	Touch(ctx context.Context, queue, id, lease string) (task.Task, error)
 	// Nack gives a reserved task back after a failed attempt, keeping
