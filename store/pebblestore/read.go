@@ -123,24 +123,24 @@ func (s *Store) Tasks(jobs []uint64, f func(store.Task) bool) error {
 // the checked body of key's value (valid until it moves), and whether key
 // is there. Seeks in increasing order let Pebble step rather than seek.
 func seekGEValue(it *pebble.Iterator, key []byte) ([]byte, bool, error) {
-	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
-		if err := it.Error(); err != nil {
-			return nil, false, pebbleErr("read "+describe(key), err)
-		}
-		return nil, false, nil
-	}
-	v, err := it.ValueAndErr()
-	if err != nil {
-		return nil, false, pebbleErr("read "+describe(key), err)
-	}
-	body, err := unseal(key, v)
-	return body, err == nil, err
+	return seekTo(it, key, false)
 }
 
 // seekValue positions it at key and returns the checked body of its value
 // (valid until it moves), and whether key is there.
 func seekValue(it *pebble.Iterator, key []byte) ([]byte, bool, error) {
-	if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
+	return seekTo(it, key, true)
+}
+
+// seekTo is seekValue (prefix: SeekPrefixGE) and seekGEValue (SeekGE).
+func seekTo(it *pebble.Iterator, key []byte, prefix bool) ([]byte, bool, error) {
+	var at bool
+	if prefix {
+		at = it.SeekPrefixGE(key)
+	} else {
+		at = it.SeekGE(key)
+	}
+	if !at || !bytes.Equal(it.Key(), key) {
 		if err := it.Error(); err != nil {
 			return nil, false, pebbleErr("read "+describe(key), err)
 		}
