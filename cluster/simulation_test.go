@@ -154,9 +154,17 @@ func TestSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 100 nodes through faults for about 40 s; skipped with -short")
 	}
-	t.Parallel()
+	// Not parallel, and 40 nodes under the race detector (100 without it,
+	// as .ci/run also runs it): beside the package's other heavy tests on
+	// two loaded cores, with the race detector's cost on every goroutine,
+	// the lease loops of 100 nodes could not keep their leases (failures
+	// in full test runs at load 16-25: 31-40 of 64 partitions held for
+	// two minutes, half the nodes' heartbeats late).
 	began := time.Now()
 	count := envInt("HOURGLASS_SIM_NODES", 100)
+	if raceBuild && os.Getenv("HOURGLASS_SIM_NODES") == "" {
+		count = 40
+	}
 	faultsFor := envDuration("HOURGLASS_SIM_FAULTS", 12*time.Second)
 	url := server(t).CreateDatabase(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -483,7 +491,7 @@ func simDivergence(t testing.TB, url string, nodes []*simNode, total int) string
 			}
 		}
 		unheld := query(t, url, `SELECT partition || ' ' || coalesce(owner, '-') || ' ' ||
-			round(extract(epoch FROM clock_timestamp() - lease_until)::numeric, 1) || 's ago'
+			coalesce(round(extract(epoch FROM clock_timestamp() - lease_until)::numeric, 1) || 's ago', 'never')
 			FROM hourglass_partitions WHERE owner IS NULL OR lease_until <= clock_timestamp() ORDER BY partition LIMIT 4`)
 		live := query(t, url, `SELECT count(*) FROM hourglass_nodes WHERE alive_until > clock_timestamp()`)
 		return fmt.Sprintf("%d of %d partitions held under a live lease; %d nodes running, %v live by the heartbeats, %d holding none (%d of them with every pool connection in use); unheld (partition, owner, lease ran out): %v; beliefs unlike the database: %v",
