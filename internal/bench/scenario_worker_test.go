@@ -148,17 +148,7 @@ func TestWorkerFlags(t *testing.T) {
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		c := tiny()
-		c.Scenarios = []string{"worker"}
-		jobs, err := Plan(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rows []string
-		for _, j := range jobs {
-			rows = append(rows, j.Structure+" "+j.Case)
-		}
-		if !slices.Equal(rows, tc.want) {
+		if rows := plannedRows(t, "worker"); !slices.Equal(rows, tc.want) {
 			t.Errorf("%q: rows %q, want %q", tc.args, rows, tc.want)
 		}
 	}
@@ -168,4 +158,21 @@ func TestWorkerFlags(t *testing.T) {
 	if err := fs.Parse([]string{"--worker-engine", "sqlite"}); err == nil {
 		t.Error("--worker-engine sqlite: no error")
 	}
+}
+
+// plannedRows returns the rows (structure and case) a tiny configuration
+// of scenario plans, in order.
+func plannedRows(t *testing.T, scenario string) []string {
+	t.Helper()
+	c := tiny()
+	c.Scenarios = []string{scenario}
+	jobs, err := Plan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]string, len(jobs))
+	for i, j := range jobs {
+		rows[i] = j.Structure + " " + j.Case
+	}
+	return rows
 }
