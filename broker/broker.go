@@ -53,7 +53,9 @@
 // restart) and turned into a delay on the monotonic clock once, when a
 // wheel is armed: a task is never handed out before its wheel fires, and a
 // wheel never fires early, so no task is delivered before its due time as
-// long as the wall clock is not stepped back between put and due.
+// long as the wall clock is not stepped back between put and due. A rate
+// limit's tokens accrue on the monotonic clock (Broker.monoNow), so a step of
+// the wall clock forward hands out no token early.
 //
 // Broker is safe for concurrent use by multiple goroutines.
 package broker
@@ -100,6 +102,8 @@ type Broker struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	// opened is the origin of monoNow.
+	opened time.Time
 
 	delays *hourglass.Keyed[uint64] // delayed tasks, by job id
 	leases *hourglass.Keyed[uint64] // reserved tasks, by job id
@@ -192,6 +196,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		cfg.History = task.DefaultHistory
 	}
 	b := &Broker{
+		opened:        time.Now(),
 		st:            st,
 		cfg:           cfg,
 		log:           cfg.Logger,

@@ -214,7 +214,7 @@ func (q *queueState) full() bool {
 
 // armRate arms the timer that wakes q's waiters when the next token of
 // its rate limit is due, next from now, unless one is armed for then or
-// earlier. b.mu is held.
+// earlier; now is Broker.monoNow's. b.mu is held.
 func (b *Broker) armRate(q *queueState, now int64, next time.Duration) {
 	at := now + int64(next)
 	if q.rateWake != nil {
@@ -260,3 +260,9 @@ func sameRate(a, b *task.Rate) bool {
 	}
 	return *a == *b
 }
+
+// monoNow is the time in ns on the monotonic clock since b was opened,
+// always above 0 (a service.Bucket at 0 was never used). A rate limit's
+// bucket and its wake timer use it: a step of the wall clock neither
+// fills nor drains a bucket.
+func (b *Broker) monoNow() int64 { return int64(time.Since(b.opened)) + 1 }

@@ -33,10 +33,10 @@ type queueState struct {
 	// place: a new policy replaces them.
 	policy task.Policy
 	// bucket holds the tokens of policy.Rate, in memory only: a restart
-	// starts it full.
+	// starts it full. Its At is on the monotonic clock (Broker.monoNow).
 	bucket service.Bucket
 	// rateWake wakes the queue's waiters when the next token is due, at
-	// rateAt (Unix ns); nil when none is armed (armRate).
+	// rateAt (Broker.monoNow); nil when none is armed (armRate).
 	rateWake *hourglass.Timeout
 	rateAt   int64
 

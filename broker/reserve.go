@@ -199,8 +199,9 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 			break
 		}
 		if r := best.policy.Rate; r != nil {
-			if took, next := best.bucket.Take(*r, now, 1); took == 0 {
-				b.armRate(best, now, next)
+			mono := b.monoNow()
+			if took, next := best.bucket.Take(*r, mono, 1); took == 0 {
+				b.armRate(best, mono, next)
 				held = append(held, best)
 				b.metrics.Throttled.WithLabelValues(best.name, service.ThrottledRate).Inc()
 				continue

@@ -58,6 +58,16 @@ const (
 	dueSlack = 10 * time.Millisecond
 )
 
+// sinceEither is the time since start on the wall clock or on the
+// monotonic clock, whichever moved more. A rate limit's tokens accrue on
+// one of them (the embedded engine's on the monotonic clock, a cluster's
+// on the database's wall clock): bounds on what it hands out read the
+// one that could allow more, so a step of the machine's wall clock
+// during a test is not taken for tokens handed out early.
+func sinceEither(start time.Time) time.Duration {
+	return max(time.Since(start), time.Now().Round(0).Sub(start.Round(0)))
+}
+
 // putTask puts r into queue on b and fails t on an error.
 func putTask(t *testing.T, b service.Service, queue string, r task.PutRequest) task.Task {
 	t.Helper()

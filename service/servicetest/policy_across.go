@@ -130,7 +130,7 @@ func rateAcross(t *testing.T, a, b service.Service) {
 					return
 				}
 				n := got.Add(int64(len(ts)))
-				since := time.Since(start)
+				since := sinceEither(start)
 				if allowed := int64(limit) + int64((since+timeSlack)/every); n > allowed {
 					over.CompareAndSwap(nil, fmt.Sprintf("%d tasks handed out in %v; a rate of 5/500ms allows %d", n, since, allowed))
 				}
