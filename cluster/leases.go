@@ -274,12 +274,29 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	}
 	m.mu.Unlock()
 	slices.Sort(mine)
+	// Orphans: partitions leased to this node's name that it does not
+	// hold, left by an acquire or a release whose result was lost (the
+	// statement committed, the answer did not arrive). No other node may
+	// take them before their lease runs out: this one takes them back at
+	// a new epoch when under its share, and frees them otherwise.
+	var orphans []partitionRow
+	now := m.clock.now()
+	for _, r := range all {
+		if _, ok := slices.BinarySearch(mine, r.partition); !ok && r.owner == m.name && r.leaseUntil > now {
+			orphans = append(orphans, r)
+		}
+	}
+	if held >= share && len(orphans) > 0 {
+		if err := m.freeOrphans(ctx, orphans); err != nil {
+			return 0, err
+		}
+	}
 	if held > share {
 		if err := m.releasePartitions(ctx, mine[share:]); err != nil {
 			return 0, err
 		}
 	} else if held < share {
-		if err := m.acquire(ctx, share-held); err != nil {
+		if err := m.acquire(ctx, share-held, mine); err != nil {
 			return 0, err
 		}
 	}
@@ -290,7 +307,7 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	// Wake when the first lease held by another node (or by a previous
 	// run of this one) runs out.
 	next := time.Hour
-	now := m.clock.now()
+	now = m.clock.now()
 	m.mu.Lock()
 	for _, r := range all {
 		if _, mine := m.owned[r.partition]; r.owner != "" && (r.owner != m.name || !mine) && r.leaseUntil > now {
@@ -330,19 +347,27 @@ func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, e
 	return all, live, nil
 }
 
-// acquire takes up to k partitions that are free or whose lease ran out,
-// each at a new epoch, records them as held, then has the handler
-// acquired listen to their channels and load their timers.
-func (m *membership) acquire(ctx context.Context, k int) error {
+// acquire takes up to k partitions that are free, whose lease ran out, or
+// leased to this node's name but not among mine (the partitions it holds:
+// orphans, see tickNext), each at a new epoch, records them as held, then
+// has the handler acquired listen to their channels and load their
+// timers. A new epoch fences out anything still acting on an orphan at
+// its old one.
+func (m *membership) acquire(ctx context.Context, k int, mine []int) error {
+	held := make([]int32, len(mine))
+	for i, p := range mine {
+		held[i] = int32(p)
+	}
 	rows, err := m.db.Query(ctx, `UPDATE hourglass_partitions p
 		SET owner = $1, epoch = p.epoch + 1,
 			lease_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
 		FROM (
 			SELECT partition, owner FROM hourglass_partitions
 			WHERE owner IS NULL OR lease_until < clock_timestamp()
+				OR (owner = $1 AND NOT partition = ANY($4::int[]))
 			ORDER BY partition LIMIT $2 FOR UPDATE SKIP LOCKED) prev
 		WHERE p.partition = prev.partition
-		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, m.name, k, m.lease.Microseconds())
+		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, m.name, k, m.lease.Microseconds(), held)
 	if err != nil {
 		return err
 	}
@@ -445,6 +470,25 @@ func (m *membership) releasePartitions(ctx context.Context, parts []int) error {
 	}
 	m.log.Info("hourglass: partitions released", "partitions", len(ps))
 	m.on.released()
+	return nil
+}
+
+// freeOrphans frees the leases of orphans (tickNext) at the epochs they
+// were read at, for other nodes to acquire.
+func (m *membership) freeOrphans(ctx context.Context, orphans []partitionRow) error {
+	ps := make([]int32, len(orphans))
+	es := make([]int64, len(orphans))
+	for i, r := range orphans {
+		ps[i], es[i] = int32(r.partition), r.epoch
+	}
+	tag, err := m.db.Exec(ctx, sqlRelease, m.name, ps, es)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() > 0 {
+		m.log.Info("hourglass: orphaned partitions freed", "partitions", tag.RowsAffected())
+		m.on.released()
+	}
 	return nil
 }
 

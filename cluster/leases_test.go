@@ -72,3 +72,63 @@ func TestLeases_KeeperStopsWhenNameTaken(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestLeases_Orphans: a partition leased in the database to a node's
+// name at an epoch the node does not hold (an acquire whose answer was
+// lost, simulated by raising the epoch under it) is an orphan: no other
+// node may take it before its lease runs out (30 s here). The node
+// takes it back in its next round when under its share, and frees it
+// for the others otherwise. Without that the partition's tasks waited
+// for the lease to run out.
+func TestLeases_Orphans(t *testing.T) {
+	const lease = 30 * time.Second
+	ctx := context.Background()
+	url := server(t).CreateDatabase(t)
+	a := startNode(t, url, "a", func(o *cluster.Options) { o.Lease = lease })
+	eventually(t, 20*time.Second, "every partition held", func() bool { return len(a.Owned()) == 64 })
+
+	// Under its share: taken back at a new epoch.
+	p, e := 5, a.Owned()[5]
+	query(t, url, `UPDATE hourglass_partitions SET epoch = epoch + 1 WHERE partition = $1`, p)
+	if err := a.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := a.Owned()[p]; !ok || got != e+2 {
+		t.Fatalf("orphan %d after a round: held %v at epoch %d; want held at %d", p, ok, got, e+2)
+	}
+
+	// At its share: freed, and taken by the node short of one.
+	b := startNode(t, url, "b", func(o *cluster.Options) { o.Lease = lease })
+	// b starts with nothing free; a round of a at 2 live nodes releases
+	// half (the rest of the test runs rounds by hand: the loops run
+	// every 10 s).
+	eventually(t, 20*time.Second, "32 partitions each", func() bool {
+		_ = a.Tick(ctx)
+		_ = b.Tick(ctx)
+		return len(a.Owned()) == 32 && len(b.Owned()) == 32
+	})
+	var q int
+	for q = range b.Owned() {
+		break
+	}
+	// a's acquire took q and its answer was lost; b finds its lease gone.
+	query(t, url, `UPDATE hourglass_partitions SET owner = 'a', epoch = epoch + 1 WHERE partition = $1`, q)
+	if err := b.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Owned()[q]; ok {
+		t.Fatalf("b still holds %d after it was taken", q)
+	}
+	if err := a.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.Owned()[q]; ok || len(a.Owned()) != 32 {
+		t.Fatalf("a at its share took orphan %d back (holds %d)", q, len(a.Owned()))
+	}
+	if err := b.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Owned()[q]; !ok {
+		t.Fatalf("b did not take partition %d, freed by a, back (holds %d)", q, len(b.Owned()))
+	}
+}
