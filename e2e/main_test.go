@@ -13,7 +13,26 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hourglass-go/hourglass/internal/hiccup"
 )
+
+// machine watches, while the tests run, for stalls of the machine and
+// steps of its wall clock (lateAllowed).
+var machine *hiccup.Watch
+
+// lateAllowed is bound, a bound on how late something due at from may
+// come, plus what the machine itself lost from then to to: the stalls and
+// the forward steps of the wall clock hiccup saw (logged when any). A
+// server slow on its own still fails the bound.
+func lateAllowed(t *testing.T, bound time.Duration, from, to time.Time) time.Duration {
+	t.Helper()
+	lost, events := machine.Over(from, to)
+	if lost > 0 {
+		t.Logf("the machine lost %v between %s and %s: %v; allowing %v", lost, from.Format("15:04:05.000"), to.Format("15:04:05.000"), events, bound+lost)
+	}
+	return bound + lost
+}
 
 // hourglassBin is the path of the binary TestMain built.
 var hourglassBin string
@@ -52,7 +71,9 @@ func runTests(m *testing.M) int {
 	if testing.Verbose() {
 		fmt.Printf("e2e: built %s (race %v) in %v\n", hourglassBin, raceEnabled, time.Since(start).Round(time.Millisecond))
 	}
+	machine = hiccup.Start()
 	code := m.Run()
+	machine.Stop()
 	closeSharedPostgres()
 	if leaks := leftBehind(5 * time.Second); leaks != "" {
 		fmt.Fprintf(os.Stderr, "e2e: goroutines left behind by the tests:\n%s\n", leaks)

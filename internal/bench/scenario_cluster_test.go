@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/internal/hiccup"
 )
 
 // TestClusterScenario builds the hourglass binary (the takeover kills a
@@ -21,6 +24,15 @@ func TestClusterScenario(t *testing.T) {
 		t.Skip("the takeover kills a node with SIGKILL")
 	}
 	useBuiltServer(t)
+	machine := hiccup.Start()
+	defer machine.Stop()
+	started := time.Now()
+	defer func() {
+		if t.Failed() {
+			lost, events := machine.Over(started, time.Now())
+			t.Logf("the machine lost %v during the test: %v", lost, events)
+		}
+	}()
 	c := tiny()
 	c.Scenarios = []string{"cluster"}
 	results, err := Run(c, nil)
