@@ -30,6 +30,15 @@
 //     (owner NULL), below it, acquire free or expired partitions, each
 //     at epoch+1 (UPDATE ... FOR UPDATE SKIP LOCKED).
 //
+// An acquire or a release whose statement committed but whose answer
+// never came (its context ran out, the connection broke) leaves an
+// orphan: a partition leased in the database to this node's name that
+// the node does not believe it holds. No other node may take it before
+// its lease runs out, and its owner acts on nothing of it. The round
+// after finds it in the rows it reads: below its share the node takes it
+// back at epoch+1 (which fences out anything still acting at the old
+// one), at or above it frees it at the epoch read.
+//
 // A node also wakes at the moment the first lease held by another node
 // runs out, so a dead node's partitions are taken over within about one
 // Lease of its last renewal; a joining or leaving node notifies the others
@@ -112,7 +121,10 @@
 // settles expired leases of queues without such a policy itself and
 // leaves the others to its node, which settles them the same way. Rate
 // and concurrency limits are held by a transaction that locks the queue's
-// row, which only reserves of limited queues take (limits.go). A push
+// row, which only reserves of limited queues take (limits.go); a rate's
+// tokens accrue on the database's clock, the only one the nodes share,
+// so a step of that machine's wall clock forward fills buckets early
+// (the embedded engine's accrue on the monotonic clock). A push
 // queue's endpoint is a JSON column of the same row, its secret in the
 // clear (policy.go).
 //
