@@ -52,8 +52,11 @@
 // Due times are recorded as wall-clock instants (they must survive a
 // restart) and turned into a delay on the monotonic clock once, when a
 // wheel is armed: a task is never handed out before its wheel fires, and a
-// wheel never fires early, so no task is delivered before its due time as
-// long as the wall clock is not stepped back between put and due. A rate
+// wheel never fires early. When it fires, the due time is compared with
+// the wall clock again, and if that was stepped back since, the wheel is
+// armed for the rest (fire): no task is delivered before its due time by
+// the wall clock, as on a cluster node, whose flush compares with the
+// database's. A rate
 // limit's tokens accrue on the monotonic clock (Broker.monoNow), so a step of
 // the wall clock forward hands out no token early.
 //

@@ -390,6 +390,13 @@ func (b *Broker) fire(job uint64) {
 	if !ok || s.state() != task.Delayed || b.closed {
 		return // deleted, kicked or replaced since it was armed
 	}
+	if left := s.due - time.Now().UnixNano(); left > 0 {
+		// The wall clock moved back since the wheel was armed: a task is
+		// never handed out before its due time by the wall clock, which
+		// is the one due times are given in. Wait out the rest.
+		b.delays.Set(job, time.Duration(left))
+		return
+	}
 	b.fallDue(job, s)
 }
 

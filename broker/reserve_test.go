@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/store/memstore"
@@ -59,4 +61,31 @@ func TestReserve_ChangedWhileTaken(t *testing.T) {
 	if len(qs) != 1 || qs[0].Reserved != 2 || qs[0].Ready != 0 || qs[0].Delayed != 0 {
 		t.Fatalf("counts %+v, want 2 reserved", qs)
 	}
+}
+
+// TestFire_WallClockBack: a delay wheel that fires before the task's due
+// time by the wall clock (the wall clock was stepped back after the
+// wheel was armed: the wheel runs on the monotonic clock) hands out
+// nothing early. The task stays delayed, armed again for the rest, and
+// comes when that runs out. Without the check it was ready at once.
+func TestFire_WallClockBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := open(t, memstore.New())
+		tk := put(t, b, "q", task.PutRequest{ID: "a", Delay: time.Hour})
+		broker.Fire(b, tk.JobID)
+		if got, err := b.Get("q", "a"); err != nil || got.State != task.Delayed {
+			t.Fatalf("after a fire an hour early: %v, %v; want delayed", got.State, err)
+		}
+		if ts, err := b.Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 0 {
+			t.Fatalf("reserve after a fire an hour early: %v, %v; want nothing", ts, err)
+		}
+		time.Sleep(time.Hour - time.Minute)
+		ts, err := b.Reserve(ctx, "q", 1, 5*time.Minute)
+		if err != nil || len(ts) != 1 {
+			t.Fatalf("reserve waiting from a minute before its due time: %v, %v", ts, err)
+		}
+		if now := time.Now(); now.Before(tk.Due) {
+			t.Fatalf("handed out at %v, before its due time %v", now, tk.Due)
+		}
+	})
 }
