@@ -265,7 +265,7 @@ func (b *Broker) Close() error {
 	return err
 }
 
-// shutdown stops the wheels and the committer.
+// shutdown stops the wheels, the committer and a read ahead running.
 func (b *Broker) shutdown() {
 	b.cron.Stop()
 	b.delays.Stop()
@@ -274,6 +274,7 @@ func (b *Broker) shutdown() {
 	b.pruner.wait()
 	<-b.committerDone
 	<-b.sweepDone
+	b.recent.running.Wait()
 	if b.metrics.registerer != nil {
 		b.metrics.unregister()
 	}

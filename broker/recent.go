@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"sync"
 	"time"
 
 	"github.com/hourglass-go/hourglass/store"
@@ -98,6 +99,8 @@ type recent struct {
 	// jobs whose writes were committed since it picked its jobs.
 	fetching bool
 	changed  map[uint64]struct{}
+	// running counts the read ahead's goroutine, for Close to wait on.
+	running sync.WaitGroup
 	// ahead is the highest job id the last read ahead picked (0: none);
 	// lastMiss the job of the last take that missed.
 	ahead, lastMiss uint64
@@ -197,7 +200,7 @@ func (r *recent) startAhead(from uint64) {
 		return
 	}
 	r.fetching = true
-	go r.readAhead(from)
+	r.running.Go(func() { r.readAhead(from) })
 }
 
 // readAhead reads into b.recent the records of the next ready tasks from
