@@ -191,7 +191,9 @@ func PausedUntil(now int64, d time.Duration) int64 {
 }
 
 // Bucket is a token bucket of a queue's rate limit (task.Rate): Tokens
-// left at time At (Unix ns). The zero Bucket is full at its first Take.
+// left at time At, in ns on the engine's clock (the database's Unix ns on
+// a cluster, the monotonic clock on the embedded engine), always above 0
+// once used. The zero Bucket is full at its first Take.
 type Bucket struct {
 	Tokens float64
 	At     int64
