@@ -35,9 +35,10 @@
 // orphan: a partition leased in the database to this node's name that
 // the node does not believe it holds. No other node may take it before
 // its lease runs out, and its owner acts on nothing of it. The round
-// after finds it in the rows it reads: below its share the node takes it
-// back at epoch+1 (which fences out anything still acting at the old
-// one), at or above it frees it at the epoch read.
+// after finds it in the rows it reads and frees it at the epoch read,
+// ending that epoch's lease at once; the node's acquire (below its share)
+// or another's takes it at epoch+1, which fences out anything still
+// acting at the old one.
 //
 // A node also wakes at the moment the first lease held by another node
 // runs out, so a dead node's partitions are taken over within about one

@@ -277,8 +277,11 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	// Orphans: partitions leased to this node's name that it does not
 	// hold, left by an acquire or a release whose result was lost (the
 	// statement committed, the answer did not arrive). No other node may
-	// take them before their lease runs out: this one takes them back at
-	// a new epoch when under its share, and frees them otherwise.
+	// take them before their lease runs out: this one frees them, ending
+	// their epoch's lease at once, and the acquire below (this node's,
+	// when under its share, or another's) takes them at the next epoch.
+	// Freeing rather than taking them over at a new epoch keeps every
+	// epoch's lease ended before the next one starts.
 	var orphans []partitionRow
 	now := m.clock.now()
 	for _, r := range all {
@@ -286,7 +289,7 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 			orphans = append(orphans, r)
 		}
 	}
-	if held >= share && len(orphans) > 0 {
+	if len(orphans) > 0 {
 		if err := m.freeOrphans(ctx, orphans); err != nil {
 			return 0, err
 		}
@@ -296,7 +299,7 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 			return 0, err
 		}
 	} else if held < share {
-		if err := m.acquire(ctx, share-held, mine); err != nil {
+		if err := m.acquire(ctx, share-held); err != nil {
 			return 0, err
 		}
 	}
@@ -347,27 +350,19 @@ func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, e
 	return all, live, nil
 }
 
-// acquire takes up to k partitions that are free, whose lease ran out, or
-// leased to this node's name but not among mine (the partitions it holds:
-// orphans, see tickNext), each at a new epoch, records them as held, then
-// has the handler acquired listen to their channels and load their
-// timers. A new epoch fences out anything still acting on an orphan at
-// its old one.
-func (m *membership) acquire(ctx context.Context, k int, mine []int) error {
-	held := make([]int32, len(mine))
-	for i, p := range mine {
-		held[i] = int32(p)
-	}
+// acquire takes up to k partitions that are free or whose lease ran out,
+// each at a new epoch, records them as held, then has the handler
+// acquired listen to their channels and load their timers.
+func (m *membership) acquire(ctx context.Context, k int) error {
 	rows, err := m.db.Query(ctx, `UPDATE hourglass_partitions p
 		SET owner = $1, epoch = p.epoch + 1,
 			lease_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
 		FROM (
 			SELECT partition, owner FROM hourglass_partitions
 			WHERE owner IS NULL OR lease_until < clock_timestamp()
-				OR (owner = $1 AND NOT partition = ANY($4::int[]))
 			ORDER BY partition LIMIT $2 FOR UPDATE SKIP LOCKED) prev
 		WHERE p.partition = prev.partition
-		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, m.name, k, m.lease.Microseconds(), held)
+		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, m.name, k, m.lease.Microseconds())
 	if err != nil {
 		return err
 	}

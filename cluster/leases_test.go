@@ -76,10 +76,10 @@ func TestLeases_KeeperStopsWhenNameTaken(t *testing.T) {
 // TestLeases_Orphans: a partition leased in the database to a node's
 // name at an epoch the node does not hold (an acquire whose answer was
 // lost, simulated by raising the epoch under it) is an orphan: no other
-// node may take it before its lease runs out (30 s here). The node
-// takes it back in its next round when under its share, and frees it
-// for the others otherwise. Without that the partition's tasks waited
-// for the lease to run out.
+// node may take it before its lease runs out (30 s here). The node frees
+// it in its next round, and takes it again at the next epoch when under
+// its share; otherwise another node takes it. Without that the
+// partition's tasks waited for the lease to run out.
 func TestLeases_Orphans(t *testing.T) {
 	const lease = 30 * time.Second
 	ctx := context.Background()
@@ -87,7 +87,7 @@ func TestLeases_Orphans(t *testing.T) {
 	a := startNode(t, url, "a", func(o *cluster.Options) { o.Lease = lease })
 	eventually(t, 20*time.Second, "every partition held", func() bool { return len(a.Owned()) == 64 })
 
-	// Under its share: taken back at a new epoch.
+	// Under its share: freed and taken again at the next epoch.
 	p, e := 5, a.Owned()[5]
 	query(t, url, `UPDATE hourglass_partitions SET epoch = epoch + 1 WHERE partition = $1`, p)
 	if err := a.Tick(ctx); err != nil {
