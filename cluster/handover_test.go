@@ -80,8 +80,11 @@ func TestFlush_HandsOver(t *testing.T) {
 			t.Errorf("handed task %+v: want reserved, attempt 1, a lease", tk)
 		}
 	}
-	if len(r.ts) == 2 && (r.ts[0].Priority != 1 || r.ts[1].Priority != 3) {
-		t.Errorf("handed priorities %d, %d; want 1, 3", r.ts[0].Priority, r.ts[1].Priority)
+	// In delivery order: 1 then 3 when one flush made all three due; a
+	// loaded machine may fire one of the timers after the flusher took
+	// the others (1 and 5, say, and 3 in the next flush).
+	if len(r.ts) == 2 && r.ts[0].Priority > r.ts[1].Priority {
+		t.Errorf("handed priorities %d, %d; want them in delivery order", r.ts[0].Priority, r.ts[1].Priority)
 	}
 	if h := counter(t, reg, "hourglass_cluster_flush_handed_total"); int(h) != len(r.ts) {
 		t.Errorf("handed_total = %v, want %d: the reserver was not handed its tasks by the flush", h, len(r.ts))

@@ -87,15 +87,16 @@ func TestLeases_Orphans(t *testing.T) {
 	a := startNode(t, url, "a", func(o *cluster.Options) { o.Lease = lease })
 	eventually(t, 20*time.Second, "every partition held", func() bool { return len(a.Owned()) == 64 })
 
-	// Under its share: freed and taken again at the next epoch.
+	// Under its share: freed and taken again at the next epoch, long
+	// before the lease would have run out. The lease loop runs too, and
+	// may do it first: only the end is checked.
 	p, e := 5, a.Owned()[5]
 	query(t, url, `UPDATE hourglass_partitions SET epoch = epoch + 1 WHERE partition = $1`, p)
-	if err := a.Tick(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got, ok := a.Owned()[p]; !ok || got != e+2 {
-		t.Fatalf("orphan %d after a round: held %v at epoch %d; want held at %d", p, ok, got, e+2)
-	}
+	eventually(t, 5*time.Second, "the orphan freed and taken again", func() bool {
+		_ = a.Tick(ctx)
+		got, ok := a.Owned()[p]
+		return ok && got >= e+2
+	})
 
 	// At its share: freed, and taken by the node short of one.
 	b := startNode(t, url, "b", func(o *cluster.Options) { o.Lease = lease })
@@ -111,24 +112,20 @@ func TestLeases_Orphans(t *testing.T) {
 	for q = range b.Owned() {
 		break
 	}
-	// a's acquire took q and its answer was lost; b finds its lease gone.
+	// a's acquire took q and its answer was lost: an orphan of a, which
+	// a (at its share) frees, and b (short of one) takes at the next
+	// epoch, long before the 30 s lease would have run out. The rounds
+	// are run by hand, but the loops run too, so only the end is
+	// checked.
+	e = b.Owned()[q]
 	query(t, url, `UPDATE hourglass_partitions SET owner = 'a', epoch = epoch + 1 WHERE partition = $1`, q)
-	if err := b.Tick(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := b.Owned()[q]; ok {
-		t.Fatalf("b still holds %d after it was taken", q)
-	}
-	if err := a.Tick(ctx); err != nil {
-		t.Fatal(err)
-	}
+	eventually(t, 5*time.Second, "the orphan freed by a and taken by b", func() bool {
+		_ = a.Tick(ctx)
+		_ = b.Tick(ctx)
+		got, ok := b.Owned()[q]
+		return ok && got >= e+2
+	})
 	if _, ok := a.Owned()[q]; ok || len(a.Owned()) != 32 {
-		t.Fatalf("a at its share took orphan %d back (holds %d)", q, len(a.Owned()))
-	}
-	if err := b.Tick(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := b.Owned()[q]; !ok {
-		t.Fatalf("b did not take partition %d, freed by a, back (holds %d)", q, len(b.Owned()))
+		t.Fatalf("a at its share took orphan %d (holds %d)", q, len(a.Owned()))
 	}
 }
