@@ -19,7 +19,7 @@ import (
 	"github.com/hourglass-go/hourglass/service"
 )
 
-var _ service.Service = (*cluster.Node)(nil)
+var _ service.Engine = (*cluster.Node)(nil)
 
 // twoNodes serves the protocol from two nodes of one cluster, on one
 // database, and HTTP from each: what one node does, the other sees.
@@ -37,7 +37,7 @@ func startTwoNodes(t *testing.T) *twoNodes {
 		n, _ := openNode(t, url, name)
 		ts := serve(t, n, beanstalk.Options{})
 		hs := httpapi.New(httpapi.Options{Gatherer: prometheus.NewRegistry(), Logger: quiet})
-		hs.SetService(n)
+		hs.SetService(ts.b)
 		web := httptest.NewServer(hs)
 		t.Cleanup(web.Close)
 		c, err := hgclient.New(web.URL, hgclient.Options{})

@@ -27,11 +27,28 @@ import (
 )
 
 // testBroker is what a test calls on the engine under its server: the
-// service, and Close. *broker.Broker and *cluster.Node are both one.
+// service, and Close.
 type testBroker interface {
 	service.Service
 	Close() error
 }
+
+// engine is an engine that closes: *broker.Broker and *cluster.Node.
+type engine interface {
+	service.Engine
+	Close() error
+}
+
+// serviceOf is the testBroker of e: service.New over e, closing e.
+type serviceOf struct {
+	service.Service
+	e engine
+}
+
+func (s serviceOf) Close() error { return s.e.Close() }
+
+// wrap returns the testBroker of e.
+func wrap(e engine) testBroker { return serviceOf{service.New(e), e} }
 
 // testServer is a Server on a loopback port over a fresh broker.
 type testServer struct {
@@ -148,7 +165,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func serve(t testing.TB, b testBroker, opts beanstalk.Options) *testServer {
+func serve(t testing.TB, e engine, opts beanstalk.Options) *testServer {
+	b := wrap(e)
 	srv, addr, served := listen(t, b, opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -190,7 +208,7 @@ func unmanaged(t testing.TB) (*broker.Broker, *beanstalk.Server, string, <-chan 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	srv, addr, served := listen(t, b, beanstalk.Options{})
+	srv, addr, served := listen(t, wrap(b), beanstalk.Options{})
 	return b, srv, addr, served
 }
 

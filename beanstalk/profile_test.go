@@ -20,6 +20,7 @@ import (
 	"github.com/hourglass-go/hourglass/beanstalk"
 	"github.com/hourglass-go/hourglass/beanstalk/loadgen"
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
@@ -193,7 +194,7 @@ func profileServer(t *testing.T, st store.Store, reg prometheus.Registerer) stri
 		b.Close()
 		t.Fatal(err)
 	}
-	srv := beanstalk.NewServer(b, beanstalk.Options{})
+	srv := beanstalk.NewServer(service.New(b), beanstalk.Options{})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	t.Cleanup(func() {

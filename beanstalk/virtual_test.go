@@ -13,6 +13,7 @@ import (
 
 	"github.com/hourglass-go/hourglass/beanstalk"
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 )
 
@@ -53,7 +54,7 @@ func virtual(t *testing.T, f func(t *testing.T, dial func() *client)) {
 			t.Fatal(err)
 		}
 		l := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-		srv := beanstalk.NewServer(b, beanstalk.Options{})
+		srv := beanstalk.NewServer(service.New(b), beanstalk.Options{})
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(l) }()
 		var clients []*client

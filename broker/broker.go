@@ -290,6 +290,11 @@ func (b *Broker) Err() error {
 	return b.usable()
 }
 
+// Limits returns the broker's limits on a put (service.Engine).
+func (b *Broker) Limits() service.Limits {
+	return service.Limits{MaxDelay: b.cfg.MaxDelay, MaxPayload: b.cfg.MaxPayload, DefaultTTR: b.cfg.DefaultTTR}
+}
+
 // usable returns the error that stops operations, or nil. b.mu is held.
 func (b *Broker) usable() error {
 	if b.failed != nil {
@@ -402,12 +407,6 @@ func (b *Broker) find(queue, id string) (uint64, store.Task, slot, error) {
 // locate is find without its check that the broker serves, for reads
 // after a failed commit (see Get). b.mu is held.
 func (b *Broker) locate(queue, id string) (uint64, store.Task, slot, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return 0, store.Task{}, slot{}, err
-	}
-	if err := service.CheckID(id); err != nil {
-		return 0, store.Task{}, slot{}, err
-	}
 	job, err := b.lookup(queue, id)
 	if err != nil {
 		return 0, store.Task{}, slot{}, err
@@ -465,4 +464,4 @@ func view(t store.Task, s slot) task.Task {
 	return v
 }
 
-var _ service.Service = (*Broker)(nil)
+var _ service.Engine = (*Broker)(nil)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/task"
@@ -220,7 +221,7 @@ func TestBroker_AckTouchNack(t *testing.T) {
 		if !ok || r2.Attempts != 2 {
 			t.Fatalf("after nack delay: %+v", r2)
 		}
-		if err := b.Ack(ctx, "q", "a", ""); !errors.Is(err, task.ErrInvalid) {
+		if err := service.New(b).Ack(ctx, "q", "a", ""); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("ack without lease: %v", err)
 		}
 		if err := b.Ack(ctx, "q", "a", r2.Lease); err != nil {
@@ -265,9 +266,11 @@ func TestBroker_IdempotentPutAndReplace(t *testing.T) {
 	})
 }
 
+// TestBroker_BadInputChangesNothing checks the broker below service.New:
+// what the checks refuse reaches nothing.
 func TestBroker_BadInputChangesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := open(t, memstore.New())
+		b := service.New(open(t, memstore.New()))
 		bad := []struct {
 			queue string
 			r     task.PutRequest

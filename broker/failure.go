@@ -24,11 +24,6 @@ import (
 // the task as it is after, without its payload. delay must be
 // task.RetryDelay or 0 to MaxDelay.
 func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
-	if delay != task.RetryDelay {
-		if err := service.CheckDelay("delay", delay, b.cfg.MaxDelay); err != nil {
-			return task.Task{}, err
-		}
-	}
 	b.mu.Lock()
 	job, rec, s, err := b.held(queue, id, lease)
 	if err != nil {
@@ -52,9 +47,6 @@ func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.D
 // go down by one, its releases up. It returns the task, without its
 // payload.
 func (b *Broker) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
-	if err := service.CheckDelay("delay", delay, b.cfg.MaxDelay); err != nil {
-		return task.Task{}, err
-	}
 	b.mu.Lock()
 	job, rec, s, err := b.held(queue, id, lease)
 	if err != nil {

@@ -123,12 +123,6 @@ func (b *Broker) leave(rec *store.Task, outcome string, now int64) {
 // reads the store with b.mu released: one lookup, and the attempts of
 // one job.
 func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return nil, err
-	}
-	if err := service.CheckID(id); err != nil {
-		return nil, err
-	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
@@ -207,13 +201,9 @@ func instant(ns int64) time.Time {
 // queue, newest first, whose outcome is outcome ("" any, else one of the
 // task.Finished* outcomes), below the cursor after (0: from the newest),
 // and the cursor of the next page: the last one's Seq when the page is
-// full (0: none). task.ErrInvalid for another outcome or limit. What it
-// answers is durable; it reads the store (store.Store.History) with b.mu
+// full (0: none). What it answers is durable; it reads the store (store.Store.History) with b.mu
 // released.
 func (b *Broker) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
-	if err := service.CheckFinished(queue, outcome, limit); err != nil {
-		return nil, 0, err
-	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()

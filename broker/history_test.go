@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -196,11 +197,11 @@ func TestHistory_Outcomes(t *testing.T) {
 			outcome string
 			limit   int
 		}{{"", 0}, {"", task.MaxList + 1}, {"pushed", 10}} {
-			if _, _, err := b.FinishedTasks(ctx, "q", c.outcome, 0, c.limit); !errors.Is(err, task.ErrInvalid) {
+			if _, _, err := service.New(b).FinishedTasks(ctx, "q", c.outcome, 0, c.limit); !errors.Is(err, task.ErrInvalid) {
 				t.Errorf("outcome %q limit %d: %v, want ErrInvalid", c.outcome, c.limit, err)
 			}
 		}
-		if _, _, err := b.FinishedTasks(ctx, "bad queue", "", 0, 10); !errors.Is(err, task.ErrInvalid) {
+		if _, _, err := service.New(b).FinishedTasks(ctx, "bad queue", "", 0, 10); !errors.Is(err, task.ErrInvalid) {
 			t.Errorf("bad queue name: %v", err)
 		}
 	})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -119,9 +118,6 @@ func (b *Broker) DeleteJob(ctx context.Context, job uint64, lease string) error 
 // priority prio, delayed by delay (ready at once for 0), whatever its
 // attempts. ErrNotFound if job is not reserved under lease.
 func (b *Broker) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
-	if err := service.CheckDelay("delay", delay, b.cfg.MaxDelay); err != nil {
-		return err
-	}
 	b.mu.Lock()
 	rec, s, err := b.heldJob(job, lease)
 	if err != nil {
@@ -226,9 +222,6 @@ func (b *Broker) KickJob(ctx context.Context, job uint64) error {
 // first, if there are any; else delayed ones, soonest due first. It
 // returns how many. Kicking delayed tasks scans every live task: O(n).
 func (b *Broker) KickQueue(ctx context.Context, queue string, n int) (int, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return 0, err
-	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
@@ -324,9 +317,6 @@ func (b *Broker) ReserveJob(ctx context.Context, job uint64) (task.Task, error) 
 // soonest (a scan of every live task); for Dead the oldest death.
 // ErrNotFound when there is none.
 func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
-	if err := service.CheckPeek(queue, st); err != nil {
-		return task.Task{}, err
-	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
@@ -361,9 +351,6 @@ func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
 // Queue returns the detail of queue; a queue never used reports zeros.
 // It takes O(ready) time.
 func (b *Broker) Queue(queue string) (task.QueueDetail, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return task.QueueDetail{}, err
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q, ok := b.byName[queue]
@@ -407,9 +394,6 @@ func (b *Broker) DeleteDead(ctx context.Context, queue string) (int, error) {
 
 // eachDead applies f to every dead task of queue, durably.
 func (b *Broker) eachDead(ctx context.Context, queue string, f func(uint64, slot, store.Task)) (int, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return 0, err
-	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()

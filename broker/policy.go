@@ -28,16 +28,10 @@ import (
 // A change of policy applies to the tasks already in the queue: at their
 // next failure, and at the next reserve.
 
-// SetPolicy checks p (service.CheckPolicy) and makes it queue's policy,
+// SetPolicy makes p queue's policy,
 // durably, and returns it as recorded (service.NormalPolicy). Reservers
 // waiting on the queue are woken, as the new limits may let them take.
 func (b *Broker) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return task.Policy{}, err
-	}
-	if err := service.CheckPolicy(queue, p); err != nil {
-		return task.Policy{}, err
-	}
 	p = clonePolicy(service.NormalPolicy(p))
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
@@ -56,9 +50,6 @@ func (b *Broker) SetPolicy(ctx context.Context, queue string, p task.Policy) (ta
 // Policy returns queue's policy, the zero Policy when none was set. What
 // it answers is durable.
 func (b *Broker) Policy(ctx context.Context, queue string) (task.Policy, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return task.Policy{}, err
-	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
@@ -74,9 +65,6 @@ func (b *Broker) Policy(ctx context.Context, queue string) (task.Policy, error) 
 // DeletePolicy makes queue's policy the default again, durably. A queue
 // without a policy is left as it is.
 func (b *Broker) DeletePolicy(ctx context.Context, queue string) error {
-	if err := service.CheckQueue(queue); err != nil {
-		return err
-	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
@@ -105,14 +93,6 @@ func (b *Broker) setPolicy(q *queueState, p task.Policy) {
 // it (as beanstalkd's reserve-job does). Each call counts in the queue's
 // Pauses. A pause survives a restart.
 func (b *Broker) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
-	if err := service.CheckQueue(queue); err != nil {
-		return err
-	}
-	if d != task.PauseIndefinitely {
-		if err := service.CheckDelay("pause", d, b.cfg.MaxDelay); err != nil {
-			return err
-		}
-	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()

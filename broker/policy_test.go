@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
@@ -594,7 +595,7 @@ func TestPolicy_Pause(t *testing.T) {
 		if s, _ := b.Queues(ctx); len(s) != 1 || !s[0].PausedUntil.Equal(task.PausedForever) {
 			t.Fatalf("queues: %+v", s)
 		}
-		if err := b.PauseQueue(ctx, "q", task.PauseIndefinitely-1); !errors.Is(err, task.ErrInvalid) {
+		if err := service.New(b).PauseQueue(ctx, "q", task.PauseIndefinitely-1); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("a pause past MaxDelay: %v", err)
 		}
 		if _, ok := reserve1(t, b, "q"); ok {

@@ -14,16 +14,16 @@ import (
 // is false when r.ID names a live task: without r.Replace that task is
 // returned unchanged (an idempotent put); with it, the task is replaced by
 // a new one with a new job id. A task due now or earlier is ready at once.
-// Errors wrap ErrInvalid or ErrTooLarge for bad input (and nothing is
-// changed), or are ErrClosed.
+// Its input is checked by service.New, its errors are the store's or
+// ErrClosed.
 func (b *Broker) Put(ctx context.Context, queue string, r task.PutRequest) (t task.Task, created bool, err error) {
 	res := b.PutBatch(ctx, queue, []task.PutRequest{r})
 	return res[0].Task, res[0].Created, res[0].Err
 }
 
 // PutBatch puts each of rs as Put does, in order, and answers once all are
-// durable, with one commit for the lot. One bad request fails alone. It
-// takes O(len(rs)) time plus the store's commit.
+// durable, with one commit for the lot. It takes O(len(rs)) time plus
+// the store's commit.
 func (b *Broker) PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult {
 	res := make([]task.PutResult, len(rs))
 	fail := func(err error) []task.PutResult {
@@ -34,34 +34,22 @@ func (b *Broker) PutBatch(ctx context.Context, queue string, rs []task.PutReques
 		}
 		return res
 	}
-	if err := service.CheckQueue(queue); err != nil {
-		return fail(err)
-	}
-	if len(rs) > task.MaxBatch {
-		return fail(service.ErrBatch)
+	if len(rs) == 0 {
+		return res
 	}
 	now := time.Now()
-	dues := make([]int64, len(rs))
-	for i := range rs {
-		dues[i], res[i].Err = b.checkPut(&rs[i], now)
-	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
 		return fail(err)
 	}
-	var q *queueState // made on the first valid request: bad input changes nothing
+	q, err := b.queueFor(queue)
+	if err != nil {
+		b.mu.Unlock()
+		return fail(err)
+	}
 	for i := range rs {
-		if res[i].Err == nil {
-			if q == nil {
-				var err error
-				if q, err = b.queueFor(queue); err != nil {
-					b.mu.Unlock()
-					return fail(err)
-				}
-			}
-			res[i].Task, res[i].Created, res[i].Err = b.put(q, &rs[i], dues[i], now.UnixNano())
-		}
+		res[i].Task, res[i].Created, res[i].Err = b.put(q, &rs[i], service.Due(&rs[i], now), now.UnixNano())
 	}
 	if err := b.commitWait(ctx, b.barrier()); err != nil {
 		for i := range res {
@@ -170,10 +158,4 @@ func (b *Broker) noteNumeric(queue, id string) {
 	if n, err := strconv.ParseUint(id, 10, 64); err == nil && n >= b.nextJob {
 		b.numeric[qid{queue, id}] = struct{}{}
 	}
-}
-
-// checkPut checks r against the broker's limits (service.CheckPut) and
-// returns the task's due time (Unix ns) for a put at now.
-func (b *Broker) checkPut(r *task.PutRequest, now time.Time) (int64, error) {
-	return service.CheckPut(r, now, b.cfg.MaxDelay, b.cfg.MaxPayload)
 }

@@ -29,19 +29,12 @@ import (
 // (SetPolicy) hold: a reserve that meets them answers what it got, or
 // waits within wait for the first task they let it take.
 func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
-	queues := []string{queue}
-	if err := service.CheckReserve(queues, max, wait); err != nil {
-		return nil, err
-	}
-	return b.reserve(ctx, queues, max, wait)
+	return b.reserve(ctx, []string{queue}, max, wait)
 }
 
 // ReserveQueues is Reserve over several queues: up to max ready tasks,
 // the first in delivery order across queues.
 func (b *Broker) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
-	if err := service.CheckReserve(queues, max, wait); err != nil {
-		return nil, err
-	}
 	return b.reserve(ctx, queues, max, wait)
 }
 
@@ -50,9 +43,6 @@ func (b *Broker) ReserveQueues(ctx context.Context, queues []string, max int, wa
 // waiting up to wait as Reserve does. ok is false when none came. It is
 // beanstalkd's reserve over a watch list.
 func (b *Broker) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t task.Task, ok bool, err error) {
-	if err := service.CheckReserve(queues, 1, wait); err != nil {
-		return task.Task{}, false, err
-	}
 	ts, err := b.reserve(ctx, queues, 1, wait)
 	if err != nil || len(ts) == 0 {
 		return task.Task{}, false, err

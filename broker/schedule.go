@@ -41,12 +41,6 @@ func (b *Broker) parseSchedule(spec task.ScheduleSpec) (hourglass.Schedule, *tim
 	return service.ParseSchedule(spec, b.cfg.MaxPayload)
 }
 
-// CheckCron returns the next n occurrences of a cron line, as
-// service.CheckCron.
-func (b *Broker) CheckCron(line, timezone string, n int) ([]time.Time, error) {
-	return service.CheckCron(line, timezone, n, time.Now())
-}
-
 // SetSchedule creates or replaces the schedule spec.Name, durably. Each
 // occurrence puts one task into spec.Queue with id "NAME@TIME" (TIME the
 // occurrence in RFC 3339, UTC) and due at the occurrence, so no

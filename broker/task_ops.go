@@ -6,7 +6,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -67,9 +66,6 @@ func (b *Broker) remove(job uint64, s slot, rec store.Task) {
 // held returns job, record and slot of the task id of queue if lease is
 // its current lease. b.mu is held.
 func (b *Broker) held(queue, id, lease string) (uint64, store.Task, slot, error) {
-	if err := service.CheckLease(lease); err != nil {
-		return 0, store.Task{}, slot{}, err
-	}
 	if job, ok := leaseJob(lease); ok {
 		// The lease names its task: when it is the current lease of that
 		// task, nothing need be looked up.
@@ -115,9 +111,6 @@ func (b *Broker) Ack(ctx context.Context, queue, id, lease string) error {
 // lock and in one group commit, and returns one error a task, in order
 // (service.Service). O(len(acks)).
 func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
-	if err := service.CheckAcks(acks); err != nil {
-		return nil, err
-	}
 	errs := make([]error, len(acks))
 	took := 0
 	b.mu.Lock()

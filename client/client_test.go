@@ -16,6 +16,7 @@ import (
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/client"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -36,7 +37,7 @@ func serve(dir string, cfg broker.Config, token string) (url string, stop func()
 		return "", nil, err
 	}
 	s := httpapi.New(httpapi.Options{Token: token, MaxPayload: cfg.MaxPayload, Gatherer: prometheus.NewRegistry(), Logger: quiet})
-	s.SetService(b)
+	s.SetService(service.New(b))
 	hs := httptest.NewServer(s)
 	return hs.URL, func() {
 		s.Drain()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/service/servicetest"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -242,7 +243,7 @@ func TestFencing(t *testing.T) {
 	if _, err := conn.Exec(ctx, `UPDATE hourglass_partitions SET owner = NULL, lease_until = '-infinity' WHERE partition = $1`, p); err != nil {
 		t.Fatal(err)
 	}
-	got := servicetest.ReserveOne(t, a, "q", 3*time.Second)
+	got := servicetest.ReserveOne(t, service.New(a), "q", 3*time.Second)
 	if got.ID != "x" {
 		t.Fatalf("reserved %s", got.ID)
 	}

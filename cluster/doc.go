@@ -1,7 +1,7 @@
 // Package cluster runs hourglass on many nodes over one PostgreSQL
 // database: any node takes puts, reserves and acks for any task, while
-// the timing wheels stay the clock. A [Node] is a [service.Service], the
-// engine of `hourglass serve --postgres`, with the semantics and errors of
+// the timing wheels stay the clock. A [Node] is a [service.Engine], the
+// engine of `hourglass serve --postgres` below service.New, with the semantics and errors of
 // the embedded engine (package broker); the conformance suite
 // (service/servicetest) and the black-box tests (package e2e) run over
 // both. Where the embedded engine keeps every task's place in the memory

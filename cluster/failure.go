@@ -192,12 +192,7 @@ func (n *Node) readHeld(ctx context.Context, where string, args ...any) (h heldT
 // attempt counts; releases+1 (beanstalkd's stats-job). It returns the task
 // as it is after. Two round trips (see the top of this file).
 func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
-	if delay != task.RetryDelay {
-		if err := service.CheckDelay("delay", delay, n.opts.MaxDelay); err != nil {
-			return task.Task{}, err
-		}
-	}
-	if err := n.held(queue, id, lease); err != nil {
+	if err := n.Err(); err != nil {
 		return task.Task{}, err
 	}
 	h, ok, err := n.readHeld(ctx, "t.queue = $1 AND t.id = $2 AND t.lease = $3", queue, id, lease)
@@ -230,10 +225,7 @@ func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Dur
 // releases+1): a worker shutting down. Its last error is kept. It returns
 // the task. One statement.
 func (n *Node) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
-	if err := service.CheckDelay("delay", delay, n.opts.MaxDelay); err != nil {
-		return task.Task{}, err
-	}
-	if err := n.held(queue, id, lease); err != nil {
+	if err := n.Err(); err != nil {
 		return task.Task{}, err
 	}
 	var job int64
@@ -261,7 +253,7 @@ func (n *Node) Release(ctx context.Context, queue, id, lease string, delay time.
 // queue, or moved, ready, to the queue's dead-letter queue
 // (service.AfterFailure). It returns the task as it is after.
 func (n *Node) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
-	if err := n.held(queue, id, lease); err != nil {
+	if err := n.Err(); err != nil {
 		return task.Task{}, err
 	}
 	h, ok, err := n.readHeld(ctx, "t.queue = $1 AND t.id = $2 AND t.lease = $3", queue, id, lease)

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-var _ service.Service = (*cluster.Node)(nil)
+var _ service.Engine = (*cluster.Node)(nil)
 
 // Test timings: leases and windows short enough that takeovers and window
 // loads happen within a test.

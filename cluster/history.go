@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -94,7 +93,7 @@ func scanAttempt(r pgx.CollectableRow) (task.Attempt, error) {
 // that id to leave the queue), while kept; task.ErrNotFound otherwise.
 // Two or three reads by index.
 func (n *Node) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error) {
-	if err := n.checkTask(queue, id); err != nil {
+	if err := n.Err(); err != nil {
 		return nil, err
 	}
 	var job, tries, reserved int64
@@ -160,11 +159,8 @@ var sqlFinishedAny = `SELECT * FROM (` +
 // task.Finished* outcomes), below the cursor after (0: from the newest),
 // and the cursor of the next page: the last one's sequence number when
 // the page is full (0: none). One read: a range of an index, or three
-// merged for any outcome. task.ErrInvalid for another outcome or limit.
+// merged for any outcome.
 func (n *Node) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
-	if err := service.CheckFinished(queue, outcome, limit); err != nil {
-		return nil, 0, err
-	}
 	if err := n.Err(); err != nil {
 		return nil, 0, err
 	}

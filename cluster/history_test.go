@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -222,7 +223,7 @@ func TestHistory_Pages(t *testing.T) {
 		outcome string
 		limit   int
 	}{{"finished", 10}, {task.FinishedAcked, 0}, {"", task.MaxList + 1}} {
-		if _, _, err := a.FinishedTasks(ctx, "q", c.outcome, 0, c.limit); !errors.Is(err, task.ErrInvalid) {
+		if _, _, err := service.New(a).FinishedTasks(ctx, "q", c.outcome, 0, c.limit); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("FinishedTasks(%q, %d): %v, want ErrInvalid", c.outcome, c.limit, err)
 		}
 	}

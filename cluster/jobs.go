@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -93,9 +92,6 @@ func (n *Node) DeleteJob(ctx context.Context, job uint64, lease string) error {
 // attempts; the attempt ends released. task.ErrNotFound if job is not
 // reserved under lease.
 func (n *Node) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
-	if err := service.CheckDelay("delay", delay, n.opts.MaxDelay); err != nil {
-		return err
-	}
 	if err := n.Err(); err != nil {
 		return err
 	}
@@ -218,9 +214,6 @@ const (
 // returns how many. Finding the delayed ones reads every delayed task of
 // the queue: O(delayed) (as the broker's scan of every live task).
 func (n *Node) KickQueue(ctx context.Context, queue string, k int) (int, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return 0, err
-	}
 	if err := n.Err(); err != nil {
 		return 0, err
 	}
@@ -278,9 +271,6 @@ func (n *Node) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 // for task.Delayed the one due soonest; for task.Dead the oldest
 // death. task.ErrNotFound when there is none.
 func (n *Node) Peek(queue string, st task.State) (task.Task, error) {
-	if err := service.CheckPeek(queue, st); err != nil {
-		return task.Task{}, err
-	}
 	var q string
 	switch st {
 	case task.Ready:
@@ -315,14 +305,6 @@ func (n *Node) Peek(queue string, st task.State) (task.Task, error) {
 // queue looks again when the pause ends, and every waiting reserver of
 // the queue, on every node, looks again at once.
 func (n *Node) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
-	if err := service.CheckQueue(queue); err != nil {
-		return err
-	}
-	if d != task.PauseIndefinitely {
-		if err := service.CheckDelay("pause", d, n.opts.MaxDelay); err != nil {
-			return err
-		}
-	}
 	if err := n.Err(); err != nil {
 		return err
 	}
@@ -351,9 +333,6 @@ func (n *Node) PauseQueue(ctx context.Context, queue string, d time.Duration) er
 // Puts, Deliveries, Acks and Waiting count what this node served since
 // it started.
 func (n *Node) Queue(queue string) (task.QueueDetail, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return task.QueueDetail{}, err
-	}
 	if err := n.Err(); err != nil {
 		return task.QueueDetail{}, err
 	}

@@ -84,8 +84,9 @@ type hooks struct {
 var ErrNameInUse = errors.New("hourglass: node name in use by a live node")
 
 // Node is one hourglass node of a cluster on a PostgreSQL database: a
-// [service.Service] with the same semantics and errors as the embedded
-// engine; any node answers any request. Node is safe for concurrent use
+// [service.Engine] (service.New makes it the Service) with the same
+// semantics and errors as the embedded engine; any node answers any
+// request. Node is safe for concurrent use
 // by multiple goroutines.
 type Node struct {
 	db         *pgxpool.Pool
@@ -426,6 +427,11 @@ func (n *Node) Err() error {
 	return n.usable()
 }
 
+// Limits returns the node's limits on a put (service.Engine).
+func (n *Node) Limits() service.Limits {
+	return service.Limits{MaxDelay: n.opts.MaxDelay, MaxPayload: n.opts.MaxPayload, DefaultTTR: n.opts.DefaultTTR}
+}
+
 // usable returns the error that stops operations, or nil. n.mu is held.
 func (n *Node) usable() error {
 	if n.failed != nil {
@@ -453,6 +459,6 @@ func dbErr(err error) error {
 func (n *Node) partitionOf(job uint64) int { return int(job % uint64(n.partitions)) }
 
 var (
-	_ service.Service        = (*Node)(nil)
+	_ service.Engine         = (*Node)(nil)
 	_ service.PolicyNotifier = (*Node)(nil)
 )

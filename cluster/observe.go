@@ -109,9 +109,6 @@ var stateWhere = map[task.State]string{
 // (0 when there is none). limit must be 1 to 1000. One statement over the
 // index on (queue, job_id).
 func (n *Node) ListTasks(ctx context.Context, queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error) {
-	if err := service.CheckList(queue, st, limit); err != nil {
-		return nil, 0, err
-	}
 	where := stateWhere[st]
 	from, ok := jobArg(after)
 	if !ok {
@@ -144,9 +141,6 @@ func (n *Node) ListTasks(ctx context.Context, queue string, st task.State, after
 // clock): counts[i] is the number due in [now+i·width, now+(i+1)·width).
 // One statement that reads every delayed task: O(delayed).
 func (n *Node) DueHistogram(ctx context.Context, queue string, width time.Duration, k int) (time.Time, []int, error) {
-	if err := service.CheckDueHistogram(queue, width, k); err != nil {
-		return time.Time{}, nil, err
-	}
 	rows, err := n.db.Query(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
 		SELECT now.ns, coalesce(b.i, -1), coalesce(b.c, 0) FROM now LEFT JOIN (
 			SELECT (t.due - now.ns) / $2 AS i, count(*) AS c FROM hourglass_tasks t, now
@@ -176,9 +170,6 @@ func (n *Node) DueHistogram(ctx context.Context, queue string, width time.Durati
 
 // KickDead makes every dead task of queue ready and returns how many.
 func (n *Node) KickDead(ctx context.Context, queue string) (int, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return 0, err
-	}
 	if err := n.Err(); err != nil {
 		return 0, err
 	}
@@ -199,9 +190,6 @@ func (n *Node) KickDead(ctx context.Context, queue string) (int, error) {
 // DeleteDead deletes every dead task of queue and returns how many; each
 // is in the history as deleted.
 func (n *Node) DeleteDead(ctx context.Context, queue string) (int, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return 0, err
-	}
 	if err := n.Err(); err != nil {
 		return 0, err
 	}
@@ -210,10 +198,4 @@ func (n *Node) DeleteDead(ctx context.Context, queue string) (int, error) {
 		return 0, dbErr(err)
 	}
 	return int(k), nil
-}
-
-// CheckCron returns the next n occurrences of a cron line, as
-// service.CheckCron.
-func (n *Node) CheckCron(line, timezone string, k int) ([]time.Time, error) {
-	return service.CheckCron(line, timezone, k, time.Now())
 }

@@ -21,7 +21,7 @@ import (
 // Get returns the task id of queue, payload included, or
 // task.ErrNotFound.
 func (n *Node) Get(queue, id string) (task.Task, error) {
-	if err := n.checkTask(queue, id); err != nil {
+	if err := n.Err(); err != nil {
 		return task.Task{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -34,17 +34,6 @@ func (n *Node) Get(queue, id string) (task.Task, error) {
 		return task.Task{}, dbErr(err)
 	}
 	return t.view(), nil
-}
-
-// checkTask checks the node and the names of a task operation.
-func (n *Node) checkTask(queue, id string) error {
-	if err := n.Err(); err != nil {
-		return err
-	}
-	if err := service.CheckQueue(queue); err != nil {
-		return err
-	}
-	return service.CheckID(id)
 }
 
 // sqlDelete deletes the tasks of hourglass_tasks t matching a condition
@@ -67,7 +56,7 @@ var (
 // Delete removes the task id of queue in whatever state, durably, or
 // returns task.ErrNotFound; the task is in the history as deleted.
 func (n *Node) Delete(ctx context.Context, queue, id string) error {
-	if err := n.checkTask(queue, id); err != nil {
+	if err := n.Err(); err != nil {
 		return err
 	}
 	var k int64
@@ -80,14 +69,6 @@ func (n *Node) Delete(ctx context.Context, queue, id string) error {
 	}
 	n.slotFreed(queue)
 	return nil
-}
-
-// held checks a lease-holding operation's arguments.
-func (n *Node) held(queue, id, lease string) error {
-	if err := service.CheckLease(lease); err != nil {
-		return err
-	}
-	return n.checkTask(queue, id)
 }
 
 // why tells why a statement on the task id of queue conditioned on its
@@ -109,7 +90,7 @@ func (n *Node) why(ctx context.Context, queue, id string) error {
 // its current lease (task.ErrLease otherwise). Acks that arrive on
 // this node together share one statement and one commit (n.acks).
 func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
-	if err := n.held(queue, id, lease); err != nil {
+	if err := n.Err(); err != nil {
 		return err
 	}
 	outcome, status := service.AttemptOutcome(ctx, task.AttemptAcked)
@@ -126,32 +107,27 @@ func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 }
 
 // AckMany acks each of acks as Ack does, in one statement (runAcks, so
-// one commit), and returns one error a task, in order (service.Service).
+// one commit), and returns one error a task, in order (service.Engine).
 func (n *Node) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
-	if err := service.CheckAcks(acks); err != nil {
-		return nil, err
-	}
 	errs := make([]error, len(acks))
+	if err := n.Err(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs, nil
+	}
 	outcome, status := service.AttemptOutcome(ctx, task.AttemptAcked)
 	calls := make([]*call[ackReq], 0, len(acks))
-	at := make([]int, 0, len(acks))
-	for i, a := range acks {
-		if err := n.held(a.Queue, a.ID, a.Lease); err != nil {
-			errs[i] = err
-			continue
-		}
+	for _, a := range acks {
 		calls = append(calls, &call[ackReq]{req: ackReq{a.Queue, a.ID, a.Lease, outcome, int32(status)}})
-		at = append(at, i)
 	}
-	if len(calls) > 0 {
-		n.runAcks(calls)
-	}
+	n.runAcks(calls)
 	for k, c := range calls {
 		switch {
 		case c.err == errNotHeld:
-			errs[at[k]] = n.why(ctx, c.req.queue, c.req.id)
+			errs[k] = n.why(ctx, c.req.queue, c.req.id)
 		case c.err != nil:
-			errs[at[k]] = c.err
+			errs[k] = c.err
 		default:
 			n.counters.count(c.req.queue, func(c *counts) { c.acks++ })
 			n.metrics.Acks.Inc()
@@ -250,7 +226,7 @@ const sqlReservedByKey = `t.state + 0 = 2`
 // for the old lease fires first, finds the lease running and is armed
 // again for the new end: no announcement is needed.
 func (n *Node) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {
-	if err := n.held(queue, id, lease); err != nil {
+	if err := n.Err(); err != nil {
 		return task.Task{}, err
 	}
 	t, err := scanRow(n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
@@ -271,7 +247,7 @@ func (n *Node) Touch(ctx context.Context, queue, id, lease string) (task.Task, e
 // Kick makes the dead task id of queue ready again (task.ErrState if it
 // is not dead), keeping its attempts.
 func (n *Node) Kick(ctx context.Context, queue, id string) error {
-	if err := n.checkTask(queue, id); err != nil {
+	if err := n.Err(); err != nil {
 		return err
 	}
 	tag, err := n.db.Exec(ctx, `UPDATE hourglass_tasks SET state = 1, kicks = kicks + 1,

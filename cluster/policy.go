@@ -153,18 +153,12 @@ const sqlSetPolicy = `INSERT INTO hourglass_queues AS q (queue, ` + policyColumn
 		rate_per = EXCLUDED.rate_per, rate_burst = EXCLUDED.rate_burst, concurrency = EXCLUDED.concurrency,
 		dead_letter = EXCLUDED.dead_letter, push = EXCLUDED.push`
 
-// SetPolicy checks p (service.CheckPolicy) and makes it queue's policy,
+// SetPolicy makes p queue's policy,
 // durably (the answer follows the commit), for every node: each reads it
 // from the queue's row in the statements that apply it. Reservers waiting
 // on the queue, on every node, look again under the new limits. It
 // returns the policy as recorded (service.NormalPolicy). One statement.
 func (n *Node) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return task.Policy{}, err
-	}
-	if err := service.CheckPolicy(queue, p); err != nil {
-		return task.Policy{}, err
-	}
 	if err := n.Err(); err != nil {
 		return task.Policy{}, err
 	}
@@ -179,9 +173,6 @@ func (n *Node) SetPolicy(ctx context.Context, queue string, p task.Policy) (task
 // Policy returns queue's policy as recorded: the zero Policy when none
 // was set. One read by primary key.
 func (n *Node) Policy(ctx context.Context, queue string) (task.Policy, error) {
-	if err := service.CheckQueue(queue); err != nil {
-		return task.Policy{}, err
-	}
 	if err := n.Err(); err != nil {
 		return task.Policy{}, err
 	}
@@ -197,9 +188,6 @@ func (n *Node) Policy(ctx context.Context, queue string) (task.Policy, error) {
 // every node; the queue's pause, if any, is kept. Deleting a policy that
 // was never set is no error.
 func (n *Node) DeletePolicy(ctx context.Context, queue string) error {
-	if err := service.CheckQueue(queue); err != nil {
-		return err
-	}
 	if err := n.Err(); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -206,7 +207,7 @@ func TestPolicy_Shared(t *testing.T) {
 	if err != nil || p.Rate.Burst != 100 {
 		t.Fatalf("SetPolicy: %+v, %v", p, err)
 	}
-	if _, err := a.SetPolicy(ctx, "q2", task.Policy{DeadLetter: "q2"}); !errors.Is(err, task.ErrInvalid) {
+	if _, err := service.New(a).SetPolicy(ctx, "q2", task.Policy{DeadLetter: "q2"}); !errors.Is(err, task.ErrInvalid) {
 		t.Fatalf("a queue its own dead letter: %v", err)
 	}
 	got, err := b.Policy(ctx, "q")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -65,8 +64,7 @@ type item struct {
 
 // PutBatch puts each of rs as Put does, in order, in one transaction: a
 // single INSERT of every task when no request replaces and no id repeats
-// (the common case), else one statement per request. One bad request
-// fails alone.
+// (the common case), else one statement per request.
 func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult {
 	res := make([]task.PutResult, len(rs))
 	fail := func(err error) []task.PutResult {
@@ -77,26 +75,14 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 		}
 		return res
 	}
-	if err := service.CheckQueue(queue); err != nil {
-		return fail(err)
-	}
-	if len(rs) > task.MaxBatch {
-		return fail(service.ErrBatch)
-	}
 	if err := n.Err(); err != nil {
 		return fail(err)
 	}
-	now := time.Now()
 	var items []*item
 	simple := true
 	seen := map[string]bool{}
 	for i := range rs {
-		tm, err := n.checkPut(&rs[i], now)
-		if err != nil {
-			res[i].Err = err
-			continue
-		}
-		it := &item{i: i, r: &rs[i], tm: tm, id: rs[i].ID}
+		it := &item{i: i, r: &rs[i], tm: timingOf(&rs[i]), id: rs[i].ID}
 		if it.id != "" {
 			if seen[it.id] || rs[i].Replace {
 				simple = false
@@ -394,15 +380,10 @@ type timing struct {
 	delay int64 // ns
 }
 
-// checkPut checks r against the node's limits (service.CheckPut) and
-// returns when the task is due.
-func (n *Node) checkPut(r *task.PutRequest, now time.Time) (timing, error) {
-	due, err := service.CheckPut(r, now, n.opts.MaxDelay, n.opts.MaxPayload)
-	if err != nil {
-		return timing{}, err
-	}
+// timingOf returns when the task of a put of r is due.
+func timingOf(r *task.PutRequest) timing {
 	if !r.At.IsZero() {
-		return timing{hasAt: true, at: due}, nil
+		return timing{hasAt: true, at: r.At.UnixNano()}
 	}
-	return timing{delay: int64(r.Delay)}, nil
+	return timing{delay: int64(r.Delay)}
 }

@@ -92,18 +92,12 @@ const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_
 // meets them waits within its wait.
 func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
 	queues := []string{queue}
-	if err := service.CheckReserve(queues, max, wait); err != nil {
-		return nil, err
-	}
 	return n.reserve(ctx, queues, max, wait)
 }
 
 // ReserveQueues is Reserve over several queues: up to max ready tasks,
 // the first in delivery order across queues.
 func (n *Node) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
-	if err := service.CheckReserve(queues, max, wait); err != nil {
-		return nil, err
-	}
 	return n.reserve(ctx, queues, max, wait)
 }
 
@@ -112,9 +106,6 @@ func (n *Node) ReserveQueues(ctx context.Context, queues []string, max int, wait
 // false when none came. It is beanstalkd's reserve over a watch list, as
 // the embedded engine (ReserveAny).
 func (n *Node) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t task.Task, ok bool, err error) {
-	if err := service.CheckReserve(queues, 1, wait); err != nil {
-		return task.Task{}, false, err
-	}
 	ts, err := n.reserve(ctx, queues, 1, wait)
 	if err != nil || len(ts) == 0 {
 		return task.Task{}, false, err

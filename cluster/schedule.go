@@ -499,10 +499,7 @@ func (n *Node) RunSchedule(ctx context.Context, name string) (task.Task, error) 
 	spec := rows[0].spec
 	now := time.Now()
 	r := service.SchedulePut(spec, service.RunID(name, now))
-	tm, err := n.checkPut(&r, now)
-	if err != nil {
-		return task.Task{}, err
-	}
+	tm := timingOf(&r)
 	jobs, err := n.ids.take(ctx, n, 1)
 	if err != nil {
 		return task.Task{}, err

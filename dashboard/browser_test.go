@@ -86,7 +86,7 @@ func newService(t *testing.T, log *slog.Logger) service.Service {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { n.Close() })
-		return n
+		return service.New(n)
 	}
 	st := memstore.New()
 	b, err := broker.Open(st, broker.Config{Logger: log, Registerer: prometheus.NewRegistry()})
@@ -97,7 +97,7 @@ func newService(t *testing.T, log *slog.Logger) service.Service {
 		b.Close()
 		st.Close()
 	})
-	return b
+	return service.New(b)
 }
 
 func newSite(t *testing.T, token string) *site {

@@ -16,6 +16,7 @@ import (
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -132,7 +133,7 @@ func benchServer(b *testing.B) (*broker.Broker, *httptest.Server) {
 		b.Fatal(err)
 	}
 	s := httpapi.New(httpapi.Options{Logger: quiet})
-	s.SetService(br)
+	s.SetService(service.New(br))
 	srv := httptest.NewServer(s)
 	b.Cleanup(func() {
 		srv.Close()

@@ -16,6 +16,7 @@ import (
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 	"github.com/hourglass-go/hourglass/task"
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,7 +61,7 @@ func (l *live) open() {
 	}
 	l.st, l.b = st, b
 	l.s = httpapi.New(httpapi.Options{MaxPayload: cfg.MaxPayload, Gatherer: l.reg, Logger: quiet})
-	l.s.SetService(b)
+	l.s.SetService(service.New(b))
 }
 
 // close closes the broker and the store, once.

@@ -10,14 +10,14 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// fakeBroker is a service.Service whose methods do what the test sets and
+// fakeBroker is a service.Engine whose methods do what the test sets and
 // count their calls; a method the test did not set fails the test, so
-// that a request refused on the wire is seen to reach nothing. The
-// methods it does not declare (the beanstalkd protocol's, the observing
-// routes') are the nil embedded Service's: a call panics, failing the
-// test.
+// that a request refused on the wire, or by service.New's checks, is seen
+// to reach nothing. The methods it does not declare (the beanstalkd
+// protocol's, the observing routes') are the nil embedded Engine's: a
+// call panics, failing the test.
 type fakeBroker struct {
-	service.Service
+	service.Engine
 	t *testing.T
 
 	mu    sync.Mutex
@@ -40,7 +40,10 @@ type fakeBroker struct {
 	reason string
 }
 
-var _ service.Service = (*fakeBroker)(nil)
+var _ service.Engine = (*fakeBroker)(nil)
+
+// Limits are the defaults.
+func (f *fakeBroker) Limits() service.Limits { return service.Limits{} }
 
 func (f *fakeBroker) call(name string, set bool) {
 	f.mu.Lock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -39,7 +40,7 @@ func (f *historyFake) FinishedTasks(ctx context.Context, queue, outcome string, 
 func newHistoryServer(t *testing.T) (*httpapi.Server, *historyFake) {
 	f := &historyFake{fakeBroker: &fakeBroker{t: t}}
 	s := httpapi.New(httpapi.Options{Logger: quiet})
-	s.SetService(f)
+	s.SetService(service.New(f))
 	return s, f
 }
 
@@ -76,7 +77,7 @@ func TestAttemptsRoute(t *testing.T) {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600))
 	running := time.Now().Add(-3 * time.Second)
 	f.attempts = func(queue, id string) ([]task.Attempt, error) {
-		if queue != "mail" || id != "a/b c" {
+		if queue != "mail" || id != "a?b%c" {
 			t.Errorf("Attempts(%q, %q)", queue, id)
 		}
 		return []task.Attempt{
@@ -86,7 +87,7 @@ func TestAttemptsRoute(t *testing.T) {
 			{N: 4, Started: running},
 		}, nil
 	}
-	w := do(s, "GET", "/v1/queues/mail/tasks/a%2Fb%20c/attempts", "")
+	w := do(s, "GET", "/v1/queues/mail/tasks/a%3Fb%25c/attempts", "")
 	if w.Code != 200 {
 		t.Fatalf("GET attempts: %d %s", w.Code, w.Body.String())
 	}
@@ -231,7 +232,7 @@ func TestHistoryRoute(t *testing.T) {
 func TestHistory_Token(t *testing.T) {
 	f := &historyFake{fakeBroker: &fakeBroker{t: t}}
 	s := httpapi.New(httpapi.Options{Token: "secret", Logger: quiet})
-	s.SetService(f)
+	s.SetService(service.New(f))
 	for _, p := range []string{"/v1/queues/q/tasks/x/attempts", "/v1/queues/q/history"} {
 		if w := do(s, "GET", p, ""); w.Code != 401 {
 			t.Errorf("GET %s without the token: %d", p, w.Code)

@@ -14,6 +14,7 @@ import (
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -39,7 +40,7 @@ func newObserved(t *testing.T, token string) *observed {
 	}
 	t.Cleanup(func() { b.Close(); st.Close() })
 	s := httpapi.New(httpapi.Options{Token: token, Gatherer: prometheus.NewRegistry(), Logger: log})
-	s.SetService(b)
+	s.SetService(service.New(b))
 	return &observed{t: t, b: b, s: s, token: token}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -58,7 +59,7 @@ func newServer(t *testing.T, opts httpapi.Options) (*httpapi.Server, *fakeBroker
 		opts.Logger = quiet
 	}
 	s := httpapi.New(opts)
-	s.SetService(f)
+	s.SetService(service.New(f))
 	return s, f
 }
 
@@ -241,7 +242,7 @@ func TestReadiness(t *testing.T) {
 		t.Errorf("put before ready: %d %s", w.Code, w.Body.String())
 	}
 	f := &fakeBroker{t: t, queues: func() []task.QueueStats { return nil }}
-	s.SetService(f)
+	s.SetService(service.New(f))
 	check("/readyz", 200)
 	check("/v1/queues", 200)
 	s.Drain()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/pusher"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -56,7 +57,7 @@ func BenchmarkPusher_Push_Ready(b *testing.B) {
 			}
 		}
 	}
-	s := &withPush{Service: br, ends: map[string]*task.Push{"q": {URL: srv.URL + "/hook"}}}
+	s := &withPush{Service: service.New(br), ends: map[string]*task.Push{"q": {URL: srv.URL + "/hook"}}}
 	b.ResetTimer()
 	cpu0 := cpuTime()
 	p := pusher.New(s, pusher.Options{Logger: quiet})

@@ -54,7 +54,7 @@ func setup(t *testing.T, h http.Handler, end task.Push, opts pusher.Options) (*w
 	if end.URL == "" {
 		end.URL = srv.URL + "/hook"
 	}
-	s := &withPush{Service: b, ends: map[string]*task.Push{"q": &end}}
+	s := &withPush{Service: service.New(b), ends: map[string]*task.Push{"q": &end}}
 	opts.Logger = quiet
 	opts.Refresh = 50 * time.Millisecond
 	p := pusher.New(s, opts)
@@ -297,7 +297,7 @@ func TestPusher_PolicyNotifier(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(srv.Close)
-	s := &notifying{withPush: &withPush{Service: b, ends: map[string]*task.Push{}}}
+	s := &notifying{withPush: &withPush{Service: service.New(b), ends: map[string]*task.Push{}}}
 	p := pusher.New(s, pusher.Options{Logger: quiet, Refresh: time.Hour})
 	p.Start()
 	t.Cleanup(func() {

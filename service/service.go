@@ -6,11 +6,16 @@
 // occurrence names and missed occurrences (schedule.go), delivery
 // lateness (lateness.go).
 //
-// Two engines implement Service: package broker, over an embedded store
-// on one machine, and package cluster, a node of many over PostgreSQL. A
-// compile-time check in each makes a missing method a build error, and
-// one black-box suite (package e2e) runs every HTTP and beanstalkd test
-// against both, so a route cannot work on one and not the other.
+// A Service is [New] over an [Engine]: New checks every argument of every
+// operation, once for both engines, and hands the engine only what passed.
+// Two engines implement Engine: package broker, over an embedded store on
+// one machine, and package cluster, a node of many over PostgreSQL. A
+// compile-time check in each makes a missing method a build error; an
+// engine is not a Service (Service has a method only New's value has), so
+// no transport can be handed one unchecked. One suite over the service
+// (package servicetest) and one black-box suite (package e2e) run every
+// test against both engines, so a route cannot work on one and not the
+// other.
 //
 // The shared types (task, state, limits, errors) are package task's.
 package service
@@ -39,6 +44,42 @@ type Service interface {
 	// Err returns the error that stops the service from serving (a
 	// failed commit, a lost database), or nil while it serves.
 	Err() error
+	// CheckCron returns the next n occurrences of a cron line read in
+	// timezone, as a schedule's (CheckCron in schedule.go).
+	CheckCron(line, timezone string, n int) ([]time.Time, error)
+
+	// checked is the mark of New's front: only a Service from New (or a
+	// type embedding one) is a Service, so that no transport is handed
+	// an engine whose input nobody checked.
+	checked()
+}
+
+// Engine is what runs below the service: the operations of Service on
+// input already checked, over a store. Package broker is the embedded
+// engine, package cluster the PostgreSQL one. Only New calls an engine's
+// operations from outside its package, and it calls each one only after
+// the checks of this package passed (validate.go, acks.go, policy.go,
+// schedule.go), so an engine does not check a client's input again: a
+// bad argument gets the same answer on either engine because one piece
+// of code gives it, and reaches no engine.
+//
+// An engine keeps the rest of the semantics: defaults and a queue's
+// policy applied at a put (ApplyDefaults), failures (AfterFailure), the
+// long-poll (LongPoll), schedules' occurrences (schedule.go), each with
+// the helpers of this package, in one commit or one statement per
+// operation. Every method is safe for concurrent use.
+type Engine interface {
+	Tasks
+	Jobs
+	Policies
+	History
+	Schedules
+	Observer
+	// Err is Service.Err.
+	Err() error
+	// Limits returns the engine's limits on a put, defaults set: what New
+	// checks puts, delays and pauses against.
+	Limits() Limits
 }
 
 // Tasks addresses tasks by queue and the id the client chose (or the
@@ -191,9 +232,6 @@ type Schedules interface {
 	// RunSchedule puts a task of a schedule now (id service.RunID), paused
 	// or not, and makes it the schedule's last; its next occurrence stays.
 	RunSchedule(ctx context.Context, name string) (task.Task, error)
-	// CheckCron returns the next n occurrences of a cron line read in
-	// timezone, as a schedule's (CheckCron in schedule.go).
-	CheckCron(line, timezone string, n int) ([]time.Time, error)
 }
 
 // Observer is what the dashboard looks at. On a cluster every answer

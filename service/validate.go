@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -71,8 +72,8 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
-// CheckPut checks r against the limits maxDelay and maxPayload as every
-// engine's put does and returns the task's due time (Unix ns) for a put
+// CheckPut checks r against the limits maxDelay and maxPayload, as New's
+// Put and PutBatch do, and returns the task's due time (Unix ns) for a put
 // at now. Errors wrap task.ErrInvalid or task.ErrTooLarge and say what is
 // wrong, so that a client cannot tell the engines apart by their answers.
 func CheckPut(r *task.PutRequest, now time.Time, maxDelay time.Duration, maxPayload int) (int64, error) {
@@ -112,17 +113,25 @@ func CheckPut(r *task.PutRequest, now time.Time, maxDelay time.Duration, maxPayl
 		if y := r.At.Year(); y < 1970 || y > 2262 {
 			return 0, fmt.Errorf("%w: at %s out of range", task.ErrInvalid, r.At.UTC().Format(time.RFC3339Nano))
 		}
-		return r.At.UnixNano(), nil
 	}
-	return now.Add(r.Delay).UnixNano(), nil
+	return Due(r, now), nil
+}
+
+// Due returns when a put of r at now falls due (Unix ns): r.At if given,
+// else now plus r.Delay. r is one CheckPut accepted.
+func Due(r *task.PutRequest, now time.Time) int64 {
+	if !r.At.IsZero() {
+		return r.At.UnixNano()
+	}
+	return now.Add(r.Delay).UnixNano()
 }
 
 // ErrBatch is the answer to a batch put of over task.MaxBatch tasks.
 var ErrBatch = fmt.Errorf("%w: over %d tasks in one batch", task.ErrInvalid, task.MaxBatch)
 
-// The checks below are those of the other operations; each engine calls
-// them first, so that a bad argument gets the same answer on either, and
-// changes nothing.
+// The checks below are those of the other operations; New calls them
+// before the engine, so that a bad argument gets the same answer on
+// either, and changes nothing.
 
 // CheckDelay checks a delay given to a nack, a release or a pause (what
 // names it in the message): 0 to max.
@@ -220,4 +229,399 @@ func CheckDueHistogram(queue string, width time.Duration, n int) error {
 		return fmt.Errorf("%w: width must be positive and n 1 to %d", task.ErrInvalid, task.MaxDueWindows)
 	}
 	return nil
+}
+
+// The front: New applies the checks above to every operation, once for
+// both engines.
+
+// New returns the Service over e: each method checks its arguments, as
+// the checks of this package say, and answers a bad one with an error
+// wrapping task.ErrInvalid (or task.ErrTooLarge) without calling e;
+// otherwise it is e's method. A batch (PutBatch, AckMany) answers its bad
+// items alone and hands e the rest. The checks cost O(size of the
+// arguments) and take no lock.
+func New(e Engine) Service {
+	return &front{e: e, lim: e.Limits().WithDefaults()}
+}
+
+// front is the Service of New.
+type front struct {
+	e   Engine
+	lim Limits
+}
+
+func (*front) checked() {}
+
+// Err is Service.Err.
+func (f *front) Err() error { return f.e.Err() }
+
+// CheckCron is Service.CheckCron: package-level CheckCron at now.
+func (f *front) CheckCron(line, timezone string, n int) ([]time.Time, error) {
+	return CheckCron(line, timezone, n, time.Now())
+}
+
+// checkTask checks the address of a task: its queue and id.
+func checkTask(queue, id string) error {
+	if err := CheckQueue(queue); err != nil {
+		return err
+	}
+	return CheckID(id)
+}
+
+// checkHeld checks the arguments of an operation on a reserved task.
+func checkHeld(queue, id, lease string) error {
+	if err := CheckLease(lease); err != nil {
+		return err
+	}
+	return checkTask(queue, id)
+}
+
+// checkRetry checks a nack's delay: task.RetryDelay (the policy's), or
+// 0 to max.
+func checkRetry(delay, max time.Duration) error {
+	if delay == task.RetryDelay {
+		return nil
+	}
+	return CheckDelay("delay", delay, max)
+}
+
+func (f *front) Put(ctx context.Context, queue string, r task.PutRequest) (task.Task, bool, error) {
+	if err := CheckQueue(queue); err != nil {
+		return task.Task{}, false, err
+	}
+	if _, err := CheckPut(&r, time.Now(), f.lim.MaxDelay, f.lim.MaxPayload); err != nil {
+		return task.Task{}, false, err
+	}
+	return f.e.Put(ctx, queue, r)
+}
+
+// PutBatch checks the batch, then each request: the engine is handed
+// only the good ones (rs itself when all are), in order, and their
+// answers are put back in place.
+func (f *front) PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult {
+	err := CheckQueue(queue)
+	if err == nil && len(rs) > task.MaxBatch {
+		err = ErrBatch
+	}
+	res := make([]task.PutResult, len(rs))
+	if err != nil {
+		for i := range res {
+			res[i].Err = err
+		}
+		return res
+	}
+	now := time.Now()
+	bad := 0
+	for i := range rs {
+		if _, res[i].Err = CheckPut(&rs[i], now, f.lim.MaxDelay, f.lim.MaxPayload); res[i].Err != nil {
+			bad++
+		}
+	}
+	switch bad {
+	case 0:
+		return f.e.PutBatch(ctx, queue, rs)
+	case len(rs):
+		return res
+	}
+	good := make([]task.PutRequest, 0, len(rs)-bad)
+	for i := range rs {
+		if res[i].Err == nil {
+			good = append(good, rs[i])
+		}
+	}
+	got := f.e.PutBatch(ctx, queue, good)
+	k := 0
+	for i := range res {
+		if res[i].Err == nil {
+			res[i] = got[k]
+			k++
+		}
+	}
+	return res
+}
+
+func (f *front) Get(queue, id string) (task.Task, error) {
+	if err := checkTask(queue, id); err != nil {
+		return task.Task{}, err
+	}
+	return f.e.Get(queue, id)
+}
+
+func (f *front) Delete(ctx context.Context, queue, id string) error {
+	if err := checkTask(queue, id); err != nil {
+		return err
+	}
+	return f.e.Delete(ctx, queue, id)
+}
+
+func (f *front) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
+	if err := CheckReserve([]string{queue}, max, wait); err != nil {
+		return nil, err
+	}
+	return f.e.Reserve(ctx, queue, max, wait)
+}
+
+func (f *front) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
+	if err := CheckReserve(queues, max, wait); err != nil {
+		return nil, err
+	}
+	return f.e.ReserveQueues(ctx, queues, max, wait)
+}
+
+func (f *front) Ack(ctx context.Context, queue, id, lease string) error {
+	if err := checkHeld(queue, id, lease); err != nil {
+		return err
+	}
+	return f.e.Ack(ctx, queue, id, lease)
+}
+
+// AckMany checks the batch, then each ack, as PutBatch does.
+func (f *front) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
+	if err := CheckAcks(acks); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(acks))
+	bad := 0
+	for i, a := range acks {
+		if errs[i] = checkHeld(a.Queue, a.ID, a.Lease); errs[i] != nil {
+			bad++
+		}
+	}
+	switch bad {
+	case 0:
+		return f.e.AckMany(ctx, acks)
+	case len(acks):
+		return errs, nil
+	}
+	good := make([]task.Ack, 0, len(acks)-bad)
+	for i, a := range acks {
+		if errs[i] == nil {
+			good = append(good, a)
+		}
+	}
+	got, err := f.e.AckMany(ctx, good)
+	if err != nil {
+		return nil, err
+	}
+	k := 0
+	for i := range errs {
+		if errs[i] == nil {
+			errs[i] = got[k]
+			k++
+		}
+	}
+	return errs, nil
+}
+
+func (f *front) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {
+	if err := checkHeld(queue, id, lease); err != nil {
+		return task.Task{}, err
+	}
+	return f.e.Touch(ctx, queue, id, lease)
+}
+
+func (f *front) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
+	if err := checkRetry(delay, f.lim.MaxDelay); err != nil {
+		return task.Task{}, err
+	}
+	if err := checkHeld(queue, id, lease); err != nil {
+		return task.Task{}, err
+	}
+	return f.e.Nack(ctx, queue, id, lease, delay, reason)
+}
+
+func (f *front) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
+	if err := CheckDelay("delay", delay, f.lim.MaxDelay); err != nil {
+		return task.Task{}, err
+	}
+	if err := checkHeld(queue, id, lease); err != nil {
+		return task.Task{}, err
+	}
+	return f.e.Release(ctx, queue, id, lease, delay)
+}
+
+func (f *front) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
+	if err := checkHeld(queue, id, lease); err != nil {
+		return task.Task{}, err
+	}
+	return f.e.Bury(ctx, queue, id, lease, reason)
+}
+
+func (f *front) Kick(ctx context.Context, queue, id string) error {
+	if err := checkTask(queue, id); err != nil {
+		return err
+	}
+	return f.e.Kick(ctx, queue, id)
+}
+
+func (f *front) Queues(ctx context.Context) ([]task.QueueStats, error) {
+	return f.e.Queues(ctx)
+}
+
+func (f *front) Job(job uint64) (task.Task, error) { return f.e.Job(job) }
+
+func (f *front) Peek(queue string, st task.State) (task.Task, error) {
+	if err := CheckPeek(queue, st); err != nil {
+		return task.Task{}, err
+	}
+	return f.e.Peek(queue, st)
+}
+
+func (f *front) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (task.Task, bool, error) {
+	if err := CheckReserve(queues, 1, wait); err != nil {
+		return task.Task{}, false, err
+	}
+	return f.e.ReserveAny(ctx, queues, wait)
+}
+
+func (f *front) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
+	return f.e.ReserveJob(ctx, job)
+}
+
+func (f *front) DeleteJob(ctx context.Context, job uint64, lease string) error {
+	return f.e.DeleteJob(ctx, job, lease)
+}
+
+func (f *front) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
+	if err := CheckDelay("delay", delay, f.lim.MaxDelay); err != nil {
+		return err
+	}
+	return f.e.ReleaseJob(ctx, job, lease, prio, delay)
+}
+
+func (f *front) BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error {
+	return f.e.BuryJob(ctx, job, lease, prio)
+}
+
+func (f *front) TouchJob(ctx context.Context, job uint64, lease string) (task.Task, error) {
+	return f.e.TouchJob(ctx, job, lease)
+}
+
+func (f *front) KickJob(ctx context.Context, job uint64) error { return f.e.KickJob(ctx, job) }
+
+func (f *front) KickQueue(ctx context.Context, queue string, n int) (int, error) {
+	if err := CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	return f.e.KickQueue(ctx, queue, n)
+}
+
+func (f *front) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
+	if err := CheckQueue(queue); err != nil {
+		return err
+	}
+	if d != task.PauseIndefinitely {
+		if err := CheckDelay("pause", d, f.lim.MaxDelay); err != nil {
+			return err
+		}
+	}
+	return f.e.PauseQueue(ctx, queue, d)
+}
+
+func (f *front) Queue(queue string) (task.QueueDetail, error) {
+	if err := CheckQueue(queue); err != nil {
+		return task.QueueDetail{}, err
+	}
+	return f.e.Queue(queue)
+}
+
+func (f *front) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
+	if err := CheckQueue(queue); err != nil {
+		return task.Policy{}, err
+	}
+	if err := CheckPolicy(queue, p); err != nil {
+		return task.Policy{}, err
+	}
+	return f.e.SetPolicy(ctx, queue, p)
+}
+
+func (f *front) Policy(ctx context.Context, queue string) (task.Policy, error) {
+	if err := CheckQueue(queue); err != nil {
+		return task.Policy{}, err
+	}
+	return f.e.Policy(ctx, queue)
+}
+
+func (f *front) DeletePolicy(ctx context.Context, queue string) error {
+	if err := CheckQueue(queue); err != nil {
+		return err
+	}
+	return f.e.DeletePolicy(ctx, queue)
+}
+
+func (f *front) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error) {
+	if err := checkTask(queue, id); err != nil {
+		return nil, err
+	}
+	return f.e.Attempts(ctx, queue, id)
+}
+
+func (f *front) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
+	if err := CheckFinished(queue, outcome, limit); err != nil {
+		return nil, 0, err
+	}
+	return f.e.FinishedTasks(ctx, queue, outcome, after, limit)
+}
+
+func (f *front) SetSchedule(ctx context.Context, s task.ScheduleSpec) (task.ScheduleInfo, bool, error) {
+	if _, _, err := ParseSchedule(s, f.lim.MaxPayload); err != nil {
+		return task.ScheduleInfo{}, false, err
+	}
+	return f.e.SetSchedule(ctx, s)
+}
+
+func (f *front) Schedule(ctx context.Context, name string) (task.ScheduleInfo, error) {
+	return f.e.Schedule(ctx, name)
+}
+
+func (f *front) Schedules(ctx context.Context) ([]task.ScheduleInfo, error) {
+	return f.e.Schedules(ctx)
+}
+
+func (f *front) DeleteSchedule(ctx context.Context, name string) error {
+	return f.e.DeleteSchedule(ctx, name)
+}
+
+func (f *front) PauseSchedule(ctx context.Context, name string) error {
+	return f.e.PauseSchedule(ctx, name)
+}
+
+func (f *front) ResumeSchedule(ctx context.Context, name string) error {
+	return f.e.ResumeSchedule(ctx, name)
+}
+
+func (f *front) RunSchedule(ctx context.Context, name string) (task.Task, error) {
+	return f.e.RunSchedule(ctx, name)
+}
+
+func (f *front) ListTasks(ctx context.Context, queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error) {
+	if err := CheckList(queue, st, limit); err != nil {
+		return nil, 0, err
+	}
+	return f.e.ListTasks(ctx, queue, st, after, limit)
+}
+
+func (f *front) Lateness(ctx context.Context) ([]task.LatenessWindow, error) {
+	return f.e.Lateness(ctx)
+}
+
+func (f *front) DueHistogram(ctx context.Context, queue string, width time.Duration, n int) (time.Time, []int, error) {
+	if err := CheckDueHistogram(queue, width, n); err != nil {
+		return time.Time{}, nil, err
+	}
+	return f.e.DueHistogram(ctx, queue, width, n)
+}
+
+func (f *front) KickDead(ctx context.Context, queue string) (int, error) {
+	if err := CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	return f.e.KickDead(ctx, queue)
+}
+
+func (f *front) DeleteDead(ctx context.Context, queue string) (int, error) {
+	if err := CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	return f.e.DeleteDead(ctx, queue)
 }

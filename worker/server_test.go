@@ -18,6 +18,7 @@ import (
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/client"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/worker"
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,7 +40,7 @@ func serveOn(l net.Listener, wrap func(http.Handler) http.Handler) (url string, 
 		return "", nil, err
 	}
 	s := httpapi.New(httpapi.Options{Gatherer: prometheus.NewRegistry(), Logger: quiet})
-	s.SetService(b)
+	s.SetService(service.New(b))
 	var h http.Handler = s
 	if wrap != nil {
 		h = wrap(s)

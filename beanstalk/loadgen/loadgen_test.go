@@ -10,6 +10,7 @@ import (
 	"github.com/hourglass-go/hourglass/beanstalk"
 	"github.com/hourglass-go/hourglass/beanstalk/loadgen"
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 )
 
@@ -27,7 +28,7 @@ func TestRun_Hourglass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := beanstalk.NewServer(b, beanstalk.Options{})
+	srv := beanstalk.NewServer(service.New(b), beanstalk.Options{})
 	go srv.Serve(l)
 	defer srv.Shutdown(context.Background())
 	addr := l.Addr().String()

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 )
 
@@ -74,5 +75,5 @@ func openEmbeddedOnce(o serveOptions, log *slog.Logger, reg prometheus.Registere
 		return opened{err: err}
 	}
 	log.Info("ready", "recovery", time.Since(start).Round(time.Millisecond).String())
-	return opened{b: b, close: func() error { return errors.Join(b.Close(), st.Close()) }}
+	return opened{b: service.New(b), close: func() error { return errors.Join(b.Close(), st.Close()) }}
 }

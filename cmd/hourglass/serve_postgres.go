@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -91,7 +92,7 @@ func openPostgres(o serveOptions, log *slog.Logger, reg prometheus.Registerer) o
 		return opened{err: err}
 	}
 	log.Info("ready", "node", n.Name(), "partitions", n.Partitions(), "join", time.Since(start).Round(time.Millisecond).String())
-	return opened{b: n, close: func() error {
+	return opened{b: service.New(n), close: func() error {
 		err := n.Close()
 		pool.Close()
 		return err

@@ -29,7 +29,7 @@ func openBroker(t *testing.T, st store.Store) service.Service {
 		b.Close()
 		st.Close()
 	})
-	return b
+	return service.New(b)
 }
 
 // runAll runs the suites over the services open returns; one service
@@ -78,7 +78,7 @@ func TestCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { n.Close() })
-			nodes = append(nodes, n)
+			nodes = append(nodes, service.New(n))
 		}
 		return nodes[0], nodes[1]
 	}
