@@ -28,11 +28,11 @@ import (
 // A change of policy applies to the tasks already in the queue: at their
 // next failure, and at the next reserve.
 
-// SetPolicy makes p queue's policy,
-// durably, and returns it as recorded (service.NormalPolicy). Reservers
-// waiting on the queue are woken, as the new limits may let them take.
+// SetPolicy makes p, checked and normalised by service.New, queue's
+// policy, durably, and returns it as recorded. Reservers waiting on the
+// queue are woken, as the new limits may let them take.
 func (b *Broker) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
-	p = clonePolicy(service.NormalPolicy(p))
+	p = clonePolicy(p)
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -153,16 +152,15 @@ const sqlSetPolicy = `INSERT INTO hourglass_queues AS q (queue, ` + policyColumn
 		rate_per = EXCLUDED.rate_per, rate_burst = EXCLUDED.rate_burst, concurrency = EXCLUDED.concurrency,
 		dead_letter = EXCLUDED.dead_letter, push = EXCLUDED.push`
 
-// SetPolicy makes p queue's policy,
-// durably (the answer follows the commit), for every node: each reads it
-// from the queue's row in the statements that apply it. Reservers waiting
-// on the queue, on every node, look again under the new limits. It
-// returns the policy as recorded (service.NormalPolicy). One statement.
+// SetPolicy makes p, checked and normalised by service.New, queue's
+// policy, durably (the answer follows the commit), for every node: each
+// reads it from the queue's row in the statements that apply it.
+// Reservers waiting on the queue, on every node, look again under the new
+// limits. It returns the policy as recorded. One statement.
 func (n *Node) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
 	if err := n.Err(); err != nil {
 		return task.Policy{}, err
 	}
-	p = service.NormalPolicy(p)
 	if _, err := n.db.Exec(ctx, sqlSetPolicy, append([]any{queue}, policyArgs(p)...)...); err != nil {
 		return task.Policy{}, dbErr(err)
 	}

@@ -203,7 +203,7 @@ func TestPolicy_Shared(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	a := startNode(t, url, "a")
 	b := startNode(t, url, "b")
-	p, err := a.SetPolicy(ctx, "q", task.Policy{TTR: 7 * time.Second, MaxAttempts: 4, Rate: &task.Rate{Limit: 100, Per: time.Second}})
+	p, err := service.New(a).SetPolicy(ctx, "q", task.Policy{TTR: 7 * time.Second, MaxAttempts: 4, Rate: &task.Rate{Limit: 100, Per: time.Second}})
 	if err != nil || p.Rate.Burst != 100 {
 		t.Fatalf("SetPolicy: %+v, %v", p, err)
 	}

@@ -532,7 +532,7 @@ func (f *front) SetPolicy(ctx context.Context, queue string, p task.Policy) (tas
 	if err := CheckPolicy(queue, p); err != nil {
 		return task.Policy{}, err
 	}
-	return f.e.SetPolicy(ctx, queue, p)
+	return f.e.SetPolicy(ctx, queue, NormalPolicy(p))
 }
 
 func (f *front) Policy(ctx context.Context, queue string) (task.Policy, error) {
