@@ -1,8 +1,9 @@
-// Package broker is the delay queue's semantics: tasks put into named
-// queues, delayed until their due time, handed to reservers in priority
-// order under a lease, acknowledged, retried, or dead; and cron schedules
-// that put tasks. It knows neither HTTP nor disk: adapters (package
-// httpapi) call its methods, and it keeps its record in a [store.Store].
+// Package broker is the embedded engine of the delay queue: tasks put
+// into named queues, delayed until their due time, handed to reservers in
+// priority order under a lease, acknowledged, retried, or dead; and cron
+// schedules that put tasks. It is a [service.Engine]: the transports
+// reach it through service.New, which checks every argument first. It
+// knows neither HTTP nor disk, and keeps its record in a [store.Store].
 //
 // # Memory and record
 //
@@ -19,7 +20,7 @@
 //
 // # One put, step by step
 //
-// Put validates the request, takes b.mu, allocates the next job id, writes
+// Put (its request checked by service.New) takes b.mu, allocates the next job id, writes
 // the record into the open commit group (commit.go) and arms the delay
 // wheel (or leaves the task to a sweep when it is due beyond the next
 // minute), or pushes the task onto its queue's ready heap when it is due

@@ -109,7 +109,7 @@ func (b *Broker) Ack(ctx context.Context, queue, id, lease string) error {
 
 // AckMany acks each of acks as Ack does, under one hold of the broker's
 // lock and in one group commit, and returns one error a task, in order
-// (service.Service). O(len(acks)).
+// (service.Engine). O(len(acks)).
 func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
 	errs := make([]error, len(acks))
 	took := 0

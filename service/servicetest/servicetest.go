@@ -2,10 +2,10 @@
 // set of tests that every engine must pass with the same answers and
 // errors, so that the transports serve either unchanged. Run calls it
 // with a constructor, and RunPolicies its part on queue policies
-// (policy.go); the tests of this package run them over the embedded
-// engine (package broker on memstore and on Pebble) and over a node of a
-// cluster on PostgreSQL (package cluster), in river's manner of one
-// driver test suite for every driver.
+// (policy.go); the tests of this package run them over service.New of
+// the embedded engine (package broker on memstore and on Pebble) and of a
+// node of a cluster on PostgreSQL (package cluster), in river's manner of
+// one driver test suite for every driver.
 package servicetest
 
 import (
