@@ -24,6 +24,7 @@ import (
 	"github.com/hourglass-go/hourglass/client"
 	"github.com/hourglass-go/hourglass/cluster/clusterbench"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/worker"
 )
 
@@ -253,7 +254,7 @@ func hourglassThroughput(ctx context.Context, url string, cfg ThroughputConfig) 
 	}
 	defer cl.Close()
 	hs := httpapi.New(httpapi.Options{Gatherer: prometheus.NewRegistry(), Logger: quiet})
-	hs.SetService(cl.Nodes[0])
+	hs.SetService(service.New(cl.Nodes[0]))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, err
