@@ -35,15 +35,7 @@ import (
 // saying what is wrong; task.ErrNotFound, task.ErrLease, task.ErrState,
 // task.ErrTooLarge, task.ErrClosed, task.ErrNoSchedule).
 type Service interface {
-	Tasks
-	Jobs
-	Policies
-	History
-	Schedules
-	Observer
-	// Err returns the error that stops the service from serving (a
-	// failed commit, a lost database), or nil while it serves.
-	Err() error
+	Operations
 	// CheckCron returns the next n occurrences of a cron line read in
 	// timezone, as a schedule's (CheckCron in schedule.go).
 	CheckCron(line, timezone string, n int) ([]time.Time, error)
@@ -69,17 +61,23 @@ type Service interface {
 // the helpers of this package, in one commit or one statement per
 // operation. Every method is safe for concurrent use.
 type Engine interface {
+	Operations
+	// Limits returns the engine's limits on a put, defaults set: what New
+	// checks puts, delays and pauses against.
+	Limits() Limits
+}
+
+// Operations are what a Service does and an Engine runs below it.
+type Operations interface {
 	Tasks
 	Jobs
 	Policies
 	History
 	Schedules
 	Observer
-	// Err is Service.Err.
+	// Err returns the error that stops the service from serving (a
+	// failed commit, a lost database), or nil while it serves.
 	Err() error
-	// Limits returns the engine's limits on a put, defaults set: what New
-	// checks puts, delays and pauses against.
-	Limits() Limits
 }
 
 // Tasks addresses tasks by queue and the id the client chose (or the
