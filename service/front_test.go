@@ -165,3 +165,29 @@ func TestNew_Batches(t *testing.T) {
 		t.Fatalf("the engine got %+v", e.policy)
 	}
 }
+
+// notifier is an engine that is a service.PolicyNotifier.
+type notifier struct {
+	engine
+	registered int
+}
+
+func (n *notifier) NotifyPolicies(f func(queue string)) { n.registered++ }
+
+// TestNew_PolicyNotifier: New's Service is a PolicyNotifier when its
+// engine is one (a cluster node: the pusher registers through it), and
+// not otherwise.
+func TestNew_PolicyNotifier(t *testing.T) {
+	n := &notifier{}
+	pn, ok := service.New(n).(service.PolicyNotifier)
+	if !ok {
+		t.Fatal("New over a PolicyNotifier is not one")
+	}
+	pn.NotifyPolicies(func(string) {})
+	if n.registered != 1 {
+		t.Fatalf("the engine got %d registrations", n.registered)
+	}
+	if _, ok := service.New(&engine{}).(service.PolicyNotifier); ok {
+		t.Fatal("New over an engine that is no PolicyNotifier is one")
+	}
+}

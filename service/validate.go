@@ -240,9 +240,25 @@ func CheckDueHistogram(queue string, width time.Duration, n int) error {
 // otherwise it is e's method. A batch (PutBatch, AckMany) answers its bad
 // items alone and hands e the rest. The checks cost O(size of the
 // arguments) and take no lock.
+//
+// When e is a PolicyNotifier (a cluster node), so is the Service.
 func New(e Engine) Service {
-	return &front{e: e, lim: e.Limits().WithDefaults()}
+	f := &front{e: e, lim: e.Limits().WithDefaults()}
+	if n, ok := e.(PolicyNotifier); ok {
+		return notifyingFront{f, n}
+	}
+	return f
 }
+
+// notifyingFront is the Service of New over an engine that is a
+// PolicyNotifier.
+type notifyingFront struct {
+	*front
+	n PolicyNotifier
+}
+
+// NotifyPolicies is the engine's (PolicyNotifier).
+func (f notifyingFront) NotifyPolicies(fn func(queue string)) { f.n.NotifyPolicies(fn) }
 
 // front is the Service of New.
 type front struct {
