@@ -319,17 +319,22 @@ func (f *front) PutBatch(ctx context.Context, queue string, rs []task.PutRequest
 	if err == nil && len(rs) > task.MaxBatch {
 		err = ErrBatch
 	}
-	res := make([]task.PutResult, len(rs))
 	if err != nil {
+		res := make([]task.PutResult, len(rs))
 		for i := range res {
 			res[i].Err = err
 		}
 		return res
 	}
 	now := time.Now()
+	var res []task.PutResult // made at the first bad request
 	bad := 0
 	for i := range rs {
-		if _, res[i].Err = CheckPut(&rs[i], now, f.lim.MaxDelay, f.lim.MaxPayload); res[i].Err != nil {
+		if _, err := CheckPut(&rs[i], now, f.lim.MaxDelay, f.lim.MaxPayload); err != nil {
+			if res == nil {
+				res = make([]task.PutResult, len(rs))
+			}
+			res[i].Err = err
 			bad++
 		}
 	}
@@ -396,10 +401,14 @@ func (f *front) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
 	if err := CheckAcks(acks); err != nil {
 		return nil, err
 	}
-	errs := make([]error, len(acks))
+	var errs []error // made at the first bad ack
 	bad := 0
 	for i, a := range acks {
-		if errs[i] = checkHeld(a.Queue, a.ID, a.Lease); errs[i] != nil {
+		if err := checkHeld(a.Queue, a.ID, a.Lease); err != nil {
+			if errs == nil {
+				errs = make([]error, len(acks))
+			}
+			errs[i] = err
 			bad++
 		}
 	}
