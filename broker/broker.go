@@ -20,8 +20,9 @@
 //
 // # One put, step by step
 //
-// Put (its request checked by service.New) takes b.mu, allocates the next job id, writes
-// the record into the open commit group (commit.go) and arms the delay
+// Put (its request checked by service.New) takes b.mu, allocates the next
+// job id, writes the record into the open commit group (commit.go) and
+// arms the delay
 // wheel (or leaves the task to a sweep when it is due beyond the next
 // minute), or pushes the task onto its queue's ready heap when it is due
 // already; then it releases b.mu and waits for the group's fsync before

@@ -201,8 +201,8 @@ func instant(ns int64) time.Time {
 // queue, newest first, whose outcome is outcome ("" any, else one of the
 // task.Finished* outcomes), below the cursor after (0: from the newest),
 // and the cursor of the next page: the last one's Seq when the page is
-// full (0: none). What it answers is durable; it reads the store (store.Store.History) with b.mu
-// released.
+// full (0: none). What it answers is durable; it reads the store
+// (store.Store.History) with b.mu released.
 func (b *Broker) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
 	b.mu.Lock()
 	if err := b.usable(); err != nil {

@@ -1,8 +1,9 @@
 // Package cluster runs hourglass on many nodes over one PostgreSQL
 // database: any node takes puts, reserves and acks for any task, while
 // the timing wheels stay the clock. A [Node] is a [service.Engine], the
-// engine of `hourglass serve --postgres` below service.New, with the semantics and errors of
-// the embedded engine (package broker); the conformance suite
+// engine of `hourglass serve --postgres` below service.New, with the
+// semantics and errors of the embedded engine (package broker); the
+// conformance suite
 // (service/servicetest) and the black-box tests (package e2e) run over
 // both. Where the embedded engine keeps every task's place in the memory
 // of one process, a node keeps in its wheel only the timers of the

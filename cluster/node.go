@@ -86,8 +86,7 @@ var ErrNameInUse = errors.New("hourglass: node name in use by a live node")
 // Node is one hourglass node of a cluster on a PostgreSQL database: a
 // [service.Engine] (service.New makes it the Service) with the same
 // semantics and errors as the embedded engine; any node answers any
-// request. Node is safe for concurrent use
-// by multiple goroutines.
+// request. Node is safe for concurrent use by multiple goroutines.
 type Node struct {
 	db         *pgxpool.Pool
 	opts       Options
