@@ -22,11 +22,10 @@
 //
 // Put (its request checked by service.New) takes b.mu, allocates the next
 // job id, writes the record into the open commit group (commit.go) and
-// arms the delay
-// wheel (or leaves the task to a sweep when it is due beyond the next
-// minute), or pushes the task onto its queue's ready heap when it is due
-// already; then it releases b.mu and waits for the group's fsync before
-// returning. When the wheel fires (fire, reserve.go) the task moves to
+// arms the delay wheel (or leaves the task to a sweep when it is due
+// beyond the next minute), or pushes the task onto its queue's ready heap
+// when it is due already; then it releases b.mu and waits for the group's
+// fsync before returning. When the wheel fires (fire, reserve.go) the task moves to
 // the ready heap and one waiting reserver is woken; nothing is written,
 // since "delayed" and "ready" are one recorded state told apart by the
 // clock. Reserve pops the heap and marks the task reserved, reads its
