@@ -388,6 +388,10 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 	if len(got) == 0 {
 		return nil
 	}
+	// Counted before they are owned, so that a scrape that sees them owned
+	// also sees them acquired.
+	m.metrics.acquired.Add(float64(len(got)))
+	m.metrics.takeovers.Add(float64(takeovers))
 	var parts []int32
 	m.mu.Lock()
 	for p, e := range got {
@@ -395,8 +399,6 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 		parts = append(parts, int32(p))
 	}
 	m.mu.Unlock()
-	m.metrics.acquired.Add(float64(len(got)))
-	m.metrics.takeovers.Add(float64(takeovers))
 	m.log.Info("hourglass: partitions acquired", "partitions", len(got), "taken over", takeovers)
 	return m.on.acquired(ctx, parts)
 }
