@@ -26,9 +26,12 @@ type Options struct {
 	// most Concurrency + Prefetch tasks. A task that no handler has
 	// started by half its ttr is released (its attempt not counted), so
 	// that the worker never holds a task it cannot start before its
-	// lease runs out. Default none: in `hourglass bench --scenario
-	// worker` a prefetch of 16 for 64 quick handlers showed no gain
-	// (docs/results/2026-11-27-worker-throughput.md).
+	// lease runs out. Default none: the worker reserves for its free
+	// handlers. In `hourglass bench --scenario worker` (64 handlers that
+	// return at once) a prefetch of 64 raised the median of five runs by
+	// 9 %, less than the runs' spread, and 16 showed no gain
+	// (docs/results/2026-12-05-85b6bbc-worker-prefetch-ab.md,
+	// docs/results/2026-11-27-worker-throughput.md).
 	Prefetch int
 	// ShutdownTimeout is how long Run waits, once its context is done,
 	// for running handlers to return before it cancels their contexts;
