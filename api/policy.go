@@ -22,7 +22,9 @@ type Policy struct {
 	// service (a token bucket of burst).
 	Rate *Rate `json:"rate,omitempty"`
 	// Concurrency is how many of the queue's tasks may be reserved at
-	// once across the whole service.
+	// once across the whole service; 0, left out on the wire, is no
+	// limit. A body that gives "concurrency": 0 is refused (400), as any
+	// value below 1.
 	Concurrency int `json:"concurrency,omitempty"`
 	// DeadLetter names the queue a task that dies moves to, ready, with
 	// its id, payload, attempts and last error (a task of the same id

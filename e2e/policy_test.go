@@ -94,6 +94,7 @@ func testPolicyRoutes(t *testing.T) {
 		{`{"rate":{"limit":1,"per":"25h"}}`, "rate.per"},
 		{`{"rate":{"limit":1,"per":"1s","burst":-1}}`, "rate.burst"},
 		{`{"concurrency":-1}`, "concurrency"},
+		{`{"concurrency":0}`, "concurrency"},
 		{`{"concurrency":1000001}`, "concurrency"},
 		{`{"dead_letter":"mail"}`, "dead_letter"},
 		{`{"dead_letter":"a b"}`, "dead_letter"},

@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"time"
@@ -21,7 +24,12 @@ import (
 // nothing changes.
 func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Service) {
 	var req api.Policy
-	if err := decode(w, r, smallBody, &req, false); err != nil {
+	var raw bytes.Buffer
+	err := decodeFrom(io.TeeReader(http.MaxBytesReader(w, r.Body, smallBody), &raw), smallBody, &req, false)
+	if err == nil && req.Concurrency == 0 {
+		err = explicitConcurrency(raw.Bytes())
+	}
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -30,12 +38,28 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Ser
 		s.fail(w, r, err)
 		return
 	}
-	p, err := b.SetPolicy(r.Context(), r.PathValue("queue"), p)
+	p, err = b.SetPolicy(r.Context(), r.PathValue("queue"), p)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, toAPIPolicy(p))
+}
+
+// explicitConcurrency refuses a policy body that gives "concurrency": 0.
+// In api.Policy, as in the service's task.Policy, a concurrency of 0 is
+// no limit, the default, so the decoded policy cannot tell it from an
+// absent one; on the wire an explicit 0 is refused like any concurrency
+// below 1 (the service refuses those) rather than read as no limit. body
+// has already been decoded whole, so it is one JSON object.
+func explicitConcurrency(body []byte) error {
+	var probe struct {
+		Concurrency *int `json:"concurrency"`
+	}
+	if json.Unmarshal(body, &probe) == nil && probe.Concurrency != nil {
+		return badRequest("policy: concurrency 0: give at least 1, or leave it out for no limit")
+	}
+	return nil
 }
 
 // policy serves GET /v1/queues/{queue}/policy: 200 with the queue's

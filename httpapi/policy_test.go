@@ -96,6 +96,7 @@ func TestPolicyRefused(t *testing.T) {
 		{`{"max_attempts":"3"}`, `field "max_attempts"`},
 		{`{"concurrency":1.5}`, `field "concurrency"`},
 		{`{"rate":[1]}`, `field "rate"`},
+		{`{"concurrency":0}`, "policy: concurrency 0: give at least 1"},
 		{`{} {}`, "trailing data"},
 	} {
 		w := do(s, "PUT", "/v1/queues/q/policy", tc.body)
@@ -124,7 +125,7 @@ func TestPolicyRefused(t *testing.T) {
 		{`{"rate":{"limit":0,"per":"1s"}}`, "rate.limit"},
 		{`{"rate":{"limit":1,"per":"0s"}}`, "rate.per"},
 		{`{"rate":{"limit":1,"per":"1s","burst":-1}}`, "rate.burst"},
-		{`{"concurrency":-2}`, "concurrency"},
+		{`{"concurrency":1000001}`, "concurrency"},
 		{`{"dead_letter":"q"}`, "dead_letter"},
 		{`{"dead_letter":"a b"}`, "dead_letter"},
 	} {
