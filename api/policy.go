@@ -16,7 +16,8 @@ type Policy struct {
 	Retry *Retry `json:"retry,omitempty"`
 	// MaxAttempts is the max_attempts of a put that gives none.
 	MaxAttempts int `json:"max_attempts,omitempty"`
-	// TTR is the ttr of a put that gives none.
+	// TTR is the ttr of a put that gives none, 1ms to 24h (as a put's:
+	// "0s" is refused); absent: the server's default.
 	TTR *Duration `json:"ttr,omitempty"`
 	// Rate hands out at most limit tasks per period across the whole
 	// service (a token bucket of burst).

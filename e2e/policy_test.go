@@ -87,6 +87,7 @@ func testPolicyRoutes(t *testing.T) {
 		{`{"max_attempts":-1}`, "max_attempts"},
 		{`{"max_attempts":4294967296}`, "max_attempts"},
 		{`{"ttr":"-1s"}`, "ttr"},
+		{`{"ttr":"0s"}`, "ttr"},
 		{`{"ttr":"1us"}`, "ttr"},
 		{`{"ttr":"25h"}`, "ttr"},
 		{`{"rate":{"limit":0,"per":"1s"}}`, "rate.limit"},

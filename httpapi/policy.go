@@ -26,8 +26,8 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Ser
 	var req api.Policy
 	var raw bytes.Buffer
 	err := decodeFrom(io.TeeReader(http.MaxBytesReader(w, r.Body, smallBody), &raw), smallBody, &req, false)
-	if err == nil && req.Concurrency == 0 {
-		err = explicitConcurrency(raw.Bytes())
+	if err == nil {
+		err = explicitZeros(req, raw.Bytes())
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -46,13 +46,23 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Ser
 	writeJSON(w, http.StatusOK, toAPIPolicy(p))
 }
 
-// explicitConcurrency refuses a policy body that gives "concurrency": 0.
-// In api.Policy, as in the service's task.Policy, a concurrency of 0 is
-// no limit, the default, so the decoded policy cannot tell it from an
-// absent one; on the wire an explicit 0 is refused like any concurrency
-// below 1 (the service refuses those) rather than read as no limit. body
-// has already been decoded whole, so it is one JSON object.
-func explicitConcurrency(body []byte) error {
+// explicitZeros refuses the zeros a policy body gives explicitly where
+// the decoded policy would read them as absent: "concurrency": 0 (in
+// api.Policy, as in the service's task.Policy, 0 is no limit, the
+// default), and a "ttr" or push "timeout" of 0s (a default, as in a put,
+// whose "ttr": "0s" is refused too). Each is refused like the values
+// below its range rather than taken for the default. body has been
+// decoded whole into req, so it is one JSON object.
+func explicitZeros(req api.Policy, body []byte) error {
+	if req.TTR != nil && req.TTR.D() == 0 {
+		return badRequest("policy: ttr 0s: give 1ms or more, or leave it out for the server's default")
+	}
+	if req.Push != nil && req.Push.Timeout != nil && req.Push.Timeout.D() == 0 {
+		return badRequest("policy: push.timeout 0s: give 1ms or more, or leave it out for the default (30s)")
+	}
+	if req.Concurrency != 0 {
+		return nil
+	}
 	var probe struct {
 		Concurrency *int `json:"concurrency"`
 	}

@@ -97,6 +97,8 @@ func TestPolicyRefused(t *testing.T) {
 		{`{"concurrency":1.5}`, `field "concurrency"`},
 		{`{"rate":[1]}`, `field "rate"`},
 		{`{"concurrency":0}`, "policy: concurrency 0: give at least 1"},
+		{`{"ttr":"0s"}`, "policy: ttr 0s: give 1ms or more"},
+		{`{"push":{"url":"http://127.0.0.1:1/","timeout":"0s"}}`, "policy: push.timeout 0s: give 1ms or more"},
 		{`{} {}`, "trailing data"},
 	} {
 		w := do(s, "PUT", "/v1/queues/q/policy", tc.body)
