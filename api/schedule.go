@@ -14,7 +14,9 @@ import (
 type ScheduleRequest struct {
 	// Cron is a standard five-field cron line (minute, hour, day of
 	// month, month, day of week) or a descriptor such as "@hourly" or
-	// "@every 1m30s", as hourglass.Cron reads it.
+	// "@every 1m30s", as hourglass.Cron reads it. Refused (400): an
+	// @every of less than a second or not whole seconds (the parser would
+	// round it), and a line that never fires ("0 0 30 2 *").
 	Cron    string          `json:"cron"`
 	Queue   string          `json:"queue"`
 	Payload json.RawMessage `json:"payload,omitempty"`

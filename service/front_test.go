@@ -104,7 +104,20 @@ func TestNew_BadInputReachesNothing(t *testing.T) {
 			_, _, err := s.SetSchedule(ctx, task.ScheduleSpec{Name: "s", Cron: "not a line", Queue: "q"})
 			return err
 		}, task.ErrInvalid},
+		{"set schedule, @every 0s", func() error {
+			_, _, err := s.SetSchedule(ctx, task.ScheduleSpec{Name: "s", Cron: "@every 0s", Queue: "q"})
+			return err
+		}, task.ErrInvalid},
+		{"set schedule, @every 1.5s", func() error {
+			_, _, err := s.SetSchedule(ctx, task.ScheduleSpec{Name: "s", Cron: "CRON_TZ=UTC @every 1500ms", Queue: "q"})
+			return err
+		}, task.ErrInvalid},
+		{"set schedule, never fires", func() error {
+			_, _, err := s.SetSchedule(ctx, task.ScheduleSpec{Name: "s", Cron: "0 0 30 2 *", Queue: "q"})
+			return err
+		}, task.ErrInvalid},
 		{"check cron", func() error { _, err := s.CheckCron("61 * * * *", "", 3); return err }, task.ErrInvalid},
+		{"check cron, @every 500ms", func() error { _, err := s.CheckCron("@every 500ms", "", 3); return err }, task.ErrInvalid},
 		{"list, limit 0", func() error { _, _, err := s.ListTasks(ctx, "q", 0, 0, 0); return err }, task.ErrInvalid},
 		{"due histogram, no windows", func() error { _, _, err := s.DueHistogram(ctx, "", time.Second, 0); return err }, task.ErrInvalid},
 		{"kick dead", func() error { _, err := s.KickDead(ctx, "a/b"); return err }, task.ErrInvalid},

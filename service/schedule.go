@@ -203,9 +203,14 @@ func parseCron(line, timezone string) (hourglass.Schedule, *time.Location, error
 
 // CheckCron parses a cron line and time zone as a schedule's and returns
 // its next n occurrences after now (fewer if it stops), in UTC: what a
-// form shows as a line is typed. Errors wrap task.ErrInvalid.
+// form shows as a line is typed. An @every of other than whole seconds is
+// refused, as a new schedule's is (checkNewSchedule). Errors wrap
+// task.ErrInvalid.
 func CheckCron(line, timezone string, n int, now time.Time) ([]time.Time, error) {
 	sched, loc, err := parseCron(line, timezone)
+	if err == nil {
+		err = checkEvery(line, sched)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +223,38 @@ func CheckCron(line, timezone string, n int, now time.Time) ([]time.Time, error)
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// checkNewSchedule refuses, in a schedule being set, what parses but
+// cannot be what was meant: an @every that robfig/cron would round (see
+// checkEvery), and a line that never fires (no time matches it within the
+// five years robfig/cron searches, such as February 30th), which would
+// sit there and put nothing. Schedules already stored are not held to
+// this: the engines parse them with ParseSchedule alone when they load.
+func checkNewSchedule(line string, sched hourglass.Schedule, loc *time.Location, now time.Time) error {
+	if err := checkEvery(line, sched); err != nil {
+		return err
+	}
+	if NextOccurrence(sched, loc, now).IsZero() {
+		return fmt.Errorf("%w: cron line %q never fires: no time in the next five years matches it", task.ErrInvalid, line)
+	}
+	return nil
+}
+
+// checkEvery refuses an @every line whose duration is not whole seconds,
+// 1s or more: robfig/cron truncates it to whole seconds and makes
+// anything shorter one second (hourglass.Cron), so "@every 0s" or
+// "@every 1.5s" would run every second without a word.
+func checkEvery(line string, sched hourglass.Schedule) error {
+	if _, ok := sched.(cron.ConstantDelaySchedule); !ok {
+		return nil
+	}
+	_, text, _ := strings.Cut(line, "@every ")
+	d, err := time.ParseDuration(strings.TrimSpace(text))
+	if err != nil || d >= time.Second && d%time.Second == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: cron line %q: @every takes whole seconds, 1s or more", task.ErrInvalid, line)
 }
 
 // NextOccurrence returns the first occurrence of sched, read in loc,

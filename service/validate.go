@@ -589,7 +589,11 @@ func (f *front) FinishedTasks(ctx context.Context, queue, outcome string, after 
 }
 
 func (f *front) SetSchedule(ctx context.Context, s task.ScheduleSpec) (task.ScheduleInfo, bool, error) {
-	if _, _, err := ParseSchedule(s, f.lim.MaxPayload); err != nil {
+	sched, loc, err := ParseSchedule(s, f.lim.MaxPayload)
+	if err == nil {
+		err = checkNewSchedule(s.Cron, sched, loc, time.Now())
+	}
+	if err != nil {
 		return task.ScheduleInfo{}, false, err
 	}
 	return f.e.SetSchedule(ctx, s)
