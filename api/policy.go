@@ -1,5 +1,10 @@
 package api
 
+import (
+	"encoding/json"
+	"errors"
+)
+
 // Policy is the body of PUT /v1/queues/{queue}/policy and the answer of
 // GET and PUT on that path: how the queue's failed tasks come back, the
 // defaults of its puts, how fast and how many of its tasks are handed
@@ -81,3 +86,29 @@ type BuryRequest struct {
 // MaxError bounds the error text of a nack or bury, in bytes; a longer
 // one is cut to it.
 const MaxError = 4096
+
+// CheckPolicyBody refuses the zeros a policy body gives explicitly where
+// p, the body decoded, would read them as absent: "concurrency": 0 (0 in
+// Policy is no limit, the default), and a "ttr" or push "timeout" of 0s
+// (each a default; a put's "ttr": "0s" is refused too). Each is refused
+// like the values below its range rather than taken for the default.
+// body must be one JSON object, as decoded into p. The server answers
+// its error with 400; the CLI checks a policy it is given the same way.
+func CheckPolicyBody(p Policy, body []byte) error {
+	if p.TTR != nil && p.TTR.D() == 0 {
+		return errors.New("hourglass: policy: ttr 0s: give 1ms or more, or leave it out for the server's default")
+	}
+	if p.Push != nil && p.Push.Timeout != nil && p.Push.Timeout.D() == 0 {
+		return errors.New("hourglass: policy: push.timeout 0s: give 1ms or more, or leave it out for the default (30s)")
+	}
+	if p.Concurrency != 0 {
+		return nil
+	}
+	var probe struct {
+		Concurrency *int `json:"concurrency"`
+	}
+	if json.Unmarshal(body, &probe) == nil && probe.Concurrency != nil {
+		return errors.New("hourglass: policy: concurrency 0: give at least 1, or leave it out for no limit")
+	}
+	return nil
+}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"maps"
 	"net/http"
@@ -27,7 +26,9 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Ser
 	var raw bytes.Buffer
 	err := decodeFrom(io.TeeReader(http.MaxBytesReader(w, r.Body, smallBody), &raw), smallBody, &req, false)
 	if err == nil {
-		err = explicitZeros(req, raw.Bytes())
+		if e := api.CheckPolicyBody(req, raw.Bytes()); e != nil {
+			err = &wireError{http.StatusBadRequest, e.Error()}
+		}
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -44,32 +45,6 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Ser
 		return
 	}
 	writeJSON(w, http.StatusOK, toAPIPolicy(p))
-}
-
-// explicitZeros refuses the zeros a policy body gives explicitly where
-// the decoded policy would read them as absent: "concurrency": 0 (in
-// api.Policy, as in the service's task.Policy, 0 is no limit, the
-// default), and a "ttr" or push "timeout" of 0s (a default, as in a put,
-// whose "ttr": "0s" is refused too). Each is refused like the values
-// below its range rather than taken for the default. body has been
-// decoded whole into req, so it is one JSON object.
-func explicitZeros(req api.Policy, body []byte) error {
-	if req.TTR != nil && req.TTR.D() == 0 {
-		return badRequest("policy: ttr 0s: give 1ms or more, or leave it out for the server's default")
-	}
-	if req.Push != nil && req.Push.Timeout != nil && req.Push.Timeout.D() == 0 {
-		return badRequest("policy: push.timeout 0s: give 1ms or more, or leave it out for the default (30s)")
-	}
-	if req.Concurrency != 0 {
-		return nil
-	}
-	var probe struct {
-		Concurrency *int `json:"concurrency"`
-	}
-	if json.Unmarshal(body, &probe) == nil && probe.Concurrency != nil {
-		return badRequest("policy: concurrency 0: give at least 1, or leave it out for no limit")
-	}
-	return nil
 }
 
 // policy serves GET /v1/queues/{queue}/policy: 200 with the queue's

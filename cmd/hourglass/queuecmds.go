@@ -218,7 +218,7 @@ func decodePolicy(s string, p *api.Policy) error {
 	if dec.More() {
 		return errors.New("policy: trailing data after the JSON object")
 	}
-	return nil
+	return api.CheckPolicyBody(*p, []byte(s))
 }
 
 // readFileArg reads the file name, or standard input for "-".

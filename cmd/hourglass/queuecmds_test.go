@@ -44,6 +44,7 @@ func TestPolicyCommandsUsageErrors(t *testing.T) {
 		{[]string{"policy", "q", "--set", `{"ttr":30}`}, "not a number"},
 		{[]string{"policy", "q", "--set", `{"max_attempts":3`}, "policy:"},
 		{[]string{"policy", "q", "--set", `{} {}`}, "trailing data"},
+		{[]string{"policy", "q", "--set", `{"concurrency":0}`}, "policy: concurrency 0: give at least 1"},
 		{[]string{"policy", "q", "--set-file", filepath.Join(t.TempDir(), "none.json")}, "none.json"},
 		{[]string{"schedule", "--cron", "@hourly", "--queue", "q"}, "missing NAME"},
 		{[]string{"schedule", "--delete"}, "missing NAME"},
