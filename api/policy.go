@@ -68,7 +68,8 @@ type PauseRequest struct {
 // ReleaseRequest is the body of release: the lease, and how long the
 // task waits before it is ready again (absent: ready at once). A release
 // does not count the attempt: a worker shutting down gives its tasks
-// back with it.
+// back with it. The answer is the task as it is after, without its
+// payload ("payload": null; GET the task for it).
 type ReleaseRequest struct {
 	Lease string    `json:"lease"`
 	Delay *Duration `json:"delay,omitempty"`
@@ -77,7 +78,8 @@ type ReleaseRequest struct {
 // BuryRequest is the body of bury: the lease, and why (kept as the
 // task's last_error, at most [MaxError] bytes). The task is dead at
 // once, whatever attempts are left, or moved to the queue's dead-letter
-// queue.
+// queue. The answer is the task as it is after, without its payload
+// ("payload": null; GET the task for it).
 type BuryRequest struct {
 	Lease string `json:"lease"`
 	Error string `json:"error,omitempty"`

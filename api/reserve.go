@@ -38,7 +38,8 @@ type LeaseRequest struct {
 // ready at once without one), and why the attempt failed (kept as the
 // task's last_error, at most [MaxError] bytes). The attempt counts: a
 // task whose attempts are used up is dead, or moved to the queue's
-// dead-letter queue. The answer is the task as it is after.
+// dead-letter queue. The answer is the task as it is after, without its
+// payload ("payload": null; GET the task for it).
 type NackRequest struct {
 	Lease string    `json:"lease"`
 	Delay *Duration `json:"delay,omitempty"`

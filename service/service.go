@@ -119,14 +119,17 @@ type Tasks interface {
 	// (task.RetryDelay: after the queue's retry policy's delay, at once
 	// without one), or dead if its attempts are used up, and then moved
 	// to the queue's dead-letter queue if it has one (AfterFailure). It
-	// returns the task as it is after: its state, or its new queue.
+	// returns the task as it is after (its state, or its new queue),
+	// without its payload.
 	Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error)
 	// Release gives a reserved task back, ready after delay, without
-	// counting the attempt: a worker shutting down. It returns the task.
+	// counting the attempt: a worker shutting down. It returns the task,
+	// without its payload.
 	Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error)
 	// Bury makes a reserved task dead now, whatever attempts are left
 	// (moved to the queue's dead-letter queue if it has one), keeping
-	// reason as its last error. It returns the task.
+	// reason as its last error. It returns the task, without its
+	// payload.
 	Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error)
 	// Kick makes a dead task ready again.
 	Kick(ctx context.Context, queue, id string) error

@@ -452,7 +452,7 @@ func (f *front) Nack(ctx context.Context, queue, id, lease string, delay time.Du
 	if err := checkHeld(queue, id, lease); err != nil {
 		return task.Task{}, err
 	}
-	return f.e.Nack(ctx, queue, id, lease, delay, reason)
+	return answer(f.e.Nack(ctx, queue, id, lease, delay, reason))
 }
 
 func (f *front) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
@@ -462,14 +462,23 @@ func (f *front) Release(ctx context.Context, queue, id, lease string, delay time
 	if err := checkHeld(queue, id, lease); err != nil {
 		return task.Task{}, err
 	}
-	return f.e.Release(ctx, queue, id, lease, delay)
+	return answer(f.e.Release(ctx, queue, id, lease, delay))
 }
 
 func (f *front) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
 	if err := checkHeld(queue, id, lease); err != nil {
 		return task.Task{}, err
 	}
-	return f.e.Bury(ctx, queue, id, lease, reason)
+	return answer(f.e.Bury(ctx, queue, id, lease, reason))
+}
+
+// answer is the task a Nack, Release or Bury answers: without its
+// payload, whatever the engine read (a cluster node's statement returns
+// it, the embedded engine does not read it), since the task has left the
+// worker that held it; Get has it.
+func answer(t task.Task, err error) (task.Task, error) {
+	t.Payload = nil
+	return t, err
 }
 
 func (f *front) Kick(ctx context.Context, queue, id string) error {

@@ -28,6 +28,7 @@ func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("crud", func(t *testing.T) { policyCRUD(t, b) })
 	t.Run("put-defaults", func(t *testing.T) { putDefaults(t, b) })
 	t.Run("nack", func(t *testing.T) { nackPolicy(t, b) })
+	t.Run("answers", func(t *testing.T) { failureAnswers(t, b) })
 	t.Run("backoff", func(t *testing.T) { backoff(t, b) })
 	t.Run("jitter", func(t *testing.T) { jitter(t, b) })
 	t.Run("lease-expiry", func(t *testing.T) { leaseExpiry(t, b) })

@@ -14,6 +14,42 @@ import (
 // The policies' suite, what becomes of a failed attempt: Nack's answer,
 // back-off, lease expiry, Release, Bury and dead-letter queues.
 
+// failureAnswers: what Touch, Nack, Release and Bury answer is the task
+// as it is after, the same on every engine: Touch's with its payload (a
+// worker renewing a lease holds the task), the other three without it
+// (the task has left the worker; Get has it).
+func failureAnswers(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	putTask(t, b, "answers", task.PutRequest{ID: "a", Payload: []byte(`{"k":1}`), MaxAttempts: 5})
+	r := ReserveOne(t, b, "answers", time.Second)
+	tk, err := b.Touch(ctx, "answers", "a", r.Lease)
+	must(t, "touch", err)
+	if string(tk.Payload) != `{"k":1}` || tk.State != task.Reserved {
+		t.Errorf("Touch = %s, %s; want reserved with its payload", tk.State, tk.Payload)
+	}
+	for _, c := range []struct {
+		name  string
+		state task.State
+		call  func(lease string) (task.Task, error)
+	}{
+		{"nack", task.Ready, func(l string) (task.Task, error) { return b.Nack(ctx, "answers", "a", l, 0, "e") }},
+		{"release", task.Ready, func(l string) (task.Task, error) { return b.Release(ctx, "answers", "a", l, 0) }},
+		{"bury", task.Dead, func(l string) (task.Task, error) { return b.Bury(ctx, "answers", "a", l, "e") }},
+	} {
+		if c.name != "nack" { // the nack takes the touched reservation
+			r = ReserveOne(t, b, "answers", time.Second)
+		}
+		tk, err := c.call(r.Lease)
+		must(t, c.name, err)
+		if tk.Payload != nil || tk.State != c.state || tk.ID != "a" {
+			t.Errorf("%s = %s, payload %q; want %s without its payload", c.name, tk.State, tk.Payload, c.state)
+		}
+	}
+	if g, err := b.Get("answers", "a"); err != nil || string(g.Payload) != `{"k":1}` {
+		t.Errorf("Get after the bury = %q, %v; want its payload", g.Payload, err)
+	}
+}
+
 // nackPolicy: Nack's answer, its reason kept, the retry policy's delay
 // or the caller's, death at the last attempt.
 func nackPolicy(t *testing.T, b service.Service) {
