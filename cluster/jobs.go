@@ -154,11 +154,16 @@ func (n *Node) TouchJob(ctx context.Context, job uint64, lease string) (task.Tas
 }
 
 // sqlKick makes the tasks $1 ready that are dead or delayed, due now if
-// they were due later, and returns their queues.
-const sqlKick = `UPDATE hourglass_tasks SET state = 1, kicks = kicks + 1,
-		due = least(due, hourglass_now()), fire_at = NULL, died = NULL
-	WHERE job_id = ANY($1) AND (state = 3 OR (state = 1 AND fire_at IS NOT NULL))
-	RETURNING queue`
+// they were due later, and returns their queues. "Now" is read once and
+// each task's is a nanosecond after the one before it in $1, so that the
+// tasks kicked are handed out in the order kicked, as on the embedded
+// engine, which reads the clock for each.
+const sqlKick = `WITH now AS (SELECT hourglass_now() AS ns)
+	UPDATE hourglass_tasks t SET state = 1, kicks = kicks + 1,
+		due = least(t.due, now.ns + k.ord), fire_at = NULL, died = NULL
+	FROM unnest($1::bigint[]) WITH ORDINALITY AS k(job_id, ord), now
+	WHERE t.job_id = k.job_id AND (t.state = 3 OR (t.state = 1 AND t.fire_at IS NOT NULL))
+	RETURNING t.queue`
 
 // KickJob makes job ready if it is dead or delayed; else
 // task.ErrNotFound.

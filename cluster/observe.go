@@ -173,7 +173,8 @@ func (n *Node) KickDead(ctx context.Context, queue string) (int, error) {
 	if err := n.Err(); err != nil {
 		return 0, err
 	}
-	rows, err := n.db.Query(ctx, `SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND state = 3`, queue)
+	rows, err := n.db.Query(ctx, `SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND state = 3
+		ORDER BY died NULLS FIRST, job_id`, queue)
 	if err != nil {
 		return 0, dbErr(err)
 	}

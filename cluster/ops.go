@@ -38,12 +38,13 @@ func (n *Node) Get(queue, id string) (task.Task, error) {
 
 // sqlDelete deletes the tasks of hourglass_tasks t matching a condition
 // (%s), and with $1 (keep the history) records them as deleted
-// (history.go). It returns how many. A reserved task's running attempt
-// ends with no record.
+// (history.go), oldest death first (as the embedded engine, which takes
+// a queue's dead tasks in the order they died). It returns how many. A
+// reserved task's running attempt ends with no record.
 const sqlDelete = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE %s
-		RETURNING t.job_id, t.queue, t.id, t.attempts, t.last_error),
+		RETURNING t.job_id, t.queue, t.id, t.attempts, t.last_error, t.died),
 	fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDeleted + `', hourglass_now(), attempts, last_error
-		FROM gone WHERE $1)
+		FROM gone WHERE $1 ORDER BY died NULLS FIRST, job_id)
 	SELECT count(*) FROM gone`
 
 // sqlDeleteID is sqlDelete of the task $3 of queue $2 (Delete, a put's
@@ -122,8 +123,20 @@ func (n *Node) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
 		calls = append(calls, &call[ackReq]{req: ackReq{a.Queue, a.ID, a.Lease, outcome, int32(status)}})
 	}
 	n.runAcks(calls)
+	// acked: the tasks this batch acked, by queue and id, and the index of
+	// the call that did, so that a call refused before it is answered as
+	// when the calls run one by one: the task was there, under another
+	// lease.
+	acked := map[[2]string]int{}
 	for k, c := range calls {
-		switch {
+		if c.err == nil {
+			acked[[2]string{c.req.queue, c.req.id}] = k
+		}
+	}
+	for k, c := range calls {
+		switch j, ok := acked[[2]string{c.req.queue, c.req.id}]; {
+		case c.err == errNotHeld && ok && j > k:
+			errs[k] = task.ErrLease
 		case c.err == errNotHeld:
 			errs[k] = n.why(ctx, c.req.queue, c.req.id)
 		case c.err != nil:
@@ -200,14 +213,14 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 // (history.go): two inserts more, no round trip.
 const sqlAck = `WITH acked AS (
 		DELETE FROM hourglass_tasks t
-		USING unnest($1::text[], $2::text[], $3::text[], $6::text[], $7::int[]) AS a(queue, id, lease, outcome, status)
+		USING unnest($1::text[], $2::text[], $3::text[], $6::text[], $7::int[]) WITH ORDINALITY AS a(queue, id, lease, outcome, status, ord)
 		WHERE t.queue = a.queue AND t.id = a.id AND ` + sqlReservedByKey + ` AND t.lease = a.lease
-		RETURNING t.job_id, t.queue, t.id, t.lease, t.tries, t.reserved, t.attempts, t.last_error, a.outcome, a.status
+		RETURNING t.job_id, t.queue, t.id, t.lease, t.tries, t.reserved, t.attempts, t.last_error, a.outcome, a.status, a.ord
 	), now AS (SELECT hourglass_now() AS ns WHERE $4),
 	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, outcome, '', status, $5
 		FROM acked, now` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', now.ns, attempts, last_error
-		FROM acked, now)
+		FROM acked, now ORDER BY ord)
 	SELECT queue, id, lease, outcome, status FROM acked`
 
 // sqlReservedByKey is the condition that the task t is reserved, for a

@@ -1,0 +1,329 @@
+package servicetest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/internal/pgtest"
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/store/pebblestore"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// TestDifferential runs the same random sequence of operations on the
+// embedded engine (on Pebble) and on a node of a two-node cluster, and
+// checks that every answer is the same on both, and so is every queue's
+// count of tasks in each state after every operation: one behaviour on
+// both engines, beyond what the suites assert. Answers are compared as
+// a client sees them: a task by its id, queue, state, payload, priority,
+// attempts, max attempts, last error and whether it carries a lease
+// (job ids, times and lease tokens are each engine's own); an error by
+// the sentinel it wraps. The operations are puts (ready, or delayed an
+// hour, some replacing), reserves (wait 0), acks, nacks, releases,
+// buries and touches with a held lease or a stale one, gets, deletes,
+// kicks, policies (max attempts, a dead-letter queue) and their
+// deletion, batches of puts and of acks, reserves over several queues,
+// kicks and deletes of a queue's dead tasks, attempts, the history and
+// listings. HOURGLASS_DIFF_SEED picks another sequence,
+// HOURGLASS_DIFF_STEPS another length (400).
+func TestDifferential(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL")
+	}
+	ctx := context.Background()
+	st, err := pebblestore.Open(filepath.Join(t.TempDir(), "data"), pebblestore.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded := openBroker(t, st)
+	srv := pgtest.Start(t)
+	url := srv.CreateDatabase(t)
+	var nodes []service.Service
+	for _, name := range []string{"a", "b"} {
+		pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
+		n, err := cluster.Open(ctx, pool, cluster.Options{Node: name, Lease: time.Second, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, service.New(n))
+	}
+	seed := uint64(1)
+	if s := testEnv("HOURGLASS_DIFF_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	}
+	d := &differ{t: t, engines: []service.Service{embedded, nodes[0]}, names: []string{"embedded", "cluster"},
+		leases: []map[string]string{{}, {}}, rng: rand.New(rand.NewPCG(seed, 2))}
+	steps := 400
+	if s := testEnv("HOURGLASS_DIFF_STEPS"); s != "" {
+		fmt.Sscan(s, &steps)
+	}
+	for i := range steps {
+		d.step(ctx, i)
+		if t.Failed() {
+			t.Fatalf("seed %d: the engines differ at step %d; the steps so far:\n%s", seed, i, strings.Join(d.log, "\n"))
+		}
+	}
+}
+
+// differ drives the engines through one sequence.
+type differ struct {
+	t       *testing.T
+	engines []service.Service
+	names   []string
+	// leases per engine: queue/id → the lease of the task that engine
+	// handed out last (each engine's own token).
+	leases []map[string]string
+	rng    *rand.Rand
+	log    []string
+}
+
+var diffQueues = []string{"q1", "q2", "dl"}
+
+// step runs one random operation on both engines and compares.
+func (d *differ) step(ctx context.Context, i int) {
+	q := diffQueues[d.rng.IntN(2)] // q1 or q2; dl only by dead-lettering
+	if d.rng.IntN(10) == 0 {
+		q = "dl"
+	}
+	id := string(rune('a' + d.rng.IntN(5)))
+	key := q + "/" + id
+	var name string
+	var op func(e int, s service.Service) string
+	switch k := d.rng.IntN(28); {
+	case k < 5:
+		r := task.PutRequest{ID: id, Payload: fmt.Appendf(nil, `{"n":%d}`, i), Priority: uint32(d.rng.IntN(3)),
+			MaxAttempts: d.rng.IntN(4), Replace: d.rng.IntN(3) == 0}
+		if d.rng.IntN(4) == 0 {
+			r.Delay = time.Hour
+		}
+		name = fmt.Sprintf("put %s %+v", key, r)
+		op = func(e int, s service.Service) string {
+			tk, created, err := s.Put(ctx, q, r)
+			return fmt.Sprintf("%s created=%v %s", show(tk), created, kind(err))
+		}
+	case k < 9:
+		max := 1 + d.rng.IntN(3)
+		name = fmt.Sprintf("reserve %s max %d", q, max)
+		op = func(e int, s service.Service) string {
+			ts, err := s.Reserve(ctx, q, max, 0)
+			var out []string
+			for _, tk := range ts {
+				d.leases[e][tk.Queue+"/"+tk.ID] = tk.Lease
+				out = append(out, show(tk))
+			}
+			return fmt.Sprintf("%v %s", out, kind(err))
+		}
+	case k < 15:
+		stale := d.rng.IntN(5) == 0
+		verb := []string{"ack", "nack", "nack-retry", "release", "bury", "touch"}[d.rng.IntN(6)]
+		name = fmt.Sprintf("%s %s stale=%v", verb, key, stale)
+		op = func(e int, s service.Service) string {
+			lease := d.leases[e][key]
+			if stale || lease == "" {
+				lease = "0123456789abcdef0"
+			}
+			var tk task.Task
+			var err error
+			switch verb {
+			case "ack":
+				err = s.Ack(ctx, q, id, lease)
+			case "nack":
+				tk, err = s.Nack(ctx, q, id, lease, 0, "e"+verb)
+			case "nack-retry":
+				tk, err = s.Nack(ctx, q, id, lease, task.RetryDelay, "")
+			case "release":
+				tk, err = s.Release(ctx, q, id, lease, 0)
+			case "bury":
+				tk, err = s.Bury(ctx, q, id, lease, "buried")
+			case "touch":
+				tk, err = s.Touch(ctx, q, id, lease)
+			}
+			return fmt.Sprintf("%s %s", show(tk), kind(err))
+		}
+	case k < 16:
+		name = "get " + key
+		op = func(e int, s service.Service) string {
+			tk, err := s.Get(q, id)
+			return fmt.Sprintf("%s %s", show(tk), kind(err))
+		}
+	case k < 17:
+		name = "delete " + key
+		op = func(e int, s service.Service) string { return kind(s.Delete(ctx, q, id)) }
+	case k < 18:
+		name = "kick " + key
+		op = func(e int, s service.Service) string { return kind(s.Kick(ctx, q, id)) }
+	case k < 19:
+		p := task.Policy{MaxAttempts: d.rng.IntN(3)}
+		if q != "dl" && d.rng.IntN(2) == 0 {
+			p.DeadLetter = "dl"
+		}
+		name = fmt.Sprintf("set policy %s %+v", q, p)
+		op = func(e int, s service.Service) string {
+			got, err := s.SetPolicy(ctx, q, p)
+			return fmt.Sprintf("%+v %s", got, kind(err))
+		}
+	case k < 20:
+		name = "delete policy " + q
+		op = func(e int, s service.Service) string { return kind(s.DeletePolicy(ctx, q)) }
+	case k < 21:
+		var rs []task.PutRequest
+		for j := range 1 + d.rng.IntN(4) {
+			rs = append(rs, task.PutRequest{ID: string(rune('a' + d.rng.IntN(6))), Payload: fmt.Appendf(nil, `[%d,%d]`, i, j)})
+		}
+		if d.rng.IntN(4) == 0 {
+			rs[0].ID = "bad id" // answered in place
+		}
+		name = fmt.Sprintf("put batch %s %d", q, len(rs))
+		op = func(e int, s service.Service) string {
+			var out []string
+			for _, r := range s.PutBatch(ctx, q, rs) {
+				out = append(out, fmt.Sprintf("%s created=%v %s", show(r.Task), r.Created, kind(r.Err)))
+			}
+			return strings.Join(out, "; ")
+		}
+	case k < 22:
+		acks := []string{key, diffQueues[d.rng.IntN(2)] + "/" + string(rune('a'+d.rng.IntN(5)))}
+		stale := d.rng.IntN(4) == 0
+		name = fmt.Sprintf("ack many %v stale=%v", acks, stale)
+		op = func(e int, s service.Service) string {
+			var as []task.Ack
+			for i, k := range acks {
+				q, id, _ := strings.Cut(k, "/")
+				lease := d.leases[e][k]
+				if lease == "" || stale && i == 0 {
+					lease = "0123456789abcdef0"
+				}
+				as = append(as, task.Ack{Queue: q, ID: id, Lease: lease})
+			}
+			errs, err := s.AckMany(ctx, as)
+			var out []string
+			for _, e := range errs {
+				out = append(out, kind(e))
+			}
+			return fmt.Sprintf("%v %s", out, kind(err))
+		}
+	case k < 23:
+		qs := []string{"q2", "q1", "dl"}[:1+d.rng.IntN(3)]
+		max := 1 + d.rng.IntN(4)
+		name = fmt.Sprintf("reserve queues %v max %d", qs, max)
+		op = func(e int, s service.Service) string {
+			ts, err := s.ReserveQueues(ctx, qs, max, 0)
+			var out []string
+			for _, tk := range ts {
+				d.leases[e][tk.Queue+"/"+tk.ID] = tk.Lease
+				out = append(out, show(tk))
+			}
+			return fmt.Sprintf("%v %s", out, kind(err))
+		}
+	case k < 24:
+		kick := d.rng.IntN(2) == 0
+		name = fmt.Sprintf("kick dead %s (else delete dead): %v", q, kick)
+		op = func(e int, s service.Service) string {
+			var n int
+			var err error
+			if kick {
+				n, err = s.KickDead(ctx, q)
+			} else {
+				n, err = s.DeleteDead(ctx, q)
+			}
+			return fmt.Sprintf("%d %s", n, kind(err))
+		}
+	case k < 25:
+		name = "attempts " + key
+		op = func(e int, s service.Service) string {
+			as, err := s.Attempts(ctx, q, id)
+			var out []string
+			for _, a := range as {
+				out = append(out, fmt.Sprintf("%d:%s:%q", a.N, a.Outcome, a.Error))
+			}
+			return fmt.Sprintf("%v %s", out, kind(err))
+		}
+	case k < 26:
+		outcome := []string{"", "acked", "dead", "deleted"}[d.rng.IntN(4)]
+		name = fmt.Sprintf("history %s %q", q, outcome)
+		op = func(e int, s service.Service) string {
+			fs, _, err := s.FinishedTasks(ctx, q, outcome, 0, 1000)
+			var out []string
+			for _, f := range fs {
+				out = append(out, fmt.Sprintf("%s/%s:%s:%d:%q", f.Queue, f.ID, f.Outcome, f.Attempts, f.LastError))
+			}
+			return fmt.Sprintf("%v %s", out, kind(err))
+		}
+	case k < 27:
+		st := []task.State{0, task.Delayed, task.Ready, task.Reserved, task.Dead}[d.rng.IntN(5)]
+		name = fmt.Sprintf("list %s %v", q, st)
+		op = func(e int, s service.Service) string {
+			ts, _, err := s.ListTasks(ctx, q, st, 0, 1000)
+			var out []string
+			for _, tk := range ts {
+				out = append(out, show(tk))
+			}
+			return fmt.Sprintf("%v %s", out, kind(err))
+		}
+	default:
+		n := d.rng.IntN(3)
+		name = fmt.Sprintf("kick queue %s %d", q, n)
+		op = func(e int, s service.Service) string {
+			got, err := s.KickQueue(ctx, q, n)
+			return fmt.Sprintf("%d %s", got, kind(err))
+		}
+	}
+	d.log = append(d.log, fmt.Sprintf("%3d %s", i, name))
+	var answers, counts []string
+	for e, s := range d.engines {
+		answers = append(answers, op(e, s))
+		qs, err := s.Queues(ctx)
+		if err != nil {
+			d.t.Fatalf("%s: Queues: %v", d.names[e], err)
+		}
+		var c []string
+		for _, st := range qs {
+			if st.Delayed+st.Ready+st.Reserved+st.Dead > 0 {
+				c = append(c, fmt.Sprintf("%s:%d/%d/%d/%d", st.Name, st.Delayed, st.Ready, st.Reserved, st.Dead))
+			}
+		}
+		slices.Sort(c)
+		counts = append(counts, strings.Join(c, " "))
+	}
+	if answers[0] != answers[1] {
+		d.t.Errorf("step %d, %s:\n  %s: %s\n  %s: %s", i, name, d.names[0], answers[0], d.names[1], answers[1])
+	}
+	if counts[0] != counts[1] {
+		d.t.Errorf("step %d, %s: queues (delayed/ready/reserved/dead)\n  %s: %s\n  %s: %s", i, name, d.names[0], counts[0], d.names[1], counts[1])
+	}
+}
+
+// show is a task as the differential test compares it.
+func show(t task.Task) string {
+	if t.ID == "" && t.Queue == "" {
+		return "-"
+	}
+	return fmt.Sprintf("{%s/%s %s payload=%s prio=%d attempts=%d/%d err=%q leased=%v}",
+		t.Queue, t.ID, t.State, t.Payload, t.Priority, t.Attempts, t.MaxAttempts, t.LastError, t.Lease != "")
+}
+
+// kind names the sentinel err wraps, or its text.
+func kind(err error) string {
+	for _, s := range []error{task.ErrInvalid, task.ErrNotFound, task.ErrLease, task.ErrState, task.ErrTooLarge} {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	if err != nil {
+		return "other: " + err.Error()
+	}
+	return "ok"
+}
+
+// testEnv is os.Getenv, for the seed.
+var testEnv = os.Getenv
