@@ -166,16 +166,23 @@ func (b *Broker) bury(job uint64, s slot, q *queueState) {
 	s.set(task.Dead)
 	b.tasks.set(job, s)
 	if len(q.buried) >= 64 && len(q.buried) > 2*q.dead {
-		live := q.buried[:0]
-		for _, j := range q.buried {
-			if x, ok := b.tasks.get(j); ok && x.state() == task.Dead && x.queue() == q.index {
-				live = append(live, j)
-			}
-		}
+		live := b.buriedJobs(q, len(q.buried))
+		copy(q.buried, live)
 		clear(q.buried[len(live):])
-		q.buried = live
+		q.buried = q.buried[:len(live)]
+		q.reburied = nil
 	}
 	q.buried = append(q.buried, job)
+}
+
+// unbury notes that the dead job of q is leaving the dead state with its
+// entry still in q's buried list (a kick): if it dies again, that entry
+// is stale. b.mu is held.
+func (b *Broker) unbury(job uint64, q *queueState) {
+	if q.reburied == nil {
+		q.reburied = map[uint64]int{}
+	}
+	q.reburied[job]++
 }
 
 // TouchJob renews the reservation lease of job for another TTR.
@@ -249,14 +256,28 @@ func (b *Broker) KickQueue(ctx context.Context, queue string, n int) (int, error
 	return len(jobs), b.commitWait(ctx, b.barrier())
 }
 
-// buriedJobs returns up to n of q's dead tasks, oldest death first.
-// b.mu is held.
+// buriedJobs returns up to n of q's dead tasks, oldest death first: each
+// at its last entry in q.buried, skipping those from before a kick
+// (q.reburied). It takes O(n + the entries skipped). b.mu is held.
 func (b *Broker) buriedJobs(q *queueState, n int) []uint64 {
 	var out []uint64
+	var stale map[uint64]int // q.reburied's counts left to skip
 	seen := make(map[uint64]bool)
 	for _, j := range q.buried {
 		if len(out) == n {
 			break
+		}
+		if k, ok := q.reburied[j]; ok {
+			if stale == nil {
+				stale = map[uint64]int{}
+			}
+			if _, ok := stale[j]; !ok {
+				stale[j] = k
+			}
+			if stale[j] > 0 {
+				stale[j]--
+				continue
+			}
 		}
 		if s, ok := b.tasks.get(j); ok && s.state() == task.Dead && s.queue() == q.index && !seen[j] {
 			seen[j] = true

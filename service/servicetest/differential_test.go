@@ -33,8 +33,10 @@ import (
 // kicks, policies (max attempts, a dead-letter queue) and their
 // deletion, batches of puts and of acks, reserves over several queues,
 // kicks and deletes of a queue's dead tasks, attempts, the history and
-// listings. HOURGLASS_DIFF_SEED picks another sequence,
-// HOURGLASS_DIFF_STEPS another length (400).
+// listings. Five sequences of 600 steps run one after the other, each
+// from the state the one before left; HOURGLASS_DIFF_SEEDS (a comma
+// list) and HOURGLASS_DIFF_STEPS choose others, and a failure names the
+// values that repeat it.
 func TestDifferential(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL")
@@ -57,20 +59,32 @@ func TestDifferential(t *testing.T) {
 		t.Cleanup(func() { n.Close() })
 		nodes = append(nodes, service.New(n))
 	}
-	seed := uint64(1)
-	if s := testEnv("HOURGLASS_DIFF_SEED"); s != "" {
-		fmt.Sscan(s, &seed)
+	seeds := []uint64{1, 2, 3, 4, 5}
+	if s := testEnv("HOURGLASS_DIFF_SEEDS"); s != "" {
+		seeds = nil
+		for f := range strings.SplitSeq(s, ",") {
+			var seed uint64
+			if _, err := fmt.Sscan(f, &seed); err != nil {
+				t.Fatalf("HOURGLASS_DIFF_SEEDS=%s: %v", s, err)
+			}
+			seeds = append(seeds, seed)
+		}
 	}
-	d := &differ{t: t, engines: []service.Service{embedded, nodes[0]}, names: []string{"embedded", "cluster"},
-		leases: []map[string]string{{}, {}}, rng: rand.New(rand.NewPCG(seed, 2))}
-	steps := 400
+	steps := 600
 	if s := testEnv("HOURGLASS_DIFF_STEPS"); s != "" {
 		fmt.Sscan(s, &steps)
 	}
-	for i := range steps {
-		d.step(ctx, i)
-		if t.Failed() {
-			t.Fatalf("seed %d: the engines differ at step %d; the steps so far:\n%s", seed, i, strings.Join(d.log, "\n"))
+	d := &differ{t: t, engines: []service.Service{embedded, nodes[0]}, names: []string{"embedded", "cluster"},
+		leases: []map[string]string{{}, {}}}
+	for k, seed := range seeds {
+		// Each sequence goes on from the state the one before left.
+		d.rng, d.log = rand.New(rand.NewPCG(seed, 2)), nil
+		for i := range steps {
+			d.step(ctx, i)
+			if t.Failed() {
+				t.Fatalf("the engines differ at step %d of seed %d (again: HOURGLASS_DIFF_SEEDS=%s HOURGLASS_DIFF_STEPS=%d); its steps so far:\n%s",
+					i, seed, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(seeds[:k+1])), ","), "[]"), steps, strings.Join(d.log, "\n"))
+			}
 		}
 	}
 }

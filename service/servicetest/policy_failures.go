@@ -50,6 +50,36 @@ func failureAnswers(t *testing.T, b service.Service) {
 	}
 }
 
+// deadOrder: a queue's dead tasks are taken oldest death first (Peek,
+// KickQueue, the history of DeleteDead), a task that died, was kicked and
+// died again at its second death.
+func deadOrder(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	die := func(id string) {
+		t.Helper()
+		r := ReserveOne(t, b, "dead-order", time.Second)
+		if r.ID != id {
+			t.Fatalf("reserved %s, want %s", r.ID, id)
+		}
+		_, err := b.Bury(ctx, "dead-order", id, r.Lease, "")
+		must(t, "bury "+id, err)
+	}
+	putTask(t, b, "dead-order", task.PutRequest{ID: "a"})
+	putTask(t, b, "dead-order", task.PutRequest{ID: "b"})
+	die("a")
+	die("b")
+	must(t, "kick a", b.Kick(ctx, "dead-order", "a"))
+	die("a")
+	if p, err := b.Peek("dead-order", task.Dead); err != nil || p.ID != "b" {
+		t.Fatalf("Peek dead = %s, %v; want b, which died before a's second death", p.ID, err)
+	}
+	n, err := b.KickQueue(ctx, "dead-order", 1)
+	must(t, "kick 1", err)
+	if g, _ := b.Get("dead-order", "b"); n != 1 || g.State != task.Ready {
+		t.Fatalf("KickQueue 1 = %d, b %s; want b kicked first", n, g.State)
+	}
+}
+
 // nackPolicy: Nack's answer, its reason kept, the retry policy's delay
 // or the caller's, death at the last attempt.
 func nackPolicy(t *testing.T, b service.Service) {
