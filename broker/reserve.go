@@ -316,11 +316,16 @@ func (b *Broker) damaged(it taken, s slot) {
 }
 
 // peekReady returns the first item of q's ready heap whose task is still
-// ready there, dropping stale items. b.mu is held.
+// ready there, with that due time and priority, dropping stale items.
+// b.mu is held.
 func (b *Broker) peekReady(q *queueState) (readyItem, bool) {
 	for len(q.ready) > 0 {
 		it := q.ready[0]
-		if s, ok := b.tasks.get(it.job); ok && s.state() == task.Ready && s.queue() == q.index {
+		// An entry is the task's current one only if it still has the
+		// task's due time and priority: a task reserved by job id
+		// (beanstalkd's reserve-job) leaves its entry behind, and made
+		// ready again it has a newer one, later in the order.
+		if s, ok := b.tasks.get(it.job); ok && s.state() == task.Ready && s.queue() == q.index && s.due == it.due && s.prio == it.prio {
 			return it, true
 		}
 		q.ready.pop()

@@ -32,8 +32,8 @@ import (
 // buries and touches with a held lease or a stale one, gets, deletes,
 // kicks, policies (max attempts, a dead-letter queue) and their
 // deletion, batches of puts and of acks, reserves over several queues,
-// kicks and deletes of a queue's dead tasks, attempts, the history and
-// listings. Five sequences of 600 steps run one after the other, each
+// kicks and deletes of a queue's dead tasks, attempts, the history,
+// listings, peeks, pauses and beanstalkd's commands by job id. Five sequences of 600 steps run one after the other, each
 // from the state the one before left; HOURGLASS_DIFF_SEEDS (a comma
 // list) and HOURGLASS_DIFF_STEPS choose others, and a failure names the
 // values that repeat it.
@@ -113,7 +113,7 @@ func (d *differ) step(ctx context.Context, i int) {
 	key := q + "/" + id
 	var name string
 	var op func(e int, s service.Service) string
-	switch k := d.rng.IntN(28); {
+	switch k := d.rng.IntN(34); {
 	case k < 5:
 		r := task.PutRequest{ID: id, Payload: fmt.Appendf(nil, `{"n":%d}`, i), Priority: uint32(d.rng.IntN(3)),
 			MaxAttempts: d.rng.IntN(4), Replace: d.rng.IntN(3) == 0}
@@ -283,6 +283,49 @@ func (d *differ) step(ctx context.Context, i int) {
 				out = append(out, show(tk))
 			}
 			return fmt.Sprintf("%v %s", out, kind(err))
+		}
+	case k < 29:
+		st := []task.State{task.Delayed, task.Ready, task.Dead}[d.rng.IntN(3)]
+		name = fmt.Sprintf("peek %s %v", q, st)
+		op = func(e int, s service.Service) string {
+			tk, err := s.Peek(q, st)
+			return fmt.Sprintf("%s %s", show(tk), kind(err))
+		}
+	case k < 30:
+		pause := []time.Duration{0, time.Hour, task.PauseIndefinitely}[d.rng.IntN(3)]
+		name = fmt.Sprintf("pause %s %v", q, pause)
+		op = func(e int, s service.Service) string { return kind(s.PauseQueue(ctx, q, pause)) }
+	case k < 33:
+		// beanstalkd's commands, by the job id each engine gave key.
+		verb := []string{"delete", "release", "bury", "touch", "kick", "reserve"}[d.rng.IntN(6)]
+		prio := uint32(d.rng.IntN(3))
+		name = fmt.Sprintf("%s-job %s prio %d", verb, key, prio)
+		op = func(e int, s service.Service) string {
+			tk, err := s.Get(q, id)
+			if err != nil {
+				return "no job: " + kind(err)
+			}
+			job, lease := tk.JobID, d.leases[e][key]
+			switch verb {
+			case "delete":
+				err = s.DeleteJob(ctx, job, lease)
+			case "release":
+				err = s.ReleaseJob(ctx, job, lease, prio, 0)
+			case "bury":
+				err = s.BuryJob(ctx, job, lease, prio)
+			case "touch":
+				tk, err = s.TouchJob(ctx, job, lease)
+				return fmt.Sprintf("%s %s", show(tk), kind(err))
+			case "kick":
+				err = s.KickJob(ctx, job)
+			case "reserve":
+				tk, err = s.ReserveJob(ctx, job)
+				if err == nil {
+					d.leases[e][key] = tk.Lease
+				}
+				return fmt.Sprintf("%s %s", show(tk), kind(err))
+			}
+			return kind(err)
 		}
 	default:
 		n := d.rng.IntN(3)

@@ -35,6 +35,7 @@ func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("release", func(t *testing.T) { release(t, b) })
 	t.Run("bury", func(t *testing.T) { bury(t, b) })
 	t.Run("dead-order", func(t *testing.T) { deadOrder(t, b) })
+	t.Run("job-order", func(t *testing.T) { jobOrder(t, b) })
 	t.Run("dead-letter", func(t *testing.T) { deadLetter(t, b) })
 	t.Run("dead-letter-limits", func(t *testing.T) { deadLetterLimits(t, b) })
 	t.Run("pause", func(t *testing.T) { pause(t, b) })

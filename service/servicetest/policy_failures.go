@@ -80,6 +80,26 @@ func deadOrder(t *testing.T, b service.Service) {
 	}
 }
 
+// jobOrder: a task reserved by its job id (beanstalkd's reserve-job)
+// and released comes back at its new place in the order (due now, after
+// the tasks that were ready before), not at its old one.
+func jobOrder(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	a := putTask(t, b, "job-order", task.PutRequest{ID: "a"})
+	putTask(t, b, "job-order", task.PutRequest{ID: "b"})
+	r, err := b.ReserveJob(ctx, a.JobID)
+	must(t, "reserve a by job id", err)
+	must(t, "release a", b.ReleaseJob(ctx, a.JobID, r.Lease, task.DefaultPriority, 0))
+	if p, err := b.Peek("job-order", task.Ready); err != nil || p.ID != "b" {
+		t.Fatalf("Peek ready = %s, %v; want b, ready before a was released", p.ID, err)
+	}
+	for _, want := range []string{"b", "a"} {
+		if r := ReserveOne(t, b, "job-order", time.Second); r.ID != want {
+			t.Fatalf("reserved %s, want %s", r.ID, want)
+		}
+	}
+}
+
 // nackPolicy: Nack's answer, its reason kept, the retry policy's delay
 // or the caller's, death at the last attempt.
 func nackPolicy(t *testing.T, b service.Service) {
