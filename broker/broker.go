@@ -392,6 +392,8 @@ func (b *Broker) unplace(job uint64, s slot) {
 		b.leases.Remove(job)
 		delete(b.leased, job)
 		delete(b.taking, job)
+	case task.Dead:
+		b.unbury(job, b.queues[s.queue()])
 	}
 	b.queues[s.queue()].count(s.state(), 0)
 }

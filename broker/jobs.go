@@ -176,8 +176,8 @@ func (b *Broker) bury(job uint64, s slot, q *queueState) {
 }
 
 // unbury notes that the dead job of q is leaving the dead state with its
-// entry still in q's buried list (a kick): if it dies again, that entry
-// is stale. b.mu is held.
+// entry still in q's buried list (a kick, a reserve by job id, a
+// delete): if it dies again, that entry is stale. b.mu is held.
 func (b *Broker) unbury(job uint64, q *queueState) {
 	if q.reburied == nil {
 		q.reburied = map[uint64]int{}

@@ -20,10 +20,11 @@ type queueState struct {
 	// beanstalkd's peek-buried and kick; entries whose task is no longer
 	// dead there are skipped and dropped lazily.
 	buried []uint64
-	// reburied counts, for a task kicked while dead, its entries in
-	// buried from before the kick: a task that dies again is appended
-	// again, and its older entries must not put it where it first died.
-	// Emptied when bury compacts buried (which keeps one entry a task).
+	// reburied counts, for a task that left the dead state (unplace),
+	// its entries in buried from before: a task that dies again is
+	// appended again, and its older entries must not put it where it
+	// first died. Emptied when bury compacts buried (which keeps one
+	// entry a task).
 	reburied map[uint64]int
 	// pausedUntil is when a pause (PauseQueue) ends, Unix ns; 0: none;
 	// math.MaxInt64: until resumed. pauseEnd is the timer that ends a

@@ -175,9 +175,6 @@ func (b *Broker) Kick(ctx context.Context, queue, id string) error {
 // kickJob makes the dead or delayed job ready now. b.mu is held.
 func (b *Broker) kickJob(job uint64, s slot, rec store.Task) {
 	now := time.Now().UnixNano()
-	if s.state() == task.Dead {
-		b.unbury(job, b.queues[s.queue()])
-	}
 	b.unplace(job, s)
 	b.queues[s.queue()].count(0, s.state()) // unplace took it out; place moves it
 	rec.State = store.Waiting

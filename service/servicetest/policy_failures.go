@@ -51,8 +51,8 @@ func failureAnswers(t *testing.T, b service.Service) {
 }
 
 // deadOrder: a queue's dead tasks are taken oldest death first (Peek,
-// KickQueue, the history of DeleteDead), a task that died, was kicked and
-// died again at its second death.
+// KickQueue, the history of DeleteDead), a task that died, was kicked (or
+// reserved by job id) and died again at its second death.
 func deadOrder(t *testing.T, b service.Service) {
 	ctx := context.Background()
 	die := func(id string) {
@@ -73,10 +73,20 @@ func deadOrder(t *testing.T, b service.Service) {
 	if p, err := b.Peek("dead-order", task.Dead); err != nil || p.ID != "b" {
 		t.Fatalf("Peek dead = %s, %v; want b, which died before a's second death", p.ID, err)
 	}
+	// b, reserved by job id while dead (beanstalkd's reserve-job) and
+	// buried again, now died after a.
+	g, err := b.Get("dead-order", "b")
+	must(t, "get b", err)
+	r, err := b.ReserveJob(ctx, g.JobID)
+	must(t, "reserve b by job id", err)
+	must(t, "bury b by job id", b.BuryJob(ctx, g.JobID, r.Lease, task.DefaultPriority))
+	if p, err := b.Peek("dead-order", task.Dead); err != nil || p.ID != "a" {
+		t.Fatalf("Peek dead = %s, %v; want a, which died before b's second death", p.ID, err)
+	}
 	n, err := b.KickQueue(ctx, "dead-order", 1)
 	must(t, "kick 1", err)
-	if g, _ := b.Get("dead-order", "b"); n != 1 || g.State != task.Ready {
-		t.Fatalf("KickQueue 1 = %d, b %s; want b kicked first", n, g.State)
+	if g, _ := b.Get("dead-order", "a"); n != 1 || g.State != task.Ready {
+		t.Fatalf("KickQueue 1 = %d, a %s; want a kicked first", n, g.State)
 	}
 }
 
