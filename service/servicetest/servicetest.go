@@ -5,7 +5,9 @@
 // (policy.go); the tests of this package run them over service.New of
 // the embedded engine (package broker on memstore and on Pebble) and of a
 // node of a cluster on PostgreSQL (package cluster), in river's manner of
-// one driver test suite for every driver.
+// one driver test suite for every driver. Beyond what the suite asserts,
+// TestDifferential runs one random sequence of operations on both
+// engines and compares every answer, a model of each in the other.
 package servicetest
 
 import (
