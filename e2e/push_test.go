@@ -404,7 +404,7 @@ func testPushRefused(t *testing.T) {
 		{`{"url":"/relative"}`, "push.url"},
 		{`{"url":""}`, "push.url"},
 		{`{"url":"http://10.0.0.1/","timeout":"16m"}`, "push.timeout"},
-		{`{"url":"http://10.0.0.1/","timeout":"0s"}`, ""},
+		{`{"url":"http://10.0.0.1/","timeout":"0s"}`, "push.timeout"},
 		{`{"url":"http://10.0.0.1/","headers":{"Hourglass-Queue":"x"}}`, "push.headers"},
 		{`{"url":"http://10.0.0.1/","headers":{"Bad Name":"x"}}`, "push.headers"},
 		{`{"url":"http://10.0.0.1/","headers":{"Host":"x"}}`, "push.headers"},
