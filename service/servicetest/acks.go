@@ -3,6 +3,7 @@ package servicetest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
@@ -55,6 +56,30 @@ func ackMany(t *testing.T, b service.Service) {
 	if got.State != task.Reserved {
 		t.Fatalf("b after acks that failed: %v, want reserved", got.State)
 	}
+
+	// Answered as if the acks ran one by one: a stale ack of b before its
+	// good one finds b there under another lease; and the history has
+	// the acks in batch order (newest first: b, then c).
+	_, _, err = b.Put(ctx, "acks", task.PutRequest{ID: "c", Payload: []byte(`1`)})
+	must(t, "put c again", err)
+	r := ReserveOne(t, b, "acks", time.Second)
+	lease[r.ID] = r.Lease
+	errs, err = b.AckMany(ctx, []task.Ack{
+		{Queue: "acks", ID: "b", Lease: lease["a"]},
+		{Queue: "acks", ID: "c", Lease: lease["c"]},
+		{Queue: "acks", ID: "b", Lease: lease["b"]},
+	})
+	must(t, "AckMany", err)
+	wantErr(t, "a stale ack before the good one", errs[0], task.ErrLease)
+	if errs[1] != nil || errs[2] != nil {
+		t.Fatalf("the good acks: %v, %v; want nil", errs[1], errs[2])
+	}
+	fs, _, err := b.FinishedTasks(ctx, "acks", task.FinishedAcked, 0, 2)
+	must(t, "history", err)
+	if len(fs) != 2 || fs[0].ID != "b" || fs[1].ID != "c" {
+		t.Fatalf("history after acks of c then b in one batch: %+v; want b, then c", fs)
+	}
+
 	_, err = b.AckMany(ctx, nil)
 	wantErr(t, "AckMany of none", err, task.ErrInvalid)
 	_, err = b.AckMany(ctx, make([]task.Ack, task.MaxAcks+1))
