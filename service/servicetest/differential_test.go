@@ -130,12 +130,7 @@ func (d *differ) step(ctx context.Context, i int) {
 		name = fmt.Sprintf("reserve %s max %d", q, max)
 		op = func(e int, s service.Service) string {
 			ts, err := s.Reserve(ctx, q, max, 0)
-			var out []string
-			for _, tk := range ts {
-				d.leases[e][tk.Queue+"/"+tk.ID] = tk.Lease
-				out = append(out, show(tk))
-			}
-			return fmt.Sprintf("%v %s", out, kind(err))
+			return d.reserved(e, ts, err)
 		}
 	case k < 15:
 		stale := d.rng.IntN(5) == 0
@@ -232,12 +227,7 @@ func (d *differ) step(ctx context.Context, i int) {
 		name = fmt.Sprintf("reserve queues %v max %d", qs, max)
 		op = func(e int, s service.Service) string {
 			ts, err := s.ReserveQueues(ctx, qs, max, 0)
-			var out []string
-			for _, tk := range ts {
-				d.leases[e][tk.Queue+"/"+tk.ID] = tk.Lease
-				out = append(out, show(tk))
-			}
-			return fmt.Sprintf("%v %s", out, kind(err))
+			return d.reserved(e, ts, err)
 		}
 	case k < 24:
 		kick := d.rng.IntN(2) == 0
@@ -358,6 +348,17 @@ func (d *differ) step(ctx context.Context, i int) {
 	if counts[0] != counts[1] {
 		d.t.Errorf("step %d, %s: queues (delayed/ready/reserved/dead)\n  %s: %s\n  %s: %s", i, name, d.names[0], counts[0], d.names[1], counts[1])
 	}
+}
+
+// reserved keeps the leases of the tasks engine e handed out and returns
+// the answer as compared.
+func (d *differ) reserved(e int, ts []task.Task, err error) string {
+	var out []string
+	for _, tk := range ts {
+		d.leases[e][tk.Queue+"/"+tk.ID] = tk.Lease
+		out = append(out, show(tk))
+	}
+	return fmt.Sprintf("%v %s", out, kind(err))
 }
 
 // show is a task as the differential test compares it.
