@@ -127,6 +127,7 @@ func TestPolicyRefused(t *testing.T) {
 		{`{"rate":{"limit":0,"per":"1s"}}`, "rate.limit"},
 		{`{"rate":{"limit":1,"per":"0s"}}`, "rate.per"},
 		{`{"rate":{"limit":1,"per":"1s","burst":-1}}`, "rate.burst"},
+		{`{"concurrency":-2}`, "concurrency"},
 		{`{"concurrency":1000001}`, "concurrency"},
 		{`{"dead_letter":"q"}`, "dead_letter"},
 		{`{"dead_letter":"a b"}`, "dead_letter"},
