@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,7 +22,9 @@ import (
 // the open group, opens the next, and commits. While one group commits
 // the next one fills, so with many requests waiting each fsync carries
 // many of them, and with one request at a time each fsync carries one.
-// Groups commit in the order they were opened.
+// Over a [store.Pipeliner] a group is applied while the one before it
+// syncs only when it is large (see hold). Groups commit in the order they
+// were opened.
 type group struct {
 	seq   uint64 // groups are opened, and commit, in seq order
 	batch store.Batch
@@ -236,10 +239,12 @@ func (b *Broker) commitLoop() {
 	p, pipelined := b.st.(store.Pipeliner)
 	var syncs chan syncing
 	var synced chan struct{}
+	var pl *pipeline
 	if pipelined {
 		syncs = make(chan syncing, pipelineDepth)
 		synced = make(chan struct{})
-		go b.syncLoop(syncs, synced)
+		pl = &pipeline{drained: make(chan struct{}, 1)}
+		go b.syncLoop(syncs, synced, pl)
 		defer func() {
 			close(syncs)
 			<-synced
@@ -247,7 +252,8 @@ func (b *Broker) commitLoop() {
 	}
 	commit := func() {
 		if pipelined {
-			b.applyOpen(p, syncs)
+			b.hold(pl)
+			b.applyOpen(p, syncs, pl)
 		} else {
 			b.commitOpen()
 		}
@@ -294,6 +300,49 @@ func (b *Broker) between(fn func()) (ok bool) {
 
 // pipelineDepth bounds the groups applied and waiting for their fsyncs.
 const pipelineDepth = 8
+
+// pipeline is what the committer and syncLoop share over a Pipeliner.
+type pipeline struct {
+	syncing atomic.Int32  // groups applied, not yet finished
+	drained chan struct{} // buffered 1: syncing fell to 0
+}
+
+// bigGroup is the number of task writes from which the open group is
+// applied at once, while groups before it still wait for their fsync
+// (see hold).
+const bigGroup = 256
+
+// hold waits, before the open group is applied, while groups applied
+// before it wait for their fsync, unless it has bigGroup task writes or
+// more. Runs on the committer.
+//
+// Pebble runs one fsync at a time, and one covers every batch applied
+// before it began, so applying a small group while another syncs does not
+// make it durable sooner: it waits for the next fsync either way. Held
+// instead, it gathers the writes that arrive until that fsync could begin,
+// and the broker makes one group, one Pebble batch and one hand-off to
+// syncLoop where it made several. With 64 clients putting one task each,
+// groups of about 5 tasks became groups of about 18 (one a fsync), and
+// the server's CPU a put fell by about a sixth: BenchmarkBroker_PutDurable
+// 18.0 → 11.2 µs, BenchmarkBroker_WorkedDurable 37.8 → 33.2 µs (medians
+// of 5 in turns), with the same throughput. A group of bigGroup writes or
+// more (a batch put over HTTP) is still applied at once: its memtable
+// inserts take long enough to be worth running during the fsync before.
+func (b *Broker) hold(pl *pipeline) {
+	for pl.syncing.Load() > 0 && b.openTasks() < bigGroup {
+		select {
+		case <-pl.drained:
+		case <-b.work:
+		}
+	}
+}
+
+// openTasks returns the open group's task writes.
+func (b *Broker) openTasks() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open.tasks
+}
 
 // syncing is a group applied to a Pipeliner, waiting for its fsync.
 type syncing struct {
@@ -375,11 +424,12 @@ func (b *Broker) commitOpen() {
 
 // applyOpen applies the open group, if it has writes, and queues it for
 // syncLoop.
-func (b *Broker) applyOpen(p store.Pipeliner, syncs chan<- syncing) {
+func (b *Broker) applyOpen(p store.Pipeliner, syncs chan<- syncing, pl *pipeline) {
 	g, err := b.takeOpen()
 	if g == nil {
 		return
 	}
+	pl.syncing.Add(1)
 	s := syncing{g: g, err: err, start: time.Now()}
 	if err == nil {
 		s.wait, s.err = p.Apply(&g.batch)
@@ -388,7 +438,7 @@ func (b *Broker) applyOpen(p store.Pipeliner, syncs chan<- syncing) {
 }
 
 // syncLoop finishes applied groups in order as their fsyncs complete.
-func (b *Broker) syncLoop(syncs <-chan syncing, done chan<- struct{}) {
+func (b *Broker) syncLoop(syncs <-chan syncing, done chan<- struct{}, pl *pipeline) {
 	defer close(done)
 	for s := range syncs {
 		err := s.err
@@ -396,6 +446,12 @@ func (b *Broker) syncLoop(syncs <-chan syncing, done chan<- struct{}) {
 			err = s.wait()
 		}
 		b.finish(s.g, err, s.start)
+		if pl.syncing.Add(-1) == 0 {
+			select {
+			case pl.drained <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
