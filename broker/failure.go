@@ -128,6 +128,7 @@ func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.
 		}
 	}
 	rec.State = store.Dead
+	rec.Reserved = now // while dead: when it died, for Recover's order
 	b.writeTask(store.UpdateTask, rec)
 	b.bury(job, s, q)
 	return rec, b.tasks.at(job)

@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hourglass-go/hourglass/store"
@@ -38,6 +40,9 @@ func (b *Broker) recover() error {
 	// task reads its payload and replaces a task of its id in another
 	// queue, which the scan may not have reached yet.
 	var expired []store.Task
+	// Dead tasks are buried after the scan, in the order they died (the
+	// scan goes by job id), as a cluster node orders them.
+	var dead []deadTask
 	err = b.st.Recover(func(t store.Task) error {
 		n++
 		if t.JobID >= b.nextJob {
@@ -63,7 +68,7 @@ func (b *Broker) recover() error {
 			b.tasks.set(t.JobID, s)
 			expired = append(expired, t)
 		case store.Dead:
-			b.bury(t.JobID, s, q)
+			dead = append(dead, deadTask{job: t.JobID, died: t.Reserved, s: s})
 		default:
 			return fmt.Errorf("%w: job %d has state %d", store.ErrCorrupt, t.JobID, t.State)
 		}
@@ -73,6 +78,11 @@ func (b *Broker) recover() error {
 		b.mu.Unlock()
 		return fmt.Errorf("hourglass: recovery: %w", err)
 	}
+	slices.SortStableFunc(dead, func(a, b deadTask) int { return cmp.Compare(a.died, b.died) })
+	for _, d := range dead {
+		b.bury(d.job, d.s, b.queues[d.s.queue()])
+	}
+	dead = nil
 	for _, t := range expired {
 		if s, ok := b.tasks.get(t.JobID); ok && s.state() == task.Reserved {
 			b.expired(t.JobID, s, t, now) // else replaced by a dead-lettered task
@@ -91,4 +101,11 @@ func (b *Broker) recover() error {
 	b.log.Info("hourglass: recovered", "tasks", n, "queues", len(b.queues),
 		"schedules", len(b.schedules), "took", time.Since(start).String())
 	return nil
+}
+
+// deadTask is a dead task found by Recover, buried once the scan is over.
+type deadTask struct {
+	job  uint64
+	died int64 // store.Task.Reserved of a dead task
+	s    slot  // not yet dead: bury counts it in
 }

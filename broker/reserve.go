@@ -306,10 +306,12 @@ func (b *Broker) damaged(it taken, s slot) {
 	b.log.Error("hourglass: task damaged in the store; it is dead now and can be deleted",
 		"queue", it.q.name, "id", rec.ID, "job_id", it.job, "err", it.err)
 	if rec.JobID != 0 {
+		now := time.Now().UnixNano()
 		rec.State = store.Dead
 		rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
+		b.leave(&rec, task.FinishedDead, now)
+		rec.Reserved = now // while dead: when it died, for Recover's order
 		b.writeTask(store.UpdateTask, rec)
-		b.leave(&rec, task.FinishedDead, time.Now().UnixNano())
 	}
 	b.bury(it.job, s, it.q)
 	b.metrics.Dead.Inc()

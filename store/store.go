@@ -87,8 +87,10 @@ type Task struct {
 
 	// LastError is why the last attempt failed (task.Task.LastError).
 	LastError string
-	// Reserved is when the current reservation began (Unix ns), while
-	// Reserved: the running attempt's start.
+	// Reserved is, while Reserved, when the current reservation began
+	// (Unix ns): the running attempt's start; while Dead, when the task
+	// died (0 for a task that died before the broker recorded it), which
+	// orders a queue's dead tasks after a restart.
 	Reserved int64
 
 	// Counters kept for beanstalkd's stats-job.

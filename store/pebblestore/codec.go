@@ -137,7 +137,7 @@ func describe(key []byte) string {
 //	 53    4  Buries
 //	 57    4  Kicks
 //	 61       Queue, ID, Lease, LastError
-//	 end-8 8  Reserved (when the current reservation began)
+//	 end-8 8  Reserved (when the current reservation began; for a dead task, when it died)
 //
 // LastError and Reserved came with format 3. A record of format 2 ends
 // after Lease, and decodeMeta reads it with LastError "" and Reserved 0:
