@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/cluster"
 	"github.com/hourglass-go/hourglass/internal/pgtest"
 	"github.com/hourglass-go/hourglass/service"
@@ -36,17 +37,39 @@ import (
 // listings, peeks, pauses and beanstalkd's commands by job id. Five sequences of 600 steps run one after the other, each
 // from the state the one before left; HOURGLASS_DIFF_SEEDS (a comma
 // list) and HOURGLASS_DIFF_STEPS choose others, and a failure names the
-// values that repeat it.
+// values that repeat it. The embedded engine restarts between two
+// sequences (the cluster's state is in PostgreSQL), so that what it
+// recovers is compared too.
 func TestDifferential(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL")
 	}
 	ctx := context.Background()
-	st, err := pebblestore.Open(filepath.Join(t.TempDir(), "data"), pebblestore.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
+	// The embedded engine restarts before each sequence but the first:
+	// what it answers after a restart must be what it answered before.
+	dir := filepath.Join(t.TempDir(), "data")
+	var st *pebblestore.Store
+	var b *broker.Broker
+	open := func() service.Service {
+		var err error
+		if st, err = pebblestore.Open(dir, pebblestore.Options{Logger: quiet}); err != nil {
+			t.Fatal(err)
+		}
+		if b, err = broker.Open(st, broker.Config{Logger: quiet}); err != nil {
+			t.Fatal(err)
+		}
+		return service.New(b)
 	}
-	embedded := openBroker(t, st)
+	shut := func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	embedded := open()
+	t.Cleanup(shut)
 	srv := pgtest.Start(t)
 	url := srv.CreateDatabase(t)
 	var nodes []service.Service
@@ -79,6 +102,11 @@ func TestDifferential(t *testing.T) {
 	for k, seed := range seeds {
 		// Each sequence goes on from the state the one before left.
 		d.rng, d.log = rand.New(rand.NewPCG(seed, 2)), nil
+		if k > 0 {
+			shut()
+			d.engines[0] = open()
+			d.log = append(d.log, "the embedded engine restarted")
+		}
 		for i := range steps {
 			d.step(ctx, i)
 			if t.Failed() {
@@ -103,6 +131,11 @@ type differ struct {
 
 var diffQueues = []string{"q1", "q2", "dl"}
 
+// diffTTR is the ttr of every task TestDifferential puts: longer than any
+// run, since when a lease that ran out is noticed differs between the
+// engines (the embedded engine's lease wheel, a cluster node's sweep).
+const diffTTR = time.Hour
+
 // step runs one random operation on both engines and compares.
 func (d *differ) step(ctx context.Context, i int) {
 	q := diffQueues[d.rng.IntN(2)] // q1 or q2; dl only by dead-lettering
@@ -116,7 +149,7 @@ func (d *differ) step(ctx context.Context, i int) {
 	switch k := d.rng.IntN(34); {
 	case k < 5:
 		r := task.PutRequest{ID: id, Payload: fmt.Appendf(nil, `{"n":%d}`, i), Priority: uint32(d.rng.IntN(3)),
-			MaxAttempts: d.rng.IntN(4), Replace: d.rng.IntN(3) == 0}
+			MaxAttempts: d.rng.IntN(4), Replace: d.rng.IntN(3) == 0, TTR: diffTTR}
 		if d.rng.IntN(4) == 0 {
 			r.Delay = time.Hour
 		}
@@ -187,7 +220,7 @@ func (d *differ) step(ctx context.Context, i int) {
 	case k < 21:
 		var rs []task.PutRequest
 		for j := range 1 + d.rng.IntN(4) {
-			rs = append(rs, task.PutRequest{ID: string(rune('a' + d.rng.IntN(6))), Payload: fmt.Appendf(nil, `[%d,%d]`, i, j)})
+			rs = append(rs, task.PutRequest{ID: string(rune('a' + d.rng.IntN(6))), Payload: fmt.Appendf(nil, `[%d,%d]`, i, j), TTR: diffTTR})
 		}
 		if d.rng.IntN(4) == 0 {
 			rs[0].ID = "bad id" // answered in place
