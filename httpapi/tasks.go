@@ -56,7 +56,9 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b service.Serv
 	var items []api.PutRequest
 	var itemErrs []error
 	var whole api.BatchRequest
-	if decodeFrom(bytes.NewReader(data), s.batchBody, &whole, false) == nil {
+	if plain, ok := parsePuts(data); ok {
+		items = plain // the plain form, read by hand: putsjson.go
+	} else if decodeFrom(bytes.NewReader(data), s.batchBody, &whole, false) == nil {
 		items = whole.Tasks
 	} else {
 		var body struct {

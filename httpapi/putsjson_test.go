@@ -1,0 +1,163 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hourglass-go/hourglass/api"
+)
+
+// putBodies are batch bodies: the first ones have the plain form
+// parsePuts must take, the rest a bit of everything it must leave to
+// encoding/json (or take only as encoding/json reads them).
+var putBodies = []string{
+	`{"tasks":[{"payload":"abc","delay":"1h"}]}`,
+	` { "tasks" : [ { "id" : "a-1" , "payload" : {"n": [1, 2.5, "x\"}"], "m": null} , "delay" : "90s" , "priority" : 7 , "ttr" : "30s" , "max_attempts" : -0 , "replace" : true } ] } ` + "\n",
+	`{"tasks":[]}`,
+	`{"tasks":[{},{"payload":1e3},{"payload":[]},{"payload":true,"replace":false}]}`,
+	`{"tasks":[{"at":"2026-12-05T10:00:00Z","priority":4294967295,"max_attempts":3,"payload":"caf\u00e9"}]}`,
+	`{"tasks":[{"priority":-0}]}`,
+	`{"tasks":[{"priority":4294967296}]}`,
+	`{"tasks":[{"priority":1.0}]}`,
+	`{"tasks":[{"priority":01}]}`,
+	`{"tasks":[{"max_attempts":1e2}]}`,
+	`{"tasks":[{"max_attempts":99999999999999999999}]}`,
+	`{"tasks":[{"payload":null}]}`,
+	`{"tasks":[{"payload":nul}]}`,
+	`{"tasks":[{"payload":"a` + "\x01" + `"}]}`,
+	`{"tasks":[{"payload":{"a":1}x}]}`,
+	`{"tasks":[{"payload":123abc}]}`,
+	`{"tasks":[{"payload":"unterminated}]}`,
+	`{"tasks":[{"payload":{"a":"\\"}}]}`,
+	`{"tasks":[{"payload":"\\\""}]}`,
+	`{"tasks":[{"ID":"a"}]}`,
+	`{"tasks":[{"id":"a","id":"b"}]}`,
+	`{"tasks":[{"id":"a\"b"}]}`,
+	`{"tasks":[{"id":null}]}`,
+	`{"tasks":[{"delay":"soon"}]}`,
+	`{"tasks":[{"delay":5}]}`,
+	`{"tasks":[{"at":"yesterday"}]}`,
+	`{"tasks":[{"replace":1}]}`,
+	`{"tasks":[{"other":1}]}`,
+	`{"tasks":[{"id":"a"},]}`,
+	`{"tasks":[{"id":"a"}]}x`,
+	`{"tasks":[{"id":"a"}]}{}`,
+	`{"tasks":null}`,
+	`{"tasks":[{"id":"a"}],"tasks":[]}`,
+	`{"Tasks":[]}`,
+	`{}`,
+	``,
+	`[]`,
+	`null`,
+}
+
+// TestParsePuts_MatchesEncodingJSON checks that every body parsePuts
+// takes decodes the same through encoding/json, as putBatch reads it,
+// and that it takes the plain bodies clients send.
+func TestParsePuts_MatchesEncodingJSON(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"tasks":[`)
+	for i := range api.MaxBatch {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":"t%d","payload":{"order":%d,"note":"é"},"delay":"%ds"}`, i, i, i)
+	}
+	b.WriteString("]}\n")
+	bodies := append([]string{b.String()}, putBodies...)
+	for i, body := range bodies {
+		items, ok := parsePuts([]byte(body))
+		if i < 6 && !ok {
+			t.Errorf("%q: not taken", body)
+		}
+		if !ok {
+			continue
+		}
+		checkPutsMatch(t, []byte(body), items)
+	}
+}
+
+// checkPutsMatch fails t unless encoding/json decodes body into items.
+func checkPutsMatch(t *testing.T, body []byte, items []api.PutRequest) {
+	t.Helper()
+	var want api.BatchRequest
+	if err := decodeFrom(bytes.NewReader(body), 1<<30, &want, false); err != nil {
+		t.Fatalf("%q: taken as %+v; encoding/json: %v", body, items, err)
+	}
+	if len(items) == 0 && len(want.Tasks) == 0 {
+		return // [] against an empty slice
+	}
+	if !reflect.DeepEqual(items, want.Tasks) {
+		t.Fatalf("%q: taken as %+v; encoding/json: %+v", body, items, want.Tasks)
+	}
+}
+
+// TestParsePuts_CopiesBody checks that the tasks keep no part of the
+// body: a batch body may be megabytes, and the ids and payloads of its
+// tasks live as long as the tasks.
+func TestParsePuts_CopiesBody(t *testing.T) {
+	body := []byte(`{"tasks":[{"id":"abc","payload":"xyz"}]}`)
+	items, ok := parsePuts(body)
+	if !ok {
+		t.Fatal("not taken")
+	}
+	for i := range body {
+		body[i] = '#'
+	}
+	if items[0].ID != "abc" || string(items[0].Payload) != `"xyz"` {
+		t.Fatalf("after the body changed: %+v", items[0])
+	}
+}
+
+// FuzzParsePuts checks that what parsePuts takes, encoding/json decodes
+// the same.
+func FuzzParsePuts(f *testing.F) {
+	for _, b := range putBodies {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		items, ok := parsePuts(body)
+		if !ok {
+			return
+		}
+		checkPutsMatch(t, body, items)
+		if _, err := json.Marshal(items); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkDecodePuts_100 decodes a batch body of 100 tasks with 200-byte
+// payloads and delays (BenchmarkServer_PutBatch's): by hand (plain) and
+// through encoding/json (json), as before.
+func BenchmarkDecodePuts_100(b *testing.B) {
+	var s strings.Builder
+	s.WriteString(`{"tasks":[`)
+	for i := range 100 {
+		if i > 0 {
+			s.WriteByte(',')
+		}
+		fmt.Fprintf(&s, `{"payload":"%s","delay":"1h"}`, strings.Repeat(string(rune('a'+i%26)), 198))
+	}
+	s.WriteString("]}")
+	body := []byte(s.String())
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			if items, ok := parsePuts(body); !ok || len(items) != 100 {
+				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		for b.Loop() {
+			var req api.BatchRequest
+			if err := decodeFrom(bytes.NewReader(body), 1<<30, &req, false); err != nil || len(req.Tasks) != 100 {
+				b.Fatal(err)
+			}
+		}
+	})
+}
