@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -59,6 +62,37 @@ func parsePuts(body []byte) ([]api.PutRequest, bool) {
 	}
 	p.space()
 	return items, p.i == len(p.b)
+}
+
+// parsePut parses the body of a single put if it is one task of the
+// plain form (as parsePuts takes each), and reports whether it was.
+func parsePut(body []byte) (api.PutRequest, bool) {
+	p := putParser{b: body}
+	r, ok := p.item()
+	if !ok {
+		return api.PutRequest{}, false
+	}
+	p.space()
+	return r, p.i == len(p.b)
+}
+
+// decodePut reads the body of POST /v1/queues/{queue}/tasks, at most
+// limit bytes, as decode does (an empty body is a put of nothing but
+// defaults): by hand when it has the plain form, else through
+// encoding/json, over the same bytes.
+func decodePut(w http.ResponseWriter, r *http.Request, limit int64) (api.PutRequest, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err == nil {
+		if p, ok := parsePut(body); ok {
+			return p, nil
+		}
+	}
+	var rest io.Reader = bytes.NewReader(body)
+	if err != nil {
+		rest = io.MultiReader(rest, errReader{err})
+	}
+	var p api.PutRequest
+	return p, decodeFrom(rest, limit, &p, true)
 }
 
 // putParser reads b from i on.

@@ -131,6 +131,53 @@ func FuzzParsePuts(f *testing.F) {
 	})
 }
 
+// FuzzParsePut checks that what parsePut takes as a single put's body,
+// encoding/json decodes the same.
+func FuzzParsePut(f *testing.F) {
+	for _, b := range putBodies {
+		f.Add([]byte(b))
+		if i := strings.Index(b, "[{"); i >= 0 {
+			f.Add([]byte(b[i+1 : max(i+1, strings.LastIndex(b, "}]")+1)]))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkPutMatch(t, body)
+	})
+}
+
+// checkPutMatch fails t if parsePut takes body other than encoding/json
+// reads it.
+func checkPutMatch(t *testing.T, body []byte) {
+	t.Helper()
+	got, ok := parsePut(body)
+	if !ok {
+		return
+	}
+	var want api.PutRequest
+	if err := decodeFrom(bytes.NewReader(body), 1<<30, &want, true); err != nil {
+		t.Fatalf("%q: taken as %+v; encoding/json: %v", body, got, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: taken as %+v; encoding/json: %+v", body, got, want)
+	}
+}
+
+// TestParsePut_MatchesEncodingJSON checks the items of putBodies as
+// single puts' bodies, and that parsePut takes the plain ones.
+func TestParsePut_MatchesEncodingJSON(t *testing.T) {
+	for _, body := range []string{`{"payload":{"a":1},"delay":"5s"}`, ` {} `, `{"id":"x","replace":true}` + "\n"} {
+		if _, ok := parsePut([]byte(body)); !ok {
+			t.Errorf("%q: not taken", body)
+		}
+		checkPutMatch(t, []byte(body))
+	}
+	for _, b := range putBodies {
+		if i := strings.Index(b, "[{"); i >= 0 {
+			checkPutMatch(t, []byte(b[i+1:max(i+1, strings.LastIndex(b, "}]")+1)]))
+		}
+	}
+}
+
 // BenchmarkDecodePuts_100 decodes a batch body of 100 tasks with 200-byte
 // payloads and delays (BenchmarkServer_PutBatch's): by hand (plain) and
 // through encoding/json (json), as before.
@@ -156,6 +203,27 @@ func BenchmarkDecodePuts_100(b *testing.B) {
 		for b.Loop() {
 			var req api.BatchRequest
 			if err := decodeFrom(bytes.NewReader(body), 1<<30, &req, false); err != nil || len(req.Tasks) != 100 {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkDecodePut decodes a single put's body (a 200-byte payload and
+// a delay): by hand (plain) and through encoding/json (json), as before.
+func BenchmarkDecodePut(b *testing.B) {
+	body := []byte(`{"payload":"` + strings.Repeat("p", 198) + `","delay":"1h"}`)
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := parsePut(body); !ok {
+				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		for b.Loop() {
+			var p api.PutRequest
+			if err := decodeFrom(bytes.NewReader(body), 1<<20, &p, true); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -15,8 +15,8 @@ import (
 // put serves POST /v1/queues/{queue}/tasks: 201 with the task when it is
 // new, 200 with the existing one (or its replacement) when the id exists.
 func (s *Server) put(w http.ResponseWriter, r *http.Request, b service.Service) {
-	var p api.PutRequest
-	if err := decode(w, r, s.putBody, &p, true); err != nil {
+	p, err := decodePut(w, r, s.putBody)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
