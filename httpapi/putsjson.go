@@ -31,7 +31,9 @@ import (
 // other cases, escapes, null, a duplicate key, a value its type refuses,
 // trailing data) goes to encoding/json as before, over the same bytes, so
 // that what is accepted and every error are encoding/json's
-// (TestParsePuts_MatchesEncodingJSON, FuzzParsePuts).
+// (TestParsePuts_MatchesEncodingJSON, FuzzParsePuts). The body of a
+// single put, POST /v1/queues/{queue}/tasks, is read the same way when it
+// is one such task (parsePut, FuzzParsePut).
 
 // parsePuts parses body if it has the plain form of a batch (see above),
 // and reports whether it had. Its strings and payloads are copies: the
