@@ -51,90 +51,12 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // above), and reports whether it had. The strings of the acks are
 // substrings of one copy of body. It takes O(len(body)).
 func parseAcks(body []byte) ([]api.Ack, bool) {
-	p := ackParser{s: string(body)}
-	if !p.byte('{') || !p.key("acks") || !p.byte('[') {
-		return nil, false
-	}
-	acks := make([]api.Ack, 0, p.count())
-	if !p.peek(']') {
-		for {
-			a, ok := p.ack()
-			if !ok {
-				return nil, false
-			}
-			acks = append(acks, a)
-			if p.peek(']') {
-				break
-			}
-			if !p.byte(',') {
-				return nil, false
-			}
-		}
-	}
-	if !p.byte(']') || !p.byte('}') {
-		return nil, false
-	}
-	p.space()
-	return acks, p.i == len(p.s)
+	p := ackParser{scanner[string]{s: string(body)}}
+	return plainList(&p.scanner, "acks", api.MaxAcks, p.ack)
 }
 
-// ackParser reads s from i on.
-type ackParser struct {
-	s string
-	i int
-}
-
-// space skips JSON white space.
-func (p *ackParser) space() {
-	for p.i < len(p.s) {
-		switch p.s[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-// peek reports whether c comes next, after white space.
-func (p *ackParser) peek(c byte) bool {
-	p.space()
-	return p.i < len(p.s) && p.s[p.i] == c
-}
-
-// byte reads c, after white space.
-func (p *ackParser) byte(c byte) bool {
-	if !p.peek(c) {
-		return false
-	}
-	p.i++
-	return true
-}
-
-// str reads a string of printable ASCII without escapes, after white
-// space.
-func (p *ackParser) str() (string, bool) {
-	if !p.byte('"') {
-		return "", false
-	}
-	start := p.i
-	for ; p.i < len(p.s); p.i++ {
-		switch c := p.s[p.i]; {
-		case c == '"':
-			p.i++
-			return p.s[start : p.i-1], true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return "", false
-		}
-	}
-	return "", false
-}
-
-// key reads "name" and a colon.
-func (p *ackParser) key(name string) bool {
-	k, ok := p.str()
-	return ok && k == name && p.byte(':')
-}
+// ackParser reads an acks body.
+type ackParser struct{ scanner[string] }
 
 // ack reads one object of up to three keys: queue, id and lease.
 func (p *ackParser) ack() (api.Ack, bool) {
@@ -177,16 +99,4 @@ func (p *ackParser) ack() (api.Ack, bool) {
 			return a, false
 		}
 	}
-}
-
-// count guesses the number of acks from the rest of s: its '{'s, at most
-// api.MaxAcks+1.
-func (p *ackParser) count() int {
-	n := 0
-	for i := p.i; i < len(p.s) && n <= api.MaxAcks; i++ {
-		if p.s[i] == '{' {
-			n++
-		}
-	}
-	return n
 }

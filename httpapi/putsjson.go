@@ -39,43 +39,19 @@ import (
 // and reports whether it had. Its strings and payloads are copies: the
 // tasks keep no part of body. It takes O(len(body)).
 func parsePuts(body []byte) ([]api.PutRequest, bool) {
-	p := putParser{b: body}
-	if !p.byte('{') || !p.key("tasks") || !p.byte('[') {
-		return nil, false
-	}
-	items := make([]api.PutRequest, 0, p.count())
-	if !p.peek(']') {
-		for {
-			it, ok := p.item()
-			if !ok {
-				return nil, false
-			}
-			items = append(items, it)
-			if p.peek(']') {
-				break
-			}
-			if !p.byte(',') {
-				return nil, false
-			}
-		}
-	}
-	if !p.byte(']') || !p.byte('}') {
-		return nil, false
-	}
-	p.space()
-	return items, p.i == len(p.b)
+	p := putParser{scanner[[]byte]{s: body}}
+	return plainList(&p.scanner, "tasks", api.MaxBatch, p.item)
 }
 
 // parsePut parses the body of a single put if it is one task of the
 // plain form (as parsePuts takes each), and reports whether it was.
 func parsePut(body []byte) (api.PutRequest, bool) {
-	p := putParser{b: body}
+	p := putParser{scanner[[]byte]{s: body}}
 	r, ok := p.item()
 	if !ok {
 		return api.PutRequest{}, false
 	}
-	p.space()
-	return r, p.i == len(p.b)
+	return r, p.end()
 }
 
 // decodePut reads the body of POST /v1/queues/{queue}/tasks, at most
@@ -97,68 +73,13 @@ func decodePut(w http.ResponseWriter, r *http.Request, limit int64) (api.PutRequ
 	return p, decodeFrom(rest, limit, &p, true)
 }
 
-// putParser reads b from i on.
-type putParser struct {
-	b []byte
-	i int
-}
-
-// space skips JSON white space.
-func (p *putParser) space() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-// peek reports whether c comes next, after white space.
-func (p *putParser) peek(c byte) bool {
-	p.space()
-	return p.i < len(p.b) && p.b[p.i] == c
-}
-
-// byte reads c, after white space.
-func (p *putParser) byte(c byte) bool {
-	if !p.peek(c) {
-		return false
-	}
-	p.i++
-	return true
-}
-
-// str reads a string of printable ASCII without escapes, after white
-// space, and returns it with its quotes.
-func (p *putParser) str() ([]byte, bool) {
-	if !p.peek('"') {
-		return nil, false
-	}
-	start := p.i
-	for p.i++; p.i < len(p.b); p.i++ {
-		switch c := p.b[p.i]; {
-		case c == '"':
-			p.i++
-			return p.b[start:p.i], true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// key reads "name" and a colon.
-func (p *putParser) key(name string) bool {
-	k, ok := p.str()
-	return ok && string(k) == `"`+name+`"` && p.byte(':')
-}
+// putParser reads a put's body, or a batch's.
+type putParser struct{ scanner[[]byte] }
 
 // Keys of a task, by their bit in item's seen.
 var putKeys = map[string]uint{
-	`"id"`: 0, `"payload"`: 1, `"delay"`: 2, `"at"`: 3,
-	`"priority"`: 4, `"ttr"`: 5, `"max_attempts"`: 6, `"replace"`: 7,
+	"id": 0, "payload": 1, "delay": 2, "at": 3,
+	"priority": 4, "ttr": 5, "max_attempts": 6, "replace": 7,
 }
 
 // item reads one task object.
@@ -187,12 +108,12 @@ func (p *putParser) item() (api.PutRequest, bool) {
 			if !ok {
 				return r, false
 			}
-			r.ID = string(v[1 : len(v)-1])
+			r.ID = string(v)
 		case 1:
 			// A string of printable ASCII is valid as it is read; any
 			// other value is checked whole.
 			at := p.i
-			v, ok := p.str()
+			v, ok := p.quoted()
 			if !ok {
 				p.i = at
 				v, ok = p.value()
@@ -202,7 +123,7 @@ func (p *putParser) item() (api.PutRequest, bool) {
 			}
 			r.Payload = json.RawMessage(append([]byte(nil), v...))
 		case 2, 5:
-			v, ok := p.str()
+			v, ok := p.quoted()
 			if !ok {
 				return r, false
 			}
@@ -216,7 +137,7 @@ func (p *putParser) item() (api.PutRequest, bool) {
 				r.TTR = d
 			}
 		case 3:
-			v, ok := p.str()
+			v, ok := p.quoted()
 			if !ok {
 				return r, false
 			}
@@ -265,31 +186,31 @@ func (p *putParser) item() (api.PutRequest, bool) {
 func (p *putParser) integer() (int64, bool) {
 	p.space()
 	start := p.i
-	if p.i < len(p.b) && p.b[p.i] == '-' {
+	if p.i < len(p.s) && p.s[p.i] == '-' {
 		p.i++
 	}
 	digits := p.i
-	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
 		p.i++
 	}
 	n := p.i - digits
-	if n == 0 || n > 18 || n > 1 && p.b[digits] == '0' {
+	if n == 0 || n > 18 || n > 1 && p.s[digits] == '0' {
 		return 0, false // none, too many, or a leading zero
 	}
-	if p.i < len(p.b) {
-		switch p.b[p.i] {
+	if p.i < len(p.s) {
+		switch p.s[p.i] {
 		case '.', 'e', 'E':
 			return 0, false
 		}
 	}
-	v, err := strconv.ParseInt(string(p.b[start:p.i]), 10, 64)
+	v, err := strconv.ParseInt(string(p.s[start:p.i]), 10, 64)
 	return v, err == nil
 }
 
 // literal reads word (true or false), after white space.
 func (p *putParser) literal(word string) bool {
 	p.space()
-	if len(p.b)-p.i < len(word) || string(p.b[p.i:p.i+len(word)]) != word {
+	if len(p.s)-p.i < len(word) || string(p.s[p.i:p.i+len(word)]) != word {
 		return false
 	}
 	p.i += len(word)
@@ -303,18 +224,18 @@ func (p *putParser) value() ([]byte, bool) {
 	p.space()
 	start := p.i
 	depth := 0
-	for p.i < len(p.b) {
-		c := p.b[p.i]
+	for p.i < len(p.s) {
+		c := p.s[p.i]
 		switch {
 		case c == '"':
 			p.i++
-			for p.i < len(p.b) && p.b[p.i] != '"' {
-				if p.b[p.i] == '\\' {
+			for p.i < len(p.s) && p.s[p.i] != '"' {
+				if p.s[p.i] == '\\' {
 					p.i++
 				}
 				p.i++
 			}
-			if p.i >= len(p.b) {
+			if p.i >= len(p.s) {
 				return nil, false
 			}
 			p.i++
@@ -337,21 +258,9 @@ func (p *putParser) value() ([]byte, bool) {
 		}
 	}
 end:
-	v := p.b[start:p.i]
+	v := p.s[start:p.i]
 	if len(v) == 0 || v[0] == 'n' || !json.Valid(v) {
 		return nil, false
 	}
 	return v, true
-}
-
-// count guesses the number of tasks from the rest of b: its '{'s, at most
-// api.MaxBatch+1.
-func (p *putParser) count() int {
-	n := 0
-	for i := p.i; i < len(p.b) && n <= api.MaxBatch; i++ {
-		if p.b[i] == '{' {
-			n++
-		}
-	}
-	return n
 }
