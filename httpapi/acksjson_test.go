@@ -48,16 +48,10 @@ var ackBodies = []string{
 // takes decodes the same through encoding/json, as decode reads it, and
 // that it takes the plain bodies workers send.
 func TestParseAcks_MatchesEncodingJSON(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"acks":[`)
-	for i := range api.MaxAcks {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"queue":"bench-worker","id":"%d","lease":"9f3a%dx"}`, i+1, i)
-	}
-	b.WriteString("]}\n")
-	bodies := append([]string{b.String()}, ackBodies...)
+	plain := listBody("acks", api.MaxAcks, func(i int) string {
+		return fmt.Sprintf(`{"queue":"bench-worker","id":"%d","lease":"9f3a%dx"}`, i+1, i)
+	})
+	bodies := append([]string{plain}, ackBodies...)
 	for i, body := range bodies {
 		acks, ok := parseAcks([]byte(body))
 		if i < 5 && !ok {
@@ -104,16 +98,9 @@ func FuzzParseAcks(f *testing.F) {
 // BenchmarkDecodeAcks_100 decodes the body of a worker's acks request of
 // 100 acks: by hand (plain) and through encoding/json (json), as before.
 func BenchmarkDecodeAcks_100(b *testing.B) {
-	var s strings.Builder
-	s.WriteString(`{"acks":[`)
-	for i := range 100 {
-		if i > 0 {
-			s.WriteByte(',')
-		}
-		fmt.Fprintf(&s, `{"queue":"bench-worker","id":"%d","lease":"0123456789abcdef%x"}`, 100000+i, 100000+i)
-	}
-	s.WriteString("]}\n")
-	body := []byte(s.String())
+	body := []byte(listBody("acks", 100, func(i int) string {
+		return fmt.Sprintf(`{"queue":"bench-worker","id":"%d","lease":"0123456789abcdef%x"}`, 100000+i, 100000+i)
+	}))
 	b.Run("plain", func(b *testing.B) {
 		for b.Loop() {
 			if acks, ok := parseAcks(body); !ok || len(acks) != 100 {

@@ -59,16 +59,10 @@ var putBodies = []string{
 // takes decodes the same through encoding/json, as putBatch reads it,
 // and that it takes the plain bodies clients send.
 func TestParsePuts_MatchesEncodingJSON(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"tasks":[`)
-	for i := range api.MaxBatch {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"id":"t%d","payload":{"order":%d,"note":"é"},"delay":"%ds"}`, i, i, i)
-	}
-	b.WriteString("]}\n")
-	bodies := append([]string{b.String()}, putBodies...)
+	plain := listBody("tasks", api.MaxBatch, func(i int) string {
+		return fmt.Sprintf(`{"id":"t%d","payload":{"order":%d,"note":"é"},"delay":"%ds"}`, i, i, i)
+	})
+	bodies := append([]string{plain}, putBodies...)
 	for i, body := range bodies {
 		items, ok := parsePuts([]byte(body))
 		if i < 6 && !ok {
@@ -182,16 +176,9 @@ func TestParsePut_MatchesEncodingJSON(t *testing.T) {
 // payloads and delays (BenchmarkServer_PutBatch's): by hand (plain) and
 // through encoding/json (json), as before.
 func BenchmarkDecodePuts_100(b *testing.B) {
-	var s strings.Builder
-	s.WriteString(`{"tasks":[`)
-	for i := range 100 {
-		if i > 0 {
-			s.WriteByte(',')
-		}
-		fmt.Fprintf(&s, `{"payload":"%s","delay":"1h"}`, strings.Repeat(string(rune('a'+i%26)), 198))
-	}
-	s.WriteString("]}")
-	body := []byte(s.String())
+	body := []byte(listBody("tasks", 100, func(i int) string {
+		return `{"payload":"` + strings.Repeat(string(rune('a'+i%26)), 198) + `","delay":"1h"}`
+	}))
 	b.Run("plain", func(b *testing.B) {
 		for b.Loop() {
 			if items, ok := parsePuts(body); !ok || len(items) != 100 {
