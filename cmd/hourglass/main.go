@@ -11,6 +11,7 @@
 //	hourglass pause QUEUE [--for D] | resume QUEUE | policy QUEUE [--set JSON | --delete]
 //	hourglass schedule [NAME [--cron LINE --queue Q | --delete]]
 //	hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--runs 5] [--chart FILE]
+//	hourglass version | --version
 //
 // serve keeps tasks in a Pebble store in --data, or runs as a node of a
 // cluster on the PostgreSQL database --postgres (serve_postgres.go), and
@@ -55,7 +56,7 @@ const usage = "usage: hourglass bench [--quick] [--json] [--scenario a,b] [--str
 
 // commandsUsage is the usage line of every subcommand.
 var commandsUsage = serveUsage + "\n" + putUsage + "\n" + reserveUsage + "\n" + ackUsage + "\n" + queuesUsage + "\n" +
-	taskUsages() + usage
+	taskUsages() + usage + "\n" + versionUsage
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -82,6 +83,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runTaskCommand(args[0], args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, commandsUsage)
 		fmt.Fprintln(stdout, "\nRun hourglass SUBCOMMAND -h for its flags.")
