@@ -28,6 +28,15 @@ const (
 	queuesUsage  = "usage: hourglass queues [--server URL] [--token T]"
 )
 
+// serverEnv names the environment variable that gives the server's URL
+// when --server is not given (the flag wins over it), as tokenEnv gives
+// the token.
+const serverEnv = "HOURGLASS_SERVER"
+
+// defaultServer is the server's URL when neither --server nor
+// $HOURGLASS_SERVER gives one: `hourglass serve`'s default --http.
+const defaultServer = "http://127.0.0.1:7070"
+
 // stdin is what `hourglass put QUEUE -` reads the payload from.
 var stdin io.Reader = os.Stdin
 
@@ -42,7 +51,7 @@ type clientOptions struct {
 func clientFlags(name string, o *clientOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("hourglass "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.server, "server", "http://127.0.0.1:7070", "URL of the hourglass server")
+	fs.StringVar(&o.server, "server", defaultServer, "URL of the hourglass server (default $"+serverEnv+", else "+defaultServer+")")
 	fs.StringVar(&o.token, "token", "", "bearer token (default $"+tokenEnv+")")
 	return fs
 }
@@ -76,9 +85,15 @@ func parseArgs(fs *flag.FlagSet, args []string, min, max int, what string) ([]st
 	return pos, nil
 }
 
-// newClient returns a client for the common options, with the token from
-// the environment when --token was not given.
+// newClient returns a client for the common options, with the server's
+// URL and the token from the environment when --server and --token were
+// not given (an empty $HOURGLASS_SERVER is the default URL).
 func (o clientOptions) newClient(fs *flag.FlagSet, getenv func(string) string) (*client.Client, error) {
+	if !flagSet(fs, "server") {
+		if s := getenv(serverEnv); s != "" {
+			o.server = s
+		}
+	}
 	if !flagSet(fs, "token") {
 		o.token = getenv(tokenEnv)
 	}

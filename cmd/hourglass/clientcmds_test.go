@@ -1,6 +1,10 @@
 package main
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +123,89 @@ func TestClientCallError(t *testing.T) {
 	var stdout, stderr strings.Builder
 	if code := run([]string{"queues", "--server", "http://127.0.0.1:1"}, &stdout, &stderr); code != 1 || !strings.HasPrefix(stderr.String(), "hourglass: ") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// startServer runs `hourglass serve` in this process on a free loopback
+// port and a temporary directory, until the test ends, and returns its
+// URL.
+func startServer(t *testing.T) string {
+	t.Helper()
+	o, _, err := parseServe([]string{"--http", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data")}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	go func() { done <- serve(ctx, o, log, func(a string) { addr <- a }) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(stopTimeout):
+			t.Error("serve did not stop")
+		}
+	})
+	var server string
+	select {
+	case a := <-addr:
+		server = "http://" + a
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	waitReady(t, server)
+	return server
+}
+
+// cli runs the command args and returns its exit status, stdout and
+// stderr.
+func cli(args ...string) (code int, stdout, stderr string) {
+	var out, errOut strings.Builder
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// TestServerEnv checks that the client subcommands call the server
+// $HOURGLASS_SERVER names when --server is not given, and --server's when
+// both are.
+func TestServerEnv(t *testing.T) {
+	server := startServer(t)
+	dead := "http://127.0.0.1:1" // nothing listens on port 1
+	t.Setenv(serverEnv, server)
+	if code, out, errOut := cli("put", "env", `{"n":1}`, "--id", "e1"); code != 0 || !strings.Contains(out, `"id":"e1"`) {
+		t.Fatalf("put with $%s: exit %d, %q %q", serverEnv, code, out, errOut)
+	}
+	if code, out, errOut := cli("get", "env", "e1"); code != 0 || !strings.Contains(out, `"payload":{"n":1}`) {
+		t.Errorf("get with $%s: exit %d, %q %q", serverEnv, code, out, errOut)
+	}
+	if code, _, errOut := cli("queues", "--server", dead); code != 1 || !strings.HasPrefix(errOut, "hourglass: ") {
+		t.Errorf("queues --server %s with $%s set to a live server: exit %d, %q; want the flag's dead server (1)", dead, serverEnv, code, errOut)
+	}
+	t.Setenv(serverEnv, dead)
+	if code, out, errOut := cli("queues", "--server", server); code != 0 || !strings.Contains(out, "env") {
+		t.Errorf("queues --server with $%s dead: exit %d, %q %q; want the flag's server", serverEnv, code, out, errOut)
+	}
+	if code, _, errOut := cli("reserve", "env"); code != 1 {
+		t.Errorf("reserve with $%s dead: exit %d, %q; want 1", serverEnv, code, errOut)
+	}
+	// parsed: the environment's URL, the flag's over it, the default without either.
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"q"}, "https://h:1/p", "https://h:1/p"},
+		{[]string{"q", "--server", "http://flag:2"}, "https://h:1/p", "http://flag:2"},
+		{[]string{"q"}, "", defaultServer},
+	} {
+		_, c, _, err := parsePut(tc.args, env(map[string]string{serverEnv: tc.env}))
+		if err != nil || c.URL() != tc.want {
+			t.Errorf("put %v with $%s=%q: %v, %v; want %s", tc.args, serverEnv, tc.env, c, err, tc.want)
+		}
 	}
 }

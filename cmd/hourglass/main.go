@@ -19,9 +19,11 @@
 // on --beanstalk (serve_beanstalk.go), either way: it listens at once, answers
 // /readyz with 200 once it has recovered every task, and on SIGTERM or
 // SIGINT lets in-flight requests finish, commits, and exits 0. The other
-// subcommands but bench call a running server with package client, the
-// token from --token or $HOURGLASS_TOKEN; they print tasks, policies and
-// schedules as lines of JSON (`hourglass help` lists their usage lines).
+// subcommands but bench and version call a running server with package
+// client: the one --server or $HOURGLASS_SERVER names (default
+// http://127.0.0.1:7070), with the token from --token or
+// $HOURGLASS_TOKEN; they print tasks, policies and schedules as lines of
+// JSON (`hourglass help` lists their usage lines).
 //
 // bench measures a Timer over each of hourglass's structures next to Go's
 // runtime timers in the scenarios of package internal/bench, prints a
