@@ -293,7 +293,7 @@ func testCLI(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &j1) != nil || j1.ID != "j1" || j1.State != api.StateDelayed || string(j1.Payload) != `{"a":1}` || j1.Priority != 3 {
 		t.Fatalf("put: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	out, stderr, code = runCLI(t, env, "put", "--server", url, "jobs", "plain text")
+	out, stderr, code = runCLI(t, env, "put", "--server", url, "jobs", "plain text", "--raw")
 	var plain api.Task
 	if code != 0 || json.Unmarshal([]byte(out), &plain) != nil || string(plain.Payload) != `"plain text"` || plain.State != api.StateReady {
 		t.Fatalf("put with text and the token from the environment: exit %d, stdout %q, stderr %q", code, out, stderr)

@@ -22,7 +22,7 @@ import (
 // The client subcommands call a running server over the HTTP API with
 // package client. Flags may come before, between or after the arguments.
 const (
-	putUsage     = "usage: hourglass put QUEUE [PAYLOAD|-] [--delay D | --at T] [--id ID] [--priority N] [--ttr D] [--max-attempts N] [--replace] [--server URL] [--token T]"
+	putUsage     = "usage: hourglass put QUEUE [PAYLOAD|-] [--raw] [--delay D | --at T] [--id ID] [--priority N] [--ttr D] [--max-attempts N] [--replace] [--server URL] [--token T]"
 	reserveUsage = "usage: hourglass reserve QUEUE [--max N] [--wait D] [--server URL] [--token T]"
 	ackUsage     = "usage: hourglass ack QUEUE ID LEASE [--server URL] [--token T]"
 	queuesUsage  = "usage: hourglass queues [--server URL] [--token T]"
@@ -106,9 +106,9 @@ type putCommand struct {
 	req   api.PutRequest
 }
 
-// parsePut parses the arguments of `hourglass put`. PAYLOAD is JSON;
-// text that is not JSON is sent as a JSON string, and "-" reads the
-// payload from standard input.
+// parsePut parses the arguments of `hourglass put`. PAYLOAD is JSON,
+// "-" reads it from standard input; text that is not JSON is refused
+// with a hint, unless --raw sends it as a JSON string.
 func parsePut(args []string, getenv func(string) string) (putCommand, *client.Client, *flag.FlagSet, error) {
 	var (
 		o   clientOptions
@@ -145,6 +145,7 @@ func parsePut(args []string, getenv func(string) string) (putCommand, *client.Cl
 	})
 	fs.IntVar(&p.req.MaxAttempts, "max-attempts", 0, "reservations without an ack before the task is dead; 0: unlimited")
 	fs.BoolVar(&p.req.Replace, "replace", false, "replace a task of the same id")
+	raw := fs.Bool("raw", false, "send PAYLOAD (or standard input) as a JSON string, whatever it holds")
 	pos, err := parseArgs(fs, args, 1, 2, "QUEUE")
 	if err != nil {
 		return p, nil, fs, err
@@ -157,7 +158,7 @@ func parsePut(args []string, getenv func(string) string) (putCommand, *client.Cl
 	}
 	p.queue = pos[0]
 	if len(pos) == 2 {
-		if p.req.Payload, err = payloadArg(pos[1]); err != nil {
+		if p.req.Payload, err = putPayload(pos[1], *raw); err != nil {
 			return p, nil, fs, err
 		}
 	}
@@ -165,7 +166,29 @@ func parsePut(args []string, getenv func(string) string) (putCommand, *client.Cl
 	return p, c, fs, err
 }
 
-// payloadArg turns the PAYLOAD argument into JSON: JSON as it is, other
+// putPayload turns put's PAYLOAD argument into the payload: JSON as it
+// is, refused when it is not JSON (a usage error naming --raw); with raw,
+// the text as a JSON string. "-" reads the text from standard input.
+func putPayload(s string, raw bool) (json.RawMessage, error) {
+	b, what := []byte(s), "PAYLOAD"
+	if s == "-" {
+		var err error
+		if b, err = io.ReadAll(stdin); err != nil {
+			return nil, fmt.Errorf("reading the payload: %w", err)
+		}
+		what = "the payload on standard input"
+	}
+	if raw {
+		return json.Marshal(string(b))
+	}
+	var v json.RawMessage
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s is not JSON (%s): give --raw to send it as a JSON string", what, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return b, nil
+}
+
+// payloadArg turns schedule's --payload into JSON: JSON as it is, other
 // text as a JSON string, "-" standard input (by the same rule).
 func payloadArg(s string) (json.RawMessage, error) {
 	b := []byte(s)

@@ -24,15 +24,29 @@ func TestParsePut(t *testing.T) {
 		t.Errorf("server %q", c.URL())
 	}
 	for arg, want := range map[string]string{
-		`42`:          `42`,
-		`"quoted"`:    `"quoted"`,
-		`hello world`: `"hello world"`,
-		`{"broken":`:  `"{\"broken\":"`,
-		`[1, 2]`:      `[1, 2]`,
+		`42`:       `42`,
+		`"quoted"`: `"quoted"`,
+		`[1, 2]`:   `[1, 2]`,
 	} {
 		p, _, _, err := parsePut([]string{"q", arg}, env(nil))
 		if err != nil || string(p.req.Payload) != want {
 			t.Errorf("payload %s: %s, %v; want %s", arg, p.req.Payload, err, want)
+		}
+	}
+	// Text that is not JSON is refused, naming --raw; with --raw any
+	// text is sent as a JSON string.
+	for arg, want := range map[string]string{
+		`hello world`: `"hello world"`,
+		`{"broken":`:  `"{\"broken\":"`,
+		`42`:          `"42"`,
+		``:            `""`,
+	} {
+		if _, _, _, err := parsePut([]string{"q", arg}, env(nil)); arg != "42" && (err == nil || !strings.Contains(err.Error(), "--raw")) {
+			t.Errorf("payload %s: %v; want an error naming --raw", arg, err)
+		}
+		p, _, _, err := parsePut([]string{"q", arg, "--raw"}, env(nil))
+		if err != nil || string(p.req.Payload) != want {
+			t.Errorf("payload %s --raw: %s, %v; want %s", arg, p.req.Payload, err, want)
 		}
 	}
 	// After "--" everything is an argument, flags' look-alikes too.
@@ -42,8 +56,16 @@ func TestParsePut(t *testing.T) {
 	old := stdin
 	defer func() { stdin = old }()
 	stdin = strings.NewReader("from stdin\n")
-	if p, _, _, err := parsePut([]string{"q", "-"}, env(nil)); err != nil || string(p.req.Payload) != `"from stdin\n"` {
-		t.Errorf("- : %s, %v", p.req.Payload, err)
+	if _, _, _, err := parsePut([]string{"q", "-"}, env(nil)); err == nil || !strings.Contains(err.Error(), "standard input is not JSON") {
+		t.Errorf("- of text: %v, want an error", err)
+	}
+	stdin = strings.NewReader("from stdin\n")
+	if p, _, _, err := parsePut([]string{"q", "-", "--raw"}, env(nil)); err != nil || string(p.req.Payload) != `"from stdin\n"` {
+		t.Errorf("- --raw: %s, %v", p.req.Payload, err)
+	}
+	stdin = strings.NewReader(`{"k":[1]}` + "\n")
+	if p, _, _, err := parsePut([]string{"q", "-"}, env(nil)); err != nil || string(p.req.Payload) != `{"k":[1]}`+"\n" {
+		t.Errorf("- of JSON: %s, %v", p.req.Payload, err)
 	}
 	at := "2030-01-02T03:04:05.5+01:00"
 	if p, _, _, err := parsePut([]string{"q", "--at", at}, env(nil)); err != nil || p.req.At == nil || !p.req.At.Equal(time.Date(2030, 1, 2, 2, 4, 5, 5e8, time.UTC)) {
@@ -206,6 +228,36 @@ func TestServerEnv(t *testing.T) {
 		_, c, _, err := parsePut(tc.args, env(map[string]string{serverEnv: tc.env}))
 		if err != nil || c.URL() != tc.want {
 			t.Errorf("put %v with $%s=%q: %v, %v; want %s", tc.args, serverEnv, tc.env, c, err, tc.want)
+		}
+	}
+}
+
+// TestPutPayload puts payloads against a real server: text that is not
+// JSON is refused with exit 2 and a hint naming --raw, before any call;
+// --raw sends it as a JSON string; JSON goes as it is.
+func TestPutPayload(t *testing.T) {
+	server := startServer(t)
+	for _, arg := range []string{"hello world", `{"to":"ada"`, "{to: ada}"} {
+		code, out, errOut := cli("put", "p", arg, "--server", server)
+		if code != 2 || out != "" || !strings.HasPrefix(errOut, "hourglass: PAYLOAD is not JSON") ||
+			!strings.Contains(errOut, "give --raw to send it as a JSON string") || !strings.Contains(errOut, putUsage) {
+			t.Errorf("put %q: exit %d, stdout %q, stderr %q; want 2 and the hint", arg, code, out, errOut)
+		}
+	}
+	if code, out, errOut := cli("queues", "--server", server); code != 0 || strings.Contains(out, "p ") {
+		t.Errorf("queues after the refused puts: exit %d, %q %q; want no queue p", code, out, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hello world", "--raw"}, `"payload":"hello world"`},
+		{[]string{"--raw", `{"to":"ada"}`}, `"payload":"{\"to\":\"ada\"}"`},
+		{[]string{`{"to":"ada"}`}, `"payload":{"to":"ada"}`},
+	} {
+		code, out, errOut := cli(append([]string{"put", "p"}, append(tc.args, "--server", server)...)...)
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("put %q: exit %d, stdout %q, stderr %q; want %s", tc.args, code, out, errOut, tc.want)
 		}
 	}
 }

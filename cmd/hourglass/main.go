@@ -2,7 +2,7 @@
 // runs hourglass's benchmarks:
 //
 //	hourglass serve [--data DIR | --postgres URL [--node NAME]] [--http ADDR] [--beanstalk ADDR] [--token T] ...
-//	hourglass put QUEUE [PAYLOAD] [--delay D | --at T] [--id ID] [--priority N] [--server URL]
+//	hourglass put QUEUE [PAYLOAD | --raw TEXT] [--delay D | --at T] [--id ID] [--priority N] [--server URL]
 //	hourglass reserve QUEUE [--max N] [--wait D] [--server URL]
 //	hourglass ack QUEUE ID LEASE [--server URL]
 //	hourglass queues [--server URL]

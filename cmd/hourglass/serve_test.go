@@ -156,7 +156,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if out, code := cli("put", "jobs", `{"n":1}`, "--id", "j1", "--priority", "1"); code != 0 || !strings.Contains(out, `"payload":{"n":1}`) {
 		t.Fatalf("put: %d %s", code, out)
 	}
-	if out, code := cli("put", "jobs", "plain words", "--delay", "1h"); code != 0 || !strings.Contains(out, `"payload":"plain words"`) || !strings.Contains(out, `"state":"delayed"`) {
+	if out, code := cli("put", "jobs", "plain words", "--raw", "--delay", "1h"); code != 0 || !strings.Contains(out, `"payload":"plain words"`) || !strings.Contains(out, `"state":"delayed"`) {
 		t.Fatalf("put text: %d %s", code, out)
 	}
 	out, code := cli("reserve", "jobs", "--max", "5", "--wait", "1s")
