@@ -12,7 +12,7 @@ import (
 
 // TestCLI_Tasks drives the client subcommands on single tasks (get,
 // touch, nack, kick, delete, list) against a server, and checks that
-// reserve says on stderr when nothing came.
+// reserve says on stderr when nothing came, and exits 2.
 func TestCLI_Tasks(t *testing.T) { engines(t, testCLITasks) }
 
 func testCLITasks(t *testing.T) {
@@ -81,8 +81,8 @@ func testCLITasks(t *testing.T) {
 		t.Errorf("get without an id: %d %q", code, stderr)
 	}
 	out, stderr, code = cli("reserve", "empty")
-	if code != 0 || out != "" || !strings.Contains(stderr, "no task of empty was ready") {
-		t.Errorf("reserve of an empty queue: %d %q %q", code, out, stderr)
+	if code != 2 || out != "" || !strings.Contains(stderr, "no task of empty was ready") {
+		t.Errorf("reserve of an empty queue: %d %q %q; want exit 2", code, out, stderr)
 	}
 }
 

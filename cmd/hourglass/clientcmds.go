@@ -23,7 +23,7 @@ import (
 // package client. Flags may come before, between or after the arguments.
 const (
 	putUsage     = "usage: hourglass put QUEUE [PAYLOAD|-] [--raw] [--delay D | --at T] [--id ID] [--priority N] [--ttr D] [--max-attempts N] [--replace] [--server URL] [--token T]"
-	reserveUsage = "usage: hourglass reserve QUEUE [--max N] [--wait D] [--server URL] [--token T]"
+	reserveUsage = "usage: hourglass reserve QUEUE [--max N] [--wait D] [--server URL] [--token T] (exits 2 when no task came)"
 	ackUsage     = "usage: hourglass ack QUEUE ID LEASE [--server URL] [--token T]"
 	queuesUsage  = "usage: hourglass queues [--server URL] [--token T]"
 )
@@ -310,8 +310,13 @@ func runPut(args []string, stdout, stderr io.Writer) int {
 	return printJSON(stdout, stderr, t)
 }
 
+// exitNoTask is the exit status of a reserve that took no task: a script
+// tells an empty queue from a failed call (1).
+const exitNoTask = 2
+
 // runReserve reserves tasks and prints each, with its lease, as a line of
-// JSON; nothing when none came.
+// JSON; when none came it prints nothing on stdout, says so on stderr
+// and returns exitNoTask.
 func runReserve(args []string, stdout, stderr io.Writer) int {
 	r, c, fs, err := parseReserve(args, os.Getenv)
 	if code := usageOr(err, fs, reserveUsage, stdout, stderr); code >= 0 {
@@ -325,6 +330,7 @@ func runReserve(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(tasks) == 0 {
 		fmt.Fprintf(stderr, "hourglass: no task of %s was ready within %s\n", r.queue, r.wait)
+		return exitNoTask
 	}
 	for _, t := range tasks {
 		if code := printJSON(stdout, stderr, t); code != 0 {

@@ -261,3 +261,22 @@ func TestPutPayload(t *testing.T) {
 		}
 	}
 }
+
+// TestReserveEmpty reserves against a real server: an empty queue exits
+// 2, printing nothing on stdout and why on stderr; a queue with a task
+// exits 0 and prints it.
+func TestReserveEmpty(t *testing.T) {
+	server := startServer(t)
+	for _, args := range [][]string{{"reserve", "empty"}, {"reserve", "empty", "--wait", "10ms", "--max", "5"}} {
+		code, out, errOut := cli(append(args, "--server", server)...)
+		if code != 2 || out != "" || !strings.HasPrefix(errOut, "hourglass: no task of empty was ready") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing, and why", args, code, out, errOut)
+		}
+	}
+	if code, _, errOut := cli("put", "full", `{"n":1}`, "--server", server); code != 0 {
+		t.Fatalf("put: exit %d, %q", code, errOut)
+	}
+	if code, out, errOut := cli("reserve", "full", "--server", server); code != 0 || !strings.Contains(out, `"lease":`) || errOut != "" {
+		t.Errorf("reserve of a ready task: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

@@ -2,8 +2,8 @@
 // runs hourglass's benchmarks:
 //
 //	hourglass serve [--data DIR | --postgres URL [--node NAME]] [--http ADDR] [--beanstalk ADDR] [--token T] ...
-//	hourglass put QUEUE [PAYLOAD | --raw TEXT] [--delay D | --at T] [--id ID] [--priority N] [--server URL]
-//	hourglass reserve QUEUE [--max N] [--wait D] [--server URL]
+//	hourglass put QUEUE [PAYLOAD] [--raw] [--delay D | --at T] [--id ID] [--priority N] [--server URL]
+//	hourglass reserve QUEUE [--max N] [--wait D] [--server URL]   (exits 2 when no task came)
 //	hourglass ack QUEUE ID LEASE [--server URL]
 //	hourglass queues [--server URL]
 //	hourglass get|delete|touch|nack|release|bury|kick|list QUEUE ... [--server URL]
@@ -34,7 +34,9 @@
 // starts PostgreSQL) run only when named with --scenario. Progress goes
 // to standard error.
 //
-// Usage errors exit with status 2, failed runs and calls with 1.
+// Usage errors exit with status 2, failed runs and calls with 1; reserve
+// exits 2 when no task came within --wait, so that a script tells an
+// empty queue from a failed call.
 package main
 
 import (
