@@ -38,7 +38,8 @@ func TestErrorsHaveOnePrefix(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"put", "q", "x", "--server", "127.0.0.1:7072"}, "want a URL such as http://127.0.0.1:7072"},
+		{[]string{"put", "q", `"x"`, "--server", "127.0.0.1:7072"}, "want a URL such as http://127.0.0.1:7072"},
+		{[]string{"put", "q", "x"}, "PAYLOAD is not JSON"},
 		{[]string{"queues", "--server", "localhost:7070"}, "want a URL such as http://localhost:7070"},
 		{[]string{"reserve", "q", "--server", "ftp://example.com"}, "want a URL such as http://127.0.0.1:7070"},
 		{[]string{"queues", "--server", "http://127.0.0.1:1", "--token", "t"}, "connection refused"},
