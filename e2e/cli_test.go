@@ -86,9 +86,10 @@ func testCLITasks(t *testing.T) {
 	}
 }
 
-// TestCLI_Policies drives the subcommands of policies, pauses, release,
-// bury and schedules against a server: what each prints, what the server
-// then holds, and a server's refusal as one line and exit 1.
+// TestCLI_Policies drives the subcommands of policies (--set merging,
+// --replace replacing), pauses, release, bury and schedules against a
+// server: what each prints, what the server then holds, and a server's
+// refusal as one line and exit 1.
 func TestCLI_Policies(t *testing.T) { engines(t, testCLIPolicies) }
 
 func testCLIPolicies(t *testing.T) {
@@ -121,6 +122,14 @@ func testCLIPolicies(t *testing.T) {
 	}
 	if out, stderr, code = cli("policy", "cq"); code != 0 || strings.TrimSpace(out) != recorded {
 		t.Errorf("policy: %d %q %q", code, out, stderr)
+	}
+	// --set merges into the stored policy; --replace makes it the whole.
+	merged := strings.Replace(recorded, `"max_attempts":3`, `"max_attempts":5,"dead_letter":"cq-dead"`, 1)
+	if out, stderr, code = cli("policy", "cq", "--set", `{"max_attempts":5,"dead_letter":"cq-dead"}`); code != 0 || strings.TrimSpace(out) != merged {
+		t.Errorf("policy --set of two fields: %d %q %q; want %s", code, out, stderr, merged)
+	}
+	if out, stderr, code = cli("policy", "cq", "--set", p, "--replace"); code != 0 || strings.TrimSpace(out) != recorded {
+		t.Errorf("policy --set --replace: %d %q %q; want %s", code, out, stderr, recorded)
 	}
 	_, stderr, code = cli("policy", "cq", "--set", `{"retry":{"initial":"0s","max":"1s","multiplier":2,"jitter":0}}`)
 	if code != 1 || !strings.HasPrefix(stderr, "hourglass: ") || !strings.Contains(stderr, "retry.initial") || strings.Count(stderr, "\n") != 1 {

@@ -48,11 +48,12 @@ var queueCommands = map[string]taskCommand{
 		},
 	},
 	"policy": {
-		usage: "usage: hourglass policy QUEUE [--set JSON | --set-file FILE | --delete] [--server URL] [--token T]",
+		usage: "usage: hourglass policy QUEUE [--set JSON | --set-file FILE [--replace] | --delete] [--server URL] [--token T]",
 		args:  []string{"QUEUE"},
 		flags: func(fs *flag.FlagSet, v *taskFlags) {
-			fs.StringVar(&v.set, "set", "", `make this JSON the queue's policy, like '{"retry":{"initial":"1s","max":"1m","multiplier":2,"jitter":0.1},"max_attempts":5}'`)
-			fs.StringVar(&v.setFile, "set-file", "", `make the JSON in this file ("-": standard input) the queue's policy`)
+			fs.StringVar(&v.set, "set", "", `merge this JSON into the queue's policy (a JSON merge patch: null removes a field), like '{"retry":{"initial":"1s","max":"1m","multiplier":2,"jitter":0.1},"max_attempts":5}'`)
+			fs.StringVar(&v.setFile, "set-file", "", `merge the JSON in this file ("-": standard input) into the queue's policy`)
+			fs.BoolVar(&v.replace, "replace", false, "with --set or --set-file: make the JSON the whole policy, dropping every field it leaves out")
 			fs.BoolVar(&v.delete, "delete", false, "make the queue's policy the default again")
 		},
 		check: func(_ []string, v *taskFlags) error {
@@ -65,6 +66,9 @@ var queueCommands = map[string]taskCommand{
 			if n > 1 {
 				return errors.New("give one of --set, --set-file and --delete")
 			}
+			if v.replace && v.set == "" && v.setFile == "" {
+				return errors.New("--replace goes with --set or --set-file")
+			}
 			if v.setFile != "" {
 				b, err := readFileArg(v.setFile)
 				if err != nil {
@@ -72,10 +76,13 @@ var queueCommands = map[string]taskCommand{
 				}
 				v.set = string(b)
 			}
-			if v.set != "" {
-				return decodePolicy(v.set, &v.policy)
+			if v.set == "" {
+				return nil
 			}
-			return nil
+			if err := decodePolicy(v.set, &v.policy); err != nil || v.replace {
+				return err
+			}
+			return checkPatch([]byte(v.set))
 		},
 		call: func(ctx context.Context, c *client.Client, a []string, v *taskFlags, out io.Writer) error {
 			var (
@@ -85,8 +92,10 @@ var queueCommands = map[string]taskCommand{
 			switch {
 			case v.delete:
 				return c.DeletePolicy(ctx, a[0])
-			case v.set != "":
+			case v.set != "" && v.replace:
 				p, err = c.SetPolicy(ctx, a[0], v.policy)
+			case v.set != "":
+				p, err = setPolicyMerged(ctx, c, a[0], []byte(v.set)) // policymerge.go
 			default:
 				p, err = c.Policy(ctx, a[0])
 			}

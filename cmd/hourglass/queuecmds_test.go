@@ -44,6 +44,10 @@ func TestPolicyCommandsUsageErrors(t *testing.T) {
 		{[]string{"policy", "q", "--set", `{"ttr":30}`}, "not a number"},
 		{[]string{"policy", "q", "--set", `{"max_attempts":3`}, "policy:"},
 		{[]string{"policy", "q", "--set", `{} {}`}, "trailing data"},
+		{[]string{"policy", "q", "--replace"}, "--replace goes with --set"},
+		{[]string{"policy", "q", "--replace", "--delete"}, "--replace goes with --set"},
+		{[]string{"policy", "q", "--set", `null`}, "give a JSON object"},
+		{[]string{"policy", "q", "--set", `{"push":{"url":"http://h","secret_set":true}}`}, "push.secret_set is answered by the server"},
 		{[]string{"policy", "q", "--set", `{"concurrency":0}`}, "policy: concurrency 0: give at least 1"},
 		{[]string{"policy", "q", "--set-file", filepath.Join(t.TempDir(), "none.json")}, "none.json"},
 		{[]string{"schedule", "--cron", "@hourly", "--queue", "q"}, "missing NAME"},
@@ -91,12 +95,15 @@ func TestPolicyCommandsCalls(t *testing.T) {
 		got = append(got, strings.TrimSpace(r.Method+" "+r.URL.EscapedPath()+" "+strings.TrimSpace(string(body))))
 		w.Header().Set("Content-Type", "application/json")
 		switch {
-		case strings.HasSuffix(r.URL.Path, "/missing/policy"):
+		case strings.HasSuffix(r.URL.Path, "/missing/policy") && r.Method == "PUT":
 			w.WriteHeader(400)
 			io.WriteString(w, `{"error":"hourglass: invalid request: policy: retry.initial 0s out of range: give more than 0s, at most 8760h0m0s"}`)
 		case strings.HasSuffix(r.URL.Path, "/pause"), strings.HasSuffix(r.URL.Path, "/resume"),
 			r.Method == "DELETE":
 			w.WriteHeader(204)
+		case strings.HasSuffix(r.URL.Path, "/answered/policy") && r.Method == "GET":
+			// A GET answer with the answer-only keys a merge leaves out.
+			io.WriteString(w, `{"max_attempts":3,"push":{"url":"http://127.0.0.1:9/h","secret_set":false},"effective":{"max_attempts":3,"ttr":"1m0s"}}`)
 		case strings.HasSuffix(r.URL.Path, "/policy"):
 			io.WriteString(w, `{"max_attempts":3}`)
 		case r.URL.Path == "/v1/schedules":
@@ -129,10 +136,14 @@ func TestPolicyCommandsCalls(t *testing.T) {
 		{[]string{"pause", "q", "--for", "10m"}, 0, `POST /v1/queues/q/pause {"for":"10m0s"}`, ``},
 		{[]string{"resume", "q"}, 0, `POST /v1/queues/q/resume`, ``},
 		{[]string{"policy", "q"}, 0, `GET /v1/queues/q/policy`, `{"max_attempts":3}`},
-		{[]string{"policy", "q", "--set", `{"max_attempts":3}`}, 0, `PUT /v1/queues/q/policy {"max_attempts":3}`, `{"max_attempts":3}`},
-		{[]string{"policy", "q", "--set-file", policyFile}, 0, `PUT /v1/queues/q/policy {"concurrency":2}`, `{"max_attempts":3}`},
+		{[]string{"policy", "q", "--set", `{"max_attempts":3}`, "--replace"}, 0, `PUT /v1/queues/q/policy {"max_attempts":3}`, `{"max_attempts":3}`},
+		{[]string{"policy", "q", "--set-file", policyFile, "--replace"}, 0, `PUT /v1/queues/q/policy {"concurrency":2}`, `{"max_attempts":3}`},
+		// Without --replace, a GET and the PUT of the merge.
+		{[]string{"policy", "q", "--set", `{"max_attempts":5}`}, 0, `GET /v1/queues/q/policy | PUT /v1/queues/q/policy {"max_attempts":5}`, `{"max_attempts":3}`},
+		{[]string{"policy", "q", "--set-file", policyFile}, 0, `GET /v1/queues/q/policy | PUT /v1/queues/q/policy {"max_attempts":3,"concurrency":2}`, `{"max_attempts":3}`},
+		{[]string{"policy", "answered", "--set", `{"concurrency":2}`}, 0, `GET /v1/queues/answered/policy | PUT /v1/queues/answered/policy {"max_attempts":3,"concurrency":2,"push":{"url":"http://127.0.0.1:9/h"}}`, `{"max_attempts":3}`},
 		{[]string{"policy", "q", "--delete"}, 0, `DELETE /v1/queues/q/policy`, ``},
-		{[]string{"policy", "missing", "--set", `{"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0}}`}, 1, `PUT /v1/queues/missing/policy {"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0}}`, ``},
+		{[]string{"policy", "missing", "--set", `{"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0}}`}, 1, `GET /v1/queues/missing/policy | PUT /v1/queues/missing/policy {"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0},"max_attempts":3}`, ``},
 		{[]string{"schedule"}, 0, `GET /v1/schedules`, `"name":"nightly"`},
 		{[]string{"schedule", "nightly"}, 0, `GET /v1/schedules/nightly`, `"name":"nightly"`},
 		{[]string{"schedule", "other"}, 1, `GET /v1/schedules/other`, ``},
@@ -149,7 +160,7 @@ func TestPolicyCommandsCalls(t *testing.T) {
 		if code != tc.code {
 			t.Errorf("%v: exit %d, want %d; stderr %q", tc.args, code, tc.code, stderr.String())
 		}
-		if len(got) != 1 || got[0] != tc.req {
+		if strings.Join(got, " | ") != tc.req {
 			t.Errorf("%v: requests %q, want %q", tc.args, got, tc.req)
 		}
 		if !strings.Contains(stdout.String(), tc.print) || tc.print == "" && stdout.Len() != 0 {

@@ -46,10 +46,11 @@ type taskFlags struct {
 	outcome string
 	// pause's --for (0: until resumed)
 	pauseFor time.Duration
-	// policy's --set, --set-file and --delete, and the policy they set
-	set, setFile string
-	delete       bool
-	policy       api.Policy
+	// policy's --set, --set-file, --replace and --delete, and the
+	// policy they set
+	set, setFile    string
+	replace, delete bool
+	policy          api.Policy
 	// schedule's: the line, its options (in sched) and the actions
 	cron, queue, payload, timezone string
 	sched                          api.ScheduleRequest
