@@ -8,7 +8,7 @@
 //	hourglass queues [--server URL]
 //	hourglass get|delete|touch|nack|release|bury|kick|list QUEUE ... [--server URL]
 //	hourglass attempts QUEUE ID | history QUEUE [--outcome O] [--after N] [--limit N]
-//	hourglass pause QUEUE [--for D] | resume QUEUE | policy QUEUE [--set JSON | --delete]
+//	hourglass pause QUEUE [--for D] | resume QUEUE | policy QUEUE [--set JSON [--replace] | --delete]
 //	hourglass schedule [NAME [--cron LINE --queue Q | --delete]]
 //	hourglass bench [--quick] [--json] [--scenario a,b] [--structures a,b] [--max 1e6] [--runs 5] [--chart FILE]
 //	hourglass version | --version
@@ -23,7 +23,9 @@
 // client: the one --server or $HOURGLASS_SERVER names (default
 // http://127.0.0.1:7070), with the token from --token or
 // $HOURGLASS_TOKEN; they print tasks, policies and schedules as lines of
-// JSON (`hourglass help` lists their usage lines).
+// JSON (`hourglass help` lists their usage lines). put's PAYLOAD must be
+// JSON unless --raw sends it as a string; policy --set merges its JSON
+// into the queue's policy (policymerge.go), --replace replaces it.
 //
 // bench measures a Timer over each of hourglass's structures next to Go's
 // runtime timers in the scenarios of package internal/bench, prints a
