@@ -51,7 +51,7 @@ type clientOptions struct {
 func clientFlags(name string, o *clientOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("hourglass "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.server, "server", defaultServer, "URL of the hourglass server (default $"+serverEnv+", else "+defaultServer+")")
+	fs.StringVar(&o.server, "server", "", "URL of the hourglass server (default $"+serverEnv+", else "+defaultServer+")")
 	fs.StringVar(&o.token, "token", "", "bearer token (default $"+tokenEnv+")")
 	return fs
 }
@@ -90,8 +90,8 @@ func parseArgs(fs *flag.FlagSet, args []string, min, max int, what string) ([]st
 // not given (an empty $HOURGLASS_SERVER is the default URL).
 func (o clientOptions) newClient(fs *flag.FlagSet, getenv func(string) string) (*client.Client, error) {
 	if !flagSet(fs, "server") {
-		if s := getenv(serverEnv); s != "" {
-			o.server = s
+		if o.server = getenv(serverEnv); o.server == "" {
+			o.server = defaultServer
 		}
 	}
 	if !flagSet(fs, "token") {
