@@ -30,6 +30,9 @@ import (
 //     overwritten. The policy's answer carries no version or ETag that
 //     the PUT could be made conditional on, so the race is accepted: a
 //     policy is set by an operator, rarely by two at once.
+//   - A rate's burst is stored filled in (the limit, when none is
+//     given), so the merge cannot tell a given burst from a filled-in
+//     one; refillBurst takes a burst equal to the limit for filled in.
 //   - The answer is not all stored policy. The keys in answerOnly are
 //     the server's, answered and never written; they are taken out of
 //     the GET's answer before the merge and refused in a patch. The
@@ -97,6 +100,7 @@ func setPolicyMerged(ctx context.Context, c *client.Client, queue string, patch 
 	if err := decodeNumbers(patch, &p); err != nil {
 		return api.Policy{}, fmt.Errorf("policy: %s", err)
 	}
+	refillBurst(stored, p)
 	merged, _ := mergePatch(stored, p).(map[string]any)
 	if _, ok := merged["push"].(map[string]any); ok && secretSet && !patchNamesSecret(p) {
 		return api.Policy{}, errSecretNotAnswered
@@ -131,6 +135,22 @@ func storedPart(m map[string]any) (secretSet bool) {
 		}
 	}
 	return secretSet
+}
+
+// refillBurst drops the stored rate's burst when the patch p gives the
+// rate a limit and no burst, and the stored burst is the one the server
+// fills in for none (equal to the stored limit): the server then fills
+// it in again from the new limit, as it did from the old. A burst set
+// apart from the limit stays.
+func refillBurst(stored map[string]any, p any) {
+	pm, _ := p.(map[string]any)
+	pr, _ := pm["rate"].(map[string]any)
+	sr, _ := stored["rate"].(map[string]any)
+	_, limit := pr["limit"]
+	_, burst := pr["burst"]
+	if limit && !burst && sr != nil && fmt.Sprint(sr["burst"]) == fmt.Sprint(sr["limit"]) {
+		delete(sr, "burst")
+	}
 }
 
 // patchNamesSecret reports whether the patch p gives push.secret, as a

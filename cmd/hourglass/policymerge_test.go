@@ -55,6 +55,18 @@ func TestPolicySetMerges(t *testing.T) {
 	if code, out, errOut := policy("--set", `{"push":{"secret":null}}`); code != 0 || strings.TrimSpace(out) != `{"max_attempts":5,"push":{"url":"http://127.0.0.1:9/hook"}}` {
 		t.Errorf("--set dropping the secret: exit %d, %q %q", code, out, errOut)
 	}
+	// A rate's burst filled in from its limit follows a new limit; one
+	// given apart from it stays.
+	for _, tc := range []struct{ set, want string }{
+		{`{"rate":{"limit":100,"per":"1s"}}`, `"rate":{"limit":100,"per":"1s","burst":100}`},
+		{`{"rate":{"limit":200}}`, `"rate":{"limit":200,"per":"1s","burst":200}`},
+		{`{"rate":{"burst":50}}`, `"rate":{"limit":200,"per":"1s","burst":50}`},
+		{`{"rate":{"limit":300}}`, `"rate":{"limit":300,"per":"1s","burst":50}`},
+	} {
+		if code, out, errOut := policy("--set", tc.set); code != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("--set %s: exit %d, %q %q; want %s", tc.set, code, out, errOut, tc.want)
+		}
+	}
 	// A queue without a policy merges into {}.
 	code, out, errOut = cli("policy", "fresh", "--set", `{"concurrency":1,"retry":null}`, "--server", server)
 	if code != 0 || strings.TrimSpace(out) != `{"concurrency":1}` {
