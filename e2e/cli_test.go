@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +215,50 @@ func testCLIPolicies(t *testing.T) {
 	}
 	if _, stderr, code = cli("schedule", "nightly"); code != 1 || !strings.HasPrefix(stderr, "hourglass: ") {
 		t.Errorf("schedule of a deleted one: %d %q", code, stderr)
+	}
+}
+
+// TestCLI_Version runs `hourglass version` and `--version` on the built
+// binary and checks them against what `go version -m` reads from it: the
+// module's version, and the VCS revision (with "(modified)") when the
+// build recorded one, "revision unknown" when it did not
+// (-buildvcs=false, a copy without its repository).
+func TestCLI_Version(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	info, err := exec.CommandContext(ctx, "go", "version", "-m", hourglassBin).Output()
+	if err != nil {
+		t.Fatalf("go version -m: %v", err)
+	}
+	version, settings := "", map[string]string{}
+	for line := range strings.Lines(string(info)) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[0] == "mod" && f[1] == "github.com/hourglass-go/hourglass":
+			version = f[2]
+		case len(f) == 2 && f[0] == "build":
+			if k, v, ok := strings.Cut(f[1], "="); ok {
+				settings[k] = v
+			}
+		}
+	}
+	if version == "" {
+		t.Fatalf("go version -m names no module version:\n%s", info)
+	}
+	want := "revision unknown"
+	if rev := settings["vcs.revision"]; rev != "" {
+		want = "revision " + rev
+		if settings["vcs.modified"] == "true" {
+			want += " (modified)"
+		}
+	}
+	for _, arg := range []string{"version", "--version"} {
+		out, stderr, code := runCLI(t, nil, arg)
+		lines := strings.Split(out, "\n")
+		if code != 0 || len(lines) < 4 || lines[0] != "hourglass "+version ||
+			lines[1] != "module github.com/hourglass-go/hourglass "+version || lines[2] != want {
+			t.Errorf("hourglass %s: exit %d, stdout %q, stderr %q; want hourglass %s, module ... %[4]s, %s", arg, code, out, stderr, version, want)
+		}
 	}
 }
