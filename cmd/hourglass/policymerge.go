@@ -23,7 +23,7 @@ import (
 // drops the retry. --replace makes JSON the whole policy instead.
 //
 // The server has no PATCH of a policy yet, so the merge is made here: a
-// GET of the policy, the patch applied to it, a PUT of the result. Two
+// GET of the policy, the patch applied to it, a PUT of the result. Three
 // things follow from that:
 //
 //   - A change another client makes between the GET and the PUT is
