@@ -161,6 +161,146 @@ func TestWorker_Blackhole(t *testing.T) {
 	noLeaks(t)
 }
 
+// dropper is a TCP proxy on loopback to a target address that can stop
+// forwarding without closing anything: from then on the bytes of every
+// connection open, and of every one it accepts, are read and discarded,
+// as a network partition or a firewall that drops everything makes them
+// vanish. Once it forwards again, new connections go through; those that
+// lost bytes stay dead.
+type dropper struct {
+	l      net.Listener
+	target string
+	drop   atomic.Bool
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	conns []net.Conn // both ends of every connection; guarded by mu
+}
+
+// newDropper starts a proxy to target, which stops at the test's end.
+func newDropper(t *testing.T, target string) *dropper {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &dropper{l: l, target: target}
+	p.wg.Go(p.accept)
+	t.Cleanup(func() {
+		l.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *dropper) accept() {
+	for {
+		in, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		var dead atomic.Bool
+		p.wg.Go(func() { p.pipe(out, in, &dead) })
+		p.wg.Go(func() { p.pipe(in, out, &dead) })
+	}
+}
+
+// pipe copies from src to dst until either fails, discarding what it
+// reads from the moment the proxy drops, once dead is set, for good.
+func (p *dropper) pipe(dst, src net.Conn, dead *atomic.Bool) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if p.drop.Load() {
+			dead.Store(true)
+		}
+		if n > 0 && !dead.Load() {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestWorker_Partition runs a worker through a proxy that, once it has
+// worked a task, stops forwarding without closing the connections: a
+// network partition. The tasks put meanwhile are worked once the proxy
+// forwards again, when the reserve stalled on its dead connection has
+// reached its deadline and been retried on a new one; each task once.
+func TestWorker_Partition(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	url, stop, err := serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	direct := clientOf(t, url)
+	p := newDropper(t, strings.TrimPrefix(url, "http://"))
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := client.New("http://"+p.l.Addr().String(), client.Options{Timeout: timeout, HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{} // guarded by mu
+	worked := make(chan string, 16)
+	w := worker.New(c, worker.Options{Concurrency: 4, Logger: quiet})
+	w.Handle("q", func(ctx context.Context, tk *worker.Task) error {
+		mu.Lock()
+		seen[tk.ID]++
+		mu.Unlock()
+		worked <- tk.ID
+		return nil
+	})
+	stopWorker := start(t, w)
+	wait := func(what string, limit time.Duration) {
+		t.Helper()
+		select {
+		case <-worked:
+		case <-time.After(limit):
+			t.Fatalf("%s not worked within %s", what, limit)
+		}
+	}
+	put(t, direct, "q", "before", 1, api.PutRequest{})
+	wait("the task before the partition", 15*time.Second)
+
+	p.drop.Store(true)
+	cut := time.Now()
+	ids := put(t, direct, "q", "during", 3, api.PutRequest{})
+	time.Sleep(time.Second) // the worker's reserve is waiting on a dead connection
+	p.drop.Store(false)
+	// The reserve's deadline (its wait of 5 s plus the timeout) and a
+	// back-off, with a generous margin for a loaded machine.
+	for range ids {
+		wait("a task put during the partition", 5*time.Second+timeout+20*time.Second)
+	}
+	t.Logf("the tasks put during the partition were worked %s after it began", time.Since(cut))
+	stopWorker()
+	for _, id := range append(ids, "before0") {
+		if seen[id] != 1 {
+			t.Errorf("task %s worked %d times, want once", id, seen[id])
+		}
+	}
+}
+
 // TestWorker_Permanent runs a worker against servers that refuse its
 // calls in ways no retry cures: Run returns an error that says why, with
 // one prefix, and that errors.Is matches against the client's sentinel,
