@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -111,6 +112,22 @@ func TestClient_Blackhole(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestClient_TLSHandshakeTimeout calls a server that accepts
+// connections and never answers over https, with a call deadline of a
+// minute: the client's own transport gives up the TLS handshake after
+// its bound of 5 s instead.
+func TestClient_TLSHandshakeTimeout(t *testing.T) {
+	c, err := client.New("https://"+blackhole(t), client.Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err, took := within(t, 50*time.Second, func() error { _, err := c.Queues(context.Background()); return err })
+	if !strings.Contains(fmt.Sprint(err), "TLS handshake timeout") || !client.IsTransient(err) {
+		t.Errorf("after %s: %v, want a transient TLS handshake timeout", took, err)
+	}
+	t.Logf("failed after %s: %v", took, err)
 }
 
 // TestClient_ReserveOutlastsTimeout checks that a reserve's deadline
