@@ -121,9 +121,10 @@ func IsTransient(err error) bool {
 // every call until the client's configuration or the server's changes,
 // so that retrying is pointless: a 401 (the token is missing or wrong), a
 // 403 ([ErrForbidden]), a server certificate the client does not trust or
-// that is not for the URL's host, a TLS handshake the server refuses, an
-// https URL of a server that speaks plain HTTP, or an address that cannot
-// be dialled at all (a malformed host or port). A worker ends on them.
+// that is not for the URL's host, a TLS handshake either side aborts (a
+// client certificate the server wants or refuses), an https URL of a
+// server that does not speak TLS, or an address that cannot be dialled
+// at all (a malformed host or port). A worker ends on them.
 func IsPermanent(err error) bool {
 	var e *Error
 	if errors.As(err, &e) {
@@ -137,8 +138,13 @@ func IsPermanent(err error) bool {
 		verify *tls.CertificateVerificationError
 		alert  tls.AlertError
 		header tls.RecordHeaderError
+		op     *net.OpError
 		addr   *net.AddrError
 	)
 	return errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &header) ||
-		errors.Is(err, http.ErrSchemeMismatch) || errors.As(err, &addr)
+		errors.Is(err, http.ErrSchemeMismatch) || errors.As(err, &addr) ||
+		// The server's TLS alert (a client certificate it wants or
+		// refuses, a version or cipher it does not take): crypto/tls
+		// reports it so, with no exported type.
+		errors.As(err, &op) && op.Op == "remote error"
 }

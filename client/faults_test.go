@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -229,6 +230,15 @@ func TestClient_ErrorClasses(t *testing.T) {
 	defer tlsServer.Close()
 	_, err = newClient(tlsServer.URL, client.Options{}).Queues(ctx)
 	add("unknown authority", permanent, err)
+	mtls := httptest.NewUnstartedServer(http.NotFoundHandler())
+	mtls.Config.ErrorLog = log.New(io.Discard, "", 0)
+	mtls.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	mtls.StartTLS()
+	defer mtls.Close()
+	trusting := mtls.Client() // trusts the server's certificate, has none of its own
+	defer trusting.CloseIdleConnections()
+	_, err = newClient(mtls.URL, client.Options{HTTPClient: trusting}).Queues(ctx)
+	add("client certificate required", permanent, err)
 	plain := httptest.NewServer(http.NotFoundHandler())
 	defer plain.Close()
 	_, err = newClient(strings.Replace(plain.URL, "http:", "https:", 1), client.Options{}).Queues(ctx)
