@@ -85,15 +85,20 @@ func blackhole(t *testing.T) (addr string, accepted <-chan time.Time) {
 }
 
 // runUntil runs w and returns Run's error, failing t when Run has not
-// returned after limit.
+// returned after limit (and then ending ctx, so that Run ends before the
+// next test).
 func runUntil(t *testing.T, ctx context.Context, w *worker.Worker, limit time.Duration) error {
 	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	select {
 	case err := <-done:
 		return err
 	case <-time.After(limit):
+		cancel()
+		<-done
 		t.Fatalf("Run has not returned after %s", limit)
 		return nil
 	}
@@ -244,6 +249,9 @@ func (p *dropper) pipe(dst, src net.Conn, dead *atomic.Bool) {
 // network partition. The tasks put meanwhile are worked once the proxy
 // forwards again, when the reserve stalled on its dead connection has
 // reached its deadline and been retried on a new one; each task once.
+// The stalled reserve reached the server before the partition, so it
+// takes the tasks, and its answer is lost: they come back when their
+// lease of 1 s runs out, before the retry.
 func TestWorker_Partition(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	url, stop, err := serve()
@@ -270,7 +278,8 @@ func TestWorker_Partition(t *testing.T) {
 		worked <- tk.ID
 		return nil
 	})
-	stopWorker := start(t, w)
+	stopWorker := sync.OnceFunc(start(t, w))
+	defer stopWorker()
 	wait := func(what string, limit time.Duration) {
 		t.Helper()
 		select {
@@ -282,9 +291,10 @@ func TestWorker_Partition(t *testing.T) {
 	put(t, direct, "q", "before", 1, api.PutRequest{})
 	wait("the task before the partition", 15*time.Second)
 
+	time.Sleep(300 * time.Millisecond) // the next reserve reaches the server
 	p.drop.Store(true)
 	cut := time.Now()
-	ids := put(t, direct, "q", "during", 3, api.PutRequest{})
+	ids := put(t, direct, "q", "during", 3, api.PutRequest{TTR: new(api.Duration(time.Second))})
 	time.Sleep(time.Second) // the worker's reserve is waiting on a dead connection
 	p.drop.Store(false)
 	// The reserve's deadline (its wait of 5 s plus the timeout) and a
@@ -294,6 +304,8 @@ func TestWorker_Partition(t *testing.T) {
 	}
 	t.Logf("the tasks put during the partition were worked %s after it began", time.Since(cut))
 	stopWorker()
+	mu.Lock()
+	defer mu.Unlock()
 	for _, id := range append(ids, "before0") {
 		if seen[id] != 1 {
 			t.Errorf("task %s worked %d times, want once", id, seen[id])
