@@ -32,11 +32,10 @@ type reserveResult struct {
 
 // reserve reserves tasks for the free handlers and starts them, until
 // ctx is done or the server refuses the reserve for good (then it calls
-// r.stop). It keeps up to
-// maxReserves reserves in flight, each for the slots free when it is
-// sent (at least one, at most api.MaxReserve), and sends none while it
-// backs off after a failure or an answer cut short. It returns once no
-// reserve of its own is in flight.
+// r.stop). It keeps up to maxReserves reserves in flight, each for the
+// slots free when it is sent (at least one, at most api.MaxReserve), and
+// sends none while it backs off after a failure or an answer cut short.
+// It returns once no reserve of its own is in flight.
 func (r *run) reserve(ctx context.Context) {
 	results := make(chan reserveResult, maxReserves)
 	inFlight, failures := 0, 0
