@@ -4,6 +4,20 @@
 // errors.Is matches against the sentinels [ErrInvalid], [ErrNotFound] and
 // the others, one per status.
 //
+// Every call has a deadline, also when the caller's context has none:
+// [Options.Timeout] (default 30 s) from its start for the whole answer,
+// and for a reserve that waits, its wait plus Timeout, since its answer
+// comes only at the end of the wait. A server that accepts a connection
+// and never answers (a peer gone without a word, a blackholing firewall)
+// thus holds a call no longer than that. Without [Options.HTTPClient],
+// the connections are also bounded step by step: 5 s to connect, 5 s for
+// the TLS handshake, and an HTTP/2 connection silent for 30 s is pinged
+// and closed if the ping gets no answer within 15 s.
+//
+// [IsTransient] and [IsPermanent] sort a call's errors for retry loops:
+// a timeout, a refused connection or a 503 may heal by waiting; a 401, a
+// 403 or a certificate the client does not trust will not.
+//
 //	c, err := client.New("http://127.0.0.1:7070", client.Options{Token: token})
 //	t, created, err := c.Put(ctx, "emails", api.PutRequest{Payload: body, Delay: new(api.Duration(time.Minute))})
 //	tasks, err := c.Reserve(ctx, "emails", 10, 30*time.Second)
@@ -19,7 +33,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hourglass-go/hourglass/api"
 )
@@ -27,20 +43,64 @@ import (
 // Client calls one hourglass server. It is safe for concurrent use by
 // multiple goroutines.
 type Client struct {
-	base  string // scheme, host and path prefix, without a trailing "/"
-	token string
-	hc    *http.Client
+	base    string // scheme, host and path prefix, without a trailing "/"
+	token   string
+	timeout time.Duration
+	hc      *http.Client
 }
 
 // Options configure a [Client].
 type Options struct {
 	// Token is sent as "Authorization: Bearer TOKEN" when set.
 	Token string
-	// HTTPClient sends the requests; nil: http.DefaultClient. Its Timeout
-	// should be zero or longer than the longest reserve wait (up to five
-	// minutes): the contexts of the calls bound them instead.
+	// Timeout is each call's deadline: its whole answer must have come
+	// within Timeout of its start, or within its wait plus Timeout for a
+	// reserve that waits. A call past it fails with an error matching
+	// context.DeadlineExceeded (and [IsTransient]). The caller's context
+	// may end it sooner. Default [DefaultTimeout].
+	Timeout time.Duration
+	// HTTPClient sends the requests; nil: a client whose transport bounds
+	// the connection's steps (see the package's doc). Its Timeout should
+	// be zero or longer than the longest reserve wait (api.MaxWait) plus
+	// Timeout: the calls' deadlines bound them instead.
 	HTTPClient *http.Client
 }
+
+// DefaultTimeout is the default of [Options.Timeout].
+const DefaultTimeout = 30 * time.Second
+
+// The bounds of the steps of a connection of the default transport.
+// Each is well within DefaultTimeout, so that a dead address or peer
+// fails a call with the step's error rather than the call's deadline.
+const (
+	dialTimeout = 5 * time.Second
+	tlsTimeout  = 5 * time.Second
+	// keepAlive is the period of the TCP keep-alive probes of an idle
+	// connection, which find a peer gone between calls.
+	keepAlive = 30 * time.Second
+	// pingAfter and pingTimeout: an HTTP/2 connection on which nothing
+	// came for pingAfter is pinged, and closed when the ping gets no
+	// answer within pingTimeout: the calls multiplexed on a dead
+	// connection fail at once rather than each at its deadline.
+	pingAfter   = 30 * time.Second
+	pingTimeout = 15 * time.Second
+)
+
+// defaultHTTP sends the requests of the clients made without
+// Options.HTTPClient; its connections are shared by them, as those of
+// http.DefaultClient are. It sets no ResponseHeaderTimeout: a reserve's
+// answer, headers included, comes only at the end of its wait (up to
+// api.MaxWait); the calls' deadlines bound the answers instead.
+var defaultHTTP = &http.Client{Transport: &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	DialContext:           (&net.Dialer{Timeout: dialTimeout, KeepAlive: keepAlive}).DialContext,
+	TLSHandshakeTimeout:   tlsTimeout,
+	ForceAttemptHTTP2:     true,
+	HTTP2:                 &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: pingTimeout},
+	MaxIdleConns:          100,
+	IdleConnTimeout:       90 * time.Second,
+	ExpectContinueTimeout: time.Second,
+}}
 
 // maxAnswer bounds how much of an answer the client reads: a batch of
 // 1000 tasks with 1 MiB payloads would be far less.
@@ -48,6 +108,8 @@ const maxAnswer = 1 << 30
 
 // New returns a Client of the server at the URL server, such as
 // "http://127.0.0.1:7070" or "https://example.com/hourglass".
+// New fails at once on a URL that no call could reach: another scheme,
+// no host, a port that is not a number from 1 to 65535.
 func New(server string, opts Options) (*Client, error) {
 	u, err := url.Parse(server)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
@@ -56,11 +118,20 @@ func New(server string, opts Options) (*Client, error) {
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("hourglass: bad server URL %q: no user, query or fragment", server)
 	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("hourglass: bad server URL %q: port %s is not from 1 to 65535", server, p)
+		}
+	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = defaultHTTP
 	}
-	return &Client{base: strings.TrimSuffix(u.String(), "/"), token: opts.Token, hc: hc}, nil
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &Client{base: strings.TrimSuffix(u.String(), "/"), token: opts.Token, timeout: timeout, hc: hc}, nil
 }
 
 // exampleURL suggests a server URL in place of server: server with
@@ -85,9 +156,26 @@ func path(segments ...string) string {
 }
 
 // do sends a request with in as its JSON body (none if nil) and decodes a
-// successful answer into out (if not nil). An answer with a status of 400
-// or more is returned as an *Error.
+// successful answer into out (if not nil), within the client's timeout.
+// An answer with a status of 400 or more is returned as an *Error.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) (status int, err error) {
+	return c.doWait(ctx, 0, method, path, in, out)
+}
+
+// doWait is do for a call whose answer may take wait more than the
+// timeout: a reserve's long poll.
+func (c *Client) doWait(ctx context.Context, wait time.Duration, method, path string, in, out any) (status int, err error) {
+	limit := wait + c.timeout
+	callCtx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	// failed wraps a failure of the request or of its answer's way back,
+	// saying when the call's own deadline, rather than ctx, ended it.
+	failed := func(what string, err error) error {
+		if ctx.Err() == nil && callCtx.Err() != nil {
+			what = fmt.Sprintf("no answer within %s: %s", limit, what)
+		}
+		return &transportError{msg: fmt.Sprintf("hourglass: %s %s: %s%v", method, path, what, err), err: err}
+	}
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -96,7 +184,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (stat
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	req, err := http.NewRequestWithContext(callCtx, method, c.base+path, body)
 	if err != nil {
 		return 0, fmt.Errorf("hourglass: %w", err)
 	}
@@ -109,12 +197,12 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (stat
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("hourglass: %s %s: %w", method, path, err)
+		return 0, failed("", err)
 	}
 	defer resp.Body.Close()
 	data, err := readAnswer(resp)
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("hourglass: %s %s: reading the answer: %w", method, path, err)
+		return resp.StatusCode, failed("reading the answer: ", err)
 	}
 	if resp.StatusCode >= 400 {
 		return resp.StatusCode, answerError(resp.StatusCode, data)

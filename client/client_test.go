@@ -162,7 +162,7 @@ func TestErrors(t *testing.T) {
 		if !errors.As(tc.err, &e) || !strings.HasPrefix(e.Message, "hourglass: ") || e.Status < 400 {
 			t.Errorf("%s: %#v, want an *Error with the server's message", tc.name, tc.err)
 		}
-		for _, other := range []error{client.ErrInvalid, client.ErrNotFound, client.ErrConflict, client.ErrTooLarge, client.ErrUnauthorized, client.ErrUnavailable} {
+		for _, other := range []error{client.ErrInvalid, client.ErrNotFound, client.ErrConflict, client.ErrTooLarge, client.ErrUnauthorized, client.ErrForbidden, client.ErrUnavailable} {
 			if other != tc.want && errors.Is(tc.err, other) {
 				t.Errorf("%s: %v also matches %v", tc.name, tc.err, other)
 			}
@@ -224,7 +224,7 @@ func TestNew(t *testing.T) {
 			t.Errorf("New(%q): %v", u, err)
 		}
 	}
-	for _, u := range []string{"", "127.0.0.1:7070", "ftp://x", "http://", "http://h/?q=1", "http://u:p@h", "http://h/#f", "http://%zz"} {
+	for _, u := range []string{"", "127.0.0.1:7070", "ftp://x", "http://", "http://h/?q=1", "http://u:p@h", "http://h/#f", "http://%zz", "http://127.0.0.1:99999", "http://h:0", "http://h:x"} {
 		if _, err := client.New(u, client.Options{}); err == nil || !strings.HasPrefix(err.Error(), "hourglass: ") {
 			t.Errorf("New(%q): %v, want an error", u, err)
 		}

@@ -1,9 +1,12 @@
 package client
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 )
@@ -16,6 +19,10 @@ var (
 	ErrInvalid = errors.New("hourglass: invalid request")
 	// ErrUnauthorized: 401, the token is missing or wrong.
 	ErrUnauthorized = errors.New("hourglass: unauthorized")
+	// ErrForbidden: 403, the server refuses the request's Host or Origin
+	// (a server on loopback reached by another name, a browser's page of
+	// another origin).
+	ErrForbidden = errors.New("hourglass: forbidden")
 	// ErrNotFound: 404, no such task (never put, deleted or acked) or
 	// schedule.
 	ErrNotFound = errors.New("hourglass: not found")
@@ -33,6 +40,7 @@ var (
 var statusErrors = map[int]error{
 	http.StatusBadRequest:            ErrInvalid,
 	http.StatusUnauthorized:          ErrUnauthorized,
+	http.StatusForbidden:             ErrForbidden,
 	http.StatusNotFound:              ErrNotFound,
 	http.StatusConflict:              ErrConflict,
 	http.StatusRequestEntityTooLarge: ErrTooLarge,
@@ -73,4 +81,70 @@ func answerError(status int, body []byte) *Error {
 		msg += ": " + text
 	}
 	return &Error{Status: status, Message: msg}
+}
+
+// transportError is a call's failure on the way: the request did not get
+// through or its answer did not come back whole (the connection refused,
+// reset or timed out, the call's deadline). Its message is the call's,
+// with the hourglass prefix; err is the transport's error.
+type transportError struct {
+	msg string
+	err error
+}
+
+func (e *transportError) Error() string { return e.msg }
+func (e *transportError) Unwrap() error { return e.err }
+
+// IsTransient reports whether err, a call's error, may go away if the
+// same call is made again later: the server or a proxy answered 429,
+// 500, 502, 503 (the server recovers or stops) or 504, or the request or
+// its answer did not get through (a refused or reset connection, a
+// timeout, the call's own deadline of [Options.Timeout] included). It is
+// false for the [IsPermanent] errors, for a context cancelled, and for the
+// other error answers, which are the call's own fault. A caller whose
+// context has ended should stop retrying whatever it says.
+func IsTransient(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		switch e.Status {
+		case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+			http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	var t *transportError
+	return errors.As(err, &t) && !errors.Is(err, context.Canceled) && !IsPermanent(err)
+}
+
+// IsPermanent reports whether err, a call's error, will come back on
+// every call until the client's configuration or the server's changes,
+// so that retrying is pointless: a 401 (the token is missing or wrong), a
+// 403 ([ErrForbidden]), a server certificate the client does not trust or
+// that is not for the URL's host, a TLS handshake either side aborts (a
+// client certificate the server wants or refuses), an https URL of a
+// server that does not speak TLS, or an address that cannot be dialled
+// at all (a malformed host or port). A worker ends on them.
+func IsPermanent(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
+	}
+	var t *transportError
+	if !errors.As(err, &t) {
+		return false
+	}
+	var (
+		verify *tls.CertificateVerificationError
+		alert  tls.AlertError
+		header tls.RecordHeaderError
+		op     *net.OpError
+		addr   *net.AddrError
+	)
+	return errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &header) ||
+		errors.Is(err, http.ErrSchemeMismatch) || errors.As(err, &addr) ||
+		// The server's TLS alert (a client certificate it wants or
+		// refuses, a version or cipher it does not take): crypto/tls
+		// reports it so, with no exported type.
+		errors.As(err, &op) && op.Op == "remote error"
 }

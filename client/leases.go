@@ -11,13 +11,14 @@ import (
 
 // Reserve takes up to max ready tasks of queue (max ≤ 0: one), each with
 // a lease for its ttr, waiting up to wait for the first one when none is
-// ready. It returns an empty list when none came. The context should
-// outlast wait; cancelling it ends the wait on the server too.
+// ready. It returns an empty list when none came. The call's deadline is
+// wait plus [Options.Timeout]; the context should outlast wait, and
+// cancelling it ends the wait on the server too.
 func (c *Client) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]api.Task, error) {
 	req := api.ReserveRequest{}
 	req.Max, req.Wait = reserveLimits(max, wait)
 	var out api.ReserveResponse
-	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "reserve"), req, &out)
+	_, err := c.doWait(ctx, reserveDeadline(wait), http.MethodPost, path("queues", queue, "reserve"), req, &out)
 	return out.Tasks, err
 }
 
@@ -93,7 +94,7 @@ func (c *Client) ReserveQueues(ctx context.Context, queues []string, max int, wa
 	req := api.ReserveQueuesRequest{Queues: queues}
 	req.Max, req.Wait = reserveLimits(max, wait)
 	var out api.ReserveResponse
-	_, err := c.do(ctx, http.MethodPost, "/v1/reserve", req, &out)
+	_, err := c.doWait(ctx, reserveDeadline(wait), http.MethodPost, "/v1/reserve", req, &out)
 	return out.Tasks, err
 }
 
@@ -116,6 +117,13 @@ func (c *Client) AckMany(ctx context.Context, acks []api.Ack) ([]error, error) {
 		}
 	}
 	return errs, nil
+}
+
+// reserveDeadline returns how much longer than an ordinary call a
+// reserve that waits up to wait may take: wait, up to api.MaxWait (the
+// server's own bound; a longer wait is refused at once).
+func reserveDeadline(wait time.Duration) time.Duration {
+	return min(max(wait, 0), api.MaxWait)
 }
 
 // reserveLimits returns a reserve's max and wait as the wire has them:

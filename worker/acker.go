@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/client"
 )
 
 // acker batches acks: its goroutine takes the acks that are pending when
@@ -20,6 +21,11 @@ type acker struct {
 	in   chan pendingAck
 	send func(context.Context, []api.Ack) ([]error, error) // client.AckMany
 	log  *slog.Logger
+	// fails counts the failures of the requests that are retried.
+	fails *failureLog
+	// stop is called with a request's error that no retry can cure
+	// ([client.IsPermanent]).
+	stop func(what string, err error)
 	// base is the context of the requests, deadlines aside.
 	base context.Context
 	// giveUp, once closed, ends the retries of failed requests.
@@ -53,11 +59,11 @@ type pendingAck struct {
 }
 
 // newAcker returns an acker that sends through send, retrying until
-// giveUp is closed; buffer is how many
-// acks add can queue without blocking (the worker's concurrency, which
-// bounds the acks it has at once).
-func newAcker(base context.Context, giveUp <-chan struct{}, send func(context.Context, []api.Ack) ([]error, error), buffer int, log *slog.Logger) *acker {
-	return &acker{in: make(chan pendingAck, buffer), send: send, log: log, base: base, giveUp: giveUp}
+// giveUp is closed, and calls stop with an error that no retry can cure;
+// buffer is how many acks add can queue without blocking (the worker's
+// concurrency, which bounds the acks it has at once).
+func newAcker(base context.Context, giveUp <-chan struct{}, send func(context.Context, []api.Ack) ([]error, error), buffer int, fails *failureLog, stop func(string, error)) *acker {
+	return &acker{in: make(chan pendingAck, buffer), send: send, log: fails.log, fails: fails, stop: stop, base: base, giveUp: giveUp}
 }
 
 // add queues an ack. It blocks while the buffer is full, which happens
@@ -105,13 +111,16 @@ func (a *acker) flush(batch []pendingAck) {
 	ctx, cancel := context.WithDeadline(a.base, latest(until))
 	defer cancel()
 	var errs []error
-	err := retry(ctx, a.giveUp, a.log, "ack", func(ctx context.Context) error {
+	err := retry(ctx, a.giveUp, a.fails, "ack", func(ctx context.Context) error {
 		var err error
 		errs, err = a.send(ctx, acks)
 		return err
 	}, "tasks", len(acks))
 	if err != nil {
 		a.log.Error("ack failed; the tasks come back when their leases expire", "tasks", len(acks), "error", err)
+		if client.IsPermanent(err) {
+			a.stop("ack", err)
+		}
 		return
 	}
 	for i, err := range errs {

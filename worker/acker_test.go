@@ -42,7 +42,7 @@ func TestAcker_Batches(t *testing.T) {
 		}
 		return make([]error, len(acks)), nil
 	}
-	a := newAcker(context.Background(), nil, send, 10, quiet)
+	a := newAcker(context.Background(), nil, send, 10, newFailureLog(quiet), nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -73,7 +73,7 @@ func TestAcker_Retries(t *testing.T) {
 		calls++
 		return make([]error, len(acks)), err
 	}
-	a := newAcker(context.Background(), nil, send, 1, quiet)
+	a := newAcker(context.Background(), nil, send, 1, newFailureLog(quiet), nil)
 	a.flush([]pendingAck{{api.Ack{ID: "x"}, time.Now().Add(time.Minute)}})
 	if calls != 2 {
 		t.Errorf("%d requests, want 2: one retry of the 503", calls)
@@ -130,7 +130,7 @@ func TestAcker_AckErrors(t *testing.T) {
 	send := func(ctx context.Context, acks []api.Ack) ([]error, error) {
 		return []error{nil, &client.Error{Message: "hourglass: stale or unknown lease"}}, nil
 	}
-	a := newAcker(context.Background(), nil, send, 2, log)
+	a := newAcker(context.Background(), nil, send, 2, newFailureLog(log), nil)
 	until := time.Now().Add(time.Minute)
 	a.flush([]pendingAck{{api.Ack{Queue: "q", ID: "ok"}, until}, {api.Ack{Queue: "q", ID: "stale"}, until}})
 	out := buf.String()

@@ -2,11 +2,7 @@ package worker
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/hourglass-go/hourglass/client"
@@ -32,28 +28,14 @@ func backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// transient reports whether a call that failed with err may succeed if
-// tried again: the server or a proxy answered 502, 503 (recovering or
-// stopping) or 504, or the request did not get through (connection
-// refused or reset, a timeout). Other error answers are the call's own
-// fault and final.
-func transient(err error) bool {
-	var e *client.Error
-	if errors.As(err, &e) {
-		return e.Status == http.StatusBadGateway || e.Status == http.StatusServiceUnavailable || e.Status == http.StatusGatewayTimeout
-	}
-	var u *url.Error
-	return errors.As(err, &u) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
-}
-
 // retry calls f until it succeeds, fails for a reason that is not
-// [transient], ctx is done, or giveUp is closed (Run's shutdown is over:
-// no more retries), waiting [backoff] between tries and logging each
-// failure. It returns f's last error.
-func retry(ctx context.Context, giveUp <-chan struct{}, log *slog.Logger, what string, f func(context.Context) error, attrs ...any) error {
+// [client.IsTransient], ctx is done, or giveUp is closed (Run's shutdown
+// is over: no more retries), waiting [backoff] between tries and
+// counting each failure in fails. It returns f's last error.
+func retry(ctx context.Context, giveUp <-chan struct{}, fails *failureLog, what string, f func(context.Context) error, attrs ...any) error {
 	for n := 1; ; n++ {
 		err := f(ctx)
-		if err == nil || !transient(err) || ctx.Err() != nil {
+		if err == nil || !client.IsTransient(err) || ctx.Err() != nil {
 			return err
 		}
 		select {
@@ -62,7 +44,7 @@ func retry(ctx context.Context, giveUp <-chan struct{}, log *slog.Logger, what s
 		default:
 		}
 		d := backoff(n)
-		log.Warn(what+" failed, retrying", append(attrs, "error", err, "attempt", n, "in", d)...)
+		fails.failed(time.Now(), what, err, d, attrs...)
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():

@@ -38,14 +38,29 @@
 //   - a panic: nacked with the panic's text; its stack is logged and the
 //     worker keeps running.
 //
-// Calls that fail for a transient reason (the server's 503 while it
-// recovers or stops, a refused connection) are retried with capped,
-// jittered back-off, and logged. A task whose result could not be sent
-// comes back when its lease expires, as if its worker had died: handlers
-// should be idempotent, since delivery is at least once.
+// Every call has the client's deadline ([client.Options.Timeout],
+// default 30 s; for a reserve, its wait of 5 s plus that), so a server
+// that stops answering without closing its connections (a machine gone,
+// a firewall dropping everything) holds a call no longer than that.
+// Calls that fail for a transient reason ([client.IsTransient]: the
+// server's 503 while it recovers or stops, a refused connection, no
+// answer by the deadline) are retried with capped, jittered back-off
+// (100 ms doubling up to 10 s, a random half of it), and logged about
+// once a second for each kind of call with the count of failures since
+// the previous line. A task whose result could not be sent comes back
+// when its lease expires, as if its worker had died: handlers should be
+// idempotent, since delivery is at least once.
 //
 // When Run's context is done, the worker stops reserving, waits up to
 // [Options.ShutdownTimeout] for its handlers, cancels the contexts of
 // those still running ([ErrShutdown]) and releases their tasks without
-// counting the attempt, sends the pending acks, and returns.
+// counting the attempt, sends the pending acks, and returns nil.
+//
+// Run also shuts down so, and then returns the error, when a call fails
+// in a way that no waiting cures: a 401 (a wrong token) or 403, a server
+// certificate the client does not trust, https to a server that does not
+// speak it ([client.IsPermanent]), or a reserve the server refuses (400,
+// 404). The error reads "hourglass: worker stopped: ..." and errors.Is
+// matches it against the client's sentinel ([client.ErrUnauthorized]...).
+// A URL that no call could reach fails earlier, in [client.New].
 package worker

@@ -66,14 +66,15 @@ func (l *lease) isLost() bool {
 
 // keep touches the lease halfway through each term, so that it never
 // runs out while the handler runs, until ctx is done. A touch that fails
-// for a transient reason is retried with back-off; when the server
-// answers that the task or lease is gone (404, 409), or the deadline
-// passes without a touch getting through, keep marks the lease lost,
-// calls lost, and returns.
+// for any other reason is retried with back-off, its failures counted in
+// fails; when the server answers that the task or lease is gone (404,
+// 409), a touch fails for good ([client.IsPermanent]: a 401, say), or
+// the deadline passes without a touch getting through, keep marks the
+// lease lost, calls lost with the reason, and returns.
 //
 // touch renews the lease (client.Touch); it gets a context that ends at
 // the deadline.
-func (l *lease) keep(ctx context.Context, touch func(context.Context) error, log *slog.Logger, lost func()) {
+func (l *lease) keep(ctx context.Context, touch func(context.Context) error, fails *failureLog, lost func(why error)) {
 	failures := 0
 	next := l.until().Add(-l.ttr / 2)
 	t := time.NewTimer(max(time.Until(next), 0))
@@ -87,7 +88,7 @@ func (l *lease) keep(ctx context.Context, touch func(context.Context) error, log
 		deadline := l.until()
 		sent := time.Now()
 		if !sent.Before(deadline) {
-			l.lose(log, lost, "lease ran out before a touch got through")
+			l.lose(fails.log, lost, errRanOut)
 			return
 		}
 		tctx, cancel := context.WithDeadline(ctx, deadline)
@@ -102,23 +103,26 @@ func (l *lease) keep(ctx context.Context, touch func(context.Context) error, log
 			t.Reset(max(l.ttr/2, minTouch) - time.Since(sent))
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrConflict):
-			l.lose(log, lost, err.Error())
+		case errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrConflict) || client.IsPermanent(err):
+			l.lose(fails.log, lost, err)
 			return
 		default:
 			failures++
-			d := min(backoff(failures), time.Until(deadline)/2)
-			log.Warn("touch failed, retrying", "queue", l.queue, "id", l.id, "error", err, "attempt", failures, "in", d)
-			t.Reset(max(d, minTouch))
+			d := max(min(backoff(failures), time.Until(deadline)/2), minTouch)
+			fails.failed(time.Now(), "touch", err, d, "queue", l.queue, "id", l.id)
+			t.Reset(d)
 		}
 	}
 }
 
+// errRanOut is why a lease is lost when no touch got through in time.
+var errRanOut = errors.New("hourglass: lease ran out before a touch got through")
+
 // lose marks the lease lost, logs why, and calls lost.
-func (l *lease) lose(log *slog.Logger, lost func(), why string) {
+func (l *lease) lose(log *slog.Logger, lost func(error), why error) {
 	l.mu.Lock()
 	l.lost = true
 	l.mu.Unlock()
 	log.Warn("lease lost; cancelling the handler", "queue", l.queue, "id", l.id, "reason", why)
-	lost()
+	lost(why)
 }

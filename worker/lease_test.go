@@ -26,7 +26,7 @@ func keepFor(t *testing.T, ttr, d time.Duration, touch func(n int) error) (touch
 		l.keep(ctx, func(ctx context.Context) error {
 			touches = append(touches, time.Since(start))
 			return touch(len(touches))
-		}, quiet, func() {
+		}, newFailureLog(quiet), func(error) {
 			lost = true
 			lostAt = time.Since(start)
 		})

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
@@ -32,13 +31,12 @@ type reserveResult struct {
 }
 
 // reserve reserves tasks for the free handlers and starts them, until
-// ctx is done or the server refuses the reserve for good. It keeps up to
-// maxReserves reserves in flight, each for the slots free when it is
-// sent (at least one, at most api.MaxReserve), and sends none while it
-// backs off after a failure or an answer cut short. It returns once no
-// reserve of its own is in flight.
-func (r *run) reserve(ctx context.Context) error {
-	log := r.w.log
+// ctx is done or the server refuses the reserve for good (then it calls
+// r.stop). It keeps up to maxReserves reserves in flight, each for the
+// slots free when it is sent (at least one, at most api.MaxReserve), and
+// sends none while it backs off after a failure or an answer cut short.
+// It returns once no reserve of its own is in flight.
+func (r *run) reserve(ctx context.Context) {
 	results := make(chan reserveResult, maxReserves)
 	inFlight, failures := 0, 0
 	// pause, when not nil, fires when the back-off after a failure is
@@ -72,7 +70,7 @@ func (r *run) reserve(ctx context.Context) error {
 	for {
 		if ctx.Err() != nil {
 			wait()
-			return nil
+			return
 		}
 		var slots chan struct{}
 		if inFlight < maxReserves && pause == nil {
@@ -81,7 +79,7 @@ func (r *run) reserve(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			wait()
-			return nil
+			return
 		case <-pause:
 			pause = nil
 		case <-slots:
@@ -109,14 +107,12 @@ func (r *run) reserve(ctx context.Context) error {
 				r.start(ctx, res)
 			case err != nil:
 				r.start(ctx, res)
-				var e *client.Error
-				if errors.As(err, &e) && (e.Status == http.StatusBadRequest || e.Status == http.StatusUnauthorized || e.Status == http.StatusNotFound) {
-					log.Error("reserve refused; stopping", "queues", r.queues, "error", err)
+				if refused(err) {
+					r.stop("reserve", err)
 					wait()
-					return err
+					return
 				}
-				d := backOff()
-				log.Warn("reserve failed, retrying", "queues", r.queues, "error", err, "attempt", failures, "in", d)
+				r.fails.failed(res.received, "reserve", err, backOff(), "queues", r.queues)
 			case len(res.tasks) == 0 && res.received.Sub(res.sent) < reserveWait/2:
 				// The server cut the wait short: it is draining, or another
 				// reserver took what woke this one. Asking again at once
@@ -129,6 +125,13 @@ func (r *run) reserve(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// refused reports whether a reserve's error is one that no retry can
+// cure: [client.IsPermanent], or the server refusing the request itself
+// (400: a bad queue name; 404: a server without the call).
+func refused(err error) bool {
+	return client.IsPermanent(err) || errors.Is(err, client.ErrInvalid) || errors.Is(err, client.ErrNotFound)
 }
 
 // start gives back the slots of res that brought no task and starts a

@@ -35,11 +35,18 @@ func serve() (url string, stop func(), err error) {
 // serveOn is serve with the handler wrapped by wrap (if not nil) and
 // served on l (nil: a new listener on a loopback port).
 func serveOn(l net.Listener, wrap func(http.Handler) http.Handler) (url string, stop func(), err error) {
+	return serveWith(l, wrap, httpapi.Options{})
+}
+
+// serveWith is serveOn with the handler's options opts (its gatherer and
+// logger set here).
+func serveWith(l net.Listener, wrap func(http.Handler) http.Handler, opts httpapi.Options) (url string, stop func(), err error) {
 	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
 	if err != nil {
 		return "", nil, err
 	}
-	s := httpapi.New(httpapi.Options{Gatherer: prometheus.NewRegistry(), Logger: quiet})
+	opts.Gatherer, opts.Logger = prometheus.NewRegistry(), quiet
+	s := httpapi.New(opts)
 	s.SetService(service.New(b))
 	var h http.Handler = s
 	if wrap != nil {

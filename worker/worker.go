@@ -112,8 +112,10 @@ func (w *Worker) Handle(queue string, h Handler) {
 // queues; it renews each running task's
 // lease, and acks (in batches), nacks or buries the task as its handler's
 // result says (see [Handler]). Calls that fail for a transient reason
-// (the server's 503, a refused connection) are retried with back-off and
-// logged.
+// ([client.IsTransient]: the server's 503, a refused connection, no
+// answer within the client's deadline) are retried with back-off, and
+// logged about once a second for each kind of call with the count of
+// failures since the previous line.
 //
 // Shutting down, Run stops reserving at once (a reserve in flight is
 // cancelled: the server gives back what it was taking for it, and tasks
@@ -128,9 +130,11 @@ func (w *Worker) Handle(queue string, h Handler) {
 // tried once. No goroutine of Run outlives it.
 //
 // Run returns an error at once when called a second time or without
-// handlers, and after shutting down when the server refuses the reserve
-// itself (400, 401, 404: a bad token or queue name, an older server),
-// which no retry can cure.
+// handlers. It shuts down as above, and then returns an error wrapping
+// the call's, when a call fails in a way no retry can cure: any call
+// whose error is [client.IsPermanent] (a 401 or 403, a server
+// certificate the client does not trust), or a reserve the server
+// refuses (400, 404: a bad queue name, an older server).
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	if w.ran {
@@ -155,18 +159,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	bg := context.WithoutCancel(ctx)
 	hctx, stop := context.WithCancelCause(bg)
 	defer stop(nil)
+	// rctx is ctx, also ended when a call fails for good.
+	rctx, stopReserving := context.WithCancel(ctx)
+	defer stopReserving()
 	giveUp := make(chan struct{})
+	fails := newFailureLog(w.log)
 	r := &run{
-		w:        w,
-		handlers: handlers,
-		queues:   queues,
-		bg:       bg,
-		hctx:     hctx,
-		giveUp:   giveUp,
-		slots:    make(chan struct{}, w.opts.Concurrency+w.opts.Prefetch),
-		running:  make(chan struct{}, w.opts.Concurrency),
-		acks:     newAcker(bg, giveUp, w.c.AckMany, w.opts.Concurrency, w.log),
+		w:             w,
+		handlers:      handlers,
+		queues:        queues,
+		bg:            bg,
+		hctx:          hctx,
+		giveUp:        giveUp,
+		slots:         make(chan struct{}, w.opts.Concurrency+w.opts.Prefetch),
+		running:       make(chan struct{}, w.opts.Concurrency),
+		fails:         fails,
+		stopReserving: stopReserving,
 	}
+	r.acks = newAcker(bg, giveUp, w.c.AckMany, w.opts.Concurrency, fails, r.stop)
 	for range w.opts.Concurrency + w.opts.Prefetch {
 		r.slots <- struct{}{}
 	}
@@ -176,7 +186,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		r.acks.run()
 	}()
 
-	err := r.reserve(ctx)
+	r.reserve(rctx)
 
 	// The shutdown: the handlers, then the acker, get ShutdownTimeout
 	// together. When it is over, the handlers are cancelled and failed
@@ -203,7 +213,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		close(giveUp)
 		<-ackerDone
 	}
-	return err
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
 }
 
 // run is the state of one [Worker.Run].
@@ -229,6 +241,30 @@ type run struct {
 	running chan struct{}
 	tasks   sync.WaitGroup // the tasks' goroutines
 	acks    *acker
+	fails   *failureLog
+	// stopReserving ends the reserve loop's context: Run shuts down.
+	stopReserving context.CancelFunc
+
+	mu sync.Mutex
+	// stopped is the error of the first call that failed for good (a
+	// *stopError), which Run returns. Guarded by mu.
+	stopped error
+}
+
+// stop makes Run shut down and return an error wrapping err, the error of
+// the call what that no retry can cure; only the first such error is
+// kept and logged.
+func (r *run) stop(what string, err error) {
+	r.mu.Lock()
+	first := r.stopped == nil
+	if first {
+		r.stopped = &stopError{what: what, err: err}
+	}
+	r.mu.Unlock()
+	if first {
+		r.w.log.Error(what+" failed for good; stopping", "queues", r.queues, "error", err)
+		r.stopReserving()
+	}
 }
 
 // work runs t's handler, once one is free, with its lease kept alive,
@@ -261,7 +297,12 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 			_, err := r.w.c.Touch(ctx, l.queue, l.id, l.token)
 			return err
 		}
-		l.keep(kctx, touch, r.w.log, func() { cancel(ErrLeaseLost) })
+		l.keep(kctx, touch, r.fails, func(why error) {
+			cancel(ErrLeaseLost)
+			if client.IsPermanent(why) {
+				r.stop("touch", why)
+			}
+		})
 	})
 	// halt stops keeping the lease, also when the handler calls
 	// runtime.Goexit (the task then comes back when its lease expires).
@@ -339,12 +380,15 @@ func (r *run) release(l *lease) {
 
 // settle makes the call f about the task of l, retrying a transient
 // failure while the lease holds (and the shutdown's time is not over),
-// and logs its failure.
+// and logs its failure; one that no retry can cure stops Run.
 func (r *run) settle(l *lease, what string, f func(context.Context) error) {
 	ctx, cancel := context.WithDeadline(r.bg, latest(l.until()))
 	defer cancel()
-	if err := retry(ctx, r.giveUp, r.w.log, what, f, "queue", l.queue, "id", l.id); err != nil {
+	if err := retry(ctx, r.giveUp, r.fails, what, f, "queue", l.queue, "id", l.id); err != nil {
 		r.w.log.Error(what+" failed; the task comes back when its lease expires", "queue", l.queue, "id", l.id, "error", err)
+		if client.IsPermanent(err) {
+			r.stop(what, err)
+		}
 	}
 }
 
