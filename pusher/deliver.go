@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -23,7 +24,7 @@ import (
 // Bounds of reading an answer.
 const (
 	// errorBody is how much of a failed answer's body its last error
-	// keeps.
+	// keeps, where the target may echo one (Targets.echoes).
 	errorBody = 200
 	// drainBody is how much more of an answer's body is read, and thrown
 	// away, so that its connection can serve the next push; a longer
@@ -141,8 +142,8 @@ func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeou
 		return outcome{kind: "acked", status: resp.StatusCode}
 	}
 	reason := service.PushHTTPPrefix + strconv.Itoa(resp.StatusCode)
-	if head = trimRune(head); len(head) > 0 {
-		reason += ": " + string(head)
+	if head = trimRune(head); len(head) > 0 && p.targets.echoes(req.URL.Hostname()) {
+		reason += ": " + sanitize(head)
 	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
@@ -230,6 +231,29 @@ func unwrapURL(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// sanitize returns b as a string with each control character (C0, DEL)
+// but tab replaced by a space, so that a target's answer cannot forge
+// lines or terminal sequences in a task's last error as logs and
+// terminals show it.
+func sanitize(b []byte) string {
+	out := []byte(nil)
+	for i, c := range b {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			if out == nil {
+				out = slices.Clone(b[:i])
+			}
+			c = ' '
+		}
+		if out != nil {
+			out = append(out, c)
+		}
+	}
+	if out == nil {
+		return string(b)
+	}
+	return string(out)
 }
 
 // trimRune drops a UTF-8 sequence cut short at the end of b.
