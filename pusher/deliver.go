@@ -63,10 +63,12 @@ func newClient(targets *Targets, conns int) *http.Client {
 	}
 }
 
-// pushJob is a reserved task and the endpoint of its queue.
+// pushJob is a reserved task, the endpoint of its queue and its target
+// (targetOf), whose slot it holds.
 type pushJob struct {
-	t   task.Task
-	end task.Push
+	t      task.Task
+	end    task.Push
+	target string
 }
 
 // pushLoop is a push goroutine: it pushes the tasks run hands it, one at
@@ -74,13 +76,13 @@ type pushJob struct {
 func (p *Pusher) pushLoop() {
 	for j := range p.work {
 		p.push(j.t, j.end)
+		p.done(j.t.Queue, j.target)
 	}
 }
 
-// push pushes t to end and settles it, then frees its slot. A task taken
-// after Stop was called is released unpushed.
+// push pushes t to end and settles it. A task taken after Stop was
+// called is released unpushed.
 func (p *Pusher) push(t task.Task, end task.Push) {
-	defer p.give(1)
 	if p.ctx.Err() != nil || end.URL == "" {
 		p.settle(t, outcome{kind: "released"})
 		return
