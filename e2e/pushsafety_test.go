@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,5 +104,92 @@ func testPushSafetyEcho(t *testing.T) {
 		if last := waitPushed(t, s, "echo", "a", "dead", 10*time.Second); last != tc.want {
 			t.Errorf("--push-allow %s: last error %q, want %q", tc.allow, last, tc.want)
 		}
+	}
+}
+
+// silentEndpoint is a TCP listener on loopback that accepts every
+// connection and never answers on it, until the test ends.
+type silentEndpoint struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn // guarded by mu
+}
+
+// newSilentEndpoint starts one; cleanup closes it and its connections.
+func newSilentEndpoint(t *testing.T) *silentEndpoint {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &silentEndpoint{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			e.mu.Lock()
+			e.conns = append(e.conns, c)
+			e.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for _, c := range e.conns {
+			c.Close()
+		}
+	})
+	return e
+}
+
+// accepted returns how many connections it has accepted.
+func (e *silentEndpoint) accepted() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.conns)
+}
+
+// TestPushSafety_HangingEndpoint: a push queue whose endpoint accepts
+// and never answers holds only its share of the server's 64 push slots
+// (half of them alone), and a second push queue with a healthy endpoint
+// gets its 20 tasks pushed beside it, long before the hanging pushes
+// time out.
+func TestPushSafety_HangingEndpoint(t *testing.T) { engines(t, testPushSafetyHanging) }
+
+func testPushSafetyHanging(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	hang := newSilentEndpoint(t)
+	ok := newReceiver(t, nil)
+	setPush(t, s, "hang", fmt.Sprintf(`{"push":{"url":"http://%s/","timeout":"10m"}}`, hang.ln.Addr()))
+	setPush(t, s, "ok", fmt.Sprintf(`{"push":{"url":%q}}`, ok.srv.URL))
+	var batch []string
+	for i := range 100 {
+		batch = append(batch, fmt.Sprintf(`{"id":"h%d","payload":1}`, i))
+	}
+	if a := s.call("POST", "/v1/queues/hang/tasks:batch", `{"tasks":[`+strings.Join(batch, ",")+`]}`); a.status/100 != 2 {
+		t.Fatalf("put batch: %v", a)
+	}
+	// The hanging queue takes most of its share (a queue near its share
+	// waits until a quarter of it is free), then no more.
+	const share = 64 / 2
+	for deadline := time.Now().Add(30 * time.Second); hang.accepted() < share*3/4; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the hanging endpoint got %d pushes in 30 s, want most of its share %d", hang.accepted(), share)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	for i := range 20 {
+		if a := s.call("POST", "/v1/queues/ok/tasks", fmt.Sprintf(`{"id":"k%d","payload":1}`, i)); a.status != 201 {
+			t.Fatalf("put: %v", a)
+		}
+	}
+	ok.wait(t, 20, 2*time.Minute) // the hanging pushes time out after 10
+	t.Logf("20 tasks pushed beside a hanging endpoint in %v", time.Since(start))
+	if n := hang.accepted(); n > share {
+		t.Errorf("the hanging endpoint got %d pushes at once, more than its share %d", n, share)
 	}
 }
