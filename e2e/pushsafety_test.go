@@ -82,9 +82,10 @@ func testPushSafetyRefused(t *testing.T) {
 }
 
 // TestPushSafety_Echo: a target's failed answer is kept in last_error
-// (its start, control characters blanked) when --push-allow names the
-// host exactly, and only its status when the host is reached through a
-// CIDR: the API's callers must not read the network's services.
+// (its start, control characters blanked), and a connection's error,
+// when --push-allow names the host exactly; only the status, and that
+// the connection failed, when the host is reached through a CIDR: the
+// API's callers must not read the network's services or scan its ports.
 func TestPushSafety_Echo(t *testing.T) { engines(t, testPushSafetyEcho) }
 
 func testPushSafetyEcho(t *testing.T) {
@@ -94,15 +95,26 @@ func testPushSafetyEcho(t *testing.T) {
 		io.WriteString(w, "secret\r\ninside")
 	})
 	_, port, _ := net.SplitHostPort(rc.srv.Listener.Addr().String())
-	for _, tc := range []struct{ allow, want string }{
-		{"127.0.0.1", "push: HTTP 500: secret  inside"},
-		{"127.0.0.0/8", "push: HTTP 500"},
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, closed, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	for _, tc := range []struct{ allow, want, wantClosed string }{
+		{"127.0.0.1", "push: HTTP 500: secret  inside", "push: dial tcp 127.0.0.1:" + closed + ": connect: connection refused"},
+		{"127.0.0.0/8", "push: HTTP 500", "push: the connection failed"},
 	} {
 		s := startServer(t, withFlags("--push-allow", tc.allow))
 		setPush(t, s, "echo", fmt.Sprintf(`{"push":{"url":"http://127.0.0.1:%s/"}}`, port))
 		s.call("POST", "/v1/queues/echo/tasks", `{"id":"a","payload":1,"max_attempts":1}`)
 		if last := waitPushed(t, s, "echo", "a", "dead", 10*time.Second); last != tc.want {
 			t.Errorf("--push-allow %s: last error %q, want %q", tc.allow, last, tc.want)
+		}
+		setPush(t, s, "closed", fmt.Sprintf(`{"push":{"url":"http://127.0.0.1:%s/"}}`, closed))
+		s.call("POST", "/v1/queues/closed/tasks", `{"id":"a","payload":1,"max_attempts":1}`)
+		if last := waitPushed(t, s, "closed", "a", "dead", 10*time.Second); last != tc.wantClosed {
+			t.Errorf("--push-allow %s, a closed port: last error %q, want %q", tc.allow, last, tc.wantClosed)
 		}
 	}
 }

@@ -132,6 +132,10 @@ func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeou
 		case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
 			return outcome{kind: "failed", delay: task.RetryDelay, reason: fmt.Sprintf("push: timeout after %s", timeout)}
 		}
+		var refused refusedError
+		if !errors.As(err, &refused) && !p.targets.echoes(req.URL.Hostname()) {
+			return outcome{kind: "failed", delay: task.RetryDelay, reason: "push: the connection failed"}
+		}
 		return outcome{kind: "failed", delay: task.RetryDelay, reason: "push: " + unwrapURL(err).Error()}
 	}
 	defer resp.Body.Close()

@@ -485,12 +485,14 @@ func (t *Targets) checkDial(host string, addr netip.AddrPort) error {
 	return nil
 }
 
-// echoes reports whether a failed answer's body from host (a URL's)
-// may be kept in its task's last error, which any caller of the API
-// reads: on a server with no list and on loopback, whose callers reach
+// echoes reports whether a failed answer's body from host (a URL's),
+// or the error of a connection to it, may be kept in its task's last
+// error, which any caller of the API reads: on a server with no list and on loopback, whose callers reach
 // every target themselves, and for a host the list names exactly (a
 // name, or an address); not for one reached through a CIDR, which would
-// let the API's callers read any service of that network.
+// let the API's callers read any service of that network, or tell an
+// open port from a closed one and a name that exists from one that does
+// not.
 func (t *Targets) echoes(host string) bool {
 	if t.open() {
 		return true
@@ -516,13 +518,23 @@ func (t *Targets) dialer(d *net.Dialer) func(ctx context.Context, network, addr 
 		dd.Control = func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return fmt.Errorf("push target %s: %v", address, err)
+				return refusedError{fmt.Errorf("push target %s: %v", address, err)}
 			}
-			return t.checkDial(host, ap)
+			if err := t.checkDial(host, ap); err != nil {
+				return refusedError{err}
+			}
+			return nil
 		}
 		return dd.DialContext(ctx, network, addr)
 	}
 }
+
+// refusedError is a connection the checks refused: its reason is the
+// server's rule, which a task's last error shows whatever the target.
+type refusedError struct{ err error }
+
+func (e refusedError) Error() string { return e.err.Error() }
+func (e refusedError) Unwrap() error { return e.err }
 
 // newDialer returns the dialer of pushes: a connection's timeout within
 // each push's, and TCP keep-alive for the pooled connections.
