@@ -20,9 +20,9 @@ import (
 // API's callers may read it, and a push endpoint that hangs costing
 // only its share of the pusher's slots; on both engines.
 
-// TestPushSafety_Refused: a policy pushing to a metadata endpoint, in
-// any spelling, or to the server's own API is 400 naming the rule and
-// changes nothing; a name resolving to the server's own address is
+// TestPushSafety_Refused: start-up logs the rule in force; a policy
+// pushing to a metadata endpoint, in any spelling, or to the server's
+// own API is 400 naming the rule and changes nothing; a name resolving to the server's own address is
 // refused at the dial, its task failed and nothing put into the server.
 func TestPushSafety_Refused(t *testing.T) { engines(t, testPushSafetyRefused) }
 
@@ -30,6 +30,9 @@ func testPushSafetyRefused(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	_, port, _ := net.SplitHostPort(s.addr)
+	if want := `"msg":"push targets","rule":"any host but the cloud metadata endpoints and this server's own addresses`; !s.logged(want) {
+		t.Errorf("start-up did not log the push rule %s", want)
+	}
 	const before = `{"max_attempts":3}`
 	if a := s.call("PUT", "/v1/queues/q/policy", before); a.status != 200 {
 		t.Fatalf("PUT policy: %v", a)
