@@ -107,8 +107,8 @@ const (
 
 // Options configure a [Pusher].
 type Options struct {
-	// Targets are the hosts pushes may reach; nil: every host but
-	// link-local ones.
+	// Targets are the hosts pushes may reach; nil: every host but the
+	// cloud metadata endpoints.
 	Targets *Targets
 	// Concurrency bounds the pushes under way at once; 0:
 	// DefaultConcurrency. A queue, and a target, hold at most a share of
