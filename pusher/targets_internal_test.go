@@ -147,3 +147,100 @@ func TestSanitize(t *testing.T) {
 		t.Errorf("sanitize: %q", got)
 	}
 }
+
+// fakeDNS is a DNS server on loopback (UDP) that answers every A query
+// with the address its map gives the name (no answer for other names
+// and other types): the resolver's answers, without a network.
+func fakeDNS(t *testing.T, answers map[string]netip.Addr) *net.Resolver {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := buf[:n]
+			if len(q) < 12 {
+				continue
+			}
+			// The question: labels from byte 12, then type and class.
+			var labels []string
+			i := 12
+			for i < len(q) && q[i] != 0 {
+				l := int(q[i])
+				if i+1+l > len(q) {
+					break
+				}
+				labels = append(labels, string(q[i+1:i+1+l]))
+				i += 1 + l
+			}
+			if i+5 > len(q) {
+				continue
+			}
+			qtype := int(q[i+1])<<8 | int(q[i+2])
+			question := q[12 : i+5]
+			a, ok := answers[strings.ToLower(strings.Join(labels, "."))]
+			resp := []byte{q[0], q[1], 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0}
+			resp = append(resp, question...)
+			if ok && qtype == 1 {
+				resp[7] = 1
+				ip := a.As4()
+				resp = append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, ip[0], ip[1], ip[2], ip[3])
+			}
+			pc.WriteTo(resp, from)
+		}
+	}()
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
+}
+
+// TestTargets_DialResolved dials names through a resolver whose answers
+// the test gives: a name resolving to a metadata endpoint
+// (169.254.169.254.nip.io) or to the server's own address is refused
+// before any connection, whatever the URL's host looked like.
+func TestTargets_DialResolved(t *testing.T) {
+	self, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer self.Close()
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	r := fakeDNS(t, map[string]netip.Addr{
+		"169.254.169.254.nip.io": netip.MustParseAddr("169.254.169.254"),
+		"alibaba.example":        netip.MustParseAddr("100.100.100.200"),
+		"self.example":           netip.MustParseAddr("127.0.0.1"),
+	})
+	_, selfPort, _ := net.SplitHostPort(self.Addr().String())
+	_, otherPort, _ := net.SplitHostPort(other.Addr().String())
+	open, _ := ParseTargets("")
+	dial := open.Serving(true, self.Addr().String()).dialer(&net.Dialer{Timeout: 10 * time.Second, Resolver: r})
+	for _, tc := range []struct{ addr, want string }{
+		{"169.254.169.254.nip.io:80", "169.254.0.0/16"},
+		{"alibaba.example:80", "100.100.100.200"},
+		{"self.example:" + selfPort, "own address"},
+		{"self.example:" + otherPort, ""},
+	} {
+		c, err := dial(context.Background(), "tcp", tc.addr)
+		if c != nil {
+			c.Close()
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("dial %s: %v", tc.addr, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("dial %s: %v, want a refusal naming %q", tc.addr, err, tc.want)
+		}
+	}
+}
