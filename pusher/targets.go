@@ -22,9 +22,11 @@ import (
 //     --push-allow list names them exactly (the address itself, or a CIDR
 //     inside the refused range; a wider CIDR such as 0.0.0.0/0 does not
 //     name them): link-local 169.254.0.0/16 and fe80::/10 (and link-local
-//     multicast), fd00:ec2::254 (AWS over IPv6), 100.100.100.200 (Alibaba
-//     Cloud), the unspecified 0.0.0.0/8 and :: (which reach this host),
-//     and the names metadata.google.internal, metadata and metadata.goog.
+//     multicast), fd00:ec2::254 (AWS over IPv6), fd20:ce::254 (Google
+//     Cloud over IPv6), 100.100.100.200 (Alibaba Cloud), 168.63.129.16
+//     (Azure's WireServer), the unspecified 0.0.0.0/8 and :: (which reach
+//     this host), and the names metadata.google.internal, metadata and
+//     metadata.goog.
 //     An IPv6 address that carries an IPv4 one is judged by that one too
 //     (IPv4-mapped ::ffff:a.b.c.d, IPv4-compatible ::a.b.c.d, SIIT
 //     ::ffff:0:a.b.c.d, NAT64 64:ff9b::/96 and the local-use 64:ff9b:1::/48
@@ -226,7 +228,9 @@ var refusedNets = []refusedNet{
 	{p: netip.MustParsePrefix("224.0.0.0/24"), why: "link-local multicast"},
 	{p: netip.MustParsePrefix("ff02::/16"), why: "link-local multicast"},
 	{p: netip.MustParsePrefix("fd00:ec2::254/128"), why: "AWS metadata over IPv6"},
+	{p: netip.MustParsePrefix("fd20:ce::254/128"), why: "Google Cloud metadata over IPv6"},
 	{p: netip.MustParsePrefix("100.100.100.200/32"), why: "Alibaba Cloud metadata"},
+	{p: netip.MustParsePrefix("168.63.129.16/32"), why: "Azure WireServer"},
 	{p: netip.MustParsePrefix("0.0.0.0/8"), why: "unspecified: this host", zeros: true},
 	{p: netip.MustParsePrefix("::/128"), why: "unspecified: this host"},
 }

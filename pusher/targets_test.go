@@ -22,6 +22,8 @@ var metadataURLs = []string{
 	"http://[fd00:ec2::254]/",
 	"http://[FD00:EC2:0:0:0:0:0:254]:80/",
 	"http://100.100.100.200/latest/meta-data",
+	"http://[fd20:ce::254]/computeMetadata/v1/",
+	"http://168.63.129.16/machine?comp=goalstate",
 	"http://[::ffff:100.100.100.200]/",
 	"http://[64:ff9b::a9fe:a9fe]/",         // NAT64 of 169.254.169.254
 	"http://[64:ff9b::169.254.169.254]/",   // the same, dotted
