@@ -83,8 +83,9 @@ package api
 // `hourglass serve --push-allow LIST` (host names, addresses and CIDRs)
 // limits the hosts a push may reach; a server listening beyond loopback
 // reaches none until it is given. The cloud metadata endpoints (link-local
-// 169.254.0.0/16 and fe80::/10, fd00:ec2::254, 100.100.100.200, 0.0.0.0/8
-// and ::, metadata.google.internal, metadata, metadata.goog, in any
+// 169.254.0.0/16 and fe80::/10, fd00:ec2::254, fd20:ce::254,
+// 100.100.100.200, 168.63.129.16, 0.0.0.0/8 and ::,
+// metadata.google.internal, metadata, metadata.goog, in any
 // spelling: IPv4-mapped, NAT64, 2130706433, ...) and the server's own
 // listen addresses are refused unless the list names them exactly, both
 // when a policy names one (400, naming the rule) and when a name resolves
