@@ -167,7 +167,7 @@ func (e *silentEndpoint) accepted() int {
 }
 
 // TestPushSafety_HangingEndpoint: a push queue whose endpoint accepts
-// and never answers holds only its share of the server's 64 push slots
+// and never answers holds only its share of the server's 128 push slots
 // (half of them alone), and a second push queue with a healthy endpoint
 // gets its 20 tasks pushed beside it, long before the hanging pushes
 // time out.
@@ -181,7 +181,7 @@ func testPushSafetyHanging(t *testing.T) {
 	setPush(t, s, "hang", fmt.Sprintf(`{"push":{"url":"http://%s/","timeout":"10m"}}`, hang.ln.Addr()))
 	setPush(t, s, "ok", fmt.Sprintf(`{"push":{"url":%q}}`, ok.srv.URL))
 	var batch []string
-	for i := range 100 {
+	for i := range 200 {
 		batch = append(batch, fmt.Sprintf(`{"id":"h%d","payload":1}`, i))
 	}
 	if a := s.call("POST", "/v1/queues/hang/tasks:batch", `{"tasks":[`+strings.Join(batch, ",")+`]}`); a.status/100 != 2 {
@@ -189,7 +189,7 @@ func testPushSafetyHanging(t *testing.T) {
 	}
 	// The hanging queue takes most of its share (a queue near its share
 	// waits until a quarter of it is free), then no more.
-	const share = 64 / 2
+	const share = 128 / 2
 	for deadline := time.Now().Add(30 * time.Second); hang.accepted() < share*3/4; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the hanging endpoint got %d pushes in 30 s, want most of its share %d", hang.accepted(), share)

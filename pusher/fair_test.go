@@ -66,7 +66,7 @@ func TestPusher_HangingEndpoint(t *testing.T) {
 	}()
 	ctx := context.Background()
 	var rs []task.PutRequest
-	for i := range 100 {
+	for i := range 200 {
 		rs = append(rs, task.PutRequest{ID: fmt.Sprint("h", i), Payload: []byte("1")})
 	}
 	for _, r := range s.PutBatch(ctx, "hang", rs) {

@@ -84,8 +84,9 @@ import (
 
 // Defaults of [Options].
 const (
-	// DefaultConcurrency is how many pushes a process runs at once.
-	DefaultConcurrency = 64
+	// DefaultConcurrency is how many pushes a process runs at once: a
+	// queue alone may run half of them (slots.go), 64.
+	DefaultConcurrency = 128
 	// DefaultRefresh is how often the push queues are read again from
 	// the policies.
 	DefaultRefresh = time.Second

@@ -14,9 +14,9 @@ package pusher
 // pushes, k counting the queue itself (a queue with none under way
 // would be one more), and a target the same over the targets. The +1
 // keeps a share free for the next queue: a queue alone holds at most
-// S/2, two at most S/3 each, and so on. With the default 64 slots: a
-// queue whose endpoint hangs holds 32; a second queue, with a healthy
-// endpoint, may start 21 pushes at once beside it, its share of three.
+// S/2, two at most S/3 each, and so on. With the default 128 slots: a
+// queue whose endpoint hangs holds 64; a second queue, with a healthy
+// endpoint, may start 42 pushes at once beside it, its share of three.
 // A queue with more pushes than its share (the shares shrink as more
 // queues push) starts no more until it is below its share again.
 //

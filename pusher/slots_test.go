@@ -32,7 +32,7 @@ func TestSlots_Shares(t *testing.T) {
 	}
 	s.unused(n - 1)
 	// hang is left out until its room is a quarter of its share: a
-	// share of 64/3 = 21 once ok pushes, so never while it holds 32.
+	// share of 64/3 = 21 once ok pushes, a room of 5 from 16 pushes.
 	s.started("ok", target("ok"))
 	for range 20 {
 		s.done("hang", target("hang"))
