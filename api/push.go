@@ -68,7 +68,11 @@ package api
 //     queue's retry back-off, or dies (or moves to the dead-letter queue)
 //     once its attempts are used up. Its last_error says why: "push:
 //     HTTP 500: <the first 200 bytes of the body>", "push: timeout after
-//     30s", "push: <the connection's error>".
+//     30s", "push: <the connection's error>". The body and the
+//     connection's error are shown only for a target the server may echo
+//     to the API's callers (a server with no --push-allow on loopback,
+//     or a host --push-allow names exactly, not through a CIDR): else
+//     "push: HTTP 500" and "push: the connection failed".
 //
 // Delivery is at least once: a server that stops mid-push leaves the
 // task reserved until its lease runs out, and it is pushed again. Make
@@ -76,11 +80,16 @@ package api
 //
 // # Targets
 //
-// `hourglass serve --push-allow LIST` (host names and CIDRs) limits the
-// hosts a push may reach; link-local addresses (169.254.0.0/16 and
-// fe80::/10, where clouds serve instance metadata) are refused whatever
-// the list, both when a policy names one (400) and when a name resolves
-// to one at connection time.
+// `hourglass serve --push-allow LIST` (host names, addresses and CIDRs)
+// limits the hosts a push may reach; a server listening beyond loopback
+// reaches none until it is given. The cloud metadata endpoints (link-local
+// 169.254.0.0/16 and fe80::/10, fd00:ec2::254, fd20:ce::254,
+// 100.100.100.200, 168.63.129.16, 0.0.0.0/8 and ::,
+// metadata.google.internal, metadata, metadata.goog, in any
+// spelling: IPv4-mapped, NAT64, 2130706433, ...) and the server's own
+// listen addresses are refused unless the list names them exactly, both
+// when a policy names one (400, naming the rule) and when a name resolves
+// to one at connection time (pusher.Targets).
 type Push struct {
 	// URL is the endpoint, http or https, at most 2048 bytes.
 	URL string `json:"url"`

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -23,7 +24,7 @@ import (
 // Bounds of reading an answer.
 const (
 	// errorBody is how much of a failed answer's body its last error
-	// keeps.
+	// keeps, where the target may echo one (Targets.echoes).
 	errorBody = 200
 	// drainBody is how much more of an answer's body is read, and thrown
 	// away, so that its connection can serve the next push; a longer
@@ -62,10 +63,12 @@ func newClient(targets *Targets, conns int) *http.Client {
 	}
 }
 
-// pushJob is a reserved task and the endpoint of its queue.
+// pushJob is a reserved task, the endpoint of its queue and its target
+// (targetOf), whose slot it holds.
 type pushJob struct {
-	t   task.Task
-	end task.Push
+	t      task.Task
+	end    task.Push
+	target string
 }
 
 // pushLoop is a push goroutine: it pushes the tasks run hands it, one at
@@ -73,13 +76,13 @@ type pushJob struct {
 func (p *Pusher) pushLoop() {
 	for j := range p.work {
 		p.push(j.t, j.end)
+		p.done(j.t.Queue, j.target)
 	}
 }
 
-// push pushes t to end and settles it, then frees its slot. A task taken
-// after Stop was called is released unpushed.
+// push pushes t to end and settles it. A task taken after Stop was
+// called is released unpushed.
 func (p *Pusher) push(t task.Task, end task.Push) {
-	defer p.give(1)
 	if p.ctx.Err() != nil || end.URL == "" {
 		p.settle(t, outcome{kind: "released"})
 		return
@@ -129,6 +132,10 @@ func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeou
 		case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
 			return outcome{kind: "failed", delay: task.RetryDelay, reason: fmt.Sprintf("push: timeout after %s", timeout)}
 		}
+		var refused refusedError
+		if !errors.As(err, &refused) && !p.targets.echoes(req.URL.Hostname()) {
+			return outcome{kind: "failed", delay: task.RetryDelay, reason: "push: the connection failed"}
+		}
 		return outcome{kind: "failed", delay: task.RetryDelay, reason: "push: " + unwrapURL(err).Error()}
 	}
 	defer resp.Body.Close()
@@ -141,8 +148,8 @@ func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeou
 		return outcome{kind: "acked", status: resp.StatusCode}
 	}
 	reason := service.PushHTTPPrefix + strconv.Itoa(resp.StatusCode)
-	if head = trimRune(head); len(head) > 0 {
-		reason += ": " + string(head)
+	if head = trimRune(head); len(head) > 0 && p.targets.echoes(req.URL.Hostname()) {
+		reason += ": " + sanitize(head)
 	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
@@ -230,6 +237,29 @@ func unwrapURL(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// sanitize returns b as a string with each control character (C0, DEL)
+// but tab replaced by a space, so that a target's answer cannot forge
+// lines or terminal sequences in a task's last error as logs and
+// terminals show it.
+func sanitize(b []byte) string {
+	out := []byte(nil)
+	for i, c := range b {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			if out == nil {
+				out = slices.Clone(b[:i])
+			}
+			c = ' '
+		}
+		if out != nil {
+			out = append(out, c)
+		}
+	}
+	if out == nil {
+		return string(b)
+	}
+	return string(out)
 }
 
 // trimRune drops a UTF-8 sequence cut short at the end of b.

@@ -17,7 +17,12 @@
 // is a service.PolicyNotifier, after a policy changed anywhere). Its loop
 // makes one long poll after another, ReserveQueues over the push queues
 // last read for as many tasks as it has free slots, cut short when the
-// refresher finds them changed; each task it gets is handed to one of
+// refresher finds them changed. The slots are shared fairly between the
+// queues and between the targets they push to (slots.go), so that an
+// endpoint that never answers holds only its share: the reserve polls
+// the queues below their shares, for no more than the tightest one's
+// room, and is cut short when a queue it left out may push again. Each
+// task it gets is handed to one of
 // Options.Concurrency long-lived push goroutines, which frees its slot
 // once the task is settled. (A goroutine per push grew a fresh stack for
 // the HTTP client's calls every time: 5 % of a push's CPU in
@@ -60,9 +65,13 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,8 +84,9 @@ import (
 
 // Defaults of [Options].
 const (
-	// DefaultConcurrency is how many pushes a process runs at once.
-	DefaultConcurrency = 64
+	// DefaultConcurrency is how many pushes a process runs at once: a
+	// queue alone may run half of them (slots.go), 64.
+	DefaultConcurrency = 128
 	// DefaultRefresh is how often the push queues are read again from
 	// the policies.
 	DefaultRefresh = time.Second
@@ -98,11 +108,12 @@ const (
 
 // Options configure a [Pusher].
 type Options struct {
-	// Targets are the hosts pushes may reach; nil: every host but
-	// link-local ones.
+	// Targets are the hosts pushes may reach; nil: every host but the
+	// cloud metadata endpoints.
 	Targets *Targets
 	// Concurrency bounds the pushes under way at once; 0:
-	// DefaultConcurrency.
+	// DefaultConcurrency. A queue, and a target, hold at most a share of
+	// them (slots.go): half of them alone.
 	Concurrency int
 	// Refresh is how often the push queues are read again; 0:
 	// DefaultRefresh. A refresh reads every queue's counts
@@ -129,8 +140,8 @@ type Pusher struct {
 	log      *slog.Logger
 	metrics  *metrics
 
-	// slots holds a token per free push slot.
-	slots chan struct{}
+	// concurrency is Options.Concurrency, the number of push slots.
+	concurrency int
 	// work carries the tasks reserved to the push goroutines; run closes
 	// it when it returns.
 	work chan pushJob
@@ -151,6 +162,13 @@ type Pusher struct {
 	wg                  sync.WaitGroup // the loop, the refresher, the push goroutines and the lease keepers
 	mu                  sync.Mutex
 	cancelReserve       context.CancelFunc // the long poll under way, nil if none; guarded by mu
+	// slots are the push slots (slots.go); guarded by mu. left are the
+	// queues the long poll under way left out, polled the push queues
+	// it polls; guarded by mu. freed is signalled when a push ends.
+	slots  *slots
+	left   []string
+	polled *pushQueues
+	freed  chan struct{}
 }
 
 // New returns a Pusher of s's push queues, not yet started.
@@ -161,16 +179,15 @@ func New(s service.Service, o Options) *Pusher {
 		refresh:  cmp.Or(o.Refresh, DefaultRefresh),
 		maxDelay: cmp.Or(o.MaxDelay, task.DefaultMaxDelay),
 		log:      cmp.Or(o.Logger, slog.Default()),
-		slots:    make(chan struct{}, cmp.Or(o.Concurrency, DefaultConcurrency)),
 		work:     make(chan pushJob, cmp.Or(o.Concurrency, DefaultConcurrency)),
 		stale:    make(chan struct{}, 1),
 		changed:  make(chan struct{}, 1),
+		freed:    make(chan struct{}, 1),
 		metrics:  newMetrics(o.Registerer),
 	}
-	for range cap(p.slots) {
-		p.slots <- struct{}{}
-	}
-	p.client = newClient(o.Targets, cap(p.slots))
+	p.concurrency = cap(p.work)
+	p.slots = newSlots(p.concurrency)
+	p.client = newClient(o.Targets, p.concurrency)
 	if n, ok := s.(service.PolicyNotifier); ok {
 		n.NotifyPolicies(func(string) { p.Refresh() })
 	}
@@ -182,7 +199,7 @@ func New(s service.Service, o Options) *Pusher {
 // Start starts pushing, once; it returns at once.
 func (p *Pusher) Start() {
 	p.startOnce.Do(func() {
-		for range cap(p.slots) {
+		for range p.concurrency {
 			p.wg.Go(p.pushLoop)
 		}
 		p.wg.Add(2)
@@ -226,10 +243,29 @@ func (p *Pusher) Refresh() {
 }
 
 // pushQueues are the push queues as one read found them: their names,
-// sorted, and their endpoints. A value is never changed once stored.
+// sorted, their endpoints, and their targets (targetOf). A value is
+// never changed once stored.
 type pushQueues struct {
-	names []string
-	ends  map[string]task.Push
+	names   []string
+	ends    map[string]task.Push
+	targets map[string]string
+}
+
+// target returns the target of queue q.
+func (qs *pushQueues) target(q string) string { return qs.targets[q] }
+
+// targetOf returns the target a push URL reaches, the unit the slots are
+// shared by besides queues: its scheme, host (lower case) and port.
+func targetOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	port := u.Port()
+	if port == "" {
+		port = strconv.Itoa(int(defaultPort(u.Scheme)))
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(canonicalHost(u.Hostname()), port)
 }
 
 // refreshLoop is the refresher: it reads the push queues every
@@ -286,26 +322,37 @@ func (p *Pusher) run() {
 			}
 			continue
 		}
-		n := p.take()
-		if n == 0 {
-			break
-		}
 		rctx, cancel := context.WithCancel(p.ctx)
 		p.mu.Lock()
-		p.cancelReserve = cancel
+		names, n, left := p.slots.plan(qs.names, qs.target)
+		if n > 0 {
+			p.cancelReserve, p.left, p.polled = cancel, left, qs
+		}
 		p.mu.Unlock()
+		if n == 0 {
+			cancel()
+			select {
+			case <-p.freed:
+			case <-p.changed:
+			case <-p.ctx.Done():
+			}
+			continue
+		}
 		if p.queues.Load() != qs {
 			cancel() // changed before the refresher could see this poll
 		}
-		tasks, err := p.s.ReserveQueues(rctx, qs.names, n, task.MaxWait)
+		tasks, err := p.s.ReserveQueues(rctx, names, min(n, task.MaxReserve), task.MaxWait)
 		p.mu.Lock()
-		p.cancelReserve = nil
+		p.cancelReserve, p.left, p.polled = nil, nil, nil
+		p.slots.unused(n - len(tasks))
+		for _, t := range tasks {
+			p.slots.started(t.Queue, qs.target(t.Queue))
+		}
 		p.mu.Unlock()
 		cutShort := rctx.Err() != nil
 		cancel()
-		p.give(n - len(tasks))
 		for _, t := range tasks {
-			p.work <- pushJob{t, qs.ends[t.Queue]}
+			p.work <- pushJob{t, qs.ends[t.Queue], qs.target(t.Queue)}
 		}
 		switch {
 		case err == nil || cutShort:
@@ -326,11 +373,12 @@ func (p *Pusher) read() (*pushQueues, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &pushQueues{ends: map[string]task.Push{}}
+	out := &pushQueues{ends: map[string]task.Push{}, targets: map[string]string{}}
 	for _, q := range qs {
 		if q.Policy.Push != nil {
 			out.names = append(out.names, q.Name)
 			out.ends[q.Name] = *q.Policy.Push
+			out.targets[q.Name] = targetOf(q.Policy.Push.URL)
 		}
 	}
 	slices.Sort(out.names)
@@ -347,31 +395,19 @@ func (p *Pusher) sleep(d time.Duration) {
 	}
 }
 
-// take waits for a free slot and takes it with every other free one; it
-// returns how many (at most task.MaxReserve), 0 once Stop was called.
-func (p *Pusher) take() int {
+// done ends a push of queue q to target: it frees its slot, and cuts
+// the long poll under way short if it left out a queue that may now
+// start pushes.
+func (p *Pusher) done(q, target string) {
+	p.mu.Lock()
+	p.slots.done(q, target)
+	if p.cancelReserve != nil && len(p.left) > 0 && p.slots.eligibleLeftOut(p.left, p.polled.target) {
+		p.cancelReserve()
+	}
+	p.mu.Unlock()
 	select {
-	case <-p.slots:
-	case <-p.ctx.Done():
-		return 0
-	}
-	n := 1
-	for n < task.MaxReserve {
-		select {
-		case <-p.slots:
-			n++
-			continue
-		default:
-		}
-		break
-	}
-	return n
-}
-
-// give frees n slots.
-func (p *Pusher) give(n int) {
-	for range n {
-		p.slots <- struct{}{}
+	case p.freed <- struct{}{}:
+	default:
 	}
 }
 

@@ -14,8 +14,10 @@ import (
 // the service itself (package pusher). CheckPush is the part of
 // CheckPolicy that checks the endpoint's fields, the same on both
 // engines; which hosts a server may reach (hourglass serve --push-allow,
-// link-local addresses refused) is the server's, checked by package
-// pusher at SetPolicy time over HTTP and again at each dial.
+// the cloud metadata endpoints and the server's own addresses refused,
+// none but those named beyond loopback) is the server's, checked by
+// package pusher (pusher.Targets) at SetPolicy time over HTTP and again
+// at each dial.
 
 // CheckPush returns an error wrapping task.ErrInvalid that names the
 // field if p is not a valid push endpoint: an absolute http or https URL
@@ -187,6 +189,7 @@ type PolicyNotifier interface {
 }
 
 // PushHTTPPrefix begins the last error of a push answered with a status
-// other than 2xx: "push: HTTP 500: " and the first 200 bytes of the
-// answer's body.
+// other than 2xx: "push: HTTP 500", then ": " and the first 200 bytes of
+// the answer's body (control characters blanked) where the server may
+// echo the target's answers to the API's callers (pusher.Targets).
 const PushHTTPPrefix = "push: HTTP "

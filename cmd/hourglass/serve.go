@@ -362,6 +362,7 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 	if err != nil {
 		return fmt.Errorf("hourglass: %w", err)
 	}
+	o.push.targets = pushTargets(o, ln.Addr().String(), log) // serve_push.go
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api := httpapi.New(httpapi.Options{

@@ -37,14 +37,15 @@ func pushRefresh(o serveOptions) time.Duration {
 // pushOptions are serve's push flags.
 type pushOptions struct {
 	// allow is --push-allow as given, comma-separated; targets it
-	// parsed (nil: every host but link-local ones).
+	// parsed (nil: no list), until serve makes them the server's
+	// (pushTargets).
 	allow   []string
 	targets *pusher.Targets
 }
 
 // pushFlags defines serve's --push-allow flag.
 func pushFlags(fs *flag.FlagSet, o *pushOptions) {
-	fs.Func("push-allow", "hosts push queues may POST to: host names, IP addresses and CIDRs (repeat it, or separate them by commas; default any host). Link-local addresses (169.254.0.0/16, fe80::/10) are refused whatever the list", func(s string) error {
+	fs.Func("push-allow", "hosts push queues may POST to: host names, IP addresses and CIDRs (repeat it, or separate them by commas). Default: any host on a loopback --http, none beyond loopback. The cloud metadata endpoints (169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, metadata.google.internal, ...) and this server's own addresses are refused unless named exactly", func(s string) error {
 		o.allow = append(o.allow, s)
 		t, err := pusher.ParseTargets(strings.Join(o.allow, ","))
 		if err != nil {
@@ -53,6 +54,21 @@ func pushFlags(fs *flag.FlagSet, o *pushOptions) {
 		o.targets = t
 		return nil
 	})
+}
+
+// pushTargets returns the hosts the server's pushes may reach: those of
+// --push-allow, none but them beyond loopback (o.loopback false), and
+// never the server's own listen addresses (httpAddr, the address its
+// HTTP API listens on, and --beanstalk's) unless named. It logs which
+// rule is in force, once.
+func pushTargets(o serveOptions, httpAddr string, log *slog.Logger) *pusher.Targets {
+	listen := []string{httpAddr}
+	if o.beanstalk != "" {
+		listen = append(listen, o.beanstalk)
+	}
+	t := o.push.targets.Serving(o.loopback, listen...)
+	log.Info("push targets", "rule", t.Rule())
+	return t
 }
 
 // startPusher starts pushing the push queues of b.
