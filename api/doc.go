@@ -61,11 +61,12 @@
 // # Access, browsers and limits
 //
 // Without a token every route is open to whoever reaches the address,
-// which is loopback unless --insecure. With one, /healthz, /readyz,
-// /metrics and the dashboard's page stay open, so that probes and
-// Prometheus need no token: /metrics names queues and counts their tasks
-// but shows no payload; the dashboard's data comes from /v1, which needs
-// the token.
+// which is loopback unless --insecure. With one, /healthz, /readyz and
+// the dashboard's page stay open, so that probes need no token; the
+// dashboard's data comes from /v1, which needs the token. /metrics names
+// every queue, so it needs the token too (Prometheus sends it with
+// `authorization: {credentials: TOKEN}` in the scrape config), unless
+// `hourglass serve --metrics-without-token` opens it.
 //
 // A POST, PUT or DELETE that a browser marks as sent from another origin
 // (Sec-Fetch-Site, or Origin) answers 403, unless `hourglass serve

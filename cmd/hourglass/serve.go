@@ -55,6 +55,9 @@ type serveOptions struct {
 	http     string
 	token    string
 	insecure bool
+	// metricsWithoutToken serves /metrics without the token
+	// (httpapi.Options.MetricsWithoutToken).
+	metricsWithoutToken bool
 	// allowOrigins are the browser origins allowed to write across
 	// origins (--allow-origin, repeated or comma-separated).
 	allowOrigins []string
@@ -85,8 +88,9 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.data, "data", "./hourglass-data", "directory of the store, created if missing")
 	fs.StringVar(&o.http, "http", "127.0.0.1:7070", "address to serve the HTTP API on, HOST:PORT")
-	fs.StringVar(&o.token, "token", "", "bearer token every /v1 call must carry (default $"+tokenEnv+")")
+	fs.StringVar(&o.token, "token", "", "bearer token every /v1 call and /metrics must carry (default $"+tokenEnv+")")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow a non-loopback --http address without a token")
+	fs.BoolVar(&o.metricsWithoutToken, "metrics-without-token", false, "serve /metrics, which names every queue, without the token (by default it needs the token, as /v1 does)")
 	fs.Func("allow-origin", "a browser origin, like http://localhost:3000, allowed to call the API across origins (repeat it, or separate origins by commas)", func(s string) error {
 		for _, origin := range strings.Split(s, ",") {
 			if origin = strings.TrimSpace(origin); origin != "" {
@@ -365,14 +369,15 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api := httpapi.New(httpapi.Options{
-		Token:        o.token,
-		MaxPayload:   o.maxPayload,
-		BodyTimeout:  o.bodyTimeout,
-		AllowOrigins: o.allowOrigins,
-		LoopbackHost: o.loopback,
-		Hosts:        listenName(o.http),
-		Gatherer:     reg,
-		Logger:       log,
+		Token:               o.token,
+		MetricsWithoutToken: o.metricsWithoutToken,
+		MaxPayload:          o.maxPayload,
+		BodyTimeout:         o.bodyTimeout,
+		AllowOrigins:        o.allowOrigins,
+		LoopbackHost:        o.loopback,
+		Hosts:               listenName(o.http),
+		Gatherer:            reg,
+		Logger:              log,
 		// A policy's push target refused is 400 (serve_push.go).
 		CheckPushTarget: o.push.targets.Check,
 	})
