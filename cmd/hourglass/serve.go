@@ -354,14 +354,20 @@ type opened struct {
 	err   error
 }
 
-// serve runs the service until ctx ends: it listens first (healthz 200,
-// readyz 503), then opens the store and the broker, whose Open recovers
-// every task, and then serves the API (readyz 200). When ctx ends it
+// serve runs the service until ctx ends: it takes the data directory
+// (lockData) and listens first (healthz 200, readyz 503), then opens the
+// store and the broker, whose Open recovers every task, and then serves
+// the API (readyz 200). When ctx ends it
 // drains (readyz 503, long polls answered), lets in-flight requests
 // finish, closes the broker (its last commit) and the store, all within
 // stopTimeout. listening, if not nil, is called with the address once
 // the listener is open.
 func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func(addr string)) error {
+	unlock, err := lockData(o) // serve_embedded.go
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	ln, err := net.Listen("tcp", o.http)
 	if err != nil {
 		return fmt.Errorf("hourglass: %w", err)
