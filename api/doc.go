@@ -80,6 +80,11 @@
 // wait is not counted in it. The bodies being served at once may hold
 // 128 MiB: a request that would go over waits up to 10 s, then answers
 // 503 with Retry-After, its body unread. A 401 closes its connection.
+// At --max-conns (4,096) open connections, a new connection closes the
+// one that has waited longest for a request (a keep-alive connection
+// between calls, or one that sent nothing yet), as the idle timeout (2
+// minutes) would have; it is itself closed at once only when every
+// connection is serving a request.
 //
 // The beanstalkd port (--beanstalk) has no authentication, as beanstalkd
 // has none: keep it on loopback or a private network.

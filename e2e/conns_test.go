@@ -1,11 +1,38 @@
 package e2e_test
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 )
+
+// connsSlack bounds what "promptly" means in these tests, on a loaded
+// machine: the refusals they guard against took 2 minutes (the idle
+// timeout) or 10 s (the body budget's wait).
+const connsSlack = 5 * time.Second
+
+// putOnNewConn puts one task into queue over a connection of its own,
+// with token, and returns the status (or -1 and the error) and the time
+// it took.
+func putOnNewConn(s *server, queue, token string) (int, time.Duration, error) {
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: connsSlack}
+	req, _ := http.NewRequest("POST", s.url()+"/v1/queues/"+queue+"/tasks", strings.NewReader(`{"payload":"hello"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	start := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return -1, time.Since(start), err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, time.Since(start), nil
+}
 
 // TestMetricsWithoutToken checks --metrics-without-token: /metrics
 // answers without the token (for a scraper that cannot send one), while
@@ -41,5 +68,39 @@ func TestDataInUse(t *testing.T) {
 	}
 	if a := s.call("GET", "/readyz", ""); a.status != 200 {
 		t.Errorf("first server after the second failed: /readyz %v", short(a))
+	}
+}
+
+// TestHTTP_IdleConnsAtLimit checks issue 39's lock-out: clients that
+// fill --max-conns with keep-alive connections left idle after a GET
+// /healthz (no token needed) do not keep an authorized put out; it is
+// answered 201 at once on a new connection, round after round, the
+// connections idle the longest making room.
+func TestHTTP_IdleConnsAtLimit(t *testing.T) { engines(t, testHTTP_IdleConnsAtLimit) }
+
+func testHTTP_IdleConnsAtLimit(t *testing.T) {
+	t.Parallel()
+	const maxConns = 64
+	s := startServer(t, withToken("s3cret"), withFlags("--max-conns", fmt.Sprint(maxConns)))
+	s.transport.CloseIdleConnections()
+	for i := range maxConns {
+		nc, err := net.DialTimeout("tcp", s.addr, connsSlack)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(connsSlack))
+		fmt.Fprintf(nc, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", s.addr)
+		resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("connection %d: GET /healthz: %v %v", i, resp, err)
+		}
+		resp.Body.Close()
+	}
+	for round := range 5 {
+		code, took, err := putOnNewConn(s, "conns", "s3cret")
+		if code != http.StatusCreated {
+			t.Fatalf("put %d with %d idle connections open (--max-conns %d): %d %v after %v, want 201", round, maxConns, maxConns, code, err, took)
+		}
 	}
 }

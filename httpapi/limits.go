@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -38,7 +37,8 @@ import (
 //     first come first served, and then answers 503 with Retry-After,
 //     without reading its body.
 //   - Connections: [LimitListener] bounds them below the process's file
-//     descriptors, so that the store can still open its files.
+//     descriptors, so that the store can still open its files, and
+//     closes idle ones to make room for new ones (conns.go).
 //
 // A request whose token is missing or wrong takes nothing from the
 // budget, and its connection is closed after the 401 (auth.go).
@@ -207,70 +207,4 @@ func (b *budget) wake() {
 		b.waiters.Remove(e)
 		close(w.ready)
 	}
-}
-
-// LimitListener returns a listener that accepts at most n connections
-// open at once from l: one accepted beyond them is closed at once, and
-// logged at most once a second, so that clients holding connections
-// cannot take every file descriptor of the process (the store needs
-// some). With the body timeout and http.Server's header and idle
-// timeouts, a connection that sends nothing is closed in bounded time.
-func LimitListener(l net.Listener, n int, log *slog.Logger) net.Listener {
-	return &limitListener{Listener: l, max: n, log: log}
-}
-
-// limitListener is LimitListener's.
-type limitListener struct {
-	net.Listener
-	max int
-	log *slog.Logger
-
-	mu sync.Mutex
-	// open counts the connections accepted and not closed, and refused
-	// when a refusal was last logged. Guarded by mu.
-	open    int
-	refused time.Time
-}
-
-// Accept returns the next connection while fewer than max are open.
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		l.mu.Lock()
-		if l.open < l.max {
-			l.open++
-			l.mu.Unlock()
-			return &limitConn{Conn: c, l: l}, nil
-		}
-		logIt := time.Since(l.refused) >= time.Second
-		if logIt {
-			l.refused = time.Now()
-		}
-		l.mu.Unlock()
-		c.Close()
-		if logIt {
-			l.log.Warn("hourglass: HTTP connections refused: at the limit", "max_conns", l.max)
-		}
-	}
-}
-
-// limitConn is an accepted connection, counted until it is closed.
-type limitConn struct {
-	net.Conn
-	l    *limitListener
-	once sync.Once
-}
-
-// Close closes the connection and uncounts it, once.
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		c.l.open--
-		c.l.mu.Unlock()
-	})
-	return err
 }

@@ -103,7 +103,7 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 		return nil
 	})
 	fs.DurationVar(&o.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "longest time a request's body may take to arrive")
-	fs.IntVar(&o.maxConns, "max-conns", defaultMaxConns, "most HTTP connections open at once; more are closed at once")
+	fs.IntVar(&o.maxConns, "max-conns", defaultMaxConns, "most HTTP connections open at once: at the limit a new one closes the one idle the longest, or is closed at once if none is idle")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "least level logged: debug, info, warn or error")
 	fs.Func("log-format", "log format on standard error: text or json (default text)", func(s string) error {
 		if s != "text" && s != "json" {
@@ -398,8 +398,12 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 		ln.Close()
 		return err
 	}
+	// At --max-conns, a new connection takes the place of the one idle
+	// the longest (httpapi/conns.go).
+	limited := httpapi.LimitListener(ln, o.maxConns, log)
+	hs.ConnState = limited.ConnState
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(httpapi.LimitListener(ln, o.maxConns, log)) }()
+	go func() { served <- hs.Serve(limited) }()
 	if o.pg.url != "" {
 		log.Info("listening", "addr", ln.Addr().String(), "engine", "postgres", "auth", o.token != "")
 	} else {
