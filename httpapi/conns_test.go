@@ -192,3 +192,28 @@ func TestLimitListener_ActiveKept(t *testing.T) {
 		t.Errorf("new connection once the others are idle: %d %v, want 200", code, err)
 	}
 }
+
+// TestLimitListener_UnauthorizedBodies checks that a client without the
+// token cannot hold connections busy with bodies it never finishes, on
+// the routes open without it (/healthz): the server answers without
+// reading the body and closes the connection, so that they do not stay
+// busy for the body timeout and keep new connections out.
+func TestLimitListener_UnauthorizedBodies(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	s, _ := newServer(t, httpapi.Options{Token: "s3cret", BodyTimeout: time.Hour})
+	addr := limitedServer(t, n, s)
+	for i := range n {
+		c := dial(t, addr)
+		fmt.Fprintf(c.nc, "GET /healthz HTTP/1.1\r\nHost: %s\r\nContent-Length: 100000\r\n\r\nx", addr)
+		c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(c.r, nil)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		resp.Body.Close()
+	}
+	if code, err := dial(t, addr).get("/healthz"); code != 200 {
+		t.Errorf("new connection: %d %v, want 200", code, err)
+	}
+}

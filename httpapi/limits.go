@@ -40,8 +40,9 @@ import (
 //     descriptors, so that the store can still open its files, and
 //     closes idle ones to make room for new ones (conns.go).
 //
-// A request whose token is missing or wrong takes nothing from the
-// budget, and its connection is closed after the 401 (auth.go).
+// A request with a body whose token is missing or wrong takes nothing
+// from the budget, and its connection is closed after the answer (the
+// 401, auth.go, or a probe's), its body unread.
 
 // Defaults of the body limits.
 const (
@@ -80,7 +81,14 @@ func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (release func
 		}
 	}
 	if ok, _ := s.authorized(r); !ok {
-		return func() {}, nil // answered 401 unread
+		// Answered unread: 401 on /v1, and the routes open without the
+		// token read no body. The connection is closed after the answer,
+		// or net/http would read up to 256 KiB of the body before
+		// writing it, for as long as the client takes to send them: a
+		// client without the token could hold connections busy for the
+		// body timeout.
+		closeUnread(w)
+		return func() {}, nil
 	}
 	n := s.bodyWeight(r)
 	ctx, cancel := context.WithTimeout(r.Context(), s.bodyWait)
