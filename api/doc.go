@@ -79,7 +79,10 @@
 // headers, or it answers 408 and its connection is closed; a reserve's
 // wait is not counted in it. The bodies being served at once may hold
 // 128 MiB: a request that would go over waits up to 10 s, then answers
-// 503 with Retry-After, its body unread. A 401 closes its connection.
+// 503 with Retry-After, its body unread. A body counts its whole
+// Content-Length while it flows, and only what has arrived once nothing
+// has come for a second or two, so that bodies declared and not sent do
+// not keep others out. A 401 closes its connection.
 // At --max-conns (4,096) open connections, a new connection closes the
 // one that has waited longest for a request (a keep-alive connection
 // between calls, or one that sent nothing yet), as the idle timeout (2

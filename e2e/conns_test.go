@@ -104,3 +104,35 @@ func testHTTP_IdleConnsAtLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTP_StalledBodies checks issue 39's starved budget: two
+// connections that declared 64 MB batch bodies (the whole 128 MiB budget
+// of bodies in flight) and sent nothing do not keep other clients' puts
+// waiting: they answer 201 within a couple of seconds, not 503 after the
+// budget's 10 s wait.
+func TestHTTP_StalledBodies(t *testing.T) { engines(t, testHTTP_StalledBodies) }
+
+func testHTTP_StalledBodies(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, withToken("s3cret"))
+	for i := range 2 {
+		nc, err := net.DialTimeout("tcp", s.addr, connsSlack)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		defer nc.Close()
+		// With Expect: 100-continue the server says when its handler
+		// begins to read the body: once the body has been admitted.
+		fmt.Fprintf(nc, "POST /v1/queues/stalled/tasks:batch HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer s3cret\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", s.addr, 64<<20)
+		nc.SetReadDeadline(time.Now().Add(connsSlack))
+		if line, err := bufio.NewReader(nc).ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+			t.Fatalf("connection %d: %q %v, want 100 Continue", i, line, err)
+		}
+	}
+	for round := range 3 {
+		code, took, err := putOnNewConn(s, "beside", "s3cret")
+		if code != http.StatusCreated || took > connsSlack {
+			t.Errorf("put %d beside two stalled 64 MB bodies: %d %v after %v, want 201 within %v", round, code, err, took, connsSlack)
+		}
+	}
+}

@@ -36,6 +36,17 @@ import (
 //     request that finds the budget short waits up to Options.BodyWait,
 //     first come first served, and then answers 503 with Retry-After,
 //     without reading its body.
+//     What a body holds is what has arrived, once it stalls: a body of
+//     which no byte has come for bodyStall gives back the part of its
+//     Content-Length not yet read, and from then on takes bytes from the
+//     budget as they arrive (bodyChunk at a time, each waiting up to
+//     BodyWait, or 503). So a client that declares large bodies and
+//     sends nothing holds the budget for a second or two, not for the
+//     body timeout: two connections that declared 64 MB batches and sent
+//     nothing made every request with a body answer 503 for a minute
+//     (issue 39). A body that flows keeps its whole reservation, so that
+//     large batches sent at once are still served a few at a time
+//     rather than each holding part of the budget waiting for the rest.
 //   - Connections: [LimitListener] bounds them below the process's file
 //     descriptors, so that the store can still open its files, and
 //     closes idle ones to make room for new ones (conns.go).
@@ -56,6 +67,12 @@ const (
 	defaultBodyMemory = 2 * defaultBatchBody
 	// retryAfter is the Retry-After of a 503 for want of memory, seconds.
 	retryAfter = 1
+	// bodyStall is how long a body may send nothing before it holds only
+	// what has arrived; it is found stalled within twice that.
+	bodyStall = time.Second
+	// bodyChunk is what a stalled body takes from the budget at a time
+	// as more of it arrives.
+	bodyChunk = 256 << 10
 )
 
 // Errors of the body limits.
@@ -96,7 +113,10 @@ func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (release func
 	if err := s.bodies.acquire(ctx, n); err != nil {
 		return nil, errBusy
 	}
-	return func() { s.bodies.release(n) }, nil
+	b := &budgetedBody{ReadCloser: r.Body, s: s, w: w, ctx: r.Context(), weight: n, held: n}
+	b.timer = time.AfterFunc(bodyStall, b.check)
+	r.Body = b
+	return b.release, nil
 }
 
 // bodyWeight is what r's body takes from the budget: its length, or its
@@ -144,6 +164,96 @@ func (b timedBody) Read(p []byte) (int, error) {
 		return n, errSlow
 	}
 	return n, err
+}
+
+// budgetedBody is a request body holding memory from the server's
+// budget: its whole weight while it flows, and only what has arrived
+// once it stalls (see the top of this file). Read is called by the
+// handler's goroutine, check by its timer's, release once the answer is
+// written.
+type budgetedBody struct {
+	io.ReadCloser
+	s      *Server
+	w      http.ResponseWriter
+	ctx    context.Context // the request's
+	weight int64           // what it took when admitted: its Content-Length or limit
+	timer  *time.Timer     // runs check every bodyStall until it stalls
+
+	mu sync.Mutex
+	// read counts the bytes read, seen what check saw last time, held
+	// the bytes taken from the budget; stalled is set once the body has
+	// given back what had not arrived, done once release has run.
+	// Guarded by mu.
+	read, seen, held int64
+	stalled, done    bool
+}
+
+// Read reads the body; once it has stalled, it takes what arrives from
+// the budget, answering errBusy (503, the connection closed) when that
+// is short for Options.BodyWait.
+func (b *budgetedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n == 0 {
+		return n, err
+	}
+	b.mu.Lock()
+	b.read += int64(n)
+	var more int64
+	if b.stalled && !b.done && b.read > b.held {
+		more = min(max(b.read-b.held, bodyChunk), max(b.weight, b.read)-b.held)
+	}
+	b.mu.Unlock()
+	if more == 0 {
+		return n, err
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, b.s.bodyWait)
+	defer cancel()
+	if b.s.bodies.acquire(ctx, more) != nil {
+		closeUnread(b.w)
+		b.w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+		return n, errBusy
+	}
+	b.mu.Lock()
+	if b.done { // the answer was written meanwhile
+		b.mu.Unlock()
+		b.s.bodies.release(more)
+		return n, err
+	}
+	b.held += more
+	b.mu.Unlock()
+	return n, err
+}
+
+// check runs every bodyStall from admission: when no byte has been read
+// since the last check, the body gives back what it holds beyond what
+// it has read, and stops checking.
+func (b *budgetedBody) check() {
+	b.mu.Lock()
+	if b.done || b.stalled {
+		b.mu.Unlock()
+		return
+	}
+	if b.read != b.seen {
+		b.seen = b.read
+		b.timer.Reset(bodyStall)
+		b.mu.Unlock()
+		return
+	}
+	b.stalled = true
+	give := max(b.held-b.read, 0)
+	b.held -= give
+	b.mu.Unlock()
+	b.s.bodies.release(give)
+}
+
+// release gives back what the body holds, once its answer is written.
+func (b *budgetedBody) release() {
+	b.timer.Stop()
+	b.mu.Lock()
+	held := b.held
+	b.held, b.done = 0, true
+	b.mu.Unlock()
+	b.s.bodies.release(held)
 }
 
 // budget is a weighted semaphore of bytes: acquire takes n, waiting while
