@@ -165,4 +165,3 @@ func stable(reply string) string {
 	}
 	return strings.Join(keep, "\n")
 }
-
