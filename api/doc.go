@@ -86,8 +86,10 @@
 // At --max-conns (4,096) open connections, a new connection closes the
 // one that has waited longest for a request (a keep-alive connection
 // between calls, or one that sent nothing yet), as the idle timeout (2
-// minutes) would have; it is itself closed at once only when every
-// connection is serving a request.
+// minutes) would have, or else one whose answer has waited 5 s or more
+// for its client to read it; it is itself closed at once only when
+// neither exists. A client must take each 64 KiB of an answer within a
+// minute, or its connection is closed.
 //
 // The beanstalkd port (--beanstalk) has no authentication, as beanstalkd
 // has none: keep it on loopback or a private network.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,13 +17,18 @@ import (
 // limitedServer serves h on loopback through a LimitListener of n
 // connections, with header and idle timeouts far longer than any test,
 // so that only the listener closes connections. It returns the address.
-func limitedServer(t *testing.T, n int, h http.Handler) string {
+// writeLimits, if given, are the listener's write timeout and stall
+// (httpapi.SetWriteLimits).
+func limitedServer(t *testing.T, n int, h http.Handler, writeLimits ...time.Duration) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ll := httpapi.LimitListener(ln, n, quiet)
+	if len(writeLimits) == 2 {
+		httpapi.SetWriteLimits(ll, writeLimits[0], writeLimits[1])
+	}
 	hs := &http.Server{Handler: h, ConnState: ll.ConnState, ReadHeaderTimeout: time.Hour, IdleTimeout: time.Hour}
 	done := make(chan struct{})
 	go func() {
@@ -215,5 +221,79 @@ func TestLimitListener_UnauthorizedBodies(t *testing.T) {
 	}
 	if code, err := dial(t, addr).get("/healthz"); code != 200 {
 		t.Errorf("new connection: %d %v, want 200", code, err)
+	}
+}
+
+// bigHandler answers /big with 1 MiB, anything else with nothing.
+var bigHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/big" {
+		w.Write(make([]byte, 1<<20))
+	}
+})
+
+// unread sends 64 pipelined GET /big on c and reads the first line of
+// the first answer (so the server is writing answers, no longer waiting
+// for a request), and no more: the server's writes soon wait on the
+// client.
+func (c *rawConn) unread() {
+	c.t.Helper()
+	c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	req := fmt.Sprintf("GET /big HTTP/1.1\r\nHost: %s\r\n\r\n", c.nc.RemoteAddr())
+	for range 64 {
+		if _, err := io.WriteString(c.nc, req); err != nil {
+			c.t.Fatalf("pipelining: %v", err)
+		}
+	}
+	if line, err := c.r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+		c.t.Fatalf("first answer: %q %v", line, err)
+	}
+}
+
+// servedWithin dials addr until a connection is served, for up to d.
+func servedWithin(t *testing.T, addr string, d time.Duration) (int, error) {
+	deadline := time.Now().Add(d)
+	for {
+		code, err := dial(t, addr).get("/healthz")
+		if code == 200 || time.Now().After(deadline) {
+			return code, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestLimitListener_UnreadAnswersMakeRoom checks that clients that
+// send requests and read no answer do not lock a new client out: at
+// the limit, with no connection idle, the one whose write has waited
+// longest is closed for the new one once it has waited writeStall.
+func TestLimitListener_UnreadAnswersMakeRoom(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	addr := limitedServer(t, n, bigHandler, time.Hour, 200*time.Millisecond)
+	for range n {
+		dial(t, addr).unread()
+	}
+	// Let the answers fill the sockets' buffers: a connection between
+	// two answers is idle for a moment, and would be closed as such.
+	time.Sleep(500 * time.Millisecond)
+	if code, err := servedWithin(t, addr, 10*time.Second); code != 200 {
+		t.Errorf("new connection beside %d that read no answer: %d %v, want 200", n, code, err)
+	}
+}
+
+// TestLimitListener_WriteTimeout checks that a client that reads no
+// answer has its connection closed once a write has waited the write
+// timeout, below the limit as well.
+func TestLimitListener_WriteTimeout(t *testing.T) {
+	t.Parallel()
+	addr := limitedServer(t, 1, bigHandler, 300*time.Millisecond, time.Hour)
+	c := dial(t, addr)
+	c.unread()
+	if code, err := servedWithin(t, addr, 10*time.Second); code != 200 {
+		t.Errorf("new connection after the write timeout: %d %v, want 200", code, err)
+	}
+	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := io.Copy(io.Discard, c.nc) // EOF, or reset: closed with requests unread
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Errorf("the connection that read nothing: %v, want it closed", err)
 	}
 }
