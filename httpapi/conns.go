@@ -22,7 +22,8 @@ import (
 // a request (a keep-alive connection between requests, or one that has
 // sent nothing yet): that one is closed, as IdleTimeout would close it,
 // and the new one is served. Only when every connection is serving a
-// request (a long-poll reserve counts) is a new one refused. A client
+// request (a long-poll reserve counts; but see below for answers left
+// unread) is a new one refused. A client
 // whose idle connection is closed this way opens another on its next
 // call, as after IdleTimeout.
 //
@@ -67,7 +68,8 @@ func LimitListener(l net.Listener, n int, log *slog.Logger) *LimitedListener {
 
 // LimitedListener is [LimitListener]'s. Accept is called by one
 // goroutine (http.Server.Serve's); ConnState and the connections' Close
-// by any. Accept and ConnState take O(1).
+// by any. ConnState takes O(1), and so does Accept but at the limit
+// with no connection idle: O(open connections) then.
 type LimitedListener struct {
 	net.Listener
 	max int
