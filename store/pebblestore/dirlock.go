@@ -27,7 +27,8 @@ type DirLock struct {
 // once Pebble finds its own lock taken: it takes an exclusive lock on
 // dir/hourglass.pid (flock, held by the open file, so that the kernel
 // drops it when the process ends, however it ends) and writes the
-// process id into that file. When another process holds it, LockDir
+// process id into that file, if the disk takes it. When another process
+// holds it, LockDir
 // returns "hourglass: data directory DIR is in use by another hourglass
 // (pid N)". Pebble's own lock (its LOCK file, an fcntl lock) is separate
 // and still taken by [Open]: the two locks never meet. On systems without
@@ -52,13 +53,11 @@ func LockDir(dir string) (*DirLock, error) {
 		}
 		return nil, fmt.Errorf("hourglass: data directory %s is in use by another hourglass", dir)
 	}
-	pid := strconv.Itoa(os.Getpid()) + "\n"
-	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt([]byte(pid), 0)
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("hourglass: data directory: write %s: %w", PIDFile, err)
+	// The pid only names the holder in another's error: a disk too full
+	// to take it (the server then waits for space to open the store)
+	// leaves the file empty, and the lock held.
+	if f.Truncate(0) == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return &DirLock{f: f}, nil
 }
