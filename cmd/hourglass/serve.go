@@ -103,7 +103,7 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 		return nil
 	})
 	fs.DurationVar(&o.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "longest time a request's body may take to arrive")
-	fs.IntVar(&o.maxConns, "max-conns", defaultMaxConns, "most HTTP connections open at once: at the limit a new one closes the one idle the longest, or is closed at once if none is idle")
+	fs.IntVar(&o.maxConns, "max-conns", defaultMaxConns, "most HTTP connections open at once: at the limit a new one closes the one idle the longest (or whose client has not read its answer for 5s), or is closed at once if there is none")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "least level logged: debug, info, warn or error")
 	fs.Func("log-format", "log format on standard error: text or json (default text)", func(s string) error {
 		if s != "text" && s != "json" {
@@ -357,11 +357,10 @@ type opened struct {
 // serve runs the service until ctx ends: it takes the data directory
 // (lockData) and listens first (healthz 200, readyz 503), then opens the
 // store and the broker, whose Open recovers every task, and then serves
-// the API (readyz 200). When ctx ends it
-// drains (readyz 503, long polls answered), lets in-flight requests
-// finish, closes the broker (its last commit) and the store, all within
-// stopTimeout. listening, if not nil, is called with the address once
-// the listener is open.
+// the API (readyz 200). When ctx ends it drains (readyz 503, long polls
+// answered), lets in-flight requests finish, closes the broker (its last
+// commit) and the store, all within stopTimeout. listening, if not nil,
+// is called with the address once the listener is open.
 func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func(addr string)) error {
 	unlock, err := lockData(o) // serve_embedded.go
 	if err != nil {
@@ -375,17 +374,18 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api := httpapi.New(httpapi.Options{
-		Token:               o.token,
-		MetricsWithoutToken: o.metricsWithoutToken,
-		MaxPayload:          o.maxPayload,
-		BodyTimeout:         o.bodyTimeout,
-		AllowOrigins:        o.allowOrigins,
-		LoopbackHost:        o.loopback,
-		Hosts:               listenName(o.http),
-		Gatherer:            reg,
-		Logger:              log,
+		Token:        o.token,
+		MaxPayload:   o.maxPayload,
+		BodyTimeout:  o.bodyTimeout,
+		AllowOrigins: o.allowOrigins,
+		LoopbackHost: o.loopback,
+		Hosts:        listenName(o.http),
+		Gatherer:     reg,
+		Logger:       log,
 		// A policy's push target refused is 400 (serve_push.go).
 		CheckPushTarget: o.push.targets.Check,
+		// /metrics needs the token unless --metrics-without-token.
+		MetricsWithoutToken: o.metricsWithoutToken,
 	})
 	hs := &http.Server{
 		Handler:           api.CheckBrowsers(dashboard.With(api)),
