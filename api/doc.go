@@ -61,11 +61,12 @@
 // # Access, browsers and limits
 //
 // Without a token every route is open to whoever reaches the address,
-// which is loopback unless --insecure. With one, /healthz, /readyz,
-// /metrics and the dashboard's page stay open, so that probes and
-// Prometheus need no token: /metrics names queues and counts their tasks
-// but shows no payload; the dashboard's data comes from /v1, which needs
-// the token.
+// which is loopback unless --insecure. With one, /healthz, /readyz and
+// the dashboard's page stay open, so that probes need no token; the
+// dashboard's data comes from /v1, which needs the token. /metrics names
+// every queue, so it needs the token too (Prometheus sends it with
+// `authorization: {credentials: TOKEN}` in the scrape config), unless
+// `hourglass serve --metrics-without-token` opens it.
 //
 // A POST, PUT or DELETE that a browser marks as sent from another origin
 // (Sec-Fetch-Site, or Origin) answers 403, unless `hourglass serve
@@ -78,7 +79,17 @@
 // headers, or it answers 408 and its connection is closed; a reserve's
 // wait is not counted in it. The bodies being served at once may hold
 // 128 MiB: a request that would go over waits up to 10 s, then answers
-// 503 with Retry-After, its body unread. A 401 closes its connection.
+// 503 with Retry-After, its body unread. A body counts its whole
+// Content-Length while it flows, and only what has arrived once nothing
+// has come for a second or two, so that bodies declared and not sent do
+// not keep others out. A 401 closes its connection.
+// At --max-conns (4,096) open connections, a new connection closes the
+// one that has waited longest for a request (a keep-alive connection
+// between calls, or one that sent nothing yet), as the idle timeout (2
+// minutes) would have, or else one whose answer has waited 5 s or more
+// for its client to read it; it is itself closed at once only when
+// neither exists. A client must take each 64 KiB of an answer within a
+// minute, or its connection is closed.
 //
 // The beanstalkd port (--beanstalk) has no authentication, as beanstalkd
 // has none: keep it on loopback or a private network.

@@ -165,22 +165,3 @@ func stable(reply string) string {
 	}
 	return strings.Join(keep, "\n")
 }
-
-// TestMaxConns checks that a connection over the limit is closed at once
-// and the others are served.
-func TestMaxConns(t *testing.T) {
-	t.Parallel()
-	ts := start(t, beanstalk.Options{MaxConns: 2})
-	a := dial(t, ts.addr)
-	b := dial(t, ts.addr)
-	a.must("list-tube-used", "USING default")
-	b.must("list-tube-used", "USING default")
-	c := dial(t, ts.addr)
-	c.send("list-tube-used\r\n")
-	if got := c.read(5 * time.Second); got != "<closed>" {
-		t.Fatalf("connection over the limit: %q", got)
-	}
-	a.nc.Close()
-	time.Sleep(100 * time.Millisecond)
-	dial(t, ts.addr).must("list-tube-used", "USING default")
-}

@@ -26,9 +26,20 @@ type conn struct {
 	line []byte
 
 	// state is connIdle while the goroutine waits for a command line,
-	// connActive while it serves one, and connClosed once Shutdown has
-	// closed it while idle.
+	// connActive while it serves one, and connClosed once Shutdown, or a
+	// new connection at MaxConns (Server.track), has closed it while
+	// idle.
 	state atomic.Int32
+	// idleSince is when the goroutine last began to wait for a command
+	// (UnixNano) if it then held no reservation, and 0 if it held one:
+	// what Server.track closes at MaxConns is the idle connection with
+	// the least, so that a worker that reserved a job and works on it
+	// keeps its connection, and its job. Reservations change only while
+	// a command is served, so the value holds while it waits.
+	idleSince atomic.Int64
+	// evicted is set, under s.mu, when track closes c for a new
+	// connection: c no longer counts against MaxConns.
+	evicted bool
 
 	// use is the tube puts go to, and useQueue its queue.
 	use, useQueue string
@@ -94,6 +105,11 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) serve() {
 	defer c.close()
 	for {
+		if len(c.held) == 0 {
+			c.idleSince.Store(time.Now().UnixNano())
+		} else {
+			c.idleSince.Store(0)
+		}
 		c.state.Store(connIdle)
 		if c.s.closing() {
 			return
@@ -130,12 +146,17 @@ func (f flushReader) Read(p []byte) (int, error) {
 
 // closeIfIdle makes c's goroutine end if it waits for a command: its
 // read fails at once, and it closes the connection after sending the
-// replies it has written. A command already read but not begun is
-// dropped unanswered. closeIfIdle is Shutdown's, under s.mu.
-func (c *conn) closeIfIdle() {
+// replies it has written, for up to closeWriteTimeout (a client that
+// reads none of them would otherwise hold it in that write). A command
+// already read but not begun is dropped unanswered. It reports whether
+// c was idle. closeIfIdle is Shutdown's and track's, under s.mu.
+func (c *conn) closeIfIdle() bool {
 	if c.state.CompareAndSwap(connIdle, connClosed) {
 		c.nc.SetReadDeadline(time.Unix(1, 0))
+		c.nc.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
+		return true
 	}
+	return false
 }
 
 // close ends the connection: it sends the replies written, closes the

@@ -95,6 +95,10 @@
 //     (Options.BodyTimeout), or the connection is closed and nothing is
 //     put; and a body's buffer grows as its bytes arrive (body.go).
 //     beanstalkd waits for ever, with the declared size allocated.
+//   - At Options.MaxConns open connections (16,384), a new connection
+//     closes the one that has waited longest for a command holding no
+//     reservation, or is closed at once when there is none (server.go);
+//     beanstalkd accepts connections until it runs out of descriptors.
 //
 // Where beanstalkd 1.12 and later versions differ, this package does as
 // 1.12 does: names unquoted in the stats documents, and

@@ -23,8 +23,11 @@ type Options struct {
 	// refuses as too large (over broker.Config.MaxPayload) is answered
 	// JOB_TOO_BIG as well.
 	MaxJobSize int
-	// MaxConns bounds the open connections; one accepted beyond it is
-	// closed at once. Default 16384; negative: no bound.
+	// MaxConns bounds the open connections. At the limit, a new
+	// connection closes the one that has waited longest for a command
+	// while holding no reservation (its client may reconnect, as after
+	// any close); when none does, the new one is closed at once.
+	// Default 16384; negative: no bound.
 	MaxConns int
 	// BodyTimeout bounds the time a put's body may take to arrive after
 	// its command line (body.go); a connection whose body is late is
@@ -71,9 +74,15 @@ type Server struct {
 	conns     map[*conn]struct{}
 	// shutdown is set by Shutdown, under mu.
 	shutdown atomic.Bool
-	// refusedLog is when a refusal at MaxConns was last logged. Guarded
-	// by mu.
-	refusedLog time.Time
+	// evicting counts the connections closed by track whose goroutines
+	// have not ended yet; they do not count against MaxConns. Guarded by
+	// mu.
+	evicting int
+	// refused and evicted count the connections refused at MaxConns and
+	// the idle ones closed for new ones since refusedLog, when that was
+	// last logged. Guarded by mu.
+	refused, evicted int
+	refusedLog       time.Time
 
 	// wg counts connection goroutines.
 	wg sync.WaitGroup
@@ -173,18 +182,18 @@ func (s *Server) Serve(l net.Listener) error {
 }
 
 // track registers a new connection and reports false when the server is
-// shutting down or full.
+// shutting down or full. At MaxConns it first closes the connection
+// idle the longest without a reservation (Options.MaxConns), in O(open
+// connections).
 func (s *Server) track(nc net.Conn) (*conn, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shutdown.Load() {
 		return nil, false
 	}
-	if s.opts.MaxConns > 0 && len(s.conns) >= s.opts.MaxConns {
-		if now := time.Now(); now.Sub(s.refusedLog) >= time.Second { // at most one line a second
-			s.refusedLog = now
-			s.log.Warn("hourglass: beanstalk: connections refused: at the limit", "max_conns", s.opts.MaxConns)
-		}
+	if s.opts.MaxConns > 0 && len(s.conns)-s.evicting >= s.opts.MaxConns && !s.evictIdle() {
+		s.refused++
+		s.logLimit()
 		return nil, false
 	}
 	c := newConn(s, nc)
@@ -195,10 +204,58 @@ func (s *Server) track(nc net.Conn) (*conn, bool) {
 	return c, true
 }
 
+// evictIdle closes the connection that has waited longest for a command
+// while holding no reservation, and reports whether there was one.
+// Called with mu held.
+func (s *Server) evictIdle() bool {
+	for range 3 { // a connection found idle may begin a command meanwhile
+		var oldest *conn
+		var since int64
+		for c := range s.conns {
+			if c.evicted || c.state.Load() != connIdle {
+				continue
+			}
+			if t := c.idleSince.Load(); t != 0 && (oldest == nil || t < since) {
+				oldest, since = c, t
+			}
+		}
+		if oldest == nil {
+			return false
+		}
+		if oldest.closeIfIdle() { // else it has just begun a command
+			oldest.evicted = true
+			s.evicting++
+			s.evicted++
+			s.logLimit()
+			return true
+		}
+	}
+	return false
+}
+
+// logLimit logs the connections refused and closed at MaxConns, at most
+// once a second. Called with mu held.
+func (s *Server) logLimit() {
+	now := time.Now()
+	if now.Sub(s.refusedLog) < time.Second {
+		return
+	}
+	if s.refused > 0 {
+		s.log.Warn("hourglass: beanstalk: connections refused: at the limit, none idle without a reservation", "max_conns", s.opts.MaxConns, "refused", s.refused)
+	}
+	if s.evicted > 0 {
+		s.log.Info("hourglass: beanstalk: connections at the limit: idle ones closed for new ones", "max_conns", s.opts.MaxConns, "closed", s.evicted)
+	}
+	s.refusedLog, s.refused, s.evicted = now, 0, 0
+}
+
 // forget unregisters c when its goroutine ends.
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if c.evicted {
+		s.evicting--
+	}
 	s.mu.Unlock()
 	s.stats.conns.Add(-1)
 	s.wg.Done()

@@ -18,8 +18,9 @@ import (
 
 // TestAuth checks --token: every /v1 route answers 401 (with a JSON error
 // and WWW-Authenticate) without the token or with a wrong one, and does
-// nothing; with it, the call is served. The probes and /metrics need no
-// token.
+// nothing; with it, the call is served. /metrics, which names every
+// queue, needs it too; the probes do not (TestMetricsWithoutToken:
+// --metrics-without-token opens /metrics).
 func TestAuth(t *testing.T) { engines(t, testAuth) }
 
 func testAuth(t *testing.T) {
@@ -60,10 +61,18 @@ func testAuth(t *testing.T) {
 	if a := s.call("GET", "/v1/schedules", ""); a.status != 200 || strings.TrimSpace(string(a.body)) != `{"schedules":[]}` {
 		t.Errorf("GET /v1/schedules with the token: %v", short(a))
 	}
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+	for _, path := range []string{"/healthz", "/readyz"} {
 		if a := s.callAuth("GET", path, "", ""); a.status != 200 {
 			t.Errorf("GET %s without token: %v", path, short(a))
 		}
+	}
+	for _, auth := range []string{"", "Bearer wrong"} {
+		if a := s.callAuth("GET", "/metrics", "", auth); a.status != 401 || !isAPIError(a) {
+			t.Errorf("GET /metrics with Authorization %q: %v, want 401", auth, short(a))
+		}
+	}
+	if a := s.call("GET", "/metrics", ""); a.status != 200 || !strings.Contains(string(a.body), "hourglass_") {
+		t.Errorf("GET /metrics with the token: %v", short(a))
 	}
 
 	ctx := context.Background()

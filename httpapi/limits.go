@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -37,11 +36,24 @@ import (
 //     request that finds the budget short waits up to Options.BodyWait,
 //     first come first served, and then answers 503 with Retry-After,
 //     without reading its body.
+//     What a body holds is what has arrived, once it stalls: a body of
+//     which no byte has come for bodyStall gives back the part of its
+//     Content-Length not yet read, and from then on takes bytes from the
+//     budget as they arrive (bodyChunk at a time, each waiting up to
+//     BodyWait, or 503). So a client that declares large bodies and
+//     sends nothing holds the budget for a second or two, not for the
+//     body timeout: two connections that declared 64 MB batches and sent
+//     nothing made every request with a body answer 503 for a minute
+//     (issue 39). A body that flows keeps its whole reservation, so that
+//     large batches sent at once are still served a few at a time
+//     rather than each holding part of the budget waiting for the rest.
 //   - Connections: [LimitListener] bounds them below the process's file
-//     descriptors, so that the store can still open its files.
+//     descriptors, so that the store can still open its files, and
+//     closes idle ones to make room for new ones (conns.go).
 //
-// A request whose token is missing or wrong takes nothing from the
-// budget, and its connection is closed after the 401 (auth.go).
+// A request with a body whose token is missing or wrong takes nothing
+// from the budget, and its connection is closed after the answer (the
+// 401, auth.go, or a probe's), its body unread.
 
 // Defaults of the body limits.
 const (
@@ -55,6 +67,12 @@ const (
 	defaultBodyMemory = 2 * defaultBatchBody
 	// retryAfter is the Retry-After of a 503 for want of memory, seconds.
 	retryAfter = 1
+	// bodyStall is how long a body may send nothing before it holds only
+	// what has arrived; it is found stalled within twice that.
+	bodyStall = time.Second
+	// bodyChunk is what a stalled body takes from the budget at a time
+	// as more of it arrives.
+	bodyChunk = 256 << 10
 )
 
 // Errors of the body limits.
@@ -80,7 +98,14 @@ func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (release func
 		}
 	}
 	if ok, _ := s.authorized(r); !ok {
-		return func() {}, nil // answered 401 unread
+		// Answered unread: 401 on /v1, and the routes open without the
+		// token read no body. The connection is closed after the answer,
+		// or net/http would read up to 256 KiB of the body before
+		// writing it, for as long as the client takes to send them: a
+		// client without the token could hold connections busy for the
+		// body timeout.
+		closeUnread(w)
+		return func() {}, nil
 	}
 	n := s.bodyWeight(r)
 	ctx, cancel := context.WithTimeout(r.Context(), s.bodyWait)
@@ -88,7 +113,10 @@ func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (release func
 	if err := s.bodies.acquire(ctx, n); err != nil {
 		return nil, errBusy
 	}
-	return func() { s.bodies.release(n) }, nil
+	b := &budgetedBody{ReadCloser: r.Body, s: s, w: w, ctx: r.Context(), weight: n, held: n}
+	b.timer = time.AfterFunc(bodyStall, b.check)
+	r.Body = b
+	return b.release, nil
 }
 
 // bodyWeight is what r's body takes from the budget: its length, or its
@@ -136,6 +164,96 @@ func (b timedBody) Read(p []byte) (int, error) {
 		return n, errSlow
 	}
 	return n, err
+}
+
+// budgetedBody is a request body holding memory from the server's
+// budget: its whole weight while it flows, and only what has arrived
+// once it stalls (see the top of this file). Read is called by the
+// handler's goroutine, check by its timer's, release once the answer is
+// written.
+type budgetedBody struct {
+	io.ReadCloser
+	s      *Server
+	w      http.ResponseWriter
+	ctx    context.Context // the request's
+	weight int64           // what it took when admitted: its Content-Length or limit
+	timer  *time.Timer     // runs check every bodyStall until it stalls
+
+	mu sync.Mutex
+	// read counts the bytes read, seen what check saw last time, held
+	// the bytes taken from the budget; stalled is set once the body has
+	// given back what had not arrived, done once release has run.
+	// Guarded by mu.
+	read, seen, held int64
+	stalled, done    bool
+}
+
+// Read reads the body; once it has stalled, it takes what arrives from
+// the budget, answering errBusy (503, the connection closed) when that
+// is short for Options.BodyWait.
+func (b *budgetedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n == 0 {
+		return n, err
+	}
+	b.mu.Lock()
+	b.read += int64(n)
+	var more int64
+	if b.stalled && !b.done && b.read > b.held {
+		more = min(max(b.read-b.held, bodyChunk), max(b.weight, b.read)-b.held)
+	}
+	b.mu.Unlock()
+	if more == 0 {
+		return n, err
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, b.s.bodyWait)
+	defer cancel()
+	if b.s.bodies.acquire(ctx, more) != nil {
+		closeUnread(b.w)
+		b.w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+		return n, errBusy
+	}
+	b.mu.Lock()
+	if b.done { // the answer was written meanwhile
+		b.mu.Unlock()
+		b.s.bodies.release(more)
+		return n, err
+	}
+	b.held += more
+	b.mu.Unlock()
+	return n, err
+}
+
+// check runs every bodyStall from admission: when no byte has been read
+// since the last check, the body gives back what it holds beyond what
+// it has read, and stops checking.
+func (b *budgetedBody) check() {
+	b.mu.Lock()
+	if b.done || b.stalled {
+		b.mu.Unlock()
+		return
+	}
+	if b.read != b.seen {
+		b.seen = b.read
+		b.timer.Reset(bodyStall)
+		b.mu.Unlock()
+		return
+	}
+	b.stalled = true
+	give := max(b.held-b.read, 0)
+	b.held -= give
+	b.mu.Unlock()
+	b.s.bodies.release(give)
+}
+
+// release gives back what the body holds, once its answer is written.
+func (b *budgetedBody) release() {
+	b.timer.Stop()
+	b.mu.Lock()
+	held := b.held
+	b.held, b.done = 0, true
+	b.mu.Unlock()
+	b.s.bodies.release(held)
 }
 
 // budget is a weighted semaphore of bytes: acquire takes n, waiting while
@@ -207,70 +325,4 @@ func (b *budget) wake() {
 		b.waiters.Remove(e)
 		close(w.ready)
 	}
-}
-
-// LimitListener returns a listener that accepts at most n connections
-// open at once from l: one accepted beyond them is closed at once, and
-// logged at most once a second, so that clients holding connections
-// cannot take every file descriptor of the process (the store needs
-// some). With the body timeout and http.Server's header and idle
-// timeouts, a connection that sends nothing is closed in bounded time.
-func LimitListener(l net.Listener, n int, log *slog.Logger) net.Listener {
-	return &limitListener{Listener: l, max: n, log: log}
-}
-
-// limitListener is LimitListener's.
-type limitListener struct {
-	net.Listener
-	max int
-	log *slog.Logger
-
-	mu sync.Mutex
-	// open counts the connections accepted and not closed, and refused
-	// when a refusal was last logged. Guarded by mu.
-	open    int
-	refused time.Time
-}
-
-// Accept returns the next connection while fewer than max are open.
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		l.mu.Lock()
-		if l.open < l.max {
-			l.open++
-			l.mu.Unlock()
-			return &limitConn{Conn: c, l: l}, nil
-		}
-		logIt := time.Since(l.refused) >= time.Second
-		if logIt {
-			l.refused = time.Now()
-		}
-		l.mu.Unlock()
-		c.Close()
-		if logIt {
-			l.log.Warn("hourglass: HTTP connections refused: at the limit", "max_conns", l.max)
-		}
-	}
-}
-
-// limitConn is an accepted connection, counted until it is closed.
-type limitConn struct {
-	net.Conn
-	l    *limitListener
-	once sync.Once
-}
-
-// Close closes the connection and uncounts it, once.
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		c.l.open--
-		c.l.mu.Unlock()
-	})
-	return err
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hourglass-go/hourglass/httpapi"
@@ -165,4 +166,111 @@ func TestUnauthorizedCloses(t *testing.T) {
 	if !closedWithin(nc, r, 3*time.Second) {
 		t.Error("the connection answered 401 stays open")
 	}
+}
+
+// TestBodyMemory_Stalled checks that bodies declared and not sent hold
+// the budget only until they stall: two batches that declared the whole
+// budget and sent nothing leave room within 2*bodyStall (1 s) for a put,
+// rather than answering it 503 after BodyWait; once they resume, they
+// take what arrives and are served.
+func TestBodyMemory_Stalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const batch = 64 << 10
+		s, f := newServer(t, httpapi.Options{MaxPayload: 1 << 10, MaxBatchBody: batch, MaxBodyMemory: 2 * batch, BodyWait: 10 * time.Second})
+		f.put = func(string, task.PutRequest) (task.Task, bool, error) { return task.Task{}, true, nil }
+		f.putBatch = func(_ string, rs []task.PutRequest) []task.PutResult { return make([]task.PutResult, len(rs)) }
+		body := `{"tasks":[{"payload":"` + strings.Repeat("x", batch-100) + `"}]}`
+		type stalled struct {
+			pw   *io.PipeWriter
+			w    *httptest.ResponseRecorder
+			done chan struct{}
+		}
+		var held []stalled
+		for range 2 {
+			pr, pw := io.Pipe()
+			r := httptest.NewRequest("POST", "/v1/queues/q/tasks:batch", pr)
+			r.ContentLength = int64(len(body))
+			st := stalled{pw, httptest.NewRecorder(), make(chan struct{})}
+			go func() {
+				defer close(st.done)
+				s.ServeHTTP(st.w, r)
+			}()
+			held = append(held, st)
+		}
+		synctest.Wait() // both admitted, waiting for their bodies
+
+		start := time.Now()
+		w := do(s, "POST", "/v1/queues/q/tasks", `{"payload":"`+strings.Repeat("y", 900)+`"}`)
+		if w.Code/100 != 2 || time.Since(start) > 2*time.Second {
+			t.Errorf("put beside two stalled batches: %d %s after %v, want 2xx within 2 s", w.Code, w.Body, time.Since(start))
+		}
+
+		// The stalled batches resume, one after the other, and are served
+		// from what the budget has.
+		for i, st := range held {
+			go func() {
+				io.WriteString(st.pw, body)
+				st.pw.Close()
+			}()
+			<-st.done
+			if st.w.Code != 200 {
+				t.Errorf("batch %d, resumed: %d %s", i, st.w.Code, st.w.Body)
+			}
+		}
+	})
+}
+
+// TestBodyMemory_StalledThenShort checks a stalled body that resumes
+// while the budget is taken: it waits up to BodyWait for room for what
+// arrives, then answers 503 with Retry-After and closes its connection.
+func TestBodyMemory_StalledThenShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const batch = 64 << 10
+		s, f := newServer(t, httpapi.Options{MaxPayload: 1 << 10, MaxBatchBody: batch, MaxBodyMemory: 2 * batch, BodyWait: 10 * time.Second})
+		unblock := make(chan struct{})
+		f.putBatch = func(_ string, rs []task.PutRequest) []task.PutResult {
+			<-unblock
+			return make([]task.PutResult, len(rs))
+		}
+		body := `{"tasks":[{"payload":"` + strings.Repeat("x", batch-100) + `"}]}`
+
+		pr, pw := io.Pipe()
+		r := httptest.NewRequest("POST", "/v1/queues/q/tasks:batch", pr)
+		r.ContentLength = int64(len(body))
+		stalled, stalledDone := httptest.NewRecorder(), make(chan struct{})
+		go func() {
+			defer close(stalledDone)
+			s.ServeHTTP(stalled, r)
+		}()
+		time.Sleep(3 * time.Second) // it stalls, giving its weight back
+
+		// Two whole batches take the budget while their puts block.
+		served := make(chan int, 2)
+		for range 2 {
+			go func() { served <- do(s, "POST", "/v1/queues/q/tasks:batch", body).Code }()
+		}
+		synctest.Wait()
+
+		go func() {
+			io.WriteString(pw, body)
+			pw.Close()
+		}()
+		start := time.Now()
+		select {
+		case <-stalledDone:
+		case <-time.After(time.Minute):
+			t.Errorf("stalled batch resumed with the budget taken: not answered in a minute (served over the budget?)")
+		}
+		close(unblock)
+		<-stalledDone
+		pr.Close() // the rest of its body is left unread
+		if stalled.Code != 503 || stalled.Header().Get("Retry-After") == "" || stalled.Header().Get("Connection") != "close" || time.Since(start) != 10*time.Second {
+			t.Errorf("stalled batch resumed with the budget taken: %d %v %s after %v; want 503 with Retry-After, closing, after BodyWait", stalled.Code, stalled.Header(), stalled.Body, time.Since(start))
+		}
+		for range 2 {
+			if code := <-served; code != 200 {
+				t.Errorf("whole batch: %d", code)
+			}
+		}
+	})
 }

@@ -35,9 +35,12 @@ import (
 // with the broker's default payload limit and the default Prometheus
 // registry.
 type Options struct {
-	// Token, when set, is required on every /v1 call as
-	// "Authorization: Bearer TOKEN".
+	// Token, when set, is required on every /v1 call, and on /metrics
+	// (which names every queue), as "Authorization: Bearer TOKEN".
 	Token string
+	// MetricsWithoutToken serves /metrics without the token, for a
+	// scraper that cannot send one.
+	MetricsWithoutToken bool
 	// MaxPayload is the broker's payload limit in bytes (default 1 MiB).
 	// A put's body may be this plus [Envelope]; a longer one is refused
 	// with 413 before it is read whole.
@@ -160,7 +163,11 @@ func New(opts Options) *Server {
 	}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})
+	if !opts.MetricsWithoutToken {
+		metrics = s.auth(metrics)
+	}
+	s.mux.Handle("GET /metrics", metrics)
 	s.routeV1()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNoRoute)

@@ -179,8 +179,9 @@ func TestBrokerErrors(t *testing.T) {
 	}
 }
 
-// TestAuth checks the bearer token: /v1 needs it, answering 401 in JSON
-// without it; health, readiness and metrics do not.
+// TestAuth checks the bearer token: /v1 and /metrics need it, answering
+// 401 in JSON without it; health and readiness do not, nor /metrics with
+// Options.MetricsWithoutToken.
 func TestAuth(t *testing.T) {
 	s, f := newServer(t, httpapi.Options{Token: "s3cret", Gatherer: prometheus.NewRegistry()})
 	f.queues = func() []task.QueueStats { return nil }
@@ -214,10 +215,22 @@ func TestAuth(t *testing.T) {
 			t.Errorf("POST %s without token: %d, want 401", path, w.Code)
 		}
 	}
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+	for _, path := range []string{"/healthz", "/readyz"} {
 		if w := do(s, "GET", path, ""); w.Code != 200 {
 			t.Errorf("GET %s without token: %d, want 200", path, w.Code)
 		}
+	}
+	if w := do(s, "GET", "/metrics", ""); w.Code != 401 || w.Header().Get("WWW-Authenticate") == "" {
+		t.Errorf("GET /metrics without token: %d, want 401", w.Code)
+	} else {
+		errorText(t, w)
+	}
+	if w := do(s, "GET", "/metrics", "", "Authorization", "Bearer s3cret"); w.Code != 200 {
+		t.Errorf("GET /metrics with the token: %d, want 200", w.Code)
+	}
+	open, _ := newServer(t, httpapi.Options{Token: "s3cret", MetricsWithoutToken: true, Gatherer: prometheus.NewRegistry()})
+	if w := do(open, "GET", "/metrics", ""); w.Code != 200 {
+		t.Errorf("GET /metrics without token, MetricsWithoutToken: %d, want 200", w.Code)
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T] [--insecure] [--allow-origin O]... [--body-timeout D] [--max-conns N] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D] [--history D] [--push-allow LIST]"
+const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T [--metrics-without-token]] [--insecure] [--allow-origin O]... [--body-timeout D] [--max-conns N] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D] [--history D] [--push-allow LIST]"
 
 // tokenEnv names the environment variable that gives the token when
 // --token does not, for serve and for the client subcommands.
@@ -55,6 +55,9 @@ type serveOptions struct {
 	http     string
 	token    string
 	insecure bool
+	// metricsWithoutToken serves /metrics without the token
+	// (httpapi.Options.MetricsWithoutToken).
+	metricsWithoutToken bool
 	// allowOrigins are the browser origins allowed to write across
 	// origins (--allow-origin, repeated or comma-separated).
 	allowOrigins []string
@@ -85,8 +88,9 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.data, "data", "./hourglass-data", "directory of the store, created if missing")
 	fs.StringVar(&o.http, "http", "127.0.0.1:7070", "address to serve the HTTP API on, HOST:PORT")
-	fs.StringVar(&o.token, "token", "", "bearer token every /v1 call must carry (default $"+tokenEnv+")")
+	fs.StringVar(&o.token, "token", "", "bearer token every /v1 call and /metrics must carry (default $"+tokenEnv+")")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow a non-loopback --http address without a token")
+	fs.BoolVar(&o.metricsWithoutToken, "metrics-without-token", false, "serve /metrics, which names every queue, without the token (by default it needs the token, as /v1 does)")
 	fs.Func("allow-origin", "a browser origin, like http://localhost:3000, allowed to call the API across origins (repeat it, or separate origins by commas)", func(s string) error {
 		for _, origin := range strings.Split(s, ",") {
 			if origin = strings.TrimSpace(origin); origin != "" {
@@ -99,7 +103,7 @@ func serveFlags(o *serveOptions) *flag.FlagSet {
 		return nil
 	})
 	fs.DurationVar(&o.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "longest time a request's body may take to arrive")
-	fs.IntVar(&o.maxConns, "max-conns", defaultMaxConns, "most HTTP connections open at once; more are closed at once")
+	fs.IntVar(&o.maxConns, "max-conns", defaultMaxConns, "most HTTP connections open at once: at the limit a new one closes the one idle the longest (or whose client has not read its answer for 5s), or is closed at once if there is none")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "least level logged: debug, info, warn or error")
 	fs.Func("log-format", "log format on standard error: text or json (default text)", func(s string) error {
 		if s != "text" && s != "json" {
@@ -350,14 +354,19 @@ type opened struct {
 	err   error
 }
 
-// serve runs the service until ctx ends: it listens first (healthz 200,
-// readyz 503), then opens the store and the broker, whose Open recovers
-// every task, and then serves the API (readyz 200). When ctx ends it
-// drains (readyz 503, long polls answered), lets in-flight requests
-// finish, closes the broker (its last commit) and the store, all within
-// stopTimeout. listening, if not nil, is called with the address once
-// the listener is open.
+// serve runs the service until ctx ends: it takes the data directory
+// (lockData) and listens first (healthz 200, readyz 503), then opens the
+// store and the broker, whose Open recovers every task, and then serves
+// the API (readyz 200). When ctx ends it drains (readyz 503, long polls
+// answered), lets in-flight requests finish, closes the broker (its last
+// commit) and the store, all within stopTimeout. listening, if not nil,
+// is called with the address once the listener is open.
 func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func(addr string)) error {
+	unlock, err := lockData(o) // serve_embedded.go
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	ln, err := net.Listen("tcp", o.http)
 	if err != nil {
 		return fmt.Errorf("hourglass: %w", err)
@@ -376,6 +385,8 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 		Logger:       log,
 		// A policy's push target refused is 400 (serve_push.go).
 		CheckPushTarget: o.push.targets.Check,
+		// /metrics needs the token unless --metrics-without-token.
+		MetricsWithoutToken: o.metricsWithoutToken,
 	})
 	hs := &http.Server{
 		Handler:           api.CheckBrowsers(dashboard.With(api)),
@@ -388,8 +399,12 @@ func serve(ctx context.Context, o serveOptions, log *slog.Logger, listening func
 		ln.Close()
 		return err
 	}
+	// At --max-conns, a new connection takes the place of the one idle
+	// the longest (httpapi/conns.go).
+	limited := httpapi.LimitListener(ln, o.maxConns, log)
+	hs.ConnState = limited.ConnState
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(httpapi.LimitListener(ln, o.maxConns, log)) }()
+	go func() { served <- hs.Serve(limited) }()
 	if o.pg.url != "" {
 		log.Info("listening", "addr", ln.Addr().String(), "engine", "postgres", "auth", o.token != "")
 	} else {

@@ -23,6 +23,22 @@ const (
 	fullDiskMax   = 30 * time.Second
 )
 
+// lockData takes the --data directory for this process
+// (pebblestore.LockDir) before serve listens, so that a second server on
+// it fails at once, saying which process holds it, and never listens. It
+// returns the function that lets the directory go, after the store has
+// closed. A cluster node has no data directory and takes nothing.
+func lockData(o serveOptions) (unlock func(), err error) {
+	if o.pg.url != "" {
+		return func() {}, nil
+	}
+	l, err := pebblestore.LockDir(o.data)
+	if err != nil {
+		return nil, err
+	}
+	return func() { l.Close() }, nil
+}
+
 // openEmbedded opens the store in o.data and the broker over it, whose
 // Open recovers every task. While that fails because the disk is full (an
 // error wrapping ENOSPC: Pebble could not write its manifest or log, or
