@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The lease loop: heartbeat, renew, rebalance. See the package doc for
@@ -25,7 +23,7 @@ import (
 // waited for with it held; the handlers run without it.
 // membership is safe for concurrent use by multiple goroutines.
 type membership struct {
-	db         *pgxpool.Pool
+	db         *pool
 	name       string
 	instance   string // this run's, in the heartbeat row
 	partitions int
@@ -40,6 +38,10 @@ type membership struct {
 	quit     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup
+
+	// reach is when the heartbeat last went through: whether the node
+	// can reach its database (Node.Ready). Its own lock.
+	reach reach
 
 	mu sync.Mutex
 	// owned maps each partition this node holds to the epoch it holds it
@@ -68,7 +70,7 @@ type memberHandlers struct {
 }
 
 // newMembership returns the role, not started.
-func newMembership(db *pgxpool.Pool, name, instance string, partitions int, lease time.Duration,
+func newMembership(db *pool, name, instance string, partitions int, lease time.Duration,
 	c *clock, log *slog.Logger, m *metrics, paused *atomic.Bool, on memberHandlers) *membership {
 	return &membership{
 		db: db, name: name, instance: instance, partitions: partitions, lease: lease,
@@ -143,10 +145,16 @@ func (m *membership) arrays() ([]int32, []int64) {
 // leaseLoop runs tick every Lease/3, at once when kicked (a node joined
 // or left, a schedule changed, the listen connection came back), and at
 // the moment another node's lease runs out, so that a dead node's
-// partitions are taken over within about one lease.
+// partitions are taken over within about one lease. After a failed
+// tick it tries again after a back-off from a tenth of a second up to a
+// second (and a third of a lease): soon enough after one blip that a
+// healthy node keeps its leases, and that a node cut off from its
+// database is ready again about a second after it can reach it.
 func (m *membership) leaseLoop() {
 	defer m.wg.Done()
 	every := m.lease / 3
+	retry := backoff{base: min(backoffBase, every), max: min(time.Second, every)}
+	failures := newFailureLog(m.log, "hourglass: lease tick failed", "hourglass: lease ticks work again")
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -168,8 +176,12 @@ func (m *membership) leaseLoop() {
 		cancel()
 		if err != nil {
 			m.metrics.tickFailures.Inc()
-			m.log.Warn("hourglass: lease tick failed", "err", err)
-			next = 100 * time.Millisecond
+			m.reach.failed(err)
+			failures.failed(err)
+			next = retry.next()
+		} else {
+			failures.ok()
+			retry.reset()
 		}
 		if !t.Stop() {
 			select {
@@ -220,6 +232,7 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 		m.dropAll()
 		return time.Hour, ErrNameInUse
 	}
+	m.reach.ok()
 
 	// Renew what is held, at the epoch it is held at, if not yet expired.
 	parts, epochs := m.arrays()

@@ -117,7 +117,7 @@ func (l *listener) run(conn *pgx.Conn) {
 			conn.Close(context.Background())
 		}
 	}()
-	backoff := 10 * time.Millisecond
+	retry := backoff{base: 10 * time.Millisecond, max: time.Second}
 	for {
 		l.mu.Lock()
 		if l.closed {
@@ -132,11 +132,10 @@ func (l *listener) run(conn *pgx.Conn) {
 			conn = l.reconnect()
 			if conn == nil {
 				l.fail(cmds)
-				time.Sleep(backoff)
-				backoff = min(2*backoff, time.Second)
+				time.Sleep(retry.next())
 				continue
 			}
-			backoff = 10 * time.Millisecond
+			retry.reset()
 		}
 		if !l.execute(conn, cmds) {
 			conn.Close(context.Background())

@@ -54,6 +54,7 @@ func (m *membership) keep(ctx context.Context) (stop func()) {
 				// more (the next round finds it and stops the node).
 				return
 			}
+			m.reach.ok()
 			if parts, epochs := m.arrays(); len(parts) > 0 {
 				m.db.Exec(ctx, sqlRenew, m.name, parts, epochs, lease)
 			}
