@@ -458,12 +458,13 @@ func dbErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, task.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err // an unreachableError (pool.go) says it already
-	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
+		// Its deadline, if it ran out, is the connect timeout's.
 		return &unreachableError{err.Error()}
+	}
+	if errors.Is(err, task.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err // an unreachableError (pool.go) says it already
 	}
 	return fmt.Errorf("%w: database: %v", task.ErrClosed, err)
 }

@@ -63,7 +63,9 @@ type item struct {
 
 // PutBatch puts each of rs as Put does, in order, in one transaction: a
 // single INSERT of every task when no request replaces and no id repeats
-// (the common case), else one statement per request.
+// (the common case), else one statement per request. Its statements
+// share one deadline (pool.bound): a put answers within the node's
+// database timeout.
 func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult {
 	res := make([]task.PutResult, len(rs))
 	fail := func(err error) []task.PutResult {
@@ -77,6 +79,8 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 	if err := n.Err(); err != nil {
 		return fail(err)
 	}
+	ctx, cancel := n.db.bound(ctx)
+	defer cancel()
 	var items []*item
 	simple := true
 	seen := map[string]bool{}
