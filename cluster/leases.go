@@ -147,13 +147,15 @@ func (m *membership) arrays() ([]int32, []int64) {
 // the moment another node's lease runs out, so that a dead node's
 // partitions are taken over within about one lease. After a failed
 // tick it tries again after a back-off from a tenth of a second up to a
-// second (and a third of a lease): soon enough after one blip that a
-// healthy node keeps its leases, and that a node cut off from its
-// database is ready again about a second after it can reach it.
+// second, and a sixth of a lease: soon enough after a blip (a failed
+// heartbeat takes at most a third of a lease, see tickNext) that a
+// healthy node renews its leases before they run out, and that a node
+// cut off from its database is ready again about a second after it can
+// reach it.
 func (m *membership) leaseLoop() {
 	defer m.wg.Done()
 	every := m.lease / 3
-	retry := backoff{base: min(backoffBase, every), max: min(time.Second, every)}
+	retry := backoff{base: min(backoffBase, m.lease/6), max: min(time.Second, m.lease/6)}
 	failures := newFailureLog(m.log, "hourglass: lease tick failed", "hourglass: lease ticks work again")
 	t := time.NewTimer(every)
 	defer t.Stop()
@@ -199,6 +201,10 @@ func (m *membership) tick(ctx context.Context) error {
 	return err
 }
 
+// renewBound: the clock, heartbeat and renewal of a tick, and each
+// renewal of the keeper, take at most Lease/renewBound, their period.
+const renewBound = 3
+
 // partitionRow is one row of hourglass_partitions as a tick reads it.
 type partitionRow struct {
 	partition  int
@@ -213,15 +219,22 @@ type partitionRow struct {
 // the round (the handler round: the timer window, the sweep of overdue
 // timers, the schedules). It returns how long until the earliest lease
 // of another node runs out.
+//
+// The clock, the heartbeat and the renewal have a third of a lease
+// between them (renewBound): one stuck on a connection that died
+// silently fails in time for the next try to renew the leases before
+// they run out.
 func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
-	if err := m.clock.measure(ctx, m.db); err != nil {
+	hctx, cancel := context.WithTimeout(ctx, m.lease/renewBound)
+	defer cancel()
+	if err := m.clock.measure(hctx, m.db); err != nil {
 		return 0, err
 	}
 	lease := m.lease.Microseconds()
 
 	// Heartbeat. A row under another instance means that this node was
 	// declared dead and another process took its name: stop.
-	tag, err := m.db.Exec(ctx, `UPDATE hourglass_nodes
+	tag, err := m.db.Exec(hctx, `UPDATE hourglass_nodes
 		SET alive_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
 		WHERE name = $1 AND instance = $2`, m.name, m.instance, lease)
 	if err != nil {
@@ -237,7 +250,7 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	// Renew what is held, at the epoch it is held at, if not yet expired.
 	parts, epochs := m.arrays()
 	if len(parts) > 0 {
-		rows, err := m.db.Query(ctx, sqlRenew, m.name, parts, epochs, lease)
+		rows, err := m.db.Query(hctx, sqlRenew, m.name, parts, epochs, lease)
 		if err != nil {
 			return 0, err
 		}

@@ -226,3 +226,64 @@ func testDBCut(t *testing.T, mode tcpproxy.Mode) {
 		t.Errorf("delivered %d tasks, want %d: none lost", len(got), cutTasks+2)
 	}
 }
+
+// TestDBCut_Blip: a blip of the link, shorter than a quarter of a lease,
+// costs a healthy node neither its leases nor its readiness: the lease
+// loop's back-off after a failed tick stays short enough to renew them
+// in time.
+func TestDBCut_Blip(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mode tcpproxy.Mode
+	}{{"blackhole", tcpproxy.Blackhole}, {"cut", tcpproxy.Cut}} {
+		t.Run(c.name, func(t *testing.T) {
+			pg := sharedPostgres(t)
+			url := pg.CreateDatabase(t)
+			proxy, err := tcpproxy.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.Port)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { proxy.Close() })
+			u, err := neturl.Parse(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Host = proxy.Addr()
+			const lease = 2 * time.Second
+			n1 := startServer(t, withPostgres(u.String(), "n1"), withFlags("--lease", lease.String(), "--db-timeout", "1s"))
+			if a := n1.call("POST", "/v1/queues/q/tasks", `{"id":"before"}`); a.status != http.StatusCreated {
+				t.Fatalf("put before the blip: %v", a)
+			}
+			blip := lease / 5
+			proxy.Set(c.mode)
+			start := time.Now()
+			for time.Since(start) < 2*lease {
+				if time.Since(start) >= blip {
+					proxy.Set(tcpproxy.Pass)
+				}
+				if a, err := n1.try("GET", "/readyz", "", ""); err != nil || a.status != http.StatusOK {
+					t.Fatalf("/readyz %v after a blip of %v: %v %v, want 200", time.Since(start).Round(time.Millisecond), blip, a, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			m := string(n1.call("GET", "/metrics", "").body)
+			if !strings.Contains(m, "\nhourglass_cluster_partitions_lost_total 0\n") || !strings.Contains(m, "\nhourglass_cluster_partitions_owned 64\n") {
+				t.Errorf("after a blip of %v: want no partition lost and all 64 owned:\n%s", blip, grepLines(m, "hourglass_cluster_partitions"))
+			}
+			if a := n1.call("POST", "/v1/queues/q/tasks", `{"id":"after"}`); a.status != http.StatusCreated {
+				t.Errorf("put after the blip: %v", a)
+			}
+		})
+	}
+}
+
+// grepLines returns the lines of text that hold substr.
+func grepLines(text, substr string) string {
+	var out []string
+	for line := range strings.Lines(text) {
+		if strings.Contains(line, substr) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
+}
