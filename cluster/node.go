@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -458,10 +459,14 @@ func dbErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
-		// Its deadline, if it ran out, is the connect timeout's.
-		return &unreachableError{err.Error()}
+	var (
+		ce *pgconn.ConnectError
+		oe *net.OpError
+	)
+	if errors.As(err, &ce) || errors.As(err, &oe) {
+		// A connection that could not be made, or broke. A connect's
+		// deadline, if it ran out, is the connect timeout's.
+		return &unreachableError{reason(err)}
 	}
 	if errors.Is(err, task.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err // an unreachableError (pool.go) says it already

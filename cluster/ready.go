@@ -1,10 +1,14 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Readiness: a node that cannot reach its database cannot serve, though
@@ -56,14 +60,43 @@ func (r *reach) check(lease time.Duration) error {
 		return nil
 	}
 	msg := fmt.Sprintf("no heartbeat for %v", since.Round(time.Millisecond))
-	var ue *unreachableError
-	switch {
-	case errors.As(err, &ue):
-		msg += ": " + ue.msg
-	case err != nil:
-		msg += ": " + err.Error()
+	if err != nil {
+		msg += ": " + reason(err)
 	}
 	return &unreachableError{msg}
+}
+
+// reason says why a call to the database failed, for a client or a
+// probe: without what pgx's errors quote of the connection (host, port,
+// user, database), which /readyz, open to anyone, should not tell.
+func reason(err error) string {
+	var (
+		ue *unreachableError
+		ce *pgconn.ConnectError
+		pe *pgconn.PgError
+		oe *net.OpError
+	)
+	why := ""
+	switch {
+	case errors.As(err, &ue):
+		return ue.msg
+	case errors.As(err, &pe):
+		why = pe.Message + " (SQLSTATE " + pe.Code + ")"
+	case errors.Is(err, context.DeadlineExceeded):
+		why = "no answer in time"
+	case errors.As(err, &oe) && oe.Err != nil:
+		why = oe.Err.Error() // e.g. "connect: connection refused"
+	case errors.As(err, &ce):
+	default:
+		why = err.Error()
+	}
+	if errors.As(err, &ce) {
+		if why == "" {
+			return "cannot connect"
+		}
+		return "cannot connect: " + why
+	}
+	return why
 }
 
 // Ready reports whether the node can serve: Err's error, an error saying

@@ -98,6 +98,8 @@ func testDBCut(t *testing.T, mode tcpproxy.Mode) {
 				t.Errorf("put %d during the cut: %v", i, err)
 			case a.status != status || !strings.Contains(string(a.body), `"hourglass: `) || !strings.Contains(string(a.body), "database"):
 				t.Errorf("put %d during the cut: %v, want %d saying the database fails", i, a, status)
+			case strings.Contains(string(a.body), proxy.Addr()):
+				t.Errorf("put %d during the cut: %v quotes the database's address", i, a)
 			case took > lateAllowed(t, cutDBTimeout+2*time.Second, start, start.Add(took)):
 				t.Errorf("put %d during the cut answered after %v, want within --db-timeout %v (and a margin)", i, took, cutDBTimeout)
 			}
@@ -129,9 +131,10 @@ func testDBCut(t *testing.T, mode tcpproxy.Mode) {
 			t.Fatalf("/readyz during the cut: %v", err)
 		}
 		if a.status == http.StatusServiceUnavailable {
-			if !strings.Contains(string(a.body), `"hourglass: database unreachable`) {
-				t.Errorf("/readyz during the cut: %v, want hourglass: database unreachable: ...", a)
+			if !strings.Contains(string(a.body), `"hourglass: database unreachable`) || strings.Contains(string(a.body), proxy.Addr()) {
+				t.Errorf("/readyz during the cut: %v, want hourglass: database unreachable: ..., without the database's address", a)
 			}
+			t.Logf("/readyz during the cut: %v", a)
 			notReady = time.Now()
 			break
 		}
