@@ -93,6 +93,17 @@ func (l *listener) command(ctx context.Context, listen bool, channels []string) 
 
 var errClosedListener = errors.New("hourglass: listener closed")
 
+// timeout bounds each command and reconnection of the listener: the
+// connect timeout of its configuration, which the node's pool has set
+// to the node's database timeout (ConfigurePool, hourglass serve's
+// --db-timeout), else 10 s.
+func (l *listener) timeout() time.Duration {
+	if l.cfg.ConnectTimeout > 0 {
+		return l.cfg.ConnectTimeout
+	}
+	return 10 * time.Second
+}
+
 // close stops the listener and closes its connection.
 func (l *listener) close() {
 	l.mu.Lock()
@@ -185,7 +196,7 @@ func (l *listener) execute(conn *pgx.Conn, cmds []listenCmd) bool {
 			b.WriteString(";")
 		}
 		l.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), l.timeout())
 		_, err := conn.Exec(ctx, b.String())
 		cancel()
 		c.done <- err
@@ -220,7 +231,7 @@ func (l *listener) fail(cmds []listenCmd) {
 // reconnect opens a new connection, listens to every recorded channel and
 // has the node resynchronise; nil when the database cannot be reached.
 func (l *listener) reconnect() *pgx.Conn {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout())
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, l.cfg)
 	if err != nil {

@@ -220,7 +220,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	}
 	n.timers = newTimers(n, n)
 	n.cron = hourglass.New(hourglass.WithShards(1))
-	n.notifications = newNotifications(db, n.name, n.log, noteHandlers{
+	n.notifications = newNotifications(n.db, n.name, n.log, noteHandlers{
 		tick:   n.kickTick,
 		policy: n.policyNotified,
 		timers: n.timers.notified,

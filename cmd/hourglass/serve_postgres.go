@@ -109,9 +109,27 @@ func openPostgres(o serveOptions, log *slog.Logger, reg prometheus.Registerer) o
 	log.Info("ready", "node", n.Name(), "partitions", n.Partitions(), "join", time.Since(start).Round(time.Millisecond).String())
 	return opened{b: service.New(n), close: func() error {
 		err := n.Close()
-		pool.Close()
+		closePool(pool, o.pg.dbTimeout, log)
 		return err
 	}}
+}
+
+// closePool closes pool, waiting up to d for it. pgx gives each
+// connection that broke (a statement cut short by its deadline) up to
+// 15 s to say goodbye to the server, and Close waits for them: with the
+// database out of reach, a shutdown would outlast serve's. Past d the
+// process exits without waiting: the connections close with it.
+func closePool(pool *pgxpool.Pool, d time.Duration, log *slog.Logger) {
+	done := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		log.Warn("hourglass: the database's connections did not close in time; exiting without them", "waited", d.String())
+	}
 }
 
 // poolSizeGiven reports whether the connection string sets
