@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,7 +89,7 @@ func reason(err error) string {
 		why = oe.Err.Error() // e.g. "connect: connection refused"
 	case errors.As(err, &ce):
 	default:
-		why = err.Error()
+		why = strings.TrimPrefix(err.Error(), "hourglass: ")
 	}
 	if errors.As(err, &ce) {
 		if why == "" {

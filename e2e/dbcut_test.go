@@ -110,6 +110,7 @@ func testDBCut(t *testing.T, mode tcpproxy.Mode) {
 		start := time.Now()
 		a, err := n1.try("POST", "/v1/queues/empty/reserve", `{"max":1,"wait":"2s"}`, "")
 		took := time.Since(start)
+		t.Logf("reserve during the cut: %v after %v", a, took.Round(time.Millisecond))
 		switch {
 		case err != nil:
 			t.Errorf("reserve during the cut: %v", err)
