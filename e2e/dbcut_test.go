@@ -70,6 +70,18 @@ func testDBCut(t *testing.T, mode tcpproxy.Mode) {
 		t.Fatalf("batch put before the cut: %v", a)
 	}
 
+	// A task reserved before the cut, to ack during it.
+	if a := n1.call("POST", "/v1/queues/h/tasks", `{"id":"held"}`); a.status != http.StatusCreated {
+		t.Fatalf("put before the cut: %v", a)
+	}
+	a := n1.call("POST", "/v1/queues/h/reserve", `{"max":1}`)
+	var held struct {
+		Tasks []struct{ ID, Lease string }
+	}
+	if err := json.Unmarshal(a.body, &held); err != nil || len(held.Tasks) != 1 {
+		t.Fatalf("reserve before the cut: %v", a)
+	}
+
 	proxy.Set(mode)
 	cut := time.Now()
 	before := proxy.Accepted()
@@ -102,6 +114,27 @@ func testDBCut(t *testing.T, mode tcpproxy.Mode) {
 				t.Errorf("put %d during the cut: %v quotes the database's address", i, a)
 			case took > lateAllowed(t, cutDBTimeout+2*time.Second, start, start.Add(took)):
 				t.Errorf("put %d during the cut answered after %v, want within --db-timeout %v (and a margin)", i, took, cutDBTimeout)
+			}
+		})
+	}
+	// Reads and an ack answer 503 within the timeout too.
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/v1/queues/q/tasks/t1", ""},
+		{"GET", "/v1/queues", ""},
+		{"POST", "/v1/queues/h/tasks/held/ack", `{"lease":"` + held.Tasks[0].Lease + `"}`},
+	} {
+		wg.Go(func() {
+			start := time.Now()
+			a, err := n1.try(r.method, r.path, r.body, "")
+			took := time.Since(start)
+			t.Logf("%s %s during the cut: %v after %v", r.method, r.path, a, took.Round(time.Millisecond))
+			switch {
+			case err != nil:
+				t.Errorf("%s %s during the cut: %v", r.method, r.path, err)
+			case a.status != http.StatusServiceUnavailable || !strings.Contains(string(a.body), `"hourglass: database unreachable`):
+				t.Errorf("%s %s during the cut: %v, want 503 hourglass: database unreachable: ...", r.method, r.path, a)
+			case took > lateAllowed(t, cutDBTimeout+2*time.Second, start, start.Add(took)):
+				t.Errorf("%s %s during the cut answered after %v, want within --db-timeout %v (and a margin)", r.method, r.path, took, cutDBTimeout)
 			}
 		})
 	}
