@@ -182,6 +182,20 @@
 // listener's reconnection resynchronises what notifications were lost
 // (TestProcessFailover; the promise and its limits in docs/SCALING.md).
 //
+// # A database out of reach
+//
+// Every statement has a deadline, its caller's or Options.DBTimeout from
+// its start, the wait for a connection included (pool.go), and the
+// connections a connect timeout and keep-alive probes: a node whose
+// database drops its packets answers 503 ("database unreachable") within
+// the timeout rather than never. Once its heartbeat has not gone through
+// for a lease, Ready says so (ready.go), and /readyz answers 503 until
+// it does again; the other nodes take its partitions over as from a
+// dead node, and its writes are fenced out by the epochs. Its loops
+// retry after a back-off with jitter and log a failure that lasts once a
+// second with a count (backoff.go). Nothing answered is lost: an answer
+// follows a commit (TestDBCut in package e2e).
+//
 // # Roles
 //
 // A [Node] is its request methods over three roles, each a type with its

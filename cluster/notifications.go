@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Channels of LISTEN/NOTIFY. Channel names are identifiers of at most 63
@@ -55,7 +54,7 @@ const queueChannelPrefix = "hourglass_q_"
 // held while a handler runs or a command waits for the database.
 // notifications is safe for concurrent use by multiple goroutines.
 type notifications struct {
-	db   *pgxpool.Pool
+	db   *pool
 	name string // the node's, to tell its own queue notifications
 	log  *slog.Logger
 	on   noteHandlers
@@ -103,7 +102,7 @@ type noteHandlers struct {
 }
 
 // newNotifications returns the role, not started.
-func newNotifications(db *pgxpool.Pool, name string, log *slog.Logger, on noteHandlers) *notifications {
+func newNotifications(db *pool, name string, log *slog.Logger, on noteHandlers) *notifications {
 	return &notifications{
 		db: db, name: name, log: log, on: on,
 		channels: make(map[string][]string),

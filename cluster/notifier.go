@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // maxPayload bounds one notification's payload (PostgreSQL's limit is
@@ -26,7 +24,7 @@ const maxPayload = 7900
 // crash delays a task until the owner's sweep of overdue timers (one
 // lease tick) and loses nothing.
 type notifier struct {
-	db   *pgxpool.Pool
+	db   *pool
 	name string // the node's, in the payloads of queue channels
 	log  *slog.Logger
 	kick chan struct{}
@@ -43,7 +41,7 @@ type notifier struct {
 }
 
 // newNotifier starts a notifier sending on db for the node name.
-func newNotifier(db *pgxpool.Pool, name string, log *slog.Logger) *notifier {
+func newNotifier(db *pool, name string, log *slog.Logger) *notifier {
 	nt := &notifier{
 		db: db, name: name, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{}),
 		timers: make(map[string][]string), ready: make(map[string]int),

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -64,7 +63,9 @@ type item struct {
 
 // PutBatch puts each of rs as Put does, in order, in one transaction: a
 // single INSERT of every task when no request replaces and no id repeats
-// (the common case), else one statement per request.
+// (the common case), else one statement per request. Its statements
+// share one deadline (pool.bound): a put answers within the node's
+// database timeout.
 func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult {
 	res := make([]task.PutResult, len(rs))
 	fail := func(err error) []task.PutResult {
@@ -78,6 +79,8 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 	if err := n.Err(); err != nil {
 		return fail(err)
 	}
+	ctx, cancel := n.db.bound(ctx)
+	defer cancel()
 	var items []*item
 	simple := true
 	seen := map[string]bool{}
@@ -341,18 +344,33 @@ func (n *Node) putEach(ctx context.Context, queue string, items []*item) error {
 // in blocks: one round trip per block rather than per put. Ids are unique
 // across the cluster and increase on each node; across nodes they follow
 // the blocks, not the order of puts.
+//
+// One caller at a time holds the block (turn), across the query that
+// refills it; the others wait for their turn no longer than their own
+// deadline, the node's database timeout at most: a database that stopped
+// answering costs each put one timeout, not a place in a queue behind
+// every put before it. idBlock is safe for concurrent use.
 type idBlock struct {
-	mu   sync.Mutex
+	// turn, buffered 1, is held (sent to) by the caller using the block.
+	turn chan struct{}
+	// free ids, in increasing order. Guarded by turn.
 	free []uint64
 }
 
 // idBlockSize is how many ids a node fetches beyond what it needs.
 const idBlockSize = 128
 
-// take returns k fresh job ids in increasing order.
+// take returns k fresh job ids in increasing order. The wait for the
+// block and the query that refills it share one deadline (pool.bound).
 func (b *idBlock) take(ctx context.Context, n *Node, k int) ([]uint64, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	ctx, cancel := n.db.bound(ctx)
+	defer cancel()
+	select {
+	case b.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, dbErr(n.db.check(ctx, ctx.Err()))
+	}
+	defer func() { <-b.turn }()
 	if len(b.free) < k {
 		rows, err := n.db.Query(ctx, "SELECT nextval('hourglass_job_ids') FROM generate_series(1, $1)", k-len(b.free)+idBlockSize)
 		if err != nil {

@@ -138,11 +138,17 @@ func (p *poller) Look(ctx context.Context, queues []string, max int, w *service.
 	}
 	if w != nil {
 		for _, queue := range queues {
-			if err := n.notifications.listenQueue(ctx, queue); err != nil {
+			// Bounded as a statement is: the LISTEN runs on a
+			// connection of its own (listener.go), whose failures are
+			// the database's being out of reach.
+			lctx, cancel := n.db.bound(ctx)
+			err := n.notifications.listenQueue(lctx, queue)
+			cancel()
+			if err != nil {
 				if ctx.Err() != nil {
 					return nil, 0, nil
 				}
-				return nil, 0, dbErr(err)
+				return nil, 0, &unreachableError{"listening: " + reason(err)}
 			}
 		}
 		n.mu.Lock()

@@ -70,6 +70,7 @@ func ReserveOne(t *testing.T, b service.Service, queue string, wait time.Duratio
 // httpapi serves) over b.
 func tasks(t *testing.T, b service.Service) {
 	ctx := context.Background()
+	must(t, "Ready of a service that serves", b.Ready())
 
 	// Puts: created, idempotent, replaced; bad input.
 	x, created, err := b.Put(ctx, "q", task.PutRequest{ID: "x", Payload: []byte(`1`), Priority: 7})
