@@ -78,10 +78,12 @@ type poller Broker
 // b.mu again, leaving out any task that was deleted or replaced in
 // between (see Broker.taking). Finding none, it adds w to the waiting
 // lists of the queues under the same hold of b.mu, so that a task made
-// ready after it looked wakes w.
+// ready after it looked wakes w. A name that holds nothing is no queue:
+// a look without w passes it over, and w waits on a queueState made for
+// it (waitQueue) that counts toward no limit and goes when w leaves
+// (Left).
 func (p *poller) Look(ctx context.Context, names []string, max int, w *service.Waiter[noHandOver]) ([]task.Task, time.Duration, error) {
 	b := (*Broker)(p)
-	var err error
 	qs := make([]*queueState, len(names))
 	for {
 		b.mu.Lock()
@@ -90,9 +92,10 @@ func (p *poller) Look(ctx context.Context, names []string, max int, w *service.W
 			return nil, 0, err
 		}
 		for i, n := range names {
-			if qs[i], err = b.queueFor(n); err != nil {
-				b.mu.Unlock()
-				return nil, 0, err
+			if w != nil {
+				qs[i] = b.waitQueue(n)
+			} else {
+				qs[i] = b.byName[n] // nil: none, so nothing ready
 			}
 		}
 		items, g, at := b.take(qs, max)
@@ -135,6 +138,17 @@ func (p *poller) Look(ctx context.Context, names []string, max int, w *service.W
 	}
 }
 
+// Left drops the queues of names that hold nothing and that no reserver
+// waits on any more (service.Poller). b.mu is held. O(len(names)).
+func (p *poller) Left(names []string) {
+	b := (*Broker)(p)
+	for _, n := range names {
+		if q, ok := b.byName[n]; ok && q.waiters.Unused() {
+			b.drop(q)
+		}
+	}
+}
+
 // Deliver is never called: nothing is handed to a broker's waiter.
 func (p *poller) Deliver([]noHandOver) []task.Task { return nil }
 
@@ -169,7 +183,7 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 		var best *queueState
 		var top readyItem
 		for _, q := range qs {
-			if q.pausedUntil > now || slices.Contains(held, q) {
+			if q == nil || q.pausedUntil > now || slices.Contains(held, q) {
 				continue
 			}
 			it, ok := b.peekReady(q)

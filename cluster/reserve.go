@@ -127,24 +127,17 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 type poller Node
 
 // Look is one look of a reservation (service.Poller): one statement
-// (take). With a waiter, the node listens to the queues' channels and
-// puts w on their waiting lists before it looks, so that a task made
-// ready while it looks wakes w; finding nothing, w is marked waiting,
-// and the flush may hand it tasks from then on.
+// (take). With a waiter, the node puts w on the queues' waiting lists
+// before it looks, so that a task made ready while it looks wakes w (the
+// node listens to chanReady from its start: notifications.go); finding
+// nothing, w is marked waiting, and the flush may hand it tasks from then
+// on.
 func (p *poller) Look(ctx context.Context, queues []string, max int, w *service.Waiter[handed]) ([]task.Task, time.Duration, error) {
 	n := (*Node)(p)
 	if err := n.Err(); err != nil {
 		return nil, 0, err
 	}
 	if w != nil {
-		for _, queue := range queues {
-			if err := n.notifications.listenQueue(ctx, queue); err != nil {
-				if ctx.Err() != nil {
-					return nil, 0, nil
-				}
-				return nil, 0, dbErr(err)
-			}
-		}
 		n.mu.Lock()
 		for _, queue := range queues {
 			n.queueWait(queue).Add(w)
@@ -156,6 +149,7 @@ func (p *poller) Look(ctx context.Context, queues []string, max int, w *service.
 		n.mu.Lock()
 		if err != nil || len(tasks) > 0 {
 			w.Leave()
+			p.Left(queues)
 		} else {
 			w.MarkWaiting()
 		}

@@ -93,6 +93,7 @@ func (w *Waiter[T]) Leave() []T {
 	w.handed, w.waiting = nil, false
 	signalled := len(w.ch) > 0 && handed == nil
 	for _, l := range w.lists {
+		l.joined--
 		if !l.remove(w) && signalled {
 			l.Wake(max(w.max, 1))
 		}
@@ -105,16 +106,25 @@ func (w *Waiter[T]) Leave() []T {
 // safe for concurrent use: the engine's lock guards it.
 type WaitList[T any] struct {
 	ws []*Waiter[T]
+	// joined counts the waiters added and not yet left (Waiter.Leave),
+	// those signalled and taken off ws included.
+	joined int
 }
 
 // Add puts w at the end of l. O(1) amortised.
 func (l *WaitList[T]) Add(w *Waiter[T]) {
 	l.ws = append(l.ws, w)
+	l.joined++
 	w.lists = append(w.lists, l)
 }
 
 // Len returns how many reservers wait on l.
 func (l *WaitList[T]) Len() int { return len(l.ws) }
+
+// Unused reports whether every waiter added to l has left it
+// (Waiter.Leave), signalled or not: l may then be dropped, as no waiter
+// will pass a signal on to it.
+func (l *WaitList[T]) Unused() bool { return l.joined == 0 }
 
 // Wake signals waiters, oldest first, taking them off l, until those
 // signalled can take k tasks between them, and returns how many they can
@@ -216,12 +226,17 @@ type Poller[T any] interface {
 	// GiveBack makes items handed to a waiter whose caller has gone ready
 	// again.
 	GiveBack(items []T)
+	// Left is called with the engine's lock held once a waiter on queues
+	// has left their lists (Waiter.Leave): the engine drops what it kept
+	// for a queue only so that reservers could wait on it, so that a
+	// name a client waited on leaves nothing behind once the wait ends.
+	Left(queues []string)
 }
 
 // LongPoll is a reserve of up to max tasks of queues, waiting up to wait
 // for the first: it looks (p.Look), and while it finds nothing waits for
-// a signal, p.Look's retry, the end of wait or of ctx, then looks again.
-// mu is the engine's lock, which guards its WaitLists and waiters. It
+// a signal, p.Look's retry, the end of wait or of ctx, then leaves the
+// queues' lists (telling p: Poller.Left) and looks again. mu is the engine's lock, which guards its WaitLists and waiters. It
 // returns no tasks and no error when wait runs out or ctx ends with none
 // taken. Safe for concurrent use as p and mu are.
 func LongPoll[T any](ctx context.Context, mu sync.Locker, p Poller[T], queues []string, max int, wait time.Duration) ([]task.Task, error) {
@@ -259,6 +274,7 @@ func LongPoll[T any](ctx context.Context, mu sync.Locker, p Poller[T], queues []
 		}
 		mu.Lock()
 		handed := w.Leave()
+		p.Left(queues)
 		mu.Unlock()
 		if len(handed) > 0 {
 			if ctx.Err() != nil {

@@ -168,6 +168,8 @@ func (p *memPoller) Look(ctx context.Context, queues []string, max int, w *servi
 
 func (p *memPoller) Deliver(items []int) []task.Task { return tasks(items) }
 
+func (p *memPoller) Left([]string) {}
+
 func (p *memPoller) GiveBack(items []int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

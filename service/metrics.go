@@ -17,7 +17,8 @@ type TaskMetrics struct {
 	// reason ("rate", "concurrency"), the reserves that a queue's limit
 	// held back; DeadLettered, per queue, the tasks that died there and
 	// moved to its dead-letter queue. Their series number one per queue
-	// that saw the event, as the engines' own state per queue does.
+	// that exists and saw the event: an engine deletes a queue's series
+	// when the queue goes (ForgetQueue).
 	Retries, Throttled, DeadLettered *prometheus.CounterVec
 }
 
@@ -57,6 +58,16 @@ func NewTaskMetrics() TaskMetrics {
 			Help: "Tasks that died in a queue and moved to its dead-letter queue, by queue.",
 		}, []string{"queue"}),
 	}
+}
+
+// ForgetQueue deletes queue's series of the per-queue metrics (Retries,
+// Throttled, DeadLettered): a queue that no longer exists has none, so
+// that the series number one per queue that exists, not one per name
+// ever used. O(series of the metric) for Throttled, O(1) for the others.
+func (t TaskMetrics) ForgetQueue(queue string) {
+	t.Retries.DeleteLabelValues(queue)
+	t.Throttled.DeletePartialMatch(prometheus.Labels{"queue": queue})
+	t.DeadLettered.DeleteLabelValues(queue)
 }
 
 // Collectors returns the metrics, to register.
