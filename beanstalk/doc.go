@@ -95,6 +95,14 @@
 //     (Options.BodyTimeout), or the connection is closed and nothing is
 //     put; and a body's buffer grows as its bytes arrive (body.go).
 //     beanstalkd waits for ever, with the declared size allocated.
+//   - A connection watches at most task.MaxWatch (1,000) tubes: a watch
+//     past it is answered OUT_OF_MEMORY, as beanstalkd answers a watch
+//     it has no memory for, and the watch list is unchanged. beanstalkd
+//     has no bound but memory; here every reserve looks over the whole
+//     watch list and waits on each of its tubes, so its length is the
+//     cost of each reserve and of each wake-up of a waiting one. A
+//     watched tube makes no queue: the broker keeps state for a tube
+//     that holds nothing only while a reserve waits on it.
 //
 // Where beanstalkd 1.12 and later versions differ, this package does as
 // 1.12 does: names unquoted in the stats documents, and
