@@ -136,6 +136,15 @@ func (nt *notifications) listen(ctx context.Context, channels ...string) error {
 	return nt.listener.listen(ctx, channels...)
 }
 
+// listening returns how many channels the node listens to (the
+// hourglass_cluster_listen_channels gauge).
+func (nt *notifications) listening() int {
+	if nt.listener == nil {
+		return 0
+	}
+	return nt.listener.count()
+}
+
 // unlisten stops listening to channels, without waiting.
 func (nt *notifications) unlisten(channels ...string) {
 	nt.listener.unlisten(channels...)

@@ -1,8 +1,10 @@
 package service
 
 import (
-	"github.com/hourglass-go/hourglass/task"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // TaskMetrics are the metrics of a task's life that both engines keep
@@ -68,6 +70,34 @@ func (t TaskMetrics) ForgetQueue(queue string) {
 	t.Retries.DeleteLabelValues(queue)
 	t.Throttled.DeletePartialMatch(prometheus.Labels{"queue": queue})
 	t.DeadLettered.DeleteLabelValues(queue)
+}
+
+// Queues returns the queues that have series of the per-queue metrics
+// (Retries, Throttled, DeadLettered), each once, for an engine to forget
+// those of queues that no longer exist. O(series).
+func (t TaskMetrics) Queues() []string {
+	seen := make(map[string]bool)
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		t.Retries.Collect(ch)
+		t.Throttled.Collect(ch)
+		t.DeadLettered.Collect(ch)
+		close(ch)
+	}()
+	var out []string
+	for m := range ch {
+		var d dto.Metric
+		if m.Write(&d) != nil {
+			continue
+		}
+		for _, l := range d.GetLabel() {
+			if q := l.GetValue(); l.GetName() == "queue" && !seen[q] {
+				seen[q] = true
+				out = append(out, q)
+			}
+		}
+	}
+	return out
 }
 
 // Collectors returns the metrics, to register.
