@@ -27,7 +27,7 @@ const maxPayload = 7900
 // lease tick) and loses nothing.
 type notifier struct {
 	db   *pgxpool.Pool
-	name string // the node's, in the payloads of queue channels
+	name string // the node's, in the payloads of chanReady
 	log  *slog.Logger
 	kick chan struct{}
 	done chan struct{}

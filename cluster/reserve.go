@@ -78,8 +78,9 @@ const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_
 // Reserve hands out up to max ready tasks of queue, from any partition,
 // in priority order, then due time, then job id, each leased for its TTR,
 // as the embedded engine (Reserve) does. When none is ready it waits up to wait
-// for the first one: the node listens to the queue's channel, where the
-// owners announce tasks they make ready, and looks again when woken.
+// for the first one: the node listens to chanReady, where the owners
+// announce the tasks they make ready, queue by queue (notifications.go),
+// and looks again when woken.
 // Every task it hands out is durable (its put committed); the
 // reservation itself commits without waiting for the WAL flush
 // (synchronous_commit off), as the broker commits a reservation with its
