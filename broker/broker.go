@@ -141,6 +141,13 @@ type Broker struct {
 	// emptied holds queues that may hold nothing any more, for tidy to
 	// drop. Guarded by mu.
 	emptied []*queueState
+	// idle holds the queues that hold nothing and that reservers no
+	// longer wait on, for sweepIdle to drop once idleGrace has passed;
+	// idleGen counts sweepIdle's passes, idleArmed says whether one is
+	// armed. Guarded by mu.
+	idle      []*queueState
+	idleGen   uint64
+	idleArmed bool
 	// schedules by name. Guarded by mu.
 	schedules map[string]*schedule
 	// nextJob is the next job id to give. Guarded by mu.
@@ -334,7 +341,8 @@ const MaxQueues = 100_000
 // policy, a pause or a schedule: it is then real, and counts toward
 // Config.MaxQueues. Reservers may also wait on a name that holds none
 // (waitQueue): its queueState then lives while they wait, counts toward
-// no limit, and is dropped by the Poller.Left of the last to leave. A
+// no limit, and is dropped one to two idleGrace after the last of them
+// left (Poller.Left, sweepIdle). A
 // queue that stops holding anything (its last task acked, its policy
 // deleted, its pause ended) is noted (emptiedOut) and dropped by tidy,
 // which runs before an operation waits for its commit, when the limit is
@@ -418,6 +426,67 @@ func (b *Broker) tidy() {
 	b.emptied = b.emptied[:0]
 	if cap(b.emptied) > 1024 {
 		b.emptied = nil // let a burst's array go
+	}
+}
+
+// idleGrace is how long a queue that holds nothing is kept after the
+// last reserver waiting on it left: one to two idleGrace. A reserver
+// over many queues (a beanstalkd connection watching 1,000 tubes) that
+// is handed a task and waits again finds their states still there,
+// rather than each wait making and dropping one a queue: with the
+// states dropped at once, a put handed to a reserver waiting on 1,000
+// queues took 0.6-0.8 ms, against 0.08 ms with them kept
+// (BenchmarkBroker_ReserveWatch_1000).
+const idleGrace = time.Second
+
+// leftIdle notes that q's last waiter left: sweepIdle drops it after
+// idleGrace unless it is waited on again or comes to hold something.
+// b.mu is held. O(1).
+func (b *Broker) leftIdle(q *queueState) {
+	q.leftGen = b.idleGen
+	if q.idleNoted {
+		return
+	}
+	q.idleNoted = true
+	b.idle = append(b.idle, q)
+	if b.idleArmed || b.closed {
+		return
+	}
+	if _, err := b.cron.AfterFunc(idleGrace, b.sweepIdle); err == nil {
+		b.idleArmed = true
+	}
+}
+
+// sweepIdle drops the queues of b.idle left by their last waiter before
+// its previous pass and not waited on since, and arms the next pass
+// while any are left. It runs on the cron timer's goroutine.
+// O(len(b.idle)).
+func (b *Broker) sweepIdle() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.idleArmed = false
+	kept := b.idle[:0]
+	for _, q := range b.idle {
+		switch {
+		case b.byName[q.name] != q || q.holds() || !q.waiters.Unused():
+			q.idleNoted = false // dropped already, or used again
+		case q.leftGen < b.idleGen:
+			q.idleNoted = false
+			b.drop(q)
+		default:
+			kept = append(kept, q)
+		}
+	}
+	clear(b.idle[len(kept):])
+	b.idle = kept
+	if cap(b.idle) > 1024 && len(b.idle) < cap(b.idle)/4 {
+		b.idle = append([]*queueState(nil), b.idle...)
+	}
+	b.idleGen++
+	if len(b.idle) > 0 && !b.closed {
+		if _, err := b.cron.AfterFunc(idleGrace, b.sweepIdle); err == nil {
+			b.idleArmed = true
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,10 @@ func wantQueues(t *testing.T, b *broker.Broker, kept, real int) {
 // hold nothing keep state only while they wait: afterwards no queue is
 // kept or listed, and puts to new queues still fit under the limit.
 func TestBroker_WaitLeavesNothing(t *testing.T) {
+	synctest.Test(t, testWaitLeavesNothing)
+}
+
+func testWaitLeavesNothing(t *testing.T) {
 	b := openLimited(t, 10, nil)
 	var wg sync.WaitGroup
 	for i := range 200 {
@@ -58,10 +63,14 @@ func TestBroker_WaitLeavesNothing(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	wantQueues(t, b, 0, 0)
+	if _, real := broker.QueueCounts(b); real != 0 {
+		t.Errorf("queues counted after the waits: %d, want 0", real)
+	}
 	if qs, err := b.Queues(ctx); err != nil || len(qs) != 0 {
 		t.Errorf("queues listed after the waits: %v, %v", qs, err)
 	}
+	time.Sleep(3 * time.Second) // twice the broker's idleGrace, and more
+	wantQueues(t, b, 0, 0)
 	for i := range 10 {
 		put(t, b, fmt.Sprintf("p%d", i), task.PutRequest{ID: "1"})
 	}

@@ -52,8 +52,10 @@ type queueState struct {
 	// schedules counts the schedules that put into the queue.
 	schedules int
 	// real: the queue counts toward Config.MaxQueues (queueFor); noted:
-	// it is in Broker.emptied.
-	real, noted bool
+	// it is in Broker.emptied; idleNoted: in Broker.idle, since its last
+	// waiter left at pass leftGen of sweepIdle.
+	real, noted, idleNoted bool
+	leftGen                uint64
 }
 
 // readyItem is a ready task's place in its queue's delivery order:

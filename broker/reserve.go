@@ -138,13 +138,14 @@ func (p *poller) Look(ctx context.Context, names []string, max int, w *service.W
 	}
 }
 
-// Left drops the queues of names that hold nothing and that no reserver
-// waits on any more (service.Poller). b.mu is held. O(len(names)).
+// Left notes the queues of names that hold nothing and that no reserver
+// waits on any more, for sweepIdle to drop after idleGrace
+// (service.Poller). b.mu is held. O(len(names)).
 func (p *poller) Left(names []string) {
 	b := (*Broker)(p)
 	for _, n := range names {
-		if q, ok := b.byName[n]; ok && q.waiters.Unused() {
-			b.drop(q)
+		if q, ok := b.byName[n]; ok && !q.holds() && q.waiters.Unused() {
+			b.leftIdle(q)
 		}
 	}
 }
