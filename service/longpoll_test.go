@@ -414,3 +414,23 @@ func TestLongPoll_Model(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkWaiter_Leave_Wide measures a waiter on 1,000 queues leaving
+// them, each queue with 100 other waiters (a beanstalkd connection among
+// 100 watching the same 1,000 tubes).
+func BenchmarkWaiter_Leave_Wide(b *testing.B) {
+	lists := make([]service.WaitList[int], 1000)
+	for range 100 {
+		w := service.NewWaiter[int](1, len(lists))
+		for i := range lists {
+			lists[i].Add(w)
+		}
+	}
+	for b.Loop() {
+		w := service.NewWaiter[int](1, len(lists))
+		for i := range lists {
+			lists[i].Add(w)
+		}
+		w.Leave()
+	}
+}
