@@ -93,7 +93,15 @@ func (c *conn) put(cmd *command) error {
 		c.s.stats.cmds[opPut].Add(1)
 		reqs = append(reqs, putRequest(&next, body))
 	}
-	for _, r := range c.s.b.PutBatch(context.Background(), c.useQueue, reqs) {
+	res := c.s.b.PutBatch(context.Background(), c.useQueue, reqs)
+	put := 0
+	for _, r := range res {
+		if r.Err == nil {
+			put++
+		}
+	}
+	c.s.tubes.put(c.use, put)
+	for _, r := range res {
 		var err error
 		if r.Err != nil {
 			err = c.replyErr(r.Err)

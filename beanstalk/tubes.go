@@ -30,8 +30,12 @@ type tubes struct {
 // tubeCounts is one tube's entry in [tubes].
 type tubeCounts struct {
 	using, watching, waiting int
-	// deletes counts delete commands of the tube's jobs (cmd-delete).
-	deletes uint64
+	// deletes counts delete commands of the tube's jobs (cmd-delete);
+	// puts the jobs put and pauses the pause-tube commands over this
+	// protocol, for total-jobs and cmd-pause-tube once the broker's
+	// queue has gone (a queue that holds nothing is dropped, its counts
+	// with it).
+	deletes, puts, pauses uint64
 	// pause is the delay of the last pause-tube, in seconds.
 	pause uint32
 }
@@ -99,8 +103,16 @@ func (t *tubes) deleted(name string) {
 func (t *tubes) paused(name string, secs uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.entry(name).pause = secs
-	t.prune(name)
+	e := t.entry(name)
+	e.pause = secs
+	e.pauses++
+}
+
+// put counts k jobs put into name.
+func (t *tubes) put(name string, k int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.entry(name).puts += uint64(k)
 }
 
 // counts returns name's entry (zeros for none).
