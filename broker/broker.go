@@ -370,12 +370,15 @@ func (b *Broker) queueFor(name string) (*queueState, error) {
 
 // queue returns the real state of the queue named name, creating it past
 // the limit: for what the broker recovers, and a schedule's occurrences,
-// whose queue counted when the schedule was set. b.mu is held.
+// whose queue counted when the schedule was set. A queue made real is
+// noted for tidy, which drops it if the operation that made it leaves
+// nothing in it (a kick of a new queue, a put that fails). b.mu is held.
 func (b *Broker) queue(name string) *queueState {
 	q := b.waitQueue(name)
 	if !q.real {
 		q.real = true
 		b.real++
+		b.emptiedOut(q)
 	}
 	return q
 }

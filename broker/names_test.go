@@ -203,3 +203,16 @@ func series(t *testing.T, reg *prometheus.Registry, name, queue string) (n int) 
 	}
 	return n
 }
+
+// TestBroker_NothingMadeByEmptyOps: a kick, a pause of 0 or a put that
+// fails, naming a new queue, leaves no queue behind.
+func TestBroker_NothingMadeByEmptyOps(t *testing.T) {
+	b := openLimited(t, 10, nil)
+	if n, err := b.KickQueue(ctx, "kicked", 5); err != nil || n != 0 {
+		t.Errorf("kick of a new queue: %d, %v", n, err)
+	}
+	if err := b.PauseQueue(ctx, "unpaused", 0); err != nil {
+		t.Fatal(err)
+	}
+	wantQueues(t, b, 0, 0)
+}
