@@ -442,12 +442,23 @@ func (b *Broker) tidy() {
 // (BenchmarkBroker_ReserveWatch_1000).
 const idleGrace = time.Second
 
+// maxIdle bounds the queues kept for idleGrace (b.idle): past it a queue
+// is dropped as its last waiter leaves. Without it a client naming new
+// queues in a stream of short long polls would have the broker keep
+// every name of the last seconds; with it they cost at most about 3 MB.
+// Ten beanstalkd connections watching task.MaxWatch tubes each fit.
+const maxIdle = 10 * task.MaxWatch
+
 // leftIdle notes that q's last waiter left: sweepIdle drops it after
-// idleGrace unless it is waited on again or comes to hold something.
-// b.mu is held. O(1).
+// idleGrace unless it is waited on again or comes to hold something; or
+// at once, with maxIdle queues noted already. b.mu is held. O(1).
 func (b *Broker) leftIdle(q *queueState) {
 	q.leftGen = b.idleGen
 	if q.idleNoted {
+		return
+	}
+	if len(b.idle) >= maxIdle {
+		b.drop(q)
 		return
 	}
 	q.idleNoted = true

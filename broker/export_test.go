@@ -15,3 +15,6 @@ func QueueCounts(b *Broker) (kept, real int) {
 	defer b.mu.Unlock()
 	return len(b.byName), b.real
 }
+
+// MaxIdle is maxIdle.
+const MaxIdle = maxIdle
