@@ -436,10 +436,8 @@ func (b *Broker) tidy() {
 // last reserver waiting on it left: one to two idleGrace. A reserver
 // over many queues (a beanstalkd connection watching 1,000 tubes) that
 // is handed a task and waits again finds their states still there,
-// rather than each wait making and dropping one a queue: with the
-// states dropped at once, a put handed to a reserver waiting on 1,000
-// queues took 0.6-0.8 ms, against 0.08 ms with them kept
-// (BenchmarkBroker_ReserveWatch_1000).
+// rather than each wait making and dropping one a queue, which cost
+// several times the rest of a hand-over (BenchmarkBroker_ReserveWatch_1000).
 const idleGrace = time.Second
 
 // maxIdle bounds the queues kept for idleGrace (b.idle): past it a queue

@@ -35,12 +35,11 @@ const (
 // others.
 //
 // One channel rather than one per queue, because a LISTEN per queue
-// waited on is state a client creates by naming queues: before, a node
-// kept a LISTEN and a map entry for every queue a reserver ever waited
-// on (60,000 names of long polls took a node from 27 to 113 MB of RSS,
-// kept, and 60,000 LISTENs), and listening only while someone waits
-// costs a LISTEN and an UNLISTEN round trip on the one listen connection
-// per long poll of a queue no one else waits on, serialising every
+// waited on is state a client creates by naming queues (issue 39: a
+// node kept a LISTEN and its entries for every name a reserver ever
+// waited on), and listening only while someone waits would cost a
+// LISTEN and an UNLISTEN round trip on the one listen connection per
+// long poll of a queue no one else waits on, serialising every
 // reserver's first wait behind it. With one channel the node's LISTENs
 // are a fixed few (the three above, this one and its partitions'), a
 // reserver waits with no round trip, and no wake-up can be lost between
