@@ -28,6 +28,10 @@ import (
 //   - No lost signal: a waiter signalled while it gives up (its wait ran
 //     out, its caller went away) passes the signal on to the lists that
 //     signalled it, as many tasks as it stood for (Waiter.Leave).
+//   - Nothing kept for a name: a waiter leaves its lists in O(its lists)
+//     (Waiter.Leave), and the engine is told (Poller.Left), so that the
+//     state a name has because a reserver waited on it goes with the
+//     wait: a client naming queues at will makes no lasting state.
 //   - Hand-over: a waiter on one queue that has looked and found nothing
 //     may be handed tasks already reserved for it (WaitList.HandOver; the
 //     cluster's flush reserves the tasks it makes ready for the node's
