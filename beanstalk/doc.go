@@ -84,8 +84,12 @@
 //   - A delay or pause beyond the broker's MaxDelay (10 years by
 //     default) is answered BAD_FORMAT; beanstalkd takes up to 2^32-1 s.
 //   - list-tubes lists tubes by name; beanstalkd in the order it made
-//     them. A tube's total-jobs, cmd-delete and cmd-pause-tube outlive
-//     the tube (beanstalkd resets them when it frees an unused tube).
+//     them. A tube's cmd-delete, and the "pause" of stats-tube, are kept
+//     while a connection uses, watches or waits on the tube: a tube
+//     holding jobs that no connection refers to has them 0, where
+//     beanstalkd keeps them until it frees the tube (the server keeps
+//     nothing for a tube no connection refers to). Its total-jobs and
+//     cmd-pause-tube are the queue's counts while it exists (stats.go).
 //   - A command line ends at its first CR-LF. beanstalkd, given a CR not
 //     followed by LF, waits for more input until the line is too long.
 //   - stats and stats-tube count urgent jobs by a scan of the ready jobs.

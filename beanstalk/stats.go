@@ -25,9 +25,9 @@ import (
 // since it started: jobs put over HTTP are not among them. A tube's
 // "total-jobs" and "cmd-pause-tube" are the broker's counts of its queue
 // (HTTP puts included) while the queue exists, and never less than this
-// server's counts of them over this protocol, which survive the tube's
-// emptying (a queue that holds nothing is dropped, with its counts),
-// where beanstalkd forgets a tube that no one refers to. On a cluster
+// server's counts of them over this protocol while a connection refers
+// to the tube (a queue that holds nothing is dropped with its counts;
+// beanstalkd forgets a tube no one refers to that holds no job). On a cluster
 // node, which of these are the cluster's and which the node's is said in
 // package doc ("On a cluster node").
 

@@ -40,3 +40,31 @@ func TestWatch_BoundAndNothingMade(t *testing.T) {
 		}
 	})
 }
+
+// TestTube_CountersGoWithTube: a tube no connection refers to and that
+// holds no job is freed with its counters, as beanstalkd frees it: used
+// again, its cmd-delete starts from 0. The server keeps nothing for it
+// meanwhile.
+func TestTube_CountersGoWithTube(t *testing.T) {
+	eachBackend(t, func(t *testing.T, start func(testing.TB, beanstalk.Options) *testServer) {
+		s := start(t, beanstalk.Options{})
+		c := dial(t, s.addr)
+		c.must("use gone", "USING gone")
+		c.must("watch gone", "WATCHING 2")
+		id := c.put(0, 0, 60, "x")
+		if got := c.do("reserve-with-timeout 5"); !strings.HasPrefix(got, fmt.Sprintf("RESERVED %d ", id)) {
+			t.Fatalf("reserve: %q", got)
+		}
+		c.must(fmt.Sprintf("delete %d", id), "DELETED")
+		if got := yamlField(c.do("stats-tube gone"), "cmd-delete"); got != "1" {
+			t.Fatalf("cmd-delete of the tube in use: %q, want 1", got)
+		}
+		c.must("ignore gone", "WATCHING 1")
+		c.must("use default", "USING default")
+		c.must("stats-tube gone", "NOT_FOUND")
+		c.must("use gone", "USING gone")
+		if got := yamlField(c.do("stats-tube gone"), "cmd-delete"); got != "0" {
+			t.Errorf("cmd-delete of the tube made again: %q, want 0 (beanstalkd's)", got)
+		}
+	})
+}
