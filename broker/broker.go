@@ -384,7 +384,7 @@ func (b *Broker) queue(name string) *queueState {
 }
 
 // waitQueue returns the state of the queue named name, creating it not
-// real: for a reserver to wait on. b.mu is held.
+// real: for a reserver to wait on. b.mu is held. O(1) amortised.
 func (b *Broker) waitQueue(name string) *queueState {
 	if q, ok := b.byName[name]; ok {
 		return q
@@ -404,7 +404,7 @@ func (b *Broker) waitQueue(name string) *queueState {
 }
 
 // holds reports whether q holds a task, a policy, a pause or a
-// schedule. b.mu is held.
+// schedule. b.mu is held. O(1).
 func (q *queueState) holds() bool {
 	return q.delayed+q.readyN+q.reserved+q.dead > 0 || !q.policy.IsZero() || q.pausedUntil != 0 || q.schedules > 0
 }

@@ -164,7 +164,7 @@ func (l *WaitList[T]) compact() {
 }
 
 // take takes l's first entry off l; ok is false when its waiter has
-// left (a stale entry).
+// left (a stale entry). O(1).
 func (l *WaitList[T]) take() (w *Waiter[T], ok bool) {
 	e := l.ws[0]
 	l.ws[0] = waitEntry[T]{}
@@ -179,7 +179,7 @@ func (l *WaitList[T]) take() (w *Waiter[T], ok bool) {
 
 // Unused reports whether every waiter added to l has left it
 // (Waiter.Leave), signalled or not: l may then be dropped, as no waiter
-// will pass a signal on to it.
+// will pass a signal on to it. O(1).
 func (l *WaitList[T]) Unused() bool { return l.joined == 0 }
 
 // Wake signals waiters, oldest first, taking them off l, until those
