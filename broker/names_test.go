@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -219,7 +220,7 @@ func TestBroker_NothingMadeByEmptyOps(t *testing.T) {
 // broker.MaxIdle of them.
 func TestBroker_IdleBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := openLimited(t, 10, nil)
+		b := openLimited(t, 1_000_000, nil) // only maxIdle bounds them
 		names := make([]string, 100)
 		for i := range broker.MaxIdle/len(names) + 20 {
 			for j := range names {
@@ -234,5 +235,36 @@ func TestBroker_IdleBounded(t *testing.T) {
 		}
 		time.Sleep(3 * time.Second)
 		wantQueues(t, b, 0, 0)
+	})
+}
+
+// TestBroker_WaitedNamesBounded: past Config.MaxQueues names waited on
+// that hold nothing, a long poll on a new name makes no state for it,
+// yet gets a task put there within its wait.
+func TestBroker_WaitedNamesBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := openLimited(t, 5, nil)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		for i := range 5 {
+			go b.Reserve(ctx, fmt.Sprintf("w%d", i), 1, time.Hour)
+		}
+		synctest.Wait()
+		wantQueues(t, b, 5, 0)
+		got := make(chan []task.Task)
+		go func() {
+			ts, err := b.Reserve(ctx, "late", 1, time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- ts
+		}()
+		synctest.Wait()
+		wantQueues(t, b, 5, 0) // "late" is not waited on: no state
+		put(t, b, "late", task.PutRequest{ID: "1"})
+		if ts := <-got; len(ts) != 1 {
+			t.Errorf("reserve on a name past the bound got %v, want the task put there", ts)
+		}
+		cancel()
 	})
 }

@@ -80,8 +80,9 @@ type poller Broker
 // lists of the queues under the same hold of b.mu, so that a task made
 // ready after it looked wakes w. A name that holds nothing is no queue:
 // a look without w passes it over, and w waits on a queueState made for
-// it (waitQueue) that counts toward no limit and goes when w leaves
-// (Left).
+// it (waitQueue) that counts toward no limit and goes after w leaves
+// (Left); past Config.MaxQueues such names, w does not wait on a new
+// one, and the look asks to be made again within unwaitedPoll.
 func (p *poller) Look(ctx context.Context, names []string, max int, w *service.Waiter[noHandOver]) ([]task.Task, time.Duration, error) {
 	b := (*Broker)(p)
 	qs := make([]*queueState, len(names))
@@ -91,22 +92,28 @@ func (p *poller) Look(ctx context.Context, names []string, max int, w *service.W
 			b.mu.Unlock()
 			return nil, 0, err
 		}
+		var retry time.Duration
 		for i, n := range names {
-			if w != nil {
-				qs[i] = b.waitQueue(n)
-			} else {
-				qs[i] = b.byName[n] // nil: none, so nothing ready
+			qs[i] = b.byName[n] // nil: none, so nothing ready
+			if qs[i] == nil && w != nil {
+				if len(b.byName)-b.real < b.cfg.MaxQueues {
+					qs[i] = b.waitQueue(n)
+				} else {
+					retry = unwaitedPoll // too many names waited on
+				}
 			}
 		}
 		items, g, at := b.take(qs, max)
 		if len(items) == 0 {
 			if w != nil {
 				for _, q := range qs {
-					q.waiters.Add(w)
+					if q != nil {
+						q.waiters.Add(w)
+					}
 				}
 			}
 			b.mu.Unlock()
-			return nil, 0, nil
+			return nil, retry, nil
 		}
 		b.mu.Unlock()
 		if b.takenHook != nil {
@@ -137,6 +144,14 @@ func (p *poller) Look(ctx context.Context, names []string, max int, w *service.W
 		return tasks, 0, err
 	}
 }
+
+// unwaitedPoll is how often a reserve looks again at a name it could not
+// wait on: one that holds nothing, while the broker keeps
+// Config.MaxQueues such names that reservers wait on (or just waited
+// on). Past that bound a client naming ever new queues in long polls
+// makes no more state; a reserver on a name past it still gets the
+// tasks put there, within unwaitedPoll.
+const unwaitedPoll = time.Second
 
 // Left notes the queues of names that hold nothing and that no reserver
 // waits on any more, for sweepIdle to drop after idleGrace
