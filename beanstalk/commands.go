@@ -93,7 +93,15 @@ func (c *conn) put(cmd *command) error {
 		c.s.stats.cmds[opPut].Add(1)
 		reqs = append(reqs, putRequest(&next, body))
 	}
-	for _, r := range c.s.b.PutBatch(context.Background(), c.useQueue, reqs) {
+	res := c.s.b.PutBatch(context.Background(), c.useQueue, reqs)
+	put := 0
+	for _, r := range res {
+		if r.Err == nil {
+			put++
+		}
+	}
+	c.s.tubes.put(c.use, put)
+	for _, r := range res {
 		var err error
 		if r.Err != nil {
 			err = c.replyErr(r.Err)
@@ -300,13 +308,19 @@ func (c *conn) useTube(cmd *command) error {
 }
 
 // watchTube adds cmd.tube to the watch list. A tube whose queue name
-// would be too long is answered BAD_FORMAT.
+// would be too long is answered BAD_FORMAT; a tube past task.MaxWatch
+// tubes watched, OUT_OF_MEMORY (what beanstalkd answers when it cannot
+// add to a watch list). Watching a tube makes no queue: the broker keeps
+// state for it only while a reserve waits on it. O(tubes watched).
 func (c *conn) watchTube(cmd *command) error {
 	q, ok := queueName(cmd.tube)
 	if !ok {
 		return c.reply(msgBadFormat)
 	}
 	if !slices.Contains(c.watch, cmd.tube) {
+		if len(c.watch) >= task.MaxWatch {
+			return c.reply(msgOutOfMemory)
+		}
 		c.watch = append(c.watch, cmd.tube)
 		c.watchQueues = append(c.watchQueues, q)
 		c.s.tubes.watch(cmd.tube, 1)

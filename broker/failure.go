@@ -174,6 +174,7 @@ func (b *Broker) deadLetter(job uint64, s slot, rec store.Task, to string, now i
 		b.remove(other, os, orec)
 	}
 	from.count(s.state(), 0)
+	b.emptiedOut(from)
 	old := qid{rec.Queue, rec.ID}
 	rec.Queue = dq.name
 	rec.State = store.Waiting

@@ -252,3 +252,11 @@ func (l *listener) reconnect() *pgx.Conn {
 	l.resync()
 	return conn
 }
+
+// count returns how many channels the node listens to (or will, on its
+// next connection). O(1).
+func (l *listener) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.channels)
+}

@@ -223,7 +223,7 @@ func (n *Node) lookAgain(queue string) {
 		q.WakeAll()
 	}
 	n.mu.Unlock()
-	n.notifications.send(queueChannel(queue), "all "+n.name)
+	n.notifications.lookAgain(queue)
 }
 
 // setCapped records whether queue has a concurrency limit: O(queues

@@ -160,7 +160,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 
 // readied announces k tasks made ready in queue, once they are
 // committed: to this node's waiters first, at once, and to the other
-// nodes' through the queue's channel only for what this node's waiters
+// nodes' through chanReady only for what this node's waiters
 // cannot take. Reservers on several nodes woken for the same few tasks
 // would race for them (FOR UPDATE SKIP LOCKED), all but one for nothing.
 func (n *Node) readied(queue string, k int) {

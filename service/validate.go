@@ -505,6 +505,9 @@ func (f *front) ReserveAny(ctx context.Context, queues []string, wait time.Durat
 	if err := CheckReserve(queues, 1, wait); err != nil {
 		return task.Task{}, false, err
 	}
+	if len(queues) > task.MaxWatch {
+		return task.Task{}, false, fmt.Errorf("%w: at most %d queues", task.ErrInvalid, task.MaxWatch)
+	}
 	return f.e.ReserveAny(ctx, queues, wait)
 }
 
