@@ -39,6 +39,9 @@ type Service interface {
 	// CheckCron returns the next n occurrences of a cron line read in
 	// timezone, as a schedule's (CheckCron in schedule.go).
 	CheckCron(line, timezone string, n int) ([]time.Time, error)
+	// Limits returns the engine's limits on a put, defaults set (its
+	// default ttr is what Effective fills a policy's in with).
+	Limits() Limits
 
 	// checked is the mark of New's front: only a Service from New (or a
 	// type embedding one) is a Service, so that no transport is handed

@@ -49,7 +49,7 @@ type Task struct {
 	Due         time.Time // UTC
 	TTR         time.Duration
 	Attempts    int
-	MaxAttempts int       // 0: unlimited
+	MaxAttempts int       // 0: unlimited (as recorded: see PutRequest)
 	Created     time.Time // UTC
 	Lease       string    // set in Reserve's answer and while reserved
 	LeaseUntil  time.Time // zero unless reserved
@@ -69,7 +69,11 @@ type PutRequest struct {
 	At          time.Time
 	Priority    uint32
 	TTR         time.Duration // 0: the server's default
-	MaxAttempts int           // 0: unlimited
+	// MaxAttempts bounds the task's attempts: 0 takes the queue policy's,
+	// else service.DefaultMaxAttempts; UnlimitedAttempts asks for no
+	// limit. A task records the result, 0 standing for no limit
+	// (service.ApplyDefaults).
+	MaxAttempts int
 	Replace     bool
 }
 
