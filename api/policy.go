@@ -51,11 +51,11 @@ type Policy struct {
 	// endpoint instead of waiting for workers (push.go); absent: workers
 	// reserve.
 	Push *Push `json:"push,omitempty"`
-	// Effective, in an answer, is the policy as the server applies it,
-	// every default filled in (retry, max_attempts, ttr, a rate's
-	// burst); an immediate retry reads {"initial": "0s", "max": "0s",
-	// "multiplier": 0, "jitter": 0}. It is ignored in a body, so that a
-	// policy read can be written back.
+	// Effective, in an answer, holds the values the server applies of
+	// the fields that have defaults: retry, max_attempts and ttr (an
+	// immediate retry reads {"initial": "0s", "max": "0s", "multiplier":
+	// 0, "jitter": 0}). It is ignored in a body, so that a policy read
+	// can be written back.
 	Effective *Policy `json:"effective,omitempty"`
 }
 

@@ -113,7 +113,8 @@ func testCLIPolicies(t *testing.T) {
 	// policy: set, print, refuse, delete.
 	const (
 		p        = `{"retry":{"initial":"1h","max":"2h","multiplier":2,"jitter":0},"max_attempts":3}`
-		recorded = `{"retry":{"initial":"1h0m0s","max":"2h0m0s","multiplier":2,"jitter":0},"max_attempts":3}`
+		policy   = `{"retry":{"initial":"1h0m0s","max":"2h0m0s","multiplier":2,"jitter":0},"max_attempts":3`
+		recorded = policy + `,"effective":` + policy + `,"ttr":"1m0s"}}`
 	)
 	out, stderr, code := cli("policy", "cq", "--set", p)
 	if code != 0 || strings.TrimSpace(out) != recorded {
@@ -122,7 +123,7 @@ func testCLIPolicies(t *testing.T) {
 	if out, stderr, code = cli("policy", "cq"); code != 0 || strings.TrimSpace(out) != recorded {
 		t.Errorf("policy: %d %q %q", code, out, stderr)
 	}
-	_, stderr, code = cli("policy", "cq", "--set", `{"retry":{"initial":"0s","max":"1s","multiplier":2,"jitter":0}}`)
+	_, stderr, code = cli("policy", "cq", "--set", `{"retry":{"initial":"-1s","max":"1s","multiplier":2,"jitter":0}}`)
 	if code != 1 || !strings.HasPrefix(stderr, "hourglass: ") || !strings.Contains(stderr, "retry.initial") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("policy --set of a bad policy: %d %q; want exit 1, one line naming retry.initial", code, stderr)
 	}
@@ -162,8 +163,9 @@ func testCLIPolicies(t *testing.T) {
 	if out, stderr, code = cli("policy", "cq", "--delete"); code != 0 || out != "" {
 		t.Errorf("policy --delete: %d %q %q", code, out, stderr)
 	}
-	if out, _, _ = cli("policy", "cq"); strings.TrimSpace(out) != "{}" {
-		t.Errorf("policy after --delete: %q", out)
+	const defaults = `{"effective":{"retry":{"initial":"1s","max":"1h0m0s","multiplier":2,"jitter":0.1},"max_attempts":25,"ttr":"1m0s"}}`
+	if out, _, _ = cli("policy", "cq"); strings.TrimSpace(out) != defaults {
+		t.Errorf("policy after --delete: %q; want the defaults as effective, %s", out, defaults)
 	}
 
 	// pause and resume.

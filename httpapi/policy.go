@@ -58,15 +58,13 @@ func (s *Server) policy(w http.ResponseWriter, r *http.Request, b service.Servic
 	writeJSON(w, http.StatusOK, withEffective(p, b))
 }
 
-// withEffective returns p's wire form with "effective", the policy as
-// b applies it (service.Effective, b's default ttr).
+// withEffective returns p's wire form with "effective": the values b
+// applies of the fields that have defaults, retry, max_attempts and ttr
+// (service.Effective, b's default ttr).
 func withEffective(p task.Policy, b service.Service) api.Policy {
 	a := toAPIPolicy(p)
 	e := toAPIPolicy(service.Effective(p, b.Limits().DefaultTTR))
-	if e.Retry == nil {
-		e.Retry = &api.Retry{} // immediate: every field 0
-	}
-	a.Effective = &e
+	a.Effective = &api.Policy{Retry: e.Retry, MaxAttempts: e.MaxAttempts, TTR: e.TTR}
 	return a
 }
 
