@@ -364,6 +364,21 @@ func putDefaults(t *testing.T, b service.Service) {
 	}
 	_, _, err = b.Put(ctx, "no-defaults", task.PutRequest{ID: "bad", MaxAttempts: -2})
 	wantErr(t, "put of max_attempts -2", err, task.ErrInvalid)
+
+	// A schedule's tasks: the default, or unlimited when it asks.
+	for _, c := range []struct{ given, want int }{{0, service.DefaultMaxAttempts}, {task.UnlimitedAttempts, 0}} {
+		_, _, err = b.SetSchedule(ctx, task.ScheduleSpec{Name: "defaults-run", Cron: "@yearly", Queue: "no-defaults", MaxAttempts: c.given, Paused: true})
+		must(t, "set schedule", err)
+		run, err := b.RunSchedule(ctx, "defaults-run")
+		must(t, "run schedule", err)
+		if run.MaxAttempts != c.want {
+			t.Fatalf("run of a schedule of max_attempts %d into a queue without a policy: max_attempts %d; want %d", c.given, run.MaxAttempts, c.want)
+		}
+		must(t, "delete the run", b.Delete(ctx, "no-defaults", run.ID))
+	}
+	must(t, "delete schedule", b.DeleteSchedule(ctx, "defaults-run"))
+	_, _, err = b.SetSchedule(ctx, task.ScheduleSpec{Name: "defaults-run", Cron: "@yearly", Queue: "no-defaults", MaxAttempts: -2})
+	wantErr(t, "schedule of max_attempts -2", err, task.ErrInvalid)
 }
 
 // existingTasks: a policy set applies to the tasks already in the queue.
