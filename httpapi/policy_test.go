@@ -329,3 +329,18 @@ func TestQueuesPauseAndPolicy(t *testing.T) {
 		t.Errorf("queues: %d\n got %s\nwant %s", w.Code, got, want)
 	}
 }
+
+// TestPolicyDefaultsAgree: the defaults package api states for clients
+// are the ones the service applies.
+func TestPolicyDefaultsAgree(t *testing.T) {
+	r := service.DefaultRetry
+	if got := (api.Retry{Initial: api.Duration(r.Initial), Max: api.Duration(r.Max), Multiplier: r.Multiplier, Jitter: r.Jitter}); got != api.DefaultRetry {
+		t.Errorf("api.DefaultRetry %+v; the service's %+v", api.DefaultRetry, got)
+	}
+	if api.DefaultMaxAttempts != service.DefaultMaxAttempts || api.UnlimitedAttempts != task.UnlimitedAttempts ||
+		api.AttemptsKeptFirst != task.AttemptsKeptFirst || api.AttemptsKeptLast != task.AttemptsKeptLast {
+		t.Errorf("api's max_attempts %d, unlimited %d, kept %d+%d; the service's %d, %d, %d+%d",
+			api.DefaultMaxAttempts, api.UnlimitedAttempts, api.AttemptsKeptFirst, api.AttemptsKeptLast,
+			service.DefaultMaxAttempts, task.UnlimitedAttempts, task.AttemptsKeptFirst, task.AttemptsKeptLast)
+	}
+}
