@@ -4,11 +4,10 @@ import "github.com/hourglass-go/hourglass/task"
 
 // DroppedAttempts returns how many attempts of a task as Attempts
 // answers them (oldest first) are left out: the numbers from 1 to the
-// last one's that as does not hold. Both engines keep the first
-// task.AttemptsKeptFirst and the last task.AttemptsKeptLast records of a
-// task, and list at most task.MaxAttemptsListed; a cluster numbers
-// attempts by reservation, so a reservation given back unanswered (no
-// attempt) counts here too. O(1).
+// last one's that as does not hold. Both engines number a task's
+// attempts without gaps, keep the first task.AttemptsKeptFirst and the
+// last task.AttemptsKeptLast records of a task, and list at most
+// task.MaxAttemptsListed. O(1).
 func DroppedAttempts(as []task.Attempt) int {
 	if len(as) == 0 {
 		return 0
