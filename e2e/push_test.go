@@ -287,11 +287,11 @@ func testPushRetries(t *testing.T) {
 	pushAttempts(t, s, "p500", "a",
 		"1 push-failed 500 push: HTTP 500: boom: "+strings.Repeat("x", 200-len("boom: ")), "2 pushed 200 ")
 
-	// 503 with Retry-After: 1, then 200; a 500's last error while
-	// waiting.
+	// 503 with Retry-After: 3, then 200; a 500's last error while
+	// waiting. The Retry-After wins over the default back-off (1s).
 	later := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
-			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Retry-After", "3")
 			w.WriteHeader(503)
 			io.WriteString(w, "busy")
 			return
@@ -305,8 +305,8 @@ func testPushRetries(t *testing.T) {
 		t.Errorf("after a 503: last error %q", last)
 	}
 	second = later.wait(t, 2, 10*time.Second)
-	if gap := second.at.Sub(first.at); gap < time.Second-clockSlack(t) {
-		t.Errorf("retry after Retry-After: 1 came %v after the first push", gap)
+	if gap := second.at.Sub(first.at); gap < 3*time.Second-clockSlack(t) {
+		t.Errorf("retry after Retry-After: 3 came %v after the first push", gap)
 	}
 	waitPushed(t, s, "p503", "a", "gone", 5*time.Second)
 	pushAttempts(t, s, "p503", "a", "1 push-failed 503 push: HTTP 503: busy", "2 pushed 204 ")
