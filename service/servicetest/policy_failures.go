@@ -350,6 +350,24 @@ func leaseExpiry(t *testing.T, b service.Service) {
 	}
 }
 
+// leaseExpiryDefault: without a retry policy a lease that runs out makes
+// its task ready again at once, in its place, as beanstalkd does
+// (service.ExpiryDelay), not after the default back-off; the attempt
+// counts against the default max_attempts.
+func leaseExpiryDefault(t *testing.T, b service.Service) {
+	const ttr = 100 * time.Millisecond
+	putTask(t, b, "expiry-default", task.PutRequest{ID: "x", TTR: ttr})
+	r := ReserveOne(t, b, "expiry-default", time.Second)
+	d := waitGone(t, b, "expiry-default", "x", ttr)
+	if d.State != task.Ready || d.LastError != task.LeaseExpired || d.Timeouts != 1 || d.MaxAttempts != service.DefaultMaxAttempts {
+		t.Fatalf("task after its lease ran out, without a policy = %+v; want ready at once, last error %q, of %d attempts",
+			d, task.LeaseExpired, service.DefaultMaxAttempts)
+	}
+	if d.Due.After(r.LeaseUntil) {
+		t.Fatalf("task due %v after its lease's end; want its place kept", d.Due.Sub(r.LeaseUntil))
+	}
+}
+
 // release: a released task's attempt is not spent; its delay honoured.
 func release(t *testing.T, b service.Service) {
 	ctx := context.Background()
