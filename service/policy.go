@@ -25,6 +25,9 @@ import (
 //     lease that ran out follows).
 //   - Effective is the policy as the engines apply it, defaults filled
 //     in: what GET .../policy shows beside the policy recorded.
+//   - Bucket is the rate limit's token bucket; the embedded engine keeps
+//     one per queue in memory, the cluster one per queue in a row, read
+//     and written under a row lock by each reserve.
 //
 // The defaults stop a failing task from coming back at once, forever:
 // without them a nack without a delay, or a push answered 500, handed
@@ -34,9 +37,6 @@ import (
 // task.UnlimitedAttempts; both are recorded as given, and a policy
 // recorded before these fields existed reads as "defaults apply" on both
 // engines (a nil Retry, a MaxAttempts of 0).
-//   - Bucket is the rate limit's token bucket; the embedded engine keeps
-//     one per queue in memory, the cluster one per queue in a row, read
-//     and written under a row lock by each reserve.
 //
 // A worked example. Policy {Retry: {Initial: 1s, Max: 1m, Multiplier: 2,
 // Jitter: 0.1}, MaxAttempts: 5, DeadLetter: "mail-dead"}: a task of the
@@ -123,16 +123,13 @@ func NormalPolicy(p task.Policy) task.Policy {
 	return p
 }
 
-// Defaults a queue's policy leaves to the service: the back-off of a
-// failed task and the attempts a task has, the 25 of river and asynq.
-// Effective shows them.
-const (
-	DefaultMaxAttempts = 25
-)
+// DefaultMaxAttempts is the max_attempts of a task whose put and queue
+// policy give none: river's and asynq's default.
+const DefaultMaxAttempts = 25
 
 // DefaultRetry is the back-off of a queue whose policy has no retry: a
 // failed task comes back after 1 s, 2 s, 4 s … up to an hour, each ±10 %
-// (25 attempts span about 15 hours).
+// (the 24 delays between 25 attempts add up to about 13 hours).
 var DefaultRetry = task.Retry{Initial: time.Second, Max: time.Hour, Multiplier: 2, Jitter: 0.1}
 
 // ApplyDefaults fills r's ttr from p where r gives none, and sets its
