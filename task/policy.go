@@ -12,7 +12,8 @@ import "time"
 // as well as to new ones (max_attempts and ttr: to the puts after it).
 type Policy struct {
 	// Retry spaces the attempts of a failed task; nil: the service's
-	// default back-off (service.DefaultRetry); a Retry with Initial 0:
+	// default back-off (service.DefaultRetry) after a nack, at once after
+	// a lease that ran out (service.ExpiryDelay); a Retry with Initial 0:
 	// ready again at once.
 	Retry *Retry
 	// MaxAttempts is the max_attempts of a put that gives none; 0: the
