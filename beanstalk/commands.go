@@ -116,13 +116,18 @@ func (c *conn) put(cmd *command) error {
 	return nil
 }
 
-// putRequest is the broker's request for a put command with body.
+// putRequest is the broker's request for a put command with body. Its
+// max_attempts is task.UnlimitedAttempts, not the queue policy's nor the
+// service's default: a beanstalkd job is never dead of its releases or
+// timeouts (only a bury makes it so), and its clients release a job
+// again and again on purpose (a poll loop that releases with a delay).
 func putRequest(cmd *command, body []byte) task.PutRequest {
 	return task.PutRequest{
-		Payload:  body,
-		Delay:    seconds(cmd.delay),
-		Priority: cmd.pri,
-		TTR:      min(seconds(max(cmd.ttr, 1)), service.MaxTTR),
+		Payload:     body,
+		Delay:       seconds(cmd.delay),
+		Priority:    cmd.pri,
+		TTR:         min(seconds(max(cmd.ttr, 1)), service.MaxTTR),
+		MaxAttempts: task.UnlimitedAttempts,
 	}
 }
 

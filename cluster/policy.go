@@ -27,6 +27,15 @@ import (
 //     out of its statement and takes their tasks in a transaction that
 //     locks their rows (limits.go).
 //
+// A NULL retry_initial is no retry policy: the default back-off
+// (service.DefaultRetry) for a nack, at once for a lease that ran out
+// (service.ExpiryDelay); 0 asks for immediate retries (on_failure is
+// then true, and the owner settles the queue's expired leases, with no
+// delay). A max_attempts of 0 is service.DefaultMaxAttempts, -1
+// (task.UnlimitedAttempts) no limit: a put records the result
+// (sqlInsert). A row written before either existed reads as the
+// defaults.
+//
 // A push queue's endpoint (task.Push) is the column push (migration
 // 006), JSON, its secret as given: the database holds it in the clear,
 // and whoever reads the database (or its backups) reads it.

@@ -44,18 +44,28 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Ser
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toAPIPolicy(p))
+	writeJSON(w, http.StatusOK, withEffective(p, b))
 }
 
 // policy serves GET /v1/queues/{queue}/policy: 200 with the queue's
-// policy, {} when it has none.
+// policy, {"effective": ...} when it has none.
 func (s *Server) policy(w http.ResponseWriter, r *http.Request, b service.Service) {
 	p, err := b.Policy(r.Context(), r.PathValue("queue"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toAPIPolicy(p))
+	writeJSON(w, http.StatusOK, withEffective(p, b))
+}
+
+// withEffective returns p's wire form with "effective": the values b
+// applies of the fields that have defaults, retry, max_attempts and ttr
+// (service.Effective, b's default ttr).
+func withEffective(p task.Policy, b service.Service) api.Policy {
+	a := toAPIPolicy(p)
+	e := toAPIPolicy(service.Effective(p, b.Limits().DefaultTTR))
+	a.Effective = &api.Policy{Retry: e.Retry, MaxAttempts: e.MaxAttempts, TTR: e.TTR}
+	return a
 }
 
 // deletePolicy serves DELETE /v1/queues/{queue}/policy: 204, and the
@@ -108,7 +118,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, b service.Servic
 }
 
 // fromAPIPolicy turns a policy's wire form into the service's, as it is:
-// the service checks it (service.CheckPolicy).
+// the service checks it (service.CheckPolicy). "effective" is ignored.
 func fromAPIPolicy(a api.Policy) task.Policy {
 	p := task.Policy{
 		MaxAttempts: a.MaxAttempts,
