@@ -85,7 +85,10 @@ package api
 //
 // The Hourglass-Signature header of earlier versions (hex HMAC over the
 // timestamp and body only, which a captured push could be replayed
-// under another task with) is no longer sent.
+// under another task with) is no longer sent. Those versions used a
+// whsec_ secret's bytes as they are: a policy whose secret is whsec_ but
+// not base64 (refused now when set) fails its pushes unsent, its last
+// error saying so, until the secret is set again.
 //
 // # The answer
 //
