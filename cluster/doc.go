@@ -128,8 +128,8 @@
 // tokens accrue on the database's clock, the only one the nodes share,
 // so a step of that machine's wall clock forward fills buckets early
 // (the embedded engine's accrue on the monotonic clock). A push
-// queue's endpoint is a JSON column of the same row, its secret in the
-// clear (policy.go).
+// queue's endpoint is a JSON column of the same row, its secrets (and
+// the next one of a key being rotated) in the clear (policy.go).
 //
 // # History
 //

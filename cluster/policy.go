@@ -81,6 +81,8 @@ type pushJSON struct {
 	Timeout int64             `json:"timeout_ns"`
 	Headers map[string]string `json:"headers"`
 	Secret  string            `json:"secret"`
+	// NextSecret is absent from the rows written before it came: "".
+	NextSecret string `json:"next_secret,omitempty"`
 }
 
 // dest returns the scan destinations of policyColumns.
@@ -120,7 +122,7 @@ func (p *policyRow) policy() task.Policy {
 		out.DeadLetter = *p.deadLetter
 	}
 	if j := p.push; j != nil {
-		out.Push = &task.Push{URL: j.URL, Timeout: time.Duration(j.Timeout), Headers: j.Headers, Secret: j.Secret}
+		out.Push = &task.Push{URL: j.URL, Timeout: time.Duration(j.Timeout), Headers: j.Headers, Secret: j.Secret, NextSecret: j.NextSecret}
 	}
 	return out
 }
@@ -145,7 +147,7 @@ func policyArgs(p task.Policy) []any {
 	}
 	var push *pushJSON
 	if h := p.Push; h != nil {
-		push = &pushJSON{URL: h.URL, Timeout: int64(h.Timeout), Headers: h.Headers, Secret: h.Secret}
+		push = &pushJSON{URL: h.URL, Timeout: int64(h.Timeout), Headers: h.Headers, Secret: h.Secret, NextSecret: h.NextSecret}
 	}
 	return []any{ri, *rm, mult, jit, int64(p.MaxAttempts), int64(p.TTR), rl, per, burst, int64(p.Concurrency), p.DeadLetter, push}
 }

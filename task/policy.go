@@ -43,13 +43,15 @@ type Policy struct {
 const UnlimitedAttempts = -1
 
 // Push is a push queue's endpoint: each ready task is POSTed to URL
-// with the configured headers, signed with Secret when set, under a
-// lease of Timeout (0: DefaultPushTimeout).
+// with the configured headers, signed with Secret when set (and with
+// NextSecret as well, a key being rotated in), under a lease of Timeout
+// (0: DefaultPushTimeout).
 type Push struct {
-	URL     string
-	Timeout time.Duration
-	Headers map[string]string
-	Secret  string
+	URL        string
+	Timeout    time.Duration
+	Headers    map[string]string
+	Secret     string
+	NextSecret string
 }
 
 // Bounds of a push endpoint, checked by service.CheckPolicy.
@@ -59,7 +61,7 @@ const (
 	MaxPushURL         = 2048
 	MaxPushHeaders     = 32
 	MaxPushHeaderLen   = 1024 // a header's name and value together, in bytes
-	MaxPushSecret      = 256
+	MaxPushSecret      = 256  // each of Secret and NextSecret
 )
 
 // IsZero reports whether p is the default policy.
