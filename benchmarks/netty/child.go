@@ -242,6 +242,10 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 	runtime.GC()
 	time.Sleep(100 * time.Millisecond)
 
+	c0, err := procCPU("self")
+	if err != nil {
+		return nil, err
+	}
 	b.base = time.Now()
 	for i, d := range delays {
 		b.deadline[i] = int64(time.Since(b.base) + d)
@@ -256,11 +260,19 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 		}
 	}
 	scheduled := time.Since(b.base)
+	c1, err := procCPU("self")
+	if err != nil {
+		return nil, err
+	}
 	all := true
 	select {
 	case <-b.done:
 	case <-time.After(c.spread + c.timeout):
 		all = false
+	}
+	c2, err := procCPU("self")
+	if err != nil {
+		return nil, err
 	}
 	time.Sleep(50 * time.Millisecond) // a second run of any would show now
 
@@ -287,14 +299,16 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 		fps = float64(n) / time.Duration(b.end.Load()).Seconds()
 	}
 	r := map[string]float64{
-		"schedule_ns": float64(scheduled.Nanoseconds()) / float64(n),
-		"fires_per_s": fps,
-		"late_p50_ms": pct(seen, 0.50) / 1e6,
-		"late_p99_ms": pct(seen, 0.99) / 1e6,
-		"late_max_ms": 0,
-		"early":       float64(early),
-		"lost":        float64(lost),
-		"double":      float64(twice),
+		"schedule_ns":     float64(scheduled.Nanoseconds()) / float64(n),
+		"schedule_cpu_ns": float64(c1-c0) / float64(n),
+		"cpu_ns":          float64(c2-c0) / float64(n),
+		"fires_per_s":     fps,
+		"late_p50_ms":     pct(seen, 0.50) / 1e6,
+		"late_p99_ms":     pct(seen, 0.99) / 1e6,
+		"late_max_ms":     0,
+		"early":           float64(early),
+		"lost":            float64(lost),
+		"double":          float64(twice),
 	}
 	if len(seen) > 0 {
 		r["late_max_ms"] = float64(seen[len(seen)-1]) / 1e6

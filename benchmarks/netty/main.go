@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,11 +49,13 @@ func main() {
 	jar := flag.String("jar", "/usr/share/java/netty-common.jar", "Netty's netty-common jar")
 	jvmFlags := flag.String("jvm", "-Xmx4g -XX:+UseG1GC", "the JVM's flags")
 	asJSON := flag.Bool("json", false, "print every round's results as JSON instead of the table")
+	save := flag.String("save", "", "also write every round's results as JSON to this file")
+	cpuProfile := flag.String("cpuprofile", "", "with -child: write the job's CPU profile to this file")
 	flag.Parse()
 
 	c := childConfig{n: *n, budget: *budget, warmup: *warmup, spread: *spread, timeout: 30 * time.Second}
 	if *child != "" {
-		os.Exit(runChild(*child, c, *burstN))
+		os.Exit(runChild(*child, c, *burstN, *cpuProfile))
 	}
 	if *quick {
 		*rounds = 1
@@ -72,6 +75,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "netty:", err)
 		os.Exit(1)
 	}
+	if *save != "" {
+		if b, err := json.Marshal(res); err != nil || os.WriteFile(*save, b, 0o644) != nil {
+			fmt.Fprintln(os.Stderr, "netty: cannot save the results to", *save)
+		}
+	}
 	if *asJSON {
 		err = json.NewEncoder(os.Stdout).Encode(res)
 	} else {
@@ -88,7 +96,7 @@ func main() {
 }
 
 // runChild runs Go job name with c, printing its result as JSON.
-func runChild(name string, c childConfig, burstN int) int {
+func runChild(name string, c childConfig, burstN int, cpuProfile string) int {
 	job, ok := goJobs[name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "netty: no Go job %q\n", name)
@@ -96,6 +104,19 @@ func runChild(name string, c childConfig, burstN int) int {
 	}
 	if strings.HasPrefix(name, "burst") {
 		c.n = burstN
+	}
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "netty:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "netty:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	r, err := job(c)
 	if err != nil {
