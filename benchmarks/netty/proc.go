@@ -20,24 +20,33 @@ const clockTick = 10 * time.Millisecond
 // its threads by the kernel. Its resolution is a clock tick, so a window
 // measured with it must last a second or so.
 func procCPU(pid string) (time.Duration, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	return statCPU(filepath.Join("/proc", pid, "stat"))
+}
+
+// threadCPU returns the CPU time, user plus system, that the calling
+// thread has used (/proc/thread-self/stat), in clock ticks as procCPU.
+func threadCPU() (time.Duration, error) { return statCPU("/proc/thread-self/stat") }
+
+// statCPU reads fields 14 and 15 of a /proc stat file.
+func statCPU(path string) (time.Duration, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 || i+2 > len(s) {
-		return 0, fmt.Errorf("%s/stat: no command field", pid)
+		return 0, fmt.Errorf("%s: no command field", path)
 	}
 	f := strings.Fields(s[i+2:])
 	if len(f) < 13 {
-		return 0, fmt.Errorf("%s/stat: %d fields", pid, len(f))
+		return 0, fmt.Errorf("%s: %d fields", path, len(f))
 	}
 	var ticks int64
 	for _, v := range f[11:13] {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("%s/stat: %v", pid, err)
+			return 0, fmt.Errorf("%s: %v", path, err)
 		}
 		ticks += n
 	}

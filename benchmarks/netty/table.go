@@ -32,6 +32,8 @@ var rows = []row{
 	{"the same: `Arm`, Inline", "burst", "burst-arm-inline", "schedule_ns", "%.0f"},
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "schedule_ns", "%.0f"},
 	{"the same: `Arm`, default executor", "burst", "burst-arm-default", "schedule_ns", "%.0f"},
+	{"burst: the scheduling thread's CPU ns a timeout: `AfterFunc`, Inline", "burst", "burst-inline", "caller_cpu_ns", "%.0f"},
+	{"the same: `Arm`, Inline", "burst", "burst-arm-inline", "caller_cpu_ns", "%.0f"},
 	{"burst: process CPU ns a timeout while scheduling (all threads): `AfterFunc`, Inline", "burst", "burst-inline", "schedule_cpu_ns", "%.0f"},
 	{"the same: `Arm`, Inline", "burst", "burst-arm-inline", "schedule_cpu_ns", "%.0f"},
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "schedule_cpu_ns", "%.0f"},
