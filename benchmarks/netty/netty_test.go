@@ -49,3 +49,23 @@ func TestBurstCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestIncorrect checks that a burst's early, lost or doubled fire, on
+// either side, is what makes the command fail, and timings are not.
+func TestIncorrect(t *testing.T) {
+	ok := results{
+		"netty:burst":     {{"early": 0, "lost": 0, "double": 0, "late_p99_ms": 900}},
+		"go:burst-inline": {{"early": 0, "lost": 0, "double": 0, "late_p99_ms": 5000}},
+	}
+	if bad := incorrect(ok); len(bad) != 0 {
+		t.Errorf("incorrect(%v) = %v; want none", ok, bad)
+	}
+	for _, what := range []string{"early", "lost", "double"} {
+		for _, side := range []string{"netty:burst", "go:burst-inline"} {
+			r := results{side: {{"early": 0, "lost": 0, "double": 0}, {what: 1}}}
+			if bad := incorrect(r); len(bad) != 1 {
+				t.Errorf("%s %s: incorrect = %v; want one", side, what, bad)
+			}
+		}
+	}
+}
