@@ -124,7 +124,8 @@ func (d *driver[In, Out]) init(w worker[In, Out], c clock, r runner, e *exits) {
 // that schedule, as Netty's worker files what its callers queue. At
 // most fullMax inboxes wait so: the caller whose inbox fills beyond them
 // files them all, oldest first, as filing must keep the order of the
-// calls (a Keyed's later Set of a key wins). d.mu is held.
+// calls (a Keyed's later Set of a key wins). It is O(1), but for the
+// call that files, O(what waits). d.mu is held.
 func (d *driver[In, Out]) put(in In) {
 	if d.inbox = append(d.inbox, in); len(d.inbox) < batchSize {
 		return
@@ -147,15 +148,15 @@ func (d *driver[In, Out]) put(in In) {
 // (see put): 16 of 256, so a pass files at most 4,352 items, and the
 // memory of callers that outpace a goroutine kept from its passes (a
 // slow callback on it) stays bounded. spareMax bounds the empty inboxes
-// a driver keeps: 8 KiB of pointers.
+// a driver keeps while anything is pending: 8 KiB for a Timer's.
 const (
 	fullMax  = 16
 	spareMax = 4
 )
 
-// flush files the inboxes, oldest first. Everything that reads the
-// structure flushes first, so nothing can observe the wait. d.mu is
-// held.
+// flush files the inboxes, oldest first, in O(what waits). Everything
+// that reads the structure flushes first, so nothing can observe the
+// wait. d.mu is held.
 func (d *driver[In, Out]) flush() {
 	for i, in := range d.full {
 		d.w.file(in)
