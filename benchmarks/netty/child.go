@@ -316,7 +316,6 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 	r := map[string]float64{
 		"schedule_ns":     float64(scheduled.Nanoseconds()) / float64(n),
 		"schedule_cpu_ns": float64(c1-c0) / float64(n),
-		"caller_cpu_ns":   float64(t1-t0) / float64(n),
 		"cpu_ns":          float64(c2-c0) / float64(n),
 		"fires_per_s":     fps,
 		"late_p50_ms":     pct(seen, 0.50) / 1e6,
@@ -325,6 +324,10 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 		"early":           float64(early),
 		"lost":            float64(lost),
 		"double":          float64(twice),
+	}
+	if inline {
+		// Only a locked goroutine's thread is the caller's.
+		r["caller_cpu_ns"] = float64(t1-t0) / float64(n)
 	}
 	if len(seen) > 0 {
 		r["late_max_ms"] = float64(seen[len(seen)-1]) / 1e6
