@@ -94,10 +94,7 @@ const (
 // Server is the HTTP API's handler. It is safe for concurrent use by
 // multiple goroutines, SetService and Drain included.
 type Server struct {
-	mux *http.ServeMux
-	// patterns are those registered on mux, in order (handle): what
-	// api/openapi.yaml must list (TestOpenAPIRoutes).
-	patterns  []string
+	mux       *http.ServeMux
 	token     []byte
 	putBody   int64 // body limit of one put
 	batchBody int64 // body limit of a batch
@@ -119,6 +116,10 @@ type Server struct {
 	draining    atomic.Bool
 	drain       context.Context
 	cancelDrain context.CancelFunc
+
+	// patterns are those registered on mux, in order (handle): what
+	// api/openapi.yaml must list (TestOpenAPIRoutes).
+	patterns []string
 }
 
 // serviceRef boxes the Service interface for atomic.Pointer.
