@@ -28,7 +28,9 @@
 //
 // Set HOURGLASS_APITEST_REPORT=FILE to find every mismatch of a run at
 // once instead: they are appended to FILE, each distinct one once per
-// process, and no test fails for them.
+// process, and no test fails for them. HOURGLASS_APITEST_COVERAGE=FILE
+// appends each operation and status the tests met ("GET /v1/queues 200"),
+// once per process, to see what the document lists that no test sends.
 //
 // A Validator is safe for concurrent use by multiple goroutines: its
 // checks share one router, read-only. Each check decodes the bodies once,
@@ -59,6 +61,10 @@ import (
 // ReportEnv names the variable that turns failures into lines of a report
 // file (see the package doc).
 const ReportEnv = "HOURGLASS_APITEST_REPORT"
+
+// CoverageEnv names the variable that lists the operations and statuses
+// met in a file (see the package doc).
+const CoverageEnv = "HOURGLASS_APITEST_COVERAGE"
 
 // contract is the document, loaded and checked once per process.
 var contract = sync.OnceValues(func() (*contractDoc, error) {
@@ -234,8 +240,8 @@ func (v *Validator) fail(msg string) {
 	v.t.Errorf("%s", msg)
 }
 
-// reported holds the mismatches written to the report file by this
-// process, each once.
+// reported holds the lines written to the report files by this process,
+// each once.
 var reported struct {
 	sync.Mutex
 	seen map[string]bool
@@ -245,13 +251,13 @@ var reported struct {
 func report(file, msg string) {
 	reported.Lock()
 	defer reported.Unlock()
-	if reported.seen[msg] {
+	if reported.seen[file+"\x00"+msg] {
 		return
 	}
 	if reported.seen == nil {
 		reported.seen = map[string]bool{}
 	}
-	reported.seen[msg] = true
+	reported.seen[file+"\x00"+msg] = true
 	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "apitest: %v; %s\n", err, msg)
@@ -318,6 +324,9 @@ func (c *contractDoc) check(req *http.Request, reqBody []byte, status int, heade
 		Header:                 header,
 		Body:                   io.NopCloser(bytes.NewReader(body)),
 		Options:                &respOpts,
+	}
+	if file := os.Getenv(CoverageEnv); file != "" {
+		report(file, fmt.Sprintf("%s %s %d", route.Method, route.Path, status))
 	}
 	if err := openapi3filter.ValidateResponse(context.Background(), respIn); err != nil {
 		out = append(out, fmt.Sprintf("the answer is not one the document gives for %s %s: %s (body %s)", route.Method, route.Path, short(err), shortBody(body)))
