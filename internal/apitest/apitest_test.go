@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/hourglass-go/hourglass/internal/apitest"
 )
 
@@ -18,6 +20,29 @@ func TestDocument(t *testing.T) {
 	doc := apitest.Document(t)
 	if doc.OpenAPI != "3.1.0" {
 		t.Errorf("openapi %q, want 3.1.0", doc.OpenAPI)
+	}
+}
+
+// TestDocument_Keywords checks that no schema of the document uses const,
+// which the schema validator apitest runs ignores (see contract): enum
+// with one value says the same.
+func TestDocument_Keywords(t *testing.T) {
+	doc := apitest.Document(t)
+	var walk func(name string, s *openapi3.SchemaRef, depth int)
+	walk = func(name string, s *openapi3.SchemaRef, depth int) {
+		if s == nil || s.Value == nil || depth > 8 {
+			return
+		}
+		if s.Value.Const != nil {
+			t.Errorf("schema %s uses const: write enum: [value]", name)
+		}
+		for k, p := range s.Value.Properties {
+			walk(name+"."+k, p, depth+1)
+		}
+		walk(name+"[]", s.Value.Items, depth+1)
+	}
+	for name, s := range doc.Components.Schemas {
+		walk(name, s, 0)
 	}
 }
 
@@ -55,7 +80,15 @@ func TestValidator(t *testing.T) {
 		{"a missing field", "GET", "/v1/queues/q/tasks/a", "", 200,
 			strings.Replace(task, `"job_id":1,`, ``, 1), `"job_id"`},
 		{"an undocumented status", "GET", "/v1/queues/q/tasks/a", "", 409, `{"error":"hourglass: conflict"}`, "status is not supported"},
-		{"an error without the prefix", "GET", "/v1/queues/q/tasks/a", "", 404, `{"error":"no such task"}`, "pattern"},
+		{"an error without the prefix", "GET", "/v1/queues/q/tasks/a", "", 404, `{"error":"no such task"}`, `"^hourglass: "`},
+		{"a time that is not one", "GET", "/v1/queues/q/tasks/a", "", 200,
+			strings.Replace(task, `"due":"2026-03-01T12:00:00Z"`, `"due":"soon"`, 1), "/due"},
+		{"a duration as a number", "GET", "/v1/queues/q/tasks/a", "", 200,
+			strings.Replace(task, `"ttr":"1m0s"`, `"ttr":60`, 1), "/ttr"},
+		{"a null payload", "GET", "/v1/queues/q/tasks/a", "", 200,
+			strings.Replace(task, `"payload":{"x":1}`, `"payload":null`, 1), ""},
+		{"a state that is none", "GET", "/v1/queues/q/tasks/a", "", 200,
+			strings.Replace(task, `"state":"ready"`, `"state":"gone"`, 1), "/state"},
 		{"a refused request taken", "POST", "/v1/queues/q/tasks", `{"colour":"red"}`, 201, task, "the document refuses the request"},
 		{"a refused request refused", "POST", "/v1/queues/q/tasks", `{"colour":"red"}`, 400, `{"error":"hourglass: unknown field \"colour\""}`, ""},
 		{"a refused batch item answered alone", "POST", "/v1/queues/q/tasks:batch", `{"tasks":[{"colour":"red"}]}`, 200,
@@ -117,5 +150,31 @@ func TestTransport(t *testing.T) {
 	}
 	if len(f.errs) != 1 || !strings.Contains(f.errs[0], "GET /healthz → 200") {
 		t.Errorf("reported %q, want one failure of GET /healthz", f.errs)
+	}
+}
+
+// TestValidator_Concurrent checks exchanges from several goroutines at
+// once, as a worker's and a producer's clients make them (run with -race).
+func TestValidator_Concurrent(t *testing.T) {
+	t.Setenv(apitest.ReportEnv, "")
+	f := &failures{TB: t}
+	h := apitest.New(f).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, task)
+	}))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				r := httptest.NewRequest("POST", "/v1/queues/q/tasks", strings.NewReader(`{"id":"a","delay":"1s"}`))
+				r.Header.Set("Content-Type", "application/json")
+				h.ServeHTTP(httptest.NewRecorder(), r)
+			}
+		})
+	}
+	wg.Wait()
+	if len(f.errs) > 0 {
+		t.Errorf("reported %q", f.errs)
 	}
 }
