@@ -2,9 +2,13 @@ package httpapi
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -59,6 +63,43 @@ func TestOpenAPIRoutes(t *testing.T) {
 	}
 	if len(served) < 30 {
 		t.Errorf("only %d routes registered: is Server.handle still used for every route?", len(served))
+	}
+}
+
+// TestOpenAPIRoutes_OneWayIn checks that the package registers routes on
+// its mux only through Server.handle, which TestOpenAPIRoutes sees: a call
+// of mux.Handle or mux.HandleFunc anywhere else would add a route that
+// test cannot list.
+func TestOpenAPIRoutes_OneWayIn(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Name.Name == "handle" {
+				continue
+			}
+			ast.Inspect(fn, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "Handle" && sel.Sel.Name != "HandleFunc" {
+					return true
+				}
+				if x, ok := sel.X.(*ast.SelectorExpr); ok && x.Sel.Name == "mux" {
+					t.Errorf("%s: %s registers on the mux without Server.handle", fset.Position(sel.Pos()), fn.Name.Name)
+				}
+				return true
+			})
+		}
 	}
 }
 
