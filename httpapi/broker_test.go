@@ -60,7 +60,7 @@ func (l *live) open() {
 		l.t.Fatal(err)
 	}
 	l.st, l.b = st, b
-	l.s = httpapi.New(httpapi.Options{MaxPayload: cfg.MaxPayload, Gatherer: l.reg, Logger: quiet})
+	l.s = checked(l.t, httpapi.New(httpapi.Options{MaxPayload: cfg.MaxPayload, Gatherer: l.reg, Logger: quiet}))
 	l.s.SetService(service.New(b))
 }
 
