@@ -30,6 +30,9 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("observe", func(t *testing.T) { observe(t, open(t)) })
 	t.Run("push-attempts", func(t *testing.T) { pushAttempts(t, open(t)) })
 	t.Run("ack-many", func(t *testing.T) { ackMany(t, open(t)) })
+	t.Run("bulk-find", func(t *testing.T) { bulkFind(t, open(t)) })
+	t.Run("bulk-actions", func(t *testing.T) { bulkActions(t, open(t)) })
+	t.Run("bulk-large", func(t *testing.T) { bulkLarge(t, open(t)) })
 }
 
 // must fails t on err.
