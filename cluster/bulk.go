@@ -24,7 +24,7 @@ const sqlFindWindow = `SELECT count(*), coalesce(max(job_id), 0) FROM (SELECT jo
 	WHERE queue = $1 AND job_id > $2 ORDER BY job_id LIMIT $3) w`
 
 // sqlFind is the page of FindTasks in the window ($2, $3] of queue $1:
-// each filter given ('' or 0 when not) in its condition, the state's in
+// each filter given (” or 0 when not) in its condition, the state's in
 // %s.
 const sqlFind = `SELECT ` + "%s" + ` FROM hourglass_tasks
 	WHERE queue = $1 AND job_id > $2 AND job_id <= $3 AND %s
