@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -16,9 +17,9 @@ import (
 // FindTasks returns up to limit tasks of queue that f matches, by job id
 // above after, without payloads, and the cursor for the next page (0 when
 // there is none). It reads the queue's records from the store in job id
-// order, at most service.FindScan of them, in batches of task.MaxList
-// each matched under b.mu: O(FindScan) time at most, the lock held for
-// one batch at a time.
+// order, at most service.FindScan of them, findRead at a time, and
+// matches them task.MaxList at a time under b.mu: O(FindScan) time at
+// most, the lock held for one batch of task.MaxList at a time.
 func (b *Broker) FindTasks(ctx context.Context, queue string, f service.Filter, after uint64, limit int) ([]task.Task, uint64, error) {
 	var out []task.Task
 	budget := service.FindScan
@@ -26,38 +27,56 @@ func (b *Broker) FindTasks(ctx context.Context, queue string, f service.Filter, 
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
-		recs, err := b.st.List(queue, after, min(budget, task.MaxList))
+		recs, err := b.st.List(queue, after, min(budget, findRead))
 		if err != nil {
 			return nil, 0, b.storeErr(err)
 		}
-		budget -= len(recs)
-		b.mu.Lock()
-		for _, rec := range recs {
-			after = rec.JobID
-			s, ok := b.tasks.get(rec.JobID)
-			if !ok || (f.State != 0 && s.state() != f.State) {
-				continue
-			}
-			if p, ok := b.over.tasks[rec.JobID]; ok && !p.gone {
-				rec = p.t
-				rec.Payload = nil
-				if rec.Queue != queue {
-					continue // moved to another queue, not yet committed
-				}
-			}
-			if t := view(rec, s); f.Match(t) {
-				out = append(out, t)
-				if len(out) == limit {
-					break
-				}
-			}
-		}
-		b.mu.Unlock()
 		if len(recs) == 0 {
 			return out, 0, nil
 		}
+		budget -= len(recs)
+		for len(recs) > 0 && len(out) < limit {
+			n := min(len(recs), task.MaxList)
+			out, after = b.match(queue, f, recs[:n], out, limit)
+			recs = recs[n:]
+		}
 	}
 	return out, after, nil
+}
+
+// findRead is the number of records FindTasks reads from the store at a
+// time: one snapshot and one seek for many, matched task.MaxList at a
+// time under b.mu.
+const findRead = 5000
+
+// match appends to out the tasks of recs, records of queue's list, that f
+// matches, up to limit, and returns out and the job id of the last record
+// it looked at. It takes b.mu.
+func (b *Broker) match(queue string, f service.Filter, recs []store.Task, out []task.Task, limit int) ([]task.Task, uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var last uint64
+	for _, rec := range recs {
+		last = rec.JobID
+		s, ok := b.tasks.get(rec.JobID)
+		if !ok || (f.State != 0 && s.state() != f.State) {
+			continue
+		}
+		if p, ok := b.over.tasks[rec.JobID]; ok && !p.gone {
+			rec = p.t
+			rec.Payload = nil
+			if rec.Queue != queue {
+				continue // moved to another queue, not yet committed
+			}
+		}
+		if t := view(rec, s); f.Match(t) {
+			out = append(out, t)
+			if len(out) == limit {
+				break
+			}
+		}
+	}
+	return out, last
 }
 
 // MoveTask moves job, a task of queue not reserved, into queue to,

@@ -333,3 +333,38 @@ func bulkLarge(t *testing.T, b service.Service) {
 		t.Fatalf("after retry and delete: %+v; want %d ready", st, keep)
 	}
 }
+
+// bulkScan: a page reads at most service.FindScan tasks, so a filter
+// matching none of the first FindScan answers an empty page with a next,
+// and the loop of a bulk action goes on through it.
+func bulkScan(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	const n = service.FindScan + 500
+	for i := 0; i < n; i += task.MaxBatch {
+		rs := make([]task.PutRequest, min(task.MaxBatch, n-i))
+		for j := range rs {
+			rs[j] = task.PutRequest{ID: fmt.Sprintf("t-%05d", i+j)}
+			if i+j == n-1 {
+				rs[j].ID = "hit"
+			}
+		}
+		for _, r := range b.PutBatch(ctx, "bq", rs) {
+			must(t, "put", r.Err)
+		}
+	}
+	f := service.Filter{IDPrefix: "hit"}
+	page, next, err := b.FindTasks(ctx, "bq", f, 0, 10)
+	must(t, "find", err)
+	if len(page) != 0 || next == 0 {
+		t.Fatalf("first page: %d tasks, next %d; want none and a next", len(page), next)
+	}
+	page, next, err = b.FindTasks(ctx, "bq", f, next, 10)
+	must(t, "find", err)
+	if len(page) != 1 || page[0].ID != "hit" || next != 0 {
+		t.Fatalf("second page: %+v, next %d; want hit alone and no next", page, next)
+	}
+	bulkOf(t, b, service.BulkRequest{Action: service.Delete, Filter: f}, 1, 1)
+	if st, _ := queueStats(t, b, "bq"); st.Ready != n-1 {
+		t.Fatalf("after deleting hit: %+v; want %d ready", st, n-1)
+	}
+}
