@@ -67,8 +67,9 @@ const (
 	MaxClashes = 100
 	// bulkParallel is how many tasks' actions are under way at once: an
 	// engine commits concurrent writes together, so a chunk costs a few
-	// commits rather than one each.
-	bulkParallel = 32
+	// commits rather than one each; 8 leaves most of a cluster node's
+	// connections (24, serve_postgres.go) to other work.
+	bulkParallel = 8
 )
 
 // IsZero reports whether f matches every task.
