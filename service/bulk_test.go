@@ -65,7 +65,10 @@ func TestFront_BulkChecks(t *testing.T) {
 			return err
 		}()},
 		{"limit", "limit", func() error { _, _, err := s.FindTasks(ctx, "q", service.Filter{}, 0, task.MaxList+1); return err }()},
-		{"to", "to", func() error { _, err := s.Bulk(ctx, "q", service.BulkRequest{Action: service.Move, To: "q"}); return err }()},
+		{"to", "to", func() error {
+			_, err := s.Bulk(ctx, "q", service.BulkRequest{Action: service.Move, To: "q"})
+			return err
+		}()},
 		{"action", "action", func() error { _, err := s.Bulk(ctx, "q", service.BulkRequest{}); return err }()},
 	} {
 		if !errors.Is(c.err, task.ErrInvalid) || !strings.Contains(c.err.Error(), c.word) {
