@@ -257,6 +257,10 @@ func bulkActions(t *testing.T, b service.Service) {
 	if g, err := b.Get("bq2", "r-1"); err != nil || string(g.Payload) != `"theirs"` {
 		t.Fatalf("bq2's own r-1 after a clash: %+v, %v", g, err)
 	}
+	// A moved task's attempts go with it.
+	if as, err := b.Attempts(ctx, "bq2", "x-1"); err != nil || len(as) != 1 || as[0].Error != "timeout after 5s" {
+		t.Fatalf("attempts of x-1 moved: %+v, %v; want its one failed attempt", as, err)
+	}
 	// A moved ready task is handed out from its new queue.
 	if got := ReserveOne(t, b, "bq2", time.Second); got.ID != "x-1" {
 		t.Fatalf("reserved %s from bq2, want x-1 (the oldest ready)", got.ID)
