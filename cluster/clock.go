@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // clock is a node's view of the cluster's one clock, the database
@@ -23,7 +21,7 @@ type clock struct {
 }
 
 // measure reads the database's clock once and sets the offset.
-func (c *clock) measure(ctx context.Context, db *pgxpool.Pool) error {
+func (c *clock) measure(ctx context.Context, db *pool) error {
 	var dbNow int64
 	t0 := time.Now()
 	if err := db.QueryRow(ctx, "SELECT hourglass_now()").Scan(&dbNow); err != nil {

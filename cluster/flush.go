@@ -13,9 +13,13 @@ import (
 // reservers in the same round trip.
 
 // flushLoop is the flusher goroutine: it flushes fired timers as they
-// come, a batch per round trip.
+// come, a batch per round trip. After a failed flush (its jobs put back,
+// see retry) it waits a back-off, up to a second, before the next: a
+// database that is down sees about a flush a second, and the log a line.
 func (t *timers) flushLoop() {
 	defer t.wg.Done()
+	retry := backoff{base: backoffBase, max: time.Second}
+	failures := newFailureLog(t.log, "hourglass: flushing timers failed; the sweep retries them", "hourglass: flushing timers works again")
 	for {
 		select {
 		case <-t.quit:
@@ -30,8 +34,16 @@ func (t *timers) flushLoop() {
 			}
 		}
 		if err := t.flush(); err != nil {
-			t.log.Warn("hourglass: flushing timers failed; the sweep retries them", "err", err)
+			failures.failed(err)
+			select {
+			case <-t.quit:
+				return
+			case <-time.After(retry.next()):
+			}
+			continue
 		}
+		failures.ok()
+		retry.reset()
 	}
 }
 

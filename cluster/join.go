@@ -12,9 +12,11 @@ import (
 // a previous run's leases, and the release on Close.
 
 // register writes the node's heartbeat row, waiting up to two leases for
-// a previous process under the same name to be declared dead.
+// a previous process under the same name to be declared dead, trying
+// again after a back-off from a tenth of a second to a third of a lease.
 func (m *membership) register(ctx context.Context) error {
 	deadline := time.Now().Add(2 * m.lease)
+	retry := backoff{base: min(backoffBase, m.lease/3), max: m.lease / 3}
 	for {
 		// A row left by a previous run (xmax set: the insert updated it)
 		// means that run did not leave: Close deletes it.
@@ -30,6 +32,7 @@ func (m *membership) register(ctx context.Context) error {
 			return dbErr(err)
 		}
 		if err == nil {
+			m.reach.ok()
 			if unclean {
 				m.log.Warn("hourglass: node was not closed cleanly (a crash, or a lost database connection): its partitions are taken back once their leases run out, and the tasks it had handed out come back when their own leases do", "node", m.name)
 			}
@@ -41,7 +44,7 @@ func (m *membership) register(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(retry.next()):
 		}
 	}
 }

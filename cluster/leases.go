@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The lease loop: heartbeat, renew, rebalance. See the package doc for
@@ -25,7 +23,7 @@ import (
 // waited for with it held; the handlers run without it.
 // membership is safe for concurrent use by multiple goroutines.
 type membership struct {
-	db         *pgxpool.Pool
+	db         *pool
 	name       string
 	instance   string // this run's, in the heartbeat row
 	partitions int
@@ -40,6 +38,10 @@ type membership struct {
 	quit     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup
+
+	// reach is when the heartbeat last went through: whether the node
+	// can reach its database (Node.Ready). Its own lock.
+	reach reach
 
 	mu sync.Mutex
 	// owned maps each partition this node holds to the epoch it holds it
@@ -68,7 +70,7 @@ type memberHandlers struct {
 }
 
 // newMembership returns the role, not started.
-func newMembership(db *pgxpool.Pool, name, instance string, partitions int, lease time.Duration,
+func newMembership(db *pool, name, instance string, partitions int, lease time.Duration,
 	c *clock, log *slog.Logger, m *metrics, paused *atomic.Bool, on memberHandlers) *membership {
 	return &membership{
 		db: db, name: name, instance: instance, partitions: partitions, lease: lease,
@@ -143,10 +145,18 @@ func (m *membership) arrays() ([]int32, []int64) {
 // leaseLoop runs tick every Lease/3, at once when kicked (a node joined
 // or left, a schedule changed, the listen connection came back), and at
 // the moment another node's lease runs out, so that a dead node's
-// partitions are taken over within about one lease.
+// partitions are taken over within about one lease. After a failed
+// tick it tries again after a back-off from a tenth of a second up to a
+// second, and a sixth of a lease: soon enough after a blip (a failed
+// heartbeat takes at most a third of a lease, see tickNext) that a
+// healthy node renews its leases before they run out, and that a node
+// cut off from its database is ready again about a second after it can
+// reach it.
 func (m *membership) leaseLoop() {
 	defer m.wg.Done()
 	every := m.lease / 3
+	retry := backoff{base: min(backoffBase, m.lease/6), max: min(time.Second, m.lease/6)}
+	failures := newFailureLog(m.log, "hourglass: lease tick failed", "hourglass: lease ticks work again")
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -168,8 +178,12 @@ func (m *membership) leaseLoop() {
 		cancel()
 		if err != nil {
 			m.metrics.tickFailures.Inc()
-			m.log.Warn("hourglass: lease tick failed", "err", err)
-			next = 100 * time.Millisecond
+			m.reach.failed(err)
+			failures.failed(err)
+			next = retry.next()
+		} else {
+			failures.ok()
+			retry.reset()
 		}
 		if !t.Stop() {
 			select {
@@ -187,6 +201,10 @@ func (m *membership) tick(ctx context.Context) error {
 	return err
 }
 
+// renewBound: the clock, heartbeat and renewal of a tick, and each
+// renewal of the keeper, take at most Lease/renewBound, their period.
+const renewBound = 3
+
 // partitionRow is one row of hourglass_partitions as a tick reads it.
 type partitionRow struct {
 	partition  int
@@ -201,15 +219,22 @@ type partitionRow struct {
 // the round (the handler round: the timer window, the sweep of overdue
 // timers, the schedules). It returns how long until the earliest lease
 // of another node runs out.
+//
+// The clock, the heartbeat and the renewal have a third of a lease
+// between them (renewBound): one stuck on a connection that died
+// silently fails in time for the next try to renew the leases before
+// they run out.
 func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
-	if err := m.clock.measure(ctx, m.db); err != nil {
+	hctx, cancel := context.WithTimeout(ctx, m.lease/renewBound)
+	defer cancel()
+	if err := m.clock.measure(hctx, m.db); err != nil {
 		return 0, err
 	}
 	lease := m.lease.Microseconds()
 
 	// Heartbeat. A row under another instance means that this node was
 	// declared dead and another process took its name: stop.
-	tag, err := m.db.Exec(ctx, `UPDATE hourglass_nodes
+	tag, err := m.db.Exec(hctx, `UPDATE hourglass_nodes
 		SET alive_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
 		WHERE name = $1 AND instance = $2`, m.name, m.instance, lease)
 	if err != nil {
@@ -220,11 +245,12 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 		m.dropAll()
 		return time.Hour, ErrNameInUse
 	}
+	m.reach.ok()
 
 	// Renew what is held, at the epoch it is held at, if not yet expired.
 	parts, epochs := m.arrays()
 	if len(parts) > 0 {
-		rows, err := m.db.Query(ctx, sqlRenew, m.name, parts, epochs, lease)
+		rows, err := m.db.Query(hctx, sqlRenew, m.name, parts, epochs, lease)
 		if err != nil {
 			return 0, err
 		}

@@ -93,6 +93,17 @@ func (l *listener) command(ctx context.Context, listen bool, channels []string) 
 
 var errClosedListener = errors.New("hourglass: listener closed")
 
+// timeout bounds each command and reconnection of the listener: the
+// connect timeout of its configuration, which the node's pool has set
+// to the node's database timeout (ConfigurePool, hourglass serve's
+// --db-timeout), else 10 s.
+func (l *listener) timeout() time.Duration {
+	if l.cfg.ConnectTimeout > 0 {
+		return l.cfg.ConnectTimeout
+	}
+	return 10 * time.Second
+}
+
 // close stops the listener and closes its connection.
 func (l *listener) close() {
 	l.mu.Lock()
@@ -117,7 +128,7 @@ func (l *listener) run(conn *pgx.Conn) {
 			conn.Close(context.Background())
 		}
 	}()
-	backoff := 10 * time.Millisecond
+	retry := backoff{base: 10 * time.Millisecond, max: time.Second}
 	for {
 		l.mu.Lock()
 		if l.closed {
@@ -132,11 +143,10 @@ func (l *listener) run(conn *pgx.Conn) {
 			conn = l.reconnect()
 			if conn == nil {
 				l.fail(cmds)
-				time.Sleep(backoff)
-				backoff = min(2*backoff, time.Second)
+				time.Sleep(retry.next())
 				continue
 			}
-			backoff = 10 * time.Millisecond
+			retry.reset()
 		}
 		if !l.execute(conn, cmds) {
 			conn.Close(context.Background())
@@ -186,7 +196,7 @@ func (l *listener) execute(conn *pgx.Conn, cmds []listenCmd) bool {
 			b.WriteString(";")
 		}
 		l.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), l.timeout())
 		_, err := conn.Exec(ctx, b.String())
 		cancel()
 		c.done <- err
@@ -221,7 +231,7 @@ func (l *listener) fail(cmds []listenCmd) {
 // reconnect opens a new connection, listens to every recorded channel and
 // has the node resynchronise; nil when the database cannot be reached.
 func (l *listener) reconnect() *pgx.Conn {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout())
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, l.cfg)
 	if err != nil {
@@ -241,4 +251,12 @@ func (l *listener) reconnect() *pgx.Conn {
 	}
 	l.resync()
 	return conn
+}
+
+// count returns how many channels the node listens to (or will, on its
+// next connection). O(1).
+func (l *listener) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.channels)
 }

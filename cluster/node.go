@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -33,6 +35,11 @@ type Options struct {
 	// its wheel; the next window is loaded when half of this one is left.
 	// Default 1 min.
 	Window time.Duration
+	// DBTimeout bounds every call to the database: a statement (and the
+	// wait for a connection before it) not answered within it, or within
+	// what is left of its caller's deadline if that is sooner, fails as
+	// unreachable (task.ErrClosed, a 503). Default DefaultDBTimeout.
+	DBTimeout time.Duration
 
 	// The limits of package broker, with its defaults.
 	MaxDelay   time.Duration
@@ -88,7 +95,7 @@ var ErrNameInUse = errors.New("hourglass: node name in use by a live node")
 // semantics and errors as the embedded engine; any node answers any
 // request. Node is safe for concurrent use by multiple goroutines.
 type Node struct {
-	db         *pgxpool.Pool
+	db         *pool // every call bounded by opts.DBTimeout (pool.go)
 	opts       Options
 	log        *slog.Logger
 	name       string
@@ -157,6 +164,9 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
+	if opts.DBTimeout <= 0 {
+		opts.DBTimeout = DefaultDBTimeout
+	}
 	lim := service.Limits{MaxDelay: opts.MaxDelay, MaxPayload: opts.MaxPayload, DefaultTTR: opts.DefaultTTR}.WithDefaults()
 	opts.MaxDelay, opts.MaxPayload, opts.DefaultTTR = lim.MaxDelay, lim.MaxPayload, lim.DefaultTTR
 	if opts.Logger == nil {
@@ -175,13 +185,14 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	var tok [8]byte
 	rand.Read(tok[:])
 	n := &Node{
-		db:        db,
+		db:        &pool{raw: db, timeout: opts.DBTimeout},
 		opts:      opts,
 		log:       opts.Logger.With("node", opts.Node),
 		name:      opts.Node,
 		instance:  hex.EncodeToString(tok[:]),
 		queues:    make(map[string]*queueWait),
 		schedules: make(map[string]*schedule),
+		ids:       idBlock{turn: make(chan struct{}, 1)},
 	}
 	n.clock.skew = &opts.hooks.skew
 	n.capped.Store(&map[string]bool{})
@@ -190,13 +201,13 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	}
 	n.metrics = newMetrics(n)
 	n.acks.run = n.runAcks
-	if err := db.QueryRow(ctx, "SELECT partitions FROM hourglass_meta").Scan(&n.partitions); err != nil {
+	if err := n.db.QueryRow(ctx, "SELECT partitions FROM hourglass_meta").Scan(&n.partitions); err != nil {
 		return nil, dbErr(err)
 	}
-	if err := n.clock.measure(ctx, db); err != nil {
+	if err := n.clock.measure(ctx, n.db); err != nil {
 		return nil, dbErr(err)
 	}
-	n.members = newMembership(db, n.name, n.instance, n.partitions, opts.Lease, &n.clock, n.log, n.metrics,
+	n.members = newMembership(n.db, n.name, n.instance, n.partitions, opts.Lease, &n.clock, n.log, n.metrics,
 		&opts.hooks.paused, memberHandlers{
 			acquired: n.acquired,
 			dropped:  n.dropped,
@@ -209,7 +220,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	}
 	n.timers = newTimers(n, n)
 	n.cron = hourglass.New(hourglass.WithShards(1))
-	n.notifications = newNotifications(db, n.name, n.log, noteHandlers{
+	n.notifications = newNotifications(n.db, n.name, n.log, noteHandlers{
 		tick:   n.kickTick,
 		policy: n.policyNotified,
 		timers: n.timers.notified,
@@ -251,10 +262,10 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	n.notifications.send(chanMembers, "join "+n.name)
 	n.members.start()
 	n.timers.start()
-	n.reporter = &reporter{db: db, node: n.name, started: n.clock.now(), source: n.counters.report, log: n.log}
+	n.reporter = &reporter{db: n.db, node: n.name, started: n.clock.now(), source: n.counters.report, log: n.log}
 	n.reporter.start()
 	retention, _ := opts.retention()
-	n.pruner = &pruner{db: db, retention: retention, leads: n.leadsPruning, log: n.log}
+	n.pruner = &pruner{db: n.db, retention: retention, leads: n.leadsPruning, log: n.log}
 	n.pruner.start()
 	return n, nil
 }
@@ -448,8 +459,17 @@ func dbErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
+	var (
+		ce *pgconn.ConnectError
+		oe *net.OpError
+	)
+	if errors.As(err, &ce) || errors.As(err, &oe) {
+		// A connection that could not be made, or broke. A connect's
+		// deadline, if it ran out, is the connect timeout's.
+		return &unreachableError{reason(err)}
+	}
+	if errors.Is(err, task.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err // an unreachableError (pool.go) says it already
 	}
 	return fmt.Errorf("%w: database: %v", task.ErrClosed, err)
 }

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Bounds of the history's pruning.
@@ -64,7 +62,7 @@ const sqlPrune = `WITH h AS MATERIALIZED (
 // pruneBatch with a pause between them, until a batch comes short. Its
 // methods are called by the node alone: start once, stop once.
 type pruner struct {
-	db        *pgxpool.Pool
+	db        *pool
 	retention time.Duration // 0: keep none
 	leads     func() bool
 	log       *slog.Logger
@@ -95,21 +93,29 @@ func (p *pruner) stop() {
 	p.wg.Wait()
 }
 
+// loop prunes every p.every(); after a failed prune, after a back-off
+// (up to backoffMax) if that is longer.
 func (p *pruner) loop() {
 	defer p.wg.Done()
-	t := time.NewTicker(p.every())
-	defer t.Stop()
+	retry := backoff{base: backoffBase, max: backoffMax}
+	failures := newFailureLog(p.log, "hourglass: pruning the history failed; the next round retries", "hourglass: pruning the history works again")
+	wait := p.every()
 	for {
 		select {
 		case <-p.quit:
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
+		wait = p.every()
 		if !p.leads() {
 			continue
 		}
 		if _, err := p.prune(); err != nil {
-			p.log.Warn("hourglass: pruning the history failed; the next round retries", "err", err)
+			failures.failed(err)
+			wait = max(wait, retry.next())
+		} else {
+			failures.ok()
+			retry.reset()
 		}
 	}
 }

@@ -43,20 +43,25 @@ func (m *membership) keep(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 			}
-			tag, err := m.db.Exec(ctx, `UPDATE hourglass_nodes
+			kctx, cancel := context.WithTimeout(ctx, m.lease/renewBound)
+			tag, err := m.db.Exec(kctx, `UPDATE hourglass_nodes
 				SET alive_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
 				WHERE name = $1 AND instance = $2`, m.name, m.instance, lease)
 			if err != nil {
+				cancel()
 				continue
 			}
 			if tag.RowsAffected() == 0 {
 				// Another process took this node's name: renew nothing
 				// more (the next round finds it and stops the node).
+				cancel()
 				return
 			}
+			m.reach.ok()
 			if parts, epochs := m.arrays(); len(parts) > 0 {
-				m.db.Exec(ctx, sqlRenew, m.name, parts, epochs, lease)
+				m.db.Exec(kctx, sqlRenew, m.name, parts, epochs, lease)
 			}
+			cancel()
 			m.metrics.keeps.Inc()
 		}
 	}()

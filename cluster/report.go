@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -51,7 +49,7 @@ type nodeReport struct {
 // reporter writes the node's report (see above), from start until stop,
 // on a goroutine of its own. Its source reads the node's counts.
 type reporter struct {
-	db      *pgxpool.Pool
+	db      *pool
 	node    string
 	started int64 // database ns
 	source  func() nodeReport
@@ -78,21 +76,30 @@ func (r *reporter) stop() {
 	r.wg.Wait()
 }
 
+// loop writes the report every reportEvery; after a failed write, after
+// a back-off (up to backoffMax) instead.
 func (r *reporter) loop() {
 	defer r.wg.Done()
-	t := time.NewTicker(reportEvery)
-	defer t.Stop()
+	retry := backoff{base: reportEvery, max: backoffMax}
+	failures := newFailureLog(r.log, "hourglass: writing the node's report failed", "hourglass: writing the node's report works again")
+	wait := reportEvery
 	for {
 		select {
 		case <-r.quit:
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), reportEvery)
-		if err := r.write(ctx, r.source()); err != nil {
-			r.log.Warn("hourglass: writing the node's report failed", "err", err)
-		}
+		err := r.write(ctx, r.source())
 		cancel()
+		if err != nil {
+			failures.failed(err)
+			wait = retry.next()
+		} else {
+			failures.ok()
+			retry.reset()
+			wait = reportEvery
+		}
 	}
 }
 
@@ -129,7 +136,7 @@ func (r *reporter) write(ctx context.Context, rep nodeReport) error {
 
 // readReports returns the reports of the nodes other than self written in
 // the last reportAge.
-func readReports(ctx context.Context, db *pgxpool.Pool, self string) ([]nodeReport, error) {
+func readReports(ctx context.Context, db *pool, self string) ([]nodeReport, error) {
 	rows, err := db.Query(ctx, `SELECT node, queues, lateness FROM hourglass_node_reports
 		WHERE node <> $1 AND updated >= hourglass_now() - $2::bigint`, self, int64(reportAge))
 	if err != nil {

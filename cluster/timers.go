@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hourglass-go/hourglass"
 )
@@ -34,7 +33,7 @@ import (
 // may be taken. timers is safe for concurrent use by multiple
 // goroutines.
 type timers struct {
-	db         *pgxpool.Pool
+	db         *pool
 	name       string
 	partitions int
 	window     time.Duration

@@ -21,17 +21,24 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 
 // readyz answers 200 once the broker is set and until Drain: a readiness
 // probe. Before, it answers 503 "recovering"; after, 503 "stopping"; and
-// 503 with the reason while a service that reports an error (
-// [service.Service.Err]) cannot serve, after a failed commit.
+// 503 with the reason while the service cannot serve
+// ([service.Service.Ready]): after a failed commit, for good, or while a
+// cluster node cannot reach its database, until it can again. healthz
+// stays 200 meanwhile: the process is fine, and restarting it would not
+// bring the database back.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ref := s.b.Load()
+	var err error
+	if ref != nil {
+		err = ref.Service.Ready()
+	}
 	switch {
 	case s.draining.Load():
 		writeError(w, errStopping)
 	case ref == nil:
 		writeError(w, errNotReady)
-	case ref.Service.Err() != nil:
-		writeError(w, &wireError{http.StatusServiceUnavailable, message(ref.Service.Err())})
+	case err != nil:
+		writeError(w, &wireError{http.StatusServiceUnavailable, message(err)})
 	default:
 		writeJSON(w, http.StatusOK, struct {
 			Status string `json:"status"`

@@ -87,6 +87,17 @@ func TestCheckPush(t *testing.T) {
 			p.Headers = map[string]string{"X-A": strings.Repeat("v", task.MaxPushHeaderLen-2)}
 		}), "push.headers"},
 		{"secret too long", push(func(p *task.Push) { p.Secret = strings.Repeat("s", task.MaxPushSecret+1) }), "push.secret"},
+		{"whsec_ secret", push(func(p *task.Push) { p.Secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }), ""},
+		{"rotation", push(func(p *task.Push) { p.Secret, p.NextSecret = "whsec_YQ==", strings.Repeat("n", task.MaxPushSecret) }), ""},
+		{"whsec_ not base64", push(func(p *task.Push) { p.Secret = "whsec_e2e" }), "push.secret"},
+		{"whsec_ unpadded", push(func(p *task.Push) { p.Secret = "whsec_YQ" }), "push.secret"},
+		{"whsec_ empty key", push(func(p *task.Push) { p.Secret = "whsec_" }), "push.secret"},
+		{"next secret not base64", push(func(p *task.Push) { p.Secret, p.NextSecret = "a", "whsec_?" }), "push.next_secret"},
+		{"next secret too long", push(func(p *task.Push) { p.Secret, p.NextSecret = "a", strings.Repeat("n", task.MaxPushSecret+1) }), "push.next_secret"},
+		{"next secret alone", push(func(p *task.Push) { p.NextSecret = "whsec_YQ==" }), "push.next_secret"},
+		{"webhook-id header", push(func(p *task.Push) { p.Headers = map[string]string{"Webhook-Id": "msg_1"} }), "push.headers"},
+		{"webhook-timestamp header", push(func(p *task.Push) { p.Headers = map[string]string{"webhook-timestamp": "1"} }), "push.headers"},
+		{"webhook-signature header", push(func(p *task.Push) { p.Headers = map[string]string{"WEBHOOK-SIGNATURE": "v1,x"} }), "push.headers"},
 	} {
 		err := service.CheckPolicy("mail", tc.p)
 		if tc.field == "" {

@@ -39,6 +39,14 @@ type Service interface {
 	// CheckCron returns the next n occurrences of a cron line read in
 	// timezone, as a schedule's (CheckCron in schedule.go).
 	CheckCron(line, timezone string, n int) ([]time.Time, error)
+	// Ready returns Err's error, or why the service cannot serve for now
+	// though its process is fine (an engine's Readiness: a cluster node
+	// cut off from its database), or nil while it serves: what a
+	// readiness probe asks, where a liveness probe asks Err.
+	Ready() error
+	// Limits returns the engine's limits on a put, defaults set (its
+	// default ttr is what Effective fills a policy's in with).
+	Limits() Limits
 	// Bulk does r's action on every task of queue that r.Filter matches,
 	// in chunks, each task atomically (bulk.go), and says what it did.
 	Bulk(ctx context.Context, queue string, r BulkRequest) (BulkResult, error)
@@ -89,6 +97,25 @@ type Operations interface {
 	// Err returns the error that stops the service from serving (a
 	// failed commit, a lost database), or nil while it serves.
 	Err() error
+}
+
+// Readiness is implemented by an engine that can be unable to serve for
+// a while and come back by itself: a cluster node that cannot reach its
+// database. Ready returns why it cannot serve, nil while it can; an
+// engine without it is ready while its Err is nil.
+type Readiness interface {
+	Ready() error
+}
+
+// Ready is Service.Ready: Err's error, else the engine's Readiness.
+func (f *front) Ready() error {
+	if err := f.e.Err(); err != nil {
+		return err
+	}
+	if r, ok := f.e.(Readiness); ok {
+		return r.Ready()
+	}
+	return nil
 }
 
 // Tasks addresses tasks by queue and the id the client chose (or the

@@ -27,7 +27,7 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D]] [--http ADDR] [--beanstalk ADDR] [--token T [--metrics-without-token]] [--insecure] [--allow-origin O]... [--body-timeout D] [--max-conns N] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D] [--history D] [--push-allow LIST]"
+const serveUsage = "usage: hourglass serve [--data DIR [--cache N] | --postgres URL [--node NAME] [--lease D] [--db-timeout D]] [--http ADDR] [--beanstalk ADDR] [--token T [--metrics-without-token]] [--insecure] [--allow-origin O]... [--body-timeout D] [--max-conns N] [--log-level L] [--log-format F] [--max-payload N] [--max-delay D] [--default-ttr D] [--history D] [--push-allow LIST]"
 
 // tokenEnv names the environment variable that gives the token when
 // --token does not, for serve and for the client subcommands.

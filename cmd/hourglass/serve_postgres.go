@@ -22,7 +22,14 @@ type postgresOptions struct {
 	url   string        // --postgres; "" for the embedded store
 	node  string        // --node; "" for host name and process id
 	lease time.Duration // --lease
+	// dbTimeout bounds each call to the database (--db-timeout), and
+	// the opening of a connection unless the URL sets connect_timeout.
+	dbTimeout time.Duration
 }
+
+// maxDBTimeout bounds --db-timeout: a call that may take longer holds a
+// connection, and a request, for longer than any client waits.
+const maxDBTimeout = 5 * time.Minute
 
 // postgresPoolConns is the pool size when the URL does not set
 // pool_max_conns: enough for 64 concurrent requests on a node to share
@@ -31,11 +38,13 @@ type postgresOptions struct {
 // for a few nodes.
 const postgresPoolConns = 24
 
-// postgresFlags defines --postgres, --node and --lease on fs.
+// postgresFlags defines --postgres, --node, --lease and --db-timeout on
+// fs.
 func postgresFlags(fs *flag.FlagSet, o *postgresOptions) {
 	fs.StringVar(&o.url, "postgres", "", "serve as a node of a cluster on this PostgreSQL database (URL or key=value DSN) instead of --data")
 	fs.StringVar(&o.node, "node", "", "with --postgres: this node's name, unique among live nodes (default host name and process id)")
 	fs.DurationVar(&o.lease, "lease", cluster.DefaultLease, "with --postgres: partition lease; a dead node's partitions are taken over within about one")
+	fs.DurationVar(&o.dbTimeout, "db-timeout", cluster.DefaultDBTimeout, "with --postgres: the most a call to the database may take (and the opening of a connection, unless the URL sets connect_timeout); a request the database does not answer in time is answered 503")
 }
 
 // checkPostgres refuses --data with --postgres, and the cluster's flags
@@ -46,10 +55,12 @@ func checkPostgres(fs *flag.FlagSet, o postgresOptions) error {
 		return errors.New("--data and --postgres exclude each other: a node keeps its tasks in one store")
 	case o.url != "" && flagSet(fs, "cache"):
 		return errors.New("--cache is the embedded store's and does nothing with --postgres")
-	case o.url == "" && (flagSet(fs, "node") || flagSet(fs, "lease")):
-		return errors.New("--node and --lease need --postgres")
+	case o.url == "" && (flagSet(fs, "node") || flagSet(fs, "lease") || flagSet(fs, "db-timeout")):
+		return errors.New("--node, --lease and --db-timeout need --postgres")
 	case o.lease < 100*time.Millisecond:
 		return fmt.Errorf("invalid value %q for flag --lease: want 100ms or more", o.lease)
+	case o.dbTimeout < 100*time.Millisecond || o.dbTimeout > maxDBTimeout:
+		return fmt.Errorf("invalid value %q for flag --db-timeout: want 100ms to %v", o.dbTimeout, maxDBTimeout)
 	}
 	return nil
 }
@@ -68,6 +79,9 @@ func openPostgres(o serveOptions, log *slog.Logger, reg prometheus.Registerer) o
 	if !poolSizeGiven(o.pg.url) {
 		cfg.MaxConns = postgresPoolConns
 	}
+	if !strings.Contains(o.pg.url, "connect_timeout") {
+		cfg.ConnConfig.ConnectTimeout = o.pg.dbTimeout
+	}
 	cluster.ConfigurePool(cfg)
 	// Open may wait up to two leases for a previous process under the
 	// same name to be declared dead.
@@ -80,6 +94,7 @@ func openPostgres(o serveOptions, log *slog.Logger, reg prometheus.Registerer) o
 	n, err := cluster.Open(ctx, pool, cluster.Options{
 		Node:       o.pg.node,
 		Lease:      o.pg.lease,
+		DBTimeout:  o.pg.dbTimeout,
 		MaxDelay:   o.maxDelay,
 		MaxPayload: o.maxPayload,
 		DefaultTTR: o.defaultTTR,
@@ -94,9 +109,27 @@ func openPostgres(o serveOptions, log *slog.Logger, reg prometheus.Registerer) o
 	log.Info("ready", "node", n.Name(), "partitions", n.Partitions(), "join", time.Since(start).Round(time.Millisecond).String())
 	return opened{b: service.New(n), close: func() error {
 		err := n.Close()
-		pool.Close()
+		closePool(pool, o.pg.dbTimeout, log)
 		return err
 	}}
+}
+
+// closePool closes pool, waiting up to d for it. pgx gives each
+// connection that broke (a statement cut short by its deadline) up to
+// 15 s to say goodbye to the server, and Close waits for them: with the
+// database out of reach, a shutdown would outlast serve's. Past d the
+// process exits without waiting: the connections close with it.
+func closePool(pool *pgxpool.Pool, d time.Duration, log *slog.Logger) {
+	done := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		log.Warn("hourglass: the database's connections did not close in time; exiting without them", "waited", d.String())
+	}
 }
 
 // poolSizeGiven reports whether the connection string sets

@@ -15,14 +15,14 @@ import (
 )
 
 func TestParseServePostgres(t *testing.T) {
-	o, _, err := parseServe([]string{"--postgres", "postgres://u@127.0.0.1/db", "--node", "n1", "--lease", "2s"}, env(nil))
+	o, _, err := parseServe([]string{"--postgres", "postgres://u@127.0.0.1/db", "--node", "n1", "--lease", "2s", "--db-timeout", "1500ms"}, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.pg.url != "postgres://u@127.0.0.1/db" || o.pg.node != "n1" || o.pg.lease != 2*time.Second {
+	if o.pg.url != "postgres://u@127.0.0.1/db" || o.pg.node != "n1" || o.pg.lease != 2*time.Second || o.pg.dbTimeout != 1500*time.Millisecond {
 		t.Errorf("parsed %+v", o.pg)
 	}
-	if o, _, _ := parseServe(nil, env(nil)); o.pg.url != "" || o.pg.lease != 5*time.Second {
+	if o, _, _ := parseServe(nil, env(nil)); o.pg.url != "" || o.pg.lease != 5*time.Second || o.pg.dbTimeout != 5*time.Second {
 		t.Errorf("defaults %+v", o.pg)
 	}
 	if !poolSizeGiven("postgres://h/db?pool_max_conns=3") || !poolSizeGiven("host=h pool_max_conns=3") || poolSizeGiven("postgres://h/db") {
@@ -43,6 +43,9 @@ func TestServePostgresUsageErrors(t *testing.T) {
 		{[]string{"--node", "n1"}, "need --postgres"},
 		{[]string{"--lease", "2s"}, "need --postgres"},
 		{[]string{"--postgres", "postgres://h/db", "--lease", "1ms"}, "--lease"},
+		{[]string{"--db-timeout", "2s"}, "need --postgres"},
+		{[]string{"--postgres", "postgres://h/db", "--db-timeout", "1ms"}, "--db-timeout"},
+		{[]string{"--postgres", "postgres://h/db", "--db-timeout", "1h"}, "--db-timeout"},
 	} {
 		var stdout, stderr strings.Builder
 		if code := run(append([]string{"serve"}, tc.args...), &stdout, &stderr); code != 2 {

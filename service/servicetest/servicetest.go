@@ -30,6 +30,8 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("observe", func(t *testing.T) { observe(t, open(t)) })
 	t.Run("push-attempts", func(t *testing.T) { pushAttempts(t, open(t)) })
 	t.Run("ack-many", func(t *testing.T) { ackMany(t, open(t)) })
+	t.Run("attempts-bound", func(t *testing.T) { attemptsBound(t, open(t)) })
+	t.Run("webhook-identity", func(t *testing.T) { webhookIdentity(t, open(t)) })
 	t.Run("bulk-find", func(t *testing.T) { bulkFind(t, open(t)) })
 	t.Run("bulk-actions", func(t *testing.T) { bulkActions(t, open(t)) })
 	t.Run("bulk-large", func(t *testing.T) { bulkLarge(t, open(t)) })
@@ -74,6 +76,7 @@ func ReserveOne(t *testing.T, b service.Service, queue string, wait time.Duratio
 // httpapi serves) over b.
 func tasks(t *testing.T, b service.Service) {
 	ctx := context.Background()
+	must(t, "Ready of a service that serves", b.Ready())
 
 	// Puts: created, idempotent, replaced; bad input.
 	x, created, err := b.Put(ctx, "q", task.PutRequest{ID: "x", Payload: []byte(`1`), Priority: 7})

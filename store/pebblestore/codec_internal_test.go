@@ -36,6 +36,9 @@ func FuzzQueueRecord(f *testing.F) {
 		}
 		if which&4 != 0 {
 			p := &task.Push{URL: url, Timeout: time.Duration(d2), Secret: dead}
+			if which&8 != 0 {
+				p.NextSecret = url
+			}
 			for line := range strings.SplitSeq(headers, "\n") {
 				if name, value, ok := strings.Cut(line, ":"); ok {
 					if p.Headers == nil {
