@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -112,6 +113,9 @@ type Server struct {
 	hosts        []string
 	// checkPushTarget is Options.CheckPushTarget.
 	checkPushTarget func(url string) error
+	// patchMu is held by patchPolicy from its read of a policy to its
+	// write, so that two patches on this server do not lose either.
+	patchMu sync.Mutex
 
 	// b holds the service once SetService is called; nil until then.
 	b atomic.Pointer[serviceRef]
@@ -212,6 +216,7 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/queues/{queue}/tasks/{id}/kick", s.kick},
 		{"PUT", "/v1/queues/{queue}/policy", s.setPolicy},
 		{"GET", "/v1/queues/{queue}/policy", s.policy},
+		{"PATCH", "/v1/queues/{queue}/policy", s.patchPolicy},
 		{"DELETE", "/v1/queues/{queue}/policy", s.deletePolicy},
 		{"POST", "/v1/queues/{queue}/pause", s.pause},
 		{"POST", "/v1/queues/{queue}/resume", s.resume},

@@ -95,7 +95,7 @@ var queueCommands = map[string]taskCommand{
 			case v.set != "" && v.replace:
 				p, err = c.SetPolicy(ctx, a[0], v.policy)
 			case v.set != "":
-				p, err = setPolicyMerged(ctx, c, a[0], []byte(v.set)) // policymerge.go
+				p, err = c.PatchPolicy(ctx, a[0], []byte(v.set)) // policymerge.go
 			default:
 				p, err = c.Policy(ctx, a[0])
 			}
