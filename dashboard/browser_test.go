@@ -63,6 +63,7 @@ type site struct {
 	t   *testing.T
 	srv *httptest.Server
 	c   *client.Client
+	svc service.Service // the service the API serves
 	// dues counts the calls of GET /v1/stats/due.
 	dues atomic.Int32
 }
@@ -119,7 +120,7 @@ func newSite(t *testing.T, token string) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out.srv, out.c = srv, c
+	out.srv, out.c, out.svc = srv, c, b
 	return out
 }
 

@@ -111,11 +111,11 @@ export function dueFigure(container, due, where) {
     if (c > counts[busiest]) busiest = i;
   });
   const at = (i) => start + i * width;
-  const hm = hhmm;
+  const hm = (t) => hhmm(t);
   const summary = total === 0
     ? `No delayed task falls due in the next hour${where}.`
     : `${plural(total, 'task')} fall${total === 1 ? 's' : ''} due in the next hour${where}; ` +
-      `the busiest minute is ${hm(at(busiest))} with ${count(counts[busiest])}.`;
+      `the busiest minute is ${hhmm(at(busiest), true)} with ${count(counts[busiest])}.`;
 
   const W = widthOf(container);
   const plotW = W - pad.left - pad.right;
@@ -138,7 +138,7 @@ export function dueFigure(container, due, where) {
   const bars = counts.map((c, i) => c === 0 ? null : s('rect', {
     class: 'bar', x: (pad.left + i * bw + 0.5).toFixed(1), y: y(c).toFixed(1),
     width: Math.max(1, bw - 1).toFixed(1), height: (pad.top + plotH - y(c)).toFixed(1),
-  }, s('title', {}, `${hm(at(i))}–${hm(at(i + 1))}: ${plural(c, 'task')}`)));
+  }, s('title', {}, `${hm(at(i))}–${hhmm(at(i + 1), true)}: ${plural(c, 'task')}`)));
   const svg = s('svg', {width: W, height, viewBox: `0 0 ${W} ${height}`, role: 'img', 'aria-label': 'Due-time histogram. ' + summary},
     grid,
     s('line', {class: 'axis', x1: pad.left, x2: W - pad.right, y1: pad.top + plotH, y2: pad.top + plotH}),

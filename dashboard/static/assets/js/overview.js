@@ -44,7 +44,7 @@ const columns = [
   ['reserved', 'Reserved'],
   ['dead', 'Dead'],
   ['putRate', 'Puts/s'],
-  ['deliveryRate', 'Deliveries/s'],
+  ['deliveryRate', 'Deliveries/s'], // handed to reservers, or pushed
 ];
 
 function cell(q, key) {
@@ -97,9 +97,11 @@ export function enter(main, params, ctx) {
       ]);
       const qs = stats.queues;
       const paused = new Set(all.queues.filter((q) => q.paused).map((q) => q.name));
+      const pushed = new Set(all.queues.filter((q) => q.policy?.push).map((q) => q.name));
       swap(tbody, qs.map((q) => h('tr', {'data-queue': q.name},
         h('th', {scope: 'row'}, h('a', {href: '#/queues/' + encodeURIComponent(q.name), 'data-key': 'q:' + q.name}, q.name),
-          paused.has(q.name) ? h('span', {class: 'tag paused'}, 'paused') : null),
+          paused.has(q.name) ? h('span', {class: 'tag paused'}, 'paused') : null,
+          pushed.has(q.name) ? h('span', {class: 'tag push', title: 'Its tasks are pushed to an endpoint: its deliveries are pushes'}, 'push') : null),
         columns.map(([key]) => cell(q, key)))));
       const sum = (key) => qs.some((q) => q[key] === null) ? null : qs.reduce((a, q) => a + q[key], 0);
       const total = Object.fromEntries(columns.map(([key]) => [key, sum(key)]));
