@@ -20,7 +20,9 @@ import (
 // the names of its headers (never their values) and whether a secret is
 // set, and counts its deliveries as pushes; every time shown names its
 // zone, the browser's own (here America/New_York) or, for a schedule's
-// times, the schedule's (Europe/Paris). No page may report an error.
+// times, the schedule's (Europe/Paris); the overview draws the server's
+// lateness apart from the wait of ready tasks for a worker. No page may
+// report an error.
 func TestDashboardPushAndZones(t *testing.T) { onBothEngines(t, testDashboardPushAndZones) }
 
 func testDashboardPushAndZones(t *testing.T) {
@@ -105,4 +107,18 @@ func testDashboardPushAndZones(t *testing.T) {
 		}
 	}
 	b.checkClean("schedules")
+
+	// The overview shows lateness in its two parts, each labelled: the
+	// pushes were handed out as soon as they were ready.
+	b.open("#/")
+	b.wait("the lateness charts", `document.querySelector('#lateness svg') && document.querySelector('#waiting svg')`)
+	server := eval[string](b, `document.querySelector('[data-summary=lateness]').textContent`)
+	wait := eval[string](b, `document.querySelector('[data-summary=waiting]').textContent`)
+	if !strings.Contains(server, "server lateness (due → ready): worst p99") || !strings.Contains(wait, "wait for a worker (ready → hand-over): worst p99") {
+		t.Errorf("lateness summaries %q and %q, want the server's lateness and the wait told apart", server, wait)
+	}
+	if h := eval[string](b, `document.getElementById('late-h').textContent + ' / ' + document.getElementById('wait-h').textContent`); !strings.Contains(h, "Server lateness") || !strings.Contains(h, "waiting for a worker") {
+		t.Errorf("lateness headings %q", h)
+	}
+	b.checkClean("overview")
 }
