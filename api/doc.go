@@ -21,7 +21,7 @@
 //
 //	POST   /v1/queues/{queue}/tasks             PutRequest     → 201 Task (new) | 200 Task (existing id, or replaced)
 //	POST   /v1/queues/{queue}/tasks:batch       BatchRequest   → 200 BatchResponse
-//	GET    /v1/queues/{queue}/tasks/{id}                       → 200 Task | 404
+//	GET    /v1/queues/{queue}/tasks/{id}                       → 200 Task | 200 FinishedRecord (finished, in the history) | 404
 //	DELETE /v1/queues/{queue}/tasks/{id}                       → 204 | 404
 //	POST   /v1/queues/{queue}/reserve           ReserveRequest → 200 ReserveResponse
 //	POST   /v1/queues/{queue}/tasks/{id}/ack    LeaseRequest   → 204 | 400 (no lease) | 404 | 409 (stale lease)

@@ -22,7 +22,7 @@ import (
 // zone, the browser's own (here America/New_York) or, for a schedule's
 // times, the schedule's (Europe/Paris); the overview draws the server's
 // lateness apart from the wait of ready tasks for a worker. No page may
-// report an error.
+// report an error. Finding a task that finished shows its record.
 func TestDashboardPushAndZones(t *testing.T) { onBothEngines(t, testDashboardPushAndZones) }
 
 func testDashboardPushAndZones(t *testing.T) {
@@ -50,6 +50,10 @@ func testDashboardPushAndZones(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.put("later", api.PutRequest{ID: "t1", Delay: new(api.Duration(time.Hour))})
+	s.put("later", api.PutRequest{ID: "fin"})
+	if err := s.c.Delete(ctx, "later", "fin"); err != nil {
+		t.Fatal(err)
+	}
 
 	b := newBrowser(t, s.srv.URL)
 	if _, err := chromedp.Call(b.ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "America/New_York"}); err != nil {
@@ -86,6 +90,16 @@ func testDashboardPushAndZones(t *testing.T) {
 		t.Errorf("due time shown as %q, want it in New York's zone, labelled", due)
 	}
 	b.wait("the footer", `document.getElementById('updated').textContent.includes('America/New_York')`)
+
+	// Finding a task that finished shows its finished record.
+	b.fill("#find-id", "fin")
+	b.click(`form.inline button[type=submit]`)
+	b.wait("the finished task", `document.getElementById('task').open && document.querySelector('#task [data-field=outcome]')`)
+	if got := eval[string](b, `document.querySelector('#task [data-field=outcome]').textContent + ' / ' + document.getElementById('find-result').textContent`); got != "deleted / Task fin finished: deleted." {
+		t.Errorf("finding a deleted task shows %q", got)
+	}
+	b.click("#task-close")
+	b.checkClean("queue later")
 
 	// A schedule's times are in its own zone, labelled.
 	b.open("#/schedules")

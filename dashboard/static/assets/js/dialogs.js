@@ -62,13 +62,20 @@ const row = (k, v) => h('div', {}, h('dt', {}, k), h('dd', {}, v));
 
 // showTask reads a task and shows it with its attempts and payload in the
 // task dialog; actions(task, close) builds the buttons to offer beside
-// Close. It throws the API's error (404 when there is no such task).
+// Close; a task that finished, its finished record (showFinished). It
+// throws the API's error (404 when there is no such task).
 export async function showTask(queue, id, actions) {
   const [text, tried] = await Promise.all([
     call('GET', `/v1/queues/${seg(queue)}/tasks/${seg(id)}`, undefined, {raw: true}),
     attempts(queue, id),
   ]);
   const t = parse(text);
+  if (t.state === 'finished') {
+    // No live task of this id: the server answered its finished record
+    // (api.FinishedRecord), which the history keeps.
+    await showFinished(queue, t);
+    return t;
+  }
   const dlg = document.getElementById('task');
   const max = t.max_attempts ? ` of ${t.max_attempts}` : ' (no limit)';
   present('Task ' + t.id,

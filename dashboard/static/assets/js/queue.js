@@ -78,8 +78,8 @@ export function enter(main, {queue, state}, ctx) {
     findResult.textContent = '';
     await ctx.act(async () => {
       try {
-        await open(id);
-        findResult.textContent = `Found task ${id}.`;
+        const t = await open(id);
+        findResult.textContent = t.state === 'finished' ? `Task ${id} finished: ${t.outcome}.` : `Found task ${id}.`;
       } catch (e) {
         if (!(e instanceof ApiError && e.status === 404)) throw e;
         findResult.textContent = `No task “${id}” in this queue (${e.message}).`;
