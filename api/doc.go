@@ -44,6 +44,7 @@
 //	GET    /v1/schedules                                       → 200 SchedulesResponse
 //	GET    /v1/schedules/{name}                                → 200 Schedule | 404
 //	DELETE /v1/schedules/{name}                                → 204 | 404
+//	GET    /v1/schedules/{name}/runs?limit=N&after=T           → 200 ScheduleRunsResponse | 400 | 404
 //	GET    /healthz                                            → 200 while the process can serve | 503 once its store failed (a restart is needed)
 //	GET    /readyz                                             → 200 once recovery is done, 503 before, while stopping, and while a cluster node cannot reach its database
 //	GET    /metrics                                            → Prometheus text format
