@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +16,8 @@ import (
 // occurrences with their tasks' outcomes, newest first, in pages (issue
 // 44): acked and deleted from the history, pending with the task's state;
 // the occurrences before the schedule was made are not runs. A bad limit
-// or after is 400, an unknown schedule 404.
+// or after is 400, an unknown schedule 404. The CLI lists them too
+// (hourglass schedule NAME --runs).
 func TestSchedule_Runs(t *testing.T) { engines(t, testSchedule_Runs) }
 
 func testSchedule_Runs(t *testing.T) {
@@ -79,6 +82,16 @@ func testSchedule_Runs(t *testing.T) {
 		if r.Outcome != want || r.State != state || (state == "") != (r.Finished != nil) {
 			t.Errorf("run %d (%s): %+v, want outcome %s, state %q", i, r.TaskID, r, want, state)
 		}
+	}
+
+	// The CLI: a JSON line a run, then the next page's after.
+	out, stderr, code := runCLI(t, nil, "schedule", "tick", "--runs", "--limit", "2", "--server", s.url())
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var first api.ScheduleRun
+	var last struct{ Next string }
+	if code != 0 || len(lines) != 3 || json.Unmarshal([]byte(lines[0]), &first) != nil || first.TaskID != all[0].TaskID ||
+		json.Unmarshal([]byte(lines[2]), &last) != nil || last.Next == "" {
+		t.Errorf("hourglass schedule tick --runs --limit 2: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 
 	if _, _, err := c.ScheduleRuns(ctx, "none", "", 0); !errors.Is(err, client.ErrNotFound) {
