@@ -453,7 +453,7 @@ func testDashboard(t *testing.T) {
 	b.wait("the confirmation", `document.getElementById('confirm').open`)
 	b.click(`#confirm-ok`)
 	b.wait("no dead left", `document.querySelectorAll('#tasks tbody tr[data-state=dead]').length === 0 && document.querySelector('[data-count=dead] dd').textContent === '0'`)
-	if st := s.state("mail", "x2") + s.state("mail", "x3"); st != "gonegone" {
+	if st := s.state("mail", "x2") + s.state("mail", "x3"); st != "finishedfinished" {
 		t.Errorf("x2 and x3 after delete all: %s", st)
 	}
 	b.checkClean("queue mail")
