@@ -110,6 +110,25 @@ func testDashboardPushAndZones(t *testing.T) {
 			t.Errorf("a next time of a 9:00 Paris schedule shown as %q, want 09:00 in Paris's zone, labelled", tm)
 		}
 	}
+	// A schedule's runs, in its zone (here UTC), with their outcomes.
+	if _, err := s.c.SetSchedule(ctx, "ticks", api.ScheduleRequest{Cron: "@every 1s", Queue: "tq"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if runs, _, err := s.c.ScheduleRuns(ctx, "ticks", "", 5); err != nil || len(runs) > 0 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("no run of an every-second schedule in 30 s")
+		}
+	}
+	b.wait("the runs button", `document.querySelector('button[data-key="runs:ticks"]')`)
+	b.click(`button[data-key="runs:ticks"]`)
+	b.wait("the runs", `document.getElementById('task').open && document.querySelector('#runs tbody tr[data-outcome=pending]')`)
+	if got := eval[string](b, `document.querySelector('#runs tbody tr[data-outcome=pending] td time').textContent`); !strings.HasSuffix(got, " UTC") {
+		t.Errorf("a run's time shown as %q, want it in the schedule's zone, UTC", got)
+	}
+	b.click("#task-close")
+
 	// The form's check shows the times in the zone typed.
 	b.fill("#s-cron", "30 8 * * *")
 	b.fill("#s-zone", "Asia/Tokyo")

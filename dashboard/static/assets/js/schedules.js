@@ -1,11 +1,12 @@
 // #/schedules: every cron schedule with its rules, its next five times
-// and its last occurrence (with its task's outcome), buttons to run one
-// now and to pause or resume it, and a form to add or edit one whose cron
+// and its last occurrence (with its task's outcome), each time in the
+// schedule's zone, buttons to run one now, to show its runs (dialogs.js
+// showRuns) and to pause or resume it, and a form to add or edit one whose cron
 // line the server's own parser checks as it is typed (POST /v1/cron:check).
 
 import {call, seg, ApiError, AuthError} from './api.js';
 import {h, swap, stack, timeEl, now} from './dom.js';
-import {confirmAction} from './dialogs.js';
+import {confirmAction, showRuns} from './dialogs.js';
 
 // nextTimes caches cron:check answers by line and zone until the first
 // of their times has passed.
@@ -326,6 +327,8 @@ export function enter(main, params, ctx) {
         h('td', {}, lastEl(sch)),
         h('td', {class: 'actions'},
           h('button', {type: 'button', 'data-key': 'run:' + sch.name, 'aria-label': `Run schedule ${sch.name} now`, onclick: () => runNow(sch)}, 'Run now'),
+          h('button', {type: 'button', 'data-key': 'runs:' + sch.name, 'aria-label': `Show the runs of schedule ${sch.name}`,
+            onclick: () => ctx.act(() => showRuns(sch, zoneOf(sch)))}, 'Runs'),
           h('button', {type: 'button', 'data-key': (sch.paused ? 'resume:' : 'pause:') + sch.name,
             'aria-label': `${sch.paused ? 'Resume' : 'Pause'} schedule ${sch.name}`, onclick: () => pauseOrResume(sch)}, sch.paused ? 'Resume' : 'Pause'),
           h('button', {type: 'button', 'data-key': 'edit:' + sch.name, 'aria-label': `Edit schedule ${sch.name}`, onclick: () => edit(sch)}, 'Edit'),
