@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -283,6 +284,44 @@ func BenchmarkBatch_AfterFuncCancel_SameBatch(b *testing.B) {
 			}
 			b.StopTimer()
 			tm.Stop()
+		})
+	}
+}
+
+// BenchmarkTimer_Burst_Inline is a burst in miniature, per timeout: one
+// goroutine schedules timeouts due within 2 ms of their calls, 1,024 at
+// a time, on an Inline Timer, and waits for them to fire before the
+// next 1,024. It times scheduling and firing together, the work of the
+// burst rows of benchmarks/netty, with n others pending far away.
+func BenchmarkTimer_Burst_Inline(b *testing.B) {
+	for _, api := range []string{"AfterFunc", "Arm"} {
+		b.Run(fmt.Sprintf("%s/n=%d", api, 10_000), func(b *testing.B) {
+			tm := hourglass.New(hourglass.WithExecutor(hourglass.Inline))
+			defer tm.Stop()
+			for range 10_000 {
+				tm.AfterFunc(time.Hour+time.Duration(rand.Int64N(int64(time.Hour))), noop)
+			}
+			var fired atomic.Int64
+			f := func() { fired.Add(1) }
+			b.ReportAllocs()
+			resetAfterGC(b)
+			var want int64
+			for i := 0; i < b.N; {
+				k := min(1024, b.N-i)
+				for j := range k {
+					d := time.Duration(j%2000) * time.Microsecond
+					if api == "Arm" {
+						tm.Arm(d, f)
+					} else {
+						tm.AfterFunc(d, f)
+					}
+				}
+				i += k
+				want += int64(k)
+				for fired.Load() < want {
+					time.Sleep(100 * time.Microsecond)
+				}
+			}
 		})
 	}
 }

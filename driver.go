@@ -45,8 +45,13 @@ type driver[In, Out any] struct {
 	wakeups uint64
 
 	// inbox holds what callers queued since the structure was last
-	// brought up to date, in order: see batchSize. Guarded by mu.
+	// brought up to date, in order: see batchSize. full holds the
+	// inboxes that filled up while the goroutine was awake, oldest first,
+	// for it to file (see put), and spare emptied ones for reuse. Guarded
+	// by mu.
 	inbox []In
+	full  [][]In
+	spare [][]In
 	// batch holds what the last pass found due, written under mu by the
 	// pass. The goroutine hands it over without mu, claiming each item
 	// first (next); halt, under mu, takes those not yet claimed. Each
@@ -90,7 +95,8 @@ type worker[In, Out any] interface {
 // batchSize is how many items wait in the inbox before they are filed
 // together. As Netty's HashedWheelTimer does with its queue of new
 // timeouts, a driver files new deadlines into its structure only later,
-// in a batch: when the batch is full, when the goroutine wakes, or when
+// in a batch: when the batch is full (by the caller, or by the
+// goroutine if it is awake: see put), when the goroutine wakes, or when
 // anything needs the structure whole (Stop, Stats, a Keyed's reads). A
 // timeout cancelled before then (a request that completed in time, the
 // common case) never touches the structure: its Cancel is a status
@@ -109,22 +115,63 @@ func (d *driver[In, Out]) init(w worker[In, Out], c clock, r runner, e *exits) {
 	d.exits = e
 }
 
-// put queues in for the structure, filing the inbox if it is full. d.mu
-// is held.
+// put queues in for the structure. A full inbox is filed at once, on
+// the caller's goroutine, unless the driver goroutine is awake and will
+// pass over the structure before it sleeps (sleepUntil is 0: it is
+// handing a batch over, or has been woken): then the inbox joins full,
+// for that pass to file, and the caller goes on with an empty one. So
+// while timeouts fire, as in a burst, filing moves off the goroutines
+// that schedule, as Netty's worker files what its callers queue. At
+// most fullMax inboxes wait so: the caller whose inbox fills beyond them
+// files them all, oldest first, as filing must keep the order of the
+// calls (a Keyed's later Set of a key wins). It is O(1), but for the
+// call that files, O(what waits). d.mu is held.
 func (d *driver[In, Out]) put(in In) {
-	if d.inbox = append(d.inbox, in); len(d.inbox) == batchSize {
+	if d.inbox = append(d.inbox, in); len(d.inbox) < batchSize {
+		return
+	}
+	if d.sleepUntil != 0 || !d.started || len(d.full) == fullMax {
 		d.flush()
+		return
+	}
+	d.full = append(d.full, d.inbox)
+	if n := len(d.spare); n > 0 {
+		d.inbox = d.spare[n-1]
+		d.spare[n-1] = nil
+		d.spare = d.spare[:n-1]
+	} else {
+		d.inbox = make([]In, 0, batchSize)
 	}
 }
 
-// flush files the inbox. Everything that reads the structure flushes
-// first, so nothing can observe the wait. d.mu is held.
+// fullMax bounds the inboxes that wait for the goroutine to file them
+// (see put): 16 of 256, so a pass files at most 4,352 items, and the
+// memory of callers that outpace a goroutine kept from its passes (a
+// slow callback on it) stays bounded. spareMax bounds the empty inboxes
+// a driver keeps while anything is pending: 8 KiB for a Timer's.
+const (
+	fullMax  = 16
+	spareMax = 4
+)
+
+// flush files the inboxes, oldest first, in O(what waits). Everything
+// that reads the structure flushes first, so nothing can observe the
+// wait. d.mu is held.
 func (d *driver[In, Out]) flush() {
+	for i, in := range d.full {
+		d.w.file(in)
+		clear(in) // let what it held go
+		if len(d.spare) < spareMax {
+			d.spare = append(d.spare, in[:0])
+		}
+		d.full[i] = nil
+	}
+	d.full = d.full[:0]
 	if len(d.inbox) == 0 {
 		return
 	}
 	d.w.file(d.inbox)
-	clear(d.inbox) // let what it held go
+	clear(d.inbox)
 	d.inbox = d.inbox[:0]
 }
 
@@ -241,6 +288,7 @@ func (d *driver[In, Out]) pass(now uint64) uint64 {
 	case ok:
 		return next
 	}
+	d.spare = nil // nothing pending: keep no inboxes for a burst to come
 	return math.MaxUint64
 }
 

@@ -79,3 +79,22 @@ func Overslept(sleepUntil, now uint64) (late bool, after uint64) {
 	late = d.overslept(now)
 	return late, d.sleepUntil
 }
+
+// The inbox's sizes (see driver.put).
+const (
+	BatchSize = batchSize
+	FullMax   = fullMax
+)
+
+// Inbox reports, for shard i of t, how many timeouts its structure holds
+// (filed), how many wait in its inbox (waiting), and how many wait in
+// inboxes handed to its driver goroutine (handed).
+func Inbox(t *Timer, i int) (filed, waiting, handed int) {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for _, in := range sh.full {
+		handed += len(in)
+	}
+	return sh.q.Len(), len(sh.inbox), handed
+}

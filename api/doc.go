@@ -14,6 +14,17 @@
 // tell "absent" from an explicit zero (an explicit "max":0 is an error,
 // an absent one means 1).
 //
+// # The contract
+//
+// api/openapi.yaml ([OpenAPI]) is the machine-readable form of what this
+// package says: an OpenAPI 3.1 document of every route, parameter, body,
+// status and error, one schema per type here, named like it. The server
+// answers it as JSON at GET /v1/openapi.json, without the token; clients
+// in other languages can generate their types from it. The tests hold the
+// server to it: every request and answer of the HTTP and black-box tests
+// is validated against it (internal/apitest), and its routes are the
+// server's (httpapi's TestOpenAPIRoutes).
+//
 // # Routes
 //
 // Every /v1 route needs "Authorization: Bearer TOKEN" when the server has
@@ -33,7 +44,7 @@
 //	GET    /v1/queues/{queue}/tasks/{id}/attempts              → 200 AttemptsResponse | 404
 //	GET    /v1/queues/{queue}/history?outcome=O&after=N&limit=N → 200 HistoryResponse | 400
 //	PUT    /v1/queues/{queue}/policy            Policy         → 200 Policy | 400
-//	GET    /v1/queues/{queue}/policy                           → 200 Policy ({} when none)
+//	GET    /v1/queues/{queue}/policy                           → 200 Policy (with "effective"; only it when none)
 //	DELETE /v1/queues/{queue}/policy                           → 204
 //	POST   /v1/queues/{queue}/pause             PauseRequest   → 204 | 400
 //	POST   /v1/queues/{queue}/resume                           → 204
@@ -48,10 +59,29 @@
 //	GET    /healthz                                            → 200 while the process can serve | 503 once its store failed (a restart is needed)
 //	GET    /readyz                                             → 200 once recovery is done, 503 before, while stopping, and while a cluster node cannot reach its database
 //	GET    /metrics                                            → Prometheus text format
+//	GET    /v1/openapi.json                                    → 200 this API's OpenAPI document (no token needed)
 //
 // The routes for looking at a server (task pages, statistics, the
 // dashboard's) are listed in observe.go; the history's (a task's
 // attempts, the tasks that left a queue) in history.go.
+//
+// # Failures and retries
+//
+// A failed task (a nack without a delay, a failed push) comes back after
+// its queue's retry back-off; a queue whose policy gives none backs off
+// as if its policy were {"retry": {"initial": "1s", "max": "1h",
+// "multiplier": 2, "jitter": 0.1}, "max_attempts": 25} ([DefaultRetry],
+// [DefaultMaxAttempts]), and GET .../policy shows these under
+// "effective". A policy asks for immediate retries with "retry":
+// {"initial": "0s"}, and for unlimited attempts with "max_attempts": -1
+// ([UnlimitedAttempts]); a put's own max_attempts wins over its queue's,
+// and a schedule's likewise. A nack's own delay, a worker's RetryAfter
+// and a push endpoint's Retry-After win over the back-off. A lease that
+// runs out comes back at once unless the policy gives a retry, as in
+// beanstalkd; a task put over the beanstalkd protocol has unlimited
+// attempts. A task keeps its first [AttemptsKeptFirst] and last
+// [AttemptsKeptLast] attempt records ([AttemptsResponse]'s "dropped"
+// counts those left out).
 //
 // Any /v1 call answers 400 for malformed JSON, unknown fields or a bad
 // value, 401 without the token, 413 for a body over the size limit and
@@ -62,12 +92,13 @@
 // # Access, browsers and limits
 //
 // Without a token every route is open to whoever reaches the address,
-// which is loopback unless --insecure. With one, /healthz, /readyz and
-// the dashboard's page stay open, so that probes need no token; the
-// dashboard's data comes from /v1, which needs the token. /metrics names
-// every queue, so it needs the token too (Prometheus sends it with
-// `authorization: {credentials: TOKEN}` in the scrape config), unless
-// `hourglass serve --metrics-without-token` opens it.
+// which is loopback unless --insecure. With one, /healthz, /readyz,
+// /v1/openapi.json and the dashboard's page stay open, so that probes
+// need no token; the dashboard's data comes from /v1, which needs the
+// token. /metrics names every queue, so it needs the token too
+// (Prometheus sends it with `authorization: {credentials: TOKEN}` in the
+// scrape config), unless `hourglass serve --metrics-without-token` opens
+// it.
 //
 // A POST, PUT or DELETE that a browser marks as sent from another origin
 // (Sec-Fetch-Site, or Origin) answers 403, unless `hourglass serve

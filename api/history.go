@@ -15,14 +15,25 @@ import "time"
 // the attempts of the task, oldest first (at most the newest
 // [MaxAttemptsListed]), for a live task and for one that finished while
 // the history keeps it (the newest task of that id). An id the server
-// knows neither live nor in the history answers 404.
+// knows neither live nor in the history answers 404. The server keeps
+// the first [AttemptsKeptFirst] and the last [AttemptsKeptLast] attempts
+// of a task; Dropped counts the attempts between them left out.
 //
 //	{"attempts":[
 //	  {"attempt":1,"started":"2026-03-01T12:00:00Z","ended":"2026-03-01T12:00:02.5Z","outcome":"nacked","error":"smtp: timeout","duration":"2.5s"},
 //	  {"attempt":2,"started":"2026-03-01T12:00:12.5Z","duration":"800ms"}]}
 type AttemptsResponse struct {
 	Attempts []Attempt `json:"attempts"`
+	// Dropped is how many attempts numbered below the last one listed
+	// are not listed; absent for none.
+	Dropped int `json:"dropped,omitempty"`
 }
+
+// Bounds of a task's attempt records (the server's task.AttemptsKept*).
+const (
+	AttemptsKeptFirst = 5
+	AttemptsKeptLast  = 100
+)
 
 // Attempt is one attempt of a task: a reservation by a worker, or a push
 // by the server, from its start to its end. A running attempt (the task

@@ -3,23 +3,34 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"time"
 )
 
 // Policy is the body of PUT /v1/queues/{queue}/policy and the answer of
 // GET and PUT on that path: how the queue's failed tasks come back, the
 // defaults of its puts, how fast and how many of its tasks are handed
 // out, and where its dead tasks go. Every field is optional; GET of a
-// queue without a policy answers {} (the defaults: a failed task is ready
-// again at once, puts take the server's defaults, nothing is limited, a
-// dead task stays in its queue). A policy is durable, holds on every
-// node of a cluster, and applies to the tasks already in the queue.
+// queue without a policy answers {"effective": ...}: the defaults, as if
+// its policy were {"retry": {"initial": "1s", "max": "1h", "multiplier":
+// 2, "jitter": 0.1}, "max_attempts": 25} ([DefaultRetry],
+// [DefaultMaxAttempts]), puts taking the server's ttr, nothing limited, a
+// dead task staying in its queue. A policy asks for immediate retries
+// with "retry": {"initial": "0s"} and for unlimited attempts with
+// "max_attempts": -1 ([UnlimitedAttempts]). A nack's own delay, a
+// worker's RetryAfter and a push endpoint's Retry-After win over the
+// back-off. A policy is durable, holds on every node of a cluster, and
+// applies to the tasks already in the queue.
 type Policy struct {
-	// Retry spaces a failed task's attempts (a nack without a delay, or
-	// a lease that ran out): it comes back after
-	// min(max, initial × multiplier^(n−1)) for its n-th failed attempt,
-	// times a random factor in [1 − jitter, 1 + jitter], never earlier.
+	// Retry spaces a failed task's attempts (a nack without a delay, a
+	// failed push, or, with a retry given, a lease that ran out): it
+	// comes back after min(max, initial × multiplier^(n−1)) for its n-th
+	// failed attempt, times a random factor in [1 − jitter, 1 + jitter],
+	// never earlier. Absent: [DefaultRetry] for a nack or a push, and at
+	// once for a lease that ran out (as beanstalkd does). Initial "0s":
+	// at once, always (max "0s" or absent, multiplier 0 or absent).
 	Retry *Retry `json:"retry,omitempty"`
-	// MaxAttempts is the max_attempts of a put that gives none.
+	// MaxAttempts is the max_attempts of a put that gives none; absent or
+	// 0: [DefaultMaxAttempts]; -1 ([UnlimitedAttempts]): no limit.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// TTR is the ttr of a put that gives none, 1ms to 24h (as a put's:
 	// "0s" is refused); absent: the server's default.
@@ -40,10 +51,32 @@ type Policy struct {
 	// endpoint instead of waiting for workers (push.go); absent: workers
 	// reserve.
 	Push *Push `json:"push,omitempty"`
+	// Effective, in an answer, holds the values the server applies of
+	// the fields that have defaults: retry, max_attempts and ttr (an
+	// immediate retry reads {"initial": "0s", "max": "0s", "multiplier":
+	// 0, "jitter": 0}). It is ignored in a body, so that a policy read
+	// can be written back.
+	Effective *Policy `json:"effective,omitempty"`
 }
 
+// Defaults of a queue whose policy leaves them out (the server's
+// service.DefaultRetry and service.DefaultMaxAttempts).
+const (
+	// DefaultMaxAttempts is the max_attempts of a task whose put and
+	// queue policy give none.
+	DefaultMaxAttempts = 25
+	// UnlimitedAttempts, as max_attempts of a put, a schedule or a
+	// policy, asks for no limit.
+	UnlimitedAttempts = -1
+)
+
+// DefaultRetry is the back-off of a queue whose policy gives no retry:
+// 1s, 2s, 4s … up to 1h, each ±10%.
+var DefaultRetry = Retry{Initial: Duration(time.Second), Max: Duration(time.Hour), Multiplier: 2, Jitter: 0.1}
+
 // Retry is a [Policy]'s exponential back-off. Initial > 0, Max ≥
-// Initial, Multiplier ≥ 1, Jitter in [0, 1].
+// Initial, Multiplier ≥ 1, Jitter in [0, 1]; or Initial 0 (retry at
+// once), Max 0, Multiplier 0 or ≥ 1, Jitter in [0, 1].
 type Retry struct {
 	Initial    Duration `json:"initial"`
 	Max        Duration `json:"max"`

@@ -8,10 +8,11 @@ package api
 //	{"push": {"url": "https://app.internal/hooks/email", "timeout": "30s",
 //	          "headers": {"X-Env": "prod"}, "secret": "whsec_…"}}
 //
-// GET answers the secret as "secret_set": true, never the secret itself;
-// a PUT replaces the whole policy, so give the secret again with it (a
-// PUT with "secret_set": true and no "secret" is 400, so that a policy
-// read and written back does not lose its signing unawares).
+// GET answers the secret as "secret_set": true, never the secret itself
+// (and "next_secret_set" likewise); a PUT replaces the whole policy, so
+// give the secrets again with it (a PUT with "secret_set": true and no
+// "secret" is 400, so that a policy read and written back does not lose
+// its signing unawares).
 //
 // # The request
 //
@@ -26,37 +27,68 @@ package api
 //	Hourglass-Job-Id: 1234
 //	Hourglass-Attempt: 1
 //	Hourglass-Due: 2026-03-01T12:00:00.123456789Z
-//	Hourglass-Signature: t=1772366400,v1=e857f1fb727ab71e92f638753255f758b7118be61094698108742f86ce2c73a7
 //	X-Env: prod
+//	webhook-id: msg_1234_1772366399000000000
+//	webhook-timestamp: 1772366400
+//	webhook-signature: v1,IS3WiXOzYY6X8ARsgiyR5OTObsdAehXnTW/9x9LJL6A=
 //
 //	{"to":"a@b.c"}
 //
-// (the signature above is the one of the secret "whsec_test" at that
-// time over that body: a receiver's test vector).
+// (the signature above is the one of the secret
+// "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" over that id, time and body:
+// a receiver's test vector).
 //
 // Hourglass-Attempt counts from 1 (the task's attempts with this one);
 // Hourglass-Due is the due time the task was ready at (RFC 3339,
 // nanoseconds, UTC). The configured headers follow; they cannot be
-// Hourglass-*, Host, Content-Length or hop-by-hop headers.
+// Hourglass-*, webhook-id, webhook-timestamp, webhook-signature, Host,
+// Content-Length or hop-by-hop headers.
+//
+// webhook-id is the same for every attempt of a task, across restarts,
+// and never another task's, even one put later under the same id: it is
+// "msg_", the task's job id (unique in a store, never reused), "_" and
+// the time the task was put in Unix nanoseconds (so that a store started
+// anew does not repeat the ids of one before it). Receivers dedupe on it;
+// treat it as opaque. webhook-timestamp is the Unix time in seconds when
+// the attempt was sent. Both are sent with or without a secret.
 //
 // # The signature
 //
-// With a secret, Hourglass-Signature is "t=<T>,v1=<S>", where T is the
-// Unix time in seconds when the request was signed and S is the
-// lower-case hex of HMAC-SHA256 keyed with the secret's bytes over the
-// bytes of T in decimal, a dot, and the body:
+// Pushes are signed as Standard Webhooks (standardwebhooks.com)
+// specifies, so its libraries in every language check them. With a
+// secret, webhook-signature is "v1,<S>", where S is the standard base64
+// of HMAC-SHA256 over the webhook-id, a dot, the webhook-timestamp, a
+// dot, and the body:
 //
-//	S = hex(HMAC-SHA256(secret, T + "." + body))
+//	S = base64(HMAC-SHA256(key, id + "." + timestamp + "." + body))
 //
-// the scheme of Stripe's and Standard Webhooks' signatures. A receiver
-// recomputes S from the body as received (before any JSON parsing),
-// compares it in constant time, and refuses a T more than 5 minutes from
-// its clock (a replay). Package push's Verify does this in Go; in
-// Python:
+// The id is signed, so a push captured cannot be replayed under another
+// task's id. The key of a secret "whsec_<base64>" is the bytes its
+// base64 encodes (the spec's form: give secrets so, e.g. "whsec_" and 24
+// random bytes in base64); a secret without that prefix is used as raw
+// bytes (the libraries take it with an option, such as
+// {format: "raw"} in Node's). While a key is rotated, a policy holds a
+// next_secret as well, and each push carries both signatures,
+// space-separated ("v1,<S1> v1,<S2>"); a receiver accepts a push if any
+// signature matches a key it holds. To rotate: set next_secret, move the
+// receivers to the new key, then make it the secret and drop
+// next_secret.
 //
-//	t, v1 = (kv.split("=", 1)[1] for kv in header.split(","))
-//	mac = hmac.new(secret, t.encode() + b"." + body, hashlib.sha256)
-//	ok = hmac.compare_digest(mac.hexdigest(), v1) and abs(time.time() - int(t)) <= 300
+// A receiver recomputes S from the body as received (before any JSON
+// parsing), compares it in constant time, and refuses a timestamp more
+// than 5 minutes from its clock (a replay). Package push's Verify does
+// this in Go; in Python:
+//
+//	msg = id.encode() + b"." + ts.encode() + b"." + body
+//	sig = base64.b64encode(hmac.new(key, msg, hashlib.sha256).digest()).decode()
+//	ok = any(hmac.compare_digest("v1," + sig, s) for s in header.split()) and abs(time.time() - int(ts)) <= 300
+//
+// The Hourglass-Signature header of earlier versions (hex HMAC over the
+// timestamp and body only, which a captured push could be replayed
+// under another task with) is no longer sent. Those versions used a
+// whsec_ secret's bytes as they are: a policy whose secret is whsec_ but
+// not base64 (refused now when set) fails its pushes unsent, its last
+// error saying so, until the secret is set again.
 //
 // # The answer
 //
@@ -76,7 +108,7 @@ package api
 //
 // Delivery is at least once: a server that stops mid-push leaves the
 // task reserved until its lease runs out, and it is pushed again. Make
-// the receiver idempotent on Hourglass-Queue and Hourglass-Task-Id.
+// the receiver idempotent on webhook-id.
 //
 // # Targets
 //
@@ -101,21 +133,31 @@ type Push struct {
 	// Headers are sent with every push: at most 32, each name and value
 	// together at most 1024 bytes.
 	Headers map[string]string `json:"headers,omitempty"`
-	// Secret signs each push (Hourglass-Signature), at most 256 bytes;
-	// only ever written, never answered.
+	// Secret signs each push (webhook-signature): "whsec_" and the
+	// standard base64 of the key, or a raw key; at most 256 bytes. Only
+	// ever written, never answered.
 	Secret string `json:"secret,omitempty"`
 	// SecretSet, in answers, says that the endpoint has a secret.
 	SecretSet bool `json:"secret_set,omitempty"`
+	// NextSecret, with Secret, is a key being rotated in: each push
+	// carries a signature of each. The same rules as Secret's.
+	NextSecret string `json:"next_secret,omitempty"`
+	// NextSecretSet, in answers, says that the endpoint has a next
+	// secret.
+	NextSecretSet bool `json:"next_secret_set,omitempty"`
 }
 
 // Headers of a push request.
 const (
-	PushQueueHeader     = "Hourglass-Queue"
-	PushTaskIDHeader    = "Hourglass-Task-Id"
-	PushJobIDHeader     = "Hourglass-Job-Id"
-	PushAttemptHeader   = "Hourglass-Attempt"
-	PushDueHeader       = "Hourglass-Due"
-	PushSignatureHeader = "Hourglass-Signature"
+	PushQueueHeader   = "Hourglass-Queue"
+	PushTaskIDHeader  = "Hourglass-Task-Id"
+	PushJobIDHeader   = "Hourglass-Job-Id"
+	PushAttemptHeader = "Hourglass-Attempt"
+	PushDueHeader     = "Hourglass-Due"
+	// Standard Webhooks' headers (the section "The signature" above).
+	PushIDHeader        = "webhook-id"
+	PushTimestampHeader = "webhook-timestamp"
+	PushSignatureHeader = "webhook-signature"
 )
 
 // PushTolerance is how far from a receiver's clock a signature's time may

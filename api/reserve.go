@@ -35,7 +35,7 @@ type LeaseRequest struct {
 
 // NackRequest is the body of nack: the lease, how long the task waits
 // before it is ready again (absent: as the queue's retry policy says,
-// ready at once without one), and why the attempt failed (kept as the
+// [DefaultRetry] without one), and why the attempt failed (kept as the
 // task's last_error, at most [MaxError] bytes). The attempt counts: a
 // task whose attempts are used up is dead, or moved to the queue's
 // dead-letter queue. The answer is the task as it is after, without its

@@ -18,7 +18,7 @@ type Task struct {
 	Due         time.Time       `json:"due"`
 	TTR         Duration        `json:"ttr"` // how long a lease lasts
 	Attempts    int             `json:"attempts"`
-	MaxAttempts int             `json:"max_attempts"` // 0: unlimited
+	MaxAttempts int             `json:"max_attempts"` // as recorded at the put: 0 is no limit
 	Created     time.Time       `json:"created"`
 	Lease       string          `json:"lease,omitempty"`
 	// LeaseExpires is when the lease ends, while the task is reserved.
@@ -90,7 +90,9 @@ type PutRequest struct {
 	// the server's --default-ttr ("0s" is refused).
 	TTR *Duration `json:"ttr,omitempty"`
 	// MaxAttempts makes the task dead once reserved this many times
-	// without an ack; 0: unlimited.
+	// without an ack; absent or 0: the queue policy's, else the default
+	// [DefaultMaxAttempts]; [UnlimitedAttempts] (-1): no limit. The task
+	// records the result (its max_attempts; 0 there is no limit).
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// Replace replaces an existing task of the same ID instead of
 	// answering it unchanged.

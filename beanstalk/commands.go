@@ -93,7 +93,15 @@ func (c *conn) put(cmd *command) error {
 		c.s.stats.cmds[opPut].Add(1)
 		reqs = append(reqs, putRequest(&next, body))
 	}
-	for _, r := range c.s.b.PutBatch(context.Background(), c.useQueue, reqs) {
+	res := c.s.b.PutBatch(context.Background(), c.useQueue, reqs)
+	put := 0
+	for _, r := range res {
+		if r.Err == nil {
+			put++
+		}
+	}
+	c.s.tubes.put(c.use, put)
+	for _, r := range res {
 		var err error
 		if r.Err != nil {
 			err = c.replyErr(r.Err)
@@ -108,13 +116,18 @@ func (c *conn) put(cmd *command) error {
 	return nil
 }
 
-// putRequest is the broker's request for a put command with body.
+// putRequest is the broker's request for a put command with body. Its
+// max_attempts is task.UnlimitedAttempts, not the queue policy's nor the
+// service's default: a beanstalkd job is never dead of its releases or
+// timeouts (only a bury makes it so), and its clients release a job
+// again and again on purpose (a poll loop that releases with a delay).
 func putRequest(cmd *command, body []byte) task.PutRequest {
 	return task.PutRequest{
-		Payload:  body,
-		Delay:    seconds(cmd.delay),
-		Priority: cmd.pri,
-		TTR:      min(seconds(max(cmd.ttr, 1)), service.MaxTTR),
+		Payload:     body,
+		Delay:       seconds(cmd.delay),
+		Priority:    cmd.pri,
+		TTR:         min(seconds(max(cmd.ttr, 1)), service.MaxTTR),
+		MaxAttempts: task.UnlimitedAttempts,
 	}
 }
 
@@ -300,13 +313,19 @@ func (c *conn) useTube(cmd *command) error {
 }
 
 // watchTube adds cmd.tube to the watch list. A tube whose queue name
-// would be too long is answered BAD_FORMAT.
+// would be too long is answered BAD_FORMAT; a tube past task.MaxWatch
+// tubes watched, OUT_OF_MEMORY (what beanstalkd answers when it cannot
+// add to a watch list). Watching a tube makes no queue: the broker keeps
+// state for it only while a reserve waits on it. O(tubes watched).
 func (c *conn) watchTube(cmd *command) error {
 	q, ok := queueName(cmd.tube)
 	if !ok {
 		return c.reply(msgBadFormat)
 	}
 	if !slices.Contains(c.watch, cmd.tube) {
+		if len(c.watch) >= task.MaxWatch {
+			return c.reply(msgOutOfMemory)
+		}
 		c.watch = append(c.watch, cmd.tube)
 		c.watchQueues = append(c.watchQueues, q)
 		c.s.tubes.watch(cmd.tube, 1)

@@ -258,6 +258,7 @@ const (
 	msgJobTooBig      = "JOB_TOO_BIG\r\n"
 	msgDraining       = "DRAINING\r\n"
 	msgInternalError  = "INTERNAL_ERROR\r\n"
+	msgOutOfMemory    = "OUT_OF_MEMORY\r\n"
 	msgNotFound       = "NOT_FOUND\r\n"
 	msgDeleted        = "DELETED\r\n"
 	msgReleased       = "RELEASED\r\n"

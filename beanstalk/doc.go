@@ -84,8 +84,12 @@
 //   - A delay or pause beyond the broker's MaxDelay (10 years by
 //     default) is answered BAD_FORMAT; beanstalkd takes up to 2^32-1 s.
 //   - list-tubes lists tubes by name; beanstalkd in the order it made
-//     them. A tube's total-jobs, cmd-delete and cmd-pause-tube outlive
-//     the tube (beanstalkd resets them when it frees an unused tube).
+//     them. A tube's cmd-delete, and the "pause" of stats-tube, are kept
+//     while a connection uses, watches or waits on the tube: a tube
+//     holding jobs that no connection refers to has them 0, where
+//     beanstalkd keeps them until it frees the tube (the server keeps
+//     nothing for a tube no connection refers to). Its total-jobs and
+//     cmd-pause-tube are the queue's counts while it exists (stats.go).
 //   - A command line ends at its first CR-LF. beanstalkd, given a CR not
 //     followed by LF, waits for more input until the line is too long.
 //   - stats and stats-tube count urgent jobs by a scan of the ready jobs.
@@ -99,6 +103,14 @@
 //     closes the one that has waited longest for a command holding no
 //     reservation, or is closed at once when there is none (server.go);
 //     beanstalkd accepts connections until it runs out of descriptors.
+//   - A connection watches at most task.MaxWatch (1,000) tubes: a watch
+//     past it is answered OUT_OF_MEMORY, as beanstalkd answers a watch
+//     it has no memory for, and the watch list is unchanged. beanstalkd
+//     has no bound but memory; here every reserve looks over the whole
+//     watch list and waits on each of its tubes, so its length is the
+//     cost of each reserve and of each wake-up of a waiting one. A
+//     watched tube makes no queue: the broker keeps state for a tube
+//     that holds nothing only while a reserve waits on it.
 //
 // Where beanstalkd 1.12 and later versions differ, this package does as
 // 1.12 does: names unquoted in the stats documents, and

@@ -23,9 +23,11 @@ import (
 //
 // Counts of commands, and the server's "total-jobs", are of this server
 // since it started: jobs put over HTTP are not among them. A tube's
-// "total-jobs" and "cmd-pause-tube" are the broker's counts since it
-// opened, so they include HTTP puts and survive the tube's emptying,
-// where beanstalkd forgets a tube that no one refers to. On a cluster
+// "total-jobs" and "cmd-pause-tube" are the broker's counts of its queue
+// (HTTP puts included) while the queue exists, and never less than this
+// server's counts of them over this protocol while a connection refers
+// to the tube (a queue that holds nothing is dropped with its counts;
+// beanstalkd forgets a tube no one refers to that holds no job). On a cluster
 // node, which of these are the cluster's and which the node's is said in
 // package doc ("On a cluster node").
 
@@ -140,12 +142,12 @@ func (c *conn) statsTube(cmd *command) error {
 		int("current-jobs-reserved", int64(d.Reserved)).
 		int("current-jobs-delayed", int64(d.Delayed)).
 		int("current-jobs-buried", int64(d.Dead)).
-		uint("total-jobs", d.Puts).
+		uint("total-jobs", max(d.Puts, tc.puts)).
 		int("current-using", int64(tc.using)).
 		int("current-watching", int64(tc.watching)).
 		int("current-waiting", int64(tc.waiting)).
 		uint("cmd-delete", tc.deletes).
-		uint("cmd-pause-tube", d.Pauses).
+		uint("cmd-pause-tube", max(d.Pauses, tc.pauses)).
 		uint("pause", pause).
 		int("pause-time-left", secs(d.PauseLeft))
 	return c.replyData(y)

@@ -15,23 +15,28 @@ const defaultTube = "default"
 
 // tubes is what the server knows of tubes beyond the broker's queues:
 // which connections use, watch and wait on each, and the per-tube
-// counters the broker does not keep. A tube exists, as in beanstalkd,
-// while a connection uses or watches it or it holds a job; "default"
-// always does.
+// counters the broker does not keep, while a connection refers to the
+// tube. A tube exists, as in beanstalkd, while a connection uses or
+// watches it or it holds a job; "default" always does.
 //
 // tubes is safe for concurrent use.
 type tubes struct {
 	mu sync.Mutex
-	// m holds an entry per tube that is referenced or has counted
-	// something. Guarded by mu.
+	// m holds an entry per tube a connection refers to, and "default".
+	// Guarded by mu.
 	m map[string]*tubeCounts
 }
 
 // tubeCounts is one tube's entry in [tubes].
 type tubeCounts struct {
 	using, watching, waiting int
-	// deletes counts delete commands of the tube's jobs (cmd-delete).
-	deletes uint64
+	// deletes counts delete commands of the tube's jobs (cmd-delete);
+	// puts the jobs put and pauses the pause-tube commands over this
+	// protocol, for total-jobs and cmd-pause-tube once the broker's
+	// queue has gone (a queue that holds nothing is dropped, its counts
+	// with it). Counted only while the entry exists: while a
+	// connection refers to the tube.
+	deletes, puts, pauses uint64
 	// pause is the delay of the last pause-tube, in seconds.
 	pause uint32
 }
@@ -50,9 +55,11 @@ func (t *tubes) entry(name string) *tubeCounts {
 	return e
 }
 
-// prune drops name's entry when it holds nothing. t.mu is held.
+// prune drops name's entry, its counters with it, once no connection
+// uses, watches or waits on the tube: so the server keeps nothing for a
+// tube no connection refers to. t.mu is held.
 func (t *tubes) prune(name string) {
-	if e := t.m[name]; e != nil && name != defaultTube && *e == (tubeCounts{}) {
+	if e := t.m[name]; e != nil && name != defaultTube && e.using+e.watching+e.waiting == 0 {
 		delete(t.m, name)
 	}
 }
@@ -88,19 +95,33 @@ func (t *tubes) wait(names []string, d int) {
 	}
 }
 
-// deleted counts one delete of a job of name.
+// deleted counts one delete of a job of name, if a connection refers
+// to the tube.
 func (t *tubes) deleted(name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.entry(name).deletes++
+	if e := t.m[name]; e != nil {
+		e.deletes++
+	}
 }
 
 // paused records a pause-tube of name for secs seconds.
 func (t *tubes) paused(name string, secs uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.entry(name).pause = secs
-	t.prune(name)
+	if e := t.m[name]; e != nil {
+		e.pause = secs
+		e.pauses++
+	}
+}
+
+// put counts k jobs put into name, if a connection refers to the tube.
+func (t *tubes) put(name string, k int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.m[name]; e != nil {
+		e.puts += uint64(k)
+	}
 }
 
 // counts returns name's entry (zeros for none).

@@ -75,3 +75,53 @@ func BenchmarkBroker_PutReserveAck(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBroker_ReserveWatch_1000 measures a put handed to a reserver
+// waiting on 1,000 queues (a beanstalkd connection watching 1,000
+// tubes, task.MaxWatch): the put, the wake, the reserver's look over
+// its queues and its wait again, and the ack.
+func BenchmarkBroker_ReserveWatch_1000(b *testing.B) {
+	br, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	names := make([]string, task.MaxWatch)
+	for i := range names {
+		names[i] = fmt.Sprintf("w%d", i)
+	}
+	got := make(chan task.Task)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			t, ok, err := br.ReserveAny(ctx, names, time.Minute)
+			if err != nil {
+				close(got)
+				return
+			}
+			if ok {
+				select {
+				case got <- t:
+				case <-stop:
+					return
+				}
+			}
+		}
+	}()
+	defer close(stop)
+	i := 0
+	for b.Loop() {
+		i++
+		q := names[i%len(names)]
+		if _, _, err := br.Put(ctx, q, task.PutRequest{ID: "1"}); err != nil {
+			b.Fatal(err)
+		}
+		t, ok := <-got
+		if !ok {
+			b.Fatal("reserver stopped")
+		}
+		if err := br.Ack(ctx, q, "1", t.Lease); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

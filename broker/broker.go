@@ -97,6 +97,9 @@ type Config struct {
 	// memory for reserves (recent.go); 0: DefaultRecentBytes; negative:
 	// none kept.
 	RecentBytes int64
+	// MaxQueues bounds how many queues the broker keeps (see queueFor);
+	// 0: MaxQueues.
+	MaxQueues int
 }
 
 // Broker is the delay queue. Open one over a store, use it from any number
@@ -125,9 +128,26 @@ type Broker struct {
 	// operation that takes a task out of that state (unplace) removes it,
 	// which tells the reserve not to hand it out. Guarded by mu.
 	taking map[uint64]struct{}
-	// queues by index, and their index by name. Guarded by mu.
-	queues []*queueState
-	byName map[string]*queueState
+	// queues by index (nil: an index free for the next queue, in
+	// freeIndex), and by name: the queues that hold something (a task, a
+	// policy, a pause or a schedule) and those reservers wait on (see
+	// queueFor and waitQueue). Guarded by mu.
+	queues    []*queueState
+	freeIndex []uint32
+	byName    map[string]*queueState
+	// real counts the queues of byName marked real (queueFor), those
+	// that count toward Config.MaxQueues. Guarded by mu.
+	real int
+	// emptied holds queues that may hold nothing any more, for tidy to
+	// drop. Guarded by mu.
+	emptied []*queueState
+	// idle holds the queues that hold nothing and that reservers no
+	// longer wait on, for sweepIdle to drop once idleGrace has passed;
+	// idleGen counts sweepIdle's passes, idleArmed says whether one is
+	// armed. Guarded by mu.
+	idle      []*queueState
+	idleGen   uint64
+	idleArmed bool
 	// schedules by name. Guarded by mu.
 	schedules map[string]*schedule
 	// nextJob is the next job id to give. Guarded by mu.
@@ -199,6 +219,9 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 	if cfg.History == 0 {
 		cfg.History = task.DefaultHistory
 	}
+	if cfg.MaxQueues <= 0 {
+		cfg.MaxQueues = MaxQueues
+	}
 	b := &Broker{
 		opened:        time.Now(),
 		st:            st,
@@ -256,7 +279,9 @@ func (b *Broker) Close() error {
 	}
 	b.closed = true
 	for _, q := range b.queues {
-		q.waiters.WakeAll()
+		if q != nil {
+			q.waiters.WakeAll()
+		}
 	}
 	b.mu.Unlock()
 	b.shutdown()
@@ -307,32 +332,200 @@ func (b *Broker) usable() error {
 	return nil
 }
 
-// MaxQueues bounds how many queues the broker keeps: a put, reserve,
-// kick, peek or pause naming a new queue past it fails with ErrInvalid.
+// MaxQueues is the default bound (Config.MaxQueues) on how many queues
+// the broker keeps: a put, policy, pause or schedule naming a new queue
+// past it fails with ErrInvalid.
 const MaxQueues = 100_000
 
-// queueFor returns the state of the queue named name, creating it unless
-// the broker already keeps MaxQueues queues. b.mu is held.
+// The queues the broker keeps. A queue exists while it holds a task, a
+// policy, a pause or a schedule: it is then real, and counts toward
+// Config.MaxQueues. Reservers may also wait on a name that holds none
+// (waitQueue): its queueState then lives while they wait, counts toward
+// no limit, and is dropped one to two idleGrace after the last of them
+// left (Poller.Left, sweepIdle). A
+// queue that stops holding anything (its last task acked, its policy
+// deleted, its pause ended) is noted (emptiedOut) and dropped by tidy,
+// which runs before an operation waits for its commit, when the limit is
+// reached, and when the queues are listed: so the state a name keeps
+// lasts no longer than what it holds, or the waits on it. A queue's index
+// (in its tasks' slots) is reused once it is dropped; no slot names a
+// dropped queue, as a queue holding a task is never dropped.
+
+// queueFor returns the real state of the queue named name, creating it
+// (or making real the one reservers wait on) unless the broker already
+// keeps Config.MaxQueues real queues. b.mu is held. O(1), or
+// O(emptied queues) at the limit.
 func (b *Broker) queueFor(name string) (*queueState, error) {
-	if q, ok := b.byName[name]; ok {
+	if q, ok := b.byName[name]; ok && q.real {
 		return q, nil
 	}
-	if len(b.queues) >= MaxQueues {
-		return nil, fmt.Errorf("%w: too many queues (the limit is %d)", task.ErrInvalid, MaxQueues)
+	if b.real >= b.cfg.MaxQueues {
+		b.tidy()
+		if b.real >= b.cfg.MaxQueues {
+			return nil, fmt.Errorf("%w: too many queues (the limit is %d)", task.ErrInvalid, b.cfg.MaxQueues)
+		}
 	}
 	return b.queue(name), nil
 }
 
-// queue returns the state of the queue named name, creating it. b.mu is
-// held.
+// queue returns the real state of the queue named name, creating it past
+// the limit: for what the broker recovers, and a schedule's occurrences,
+// whose queue counted when the schedule was set. A queue made real is
+// noted for tidy, which drops it if the operation that made it leaves
+// nothing in it (a kick of a new queue, a put that fails). b.mu is held.
 func (b *Broker) queue(name string) *queueState {
+	q := b.waitQueue(name)
+	if !q.real {
+		q.real = true
+		b.real++
+		b.emptiedOut(q)
+	}
+	return q
+}
+
+// waitQueue returns the state of the queue named name, creating it not
+// real: for a reserver to wait on. b.mu is held. O(1) amortised.
+func (b *Broker) waitQueue(name string) *queueState {
 	if q, ok := b.byName[name]; ok {
 		return q
 	}
-	q := &queueState{name: name, index: uint32(len(b.queues))}
-	b.queues = append(b.queues, q)
+	var i uint32
+	if n := len(b.freeIndex); n > 0 {
+		i = b.freeIndex[n-1]
+		b.freeIndex = b.freeIndex[:n-1]
+	} else {
+		i = uint32(len(b.queues))
+		b.queues = append(b.queues, nil)
+	}
+	q := &queueState{name: name, index: i}
+	b.queues[i] = q
 	b.byName[name] = q
 	return q
+}
+
+// holds reports whether q holds a task, a policy, a pause or a
+// schedule. b.mu is held. O(1).
+func (q *queueState) holds() bool {
+	return q.delayed+q.readyN+q.reserved+q.dead > 0 || !q.policy.IsZero() || q.pausedUntil != 0 || q.schedules > 0
+}
+
+// emptiedOut notes that q may hold nothing any more, for tidy. b.mu is
+// held. O(1).
+func (b *Broker) emptiedOut(q *queueState) {
+	if !q.noted {
+		q.noted = true
+		b.emptied = append(b.emptied, q)
+	}
+}
+
+// tidy drops the queues noted by emptiedOut that hold nothing. b.mu is
+// held. O(queues noted).
+func (b *Broker) tidy() {
+	for i, q := range b.emptied {
+		q.noted = false
+		b.emptied[i] = nil
+		b.drop(q)
+	}
+	b.emptied = b.emptied[:0]
+	if cap(b.emptied) > 1024 {
+		b.emptied = nil // let a burst's array go
+	}
+}
+
+// idleGrace is how long a queue that holds nothing is kept after the
+// last reserver waiting on it left: one to two idleGrace. A reserver
+// over many queues (a beanstalkd connection watching 1,000 tubes) that
+// is handed a task and waits again finds their states still there,
+// rather than each wait making and dropping one a queue, which cost
+// several times the rest of a hand-over (BenchmarkBroker_ReserveWatch_1000).
+const idleGrace = time.Second
+
+// maxIdle bounds the queues kept for idleGrace (b.idle): past it a queue
+// is dropped as its last waiter leaves. Without it a client naming new
+// queues in a stream of short long polls would have the broker keep
+// every name of the last seconds; with it they cost at most about 3 MB.
+// Ten beanstalkd connections watching task.MaxWatch tubes each fit.
+const maxIdle = 10 * task.MaxWatch
+
+// leftIdle notes that q's last waiter left: sweepIdle drops it after
+// idleGrace unless it is waited on again or comes to hold something; or
+// at once, with maxIdle queues noted already. b.mu is held. O(1).
+func (b *Broker) leftIdle(q *queueState) {
+	q.leftGen = b.idleGen
+	if q.idleNoted {
+		return
+	}
+	if len(b.idle) >= maxIdle {
+		b.drop(q)
+		return
+	}
+	q.idleNoted = true
+	b.idle = append(b.idle, q)
+	if b.idleArmed || b.closed {
+		return
+	}
+	if _, err := b.cron.AfterFunc(idleGrace, b.sweepIdle); err == nil {
+		b.idleArmed = true
+	}
+}
+
+// sweepIdle drops the queues of b.idle left by their last waiter before
+// its previous pass and not waited on since, and arms the next pass
+// while any are left. It runs on the cron timer's goroutine.
+// O(len(b.idle)).
+func (b *Broker) sweepIdle() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.idleArmed = false
+	kept := b.idle[:0]
+	for _, q := range b.idle {
+		switch {
+		case b.byName[q.name] != q || q.holds() || !q.waiters.Unused():
+			q.idleNoted = false // dropped already, or used again
+		case q.leftGen < b.idleGen:
+			q.idleNoted = false
+			b.drop(q)
+		default:
+			kept = append(kept, q)
+		}
+	}
+	clear(b.idle[len(kept):])
+	b.idle = kept
+	if cap(b.idle) > 1024 && len(b.idle) < cap(b.idle)/4 {
+		b.idle = append([]*queueState(nil), b.idle...)
+	}
+	b.idleGen++
+	if len(b.idle) > 0 && !b.closed {
+		if _, err := b.cron.AfterFunc(idleGrace, b.sweepIdle); err == nil {
+			b.idleArmed = true
+		}
+	}
+}
+
+// drop forgets q unless it holds something: it no longer counts toward
+// the limit, nor has metric series, and unless reservers wait on it, its
+// state and index go. b.mu is held. O(1).
+func (b *Broker) drop(q *queueState) {
+	if q.holds() || b.byName[q.name] != q {
+		return
+	}
+	if q.real {
+		q.real = false
+		b.real--
+		b.metrics.ForgetQueue(q.name)
+	}
+	q.ready, q.buried, q.reburied = nil, nil, nil // stale items only
+	q.bucket = service.Bucket{}
+	if q.rateWake != nil {
+		q.rateWake.Cancel()
+		q.rateWake, q.rateAt = nil, 0
+	}
+	if !q.waiters.Unused() {
+		return
+	}
+	delete(b.byName, q.name)
+	b.queues[q.index] = nil
+	b.freeIndex = append(b.freeIndex, q.index)
 }
 
 // count moves one task of q from state from to state to (0: none). A
@@ -395,7 +588,11 @@ func (b *Broker) unplace(job uint64, s slot) {
 	case task.Dead:
 		b.unbury(job, b.queues[s.queue()])
 	}
-	b.queues[s.queue()].count(s.state(), 0)
+	q := b.queues[s.queue()]
+	q.count(s.state(), 0)
+	if q.delayed+q.readyN+q.reserved+q.dead == 0 {
+		b.emptiedOut(q)
+	}
 }
 
 // find returns the job id, record (its payload may be nil: see meta) and memory slot of the live task id of
@@ -425,10 +622,12 @@ func (b *Broker) locate(queue, id string) (uint64, store.Task, slot, error) {
 	return job, rec, s, nil
 }
 
-// commitWait releases b.mu and waits for g, the group holding the
-// caller's writes (or its barrier), unless ctx ends first: then the
-// writes still commit, but the caller is told ctx's error.
+// commitWait drops the queues left holding nothing (tidy), releases b.mu
+// and waits for g, the group holding the caller's writes (or its
+// barrier), unless ctx ends first: then the writes still commit, but the
+// caller is told ctx's error.
 func (b *Broker) commitWait(ctx context.Context, g *group) error {
+	b.tidy()
 	b.mu.Unlock()
 	select {
 	case <-g.done:

@@ -284,7 +284,7 @@ func TestBroker_BadInputChangesNothing(t *testing.T) {
 			{"q", task.PutRequest{Delay: 11 * 365 * 24 * time.Hour}, task.ErrInvalid},
 			{"q", task.PutRequest{Delay: time.Second, At: time.Now()}, task.ErrInvalid},
 			{"q", task.PutRequest{Payload: make([]byte, task.DefaultMaxPayload+1)}, task.ErrTooLarge},
-			{"q", task.PutRequest{MaxAttempts: -1}, task.ErrInvalid},
+			{"q", task.PutRequest{MaxAttempts: -2}, task.ErrInvalid},
 		}
 		for _, c := range bad {
 			if _, _, err := b.Put(ctx, c.queue, c.r); !errors.Is(err, c.want) {

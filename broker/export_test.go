@@ -7,3 +7,14 @@ func SetTakenHook(b *Broker, f func()) { b.takenHook = f }
 // Fire runs the delay wheel's callback for job now, as a wheel would if
 // the wall clock had been stepped back since it was armed.
 func Fire(b *Broker, job uint64) { b.fire(job) }
+
+// QueueCounts returns how many queues b keeps in memory (those reservers
+// wait on included) and how many count toward its limit.
+func QueueCounts(b *Broker) (kept, real int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.byName), b.real
+}
+
+// MaxIdle is maxIdle.
+const MaxIdle = maxIdle

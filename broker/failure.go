@@ -19,7 +19,7 @@ import (
 // Nack gives the reserved task id of queue back after a failed attempt,
 // keeping reason (cut by service.CutError) as its last error: waiting
 // again delay from now (task.RetryDelay: as the queue's retry policy
-// says, at once without one), or dead when its attempts are used up, and
+// says, service.DefaultRetry without one), or dead when its attempts are used up, and
 // then moved to the queue's dead-letter queue if it has one. It returns
 // the task as it is after, without its payload. delay must be
 // task.RetryDelay or 0 to MaxDelay.
@@ -99,14 +99,19 @@ func (b *Broker) Bury(ctx context.Context, queue, id, lease, reason string) (tas
 // counters and last error): service.AfterFailure decides, under the
 // queue's policy, with delay the caller's or task.RetryDelay, and bury
 // for a task made dead whatever its attempts. The task is waiting again,
-// or dead, or moved to the queue's dead-letter queue. With keepDue a
-// task coming back without a delay keeps its due time, and so its place
-// in its queue's delivery order (a lease that ran out). It returns the
-// record and slot as they are after. b.mu is held.
+// or dead, or moved to the queue's dead-letter queue. keepDue is for a
+// lease that ran out: a task.RetryDelay is then service.ExpiryDelay's
+// (the queue's retry policy, at once without one), and a task coming
+// back without a delay keeps its due time, and so its place in its
+// queue's delivery order. It returns the record and slot as they are
+// after. b.mu is held.
 func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.Duration, bury, keepDue bool) (store.Task, slot) {
 	q := b.queues[s.queue()]
 	delete(b.leased, job)
 	rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
+	if keepDue && delay == task.RetryDelay {
+		delay = service.ExpiryDelay(q.policy)
+	}
 	out := service.AfterFailure(q.policy, int(rec.Attempts), int(rec.MaxAttempts), delay, bury, rand.Float64())
 	if !out.Dead {
 		rec.State = store.Waiting
@@ -174,6 +179,7 @@ func (b *Broker) deadLetter(job uint64, s slot, rec store.Task, to string, now i
 		b.remove(other, os, orec)
 	}
 	from.count(s.state(), 0)
+	b.emptiedOut(from)
 	old := qid{rec.Queue, rec.ID}
 	rec.Queue = dq.name
 	rec.State = store.Waiting

@@ -17,8 +17,10 @@ import (
 //
 //   - store.Attempt, one per ended attempt, under the job id and N (its
 //     number by reservation, see attemptN; the running attempt's start is
-//     the record's Reserved, written by every reservation), by
-//     endAttempt, called before the end raises the task's counters:
+//     the record's Reserved, written by every reservation), the first
+//     task.AttemptsKeptFirst and the last task.AttemptsKeptLast of a
+//     task (putAttempt), by endAttempt, called before the end raises the
+//     task's counters:
 //     acked by Ack and by DeleteJob of a job reserved under the lease
 //     given (beanstalkd's delete of a reserved job); nacked by Nack (an
 //     Ack or Nack settling a push is pushed or push-failed, endSettled);
@@ -74,20 +76,28 @@ func (b *Broker) endSettled(ctx context.Context, rec *store.Task, outcome, errTe
 }
 
 // putAttempt is endAttempt with the HTTP status of a push (0: none).
+// Recording attempt n removes attempt n − task.AttemptsKeptLast when it
+// is past the first task.AttemptsKeptFirst: attempts are numbered
+// without gaps (attemptN), so a task keeps at most the sum of the two,
+// at the cost of one delete in the same batch.
 func (b *Broker) putAttempt(rec *store.Task, outcome, errText string, status int, now int64) {
 	if !b.keep {
 		return
 	}
 	g := b.open
+	n := attemptN(rec)
 	g.batch.PutAttempt(store.Attempt{
 		JobID:   rec.JobID,
-		N:       attemptN(rec),
+		N:       n,
 		Started: rec.Reserved,
 		Ended:   now,
 		Outcome: outcome,
 		Error:   errText,
 		Status:  int32(status),
 	})
+	if n > task.AttemptsKeptFirst+task.AttemptsKeptLast {
+		g.batch.DeleteAttempt(rec.JobID, n-task.AttemptsKeptLast)
+	}
 	b.last = g
 	b.kick()
 }

@@ -133,6 +133,8 @@ func (b *Broker) pause(q *queueState, until, now int64) {
 		if q.pausedUntil == until {
 			q.pausedUntil, q.pauseEnd = 0, nil
 			b.wakeReady(q)
+			b.emptiedOut(q)
+			b.tidy()
 		}
 	})
 	if err != nil {
@@ -152,11 +154,13 @@ func (b *Broker) wakeReady(q *queueState) {
 }
 
 // writeQueue writes q's record into the open group: its policy and
-// pause, or a delete when it has neither. b.mu is held.
+// pause, or a delete when it has neither (and q may then hold nothing:
+// emptiedOut). b.mu is held.
 func (b *Broker) writeQueue(q *queueState) {
 	g := b.open
 	if q.policy.IsZero() && q.pausedUntil == 0 {
 		g.batch.DeleteQueue(q.name)
+		b.emptiedOut(q)
 	} else {
 		g.batch.PutQueue(store.Queue{Name: q.name, Policy: q.policy, PausedUntil: q.pausedUntil, Pauses: q.pauses})
 	}

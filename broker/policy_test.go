@@ -92,7 +92,7 @@ func TestPolicy_LeaseExpiryIsFailure(t *testing.T) {
 		if x.State != task.Delayed || x.LastError != task.LeaseExpired || x.Timeouts != 1 || !x.LeaseUntil.IsZero() {
 			t.Fatalf("after expiry: %+v", x)
 		}
-		if d := x.Due.Sub(time.Now()); d < 900*time.Millisecond || d > time.Second {
+		if d := time.Until(x.Due); d < 900*time.Millisecond || d > time.Second {
 			t.Fatalf("back in %v, want the policy's 1s", d)
 		}
 		time.Sleep(time.Second)
@@ -253,8 +253,8 @@ func TestPolicy_PutDefaults(t *testing.T) {
 	if err := b.DeletePolicy(ctx, "q"); err != nil {
 		t.Fatal(err)
 	}
-	if x := put(t, b, "q", task.PutRequest{ID: "c"}); x.TTR != time.Minute || x.MaxAttempts != 0 {
-		t.Fatalf("after delete: %+v", x)
+	if x := put(t, b, "q", task.PutRequest{ID: "c"}); x.TTR != time.Minute || x.MaxAttempts != service.DefaultMaxAttempts {
+		t.Fatalf("after delete: %+v; want the default max_attempts", x)
 	}
 	if p, err := b.Policy(ctx, "q"); err != nil || !p.IsZero() {
 		t.Fatalf("policy after delete: %+v %v", p, err)
@@ -633,7 +633,7 @@ func TestPolicy_Metrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	setPolicy(t, b, "q", task.Policy{DeadLetter: "dlq", Concurrency: 1})
+	setPolicy(t, b, "q", task.Policy{DeadLetter: "dlq", Concurrency: 1, Retry: &task.Retry{}})
 	setPolicy(t, b, "r", task.Policy{Rate: &task.Rate{Limit: 1, Per: time.Hour}})
 	put(t, b, "q", task.PutRequest{ID: "a", MaxAttempts: 2})
 	put(t, b, "q", task.PutRequest{ID: "b", Priority: 9})

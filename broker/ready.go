@@ -8,7 +8,8 @@ import (
 
 // queueState is what the broker keeps in memory for one queue: its ready
 // tasks in delivery order, the reservers waiting for one, and counts by
-// state. Guarded by Broker.mu.
+// state. It lives while the queue holds something or reservers wait on
+// it (see Broker.queueFor). Guarded by Broker.mu.
 type queueState struct {
 	name  string
 	index uint32
@@ -48,6 +49,13 @@ type queueState struct {
 
 	delayed, readyN, reserved, dead int
 	puts, deliveries, acks          uint64
+	// schedules counts the schedules that put into the queue.
+	schedules int
+	// real: the queue counts toward Config.MaxQueues (queueFor); noted:
+	// it is in Broker.emptied; idleNoted: in Broker.idle, since its last
+	// waiter left at pass leftGen of sweepIdle.
+	real, noted, idleNoted bool
+	leftGen                uint64
 }
 
 // readyItem is a ready task's place in its queue's delivery order:

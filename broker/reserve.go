@@ -78,10 +78,13 @@ type poller Broker
 // b.mu again, leaving out any task that was deleted or replaced in
 // between (see Broker.taking). Finding none, it adds w to the waiting
 // lists of the queues under the same hold of b.mu, so that a task made
-// ready after it looked wakes w.
+// ready after it looked wakes w. A name that holds nothing is no queue:
+// a look without w passes it over, and w waits on a queueState made for
+// it (waitQueue) that counts toward no limit and goes after w leaves
+// (Left); past Config.MaxQueues such names, w does not wait on a new
+// one, and the look asks to be made again within unwaitedPoll.
 func (p *poller) Look(ctx context.Context, names []string, max int, w *service.Waiter[noHandOver]) ([]task.Task, time.Duration, error) {
 	b := (*Broker)(p)
-	var err error
 	qs := make([]*queueState, len(names))
 	for {
 		b.mu.Lock()
@@ -89,21 +92,28 @@ func (p *poller) Look(ctx context.Context, names []string, max int, w *service.W
 			b.mu.Unlock()
 			return nil, 0, err
 		}
+		var retry time.Duration
 		for i, n := range names {
-			if qs[i], err = b.queueFor(n); err != nil {
-				b.mu.Unlock()
-				return nil, 0, err
+			qs[i] = b.byName[n] // nil: none, so nothing ready
+			if qs[i] == nil && w != nil {
+				if len(b.byName)-b.real < b.cfg.MaxQueues {
+					qs[i] = b.waitQueue(n)
+				} else {
+					retry = unwaitedPoll // too many names waited on
+				}
 			}
 		}
 		items, g, at := b.take(qs, max)
 		if len(items) == 0 {
 			if w != nil {
 				for _, q := range qs {
-					q.waiters.Add(w)
+					if q != nil {
+						q.waiters.Add(w)
+					}
 				}
 			}
 			b.mu.Unlock()
-			return nil, 0, nil
+			return nil, retry, nil
 		}
 		b.mu.Unlock()
 		if b.takenHook != nil {
@@ -132,6 +142,26 @@ func (p *poller) Look(ctx context.Context, names []string, max int, w *service.W
 			return nil, 0, cerr
 		}
 		return tasks, 0, err
+	}
+}
+
+// unwaitedPoll is how often a reserve looks again at a name it could not
+// wait on: one that holds nothing, while the broker keeps
+// Config.MaxQueues such names that reservers wait on (or just waited
+// on). Past that bound a client naming ever new queues in long polls
+// makes no more state; a reserver on a name past it still gets the
+// tasks put there, within unwaitedPoll.
+const unwaitedPoll = time.Second
+
+// Left notes the queues of names that hold nothing and that no reserver
+// waits on any more, for sweepIdle to drop after idleGrace
+// (service.Poller). b.mu is held. O(len(names)).
+func (p *poller) Left(names []string) {
+	b := (*Broker)(p)
+	for _, n := range names {
+		if q, ok := b.byName[n]; ok && !q.holds() && q.waiters.Unused() {
+			b.leftIdle(q)
+		}
 	}
 }
 
@@ -170,7 +200,7 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 		var best *queueState
 		var top readyItem
 		for _, q := range qs {
-			if q.pausedUntil > now || slices.Contains(held, q) {
+			if q == nil || q.pausedUntil > now || slices.Contains(held, q) {
 				continue
 			}
 			it, ok := b.peekReady(q)

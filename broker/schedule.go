@@ -62,6 +62,19 @@ func (b *Broker) SetSchedule(ctx context.Context, spec task.ScheduleSpec) (info 
 	}
 	s := &schedule{spec: spec, cron: sched, loc: loc, created: now.UnixNano()}
 	old, ok := b.schedules[spec.Name]
+	if !ok || old.spec.Queue != spec.Queue {
+		// A schedule into a new queue makes it, as a put would: it
+		// counts toward the limit from now on.
+		q, err := b.queueFor(spec.Queue)
+		if err != nil {
+			b.mu.Unlock()
+			return task.ScheduleInfo{}, false, err
+		}
+		q.schedules++
+		if ok {
+			b.unschedule(old)
+		}
+	}
 	if ok {
 		old.disarm()
 		s.last, s.lastRun, s.lastID = old.last, old.lastRun, old.lastID
@@ -78,6 +91,15 @@ func (b *Broker) SetSchedule(ctx context.Context, spec task.ScheduleSpec) (info 
 	g := b.barrier()
 	b.mu.Unlock()
 	return b.withOutcome(ctx, info), !ok, b.waitGroup(ctx, g)
+}
+
+// unschedule takes s off the count of schedules of its queue, which may
+// then hold nothing. b.mu is held.
+func (b *Broker) unschedule(s *schedule) {
+	if q, ok := b.byName[s.spec.Queue]; ok && q.schedules > 0 {
+		q.schedules--
+		b.emptiedOut(q)
+	}
 }
 
 // waitGroup waits for g to commit, taking b.mu for commitWait, which
@@ -102,6 +124,7 @@ func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
 	}
 	s.disarm()
 	delete(b.schedules, name)
+	b.unschedule(s)
 	b.writeSchedule(store.Schedule{Name: name}, true)
 	return b.commitWait(ctx, b.barrier())
 }
@@ -364,6 +387,7 @@ func (b *Broker) recoverSchedules() error {
 			s.lastRun, s.lastID = s.last, service.OccurrenceID(r.Name, time.Unix(0, s.last))
 		}
 		b.schedules[r.Name] = s
+		b.queue(s.spec.Queue).schedules++
 		if s.spec.Paused {
 			continue
 		}

@@ -188,15 +188,17 @@ func (b *Broker) kickJob(job uint64, s slot, rec store.Task) {
 	b.place(job, s, b.queues[s.queue()], now)
 }
 
-// Queues returns every queue that holds tasks, has reservers waiting, is
-// paused or has a policy, by name, with counts by state, counters since
-// the broker opened, its pause and its policy. It takes O(queues) time.
+// Queues returns every queue that holds tasks, is paused or has a
+// policy, by name, with counts by state, counters since the broker
+// opened, its pause and its policy; a name reservers only wait on is no
+// queue. It takes O(queues) time.
 func (b *Broker) Queues(ctx context.Context) ([]task.QueueStats, error) {
 	b.mu.Lock()
-	out := make([]task.QueueStats, 0, len(b.queues))
+	b.tidy()
+	out := make([]task.QueueStats, 0, b.real)
 	now := time.Now().UnixNano()
 	for _, q := range b.queues {
-		if q.delayed+q.readyN+q.reserved+q.dead == 0 && q.waiters.Len() == 0 && q.pausedUntil <= now && q.policy.IsZero() {
+		if q == nil || q.delayed+q.readyN+q.reserved+q.dead == 0 && q.pausedUntil <= now && q.policy.IsZero() {
 			continue
 		}
 		out = append(out, q.stats(now))

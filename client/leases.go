@@ -39,7 +39,7 @@ func (c *Client) Touch(ctx context.Context, queue, id, lease string) (api.Task, 
 }
 
 // RetryDelay, as a nack's delay, leaves the delay to the queue's retry
-// policy (ready at once without one).
+// policy (api.DefaultRetry without one).
 const RetryDelay time.Duration = -1
 
 // Nack gives the task id back after a failed attempt, keeping reason as

@@ -8,7 +8,9 @@ import (
 	"github.com/hourglass-go/hourglass/api"
 )
 
-// Policy returns queue's policy: the zero Policy when it has none.
+// Policy returns queue's policy: the zero Policy when it has none,
+// besides Effective, the policy as the server applies it (each default
+// filled in: the retry back-off, max_attempts, ttr).
 func (c *Client) Policy(ctx context.Context, queue string) (api.Policy, error) {
 	var p api.Policy
 	_, err := c.do(ctx, http.MethodGet, path("queues", queue, "policy"), nil, &p)
@@ -16,7 +18,7 @@ func (c *Client) Policy(ctx context.Context, queue string) (api.Policy, error) {
 }
 
 // SetPolicy makes p queue's policy and returns it as the server recorded
-// it.
+// it, with Effective as Policy's. p's own Effective is ignored.
 func (c *Client) SetPolicy(ctx context.Context, queue string, p api.Policy) (api.Policy, error) {
 	var out api.Policy
 	_, err := c.do(ctx, http.MethodPut, path("queues", queue, "policy"), p, &out)

@@ -88,7 +88,8 @@
 // due reaches a waiting reserver of the owner in one round trip. For the
 // rest it wakes its own node's other reservers waiting on the queue, as
 // many as can take the tasks between them (one reserver of max 100 for
-// 30 tasks), and notifies the queue's channel, if any are left: the
+// 30 tasks), and notifies the other nodes of the queue (one channel for
+// every queue, notifications.go), if any are left: the
 // other nodes with reservers waiting wake them likewise. A reserve on any node takes ready tasks from every partition
 // with FOR UPDATE SKIP LOCKED; waking reservers on every node for the
 // same few tasks would have them race for those rows, all but one for
@@ -127,8 +128,8 @@
 // tokens accrue on the database's clock, the only one the nodes share,
 // so a step of that machine's wall clock forward fills buckets early
 // (the embedded engine's accrue on the monotonic clock). A push
-// queue's endpoint is a JSON column of the same row, its secret in the
-// clear (policy.go).
+// queue's endpoint is a JSON column of the same row, its secrets (and
+// the next one of a key being rotated) in the clear (policy.go).
 //
 // # History
 //
@@ -205,8 +206,7 @@
 //     leases held (partition to epoch) and the lease loop;
 //   - timers (timers.go, flush.go): the wheel, the jobs fired, the
 //     horizon and the flusher;
-//   - notifications (notifications.go): the listener, the notifier and
-//     the queue channels listened to.
+//   - notifications (notifications.go): the listener and the notifier.
 //
 // The roles ask the membership what it holds and are told by handlers
 // what it acquired (listen, then load the timers) and dropped (disarm

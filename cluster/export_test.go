@@ -70,3 +70,13 @@ func (n *Node) Waiting(queue string) int {
 
 // SQLAck is the ack statement (ops.go).
 const SQLAck = sqlAck
+
+// WaitedOn returns how many queues the node keeps waiting state for.
+func (n *Node) WaitedOn() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.queues)
+}
+
+// Listening returns how many channels the node listens to.
+func (n *Node) Listening() int { return n.notifications.listening() }

@@ -187,7 +187,7 @@ func (n *Node) readHeld(ctx context.Context, where string, args ...any) (h heldT
 // keeping reason (service.CutError) as its last error. What becomes of it
 // is service.AfterFailure's decision over its attempts and its queue's
 // policy: waiting again after delay (task.RetryDelay: the retry policy's
-// back-off, at once without one), or dead when its attempts are used up,
+// back-off, service.DefaultRetry without one), or dead when its attempts are used up,
 // and then moved to the queue's dead-letter queue if it has one. The
 // attempt counts; releases+1 (beanstalkd's stats-job). It returns the task
 // as it is after. Two round trips (see the top of this file).
@@ -309,8 +309,9 @@ func (n *Node) BuryJob(ctx context.Context, job uint64, lease string, prio uint3
 // flush leaves to the owner (the row's on_failure: a retry back-off, a
 // dead-letter queue, or a concurrency limit, whose reservers settle wakes):
 // it reads their queues'
-// policies, decides each with service.AfterFailure (the retry policy's
-// delay; dead, or dead-lettered, when the attempts are used up) and
+// policies, decides each with service.AfterFailure (service.ExpiryDelay:
+// the retry policy's delay, at once without one; dead, or dead-lettered,
+// when the attempts are used up) and
 // settles them, conditioned on the lease that ran out, with
 // task.LeaseExpired as their last error. Two round trips, after the
 // flush's own. Tasks whose settlement failed are armed again.
@@ -348,7 +349,8 @@ func (n *Node) settleExpired(ctx context.Context, expired []row) error {
 			var later []row
 			into := map[[2]string]bool{}
 			for _, t := range expired {
-				out := service.AfterFailure(policies[t.queue], int(t.attempts), int(t.maxAttempts), task.RetryDelay, false, rand.Float64())
+				p := policies[t.queue]
+				out := service.AfterFailure(p, int(t.attempts), int(t.maxAttempts), service.ExpiryDelay(p), false, rand.Float64())
 				if out.Dead && out.DeadLetter != "" {
 					key := [2]string{out.DeadLetter, t.id}
 					if into[key] {

@@ -36,7 +36,7 @@ import (
 // one-statement path. A reserve that finds a limit reached waits within
 // its wait: for the next token (Bucket.Take's next), or for a reserved
 // task of the queue to be acked, given back or expired (slotFreed wakes
-// one waiter, here or on another node, through the queue's channel), and
+// one waiter, here or on another node, through chanReady), and
 // at most capPoll in any case, should that notice be lost. A reserve
 // that names several queues, some of them limited, takes from all of them
 // in that transaction (sqlReserve takes nothing then), so that delivery

@@ -63,7 +63,7 @@ func (l *listener) listen(ctx context.Context, channels ...string) error {
 
 // unlisten stops listening to channels, without waiting.
 func (l *listener) unlisten(channels ...string) {
-	l.command(nil, false, channels)
+	l.command(context.TODO(), false, channels)
 }
 
 func (l *listener) command(ctx context.Context, listen bool, channels []string) error {
@@ -251,4 +251,12 @@ func (l *listener) reconnect() *pgx.Conn {
 	}
 	l.resync()
 	return conn
+}
+
+// count returns how many channels the node listens to (or will, on its
+// next connection). O(1).
+func (l *listener) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.channels)
 }

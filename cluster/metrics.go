@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,9 +24,12 @@ import (
 // this node owns by queue and state (a scan of those partitions' rows), so
 // that the sum over the nodes is the cluster's. Not served by a node: the
 // embedded engine's group-commit histograms (each request commits on its
-// own; PostgreSQL groups the WAL flushes).
+// own; PostgreSQL groups the WAL flushes). The per-queue counters
+// (retries, throttled reserves, dead-lettered tasks) lose the series of
+// a queue once it no longer exists, at the next scrape (forgetGone).
 //
-// Of the cluster's own, under hourglass_cluster_: partitions held, those
+// Of the cluster's own, under hourglass_cluster_: the channels the node
+// listens to (notifications.go), partitions held, those
 // acquired and taken over from a node whose lease ran out, those lost
 // (lease not renewed in time, or fenced out), lease-loop rounds that
 // failed (the database unreachable, e.g. during a failover), and the
@@ -40,7 +45,7 @@ type metrics struct {
 	service.TaskMetrics
 	schedules service.ScheduleMetrics
 
-	owned                     prometheus.GaugeFunc
+	owned, listening          prometheus.GaugeFunc
 	acquired, takeovers, lost prometheus.Counter
 	tickFailures, keeps       prometheus.Counter
 	flushSeconds, flushTimers prometheus.Histogram
@@ -60,6 +65,12 @@ func newMetrics(n *Node) *metrics {
 			Help: "Partitions whose lease this node holds.",
 		}, func() float64 {
 			return float64(n.members.count())
+		}),
+		listening: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "hourglass_cluster_listen_channels",
+			Help: "Channels this node LISTENs to: a fixed few and its partitions', whatever the queues waited on.",
+		}, func() float64 {
+			return float64(n.notifications.listening())
 		}),
 		acquired:     counter("hourglass_cluster_partitions_acquired_total", "Partitions acquired (free, released or taken over)."),
 		takeovers:    counter("hourglass_cluster_takeovers_total", "Partitions acquired from a node whose lease ran out."),
@@ -84,7 +95,7 @@ func newMetrics(n *Node) *metrics {
 
 func (m *metrics) all() []prometheus.Collector {
 	return append(append(m.Collectors(), m.schedules.Collectors()...),
-		m.owned, m.acquired, m.takeovers, m.lost, m.tickFailures, m.keeps, m.flushSeconds, m.flushTimers,
+		m.owned, m.listening, m.acquired, m.takeovers, m.lost, m.tickFailures, m.keeps, m.flushSeconds, m.flushTimers,
 		m.handed, m.givenBack, m.states)
 }
 
@@ -127,12 +138,13 @@ type queueStates struct {
 func (c queueStates) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c queueStates) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.forgetGone(ctx)
 	parts, _ := c.n.members.arrays()
 	if len(parts) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	rows, err := c.n.db.Query(ctx, `SELECT queue,
 			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL),
 			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
@@ -150,5 +162,36 @@ func (c queueStates) Collect(ch chan<- prometheus.Metric) {
 			return
 		}
 		service.CollectQueueTasks(ch, c.desc, q)
+	}
+}
+
+// sqlGone returns those of the queues $1 that no longer exist: no task,
+// no pause running, no policy. One index probe or two a queue.
+var sqlGone = `SELECT q FROM unnest($1::text[]) AS q
+	WHERE NOT EXISTS (SELECT 1 FROM hourglass_tasks t WHERE t.queue = q)
+	AND NOT EXISTS (SELECT 1 FROM hourglass_queues p WHERE p.queue = q
+		AND (p.paused_until > hourglass_now() OR num_nonnulls(` + policyColumnsOf("p") + `) > 0))`
+
+// forgetGone deletes the per-queue series (service.TaskMetrics.ForgetQueue)
+// of the queues that no longer exist. A node does not see a queue go (its
+// last task may be acked on another node), so it looks when scraped: a
+// series outlives its queue by one scrape at most. O(queues with series).
+func (c queueStates) forgetGone(ctx context.Context) {
+	m := c.n.metrics
+	qs := m.Queues()
+	if len(qs) == 0 {
+		return
+	}
+	rows, err := c.n.db.Query(ctx, sqlGone, qs)
+	if err != nil {
+		c.n.log.Warn("hourglass: looking for the queues gone, for the metrics, failed", "err", err)
+		return
+	}
+	gone, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	for _, q := range gone {
+		m.ForgetQueue(q)
 	}
 }

@@ -21,7 +21,7 @@ func TestPolicy_Metrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
 	for q, p := range map[string]task.Policy{
-		"q": {DeadLetter: "dlq", Concurrency: 1},
+		"q": {DeadLetter: "dlq", Concurrency: 1, Retry: &task.Retry{}},
 		"r": {Rate: &task.Rate{Limit: 1, Per: time.Hour}},
 	} {
 		if _, err := n.SetPolicy(ctx, q, p); err != nil {

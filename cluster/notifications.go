@@ -2,19 +2,14 @@ package cluster
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Channels of LISTEN/NOTIFY. Channel names are identifiers of at most 63
-// bytes, so a queue's channel carries a hash of its name; two queues
-// sharing a channel only wake each other's reservers for nothing.
+// Channels of LISTEN/NOTIFY.
 const (
 	// chanMembers: a node joined, left or released partitions; payload
 	// informative. Every node runs its lease loop at once.
@@ -24,7 +19,36 @@ const (
 	// chanPolicies: a queue's policy was set or deleted; payload "1 QUEUE"
 	// when it has a concurrency limit, else "0 QUEUE" (policy.go).
 	chanPolicies = "hourglass_policies"
+	// chanReady: tasks were made ready in queues (see below).
+	chanReady = "hourglass_ready"
 )
+
+// Tasks made ready in a queue are announced to the other nodes on one
+// channel for every queue, chanReady, which every node listens to from
+// its start; its payload is lines "K QUEUE NODE", K tasks made ready in
+// QUEUE by the node NODE that its own reservers cannot take, or "all
+// QUEUE NODE", every reserver of QUEUE to look again (a pause or policy
+// changed). A queue name has no space or newline (service.CheckQueue);
+// a node's name comes last, so it may. A node acts on the lines of the
+// queues it has reservers waiting on (wakeNotified) and passes over the
+// others.
+//
+// One channel rather than one per queue, because a LISTEN per queue
+// waited on is state a client creates by naming queues (issue 39: a
+// node kept a LISTEN and its entries for every name a reserver ever
+// waited on), and listening only while someone waits would cost a
+// LISTEN and an UNLISTEN round trip on the one listen connection per
+// long poll of a queue no one else waits on, serialising every
+// reserver's first wait behind it. With one channel the node's LISTENs
+// are a fixed few (the three above, this one and its partitions'), a
+// reserver waits with no round trip, and no wake-up can be lost between
+// a LISTEN and a wait. The cost is that every node receives every
+// readiness notice, also of queues it has no reservers on: a notice is
+// sent only for what the sender's own waiters cannot take, a batch of
+// them goes as few notifications (notifier.flush), and passing over a
+// line is a map lookup. The queue's name travels in the payload, so two
+// queues never wake each other's reservers, as two queues sharing a
+// hashed channel name could.
 
 // partitionChannel is where timers of partition p are announced to its
 // owner: one line "JOB FIRE_AT" per timer (see notifier).
@@ -32,26 +56,12 @@ func partitionChannel(p int) string { return partitionChannelPrefix + strconv.It
 
 const partitionChannelPrefix = "hourglass_p"
 
-// queueChannel is where tasks made ready in queue are announced to the
-// nodes with reservers waiting on it; payload "K NODE", K tasks made
-// ready by the node NODE that its own reservers cannot take, or "all
-// NODE", every reserver to look again (see dispatch). The
-// flush computes the same name in SQL (sqlFlush): the prefix and the
-// first 16 hex digits of the MD5 of the queue's name.
-func queueChannel(queue string) string {
-	sum := md5.Sum([]byte(queue))
-	return queueChannelPrefix + hex.EncodeToString(sum[:8])
-}
-
-const queueChannelPrefix = "hourglass_q_"
-
 // notifications is a node's role on LISTEN/NOTIFY: the listener (its
 // LISTEN connection and goroutine, listener.go), the notifier (its
-// batched NOTIFYs and goroutine, notifier.go), which channels the node
-// listens to for which queues, and the dispatch of what arrives to the
-// node's other roles through handlers. It starts with start and ends
-// with stop; the node's other locks are never taken under mu, nor is mu
-// held while a handler runs or a command waits for the database.
+// batched NOTIFYs and goroutine, notifier.go), and the dispatch of what
+// arrives to the node's other roles through handlers. It starts with
+// start and ends with stop; the node's other locks are never taken by
+// it, nor is a handler run or a command waited for under a lock.
 // notifications is safe for concurrent use by multiple goroutines.
 type notifications struct {
 	db   *pool
@@ -63,24 +73,6 @@ type notifications struct {
 	// pending when stop closes it.
 	listener *listener
 	notifier *notifier
-
-	mu sync.Mutex
-	// channels maps a queue channel's name to the queues this node
-	// listens to (or is about to) on it: append only. Guarded by mu.
-	channels map[string][]string
-	// queues holds, by queue, whether this node listens to the queue's
-	// channel. A node keeps listening to a queue once a reserver waited
-	// on it (one LISTEN per queue and node). Guarded by mu.
-	queues map[string]*queueListen
-}
-
-// queueListen is whether a node listens to one queue's channel.
-// Guarded by notifications.mu.
-type queueListen struct {
-	// listened is closed once the node listens to the queue's channel;
-	// nil until a waiter asked, and again after a LISTEN failed.
-	listened chan struct{}
-	err      error
 }
 
 // noteHandlers are what notifications tell the node's other roles of.
@@ -103,16 +95,12 @@ type noteHandlers struct {
 
 // newNotifications returns the role, not started.
 func newNotifications(db *pool, name string, log *slog.Logger, on noteHandlers) *notifications {
-	return &notifications{
-		db: db, name: name, log: log, on: on,
-		channels: make(map[string][]string),
-		queues:   make(map[string]*queueListen),
-	}
+	return &notifications{db: db, name: name, log: log, on: on}
 }
 
 // start starts the notifier and connects the listener, each with its
-// goroutine, and listens to channels; on an error nothing is left
-// running.
+// goroutine, and listens to chanReady and channels; on an error nothing
+// is left running.
 func (nt *notifications) start(ctx context.Context, channels ...string) error {
 	nt.notifier = newNotifier(nt.db, nt.name, nt.log)
 	l, err := newListener(ctx, nt.db.Config().ConnConfig.Copy(), nt.dispatch, nt.on.resync, nt.log)
@@ -121,7 +109,7 @@ func (nt *notifications) start(ctx context.Context, channels ...string) error {
 		return err
 	}
 	nt.listener = l
-	if err := nt.listen(ctx, channels...); err != nil {
+	if err := nt.listen(ctx, append([]string{chanReady}, channels...)...); err != nil {
 		nt.stop()
 		return err
 	}
@@ -146,50 +134,18 @@ func (nt *notifications) listen(ctx context.Context, channels ...string) error {
 	return nt.listener.listen(ctx, channels...)
 }
 
+// listening returns how many channels the node listens to (the
+// hourglass_cluster_listen_channels gauge).
+func (nt *notifications) listening() int {
+	if nt.listener == nil {
+		return 0
+	}
+	return nt.listener.count()
+}
+
 // unlisten stops listening to channels, without waiting.
 func (nt *notifications) unlisten(channels ...string) {
 	nt.listener.unlisten(channels...)
-}
-
-// listenQueue makes the node listen to queue's channel, once, and
-// returns when it does: a task made ready after that wakes the node's
-// waiters.
-func (nt *notifications) listenQueue(ctx context.Context, queue string) error {
-	nt.mu.Lock()
-	q := nt.queues[queue]
-	if q == nil {
-		q = &queueListen{}
-		nt.queues[queue] = q
-		ch := queueChannel(queue)
-		nt.channels[ch] = append(nt.channels[ch], queue)
-	}
-	if q.listened == nil {
-		q.listened = make(chan struct{})
-		nt.mu.Unlock()
-		err := nt.listener.listen(ctx, queueChannel(queue))
-		nt.mu.Lock()
-		done := q.listened
-		if err != nil {
-			q.listened = nil // the next waiter tries again
-		}
-		q.err = err
-		close(done)
-		nt.mu.Unlock()
-		return err
-	}
-	done := q.listened
-	nt.mu.Unlock()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	nt.mu.Lock()
-	defer nt.mu.Unlock()
-	if q.listened == nil {
-		return q.err
-	}
-	return nil
 }
 
 // timer announces to partition p's owner that job fires at (database
@@ -198,6 +154,9 @@ func (nt *notifications) timer(p int, job uint64, at int64) { nt.notifier.timer(
 
 // readyIn announces k tasks made ready in queue to the other nodes.
 func (nt *notifications) readyIn(queue string, k int) { nt.notifier.readyIn(queue, k) }
+
+// lookAgain has every other node's reservers on queue look again.
+func (nt *notifications) lookAgain(queue string) { nt.notifier.readyIn(queue, lookAgain) }
 
 // send sends payload on channel.
 func (nt *notifications) send(channel, payload string) { nt.notifier.send(channel, payload) }
@@ -210,29 +169,35 @@ func (nt *notifications) dispatch(note *pgconn.Notification) {
 		nt.on.tick()
 	case ch == chanPolicies:
 		nt.on.policy(note.Payload)
+	case ch == chanReady:
+		nt.readied(note.Payload)
 	case strings.HasPrefix(ch, partitionChannelPrefix):
 		p, err := strconv.Atoi(ch[len(partitionChannelPrefix):])
 		if err != nil {
 			return
 		}
 		nt.on.timers(p, note.Payload)
-	case strings.HasPrefix(ch, queueChannelPrefix):
-		// "K SENDER": K tasks made ready by the node SENDER that its own
-		// reservers cannot take; "all SENDER": every reserver is to look
-		// again (a pause changed). SENDER woke its own already.
-		count, sender, _ := strings.Cut(note.Payload, " ")
-		if sender == nt.name {
-			return
+	}
+}
+
+// readied acts on a payload of chanReady: lines "K QUEUE SENDER", K
+// tasks made ready in QUEUE by the node SENDER that its own reservers
+// cannot take, or "all QUEUE SENDER", every reserver of QUEUE is to look
+// again. Lines of this node (it woke its own already) and lines it
+// cannot read are passed over. O(len(payload)).
+func (nt *notifications) readied(payload string) {
+	for payload != "" {
+		var line string
+		line, payload, _ = strings.Cut(payload, "\n")
+		count, rest, _ := strings.Cut(line, " ")
+		queue, sender, _ := strings.Cut(rest, " ")
+		if queue == "" || sender == nt.name {
+			continue
 		}
 		k, err := strconv.Atoi(count)
 		if err != nil || k <= 0 {
 			k = 1
 		}
-		nt.mu.Lock()
-		queues := nt.channels[ch] // append only: its first len stay
-		nt.mu.Unlock()
-		if len(queues) > 0 {
-			nt.on.wake(queues, k, count == "all")
-		}
+		nt.on.wake([]string{queue}, k, count == "all")
 	}
 }

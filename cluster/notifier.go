@@ -25,20 +25,24 @@ const maxPayload = 7900
 // lease tick) and loses nothing.
 type notifier struct {
 	db   *pool
-	name string // the node's, in the payloads of queue channels
+	name string // the node's, in the payloads of chanReady
 	log  *slog.Logger
 	kick chan struct{}
 	done chan struct{}
 	quit chan struct{}
 
 	mu sync.Mutex
-	// timers: partition channel → lines "JOB FIRE_AT"; ready: queue
-	// channel → tasks made ready (sent as "K NODE"); other: anything
-	// else. Guarded by mu.
+	// timers: partition channel → lines "JOB FIRE_AT"; ready: queue →
+	// tasks made ready (sent on chanReady as "K QUEUE NODE"), or
+	// lookAgain ("all QUEUE NODE"); other: anything else. Guarded by mu.
 	timers map[string][]string
 	ready  map[string]int
 	other  [][2]string
 }
+
+// lookAgain, as a count of notifier.ready, has every reserver of the
+// queue look again.
+const lookAgain = -1
 
 // newNotifier starts a notifier sending on db for the node name.
 func newNotifier(db *pool, name string, log *slog.Logger) *notifier {
@@ -60,10 +64,17 @@ func (nt *notifier) timer(p int, job uint64, at int64) {
 	nt.wake()
 }
 
-// readyIn announces k tasks made ready in queue.
+// readyIn announces k tasks made ready in queue (lookAgain: every
+// reserver of queue is to look again, which covers any count).
 func (nt *notifier) readyIn(queue string, k int) {
 	nt.mu.Lock()
-	nt.ready[queueChannel(queue)] += k
+	if n := nt.ready[queue]; n != lookAgain {
+		if k == lookAgain {
+			nt.ready[queue] = lookAgain
+		} else {
+			nt.ready[queue] = n + k
+		}
+	}
 	nt.mu.Unlock()
 	nt.wake()
 }
@@ -119,21 +130,18 @@ func (nt *notifier) flush() {
 
 	var chans, payloads []string
 	for ch, lines := range timers {
-		var b strings.Builder
-		for _, line := range lines {
-			if b.Len()+len(line)+1 > maxPayload {
-				chans, payloads = append(chans, ch), append(payloads, b.String())
-				b.Reset()
-			}
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(line)
-		}
-		chans, payloads = append(chans, ch), append(payloads, b.String())
+		chans, payloads = joinLines(chans, payloads, ch, lines)
 	}
-	for ch, k := range ready {
-		chans, payloads = append(chans, ch), append(payloads, strconv.Itoa(k)+" "+nt.name)
+	if len(ready) > 0 {
+		lines := make([]string, 0, len(ready))
+		for q, k := range ready {
+			count := "all"
+			if k != lookAgain {
+				count = strconv.Itoa(k)
+			}
+			lines = append(lines, count+" "+q+" "+nt.name)
+		}
+		chans, payloads = joinLines(chans, payloads, chanReady, lines)
 	}
 	for _, m := range other {
 		chans, payloads = append(chans, m[0]), append(payloads, m[1])
@@ -146,4 +154,21 @@ func (nt *notifier) flush() {
 		FROM unnest($1::text[], $2::text[]) AS m(c, p)`, chans, payloads); err != nil {
 		nt.log.Warn("hourglass: sending notifications failed; owners' sweeps will catch up", "err", err)
 	}
+}
+
+// joinLines appends to chans and payloads the notifications on ch that
+// carry lines, one a line, as few as maxPayload allows. O(len(lines)).
+func joinLines(chans, payloads []string, ch string, lines []string) ([]string, []string) {
+	var b strings.Builder
+	for _, line := range lines {
+		if b.Len() > 0 && b.Len()+len(line)+1 > maxPayload {
+			chans, payloads = append(chans, ch), append(payloads, b.String())
+			b.Reset()
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(line)
+	}
+	return append(chans, ch), append(payloads, b.String())
 }

@@ -27,6 +27,15 @@ import (
 //     out of its statement and takes their tasks in a transaction that
 //     locks their rows (limits.go).
 //
+// A NULL retry_initial is no retry policy: the default back-off
+// (service.DefaultRetry) for a nack, at once for a lease that ran out
+// (service.ExpiryDelay); 0 asks for immediate retries (on_failure is
+// then true, and the owner settles the queue's expired leases, with no
+// delay). A max_attempts of 0 is service.DefaultMaxAttempts, -1
+// (task.UnlimitedAttempts) no limit: a put records the result
+// (sqlInsert). A row written before either existed reads as the
+// defaults.
+//
 // A push queue's endpoint (task.Push) is the column push (migration
 // 006), JSON, its secret as given: the database holds it in the clear,
 // and whoever reads the database (or its backups) reads it.
@@ -72,6 +81,8 @@ type pushJSON struct {
 	Timeout int64             `json:"timeout_ns"`
 	Headers map[string]string `json:"headers"`
 	Secret  string            `json:"secret"`
+	// NextSecret is absent from the rows written before it came: "".
+	NextSecret string `json:"next_secret,omitempty"`
 }
 
 // dest returns the scan destinations of policyColumns.
@@ -111,7 +122,7 @@ func (p *policyRow) policy() task.Policy {
 		out.DeadLetter = *p.deadLetter
 	}
 	if j := p.push; j != nil {
-		out.Push = &task.Push{URL: j.URL, Timeout: time.Duration(j.Timeout), Headers: j.Headers, Secret: j.Secret}
+		out.Push = &task.Push{URL: j.URL, Timeout: time.Duration(j.Timeout), Headers: j.Headers, Secret: j.Secret, NextSecret: j.NextSecret}
 	}
 	return out
 }
@@ -136,7 +147,7 @@ func policyArgs(p task.Policy) []any {
 	}
 	var push *pushJSON
 	if h := p.Push; h != nil {
-		push = &pushJSON{URL: h.URL, Timeout: int64(h.Timeout), Headers: h.Headers, Secret: h.Secret}
+		push = &pushJSON{URL: h.URL, Timeout: int64(h.Timeout), Headers: h.Headers, Secret: h.Secret, NextSecret: h.NextSecret}
 	}
 	return []any{ri, *rm, mult, jit, int64(p.MaxAttempts), int64(p.TTR), rl, per, burst, int64(p.Concurrency), p.DeadLetter, push}
 }
@@ -223,7 +234,7 @@ func (n *Node) lookAgain(queue string) {
 		q.WakeAll()
 	}
 	n.mu.Unlock()
-	n.notifications.send(queueChannel(queue), "all "+n.name)
+	n.notifications.lookAgain(queue)
 }
 
 // setCapped records whether queue has a concurrency limit: O(queues

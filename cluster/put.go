@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -18,16 +19,19 @@ import (
 // taken is skipped (the idempotent put), and RETURNING leaves it out. A
 // task's ttr and max_attempts of 0 take the queue's policy's (pol, read
 // from its row in the same statement, so as every node applies the policy
-// last set: service.ApplyDefaults), and a ttr still 0 the server's
-// default ($12).
-const sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
+// last set: service.ApplyDefaults), a ttr still 0 the server's default
+// ($12), a max_attempts still 0 service.DefaultMaxAttempts, and a
+// max_attempts of task.UnlimitedAttempts is recorded as 0, no limit
+// (service.MaxAttempts).
+var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	pol AS (SELECT coalesce(q.ttr, 0) AS ttr, coalesce(q.max_attempts, 0) AS max_attempts
 		FROM (SELECT 1) one LEFT JOIN hourglass_queues q ON q.queue = $1)
 	INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at, created, ttr,
 		attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload)
 	SELECT r.job_id, r.job_id % $2, $1, r.id, 1, r.priority, d.due, CASE WHEN d.due > now.ns THEN d.due END,
 		now.ns, CASE WHEN r.ttr <> 0 THEN r.ttr WHEN pol.ttr <> 0 THEN pol.ttr ELSE $12 END,
-		0, CASE WHEN r.max_attempts <> 0 THEN r.max_attempts ELSE pol.max_attempts END, '', 0, 0, 0, 0, 0, r.payload
+		0, greatest(CASE WHEN r.max_attempts <> 0 THEN r.max_attempts WHEN pol.max_attempts <> 0 THEN pol.max_attempts
+			ELSE ` + strconv.Itoa(service.DefaultMaxAttempts) + ` END, 0), '', 0, 0, 0, 0, 0, r.payload
 	FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::bigint[], $8::bigint[], $9::bigint[],
 			$10::bigint[], $11::bytea[]) WITH ORDINALITY
 		AS r(job_id, id, priority, has_at, at, delay, ttr, max_attempts, payload, ord)
@@ -160,7 +164,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 
 // readied announces k tasks made ready in queue, once they are
 // committed: to this node's waiters first, at once, and to the other
-// nodes' through the queue's channel only for what this node's waiters
+// nodes' through chanReady only for what this node's waiters
 // cannot take. Reservers on several nodes woken for the same few tasks
 // would race for them (FOR UPDATE SKIP LOCKED), all but one for nothing.
 func (n *Node) readied(queue string, k int) {

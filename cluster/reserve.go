@@ -79,8 +79,9 @@ const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_
 // Reserve hands out up to max ready tasks of queue, from any partition,
 // in priority order, then due time, then job id, each leased for its TTR,
 // as the embedded engine (Reserve) does. When none is ready it waits up to wait
-// for the first one: the node listens to the queue's channel, where the
-// owners announce tasks they make ready, and looks again when woken.
+// for the first one: the node listens to chanReady, where the owners
+// announce the tasks they make ready, queue by queue (notifications.go),
+// and looks again when woken.
 // Every task it hands out is durable (its put committed); the
 // reservation itself commits without waiting for the WAL flush
 // (synchronous_commit off), as the broker commits a reservation with its
@@ -128,30 +129,17 @@ func (n *Node) reserve(ctx context.Context, queues []string, max int, wait time.
 type poller Node
 
 // Look is one look of a reservation (service.Poller): one statement
-// (take). With a waiter, the node listens to the queues' channels and
-// puts w on their waiting lists before it looks, so that a task made
-// ready while it looks wakes w; finding nothing, w is marked waiting,
-// and the flush may hand it tasks from then on.
+// (take). With a waiter, the node puts w on the queues' waiting lists
+// before it looks, so that a task made ready while it looks wakes w (the
+// node listens to chanReady from its start: notifications.go); finding
+// nothing, w is marked waiting, and the flush may hand it tasks from then
+// on.
 func (p *poller) Look(ctx context.Context, queues []string, max int, w *service.Waiter[handed]) ([]task.Task, time.Duration, error) {
 	n := (*Node)(p)
 	if err := n.Err(); err != nil {
 		return nil, 0, err
 	}
 	if w != nil {
-		for _, queue := range queues {
-			// Bounded as a statement is: the LISTEN runs on a
-			// connection of its own (listener.go), whose failures are
-			// the database's being out of reach.
-			lctx, cancel := n.db.bound(ctx)
-			err := n.notifications.listenQueue(lctx, queue)
-			cancel()
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, 0, nil
-				}
-				return nil, 0, &unreachableError{"listening: " + reason(err)}
-			}
-		}
 		n.mu.Lock()
 		for _, queue := range queues {
 			n.queueWait(queue).Add(w)
@@ -163,6 +151,7 @@ func (p *poller) Look(ctx context.Context, queues []string, max int, w *service.
 		n.mu.Lock()
 		if err != nil || len(tasks) > 0 {
 			w.Leave()
+			p.Left(queues)
 		} else {
 			w.MarkWaiting()
 		}

@@ -2,11 +2,11 @@ package cluster
 
 import "github.com/hourglass-go/hourglass/service"
 
-// queueWait is what a node keeps for one queue it has had reservers
-// waiting on: the waiters, oldest first (service.WaitList; the long-poll
-// and its rules are service.LongPoll's). Whether the node listens to the
-// queue's channel is the notifications' (listenQueue). Guarded by
-// Node.mu.
+// queueWait is what a node keeps for one queue it has reservers waiting
+// on: the waiters, oldest first (service.WaitList; the long-poll and its
+// rules are service.LongPoll's). It lives while they wait: the last to
+// leave drops it (poller.Left), so a name a client waited on leaves
+// nothing behind. Guarded by Node.mu.
 type queueWait struct {
 	name string
 	service.WaitList[handed]
@@ -28,6 +28,17 @@ func (n *Node) queueWait(queue string) *queueWait {
 		n.queues[queue] = q
 	}
 	return q
+}
+
+// Left drops the waiting state of those of queues no reserver waits on
+// any more (service.Poller). n.mu is held. O(len(queues)).
+func (p *poller) Left(queues []string) {
+	n := (*Node)(p)
+	for _, q := range queues {
+		if qw := n.queues[q]; qw != nil && qw.Unused() {
+			delete(n.queues, q)
+		}
+	}
 }
 
 // wakeNotified acts on a notification of tasks made ready in queues by

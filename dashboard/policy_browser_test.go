@@ -46,7 +46,7 @@ func testDashboardPolicy(t *testing.T) {
 	b.open("#/queues/jobs/all")
 	b.wait("the policy", `document.querySelector('#policy dl[data-policy] [data-field=Concurrency]')`)
 	policy := eval[string](b, `document.getElementById('policy').innerText`)
-	for _, want := range []string{"after 1 s, × 2 each attempt, up to 1 min, ± 10%", "at most 5 tasks reserved at once", "jobs-dead"} {
+	for _, want := range []string{"after 1 s, × 2 each attempt, up to 1 min, ± 10%", "25 (the default)", "at most 5 tasks reserved at once", "jobs-dead"} {
 		if !strings.Contains(policy, want) {
 			t.Errorf("policy shown as %q, want %q in it", policy, want)
 		}

@@ -190,7 +190,7 @@ func testAPI_Wire(t *testing.T) {
 		t.Errorf("task fields %v, want %v", keys, want)
 	}
 	if string(task["payload"]) != `[1,{"x":"<&>"}]` || string(task["ttr"]) != `"1m30s"` || string(task["state"]) != `"delayed"` ||
-		string(task["priority"]) != "1024" || string(task["max_attempts"]) != "0" || string(task["attempts"]) != "0" {
+		string(task["priority"]) != "1024" || string(task["max_attempts"]) != "25" || string(task["attempts"]) != "0" {
 		t.Errorf("task %s", a.body)
 	}
 	for _, f := range []string{"due", "created"} {

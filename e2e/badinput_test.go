@@ -85,7 +85,7 @@ func testBadInput(t *testing.T) {
 		{"priority over 2^32-1", "POST", "/v1/queues/q/tasks", `{"priority":4294967296}`, 400, "priority"},
 		{"fractional priority", "POST", "/v1/queues/q/tasks", `{"priority":1.5}`, 400, "priority"},
 		{"string priority", "POST", "/v1/queues/q/tasks", `{"priority":"1"}`, 400, "priority"},
-		{"negative max_attempts", "POST", "/v1/queues/q/tasks", `{"max_attempts":-1}`, 400, "max_attempts"},
+		{"negative max_attempts", "POST", "/v1/queues/q/tasks", `{"max_attempts":-2}`, 400, "max_attempts"},
 		{"max_attempts over 2^32-1", "POST", "/v1/queues/q/tasks", `{"max_attempts":4294967296}`, 400, "max_attempts"},
 		{"string replace", "POST", "/v1/queues/q/tasks", `{"id":"existing","replace":"yes"}`, 400, "replace"},
 		// Ids.

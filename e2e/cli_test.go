@@ -115,7 +115,8 @@ func testCLIPolicies(t *testing.T) {
 	// policy: set, print, refuse, delete.
 	const (
 		p        = `{"retry":{"initial":"1h","max":"2h","multiplier":2,"jitter":0},"max_attempts":3}`
-		recorded = `{"retry":{"initial":"1h0m0s","max":"2h0m0s","multiplier":2,"jitter":0},"max_attempts":3}`
+		policy   = `{"retry":{"initial":"1h0m0s","max":"2h0m0s","multiplier":2,"jitter":0},"max_attempts":3`
+		recorded = policy + `,"effective":` + policy + `,"ttr":"1m0s"}}`
 	)
 	out, stderr, code := cli("policy", "cq", "--set", p)
 	if code != 0 || strings.TrimSpace(out) != recorded {
@@ -126,13 +127,14 @@ func testCLIPolicies(t *testing.T) {
 	}
 	// --set merges into the stored policy; --replace makes it the whole.
 	merged := strings.Replace(recorded, `"max_attempts":3`, `"max_attempts":5,"dead_letter":"cq-dead"`, 1)
+	merged = strings.Replace(merged, `"max_attempts":3`, `"max_attempts":5`, 1) // the effective values
 	if out, stderr, code = cli("policy", "cq", "--set", `{"max_attempts":5,"dead_letter":"cq-dead"}`); code != 0 || strings.TrimSpace(out) != merged {
 		t.Errorf("policy --set of two fields: %d %q %q; want %s", code, out, stderr, merged)
 	}
 	if out, stderr, code = cli("policy", "cq", "--set", p, "--replace"); code != 0 || strings.TrimSpace(out) != recorded {
 		t.Errorf("policy --set --replace: %d %q %q; want %s", code, out, stderr, recorded)
 	}
-	_, stderr, code = cli("policy", "cq", "--set", `{"retry":{"initial":"0s","max":"1s","multiplier":2,"jitter":0}}`)
+	_, stderr, code = cli("policy", "cq", "--set", `{"retry":{"initial":"-1s","max":"1s","multiplier":2,"jitter":0}}`)
 	if code != 1 || !strings.HasPrefix(stderr, "hourglass: ") || !strings.Contains(stderr, "retry.initial") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("policy --set of a bad policy: %d %q; want exit 1, one line naming retry.initial", code, stderr)
 	}
@@ -172,8 +174,9 @@ func testCLIPolicies(t *testing.T) {
 	if out, stderr, code = cli("policy", "cq", "--delete"); code != 0 || out != "" {
 		t.Errorf("policy --delete: %d %q %q", code, out, stderr)
 	}
-	if out, _, _ = cli("policy", "cq"); strings.TrimSpace(out) != "{}" {
-		t.Errorf("policy after --delete: %q", out)
+	const defaults = `{"effective":{"retry":{"initial":"1s","max":"1h0m0s","multiplier":2,"jitter":0.1},"max_attempts":25,"ttr":"1m0s"}}`
+	if out, _, _ = cli("policy", "cq"); strings.TrimSpace(out) != defaults {
+		t.Errorf("policy after --delete: %q; want the defaults as effective, %s", out, defaults)
 	}
 
 	// pause and resume.

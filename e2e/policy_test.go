@@ -45,13 +45,21 @@ func testPolicyRoutes(t *testing.T) {
 	c := s.client()
 	ctx := context.Background()
 
-	if a := s.call("GET", "/v1/queues/mail/policy", ""); a.status != 200 || strings.TrimSpace(string(a.body)) != "{}" {
-		t.Fatalf("GET policy of a queue without one: %v, want 200 {}", a)
+	// Without a policy: the defaults, as if the policy were a back-off of
+	// 1s doubling to 1h (±10%) and 25 attempts, the server's ttr.
+	const defaults = `{"effective":{"retry":{"initial":"1s","max":"1h0m0s","multiplier":2,"jitter":0.1},"max_attempts":25,"ttr":"1m0s"}}`
+	if a := s.call("GET", "/v1/queues/mail/policy", ""); a.status != 200 || strings.TrimSpace(string(a.body)) != defaults {
+		t.Fatalf("GET policy of a queue without one: %v, want 200 %s", a, defaults)
+	}
+	if p, err := c.Policy(ctx, "mail"); err != nil || p.Retry != nil || p.Effective == nil || p.Effective.Retry == nil ||
+		*p.Effective.Retry != api.DefaultRetry || p.Effective.MaxAttempts != api.DefaultMaxAttempts {
+		t.Fatalf("client's Policy of a queue without one: %+v, %v; want the defaults as effective", p, err)
 	}
 	const full = `{"retry":{"initial":"1s","max":"1m0s","multiplier":2,"jitter":0.1},"max_attempts":5,"ttr":"30s",` +
 		`"rate":{"limit":100,"per":"1s"},"concurrency":10,"dead_letter":"mail-dead"}`
-	const recorded = `{"retry":{"initial":"1s","max":"1m0s","multiplier":2,"jitter":0.1},"max_attempts":5,"ttr":"30s",` +
-		`"rate":{"limit":100,"per":"1s","burst":100},"concurrency":10,"dead_letter":"mail-dead"}`
+	const policy = `{"retry":{"initial":"1s","max":"1m0s","multiplier":2,"jitter":0.1},"max_attempts":5,"ttr":"30s",` +
+		`"rate":{"limit":100,"per":"1s","burst":100},"concurrency":10,"dead_letter":"mail-dead"`
+	const recorded = policy + `,"effective":{"retry":{"initial":"1s","max":"1m0s","multiplier":2,"jitter":0.1},"max_attempts":5,"ttr":"30s"}}`
 	if a := s.call("PUT", "/v1/queues/mail/policy", full); a.status != 200 || strings.TrimSpace(string(a.body)) != recorded {
 		t.Fatalf("PUT policy: %v\nwant 200 %s", a, recorded)
 	}
@@ -76,7 +84,8 @@ func testPolicyRoutes(t *testing.T) {
 
 	// Every bad policy is refused, naming the field, and changes nothing.
 	for _, tc := range []struct{ body, field string }{
-		{`{"retry":{"initial":"0s","max":"1s","multiplier":2,"jitter":0}}`, "retry.initial"},
+		{`{"retry":{"initial":"0s","max":"1s","multiplier":2,"jitter":0}}`, "retry.max"},
+		{`{"retry":{"initial":"0s","multiplier":0.5}}`, "retry.multiplier"},
 		{`{"retry":{"initial":"-1s","max":"1s","multiplier":2,"jitter":0}}`, "retry.initial"},
 		{`{"retry":{"initial":"9000h","max":"9000h","multiplier":2,"jitter":0}}`, "retry.initial"},
 		{`{"retry":{"initial":"2s","max":"1s","multiplier":2,"jitter":0}}`, "retry.max"},
@@ -84,7 +93,7 @@ func testPolicyRoutes(t *testing.T) {
 		{`{"retry":{"initial":"1s","max":"1s","multiplier":1001,"jitter":0}}`, "retry.multiplier"},
 		{`{"retry":{"initial":"1s","max":"1s","multiplier":2,"jitter":-0.1}}`, "retry.jitter"},
 		{`{"retry":{"initial":"1s","max":"1s","multiplier":2,"jitter":1.5}}`, "retry.jitter"},
-		{`{"max_attempts":-1}`, "max_attempts"},
+		{`{"max_attempts":-2}`, "max_attempts"},
 		{`{"max_attempts":4294967296}`, "max_attempts"},
 		{`{"ttr":"-1s"}`, "ttr"},
 		{`{"ttr":"0s"}`, "ttr"},
@@ -114,6 +123,23 @@ func testPolicyRoutes(t *testing.T) {
 		t.Errorf("policy after the refused ones: %v\nwant %s", a, recorded)
 	}
 
+	// Immediate retries and unlimited attempts, asked for explicitly,
+	// are recorded as such, not read back as the defaults.
+	const explicit = `{"retry":{"initial":"0s","max":"0s","multiplier":0,"jitter":0},"max_attempts":-1`
+	const explicitRecorded = explicit + `,"effective":` + explicit + `,"ttr":"1m0s"}}`
+	if a := s.call("PUT", "/v1/queues/now/policy", `{"retry":{"initial":"0s"},"max_attempts":-1}`); a.status != 200 || strings.TrimSpace(string(a.body)) != explicitRecorded {
+		t.Fatalf("PUT immediate retries, unlimited attempts: %v\nwant 200 %s", a, explicitRecorded)
+	}
+	if tk, _, err := c.Put(ctx, "now", api.PutRequest{ID: "u"}); err != nil || tk.MaxAttempts != 0 {
+		t.Errorf("put into a queue of unlimited attempts: %+v, %v; want max_attempts 0 (no limit)", tk, err)
+	}
+	if tk, _, err := c.Put(ctx, "no-policy", api.PutRequest{ID: "d"}); err != nil || tk.MaxAttempts != api.DefaultMaxAttempts {
+		t.Errorf("put into a queue without a policy: %+v, %v; want max_attempts %d", tk, err, api.DefaultMaxAttempts)
+	}
+	if tk, _, err := c.Put(ctx, "no-policy", api.PutRequest{ID: "u", MaxAttempts: api.UnlimitedAttempts}); err != nil || tk.MaxAttempts != 0 {
+		t.Errorf("put of unlimited attempts: %+v, %v; want max_attempts 0 (no limit)", tk, err)
+	}
+
 	// A policy survives SIGKILL; so does its deletion.
 	if _, err := c.SetPolicy(ctx, "gone", api.Policy{MaxAttempts: 3}); err != nil {
 		t.Fatal(err)
@@ -131,6 +157,9 @@ func testPolicyRoutes(t *testing.T) {
 	}
 	if p, err := c.Policy(ctx, "gone"); err != nil || p.MaxAttempts != 0 || p.Retry != nil {
 		t.Errorf("deleted policy after SIGKILL: %+v, %v; want none", p, err)
+	}
+	if a := s.call("GET", "/v1/queues/now/policy", ""); a.status != 200 || strings.TrimSpace(string(a.body)) != explicitRecorded {
+		t.Errorf("immediate retries, unlimited attempts after SIGKILL: %v\nwant 200 %s", a, explicitRecorded)
 	}
 	if tk, _, err := c.Put(ctx, "mail", api.PutRequest{ID: "after"}); err != nil || tk.MaxAttempts != 5 {
 		t.Errorf("put after SIGKILL: %+v, %v; want the policy's max_attempts 5", tk, err)
@@ -488,14 +517,12 @@ func testPolicyBeanstalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.cmd("use bc", nil)
-	var ids []string
 	for range 2 {
 		r, _ := b.cmd("put 0 0 60 1", []byte("y"))
-		id, ok := strings.CutPrefix(r, "INSERTED ")
+		_, ok := strings.CutPrefix(r, "INSERTED ")
 		if !ok {
 			t.Fatalf("put: %q", r)
 		}
-		ids = append(ids, id)
 	}
 	w1, w2 := dialBeanstalk(t, baddr), dialBeanstalk(t, baddr)
 	for _, w := range []*bsConn{w1, w2} {

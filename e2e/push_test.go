@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -90,8 +92,8 @@ func (rc *receiver) count() int {
 	return len(rc.got)
 }
 
-// setPush sets queue's policy to body (JSON) and skips t, saying so, if
-// the engine of t does not keep a policy's push endpoint yet.
+// setPush sets queue's policy to body (JSON) and fails t if the engine
+// of t did not keep the policy's push endpoint.
 func setPush(t *testing.T, s *server, queue, body string) {
 	t.Helper()
 	if a := s.call("PUT", "/v1/queues/"+queue+"/policy", body); a.status != 200 {
@@ -103,7 +105,7 @@ func setPush(t *testing.T, s *server, queue, body string) {
 		t.Fatalf("GET policy: %v", a)
 	}
 	if p.Push == nil {
-		t.Skipf("the %s engine does not keep a policy's push endpoint yet", engineOf(t))
+		t.Fatalf("the %s engine did not keep the policy's push endpoint: %v", engineOf(t), a)
 	}
 }
 
@@ -151,7 +153,7 @@ func testPushDelivery(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	rc := newReceiver(t, nil)
-	const secret = "whsec_e2e"
+	const secret = "whsec_ZTJlIHNlY3JldA=="
 	setPush(t, s, "hooks", fmt.Sprintf(`{"push":{"url":%q,"timeout":"5s","headers":{"X-Env":"prod"},"secret":%q}}`, rc.srv.URL+"/email", secret))
 
 	const payload = `{"to": "a@b.c",  "n":[1, 2.50]}`
@@ -216,42 +218,21 @@ func testPushDelivery(t *testing.T) {
 	}
 }
 
-// checkSignaturesPython checks the Hourglass-Signature of each push
-// under secret with Python's standard library, an implementation
-// independent of the server's, in one process; it skips where python3
-// is missing.
+// checkSignaturesPython checks the signatures of each push under secret
+// with Python's standard library (checkWebhooksPython), an
+// implementation independent of the server's.
 func checkSignaturesPython(t *testing.T, secret string, ps []pushed) {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed: the signature's independent check needs it")
+	f := webhookFile{Secrets: []string{secret}}
+	for i, p := range ps {
+		f.Messages = append(f.Messages, webhookMessageOf(fmt.Sprintf("push %d", i), p, true))
 	}
-	const script = `
-import hashlib, hmac, json, sys, time
-secret = sys.argv[1].encode()
-for p in json.load(sys.stdin):
-    header, body = p["header"], p["body"].encode()
-    parts = dict(kv.split("=", 1) for kv in header.split(","))
-    mac = hmac.new(secret, parts["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(mac, parts["v1"]):
-        sys.exit("bad signature %r of body %r" % (header, body))
-    if abs(time.time() - int(parts["t"])) > 300:
-        sys.exit("stale signature %r" % header)
-`
-	type signed struct {
-		Header string `json:"header"`
-		Body   string `json:"body"`
+	path := filepath.Join(t.TempDir(), "webhooks.json")
+	b, _ := json.Marshal(f)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	var in []signed
-	for _, p := range ps {
-		in = append(in, signed{p.header.Get("Hourglass-Signature"), string(p.body)})
-	}
-	b, _ := json.Marshal(in)
-	cmd := exec.Command(py, "-c", script, secret)
-	cmd.Stdin = strings.NewReader(string(b))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("python3 refuses a signature: %v\n%s", err, out)
-	}
+	t.Run("python", func(t *testing.T) { checkWebhooksPython(t, path) })
 }
 
 // TestPush_Retries: a 500 is a failed attempt, retried after the
@@ -290,11 +271,11 @@ func testPushRetries(t *testing.T) {
 	pushAttempts(t, s, "p500", "a",
 		"1 push-failed 500 push: HTTP 500: boom: "+strings.Repeat("x", 200-len("boom: ")), "2 pushed 200 ")
 
-	// 503 with Retry-After: 1, then 200; a 500's last error while
-	// waiting.
+	// 503 with Retry-After: 3, then 200; a 500's last error while
+	// waiting. The Retry-After wins over the default back-off (1s).
 	later := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
-			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Retry-After", "3")
 			w.WriteHeader(503)
 			io.WriteString(w, "busy")
 			return
@@ -308,8 +289,8 @@ func testPushRetries(t *testing.T) {
 		t.Errorf("after a 503: last error %q", last)
 	}
 	second = later.wait(t, 2, 10*time.Second)
-	if gap := second.at.Sub(first.at); gap < time.Second-clockSlack(t) {
-		t.Errorf("retry after Retry-After: 1 came %v after the first push", gap)
+	if gap := second.at.Sub(first.at); gap < 3*time.Second-clockSlack(t) {
+		t.Errorf("retry after Retry-After: 3 came %v after the first push", gap)
 	}
 	waitPushed(t, s, "p503", "a", "gone", 5*time.Second)
 	pushAttempts(t, s, "p503", "a", "1 push-failed 503 push: HTTP 503: busy", "2 pushed 204 ")
@@ -359,6 +340,69 @@ func testPushRetries(t *testing.T) {
 		if a.Outcome != api.AttemptPushFailed || a.Status != 0 || !strings.Contains(a.Error, "refused") {
 			t.Errorf("attempt %d after a refused connection: %s, status %d, error %q; want push-failed, no status, refused", a.Attempt, a.Outcome, a.Status, a.Error)
 		}
+	}
+}
+
+// TestPush_DefaultBackoff: a push queue without a retry policy backs off
+// from an endpoint that answers 500 (1s, 2s, 4s … the default), so it
+// gets a handful of pushes in 4 s, not thousands; with immediate retries
+// asked for explicitly ("initial": "0s") it gets them at once, dies at
+// its max_attempts, and its attempt records keep the first 5 and the last
+// 100, saying how many were dropped.
+func TestPush_DefaultBackoff(t *testing.T) { engines(t, testPushDefaultBackoff) }
+
+func testPushDefaultBackoff(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	var mu sync.Mutex
+	got := map[string][]time.Time{} // guarded by mu: push times by queue
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[r.URL.Path] = append(got[r.URL.Path], time.Now())
+		mu.Unlock()
+		w.WriteHeader(500)
+	}))
+	t.Cleanup(rc.Close)
+	pushes := func(queue string) []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got["/"+queue])
+	}
+
+	setPush(t, s, "fail", fmt.Sprintf(`{"push":{"url":%q}}`, rc.URL+"/fail"))
+	s.call("POST", "/v1/queues/fail/tasks", `{"id":"a","payload":1}`)
+	const watch = 4 * time.Second
+	deadline := time.Now().Add(10 * time.Second)
+	for len(pushes("fail")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(watch)
+	ts := pushes("fail")
+	// At 0, 1s and 3s (± 10%), and at most one more on a loaded machine.
+	if len(ts) < 2 || len(ts) > 4 {
+		t.Fatalf("an endpoint answering 500 got %d pushes in %v after the first; want 2 to 4 under the default back-off", len(ts), watch)
+	}
+	if gap := ts[1].Sub(ts[0]); gap < 900*time.Millisecond-clockSlack(t) {
+		t.Errorf("second push %v after the first; want the default back-off's 1s ± 10%%", gap)
+	}
+
+	// Immediate retries, explicitly: 150 pushes at once, then dead.
+	const n = 150
+	setPush(t, s, "now", fmt.Sprintf(`{"retry":{"initial":"0s"},"max_attempts":%d,"push":{"url":%q}}`, n, rc.URL+"/now"))
+	s.call("POST", "/v1/queues/now/tasks", `{"id":"a","payload":1}`)
+	waitPushed(t, s, "now", "a", "dead", 60*time.Second)
+	if k := len(pushes("now")); k != n {
+		t.Errorf("immediate retries: %d pushes, want %d", k, n)
+	}
+	a := s.call("GET", "/v1/queues/now/tasks/a/attempts", "")
+	var as api.AttemptsResponse
+	if a.status != 200 || json.Unmarshal(a.body, &as) != nil {
+		t.Fatalf("GET attempts: %v", a)
+	}
+	const kept = api.AttemptsKeptFirst + api.AttemptsKeptLast
+	if len(as.Attempts) != kept || as.Dropped != n-kept || as.Attempts[api.AttemptsKeptFirst-1].Attempt != api.AttemptsKeptFirst ||
+		as.Attempts[api.AttemptsKeptFirst].Attempt != n-api.AttemptsKeptLast+1 || as.Attempts[kept-1].Attempt != n {
+		t.Errorf("attempts of a task pushed %d times: %d listed, dropped %d; want %d, dropped %d", n, len(as.Attempts), as.Dropped, kept, n-kept)
 	}
 }
 
@@ -428,8 +472,9 @@ func testPushRefused(t *testing.T) {
 		if a.status != 400 || json.Unmarshal(a.body, &e) != nil || !strings.HasPrefix(e.Error, "hourglass: ") || !strings.Contains(e.Error, tc.want) {
 			t.Errorf("PUT push %s: %v; want 400 naming %s", tc.push, a, tc.want)
 		}
-		if a := s.call("GET", "/v1/queues/q/policy", ""); strings.TrimSpace(string(a.body)) != before {
-			t.Fatalf("policy after a refused PUT: %v, want %s", a, before)
+		const recorded = `{"max_attempts":3,"effective":{"retry":{"initial":"1s","max":"1h0m0s","multiplier":2,"jitter":0.1},"max_attempts":3,"ttr":"1m0s"}}`
+		if a := s.call("GET", "/v1/queues/q/policy", ""); strings.TrimSpace(string(a.body)) != recorded {
+			t.Fatalf("policy after a refused PUT: %v, want %s", a, recorded)
 		}
 	}
 
@@ -440,12 +485,13 @@ func testPushRefused(t *testing.T) {
 	}
 
 	// The secret is never answered.
-	setPush(t, s, "signed", `{"push":{"url":"http://10.0.0.1/hook","timeout":"30s","headers":{"X-Env":"prod"},"secret":"whsec_hidden"}}`)
-	const shown = `{"push":{"url":"http://10.0.0.1/hook","timeout":"30s","headers":{"X-Env":"prod"},"secret_set":true}}`
+	setPush(t, s, "signed", `{"push":{"url":"http://10.0.0.1/hook","timeout":"30s","headers":{"X-Env":"prod"},"secret":"whsec_aGlkZGVu"}}`)
+	const shown = `{"push":{"url":"http://10.0.0.1/hook","timeout":"30s","headers":{"X-Env":"prod"},"secret_set":true},` +
+		`"effective":{"retry":{"initial":"1s","max":"1h0m0s","multiplier":2,"jitter":0.1},"max_attempts":25,"ttr":"1m0s"}}`
 	if a := s.call("GET", "/v1/queues/signed/policy", ""); strings.TrimSpace(string(a.body)) != shown {
 		t.Errorf("GET policy: %v\nwant %s", a, shown)
 	}
-	if a := s.call("GET", "/v1/queues", ""); strings.Contains(string(a.body), "whsec_hidden") || !strings.Contains(string(a.body), `"secret_set":true`) {
+	if a := s.call("GET", "/v1/queues", ""); strings.Contains(string(a.body), "whsec_aGlkZGVu") || !strings.Contains(string(a.body), `"secret_set":true`) {
 		t.Errorf("GET /v1/queues shows the secret, or not secret_set: %v", a)
 	}
 

@@ -397,7 +397,7 @@ func testScheduleBadFields(t *testing.T) {
 		"overlap":      `{"cron":"@every 1s","queue":"q","overlap":"never"}`,
 		"catch_up":     `{"cron":"@every 1s","queue":"q","catch_up":"-1s"}`,
 		"ttr":          `{"cron":"@every 1s","queue":"q","ttr":"25h"}`,
-		"max_attempts": `{"cron":"@every 1s","queue":"q","max_attempts":-1}`,
+		"max_attempts": `{"cron":"@every 1s","queue":"q","max_attempts":-2}`,
 		"priority":     `{"cron":"@every 1s","queue":"q","priority":-1}`,
 		"paused":       `{"cron":"@every 1s","queue":"q","paused":"yes"}`,
 	} {

@@ -60,7 +60,7 @@ func (l *live) open() {
 		l.t.Fatal(err)
 	}
 	l.st, l.b = st, b
-	l.s = httpapi.New(httpapi.Options{MaxPayload: cfg.MaxPayload, Gatherer: l.reg, Logger: quiet})
+	l.s = checked(l.t, httpapi.New(httpapi.Options{MaxPayload: cfg.MaxPayload, Gatherer: l.reg, Logger: quiet}))
 	l.s.SetService(service.New(b))
 }
 
@@ -199,7 +199,7 @@ func TestLiveBadInputChangesNothing(t *testing.T) {
 		{"POST", "/v1/queues/q/tasks", `{"at":"2999-01-01T00:00:00Z"}`, 400},
 		{"POST", "/v1/queues/q/tasks", `{"delay":"-1s"}`, 400},
 		{"POST", "/v1/queues/q/tasks", `{"ttr":"-1s"}`, 400},
-		{"POST", "/v1/queues/q/tasks", `{"max_attempts":-1}`, 400},
+		{"POST", "/v1/queues/q/tasks", `{"max_attempts":-2}`, 400},
 		{"POST", "/v1/queues/q/tasks", `{"priority":-1}`, 400},
 		{"POST", "/v1/queues/q/tasks", `{"delay":"1s","at":"2030-01-01T00:00:00Z"}`, 400},
 		{"POST", "/v1/queues/q/tasks", `{"payload":"` + strings.Repeat("p", 100) + `"}`, 413},

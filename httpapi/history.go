@@ -26,7 +26,8 @@ var finishedOutcomes = map[string]bool{
 }
 
 // attempts serves GET /v1/queues/{queue}/tasks/{id}/attempts: the task's
-// attempts, oldest first, a running one with its duration so far.
+// attempts, oldest first, a running one with its duration so far, and
+// how many are left out ("dropped").
 func (s *Server) attempts(w http.ResponseWriter, r *http.Request, b service.Service) {
 	as, err := b.Attempts(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 	if err != nil {
@@ -34,7 +35,7 @@ func (s *Server) attempts(w http.ResponseWriter, r *http.Request, b service.Serv
 		return
 	}
 	now := time.Now()
-	out := api.AttemptsResponse{Attempts: make([]api.Attempt, len(as))}
+	out := api.AttemptsResponse{Attempts: make([]api.Attempt, len(as)), Dropped: service.DroppedAttempts(as)}
 	for i, a := range as {
 		out.Attempts[i] = toAttempt(a, now)
 	}

@@ -39,7 +39,7 @@ func newObserved(t *testing.T, token string) *observed {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close(); st.Close() })
-	s := httpapi.New(httpapi.Options{Token: token, Gatherer: prometheus.NewRegistry(), Logger: log})
+	s := checked(t, httpapi.New(httpapi.Options{Token: token, Gatherer: prometheus.NewRegistry(), Logger: log}))
 	s.SetService(service.New(b))
 	return &observed{t: t, b: b, s: s, token: token}
 }
@@ -56,7 +56,7 @@ func (o *observed) serve(method, path, body string) *httptest.ResponseRecorder {
 		r.Header.Set("Authorization", "Bearer "+o.token)
 	}
 	w := httptest.NewRecorder()
-	o.s.ServeHTTP(w, r)
+	contract(o.s).ServeHTTP(w, r)
 	return w
 }
 

@@ -44,18 +44,28 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Ser
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toAPIPolicy(p))
+	writeJSON(w, http.StatusOK, withEffective(p, b))
 }
 
 // policy serves GET /v1/queues/{queue}/policy: 200 with the queue's
-// policy, {} when it has none.
+// policy, {"effective": ...} when it has none.
 func (s *Server) policy(w http.ResponseWriter, r *http.Request, b service.Service) {
 	p, err := b.Policy(r.Context(), r.PathValue("queue"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toAPIPolicy(p))
+	writeJSON(w, http.StatusOK, withEffective(p, b))
+}
+
+// withEffective returns p's wire form with "effective": the values b
+// applies of the fields that have defaults, retry, max_attempts and ttr
+// (service.Effective, b's default ttr).
+func withEffective(p task.Policy, b service.Service) api.Policy {
+	a := toAPIPolicy(p)
+	e := toAPIPolicy(service.Effective(p, b.Limits().DefaultTTR))
+	a.Effective = &api.Policy{Retry: e.Retry, MaxAttempts: e.MaxAttempts, TTR: e.TTR}
+	return a
 }
 
 // deletePolicy serves DELETE /v1/queues/{queue}/policy: 204, and the
@@ -108,7 +118,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, b service.Servic
 }
 
 // fromAPIPolicy turns a policy's wire form into the service's, as it is:
-// the service checks it (service.CheckPolicy).
+// the service checks it (service.CheckPolicy). "effective" is ignored.
 func fromAPIPolicy(a api.Policy) task.Policy {
 	p := task.Policy{
 		MaxAttempts: a.MaxAttempts,
@@ -130,7 +140,7 @@ func fromAPIPolicy(a api.Policy) task.Policy {
 		p.Rate = &task.Rate{Limit: a.Rate.Limit, Per: a.Rate.Per.D(), Burst: a.Rate.Burst}
 	}
 	if a.Push != nil {
-		p.Push = &task.Push{URL: a.Push.URL, Headers: maps.Clone(a.Push.Headers), Secret: a.Push.Secret}
+		p.Push = &task.Push{URL: a.Push.URL, Headers: maps.Clone(a.Push.Headers), Secret: a.Push.Secret, NextSecret: a.Push.NextSecret}
 		if a.Push.Timeout != nil {
 			p.Push.Timeout = a.Push.Timeout.D()
 		}
@@ -139,8 +149,9 @@ func fromAPIPolicy(a api.Policy) task.Policy {
 }
 
 // checkPush refuses what only the wire can get wrong in a policy's push
-// endpoint a (its service form p): "secret_set" without the secret, as a
-// policy read and written back has (it would lose its signing); and a
+// endpoint a (its service form p): "secret_set" without the secret, or
+// "next_secret_set" without the next secret, as a policy read and written
+// back has (it would lose its signing); and a
 // URL naming a host the server may not push to
 // (Options.CheckPushTarget). The service checks the rest.
 func (s *Server) checkPush(a *api.Push, p *task.Push) error {
@@ -149,6 +160,9 @@ func (s *Server) checkPush(a *api.Push, p *task.Push) error {
 	}
 	if a.SecretSet && a.Secret == "" {
 		return badRequest("policy: push.secret_set is answered, not written: give push.secret (a policy replaces the one before whole)")
+	}
+	if a.NextSecretSet && a.NextSecret == "" {
+		return badRequest("policy: push.next_secret_set is answered, not written: give push.next_secret (a policy replaces the one before whole)")
 	}
 	if s.checkPushTarget != nil {
 		if err := s.checkPushTarget(p.URL); err != nil {
@@ -160,7 +174,8 @@ func (s *Server) checkPush(a *api.Push, p *task.Push) error {
 
 // toAPIPolicy turns the service's policy into its wire form: fields at
 // their defaults are left out, so that the zero Policy is {}; a push
-// endpoint's secret never leaves the server ("secret_set": true).
+// endpoint's secrets never leave the server ("secret_set": true,
+// "next_secret_set": true).
 func toAPIPolicy(p task.Policy) api.Policy {
 	a := api.Policy{
 		MaxAttempts: p.MaxAttempts,
@@ -183,7 +198,8 @@ func toAPIPolicy(p task.Policy) api.Policy {
 		a.Rate = &api.Rate{Limit: p.Rate.Limit, Per: api.Duration(p.Rate.Per), Burst: p.Rate.Burst}
 	}
 	if p.Push != nil {
-		a.Push = &api.Push{URL: p.Push.URL, Headers: maps.Clone(p.Push.Headers), SecretSet: p.Push.Secret != ""}
+		a.Push = &api.Push{URL: p.Push.URL, Headers: maps.Clone(p.Push.Headers), SecretSet: p.Push.Secret != "",
+			NextSecretSet: p.Push.NextSecret != ""}
 		if p.Push.Timeout != 0 {
 			d := api.Duration(p.Push.Timeout)
 			a.Push.Timeout = &d

@@ -26,6 +26,23 @@ var fullPolicy = task.Policy{
 const fullPolicyJSON = `{"retry":{"initial":"1s","max":"1m0s","multiplier":2,"jitter":0.1},"max_attempts":5,"ttr":"30s",` +
 	`"rate":{"limit":10,"per":"1s","burst":20},"concurrency":3,"dead_letter":"mail-dead"}`
 
+// fullEffectiveJSON is the "effective" of fullPolicy: its fields that
+// have defaults.
+const fullEffectiveJSON = `{"retry":{"initial":"1s","max":"1m0s","multiplier":2,"jitter":0.1},"max_attempts":5,"ttr":"30s"}`
+
+// withEffective is policy (its JSON) as answered, with effective (the
+// JSON of its fields as the server applies them) beside it.
+func withEffective(policy, effective string) string {
+	if policy == "{}" {
+		return `{"effective":` + effective + `}`
+	}
+	return policy[:len(policy)-1] + `,"effective":` + effective + `}`
+}
+
+// defaultsJSON is the effective policy of a queue without one: the
+// default back-off, 25 attempts and the server's ttr (1m).
+const defaultsJSON = `{"retry":{"initial":"1s","max":"1h0m0s","multiplier":2,"jitter":0.1},"max_attempts":25,"ttr":"1m0s"`
+
 // TestPolicyRoutes checks PUT, GET and DELETE of a queue's policy: the
 // body reaches the service as it was sent, and the answer is the policy
 // the service recorded.
@@ -40,8 +57,13 @@ func TestPolicyRoutes(t *testing.T) {
 		return service.NormalPolicy(p), nil
 	}
 	w := do(s, "PUT", "/v1/queues/mail/policy", fullPolicyJSON)
-	if body := strings.TrimSpace(w.Body.String()); w.Code != 200 || body != fullPolicyJSON {
-		t.Errorf("PUT: %d\n got %s\nwant %s", w.Code, body, fullPolicyJSON)
+	if body, want := strings.TrimSpace(w.Body.String()), withEffective(fullPolicyJSON, fullEffectiveJSON); w.Code != 200 || body != want {
+		t.Errorf("PUT: %d\n got %s\nwant %s", w.Code, body, want)
+	}
+	// A policy read, "effective" and all, can be written back.
+	w = do(s, "PUT", "/v1/queues/mail/policy", withEffective(fullPolicyJSON, fullEffectiveJSON))
+	if body, want := strings.TrimSpace(w.Body.String()), withEffective(fullPolicyJSON, fullEffectiveJSON); w.Code != 200 || body != want {
+		t.Errorf("PUT of a policy read: %d\n got %s\nwant %s", w.Code, body, want)
 	}
 	if fmt.Sprint(got.Retry, got.Rate, got.MaxAttempts, got.TTR, got.Concurrency, got.DeadLetter) !=
 		fmt.Sprint(fullPolicy.Retry, fullPolicy.Rate, fullPolicy.MaxAttempts, fullPolicy.TTR, fullPolicy.Concurrency, fullPolicy.DeadLetter) {
@@ -50,20 +72,29 @@ func TestPolicyRoutes(t *testing.T) {
 
 	// The burst the service fills in comes back; absent fields stay out.
 	w = do(s, "PUT", "/v1/queues/mail/policy", `{"rate":{"limit":5,"per":"1m"}}`)
-	if want := `{"rate":{"limit":5,"per":"1m0s","burst":5}}`; strings.TrimSpace(w.Body.String()) != want {
+	rate := `{"rate":{"limit":5,"per":"1m0s","burst":5}}`
+	if want := withEffective(rate, defaultsJSON+`}`); strings.TrimSpace(w.Body.String()) != want {
 		t.Errorf("PUT rate without burst: %d %s, want %s", w.Code, w.Body.String(), want)
 	}
-	if w := do(s, "PUT", "/v1/queues/mail/policy", `{}`); w.Code != 200 || strings.TrimSpace(w.Body.String()) != `{}` {
-		t.Errorf("PUT {}: %d %s", w.Code, w.Body.String())
+	if w, want := do(s, "PUT", "/v1/queues/mail/policy", `{}`), withEffective(`{}`, defaultsJSON+`}`); w.Code != 200 || strings.TrimSpace(w.Body.String()) != want {
+		t.Errorf("PUT {}: %d %s, want %s", w.Code, w.Body.String(), want)
 	}
 
 	f.policy = func(queue string) (task.Policy, error) { return task.Policy{}, nil }
-	if w := do(s, "GET", "/v1/queues/mail/policy", ""); w.Code != 200 || strings.TrimSpace(w.Body.String()) != `{}` {
-		t.Errorf("GET without a policy: %d %s, want {}", w.Code, w.Body.String())
+	if w, want := do(s, "GET", "/v1/queues/mail/policy", ""), withEffective(`{}`, defaultsJSON+`}`); w.Code != 200 || strings.TrimSpace(w.Body.String()) != want {
+		t.Errorf("GET without a policy: %d %s, want %s", w.Code, w.Body.String(), want)
 	}
 	f.policy = func(queue string) (task.Policy, error) { return fullPolicy, nil }
-	if w := do(s, "GET", "/v1/queues/mail/policy", ""); w.Code != 200 || strings.TrimSpace(w.Body.String()) != fullPolicyJSON {
-		t.Errorf("GET: %d %s", w.Code, w.Body.String())
+	if w, want := do(s, "GET", "/v1/queues/mail/policy", ""), withEffective(fullPolicyJSON, fullEffectiveJSON); w.Code != 200 || strings.TrimSpace(w.Body.String()) != want {
+		t.Errorf("GET: %d %s, want %s", w.Code, w.Body.String(), want)
+	}
+	// Immediate retries and unlimited attempts, explicit, read as such.
+	f.policy = func(queue string) (task.Policy, error) {
+		return task.Policy{Retry: &task.Retry{}, MaxAttempts: task.UnlimitedAttempts}, nil
+	}
+	explicit := `{"retry":{"initial":"0s","max":"0s","multiplier":0,"jitter":0},"max_attempts":-1}`
+	if w, want := do(s, "GET", "/v1/queues/mail/policy", ""), withEffective(explicit, explicit[:len(explicit)-1]+`,"ttr":"1m0s"}`); w.Code != 200 || strings.TrimSpace(w.Body.String()) != want {
+		t.Errorf("GET of immediate retries, unlimited attempts: %d %s, want %s", w.Code, w.Body.String(), want)
 	}
 
 	var calls []string
@@ -118,11 +149,12 @@ func TestPolicyRefused(t *testing.T) {
 		return p, nil
 	}
 	for _, tc := range []struct{ body, field string }{
-		{`{"retry":{"initial":"0s","max":"1s","multiplier":2,"jitter":0}}`, "retry.initial"},
+		{`{"retry":{"initial":"-1s","max":"1s","multiplier":2,"jitter":0}}`, "retry.initial"},
+		{`{"retry":{"initial":"0s","max":"1s","multiplier":2,"jitter":0}}`, "retry.max"},
 		{`{"retry":{"initial":"2s","max":"1s","multiplier":2,"jitter":0}}`, "retry.max"},
 		{`{"retry":{"initial":"1s","max":"1s","multiplier":0.5,"jitter":0}}`, "retry.multiplier"},
 		{`{"retry":{"initial":"1s","max":"1s","multiplier":2,"jitter":1.5}}`, "retry.jitter"},
-		{`{"max_attempts":-1}`, "max_attempts"},
+		{`{"max_attempts":-2}`, "max_attempts"},
 		{`{"ttr":"-1s"}`, "ttr"},
 		{`{"rate":{"limit":0,"per":"1s"}}`, "rate.limit"},
 		{`{"rate":{"limit":1,"per":"0s"}}`, "rate.per"},
@@ -295,5 +327,20 @@ func TestQueuesPauseAndPolicy(t *testing.T) {
 		`{"name":"d","delayed":0,"ready":0,"reserved":0,"dead":0}]}`
 	if got := strings.TrimSpace(w.Body.String()); w.Code != 200 || got != want {
 		t.Errorf("queues: %d\n got %s\nwant %s", w.Code, got, want)
+	}
+}
+
+// TestPolicyDefaultsAgree: the defaults package api states for clients
+// are the ones the service applies.
+func TestPolicyDefaultsAgree(t *testing.T) {
+	r := service.DefaultRetry
+	if got := (api.Retry{Initial: api.Duration(r.Initial), Max: api.Duration(r.Max), Multiplier: r.Multiplier, Jitter: r.Jitter}); got != api.DefaultRetry {
+		t.Errorf("api.DefaultRetry %+v; the service's %+v", api.DefaultRetry, got)
+	}
+	if api.DefaultMaxAttempts != service.DefaultMaxAttempts || api.UnlimitedAttempts != task.UnlimitedAttempts ||
+		api.AttemptsKeptFirst != task.AttemptsKeptFirst || api.AttemptsKeptLast != task.AttemptsKeptLast {
+		t.Errorf("api's max_attempts %d, unlimited %d, kept %d+%d; the service's %d, %d, %d+%d",
+			api.DefaultMaxAttempts, api.UnlimitedAttempts, api.AttemptsKeptFirst, api.AttemptsKeptLast,
+			service.DefaultMaxAttempts, task.UnlimitedAttempts, task.AttemptsKeptFirst, task.AttemptsKeptLast)
 	}
 }

@@ -46,8 +46,9 @@ func (s *Server) setSchedule(w http.ResponseWriter, r *http.Request, b service.S
 		}
 	}
 	if req.MaxAttempts != nil {
-		if spec.MaxAttempts = *req.MaxAttempts; spec.MaxAttempts < 0 {
-			s.fail(w, r, fmt.Errorf("%w: max_attempts %d: want 0 (unlimited) or more", task.ErrInvalid, spec.MaxAttempts))
+		if spec.MaxAttempts = *req.MaxAttempts; spec.MaxAttempts < task.UnlimitedAttempts {
+			s.fail(w, r, fmt.Errorf("%w: max_attempts %d: want 0 (the queue's) or more, or %d (no limit)",
+				task.ErrInvalid, spec.MaxAttempts, task.UnlimitedAttempts))
 			return
 		}
 	}

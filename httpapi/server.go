@@ -119,6 +119,10 @@ type Server struct {
 	draining    atomic.Bool
 	drain       context.Context
 	cancelDrain context.CancelFunc
+
+	// patterns are those registered on mux, in order (handle): what
+	// api/openapi.yaml must list (TestOpenAPIRoutes).
+	patterns []string
 }
 
 // serviceRef boxes the Service interface for atomic.Pointer.
@@ -161,18 +165,27 @@ func New(opts Options) *Server {
 	if gatherer == nil {
 		gatherer = prometheus.DefaultGatherer
 	}
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.handle("GET /healthz", http.HandlerFunc(s.healthz))
+	s.handle("GET /readyz", http.HandlerFunc(s.readyz))
 	metrics := promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})
 	if !opts.MetricsWithoutToken {
 		metrics = s.auth(metrics)
 	}
-	s.mux.Handle("GET /metrics", metrics)
+	s.handle("GET /metrics", metrics)
+	s.handle("GET /v1/openapi.json", http.HandlerFunc(s.openAPI))
 	s.routeV1()
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	s.handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNoRoute)
-	})
+	}))
 	return s
+}
+
+// handle registers h for pattern on s's mux, and keeps the pattern: every
+// route goes through here, so that the test of the OpenAPI document sees
+// them all.
+func (s *Server) handle(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.Handle(pattern, h)
 }
 
 // route is one line of the API's table: a method and a path pattern of
@@ -224,7 +237,7 @@ func (s *Server) routeV1() {
 	allowed := map[string][]string{}
 	var paths []string
 	for _, rt := range slices.Concat(s.routes(), s.observeRoutes(), s.historyRoutes()) {
-		s.mux.Handle(rt.method+" "+rt.path, s.v1(rt.h))
+		s.handle(rt.method+" "+rt.path, s.v1(rt.h))
 		if allowed[rt.path] == nil {
 			paths = append(paths, rt.path)
 		}
@@ -236,12 +249,12 @@ func (s *Server) routeV1() {
 			methods = append(methods, "HEAD")
 		}
 		allow := strings.Join(methods, ", ")
-		s.mux.Handle(p, s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.handle(p, s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			writeError(w, errMethod)
 		})))
 	}
-	s.mux.Handle("/v1/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.handle("/v1/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNoRoute)
 	})))
 }

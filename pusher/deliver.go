@@ -121,8 +121,16 @@ func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeou
 	for k, v := range end.Headers {
 		h.Set(k, v)
 	}
-	if end.Secret != "" {
-		h.Set(api.PushSignatureHeader, push.Sign(end.Secret, t.Payload, time.Now()))
+	id, now := webhookID(t), time.Now()
+	h.Set(api.PushIDHeader, id)
+	h.Set(api.PushTimestampHeader, strconv.FormatInt(now.Unix(), 10))
+	if secrets := pushSecrets(end); len(secrets) > 0 {
+		if push.SetHeaders(h, id, now, t.Payload, secrets...) != nil {
+			// A policy stored before service.CheckPush refused such a
+			// secret: the attempt fails, saying why, rather than go
+			// unsigned.
+			return outcome{kind: "failed", delay: task.RetryDelay, reason: "push: the policy's secret is not valid (whsec_ and standard base64): set it again"}
+		}
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
@@ -206,6 +214,29 @@ func (p *Pusher) keep(ctx context.Context, t task.Task) {
 			}
 		}
 	}
+}
+
+// webhookID returns the webhook-id of t's pushes (api.Push): "msg_",
+// its job id, "_" and its creation time in Unix nanoseconds. The job id
+// is unique in a store and never reused, on both engines (a re-put under
+// the same id is a new job); the creation time tells apart the tasks of
+// a store started anew. Both are kept with the task, so every attempt,
+// before and after a restart, has the same id.
+func webhookID(t task.Task) string {
+	return "msg_" + strconv.FormatUint(t.JobID, 10) + "_" + strconv.FormatInt(t.Created.UnixNano(), 10)
+}
+
+// pushSecrets returns the secrets end's pushes are signed with: the
+// secret, then the next one while a key is rotated; none without a
+// secret.
+func pushSecrets(end task.Push) []string {
+	switch {
+	case end.Secret == "":
+		return nil
+	case end.NextSecret == "":
+		return []string{end.Secret}
+	}
+	return []string{end.Secret, end.NextSecret}
 }
 
 // retryAfter parses a Retry-After value, delay-seconds or an HTTP date

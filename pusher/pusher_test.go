@@ -94,7 +94,8 @@ func TestPusher_Acked(t *testing.T) {
 	}), task.Push{Headers: map[string]string{"X-Env": "prod"}, Secret: "s3cret"}, pusher.Options{})
 	ctx := context.Background()
 	due := time.Now().Add(100 * time.Millisecond)
-	if _, _, err := s.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`{"n": 1}`), At: due}); err != nil {
+	put, _, err := s.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`{"n": 1}`), At: due})
+	if err != nil {
 		t.Fatal(err)
 	}
 	r, body := <-got, <-bodies
@@ -115,8 +116,11 @@ func TestPusher_Acked(t *testing.T) {
 	if d, err := time.Parse(time.RFC3339Nano, r.Header.Get("Hourglass-Due")); err != nil || !d.Equal(due.Truncate(0).UTC()) && d.Sub(due).Abs() > time.Millisecond {
 		t.Errorf("Hourglass-Due %q, want %v", r.Header.Get("Hourglass-Due"), due)
 	}
-	if err := push.Verify("s3cret", r, body, time.Now()); err != nil {
+	if err := push.Verify(r, body, time.Now(), "s3cret"); err != nil {
 		t.Errorf("Verify: %v", err)
+	}
+	if id, want := r.Header.Get("webhook-id"), fmt.Sprintf("msg_%d_%d", put.JobID, put.Created.UnixNano()); id != want {
+		t.Errorf("webhook-id %q, want %q", id, want)
 	}
 	waitFor(t, "the ack", func() bool { _, err := s.Get("q", "a"); return err != nil })
 }

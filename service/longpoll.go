@@ -28,6 +28,10 @@ import (
 //   - No lost signal: a waiter signalled while it gives up (its wait ran
 //     out, its caller went away) passes the signal on to the lists that
 //     signalled it, as many tasks as it stood for (Waiter.Leave).
+//   - Nothing kept for a name: a waiter leaves its lists in O(its lists)
+//     (Waiter.Leave), and the engine is told (Poller.Left), so that the
+//     state a name has because a reserver waited on it goes with the
+//     wait: a client naming queues at will makes no lasting state.
 //   - Hand-over: a waiter on one queue that has looked and found nothing
 //     may be handed tasks already reserved for it (WaitList.HandOver; the
 //     cluster's flush reserves the tasks it makes ready for the node's
@@ -58,9 +62,21 @@ type Waiter[T any] struct {
 	waiting bool
 	// lists are the WaitLists it was added to.
 	lists []*WaitList[T]
+	// off[i]: w was taken off lists[i] by a signal (Wake, WakeAll,
+	// HandOver); left: w has left its lists (Leave), and the entries
+	// still on them are stale.
+	off  []bool
+	left bool
 	// handed are the tasks handed to it, set together with the signal
 	// and its removal from its list.
 	handed []T
+}
+
+// waitEntry is a waiter's place on one WaitList: the waiter, and the
+// index of the list in its lists.
+type waitEntry[T any] struct {
+	w *Waiter[T]
+	i int
 }
 
 // NewWaiter returns a waiter for a reserve of up to max tasks over
@@ -86,35 +102,85 @@ func (w *Waiter[T]) signal() bool {
 // Leave takes w off its lists and returns what it was handed. A waiter
 // signalled for nothing it took (it gives up, or has looked and found
 // tasks, as the signal came) passes the signal on to the lists that
-// signalled it, as many tasks as it stood for. The engine's lock is held.
-// O(waiters on its lists).
+// signalled it, as many tasks as it stood for. w is not used again. The
+// engine's lock is held. O(its lists), amortised: an entry of w still on
+// a list is left there, stale, and skipped or compacted away later, so
+// that a waiter on many queues leaving does not scan each queue's
+// waiters.
 func (w *Waiter[T]) Leave() []T {
 	handed := w.handed
-	w.handed, w.waiting = nil, false
+	w.handed, w.waiting, w.left = nil, false, true
 	signalled := len(w.ch) > 0 && handed == nil
-	for _, l := range w.lists {
-		if !l.remove(w) && signalled {
+	for i, l := range w.lists {
+		l.joined--
+		switch {
+		case !w.off[i]:
+			l.stale++
+			l.compact()
+		case signalled:
 			l.Wake(max(w.max, 1))
 		}
 	}
-	w.lists = nil
+	w.lists, w.off = nil, nil
 	return handed
 }
 
 // WaitList is one queue's blocked reservers, oldest first. It is not
 // safe for concurrent use: the engine's lock guards it.
 type WaitList[T any] struct {
-	ws []*Waiter[T]
+	ws []waitEntry[T]
+	// stale counts the entries of ws whose waiter has left.
+	stale int
+	// joined counts the waiters added and not yet left (Waiter.Leave),
+	// those signalled and taken off ws included.
+	joined int
 }
 
 // Add puts w at the end of l. O(1) amortised.
 func (l *WaitList[T]) Add(w *Waiter[T]) {
-	l.ws = append(l.ws, w)
+	l.ws = append(l.ws, waitEntry[T]{w, len(w.lists)})
+	l.joined++
 	w.lists = append(w.lists, l)
+	w.off = append(w.off, false)
 }
 
 // Len returns how many reservers wait on l.
-func (l *WaitList[T]) Len() int { return len(l.ws) }
+func (l *WaitList[T]) Len() int { return len(l.ws) - l.stale }
+
+// compact drops the stale entries once they are most of l. O(1)
+// amortised over the waiters that left.
+func (l *WaitList[T]) compact() {
+	if l.stale < 16 || 2*l.stale < len(l.ws) {
+		return
+	}
+	kept := l.ws[:0]
+	for _, e := range l.ws {
+		if !e.w.left {
+			kept = append(kept, e)
+		}
+	}
+	clear(l.ws[len(kept):])
+	l.ws, l.stale = kept, 0
+}
+
+// take takes l's first entry off l; ok is false when its waiter has
+// left (a stale entry). O(1).
+func (l *WaitList[T]) take() (w *Waiter[T], ok bool) {
+	e := l.ws[0]
+	l.ws[0] = waitEntry[T]{}
+	l.ws = l.ws[1:]
+	if e.w.left {
+		l.stale--
+		return nil, false
+	}
+	e.w.off[e.i] = true
+	return e.w, true
+}
+
+// Unused reports whether every waiter added to l has left it
+// (Waiter.Leave), signalled or not: l may then be dropped, as no waiter
+// will pass a signal on to it. O(1).
+func (l *WaitList[T]) Unused() bool { return l.joined == 0 }
 
 // Wake signals waiters, oldest first, taking them off l, until those
 // signalled can take k tasks between them, and returns how many they can
@@ -122,10 +188,7 @@ func (l *WaitList[T]) Len() int { return len(l.ws) }
 // for nothing. O(waiters woken).
 func (l *WaitList[T]) Wake(k int) (took int) {
 	for took < k && len(l.ws) > 0 {
-		w := l.ws[0]
-		l.ws[0] = nil
-		l.ws = l.ws[1:]
-		if w.signal() {
+		if w, ok := l.take(); ok && w.signal() {
 			took += max(w.max, 1)
 		}
 	}
@@ -137,8 +200,10 @@ func (l *WaitList[T]) Wake(k int) (took int) {
 
 // WakeAll signals every waiter of l and empties it. O(waiters).
 func (l *WaitList[T]) WakeAll() {
-	for _, w := range l.ws {
-		w.signal()
+	for len(l.ws) > 0 {
+		if w, ok := l.take(); ok {
+			w.signal()
+		}
 	}
 	l.ws = nil
 }
@@ -146,8 +211,8 @@ func (l *WaitList[T]) WakeAll() {
 // Waiting returns how many of l's waiters have looked and found nothing
 // (MarkWaiting). O(waiters).
 func (l *WaitList[T]) Waiting() (k int) {
-	for _, w := range l.ws {
-		if w.waiting {
+	for _, e := range l.ws {
+		if e.w.waiting { // false once it left
 			k++
 		}
 	}
@@ -158,9 +223,9 @@ func (l *WaitList[T]) Waiting() (k int) {
 // what its waiters on this queue alone, having looked, take at most.
 // O(waiters).
 func (l *WaitList[T]) Slots() (k int) {
-	for _, w := range l.ws {
-		if w.single && w.waiting {
-			k += w.max
+	for _, e := range l.ws {
+		if e.w.single && e.w.waiting {
+			k += e.w.max
 		}
 	}
 	return k
@@ -173,30 +238,24 @@ func (l *WaitList[T]) Slots() (k int) {
 // the items were being reserved). O(waiters).
 func (l *WaitList[T]) HandOver(items []T) (left []T) {
 	kept := l.ws[:0]
-	for _, w := range l.ws {
+	for _, e := range l.ws {
+		w := e.w
+		if w.left {
+			l.stale--
+			continue
+		}
 		if len(items) == 0 || !w.single || !w.waiting || len(w.ch) > 0 {
-			kept = append(kept, w)
+			kept = append(kept, e)
 			continue
 		}
 		k := min(w.max, len(items))
 		w.handed, items = items[:k:k], items[k:]
+		w.off[e.i] = true
 		w.ch <- struct{}{}
 	}
 	clear(l.ws[len(kept):])
 	l.ws = kept
 	return items
-}
-
-// remove takes w off l and reports whether it was there (false: it was
-// signalled through l). O(waiters).
-func (l *WaitList[T]) remove(w *Waiter[T]) bool {
-	for i, x := range l.ws {
-		if x == w {
-			l.ws = append(l.ws[:i], l.ws[i+1:]...)
-			return true
-		}
-	}
-	return false
 }
 
 // Poller is an engine's side of LongPoll.
@@ -216,12 +275,17 @@ type Poller[T any] interface {
 	// GiveBack makes items handed to a waiter whose caller has gone ready
 	// again.
 	GiveBack(items []T)
+	// Left is called with the engine's lock held once a waiter on queues
+	// has left their lists (Waiter.Leave): the engine drops what it kept
+	// for a queue only so that reservers could wait on it, so that a
+	// name a client waited on leaves nothing behind once the wait ends.
+	Left(queues []string)
 }
 
 // LongPoll is a reserve of up to max tasks of queues, waiting up to wait
 // for the first: it looks (p.Look), and while it finds nothing waits for
-// a signal, p.Look's retry, the end of wait or of ctx, then looks again.
-// mu is the engine's lock, which guards its WaitLists and waiters. It
+// a signal, p.Look's retry, the end of wait or of ctx, then leaves the
+// queues' lists (telling p: Poller.Left) and looks again. mu is the engine's lock, which guards its WaitLists and waiters. It
 // returns no tasks and no error when wait runs out or ctx ends with none
 // taken. Safe for concurrent use as p and mu are.
 func LongPoll[T any](ctx context.Context, mu sync.Locker, p Poller[T], queues []string, max int, wait time.Duration) ([]task.Task, error) {
@@ -259,6 +323,7 @@ func LongPoll[T any](ctx context.Context, mu sync.Locker, p Poller[T], queues []
 		}
 		mu.Lock()
 		handed := w.Leave()
+		p.Left(queues)
 		mu.Unlock()
 		if len(handed) > 0 {
 			if ctx.Err() != nil {

@@ -168,6 +168,8 @@ func (p *memPoller) Look(ctx context.Context, queues []string, max int, w *servi
 
 func (p *memPoller) Deliver(items []int) []task.Task { return tasks(items) }
 
+func (p *memPoller) Left([]string) {}
+
 func (p *memPoller) GiveBack(items []int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -410,5 +412,25 @@ func TestLongPoll_Model(t *testing.T) {
 				t.Errorf("seed %d: %d waiters left", seed, p.waiters.Len())
 			}
 		})
+	}
+}
+
+// BenchmarkWaiter_Leave_Wide measures a waiter on 1,000 queues leaving
+// them, each queue with 100 other waiters (a beanstalkd connection among
+// 100 watching the same 1,000 tubes).
+func BenchmarkWaiter_Leave_Wide(b *testing.B) {
+	lists := make([]service.WaitList[int], 1000)
+	for range 100 {
+		w := service.NewWaiter[int](1, len(lists))
+		for i := range lists {
+			lists[i].Add(w)
+		}
+	}
+	for b.Loop() {
+		w := service.NewWaiter[int](1, len(lists))
+		for i := range lists {
+			lists[i].Add(w)
+		}
+		w.Leave()
 	}
 }

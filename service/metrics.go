@@ -3,8 +3,10 @@ package service
 import (
 	"time"
 
-	"github.com/hourglass-go/hourglass/task"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // TaskMetrics are the metrics of a task's life that both engines keep
@@ -21,7 +23,8 @@ type TaskMetrics struct {
 	// reason ("rate", "concurrency"), the reserves that a queue's limit
 	// held back; DeadLettered, per queue, the tasks that died there and
 	// moved to its dead-letter queue. Their series number one per queue
-	// that saw the event, as the engines' own state per queue does.
+	// that exists and saw the event: an engine deletes a queue's series
+	// when the queue goes (ForgetQueue).
 	Retries, Throttled, DeadLettered *prometheus.CounterVec
 }
 
@@ -79,6 +82,44 @@ func NewTaskMetrics() TaskMetrics {
 			Help: "Tasks that died in a queue and moved to its dead-letter queue, by queue.",
 		}, []string{"queue"}),
 	}
+}
+
+// ForgetQueue deletes queue's series of the per-queue metrics (Retries,
+// Throttled, DeadLettered): a queue that no longer exists has none, so
+// that the series number one per queue that exists, not one per name
+// ever used. O(series of the metric) for Throttled, O(1) for the others.
+func (t TaskMetrics) ForgetQueue(queue string) {
+	t.Retries.DeleteLabelValues(queue)
+	t.Throttled.DeletePartialMatch(prometheus.Labels{"queue": queue})
+	t.DeadLettered.DeleteLabelValues(queue)
+}
+
+// Queues returns the queues that have series of the per-queue metrics
+// (Retries, Throttled, DeadLettered), each once, for an engine to forget
+// those of queues that no longer exist. O(series).
+func (t TaskMetrics) Queues() []string {
+	seen := make(map[string]bool)
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		t.Retries.Collect(ch)
+		t.Throttled.Collect(ch)
+		t.DeadLettered.Collect(ch)
+		close(ch)
+	}()
+	var out []string
+	for m := range ch {
+		var d dto.Metric
+		if m.Write(&d) != nil {
+			continue
+		}
+		for _, l := range d.GetLabel() {
+			if q := l.GetValue(); l.GetName() == "queue" && !seen[q] {
+				seen[q] = true
+				out = append(out, q)
+			}
+		}
+	}
+	return out
 }
 
 // Collectors returns the metrics, to register.

@@ -14,13 +14,29 @@ import (
 //
 //   - CheckPolicy refuses a bad policy, naming the field, before anything
 //     is written.
-//   - ApplyDefaults fills a put's ttr and max_attempts from the policy.
+//   - ApplyDefaults fills a put's ttr and max_attempts from the policy,
+//     and max_attempts from DefaultMaxAttempts when neither gives one
+//     (MaxAttempts).
 //   - AfterFailure decides what becomes of a reserved task that failed (a
 //     nack, a lease that ran out, a bury): ready again after a delay, or
-//     dead, and then moved to a dead-letter queue or not.
+//     dead, and then moved to a dead-letter queue or not. A nack without
+//     a delay of its own (a failed push is one) follows the policy's
+//     back-off, DefaultRetry when it has none (ExpiryDelay says what a
+//     lease that ran out follows).
+//   - Effective is the policy as the engines apply it, defaults filled
+//     in: what GET .../policy shows beside the policy recorded.
 //   - Bucket is the rate limit's token bucket; the embedded engine keeps
 //     one per queue in memory, the cluster one per queue in a row, read
 //     and written under a row lock by each reserve.
+//
+// The defaults stop a failing task from coming back at once, forever:
+// without them a nack without a delay, or a push answered 500, handed
+// the task out again within milliseconds, each time a durable write and
+// an attempt record. A policy asks for immediate retries with a retry of
+// initial 0s, and for unlimited attempts with max_attempts
+// task.UnlimitedAttempts; both are recorded as given, and a policy
+// recorded before these fields existed reads as "defaults apply" on both
+// engines (a nil Retry, a MaxAttempts of 0).
 //
 // A worked example. Policy {Retry: {Initial: 1s, Max: 1m, Multiplier: 2,
 // Jitter: 0.1}, MaxAttempts: 5, DeadLetter: "mail-dead"}: a task of the
@@ -40,18 +56,24 @@ func CheckPolicy(queue string, p task.Policy) error {
 	}
 	if r := p.Retry; r != nil {
 		switch {
-		case r.Initial <= 0 || r.Initial > task.MaxRetryDelay:
-			return bad("retry.initial %s out of range: give more than 0s, at most %s", r.Initial, task.MaxRetryDelay)
+		case r.Initial < 0 || r.Initial > task.MaxRetryDelay:
+			return bad("retry.initial %s out of range 0s..%s (0s: retry at once)", r.Initial, task.MaxRetryDelay)
+		case r.Initial == 0 && r.Max != 0:
+			return bad("retry.max %s with retry.initial 0s (retry at once): give 0s or leave it out", r.Max)
 		case r.Max < r.Initial || r.Max > task.MaxRetryDelay:
 			return bad("retry.max %s out of range: give retry.initial (%s) or more, at most %s", r.Max, r.Initial, task.MaxRetryDelay)
+		case r.Initial == 0 && r.Multiplier == 0:
+			// Immediate retries need no multiplier.
 		case !(r.Multiplier >= 1 && r.Multiplier <= task.MaxMultiplier):
 			return bad("retry.multiplier %g out of range 1..%d", r.Multiplier, task.MaxMultiplier)
-		case !(r.Jitter >= 0 && r.Jitter <= 1):
+		}
+		if !(r.Jitter >= 0 && r.Jitter <= 1) {
 			return bad("retry.jitter %g out of range 0..1", r.Jitter)
 		}
 	}
-	if p.MaxAttempts < 0 || int64(p.MaxAttempts) > task.MaxAttemptsLimit {
-		return bad("max_attempts %d out of range 0..%d", p.MaxAttempts, int64(task.MaxAttemptsLimit))
+	if p.MaxAttempts < task.UnlimitedAttempts || int64(p.MaxAttempts) > task.MaxAttemptsLimit {
+		return bad("max_attempts %d out of range: give 1..%d, %d for no limit, or 0 (leave it out) for the default %d",
+			p.MaxAttempts, int64(task.MaxAttemptsLimit), task.UnlimitedAttempts, DefaultMaxAttempts)
 	}
 	if p.TTR < 0 || p.TTR > MaxTTR || p.TTR > 0 && p.TTR < time.Millisecond {
 		return bad("ttr %s out of range 1ms..%s", p.TTR, MaxTTR)
@@ -101,23 +123,94 @@ func NormalPolicy(p task.Policy) task.Policy {
 	return p
 }
 
-// ApplyDefaults fills r's ttr and max_attempts from p where r gives none;
-// a put's own values win.
+// DefaultMaxAttempts is the max_attempts of a task whose put and queue
+// policy give none: river's and asynq's default.
+const DefaultMaxAttempts = 25
+
+// DefaultRetry is the back-off of a queue whose policy has no retry: a
+// failed task comes back after 1 s, 2 s, 4 s … up to an hour, each ±10 %
+// (the 24 delays between 25 attempts add up to about 13 hours).
+var DefaultRetry = task.Retry{Initial: time.Second, Max: time.Hour, Multiplier: 2, Jitter: 0.1}
+
+// ApplyDefaults fills r's ttr from p where r gives none, and sets its
+// max_attempts as a task records it (MaxAttempts): a put's own values
+// win over the policy's, the policy's over the service's defaults. After
+// it r.MaxAttempts is 0 for no limit.
 func ApplyDefaults(r *task.PutRequest, p task.Policy) {
 	if r.TTR == 0 {
 		r.TTR = p.TTR
 	}
-	if r.MaxAttempts == 0 {
-		r.MaxAttempts = p.MaxAttempts
+	r.MaxAttempts = MaxAttempts(r.MaxAttempts, p.MaxAttempts)
+}
+
+// MaxAttempts returns the max_attempts a task is put with, as it records
+// it (0: no limit), from a put's own (0: none given) and its queue
+// policy's: the put's if given, else the policy's, else
+// DefaultMaxAttempts; task.UnlimitedAttempts at the first given is no
+// limit. The cluster's put statement does the same in SQL
+// (cluster/put.go).
+func MaxAttempts(put, policy int) int {
+	m := put
+	if m == 0 {
+		m = policy
 	}
+	if m == 0 {
+		m = DefaultMaxAttempts
+	}
+	return max(m, 0)
+}
+
+// Effective returns p as the engines apply it, each default filled in:
+// the retry back-off (DefaultRetry, or immediate for a retry of initial
+// 0s, with max, multiplier and jitter 0), max_attempts
+// (DefaultMaxAttempts; task.UnlimitedAttempts stays) and ttr
+// (defaultTTR, the server's). A rate's burst is filled as NormalPolicy
+// does. What Effective says of a retry holds for a nack without a delay
+// (a failed push too); a lease that runs out follows ExpiryDelay.
+func Effective(p task.Policy, defaultTTR time.Duration) task.Policy {
+	p = NormalPolicy(p)
+	switch {
+	case p.Retry == nil:
+		r := DefaultRetry
+		p.Retry = &r
+	case p.Retry.Initial == 0:
+		p.Retry = &task.Retry{}
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.TTR == 0 {
+		p.TTR = defaultTTR
+	}
+	return p
+}
+
+// ExpiryDelay returns the delay AfterFailure is given for a lease of a
+// task of a queue with policy p that ran out: the retry policy's
+// (task.RetryDelay) when p has one, else 0, ready again at once. A lease
+// that runs out has already kept the task from everyone for its ttr, and
+// beanstalkd, whose protocol serves the same queues (package beanstalk),
+// makes a job whose ttr ran out ready at once: its clients, and the
+// differential test against beanstalkd, count on it. So DefaultRetry
+// spaces the failures a client reports (a nack without a delay, a failed
+// push), not the ones it was silent about; max_attempts bounds both.
+func ExpiryDelay(p task.Policy) time.Duration {
+	if p.Retry != nil {
+		return task.RetryDelay
+	}
+	return 0
 }
 
 // RetryDelay returns how long after its n-th failed attempt (n ≥ 1) a
 // task comes back under r: min(Max, Initial × Multiplier^(n−1)) times
 // 1 − Jitter + 2 × Jitter × u, for u in [0, 1) drawn by the caller
-// (math/rand/v2's Float64). It is 0 for a nil r.
+// (math/rand/v2's Float64). A nil r is DefaultRetry; a retry of Initial
+// 0 is 0, ready at once.
 func RetryDelay(r *task.Retry, n int, u float64) time.Duration {
 	if r == nil {
+		r = &DefaultRetry
+	}
+	if r.Initial <= 0 {
 		return 0
 	}
 	if n < 1 {
@@ -147,10 +240,12 @@ type Outcome struct {
 
 // AfterFailure decides what becomes of a reserved task of a queue with
 // policy p that failed after attempts reservations (max_attempts
-// maxAttempts, 0: unlimited). delay is the caller's (a nack's delay, a
-// beanstalkd release's) or task.RetryDelay to leave it to the policy (a
-// nack without one, a lease that ran out); bury makes it dead whatever
-// attempts are left. u is a uniform draw in [0, 1) for the jitter.
+// maxAttempts as the task records it, 0: unlimited). delay is the
+// caller's (a nack's delay, a push's Retry-After, a beanstalkd
+// release's), which wins, or task.RetryDelay to leave it to the policy's
+// back-off, DefaultRetry without one (a nack without a delay; a lease
+// that ran out passes ExpiryDelay's); bury makes it dead whatever
+// attempts are left. u is a uniform draw in [0, 1) for the jitter. O(1).
 func AfterFailure(p task.Policy, attempts, maxAttempts int, delay time.Duration, bury bool, u float64) Outcome {
 	if bury || maxAttempts > 0 && attempts >= maxAttempts {
 		return Outcome{Dead: true, DeadLetter: p.DeadLetter}

@@ -31,7 +31,9 @@ func TestCheckPolicy(t *testing.T) {
 		field string
 		p     task.Policy
 	}{
-		{"retry.initial", retry(func(r *task.Retry) { r.Initial = 0 })},
+		{"retry.max", retry(func(r *task.Retry) { r.Initial = 0 })},
+		{"retry.multiplier", retry(func(r *task.Retry) { r.Initial, r.Max, r.Multiplier = 0, 0, 0.5 })},
+		{"retry.jitter", retry(func(r *task.Retry) { r.Initial, r.Max, r.Multiplier, r.Jitter = 0, 0, 0, 2 })},
 		{"retry.initial", retry(func(r *task.Retry) { r.Initial = -time.Second })},
 		{"retry.initial", retry(func(r *task.Retry) { r.Initial, r.Max = task.MaxRetryDelay+1, task.MaxRetryDelay+1 })},
 		{"retry.max", retry(func(r *task.Retry) { r.Max = r.Initial - 1 })},
@@ -60,7 +62,7 @@ func TestCheckPolicy(t *testing.T) {
 		{"dead_letter", task.Policy{DeadLetter: ".."}},
 		{"dead_letter", task.Policy{DeadLetter: "q/dead"}},
 		{"dead_letter", task.Policy{DeadLetter: strings.Repeat("d", task.MaxNameLen+1)}},
-		{"max_attempts", task.Policy{MaxAttempts: -1}},
+		{"max_attempts", task.Policy{MaxAttempts: -2}},
 		{"ttr", task.Policy{TTR: -time.Second}},
 		{"ttr", task.Policy{TTR: time.Millisecond - 1}},
 		{"ttr", task.Policy{TTR: service.MaxTTR + 1}},
@@ -101,6 +103,9 @@ func TestCheckPolicy(t *testing.T) {
 		{Retry: &task.Retry{Initial: 1, Max: 1, Multiplier: 1}},
 		{Retry: &task.Retry{Initial: task.MaxRetryDelay, Max: task.MaxRetryDelay, Multiplier: task.MaxMultiplier, Jitter: 1}},
 		{MaxAttempts: task.MaxAttemptsLimit},
+		{MaxAttempts: task.UnlimitedAttempts},
+		{Retry: &task.Retry{}},
+		{Retry: &task.Retry{Multiplier: 2, Jitter: 0.5}},
 		{TTR: time.Millisecond},
 		{TTR: service.MaxTTR},
 		{Rate: &task.Rate{Limit: 1, Per: 1}},
@@ -151,8 +156,56 @@ func TestApplyDefaults(t *testing.T) {
 	}
 	r = task.PutRequest{}
 	service.ApplyDefaults(&r, task.Policy{})
-	if r.TTR != 0 || r.MaxAttempts != 0 {
-		t.Fatalf("no policy: %+v", r)
+	if r.TTR != 0 || r.MaxAttempts != service.DefaultMaxAttempts {
+		t.Fatalf("no policy: %+v; want max_attempts %d", r, service.DefaultMaxAttempts)
+	}
+	// UnlimitedAttempts is recorded as 0, no limit, wherever it is given
+	// first; a put's own value wins over the policy's.
+	for _, c := range []struct{ put, policy, want int }{
+		{0, 0, service.DefaultMaxAttempts},
+		{task.UnlimitedAttempts, 0, 0},
+		{task.UnlimitedAttempts, 3, 0},
+		{0, task.UnlimitedAttempts, 0},
+		{4, task.UnlimitedAttempts, 4},
+		{0, 3, 3},
+	} {
+		r = task.PutRequest{MaxAttempts: c.put}
+		service.ApplyDefaults(&r, task.Policy{MaxAttempts: c.policy})
+		if r.MaxAttempts != c.want {
+			t.Errorf("ApplyDefaults(put %d, policy %d): max_attempts %d; want %d", c.put, c.policy, r.MaxAttempts, c.want)
+		}
+	}
+}
+
+// TestEffective fills in each default, and keeps what a policy asks for
+// explicitly (immediate retries, unlimited attempts).
+func TestEffective(t *testing.T) {
+	e := service.Effective(task.Policy{}, time.Minute)
+	if e.Retry == nil || *e.Retry != service.DefaultRetry || e.MaxAttempts != service.DefaultMaxAttempts || e.TTR != time.Minute {
+		t.Fatalf("Effective of no policy = %+v; want the defaults", e)
+	}
+	want := task.Retry{Initial: time.Second, Max: time.Hour, Multiplier: 2, Jitter: 0.1}
+	if service.DefaultRetry != want || service.DefaultMaxAttempts != 25 {
+		t.Fatalf("defaults %+v, %d; want %+v, 25 (the README and package api state them)", service.DefaultRetry, service.DefaultMaxAttempts, want)
+	}
+	e = service.Effective(task.Policy{Retry: &task.Retry{Multiplier: 2}, MaxAttempts: task.UnlimitedAttempts, TTR: time.Second}, time.Minute)
+	if *e.Retry != (task.Retry{}) || e.MaxAttempts != task.UnlimitedAttempts || e.TTR != time.Second {
+		t.Fatalf("Effective of immediate retries, unlimited attempts = %+v", e)
+	}
+	e.Retry.Initial = 1
+	if service.DefaultRetry.Initial != time.Second {
+		t.Fatal("changing what Effective answered changed DefaultRetry")
+	}
+}
+
+// TestExpiryDelay: a lease that runs out follows a retry policy given,
+// and comes back at once without one (beanstalkd's ttr).
+func TestExpiryDelay(t *testing.T) {
+	if d := service.ExpiryDelay(task.Policy{}); d != 0 {
+		t.Errorf("ExpiryDelay without a retry policy = %v; want 0", d)
+	}
+	if d := service.ExpiryDelay(task.Policy{Retry: &task.Retry{Initial: time.Second, Max: time.Second, Multiplier: 1}}); d != task.RetryDelay {
+		t.Errorf("ExpiryDelay with a retry policy = %v; want task.RetryDelay", d)
 	}
 }
 
@@ -192,8 +245,13 @@ func TestRetryDelay(t *testing.T) {
 			t.Errorf("RetryDelay(n %d, u %g) = %v; want %v", c.n, c.u, got, c.want)
 		}
 	}
-	if got := service.RetryDelay(nil, 3, 0.5); got != 0 {
-		t.Errorf("RetryDelay without a policy = %v; want 0", got)
+	if got := service.RetryDelay(nil, 3, 0.5); got != 4*time.Second {
+		t.Errorf("RetryDelay without a policy, third failure = %v; want DefaultRetry's 4s", got)
+	}
+	for _, n := range []int{1, 2, 1000} {
+		if got := service.RetryDelay(&task.Retry{}, n, 0.9); got != 0 {
+			t.Errorf("RetryDelay(initial 0s, n %d) = %v; want 0 (immediate)", n, got)
+		}
 	}
 	flat := &task.Retry{Initial: time.Second, Max: time.Hour, Multiplier: 1}
 	for _, n := range []int{1, 2, 1000} {
@@ -242,12 +300,14 @@ func TestAfterFailure(t *testing.T) {
 		{"last attempt, no dead letter", task.Policy{}, 1, 1, 0, false, service.Outcome{Dead: true}},
 		{"bury with attempts left", p, 1, 5, task.RetryDelay, true, service.Outcome{Dead: true, DeadLetter: "dead"}},
 		{"bury, unlimited", task.Policy{}, 1, 0, 0, true, service.Outcome{Dead: true}},
-		{"unlimited attempts", task.Policy{}, 1000, 0, task.RetryDelay, false, service.Outcome{}},
+		{"unlimited attempts", task.Policy{Retry: &task.Retry{}}, 1000, 0, task.RetryDelay, false, service.Outcome{}},
 		{"caller's delay wins", p, 2, 5, 5 * time.Second, false, service.Outcome{Delay: 5 * time.Second}},
 		{"caller's delay of 0 wins", p, 2, 5, 0, false, service.Outcome{}},
 		{"retry policy", p, 2, 5, task.RetryDelay, false, service.Outcome{Delay: service.RetryDelay(retry, 2, 0.25)}},
 		{"retry policy, unlimited", p, 7, 0, task.RetryDelay, false, service.Outcome{Delay: service.RetryDelay(retry, 7, 0.25)}},
-		{"no retry policy", task.Policy{}, 2, 5, task.RetryDelay, false, service.Outcome{}},
+		{"no retry policy: the default back-off", task.Policy{}, 2, 5, task.RetryDelay, false, service.Outcome{Delay: 1900 * time.Millisecond}},
+		{"immediate retries", task.Policy{Retry: &task.Retry{}}, 2, 5, task.RetryDelay, false, service.Outcome{}},
+		{"no retry policy, caller's delay", task.Policy{}, 2, 5, 0, false, service.Outcome{}},
 	}
 	for _, c := range cases {
 		got := service.AfterFailure(c.p, c.attempts, c.max, c.delay, c.bury, 0.25)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglass-go/hourglass/push"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -27,9 +28,12 @@ import (
 // RFC 9110 §5.6.2) with a value free of control characters, name and
 // value together at most task.MaxPushHeaderLen bytes, and none that the
 // service sets itself or that HTTP reserves to the connection
-// (Hourglass-*, Host, Content-Length, hop-by-hop headers); a secret of
-// at most task.MaxPushSecret bytes. A nil p is valid. The cost is linear
-// in the size of p.
+// (Hourglass-*, Standard Webhooks' webhook-id, webhook-timestamp and
+// webhook-signature, Host, Content-Length, hop-by-hop headers); a secret of
+// at most task.MaxPushSecret bytes, "whsec_" and standard base64 or
+// without that prefix (push.Key), and a next secret by the same rules,
+// only beside a secret. A nil p is valid. The cost is linear in the size
+// of p.
 func CheckPush(p *task.Push) error {
 	if p == nil {
 		return nil
@@ -71,8 +75,16 @@ func CheckPush(p *task.Push) error {
 			return bad("headers: %q and its value are %d bytes long, more than %d", name, len(name)+len(value), task.MaxPushHeaderLen)
 		}
 	}
-	if len(p.Secret) > task.MaxPushSecret {
-		return bad("secret is %d bytes long, more than %d", len(p.Secret), task.MaxPushSecret)
+	for _, sec := range []struct{ name, s string }{{"secret", p.Secret}, {"next_secret", p.NextSecret}} {
+		if len(sec.s) > task.MaxPushSecret {
+			return bad("%s is %d bytes long, more than %d", sec.name, len(sec.s), task.MaxPushSecret)
+		}
+		if _, err := push.Key(sec.s); sec.s != "" && err != nil {
+			return bad("%s: %q and then the standard base64 (padded) of a key of one byte or more, or a secret without that prefix, used as it is", sec.name, push.SecretPrefix)
+		}
+	}
+	if p.NextSecret != "" && p.Secret == "" {
+		return bad("next_secret without a secret: a key is rotated in beside the current one")
 	}
 	return nil
 }
@@ -117,7 +129,8 @@ func validHeaderValue(value string) bool {
 }
 
 // reservedHeader reports whether name, in any case, is a header the
-// service sets on every push (Hourglass-*), or one that belongs to the
+// service sets on every push (Hourglass-*, the three webhook-* of
+// Standard Webhooks), or one that belongs to the
 // connection rather than the request (RFC 9110 §7.6.1: hop-by-hop
 // headers; Host and Content-Length, which the transport writes).
 func reservedHeader(name string) bool {
@@ -126,7 +139,8 @@ func reservedHeader(name string) bool {
 		return true
 	}
 	switch n {
-	case "host", "content-length", "connection", "keep-alive", "proxy-connection",
+	case "webhook-id", "webhook-timestamp", "webhook-signature",
+		"host", "content-length", "connection", "keep-alive", "proxy-connection",
 		"proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
 		"transfer-encoding", "upgrade":
 		return true

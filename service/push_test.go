@@ -87,6 +87,17 @@ func TestCheckPush(t *testing.T) {
 			p.Headers = map[string]string{"X-A": strings.Repeat("v", task.MaxPushHeaderLen-2)}
 		}), "push.headers"},
 		{"secret too long", push(func(p *task.Push) { p.Secret = strings.Repeat("s", task.MaxPushSecret+1) }), "push.secret"},
+		{"whsec_ secret", push(func(p *task.Push) { p.Secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }), ""},
+		{"rotation", push(func(p *task.Push) { p.Secret, p.NextSecret = "whsec_YQ==", strings.Repeat("n", task.MaxPushSecret) }), ""},
+		{"whsec_ not base64", push(func(p *task.Push) { p.Secret = "whsec_e2e" }), "push.secret"},
+		{"whsec_ unpadded", push(func(p *task.Push) { p.Secret = "whsec_YQ" }), "push.secret"},
+		{"whsec_ empty key", push(func(p *task.Push) { p.Secret = "whsec_" }), "push.secret"},
+		{"next secret not base64", push(func(p *task.Push) { p.Secret, p.NextSecret = "a", "whsec_?" }), "push.next_secret"},
+		{"next secret too long", push(func(p *task.Push) { p.Secret, p.NextSecret = "a", strings.Repeat("n", task.MaxPushSecret+1) }), "push.next_secret"},
+		{"next secret alone", push(func(p *task.Push) { p.NextSecret = "whsec_YQ==" }), "push.next_secret"},
+		{"webhook-id header", push(func(p *task.Push) { p.Headers = map[string]string{"Webhook-Id": "msg_1"} }), "push.headers"},
+		{"webhook-timestamp header", push(func(p *task.Push) { p.Headers = map[string]string{"webhook-timestamp": "1"} }), "push.headers"},
+		{"webhook-signature header", push(func(p *task.Push) { p.Headers = map[string]string{"WEBHOOK-SIGNATURE": "v1,x"} }), "push.headers"},
 	} {
 		err := service.CheckPolicy("mail", tc.p)
 		if tc.field == "" {
@@ -126,7 +137,7 @@ func TestAttemptOutcome(t *testing.T) {
 		{service.WithPush(bg, 500), task.AttemptNacked, task.AttemptPushFailed, 500},
 		{service.WithPush(bg, 503), task.AttemptNacked, task.AttemptPushFailed, 503},
 		{service.WithPush(bg, 0), task.AttemptNacked, task.AttemptPushFailed, 0},
-		{context.WithValue(service.WithPush(bg, 429), struct{}{}, 1), task.AttemptNacked, task.AttemptPushFailed, 429},
+		{context.WithValue(service.WithPush(bg, 429), otherKey{}, 1), task.AttemptNacked, task.AttemptPushFailed, 429},
 	} {
 		got, status := service.AttemptOutcome(tc.ctx, tc.outcome)
 		if got != tc.want || status != tc.status {
@@ -134,3 +145,6 @@ func TestAttemptOutcome(t *testing.T) {
 		}
 	}
 }
+
+// otherKey is a context key of no package, beside the push status.
+type otherKey struct{}

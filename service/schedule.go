@@ -147,8 +147,9 @@ func checkScheduleOptions(spec task.ScheduleSpec) error {
 	if spec.TTR < 0 || spec.TTR > MaxTTR || spec.TTR > 0 && spec.TTR < time.Millisecond {
 		return bad("ttr %s out of range 1ms..%s", spec.TTR, MaxTTR)
 	}
-	if spec.MaxAttempts < 0 || spec.MaxAttempts > task.MaxAttemptsLimit {
-		return bad("max_attempts %d out of range 0..%d", spec.MaxAttempts, task.MaxAttemptsLimit)
+	if spec.MaxAttempts < task.UnlimitedAttempts || spec.MaxAttempts > task.MaxAttemptsLimit {
+		return bad("max_attempts %d out of range: give 1..%d, %d for no limit, or 0 for the queue's (default %d)",
+			spec.MaxAttempts, task.MaxAttemptsLimit, task.UnlimitedAttempts, DefaultMaxAttempts)
 	}
 	return nil
 }

@@ -133,7 +133,7 @@ func TestParseSchedule_BadFields(t *testing.T) {
 		"overlap":      func(s *task.ScheduleSpec) { s.Overlap = "never" },
 		"catch_up":     func(s *task.ScheduleSpec) { s.CatchUp = -time.Second },
 		"ttr":          func(s *task.ScheduleSpec) { s.TTR = 25 * time.Hour },
-		"max_attempts": func(s *task.ScheduleSpec) { s.MaxAttempts = -1 },
+		"max_attempts": func(s *task.ScheduleSpec) { s.MaxAttempts = -2 },
 	} {
 		s := ok
 		f(&s)

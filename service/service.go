@@ -44,6 +44,9 @@ type Service interface {
 	// cut off from its database), or nil while it serves: what a
 	// readiness probe asks, where a liveness probe asks Err.
 	Ready() error
+	// Limits returns the engine's limits on a put, defaults set (its
+	// default ttr is what Effective fills a policy's in with).
+	Limits() Limits
 
 	// checked is the mark of New's front: only a Service from New (or a
 	// type embedding one) is a Service, so that no transport is handed

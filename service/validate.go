@@ -103,8 +103,9 @@ func CheckPut(r *task.PutRequest, now time.Time, maxDelay time.Duration, maxPayl
 	if r.TTR > MaxTTR {
 		return 0, fmt.Errorf("%w: ttr %s over the limit of %s", task.ErrInvalid, r.TTR, MaxTTR)
 	}
-	if r.MaxAttempts < 0 || int64(r.MaxAttempts) > int64(^uint32(0)) {
-		return 0, fmt.Errorf("%w: max_attempts %d out of range", task.ErrInvalid, r.MaxAttempts)
+	if r.MaxAttempts < task.UnlimitedAttempts || int64(r.MaxAttempts) > int64(^uint32(0)) {
+		return 0, fmt.Errorf("%w: max_attempts %d out of range: give 1..%d, %d for no limit, or 0 for the queue's (default %d)",
+			task.ErrInvalid, r.MaxAttempts, int64(^uint32(0)), task.UnlimitedAttempts, DefaultMaxAttempts)
 	}
 	if !r.At.IsZero() {
 		if r.At.Sub(now) > maxDelay {
@@ -267,6 +268,9 @@ type front struct {
 }
 
 func (*front) checked() {}
+
+// Limits is Service.Limits.
+func (f *front) Limits() Limits { return f.lim }
 
 // Err is Service.Err.
 func (f *front) Err() error { return f.e.Err() }
@@ -504,6 +508,9 @@ func (f *front) Peek(queue string, st task.State) (task.Task, error) {
 func (f *front) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (task.Task, bool, error) {
 	if err := CheckReserve(queues, 1, wait); err != nil {
 		return task.Task{}, false, err
+	}
+	if len(queues) > task.MaxWatch {
+		return task.Task{}, false, fmt.Errorf("%w: at most %d queues", task.ErrInvalid, task.MaxWatch)
 	}
 	return f.e.ReserveAny(ctx, queues, wait)
 }

@@ -279,6 +279,10 @@ const (
 	PutQueue
 	// DeleteQueue removes the record of queue Op.Queue.Name.
 	DeleteQueue
+	// DeleteAttempt removes the attempt record of job Op.Attempt.JobID
+	// numbered Op.Attempt.N, if any: the bound on a task's attempt
+	// records (task.AttemptsKeptLast).
+	DeleteAttempt
 )
 
 // The broker writes every update and delete from the task's current
@@ -335,6 +339,11 @@ func (b *Batch) DeleteQueue(name string) {
 
 // PutAttempt appends a PutAttempt of a.
 func (b *Batch) PutAttempt(a Attempt) { b.Ops = append(b.Ops, Op{Kind: PutAttempt, Attempt: a}) }
+
+// DeleteAttempt appends a DeleteAttempt of attempt n of job.
+func (b *Batch) DeleteAttempt(job uint64, n uint32) {
+	b.Ops = append(b.Ops, Op{Kind: DeleteAttempt, Attempt: Attempt{JobID: job, N: n}})
+}
 
 // PutFinished appends a PutFinished of f.
 func (b *Batch) PutFinished(f Finished) { b.Ops = append(b.Ops, Op{Kind: PutFinished, Finished: f}) }

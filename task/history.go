@@ -52,4 +52,13 @@ const (
 	DefaultHistory = 24 * time.Hour
 	// MaxAttemptsListed bounds the attempts one answer lists (the newest).
 	MaxAttemptsListed = 1000
+	// AttemptsKeptFirst and AttemptsKeptLast bound the attempt records
+	// of one task, live or finished: its first AttemptsKeptFirst and its
+	// last AttemptsKeptLast. Recording attempt n removes attempt
+	// n − AttemptsKeptLast when that is past the first ones: O(1) an
+	// attempt, so a task failing for ever holds at most
+	// AttemptsKeptFirst + AttemptsKeptLast records. The numbers left out
+	// are the answer's "dropped".
+	AttemptsKeptFirst = 5
+	AttemptsKeptLast  = 100
 )

@@ -33,9 +33,11 @@ const (
 
 // Limits of the calls on many queues or tasks at once.
 const (
-	// MaxReserveQueues bounds the queues of one reserve over HTTP (a
-	// beanstalkd connection watches as many tubes as it likes).
+	// MaxReserveQueues bounds the queues of one reserve over HTTP.
 	MaxReserveQueues = 100
+	// MaxWatch bounds the queues of one ReserveAny, a beanstalkd
+	// connection's watch list (beanstalkd has no bound but memory).
+	MaxWatch = 1000
 	// MaxAcks bounds the acks of one batch.
 	MaxAcks = 1000
 )

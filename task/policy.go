@@ -5,14 +5,20 @@ import "time"
 // Policy is a queue's policy: how its failed tasks come back, the
 // defaults of its puts, how fast and how many of its tasks are handed
 // out, and where its dead tasks go. The zero Policy is the default: a
-// failed task is ready again at once, puts take the server's defaults,
-// nothing limits reserves, a dead task stays in its queue. A policy
-// applies to the tasks already in the queue as well as to new ones.
+// failed task comes back after the service's default back-off
+// (service.DefaultRetry), puts take the server's defaults (max_attempts
+// service.DefaultMaxAttempts), nothing limits reserves, a dead task
+// stays in its queue. A policy applies to the tasks already in the queue
+// as well as to new ones (max_attempts and ttr: to the puts after it).
 type Policy struct {
-	// Retry spaces the attempts of a failed task; nil: ready at once.
+	// Retry spaces the attempts of a failed task; nil: the service's
+	// default back-off (service.DefaultRetry) after a nack, at once after
+	// a lease that ran out (service.ExpiryDelay); a Retry with Initial 0:
+	// ready again at once.
 	Retry *Retry
 	// MaxAttempts is the max_attempts of a put that gives none; 0: the
-	// put's own (unlimited when it gives none either).
+	// service's default (service.DefaultMaxAttempts); UnlimitedAttempts:
+	// no limit.
 	MaxAttempts int
 	// TTR is the ttr of a put that gives none; 0: the server's default.
 	TTR time.Duration
@@ -31,14 +37,21 @@ type Policy struct {
 	Push *Push
 }
 
+// UnlimitedAttempts, as the MaxAttempts of a put, a schedule or a
+// policy, asks for no limit on a task's attempts; 0 there leaves it to
+// the policy, then to the service's default (service.DefaultMaxAttempts).
+const UnlimitedAttempts = -1
+
 // Push is a push queue's endpoint: each ready task is POSTed to URL
-// with the configured headers, signed with Secret when set, under a
-// lease of Timeout (0: DefaultPushTimeout).
+// with the configured headers, signed with Secret when set (and with
+// NextSecret as well, a key being rotated in), under a lease of Timeout
+// (0: DefaultPushTimeout).
 type Push struct {
-	URL     string
-	Timeout time.Duration
-	Headers map[string]string
-	Secret  string
+	URL        string
+	Timeout    time.Duration
+	Headers    map[string]string
+	Secret     string
+	NextSecret string
 }
 
 // Bounds of a push endpoint, checked by service.CheckPolicy.
@@ -48,7 +61,7 @@ const (
 	MaxPushURL         = 2048
 	MaxPushHeaders     = 32
 	MaxPushHeaderLen   = 1024 // a header's name and value together, in bytes
-	MaxPushSecret      = 256
+	MaxPushSecret      = 256  // each of Secret and NextSecret
 )
 
 // IsZero reports whether p is the default policy.
@@ -58,7 +71,8 @@ func (p Policy) IsZero() bool {
 
 // Retry is exponential back-off: a task failing its n-th attempt comes
 // back after min(Max, Initial × Multiplier^(n−1)), times a random factor
-// in [1 − Jitter, 1 + Jitter] (service.RetryDelay).
+// in [1 − Jitter, 1 + Jitter] (service.RetryDelay). Initial 0 asks for
+// immediate retries: the task is ready again at once (Max is then 0).
 type Retry struct {
 	Initial    time.Duration
 	Max        time.Duration
@@ -75,7 +89,7 @@ type Rate struct {
 }
 
 // RetryDelay, given as a nack's delay, leaves the delay to the queue's
-// retry policy (ready at once without one), as for a lease that runs out.
+// retry policy (service.DefaultRetry without one).
 const RetryDelay time.Duration = -1
 
 // PauseIndefinitely, given as a pause's length, pauses a queue until it is

@@ -49,7 +49,7 @@ type Task struct {
 	Due         time.Time // UTC
 	TTR         time.Duration
 	Attempts    int
-	MaxAttempts int       // 0: unlimited
+	MaxAttempts int       // 0: unlimited (as recorded: see PutRequest)
 	Created     time.Time // UTC
 	Lease       string    // set in Reserve's answer and while reserved
 	LeaseUntil  time.Time // zero unless reserved
@@ -61,7 +61,10 @@ type Task struct {
 }
 
 // PutRequest describes one task to put. Exactly one of Delay and At may be
-// set; with neither the task is ready at once.
+// set; with neither the task is ready at once. A MaxAttempts of 0 takes
+// the queue policy's, else service.DefaultMaxAttempts; UnlimitedAttempts
+// asks for no limit. The task records the result, 0 standing for no
+// limit (service.ApplyDefaults).
 type PutRequest struct {
 	ID          string // empty: the service makes one
 	Payload     []byte
@@ -69,7 +72,7 @@ type PutRequest struct {
 	At          time.Time
 	Priority    uint32
 	TTR         time.Duration // 0: the server's default
-	MaxAttempts int           // 0: unlimited
+	MaxAttempts int           // 0: the queue's (service.MaxAttempts); UnlimitedAttempts: none
 	Replace     bool
 }
 

@@ -143,7 +143,7 @@ func parsePut(args []string, getenv func(string) string) (putCommand, *client.Cl
 		p.req.TTR = &d
 		return err
 	})
-	fs.IntVar(&p.req.MaxAttempts, "max-attempts", 0, "reservations without an ack before the task is dead; 0: unlimited")
+	fs.IntVar(&p.req.MaxAttempts, "max-attempts", 0, "reservations without an ack before the task is dead; 0: the queue's (default 25), -1: unlimited")
 	fs.BoolVar(&p.req.Replace, "replace", false, "replace a task of the same id")
 	raw := fs.Bool("raw", false, "send PAYLOAD (or standard input) as a JSON string, whatever it holds")
 	pos, err := parseArgs(fs, args, 1, 2, "QUEUE")
@@ -153,8 +153,8 @@ func parsePut(args []string, getenv func(string) string) (putCommand, *client.Cl
 	if p.req.Delay != nil && p.req.At != nil {
 		return p, nil, fs, errors.New("give --delay or --at, not both")
 	}
-	if p.req.MaxAttempts < 0 {
-		return p, nil, fs, fmt.Errorf("invalid value %d for flag --max-attempts: want 0 or more", p.req.MaxAttempts)
+	if p.req.MaxAttempts < api.UnlimitedAttempts {
+		return p, nil, fs, fmt.Errorf("invalid value %d for flag --max-attempts: want 0 or more, or -1 (unlimited)", p.req.MaxAttempts)
 	}
 	p.queue = pos[0]
 	if len(pos) == 2 {

@@ -88,7 +88,7 @@ func TestClientUsageErrors(t *testing.T) {
 		{[]string{"put", "q", "--at", "tomorrow"}, "RFC 3339", putUsage},
 		{[]string{"put", "q", "--priority", "-1"}, "4294967295", putUsage},
 		{[]string{"put", "q", "--priority", "4294967296"}, "4294967295", putUsage},
-		{[]string{"put", "q", "--max-attempts", "-1"}, "--max-attempts", putUsage},
+		{[]string{"put", "q", "--max-attempts", "-2"}, "--max-attempts", putUsage},
 		{[]string{"put", "q", "--server", "localhost:7070"}, "bad server URL", putUsage},
 		{[]string{"put", "q", "--colour"}, "-colour", putUsage},
 		{[]string{"reserve"}, "missing QUEUE", reserveUsage},

@@ -41,15 +41,16 @@ import (
 //     the patch must give "push": {"secret": ...} again, or null to
 //     drop it, or remove the endpoint ("push": null); otherwise the
 //     merge is refused before the PUT, and the policy is left as it was.
+//     The same holds for a next secret ("next_secret_set": true).
 
 // answerOnly lists the keys of a policy's GET answer that are not part
 // of the stored policy, by the object holding them ("" the policy,
 // "push" its endpoint): "effective", the values in force with the
-// server's defaults filled in, and "secret_set", whether the endpoint
-// has a secret.
+// server's defaults filled in, and "secret_set" and "next_secret_set",
+// whether the endpoint has a secret and a next one.
 var answerOnly = map[string][]string{
 	"":     {"effective"},
-	"push": {"secret_set"},
+	"push": {"secret_set", "next_secret_set"},
 }
 
 // errSecretNotAnswered refuses a merge that would drop the push
@@ -95,15 +96,19 @@ func setPolicyMerged(ctx context.Context, c *client.Client, queue string, patch 
 	if err != nil {
 		return api.Policy{}, err
 	}
-	secretSet := storedPart(stored)
+	secrets := storedPart(stored)
 	var p any
 	if err := decodeNumbers(patch, &p); err != nil {
 		return api.Policy{}, fmt.Errorf("policy: %s", err)
 	}
 	refillBurst(stored, p)
 	merged, _ := mergePatch(stored, p).(map[string]any)
-	if _, ok := merged["push"].(map[string]any); ok && secretSet && !patchNamesSecret(p) {
-		return api.Policy{}, errSecretNotAnswered
+	if _, ok := merged["push"].(map[string]any); ok {
+		for _, k := range secrets {
+			if !patchNamesPush(p, k) {
+				return api.Policy{}, fmt.Errorf("%w (push.%s)", errSecretNotAnswered, k)
+			}
+		}
 	}
 	b, err := json.Marshal(merged)
 	if err != nil {
@@ -119,11 +124,15 @@ func setPolicyMerged(ctx context.Context, c *client.Client, queue string, patch 
 }
 
 // storedPart takes the keys of answerOnly out of a policy's GET answer
-// m, in place, leaving the stored policy, and reports whether its push
-// endpoint has a secret.
-func storedPart(m map[string]any) (secretSet bool) {
+// m, in place, leaving the stored policy, and returns the keys of the
+// secrets its push endpoint has ("secret", "next_secret").
+func storedPart(m map[string]any) (secrets []string) {
 	if push, ok := m["push"].(map[string]any); ok {
-		secretSet = push["secret_set"] == true
+		for _, k := range []string{"secret", "next_secret"} {
+			if push[k+"_set"] == true {
+				secrets = append(secrets, k)
+			}
+		}
 	}
 	for obj, keys := range answerOnly {
 		o := m
@@ -134,7 +143,7 @@ func storedPart(m map[string]any) (secretSet bool) {
 			delete(o, k)
 		}
 	}
-	return secretSet
+	return secrets
 }
 
 // refillBurst drops the stored rate's burst when the patch p gives the
@@ -153,12 +162,12 @@ func refillBurst(stored map[string]any, p any) {
 	}
 }
 
-// patchNamesSecret reports whether the patch p gives push.secret, as a
-// value or as null (dropping it).
-func patchNamesSecret(p any) bool {
+// patchNamesPush reports whether the patch p gives push.key, as a value
+// or as null (dropping it).
+func patchNamesPush(p any, key string) bool {
 	m, _ := p.(map[string]any)
 	push, _ := m["push"].(map[string]any)
-	_, ok := push["secret"]
+	_, ok := push[key]
 	return ok
 }
 

@@ -15,7 +15,8 @@ func TestPolicySetMerges(t *testing.T) {
 	server := startServer(t)
 	policy := func(args ...string) (int, string, string) {
 		t.Helper()
-		return cli(append(append([]string{"policy", "hooks"}, args...), "--server", server)...)
+		code, out, errOut := cli(append(append([]string{"policy", "hooks"}, args...), "--server", server)...)
+		return code, withoutEffective(out), errOut
 	}
 	const full = `{"retry":{"initial":"1s","max":"1m0s","multiplier":2,"jitter":0.1},"max_attempts":3,"dead_letter":"hooks-dead","push":{"url":"http://127.0.0.1:9/hook","headers":{"X-Env":"test"}}}`
 	if code, out, errOut := policy("--set", full); code != 0 || strings.TrimSpace(out) != full {
@@ -39,7 +40,7 @@ func TestPolicySetMerges(t *testing.T) {
 
 	// The secret is never answered: a merge must give it again or drop it.
 	const signed = `{"max_attempts":7,"push":{"url":"http://127.0.0.1:9/hook","secret_set":true}}`
-	if code, out, errOut := policy("--set", `{"push":{"url":"http://127.0.0.1:9/hook","secret":"whsec_a"}}`); code != 0 || strings.TrimSpace(out) != signed {
+	if code, out, errOut := policy("--set", `{"push":{"url":"http://127.0.0.1:9/hook","secret":"whsec_YQ=="}}`); code != 0 || strings.TrimSpace(out) != signed {
 		t.Fatalf("--set with a secret: exit %d, %q %q", code, out, errOut)
 	}
 	code, out, errOut := policy("--set", `{"max_attempts":5}`)
@@ -49,8 +50,19 @@ func TestPolicySetMerges(t *testing.T) {
 	if code, out, _ := policy(); code != 0 || strings.TrimSpace(out) != signed {
 		t.Errorf("policy after the refused merge: %q, want it unchanged: %s", out, signed)
 	}
-	if code, out, errOut := policy("--set", `{"max_attempts":5,"push":{"secret":"whsec_b"}}`); code != 0 || strings.TrimSpace(out) != strings.Replace(signed, "7", "5", 1) {
+	if code, out, errOut := policy("--set", `{"max_attempts":5,"push":{"secret":"whsec_Yg=="}}`); code != 0 || strings.TrimSpace(out) != strings.Replace(signed, "7", "5", 1) {
 		t.Errorf("--set giving the secret again: exit %d, %q %q", code, out, errOut)
+	}
+	// A next secret is never answered either.
+	const rotating = `{"max_attempts":5,"push":{"url":"http://127.0.0.1:9/hook","secret_set":true,"next_secret_set":true}}`
+	if code, out, errOut := policy("--set", `{"push":{"secret":"whsec_Yg==","next_secret":"whsec_Yw=="}}`); code != 0 || strings.TrimSpace(out) != rotating {
+		t.Errorf("--set with a next secret: exit %d, %q %q; want %s", code, out, errOut, rotating)
+	}
+	if code, _, errOut := policy("--set", `{"push":{"secret":"whsec_Yg=="}}`); code != 1 || !strings.Contains(errOut, "push.next_secret") {
+		t.Errorf("--set keeping a next secret unnamed: exit %d, %q; want 1 naming push.next_secret", code, errOut)
+	}
+	if code, out, errOut := policy("--set", `{"push":{"secret":"whsec_Yw==","next_secret":null}}`); code != 0 || strings.TrimSpace(out) != strings.Replace(signed, "7", "5", 1) {
+		t.Errorf("--set ending the rotation: exit %d, %q %q", code, out, errOut)
 	}
 	if code, out, errOut := policy("--set", `{"push":{"secret":null}}`); code != 0 || strings.TrimSpace(out) != `{"max_attempts":5,"push":{"url":"http://127.0.0.1:9/hook"}}` {
 		t.Errorf("--set dropping the secret: exit %d, %q %q", code, out, errOut)
@@ -69,9 +81,19 @@ func TestPolicySetMerges(t *testing.T) {
 	}
 	// A queue without a policy merges into {}.
 	code, out, errOut = cli("policy", "fresh", "--set", `{"concurrency":1,"retry":null}`, "--server", server)
+	out = withoutEffective(out)
 	if code != 0 || strings.TrimSpace(out) != `{"concurrency":1}` {
 		t.Errorf("--set on a queue without a policy: exit %d, %q %q", code, out, errOut)
 	}
+}
+
+// withoutEffective cuts the answer-only "effective" object, the last
+// key of a policy the CLI prints, so that a test compares what is stored.
+func withoutEffective(out string) string {
+	if i := strings.Index(out, `,"effective":`); i >= 0 {
+		return out[:i] + "}\n"
+	}
+	return out
 }
 
 // TestMergePatch checks mergePatch against the examples of RFC 7396,
@@ -112,24 +134,26 @@ func TestMergePatch(t *testing.T) {
 
 // TestStoredPart checks that the answer-only keys of a policy's GET
 // answer are left out of what a merge starts from: "effective" at the
-// top and "secret_set" in "push", whatever they hold.
+// top and "secret_set" and "next_secret_set" in "push", whatever they
+// hold.
 func TestStoredPart(t *testing.T) {
 	for _, tc := range []struct {
 		answer, want string
-		secretSet    bool
+		secrets      string
 	}{
-		{`{}`, `{}`, false},
-		{`{"max_attempts":3,"effective":{"max_attempts":3,"ttr":"1m0s","retry":{"initial":"0s"}}}`, `{"max_attempts":3}`, false},
-		{`{"push":{"url":"http://h/","secret_set":true},"effective":null}`, `{"push":{"url":"http://h/"}}`, true},
-		{`{"push":{"url":"http://h/","secret_set":false},"dead_letter":"d"}`, `{"dead_letter":"d","push":{"url":"http://h/"}}`, false},
+		{`{}`, `{}`, ""},
+		{`{"max_attempts":3,"effective":{"max_attempts":3,"ttr":"1m0s","retry":{"initial":"0s"}}}`, `{"max_attempts":3}`, ""},
+		{`{"push":{"url":"http://h/","secret_set":true},"effective":null}`, `{"push":{"url":"http://h/"}}`, "secret"},
+		{`{"push":{"url":"http://h/","secret_set":true,"next_secret_set":true}}`, `{"push":{"url":"http://h/"}}`, "secret next_secret"},
+		{`{"push":{"url":"http://h/","secret_set":false},"dead_letter":"d"}`, `{"dead_letter":"d","push":{"url":"http://h/"}}`, ""},
 	} {
 		var m map[string]any
 		if err := decodeNumbers([]byte(tc.answer), &m); err != nil {
 			t.Fatal(err)
 		}
-		secretSet := storedPart(m)
-		if got, _ := json.Marshal(m); string(got) != tc.want || secretSet != tc.secretSet {
-			t.Errorf("storedPart(%s) = %s, %v; want %s, %v", tc.answer, got, secretSet, tc.want, tc.secretSet)
+		secrets := strings.Join(storedPart(m), " ")
+		if got, _ := json.Marshal(m); string(got) != tc.want || secrets != tc.secrets {
+			t.Errorf("storedPart(%s) = %s, %q; want %s, %q", tc.answer, got, secrets, tc.want, tc.secrets)
 		}
 	}
 }

@@ -131,7 +131,7 @@ var queueCommands = map[string]taskCommand{
 				v.sched.TTR = &d
 				return err
 			})
-			fs.Func("max-attempts", "reservations without an ack before a task is dead; 0: unlimited", func(s string) error {
+			fs.Func("max-attempts", "reservations without an ack before a task is dead; 0: the queue's (default 25), -1: unlimited", func(s string) error {
 				n, err := strconv.Atoi(s)
 				v.sched.MaxAttempts = &n
 				return err

@@ -105,7 +105,7 @@ func TestPolicyCommandsCalls(t *testing.T) {
 			// A GET answer with the answer-only keys a merge leaves out.
 			io.WriteString(w, `{"max_attempts":3,"push":{"url":"http://127.0.0.1:9/h","secret_set":false},"effective":{"max_attempts":3,"ttr":"1m0s"}}`)
 		case strings.HasSuffix(r.URL.Path, "/policy"):
-			io.WriteString(w, `{"max_attempts":3}`)
+			io.WriteString(w, `{"max_attempts":3,"effective":{"retry":{"initial":"1s","max":"1h0m0s","multiplier":2,"jitter":0.1},"max_attempts":3,"ttr":"1m0s"}}`)
 		case r.URL.Path == "/v1/schedules":
 			io.WriteString(w, `{"schedules":[{"name":"a","cron":"@hourly","queue":"q"},{"name":"nightly","cron":"0 3 * * *","queue":"q"}]}`)
 		case r.Method == "GET" && r.URL.Path == "/v1/schedules/other":
@@ -135,13 +135,13 @@ func TestPolicyCommandsCalls(t *testing.T) {
 		{[]string{"pause", "q"}, 0, `POST /v1/queues/q/pause {}`, ``},
 		{[]string{"pause", "q", "--for", "10m"}, 0, `POST /v1/queues/q/pause {"for":"10m0s"}`, ``},
 		{[]string{"resume", "q"}, 0, `POST /v1/queues/q/resume`, ``},
-		{[]string{"policy", "q"}, 0, `GET /v1/queues/q/policy`, `{"max_attempts":3}`},
-		{[]string{"policy", "q", "--set", `{"max_attempts":3}`, "--replace"}, 0, `PUT /v1/queues/q/policy {"max_attempts":3}`, `{"max_attempts":3}`},
-		{[]string{"policy", "q", "--set-file", policyFile, "--replace"}, 0, `PUT /v1/queues/q/policy {"concurrency":2}`, `{"max_attempts":3}`},
+		{[]string{"policy", "q"}, 0, `GET /v1/queues/q/policy`, `"effective":{"retry":{"initial":"1s","max":"1h0m0s","multiplier":2,"jitter":0.1},"max_attempts":3,"ttr":"1m0s"}`},
+		{[]string{"policy", "q", "--set", `{"max_attempts":3}`, "--replace"}, 0, `PUT /v1/queues/q/policy {"max_attempts":3}`, `{"max_attempts":3,`},
+		{[]string{"policy", "q", "--set-file", policyFile, "--replace"}, 0, `PUT /v1/queues/q/policy {"concurrency":2}`, `{"max_attempts":3,`},
 		// Without --replace, a GET and the PUT of the merge.
-		{[]string{"policy", "q", "--set", `{"max_attempts":5}`}, 0, `GET /v1/queues/q/policy | PUT /v1/queues/q/policy {"max_attempts":5}`, `{"max_attempts":3}`},
-		{[]string{"policy", "q", "--set-file", policyFile}, 0, `GET /v1/queues/q/policy | PUT /v1/queues/q/policy {"max_attempts":3,"concurrency":2}`, `{"max_attempts":3}`},
-		{[]string{"policy", "answered", "--set", `{"concurrency":2}`}, 0, `GET /v1/queues/answered/policy | PUT /v1/queues/answered/policy {"max_attempts":3,"concurrency":2,"push":{"url":"http://127.0.0.1:9/h"}}`, `{"max_attempts":3}`},
+		{[]string{"policy", "q", "--set", `{"max_attempts":5}`}, 0, `GET /v1/queues/q/policy | PUT /v1/queues/q/policy {"max_attempts":5}`, `{"max_attempts":3,`},
+		{[]string{"policy", "q", "--set-file", policyFile}, 0, `GET /v1/queues/q/policy | PUT /v1/queues/q/policy {"max_attempts":3,"concurrency":2}`, `{"max_attempts":3,`},
+		{[]string{"policy", "answered", "--set", `{"concurrency":2}`}, 0, `GET /v1/queues/answered/policy | PUT /v1/queues/answered/policy {"max_attempts":3,"concurrency":2,"push":{"url":"http://127.0.0.1:9/h"}}`, `{"max_attempts":3,`},
 		{[]string{"policy", "q", "--delete"}, 0, `DELETE /v1/queues/q/policy`, ``},
 		{[]string{"policy", "missing", "--set", `{"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0}}`}, 1, `GET /v1/queues/missing/policy | PUT /v1/queues/missing/policy {"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0},"max_attempts":3}`, ``},
 		{[]string{"schedule"}, 0, `GET /v1/schedules`, `"name":"nightly"`},

@@ -32,6 +32,7 @@ func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("backoff", func(t *testing.T) { backoff(t, b) })
 	t.Run("jitter", func(t *testing.T) { jitter(t, b) })
 	t.Run("lease-expiry", func(t *testing.T) { leaseExpiry(t, b) })
+	t.Run("lease-expiry-default", func(t *testing.T) { leaseExpiryDefault(t, b) })
 	t.Run("release", func(t *testing.T) { release(t, b) })
 	t.Run("bury", func(t *testing.T) { bury(t, b) })
 	t.Run("dead-order", func(t *testing.T) { deadOrder(t, b) })
@@ -232,7 +233,10 @@ func policyCRUD(t *testing.T, b service.Service) {
 		{Retry: &task.Retry{Initial: 0, Max: time.Second, Multiplier: 2}},
 		{Rate: &task.Rate{Limit: 0, Per: time.Second}},
 		{TTR: service.MaxTTR + 1},
-		{MaxAttempts: -1},
+		{MaxAttempts: -2},
+		{Retry: &task.Retry{Initial: -time.Second}},
+		{Retry: &task.Retry{Initial: 0, Max: 0, Multiplier: 0.5}},
+		{Retry: &task.Retry{Initial: 0, Jitter: 2}},
 	} {
 		_, err := b.SetPolicy(ctx, "crud", bad)
 		wantErr(t, "set a bad policy "+showPolicy(bad), err, task.ErrInvalid)
@@ -248,6 +252,17 @@ func policyCRUD(t *testing.T, b service.Service) {
 	setPolicy(t, b, "crud", small)
 	if got, err = b.Policy(ctx, "crud"); err != nil || !reflect.DeepEqual(got, small) {
 		t.Fatalf("Policy after a replacement = %s, %v; want %s", showPolicy(got), err, showPolicy(small))
+	}
+
+	// Immediate retries and unlimited attempts are recorded as asked, not
+	// read back as the defaults.
+	explicit := task.Policy{Retry: &task.Retry{}, MaxAttempts: task.UnlimitedAttempts}
+	setPolicy(t, b, "crud", explicit)
+	if got, err = b.Policy(ctx, "crud"); err != nil || !reflect.DeepEqual(got, explicit) {
+		t.Fatalf("Policy of immediate retries and unlimited attempts = %s, %v; want %s", showPolicy(got), err, showPolicy(explicit))
+	}
+	if s, ok := queueStats(t, b, "crud"); !ok || !reflect.DeepEqual(s.Policy, explicit) {
+		t.Fatalf("Queues lists crud with %s; want %s", showPolicy(s.Policy), showPolicy(explicit))
 	}
 
 	must(t, "delete the policy", b.DeletePolicy(ctx, "crud"))
@@ -325,11 +340,46 @@ func putDefaults(t *testing.T, b service.Service) {
 		t.Fatalf("a schedule's occurrence: ttr %v, max_attempts %d; want the policy's 7s, 3", occ.TTR, occ.MaxAttempts)
 	}
 
-	// A queue without a policy: the server's defaults.
+	// A queue without a policy: the server's defaults; a put's
+	// UnlimitedAttempts is recorded as 0, no limit.
 	n := putTask(t, b, "no-defaults", task.PutRequest{ID: "n"})
-	if n.TTR != task.DefaultTTR || n.MaxAttempts != 0 {
-		t.Fatalf("put into a queue without a policy: ttr %v, max_attempts %d; want %v, 0", n.TTR, n.MaxAttempts, task.DefaultTTR)
+	if n.TTR != task.DefaultTTR || n.MaxAttempts != service.DefaultMaxAttempts {
+		t.Fatalf("put into a queue without a policy: ttr %v, max_attempts %d; want %v, %d",
+			n.TTR, n.MaxAttempts, task.DefaultTTR, service.DefaultMaxAttempts)
 	}
+	if u := putTask(t, b, "no-defaults", task.PutRequest{ID: "u", MaxAttempts: task.UnlimitedAttempts}); u.MaxAttempts != 0 {
+		t.Fatalf("put of unlimited attempts into a queue without a policy: max_attempts %d; want 0 (no limit)", u.MaxAttempts)
+	}
+	// A policy's unlimited attempts fill a put that gives none; a put's
+	// own still wins.
+	setPolicy(t, b, "unlimited", task.Policy{MaxAttempts: task.UnlimitedAttempts})
+	if u := putTask(t, b, "unlimited", task.PutRequest{ID: "u"}); u.MaxAttempts != 0 {
+		t.Fatalf("put into a queue of unlimited attempts: max_attempts %d; want 0 (no limit)", u.MaxAttempts)
+	}
+	if o := putTask(t, b, "unlimited", task.PutRequest{ID: "o", MaxAttempts: 4}); o.MaxAttempts != 4 {
+		t.Fatalf("put of its own max_attempts into a queue of unlimited attempts: %d; want 4", o.MaxAttempts)
+	}
+	res = b.PutBatch(ctx, "no-defaults", []task.PutRequest{{ID: "b1"}, {ID: "b2", MaxAttempts: task.UnlimitedAttempts}})
+	if res[0].Err != nil || res[1].Err != nil || res[0].Task.MaxAttempts != service.DefaultMaxAttempts || res[1].Task.MaxAttempts != 0 {
+		t.Fatalf("batch put into a queue without a policy: %+v; want max_attempts %d and 0", res, service.DefaultMaxAttempts)
+	}
+	_, _, err = b.Put(ctx, "no-defaults", task.PutRequest{ID: "bad", MaxAttempts: -2})
+	wantErr(t, "put of max_attempts -2", err, task.ErrInvalid)
+
+	// A schedule's tasks: the default, or unlimited when it asks.
+	for _, c := range []struct{ given, want int }{{0, service.DefaultMaxAttempts}, {task.UnlimitedAttempts, 0}} {
+		_, _, err = b.SetSchedule(ctx, task.ScheduleSpec{Name: "defaults-run", Cron: "@yearly", Queue: "no-defaults", MaxAttempts: c.given, Paused: true})
+		must(t, "set schedule", err)
+		run, err := b.RunSchedule(ctx, "defaults-run")
+		must(t, "run schedule", err)
+		if run.MaxAttempts != c.want {
+			t.Fatalf("run of a schedule of max_attempts %d into a queue without a policy: max_attempts %d; want %d", c.given, run.MaxAttempts, c.want)
+		}
+		must(t, "delete the run", b.Delete(ctx, "no-defaults", run.ID))
+	}
+	must(t, "delete schedule", b.DeleteSchedule(ctx, "defaults-run"))
+	_, _, err = b.SetSchedule(ctx, task.ScheduleSpec{Name: "defaults-run", Cron: "@yearly", Queue: "no-defaults", MaxAttempts: -2})
+	wantErr(t, "schedule of max_attempts -2", err, task.ErrInvalid)
 }
 
 // existingTasks: a policy set applies to the tasks already in the queue.
@@ -367,12 +417,15 @@ func existingTasks(t *testing.T, b service.Service) {
 		t.Fatalf("last failure of a task put before the dead-letter policy = %+v; want ready in late-dead", n)
 	}
 
-	// Deleted: ready at once again.
+	// Deleted: the default back-off again.
 	must(t, "delete the policy", b.DeletePolicy(ctx, "late"))
 	r = ReserveOne(t, b, "late", time.Second)
+	t0 = time.Now()
 	n, err = b.Nack(ctx, "late", r.ID, r.Lease, task.RetryDelay, "")
+	t1 = time.Now()
 	must(t, "nack after the policy's deletion", err)
-	if n.State != task.Ready {
-		t.Fatalf("nack after the policy's deletion = %+v; want ready", n)
+	if n.State != task.Delayed {
+		t.Fatalf("nack after the policy's deletion = %+v; want delayed by the default back-off", n)
 	}
+	dueWithin(t, "due after the policy's deletion", n.Due, t0.Add(900*time.Millisecond), t1.Add(1100*time.Millisecond))
 }

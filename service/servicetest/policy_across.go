@@ -55,7 +55,7 @@ func policyAcross(t *testing.T, a, b service.Service) {
 		t.Fatalf("Policy after the other deleted it = %s, %v", showPolicy(got), err)
 	}
 	z := putTask(t, a, "across", task.PutRequest{ID: "z"})
-	if z.TTR != task.DefaultTTR || z.MaxAttempts != 0 {
+	if z.TTR != task.DefaultTTR || z.MaxAttempts != service.DefaultMaxAttempts {
 		t.Fatalf("put after the other deleted the policy: ttr %v, max_attempts %d", z.TTR, z.MaxAttempts)
 	}
 }

@@ -115,13 +115,38 @@ func jobOrder(t *testing.T, b service.Service) {
 func nackPolicy(t *testing.T, b service.Service) {
 	ctx := context.Background()
 
-	// Without a policy: ready at once; the reason kept, cut and made valid.
+	// Without a policy: back after the default back-off's first delay,
+	// 1s ± 10%, not at once; the reason kept.
+	putTask(t, b, "nack-default", task.PutRequest{ID: "d"})
+	r := ReserveOne(t, b, "nack-default", time.Second)
+	t0 := time.Now()
+	n, err := b.Nack(ctx, "nack-default", "d", r.Lease, task.RetryDelay, "boom")
+	t1 := time.Now()
+	must(t, "nack without a policy", err)
+	if n.State != task.Delayed || n.LastError != "boom" || n.Attempts != 1 || n.MaxAttempts != service.DefaultMaxAttempts {
+		t.Fatalf("Nack without a policy = %+v; want delayed, last error boom, attempts 1 of %d", n, service.DefaultMaxAttempts)
+	}
+	lo, hi := 900*time.Millisecond, 1100*time.Millisecond
+	dueWithin(t, "due after a nack without a policy", n.Due, t0.Add(lo), t1.Add(hi))
+	reserveNone(t, b, "nack-default", lo/2)
+	r = ReserveOne(t, b, "nack-default", hi+lateSlack)
+	within(t, "reserve after the default back-off", time.Now(), t0.Add(lo), t1.Add(hi))
+	// Its second failure waits twice as long.
+	t0 = time.Now()
+	n, err = b.Nack(ctx, "nack-default", "d", r.Lease, task.RetryDelay, "")
+	t1 = time.Now()
+	must(t, "second nack without a policy", err)
+	dueWithin(t, "due after a second nack without a policy", n.Due, t0.Add(2*lo), t1.Add(2*hi))
+
+	// An explicit immediate retry policy (initial 0s): ready at once; the
+	// reason kept, cut and made valid.
+	setPolicy(t, b, "nack", task.Policy{Retry: &task.Retry{}})
 	putTask(t, b, "nack", task.PutRequest{ID: "a", MaxAttempts: 5})
-	r := ReserveOne(t, b, "nack", time.Second)
-	n, err := b.Nack(ctx, "nack", "a", r.Lease, task.RetryDelay, "boom")
+	r = ReserveOne(t, b, "nack", time.Second)
+	n, err = b.Nack(ctx, "nack", "a", r.Lease, task.RetryDelay, "boom")
 	must(t, "nack", err)
 	if n.State != task.Ready || n.ID != "a" || n.Queue != "nack" || n.LastError != "boom" || n.Attempts != 1 {
-		t.Fatalf("Nack without a policy = %+v; want a ready, last error boom, attempts 1", n)
+		t.Fatalf("Nack under immediate retries = %+v; want a ready, last error boom, attempts 1", n)
 	}
 	if g, err := b.Get("nack", "a"); err != nil || g.LastError != "boom" || g.State != task.Ready {
 		t.Fatalf("Get after the nack = %+v, %v; want ready, last error boom", g, err)
@@ -145,9 +170,9 @@ func nackPolicy(t *testing.T, b service.Service) {
 
 	// The caller's delay: delayed, with the due it will have.
 	r = ReserveOne(t, b, "nack", time.Second)
-	t0 := time.Now()
+	t0 = time.Now()
 	n, err = b.Nack(ctx, "nack", "a", r.Lease, 200*time.Millisecond, "later")
-	t1 := time.Now()
+	t1 = time.Now()
 	must(t, "nack with a delay", err)
 	if n.State != task.Delayed {
 		t.Fatalf("Nack with a delay = %+v; want delayed", n)
@@ -189,6 +214,18 @@ func nackPolicy(t *testing.T, b service.Service) {
 	must(t, "nack c without a reason", err)
 	if n.LastError != "" {
 		t.Fatalf("nack without a reason kept %q; want none (the last attempt said nothing)", n.LastError)
+	}
+
+	// Without a policy a task dies at its 25th failure (each nacked here
+	// with a delay of 0, the caller's, which wins over the back-off).
+	putTask(t, b, "nack-dies", task.PutRequest{ID: "e"})
+	for i := 1; i <= service.DefaultMaxAttempts; i++ {
+		r = ReserveOne(t, b, "nack-dies", time.Second)
+		n, err = b.Nack(ctx, "nack-dies", "e", r.Lease, 0, "again")
+		must(t, "nack e", err)
+		if dead := i == service.DefaultMaxAttempts; (n.State == task.Dead) != dead || n.State != task.Dead && n.State != task.Ready {
+			t.Fatalf("nack %d of e without a policy = %+v; want dead only at %d", i, n, service.DefaultMaxAttempts)
+		}
 	}
 
 	// A retry policy: delayed within the back-off's bounds; the caller's
@@ -310,6 +347,24 @@ func leaseExpiry(t *testing.T, b service.Service) {
 	dead := waitState(t, b, "expiry", "x", task.Dead, ttr)
 	if dead.LastError != task.LeaseExpired || dead.Attempts != 2 || dead.Timeouts != 2 {
 		t.Fatalf("task dead after its last lease ran out = %+v", dead)
+	}
+}
+
+// leaseExpiryDefault: without a retry policy a lease that runs out makes
+// its task ready again at once, in its place, as beanstalkd does
+// (service.ExpiryDelay), not after the default back-off; the attempt
+// counts against the default max_attempts.
+func leaseExpiryDefault(t *testing.T, b service.Service) {
+	const ttr = 100 * time.Millisecond
+	putTask(t, b, "expiry-default", task.PutRequest{ID: "x", TTR: ttr})
+	r := ReserveOne(t, b, "expiry-default", time.Second)
+	d := waitGone(t, b, "expiry-default", "x", ttr)
+	if d.State != task.Ready || d.LastError != task.LeaseExpired || d.Timeouts != 1 || d.MaxAttempts != service.DefaultMaxAttempts {
+		t.Fatalf("task after its lease ran out, without a policy = %+v; want ready at once, last error %q, of %d attempts",
+			d, task.LeaseExpired, service.DefaultMaxAttempts)
+	}
+	if d.Due.After(r.LeaseUntil) {
+		t.Fatalf("task due %v after its lease's end; want its place kept", d.Due.Sub(r.LeaseUntil))
 	}
 }
 

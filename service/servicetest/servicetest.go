@@ -30,6 +30,8 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("observe", func(t *testing.T) { observe(t, open(t)) })
 	t.Run("push-attempts", func(t *testing.T) { pushAttempts(t, open(t)) })
 	t.Run("ack-many", func(t *testing.T) { ackMany(t, open(t)) })
+	t.Run("attempts-bound", func(t *testing.T) { attemptsBound(t, open(t)) })
+	t.Run("webhook-identity", func(t *testing.T) { webhookIdentity(t, open(t)) })
 }
 
 // must fails t on err.

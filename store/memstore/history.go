@@ -48,6 +48,16 @@ func newHistory() history {
 	}
 }
 
+// deleteAttempt removes attempt n of job, if any: O(a) for a attempts
+// of the job.
+func (h *history) deleteAttempt(job uint64, n uint32) {
+	as := h.attempts[job]
+	i, found := slices.BinarySearchFunc(as, n, func(x store.Attempt, n uint32) int { return cmp.Compare(x.N, n) })
+	if found {
+		h.attempts[job] = slices.Delete(as, i, i+1)
+	}
+}
+
 // putAttempt writes a, replacing the attempt of the same job and N. It
 // takes O(a) for a attempts of the job.
 func (h *history) putAttempt(a store.Attempt) {

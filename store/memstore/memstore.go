@@ -22,7 +22,6 @@ type Store struct {
 	schedules map[string]store.Schedule
 	queues    map[string]store.Queue // deep copies (see copyQueue)
 	next      uint64
-	closed    bool
 	hist      history
 }
 
@@ -154,7 +153,7 @@ func (s *Store) Commit(b *store.Batch) error {
 				undo = append(undo, func() { s.queues[name] = old })
 				delete(s.queues, name)
 			}
-		case store.PutAttempt, store.PutFinished:
+		case store.PutAttempt, store.PutFinished, store.DeleteAttempt:
 			hist = append(hist, op)
 		default:
 			for i := len(undo) - 1; i >= 0; i-- {
@@ -164,9 +163,12 @@ func (s *Store) Commit(b *store.Batch) error {
 		}
 	}
 	for _, op := range hist {
-		if op.Kind == store.PutAttempt {
+		switch op.Kind {
+		case store.PutAttempt:
 			s.hist.putAttempt(op.Attempt)
-		} else {
+		case store.DeleteAttempt:
+			s.hist.deleteAttempt(op.Attempt.JobID, op.Attempt.N)
+		default:
 			s.hist.putFinished(op.Finished)
 		}
 	}

@@ -327,7 +327,9 @@ func decodeSchedule(body []byte, s *store.Schedule) error {
 //	       URL (string), Timeout (varint ns),
 //	       the number of headers (uvarint), then each header's name and
 //	       value (strings), by name (bytewise, strictly increasing),
-//	       Secret (string)
+//	       Secret (string),
+//	       NextSecret (string), only when not "" (a record of format 3
+//	       before it came ends at Secret, and reads with none)
 //
 // Varints are signed (zig-zag, binary.AppendVarint), so that every value
 // of the fields reads back as written, including those service.CheckPolicy
@@ -379,7 +381,11 @@ func appendPush(dst []byte, p *task.Push) []byte {
 		dst = appendString(dst, name)
 		dst = appendString(dst, p.Headers[name])
 	}
-	return appendString(dst, p.Secret)
+	dst = appendString(dst, p.Secret)
+	if p.NextSecret != "" {
+		dst = appendString(dst, p.NextSecret)
+	}
+	return dst
 }
 
 // decodeQueue decodes a queue body into q, leaving Name as it is. It
@@ -498,6 +504,13 @@ func (d *decoder) push() *task.Push {
 		}
 	}
 	p.Secret = d.string()
+	if d.err == nil && len(d.b) > 0 {
+		p.NextSecret = d.string()
+		if p.NextSecret == "" && d.err == nil {
+			// Written only when set: an empty one would not encode back.
+			d.err = errors.New("an empty next secret")
+		}
+	}
 	return p
 }
 

@@ -227,6 +227,9 @@ func (w *writer) build(s *Store, pb *pebble.Batch, b *store.Batch) (next, seq ui
 			err = pb.Delete(w.key, nil)
 		case store.PutAttempt:
 			err = w.putAttempt(&op.Attempt)
+		case store.DeleteAttempt:
+			w.key = attemptKey(w.key[:0], op.Attempt.JobID, op.Attempt.N)
+			err = pb.Delete(w.key, nil)
 		case store.PutFinished:
 			err = w.putFinished(&op.Finished)
 		default:

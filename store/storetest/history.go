@@ -171,6 +171,17 @@ func testAttempts(t *testing.T, st store.Store) {
 	commit(t, st, put(sample(2, "q", "a")))
 	commit(t, st, del(sample(2, "q", "a")))
 	checkAttempts(t, st, 2, attempt(2, 1))
+
+	// DeleteAttempt removes one attempt, of its job alone; in the batch
+	// that writes the next (as the broker bounds a task's records); of
+	// one not recorded, nothing.
+	var b store.Batch
+	b.PutAttempt(attempt(257, 257))
+	b.DeleteAttempt(257, 1)
+	b.DeleteAttempt(257, 9)
+	commit(t, st, b.Ops...)
+	checkAttempts(t, st, 257, attempt(257, 256), attempt(257, 257))
+	checkAttempts(t, st, 1, a1, r2, y)
 	checkAll(t, st)
 }
 

@@ -41,7 +41,8 @@ func queueRecord(name string, v int) store.Queue {
 }
 
 // pushOf returns a push endpoint derived from v, with v%4 headers (Headers
-// nil for none), named out of order, and a secret for v%3 != 0.
+// nil for none), named out of order, a secret for v%3 != 0 and a next
+// secret for v%3 == 2.
 func pushOf(v int) *task.Push {
 	p := &task.Push{
 		URL:     fmt.Sprintf("https://hooks.example.com/q/%d?ü=✓", v),
@@ -56,6 +57,9 @@ func pushOf(v int) *task.Push {
 	}
 	if v%3 != 0 {
 		p.Secret = fmt.Sprintf("whsec_%d\x00\xff", v)
+	}
+	if v%3 == 2 {
+		p.NextSecret = fmt.Sprintf("whsec_next%d", v)
 	}
 	return p
 }
@@ -223,10 +227,11 @@ func testQueuesPush(t *testing.T, st store.Store) {
 		qs = append(qs, q)
 	}
 	full := store.Queue{Name: "p8", Policy: task.Policy{Push: &task.Push{
-		URL:     "https://h.example/" + strings.Repeat("a", task.MaxPushURL-len("https://h.example/")),
-		Timeout: task.MaxPushTimeout,
-		Headers: map[string]string{},
-		Secret:  strings.Repeat("s", task.MaxPushSecret),
+		URL:        "https://h.example/" + strings.Repeat("a", task.MaxPushURL-len("https://h.example/")),
+		Timeout:    task.MaxPushTimeout,
+		Headers:    map[string]string{},
+		Secret:     strings.Repeat("s", task.MaxPushSecret),
+		NextSecret: strings.Repeat("n", task.MaxPushSecret),
 	}}}
 	for i := range task.MaxPushHeaders {
 		name := fmt.Sprintf("X-H%02d", task.MaxPushHeaders-i) // put in reverse order

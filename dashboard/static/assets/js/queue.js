@@ -233,14 +233,17 @@ export function enter(main, {queue, state}, ctx) {
 // policyView shows a queue's policy (api.Policy) as a list of its fields,
 // or says that the queue has the default one.
 function policyView(p) {
-  if (!p) return h('p', {class: 'hint'}, 'Default policy: a failed task is ready again at once, puts take the server\'s defaults, nothing is limited, a dead task stays here.');
+  if (!p) return h('p', {class: 'hint'}, 'Default policy: a failed task comes back after 1s, twice as long each attempt up to 1h (± 10%), and is dead after 25 attempts; puts take the server\'s defaults, nothing is limited, a dead task stays here.');
   const ms = (d) => duration(parseDuration(d));
   const rows = [];
   if (p.retry) {
     const r = p.retry;
-    rows.push(['Retry', `after ${ms(r.initial)}, × ${r.multiplier} each attempt, up to ${ms(r.max)}` + (r.jitter ? `, ± ${Math.round(r.jitter * 100)}%` : '')]);
+    rows.push(['Retry', parseDuration(r.initial) === 0 ? 'at once'
+      : `after ${ms(r.initial)}, × ${r.multiplier} each attempt, up to ${ms(r.max)}` + (r.jitter ? `, ± ${Math.round(r.jitter * 100)}%` : '')]);
+  } else {
+    rows.push(['Retry', 'after 1s, × 2 each attempt, up to 1h, ± 10% (the default)']);
   }
-  if (p.max_attempts) rows.push(['Max attempts', String(p.max_attempts)]);
+  rows.push(['Max attempts', p.max_attempts < 0 ? 'no limit' : p.max_attempts ? String(p.max_attempts) : '25 (the default)']);
   if (p.ttr) rows.push(['Lease (ttr)', ms(p.ttr)]);
   if (p.rate) rows.push(['Rate', `${count(p.rate.limit)} per ${ms(p.rate.per)}` + (p.rate.burst && p.rate.burst !== p.rate.limit ? `, bursts of ${count(p.rate.burst)}` : '')]);
   if (p.concurrency) rows.push(['Concurrency', `at most ${plural(p.concurrency, 'task')} reserved at once`]);

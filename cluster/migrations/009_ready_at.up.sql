@@ -1,4 +1,4 @@
--- 008: when the owner's flush made a delayed task ready (Unix ns, the
+-- 009: when the owner's flush made a delayed task ready (Unix ns, the
 -- database's clock), so that delivery lateness splits into the server's
 -- own (due to ready) and the wait for a worker (ready to hand-over):
 -- service/lateness.go. Set by the flush (flush.go), read and cleared by

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-go/hourglass"
+)
+
+// The Go side: one job a process, as NettyBench.java's, started by the
+// driver as this program with -child. Each job prints its results as one
+// line of JSON; the idle job prints "ready" and waits for standard input
+// to close.
+
+// childConfig is what the driver passes to a job.
+type childConfig struct {
+	n       int           // timeouts pending (pair, heap) or in the burst
+	budget  time.Duration // the measured pair loop's wall time
+	warmup  time.Duration // the pair loop's run before it is measured
+	spread  time.Duration // the burst's delays span [0, spread)
+	timeout time.Duration // how long a burst waits for its last fire
+}
+
+// goJobs are the Go side's jobs by name.
+var goJobs = map[string]func(childConfig) (map[string]float64, error){
+	"seed":              func(childConfig) (map[string]float64, error) { return seedSums(), nil },
+	"pair-afterfunc":    func(c childConfig) (map[string]float64, error) { return pair(c, afterFuncAPI) },
+	"pair-arm":          func(c childConfig) (map[string]float64, error) { return pair(c, armAPI) },
+	"heap-afterfunc":    func(c childConfig) (map[string]float64, error) { return heap(c, afterFuncAPI) },
+	"heap-arm":          func(c childConfig) (map[string]float64, error) { return heap(c, armAPI) },
+	"burst-inline":      func(c childConfig) (map[string]float64, error) { return burst(c, afterFuncAPI, true) },
+	"burst-arm-inline":  func(c childConfig) (map[string]float64, error) { return burst(c, armAPI, true) },
+	"burst-default":     func(c childConfig) (map[string]float64, error) { return burst(c, afterFuncAPI, false) },
+	"burst-arm-default": func(c childConfig) (map[string]float64, error) { return burst(c, armAPI, false) },
+	"idle":              func(childConfig) (map[string]float64, error) { return nil, idle() },
+}
+
+// api is one of the two ways to schedule and cancel a timeout: Timer.AfterFunc
+// and Timeout.Cancel (a *Timeout a timeout), or Timer.Arm and Timer.Cancel
+// (a Handle value).
+type api int
+
+const (
+	afterFuncAPI api = iota
+	armAPI
+)
+
+// handles keeps what one api returns, as the Java side keeps its Timeouts.
+type handles struct {
+	tos []*hourglass.Timeout
+	hs  []hourglass.Handle
+}
+
+func noop() {}
+
+// fill schedules n timeouts 0-10 minutes away through a, keeping their
+// handles.
+func fill(t *hourglass.Timer, a api, n int) (handles, error) {
+	g := splitMix64{seedFill}
+	var k handles
+	if a == afterFuncAPI {
+		k.tos = make([]*hourglass.Timeout, n)
+	} else {
+		k.hs = make([]hourglass.Handle, n)
+	}
+	for i := range n {
+		d := time.Duration(g.delay(tenMinutes))
+		var err error
+		if a == afterFuncAPI {
+			k.tos[i], err = t.AfterFunc(d, noop)
+		} else {
+			k.hs[i], err = t.Arm(d, noop)
+		}
+		if err != nil {
+			return k, err
+		}
+	}
+	return k, nil
+}
+
+// pairs schedules and cancels timeouts through a, one call each, for
+// budget of wall time, and returns how many pairs it made.
+func pairs(t *hourglass.Timer, a api, g *splitMix64, budget time.Duration) (int64, error) {
+	start := time.Now()
+	var count int64
+	for {
+		for range 1000 {
+			d := time.Duration(g.delay(tenMinutes))
+			if a == afterFuncAPI {
+				to, err := t.AfterFunc(d, noop)
+				if err != nil {
+					return count, err
+				}
+				to.Cancel()
+			} else {
+				h, err := t.Arm(d, noop)
+				if err != nil {
+					return count, err
+				}
+				t.Cancel(h)
+			}
+		}
+		count += 1000
+		if time.Since(start) >= budget {
+			return count, nil
+		}
+	}
+}
+
+// gcCPU is the CPU time the garbage collector has used so far.
+func gcCPU() time.Duration {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * 1e9)
+}
+
+func pair(c childConfig, a api) (map[string]float64, error) {
+	t := hourglass.New()
+	defer t.Stop()
+	kept, err := fill(t, a, c.n)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(100 * time.Millisecond) // as the Java side lets its worker file them
+	g := splitMix64{seedPairs}
+	if _, err := pairs(t, a, &g, c.warmup); err != nil {
+		return nil, err
+	}
+	c0, err := procCPU("self")
+	if err != nil {
+		return nil, err
+	}
+	gc0, w0 := gcCPU(), time.Now()
+	count, err := pairs(t, a, &g, c.budget)
+	if err != nil {
+		return nil, err
+	}
+	wall := time.Since(w0)
+	c1, err := procCPU("self")
+	if err != nil {
+		return nil, err
+	}
+	gc := gcCPU() - gc0
+	runtime.KeepAlive(kept)
+	return map[string]float64{
+		"pairs":       float64(count),
+		"wall_ns":     float64(wall) / float64(count),
+		"cpu_ns":      float64(c1-c0) / float64(count),
+		"gc_ms_per_s": float64(gc.Milliseconds()) / wall.Seconds(),
+	}, nil
+}
+
+// heapAlloc is the heap's live bytes after a collection.
+func heapAlloc() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func heap(c childConfig, a api) (map[string]float64, error) {
+	t := hourglass.New()
+	defer t.Stop()
+	// Start the driver, as the Java side starts its worker.
+	if to, err := t.AfterFunc(time.Hour, noop); err != nil {
+		return nil, err
+	} else {
+		to.Cancel()
+	}
+	time.Sleep(100 * time.Millisecond)
+	before := heapAlloc()
+	kept, err := fill(t, a, c.n)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(200 * time.Millisecond)
+	after := heapAlloc()
+	runtime.KeepAlive(kept)
+	return map[string]float64{"bytes": (float64(after) - float64(before)) / float64(c.n)}, nil
+}
+
+// burstRecord is what a burst's callbacks write, as the Java side's.
+type burstRecord struct {
+	base     time.Time
+	deadline []int64 // nanoseconds after base
+	late     []int64
+	runs     []atomic.Int32
+	fired    atomic.Int64
+	end      atomic.Int64 // nanoseconds after base when the last one ran
+	done     chan struct{}
+}
+
+func (b *burstRecord) fire(i int) {
+	now := int64(time.Since(b.base))
+	b.late[i] = now - b.deadline[i]
+	b.runs[i].Add(1)
+	if b.fired.Add(1) == int64(len(b.late)) {
+		b.end.Store(now)
+		close(b.done)
+	}
+}
+
+func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
+	var opts []hourglass.Option
+	if inline {
+		opts = append(opts, hourglass.WithExecutor(hourglass.Inline))
+	}
+	t := hourglass.New(opts...)
+	defer t.Stop()
+	if to, err := t.AfterFunc(time.Hour, noop); err != nil {
+		return nil, err
+	} else {
+		to.Cancel()
+	}
+	n := c.n
+	b := &burstRecord{
+		deadline: make([]int64, n),
+		late:     make([]int64, n),
+		runs:     make([]atomic.Int32, n),
+		done:     make(chan struct{}),
+	}
+	g := splitMix64{seedBurst}
+	delays := make([]time.Duration, n)
+	callbacks := make([]func(), n)
+	for i := range n {
+		delays[i] = time.Duration(g.delay(uint64(c.spread)))
+		callbacks[i] = func() { b.fire(i) }
+	}
+	runtime.GC()
+	time.Sleep(100 * time.Millisecond)
+
+	// With Inline the scheduling goroutine keeps its thread, whose CPU is
+	// then the caller's cost (with the default executor it yields to the
+	// callbacks' goroutines, which a locked thread would make dearer).
+	if inline {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	t0, err := threadCPU()
+	if err != nil {
+		return nil, err
+	}
+	c0, err := procCPU("self")
+	if err != nil {
+		return nil, err
+	}
+	b.base = time.Now()
+	for i, d := range delays {
+		b.deadline[i] = int64(time.Since(b.base) + d)
+		var err error
+		if a == afterFuncAPI {
+			_, err = t.AfterFunc(d, callbacks[i])
+		} else {
+			_, err = t.Arm(d, callbacks[i])
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	scheduled := time.Since(b.base)
+	c1, err := procCPU("self")
+	if err != nil {
+		return nil, err
+	}
+	t1, err := threadCPU()
+	if err != nil {
+		return nil, err
+	}
+	all := true
+	select {
+	case <-b.done:
+	case <-time.After(c.spread + c.timeout):
+		all = false
+	}
+	c2, err := procCPU("self")
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(50 * time.Millisecond) // a second run of any would show now
+
+	var early, lost, twice int
+	seen := make([]int64, 0, n)
+	for i := range n {
+		r := b.runs[i].Load()
+		if r == 0 {
+			lost++
+			continue
+		}
+		if r > 1 {
+			twice++
+		}
+		late := atomic.LoadInt64(&b.late[i])
+		if late < 0 {
+			early++
+		}
+		seen = append(seen, late)
+	}
+	slices.Sort(seen)
+	fps := 0.0
+	if all {
+		fps = float64(n) / time.Duration(b.end.Load()).Seconds()
+	}
+	r := map[string]float64{
+		"schedule_ns":     float64(scheduled.Nanoseconds()) / float64(n),
+		"schedule_cpu_ns": float64(c1-c0) / float64(n),
+		"cpu_ns":          float64(c2-c0) / float64(n),
+		"fires_per_s":     fps,
+		"late_p50_ms":     pct(seen, 0.50) / 1e6,
+		"late_p99_ms":     pct(seen, 0.99) / 1e6,
+		"late_max_ms":     0,
+		"early":           float64(early),
+		"lost":            float64(lost),
+		"double":          float64(twice),
+	}
+	if inline {
+		// Only a locked goroutine's thread is the caller's.
+		r["caller_cpu_ns"] = float64(t1-t0) / float64(n)
+	}
+	if len(seen) > 0 {
+		r["late_max_ms"] = float64(seen[len(seen)-1]) / 1e6
+	}
+	return r, nil
+}
+
+// pct is the p-th percentile of sorted, nearest rank, as the Java side's.
+func pct(sorted []int64, p float64) float64 {
+	m := len(sorted)
+	if m == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(m))) - 1
+	return float64(sorted[max(0, min(i, m-1))])
+}
+
+// idle holds one timeout an hour away until standard input closes; the
+// driver measures the process meanwhile.
+func idle() error {
+	t := hourglass.New()
+	defer t.Stop()
+	to, err := t.AfterFunc(time.Hour, noop)
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	if _, err := io.Copy(io.Discard, bufio.NewReader(os.Stdin)); err != nil {
+		return err
+	}
+	if to.Expired() {
+		return errors.New("the timeout an hour away fired")
+	}
+	return nil
+}

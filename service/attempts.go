@@ -1,0 +1,16 @@
+package service
+
+import "github.com/hourglass-go/hourglass/task"
+
+// DroppedAttempts returns how many attempts of a task as Attempts
+// answers them (oldest first) are left out: the numbers from 1 to the
+// last one's that as does not hold. Both engines number a task's
+// attempts without gaps, keep the first task.AttemptsKeptFirst and the
+// last task.AttemptsKeptLast records of a task, and list at most
+// task.MaxAttemptsListed. O(1).
+func DroppedAttempts(as []task.Attempt) int {
+	if len(as) == 0 {
+		return 0
+	}
+	return max(0, as[len(as)-1].N-len(as))
+}
