@@ -32,7 +32,7 @@
 //
 //	POST   /v1/queues/{queue}/tasks             PutRequest     → 201 Task (new) | 200 Task (existing id, or replaced)
 //	POST   /v1/queues/{queue}/tasks:batch       BatchRequest   → 200 BatchResponse
-//	GET    /v1/queues/{queue}/tasks/{id}                       → 200 Task | 404
+//	GET    /v1/queues/{queue}/tasks/{id}                       → 200 Task | 200 FinishedRecord (finished, in the history) | 404
 //	DELETE /v1/queues/{queue}/tasks/{id}                       → 204 | 404
 //	POST   /v1/queues/{queue}/reserve           ReserveRequest → 200 ReserveResponse
 //	POST   /v1/queues/{queue}/tasks/{id}/ack    LeaseRequest   → 204 | 400 (no lease) | 404 | 409 (stale lease)
@@ -55,6 +55,7 @@
 //	GET    /v1/schedules                                       → 200 SchedulesResponse
 //	GET    /v1/schedules/{name}                                → 200 Schedule | 404
 //	DELETE /v1/schedules/{name}                                → 204 | 404
+//	GET    /v1/schedules/{name}/runs?limit=N&after=T           → 200 ScheduleRunsResponse | 400 | 404
 //	GET    /healthz                                            → 200 while the process can serve | 503 once its store failed (a restart is needed)
 //	GET    /readyz                                             → 200 once recovery is done, 503 before, while stopping, and while a cluster node cannot reach its database
 //	GET    /metrics                                            → Prometheus text format

@@ -29,6 +29,10 @@ type row struct {
 	payload                []byte
 	partition              int
 	lastError              string
+	// readyAt is when a flush made the task ready (Unix ns, the
+	// database's clock), for the lateness's split; 0: at its due time
+	// (service.SplitLateness). Read only by the reserves.
+	readyAt int64
 }
 
 // scanRow reads a row of taskColumns, then extra.

@@ -109,7 +109,8 @@ func setPush(t *testing.T, s *server, queue, body string) {
 	}
 }
 
-// pushTaskState returns a task's state and last error ("gone" once acked).
+// pushTaskState returns a task's state and last error ("gone" once acked:
+// GET answers its finished record, or 404 past the history).
 func pushTaskState(t *testing.T, s *server, queue, id string) (string, string) {
 	t.Helper()
 	a := s.call("GET", "/v1/queues/"+queue+"/tasks/"+id, "")
@@ -119,6 +120,9 @@ func pushTaskState(t *testing.T, s *server, queue, id string) (string, string) {
 	var tk api.Task
 	if a.status != 200 || json.Unmarshal(a.body, &tk) != nil {
 		t.Fatalf("GET task: %v", a)
+	}
+	if tk.State == api.StateFinished {
+		return "gone", "" // its finished record, from the history
 	}
 	return string(tk.State), tk.LastError
 }

@@ -146,6 +146,8 @@ func (s *Server) lateness(w http.ResponseWriter, r *http.Request, b service.Serv
 			P50:        api.Duration(w.P50),
 			P99:        api.Duration(w.P99),
 			Max:        api.Duration(w.Max),
+			Ready:      api.LatenessQuantiles{P50: api.Duration(w.Ready.P50), P99: api.Duration(w.Ready.P99), Max: api.Duration(w.Ready.Max)},
+			Wait:       api.LatenessQuantiles{P50: api.Duration(w.Wait.P50), P99: api.Duration(w.Wait.P99), Max: api.Duration(w.Wait.Max)},
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

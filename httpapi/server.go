@@ -228,6 +228,7 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/schedules/{name}", s.schedule},
 		{"DELETE", "/v1/schedules/{name}", s.deleteSchedule},
 		{"POST", "/v1/schedules/{name}/run", s.runSchedule},
+		{"GET", "/v1/schedules/{name}/runs", s.scheduleRuns},
 		{"POST", "/v1/schedules/{name}/pause", s.pauseSchedule},
 		{"POST", "/v1/schedules/{name}/resume", s.resumeSchedule},
 	}

@@ -249,6 +249,10 @@ type History interface {
 	// the cursor after (0: the newest), and the cursor of the next page
 	// (0: none).
 	FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error)
+	// LastFinished returns the newest record of a task id that left
+	// queue, while the history keeps it; task.ErrNotFound otherwise. It
+	// does not look at live tasks: see [GetOrFinished].
+	LastFinished(ctx context.Context, queue, id string) (task.Finished, error)
 }
 
 // Schedules are cron schedules that put a task into a queue at each

@@ -87,8 +87,8 @@ export function enter(main, {queue, state}, ctx) {
     findResult.textContent = '';
     await ctx.act(async () => {
       try {
-        await open(id);
-        findResult.textContent = `Found task ${id}.`;
+        const t = await open(id);
+        findResult.textContent = t.state === 'finished' ? `Task ${id} finished: ${t.outcome}.` : `Found task ${id}.`;
       } catch (e) {
         if (!(e instanceof ApiError && e.status === 404)) throw e;
         findResult.textContent = `No task “${id}” in this queue (${e.message}).`;
@@ -255,9 +255,13 @@ export function enter(main, {queue, state}, ctx) {
       const c = stats.queues.find((x) => x.name === queue) ||
         {delayed: 0, ready: 0, reserved: 0, dead: 0, putRate: null, deliveryRate: null};
       const n = {all: c.delayed + c.ready + c.reserved + c.dead, delayed: c.delayed, ready: c.ready, reserved: c.reserved, dead: c.dead};
+      // A push queue's deliveries are its pushes: the pusher reserves
+      // each task it posts, so each push (acked or failed) counts once.
+      const push = !!info.policy?.push;
       swap(counts, [['Delayed', count(c.delayed), 'delayed'], ['Ready', count(c.ready), 'ready'], ['Reserved', count(c.reserved), 'reserved'],
-        ['Dead', count(c.dead), 'dead'], ['Puts', rate(c.putRate)], ['Deliveries', rate(c.deliveryRate)]]
-        .map(([k, v, key]) => h('div', {'data-count': key || null}, h('dt', {}, k), h('dd', {}, v))));
+        ['Dead', count(c.dead), 'dead'], ['Puts', rate(c.putRate), 'puts'],
+        [push ? 'Pushes' : 'Deliveries', rate(c.deliveryRate), 'deliveries', push ? 'Pushes per second to the endpoint, answered or failed' : 'Tasks handed to reservers per second']]
+        .map(([k, v, key, title]) => h('div', {'data-count': key, title: title || null}, h('dt', {}, k), h('dd', {}, v))));
       swap(tabs, states.map((st) => h('button', {type: 'button', 'aria-pressed': String(st === shown), 'data-key': 'tab:' + st, 'data-state': st,
         onclick: () => select(st)}, title(st), h('span', {class: 'n'}, ` (${count(n[st])})`))));
       swap(bulk, searching() ? [
@@ -302,5 +306,13 @@ function policyView(p) {
   if (p.rate) rows.push(['Rate', `${count(p.rate.limit)} per ${ms(p.rate.per)}` + (p.rate.burst && p.rate.burst !== p.rate.limit ? `, bursts of ${count(p.rate.burst)}` : '')]);
   if (p.concurrency) rows.push(['Concurrency', `at most ${plural(p.concurrency, 'task')} reserved at once`]);
   if (p.dead_letter) rows.push(['Dead letter', h('a', {href: `#/queues/${encodeURIComponent(p.dead_letter)}/all`}, p.dead_letter)]);
+  if (p.push) {
+    // The headers' values are not shown: they may hold credentials.
+    const names = Object.keys(p.push.headers || {}).sort();
+    rows.push(['Push endpoint', h('span', {class: 'mono'}, p.push.url)]);
+    rows.push(['Push timeout', p.push.timeout ? ms(p.push.timeout) : '30 s (the default)']);
+    rows.push(['Push headers', names.length ? names.join(', ') : 'none']);
+    rows.push(['Push secret', p.push.secret_set ? 'set: pushes are signed' : 'none: pushes are not signed']);
+  }
   return h('dl', {class: 'fields', 'data-policy': ''}, rows.map(([k, v]) => h('div', {'data-field': k}, h('dt', {}, k), h('dd', {}, v))));
 }
