@@ -37,6 +37,10 @@ var states = map[string]task.State{
 // page of the queue's tasks without payloads, and the cursor of the next.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, b service.Service) {
 	q := r.URL.Query()
+	if filtered(q) {
+		s.findTasks(w, r, b) // the operator's console (bulk.go)
+		return
+	}
 	var st task.State
 	if name := q.Get("state"); name != "" {
 		var ok bool

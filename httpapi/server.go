@@ -235,7 +235,7 @@ func (s *Server) routes() []route {
 func (s *Server) routeV1() {
 	allowed := map[string][]string{}
 	var paths []string
-	for _, rt := range slices.Concat(s.routes(), s.observeRoutes(), s.historyRoutes()) {
+	for _, rt := range slices.Concat(s.routes(), s.observeRoutes(), s.historyRoutes(), s.bulkRoutes()) {
 		s.handle(rt.method+" "+rt.path, s.v1(rt.h))
 		if allowed[rt.path] == nil {
 			paths = append(paths, rt.path)

@@ -235,12 +235,6 @@ func TestWorker_RetryAfter(t *testing.T) {
 // TestWorker_Fail buries a task whose handler returns Fail, wrapped.
 func TestWorker_Fail(t *testing.T) {
 	c := newClient(t)
-	if !supports(t, c, func(ctx context.Context, tk api.Task) error {
-		_, err := c.Bury(ctx, tk.Queue, tk.ID, tk.Lease, "probe")
-		return err
-	}) {
-		t.Skip("the server does not bury yet")
-	}
 	put(t, c, "q", "t", 1, api.PutRequest{})
 	w := worker.New(c, worker.Options{Logger: quiet})
 	w.Handle("q", func(ctx context.Context, tk *worker.Task) error {
@@ -261,10 +255,6 @@ func TestWorker_Fail(t *testing.T) {
 func TestWorker_Shutdown(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	c := newClient(t)
-	released := supports(t, c, func(ctx context.Context, tk api.Task) error {
-		_, err := c.Release(ctx, tk.Queue, tk.ID, tk.Lease, 0)
-		return err
-	})
 	put(t, c, "q", "t", 1, api.PutRequest{})
 	before, err := c.Get(context.Background(), "q", "t0")
 	if err != nil {
@@ -288,9 +278,6 @@ func TestWorker_Shutdown(t *testing.T) {
 	}
 	if err := <-cause; !errors.Is(err, worker.ErrShutdown) {
 		t.Errorf("cause %v, want ErrShutdown", err)
-	}
-	if !released {
-		t.Skip("the server does not release yet")
 	}
 	after, err := c.Get(context.Background(), "q", "t0")
 	if err != nil || after.State != api.StateReady || after.Attempts != before.Attempts {
