@@ -61,7 +61,7 @@ func testDashboardSearch(t *testing.T) {
 	b.wait("the confirmation", `document.getElementById('confirm').open`)
 	b.click(`#confirm-ok`)
 	b.wait("none matched left", `document.querySelectorAll('#tasks tbody tr[data-id]').length === 0`)
-	if st := s.state("ops", "a-1") + " " + s.state("ops", "a-3") + " " + s.state("ops", "b-1"); st != "gone gone dead" {
+	if st := s.state("ops", "a-1") + " " + s.state("ops", "a-3") + " " + s.state("ops", "b-1"); st != "finished finished dead" {
 		t.Errorf("after deleting the matched: %s", st)
 	}
 	b.checkClean("queue ops")

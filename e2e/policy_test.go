@@ -228,8 +228,8 @@ func testPolicyBackoff(t *testing.T) {
 	if err != nil || got.Queue != "bo-dead" || got.State != api.StateReady || got.ID != "x" || got.Attempts != 3 || got.LastError != "smtp: 550 no such user" {
 		t.Fatalf("nack of the last attempt: %+v, %v; want ready in bo-dead with the error", got, err)
 	}
-	if _, err := c.Get(ctx, "bo", "x"); err == nil {
-		t.Errorf("the moved task is still in its queue")
+	if tk, err := c.Get(ctx, "bo", "x"); err == nil && tk.State != api.StateFinished {
+		t.Errorf("the moved task is still in its queue: %+v", tk)
 	}
 	dead, err := c.Get(ctx, "bo-dead", "x")
 	if err != nil || string(dead.Payload) != `{"n":1}` || dead.LastError != "smtp: 550 no such user" || dead.State != api.StateReady {
