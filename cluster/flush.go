@@ -81,12 +81,12 @@ func (t *timers) flushLoop() {
 //     (history.go).
 //
 // It returns one row per fenced-in partition (kind 0, a = partition), one
-// per queue with tasks made ready (kind 1, a = how many), one per job whose
+// per task made ready (kind 1, a = its timer's time), one per job whose
 // timer is not due after all (kind 2, a = job, b = how long until it is,
 // by the database's clock): armed early by a skewed clock, or a lease
 // renewed since; one per queue with leases settled (kind 3, a = leases
 // that ran out, b = tasks dead of it), for the metrics; and one per task
-// handed (kind 4, b = the database's clock), and one per late task
+// handed (kind 4, a = its timer's time, b = the database's clock), and one per late task
 // (kind 5), whose columns lead every row (zeros in the other kinds). Every step is linear in the jobs named: they
 // are read once by primary key (and again by the update), and kind 2
 // leaves out the fired ones with NOT IN, which PostgreSQL runs as a hashed subplan (NOT EXISTS was planned
@@ -132,18 +132,17 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 			last_error = CASE WHEN t.state = 2 THEN $7 ELSE t.last_error END
 		FROM now, due d LEFT JOIN hand h ON h.job_id = d.job_id
 		WHERE t.job_id = d.job_id AND t.fire_at <= now.ns AND t.state IN (1, 2)
-		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed, d.tries0, d.reserved0
+		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed, d.tries0, d.reserved0,
+			d.fire_at AS timer_at
 	), att AS (` + sqlInsertAttempt + `SELECT job_id, tries0, reserved0, now.ns, '` + task.AttemptExpired + `', $7, 0, $1
 		FROM fired, now WHERE was = 2 AND $8` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
 		FROM fired, now WHERE state = 3 AND $8
-	), ready AS MATERIALIZED (
-		SELECT queue, count(*) AS k FROM fired WHERE state = 1 GROUP BY queue
 	)
 	SELECT ` + zeroTask + `, s.* FROM (
 		SELECT 0 AS kind, partition::bigint AS a, 0::bigint AS b, '' AS queue FROM fence
 		UNION ALL
-		SELECT 1, k, 0, queue FROM ready
+		SELECT 1, timer_at, 0, queue FROM fired WHERE state = 1
 		UNION ALL
 		SELECT 2, job_id, fire_at - now.ns, '' FROM timers, now
 		WHERE job_id NOT IN (SELECT job_id FROM fired) AND job_id NOT IN (SELECT job_id FROM late)
@@ -153,7 +152,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	) s
 	UNION ALL
 	SELECT job_id, queue, id, state, priority, due, fire_at, created, ttr, attempts, max_attempts, lease, lease_until,
-		timeouts, releases, buries, kicks, payload, partition, last_error, 4, 0, now.ns, ''
+		timeouts, releases, buries, kicks, payload, partition, last_error, 4, timer_at, now.ns, ''
 	FROM fired, now WHERE handed
 	UNION ALL
 	SELECT ` + returnTask + `, 5, 0, now.ns, '' FROM late JOIN hourglass_tasks t ON t.job_id = late.job_id, now`
@@ -228,6 +227,7 @@ func (t *timers) flush() error {
 	retried := map[string]int64{}
 	var handed, late []row
 	var dbNow int64
+	var timerAts []int64 // of the tasks made ready or handed, for the hop due → flushed
 	began := time.Now()
 	err := func() error {
 		rows, err := t.db.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
@@ -247,7 +247,8 @@ func (t *timers) flush() error {
 			case 0:
 				fencedIn[int(a)] = true
 			case 1:
-				readyIn[queue] += int(a)
+				readyIn[queue]++
+				timerAts = append(timerAts, a)
 			case 2:
 				again = append(again, pending{uint64(a), time.Duration(b)})
 			case 3:
@@ -257,6 +258,7 @@ func (t *timers) flush() error {
 				}
 			case 4:
 				handed, dbNow = append(handed, r), b
+				timerAts = append(timerAts, a)
 			case 5:
 				late = append(late, r)
 			}
@@ -272,6 +274,11 @@ func (t *timers) flush() error {
 		}
 		t.retry(js)
 		return err
+	}
+	// The rows are read and the statement has committed (rows.Close).
+	flushed := t.clock.now()
+	for _, at := range timerAts {
+		t.metrics.hopFlushed.Observe(max(time.Duration(flushed-at), 0).Seconds())
 	}
 	if len(handed) > 0 {
 		if f := t.hooks.handing.Load(); f != nil {
