@@ -50,11 +50,16 @@ func (t *timers) flushLoop() {
 // sqlFlush is the whole of a flush, one statement (see flush):
 //
 //   - fence locks the rows of the partitions named in $2 (with their
-//     epochs in $3) FOR SHARE where this node ($1) still owns them at
+//     epochs in $3) FOR KEY SHARE where this node ($1) still owns them at
 //     those epochs with an unexpired lease. The lock is the fence: an
-//     acquisition by another node updates the row, so it waits for this
-//     transaction, and this statement sees the new epoch if that one
-//     committed first. Rows are locked in partition order, as the lease
+//     acquisition by another node (or a release) locks the row FOR
+//     UPDATE, so it waits for this transaction (or skips the row), and
+//     this statement sees the new epoch if that one committed first.
+//     KEY SHARE, the weakest lock, so that the owner's own renewal of its
+//     leases (FOR NO KEY UPDATE, renew.go), which commits synchronously
+//     and holds the rows through its WAL flush, does not hold up the
+//     tasks falling due meanwhile (issue 40); FOR UPDATE conflicts with
+//     it as with FOR SHARE. Rows are locked in partition order, as the lease
 //     loop locks them, so the two never deadlock. With each row locked it
 //     sets synchronous_commit off for the statement's transaction
 //     (set_config(..., true) is SET LOCAL, read at the commit): whenever
@@ -98,7 +103,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
 		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
 		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
-		ORDER BY p.partition FOR SHARE OF p
+		ORDER BY p.partition FOR KEY SHARE OF p
 	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
 	timers AS MATERIALIZED (
