@@ -321,6 +321,7 @@ func (t *timers) flush() error {
 		}
 		t.mu.Unlock()
 	}
+	t.metrics.early.Add(float64(len(again)))
 	t.mu.Lock()
 	for _, p := range again {
 		// Not due by the database's clock: armed again for exactly the

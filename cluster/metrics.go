@@ -51,6 +51,7 @@ type metrics struct {
 	tickFailures, keeps       prometheus.Counter
 	flushSeconds, flushTimers prometheus.Histogram
 	handed, givenBack         prometheus.Counter
+	early                     prometheus.Counter
 	states                    queueStates
 
 	// The hops of a task from due to delivered (see hops).
@@ -84,6 +85,7 @@ func newMetrics(n *Node) *metrics {
 		tickFailures: counter("hourglass_cluster_lease_tick_failures_total", "Rounds of the lease loop that failed (database unreachable)."),
 		keeps:        counter("hourglass_cluster_lease_keeps_total", "Renewals of the heartbeat and leases made during a lease round that ran past a third of a lease (a slow database)."),
 		handed:       counter("hourglass_cluster_flush_handed_total", "Tasks a flush reserved for, and handed to, this node's waiting reservers."),
+		early:        counter("hourglass_cluster_flush_early_total", "Timers a flush found not yet due by the database's clock (this node's estimate of it ahead, or a lease renewed since), armed again for the rest."),
 		givenBack:    counter("hourglass_cluster_flush_given_back_total", "Tasks a flush reserved for waiting reservers that had left, made ready again."),
 		states:       queueStates{n: n, desc: service.QueueTasksDesc},
 		flushSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -122,7 +124,7 @@ func newMetrics(n *Node) *metrics {
 func (m *metrics) all() []prometheus.Collector {
 	return append(append(m.Collectors(), m.schedules.Collectors()...),
 		m.owned, m.listening, m.acquired, m.takeovers, m.lost, m.tickFailures, m.keeps, m.flushSeconds, m.flushTimers,
-		m.handed, m.givenBack, m.states, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
+		m.handed, m.givenBack, m.early, m.states, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
 }
 
 // register registers every metric with r, or none.
