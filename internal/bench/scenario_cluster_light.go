@@ -78,6 +78,9 @@ var lightHops = []struct{ metric, column string }{
 	{"hourglass_cluster_hop_due_to_flushed_seconds", "due→flushed"},
 	{"hourglass_cluster_hop_flushed_to_notified_seconds", "flushed→notify"},
 	{"hourglass_cluster_hop_notified_to_reserved_seconds", "notify→reserved"},
+	// The flush's statement alone (its round trip), for comparison
+	// with the first hop.
+	{"hourglass_cluster_flush_seconds", "flush"},
 }
 
 // lightJobs plans the light row, one job per build.
