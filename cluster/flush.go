@@ -188,12 +188,18 @@ const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigi
 // made tasks ready in (readied).
 func (t *timers) flush() error {
 	t.mu.Lock()
-	fired := t.fired
-	t.fired = nil
+	fired, firedAt := t.fired, t.firedAt
+	t.fired, t.firedAt = nil, nil
 	// Read after fired: a job in it was armed while its partition was
 	// held (see load), so a partition acquired meanwhile keeps it.
 	owned := t.members.snapshot()
 	t.mu.Unlock()
+	// The hop fired → flushing: how long each job waited for this flush
+	// to begin (the flusher busy with the one before, or not yet run).
+	start := time.Now().UnixNano()
+	for _, at := range firedAt {
+		t.metrics.hopFlushing.Observe(float64(start-at) / 1e9)
+	}
 	var parts []int32
 	var epochs []int64
 	var jobs []int64
