@@ -20,6 +20,11 @@ func TestWait_AcrossNodes(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	a := startNode(t, url, "a")
 	b := startNode(t, url, "b")
+	// The partitions' channels come with the partitions: count once b
+	// holds its share (a rebalance under way would add to the count).
+	eventually(t, 30*time.Second, "a and b holding half the partitions each", func() bool {
+		return len(a.Owned()) == b.Partitions()/2 && len(b.Owned()) == b.Partitions()/2
+	})
 	listening := b.Listening()
 
 	// Many names waited on and left: nothing kept.
