@@ -86,7 +86,7 @@ func (t *timers) flushLoop() {
 //     (history.go).
 //
 // It returns one row per fenced-in partition (kind 0, a = partition), one
-// per task made ready (kind 1, a = its timer's time), one per job whose
+// per task made ready (kind 1, a = its timer's time, b = its job), one per job whose
 // timer is not due after all (kind 2, a = job, b = how long until it is,
 // by the database's clock): armed early by a skewed clock, or a lease
 // renewed since; one per queue with leases settled (kind 3, a = leases
@@ -147,7 +147,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	SELECT ` + zeroTask + `, s.* FROM (
 		SELECT 0 AS kind, partition::bigint AS a, 0::bigint AS b, '' AS queue FROM fence
 		UNION ALL
-		SELECT 1, timer_at, 0, queue FROM fired WHERE state = 1
+		SELECT 1, timer_at, job_id, queue FROM fired WHERE state = 1
 		UNION ALL
 		SELECT 2, job_id, fire_at - now.ns, '' FROM timers, now
 		WHERE job_id NOT IN (SELECT job_id FROM fired) AND job_id NOT IN (SELECT job_id FROM late)
@@ -238,7 +238,9 @@ func (t *timers) flush() error {
 	retried := map[string]int64{}
 	var handed, late []row
 	var dbNow int64
-	var timerAts []int64 // of the tasks made ready or handed, for the hop due → flushed
+	// Of the tasks made ready or handed, for the hops due → fired and due
+	// → flushed: their timers' times, and their jobs.
+	var timerAts, timerJobs []int64
 	began := time.Now()
 	err := func() error {
 		rows, err := t.db.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
@@ -259,7 +261,7 @@ func (t *timers) flush() error {
 				fencedIn[int(a)] = true
 			case 1:
 				readyIn[queue]++
-				timerAts = append(timerAts, a)
+				timerAts, timerJobs = append(timerAts, a), append(timerJobs, b)
 			case 2:
 				again = append(again, pending{uint64(a), time.Duration(b)})
 			case 3:
@@ -269,7 +271,7 @@ func (t *timers) flush() error {
 				}
 			case 4:
 				handed, dbNow = append(handed, r), b
-				timerAts = append(timerAts, a)
+				timerAts, timerJobs = append(timerAts, a), append(timerJobs, r.job)
 			case 5:
 				late = append(late, r)
 			}
@@ -290,6 +292,20 @@ func (t *timers) flush() error {
 	flushed := t.clock.now()
 	for _, at := range timerAts {
 		t.metrics.hopFlushed.Observe(max(time.Duration(flushed-at), 0).Seconds())
+	}
+	// The hop due → fired: when the wheel fired each job, on the
+	// database's clock as this node estimates it, minus its timer's time.
+	if len(timerJobs) > 0 {
+		offset := t.clock.now() - time.Now().UnixNano()
+		when := make(map[int64]int64, len(fired))
+		for i, j := range fired {
+			when[int64(j)] = firedAt[i]
+		}
+		for i, j := range timerJobs {
+			if at, ok := when[j]; ok {
+				t.metrics.hopFired.Observe(max(time.Duration(at+offset-timerAts[i]), 0).Seconds())
+			}
+		}
 	}
 	if len(handed) > 0 {
 		if f := t.hooks.handing.Load(); f != nil {

@@ -55,9 +55,9 @@ type metrics struct {
 	states                    queueStates
 
 	// The hops of a task from due to delivered (see hops).
-	hopFlushing, hopFlushed, hopNotified, hopReserved prometheus.Histogram
-	hopDelivered                                      *prometheus.HistogramVec
-	wakes                                             wakeTimes
+	hopFired, hopFlushing, hopFlushed, hopNotified, hopReserved prometheus.Histogram
+	hopDelivered                                                *prometheus.HistogramVec
+	wakes                                                       wakeTimes
 }
 
 func newMetrics(n *Node) *metrics {
@@ -92,6 +92,11 @@ func newMetrics(n *Node) *metrics {
 			Name:    "hourglass_cluster_flush_seconds",
 			Help:    "Time of one flush of fired timers (one round trip, fenced by the epochs).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16), // 100 µs to 3.3 s
+		}),
+		hopFired: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hourglass_cluster_hop_due_to_fired_seconds",
+			Help:    "Per task made ready or handed over by this node's flush: from its timer's time to the wheel's firing, by the database's clock as this node estimates it.",
+			Buckets: hopBuckets,
 		}),
 		hopFlushing: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_cluster_hop_fired_to_flushing_seconds",
@@ -129,7 +134,7 @@ func newMetrics(n *Node) *metrics {
 func (m *metrics) all() []prometheus.Collector {
 	return append(append(m.Collectors(), m.schedules.Collectors()...),
 		m.owned, m.listening, m.acquired, m.takeovers, m.lost, m.tickFailures, m.keeps, m.flushSeconds, m.flushTimers,
-		m.handed, m.givenBack, m.early, m.states, m.hopFlushing, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
+		m.handed, m.givenBack, m.early, m.states, m.hopFired, m.hopFlushing, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
 }
 
 // register registers every metric with r, or none.
@@ -178,9 +183,10 @@ const (
 //   - due → flushed, on the partition's owner: from the task's timer (its
 //     due time, or its lease's end) to the commit of the flush that made
 //     it ready or handed it to a waiting reserver of the owner; within
-//     it, fired → flushing, from the wheel's firing to the start of that
-//     flush (the rest is the wheel's lateness and the flush's statement,
-//     hourglass_cluster_flush_seconds);
+//     it, due → fired (the wheel's lateness, with this node's estimate of
+//     the database's clock), fired → flushing, from the wheel's firing to
+//     the start of that flush, and the flush's statement
+//     (hourglass_cluster_flush_seconds);
 //   - flushed → notified, on the node that made tasks ready that its own
 //     waiters could not take: from its request to announce them to the
 //     commit of the NOTIFY (the notifier's batch);

@@ -76,6 +76,7 @@ const (
 // with the column names of their quantiles.
 var lightHops = []struct{ metric, column string }{
 	{"hourglass_cluster_hop_due_to_flushed_seconds", "due→flushed"},
+	{"hourglass_cluster_hop_due_to_fired_seconds", "due→fired"},
 	{"hourglass_cluster_hop_fired_to_flushing_seconds", "fired→flushing"},
 	{"hourglass_cluster_hop_flushed_to_notified_seconds", "flushed→notify"},
 	{"hourglass_cluster_hop_notified_to_reserved_seconds", "notify→reserved"},
