@@ -49,10 +49,12 @@
 //
 // The epoch is the fence. Every write an owner makes as owner (firing
 // timers, putting a schedule's occurrence) runs in a transaction that
-// first locks its partitions' rows FOR SHARE where owner, epoch and an
-// unexpired lease are still its own, and writes only the tasks of the
-// partitions that passed. An acquisition updates the row, so it waits for
-// such a transaction to end, and a transaction that starts after sees the
+// first locks its partitions' rows FOR KEY SHARE (FOR SHARE for a
+// schedule's occurrence) where owner, epoch and an unexpired lease are
+// still its own, and writes only the tasks of the partitions that passed.
+// An acquisition or a release locks the row FOR UPDATE, so it waits for
+// such a transaction to end (the owner's renewal, FOR NO KEY UPDATE,
+// does not), and a transaction that starts after sees the
 // new epoch: a node that was paused past its lease (SIGSTOP, a long GC, a
 // partition of the network) writes nothing when it resumes, however late.
 // Writes a client asks for (put, reserve, ack, nack, touch, kick, delete)

@@ -80,3 +80,6 @@ func (n *Node) WaitedOn() int {
 
 // Listening returns how many channels the node listens to.
 func (n *Node) Listening() int { return n.notifications.listening() }
+
+// SQLRenew is the renewal of the leases held (renew.go).
+const SQLRenew = sqlRenew

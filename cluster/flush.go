@@ -50,11 +50,16 @@ func (t *timers) flushLoop() {
 // sqlFlush is the whole of a flush, one statement (see flush):
 //
 //   - fence locks the rows of the partitions named in $2 (with their
-//     epochs in $3) FOR SHARE where this node ($1) still owns them at
+//     epochs in $3) FOR KEY SHARE where this node ($1) still owns them at
 //     those epochs with an unexpired lease. The lock is the fence: an
-//     acquisition by another node updates the row, so it waits for this
-//     transaction, and this statement sees the new epoch if that one
-//     committed first. Rows are locked in partition order, as the lease
+//     acquisition by another node (or a release) locks the row FOR
+//     UPDATE, so it waits for this transaction (or skips the row), and
+//     this statement sees the new epoch if that one committed first.
+//     KEY SHARE, the weakest lock, so that the owner's own renewal of its
+//     leases (FOR NO KEY UPDATE, renew.go), which commits synchronously
+//     and holds the rows through its WAL flush, does not hold up the
+//     tasks falling due meanwhile (issue 40); FOR UPDATE conflicts with
+//     it as with FOR SHARE. Rows are locked in partition order, as the lease
 //     loop locks them, so the two never deadlock. With each row locked it
 //     sets synchronous_commit off for the statement's transaction
 //     (set_config(..., true) is SET LOCAL, read at the commit): whenever
@@ -82,12 +87,12 @@ func (t *timers) flushLoop() {
 //     (history.go).
 //
 // It returns one row per fenced-in partition (kind 0, a = partition), one
-// per queue with tasks made ready (kind 1, a = how many), one per job whose
+// per task made ready (kind 1, a = its timer's time, b = its job), one per job whose
 // timer is not due after all (kind 2, a = job, b = how long until it is,
 // by the database's clock): armed early by a skewed clock, or a lease
 // renewed since; one per queue with leases settled (kind 3, a = leases
 // that ran out, b = tasks dead of it), for the metrics; and one per task
-// handed (kind 4, b = the database's clock), and one per late task
+// handed (kind 4, a = its timer's time, b = the database's clock), and one per late task
 // (kind 5), whose columns lead every row (zeros in the other kinds). Every step is linear in the jobs named: they
 // are read once by primary key (and again by the update), and kind 2
 // leaves out the fired ones with NOT IN, which PostgreSQL runs as a hashed subplan (NOT EXISTS was planned
@@ -99,7 +104,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
 		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
 		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
-		ORDER BY p.partition FOR SHARE OF p
+		ORDER BY p.partition FOR KEY SHARE OF p
 	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
 	timers AS MATERIALIZED (
@@ -134,18 +139,17 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 			ready_at = CASE WHEN t.state = 1 AND h.job_id IS NULL THEN now.ns END
 		FROM now, due d LEFT JOIN hand h ON h.job_id = d.job_id
 		WHERE t.job_id = d.job_id AND t.fire_at <= now.ns AND t.state IN (1, 2)
-		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed, d.tries0, d.reserved0
+		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed, d.tries0, d.reserved0,
+			d.fire_at AS timer_at
 	), att AS (` + sqlInsertAttempt + `SELECT job_id, tries0, reserved0, now.ns, '` + task.AttemptExpired + `', $7, 0, $1
 		FROM fired, now WHERE was = 2 AND $8` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
 		FROM fired, now WHERE state = 3 AND $8
-	), ready AS MATERIALIZED (
-		SELECT queue, count(*) AS k FROM fired WHERE state = 1 GROUP BY queue
 	)
 	SELECT ` + zeroTask + `, s.* FROM (
 		SELECT 0 AS kind, partition::bigint AS a, 0::bigint AS b, '' AS queue FROM fence
 		UNION ALL
-		SELECT 1, k, 0, queue FROM ready
+		SELECT 1, timer_at, job_id, queue FROM fired WHERE state = 1
 		UNION ALL
 		SELECT 2, job_id, fire_at - now.ns, '' FROM timers, now
 		WHERE job_id NOT IN (SELECT job_id FROM fired) AND job_id NOT IN (SELECT job_id FROM late)
@@ -155,7 +159,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	) s
 	UNION ALL
 	SELECT job_id, queue, id, state, priority, due, fire_at, created, ttr, attempts, max_attempts, lease, lease_until,
-		timeouts, releases, buries, kicks, payload, partition, last_error, 4, 0, now.ns, ''
+		timeouts, releases, buries, kicks, payload, partition, last_error, 4, timer_at, now.ns, ''
 	FROM fired, now WHERE handed
 	UNION ALL
 	SELECT ` + returnTask + `, 5, 0, now.ns, '' FROM late JOIN hourglass_tasks t ON t.job_id = late.job_id, now`
@@ -186,12 +190,18 @@ const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigi
 // made tasks ready in (readied).
 func (t *timers) flush() error {
 	t.mu.Lock()
-	fired := t.fired
-	t.fired = nil
+	fired, firedAt := t.fired, t.firedAt
+	t.fired, t.firedAt = nil, nil
 	// Read after fired: a job in it was armed while its partition was
 	// held (see load), so a partition acquired meanwhile keeps it.
 	owned := t.members.snapshot()
 	t.mu.Unlock()
+	// The hop fired → flushing: how long each job waited for this flush
+	// to begin (the flusher busy with the one before, or not yet run).
+	start := time.Now().UnixNano()
+	for _, at := range firedAt {
+		t.metrics.hopFlushing.Observe(float64(start-at) / 1e9)
+	}
 	var parts []int32
 	var epochs []int64
 	var jobs []int64
@@ -230,6 +240,9 @@ func (t *timers) flush() error {
 	retried := map[string]int64{}
 	var handed, late []row
 	var dbNow int64
+	// Of the tasks made ready or handed, for the hops due → fired and due
+	// → flushed: their timers' times, and their jobs.
+	var timerAts, timerJobs []int64
 	began := time.Now()
 	err := func() error {
 		rows, err := t.db.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
@@ -249,7 +262,8 @@ func (t *timers) flush() error {
 			case 0:
 				fencedIn[int(a)] = true
 			case 1:
-				readyIn[queue] += int(a)
+				readyIn[queue]++
+				timerAts, timerJobs = append(timerAts, a), append(timerJobs, b)
 			case 2:
 				again = append(again, pending{uint64(a), time.Duration(b)})
 			case 3:
@@ -260,6 +274,7 @@ func (t *timers) flush() error {
 			case 4:
 				r.readyAt = b // made ready and handed over at once
 				handed, dbNow = append(handed, r), b
+				timerAts, timerJobs = append(timerAts, a), append(timerJobs, r.job)
 			case 5:
 				late = append(late, r)
 			}
@@ -275,6 +290,25 @@ func (t *timers) flush() error {
 		}
 		t.retry(js)
 		return err
+	}
+	// The rows are read and the statement has committed (rows.Close).
+	flushed := t.clock.now()
+	for _, at := range timerAts {
+		t.metrics.hopFlushed.Observe(max(time.Duration(flushed-at), 0).Seconds())
+	}
+	// The hop due → fired: when the wheel fired each job, on the
+	// database's clock as this node estimates it, minus its timer's time.
+	if len(timerJobs) > 0 {
+		offset := t.clock.now() - time.Now().UnixNano()
+		when := make(map[int64]int64, len(fired))
+		for i, j := range fired {
+			when[int64(j)] = firedAt[i]
+		}
+		for i, j := range timerJobs {
+			if at, ok := when[j]; ok {
+				t.metrics.hopFired.Observe(max(time.Duration(at+offset-timerAts[i]), 0).Seconds())
+			}
+		}
 	}
 	if len(handed) > 0 {
 		if f := t.hooks.handing.Load(); f != nil {
@@ -312,6 +346,7 @@ func (t *timers) flush() error {
 		}
 		t.mu.Unlock()
 	}
+	t.metrics.early.Add(float64(len(again)))
 	t.mu.Lock()
 	for _, p := range again {
 		// Not due by the database's clock: armed again for exactly the

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,7 +51,13 @@ type metrics struct {
 	tickFailures, keeps       prometheus.Counter
 	flushSeconds, flushTimers prometheus.Histogram
 	handed, givenBack         prometheus.Counter
+	early                     prometheus.Counter
 	states                    queueStates
+
+	// The hops of a task from due to delivered (see hops).
+	hopFired, hopFlushing, hopFlushed, hopNotified, hopReserved prometheus.Histogram
+	hopDelivered                                                *prometheus.HistogramVec
+	wakes                                                       wakeTimes
 }
 
 func newMetrics(n *Node) *metrics {
@@ -78,6 +85,7 @@ func newMetrics(n *Node) *metrics {
 		tickFailures: counter("hourglass_cluster_lease_tick_failures_total", "Rounds of the lease loop that failed (database unreachable)."),
 		keeps:        counter("hourglass_cluster_lease_keeps_total", "Renewals of the heartbeat and leases made during a lease round that ran past a third of a lease (a slow database)."),
 		handed:       counter("hourglass_cluster_flush_handed_total", "Tasks a flush reserved for, and handed to, this node's waiting reservers."),
+		early:        counter("hourglass_cluster_flush_early_total", "Timers a flush found not yet due by the database's clock (this node's estimate of it ahead, or a lease renewed since), armed again for the rest."),
 		givenBack:    counter("hourglass_cluster_flush_given_back_total", "Tasks a flush reserved for waiting reservers that had left, made ready again."),
 		states:       queueStates{n: n, desc: service.QueueTasksDesc},
 		flushSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -85,6 +93,36 @@ func newMetrics(n *Node) *metrics {
 			Help:    "Time of one flush of fired timers (one round trip, fenced by the epochs).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16), // 100 µs to 3.3 s
 		}),
+		hopFired: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hourglass_cluster_hop_due_to_fired_seconds",
+			Help:    "Per task made ready or handed over by this node's flush: from its timer's time to the wheel's firing, by the database's clock as this node estimates it.",
+			Buckets: hopBuckets,
+		}),
+		hopFlushing: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hourglass_cluster_hop_fired_to_flushing_seconds",
+			Help:    "Per timer fired on this node (its partition's owner): from the wheel's firing to the start of the flush that carries it.",
+			Buckets: hopBuckets,
+		}),
+		hopFlushed: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hourglass_cluster_hop_due_to_flushed_seconds",
+			Help:    "Per task made ready or handed over by this node's flush: from its timer's time to the flush's commit, by the database's clock as this node estimates it.",
+			Buckets: hopBuckets,
+		}),
+		hopNotified: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hourglass_cluster_hop_flushed_to_notified_seconds",
+			Help:    "Per task announced to the other nodes as ready (its commit left it to them: no waiter of this node took it): from the announcement's request to the commit of its NOTIFY.",
+			Buckets: hopBuckets,
+		}),
+		hopReserved: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hourglass_cluster_hop_notified_to_reserved_seconds",
+			Help:    "Per task taken by a reserve of this node woken by another node's notification: from the notification's arrival to the reserve statement's end.",
+			Buckets: hopBuckets,
+		}),
+		hopDelivered: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hourglass_cluster_hop_due_to_delivered_seconds",
+			Help:    "Per task delivered by this node, from due to hand-over by the database's clock as this node measures it, by the way it came: handed (reserved by this node's flush for a waiting reserver), notified (taken by a reserve woken by another node's notification), reserved (any other reserve).",
+			Buckets: hopBuckets,
+		}, []string{"path"}),
 		flushTimers: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_cluster_timers_per_flush",
 			Help:    "Fired timers carried by one flush.",
@@ -96,7 +134,7 @@ func newMetrics(n *Node) *metrics {
 func (m *metrics) all() []prometheus.Collector {
 	return append(append(m.Collectors(), m.schedules.Collectors()...),
 		m.owned, m.listening, m.acquired, m.takeovers, m.lost, m.tickFailures, m.keeps, m.flushSeconds, m.flushTimers,
-		m.handed, m.givenBack, m.states)
+		m.handed, m.givenBack, m.early, m.states, m.hopFired, m.hopFlushing, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
 }
 
 // register registers every metric with r, or none.
@@ -120,12 +158,106 @@ func (m *metrics) unregister() {
 }
 
 // delivered counts k hand-overs of tasks due at dues and made ready at
-// readies (database ns; 0: at due) at dbNow.
-func (m *metrics) delivered(dues, readies []int64, dbNow int64) {
+// readies (database ns; 0, or readies nil: at due) at dbNow, which came
+// by path (a label of hourglass_cluster_hop_due_to_delivered_seconds).
+func (m *metrics) delivered(dues, readies []int64, dbNow int64, path string) {
 	m.Deliveries.Add(float64(len(dues)))
+	hop := m.hopDelivered.WithLabelValues(path)
 	for i, due := range dues {
-		m.Delivered(service.SplitLateness(due, readies[i], dbNow))
+		var ready int64
+		if readies != nil {
+			ready = readies[i]
+		}
+		m.Delivered(service.SplitLateness(due, ready, dbNow))
+		hop.Observe(max(time.Duration(dbNow-due), 0).Seconds())
 	}
+}
+
+// Paths of a delivery (metrics.delivered).
+const (
+	pathHanded   = "handed"
+	pathNotified = "notified"
+	pathReserved = "reserved"
+)
+
+// The hops of a task on a cluster, each a histogram observed once per
+// task that takes it, so that where the time goes from due to delivered
+// shows on /metrics (issue 40):
+//
+//   - due → flushed, on the partition's owner: from the task's timer (its
+//     due time, or its lease's end) to the commit of the flush that made
+//     it ready or handed it to a waiting reserver of the owner; within
+//     it, due → fired (the wheel's lateness, with this node's estimate of
+//     the database's clock), fired → flushing, from the wheel's firing to
+//     the start of that flush, and the flush's statement
+//     (hourglass_cluster_flush_seconds);
+//   - flushed → notified, on the node that made tasks ready that its own
+//     waiters could not take: from its request to announce them to the
+//     commit of the NOTIFY (the notifier's batch);
+//   - notified → reserved, on a waiting node: from the notification's
+//     arrival to the end of the reserve statement of the reserver it
+//     woke;
+//   - due → delivered, end to end, by the path the task came.
+//
+// hopBuckets spans 250 µs to about 4 s, a step of ×1.5: fine enough to
+// tell 5 ms from 10 ms.
+var hopBuckets = prometheus.ExponentialBuckets(0.00025, 1.5, 24)
+
+// wakeTimes holds, for the queues whose waiting reservers a notification
+// from another node woke, when the first such notification arrived, until
+// a reserve on the queue has looked (hop notified → reserved). An entry
+// lives from a wake to the look that follows it, microseconds; those
+// whose reserver gave up instead are dropped once more than
+// maxWakeTimes are kept and they are older than a second. It is safe for
+// concurrent use.
+type wakeTimes struct {
+	mu sync.Mutex
+	// at: queue → local time of the wake. Guarded by mu.
+	at map[string]time.Time
+}
+
+// maxWakeTimes is how many entries wakeTimes keeps before it drops the
+// stale ones.
+const maxWakeTimes = 64
+
+// woken records a wake of queue's reservers by a notification at now.
+// O(1) amortised.
+func (w *wakeTimes) woken(queue string, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at == nil {
+		w.at = make(map[string]time.Time)
+	}
+	if _, ok := w.at[queue]; ok {
+		return
+	}
+	if len(w.at) >= maxWakeTimes {
+		for q, t := range w.at {
+			if now.Sub(t) > time.Second {
+				delete(w.at, q)
+			}
+		}
+		if len(w.at) >= maxWakeTimes {
+			return
+		}
+	}
+	w.at[queue] = now
+}
+
+// looked takes the wakes of queues off and returns the earliest; ok is
+// false when none of queues was woken. O(len(queues)).
+func (w *wakeTimes) looked(queues []string) (first time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, q := range queues {
+		if t, found := w.at[q]; found {
+			delete(w.at, q)
+			if !ok || t.Before(first) {
+				first, ok = t, true
+			}
+		}
+	}
+	return first, ok
 }
 
 // queueStates is the collector of hourglass_queue_tasks: the tasks of the

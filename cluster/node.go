@@ -226,6 +226,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		timers: n.timers.notified,
 		wake:   n.wakeNotified,
 		resync: n.resync,
+		hop:    n.metrics.hopNotified,
 	})
 	if err := n.notifications.start(ctx, chanMembers, chanSchedules, chanPolicies); err != nil {
 		n.timers.stop()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Channels of LISTEN/NOTIFY.
@@ -91,6 +92,9 @@ type noteHandlers struct {
 	// resync: the listen connection was lost and is back; notifications
 	// sent meanwhile were lost.
 	resync func()
+	// hop observes, per task announced ready, the time from its
+	// announcement to its NOTIFY's commit (nil: none).
+	hop prometheus.Observer
 }
 
 // newNotifications returns the role, not started.
@@ -102,7 +106,7 @@ func newNotifications(db *pool, name string, log *slog.Logger, on noteHandlers) 
 // goroutine, and listens to chanReady and channels; on an error nothing
 // is left running.
 func (nt *notifications) start(ctx context.Context, channels ...string) error {
-	nt.notifier = newNotifier(nt.db, nt.name, nt.log)
+	nt.notifier = newNotifier(nt.db, nt.name, nt.log, nt.on.hop)
 	l, err := newListener(ctx, nt.db.Config().ConnConfig.Copy(), nt.dispatch, nt.on.resync, nt.log)
 	if err != nil {
 		nt.notifier.close()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // maxPayload bounds one notification's payload (PostgreSQL's limit is
@@ -38,6 +40,11 @@ type notifier struct {
 	timers map[string][]string
 	ready  map[string]int
 	other  [][2]string
+	// readySince: queue → when the first of ready's tasks was announced,
+	// for the hop flushed → notified. Guarded by mu.
+	readySince map[string]time.Time
+	// hop observes that hop per task (metrics.hopNotified); nil: none.
+	hop prometheus.Observer
 }
 
 // lookAgain, as a count of notifier.ready, has every reserver of the
@@ -45,10 +52,10 @@ type notifier struct {
 const lookAgain = -1
 
 // newNotifier starts a notifier sending on db for the node name.
-func newNotifier(db *pool, name string, log *slog.Logger) *notifier {
+func newNotifier(db *pool, name string, log *slog.Logger, hop prometheus.Observer) *notifier {
 	nt := &notifier{
 		db: db, name: name, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{}),
-		timers: make(map[string][]string), ready: make(map[string]int),
+		timers: make(map[string][]string), ready: make(map[string]int), readySince: make(map[string]time.Time), hop: hop,
 	}
 	go nt.run()
 	return nt
@@ -67,7 +74,11 @@ func (nt *notifier) timer(p int, job uint64, at int64) {
 // readyIn announces k tasks made ready in queue (lookAgain: every
 // reserver of queue is to look again, which covers any count).
 func (nt *notifier) readyIn(queue string, k int) {
+	now := time.Now()
 	nt.mu.Lock()
+	if _, ok := nt.readySince[queue]; !ok {
+		nt.readySince[queue] = now
+	}
 	if n := nt.ready[queue]; n != lookAgain {
 		if k == lookAgain {
 			nt.ready[queue] = lookAgain
@@ -120,12 +131,15 @@ func (nt *notifier) run() {
 // flush sends everything pending in one transaction.
 func (nt *notifier) flush() {
 	nt.mu.Lock()
-	timers, ready, other := nt.timers, nt.ready, nt.other
+	timers, ready, other, since := nt.timers, nt.ready, nt.other, nt.readySince
 	if len(timers) == 0 && len(ready) == 0 && len(other) == 0 {
 		nt.mu.Unlock()
 		return
 	}
 	nt.timers, nt.ready, nt.other = make(map[string][]string), make(map[string]int), nil
+	if len(since) > 0 {
+		nt.readySince = make(map[string]time.Time)
+	}
 	nt.mu.Unlock()
 
 	var chans, payloads []string
@@ -153,6 +167,16 @@ func (nt *notifier) flush() {
 	if _, err := nt.db.Exec(ctx, `SELECT count(pg_notify(c, p)), max(set_config('synchronous_commit', 'off', true))
 		FROM unnest($1::text[], $2::text[]) AS m(c, p)`, chans, payloads); err != nil {
 		nt.log.Warn("hourglass: sending notifications failed; owners' sweeps will catch up", "err", err)
+		return
+	}
+	if nt.hop != nil {
+		now := time.Now()
+		for q, k := range ready {
+			d := now.Sub(since[q]).Seconds()
+			for range max(k, 1) {
+				nt.hop.Observe(d)
+			}
+		}
 	}
 }
 

@@ -9,14 +9,17 @@ import (
 
 // sqlRenew extends the leases of the partitions $2 held by node $1 at the
 // epochs $3, if not yet run out, by $4 µs, and returns the partitions
-// renewed.
+// renewed. It locks the rows FOR NO KEY UPDATE, not FOR UPDATE: a
+// renewal changes no owner and no epoch, so it need not wait for the
+// owner's flushes (their fence, FOR KEY SHARE, flush.go), nor they for
+// its synchronous commit.
 const sqlRenew = `UPDATE hourglass_partitions
 	SET lease_until = clock_timestamp() + $4::bigint * interval '1 microsecond'
 	WHERE partition IN (
 		SELECT p.partition FROM hourglass_partitions p
 		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
 		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
-		ORDER BY p.partition FOR UPDATE OF p)
+		ORDER BY p.partition FOR NO KEY UPDATE OF p)
 	RETURNING partition`
 
 // keep renews the node's heartbeat and the leases it holds, at their

@@ -146,7 +146,20 @@ func (p *poller) Look(ctx context.Context, queues []string, max int, w *service.
 		}
 		n.mu.Unlock()
 	}
-	tasks, retry, err := n.take(ctx, queues, max)
+	// A look after a wake by another node's notification closes the hop
+	// notified → reserved.
+	wokeAt, woken := n.metrics.wakes.looked(queues)
+	path := pathReserved
+	if woken {
+		path = pathNotified
+	}
+	tasks, retry, err := n.take(ctx, queues, max, path)
+	if woken && len(tasks) > 0 {
+		d := time.Since(wokeAt).Seconds()
+		for range tasks {
+			n.metrics.hopReserved.Observe(d)
+		}
+	}
 	if w != nil {
 		n.mu.Lock()
 		if err != nil || len(tasks) > 0 {
@@ -172,21 +185,22 @@ func (p *poller) Deliver(items []handed) []task.Task {
 		rows[i] = h.row
 		dbNow = max(dbNow, h.dbNow)
 	}
-	return (*Node)(p).deliver(rows, dbNow)
+	return (*Node)(p).deliver(rows, dbNow, pathHanded)
 }
 
 // GiveBack makes ready again rows handed to a waiter whose caller had
 // gone (service.Poller).
 func (p *poller) GiveBack(items []handed) { (*Node)(p).giveBack(items) }
 
-// take runs one reservation and announces the leases' timers to their
+// take runs one reservation (its deliveries counted as having come by
+// path) and announces the leases' timers to their
 // partitions' owners: one statement for the queues without limits, and,
 // if that leaves max unfilled, a transaction for the limited ones
 // (takeLimited). When it takes nothing it returns how long until it
 // should look again though no one wakes it (0: never): the first of the
 // queues' pauses to end, the next token of a rate limit, capPoll for a
 // concurrency limit.
-func (n *Node) take(ctx context.Context, queues []string, max int) ([]task.Task, time.Duration, error) {
+func (n *Node) take(ctx context.Context, queues []string, max int, path string) ([]task.Task, time.Duration, error) {
 	rows, err := n.db.Query(ctx, sqlReserve, queues, max)
 	if err != nil {
 		return nil, 0, dbErr(err)
@@ -208,7 +222,7 @@ func (n *Node) take(ctx context.Context, queues []string, max int) ([]task.Task,
 			if len(got) > 0 {
 				// The tasks taken stand; the limited queues wait for the
 				// next reserve.
-				return n.deliver(got, dbNow), 0, nil
+				return n.deliver(got, dbNow, path), 0, nil
 			}
 			return nil, 0, err
 		}
@@ -223,7 +237,7 @@ func (n *Node) take(ctx context.Context, queues []string, max int) ([]task.Task,
 	if len(got) == 0 {
 		return nil, retry, nil
 	}
-	return n.deliver(got, dbNow), 0, nil
+	return n.deliver(got, dbNow, path), 0, nil
 }
 
 // scanReserved reads sqlReserve's rows: the tasks taken, the database's
@@ -274,9 +288,9 @@ func sortRows(got []row) {
 
 // deliver turns reserved rows into the tasks a reserve returns, in
 // delivery order, announces their leases' timers to their partitions'
-// owners and counts the deliveries; dbNow is the database's clock at the
-// reservation.
-func (n *Node) deliver(got []row, dbNow int64) []task.Task {
+// owners and counts the deliveries, which came by path; dbNow is the
+// database's clock at the reservation.
+func (n *Node) deliver(got []row, dbNow int64, path string) []task.Task {
 	sortRows(got)
 	out := make([]task.Task, len(got))
 	dues := make([]int64, len(got))
@@ -288,7 +302,7 @@ func (n *Node) deliver(got []row, dbNow int64) []task.Task {
 		dues[i], readies[i] = t.due, t.readyAt
 		n.announce(uint64(t.job), t.leaseUntil, dbNow)
 	}
-	n.metrics.delivered(dues, readies, dbNow)
+	n.metrics.delivered(dues, readies, dbNow, path)
 	n.counters.delivered(out, dues, readies, dbNow)
 	return out
 }

@@ -53,8 +53,11 @@ type timers struct {
 	wg       sync.WaitGroup
 
 	mu sync.Mutex
-	// fired lists jobs whose timers fired, for the flusher. Guarded by mu.
-	fired []uint64
+	// fired lists jobs whose timers fired, for the flusher, and firedAt
+	// when each did (local Unix ns), for the hop fired → flushing.
+	// Guarded by mu.
+	fired   []uint64
+	firedAt []int64
 	// horizon (database Unix ns): the timers of owned partitions due
 	// before it are in the wheel. Guarded by mu.
 	horizon int64
@@ -124,6 +127,7 @@ func (t *timers) armAt(job uint64, at int64) {
 	d := t.clock.until(at)
 	if d == 0 {
 		t.fired = append(t.fired, job)
+		t.firedAt = append(t.firedAt, time.Now().UnixNano())
 		select {
 		case t.kick <- struct{}{}:
 		default:
@@ -149,8 +153,10 @@ func (t *timers) retry(jobs []uint64) {
 // fire is the wheel's callback: job's timer is due by this node's clock.
 // It runs on the wheel's goroutine.
 func (t *timers) fire(job uint64) {
+	now := time.Now().UnixNano()
 	t.mu.Lock()
 	t.fired = append(t.fired, job)
+	t.firedAt = append(t.firedAt, now)
 	t.mu.Unlock()
 	select {
 	case t.kick <- struct{}{}:

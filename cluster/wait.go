@@ -1,6 +1,10 @@
 package cluster
 
-import "github.com/hourglass-go/hourglass/service"
+import (
+	"time"
+
+	"github.com/hourglass-go/hourglass/service"
+)
 
 // queueWait is what a node keeps for one queue it has reservers waiting
 // on: the waiters, oldest first (service.WaitList; the long-poll and its
@@ -43,16 +47,20 @@ func (p *poller) Left(queues []string) {
 
 // wakeNotified acts on a notification of tasks made ready in queues by
 // another node: k of them (all: every reserver is to look again).
+// The time of a wake is recorded for the hop notified → reserved
+// (metrics.wakes).
 func (n *Node) wakeNotified(queues []string, k int, all bool) {
+	now := time.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, q := range queues {
 		if qw := n.queues[q]; qw != nil {
 			if all {
 				qw.WakeAll()
-			} else {
-				qw.Wake(k)
+			} else if qw.Wake(k) == 0 {
+				continue
 			}
+			n.metrics.wakes.woken(q, now)
 		}
 	}
 }

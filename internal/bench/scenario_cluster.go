@@ -114,6 +114,9 @@ func clusterJobs(c *Config, _ []Structure) []Job {
 			return Result{Note: clusterOptIn}
 		}}}
 	}
+	if ClusterLight.Only {
+		return lightJobs()
+	}
 	n := slices.Max(c.Sizes)
 	putFor := min(max(5*c.Budget, 50*time.Millisecond), 10*time.Second)
 	streamFor := max(5*c.StreamFor, 200*time.Millisecond)
@@ -187,7 +190,8 @@ func clusterJobs(c *Config, _ []Structure) []Job {
 			}),
 		)
 	}
-	return append(jobs, Job{Scenario: "cluster", Structure: "3 nodes", Case: "takeover", run: clusterTakeover})
+	jobs = append(jobs, Job{Scenario: "cluster", Structure: "3 nodes", Case: "takeover", run: clusterTakeover})
+	return append(jobs, lightJobs()...)
 }
 
 // clusterTakeover is the takeover row: 3 nodes in this process and a
