@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("ack-many", func(t *testing.T) { ackMany(t, open(t)) })
 	t.Run("attempts-bound", func(t *testing.T) { attemptsBound(t, open(t)) })
 	t.Run("webhook-identity", func(t *testing.T) { webhookIdentity(t, open(t)) })
+	t.Run("trace", func(t *testing.T) { trace(t, open(t)) })
 }
 
 // must fails t on err.
