@@ -27,7 +27,8 @@ import (
 // each once: id, delay, at and ttr strings of printable ASCII without
 // escapes (delay, at and ttr as their types parse them), priority and
 // max_attempts integers in their types' ranges, replace true or false,
-// and payload any JSON value but null. Anything else (other keys, keys in
+// and payload any JSON value but null. Anything else (other keys, such as
+// a trace context's traceparent and tracestate, keys in
 // other cases, escapes, null, a duplicate key, a value its type refuses,
 // trailing data) goes to encoding/json as before, over the same bytes, so
 // that what is accepted and every error are encoding/json's
