@@ -766,7 +766,7 @@ func TestDefault(t *testing.T) {
 	if !p.Cancel() || !d.Cancel() || !at.Cancel() {
 		t.Error("Cancel of a pending package-level timeout = false, want true")
 	}
-	if hourglass.Default() != hourglass.Default() {
+	if a, b := hourglass.Default(), hourglass.Default(); a != b {
 		t.Error("Default() returned two Timers")
 	}
 }

@@ -14,6 +14,17 @@
 // tell "absent" from an explicit zero (an explicit "max":0 is an error,
 // an absent one means 1).
 //
+// # The contract
+//
+// api/openapi.yaml ([OpenAPI]) is the machine-readable form of what this
+// package says: an OpenAPI 3.1 document of every route, parameter, body,
+// status and error, one schema per type here, named like it. The server
+// answers it as JSON at GET /v1/openapi.json, without the token; clients
+// in other languages can generate their types from it. The tests hold the
+// server to it: every request and answer of the HTTP and black-box tests
+// is validated against it (internal/apitest), and its routes are the
+// server's (httpapi's TestOpenAPIRoutes).
+//
 // # Routes
 //
 // Every /v1 route needs "Authorization: Bearer TOKEN" when the server has
@@ -21,7 +32,7 @@
 //
 //	POST   /v1/queues/{queue}/tasks             PutRequest     → 201 Task (new) | 200 Task (existing id, or replaced)
 //	POST   /v1/queues/{queue}/tasks:batch       BatchRequest   → 200 BatchResponse
-//	GET    /v1/queues/{queue}/tasks/{id}                       → 200 Task | 404
+//	GET    /v1/queues/{queue}/tasks/{id}                       → 200 Task | 200 FinishedRecord (finished, in the history) | 404
 //	DELETE /v1/queues/{queue}/tasks/{id}                       → 204 | 404
 //	POST   /v1/queues/{queue}/reserve           ReserveRequest → 200 ReserveResponse
 //	POST   /v1/queues/{queue}/tasks/{id}/ack    LeaseRequest   → 204 | 400 (no lease) | 404 | 409 (stale lease)
@@ -44,9 +55,11 @@
 //	GET    /v1/schedules                                       → 200 SchedulesResponse
 //	GET    /v1/schedules/{name}                                → 200 Schedule | 404
 //	DELETE /v1/schedules/{name}                                → 204 | 404
+//	GET    /v1/schedules/{name}/runs?limit=N&after=T           → 200 ScheduleRunsResponse | 400 | 404
 //	GET    /healthz                                            → 200 while the process can serve | 503 once its store failed (a restart is needed)
 //	GET    /readyz                                             → 200 once recovery is done, 503 before, while stopping, and while a cluster node cannot reach its database
 //	GET    /metrics                                            → Prometheus text format
+//	GET    /v1/openapi.json                                    → 200 this API's OpenAPI document (no token needed)
 //
 // The routes for looking at a server (task pages, statistics, the
 // dashboard's) are listed in observe.go; the history's (a task's
@@ -79,12 +92,13 @@
 // # Access, browsers and limits
 //
 // Without a token every route is open to whoever reaches the address,
-// which is loopback unless --insecure. With one, /healthz, /readyz and
-// the dashboard's page stay open, so that probes need no token; the
-// dashboard's data comes from /v1, which needs the token. /metrics names
-// every queue, so it needs the token too (Prometheus sends it with
-// `authorization: {credentials: TOKEN}` in the scrape config), unless
-// `hourglass serve --metrics-without-token` opens it.
+// which is loopback unless --insecure. With one, /healthz, /readyz,
+// /v1/openapi.json and the dashboard's page stay open, so that probes
+// need no token; the dashboard's data comes from /v1, which needs the
+// token. /metrics names every queue, so it needs the token too
+// (Prometheus sends it with `authorization: {credentials: TOKEN}` in the
+// scrape config), unless `hourglass serve --metrics-without-token` opens
+// it.
 //
 // A POST, PUT or DELETE that a browser marks as sent from another origin
 // (Sec-Fetch-Site, or Origin) answers 403, unless `hourglass serve

@@ -70,10 +70,15 @@ type QueueStats struct {
 }
 
 // LatenessResponse answers GET /v1/stats/lateness: how late tasks were
-// handed to reservers (from due time to hand-over, waiting for a
-// reserver included) in the 10-second windows of the last 15 minutes
+// handed to reservers in the 10-second windows of the last 15 minutes
 // that had deliveries, oldest first. Windows without deliveries are left
-// out.
+// out. Each window's P50, P99 and Max measure from due time to hand-over,
+// waiting for a reserver included; its Ready splits off the server's own
+// lateness (due time to ready: a late timer, a slow flush, a restart)
+// and its Wait the time ready tasks waited for a worker (ready to
+// hand-over: no reserver asking, or the queue paused or limited). A task
+// ready at once (put due now, nacked, kicked, its lease run out) is ready
+// at its due time.
 type LatenessResponse struct {
 	Windows []LatenessWindow `json:"windows"`
 }
@@ -87,6 +92,18 @@ type LatenessWindow struct {
 	P50        Duration  `json:"p50"`
 	P99        Duration  `json:"p99"`
 	Max        Duration  `json:"max"`
+	// Ready is the server's lateness: due time to ready.
+	Ready LatenessQuantiles `json:"ready"`
+	// Wait is the wait for a worker: ready to hand-over.
+	Wait LatenessQuantiles `json:"wait"`
+}
+
+// LatenessQuantiles are the quantiles of one part of a [LatenessWindow]'s
+// lateness, bounds as its own.
+type LatenessQuantiles struct {
+	P50 Duration `json:"p50"`
+	P99 Duration `json:"p99"`
+	Max Duration `json:"max"`
 }
 
 // DueResponse answers GET /v1/stats/due: how many delayed tasks fall due

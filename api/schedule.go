@@ -99,3 +99,45 @@ type SchedulesResponse struct {
 //	POST /v1/schedules/{name}/resume  204; from now, with no catch-up.
 //
 // Each is 404 for no such schedule.
+
+// ScheduleRunsResponse answers GET /v1/schedules/{name}/runs?limit=N&after=T:
+// a page of the schedule's occurrences with what became of their tasks,
+// newest first, from the newest not after now (after absent) or the
+// newest before after (the Next of the previous page, RFC 3339); limit is
+// 1 to [MaxRunsLimit] (absent: [DefaultRunsLimit]). A bad value answers
+// 400 naming it; an unknown schedule 404.
+//
+// An occurrence whose task is neither live nor kept by the history is
+// left out: not put (missed, paused, before the schedule), skipped by the
+// overlap rule (only the newest skip is kept, and listed), or past the
+// history's retention; tasks put by run now are not listed. A page looks
+// at most 4×limit occurrences, so it may hold fewer than limit runs and
+// still have a Next; the listing ends at a page of 4×limit occurrences
+// without a run, or a year back.
+//
+//	{"runs":[{"time":"2026-03-01T09:00:00Z","task_id":"daily@2026-03-01T09:00:00Z","outcome":"acked","finished":"2026-03-01T09:00:02Z","attempts":1}],"next":""}
+type ScheduleRunsResponse struct {
+	Runs []ScheduleRun `json:"runs"`
+	// Next is the after of the next page; "" when this is the last.
+	Next string `json:"next"`
+}
+
+// ScheduleRun is one run of a [ScheduleRunsResponse]: the occurrence's
+// time, its task's id, and its outcome: "pending" (State says waiting or
+// reserved), "dead" (dead in its queue, or its finished record's), "acked",
+// "deleted" (from its finished record, with Finished) or "skipped" (no
+// task: the previous one was not finished).
+type ScheduleRun struct {
+	Time     time.Time  `json:"time"`
+	TaskID   string     `json:"task_id,omitempty"`
+	Outcome  string     `json:"outcome"`
+	State    string     `json:"state,omitempty"`
+	Finished *time.Time `json:"finished,omitempty"`
+	Attempts int        `json:"attempts,omitempty"`
+}
+
+// Limits of a page of [ScheduleRunsResponse].
+const (
+	DefaultRunsLimit = 20
+	MaxRunsLimit     = 100
+)

@@ -30,15 +30,41 @@ type Task struct {
 	// put with, if any (see [TraceparentHeader]).
 	Traceparent string `json:"traceparent,omitempty"`
 	Tracestate  string `json:"tracestate,omitempty"`
+	// Outcome and Finished are set only in the answer for a finished
+	// task ([FinishedRecord], State [StateFinished]).
+	Outcome  string     `json:"outcome,omitempty"`
+	Finished *time.Time `json:"finished,omitempty"`
 }
 
-// States a [Task] can be in.
+// States a [Task] can be in; StateFinished only in a [FinishedRecord].
 const (
 	StateDelayed  = "delayed"
 	StateReady    = "ready"
 	StateReserved = "reserved"
 	StateDead     = "dead"
+	StateFinished = "finished"
 )
+
+// FinishedRecord answers GET /v1/queues/{queue}/tasks/{id} for a task
+// no longer live whose finished record the history keeps (for the
+// server's retention, `hourglass serve --history`; the newest task of
+// that id to leave the queue): State is [StateFinished], Outcome one of
+// the Finished* outcomes ("acked", "dead" for one moved to a dead-letter
+// queue, "deleted"), Finished when it left. A live task of that id
+// answers as a [Task]; an id neither live nor kept answers 404. Decoded
+// into a [Task], it fills the fields of the same names.
+//
+//	{"id":"welcome-42","job_id":42,"queue":"emails","state":"finished","outcome":"acked","finished":"2026-03-01T12:01:00Z","attempts":1}
+type FinishedRecord struct {
+	ID        string    `json:"id"`
+	JobID     uint64    `json:"job_id"`
+	Queue     string    `json:"queue"`
+	State     string    `json:"state"`
+	Outcome   string    `json:"outcome"`
+	Finished  time.Time `json:"finished"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+}
 
 // DefaultPriority is the priority of a task put without one: the middle
 // of beanstalkd's customary range, so that both more and less urgent

@@ -111,9 +111,6 @@ const (
 	// command, "pause-tube " with a longest name and a 10-digit delay
 	// after a space, is 11 + 200 + 11 bytes, plus CR-LF = 224.
 	maxLine = 11 + maxTubeName + 11 + 2
-	// urgentPriority: ready jobs with a priority under it are urgent
-	// (current-jobs-urgent).
-	urgentPriority = 1024
 )
 
 // syntax is how a command's arguments are read.

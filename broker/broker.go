@@ -567,7 +567,7 @@ func (b *Broker) place(job uint64, s slot, q *queueState, now int64) {
 		} // else a sweep arms it (horizon.go)
 	} else {
 		s.set(task.Ready)
-		q.ready.push(readyItem{due: s.due, prio: s.prio, job: job})
+		q.ready.push(readyItem{due: s.due, ready: now, prio: s.prio, job: job})
 		q.waiters.Wake(1)
 	}
 	q.count(old, s.state())

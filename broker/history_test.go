@@ -471,10 +471,8 @@ func TestHistory_Reopen(t *testing.T) {
 			if err := b.Ack(ctx, "q", "a", r.Lease); err != nil {
 				t.Fatal(err)
 			}
-			if fs := finished(t, b, "q", ""); len(fs) == 0 && name == "pebble" {
-				b.Close()
-				st.Close()
-				t.Skip("pebblestore keeps no history yet")
+			if fs := finished(t, b, "q", ""); len(fs) == 0 {
+				t.Fatalf("%s: no finished task in the history after an ack", name)
 			}
 			reopen := func(cfg broker.Config) {
 				t.Helper()

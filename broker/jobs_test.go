@@ -161,7 +161,7 @@ func TestBroker_KickDeadDeleteDead(t *testing.T) {
 		if n, err := b.KickDead(ctx, "q"); n != 4 || err != nil {
 			t.Fatalf("kick dead: %d %v", n, err)
 		}
-		ts, _ = b.Reserve(ctx, "q", 4, 0)
+		b.Reserve(ctx, "q", 4, 0)
 		time.Sleep(1100 * time.Millisecond)
 		if n, err := b.DeleteDead(ctx, "q"); n != 4 || err != nil {
 			t.Fatalf("delete dead: %d %v", n, err)

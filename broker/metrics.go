@@ -81,10 +81,11 @@ func (m *metrics) unregister() {
 	}
 }
 
-// delivered counts one hand-over, late by late (clamped at zero).
-func (m *metrics) delivered(late time.Duration) {
+// delivered counts one hand-over, late by late, of which ready was the
+// server's (service.SplitLateness).
+func (m *metrics) delivered(late, ready time.Duration) {
 	m.Deliveries.Inc()
-	m.Lateness.Observe(max(late, 0).Seconds())
+	m.Delivered(late, ready)
 }
 
 // commit records one group commit of tasks task writes.

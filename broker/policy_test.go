@@ -92,7 +92,7 @@ func TestPolicy_LeaseExpiryIsFailure(t *testing.T) {
 		if x.State != task.Delayed || x.LastError != task.LeaseExpired || x.Timeouts != 1 || !x.LeaseUntil.IsZero() {
 			t.Fatalf("after expiry: %+v", x)
 		}
-		if d := x.Due.Sub(time.Now()); d < 900*time.Millisecond || d > time.Second {
+		if d := time.Until(x.Due); d < 900*time.Millisecond || d > time.Second {
 			t.Fatalf("back in %v, want the policy's 1s", d)
 		}
 		time.Sleep(time.Second)

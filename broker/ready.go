@@ -59,11 +59,14 @@ type queueState struct {
 }
 
 // readyItem is a ready task's place in its queue's delivery order:
-// priority (lower first), then due time, then job id, which is put order.
+// priority (lower first), then due time, then job id, which is put order;
+// ready is when it was made ready (Unix ns), for the lateness's split
+// (service.SplitLateness).
 type readyItem struct {
-	due  int64
-	prio uint32
-	job  uint64
+	due   int64
+	ready int64
+	prio  uint32
+	job   uint64
 }
 
 func (a readyItem) less(b readyItem) bool {

@@ -174,11 +174,12 @@ func (p *poller) GiveBack([]noHandOver) {}
 // taken is a task take picked: reserved in memory, its record (or just
 // its payload) still to be read when need is set.
 type taken struct {
-	job  uint64
-	q    *queueState
-	rec  store.Task
-	need bool
-	err  error // reading the record failed
+	job   uint64
+	ready int64 // when it was made ready, Unix ns
+	q     *queueState
+	rec   store.Task
+	need  bool
+	err   error // reading the record failed
 }
 
 // take picks up to max ready tasks from qs, each time the first in
@@ -228,7 +229,7 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 			}
 		}
 		best.ready.pop()
-		it := taken{job: top.job, q: best, need: true}
+		it := taken{job: top.job, ready: top.ready, q: best, need: true}
 		if p, ok := b.over.tasks[top.job]; ok {
 			if pending == nil || p.g.seq > pending.seq {
 				pending = p.g // groups commit in order: the newest covers the rest
@@ -305,7 +306,7 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 			it.q.count(task.Reserved, task.Ready)
 			s.set(task.Ready)
 			b.tasks.set(it.job, s)
-			it.q.ready.push(readyItem{due: s.due, prio: s.prio, job: it.job})
+			it.q.ready.push(readyItem{due: s.due, ready: it.ready, prio: s.prio, job: it.job})
 			it.q.waiters.Wake(1)
 			if failed == nil {
 				failed = it.err
@@ -314,9 +315,9 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 		}
 		out = append(out, b.lease(it.job, s, it.rec, now))
 		it.q.deliveries++
-		late := at.Sub(time.Unix(0, it.rec.Due))
-		b.metrics.delivered(late)
-		b.late.Add(at, late)
+		late, ready := service.SplitLateness(it.rec.Due, it.ready, at.UnixNano())
+		b.metrics.delivered(late, ready)
+		b.late.Add(at, late, ready)
 	}
 	if len(out) > 0 {
 		return out, nil
@@ -434,7 +435,7 @@ func (b *Broker) fallDue(job uint64, s slot) {
 	q.count(task.Delayed, task.Ready)
 	s.set(task.Ready)
 	b.tasks.set(job, s)
-	q.ready.push(readyItem{due: s.due, prio: s.prio, job: job})
+	q.ready.push(readyItem{due: s.due, ready: time.Now().UnixNano(), prio: s.prio, job: job})
 	q.waiters.Wake(1)
 }
 

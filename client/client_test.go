@@ -103,8 +103,8 @@ func TestClient(t *testing.T) {
 	if err := c.Ack(ctx, "orders", id, tasks[0].Lease); err != nil {
 		t.Fatalf("Ack: %v", err)
 	}
-	if _, err := c.Get(ctx, "orders", id); !errors.Is(err, client.ErrNotFound) {
-		t.Fatalf("Get after ack: %v, want ErrNotFound", err)
+	if f, err := c.Get(ctx, "orders", id); err != nil || f.State != api.StateFinished || f.Outcome != api.FinishedAcked || f.Finished == nil {
+		t.Fatalf("Get after ack: %+v, %v, want its finished record, acked", f, err)
 	}
 	if err := c.Kick(ctx, "orders", "b1"); !errors.Is(err, client.ErrConflict) {
 		t.Errorf("Kick of a delayed task: %v, want ErrConflict", err)

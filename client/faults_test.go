@@ -58,19 +58,19 @@ func blackhole(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// within runs f and returns its error and how long it took, failing t
+// within runs f and returns how long it took and its error, failing t
 // when f has not returned after limit: f is a call that must not hang.
-func within(t *testing.T, limit time.Duration, f func() error) (error, time.Duration) {
+func within(t *testing.T, limit time.Duration, f func() error) (time.Duration, error) {
 	t.Helper()
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- f() }()
 	select {
 	case err := <-done:
-		return err, time.Since(start)
+		return time.Since(start), err
 	case <-time.After(limit):
 		t.Fatalf("the call has not returned after %s", limit)
-		return nil, 0
+		return 0, nil
 	}
 }
 
@@ -101,7 +101,7 @@ func TestClient_Blackhole(t *testing.T) {
 			}},
 		} {
 			// Generous beyond the deadline: the machine may be loaded.
-			err, took := within(t, tc.limit+10*time.Second, tc.call)
+			took, err := within(t, tc.limit+10*time.Second, tc.call)
 			if took < tc.limit {
 				t.Errorf("%s (own client %v): failed after %s, before its deadline %s: %v", tc.name, hc == nil, took, tc.limit, err)
 			}
@@ -124,7 +124,7 @@ func TestClient_TLSHandshakeTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err, took := within(t, 50*time.Second, func() error { _, err := c.Queues(context.Background()); return err })
+	took, err := within(t, 50*time.Second, func() error { _, err := c.Queues(context.Background()); return err })
 	if !strings.Contains(fmt.Sprint(err), "TLS handshake timeout") || !client.IsTransient(err) {
 		t.Errorf("after %s: %v, want a transient TLS handshake timeout", took, err)
 	}

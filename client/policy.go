@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -22,6 +23,15 @@ func (c *Client) Policy(ctx context.Context, queue string) (api.Policy, error) {
 func (c *Client) SetPolicy(ctx context.Context, queue string, p api.Policy) (api.Policy, error) {
 	var out api.Policy
 	_, err := c.do(ctx, http.MethodPut, path("queues", queue, "policy"), p, &out)
+	return out, err
+}
+
+// PatchPolicy changes queue's policy by patch, a JSON merge patch (RFC
+// 7396; see api/merge.go): only the fields it names change, a null
+// removing one. It returns the policy as the server recorded it.
+func (c *Client) PatchPolicy(ctx context.Context, queue string, patch json.RawMessage) (api.Policy, error) {
+	var out api.Policy
+	_, err := c.do(ctx, http.MethodPatch, path("queues", queue, "policy"), patch, &out)
 	return out, err
 }
 

@@ -73,7 +73,7 @@ func TestFlush_HandsOver(t *testing.T) {
 		t.Fatalf("Reserve = %v, %v; want the tasks falling due", r.ts, r.err)
 	}
 	for _, tk := range r.ts {
-		if early := at.Sub(time.Now()); tk.Due.Before(at) || early > 0 {
+		if early := time.Until(at); tk.Due.Before(at) || early > 0 {
 			t.Errorf("task %s delivered early", tk.ID)
 		}
 		if tk.State != task.Reserved || tk.Attempts != 1 || tk.Lease == "" {

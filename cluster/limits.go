@@ -69,9 +69,9 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 				WHERE r.queue = q.name AND r.state = 2 LIMIT p.concurrency) c) ELSE 0 END AS busy
 		FROM unnest($1::text[], $3::int[]) AS q(name, allow) LEFT JOIN hourglass_queues p ON p.queue = q.name
 	), picked AS (
-		SELECT c.job_id FROM lim
+		SELECT c.job_id, c.ready_at FROM lim
 		CROSS JOIN LATERAL (
-			SELECT job_id, priority, due FROM hourglass_tasks
+			SELECT job_id, priority, due, ready_at FROM hourglass_tasks
 			WHERE queue = lim.name AND state = 1 AND fire_at IS NULL
 				AND NOT EXISTS (SELECT 1 FROM hourglass_queues pp
 					WHERE pp.queue = lim.name AND pp.paused_until > hourglass_now())
@@ -85,15 +85,15 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
 			lease = ` + sqlLease + `,
-			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1
+			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1, ready_at = NULL
 		FROM picked, now
 		WHERE t.job_id = picked.job_id
-		RETURNING ` + returnTask + `, now.ns
+		RETURNING ` + returnTask + `, now.ns, picked.ready_at
 	)
 	SELECT *, NULL::bigint FROM taken
 	UNION ALL
 	SELECT 0::bigint, lim.name, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
-		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint, 0::bigint
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint, NULL::bigint, 0::bigint
 	FROM lim WHERE lim.concurrency > 0 AND lim.busy >= lim.concurrency`
 
 // limitedQueue is a limited queue's row as sqlLockLimited reads it.
@@ -183,11 +183,14 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 		}
 		var now int64
 		for rows.Next() {
-			var left *int64
-			t, err := scanRow(rows, &now, &left)
+			var left, ready *int64
+			t, err := scanRow(rows, &now, &ready, &left)
 			if err != nil {
 				rows.Close()
 				return err
+			}
+			if ready != nil {
+				t.readyAt = *ready
 			}
 			if left != nil {
 				soon(capPoll) // full: woken by slotFreed, or looks again then

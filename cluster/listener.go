@@ -63,7 +63,7 @@ func (l *listener) listen(ctx context.Context, channels ...string) error {
 
 // unlisten stops listening to channels, without waiting.
 func (l *listener) unlisten(channels ...string) {
-	l.command(nil, false, channels)
+	l.command(context.TODO(), false, channels)
 }
 
 func (l *listener) command(ctx context.Context, listen bool, channels []string) error {

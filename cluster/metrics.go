@@ -119,12 +119,12 @@ func (m *metrics) unregister() {
 	}
 }
 
-// delivered counts k hand-overs of tasks due at dues (database ns) at
-// dbNow.
-func (m *metrics) delivered(dues []int64, dbNow int64) {
+// delivered counts k hand-overs of tasks due at dues and made ready at
+// readies (database ns; 0: at due) at dbNow.
+func (m *metrics) delivered(dues, readies []int64, dbNow int64) {
 	m.Deliveries.Add(float64(len(dues)))
-	for _, due := range dues {
-		m.Lateness.Observe(max(time.Duration(dbNow-due), 0).Seconds())
+	for i, due := range dues {
+		m.Delivered(service.SplitLateness(due, readies[i], dbNow))
 	}
 }
 

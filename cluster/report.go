@@ -195,15 +195,16 @@ func (c *counters) get(queue string) *counts {
 	return q
 }
 
-// delivered counts the hand-over of tasks, due at dues, at dbNow
-// (database ns).
-func (c *counters) delivered(tasks []task.Task, dues []int64, dbNow int64) {
+// delivered counts the hand-over of tasks, due at dues and made ready
+// at readies (0: at due), at dbNow (database ns).
+func (c *counters) delivered(tasks []task.Task, dues, readies []int64, dbNow int64) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, t := range tasks {
 		c.get(t.Queue).deliveries++
-		c.late.Add(now, time.Duration(dbNow-dues[i]))
+		late, ready := service.SplitLateness(dues[i], readies[i], dbNow)
+		c.late.Add(now, late, ready)
 	}
 }
 

@@ -23,7 +23,8 @@ import (
 // until the statement commits.
 //
 // It returns a row per task taken (the task's columns, the database's
-// now, and NULL), or, when it took none, a row per paused queue of $1
+// now, when a flush made it ready (ready_at, or NULL: at its due time),
+// and NULL), or, when it took none, a row per paused queue of $1
 // with job id 0 and how long its pause has left, in ns: a reserver
 // waiting on a paused queue is woken by no one when the pause ends, so it
 // looks again then. Queues with a rate or concurrency limit (the row's
@@ -31,9 +32,9 @@ import (
 // last column): their tasks are taken under their rows' locks
 // (limits.go).
 const sqlReserve = `WITH picked AS (
-		SELECT c.job_id FROM unnest($1::text[]) AS q(name)
+		SELECT c.job_id, c.ready_at FROM unnest($1::text[]) AS q(name)
 		CROSS JOIN LATERAL (
-			SELECT job_id, priority, due FROM hourglass_tasks
+			SELECT job_id, priority, due, ready_at FROM hourglass_tasks
 			WHERE queue = q.name AND state = 1 AND fire_at IS NULL
 				AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
 					WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
@@ -49,21 +50,21 @@ const sqlReserve = `WITH picked AS (
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
 			lease = ` + sqlLease + `,
-			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1
+			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1, ready_at = NULL
 		FROM picked, now
 		WHERE t.job_id = picked.job_id
-		RETURNING ` + returnTask + `, now.ns
+		RETURNING ` + returnTask + `, now.ns, picked.ready_at
 	)
 	SELECT *, NULL::bigint FROM taken
 	UNION ALL
 	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
-		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint,
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint, NULL::bigint,
 		p.paused_until - hourglass_now()
 	FROM hourglass_queues p
 	WHERE p.queue = ANY($1) AND p.paused_until > hourglass_now() AND NOT EXISTS (SELECT 1 FROM taken)
 	UNION ALL
 	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
-		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint, -1::bigint
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint, NULL::bigint, -1::bigint
 	FROM hourglass_queues p
 	WHERE p.queue = ANY($1) AND p.limited`
 
@@ -231,10 +232,13 @@ func (n *Node) take(ctx context.Context, queues []string, max int) ([]task.Task,
 func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duration, limited []string, err error) {
 	defer rows.Close()
 	for rows.Next() {
-		var left *int64
-		t, err := scanRow(rows, &dbNow, &left)
+		var left, ready *int64
+		t, err := scanRow(rows, &dbNow, &ready, &left)
 		if err != nil {
 			return nil, 0, 0, nil, err
+		}
+		if ready != nil {
+			t.readyAt = *ready
 		}
 		switch {
 		case left == nil:
@@ -276,15 +280,16 @@ func (n *Node) deliver(got []row, dbNow int64) []task.Task {
 	sortRows(got)
 	out := make([]task.Task, len(got))
 	dues := make([]int64, len(got))
+	readies := make([]int64, len(got))
 	for i := range got {
 		t := &got[i]
 		out[i] = t.view()
 		out[i].Lease = t.lease
-		dues[i] = t.due
+		dues[i], readies[i] = t.due, t.readyAt
 		n.announce(uint64(t.job), t.leaseUntil, dbNow)
 	}
-	n.metrics.delivered(dues, dbNow)
-	n.counters.delivered(out, dues, dbNow)
+	n.metrics.delivered(dues, readies, dbNow)
+	n.counters.delivered(out, dues, readies, dbNow)
 	return out
 }
 

@@ -31,6 +31,10 @@ type row struct {
 	partition               int
 	lastError               string
 	traceParent, traceState string
+	// readyAt is when a flush made the task ready (Unix ns, the
+	// database's clock), for the lateness's split; 0: at its due time
+	// (service.SplitLateness). Read only by the reserves.
+	readyAt int64
 }
 
 // scanRow reads a row of taskColumns, then extra.

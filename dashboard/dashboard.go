@@ -1,6 +1,9 @@
 // Package dashboard is the web page `hourglass serve` shows at "/": every
-// queue with its counts and rates, delivery lateness and the next hour's
-// due times as charts, a queue's pause (pause and resume it) and policy,
+// queue with its counts and rates, delivery lateness in its two parts (the
+// server's own, due to ready, apart from ready tasks' wait for a worker)
+// and the next hour's due times as charts, a queue's pause (pause and
+// resume it) and policy (a push queue's endpoint among it), every time
+// with its zone,
 // its tasks by state with a reserved task's lease end and a failed task's
 // last error (find, show with its attempts, delete, kick the dead), its
 // history (the tasks that left it, by outcome), and the cron schedules

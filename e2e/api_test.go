@@ -73,8 +73,8 @@ func testAPI(t *testing.T) {
 	if err := c.Delete(ctx, "orders", g.ID); err != nil {
 		t.Errorf("Delete: %v", err)
 	}
-	if _, err := c.Get(ctx, "orders", g.ID); !errors.Is(err, client.ErrNotFound) {
-		t.Errorf("Get after Delete: %v, want ErrNotFound", err)
+	if f, err := c.Get(ctx, "orders", g.ID); err != nil || f.State != api.StateFinished || f.Outcome != api.FinishedDeleted {
+		t.Errorf("Get after Delete: %+v, %v; want its finished record, deleted", f, err)
 	}
 	if err := c.Delete(ctx, "orders", g.ID); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("second Delete: %v, want ErrNotFound", err)
@@ -113,8 +113,8 @@ func testAPI(t *testing.T) {
 	if err := c.Ack(ctx, "orders", "order-1", tasks[0].Lease); err != nil {
 		t.Fatalf("Ack: %v", err)
 	}
-	if _, err := c.Get(ctx, "orders", "order-1"); !errors.Is(err, client.ErrNotFound) {
-		t.Errorf("Get after Ack: %v, want ErrNotFound", err)
+	if f, err := c.Get(ctx, "orders", "order-1"); err != nil || f.State != api.StateFinished || f.Outcome != api.FinishedAcked {
+		t.Errorf("Get after Ack: %+v, %v; want its finished record, acked", f, err)
 	}
 	if err := c.Ack(ctx, "orders", "order-1", tasks[0].Lease); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("second Ack: %v, want ErrNotFound", err)

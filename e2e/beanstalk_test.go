@@ -119,8 +119,8 @@ func testBeanstalk_SurvivesKill(t *testing.T) {
 	if r, _ := c.cmd("delete "+ids[0], nil); r != "DELETED" {
 		t.Fatalf("delete: %q", r)
 	}
-	if a := s.call("GET", "/v1/queues/orders/tasks/"+ids[0], ""); a.status != 404 {
-		t.Fatalf("deleted job over HTTP: %v", a)
+	if a := s.call("GET", "/v1/queues/orders/tasks/"+ids[0], ""); a.status != 200 || !strings.Contains(string(a.body), `"state":"finished"`) {
+		t.Fatalf("deleted job over HTTP: %v; want its finished record", a)
 	}
 }
 
@@ -180,8 +180,8 @@ func TestBeanstalk_Cluster(t *testing.T) {
 	if r, _ := ca.cmd("delete "+hid, nil); r != "DELETED" {
 		t.Fatalf("delete on a: %q", r)
 	}
-	if a := a.call("GET", "/v1/queues/jobs/tasks/h1", ""); a.status != 404 {
-		t.Fatalf("task deleted over the protocol, over HTTP: %v", a)
+	if a := a.call("GET", "/v1/queues/jobs/tasks/h1", ""); a.status != 200 || !strings.Contains(string(a.body), `"state":"finished"`) {
+		t.Fatalf("task deleted over the protocol, over HTTP: %v; want its finished record", a)
 	}
 
 	// a holds a job with a TTR of 2 s and is killed: b gets it once the

@@ -137,7 +137,7 @@ func testCrash(t *testing.T) {
 		}
 		for _, p := range ask {
 			task, err := c.Get(context.Background(), crashQueue, p.id)
-			if errors.Is(err, client.ErrNotFound) || err == nil && task.JobID != p.job {
+			if errors.Is(err, client.ErrNotFound) || err == nil && (task.JobID != p.job || task.State == api.StateFinished) {
 				l.goneJob(p.job)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/client"
+	"github.com/hourglass-go/hourglass/internal/apitest"
 )
 
 // The harness: TestMain builds `hourglass` once into a temporary
@@ -118,7 +119,8 @@ func newServer(t testing.TB, opts ...serverOption) *server {
 	}
 	onEngine(t, s)
 	s.transport = &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: 0}
-	s.hc = &http.Client{Transport: s.transport}
+	// Every exchange of the clients is checked against api/openapi.yaml.
+	s.hc = &http.Client{Transport: apitest.New(t).Transport(s.transport)}
 	t.Cleanup(func() {
 		if s.proc != nil {
 			s.signal(syscall.SIGKILL)

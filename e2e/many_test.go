@@ -80,8 +80,8 @@ func testReserveQueuesAcks(t *testing.T) {
 	}
 	for _, id := range []string{"b/b1", "a/a1"} {
 		q, i, _ := strings.Cut(id, "/")
-		if _, err := c.Get(ctx, q, i); !errors.Is(err, client.ErrNotFound) {
-			t.Errorf("get %s after its ack: %v", id, err)
+		if f, err := c.Get(ctx, q, i); err != nil || f.State != api.StateFinished {
+			t.Errorf("get %s after its ack: %+v, %v; want its finished record", id, f, err)
 		}
 	}
 	if tk, err := c.Get(ctx, "a", "a2"); err != nil || tk.State != api.StateReserved {

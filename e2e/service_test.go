@@ -341,8 +341,8 @@ func testCLI(t *testing.T) {
 	if out, stderr, code := runCLI(t, env, "ack", "jobs", "j1", leases["j1"], "--server", url); code != 0 || out != "" {
 		t.Errorf("ack: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	if _, err := s.client().Get(context.Background(), "jobs", "j1"); !errors.Is(err, client.ErrNotFound) {
-		t.Errorf("j1 after the CLI's ack: %v, want ErrNotFound", err)
+	if f, err := s.client().Get(context.Background(), "jobs", "j1"); err != nil || f.State != api.StateFinished || f.Outcome != api.FinishedAcked {
+		t.Errorf("j1 after the CLI's ack: %+v, %v, want its finished record, acked", f, err)
 	}
 
 	// Failed calls: exit 1 with the server's message.

@@ -60,7 +60,7 @@ func (l *live) open() {
 		l.t.Fatal(err)
 	}
 	l.st, l.b = st, b
-	l.s = httpapi.New(httpapi.Options{MaxPayload: cfg.MaxPayload, Gatherer: l.reg, Logger: quiet})
+	l.s = checked(l.t, httpapi.New(httpapi.Options{MaxPayload: cfg.MaxPayload, Gatherer: l.reg, Logger: quiet}))
 	l.s.SetService(service.New(b))
 }
 
@@ -161,13 +161,24 @@ func TestLiveTaskLife(t *testing.T) {
 	}
 	l.call("POST", "/v1/queues/mail/tasks/m1/ack", `{"lease":"not-it"}`, 409, nil)
 	l.call("POST", "/v1/queues/mail/tasks/m1/ack", `{"lease":"`+touched.Lease+`"}`, 204, nil)
-	l.call("GET", "/v1/queues/mail/tasks/m1", "", 404, nil)
+	var fin api.FinishedRecord
+	l.call("GET", "/v1/queues/mail/tasks/m1", "", 200, &fin) // its finished record, from the history
+	if fin.State != api.StateFinished || fin.Outcome != api.FinishedAcked {
+		t.Errorf("GET after ack answered %+v", fin)
+	}
 	l.call("POST", "/v1/queues/mail/tasks/m1/ack", `{"lease":"`+touched.Lease+`"}`, 404, nil)
 	l.call("DELETE", "/v1/queues/mail/tasks/"+c.ID, "", 204, nil)
 	l.call("DELETE", "/v1/queues/mail/tasks/"+c.ID, "", 404, nil)
 	l.restart()
-	l.call("GET", "/v1/queues/mail/tasks/m1", "", 404, nil)
-	l.call("GET", "/v1/queues/mail/tasks/"+c.ID, "", 404, nil)
+	fin = api.FinishedRecord{}
+	l.call("GET", "/v1/queues/mail/tasks/m1", "", 200, &fin)
+	if fin.State != api.StateFinished || fin.Outcome != api.FinishedAcked {
+		t.Errorf("GET after ack and a restart answered %+v", fin)
+	}
+	l.call("GET", "/v1/queues/mail/tasks/"+c.ID, "", 200, &fin)
+	if fin.State != api.StateFinished || fin.Outcome != api.FinishedDeleted {
+		t.Errorf("GET after delete and a restart answered %+v", fin)
+	}
 }
 
 // TestLiveBadInputChangesNothing sends requests the broker refuses (and

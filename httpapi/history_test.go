@@ -39,7 +39,7 @@ func (f *historyFake) FinishedTasks(ctx context.Context, queue, outcome string, 
 // newHistoryServer returns a ready Server over a historyFake.
 func newHistoryServer(t *testing.T) (*httpapi.Server, *historyFake) {
 	f := &historyFake{fakeBroker: &fakeBroker{t: t}}
-	s := httpapi.New(httpapi.Options{Logger: quiet})
+	s := checked(t, httpapi.New(httpapi.Options{Logger: quiet}))
 	s.SetService(service.New(f))
 	return s, f
 }

@@ -37,6 +37,10 @@ var states = map[string]task.State{
 // page of the queue's tasks without payloads, and the cursor of the next.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, b service.Service) {
 	q := r.URL.Query()
+	if filtered(q) {
+		s.findTasks(w, r, b) // the operator's console (bulk.go)
+		return
+	}
 	var st task.State
 	if name := q.Get("state"); name != "" {
 		var ok bool
@@ -142,6 +146,8 @@ func (s *Server) lateness(w http.ResponseWriter, r *http.Request, b service.Serv
 			P50:        api.Duration(w.P50),
 			P99:        api.Duration(w.P99),
 			Max:        api.Duration(w.Max),
+			Ready:      api.LatenessQuantiles{P50: api.Duration(w.Ready.P50), P99: api.Duration(w.Ready.P99), Max: api.Duration(w.Ready.Max)},
+			Wait:       api.LatenessQuantiles{P50: api.Duration(w.Wait.P50), P99: api.Duration(w.Wait.P99), Max: api.Duration(w.Wait.Max)},
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

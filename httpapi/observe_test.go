@@ -39,7 +39,7 @@ func newObserved(t *testing.T, token string) *observed {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close(); st.Close() })
-	s := httpapi.New(httpapi.Options{Token: token, Gatherer: prometheus.NewRegistry(), Logger: log})
+	s := checked(t, httpapi.New(httpapi.Options{Token: token, Gatherer: prometheus.NewRegistry(), Logger: log}))
 	s.SetService(service.New(b))
 	return &observed{t: t, b: b, s: s, token: token}
 }
@@ -56,7 +56,7 @@ func (o *observed) serve(method, path, body string) *httptest.ResponseRecorder {
 		r.Header.Set("Authorization", "Bearer "+o.token)
 	}
 	w := httptest.NewRecorder()
-	o.s.ServeHTTP(w, r)
+	contract(o.s).ServeHTTP(w, r)
 	return w
 }
 
@@ -231,7 +231,11 @@ func TestObserveDead(t *testing.T) {
 	if got, want := ids(p.Tasks), "d:delayed,v:reserved,r1:ready,r2:ready"; got != want {
 		t.Errorf("after delete: %s, want %s", got, want)
 	}
-	o.call("GET", "/v1/queues/q/tasks/x", "", 404, nil)
+	var fin api.FinishedRecord
+	o.call("GET", "/v1/queues/q/tasks/x", "", 200, &fin) // its finished record, from the history
+	if fin.State != api.StateFinished || fin.Outcome != api.FinishedDeleted {
+		t.Errorf("GET after delete answered %+v", fin)
+	}
 
 	// A queue never used has no dead tasks; a bad name is refused.
 	o.call("DELETE", "/v1/queues/none/dead", "", 200, &deleted)

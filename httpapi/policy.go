@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -40,6 +42,70 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Ser
 		return
 	}
 	p, err = b.SetPolicy(r.Context(), r.PathValue("queue"), p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, withEffective(p, b))
+}
+
+// patchPolicy serves PATCH /v1/queues/{queue}/policy: the body is a JSON
+// merge patch (RFC 7396, api/merge.go) on the queue's stored policy, the
+// push endpoint's secrets included, so that a patch that does not name
+// them keeps them. It answers 200 with the policy as recorded, as PUT
+// does; a body that is not an object, writes an answer-only key, or
+// merges into a policy PUT would refuse is 400 naming what is wrong, and
+// nothing changes. Patches on one server are serialized (patchMu); two
+// nodes of a cluster patching one queue at once may lose one of the two
+// changes, as two PUTs do.
+func (s *Server) patchPolicy(w http.ResponseWriter, r *http.Request, b service.Service) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, smallBody))
+	if err != nil {
+		s.fail(w, r, &wireError{http.StatusRequestEntityTooLarge, fmt.Sprintf("hourglass: policy: a merge patch is at most %d bytes", smallBody)})
+		return
+	}
+	patch, err := api.CheckPolicyPatch(body)
+	if err != nil {
+		s.fail(w, r, &wireError{http.StatusBadRequest, err.Error()})
+		return
+	}
+	queue := r.PathValue("queue")
+	s.patchMu.Lock()
+	defer s.patchMu.Unlock()
+	cur, err := b.Policy(r.Context(), queue)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	stored := toAPIPolicy(cur)
+	if cur.Push != nil {
+		stored.Push.Secret, stored.Push.SecretSet = cur.Push.Secret, false
+		stored.Push.NextSecret, stored.Push.NextSecretSet = cur.Push.NextSecret, false
+	}
+	raw, _ := json.Marshal(stored)
+	var target map[string]any
+	if err := api.DecodeNumbers(raw, &target); err != nil || target == nil {
+		target = map[string]any{}
+	}
+	api.RefillBurst(target, patch)
+	merged, _ := json.Marshal(api.MergePatch(target, patch))
+	var req api.Policy
+	err = decodeFrom(bytes.NewReader(merged), smallBody, &req, false)
+	if err == nil {
+		if e := api.CheckPolicyBody(req, merged); e != nil {
+			err = &wireError{http.StatusBadRequest, e.Error()}
+		}
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p := fromAPIPolicy(req)
+	if err := s.checkPush(req.Push, p.Push); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err = b.SetPolicy(r.Context(), queue, p)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hourglass-go/hourglass/api"
@@ -91,6 +92,50 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request, b service.Serv
 		return
 	}
 	writeJSON(w, http.StatusOK, toSchedule(info))
+}
+
+// scheduleRuns serves GET /v1/schedules/{name}/runs?limit=N&after=T: a
+// page of the schedule's runs, newest first (service.ScheduleRuns), or
+// 400 naming a bad limit or after, or 404.
+func (s *Server) scheduleRuns(w http.ResponseWriter, r *http.Request, b service.Service) {
+	q := r.URL.Query()
+	limit, err := queryUint(q.Get("limit"), api.DefaultRunsLimit, "limit")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if limit < 1 || limit > api.MaxRunsLimit {
+		s.fail(w, r, badRequest("limit %d: want 1 to %d", limit, api.MaxRunsLimit))
+		return
+	}
+	var after time.Time
+	if v := q.Get("after"); v != "" {
+		if after, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			s.fail(w, r, badRequest("after %q: want a time in RFC 3339, the next of the page before", v))
+			return
+		}
+	}
+	runs, next, err := service.ScheduleRuns(r.Context(), b, r.PathValue("name"), after, int(limit), time.Now())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := api.ScheduleRunsResponse{Runs: make([]api.ScheduleRun, len(runs))}
+	if !next.IsZero() {
+		out.Next = next.UTC().Format(time.RFC3339Nano)
+	}
+	for i, run := range runs {
+		a := api.ScheduleRun{Time: utc(run.Time), TaskID: run.TaskID, Outcome: run.Outcome, Attempts: run.Attempts}
+		if run.Outcome == task.SchedulePending {
+			a.State = run.State.String()
+		}
+		if !run.Finished.IsZero() {
+			f := utc(run.Finished)
+			a.Finished = &f
+		}
+		out.Runs[i] = a
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // deleteSchedule serves DELETE /v1/schedules/{name}: 204, or 404.

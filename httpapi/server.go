@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -112,6 +113,9 @@ type Server struct {
 	hosts        []string
 	// checkPushTarget is Options.CheckPushTarget.
 	checkPushTarget func(url string) error
+	// patchMu is held by patchPolicy from its read of a policy to its
+	// write, so that two patches on this server do not lose either.
+	patchMu sync.Mutex
 
 	// b holds the service once SetService is called; nil until then.
 	b atomic.Pointer[serviceRef]
@@ -119,6 +123,10 @@ type Server struct {
 	draining    atomic.Bool
 	drain       context.Context
 	cancelDrain context.CancelFunc
+
+	// patterns are those registered on mux, in order (handle): what
+	// api/openapi.yaml must list (TestOpenAPIRoutes).
+	patterns []string
 }
 
 // serviceRef boxes the Service interface for atomic.Pointer.
@@ -161,18 +169,27 @@ func New(opts Options) *Server {
 	if gatherer == nil {
 		gatherer = prometheus.DefaultGatherer
 	}
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.handle("GET /healthz", http.HandlerFunc(s.healthz))
+	s.handle("GET /readyz", http.HandlerFunc(s.readyz))
 	metrics := promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})
 	if !opts.MetricsWithoutToken {
 		metrics = s.auth(metrics)
 	}
-	s.mux.Handle("GET /metrics", metrics)
+	s.handle("GET /metrics", metrics)
+	s.handle("GET /v1/openapi.json", http.HandlerFunc(s.openAPI))
 	s.routeV1()
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	s.handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNoRoute)
-	})
+	}))
 	return s
+}
+
+// handle registers h for pattern on s's mux, and keeps the pattern: every
+// route goes through here, so that the test of the OpenAPI document sees
+// them all.
+func (s *Server) handle(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.Handle(pattern, h)
 }
 
 // route is one line of the API's table: a method and a path pattern of
@@ -199,6 +216,7 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/queues/{queue}/tasks/{id}/kick", s.kick},
 		{"PUT", "/v1/queues/{queue}/policy", s.setPolicy},
 		{"GET", "/v1/queues/{queue}/policy", s.policy},
+		{"PATCH", "/v1/queues/{queue}/policy", s.patchPolicy},
 		{"DELETE", "/v1/queues/{queue}/policy", s.deletePolicy},
 		{"POST", "/v1/queues/{queue}/pause", s.pause},
 		{"POST", "/v1/queues/{queue}/resume", s.resume},
@@ -210,6 +228,7 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/schedules/{name}", s.schedule},
 		{"DELETE", "/v1/schedules/{name}", s.deleteSchedule},
 		{"POST", "/v1/schedules/{name}/run", s.runSchedule},
+		{"GET", "/v1/schedules/{name}/runs", s.scheduleRuns},
 		{"POST", "/v1/schedules/{name}/pause", s.pauseSchedule},
 		{"POST", "/v1/schedules/{name}/resume", s.resumeSchedule},
 	}
@@ -222,8 +241,8 @@ func (s *Server) routes() []route {
 func (s *Server) routeV1() {
 	allowed := map[string][]string{}
 	var paths []string
-	for _, rt := range slices.Concat(s.routes(), s.observeRoutes(), s.historyRoutes()) {
-		s.mux.Handle(rt.method+" "+rt.path, s.v1(rt.h))
+	for _, rt := range slices.Concat(s.routes(), s.observeRoutes(), s.historyRoutes(), s.bulkRoutes()) {
+		s.handle(rt.method+" "+rt.path, s.v1(rt.h))
 		if allowed[rt.path] == nil {
 			paths = append(paths, rt.path)
 		}
@@ -235,12 +254,12 @@ func (s *Server) routeV1() {
 			methods = append(methods, "HEAD")
 		}
 		allow := strings.Join(methods, ", ")
-		s.mux.Handle(p, s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.handle(p, s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			writeError(w, errMethod)
 		})))
 	}
-	s.mux.Handle("/v1/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.handle("/v1/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNoRoute)
 	})))
 }

@@ -128,11 +128,17 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b service.Serv
 var errBatchAnswer = &wireError{http.StatusInternalServerError, "hourglass: the broker answered a batch with the wrong number of results"}
 
 // get serves GET /v1/queues/{queue}/tasks/{id}: the task without its
-// lease, or 404.
+// lease; a task no longer live whose record the history keeps, its
+// finished record (api.FinishedRecord); else 404.
 func (s *Server) get(w http.ResponseWriter, r *http.Request, b service.Service) {
-	t, err := b.Get(r.PathValue("queue"), r.PathValue("id"))
+	t, f, err := service.GetOrFinished(r.Context(), b, r.PathValue("queue"), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if f != nil {
+		writeJSON(w, http.StatusOK, api.FinishedRecord{ID: f.ID, JobID: f.JobID, Queue: f.Queue, State: api.StateFinished,
+			Outcome: f.Outcome, Finished: utc(f.Finished), Attempts: f.Attempts, LastError: f.LastError})
 		return
 	}
 	writeJSON(w, http.StatusOK, toTask(t, false))

@@ -30,7 +30,7 @@ func do(h http.Handler, method, path, body string, header ...string) *httptest.R
 		r.Header.Set(header[i], header[i+1])
 	}
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
+	contract(h).ServeHTTP(w, r)
 	return w
 }
 
@@ -58,7 +58,7 @@ func newServer(t *testing.T, opts httpapi.Options) (*httpapi.Server, *fakeBroker
 	if opts.Logger == nil {
 		opts.Logger = quiet
 	}
-	s := httpapi.New(opts)
+	s := checked(t, httpapi.New(opts))
 	s.SetService(service.New(f))
 	return s, f
 }

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -12,8 +14,10 @@ import (
 // work on either. Each is safe for concurrent use.
 type TaskMetrics struct {
 	Puts, Deliveries, Acks, Nacks, LeaseExpiries, Dead prometheus.Counter
-	// Lateness is the time from due time to hand-over, in seconds.
-	Lateness prometheus.Histogram
+	// Lateness is the time from due time to hand-over, in seconds: the
+	// sum of ReadyLateness (due to ready, the server's own) and ReadyWait
+	// (ready to hand-over, the wait for a worker); see lateness.go.
+	Lateness, ReadyLateness, ReadyWait prometheus.Histogram
 	// Retries counts, per queue, failed attempts (a nack, a lease that
 	// ran out) after which the task comes back; Throttled, per queue and
 	// reason ("rate", "concurrency"), the reserves that a queue's limit
@@ -22,6 +26,14 @@ type TaskMetrics struct {
 	// that exists and saw the event: an engine deletes a queue's series
 	// when the queue goes (ForgetQueue).
 	Retries, Throttled, DeadLettered *prometheus.CounterVec
+}
+
+// Delivered records one hand-over's lateness, late, of which ready was
+// the server's (see [SplitLateness]).
+func (t TaskMetrics) Delivered(late, ready time.Duration) {
+	t.Lateness.Observe(late.Seconds())
+	t.ReadyLateness.Observe(ready.Seconds())
+	t.ReadyWait.Observe((late - ready).Seconds())
 }
 
 // Reasons of TaskMetrics.Throttled.
@@ -44,8 +56,18 @@ func NewTaskMetrics() TaskMetrics {
 		Dead:          counter("hourglass_tasks_dead_total", "Tasks that used up their attempts."),
 		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_delivery_lateness_seconds",
-			Help:    "Time from a task's due time to its hand-over to a reserver (waiting for a reserver included).",
+			Help:    "Time from a task's due time to its hand-over to a reserver (waiting for a reserver included): hourglass_ready_lateness_seconds plus hourglass_ready_wait_seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20), // 100 µs to 52 s
+		}),
+		ReadyLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hourglass_ready_lateness_seconds",
+			Help:    "The server's own lateness of a task handed out: from its due time to when it was ready (0 for a task ready at once).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20),
+		}),
+		ReadyWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hourglass_ready_wait_seconds",
+			Help:    "Time a ready task waited for a worker (no reserver asking, or the queue paused or limited): from ready to its hand-over.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20),
 		}),
 		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hourglass_task_retries_total",
@@ -102,7 +124,7 @@ func (t TaskMetrics) Queues() []string {
 
 // Collectors returns the metrics, to register.
 func (t TaskMetrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{t.Puts, t.Deliveries, t.Acks, t.Nacks, t.LeaseExpiries, t.Dead, t.Lateness,
+	return []prometheus.Collector{t.Puts, t.Deliveries, t.Acks, t.Nacks, t.LeaseExpiries, t.Dead, t.Lateness, t.ReadyLateness, t.ReadyWait,
 		t.Retries, t.Throttled, t.DeadLettered}
 }
 

@@ -137,7 +137,7 @@ func TestAttemptOutcome(t *testing.T) {
 		{service.WithPush(bg, 500), task.AttemptNacked, task.AttemptPushFailed, 500},
 		{service.WithPush(bg, 503), task.AttemptNacked, task.AttemptPushFailed, 503},
 		{service.WithPush(bg, 0), task.AttemptNacked, task.AttemptPushFailed, 0},
-		{context.WithValue(service.WithPush(bg, 429), struct{}{}, 1), task.AttemptNacked, task.AttemptPushFailed, 429},
+		{context.WithValue(service.WithPush(bg, 429), otherKey{}, 1), task.AttemptNacked, task.AttemptPushFailed, 429},
 	} {
 		got, status := service.AttemptOutcome(tc.ctx, tc.outcome)
 		if got != tc.want || status != tc.status {
@@ -145,3 +145,6 @@ func TestAttemptOutcome(t *testing.T) {
 		}
 	}
 }
+
+// otherKey is a context key of no package, beside the push status.
+type otherKey struct{}

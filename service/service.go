@@ -47,6 +47,9 @@ type Service interface {
 	// Limits returns the engine's limits on a put, defaults set (its
 	// default ttr is what Effective fills a policy's in with).
 	Limits() Limits
+	// Bulk does r's action on every task of queue that r.Filter matches,
+	// in chunks, each task atomically (bulk.go), and says what it did.
+	Bulk(ctx context.Context, queue string, r BulkRequest) (BulkResult, error)
 
 	// checked is the mark of New's front: only a Service from New (or a
 	// type embedding one) is a Service, so that no transport is handed
@@ -73,6 +76,14 @@ type Engine interface {
 	// Limits returns the engine's limits on a put, defaults set: what New
 	// checks puts, delays and pauses against.
 	Limits() Limits
+	// MoveTask moves job, a task of queue in any state but reserved, into
+	// queue to, in one commit (the embedded engine) or one statement (a
+	// cluster node), durably: it keeps its id, job id, payload, priority,
+	// due time, attempts and state, and leaves queue. It returns
+	// task.ErrNotFound if job is not a task of queue, task.ErrState if it
+	// is reserved, and ErrClash, moving nothing, if to has a task of its
+	// id. to is a valid queue name other than queue (CheckBulk).
+	MoveTask(ctx context.Context, queue string, job uint64, to string) error
 }
 
 // Operations are what a Service does and an Engine runs below it.
@@ -238,6 +249,10 @@ type History interface {
 	// the cursor after (0: the newest), and the cursor of the next page
 	// (0: none).
 	FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error)
+	// LastFinished returns the newest record of a task id that left
+	// queue, while the history keeps it; task.ErrNotFound otherwise. It
+	// does not look at live tasks: see [GetOrFinished].
+	LastFinished(ctx context.Context, queue, id string) (task.Finished, error)
 }
 
 // Schedules are cron schedules that put a task into a queue at each
@@ -270,6 +285,13 @@ type Observer interface {
 	// st (0: any) by job id above after, without payloads, and the
 	// cursor of the next page (0: none).
 	ListTasks(ctx context.Context, queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error)
+	// FindTasks returns up to limit (1 to task.MaxList) tasks of queue
+	// that f matches (checked by CheckFilter), by job id above after,
+	// without payloads, and the cursor of the next page (0: none). A page
+	// reads at most FindScan tasks of the queue, so that it takes bounded
+	// time whatever the queue's size: with a selective filter it may hold
+	// fewer than limit, none even, and still have a next page.
+	FindTasks(ctx context.Context, queue string, f Filter, after uint64, limit int) ([]task.Task, uint64, error)
 	// Lateness returns delivery lateness per 10-second window over the
 	// last 15 minutes, oldest first.
 	Lateness(ctx context.Context) ([]task.LatenessWindow, error)

@@ -115,10 +115,18 @@ type QueueDetail struct {
 
 // LatenessWindow is delivery lateness in one 10-second window: how many
 // tasks were handed out, and quantiles of how late (from due time to hand-
-// over), each an upper bound within a factor of two, except Max.
+// over), each an upper bound within a factor of two, except Max; Ready
+// the same of the server's part (due time to ready), Wait of the wait
+// for a worker (ready to hand-over). See service/lateness.go.
 type LatenessWindow struct {
 	Start         time.Time
 	Deliveries    int
+	P50, P99, Max time.Duration
+	Ready, Wait   Quantiles
+}
+
+// Quantiles are a [LatenessWindow]'s quantiles of one measure.
+type Quantiles struct {
 	P50, P99, Max time.Duration
 }
 

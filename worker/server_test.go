@@ -2,7 +2,6 @@ package worker_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -164,27 +163,4 @@ func eventually(t *testing.T, what string, f func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// supports reports whether the server implements the call f makes on a
-// reserved task of a scratch queue: release and bury are newer than
-// reserve.
-func supports(t *testing.T, c *client.Client, f func(ctx context.Context, t api.Task) error) bool {
-	t.Helper()
-	ctx := context.Background()
-	put(t, c, "probe", "p", 1, api.PutRequest{})
-	tasks, err := c.Reserve(ctx, "probe", 1, time.Second)
-	if err != nil || len(tasks) != 1 {
-		t.Fatalf("probe reserve: %v, %v", tasks, err)
-	}
-	err = f(ctx, tasks[0])
-	c.Delete(ctx, "probe", tasks[0].ID)
-	var e *client.Error
-	if errors.As(err, &e) && (e.Status == http.StatusNotFound || strings.Contains(e.Message, "not implemented")) {
-		return false
-	}
-	if err != nil {
-		t.Fatalf("probe: %v", err)
-	}
-	return true
 }

@@ -2,7 +2,6 @@ package worker_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
-	"github.com/hourglass-go/hourglass/client"
 	"github.com/hourglass-go/hourglass/worker"
 )
 
@@ -66,8 +64,8 @@ func TestWorker_Unavailable(t *testing.T) {
 	stopWorker := start(t, w)
 	defer stopWorker()
 	eventually(t, "the first task's ack", func() bool {
-		_, err := c.Get(context.Background(), "q", "long0")
-		return errors.Is(err, client.ErrNotFound)
+		tk, err := c.Get(context.Background(), "q", "long0")
+		return finished(tk, err)
 	})
 
 	// An outage with tasks waiting: they are worked once it ends. (A
@@ -80,8 +78,8 @@ func TestWorker_Unavailable(t *testing.T) {
 	down.Store(false)
 	for _, id := range ids {
 		eventually(t, "the acks", func() bool {
-			_, err := c.Get(context.Background(), "q", id)
-			return errors.Is(err, client.ErrNotFound)
+			tk, err := c.Get(context.Background(), "q", id)
+			return finished(tk, err)
 		})
 	}
 	if refusedBefore == 0 {

@@ -62,7 +62,7 @@ const usage = "usage: hourglass bench [--quick] [--json] [--scenario a,b] [--str
 
 // commandsUsage is the usage line of every subcommand.
 var commandsUsage = serveUsage + "\n" + putUsage + "\n" + reserveUsage + "\n" + ackUsage + "\n" + queuesUsage + "\n" +
-	taskUsages() + usage + "\n" + versionUsage
+	taskUsages() + tasksUsage + "\n" + usage + "\n" + versionUsage
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -85,6 +85,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runAck(args[1:], stdout, stderr)
 	case "queues":
 		return runQueues(args[1:], stdout, stderr)
+	case "tasks":
+		return runTasks(args[1:], stdout, stderr)
 	case "get", "delete", "touch", "nack", "release", "bury", "kick", "list", "attempts", "history", "pause", "resume", "policy", "schedule":
 		return runTaskCommand(args[0], args[1:], stdout, stderr)
 	case "bench":

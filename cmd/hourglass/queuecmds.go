@@ -95,7 +95,7 @@ var queueCommands = map[string]taskCommand{
 			case v.set != "" && v.replace:
 				p, err = c.SetPolicy(ctx, a[0], v.policy)
 			case v.set != "":
-				p, err = setPolicyMerged(ctx, c, a[0], []byte(v.set)) // policymerge.go
+				p, err = c.PatchPolicy(ctx, a[0], []byte(v.set)) // policymerge.go
 			default:
 				p, err = c.Policy(ctx, a[0])
 			}
@@ -106,7 +106,7 @@ var queueCommands = map[string]taskCommand{
 		},
 	},
 	"schedule": {
-		usage:    "usage: hourglass schedule [NAME [--cron LINE --queue Q [--payload JSON] [--timezone Z] [--misfire skip|one|all] [--catch-up D] [--overlap allow|skip] [--priority N] [--ttr D] [--max-attempts N] [--paused] | --delete | --run | --pause | --resume]] [--server URL] [--token T]",
+		usage:    "usage: hourglass schedule [NAME [--cron LINE --queue Q [--payload JSON] [--timezone Z] [--misfire skip|one|all] [--catch-up D] [--overlap allow|skip] [--priority N] [--ttr D] [--max-attempts N] [--paused] | --delete | --run | --pause | --resume | --runs [--after T] [--limit N]]] [--server URL] [--token T]",
 		optional: []string{"NAME"},
 		flags: func(fs *flag.FlagSet, v *taskFlags) {
 			fs.StringVar(&v.cron, "cron", "", `create or replace the schedule: a cron line like "0 3 * * *" or "@every 1h"`)
@@ -141,13 +141,16 @@ var queueCommands = map[string]taskCommand{
 			fs.BoolVar(&v.run, "run", false, "put a task of the schedule now and print it")
 			fs.BoolVar(&v.pause, "pause", false, "pause the schedule: it puts nothing until resumed")
 			fs.BoolVar(&v.resume, "resume", false, "resume the schedule from now (no catch-up)")
+			fs.BoolVar(&v.runs, "runs", false, "list the schedule's occurrences with their tasks' outcomes, newest first, a JSON line each, then the next page's after")
+			fs.StringVar(&v.runsAfter, "after", "", "with --runs: the page after this time (the last line's next)")
+			fs.IntVar(&v.limit, "limit", api.DefaultRunsLimit, fmt.Sprintf("with --runs: most runs on the page, 1 to %d", api.MaxRunsLimit))
 		},
 		check: func(a []string, v *taskFlags) error {
 			o := v.sched
 			setting := v.cron != "" || v.queue != "" || v.payload != "" || v.timezone != "" || o.Misfire != "" ||
 				o.CatchUp != nil || o.Overlap != "" || o.Priority != nil || o.TTR != nil || o.MaxAttempts != nil || o.Paused
 			actions := 0
-			for _, b := range []bool{setting, v.delete, v.run, v.pause, v.resume} {
+			for _, b := range []bool{setting, v.delete, v.run, v.pause, v.resume, v.runs} {
 				if b {
 					actions++
 				}
@@ -156,9 +159,13 @@ var queueCommands = map[string]taskCommand{
 			case len(a) == 0 && actions > 0:
 				return errors.New("missing NAME")
 			case actions > 1:
-				return errors.New("give --cron and --queue or one of --delete, --run, --pause and --resume, not both")
+				return errors.New("give --cron and --queue or one of --delete, --run, --pause, --resume and --runs, not both")
 			case setting && (v.cron == "" || v.queue == ""):
 				return errors.New("a schedule needs --cron and --queue")
+			case v.runs && (v.limit < 1 || v.limit > api.MaxRunsLimit):
+				return fmt.Errorf("invalid value %d for flag --limit: want 1 to %d", v.limit, api.MaxRunsLimit)
+			case !v.runs && v.runsAfter != "":
+				return errors.New("--after goes with --runs")
 			}
 			return nil
 		},
@@ -180,6 +187,22 @@ var queueCommands = map[string]taskCommand{
 				return c.PauseSchedule(ctx, name)
 			case v.resume:
 				return c.ResumeSchedule(ctx, name)
+			case v.runs:
+				runs, next, err := c.ScheduleRuns(ctx, name, v.runsAfter, v.limit)
+				if errors.Is(err, client.ErrNotFound) {
+					return fmt.Errorf("no such schedule %q", name)
+				}
+				if err != nil {
+					return err
+				}
+				for _, r := range runs {
+					if err := writeJSON(out, r); err != nil {
+						return err
+					}
+				}
+				return writeJSON(out, struct {
+					Next string `json:"next"`
+				}{next})
 			case v.run:
 				t, err := c.RunSchedule(ctx, name)
 				if err != nil {

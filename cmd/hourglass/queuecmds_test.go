@@ -46,7 +46,7 @@ func TestPolicyCommandsUsageErrors(t *testing.T) {
 		{[]string{"policy", "q", "--set", `{} {}`}, "trailing data"},
 		{[]string{"policy", "q", "--replace"}, "--replace goes with --set"},
 		{[]string{"policy", "q", "--replace", "--delete"}, "--replace goes with --set"},
-		{[]string{"policy", "q", "--set", `null`}, "give a JSON object"},
+		{[]string{"policy", "q", "--set", `null`}, "a merge patch is a JSON object"},
 		{[]string{"policy", "q", "--set", `{"push":{"url":"http://h","secret_set":true}}`}, "push.secret_set is answered by the server"},
 		{[]string{"policy", "q", "--set", `{"concurrency":0}`}, "policy: concurrency 0: give at least 1"},
 		{[]string{"policy", "q", "--set-file", filepath.Join(t.TempDir(), "none.json")}, "none.json"},
@@ -95,15 +95,12 @@ func TestPolicyCommandsCalls(t *testing.T) {
 		got = append(got, strings.TrimSpace(r.Method+" "+r.URL.EscapedPath()+" "+strings.TrimSpace(string(body))))
 		w.Header().Set("Content-Type", "application/json")
 		switch {
-		case strings.HasSuffix(r.URL.Path, "/missing/policy") && r.Method == "PUT":
+		case strings.HasSuffix(r.URL.Path, "/missing/policy") && r.Method == "PATCH":
 			w.WriteHeader(400)
 			io.WriteString(w, `{"error":"hourglass: invalid request: policy: retry.initial 0s out of range: give more than 0s, at most 8760h0m0s"}`)
 		case strings.HasSuffix(r.URL.Path, "/pause"), strings.HasSuffix(r.URL.Path, "/resume"),
 			r.Method == "DELETE":
 			w.WriteHeader(204)
-		case strings.HasSuffix(r.URL.Path, "/answered/policy") && r.Method == "GET":
-			// A GET answer with the answer-only keys a merge leaves out.
-			io.WriteString(w, `{"max_attempts":3,"push":{"url":"http://127.0.0.1:9/h","secret_set":false},"effective":{"max_attempts":3,"ttr":"1m0s"}}`)
 		case strings.HasSuffix(r.URL.Path, "/policy"):
 			io.WriteString(w, `{"max_attempts":3,"effective":{"retry":{"initial":"1s","max":"1h0m0s","multiplier":2,"jitter":0.1},"max_attempts":3,"ttr":"1m0s"}}`)
 		case r.URL.Path == "/v1/schedules":
@@ -139,11 +136,10 @@ func TestPolicyCommandsCalls(t *testing.T) {
 		{[]string{"policy", "q", "--set", `{"max_attempts":3}`, "--replace"}, 0, `PUT /v1/queues/q/policy {"max_attempts":3}`, `{"max_attempts":3,`},
 		{[]string{"policy", "q", "--set-file", policyFile, "--replace"}, 0, `PUT /v1/queues/q/policy {"concurrency":2}`, `{"max_attempts":3,`},
 		// Without --replace, a GET and the PUT of the merge.
-		{[]string{"policy", "q", "--set", `{"max_attempts":5}`}, 0, `GET /v1/queues/q/policy | PUT /v1/queues/q/policy {"max_attempts":5}`, `{"max_attempts":3,`},
-		{[]string{"policy", "q", "--set-file", policyFile}, 0, `GET /v1/queues/q/policy | PUT /v1/queues/q/policy {"max_attempts":3,"concurrency":2}`, `{"max_attempts":3,`},
-		{[]string{"policy", "answered", "--set", `{"concurrency":2}`}, 0, `GET /v1/queues/answered/policy | PUT /v1/queues/answered/policy {"max_attempts":3,"concurrency":2,"push":{"url":"http://127.0.0.1:9/h"}}`, `{"max_attempts":3,`},
+		{[]string{"policy", "q", "--set", `{"max_attempts":5}`}, 0, `PATCH /v1/queues/q/policy {"max_attempts":5}`, `{"max_attempts":3,`},
+		{[]string{"policy", "q", "--set-file", policyFile}, 0, `PATCH /v1/queues/q/policy {"concurrency":2}`, `{"max_attempts":3,`},
 		{[]string{"policy", "q", "--delete"}, 0, `DELETE /v1/queues/q/policy`, ``},
-		{[]string{"policy", "missing", "--set", `{"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0}}`}, 1, `GET /v1/queues/missing/policy | PUT /v1/queues/missing/policy {"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0},"max_attempts":3}`, ``},
+		{[]string{"policy", "missing", "--set", `{"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0}}`}, 1, `PATCH /v1/queues/missing/policy {"retry":{"initial":"0s","max":"1s","multiplier":1,"jitter":0}}`, ``},
 		{[]string{"schedule"}, 0, `GET /v1/schedules`, `"name":"nightly"`},
 		{[]string{"schedule", "nightly"}, 0, `GET /v1/schedules/nightly`, `"name":"nightly"`},
 		{[]string{"schedule", "other"}, 1, `GET /v1/schedules/other`, ``},

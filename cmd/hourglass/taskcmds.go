@@ -55,6 +55,9 @@ type taskFlags struct {
 	cron, queue, payload, timezone string
 	sched                          api.ScheduleRequest
 	run, pause, resume             bool
+	// runs lists a schedule's runs, from runsAfter ("": now).
+	runs      bool
+	runsAfter string
 }
 
 // delayFlag defines --delay, a duration of 0 or more, into v.delay.

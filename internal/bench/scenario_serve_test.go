@@ -119,7 +119,7 @@ func TestServeScenario_OptIn(t *testing.T) {
 // the test where no go command is at hand.
 func useBuiltServer(t *testing.T) {
 	t.Helper()
-	goCmd, err := exec.LookPath(filepath.Join(runtime.GOROOT(), "bin", "go"))
+	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command to build hourglass with: %v", err)
 	}

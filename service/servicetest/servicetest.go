@@ -32,6 +32,10 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("ack-many", func(t *testing.T) { ackMany(t, open(t)) })
 	t.Run("attempts-bound", func(t *testing.T) { attemptsBound(t, open(t)) })
 	t.Run("webhook-identity", func(t *testing.T) { webhookIdentity(t, open(t)) })
+	t.Run("bulk-find", func(t *testing.T) { bulkFind(t, open(t)) })
+	t.Run("bulk-actions", func(t *testing.T) { bulkActions(t, open(t)) })
+	t.Run("bulk-large", func(t *testing.T) { bulkLarge(t, open(t)) })
+	t.Run("bulk-scan", func(t *testing.T) { bulkScan(t, open(t)) })
 	t.Run("trace", func(t *testing.T) { trace(t, open(t)) })
 }
 

@@ -22,7 +22,6 @@ type Store struct {
 	schedules map[string]store.Schedule
 	queues    map[string]store.Queue // deep copies (see copyQueue)
 	next      uint64
-	closed    bool
 	hist      history
 }
 

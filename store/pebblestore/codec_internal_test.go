@@ -22,7 +22,7 @@ func FuzzQueueRecord(f *testing.F) {
 		int64(time.Second), int64(time.Hour), 2.0, 0.25, 5, int64(30*time.Second), 100, 3, "mail-dead",
 		"https://example.com/hook", "X-B:2\nX-A:1\nAuthorization:Bearer t")
 	f.Add([]byte("\xff\xff\xff\xff\xff\xff\xff\x7f\x02\x00\x00\x00\x00\x00\x00\x00\x02"), int64(-1), uint64(math.MaxUint64), uint8(1),
-		int64(math.MinInt64), int64(-5), math.Inf(1), -0.0, math.MinInt, int64(math.MaxInt64), math.MaxInt, -7, "\x00\xff", "", "")
+		int64(math.MinInt64), int64(-5), math.Inf(1), math.Copysign(0, -1), math.MinInt, int64(math.MaxInt64), math.MaxInt, -7, "\x00\xff", "", "")
 	f.Fuzz(func(t *testing.T, raw []byte, paused int64, pauses uint64, which uint8,
 		d1, d2 int64, mul, jit float64, n1 int, ttr int64, n2, n3 int, dead, url, headers string) {
 		q := store.Queue{PausedUntil: paused, Pauses: pauses, Policy: task.Policy{

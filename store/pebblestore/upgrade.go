@@ -176,13 +176,6 @@ func (u *upgrader) set(key, value []byte) error {
 	return u.add()
 }
 
-func (u *upgrader) del(key []byte) error {
-	if err := u.b.Delete(key, nil); err != nil {
-		return pebbleErr("upgrade store "+u.s.dir, err)
-	}
-	return u.add()
-}
-
 // moveRange writes every format 1 record, payload and list entry in r
 // under its format 2 key.
 func (u *upgrader) moveRange(r [2][]byte) error {

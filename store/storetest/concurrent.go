@@ -104,33 +104,33 @@ func testConcurrentReads(t *testing.T, st store.Store) {
 				return fmt.Errorf("Task(%d): %v", job, err)
 			default:
 				if err := checkConc(task, true); err != nil {
-					return fmt.Errorf("Task: %v", err)
+					return fmt.Errorf("st.Task: %v", err)
 				}
 			}
 			want := concTask(job)
 			if got, err := st.Lookup(want.Queue, want.ID); err == nil && got != job {
-				return fmt.Errorf("Lookup(%q, %q) = %d, want %d", want.Queue, want.ID, got, job)
+				return fmt.Errorf("st.Lookup(%q, %q) = %d, want %d", want.Queue, want.ID, got, job)
 			} else if err != nil && err != store.ErrNotFound {
-				return fmt.Errorf("Lookup: %v", err)
+				return fmt.Errorf("st.Lookup: %v", err)
 			}
 			q := concQueues[r.IntN(len(concQueues))]
 			page, err := st.List(q, r.Uint64N(hi+1), 20)
 			if err != nil {
-				return fmt.Errorf("List: %v", err)
+				return fmt.Errorf("st.List: %v", err)
 			}
 			for k, task := range page {
 				if task.Queue != q || (k > 0 && page[k-1].JobID >= task.JobID) {
-					return fmt.Errorf("List(%q): job %d of queue %q at %d of %v", q, task.JobID, task.Queue, k, jobs(page))
+					return fmt.Errorf("st.List(%q): job %d of queue %q at %d of %v", q, task.JobID, task.Queue, k, jobs(page))
 				}
 				if err := checkConc(task, false); err != nil {
-					return fmt.Errorf("List: %v", err)
+					return fmt.Errorf("st.List: %v", err)
 				}
 			}
 			if i%50 == 0 {
 				prev := uint64(0)
 				err := st.Recover(func(task store.Task) error {
 					if task.JobID <= prev {
-						return fmt.Errorf("Recover: job %d after %d", task.JobID, prev)
+						return fmt.Errorf("st.Recover: job %d after %d", task.JobID, prev)
 					}
 					prev = task.JobID
 					return checkConc(task, false)

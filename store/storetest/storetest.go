@@ -235,7 +235,7 @@ func all(t *testing.T, st store.Store) []store.Task {
 	var out []store.Task
 	err := st.Recover(func(task store.Task) error {
 		if n := len(out); n > 0 && out[n-1].JobID >= task.JobID {
-			return fmt.Errorf("Recover: job %d after job %d", task.JobID, out[n-1].JobID)
+			return fmt.Errorf("st.Recover: job %d after job %d", task.JobID, out[n-1].JobID)
 		}
 		out = append(out, task)
 		return nil

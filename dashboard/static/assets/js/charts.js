@@ -1,6 +1,8 @@
-// The two charts, hand-written SVG: delivery lateness (p50 and p99 by
-// 10-second window over the last 15 minutes, on a log scale) and how many
-// tasks fall due in each minute of the next hour. Each figure carries a
+// The charts, hand-written SVG: delivery lateness split in its two parts
+// (p50 and p99 by 10-second window over the last 15 minutes, on a log
+// scale): the server's own (due → ready) and the wait of ready tasks for
+// a worker (ready → hand-over), each its own chart; and how many tasks
+// fall due in each minute of the next hour. Each figure carries a
 // summary in words and a table of its data, so that nothing depends on
 // seeing the drawing or its colours: the two lines differ by dash and
 // marker shape too.
@@ -17,24 +19,33 @@ function widthOf(el) {
   return Math.max(260, Math.floor(el.clientWidth || 600));
 }
 
-// latenessFigure draws windows (GET /v1/stats/lateness) into container;
-// now is the server's time in ms.
-export function latenessFigure(container, windows, now) {
+// The two parts of lateness (api.LatenessWindow's ready and wait), by
+// the name of their figure: what each measures, in the words of its
+// summary.
+export const latenessParts = {
+  'lateness': {key: 'ready', what: 'server lateness (due → ready)', chart: 'Server lateness chart'},
+  'waiting': {key: 'wait', what: 'wait for a worker (ready → hand-over)', chart: 'Wait for a worker chart'},
+};
+
+// latenessFigure draws one part (name, of latenessParts) of windows (GET
+// /v1/stats/lateness) into container; now is the server's time in ms.
+export function latenessFigure(container, windows, now, name = 'lateness') {
+  const part = latenessParts[name];
   const span = 15 * 60 * 1000;
   const from = now - span;
   const pts = windows.map((w) => ({
     t: Date.parse(w.start) + 5000, // the window's middle
     start: w.start,
     n: w.deliveries,
-    p50: parseDuration(w.p50),
-    p99: parseDuration(w.p99),
-    max: parseDuration(w.max),
+    p50: parseDuration(w[part.key]?.p50 ?? '0s'),
+    p99: parseDuration(w[part.key]?.p99 ?? '0s'),
+    max: parseDuration(w[part.key]?.max ?? '0s'),
   })).filter((p) => p.t >= from);
   const total = pts.reduce((a, p) => a + p.n, 0);
   const worst = pts.reduce((a, p) => Math.max(a, p.p99), 0);
   const summary = pts.length === 0
     ? 'No deliveries in the last 15 minutes.'
-    : `${deliveries(total)} in the last 15 minutes; worst p99 ${duration(worst)}; ` +
+    : `${deliveries(total)} in the last 15 minutes; ${part.what}: worst p99 ${duration(worst)}; ` +
       `latest window p50 ${duration(pts.at(-1).p50)}, p99 ${duration(pts.at(-1).p99)}.`;
 
   const W = widthOf(container);
@@ -78,7 +89,7 @@ export function latenessFigure(container, windows, now) {
     marks.push(s('circle', {class: 'p50', cx: x(p.t), cy: y(p.p50), r: 2.5}, s('title', {}, tip)));
     marks.push(s('rect', {class: 'p99', x: x(p.t) - 2.5, y: y(p.p99) - 2.5, width: 5, height: 5}, s('title', {}, tip)));
   }
-  const svg = s('svg', {width: W, height, viewBox: `0 0 ${W} ${height}`, role: 'img', 'aria-label': 'Delivery lateness chart. ' + summary},
+  const svg = s('svg', {width: W, height, viewBox: `0 0 ${W} ${height}`, role: 'img', 'aria-label': part.chart + '. ' + summary},
     grid,
     s('line', {class: 'axis', x1: pad.left, x2: W - pad.right, y1: pad.top + plotH, y2: pad.top + plotH}),
     pts.length ? [s('path', {class: 'line p50', d: path('p50')}), s('path', {class: 'line p99', d: path('p99')})] : null,
@@ -86,14 +97,14 @@ export function latenessFigure(container, windows, now) {
     pts.length ? null : s('text', {class: 'empty', x: pad.left + plotW / 2, y: pad.top + plotH / 2, 'text-anchor': 'middle'}, 'No deliveries yet'));
 
   const table = h('table', {class: 'data'},
-    h('caption', {}, 'Lateness by 10-second window, newest first'),
+    h('caption', {}, `${part.what[0].toUpperCase() + part.what.slice(1)} by 10-second window, newest first`),
     h('thead', {}, h('tr', {}, ['Window start', 'Deliveries', 'p50', 'p99', 'Max'].map((c) => h('th', {scope: 'col'}, c)))),
     h('tbody', {}, pts.length ? pts.slice().reverse().map((p) => h('tr', {},
       h('td', {}, clock(Date.parse(p.start))), h('td', {class: 'num'}, count(p.n)),
       h('td', {class: 'num'}, duration(p.p50)), h('td', {class: 'num'}, duration(p.p99)), h('td', {class: 'num'}, duration(p.max))))
       : h('tr', {}, h('td', {colspan: 5}, 'No deliveries in the last 15 minutes.'))));
 
-  draw(container, 'lateness', svg, summary, [
+  draw(container, name, svg, summary, [
     legendItem('p50', 'p50 (median): solid line, circles'),
     legendItem('p99', 'p99: dashed line, squares'),
   ], table);
@@ -111,11 +122,11 @@ export function dueFigure(container, due, where) {
     if (c > counts[busiest]) busiest = i;
   });
   const at = (i) => start + i * width;
-  const hm = hhmm;
+  const hm = (t) => hhmm(t);
   const summary = total === 0
     ? `No delayed task falls due in the next hour${where}.`
     : `${plural(total, 'task')} fall${total === 1 ? 's' : ''} due in the next hour${where}; ` +
-      `the busiest minute is ${hm(at(busiest))} with ${count(counts[busiest])}.`;
+      `the busiest minute is ${hhmm(at(busiest), true)} with ${count(counts[busiest])}.`;
 
   const W = widthOf(container);
   const plotW = W - pad.left - pad.right;
@@ -138,7 +149,7 @@ export function dueFigure(container, due, where) {
   const bars = counts.map((c, i) => c === 0 ? null : s('rect', {
     class: 'bar', x: (pad.left + i * bw + 0.5).toFixed(1), y: y(c).toFixed(1),
     width: Math.max(1, bw - 1).toFixed(1), height: (pad.top + plotH - y(c)).toFixed(1),
-  }, s('title', {}, `${hm(at(i))}–${hm(at(i + 1))}: ${plural(c, 'task')}`)));
+  }, s('title', {}, `${hm(at(i))}–${hhmm(at(i + 1), true)}: ${plural(c, 'task')}`)));
   const svg = s('svg', {width: W, height, viewBox: `0 0 ${W} ${height}`, role: 'img', 'aria-label': 'Due-time histogram. ' + summary},
     grid,
     s('line', {class: 'axis', x1: pad.left, x2: W - pad.right, y1: pad.top + plotH, y2: pad.top + plotH}),

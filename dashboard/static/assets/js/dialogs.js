@@ -1,6 +1,6 @@
 // The two dialogs of index.html: a confirmation before deleting, and a
 // task's details with its attempts and payload, or a finished task's
-// with its attempts. Both are modal <dialog>s: the focus
+// with its attempts, or a schedule's runs. Both are modal <dialog>s: the focus
 // stays inside, Escape closes them, and closing gives the focus back to
 // what opened them (or, if that was redrawn meanwhile, to its twin of the
 // same data-key).
@@ -62,13 +62,20 @@ const row = (k, v) => h('div', {}, h('dt', {}, k), h('dd', {}, v));
 
 // showTask reads a task and shows it with its attempts and payload in the
 // task dialog; actions(task, close) builds the buttons to offer beside
-// Close. It throws the API's error (404 when there is no such task).
+// Close; a task that finished, its finished record (showFinished). It
+// throws the API's error (404 when there is no such task).
 export async function showTask(queue, id, actions) {
   const [text, tried] = await Promise.all([
     call('GET', `/v1/queues/${seg(queue)}/tasks/${seg(id)}`, undefined, {raw: true}),
     attempts(queue, id),
   ]);
   const t = parse(text);
+  if (t.state === 'finished') {
+    // No live task of this id: the server answered its finished record
+    // (api.FinishedRecord), which the history keeps.
+    await showFinished(queue, t);
+    return t;
+  }
   const dlg = document.getElementById('task');
   const max = t.max_attempts ? ` of ${t.max_attempts}` : ' (no limit)';
   present('Task ' + t.id,
@@ -109,6 +116,24 @@ export async function showFinished(queue, f) {
     h('h3', {}, 'Attempts'),
     tried,
     h('p', {class: 'hint'}, 'A finished task keeps no payload. The attempts are those of the newest task of this id.'));
+}
+
+// showRuns reads a schedule's newest runs (GET
+// /v1/schedules/NAME/runs) and shows them in the task dialog: each
+// occurrence's time in the schedule's zone, its task and its outcome.
+export async function showRuns(sch, zone) {
+  const res = await call('GET', `/v1/schedules/${seg(sch.name)}/runs?limit=20`);
+  const table = h('table', {class: 'data', id: 'runs'},
+    h('caption', {}, 'Newest occurrences with a task, newest first'),
+    h('thead', {}, h('tr', {}, ['Occurrence', 'Task', 'Outcome', 'Finished'].map((c) => h('th', {scope: 'col'}, c)))),
+    h('tbody', {}, res.runs.length ? res.runs.map((r) => h('tr', {'data-outcome': r.outcome},
+      h('td', {}, timeEl(r.time, false, zone)),
+      h('td', {class: 'mono'}, r.task_id || '—'),
+      h('td', {}, h('span', {class: 'tag outcome-' + r.outcome}, r.outcome), r.state ? ` (${r.state})` : ''),
+      h('td', {}, r.finished ? timeEl(r.finished) : '—')))
+      : h('tr', {}, h('td', {colspan: 4}, 'No occurrence has a task the server still knows.'))));
+  present('Runs of ' + sch.name, h('div', {class: 'scroll'}, table),
+    h('p', {class: 'hint'}, 'Occurrences without a task (missed, paused, or past the history\'s retention) and runs put by “Run now” are not listed.'));
 }
 
 // present shows the task dialog with a title and body, modal, giving the

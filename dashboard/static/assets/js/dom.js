@@ -57,22 +57,70 @@ export function now() {
   return Date.now() + skew;
 }
 
-const pad = (n, w = 2) => String(n).padStart(w, '0');
+// Every time shown names its zone: the browser's own ("14:05:09 GMT+1",
+// "UTC" where the browser runs in UTC), or the zone given (a schedule's
+// times in the schedule's zone). The zone's short name comes from Intl,
+// which also gives the wall-clock fields in that zone.
 
-// clock formats a time in the browser's zone: "14:05:09" today,
-// "2026-03-01 14:05" on other days.
-export function clock(t) {
-  const d = new Date(t);
-  const today = new Date(now());
-  const hms = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-  if (d.toDateString() === today.toDateString()) return hms;
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${hms.slice(0, 5)}`;
+// formatters holds an Intl.DateTimeFormat by zone ('' for the browser's).
+const formatters = new Map();
+
+function formatter(zone) {
+  let f = formatters.get(zone);
+  if (!f) {
+    const opts = {year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+      hourCycle: 'h23', timeZoneName: 'short'};
+    if (zone) opts.timeZone = zone;
+    try {
+      f = new Intl.DateTimeFormat('en-US', opts);
+    } catch {
+      f = formatter('UTC'); // a zone this browser does not know: shown in UTC, and said so
+    }
+    formatters.set(zone, f);
+  }
+  return f;
 }
 
-// hhmm formats a time's hour and minute in the browser's zone: "14:05".
-export function hhmm(t) {
-  const d = new Date(t);
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+// fields answers t's wall-clock fields in zone ('' or undefined: the
+// browser's): {y, mo, d, hh, mm, ss, tz}, each a string, tz the zone's
+// short name ("UTC", "GMT+1", "EST").
+export function fields(t, zone = '') {
+  const out = {};
+  for (const p of formatter(zone || '').formatToParts(new Date(t))) {
+    if (p.type === 'year') out.y = p.value;
+    else if (p.type === 'month') out.mo = p.value;
+    else if (p.type === 'day') out.d = p.value;
+    else if (p.type === 'hour') out.hh = p.value;
+    else if (p.type === 'minute') out.mm = p.value;
+    else if (p.type === 'second') out.ss = p.value;
+    else if (p.type === 'timeZoneName') out.tz = p.value;
+  }
+  return out;
+}
+
+// localZone names the browser's zone: "Europe/Paris (GMT+1)", or "UTC".
+export function localZone() {
+  const name = Intl.DateTimeFormat().resolvedOptions().timeZone || '';
+  const tz = fields(now()).tz;
+  return !name || name === tz || /^(Etc\/)?UTC$/.test(name) ? tz : `${name} (${tz})`;
+}
+
+// clock formats a time with its zone, in the browser's zone or the zone
+// given: "14:05:09 GMT+1" today, "2026-03-01 14:05 GMT+1" on other days
+// (of that zone).
+export function clock(t, zone = '') {
+  const f = fields(t, zone);
+  const today = fields(now(), zone);
+  const hms = `${f.hh}:${f.mm}:${f.ss}`;
+  if (f.y === today.y && f.mo === today.mo && f.d === today.d) return `${hms} ${f.tz}`;
+  return `${f.y}-${f.mo}-${f.d} ${hms.slice(0, 5)} ${f.tz}`;
+}
+
+// hhmm formats a time's hour and minute in the browser's zone: "14:05",
+// with its zone when label is set: "14:05 GMT+1".
+export function hhmm(t, label = false) {
+  const f = fields(t);
+  return `${f.hh}:${f.mm}` + (label ? ' ' + f.tz : '');
 }
 
 // relative says how far a time is from now: "in 4 min", "12 s ago", "now".
@@ -96,12 +144,13 @@ export function span(ms) {
   return hr % 24 ? `${d} d ${hr % 24} h` : `${d} d`;
 }
 
-// timeEl is a <time> element showing t in the browser's zone and, when
-// rel is set, how far it is from now; its title is the exact UTC time.
-export function timeEl(iso, rel = true) {
+// timeEl is a <time> element showing t with its zone, in the browser's
+// zone or the zone given, and, when rel is set, how far it is from now;
+// its title is the exact UTC time.
+export function timeEl(iso, rel = true, zone = '') {
   if (!iso) return h('span', {}, '—');
   const t = Date.parse(iso);
-  return h('time', {datetime: iso, title: iso}, clock(t), rel ? h('span', {class: 'rel'}, ' (' + relative(t) + ')') : null);
+  return h('time', {datetime: iso, title: iso}, clock(t, zone), rel ? h('span', {class: 'rel'}, ' (' + relative(t) + ')') : null);
 }
 
 // Units of Go duration strings, in ms.

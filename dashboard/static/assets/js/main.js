@@ -7,7 +7,7 @@
 // where it was (dom.js swap), and throws the API's errors.
 
 import {call, token, setToken, forgetAnswers, AuthError} from './api.js';
-import {h, clock, now} from './dom.js';
+import {h, clock, now, localZone} from './dom.js';
 import * as overview from './overview.js';
 import * as queue from './queue.js';
 import * as schedules from './schedules.js';
@@ -109,7 +109,7 @@ async function refresh() {
     try {
       await page.refresh();
       if (g !== generation) return;
-      updated.textContent = `Updated ${clock(now())}; updates every ${every / 1000} s.`;
+      updated.textContent = `Updated ${clock(now())}; updates every ${every / 1000} s. Times are in your browser's zone, ${localZone()}, unless a schedule's zone is named.`;
       problem('');
     } catch (e) {
       if (g !== generation) return;

@@ -44,7 +44,7 @@ const columns = [
   ['reserved', 'Reserved'],
   ['dead', 'Dead'],
   ['putRate', 'Puts/s'],
-  ['deliveryRate', 'Deliveries/s'],
+  ['deliveryRate', 'Deliveries/s'], // handed to reservers, or pushed
 ];
 
 function cell(q, key) {
@@ -66,6 +66,7 @@ export function enter(main, params, ctx) {
   let table;
   const empty = h('p', {class: 'hint', hidden: true});
   const late = h('div', {class: 'figure-body', id: 'lateness'});
+  const waiting = h('div', {class: 'figure-body', id: 'waiting'});
   const due = h('div', {class: 'figure-body', id: 'due'});
   main.append(
     h('h1', {tabindex: -1}, 'Overview'),
@@ -78,9 +79,13 @@ export function enter(main, params, ctx) {
           tbody, tfoot))),
     h('div', {class: 'charts'},
       h('section', {class: 'figure', 'aria-labelledby': 'late-h'},
-        h('h2', {id: 'late-h'}, 'Delivery lateness, last 15 minutes'),
-        h('p', {class: 'hint'}, 'From a task\'s due time to its hand-over to a reserver, by 10-second window. The server counts in powers of two, so p50 and p99 are upper bounds within a factor of two.'),
+        h('h2', {id: 'late-h'}, 'Server lateness, last 15 minutes'),
+        h('p', {class: 'hint'}, 'How late the server made tasks ready: from a task\'s due time to ready, by 10-second window of hand-over. A task ready at once (put due now, nacked, kicked) counts 0. The server counts in powers of two, so p50 and p99 are upper bounds within a factor of two.'),
         late),
+      h('section', {class: 'figure', 'aria-labelledby': 'wait-h'},
+        h('h2', {id: 'wait-h'}, 'Ready tasks waiting for a worker, last 15 minutes'),
+        h('p', {class: 'hint'}, 'From ready to hand-over: no reserver asking (workers busy or gone), or the queue paused or limited. Not the server being late.'),
+        waiting),
       h('section', {class: 'figure', 'aria-labelledby': 'due-h'},
         h('h2', {id: 'due-h'}, 'Falling due in the next hour'),
         h('p', {class: 'hint'}, 'Delayed tasks of every queue, by the minute they fall due.'),
@@ -97,9 +102,11 @@ export function enter(main, params, ctx) {
       ]);
       const qs = stats.queues;
       const paused = new Set(all.queues.filter((q) => q.paused).map((q) => q.name));
+      const pushed = new Set(all.queues.filter((q) => q.policy?.push).map((q) => q.name));
       swap(tbody, qs.map((q) => h('tr', {'data-queue': q.name},
         h('th', {scope: 'row'}, h('a', {href: '#/queues/' + encodeURIComponent(q.name), 'data-key': 'q:' + q.name}, q.name),
-          paused.has(q.name) ? h('span', {class: 'tag paused'}, 'paused') : null),
+          paused.has(q.name) ? h('span', {class: 'tag paused'}, 'paused') : null,
+          pushed.has(q.name) ? h('span', {class: 'tag push', title: 'Its tasks are pushed to an endpoint: its deliveries are pushes'}, 'push') : null),
         columns.map(([key]) => cell(q, key)))));
       const sum = (key) => qs.some((q) => q[key] === null) ? null : qs.reduce((a, q) => a + q[key], 0);
       const total = Object.fromEntries(columns.map(([key]) => [key, sum(key)]));
@@ -107,7 +114,8 @@ export function enter(main, params, ctx) {
       stack(table);
       empty.hidden = qs.length > 0;
       empty.textContent = qs.length ? '' : 'No queues yet: a queue appears with its first task (POST /v1/queues/NAME/tasks).';
-      latenessFigure(late, lateness.windows, now());
+      latenessFigure(late, lateness.windows, now(), 'lateness');
+      latenessFigure(waiting, lateness.windows, now(), 'waiting');
       dueFigure(due, dueHist, '');
     },
   };

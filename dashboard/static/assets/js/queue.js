@@ -2,8 +2,9 @@
 // resume) and policy, its tasks by state in pages (with a dead task's
 // last error and a reserved task's lease end), finding a task by id,
 // showing (with its attempts), deleting and kicking tasks, the queue's
-// history by outcome (history.js), and the queue's due times over the
-// next hour.
+// history by outcome (history.js), the queue's due times over the
+// next hour, and a search of its tasks by last error and id prefix with
+// actions on every task it matches (api/bulk.go).
 
 import {call, seg, ApiError, atMostEvery} from './api.js';
 import {h, swap, stack, count, rate, plural, timeEl, duration, parseDuration} from './dom.js';
@@ -22,6 +23,7 @@ export function enter(main, {queue, state}, ctx) {
   let shown = state; // the state listed
   let pages = [0]; // the after of each page up to the current one
   let next = 0; // the after of the next page; 0: none
+  let search = {error: '', id_prefix: ''}; // the search applied; empty: none
 
   const counts = h('dl', {class: 'tally'});
   const pauseLine = h('p', {id: 'pause-state', role: 'status'});
@@ -37,6 +39,8 @@ export function enter(main, {queue, state}, ctx) {
   const due = h('div', {class: 'figure-body', id: 'due'});
   const findInput = h('input', {id: 'find-id', name: 'id', required: true, autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'find-result'});
   const findResult = h('p', {id: 'find-result', role: 'status'});
+  const searchError = h('input', {id: 'search-error', name: 'error', autocomplete: 'off', spellcheck: 'false', maxlength: 200});
+  const searchPrefix = h('input', {id: 'search-prefix', name: 'id_prefix', autocomplete: 'off', spellcheck: 'false', maxlength: 200});
   const finished = historySection(queue, ctx, (f) => showFinished(queue, f));
 
   main.append(
@@ -54,6 +58,11 @@ export function enter(main, {queue, state}, ctx) {
     h('section', {'aria-labelledby': 'tasks-h'},
       h('h2', {id: 'tasks-h'}, 'Tasks'),
       tabs,
+      h('form', {class: 'inline', id: 'search', role: 'search', onsubmit: applySearch},
+        h('label', {for: 'search-error'}, 'Last error contains'), searchError,
+        h('label', {for: 'search-prefix'}, 'Id starts with'), searchPrefix,
+        h('button', {type: 'submit', 'data-key': 'search'}, 'Search'),
+        h('button', {type: 'button', 'data-key': 'clear-search', onclick: clearSearch}, 'Clear')),
       bulk,
       h('div', {class: 'scroll', role: 'region', 'aria-labelledby': 'tasks-h', tabindex: 0},
         table = h('table', {id: 'tasks'}, caption,
@@ -78,8 +87,8 @@ export function enter(main, {queue, state}, ctx) {
     findResult.textContent = '';
     await ctx.act(async () => {
       try {
-        await open(id);
-        findResult.textContent = `Found task ${id}.`;
+        const t = await open(id);
+        findResult.textContent = t.state === 'finished' ? `Task ${id} finished: ${t.outcome}.` : `Found task ${id}.`;
       } catch (e) {
         if (!(e instanceof ApiError && e.status === 404)) throw e;
         findResult.textContent = `No task “${id}” in this queue (${e.message}).`;
@@ -145,6 +154,50 @@ export function enter(main, {queue, state}, ctx) {
     });
   }
 
+  // searching reports whether a search is applied.
+  const searching = () => !!(search.error || search.id_prefix);
+
+  // filter is the search and the state listed, as the bulk routes take it.
+  function filter() {
+    const f = {...search};
+    if (shown !== 'all') f.state = shown;
+    return f;
+  }
+
+  function applySearch(ev) {
+    ev.preventDefault();
+    search = {error: searchError.value, id_prefix: searchPrefix.value.trim()};
+    pages = [0];
+    ctx.refresh();
+  }
+
+  function clearSearch() {
+    searchError.value = searchPrefix.value = '';
+    search = {error: '', id_prefix: ''};
+    pages = [0];
+    ctx.refresh();
+  }
+
+  // actOnMatching does action (kick, retry or delete) on every task the
+  // search matches in the state listed, after a dry run counts them and
+  // the operator confirms.
+  async function actOnMatching(action, label) {
+    await ctx.act(async () => {
+      const f = filter();
+      const dry = await call('POST', `${base}/tasks:${action}`, {...f, dry_run: true});
+      if (!dry.matched) {
+        ctx.notice('No task matches the search.');
+        return;
+      }
+      if (!await confirmAction(`${label} every task matched?`,
+        `${label} the ${plural(dry.matched, 'task')} of queue “${queue}” that the search matches${f.state ? ` (${f.state})` : ''}?` +
+        (action === 'delete' ? ' This cannot be undone.' : ''), `${label} ${count(dry.matched)}`)) return;
+      const res = await call('POST', `${base}/tasks:${action}`, f);
+      ctx.notice(`${label}: ${plural(res.changed, 'task')} of ${count(res.matched)} matched.`);
+      await ctx.refresh();
+    });
+  }
+
   // select lists another state from its first page; the hash follows,
   // without a new entry in the history.
   function select(st) {
@@ -181,7 +234,8 @@ export function enter(main, {queue, state}, ctx) {
   return {
     title: 'Queue ' + queue,
     async refresh() {
-      const q = `state=${shown === 'all' ? '' : shown}&after=${pages.at(-1)}&limit=${pageSize}`;
+      let q = `state=${shown === 'all' ? '' : shown}&after=${pages.at(-1)}&limit=${pageSize}`;
+      if (searching()) q += `&error=${encodeURIComponent(search.error)}&id_prefix=${encodeURIComponent(search.id_prefix)}`;
       const [stats, list, dueHist, all] = await Promise.all([
         queueStats(),
         call('GET', `${base}/tasks?${q}`),
@@ -201,17 +255,25 @@ export function enter(main, {queue, state}, ctx) {
       const c = stats.queues.find((x) => x.name === queue) ||
         {delayed: 0, ready: 0, reserved: 0, dead: 0, putRate: null, deliveryRate: null};
       const n = {all: c.delayed + c.ready + c.reserved + c.dead, delayed: c.delayed, ready: c.ready, reserved: c.reserved, dead: c.dead};
+      // A push queue's deliveries are its pushes: the pusher reserves
+      // each task it posts, so each push (acked or failed) counts once.
+      const push = !!info.policy?.push;
       swap(counts, [['Delayed', count(c.delayed), 'delayed'], ['Ready', count(c.ready), 'ready'], ['Reserved', count(c.reserved), 'reserved'],
-        ['Dead', count(c.dead), 'dead'], ['Puts', rate(c.putRate)], ['Deliveries', rate(c.deliveryRate)]]
-        .map(([k, v, key]) => h('div', {'data-count': key || null}, h('dt', {}, k), h('dd', {}, v))));
+        ['Dead', count(c.dead), 'dead'], ['Puts', rate(c.putRate), 'puts'],
+        [push ? 'Pushes' : 'Deliveries', rate(c.deliveryRate), 'deliveries', push ? 'Pushes per second to the endpoint, answered or failed' : 'Tasks handed to reservers per second']]
+        .map(([k, v, key, title]) => h('div', {'data-count': key, title: title || null}, h('dt', {}, k), h('dd', {}, v))));
       swap(tabs, states.map((st) => h('button', {type: 'button', 'aria-pressed': String(st === shown), 'data-key': 'tab:' + st, 'data-state': st,
         onclick: () => select(st)}, title(st), h('span', {class: 'n'}, ` (${count(n[st])})`))));
-      swap(bulk, shown === 'dead' && c.dead > 0 ? [
+      swap(bulk, searching() ? [
+        h('button', {type: 'button', 'data-key': 'kick-matching', onclick: () => actOnMatching('kick', 'Kick')}, 'Kick matching dead'),
+        h('button', {type: 'button', 'data-key': 'retry-matching', onclick: () => actOnMatching('retry', 'Retry')}, 'Retry matching'),
+        h('button', {type: 'button', class: 'danger', 'data-key': 'delete-matching', onclick: () => actOnMatching('delete', 'Delete')}, 'Delete matching'),
+      ] : shown === 'dead' && c.dead > 0 ? [
         h('button', {type: 'button', 'data-key': 'kick-all', onclick: () => kickAll()}, `Kick all ${count(c.dead)} dead`),
         h('button', {type: 'button', class: 'danger', 'data-key': 'delete-all', onclick: () => deleteAll(c.dead)}, `Delete all ${count(c.dead)} dead`),
       ] : []);
       next = list.next;
-      caption.textContent = `${shown === 'all' ? 'Tasks' : title(shown) + ' tasks'}, page ${pages.length}, by job id`;
+      caption.textContent = `${shown === 'all' ? 'Tasks' : title(shown) + ' tasks'}${searching() ? ' matching the search' : ''}, page ${pages.length}, by job id`;
       const none = next ? 'None on this page; the next page may have some.'
         : pages.length > 1 ? 'No more tasks.' : `No ${shown === 'all' ? '' : shown + ' '}tasks.`;
       swap(tbody, list.tasks.length ? list.tasks.map(row) : h('tr', {}, h('td', {colspan: 8}, none)));
@@ -244,5 +306,13 @@ function policyView(p) {
   if (p.rate) rows.push(['Rate', `${count(p.rate.limit)} per ${ms(p.rate.per)}` + (p.rate.burst && p.rate.burst !== p.rate.limit ? `, bursts of ${count(p.rate.burst)}` : '')]);
   if (p.concurrency) rows.push(['Concurrency', `at most ${plural(p.concurrency, 'task')} reserved at once`]);
   if (p.dead_letter) rows.push(['Dead letter', h('a', {href: `#/queues/${encodeURIComponent(p.dead_letter)}/all`}, p.dead_letter)]);
+  if (p.push) {
+    // The headers' values are not shown: they may hold credentials.
+    const names = Object.keys(p.push.headers || {}).sort();
+    rows.push(['Push endpoint', h('span', {class: 'mono'}, p.push.url)]);
+    rows.push(['Push timeout', p.push.timeout ? ms(p.push.timeout) : '30 s (the default)']);
+    rows.push(['Push headers', names.length ? names.join(', ') : 'none']);
+    rows.push(['Push secret', p.push.secret_set ? 'set: pushes are signed' : 'none: pushes are not signed']);
+  }
   return h('dl', {class: 'fields', 'data-policy': ''}, rows.map(([k, v]) => h('div', {'data-field': k}, h('dt', {}, k), h('dd', {}, v))));
 }

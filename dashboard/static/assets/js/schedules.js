@@ -1,11 +1,12 @@
 // #/schedules: every cron schedule with its rules, its next five times
-// and its last occurrence (with its task's outcome), buttons to run one
-// now and to pause or resume it, and a form to add or edit one whose cron
+// and its last occurrence (with its task's outcome), each time in the
+// schedule's zone, buttons to run one now, to show its runs (dialogs.js
+// showRuns) and to pause or resume it, and a form to add or edit one whose cron
 // line the server's own parser checks as it is typed (POST /v1/cron:check).
 
 import {call, seg, ApiError, AuthError} from './api.js';
 import {h, swap, stack, timeEl, now} from './dom.js';
-import {confirmAction} from './dialogs.js';
+import {confirmAction, showRuns} from './dialogs.js';
 
 // nextTimes caches cron:check answers by line and zone until the first
 // of their times has passed.
@@ -44,14 +45,21 @@ function lastEl(sch) {
   const l = sch.last;
   if (!l) return h('span', {class: 'hint'}, 'none yet');
   return h('span', {class: 'last', 'data-outcome': l.outcome},
-    timeEl(l.time),
+    timeEl(l.time, true, zoneOf(sch)),
     h('span', {class: 'tag outcome-' + l.outcome}, l.outcome),
     l.task_id ? h('span', {class: 'task-id mono'}, ' ', h('a', {href: '#/queues/' + encodeURIComponent(sch.queue)}, l.task_id)) : null);
 }
 
-function timesList(next) {
+// zoneOf is the zone a schedule's times are shown in: its own.
+function zoneOf(sch) {
+  return sch.timezone || 'UTC';
+}
+
+// timesList shows a schedule's next times in its zone (zone), each
+// labelled with it.
+function timesList(next, zone) {
   if (!next.length) return h('span', {class: 'hint'}, 'never again');
-  return h('ol', {class: 'times'}, next.map((t) => h('li', {}, timeEl(t, false))));
+  return h('ol', {class: 'times'}, next.map((t) => h('li', {}, timeEl(t, false, zone))));
 }
 
 export function enter(main, params, ctx) {
@@ -150,7 +158,7 @@ export function enter(main, params, ctx) {
         const res = await checkCron(line, tz);
         if (mine !== seq) return;
         cronCheck.className = 'check ok';
-        cronCheck.replaceChildren(h('span', {}, res.next.length ? '✓ Valid. Next times: ' : '✓ Valid, but it never fires again.'), timesList(res.next));
+        cronCheck.replaceChildren(h('span', {}, res.next.length ? '✓ Valid. Next times: ' : '✓ Valid, but it never fires again.'), timesList(res.next, tz || 'UTC'));
       } catch (e) {
         if (mine !== seq) return;
         if (e instanceof AuthError) {
@@ -315,10 +323,12 @@ export function enter(main, params, ctx) {
         h('td', {}, h('a', {href: '#/queues/' + encodeURIComponent(sch.queue)}, sch.queue)),
         h('td', {class: 'rules'}, rules(sch)),
         h('td', {}, sch.paused ? h('span', {class: 'hint'}, 'none while paused')
-          : times[i] instanceof Error ? h('span', {class: 'error'}, times[i].message) : timesList(times[i])),
+          : times[i] instanceof Error ? h('span', {class: 'error'}, times[i].message) : timesList(times[i], zoneOf(sch))),
         h('td', {}, lastEl(sch)),
         h('td', {class: 'actions'},
           h('button', {type: 'button', 'data-key': 'run:' + sch.name, 'aria-label': `Run schedule ${sch.name} now`, onclick: () => runNow(sch)}, 'Run now'),
+          h('button', {type: 'button', 'data-key': 'runs:' + sch.name, 'aria-label': `Show the runs of schedule ${sch.name}`,
+            onclick: () => ctx.act(() => showRuns(sch, zoneOf(sch)))}, 'Runs'),
           h('button', {type: 'button', 'data-key': (sch.paused ? 'resume:' : 'pause:') + sch.name,
             'aria-label': `${sch.paused ? 'Resume' : 'Pause'} schedule ${sch.name}`, onclick: () => pauseOrResume(sch)}, sch.paused ? 'Resume' : 'Pause'),
           h('button', {type: 'button', 'data-key': 'edit:' + sch.name, 'aria-label': `Edit schedule ${sch.name}`, onclick: () => edit(sch)}, 'Edit'),

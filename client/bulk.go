@@ -1,0 +1,59 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/hourglass-go/hourglass/api"
+)
+
+// BulkWait is how much longer than the client's timeout a bulk call may
+// take: the server acts on a large set in chunks before it answers.
+const BulkWait = 10 * time.Minute
+
+// FindTasks returns a page of up to limit tasks of queue (1 to
+// api.MaxListLimit; 0: the server's default) that f matches, by job id
+// after after (0: from the start), without payloads, and the after of
+// the next page (0: none). A page may be short, or empty, and still have
+// a next (api/bulk.go).
+func (c *Client) FindTasks(ctx context.Context, queue string, f api.Filter, after uint64, limit int) ([]api.Task, uint64, error) {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("state", f.State)
+	set("error", f.Error)
+	set("id_prefix", f.IDPrefix)
+	for k, t := range map[string]*time.Time{"due_after": f.DueAfter, "due_before": f.DueBefore, "created_after": f.CreatedAfter, "created_before": f.CreatedBefore} {
+		if t != nil {
+			q.Set(k, t.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	if after != 0 {
+		q.Set("after", strconv.FormatUint(after, 10))
+	}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	p := path("queues", queue, "tasks")
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	var out api.TasksResponse
+	_, err := c.do(ctx, http.MethodGet, p, nil, &out)
+	return out.Tasks, out.Next, err
+}
+
+// Bulk does action ("delete", "kick", "retry" or "move") on every task of
+// queue that r's filter matches, and returns what the server did; it may
+// take BulkWait more than the client's timeout.
+func (c *Client) Bulk(ctx context.Context, queue, action string, r api.BulkRequest) (api.BulkResponse, error) {
+	var out api.BulkResponse
+	_, err := c.doWait(ctx, BulkWait, http.MethodPost, path("queues", queue, "tasks:"+action), r, &out)
+	return out, err
+}

@@ -1,0 +1,60 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/hourglass-go/hourglass/internal/pgtest"
+	"github.com/hourglass-go/hourglass/service"
+)
+
+// BenchmarkList_Filtered measures a page of FindTasks (limit 100) on a
+// cluster node with a selective filter, an id prefix that one task in
+// 1,000 has, from a random cursor in a queue of n tasks: each page reads
+// at most service.FindScan rows, so ns/op stays flat as n grows. The
+// tasks are written by one INSERT … SELECT (not timed) rather than put,
+// then vacuumed and analyzed. n is 1,000,000, or $HOURGLASS_BENCH_FIND_N
+// (10,000,000 by hand: see the commit).
+func BenchmarkList_Filtered(b *testing.B) {
+	n := 1_000_000
+	if v := os.Getenv("HOURGLASS_BENCH_FIND_N"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+		srv := pgtest.Start(b)
+		url := srv.CreateDatabase(b)
+		node := startNode(b, url, "a")
+		ctx := context.Background()
+		_, err := node.pool.Exec(ctx, `INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority,
+				due, fire_at, created, ttr, attempts, max_attempts, lease, lease_until, timeouts, releases, buries,
+				kicks, payload)
+			SELECT g, g % $2, 'q', CASE WHEN g % 1000 = 0 THEN 'hit-' ELSE 't-' END || g, 1, 1024,
+				1, NULL, 1, 60000000000, 0, 0, '', 0, 0, 0, 0, 0, '\x00'::bytea
+			FROM generate_series(1, $1::bigint) g`, n, node.Partitions())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := node.pool.Exec(ctx, `VACUUM ANALYZE hourglass_tasks`); err != nil {
+			b.Fatal(err)
+		}
+		f := service.Filter{IDPrefix: "hit-"}
+		found := 0
+		b.ResetTimer()
+		for b.Loop() {
+			page, _, err := node.FindTasks(ctx, "q", f, uint64(rand.IntN(n)), 100)
+			if err != nil {
+				b.Fatal(err)
+			}
+			found += len(page)
+		}
+		b.ReportMetric(float64(found)/float64(b.N), "tasks/page")
+		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/page")
+	})
+}
