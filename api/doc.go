@@ -23,7 +23,9 @@
 // in other languages can generate their types from it. The tests hold the
 // server to it: every request and answer of the HTTP and black-box tests
 // is validated against it (internal/apitest), and its routes are the
-// server's (httpapi's TestOpenAPIRoutes).
+// server's (httpapi's TestOpenAPIRoutes). Its webhooks.push is the
+// request a push endpoint receives (push.go), checked against the
+// pusher's own requests (apitest's TestDocument_Push).
 //
 // # Routes
 //

@@ -259,8 +259,8 @@ func TestCluster_TwoNodes(t *testing.T) {
 		if err := cb.Delete(got); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tn.httpA.Get(ctx, "cross2", "h1"); err == nil {
-			t.Fatal("the task deleted over beanstalkd on b is still there over HTTP on a")
+		if tk, err := tn.httpA.Get(ctx, "cross2", "h1"); err == nil && tk.State != api.StateFinished {
+			t.Fatalf("the task deleted over beanstalkd on b is still there over HTTP on a: %+v", tk)
 		}
 	})
 }

@@ -75,8 +75,13 @@ func testCLITasks(t *testing.T) {
 	if _, stderr, code = cli("delete", "cli", "t2"); code != 0 {
 		t.Fatalf("delete: %d %q", code, stderr)
 	}
-	if _, stderr, code = cli("get", "cli", "t2"); code != 1 || !strings.Contains(stderr, "hourglass: ") {
-		t.Errorf("get of a deleted task: %d %q", code, stderr)
+	// A deleted task is answered by its finished record while the
+	// history keeps it.
+	if out, stderr, code = cli("get", "cli", "t2"); code != 0 || !strings.Contains(out, `"state":"finished"`) || !strings.Contains(out, `"deleted"`) {
+		t.Errorf("get of a deleted task: %d %q %q; want its finished record", code, out, stderr)
+	}
+	if _, stderr, code = cli("get", "cli", "never"); code != 1 || !strings.Contains(stderr, "hourglass: ") {
+		t.Errorf("get of a task never put: %d %q", code, stderr)
 	}
 	if _, stderr, code = cli("get", "cli"); code != 2 || !strings.Contains(stderr, "usage: hourglass get QUEUE ID") {
 		t.Errorf("get without an id: %d %q", code, stderr)

@@ -65,7 +65,7 @@ func TestBodyMemory_Busy(t *testing.T) {
 	f.putBatch = func(queue string, rs []task.PutRequest) []task.PutResult {
 		called <- struct{}{}
 		<-unblock
-		return make([]task.PutResult, len(rs))
+		return readyResults(len(rs))
 	}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
@@ -177,8 +177,8 @@ func TestBodyMemory_Stalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const batch = 64 << 10
 		s, f := newServer(t, httpapi.Options{MaxPayload: 1 << 10, MaxBatchBody: batch, MaxBodyMemory: 2 * batch, BodyWait: 10 * time.Second})
-		f.put = func(string, task.PutRequest) (task.Task, bool, error) { return task.Task{}, true, nil }
-		f.putBatch = func(_ string, rs []task.PutRequest) []task.PutResult { return make([]task.PutResult, len(rs)) }
+		f.put = func(string, task.PutRequest) (task.Task, bool, error) { return task.Task{State: task.Ready}, true, nil }
+		f.putBatch = func(_ string, rs []task.PutRequest) []task.PutResult { return readyResults(len(rs)) }
 		body := `{"tasks":[{"payload":"` + strings.Repeat("x", batch-100) + `"}]}`
 		type stalled struct {
 			pw   *io.PipeWriter
@@ -230,7 +230,7 @@ func TestBodyMemory_StalledThenShort(t *testing.T) {
 		unblock := make(chan struct{})
 		f.putBatch = func(_ string, rs []task.PutRequest) []task.PutResult {
 			<-unblock
-			return make([]task.PutResult, len(rs))
+			return readyResults(len(rs))
 		}
 		body := `{"tasks":[{"payload":"` + strings.Repeat("x", batch-100) + `"}]}`
 
@@ -273,4 +273,14 @@ func TestBodyMemory_StalledThenShort(t *testing.T) {
 			}
 		}
 	})
+}
+
+// readyResults returns n results of a batch, each a ready task put: an
+// answer the API's document allows (the zero task's state is no state).
+func readyResults(n int) []task.PutResult {
+	out := make([]task.PutResult, n)
+	for i := range out {
+		out[i] = task.PutResult{Task: task.Task{State: task.Ready}, Created: true}
+	}
+	return out
 }

@@ -108,7 +108,7 @@ func TestPolicyRoutes(t *testing.T) {
 	if got := strings.Join(calls, "|"); got != "deletePolicy[mail]" {
 		t.Errorf("calls %s", got)
 	}
-	if w := do(s, "POST", "/v1/queues/mail/policy", "{}"); w.Code != 405 || w.Header().Get("Allow") != "PUT, GET, DELETE, HEAD" {
+	if w := do(s, "POST", "/v1/queues/mail/policy", "{}"); w.Code != 405 || w.Header().Get("Allow") != "PUT, GET, PATCH, DELETE, HEAD" {
 		t.Errorf("POST: %d, Allow %q", w.Code, w.Header().Get("Allow"))
 	}
 }

@@ -91,13 +91,14 @@ var contract = sync.OnceValues(func() (*contractDoc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apitest: routing api/openapi.yaml: %w", err)
 	}
-	return &contractDoc{doc: doc, router: router}, nil
+	return &contractDoc{doc: doc, routed: &routed, router: router}, nil
 })
 
-// contractDoc is the loaded document and its router.
+// contractDoc is the loaded document, its copy for validation (routed)
+// and that copy's router.
 type contractDoc struct {
-	doc    *openapi3.T
-	router routers.Router
+	doc, routed *openapi3.T
+	router      routers.Router
 }
 
 // Document returns the API's OpenAPI document, loaded and validated; it
@@ -231,6 +232,33 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 	for _, p := range v.c.check(req, reqBody, status, header, body) {
 		v.fail(fmt.Sprintf("openapi: %s %s → %d: %s", req.Method, req.URL.RequestURI(), status, p))
 	}
+}
+
+// CheckPush checks a request a push endpoint received, and its body,
+// against the document's webhook "push" (webhooks.push.post), reporting
+// each mismatch as the package doc says. O(size of the body).
+func (v *Validator) CheckPush(req *http.Request, body []byte) {
+	if err := v.c.checkPush(req, body); err != nil {
+		v.fail(fmt.Sprintf("openapi: push %s %s: the request is not the one webhooks.push gives: %s", req.Method, req.URL.RequestURI(), short(err)))
+	}
+}
+
+// checkPush returns what is wrong with a push request, nil when it is as
+// the document's webhook "push" says.
+func (c *contractDoc) checkPush(req *http.Request, body []byte) error {
+	item := c.routed.Webhooks["push"]
+	if item == nil || item.Post == nil {
+		return errors.New("the document has no webhooks.push.post")
+	}
+	if req.Method != http.MethodPost {
+		return fmt.Errorf("method %s, not POST", req.Method)
+	}
+	r := req.Clone(context.Background())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	route := &routers.Route{Spec: c.routed, Path: "push", PathItem: item, Method: http.MethodPost, Operation: item.Post}
+	opts := &openapi3filter.Options{MultiError: true, SkipSettingDefaults: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+	opts.WithCustomSchemaErrorFunc(schemaError)
+	return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{Request: r, Route: route, Options: opts})
 }
 
 // fail reports one mismatch.

@@ -178,3 +178,51 @@ func TestValidator_Concurrent(t *testing.T) {
 		t.Errorf("reported %q", f.errs)
 	}
 }
+
+// TestDocument_Policy checks what the document says of a policy against
+// what the service takes (service.CheckPolicy): an immediate retry
+// ("initial": "0s", max and multiplier 0 or absent), unlimited attempts
+// (-1), a next_secret, and an "effective" in a body are taken; a back-off
+// without its max or multiplier, or a multiplier below 1 with an initial
+// above 0s, or max_attempts below -1, are refused. Answers carry
+// "effective".
+func TestDocument_Policy(t *testing.T) {
+	t.Setenv(apitest.ReportEnv, "")
+	const effective = `"effective":{"retry":{"initial":"0s","max":"0s","multiplier":0,"jitter":0},"max_attempts":-1,"ttr":"1m0s"}`
+	answer := `{"retry":{"initial":"0s","max":"0s","multiplier":0,"jitter":0},"max_attempts":-1,` + effective + `}`
+	for _, c := range []struct {
+		body  string
+		taken bool
+	}{
+		{`{"retry":{"initial":"0s"}}`, true},
+		{`{"retry":{"initial":"0s","max":"0s","multiplier":0,"jitter":0}}`, true},
+		{`{"retry":{"initial":"0s","multiplier":2}}`, true},
+		{`{"retry":{"initial":"1s","max":"1h","multiplier":2}}`, true},
+		{`{"max_attempts":-1}`, true},
+		{`{"max_attempts":-1,` + effective + `}`, true},
+		{`{"push":{"url":"http://127.0.0.1:1/run","secret":"whsec_AAAA","next_secret":"whsec_BBBB"}}`, true},
+		{`{"retry":{"initial":"1s"}}`, false},
+		{`{"retry":{"initial":"1s","max":"1h","multiplier":0}}`, false},
+		{`{"retry":{"initial":"1s","max":"1h"}}`, false},
+		{`{"retry":{"initial":"0s","max":"1h","multiplier":0}}`, false},
+		{`{"retry":{"initial":"0s","multiplier":0.5}}`, false},
+		{`{"max_attempts":-2}`, false},
+		{`{"push":{"url":"http://127.0.0.1:1/run","secret":"` + strings.Repeat("x", 257) + `"}}`, false},
+	} {
+		f := &failures{TB: t}
+		h := apitest.New(f).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, answer)
+		}))
+		r := httptest.NewRequest("PUT", "/v1/queues/q/policy", strings.NewReader(c.body))
+		r.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		got := strings.Join(f.errs, "\n")
+		switch refused := strings.Contains(got, "the document refuses the request"); {
+		case c.taken && got != "":
+			t.Errorf("PUT %s: reported %s", c.body, got)
+		case !c.taken && !refused:
+			t.Errorf("PUT %s: the document takes it; the service refuses it", c.body)
+		}
+	}
+}
