@@ -26,6 +26,10 @@ type Task struct {
 	// LastError is why its last attempt failed: a nack's or bury's
 	// error, or "lease expired".
 	LastError string `json:"last_error,omitempty"`
+	// Traceparent and Tracestate are the W3C trace context the task was
+	// put with, if any (see [TraceparentHeader]).
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 	// Outcome and Finished are set only in the answer for a finished
 	// task ([FinishedRecord], State [StateFinished]).
 	Outcome  string     `json:"outcome,omitempty"`
@@ -97,6 +101,12 @@ type PutRequest struct {
 	// Replace replaces an existing task of the same ID instead of
 	// answering it unchanged.
 	Replace bool `json:"replace,omitempty"`
+	// Traceparent and Tracestate are the producer's W3C trace context,
+	// kept with the task and handed on with each delivery; absent: the
+	// request's headers of the same names (see [TraceparentHeader]). A
+	// malformed one is dropped, not refused.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/queues/{queue}/tasks:batch: up to

@@ -659,6 +659,7 @@ func view(t store.Task, s slot) task.Task {
 		Buries:      int(t.Buries),
 		Kicks:       int(t.Kicks),
 		LastError:   t.LastError,
+		Trace:       task.Trace{Parent: t.TraceParent, State: t.TraceState},
 	}
 	if t.State == store.Reserved {
 		v.LeaseUntil = time.Unix(0, t.LeaseUntil).UTC()

@@ -114,6 +114,8 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 		TTR:         ttr,
 		MaxAttempts: uint32(def.MaxAttempts),
 		Payload:     r.Payload,
+		TraceParent: r.Trace.Parent,
+		TraceState:  r.Trace.State,
 	}
 	if rec.Payload == nil {
 		rec.Payload = []byte{}

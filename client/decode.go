@@ -218,6 +218,8 @@ const (
 	fieldLease
 	fieldLeaseExpires
 	fieldLastError
+	fieldTraceparent
+	fieldTracestate
 )
 
 // maxInt is the largest int, as a limit of uint.
@@ -299,6 +301,12 @@ func (d *decoder) task(t *api.Task, prev *api.Task) bool {
 		case "last_error":
 			f = fieldLastError
 			t.LastError, ok = d.string()
+		case "traceparent":
+			f = fieldTraceparent
+			t.Traceparent, ok = d.string()
+		case "tracestate":
+			f = fieldTracestate
+			t.Tracestate, ok = d.string()
 		default:
 			return false
 		}

@@ -18,9 +18,12 @@ var reserveAnswers = []string{
 	`{"tasks":[{"id":"t1","job_id":18446744073709551615,"queue":"q","state":"reserved","payload":"` + strings.Repeat("x", 198) + `","priority":1024,"due":"2026-11-27T16:00:00.123456789Z","ttr":"1m0s","attempts":1,"max_attempts":0,"created":"2026-11-27T15:59:59Z","lease":"abc","lease_expires":"2026-11-27T16:01:00Z","last_error":"lease expired"}]}` + "\n",
 	`{"tasks":[{"id":"a","job_id":1,"queue":"q","state":"reserved","payload":{"a":[1,-2.5e+3,true,false,null,"\u00e9\n"],"b":{}},"priority":0,"due":"2026-01-02T03:04:05Z","ttr":"30s","attempts":2,"max_attempts":5,"created":"2026-01-02T03:04:05Z","lease":"l"},{"id":"b","job_id":2,"queue":"q","state":"reserved","payload":null,"priority":4294967295,"due":"2026-01-02T03:04:05+01:00","ttr":"1.5s","attempts":1,"max_attempts":0,"created":"0001-01-01T00:00:00Z","lease":"m"}]}`,
 	` { "tasks" : [ { "id" : "é" , "payload" : [ ] } ] } `,
+	`{"tasks":[{"id":"t","job_id":3,"queue":"q","state":"reserved","payload":1,"priority":1,"due":"2026-01-02T03:04:05Z","ttr":"30s","attempts":2,"max_attempts":5,"created":"2026-01-02T03:04:05Z","lease":"l","last_error":"boom","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"}]}`,
 	`{"tasks":[{"id":"a\"b"}]}`,
 	`{"tasks":[{"ID":"a"}]}`,
 	`{"tasks":[{"id":"a","id":"b"}]}`,
+	`{"tasks":[{"traceparent":"a","traceparent":"b"}]}`,
+	`{"tasks":[{"tracestate":1}]}`,
 	`{"tasks":[{"other":1}]}`,
 	`{"tasks":[{"priority":4294967296}]}`,
 	`{"tasks":[{"priority":-1}]}`,
@@ -54,7 +57,7 @@ func TestDecodeReserve(t *testing.T) {
 	for _, s := range reserveAnswers {
 		checkDecodeReserve(t, []byte(s))
 	}
-	for _, s := range reserveAnswers[:5] {
+	for _, s := range reserveAnswers[:6] {
 		if _, ok := fastReserve([]byte(s)); !ok {
 			t.Errorf("fastReserve(%.60q) left it to encoding/json", s)
 		}

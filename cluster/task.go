@@ -10,25 +10,27 @@ import (
 
 // taskColumns are the columns row reads, in its order.
 const taskColumns = `job_id, queue, id, state, priority, due, fire_at, created, ttr, attempts,
-	max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, partition, last_error`
+	max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, partition, last_error,
+	coalesce(trace_parent, '') AS trace_parent, coalesce(trace_state, '') AS trace_state`
 
 // row is a task as hourglass_tasks records it (see
 // migrations/).
 type row struct {
-	job                    int64
-	queue, id              string
-	state                  int16
-	priority, due          int64
-	fireAt                 *int64
-	created, ttr, attempts int64
-	maxAttempts            int64
-	lease                  string
-	leaseUntil             int64
-	timeouts, releases     int64
-	buries, kicks          int64
-	payload                []byte
-	partition              int
-	lastError              string
+	job                     int64
+	queue, id               string
+	state                   int16
+	priority, due           int64
+	fireAt                  *int64
+	created, ttr, attempts  int64
+	maxAttempts             int64
+	lease                   string
+	leaseUntil              int64
+	timeouts, releases      int64
+	buries, kicks           int64
+	payload                 []byte
+	partition               int
+	lastError               string
+	traceParent, traceState string
 	// readyAt is when a flush made the task ready (Unix ns, the
 	// database's clock), for the lateness's split; 0: at its due time
 	// (service.SplitLateness). Read only by the reserves.
@@ -40,7 +42,7 @@ func scanRow(r pgx.Row, extra ...any) (row, error) {
 	var t row
 	dest := []any{&t.job, &t.queue, &t.id, &t.state, &t.priority, &t.due, &t.fireAt, &t.created, &t.ttr,
 		&t.attempts, &t.maxAttempts, &t.lease, &t.leaseUntil, &t.timeouts, &t.releases, &t.buries, &t.kicks,
-		&t.payload, &t.partition, &t.lastError}
+		&t.payload, &t.partition, &t.lastError, &t.traceParent, &t.traceState}
 	err := r.Scan(append(dest, extra...)...)
 	if t.payload == nil {
 		t.payload = []byte{}
@@ -82,6 +84,7 @@ func (t *row) view() task.Task {
 		Buries:      int(t.buries),
 		Kicks:       int(t.kicks),
 		LastError:   t.lastError,
+		Trace:       task.Trace{Parent: t.traceParent, State: t.traceState},
 	}
 	if t.state == 2 {
 		v.LeaseUntil = time.Unix(0, t.leaseUntil).UTC()

@@ -168,6 +168,7 @@ func putRequest(p api.PutRequest) (task.PutRequest, error) {
 		Priority:    api.DefaultPriority,
 		MaxAttempts: p.MaxAttempts,
 		Replace:     p.Replace,
+		Trace:       task.Trace{Parent: p.Traceparent, State: p.Tracestate},
 	}
 	if len(p.Payload) > 0 && string(p.Payload) != "null" {
 		if !utf8.Valid(p.Payload) {
@@ -231,6 +232,7 @@ func toTask(t task.Task, withLease bool) api.Task {
 		a.LeaseExpires = &until
 	}
 	a.LastError = t.LastError
+	a.Traceparent, a.Tracestate = t.Trace.Parent, t.Trace.State
 	return a
 }
 

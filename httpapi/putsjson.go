@@ -23,11 +23,12 @@ import (
 //	{"tasks":[{"id":"a","payload":{…},"delay":"1h"}, …]}
 //
 // with any JSON white space, and in each task the keys id, payload, delay,
-// at, priority, ttr, max_attempts and replace, in any order or left out,
-// each once: id, delay, at and ttr strings of printable ASCII without
-// escapes (delay, at and ttr as their types parse them), priority and
-// max_attempts integers in their types' ranges, replace true or false,
-// and payload any JSON value but null. Anything else (other keys, keys in
+// at, priority, ttr, max_attempts, replace, traceparent and tracestate,
+// in any order or left out, each once: id, delay, at, ttr, traceparent
+// and tracestate strings of printable ASCII without escapes (delay, at
+// and ttr as their types parse them), priority and max_attempts integers
+// in their types' ranges, replace true or false, and payload any JSON
+// value but null. Anything else (other keys, keys in
 // other cases, escapes, null, a duplicate key, a value its type refuses,
 // trailing data) goes to encoding/json as before, over the same bytes, so
 // that what is accepted and every error are encoding/json's
@@ -80,6 +81,7 @@ type putParser struct{ scanner[[]byte] }
 var putKeys = map[string]uint{
 	"id": 0, "payload": 1, "delay": 2, "at": 3,
 	"priority": 4, "ttr": 5, "max_attempts": 6, "replace": 7,
+	"traceparent": 8, "tracestate": 9,
 }
 
 // item reads one task object.
@@ -103,12 +105,19 @@ func (p *putParser) item() (api.PutRequest, bool) {
 		}
 		seen |= 1 << bit
 		switch bit {
-		case 0:
+		case 0, 8, 9:
 			v, ok := p.str()
 			if !ok {
 				return r, false
 			}
-			r.ID = string(v)
+			switch bit {
+			case 0:
+				r.ID = string(v)
+			case 8:
+				r.Traceparent = string(v)
+			default:
+				r.Tracestate = string(v)
+			}
 		case 1:
 			// A string of printable ASCII is valid as it is read; any
 			// other value is checked whole.

@@ -20,7 +20,13 @@ var putBodies = []string{
 	`{"tasks":[]}`,
 	`{"tasks":[{},{"payload":1e3},{"payload":[]},{"payload":true,"replace":false}]}`,
 	`{"tasks":[{"at":"2026-12-05T10:00:00Z","priority":4294967295,"max_attempts":3,"payload":"caf\u00e9"}]}`,
+	`{"tasks":[{"id":"t","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"congo=t61rcWkgMzE, rojo=00f067aa0ba902b7","payload":1}]}`,
 	`{"tasks":[{"priority":-0}]}`,
+	`{"tasks":[{"traceparent":"a","traceparent":"b"}]}`,
+	`{"tasks":[{"traceparent":null}]}`,
+	`{"tasks":[{"tracestate":1}]}`,
+	`{"tasks":[{"tracestate":"a=\u0041"}]}`,
+	`{"tasks":[{"Traceparent":"a"}]}`,
 	`{"tasks":[{"priority":4294967296}]}`,
 	`{"tasks":[{"priority":1.0}]}`,
 	`{"tasks":[{"priority":01}]}`,
@@ -65,7 +71,7 @@ func TestParsePuts_MatchesEncodingJSON(t *testing.T) {
 	bodies := append([]string{plain}, putBodies...)
 	for i, body := range bodies {
 		items, ok := parsePuts([]byte(body))
-		if i < 6 && !ok {
+		if i < 7 && !ok {
 			t.Errorf("%q: not taken", body)
 		}
 		if !ok {
@@ -159,7 +165,8 @@ func checkPutMatch(t *testing.T, body []byte) {
 // TestParsePut_MatchesEncodingJSON checks the items of putBodies as
 // single puts' bodies, and that parsePut takes the plain ones.
 func TestParsePut_MatchesEncodingJSON(t *testing.T) {
-	for _, body := range []string{`{"payload":{"a":1},"delay":"5s"}`, ` {} `, `{"id":"x","replace":true}` + "\n"} {
+	for _, body := range []string{`{"payload":{"a":1},"delay":"5s"}`, ` {} `, `{"id":"x","replace":true}` + "\n",
+		`{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"a=1","payload":2}`} {
 		if _, ok := parsePut([]byte(body)); !ok {
 			t.Errorf("%q: not taken", body)
 		}
@@ -179,10 +186,30 @@ func BenchmarkDecodePuts_100(b *testing.B) {
 	body := []byte(listBody("tasks", 100, func(i int) string {
 		return `{"payload":"` + strings.Repeat(string(rune('a'+i%26)), 198) + `","delay":"1h"}`
 	}))
+	// traced: each task with a traceparent, as otelhourglass sends it.
+	traced := []byte(listBody("tasks", 100, func(i int) string {
+		return `{"payload":"` + strings.Repeat(string(rune('a'+i%26)), 198) + `","delay":"1h",` +
+			`"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`
+	}))
 	b.Run("plain", func(b *testing.B) {
 		for b.Loop() {
 			if items, ok := parsePuts(body); !ok || len(items) != 100 {
 				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("plain-traced", func(b *testing.B) {
+		for b.Loop() {
+			if items, ok := parsePuts(traced); !ok || len(items) != 100 {
+				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("json-traced", func(b *testing.B) {
+		for b.Loop() {
+			var req api.BatchRequest
+			if err := decodeFrom(bytes.NewReader(traced), 1<<30, &req, false); err != nil || len(req.Tasks) != 100 {
+				b.Fatal(err)
 			}
 		}
 	})

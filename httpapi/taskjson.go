@@ -107,6 +107,12 @@ func appendTask(dst []byte, t *api.Task) []byte {
 	if t.LastError != "" {
 		dst = appendString(append(dst, `,"last_error":`...), t.LastError)
 	}
+	if t.Traceparent != "" {
+		dst = appendString(append(dst, `,"traceparent":`...), t.Traceparent)
+	}
+	if t.Tracestate != "" {
+		dst = appendString(append(dst, `,"tracestate":`...), t.Tracestate)
+	}
 	return append(dst, '}')
 }
 

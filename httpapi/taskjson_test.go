@@ -56,6 +56,12 @@ func TestAppendTask_MatchesEncodingJSON(t *testing.T) {
 		if r.IntN(2) == 0 {
 			t.LastError = str()
 		}
+		if r.IntN(2) == 0 {
+			t.Traceparent = str()
+		}
+		if r.IntN(2) == 0 {
+			t.Tracestate = str()
+		}
 		return t
 	}
 	check := func(v any) {

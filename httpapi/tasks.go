@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/service"
@@ -20,6 +21,7 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, b service.Service) 
 		s.fail(w, r, err)
 		return
 	}
+	withTrace(&p, headerTrace(r.Header))
 	req, err := putRequest(p)
 	if err != nil {
 		s.fail(w, r, err)
@@ -84,6 +86,7 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b service.Serv
 	}
 	results := make([]api.BatchResult, len(items))
 	reqs := make([]task.PutRequest, 0, len(items))
+	trace := headerTrace(r.Header)
 	at := make([]int, 0, len(items)) // at[i]: the item reqs[i] came from
 	for i, p := range items {
 		var err error
@@ -92,6 +95,7 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b service.Serv
 		}
 		var req task.PutRequest
 		if err == nil {
+			withTrace(&p, trace)
 			req, err = putRequest(p)
 		}
 		if err != nil {
@@ -147,4 +151,25 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, b service.Servic
 		return
 	}
 	writeEmpty(w, http.StatusNoContent)
+}
+
+// headerTrace returns the trace context of a put request's headers
+// (api.TraceparentHeader): its traceparent, none when the header is
+// repeated (W3C: a receiver ignores it), and its tracestate headers
+// joined with commas as one list. It is checked with the put
+// (service.CheckPut drops a malformed one).
+func headerTrace(h http.Header) task.Trace {
+	parents := h.Values(api.TraceparentHeader)
+	if len(parents) != 1 {
+		return task.Trace{}
+	}
+	return task.Trace{Parent: parents[0], State: strings.Join(h.Values(api.TracestateHeader), ",")}
+}
+
+// withTrace gives p the trace context tr, the request's, unless p has
+// its own traceparent.
+func withTrace(p *api.PutRequest, tr task.Trace) {
+	if p.Traceparent == "" {
+		p.Traceparent, p.Tracestate = tr.Parent, tr.State
+	}
 }

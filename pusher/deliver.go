@@ -121,6 +121,17 @@ func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeou
 	for k, v := range end.Headers {
 		h.Set(k, v)
 	}
+	// The producer's trace context, as it was put, so that the receiver
+	// continues its trace (api.TraceparentHeader); it wins over an
+	// endpoint's header of the same name.
+	if t.Trace.Parent != "" {
+		h.Set(api.TraceparentHeader, t.Trace.Parent)
+		if t.Trace.State != "" {
+			h.Set(api.TracestateHeader, t.Trace.State)
+		} else {
+			h.Del(api.TracestateHeader)
+		}
+	}
 	id, now := webhookID(t), time.Now()
 	h.Set(api.PushIDHeader, id)
 	h.Set(api.PushTimestampHeader, strconv.FormatInt(now.Unix(), 10))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -328,4 +329,39 @@ func TestPusher_PolicyNotifier(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a queue made a push queue elsewhere was not pushed within 5 s of the notification")
 	}
+}
+
+// TestPusher_Trace pushes a task put with a trace context with its
+// traceparent and tracestate headers, over an endpoint's header of the
+// same name, and its retry after a 503 with the same.
+func TestPusher_Trace(t *testing.T) {
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	const state = "rojo=00f067aa0ba902b7"
+	got := make(chan http.Header, 2)
+	var n int
+	var mu sync.Mutex
+	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		mu.Lock()
+		defer mu.Unlock()
+		if n++; n == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}), task.Push{Headers: map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"}}, pusher.Options{})
+	if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a", Trace: task.Trace{Parent: parent, State: state}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		h := <-got
+		if h.Get("traceparent") != parent || h.Get("tracestate") != state || len(h.Values("traceparent")) != 1 {
+			t.Errorf("push %d: traceparent %q, tracestate %q; want %q, %q", i+1, h.Values("traceparent"), h.Get("tracestate"), parent, state)
+		}
+		if a := h.Get("Hourglass-Attempt"); a != strconv.Itoa(i+1) {
+			t.Errorf("push %d: attempt %s", i+1, a)
+		}
+	}
+	waitFor(t, "the ack", func() bool { _, err := s.Get("q", "a"); return err != nil })
 }

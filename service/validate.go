@@ -76,7 +76,11 @@ func (l Limits) WithDefaults() Limits {
 // Put and PutBatch do, and returns the task's due time (Unix ns) for a put
 // at now. Errors wrap task.ErrInvalid or task.ErrTooLarge and say what is
 // wrong, so that a client cannot tell the engines apart by their answers.
+//
+// CheckPut also drops what of r.Trace is not valid W3C trace context
+// (task.Trace.Clean): a malformed trace never fails a put.
 func CheckPut(r *task.PutRequest, now time.Time, maxDelay time.Duration, maxPayload int) (int64, error) {
+	r.Trace = r.Trace.Clean()
 	if r.ID != "" {
 		if err := CheckID(r.ID); err != nil {
 			return 0, err

@@ -92,6 +92,9 @@ type Task struct {
 	// died (0 for a task that died before the broker recorded it), which
 	// orders a queue's dead tasks after a restart.
 	Reserved int64
+	// Trace is the W3C trace context the task was put with
+	// (task.Task.Trace): "" and "" for none.
+	TraceParent, TraceState string
 
 	// Counters kept for beanstalkd's stats-job.
 	Timeouts uint32

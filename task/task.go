@@ -56,6 +56,8 @@ type Task struct {
 	// LastError is why the last attempt failed: a nack's or bury's error
 	// text, or LeaseExpired; "" when none failed or none said why.
 	LastError string
+	// Trace is the trace context the task was put with (see [Trace]).
+	Trace Trace
 	// Counters for beanstalkd's stats-job.
 	Timeouts, Releases, Buries, Kicks int
 }
@@ -74,6 +76,9 @@ type PutRequest struct {
 	TTR         time.Duration // 0: the server's default
 	MaxAttempts int           // 0: the queue's (service.MaxAttempts); UnlimitedAttempts: none
 	Replace     bool
+	// Trace is the producer's trace context, kept with the task; one
+	// that is not valid is dropped (service.CheckPut, [Trace.Clean]).
+	Trace Trace
 }
 
 // PutResult is one answer of a batch put.

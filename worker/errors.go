@@ -77,3 +77,24 @@ func outcome(err error) (bury bool, delay time.Duration) {
 	}
 	return false, -1
 }
+
+// Outcomes of a handler's return, as [Outcome] names them.
+const (
+	OutcomeAck   = "ack"   // nil: the worker acks the task
+	OutcomeRetry = "retry" // an error but Fail's: the worker nacks it, to be tried again
+	OutcomeFail  = "fail"  // [Fail]: the worker buries it, no retry
+)
+
+// Outcome names what the worker does with a task whose handler returned
+// err: [OutcomeAck], [OutcomeRetry] or [OutcomeFail], for a middleware
+// that reports it (package otelhourglass). A retry past the task's
+// attempts makes it dead all the same.
+func Outcome(err error) string {
+	if err == nil {
+		return OutcomeAck
+	}
+	if bury, _ := outcome(err); bury {
+		return OutcomeFail
+	}
+	return OutcomeRetry
+}

@@ -45,6 +45,11 @@ type Task struct {
 	// LastError is why the previous attempt failed ("" the first time):
 	// a nack's or bury's error, or "lease expired".
 	LastError string
+	// Traceparent and Tracestate are the W3C trace context the task was
+	// put with ("" for none), the same on every attempt: a handler that
+	// traces continues the producer's trace from them (as package
+	// otelhourglass's Handler does).
+	Traceparent, Tracestate string
 }
 
 // newTask returns the handler's view of t.
@@ -61,5 +66,7 @@ func newTask(t api.Task) *Task {
 		TTR:         t.TTR.D(),
 		Created:     t.Created,
 		LastError:   t.LastError,
+		Traceparent: t.Traceparent,
+		Tracestate:  t.Tracestate,
 	}
 }

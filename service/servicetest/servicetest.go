@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("bulk-actions", func(t *testing.T) { bulkActions(t, open(t)) })
 	t.Run("bulk-large", func(t *testing.T) { bulkLarge(t, open(t)) })
 	t.Run("bulk-scan", func(t *testing.T) { bulkScan(t, open(t)) })
+	t.Run("trace", func(t *testing.T) { trace(t, open(t)) })
 }
 
 // must fails t on err.

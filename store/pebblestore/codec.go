@@ -137,7 +137,8 @@ func describe(key []byte) string {
 //	 53    4  Buries
 //	 57    4  Kicks
 //	 61       Queue, ID, Lease, LastError
-//	 end-8 8  Reserved (when the current reservation began; for a dead task, when it died)
+//	      8  Reserved (when the current reservation began; for a dead task, when it died)
+//	          TraceParent, TraceState (strings), only when either is not ""
 //
 // LastError and Reserved came with format 3. A record of format 2 ends
 // after Lease, and decodeMeta reads it with LastError "" and Reserved 0:
@@ -146,7 +147,9 @@ func describe(key []byte) string {
 // record this package writes has all four strings and Reserved. Reserved
 // follows the strings, not the other fixed fields, so that the two shapes
 // are told apart by what follows Lease: nothing, or a string and exactly
-// 8 bytes.
+// 8 bytes. The trace context came after format 3 and is written only
+// for a task put with one: a record without it is the record of format 3
+// byte for byte, and one with it is told by what follows Reserved.
 //
 // The job id is in the key and the payload under its own key, so reading
 // every record (Recover) reads no payload.
@@ -171,7 +174,12 @@ func appendMeta(dst []byte, t *store.Task) []byte {
 	dst = appendString(dst, t.ID)
 	dst = appendString(dst, t.Lease)
 	dst = appendString(dst, t.LastError)
-	return le.AppendUint64(dst, uint64(t.Reserved))
+	dst = le.AppendUint64(dst, uint64(t.Reserved))
+	if t.TraceParent != "" || t.TraceState != "" {
+		dst = appendString(dst, t.TraceParent)
+		dst = appendString(dst, t.TraceState)
+	}
+	return dst
 }
 
 // errShort is what the decoders report for a body that ends too soon.
@@ -226,6 +234,15 @@ func decodeMeta(body []byte, t *store.Task, queue func([]byte) string) error {
 		}
 		reserved, rest = int64(le.Uint64(rest)), rest[8:]
 	}
+	var parent, state []byte
+	if len(rest) != 0 { // only a task put with a trace context has one
+		if parent, rest, err = cutString(rest); err != nil {
+			return err
+		}
+		if state, rest, err = cutString(rest); err != nil {
+			return err
+		}
+	}
 	if len(rest) != 0 {
 		return fmt.Errorf("%d bytes after the record", len(rest))
 	}
@@ -234,6 +251,7 @@ func decodeMeta(body []byte, t *store.Task, queue func([]byte) string) error {
 	}
 	t.ID, t.Lease, t.LastError = string(id), string(lease), string(lastError)
 	t.Reserved = reserved
+	t.TraceParent, t.TraceState = string(parent), string(state)
 	return nil
 }
 

@@ -102,3 +102,30 @@ func TestDecodeMeta_Format2(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeMeta_Trace: a record without a trace context is the record
+// of format 3 byte for byte; one with it reads back whole, and one cut
+// short in its trace context is refused.
+func TestDecodeMeta_Trace(t *testing.T) {
+	plain := store.Task{Queue: "mail", ID: "x", State: store.Waiting, LastError: "boom", Reserved: 7}
+	if got, want := len(appendMeta(nil, &plain)), metaFixedLen+4+len("mail")+len("x")+len("boom")+8; got != want {
+		t.Errorf("a record without a trace context is %d bytes, want %d (format 3's)", got, want)
+	}
+	tk := plain
+	tk.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	tk.TraceState = "rojo=00f067aa0ba902b7"
+	body := appendMeta(nil, &tk)
+	var got store.Task
+	if err := decodeMeta(body, &got, nil); err != nil || got.TraceParent != tk.TraceParent || got.TraceState != tk.TraceState ||
+		got.LastError != "boom" || got.Reserved != 7 {
+		t.Errorf("decodeMeta(record with a trace) = %+v, %v; want its trace, last error and reserved", got, err)
+	}
+	for cut := 1; cut <= len(tk.TraceParent)+len(tk.TraceState)+1; cut++ {
+		if err := decodeMeta(body[:len(body)-cut], &got, nil); err == nil {
+			t.Errorf("decodeMeta of a record cut %d bytes short in its trace: no error", cut)
+		}
+	}
+	if err := decodeMeta(append(body, 0), &got, nil); err == nil {
+		t.Errorf("decodeMeta of a record with a byte after its trace: no error")
+	}
+}

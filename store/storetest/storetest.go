@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PutReplaces", testPutReplaces},
 		{"Delete", testDelete},
 		{"LastError", testLastError},
+		{"Trace", testTrace},
 		{"Schedules", testSchedules},
 		{"Queues", testQueues},
 		{"QueuesCopied", testQueuesCopied},

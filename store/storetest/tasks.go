@@ -331,6 +331,33 @@ func testLastError(t *testing.T, st store.Store) {
 	}
 }
 
+// testTrace: a task's trace context is kept by puts and updates and read
+// back by Task, List and Recover; a task without one reads back without.
+func testTrace(t *testing.T, st store.Store) {
+	a := sample(1, "q", "a")
+	a.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	a.TraceState = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+	b := sample(2, "q", "b")
+	c := sample(3, "q", "c")
+	c.TraceParent = a.TraceParent
+	commit(t, st, put(a), put(b), put(c))
+	checkTask(t, st, a)
+	checkTask(t, st, b)
+	checkTask(t, st, c)
+	checkAll(t, st, a, b, c)
+
+	// A reservation, then a nack: an update keeps the trace.
+	r := reserved(a, "lease-1")
+	commit(t, st, update(r))
+	r.Payload = a.Payload
+	checkTask(t, st, r)
+	failed := r
+	failed.State, failed.Lease, failed.LeaseUntil, failed.LastError = store.Waiting, "", 0, "boom"
+	commit(t, st, update(failed))
+	checkTask(t, st, failed)
+	checkAll(t, st, failed, b, c)
+}
+
 // testReserved: a reservation's start reads back as written through Task,
 // List and Recover, in a put and in an update, at the bounds of int64
 // too; an update back to waiting with 0 clears it.
