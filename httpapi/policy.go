@@ -14,7 +14,7 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// The routes of a queue's policy and pause: PUT, GET and DELETE
+// The routes of a queue's policy and pause: PUT, PATCH, GET and DELETE
 // /v1/queues/{queue}/policy, POST /v1/queues/{queue}/pause and resume.
 // What a policy means, and every bound on its fields, is the service's
 // (service/policy.go); here only the wire: api.Policy ↔ task.Policy, and
@@ -24,9 +24,15 @@ import (
 // recorded (a rate's burst filled in); a bad field is 400 naming it, and
 // nothing changes.
 func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Service) {
+	s.setPolicyFrom(w, r, b, r.PathValue("queue"), http.MaxBytesReader(w, r.Body, smallBody))
+}
+
+// setPolicyFrom sets queue's policy to the one body holds, answering as
+// setPolicy says: the end of a PUT, and of a PATCH once merged.
+func (s *Server) setPolicyFrom(w http.ResponseWriter, r *http.Request, b service.Service, queue string, body io.Reader) {
 	var req api.Policy
 	var raw bytes.Buffer
-	err := decodeFrom(io.TeeReader(http.MaxBytesReader(w, r.Body, smallBody), &raw), smallBody, &req, false)
+	err := decodeFrom(io.TeeReader(body, &raw), smallBody, &req, false)
 	if err == nil {
 		if e := api.CheckPolicyBody(req, raw.Bytes()); e != nil {
 			err = &wireError{http.StatusBadRequest, e.Error()}
@@ -41,7 +47,7 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request, b service.Ser
 		s.fail(w, r, err)
 		return
 	}
-	p, err = b.SetPolicy(r.Context(), r.PathValue("queue"), p)
+	p, err = b.SetPolicy(r.Context(), queue, p)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -89,28 +95,7 @@ func (s *Server) patchPolicy(w http.ResponseWriter, r *http.Request, b service.S
 	}
 	api.RefillBurst(target, patch)
 	merged, _ := json.Marshal(api.MergePatch(target, patch))
-	var req api.Policy
-	err = decodeFrom(bytes.NewReader(merged), smallBody, &req, false)
-	if err == nil {
-		if e := api.CheckPolicyBody(req, merged); e != nil {
-			err = &wireError{http.StatusBadRequest, e.Error()}
-		}
-	}
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	p := fromAPIPolicy(req)
-	if err := s.checkPush(req.Push, p.Push); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	p, err = b.SetPolicy(r.Context(), queue, p)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, withEffective(p, b))
+	s.setPolicyFrom(w, r, b, queue, bytes.NewReader(merged))
 }
 
 // policy serves GET /v1/queues/{queue}/policy: 200 with the queue's
