@@ -274,16 +274,23 @@ func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error
 	if err != nil {
 		return err
 	}
+	var vanished []*item
 	for _, it := range items {
 		if !it.done && !it.gen {
 			t, ok := existing[it.id]
 			if !ok {
-				// Acked or deleted since the insert found it: put again.
-				return n.putEach(ctx, queue, []*item{it})
+				// Acked or deleted since the insert found it: put again,
+				// with every other such item, after this loop (returning
+				// here left the rest of the batch unanswered).
+				vanished = append(vanished, it)
+				continue
 			}
 			it.result = task.PutResult{Task: t}
 			it.done = true
 		}
+	}
+	if len(vanished) > 0 {
+		return n.putEach(ctx, queue, vanished)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,16 @@ import (
 // (httpapi.SetWriteLimits).
 func limitedServer(t *testing.T, n int, h http.Handler, writeLimits ...time.Duration) string {
 	t.Helper()
+	addr, _ := limitedServerIdle(t, n, h, writeLimits...)
+	return addr
+}
+
+// limitedServerIdle is limitedServer, and also returns how many times a
+// connection has gone idle: the listener learns it from ConnState after
+// the answer is written, so a test that needs an order of idleness waits
+// for it.
+func limitedServerIdle(t *testing.T, n int, h http.Handler, writeLimits ...time.Duration) (string, *atomic.Int64) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +40,14 @@ func limitedServer(t *testing.T, n int, h http.Handler, writeLimits ...time.Dura
 	if len(writeLimits) == 2 {
 		httpapi.SetWriteLimits(ll, writeLimits[0], writeLimits[1])
 	}
-	hs := &http.Server{Handler: h, ConnState: ll.ConnState, ReadHeaderTimeout: time.Hour, IdleTimeout: time.Hour}
+	idle := new(atomic.Int64)
+	state := func(c net.Conn, st http.ConnState) {
+		ll.ConnState(c, st)
+		if st == http.StateIdle {
+			idle.Add(1)
+		}
+	}
+	hs := &http.Server{Handler: h, ConnState: state, ReadHeaderTimeout: time.Hour, IdleTimeout: time.Hour}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -39,7 +57,7 @@ func limitedServer(t *testing.T, n int, h http.Handler, writeLimits ...time.Dura
 		hs.Close()
 		<-done
 	})
-	return ln.Addr().String()
+	return ln.Addr().String(), idle
 }
 
 // rawConn is one client connection sending requests by hand.
@@ -94,12 +112,19 @@ var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}
 func TestLimitListener_IdleMakeRoom(t *testing.T) {
 	t.Parallel()
 	const n = 16
-	addr := limitedServer(t, n, okHandler)
+	addr, idle := limitedServerIdle(t, n, okHandler)
 	held := make([]*rawConn, n)
 	for i := range held {
 		held[i] = dial(t, addr)
 		if code, err := held[i].get("/healthz"); code != 200 {
 			t.Fatalf("idle connection %d: %d %v", i, code, err)
+		}
+		// The listener orders idle connections by when ConnState said
+		// so, which may come after the answer reached the client.
+		for deadline := time.Now().Add(10 * time.Second); idle.Load() < int64(i+1); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("connection %d never reported idle", i)
+			}
 		}
 	}
 	for round := range 3 {
