@@ -266,6 +266,15 @@ func TestPolicy_PutDefaults(t *testing.T) {
 func reopenable(t *testing.T) map[string]func() store.Store {
 	mem := memstore.New()
 	dir := filepath.Join(t.TempDir(), "data")
+	// Every store opened is closed before the directory is removed
+	// (cleanups run last-registered first), so one a test leaves open
+	// cannot write into the directory while it goes.
+	var opened []*pebblestore.Store
+	t.Cleanup(func() {
+		for _, st := range opened {
+			st.Close()
+		}
+	})
 	return map[string]func() store.Store{
 		"memstore": func() store.Store { return mem },
 		"pebble": func() store.Store {
@@ -273,6 +282,7 @@ func reopenable(t *testing.T) map[string]func() store.Store {
 			if err != nil {
 				t.Fatal(err)
 			}
+			opened = append(opened, st)
 			return st
 		},
 	}
