@@ -223,7 +223,7 @@ func (d *driver[In, Out]) overslept(now uint64) bool {
 // in the run queues. While the scheduling outpaces the firing, the
 // lateness grows: a million timeouts due at random within 200 ms of their
 // calls fired a median 80 ms late, and the last ones half a second late,
-// later than time.AfterFunc's (the burst scenario of hourglass bench; see
+// later than time.AfterFunc's (the burst scenario of hourglass-bench; see
 // docs/BENCHMARKS.md). So the caller yields its P once (runtime.Gosched)
 // when the driver has overslept, and again, up to yieldMax times, while
 // more than waitingMax of the Timer's callbacks wait to start. A caller
@@ -547,7 +547,7 @@ func (r *runner) contain() {
 // busy P looks at once in 61 schedules. The oldest callbacks then wait
 // behind newer ones, and a burst of a million timeouts fired a median
 // 0.3 s late, where time.AfterFunc's fired 26 ms late (issue 11; the
-// burst scenario of hourglass bench measures both, see
+// burst scenario of hourglass-bench measures both, see
 // docs/BENCHMARKS.md).
 //
 // A handOff belongs to one driver and is used only on its goroutine:

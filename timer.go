@@ -213,7 +213,7 @@ func (t *Timer) mustBeMade(method string) {
 // unused). A goroutine that moves to another P between Get and Put only
 // costs locality. Picking at random instead made two goroutines slower
 // than one, as both fought over every lock (the parallel scenario of
-// hourglass bench; docs/BENCHMARKS.md has the figures with this pool).
+// hourglass-bench; docs/BENCHMARKS.md has the figures with this pool).
 func (t *Timer) pick() *shard {
 	sh := t.hint.Get().(*shard)
 	t.hint.Put(sh)

@@ -65,7 +65,7 @@
 // tubes.go what the server knows of tubes beyond the broker (who uses and
 // watches them); conn.go a connection's loop and replies; body.go how a
 // put's body is read, its memory and its time bounded; server.go
-// accepting, limits and shutdown. Package loadgen drives a server of the
+// accepting, limits and shutdown. Package internal/loadgen drives a server of the
 // protocol, this one or beanstalkd, for the benchmarks.
 //
 // # Differences from beanstalkd

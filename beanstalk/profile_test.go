@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
-	"github.com/hourglass-go/hourglass/beanstalk/loadgen"
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/internal/loadgen"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/memstore"

@@ -12,7 +12,7 @@ import (
 // does, faster for the answers a server writes.
 //
 // A reserve answer was a quarter of a worker's CPU time in encoding/json
-// (`hourglass bench --scenario worker`): it scans the whole answer twice
+// (`hourglass-bench --scenario worker`): it scans the whole answer twice
 // (once to check it, once to decode), reaches every field by reflection
 // and copies each payload. fastReserve reads the form the server writes
 // (httpapi's appendTask: known fields, strings without escapes, whole

@@ -13,7 +13,7 @@ import (
 //
 // Two were tried: the slots freed during a round trip then go out in a
 // second reserve at once, but each reserve carries half as many tasks
-// (15 instead of 30 for 64 quick handlers in `hourglass bench --scenario
+// (15 instead of 30 for 64 quick handlers in `hourglass-bench --scenario
 // worker`), and the server's CPU per task rose by a fifth with the
 // requests (docs/results/2026-11-27-worker-throughput.md): on a machine
 // whose CPU is the limit that cost more than the round trips saved.

@@ -3,7 +3,7 @@
 // goroutine schedules a timeout and cancels it, one call each, with n
 // others pending at delays spread over 0-10 minutes, on each side in
 // one process, in turns (bench.CompareOneCall). It prints a Markdown
-// table, or with -json the results, which `hourglass bench --scenario
+// table, or with -json the results, which `hourglass-bench --scenario
 // schedule-cancel` reads when run from the repository.
 //
 //	go run . [-n 1000000] [-budget 1s] [-turns 5] [-sides a,b] [-json]

@@ -1,6 +1,6 @@
 // Package riverbench measures delivery lateness of delayed jobs on one
 // PostgreSQL server, side by side: a cluster of hourglass nodes (package
-// cluster, driven by cluster/clusterbench) and river
+// cluster, driven by internal/clusterbench) and river
 // (github.com/riverqueue/river) scheduling the same jobs. It is a module
 // of its own so that hourglass's go.mod never depends on river.
 //
@@ -32,7 +32,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hourglass-go/hourglass/cluster/clusterbench"
+	"github.com/hourglass-go/hourglass/internal/clusterbench"
 )
 
 // Config sizes a comparison. Zero fields take the defaults named.

@@ -22,8 +22,8 @@ import (
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/client"
-	"github.com/hourglass-go/hourglass/cluster/clusterbench"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/internal/clusterbench"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/worker"
 )
@@ -33,7 +33,7 @@ import (
 // through one cluster node against river's worker. Each side, in turn,
 // on a fresh database of the same server, in this process:
 //
-//   - hourglass: one node (cluster/clusterbench, a pool of 68
+//   - hourglass: one node (internal/clusterbench, a pool of 68
 //     connections) behind its HTTP API (package httpapi) on a loopback
 //     port; Jobs ready tasks of a 200-byte payload put by batches of 1000
 //     from 4 clients; then worker.New(c, Options{Concurrency: Workers})

@@ -1,7 +1,8 @@
-// Package bench holds the scenarios behind `hourglass bench`: measurements
-// of hourglass's Timer over each of its structures, side by side with Go's
-// own runtime timers (time.AfterFunc), and of the pure structures of
-// package queue on their own.
+// Package bench holds the scenarios behind the command hourglass-bench
+// (cmd/hourglass-bench): measurements of hourglass's Timer over each of
+// its structures, side by side with Go's own runtime timers
+// (time.AfterFunc), and of the pure structures of package queue on their
+// own, and of the service through the server binary.
 //
 // A run is planned first and then executed: [Plan] turns a [Config] into a
 // list of [Job]s, one per scenario × structure × size, so a caller knows
@@ -335,6 +336,7 @@ func Run(c Config, progress func(done, total int, j Job)) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer removeBuilt()
 	out := make([]Result, 0, len(jobs))
 	for i, j := range jobs {
 		if progress != nil {

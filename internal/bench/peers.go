@@ -18,7 +18,7 @@ import (
 // with hourglass replaced by this checkout, and its command runs
 // [CompareOneCall] with them added to [OneCallSides]. The schedule-cancel
 // scenario runs that command with `go run` (runPeers) and takes its rows,
-// so that `hourglass bench --scenario schedule-cancel`, run from the
+// so that `hourglass-bench --scenario schedule-cancel`, run from the
 // repository, is still one command; the peers' module's own README says
 // how to run it alone.
 

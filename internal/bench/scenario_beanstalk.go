@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hourglass-go/hourglass/beanstalk/loadgen"
+	"github.com/hourglass-go/hourglass/internal/loadgen"
 )
 
 // beanstalkScenario measures `hourglass serve --beanstalk` against real

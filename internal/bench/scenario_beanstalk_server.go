@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hourglass-go/hourglass/beanstalk/loadgen"
+	"github.com/hourglass-go/hourglass/internal/loadgen"
 )
 
 // The two servers of the beanstalk scenario, the rows' structures.

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hourglass-go/hourglass/cluster/clusterbench"
+	"github.com/hourglass-go/hourglass/internal/clusterbench"
 	"github.com/hourglass-go/hourglass/internal/pgtest"
 )
 
@@ -32,8 +32,8 @@ import (
 //     the stream (puts, the owners' flushes, reservations, acks, and
 //     their lease loops and notifications) per task delivered;
 //   - takeover: on a server and database of their own, 3 nodes in this
-//     process and a fourth, `hourglass serve --postgres` (this executable
-//     run again), which holds its share of the partitions (16 of 64) and
+//     process and a fourth, `hourglass serve --postgres` (the binary
+//     ServeFlags names), which holds its share of the partitions (16 of 64) and
 //     none of the load; a second into a due stream of 5k/s through the
 //     3, the fourth is killed with SIGKILL; takeover = from the kill
 //     until the 3 hold every partition under a live lease (within one
@@ -195,7 +195,7 @@ func clusterJobs(c *Config, _ []Structure) []Job {
 }
 
 // clusterTakeover is the takeover row: 3 nodes in this process and a
-// fourth, `hourglass serve --postgres` (this executable), killed with
+// fourth, `hourglass serve --postgres` (serveCommand's binary), killed with
 // SIGKILL a second into a due stream through the 3, on a server and
 // database of their own.
 func clusterTakeover() Result {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/client"
-	"github.com/hourglass-go/hourglass/cluster/clusterbench"
+	"github.com/hourglass-go/hourglass/internal/clusterbench"
 	"github.com/hourglass-go/hourglass/internal/pgtest"
 )
 
@@ -43,7 +43,7 @@ var ClusterLight = struct {
 	// Only runs the light row alone (--cluster-light).
 	Only bool
 	// Builds are the `hourglass` binaries whose nodes take turns, a row
-	// each; none: this executable.
+	// each; none: the binary serveCommand finds.
 	Builds []string
 }{}
 

@@ -66,7 +66,7 @@ type HistoryOptions struct {
 	Engine    string        // "embedded", "cluster" or "both"
 }
 
-// History is the history scenario's settings; `hourglass bench` sets it
+// History is the history scenario's settings; hourglass-bench sets it
 // from its flags. It is read when the scenario's jobs run.
 var History = HistoryOptions{
 	Rate:      5000,

@@ -10,7 +10,7 @@ import (
 )
 
 // pushScenario measures push delivery (package pusher inside `hourglass
-// serve`, this executable run again) against a receiver this process
+// serve`, the hourglass binary ServeFlags names) against a receiver this process
 // runs on loopback (a net/http server, scenario_push_load.go), on the
 // embedded store and through one `serve --postgres` node on a PostgreSQL
 // the bench starts (internal/pgtest). Every row starts its server afresh
@@ -37,7 +37,7 @@ import (
 // scenario runs only when named (--scenario push).
 var pushScenario = Scenario{
 	Name: "push",
-	Doc: "push queues: `hourglass serve` (this executable run again) POSTing to a receiver this process runs on loopback (net/http, answers 204 at once), each row on a server started afresh, on the embedded store (hourglass) and through one `serve --postgres` node on a PostgreSQL the bench starts (1 node): " +
+	Doc: "push queues: `hourglass serve` (the hourglass binary, see --hourglass) POSTing to a receiver this process runs on loopback (net/http, answers 204 at once), each row on a server started afresh, on the embedded store (hourglass) and through one `serve --postgres` node on a PostgreSQL the bench starts (1 node): " +
 		"due→first byte 1k/s: a push queue with n tasks due in an hour (n ≤ 100k), then tasks falling due at 1,000/s for 10× Budget (1 s to 10 s), each put 500 ms ahead by batches of 100; lateness = when the receiver's handler starts (the request's headers read) minus the push's Hourglass-Due, p50/p99/max; early = pushes received before their due time (must be 0); " +
 		"throughput: n ready tasks (n ≤ 100k) put into a queue, then the queue made a push queue: pushes/s = distinct tasks received from the policy's answer until all came or 10× Budget ran out; CPU/push = the server's CPU time (user + system, from /proc) per push, PG CPU/push PostgreSQL's, client CPU/push this process's (the receiver)",
 	jobs: pushJobs,

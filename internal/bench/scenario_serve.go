@@ -14,8 +14,8 @@ import (
 )
 
 // serveScenario measures `hourglass serve`, the durable delay queue, as
-// its clients see it: the real binary (this executable, re-run with
-// `serve`) on a temporary directory, over loopback HTTP with keep-alive.
+// its clients see it: the real binary (the one serveCommand finds, run
+// with `serve`) on a temporary directory, over loopback HTTP with keep-alive.
 // Its rows, in the order they run:
 //
 //   - put ×64: single puts (200-byte payload, 1 h delay) from 64

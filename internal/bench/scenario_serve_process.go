@@ -2,14 +2,18 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,11 +22,34 @@ import (
 	"time"
 )
 
-// serveBinary, when set, is the hourglass binary the serve scenario runs.
-// Empty: the running executable, which is hourglass itself when the bench
-// runs from `hourglass bench`. Tests set it to a binary they build, since
-// a test binary cannot serve.
+// serveBinary, when set, is the hourglass binary the scenarios of the
+// service run as their servers: --hourglass (see [ServeFlags]), or a
+// binary a test builds, since a test binary cannot serve.
 var serveBinary string
+
+// ServeFlags defines --hourglass on fs, the hourglass binary the
+// scenarios of the service run as `hourglass serve`. Without it they run
+// the hourglass next to the running executable (go install and
+// `go build -o DIR/ ./cmd/...` put both there), or else one built once
+// per [Run] with `go build` from the module in the working directory.
+func ServeFlags(fs *flag.FlagSet) {
+	fs.StringVar(&serveBinary, "hourglass", "", "the hourglass binary the service's scenarios run as servers (default: the hourglass next to this executable, else one built by go build from the working directory's module)")
+}
+
+// serverPackage is what go build builds when no hourglass binary is at
+// hand.
+const serverPackage = "github.com/hourglass-go/hourglass/cmd/hourglass"
+
+// serveBuildTimeout bounds that go build.
+const serveBuildTimeout = 10 * time.Minute
+
+// built is the hourglass binary go build made for this run, once: its
+// directory is removed at the end of [Run] (removeBuilt). It is used by
+// one goroutine at a time, as the whole package is.
+var built struct {
+	dir, bin, skip string
+	tried          bool
+}
 
 // serveCommand returns the binary that runs `serve`, or a note saying why
 // there is none.
@@ -35,9 +62,58 @@ func serveCommand() (bin, skip string) {
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", "skipped: cannot find the hourglass binary: " + err.Error()
+		exe = ""
 	}
-	return exe, ""
+	return findServer(exe)
+}
+
+// findServer returns the hourglass binary in the directory of exe (the
+// running executable; "" when unknown), or else the one buildServer
+// makes, once per run.
+func findServer(exe string) (bin, skip string) {
+	if exe != "" {
+		name := "hourglass"
+		if runtime.GOOS == "windows" {
+			name += ".exe"
+		}
+		sibling := filepath.Join(filepath.Dir(exe), name)
+		if fi, err := os.Stat(sibling); err == nil && fi.Mode().IsRegular() {
+			return sibling, ""
+		}
+	}
+	if !built.tried {
+		built.tried = true
+		built.dir, built.bin, built.skip = buildServer()
+	}
+	return built.bin, built.skip
+}
+
+// buildServer builds the hourglass binary into a new temporary
+// directory with go build, from the module in the working directory.
+func buildServer() (dir, bin, skip string) {
+	dir, err := os.MkdirTemp("", "hourglass-bench-")
+	if err != nil {
+		return "", "", "skipped: no hourglass binary: " + err.Error()
+	}
+	bin = filepath.Join(dir, "hourglass")
+	ctx, cancel := context.WithTimeout(context.Background(), serveBuildTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, serverPackage).CombinedOutput()
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", "", fmt.Sprintf("skipped: no hourglass binary next to this one, and go build %s: %v: %s (name one with --hourglass)",
+			serverPackage, err, bytes.TrimSpace(out))
+	}
+	return dir, bin, ""
+}
+
+// removeBuilt removes the binary buildServer made, if any, so that the
+// next run builds afresh.
+func removeBuilt() {
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	built.dir, built.bin, built.skip, built.tried = "", "", "", false
 }
 
 // serveJob is a job of a scenario that runs `hourglass serve`: f runs

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -129,4 +130,48 @@ func useBuiltServer(t *testing.T) {
 	}
 	serveBinary = bin
 	t.Cleanup(func() { serveBinary = "" })
+}
+
+// TestFindServer checks where the scenarios of the service find the
+// hourglass binary outside tests: next to the running executable, else
+// built by go build from the working directory's module (here, a test
+// of this module), once per run and removed at its end.
+func TestFindServer(t *testing.T) {
+	dir := t.TempDir()
+	exe, sibling := filepath.Join(dir, "hourglass-bench"), filepath.Join(dir, "hourglass")
+	if runtime.GOOS == "windows" {
+		exe, sibling = exe+".exe", sibling+".exe"
+	}
+	for _, f := range []string{exe, sibling} {
+		if err := os.WriteFile(f, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bin, skip := findServer(exe); bin != sibling || skip != "" {
+		t.Errorf("with a sibling: %q, %q; want %q", bin, skip, sibling)
+	}
+
+	if testing.Short() {
+		t.Skip("builds hourglass")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("no go command to build hourglass with: %v", err)
+	}
+	t.Cleanup(removeBuilt)
+	alone := filepath.Join(t.TempDir(), "hourglass-bench")
+	bin, skip := findServer(alone)
+	if bin == "" || skip != "" {
+		t.Fatalf("without a sibling: %q, %q; want a binary built", bin, skip)
+	}
+	if again, _ := findServer(alone); again != bin {
+		t.Errorf("second lookup %q, want the same build %q", again, bin)
+	}
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "hourglass ") {
+		t.Errorf("%s version: %v: %s", bin, err, out)
+	}
+	removeBuilt()
+	if _, err := os.Stat(bin); !os.IsNotExist(err) {
+		t.Errorf("after the run the built binary is still there: %v", err)
+	}
 }

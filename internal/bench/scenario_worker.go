@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
-	"github.com/hourglass-go/hourglass/beanstalk/loadgen"
+	"github.com/hourglass-go/hourglass/internal/loadgen"
 )
 
 // workerScenario measures package worker, the Go worker, working the
-// tasks of `hourglass serve` (this executable run again), side by side
+// tasks of `hourglass serve` (the hourglass binary, see --hourglass), side by side
 // with beanstalkd's workers in one run. Every row starts its servers
 // afresh and stops them when done. Its rows:
 //
@@ -51,7 +51,7 @@ import (
 // scenario runs only when named (--scenario worker).
 var workerScenario = Scenario{
 	Name: "worker",
-	Doc: "package worker (worker.New(c, Options{Concurrency: 64}), in this process) against `hourglass serve` (this executable run again), each row on servers started afresh, 200-byte payloads: " +
+	Doc: "package worker (worker.New(c, Options{Concurrency: 64}), in this process) against `hourglass serve` (the hourglass binary, see --hourglass), each row on servers started afresh, 200-byte payloads: " +
 		"worker ×64: n ready tasks put by batches of 1000 (on the embedded store, then no compaction for 2 s), then handlers that return nil at once (acks batched through POST /v1/acks) until all n are handled or the time is up, tasks/s = handled / time, on the embedded store (hourglass) and through one `serve --postgres` node on a PostgreSQL the bench starts (1 node; river's worker on the same PostgreSQL: benchmarks/river); " +
 		"beside it beanstalkd's reserve→delete ×64 on n ready jobs (the beanstalk scenario's row; × beanstalkd = the worker's tasks/s over it); " +
 		"rate 1k/s: policy rate {limit 1000, per 1s}, one worker of 64 handlers per server, tasks/s = handlers started per second over 10 s (1.5 s quick) after a first second that takes the burst, deviation = tasks/s over 1000/s − 1; " +
@@ -83,7 +83,7 @@ type WorkerOptions struct {
 	Limits bool
 }
 
-// Worker is the worker scenario's settings; `hourglass bench` sets it
+// Worker is the worker scenario's settings; hourglass-bench sets it
 // from its flags. It is read when the scenario's jobs are planned.
 var Worker = WorkerOptions{Engine: "both", Limits: true}
 

@@ -1,5 +1,5 @@
 // Package pgtest starts a throwaway PostgreSQL server for tests (and for
-// `hourglass bench --scenario cluster`, through [Launch]): initdb
+// `hourglass-bench --scenario cluster`, through [Launch]): initdb
 // into a temporary directory, the postgres server on a free loopback port,
 // a fresh database per caller, and everything removed when the test ends.
 // No mock stands in for the database: the stores and the cluster are tested
@@ -120,7 +120,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 
 // Launch initialises and starts a server, as Start does, for a caller
 // that is not one test: a TestMain that shares a server among its tests,
-// or `hourglass bench`. The caller stops it with [Server.Close].
+// or hourglass-bench. The caller stops it with [Server.Close].
 // ErrNoBinaries when the binaries are missing.
 func Launch(opts ...Option) (*Server, error) {
 	bin := Bin()

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/cluster/clusterbench"
+	"github.com/hourglass-go/hourglass/internal/clusterbench"
 	"github.com/hourglass-go/hourglass/internal/pgtest"
 )
 

@@ -1,6 +1,6 @@
 // Package loadgen drives a server of the beanstalkd protocol (beanstalkd
 // itself, or hourglass's package beanstalk) for the benchmarks of
-// `hourglass bench --scenario beanstalk`, so that both are measured by
+// `hourglass-bench --scenario beanstalk`, so that both are measured by
 // one client over loopback:
 //
 //   - [Puts]: puts per second from Options.Conns connections, each putting

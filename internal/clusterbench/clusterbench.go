@@ -6,7 +6,7 @@
 // run in this process, each on a pool of its own, as separate processes
 // would.
 //
-// `hourglass bench --scenario cluster` (internal/bench) runs the phases
+// `hourglass-bench --scenario cluster` (internal/bench) runs the phases
 // one by one through a [Cluster]; [Run] runs them all, for the go test
 // of this package.
 package clusterbench

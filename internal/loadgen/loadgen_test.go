@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
-	"github.com/hourglass-go/hourglass/beanstalk/loadgen"
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/internal/loadgen"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 )
