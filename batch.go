@@ -133,9 +133,8 @@ var errNilBatchFunc = errors.New("hourglass: Batch.AfterFunc: nil func")
 func (b *Batch) Cancel(h Handle) bool {
 	if b.values != nil && b.sh.index == h.shard {
 		// The shard b files on: sh.cancelValue(h) written out, as
-		// b.values is known to be there. The call it saves is 11 of the
-		// 422 instructions a batch's schedule+cancel pair took
-		// (BenchmarkBatch_AfterFuncCancel_Pending under callgrind). A
+		// b.values is known to be there, which saves a call on every
+		// pair (BenchmarkBatch_AfterFuncCancel_Pending under callgrind). A
 		// timeout this batch scheduled is only reserved: RemoveIf frees
 		// its entry without touching the structure.
 		if !b.values.RemoveIf(h.id, h.names) {

@@ -151,7 +151,7 @@ var batchSizes = []int{64, 1024}
 // k. The pending timeouts are scheduled through batches too, so that the
 // structure the batch works on holds them. The delays, 1-2 h, are drawn
 // before the timer starts, for both sides, so that the loop measures the
-// timers and not the generator (about 5 ns a draw).
+// timers and not the generator (a draw is a sizeable part of a pair).
 func BenchmarkBatch_AfterFuncCancel_Pending(b *testing.B) {
 	delays := make([]time.Duration, 1<<16)
 	for i := range delays {

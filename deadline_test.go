@@ -26,8 +26,8 @@ var coarse = []struct {
 // past, Reset with d ≤ 0 of a pending and of an expired timeout, and the
 // first run of a periodic timeout with no initial delay. A wheel rounds a
 // deadline up to its next tick so as never to fire early, which must not
-// hold back one that has already come (AfterFunc(0) used to wait up to a
-// whole 100 ms tick, while AtFunc in the past ran at once). Deadline
+// hold back one that has already come (AfterFunc(0) must not wait up to
+// a whole 100 ms tick while AtFunc in the past runs at once). Deadline
 // reports the instant of the call, not a rounded one.
 func TestTimer_DueAtOnceOnCoarseTick(t *testing.T) {
 	for _, s := range coarse {

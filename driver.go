@@ -101,9 +101,9 @@ type worker[In, Out any] interface {
 // timeout cancelled before then (a request that completed in time, the
 // common case) never touches the structure: its Cancel is a status
 // change. Filing a batch in one loop also overlaps the cache misses that
-// filing one at a time pays in full: at 10^6 keys, moving a Keyed's key
-// went from about 100 ns to about 70 (BenchmarkKeyed_Set_Existing). 256
-// pointers are 2 KiB, 256 Sets of an 8-byte key 4 KiB.
+// filing one at a time pays in full, which shows in moving a Keyed's key
+// among 10^6 (BenchmarkKeyed_Set_Existing). 256 pointers are 2 KiB, 256
+// Sets of an 8-byte key 4 KiB.
 const batchSize = 256
 
 func (d *driver[In, Out]) init(w worker[In, Out], c clock, r runner, e *exits) {
@@ -221,10 +221,9 @@ func (d *driver[In, Out]) overslept(now uint64) bool {
 // runtime timer the driver sleeps on, when it sits on that P, so that the
 // driver oversleeps; and, with Goroutines, the callbacks already started,
 // in the run queues. While the scheduling outpaces the firing, the
-// lateness grows: a million timeouts due at random within 200 ms of their
-// calls fired a median 80 ms late, and the last ones half a second late,
-// later than time.AfterFunc's (the burst scenario of hourglass-bench; see
-// docs/BENCHMARKS.md). So the caller yields its P once (runtime.Gosched)
+// lateness grows with the burst, past time.AfterFunc's (the burst
+// scenario of hourglass-bench measures both; see docs/BENCHMARKS.md). So
+// the caller yields its P once (runtime.Gosched)
 // when the driver has overslept, and again, up to yieldMax times, while
 // more than waitingMax of the Timer's callbacks wait to start. A caller
 // finding the timer on time pays one atomic load.
@@ -545,10 +544,9 @@ func (r *runner) contain() {
 // goroutines also lose their order: a P's local run queue holds 256, and
 // beyond that the runtime moves half of it to the global queue, which a
 // busy P looks at once in 61 schedules. The oldest callbacks then wait
-// behind newer ones, and a burst of a million timeouts fired a median
-// 0.3 s late, where time.AfterFunc's fired 26 ms late (issue 11; the
-// burst scenario of hourglass-bench measures both, see
-// docs/BENCHMARKS.md).
+// behind newer ones, and a large burst fires far later than
+// time.AfterFunc's (issue 11; the burst scenario of hourglass-bench
+// measures both, see docs/BENCHMARKS.md).
 //
 // A handOff belongs to one driver and is used only on its goroutine:
 // add and flush are not safe for concurrent use. add is O(1); flush is

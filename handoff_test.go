@@ -19,7 +19,7 @@ const burst = 1000
 // may start for a burst with the Goroutines executor (handOff's group
 // size). Started all from the driver, a burst overflows the driver's P's
 // run queue into the global queue, where the oldest callbacks wait
-// behind newer ones: issue 11's burst, a median 0.3 s late.
+// behind newer ones: issue 11's burst.
 const maxStartsPerGoroutine = 64
 
 // creators records, for callbacks running on goroutines of their own,

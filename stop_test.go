@@ -135,8 +135,8 @@ func TestStop_Unused(t *testing.T) {
 // TestStop_DoesNotWait checks that Stop returns at once, without waiting
 // for an Inline callback running on a driver, and that Done is closed
 // only once that callback has returned and the drivers have exited. (Stop
-// used to wait for the drivers itself, which it cannot do from a callback
-// on one without knowing which goroutine it runs on.)
+// cannot wait for the drivers itself: called from a callback on one, it
+// does not know which goroutine it runs on.)
 func TestStop_DoesNotWait(t *testing.T) {
 	forEachSetup(t, []setup{inlineOneShard, inlineShards}, func(t *testing.T, s structure, opts []hourglass.Option) {
 		tm := s.newTimer(t, opts...)

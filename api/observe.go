@@ -113,7 +113,7 @@ type LatenessQuantiles struct {
 //
 // The query: queue (absent: every queue), width (a Go duration, absent:
 // "1m"), n (1 to [MaxDueWindows], absent: 60). The server counts every
-// delayed task, about 10 ms per million.
+// delayed task: O(delayed tasks) a call.
 type DueResponse struct {
 	Start  time.Time `json:"start"`
 	Width  Duration  `json:"width"`

@@ -10,8 +10,8 @@ import (
 // is only a claim: a buffer of that size made before the body arrives
 // lets a client that sends "put 0 0 1 1048576\r\nx" on many connections
 // take a megabyte of heap for each byte it sends, and hold it for as long
-// as it keeps the connection open (issue 27: 2,000 such connections took
-// the heap to 2.1 GB). Growing by doubling from bodyChunk, a body holds at
+// as it keeps the connection open (issue 27). Growing by doubling from
+// bodyChunk, a body holds at
 // most twice the bytes received, or bodyChunk, whichever is more; and the
 // timeout drops a body that stops arriving.
 

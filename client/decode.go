@@ -11,10 +11,10 @@ import (
 // decodeReserve decodes a reserve's answer into out as json.Unmarshal
 // does, faster for the answers a server writes.
 //
-// A reserve answer was a quarter of a worker's CPU time in encoding/json
-// (`hourglass-bench --scenario worker`): it scans the whole answer twice
-// (once to check it, once to decode), reaches every field by reflection
-// and copies each payload. fastReserve reads the form the server writes
+// encoding/json takes a large part of a worker's CPU time on reserve
+// answers (`hourglass-bench --scenario worker`): it scans the whole
+// answer twice (once to check it, once to decode), reaches every field
+// by reflection and copies each payload. fastReserve reads the form the server writes
 // (httpapi's appendTask: known fields, strings without escapes, whole
 // numbers) in one pass and keeps each payload as a slice of data, which
 // the caller gives up; it reports false for anything else (an escape, an

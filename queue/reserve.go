@@ -15,12 +15,11 @@ import "math"
 // slot's occupancy bit and the links of the slot's last node, twice) are
 // never paid. That is the common case of a timeout per request, each
 // scheduled and cancelled in one hourglass Batch, whose shard's driver is
-// then not woken either for a deadline cancelled before the batch ended:
-// 289 instructions a pair instead of 434 (BenchmarkBatch_AfterFuncCancel_SameBatch
-// at n = 10,000 under callgrind, the whole program). A timeout that stays
-// pending pays for the list of reserved ids and the filing pass: 473
-// instead of 429 when each batch cancels the previous one's
-// (docs/results/2026-11-27-schedule-cancel.md).
+// then not woken either for a deadline cancelled before the batch ended
+// (BenchmarkBatch_AfterFuncCancel_SameBatch under callgrind). A timeout
+// that stays pending pays a little more, for the list of reserved ids
+// and the filing pass (docs/results/2026-11-27-schedule-cancel.md has
+// both).
 
 // reservedLink is the next link of a reserved node: not 0, so the node
 // counts as queued, and no list's reference, which are -(id+1) for small

@@ -11,12 +11,12 @@ import (
 
 // maxReserves is how many reserves a worker keeps in flight at once.
 //
-// Two were tried: the slots freed during a round trip then go out in a
-// second reserve at once, but each reserve carries half as many tasks
-// (15 instead of 30 for 64 quick handlers in `hourglass-bench --scenario
-// worker`), and the server's CPU per task rose by a fifth with the
-// requests (docs/results/2026-11-27-worker-throughput.md): on a machine
-// whose CPU is the limit that cost more than the round trips saved.
+// With two, the slots freed during a round trip would go out in a second
+// reserve at once, but each reserve would carry half as many tasks, and
+// the server's CPU per task grows with the requests
+// (docs/results/2026-11-27-worker-throughput.md, `hourglass-bench
+// --scenario worker`): on a machine whose CPU is the limit that costs
+// more than the round trips save.
 // [Options.Prefetch] is the way to keep handlers fed across a round
 // trip.
 const maxReserves = 1

@@ -28,8 +28,7 @@ type Options struct {
 	// that the worker never holds a task it cannot start before its
 	// lease runs out. Default none: the worker reserves for its free
 	// handlers. In `hourglass-bench --scenario worker` (64 handlers that
-	// return at once) a prefetch of 64 raised the median of five runs by
-	// 9 %, less than the runs' spread, and 16 showed no gain
+	// return at once) a prefetch gained less than the runs' spread
 	// (docs/results/2026-12-05-85b6bbc-worker-prefetch-ab.md,
 	// docs/results/2026-11-27-worker-throughput.md).
 	Prefetch int

@@ -24,7 +24,8 @@ const pushStopTimeout = 5 * time.Second
 // pushRefresh is how often a pusher reads the push queues again: a
 // second on the embedded store, whose Queues is read from memory; a
 // minute on a cluster, whose Queues counts the tasks of every queue in
-// the database (each node reads it, some 300 ms with 100k pending) and
+// the database (each node reads it, in time that grows with the tasks
+// pending) and
 // whose nodes are told of a policy changed on any of them as it commits
 // (cluster.Node.NotifyPolicies), so the refresh is only a backstop.
 func pushRefresh(o serveOptions) time.Duration {

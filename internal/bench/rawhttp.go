@@ -17,11 +17,9 @@ import (
 // body: 204), which is all the lateness load sends and `hourglass serve`
 // answers. It costs the client a fraction of the CPU net/http's client
 // takes per request, which matters where client and server share the
-// machine's cores: on two cores, net/http's client took 50-60 µs of
-// CPU per task acked in the lateness load (31 µs with rawConn), beside
-// about 100 µs of the server's, and what the client takes the server
-// waits for. The server sees the same requests either way. Not safe for
-// concurrent use.
+// machine's cores: what the client takes, the server waits for
+// (docs/results/2026-12-06-comment-figures.md has the figures). The
+// server sees the same requests either way. Not safe for concurrent use.
 type rawConn struct {
 	addr string
 	c    net.Conn

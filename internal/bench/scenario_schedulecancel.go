@@ -127,15 +127,15 @@ var (
 // others); the runtime, which has no batch, makes the same calls one at
 // a time. The figures are per pair. The delays come from a table drawn
 // before the clock starts, on both sides, as in the root package's
-// BenchmarkBatch_AfterFuncCancel_Pending: a draw (about 5 ns) is a sixth
-// of a batch pair and would be measured as the timer's.
+// BenchmarkBatch_AfterFuncCancel_Pending: a draw is a sizeable part of
+// a batch pair's cost and would be measured as the timer's.
 //
 // For a Timer, the runtime's pairs run beside it, with their own n
 // pending, and the two take batchTurns turns of budget/batchTurns each:
 // ratio is the median of the turns' runtime/Timer ratios, each taken
 // from two measurements a moment apart, so that a slow stretch of the
-// machine (on a shared host, the same loop's speed varies by half from
-// one second to the next) falls on both sides of a ratio rather than on
+// machine (on a shared host, the same loop's speed varies from one
+// second to the next) falls on both sides of a ratio rather than on
 // one. stats are the Timer's, over all its turns. ratio is 0 for the
 // runtime itself.
 func measureBatchPairs(s Structure, n int, budget time.Duration, sh batchShape) (stats opStats, ratio float64, err error) {

@@ -37,9 +37,9 @@ import (
 // record and list entry, and its deletion leaves the entry alone). The
 // broker never does this (it looks an id up before a put, and generated
 // ids need no look-up), and the check would cost a read per new task,
-// which the broker takes care to avoid: at 800,000 tasks on a 32 MiB
-// cache, loading in batches of 1,000 ran at 63 µs a task with it and
-// 6 µs without.
+// which the broker takes care to avoid: once the tasks outgrow the block
+// cache that read misses it, and a bulk load spends most of its time
+// there.
 //
 // A failing op fails the whole batch, and the store is unchanged. Cost:
 // O(len(b.Ops)) Pebble writes; a Get for each update, two for each
@@ -50,9 +50,9 @@ import (
 // ApplyNoSyncWait, which returns once the batch is applied to the memtable
 // and visible; the mutex is released and the fsync awaited after it. So
 // concurrent Commits share fsyncs in Pebble's commit pipeline (commit.go
-// in Pebble: one WAL sync covers every batch written before it):
-// BenchmarkStore_Commit/batch=1/parallel, 32 goroutines committing one
-// task each, counts about 0.07 fsyncs a Commit. Pebble
+// in Pebble: one WAL sync covers every batch written before it);
+// BenchmarkStore_Commit/batch=1/parallel counts the fsyncs a Commit
+// takes. Pebble
 // marks ApplyNoSyncWait experimental; it has the visibility of Apply with
 // Sync (Pebble shows a synced batch to readers before its fsync
 // completes in both), and CockroachDB commits through it.

@@ -38,8 +38,8 @@
 // Format 1 kept keys by kind first (all records, then all payloads, then
 // the list entries by queue, and an index entry for every task), so each
 // flush of that stream spanned the waiting tasks' keys, and each
-// compaction into L5 rewrote 14-17 MB of them for a few hundred KB of new
-// keys: about a quarter of the server's CPU in the bench's lateness load
+// compaction into L5 rewrote megabytes of them for a little new data, a
+// large share of the server's CPU under the bench's lateness load
 // (docs/BENCHMARKS.md, serve). Format 3 adds a task's last error and its
 // reservation's start to the end of its record, the queue records and the
 // history (history.go). Open upgrades a store of format 1 or 2 in place
@@ -139,9 +139,8 @@
 // Pebble retries a failed flush at once, forever (a full disk makes
 // every attempt fail): the store waits after each background error, from
 // 10 ms doubling to 1 s, and logs each kind of Pebble error line at most
-// about once a second, counting the lines it held back (logger.go).
-// Without that a server on a full disk spent a core and wrote about
-// 8 MB/s of log. Open on a full disk waits in the same way until space
+// about once a second, counting the lines it held back (logger.go), so
+// that a server on a full disk neither spins a core nor floods its log. Open on a full disk waits in the same way until space
 // is freed, unless not one byte is free: Pebble's MANIFEST write then
 // fails, which Pebble treats as fatal (Logger.Fatalf, which here logs and
 // panics). While Pebble opens, Open turns that panic into its error,
@@ -227,9 +226,9 @@
 // another processor is idle. The store schedules compactions itself
 // (yield.go): as Pebble's default scheduler does, and with a grant handle
 // that yields the processor at each of Pebble's progress reports (every
-// 128 keys, and every block written). With the bench's lateness load
-// (1M pending, 10k tasks/s due, 2 cores shared with the client) the p99
-// of delivery fell from about 5 ms to about 4 (docs/BENCHMARKS.md, serve).
+// 128 keys, and every block written), which keeps the delivery lateness
+// of the bench's lateness load lower while Pebble compacts
+// (docs/BENCHMARKS.md, serve).
 // Memtable flushes report no progress and still run unyielding.
 //
 // The scheduler grants nothing from Open until the first Recover returns

@@ -27,8 +27,8 @@ import (
 // for the batch: point deletions, not a range deletion per job. Pebble
 // fragments a memtable's range deletions again for the first read after
 // each batch that adds some, O(range deletions in the memtable): with a
-// range deletion per job, pruning 1000 records cost 29 ms and 7.3 MB
-// (BenchmarkStore_PruneHistory), most of it there. The broker gives
+// range deletion per job, that would be most of a prune's time and memory
+// (BenchmarkStore_PruneHistory). The broker gives
 // each Seq once, in increasing order; a second PutFinished of a Seq is
 // not undone by the first's keys (if its queue or time differ, the
 // first's H or T key stays, until pruned).

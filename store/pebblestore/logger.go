@@ -114,7 +114,7 @@ func (l *pebbleLogger) takeReplays() []string {
 // errors and detected corruption at Error (Pebble's default for
 // corruption is Fatalf), stalls and slow disks at Warn, each kind through
 // its own [limiter]. Errors are logged by their text: slog would print a
-// Pebble error with %+v, stack traces included (about 2 KB a line). After
+// Pebble error with %+v, stack traces included (kilobytes a line). After
 // each background error it waits out bo (see [backoff]).
 func eventListener(log *slog.Logger, bo *backoff) *pebble.EventListener {
 	background, corruption, slow, stall := newLimiter(), newLimiter(), newLimiter(), newLimiter()
@@ -149,9 +149,9 @@ func eventListener(log *slog.Logger, bo *backoff) *pebble.EventListener {
 // Rate of the log lines of one kind (a [limiter]): a burst of
 // logBurst, then one every logEvery. A disk that stays full makes Pebble
 // retry its flush without pause (Pebble v2.1.7, compaction.go, DB.flush:
-// "TODO(peter): count consecutive flush errors and backoff"), and before
-// the limit each failure logged a line with a stack trace: about 8 MB/s
-// of log (issue 27).
+// "TODO(peter): count consecutive flush errors and backoff"): without the
+// limit each failure would log a line with a stack trace, megabytes of
+// log a second (issue 27).
 const (
 	logBurst = 5
 	logEvery = time.Second
@@ -193,9 +193,9 @@ func (l *limiter) allow(now time.Time) (ok bool, held int) {
 // Bounds of the wait after a background error (a [backoff]): it starts at
 // backoffMin and doubles with each error that follows within
 // backoffReset of the last, up to backoffMax. On a full disk a flush
-// fails in about 7 ms (a 16 MiB tmpfs), so the retries take about 1 % of
-// a core at backoffMax instead of a whole one, and a flush is retried
-// within backoffMax of space being freed.
+// fails within milliseconds, so at backoffMax the retries take a small
+// part of a core instead of a whole one, and a flush is retried within
+// backoffMax of space being freed.
 const (
 	backoffMin   = 10 * time.Millisecond
 	backoffMax   = time.Second

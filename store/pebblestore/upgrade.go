@@ -58,12 +58,10 @@ var (
 // synced (syncing the WAL syncs every batch before it). A crash before it
 // leaves the marker, and the next Open runs the upgrade again from the
 // start: its writes are the same each time. O(n) for n tasks, all
-// payloads read and written once: 28 s for 10M tasks with 200-byte
-// payloads (40M keys) on the 2-core machine of docs/BENCHMARKS.md (to
-// format 2), during which the server is not ready. The old keys' space
-// comes back as Pebble compacts the range deletions: 543 bytes a task on
-// disk right after, 363 a few seconds later, against 253 for a store
-// written in format 2.
+// payloads read and written once, during which the server is not ready.
+// The old keys' space comes back as Pebble compacts the range deletions,
+// within seconds (docs/results/2026-12-06-comment-figures.md has a
+// measured upgrade).
 func (s *Store) upgrade(from uint32, resumed bool) error {
 	start := time.Now()
 	if !resumed {

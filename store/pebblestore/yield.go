@@ -20,8 +20,8 @@ import (
 // scheduler lets it keep its P until the 10 ms preemption. The timers of
 // that P, the delay wheel's among them, run only when it schedules again
 // (or when another P runs dry and steals them), so on two cores a task
-// could fall due up to 10 ms late while a compaction ran. A yield costs
-// about 100 ns every few tens of µs of compaction.
+// could fall due up to 10 ms late while a compaction ran. A yield is
+// cheap next to the compaction work between two progress reports.
 //
 // Scheduling, as Pebble's ConcurrencyLimitScheduler (not exported): grant
 // a compaction whenever fewer run than Pebble allows without permission
