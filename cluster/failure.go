@@ -37,7 +37,10 @@ import (
 // With $15 (keep the history) it records each task's attempt as ended
 // by node $14 with the outcome $13, the error given and the HTTP status
 // $16 (history.go), each task that died as dead in the queue it was in,
-// and a task deleted from a dead-letter queue as deleted. It returns the
+// and a task deleted from a dead-letter queue as deleted. A task made
+// ready at once (no delay, or dead-lettered keeping its due time) notes
+// now as its ready_at, where its wait for a worker starts (migration
+// 009; service/lateness.go). It returns the
 // tasks settled as they are after, the queue each was in, and the
 // database's clock.
 const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
@@ -72,7 +75,8 @@ const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 		attempts = t.attempts + h.d_attempts, releases = t.releases + h.d_releases,
 		buries = t.buries + h.d_buries, timeouts = t.timeouts + h.d_timeouts,
 		last_error = coalesce(h.err, t.last_error),
-		lease = '', lease_until = 0
+		lease = '', lease_until = 0,
+		ready_at = CASE WHEN (h.dead AND h.dlq <> '') OR (NOT h.dead AND h.delay <= 0) THEN now.ns END
 	FROM held h, now
 	WHERE t.job_id = h.job_id AND (SELECT count(*) FROM gone) >= 0
 	RETURNING ` + returnTask + `, h.src, now.ns`

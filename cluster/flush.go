@@ -78,8 +78,10 @@ func (t *timers) flushLoop() {
 //     concurrency limit (their reserves take the queue's row lock,
 //     limits.go), leaving out the tasks whose attempts are used up.
 //   - fired makes the due tasks ready, or reserved with a fresh lease for
-//     those handed, noting when a delayed task was made ready (ready_at,
-//     for the lateness's split; service/lateness.go), and settles expired leases (ready again, or dead when
+//     those handed, noting when a delayed task or one whose lease ran out
+//     was made ready (ready_at, for the lateness's split:
+//     service/lateness.go; a lease's task keeps its due time, and its
+//     wait for a worker starts now), and settles expired leases (ready again, or dead when
 //     the attempts are used up: service.AfterFailure under the default
 //     policy), with $7 (task.LeaseExpired) as their last error.
 //   - with $8 (keep the history), att records each expired lease's
@@ -136,7 +138,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 			reserved = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns ELSE t.reserved END,
 			tries = t.tries + CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
 			last_error = CASE WHEN t.state = 2 THEN $7 ELSE t.last_error END,
-			ready_at = CASE WHEN t.state = 1 AND h.job_id IS NULL THEN now.ns END
+			ready_at = CASE WHEN h.job_id IS NULL AND NOT (` + sqlDies + `) THEN now.ns END
 		FROM now, due d LEFT JOIN hand h ON h.job_id = d.job_id
 		WHERE t.job_id = d.job_id AND t.fire_at <= now.ns AND t.state IN (1, 2)
 		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed, d.tries0, d.reserved0,

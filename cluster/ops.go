@@ -264,7 +264,7 @@ func (n *Node) Kick(ctx context.Context, queue, id string) error {
 		return err
 	}
 	tag, err := n.db.Exec(ctx, `UPDATE hourglass_tasks SET state = 1, kicks = kicks + 1,
-			due = least(due, hourglass_now()), fire_at = NULL
+			due = least(due, hourglass_now()), fire_at = NULL, ready_at = hourglass_now()
 		WHERE queue = $1 AND id = $2 AND state = 3`, queue, id)
 	if err != nil {
 		return dbErr(err)
