@@ -111,7 +111,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
 	timers AS MATERIALIZED (
 		SELECT t.job_id, t.queue, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies,
-			t.tries AS tries0, t.reserved AS reserved0,
+			t.tries AS tries0, t.reserved AS reserved0, t.attempts AS attempts0,
 			t.state = 2 AND EXISTS (SELECT 1 FROM hourglass_queues p WHERE p.queue = t.queue AND p.on_failure) AS deferred
 		FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id
 		WHERE t.partition = ANY(ARRAY(SELECT partition FROM fence)) AND t.fire_at IS NOT NULL
@@ -142,8 +142,9 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		FROM now, due d LEFT JOIN hand h ON h.job_id = d.job_id
 		WHERE t.job_id = d.job_id AND t.fire_at <= now.ns AND t.state IN (1, 2)
 		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed, d.tries0, d.reserved0,
-			d.fire_at AS timer_at
-	), att AS (` + sqlInsertAttempt + `SELECT job_id, tries0, reserved0, now.ns, '` + task.AttemptExpired + `', $7, 0, $1
+			d.attempts0, d.fire_at AS timer_at
+	), att AS (` + sqlInsertAttempt + `SELECT job_id, tries0, reserved0, now.ns, '` + task.AttemptExpired + `', $7, 0, $1,
+			attempts0, queue
 		FROM fired, now WHERE was = 2 AND $8` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
 		FROM fired, now WHERE state = 3 AND $8

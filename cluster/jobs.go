@@ -58,7 +58,7 @@ const sqlDeleteJob = `WITH gone AS (
 		DELETE FROM hourglass_tasks t WHERE t.job_id = $1 AND (t.state <> 2 OR ($2 <> '' AND t.lease = $2))
 		RETURNING t.job_id, t.queue, t.id, t.state, t.tries, t.reserved, t.attempts, t.last_error
 	), now AS (SELECT hourglass_now() AS ns WHERE $3),
-	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptAcked + `', '', 0, $4
+	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptAcked + `', '', 0, $4, attempts, queue
 		FROM gone, now WHERE state = 2` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id,
 			CASE WHEN state = 2 THEN '` + task.FinishedAcked + `' ELSE '` + task.FinishedDeleted + `' END,
@@ -109,8 +109,8 @@ func (n *Node) ReleaseJob(ctx context.Context, job uint64, lease string, prio ui
 				ready_at = CASE WHEN $4 = 0 THEN now.ns END
 			FROM now
 			WHERE t.job_id = $1 AND t.state = 2 AND t.lease = $2
-			RETURNING t.job_id, t.queue, t.fire_at, t.tries, t.reserved),
-		att AS (`+sqlInsertAttempt+`SELECT job_id, tries, reserved, now.ns, '`+task.AttemptReleased+`', '', 0, $6
+			RETURNING t.job_id, t.queue, t.fire_at, t.tries, t.reserved, t.attempts),
+		att AS (`+sqlInsertAttempt+`SELECT job_id, tries, reserved, now.ns, '`+task.AttemptReleased+`', '', 0, $6, attempts, queue
 			FROM r, now WHERE $5`+sqlAttemptDone+`)
 		SELECT r.queue, r.fire_at, now.ns FROM r, now`, j, lease, int64(prio), int64(delay), n.keep(), n.name).Scan(&queue, &fireAt, &dbNow)
 	if err == pgx.ErrNoRows {

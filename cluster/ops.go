@@ -217,7 +217,7 @@ const sqlAck = `WITH acked AS (
 		WHERE t.queue = a.queue AND t.id = a.id AND ` + sqlReservedByKey + ` AND t.lease = a.lease
 		RETURNING t.job_id, t.queue, t.id, t.lease, t.tries, t.reserved, t.attempts, t.last_error, a.outcome, a.status, a.ord
 	), now AS (SELECT hourglass_now() AS ns WHERE $4),
-	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, outcome, '', status, $5
+	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, outcome, '', status, $5, attempts, queue
 		FROM acked, now` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', now.ns, attempts, last_error
 		FROM acked, now ORDER BY ord)
