@@ -29,8 +29,9 @@ import (
 // attempts, releases, buries and timeouts; $12 only if its lease has run
 // out by the database's clock (an expiry). A task dead-lettered moves to
 // its dead-letter queue, ready, with its id, payload and last error, no
-// attempts, max_attempts $17 and ttr $18 (0: kept), the dead-letter
-// queue's (service.DeadLettered); a task of the same id in that queue is deleted first (gone,
+// attempts, and the max_attempts $17 and ttr $18 (0: its own kept) of
+// that queue's policy (service.DeadLettered); a task of the same id in
+// that queue is deleted first (gone,
 // which the update waits for through its sub-select: the sub-statements
 // of a WITH run in no set order otherwise, see
 // https://www.postgresql.org/docs/current/queries-with.html#QUERIES-WITH-MODIFYING;
@@ -110,7 +111,9 @@ type settledRow struct {
 	dbNow int64
 }
 
-// settle runs sqlSettle over ss and acts on the tasks settled: their
+// settle runs sqlSettle over ss, after one read of the policies of the
+// dead-letter queues ss moves tasks to (none when it moves none), and
+// acts on the tasks settled: their
 // timers announced, the reservers of the queues they are ready in woken,
 // one reserver of each concurrency-limited queue they left woken too.
 func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error) {
