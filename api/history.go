@@ -40,8 +40,14 @@ const (
 // is reserved, or being pushed) has no Ended and no Outcome, and its
 // Duration is the time since it started.
 type Attempt struct {
-	// Attempt numbers the attempts of the task from 1.
-	Attempt int       `json:"attempt"`
+	// Attempt numbers the attempts of the task from 1, as its attempts
+	// count them in Queue (task.Attempt): a release over HTTP gives its
+	// number back, so the attempt after it has the same number, and a
+	// task moved to a dead-letter queue starts there from 1 again.
+	Attempt int `json:"attempt"`
+	// Queue is the queue the task was in during the attempt; absent for
+	// a record kept by an older server.
+	Queue   string    `json:"queue,omitempty"`
 	Started time.Time `json:"started"`
 	// Ended is absent while the attempt runs.
 	Ended *time.Time `json:"ended,omitempty"`

@@ -141,8 +141,9 @@ func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.
 
 // deadLetter moves job, reserved (or being settled) in its queue and
 // dead now, to the queue named to, ready, with its job id, id, payload,
-// attempts, last error, priority, ttr and max_attempts; a task of the
-// same id there is replaced. The move is one put of the whole record
+// last error and priority, and with no attempts and to's max_attempts
+// and ttr (service.DeadLettered); a task of the same id there is
+// replaced. The move is one put of the whole record
 // (the payload read from the overlay or the store: a rare path) beside
 // the replaced task's delete, in the open group. ok is false, and
 // nothing changed, when the move cannot be made (the payload unreadable,
@@ -183,6 +184,11 @@ func (b *Broker) deadLetter(job uint64, s slot, rec store.Task, to string, now i
 	old := qid{rec.Queue, rec.ID}
 	rec.Queue = dq.name
 	rec.State = store.Waiting
+	maxAttempts, ttr := service.DeadLettered(dq.policy)
+	rec.Attempts, rec.MaxAttempts = 0, uint32(maxAttempts)
+	if ttr > 0 {
+		rec.TTR = ttr
+	}
 	rec.Due = min(rec.Due, now) // ready, in its place by due time (as a kick)
 	b.moveTask(old, rec)
 	b.noteNumeric(dq.name, rec.ID)

@@ -60,8 +60,9 @@ func attemptN(rec *store.Task) uint32 { return rec.Releases + rec.Timeouts + rec
 
 // endAttempt writes the record of rec's attempt ending now with outcome
 // (a task.Attempt* outcome) and errText. rec is the record as it is when
-// the attempt ends: its counters not yet raised by the end (attemptN),
-// Reserved not changed. b.mu is held.
+// the attempt ends: its counters not yet raised nor its attempts given
+// back by the end (attemptN, and the record's Attempt), in the queue it
+// ran in, Reserved not changed. b.mu is held.
 func (b *Broker) endAttempt(rec *store.Task, outcome, errText string, now int64) {
 	b.putAttempt(rec, outcome, errText, 0, now)
 }
@@ -89,6 +90,8 @@ func (b *Broker) putAttempt(rec *store.Task, outcome, errText string, status int
 	g.batch.PutAttempt(store.Attempt{
 		JobID:   rec.JobID,
 		N:       n,
+		Attempt: rec.Attempts,
+		Queue:   rec.Queue,
 		Started: rec.Reserved,
 		Ended:   now,
 		Outcome: outcome,
@@ -184,6 +187,8 @@ func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt
 	for _, a := range recs {
 		out = append(out, task.Attempt{
 			N:       int(a.N),
+			Attempt: int(a.Attempt),
+			Queue:   a.Queue,
 			Started: instant(a.Started),
 			Ended:   instant(a.Ended),
 			Outcome: a.Outcome,
@@ -193,7 +198,8 @@ func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt
 		})
 	}
 	if run {
-		out = append(out, task.Attempt{N: int(attemptN(&running)), Started: instant(running.Reserved)})
+		out = append(out, task.Attempt{N: int(attemptN(&running)), Attempt: int(running.Attempts), Queue: running.Queue,
+			Started: instant(running.Reserved)})
 	}
 	return out, nil
 }

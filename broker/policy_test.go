@@ -163,8 +163,9 @@ func TestPolicy_Bury(t *testing.T) {
 
 // TestPolicy_DeadLetter: a task that dies (attempts used up, bury,
 // beanstalkd's bury, a lease running out at the last attempt) moves to
-// the dead-letter queue, ready, with its job id, payload, attempts, last
-// error, priority, ttr and max_attempts, replacing a task of its id
+// the dead-letter queue, ready, with its job id, payload, last error,
+// priority and ttr (dlq has no policy giving one), no attempts and the
+// default max_attempts (service.DeadLettered), replacing a task of its id
 // there (even a reserved one).
 func TestPolicy_DeadLetter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -178,15 +179,15 @@ func TestPolicy_DeadLetter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if x.Queue != "dlq" || x.State != task.Ready || x.JobID != orig.JobID || x.Attempts != 1 || x.LastError != "boom" {
+		if x.Queue != "dlq" || x.State != task.Ready || x.JobID != orig.JobID || x.Attempts != 0 || x.LastError != "boom" {
 			t.Fatalf("nack: %+v", x)
 		}
 		if _, err := b.Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("the task still in its queue: %v", err)
 		}
 		g := get(t, b, "dlq", "a")
-		if string(g.Payload) != "new" || g.Priority != 7 || g.TTR != 3*time.Second || g.MaxAttempts != 1 ||
-			g.Attempts != 1 || g.LastError != "boom" || g.JobID != orig.JobID || g.JobID == old.JobID {
+		if string(g.Payload) != "new" || g.Priority != 7 || g.TTR != 3*time.Second || g.MaxAttempts != service.DefaultMaxAttempts ||
+			g.Attempts != 0 || g.LastError != "boom" || g.JobID != orig.JobID || g.JobID == old.JobID {
 			t.Fatalf("in the dead-letter queue: %+v", g)
 		}
 		if j, err := b.Job(orig.JobID); err != nil || j.Queue != "dlq" {

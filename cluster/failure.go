@@ -28,8 +28,10 @@ import (
 // error (NULL: kept); $7 its priority (NULL: kept); $8 to $11 added to
 // attempts, releases, buries and timeouts; $12 only if its lease has run
 // out by the database's clock (an expiry). A task dead-lettered moves to
-// its dead-letter queue, ready, with its id, payload, attempts and last
-// error; a task of the same id in that queue is deleted first (gone,
+// its dead-letter queue, ready, with its id, payload and last error, no
+// attempts, and the max_attempts $17 and ttr $18 (0: its own kept) of
+// that queue's policy (service.DeadLettered); a task of the same id in
+// that queue is deleted first (gone,
 // which the update waits for through its sub-select: the sub-statements
 // of a WITH run in no set order otherwise, see
 // https://www.postgresql.org/docs/current/queries-with.html#QUERIES-WITH-MODIFYING;
@@ -37,14 +39,19 @@ import (
 // With $15 (keep the history) it records each task's attempt as ended
 // by node $14 with the outcome $13, the error given and the HTTP status
 // $16 (history.go), each task that died as dead in the queue it was in,
-// and a task deleted from a dead-letter queue as deleted. It returns the
+// and a task deleted from a dead-letter queue as deleted. A task made
+// ready at once (no delay, or dead-lettered keeping its due time) notes
+// now as its ready_at, where its wait for a worker starts (migration
+// 009; service/lateness.go). It returns the
 // tasks settled as they are after, the queue each was in, and the
 // database's clock.
 const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	s AS MATERIALIZED (
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bool[], $4::text[], $5::bigint[], $6::text[],
-			$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bool[], $13::text[], $16::int[])
-		AS s(job_id, lease, dead, dlq, delay, err, prio, d_attempts, d_releases, d_buries, d_timeouts, expiry, outcome, status)
+			$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bool[], $13::text[], $16::int[],
+			$17::bigint[], $18::bigint[])
+		AS s(job_id, lease, dead, dlq, delay, err, prio, d_attempts, d_releases, d_buries, d_timeouts, expiry, outcome, status,
+			dl_max, dl_ttr)
 	), held AS MATERIALIZED (
 		SELECT s.*, t.queue AS src, t.id AS tid, t.tries, t.reserved, t.attempts AS attempts0, t.last_error AS error0
 		FROM s JOIN hourglass_tasks t ON t.job_id = s.job_id, now
@@ -54,7 +61,8 @@ const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 		DELETE FROM hourglass_tasks d USING held h
 		WHERE h.dead AND h.dlq <> '' AND d.queue = h.dlq AND d.id = h.tid AND d.job_id <> h.job_id
 		RETURNING d.job_id, d.queue, d.id, d.attempts, d.last_error
-	), att AS (` + sqlInsertAttempt + `SELECT h.job_id, h.tries, h.reserved, now.ns, h.outcome, coalesce(h.err, ''), h.status, $14
+	), att AS (` + sqlInsertAttempt + `SELECT h.job_id, h.tries, h.reserved, now.ns, h.outcome, coalesce(h.err, ''), h.status, $14,
+			h.attempts0, h.src
 		FROM held h, now WHERE $15` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `
 		SELECT g.job_id, g.queue, g.id, '` + task.FinishedDeleted + `', now.ns, g.attempts, g.last_error FROM gone g, now WHERE $15
@@ -69,10 +77,14 @@ const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 		due = CASE WHEN h.dead THEN t.due ELSE now.ns + h.delay END,
 		fire_at = CASE WHEN NOT h.dead AND h.delay > 0 THEN now.ns + h.delay END,
 		died = CASE WHEN h.dead AND h.dlq = '' THEN now.ns END,
-		attempts = t.attempts + h.d_attempts, releases = t.releases + h.d_releases,
+		attempts = CASE WHEN h.dead AND h.dlq <> '' THEN 0 ELSE t.attempts + h.d_attempts END,
+		max_attempts = CASE WHEN h.dead AND h.dlq <> '' THEN h.dl_max ELSE t.max_attempts END,
+		ttr = CASE WHEN h.dead AND h.dlq <> '' AND h.dl_ttr > 0 THEN h.dl_ttr ELSE t.ttr END,
+		releases = t.releases + h.d_releases,
 		buries = t.buries + h.d_buries, timeouts = t.timeouts + h.d_timeouts,
 		last_error = coalesce(h.err, t.last_error),
-		lease = '', lease_until = 0
+		lease = '', lease_until = 0,
+		ready_at = CASE WHEN (h.dead AND h.dlq <> '') OR (NOT h.dead AND h.delay <= 0) THEN now.ns END
 	FROM held h, now
 	WHERE t.job_id = h.job_id AND (SELECT count(*) FROM gone) >= 0
 	RETURNING ` + returnTask + `, h.src, now.ns`
@@ -99,7 +111,9 @@ type settledRow struct {
 	dbNow int64
 }
 
-// settle runs sqlSettle over ss and acts on the tasks settled: their
+// settle runs sqlSettle over ss, after one read of the policies of the
+// dead-letter queues ss moves tasks to (none when it moves none), and
+// acts on the tasks settled: their
 // timers announced, the reservers of the queues they are ready in woken,
 // one reserver of each concurrency-limited queue they left woken too.
 func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error) {
@@ -108,6 +122,27 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 	errs, prios := make([]*string, k), make([]*int64, k)
 	atts, rels, burs, tos, exps := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]bool, k)
 	outcomes, statuses := make([]string, k), make([]int32, k)
+	dlMax, dlTTR := make([]int64, k), make([]int64, k)
+	var dlqs0 []string
+	for _, s := range ss {
+		if s.out.Dead && s.out.DeadLetter != "" {
+			dlqs0 = append(dlqs0, s.out.DeadLetter)
+		}
+	}
+	if len(dlqs0) > 0 {
+		// A rare path: the dead-letter queues' policies, for what a task
+		// moved there starts with.
+		policies, err := n.policies(ctx, dlqs0)
+		if err != nil {
+			return nil, err
+		}
+		for i, s := range ss {
+			if s.out.Dead && s.out.DeadLetter != "" {
+				m, ttr := service.DeadLettered(policies[s.out.DeadLetter])
+				dlMax[i], dlTTR[i] = int64(m), int64(ttr)
+			}
+		}
+	}
 	for i, s := range ss {
 		jobs[i], leases[i], dead[i], dlqs[i], delays[i] = s.job, s.lease, s.out.Dead, s.out.DeadLetter, int64(s.out.Delay)
 		errs[i], prios[i] = s.err, s.prio
@@ -115,7 +150,7 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 		outcomes[i], statuses[i] = s.outcome, s.status
 	}
 	rows, err := n.db.Query(ctx, sqlSettle, jobs, leases, dead, dlqs, delays, errs, prios, atts, rels, burs, tos, exps,
-		outcomes, n.name, n.keep(), statuses)
+		outcomes, n.name, n.keep(), statuses, dlMax, dlTTR)
 	if err != nil {
 		return nil, dbErr(err)
 	}
@@ -305,6 +340,29 @@ func (n *Node) BuryJob(ctx context.Context, job uint64, lease string, prio uint3
 	return nil
 }
 
+// policies reads the policies of queues (those without one are absent).
+// One read by primary key.
+func (n *Node) policies(ctx context.Context, queues []string) (map[string]task.Policy, error) {
+	policies := map[string]task.Policy{}
+	rows, err := n.db.Query(ctx, "SELECT queue, "+policyColumns+" FROM hourglass_queues WHERE queue = ANY($1)", queues)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var q string
+		var p policyRow
+		if err := rows.Scan(append([]any{&q}, p.dest()...)...); err != nil {
+			return nil, dbErr(err)
+		}
+		policies[q] = p.policy()
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr(err)
+	}
+	return policies, nil
+}
+
 // settleExpired settles leases that ran out in queues whose policy the
 // flush leaves to the owner (the row's on_failure: a retry back-off, a
 // dead-letter queue, or a concurrency limit, whose reservers settle wakes):
@@ -324,22 +382,7 @@ func (n *Node) settleExpired(ctx context.Context, expired []row) error {
 			queues = append(queues, q)
 		}
 	}
-	policies := map[string]task.Policy{}
-	rows, err := n.db.Query(ctx, "SELECT queue, "+policyColumns+" FROM hourglass_queues WHERE queue = ANY($1)", queues)
-	if err == nil {
-		for rows.Next() {
-			var q string
-			var p policyRow
-			if err = rows.Scan(append([]any{&q}, p.dest()...)...); err != nil {
-				break
-			}
-			policies[q] = p.policy()
-		}
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
-		}
-	}
+	policies, err := n.policies(ctx, queues)
 	if err == nil {
 		msg := task.LeaseExpired
 		// Two tasks dead-lettered into one queue under one id would collide

@@ -78,8 +78,10 @@ func (t *timers) flushLoop() {
 //     concurrency limit (their reserves take the queue's row lock,
 //     limits.go), leaving out the tasks whose attempts are used up.
 //   - fired makes the due tasks ready, or reserved with a fresh lease for
-//     those handed, noting when a delayed task was made ready (ready_at,
-//     for the lateness's split; service/lateness.go), and settles expired leases (ready again, or dead when
+//     those handed, noting when a delayed task or one whose lease ran out
+//     was made ready (ready_at, for the lateness's split:
+//     service/lateness.go; a lease's task keeps its due time, and its
+//     wait for a worker starts now), and settles expired leases (ready again, or dead when
 //     the attempts are used up: service.AfterFailure under the default
 //     policy), with $7 (task.LeaseExpired) as their last error.
 //   - with $8 (keep the history), att records each expired lease's
@@ -109,7 +111,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
 	timers AS MATERIALIZED (
 		SELECT t.job_id, t.queue, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies,
-			t.tries AS tries0, t.reserved AS reserved0,
+			t.tries AS tries0, t.reserved AS reserved0, t.attempts AS attempts0,
 			t.state = 2 AND EXISTS (SELECT 1 FROM hourglass_queues p WHERE p.queue = t.queue AND p.on_failure) AS deferred
 		FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id
 		WHERE t.partition = ANY(ARRAY(SELECT partition FROM fence)) AND t.fire_at IS NOT NULL
@@ -136,12 +138,13 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 			reserved = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns ELSE t.reserved END,
 			tries = t.tries + CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
 			last_error = CASE WHEN t.state = 2 THEN $7 ELSE t.last_error END,
-			ready_at = CASE WHEN t.state = 1 AND h.job_id IS NULL THEN now.ns END
+			ready_at = CASE WHEN h.job_id IS NULL AND NOT (` + sqlDies + `) THEN now.ns END
 		FROM now, due d LEFT JOIN hand h ON h.job_id = d.job_id
 		WHERE t.job_id = d.job_id AND t.fire_at <= now.ns AND t.state IN (1, 2)
 		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed, d.tries0, d.reserved0,
-			d.fire_at AS timer_at
-	), att AS (` + sqlInsertAttempt + `SELECT job_id, tries0, reserved0, now.ns, '` + task.AttemptExpired + `', $7, 0, $1
+			d.attempts0, d.fire_at AS timer_at
+	), att AS (` + sqlInsertAttempt + `SELECT job_id, tries0, reserved0, now.ns, '` + task.AttemptExpired + `', $7, 0, $1,
+			attempts0, queue
 		FROM fired, now WHERE was = 2 AND $8` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
 		FROM fired, now WHERE state = 3 AND $8

@@ -23,7 +23,9 @@ import (
 //     out in a queue with a policy, sqlFlush for the other leases run
 //     out, ReleaseJob for a beanstalkd release. N is the task's tries (its
 //     reservations, a given-back one included), not its attempts, which a
-//     release gives back.
+//     release gives back; the row's attempt and queue (migration 011) are
+//     its attempts and queue while it ran, the number task.Attempt
+//     answers, so that the records agree with the task's count.
 //   - hourglass_history: a row per task that left its queue: acked (sqlAck,
 //     DeleteJob of a reserved job), dead (sqlSettle, sqlFlush: dead in its
 //     queue or moved to a dead-letter queue) or deleted (Delete,
@@ -43,9 +45,11 @@ import (
 // history's two tables; the statements that end an attempt or a task
 // follow them with their SELECT. An attempt already recorded under its
 // job and N (none is, unless a reservation was given back by an older
-// binary) is kept.
+// binary) is kept. Each SELECT ends with the attempt's number as the
+// task's attempts count it and the queue it ran in (migration 011): the
+// task's attempts and queue before the statement changes them.
 const (
-	sqlInsertAttempt  = `INSERT INTO hourglass_attempts (job_id, n, started, ended, outcome, error, status, node) `
+	sqlInsertAttempt  = `INSERT INTO hourglass_attempts (job_id, n, started, ended, outcome, error, status, node, attempt, queue) `
 	sqlAttemptDone    = ` ON CONFLICT (job_id, n) DO NOTHING`
 	sqlInsertFinished = `INSERT INTO hourglass_history (job_id, queue, id, outcome, finished, attempts, last_error) `
 )
@@ -70,17 +74,17 @@ func (n *Node) keep() bool {
 
 // attemptColumns are the columns of hourglass_attempts that
 // scanAttempt reads, in its order.
-const attemptColumns = `n, started, ended, outcome, error, status, node`
+const attemptColumns = `n, started, ended, outcome, error, status, node, coalesce(attempt, n), coalesce(queue, '')`
 
 // scanAttempt reads a row of attemptColumns.
 func scanAttempt(r pgx.CollectableRow) (task.Attempt, error) {
 	var a task.Attempt
-	var n, started, ended int64
+	var n, started, ended, attempt int64
 	var status int32
-	if err := r.Scan(&n, &started, &ended, &a.Outcome, &a.Error, &status, &a.Node); err != nil {
+	if err := r.Scan(&n, &started, &ended, &a.Outcome, &a.Error, &status, &a.Node, &attempt, &a.Queue); err != nil {
 		return a, err
 	}
-	a.N, a.Status = int(n), int(status)
+	a.N, a.Attempt, a.Status = int(n), int(attempt), int(status)
 	a.Started, a.Ended = time.Unix(0, started).UTC(), time.Unix(0, ended).UTC()
 	return a, nil
 }
@@ -96,10 +100,10 @@ func (n *Node) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, 
 	if err := n.Err(); err != nil {
 		return nil, err
 	}
-	var job, tries, reserved int64
+	var job, tries, reserved, attempts int64
 	var state int16
-	err := n.db.QueryRow(ctx, "SELECT job_id, state, tries, reserved FROM hourglass_tasks WHERE queue = $1 AND id = $2",
-		queue, id).Scan(&job, &state, &tries, &reserved)
+	err := n.db.QueryRow(ctx, "SELECT job_id, state, tries, reserved, attempts FROM hourglass_tasks WHERE queue = $1 AND id = $2",
+		queue, id).Scan(&job, &state, &tries, &reserved, &attempts)
 	running := err == nil && state == 2
 	if err == pgx.ErrNoRows {
 		err = n.db.QueryRow(ctx, `SELECT job_id FROM hourglass_history WHERE id = $2 AND queue = $1
@@ -126,7 +130,7 @@ func (n *Node) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, 
 		return nil, dbErr(err)
 	}
 	if running {
-		out = append(out, task.Attempt{N: int(tries), Started: time.Unix(0, reserved).UTC()})
+		out = append(out, task.Attempt{N: int(tries), Attempt: int(attempts), Queue: queue, Started: time.Unix(0, reserved).UTC()})
 	}
 	if out == nil {
 		out = []task.Attempt{}

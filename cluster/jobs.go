@@ -58,7 +58,7 @@ const sqlDeleteJob = `WITH gone AS (
 		DELETE FROM hourglass_tasks t WHERE t.job_id = $1 AND (t.state <> 2 OR ($2 <> '' AND t.lease = $2))
 		RETURNING t.job_id, t.queue, t.id, t.state, t.tries, t.reserved, t.attempts, t.last_error
 	), now AS (SELECT hourglass_now() AS ns WHERE $3),
-	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptAcked + `', '', 0, $4
+	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptAcked + `', '', 0, $4, attempts, queue
 		FROM gone, now WHERE state = 2` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id,
 			CASE WHEN state = 2 THEN '` + task.FinishedAcked + `' ELSE '` + task.FinishedDeleted + `' END,
@@ -105,11 +105,12 @@ func (n *Node) ReleaseJob(ctx context.Context, job uint64, lease string, prio ui
 	err := n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns),
 		r AS (UPDATE hourglass_tasks t SET state = 1, priority = $3, due = now.ns + $4,
 				fire_at = CASE WHEN $4 = 0 THEN NULL ELSE now.ns + $4 END,
-				releases = t.releases + 1, lease = '', lease_until = 0
+				releases = t.releases + 1, lease = '', lease_until = 0,
+				ready_at = CASE WHEN $4 = 0 THEN now.ns END
 			FROM now
 			WHERE t.job_id = $1 AND t.state = 2 AND t.lease = $2
-			RETURNING t.job_id, t.queue, t.fire_at, t.tries, t.reserved),
-		att AS (`+sqlInsertAttempt+`SELECT job_id, tries, reserved, now.ns, '`+task.AttemptReleased+`', '', 0, $6
+			RETURNING t.job_id, t.queue, t.fire_at, t.tries, t.reserved, t.attempts),
+		att AS (`+sqlInsertAttempt+`SELECT job_id, tries, reserved, now.ns, '`+task.AttemptReleased+`', '', 0, $6, attempts, queue
 			FROM r, now WHERE $5`+sqlAttemptDone+`)
 		SELECT r.queue, r.fire_at, now.ns FROM r, now`, j, lease, int64(prio), int64(delay), n.keep(), n.name).Scan(&queue, &fireAt, &dbNow)
 	if err == pgx.ErrNoRows {
@@ -157,10 +158,11 @@ func (n *Node) TouchJob(ctx context.Context, job uint64, lease string) (task.Tas
 // they were due later, and returns their queues. "Now" is read once and
 // each task's is a nanosecond after the one before it in $1, so that the
 // tasks kicked are handed out in the order kicked, as on the embedded
-// engine, which reads the clock for each.
+// engine, which reads the clock for each; that is also their ready_at,
+// where their wait for a worker starts (a dead task keeps its due time).
 const sqlKick = `WITH now AS (SELECT hourglass_now() AS ns)
 	UPDATE hourglass_tasks t SET state = 1, kicks = kicks + 1,
-		due = least(t.due, now.ns + k.ord), fire_at = NULL, died = NULL
+		due = least(t.due, now.ns + k.ord), fire_at = NULL, died = NULL, ready_at = now.ns + k.ord
 	FROM unnest($1::bigint[]) WITH ORDINALITY AS k(job_id, ord), now
 	WHERE t.job_id = k.job_id AND (t.state = 3 OR (t.state = 1 AND t.fire_at IS NOT NULL))
 	RETURNING t.queue`

@@ -217,7 +217,7 @@ const sqlAck = `WITH acked AS (
 		WHERE t.queue = a.queue AND t.id = a.id AND ` + sqlReservedByKey + ` AND t.lease = a.lease
 		RETURNING t.job_id, t.queue, t.id, t.lease, t.tries, t.reserved, t.attempts, t.last_error, a.outcome, a.status, a.ord
 	), now AS (SELECT hourglass_now() AS ns WHERE $4),
-	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, outcome, '', status, $5
+	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, outcome, '', status, $5, attempts, queue
 		FROM acked, now` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', now.ns, attempts, last_error
 		FROM acked, now ORDER BY ord)
@@ -264,7 +264,7 @@ func (n *Node) Kick(ctx context.Context, queue, id string) error {
 		return err
 	}
 	tag, err := n.db.Exec(ctx, `UPDATE hourglass_tasks SET state = 1, kicks = kicks + 1,
-			due = least(due, hourglass_now()), fire_at = NULL
+			due = least(due, hourglass_now()), fire_at = NULL, ready_at = hourglass_now()
 		WHERE queue = $1 AND id = $2 AND state = 3`, queue, id)
 	if err != nil {
 		return dbErr(err)

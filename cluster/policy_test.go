@@ -96,7 +96,7 @@ func TestPolicy_Release(t *testing.T) {
 
 // TestPolicy_BuryDeadLetter: a bury makes a task dead in place without a
 // dead-letter queue, and moves it, ready, to the dead-letter queue with
-// one: id, payload, attempts and last error kept, a task of the same id
+// one: id, payload and last error kept, attempts 0, a task of the same id
 // there replaced, and a reserver waiting on it (on another node) woken.
 func TestPolicy_BuryDeadLetter(t *testing.T) {
 	ctx := context.Background()
@@ -135,7 +135,7 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 	}()
 	eventually(t, 2*time.Second, "b waiting", func() bool { return b.Waiting("dlq") == 1 })
 	got, err = a.Bury(ctx, "q", "x", r.Lease, "still bad")
-	if err != nil || got.Queue != "dlq" || got.State != task.Ready || got.LastError != "still bad" || got.Attempts != 2 {
+	if err != nil || got.Queue != "dlq" || got.State != task.Ready || got.LastError != "still bad" || got.Attempts != 0 {
 		t.Fatalf("bury into the dead-letter queue: %+v, %v", got, err)
 	}
 	select {
@@ -157,7 +157,7 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 // TestPolicy_Expiry: a lease that runs out counts a timeout, keeps
 // task.LeaseExpired as the last error and brings the task back after the
 // retry policy's back-off; at its last attempt the task moves to the
-// dead-letter queue.
+// dead-letter queue, where its attempts count from 0 again.
 func TestPolicy_Expiry(t *testing.T) {
 	ctx := context.Background()
 	url := server(t).CreateDatabase(t)
@@ -189,7 +189,7 @@ func TestPolicy_Expiry(t *testing.T) {
 		got, err = b.Get("dead", "x")
 		return err == nil
 	})
-	if got.State != task.Ready || got.LastError != task.LeaseExpired || got.Attempts != 2 || got.Timeouts != 2 {
+	if got.State != task.Ready || got.LastError != task.LeaseExpired || got.Attempts != 0 || got.Timeouts != 2 {
 		t.Fatalf("in the dead-letter queue: %+v", got)
 	}
 }

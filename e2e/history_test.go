@@ -277,8 +277,8 @@ func testHistoryList(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, err := c.Get(ctx, "hd-dead", "m"); err != nil || got.State != api.StateReady {
-		t.Fatalf("the task in the dead-letter queue: %+v, %v", got, err)
+	if got, err := c.Get(ctx, "hd-dead", "m"); err != nil || got.State != api.StateReady || got.Attempts != 0 || got.MaxAttempts != 25 {
+		t.Fatalf("the task in the dead-letter queue: %+v, %v; want ready, attempts 0 of the default 25", got, err)
 	}
 	if got := historyLines(t, c, "hd", "", 10); !slices.Equal(got, []string{`m dead attempts=2 error="err 2"`}) {
 		t.Errorf("history of the queue a task left for its dead-letter queue: %q", got)
@@ -288,6 +288,15 @@ func testHistoryList(t *testing.T) {
 	}
 	if as, err := c.Attempts(ctx, "hd", "m"); err != nil || len(as) != 2 || as[1].Outcome != api.AttemptNacked || as[1].Error != "err 2" {
 		t.Errorf("attempts of the dead-lettered task in the queue it left: %+v, %v", as, err)
+	}
+	tk = reserveOne(t, c, "hd-dead", time.Second)
+	if _, err := c.Nack(ctx, "hd-dead", "m", tk.Lease, 0, "err 3"); err != nil {
+		t.Fatal(err)
+	}
+	if as, err := c.Attempts(ctx, "hd-dead", "m"); err != nil || len(as) != 3 ||
+		as[0].Attempt != 1 || as[0].Queue != "hd" || as[1].Attempt != 2 || as[1].Queue != "hd" ||
+		as[2].Attempt != 1 || as[2].Queue != "hd-dead" || as[2].Error != "err 3" {
+		t.Errorf("attempts of the dead-lettered task, before and after the move: %+v, %v", as, err)
 	}
 
 	// Bad queries: 400 naming what is wrong.
@@ -560,10 +569,12 @@ func testCLIHistory(t *testing.T) {
 }
 
 // TestHistory_Release checks that a released attempt stays in a task's
-// attempts, as every outcome of the wire does: a release gives the
+// attempts, as every outcome of the wire does, and that the attempts
+// listed agree with the task's count (issue 44): a release gives the
 // attempt back to the task's count (the next reservation is attempt 1
-// again in its attempts field), but the history lists each reservation,
-// numbered in order, the released one with its outcome.
+// again in its attempts field) and its number with it, so the attempt
+// after it is numbered 1 too, the released one told apart by its
+// outcome.
 func TestHistory_Release(t *testing.T) { engines(t, testHistoryRelease) }
 
 func testHistoryRelease(t *testing.T) {
@@ -589,14 +600,14 @@ func testHistoryRelease(t *testing.T) {
 		}
 		return strings.Join(s, " ")
 	}
-	if as, err := c.Attempts(ctx, "hr", "r"); err != nil || outcomes(as) != "1:released 2:running" {
-		t.Errorf("attempts after a release, reserved again: %s (%v); want 1:released 2:running", outcomes(as), err)
+	if as, err := c.Attempts(ctx, "hr", "r"); err != nil || outcomes(as) != "1:released 1:running" {
+		t.Errorf("attempts after a release, reserved again: %s (%v); want 1:released 1:running", outcomes(as), err)
 	}
 	if err := c.Ack(ctx, "hr", "r", tk.Lease); err != nil {
 		t.Fatal(err)
 	}
-	if as, err := c.Attempts(ctx, "hr", "r"); err != nil || outcomes(as) != "1:released 2:acked" {
-		t.Errorf("attempts after a release and an ack: %s (%v); want 1:released 2:acked", outcomes(as), err)
+	if as, err := c.Attempts(ctx, "hr", "r"); err != nil || outcomes(as) != "1:released 1:acked" {
+		t.Errorf("attempts after a release and an ack: %s (%v); want 1:released 1:acked", outcomes(as), err)
 	}
 	if fs, _, err := c.History(ctx, "hr", "", 0, 10); err != nil || len(fs) != 1 || fs[0].Attempts != 1 {
 		t.Errorf("history: %+v, %v; want the task acked after 1 attempt (the release not counted)", fs, err)

@@ -219,13 +219,13 @@ func testPolicyBackoff(t *testing.T) {
 		due = got.Due
 	}
 	// The third attempt fails: used up, it moves to bo-dead, ready, with
-	// its id, payload, attempts and last error.
+	// its id, payload and last error, and no attempts.
 	tk := reserveOne(t, c, "bo", 5*time.Second)
 	if at := time.Now(); at.Before(due) || tk.Attempts != 3 {
 		t.Fatalf("third attempt %v before its due time: %+v", due.Sub(at), tk)
 	}
 	got, err := c.Nack(ctx, "bo", "x", tk.Lease, client.RetryDelay, "smtp: 550 no such user")
-	if err != nil || got.Queue != "bo-dead" || got.State != api.StateReady || got.ID != "x" || got.Attempts != 3 || got.LastError != "smtp: 550 no such user" {
+	if err != nil || got.Queue != "bo-dead" || got.State != api.StateReady || got.ID != "x" || got.Attempts != 0 || got.LastError != "smtp: 550 no such user" {
 		t.Fatalf("nack of the last attempt: %+v, %v; want ready in bo-dead with the error", got, err)
 	}
 	if tk, err := c.Get(ctx, "bo", "x"); err == nil && tk.State != api.StateFinished {

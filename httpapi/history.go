@@ -47,12 +47,16 @@ func (s *Server) attempts(w http.ResponseWriter, r *http.Request, b service.Serv
 // its start is after now, as another node's clock may put it).
 func toAttempt(a task.Attempt, now time.Time) api.Attempt {
 	out := api.Attempt{
-		Attempt: a.N,
+		Attempt: a.Attempt,
+		Queue:   a.Queue,
 		Started: utc(a.Started),
 		Outcome: a.Outcome,
 		Error:   a.Error,
 		Status:  a.Status,
 		Node:    a.Node,
+	}
+	if out.Attempt == 0 {
+		out.Attempt = a.N // a record kept before attempts were numbered so
 	}
 	end := now
 	if !a.Ended.IsZero() {

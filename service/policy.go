@@ -43,8 +43,9 @@ import (
 // queue reserved for the first time (attempts 1) and nacked without a
 // delay comes back after 1 s × [0.9, 1.1]; after its second attempt
 // 2 s × [0.9, 1.1], then 4 s, 8 s; its fifth failure finds its attempts
-// used up, and it moves to queue "mail-dead", ready, with attempts 5 and
-// the last error kept. A nack with a delay of the caller's, or a
+// used up, and it moves to queue "mail-dead", ready, with the last error
+// kept and, as a task put there, attempts 0 and the max_attempts and ttr
+// of mail-dead's policy (DeadLettered). A nack with a delay of the caller's, or a
 // beanstalkd release, keeps that delay and still counts against
 // MaxAttempts (a release over HTTP does not count: Release).
 
@@ -254,6 +255,17 @@ func AfterFailure(p task.Policy, attempts, maxAttempts int, delay time.Duration,
 		delay = RetryDelay(p.Retry, attempts, u)
 	}
 	return Outcome{Delay: delay}
+}
+
+// DeadLettered returns what a task moved to a dead-letter queue of policy
+// p starts there with, as a task put into it would: no attempts,
+// max_attempts as the task records it (MaxAttempts of the policy's, 0
+// for no limit) and the policy's ttr, 0 when it gives none (the task then
+// keeps its own). Its attempts before the move stay in its attempt
+// records, each with the queue it ran in. Both engines call it where
+// they move the task (broker.deadLetter, cluster.settle). O(1).
+func DeadLettered(p task.Policy) (maxAttempts int, ttr time.Duration) {
+	return MaxAttempts(0, p.MaxAttempts), p.TTR
 }
 
 // CutError returns s cut to at most task.MaxErrorLen bytes at a UTF-8

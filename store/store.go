@@ -149,8 +149,10 @@ type Queue struct {
 type Attempt struct {
 	JobID   uint64
 	N       uint32
-	Started int64 // Unix ns
-	Ended   int64 // Unix ns
+	Attempt uint32 // the task's attempts while it ran (task.Attempt); 0: a record from before it was kept
+	Queue   string // the queue it ran in; "": a record from before it was kept
+	Started int64  // Unix ns
+	Ended   int64  // Unix ns
 	Outcome string
 	Error   string
 	Status  int32

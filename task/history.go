@@ -16,8 +16,22 @@ const (
 // Attempt is one attempt of a task: a reservation by a worker, or a
 // push, from its start to its end. A running attempt has a zero Ended
 // and no Outcome.
+//
+// Attempt numbers it as the task's attempts count it (task.Task's
+// Attempts while it ran) in Queue, the queue it ran in: a release that
+// gives its attempt back (Release over HTTP) gives back its number too,
+// so the next attempt has the same one, and a task moved to a
+// dead-letter queue starts there from 1 again. N numbers the task's
+// attempt records, every reservation answered one, a release included:
+// what the records kept (AttemptsKeptFirst, AttemptsKeptLast) and the
+// ones left out are counted by. For example a task nacked, released,
+// nacked and dead-lettered, then reserved in its dead-letter queue, has
+// the records (N, Attempt, Queue) (1, 1, q), (2, 2, q) released, (3, 2,
+// q), and the running (4, 1, q-dead).
 type Attempt struct {
-	N       int // 1 for the first
+	N       int // 1 for the first record
+	Attempt int // 1 for the first attempt in Queue; 0 in a record kept before it was numbered so
+	Queue   string
 	Started time.Time
 	Ended   time.Time
 	Outcome string // one of the Attempt* outcomes; "" while running

@@ -49,3 +49,50 @@ func attemptsBound(t *testing.T, b service.Service) {
 		t.Fatalf("DroppedAttempts = %d; want %d", d, n-kept)
 	}
 }
+
+// attemptNumbers: a task's attempt records and its attempts count agree
+// (issue 44): each record is numbered as the count numbered the attempt
+// it ran, so a release, which gives its attempt back, gives its number
+// back too and the attempt after it has the same number, while N still
+// numbers every record. The running attempt's number is the task's
+// attempts.
+func attemptNumbers(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	putTask(t, b, "num", task.PutRequest{ID: "x"})
+	r := ReserveOne(t, b, "num", time.Second)
+	_, err := b.Release(ctx, "num", "x", r.Lease, 0)
+	must(t, "release", err)
+	r = ReserveOne(t, b, "num", time.Second)
+	n, err := b.Nack(ctx, "num", "x", r.Lease, 0, "e")
+	must(t, "nack", err)
+	if n.Attempts != 1 {
+		t.Fatalf("after a release and a nack: attempts %d; want 1", n.Attempts)
+	}
+	r = ReserveOne(t, b, "num", time.Second)
+	if r.Attempts != 2 {
+		t.Fatalf("reserved after a release and a nack: attempts %d; want 2", r.Attempts)
+	}
+	as, err := b.Attempts(ctx, "num", "x")
+	must(t, "attempts", err)
+	want := []struct {
+		attempt int
+		outcome string
+	}{{1, task.AttemptReleased}, {1, task.AttemptNacked}, {2, ""}}
+	if len(as) != len(want) {
+		t.Fatalf("attempt records %+v; want %d", as, len(want))
+	}
+	for i, a := range as {
+		if a.N != i+1 || a.Attempt != want[i].attempt || a.Outcome != want[i].outcome || a.Queue != "num" {
+			t.Fatalf("attempt record %d = %+v; want record %d, attempt %d, outcome %q, queue num", i, a, i+1, want[i].attempt, want[i].outcome)
+		}
+	}
+	if last := as[len(as)-1]; last.Attempt != r.Attempts {
+		t.Fatalf("running attempt numbered %d; the task counts %d", last.Attempt, r.Attempts)
+	}
+	must(t, "ack", b.Ack(ctx, "num", "x", r.Lease))
+	as, err = b.Attempts(ctx, "num", "x")
+	must(t, "attempts of the acked task", err)
+	if len(as) != 3 || as[2].Attempt != 2 || as[2].Outcome != task.AttemptAcked {
+		t.Fatalf("attempts of the acked task: %+v; want its third record attempt 2, acked", as)
+	}
+}

@@ -479,8 +479,9 @@ func bury(t *testing.T, b service.Service) {
 }
 
 // deadLetter: a task whose attempts are used up moves to the dead-letter
-// queue, ready, with its id, payload, attempts and last error, replacing
-// a task of the same id there.
+// queue, ready, with its id, payload and last error, and no attempts,
+// replacing a task of the same id there (deadLetterAttempts: what else it
+// starts with there).
 func deadLetter(t *testing.T, b service.Service) {
 	ctx := context.Background()
 	setPolicy(t, b, "dl", task.Policy{MaxAttempts: 2, DeadLetter: "dl-dead"})
@@ -494,14 +495,14 @@ func deadLetter(t *testing.T, b service.Service) {
 	r = ReserveOne(t, b, "dl", time.Second)
 	n, err = b.Nack(ctx, "dl", "a", r.Lease, task.RetryDelay, "e2")
 	must(t, "nack 2", err)
-	if n.Queue != "dl-dead" || n.State != task.Ready || n.ID != "a" || n.Attempts != 2 || n.LastError != "e2" {
-		t.Fatalf("Nack of the last attempt = %+v; want a, ready in dl-dead, attempts 2, last error e2", n)
+	if n.Queue != "dl-dead" || n.State != task.Ready || n.ID != "a" || n.Attempts != 0 || n.LastError != "e2" {
+		t.Fatalf("Nack of the last attempt = %+v; want a, ready in dl-dead, attempts 0, last error e2", n)
 	}
 	_, err = b.Get("dl", "a")
 	wantErr(t, "get from its own queue", err, task.ErrNotFound)
 	g, err := b.Get("dl-dead", "a")
 	must(t, "get from the dead-letter queue", err)
-	if g.State != task.Ready || string(g.Payload) != `"pa"` || g.Attempts != 2 || g.LastError != "e2" || g.Queue != "dl-dead" {
+	if g.State != task.Ready || string(g.Payload) != `"pa"` || g.Attempts != 0 || g.LastError != "e2" || g.Queue != "dl-dead" {
 		t.Fatalf("dead-lettered task = %+v", g)
 	}
 	if s, _ := queueStats(t, b, "dl"); s.Ready+s.Delayed+s.Reserved+s.Dead != 0 {
@@ -525,7 +526,7 @@ func deadLetter(t *testing.T, b service.Service) {
 	if n.Queue != "dl-dead" || n.State != task.Ready {
 		t.Fatalf("Nack of b = %+v; want ready in dl-dead", n)
 	}
-	if g, err := b.Get("dl-dead", "b"); err != nil || string(g.Payload) != `"new"` || g.Attempts != 1 || g.LastError != "e" {
+	if g, err := b.Get("dl-dead", "b"); err != nil || string(g.Payload) != `"new"` || g.Attempts != 0 || g.LastError != "e" {
 		t.Fatalf("b in the dead-letter queue = %+v, %v; want the new one", g, err)
 	}
 	if s, _ := queueStats(t, b, "dl-dead"); s.Ready != 1 {
@@ -537,8 +538,8 @@ func deadLetter(t *testing.T, b service.Service) {
 	putTask(t, b, "dl-expiry", task.PutRequest{ID: "e", Payload: []byte(`"pe"`)})
 	r = ReserveOne(t, b, "dl-expiry", time.Second)
 	moved := ReserveOne(t, b, "dl-expiry-dead", 100*time.Millisecond+lateSlack)
-	if moved.ID != "e" || string(moved.Payload) != `"pe"` || moved.LastError != task.LeaseExpired || moved.Attempts != 2 {
-		t.Fatalf("dead-lettered after its lease ran out: %+v; want e, last error %q, attempts 2", moved, task.LeaseExpired)
+	if moved.ID != "e" || string(moved.Payload) != `"pe"` || moved.LastError != task.LeaseExpired || moved.Attempts != 1 {
+		t.Fatalf("dead-lettered after its lease ran out: %+v; want e, last error %q, attempts 1 (its first in the dead-letter queue)", moved, task.LeaseExpired)
 	}
 	if now := time.Now(); now.Before(r.LeaseUntil.Add(-timeSlack)) {
 		t.Fatalf("dead-lettered %v before its lease's end", r.LeaseUntil.Sub(now))

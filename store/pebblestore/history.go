@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -34,7 +35,11 @@ import (
 // first's H or T key stays, until pruned).
 //
 // An attempt's value is Started, Ended (8 bytes each), Status (4 bytes),
-// then Outcome, Error and Node (strings); a Finished record's is JobID,
+// then Outcome, Error and Node (strings), then, when either is set,
+// Attempt (uvarint) and Queue (string): a record written before they
+// were kept ends after Node, and reads with Attempt 0 and Queue "". As
+// with the task record's trace context, there was no format bump: a
+// record with them reads as corrupt to an older binary. A Finished record's is JobID,
 // Finished (8 bytes each), Attempts (4 bytes), then ID, Outcome and
 // LastError (strings); a time entry's is JobID (8 bytes), then Queue and
 // ID (strings). Integers are little-endian, strings a uvarint length and
@@ -49,7 +54,12 @@ func appendAttempt(dst []byte, a *store.Attempt) []byte {
 	dst = le.AppendUint32(dst, uint32(a.Status))
 	dst = appendString(dst, a.Outcome)
 	dst = appendString(dst, a.Error)
-	return appendString(dst, a.Node)
+	dst = appendString(dst, a.Node)
+	if a.Attempt != 0 || a.Queue != "" {
+		dst = binary.AppendUvarint(dst, uint64(a.Attempt))
+		dst = appendString(dst, a.Queue)
+	}
+	return dst
 }
 
 // decodeAttempt decodes an attempt body into a, leaving JobID and N.
@@ -63,6 +73,13 @@ func decodeAttempt(body []byte, a *store.Attempt) error {
 	a.Status = int32(le.Uint32(body[16:]))
 	d := decoder{b: body[20:]}
 	a.Outcome, a.Error, a.Node = d.string(), d.string(), d.string()
+	if d.err == nil && len(d.b) > 0 {
+		n := d.uvarint()
+		if n > math.MaxUint32 && d.err == nil {
+			d.err = fmt.Errorf("attempt number %d out of range", n)
+		}
+		a.Attempt, a.Queue = uint32(n), d.string()
+	}
 	return d.end()
 }
 

@@ -15,7 +15,7 @@ func FuzzHistoryRecords(f *testing.F) {
 	f.Add([]byte{}, int64(0), int64(0), int32(0), uint64(0), uint32(0), "", "", "")
 	f.Add(appendFinished(nil, &store.Finished{ID: "a"}), int64(-1), int64(1<<62), int32(-500), uint64(1<<63), uint32(7), "acked", "boom ✗", "node-1")
 	f.Fuzz(func(t *testing.T, raw []byte, t1, t2 int64, status int32, job uint64, n uint32, s1, s2, s3 string) {
-		a := store.Attempt{Started: t1, Ended: t2, Status: status, Outcome: s1, Error: s2, Node: s3}
+		a := store.Attempt{Started: t1, Ended: t2, Status: status, Outcome: s1, Error: s2, Node: s3, Attempt: n, Queue: s2}
 		fin := store.Finished{JobID: job, Finished: t1, Attempts: n, ID: s1, Outcome: s2, LastError: s3}
 		type codec struct {
 			name   string

@@ -1,0 +1,15 @@
+-- 011: an attempt record says which of the task's attempts it was, as
+-- the task's attempts count them (task.Attempt): attempt is the task's
+-- attempts while it ran (a release over HTTP gives its number back, and
+-- a task moved to a dead-letter queue starts there from 1 again, its
+-- attempts reset: service.DeadLettered), queue the queue it ran in. n
+-- stays the record's number among the task's records (tries), which the
+-- bound of migration 008 counts by. NULL in the rows written before:
+-- read as attempt n and no queue, so no row is rewritten.
+--
+-- Since this migration, hourglass_tasks.ready_at (009) is also set by
+-- whatever makes a reserved or dead task ready without a timer: a lease
+-- that ran out, a nack or release without a delay, a kick, a move to a
+-- dead-letter queue; such a task keeps its due time, and its wait for a
+-- worker starts at ready_at.
+ALTER TABLE hourglass_attempts ADD COLUMN attempt bigint, ADD COLUMN queue text;
