@@ -80,10 +80,11 @@ func Overslept(sleepUntil, now uint64) (late bool, after uint64) {
 	return late, d.sleepUntil.Load()
 }
 
-// The inbox's sizes (see driver.put).
+// The inbox's sizes (see driver.put and driver.offer).
 const (
 	BatchSize = batchSize
 	FullMax   = fullMax
+	RingSize  = ringSize
 )
 
 // Inbox reports, for shard i of t, how many timeouts its structure holds

@@ -323,3 +323,45 @@ func TestInbox_RingBeforeSleep(t *testing.T) {
 		}
 	})
 }
+
+// TestInbox_RingFullSpills checks that a timeout whose shard's ring is
+// full (its driver far behind) goes to the next shard, so that a burst
+// from one goroutine fires on more than one driver.
+func TestInbox_RingFullSpills(t *testing.T) {
+	tm := hourglass.New(hourglass.WithShards(2), hourglass.WithExecutor(hourglass.Inline))
+	defer tm.Stop()
+	// Each shard's driver runs a callback that schedules a full inbox on
+	// its shard (making its ring) and then waits: both stay awake.
+	release := make(chan struct{})
+	defer close(release)
+	for i := range 2 {
+		ready := make(chan struct{})
+		if _, err := hourglass.AfterFuncOnShard(tm, i, 0, func() {
+			for range hourglass.BatchSize {
+				if _, err := hourglass.AfterFuncOnShard(tm, i, time.Hour, noop); err != nil {
+					t.Error(err)
+				}
+			}
+			close(ready)
+			<-release
+		}); err != nil {
+			t.Fatal(err)
+		}
+		<-ready
+		if !hourglass.Ring(tm, i) {
+			t.Fatalf("shard %d has no ring", i)
+		}
+	}
+	n := 2*hourglass.RingSize + 100
+	for range n {
+		if _, err := tm.AfterFunc(time.Hour, noop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		f, w, h := hourglass.Inbox(tm, i)
+		if got, least := f+w+h-hourglass.BatchSize, hourglass.RingSize; got < least {
+			t.Errorf("shard %d holds %d of the %d timeouts; want at least %d (a full ring's, spilled from the other shard)", i, got, n, least)
+		}
+	}
+}
