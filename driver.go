@@ -63,6 +63,13 @@ type driver[In, Out any] struct {
 	ring    atomic.Pointer[ring[In]]
 	rings   bool
 	scratch []In
+	// room tells a caller waiting for room in the full ring (awaitRoom)
+	// that a pass has taken from it, when roomWanted is set.
+	room       chan struct{} // buffered 1
+	roomWanted atomic.Bool
+	// roomLate is set when a wait for room timed out, and cleared by the
+	// next pass: until then callers do not wait (see awaitRoom).
+	roomLate atomic.Bool
 	// afterPass is a test's hook (see export_test.go), called after a
 	// pass. Guarded by mu; nil outside tests.
 	afterPass func()
@@ -125,6 +132,7 @@ func (d *driver[In, Out]) init(w worker[In, Out], c clock, r runner, e *exits) {
 	d.clock = c
 	d.runner = r
 	d.wake = make(chan struct{}, 1)
+	d.room = make(chan struct{}, 1)
 	d.quit = make(chan struct{})
 	d.exits = e
 }
@@ -207,6 +215,42 @@ func (d *driver[In, Out]) drain(r *ring[In]) {
 	}
 	d.scratch = r.drain(d.scratch, d.w.file)
 }
+
+// awaitRoom waits, without d.mu, for the goroutine to take from its
+// full ring, at most roomWait, and reports whether it did (or may have:
+// the caller tries the ring again). A caller whose timeout found the
+// ring full, the goroutine far behind, waits so instead of filing what
+// the ring holds on its behalf: firing comes before scheduling, and a
+// caller that waits leaves the processor to the drivers, as one that
+// files does not. The bound is for a caller that no pass can answer: a
+// callback running on the goroutine itself, which waits roomWait and
+// then files; and since a wait that timed out makes callers file until
+// the next pass, such a callback waits once however many it schedules.
+func (d *driver[In, Out]) awaitRoom() bool {
+	r := d.ring.Load()
+	if r == nil || d.roomLate.Load() {
+		return false
+	}
+	d.roomWanted.Store(true)
+	if !r.full() {
+		return true // taken from meanwhile
+	}
+	t := time.NewTimer(roomWait)
+	defer t.Stop()
+	select {
+	case <-d.room:
+		return true
+	case <-t.C:
+		d.roomLate.Store(true)
+		return false
+	}
+}
+
+// roomWait bounds awaitRoom: ten ticks of the default wheel, time for a
+// driver behind on a loaded machine to pass. (At one tick, callers on a
+// 2-core host at load 10 timed out and filed about as often as without
+// the wait.)
+const roomWait = 10 * time.Millisecond
 
 // offer queues in for the structure in the ring, without d.mu, if the
 // goroutine is awake and will pass over the structure again (sleepUntil
@@ -340,6 +384,17 @@ func (d *driver[In, Out]) pass(now uint64) uint64 {
 	// The goroutine holds mu, so neither a claim nor halt can run.
 	d.next.Store(0)
 	d.flush()
+	// The ring is empty: answer a caller waiting for room (awaitRoom).
+	if d.roomLate.Load() {
+		d.roomLate.Store(false)
+	}
+	if d.roomWanted.Load() {
+		d.roomWanted.Store(false)
+		select {
+		case d.room <- struct{}{}:
+		default:
+		}
+	}
 	next, ok := d.w.advance(now)
 	switch {
 	case len(d.batch) > 0 || (ok && next <= now):
@@ -462,6 +517,10 @@ func (d *driver[In, Out]) halt(taken func(Out)) bool {
 	// No caller queues in the ring from here on, or one that does sees
 	// that it was dropped (see offer).
 	r := d.ring.Swap(nil)
+	select {
+	case d.room <- struct{}{}: // a caller waiting for room goes on, to ErrStopped
+	default:
+	}
 	n := int64(len(d.batch))
 	from := min(d.next.Swap(n), n)
 	var zero Out

@@ -85,6 +85,7 @@ const (
 	BatchSize = batchSize
 	FullMax   = fullMax
 	RingSize  = ringSize
+	RoomWait  = roomWait
 )
 
 // Inbox reports, for shard i of t, how many timeouts its structure holds

@@ -365,3 +365,37 @@ func TestInbox_RingFullSpills(t *testing.T) {
 		}
 	}
 }
+
+// TestInbox_RingFullWaitsOnce checks that a callback running on the
+// driver, which no pass can answer while it runs, waits for room in its
+// shard's full ring once, RoomWait, however many timeouts it schedules,
+// and that all of them are filed.
+func TestInbox_RingFullWaitsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := hourglass.New(hourglass.WithShards(1), hourglass.WithExecutor(hourglass.Inline))
+		defer tm.Stop()
+		n := 5 * hourglass.RingSize
+		var took time.Duration
+		done := make(chan struct{})
+		if _, err := tm.AfterFunc(0, func() {
+			defer close(done)
+			start := time.Now()
+			for range n {
+				if _, err := tm.AfterFunc(time.Hour, noop); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			took = time.Since(start)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if took > hourglass.RoomWait {
+			t.Errorf("scheduling %d from a callback on the driver took %v; want at most one wait of %v", n, took, hourglass.RoomWait)
+		}
+		if got := tm.Pending(); got != n {
+			t.Errorf("Pending = %d; want %d", got, n)
+		}
+	})
+}

@@ -91,5 +91,8 @@ func (r *ring[T]) drain(buf []T, take func([]T)) []T {
 	return buf
 }
 
+// full reports whether push would find the ring full.
+func (r *ring[T]) full() bool { return r.tail.Load()-r.head.Load() >= ringSize }
+
 // empty reports whether every item claimed so far has been taken.
 func (r *ring[T]) empty() bool { return r.head.Load() == r.tail.Load() }

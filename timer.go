@@ -26,10 +26,11 @@ import (
 // up to 255 others, when the list is full or the driver next wakes: one
 // cancelled before then (the request that completed in time) never
 // touches the structure. While a shard's driver is awake, as through a
-// burst, a new one-shot timeout goes instead into a lock-free ring that
-// the driver takes from on each pass, so that callers and the driver do
-// not take turns at the shard's lock; a timeout the driver is too far
-// behind to take goes to the next shard's. A shard knows its timeouts by small integer ids:
+// burst, [Timer.AfterFunc] puts its timeout instead into a lock-free
+// ring of 4,096 that the driver takes from on each pass, so that callers
+// and the driver do not take turns at the shard's lock; when the ring is
+// full, the timeout goes to the next shard's (a driver per core). A
+// shard knows its timeouts by small integer ids:
 // the default wheel's links are ids, not pointers, and the handle a
 // caller holds is 32 bytes with two pointers, so the garbage collector
 // has little to trace however many timeouts are pending. With the
@@ -44,7 +45,9 @@ import (
 // callbacks wait to start), a scheduling call yields its processor
 // (runtime.Gosched) before it returns, a bounded number of times, so that
 // a goroutine scheduling timeouts in a tight loop does not starve the
-// ones already due.
+// ones already due; and an AfterFunc that finds the rings full waits for
+// the driver's next pass, up to 10 ms, before it files what they hold
+// itself (a callback on the driver waits so once a pass).
 //
 // Timer is safe for concurrent use by multiple goroutines. Create one with
 // [New], use it from anywhere, and [Timer.Stop] it when done; a process
@@ -110,7 +113,8 @@ func New(opts ...Option) *Timer {
 // AfterFunc schedules f to run d from now and returns its handle. A d of
 // zero or less runs f promptly. Any d up to math.MaxInt64 is held exactly.
 // It returns [ErrStopped] after Stop, [ErrTooManyPending] at the pending
-// limit, or an error for a nil f or an invalid option.
+// limit, or an error for a nil f or an invalid option. While the Timer is
+// far behind, it may wait up to 10 ms for a driver (see [Timer]).
 func (t *Timer) AfterFunc(d time.Duration, f func()) (*Timeout, error) {
 	t.mustBeMade("AfterFunc")
 	if f == nil {
@@ -141,6 +145,9 @@ func (t *Timer) AfterFunc(d time.Duration, f func()) (*Timeout, error) {
 		// shard, whose driver, on another core, may not be (see spill).
 		sh = t.spill(sh)
 		to.sh = sh
+		r, ok, settled, full = sh.offer(to)
+	}
+	if full && sh.awaitRoom() {
 		r, ok, settled, full = sh.offer(to)
 	}
 	if ok {
