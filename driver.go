@@ -39,8 +39,9 @@ type driver[In, Out any] struct {
 	// sleepUntil is the clock reading the goroutine sleeps until: 0 while
 	// it is awake and will look at the structure again before sleeping,
 	// MaxUint64 while it waits with nothing to do. A deadline before it
-	// must wake the goroutine. Guarded by mu.
-	sleepUntil uint64
+	// must wake the goroutine. Written under mu, except by the goroutine
+	// as it wakes (to 0); read without mu by offer.
+	sleepUntil atomic.Uint64
 	// wakeups counts passes over the structure. Guarded by mu.
 	wakeups uint64
 
@@ -52,6 +53,26 @@ type driver[In, Out any] struct {
 	inbox []In
 	full  [][]In
 	spare [][]In
+	// ring is the inbox's lock-free part, for a driver made with rings
+	// set (a Timer shard's): while the goroutine is awake, callers queue
+	// there without mu (offer), and each pass takes what they queued
+	// (flush). It is made when a full inbox first goes to the awake
+	// goroutine (put), and dropped when nothing is pending and at halt.
+	// Written under mu; read without it by offer. scratch is flush's
+	// buffer for what it takes from the ring. Guarded by mu.
+	ring    atomic.Pointer[ring[In]]
+	rings   bool
+	scratch []In
+	// room tells a caller waiting for room in the full ring (awaitRoom)
+	// that a pass has taken from it, when roomWanted is set.
+	room       chan struct{} // buffered 1
+	roomWanted atomic.Bool
+	// roomLate is set when a wait for room timed out, and cleared by the
+	// next pass: until then callers do not wait (see awaitRoom).
+	roomLate atomic.Bool
+	// afterPass is a test's hook (see export_test.go), called after a
+	// pass. Guarded by mu; nil outside tests.
+	afterPass func()
 	// batch holds what the last pass found due, written under mu by the
 	// pass. The goroutine hands it over without mu, claiming each item
 	// first (next); halt, under mu, takes those not yet claimed. Each
@@ -111,6 +132,7 @@ func (d *driver[In, Out]) init(w worker[In, Out], c clock, r runner, e *exits) {
 	d.clock = c
 	d.runner = r
 	d.wake = make(chan struct{}, 1)
+	d.room = make(chan struct{}, 1)
 	d.quit = make(chan struct{})
 	d.exits = e
 }
@@ -124,15 +146,22 @@ func (d *driver[In, Out]) init(w worker[In, Out], c clock, r runner, e *exits) {
 // that schedule, as Netty's worker files what its callers queue. At
 // most fullMax inboxes wait so: the caller whose inbox fills beyond them
 // files them all, oldest first, as filing must keep the order of the
-// calls (a Keyed's later Set of a key wins). It is O(1), but for the
+// calls (a Keyed's later Set of a key wins). The first inbox handed so
+// makes a Timer shard's ring, through which callers then queue without
+// d.mu while the goroutine is awake (see offer). It is O(1), but for the
 // call that files, O(what waits). d.mu is held.
 func (d *driver[In, Out]) put(in In) {
 	if d.inbox = append(d.inbox, in); len(d.inbox) < batchSize {
 		return
 	}
-	if d.sleepUntil != 0 || !d.started || len(d.full) == fullMax {
+	if d.sleepUntil.Load() != 0 || !d.started || len(d.full) == fullMax {
 		d.flush()
 		return
+	}
+	if d.rings && d.ring.Load() == nil {
+		// A burst: from now on callers queue without mu while the
+		// goroutine is awake.
+		d.ring.Store(new(ring[In]))
 	}
 	d.full = append(d.full, d.inbox)
 	if n := len(d.spare); n > 0 {
@@ -154,10 +183,13 @@ const (
 	spareMax = 4
 )
 
-// flush files the inboxes, oldest first, in O(what waits). Everything
-// that reads the structure flushes first, so nothing can observe the
-// wait. d.mu is held.
+// flush files the inboxes, the ring first, then the others oldest
+// first, in O(what waits). Everything that reads the structure flushes
+// first, so nothing can observe the wait. d.mu is held.
 func (d *driver[In, Out]) flush() {
+	if r := d.ring.Load(); r != nil {
+		d.drain(r)
+	}
 	for i, in := range d.full {
 		d.w.file(in)
 		clear(in) // let what it held go
@@ -175,6 +207,77 @@ func (d *driver[In, Out]) flush() {
 	d.inbox = d.inbox[:0]
 }
 
+// drain files what callers have queued in r, waiting for any of them
+// between claiming a place and writing to it. d.mu is held.
+func (d *driver[In, Out]) drain(r *ring[In]) {
+	if d.scratch == nil {
+		d.scratch = make([]In, 0, batchSize)
+	}
+	d.scratch = r.drain(d.scratch, d.w.file)
+}
+
+// awaitRoom waits, without d.mu, for the goroutine to take from its
+// full ring, at most roomWait, and reports whether it did (or may have:
+// the caller tries the ring again). A caller whose timeout found the
+// ring full, the goroutine far behind, waits so instead of filing what
+// the ring holds on its behalf: firing comes before scheduling, and a
+// caller that waits leaves the processor to the drivers, as one that
+// files does not. The bound is for a caller that no pass can answer: a
+// callback running on the goroutine itself, which waits roomWait and
+// then files; and since a wait that timed out makes callers file until
+// the next pass, such a callback waits once however many it schedules.
+func (d *driver[In, Out]) awaitRoom() bool {
+	r := d.ring.Load()
+	if r == nil || d.roomLate.Load() {
+		return false
+	}
+	d.roomWanted.Store(true)
+	if !r.full() {
+		return true // taken from meanwhile
+	}
+	t := time.NewTimer(roomWait)
+	defer t.Stop()
+	select {
+	case <-d.room:
+		return true
+	case <-t.C:
+		d.roomLate.Store(true)
+		return false
+	}
+}
+
+// roomWait bounds awaitRoom: ten ticks of the default wheel, time for a
+// driver behind on a loaded machine to pass. (At one tick, callers on a
+// 2-core host at load 10 timed out and filed about as often as without
+// the wait.)
+const roomWait = 10 * time.Millisecond
+
+// offer queues in for the structure in the ring, without d.mu, if the
+// goroutine is awake and will pass over the structure again (sleepUntil
+// is 0), as it is through a burst, so that callers and the goroutine do
+// not take turns at d.mu. It reports ok false, having queued nothing,
+// when the caller must queue in under d.mu instead (put): with no ring,
+// the goroutine asleep, or the ring full (then full is true, and the
+// caller files everything, as put does beyond fullMax). With ok true,
+// settled false means that the ring was dropped (by halt, or as nothing
+// was pending) or the goroutine went to sleep between offer's two looks,
+// so that it may not have seen in: the caller must then call settleRing
+// with r. O(1), and it never waits.
+func (d *driver[In, Out]) offer(in In) (r *ring[In], ok, settled, full bool) {
+	r = d.ring.Load()
+	if r == nil || d.sleepUntil.Load() != 0 {
+		return nil, false, false, false
+	}
+	if !r.push(in) {
+		return nil, false, false, true
+	}
+	// push and the loads below are sequentially consistent, as are the
+	// goroutine's store of sleepUntil (or of ring) and its look at the
+	// ring after it (see sleepAfter): either the goroutine sees in, or
+	// the caller sees that it may not have.
+	return r, true, d.ring.Load() == r && d.sleepUntil.Load() == 0, false
+}
+
 // due appends out to the batch. The worker's advance calls it. d.mu is
 // held.
 func (d *driver[In, Out]) due(out Out) { d.batch = append(d.batch, out) }
@@ -190,8 +293,8 @@ func (d *driver[In, Out]) armed(when uint64) (wake bool) {
 		go d.run()
 		return false
 	}
-	if when < d.sleepUntil {
-		d.sleepUntil = 0 // one wake-up is enough until the driver looks again
+	if when < d.sleepUntil.Load() {
+		d.sleepUntil.Store(0) // one wake-up is enough until the driver looks again
 		return true
 	}
 	return false
@@ -202,11 +305,11 @@ func (d *driver[In, Out]) armed(when uint64) (wake bool) {
 // deadline: see settle. It then counts the goroutine as awake, so that one
 // caller, not every one, wakes it. d.mu is held.
 func (d *driver[In, Out]) overslept(now uint64) bool {
-	u := d.sleepUntil
+	u := d.sleepUntil.Load()
 	if u == 0 || u == math.MaxUint64 || now <= u+oversleepMax {
 		return false
 	}
-	d.sleepUntil = 0
+	d.sleepUntil.Store(0)
 	return true
 }
 
@@ -280,6 +383,17 @@ func (d *driver[In, Out]) pass(now uint64) uint64 {
 	// The goroutine holds mu, so neither a claim nor halt can run.
 	d.next.Store(0)
 	d.flush()
+	// The ring is empty: answer a caller waiting for room (awaitRoom).
+	if d.roomLate.Load() {
+		d.roomLate.Store(false)
+	}
+	if d.roomWanted.Load() {
+		d.roomWanted.Store(false)
+		select {
+		case d.room <- struct{}{}:
+		default:
+		}
+	}
 	next, ok := d.w.advance(now)
 	switch {
 	case len(d.batch) > 0 || (ok && next <= now):
@@ -289,6 +403,25 @@ func (d *driver[In, Out]) pass(now uint64) uint64 {
 	}
 	d.spare = nil // nothing pending: keep no inboxes for a burst to come
 	return math.MaxUint64
+}
+
+// sleepAfter records until, what pass returned, as the reading the
+// goroutine sleeps until, and returns it; or returns 0, to pass again,
+// if callers have queued in the ring since the pass took from it. A
+// ring left empty when nothing is pending is dropped: the next burst
+// makes another. d.mu is held.
+func (d *driver[In, Out]) sleepAfter(until uint64) uint64 {
+	d.sleepUntil.Store(until)
+	r := d.ring.Load()
+	switch {
+	case until == 0 || r == nil:
+	case !r.empty():
+		d.sleepUntil.Store(0)
+		return 0
+	case until == math.MaxUint64:
+		d.ring.Store(nil)
+	}
+	return until
 }
 
 // handOver delivers the batch, one item at a time, each claimed first,
@@ -332,8 +465,11 @@ func (d *driver[In, Out]) run() {
 		}
 		d.wakeups++
 		now := d.now()
-		d.sleepUntil = d.pass(now)
-		until := d.sleepUntil
+		next := d.pass(now)
+		if d.afterPass != nil {
+			d.afterPass()
+		}
+		until := d.sleepAfter(next)
 		d.mu.Unlock()
 
 		switch until {
@@ -344,6 +480,7 @@ func (d *driver[In, Out]) run() {
 			case <-d.wake:
 			case <-d.quit:
 			}
+			d.sleepUntil.Store(0) // awake: offer may queue in the ring
 			continue
 		}
 		wait := time.Duration(min(until-now, math.MaxInt64))
@@ -358,6 +495,7 @@ func (d *driver[In, Out]) run() {
 			sleep.Stop()
 		case <-d.quit:
 		}
+		d.sleepUntil.Store(0)
 	}
 	if sleep != nil {
 		sleep.Stop()
@@ -375,12 +513,22 @@ func (d *driver[In, Out]) halt(taken func(Out)) bool {
 	if d.stopped {
 		return false
 	}
+	// No caller queues in the ring from here on, or one that does sees
+	// that it was dropped (see offer).
+	r := d.ring.Swap(nil)
+	select {
+	case d.room <- struct{}{}: // a caller waiting for room goes on, to ErrStopped
+	default:
+	}
 	n := int64(len(d.batch))
 	from := min(d.next.Swap(n), n)
 	var zero Out
 	for i := from; i < n; i++ {
 		taken(d.batch[i])
 		d.batch[i] = zero
+	}
+	if r != nil {
+		d.drain(r)
 	}
 	d.flush()
 	d.stopped = true

@@ -75,20 +75,22 @@ func Settle(waiting *atomic.Int64) {
 // it sleeps until afterwards.
 func Overslept(sleepUntil, now uint64) (late bool, after uint64) {
 	var d driver[int, int]
-	d.sleepUntil = sleepUntil
+	d.sleepUntil.Store(sleepUntil)
 	late = d.overslept(now)
-	return late, d.sleepUntil
+	return late, d.sleepUntil.Load()
 }
 
-// The inbox's sizes (see driver.put).
+// The inbox's sizes (see driver.put and driver.offer).
 const (
 	BatchSize = batchSize
 	FullMax   = fullMax
+	RingSize  = ringSize
+	RoomWait  = roomWait
 )
 
 // Inbox reports, for shard i of t, how many timeouts its structure holds
-// (filed), how many wait in its inbox (waiting), and how many wait in
-// inboxes handed to its driver goroutine (handed).
+// (filed), how many wait in its inbox (waiting), and how many wait for
+// its driver goroutine in inboxes handed to it or in its ring (handed).
 func Inbox(t *Timer, i int) (filed, waiting, handed int) {
 	sh := &t.shards[i]
 	sh.mu.Lock()
@@ -96,5 +98,37 @@ func Inbox(t *Timer, i int) (filed, waiting, handed int) {
 	for _, in := range sh.full {
 		handed += len(in)
 	}
+	if r := sh.ring.Load(); r != nil {
+		handed += int(r.tail.Load() - r.head.Load())
+	}
 	return sh.q.Len(), len(sh.inbox), handed
+}
+
+// LockShard takes the lock of t's shard i and returns what releases it,
+// so that a test can check that a call does not need it.
+func LockShard(t *Timer, i int) (unlock func()) {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	return sh.mu.Unlock
+}
+
+// Ring reports whether t's shard i has a ring (see driver.offer).
+func Ring(t *Timer, i int) bool {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.ring.Load() != nil
+}
+
+// AfterPass has f called once, on t's shard i driver goroutine with the
+// shard's lock held, after its next pass and before it records how long
+// it sleeps.
+func AfterPass(t *Timer, i int, f func()) {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.afterPass = func() {
+		sh.afterPass = nil
+		f()
+	}
 }

@@ -25,7 +25,12 @@ import (
 // new timeout waits in a short list and is filed into the structure with
 // up to 255 others, when the list is full or the driver next wakes: one
 // cancelled before then (the request that completed in time) never
-// touches the structure. A shard knows its timeouts by small integer ids:
+// touches the structure. While a shard's driver is awake, as through a
+// burst, [Timer.AfterFunc] puts its timeout instead into a lock-free
+// ring of 4,096 that the driver takes from on each pass, so that callers
+// and the driver do not take turns at the shard's lock; when the ring is
+// full, the timeout goes to the next shard's (a driver per core). A
+// shard knows its timeouts by small integer ids:
 // the default wheel's links are ids, not pointers, and the handle a
 // caller holds is 32 bytes with two pointers, so the garbage collector
 // has little to trace however many timeouts are pending. With the
@@ -40,7 +45,9 @@ import (
 // callbacks wait to start), a scheduling call yields its processor
 // (runtime.Gosched) before it returns, a bounded number of times, so that
 // a goroutine scheduling timeouts in a tight loop does not starve the
-// ones already due.
+// ones already due; and an AfterFunc that finds the rings full waits for
+// the driver's next pass, up to 10 ms, before it files what they hold
+// itself (a callback on the driver waits so once a pass).
 //
 // Timer is safe for concurrent use by multiple goroutines. Create one with
 // [New], use it from anywhere, and [Timer.Stop] it when done; a process
@@ -106,7 +113,8 @@ func New(opts ...Option) *Timer {
 // AfterFunc schedules f to run d from now and returns its handle. A d of
 // zero or less runs f promptly. Any d up to math.MaxInt64 is held exactly.
 // It returns [ErrStopped] after Stop, [ErrTooManyPending] at the pending
-// limit, or an error for a nil f or an invalid option.
+// limit, or an error for a nil f or an invalid option. While the Timer is
+// far behind, it may wait up to 10 ms for a driver (see [Timer]).
 func (t *Timer) AfterFunc(d time.Duration, f func()) (*Timeout, error) {
 	t.mustBeMade("AfterFunc")
 	if f == nil {
@@ -131,11 +139,32 @@ func (t *Timer) AfterFunc(d time.Duration, f func()) (*Timeout, error) {
 	now := t.now()
 	when := after(now, d)
 	to := &Timeout{f: f, sh: sh, when: when, id: unfiled, state: pendingState(0, when <= now)}
+	r, ok, settled, full := sh.offer(to)
+	if full && len(t.shards) > 1 {
+		// This shard's driver is far behind: the timeout goes to the next
+		// shard, whose driver, on another core, may not be (see spill).
+		sh = t.spill(sh)
+		to.sh = sh
+		r, ok, settled, full = sh.offer(to)
+	}
+	if full && sh.awaitRoom() {
+		r, ok, settled, full = sh.offer(to)
+	}
+	if ok {
+		if !settled {
+			return sh.settleRing(r, to, now)
+		}
+		sh.settle(false, false)
+		return to, nil
+	}
 	sh.mu.Lock()
 	if sh.stopped {
 		sh.mu.Unlock()
 		t.limit.release()
 		return nil, ErrStopped
+	}
+	if full {
+		sh.flush() // the driver is far behind: file what waits for it
 	}
 	sh.put(to)
 	wake := sh.armed(when)
@@ -218,6 +247,18 @@ func (t *Timer) pick() *shard {
 	sh := t.hint.Get().(*shard)
 	t.hint.Put(sh)
 	return sh
+}
+
+// spill returns the shard after sh, for a timeout that sh's driver is
+// too far behind to take (its ring is full): a burst scheduled from one
+// goroutine then fires on the drivers of several shards, a driver per
+// core, instead of the one its P's shard has.
+func (t *Timer) spill(sh *shard) *shard {
+	i := int(sh.index) + 1
+	if i == len(t.shards) {
+		i = 0
+	}
+	return &t.shards[i]
 }
 
 // Pending reports the number of timeouts that will still run: one-shot
@@ -357,6 +398,7 @@ func (sh *shard) init(index int, c *config, cl clock, l *limit, e *exits, waitin
 	sh.index = uint32(index)
 	sh.q = queue.New[*Timeout](c.queue)
 	sh.periodic = make(map[*Timeout]*periodic)
+	sh.rings = true
 	sh.collect = sh.take
 	sh.collectValue = sh.takeValue
 	sh.out = newHandOff(&sh.runner, invoke)
@@ -383,6 +425,30 @@ func (sh *shard) schedule(to *Timeout, p *periodic, now uint64) error {
 	sh.mu.Unlock()
 	sh.settle(wake, late)
 	return nil
+}
+
+// settleRing ends a call whose new one-shot timeout to went into ring r
+// (see driver.offer) when the driver may not have seen it: it files what
+// waits in r and wakes the driver if to is due before it planned to
+// look; or, if Stop has run, returns ErrStopped unless Stop took to
+// (then cancelled, and among what Stop returned). now is the reading
+// to's deadline counts from.
+func (sh *shard) settleRing(r *ring[*Timeout], to *Timeout, now uint64) (*Timeout, error) {
+	sh.mu.Lock()
+	if sh.stopped {
+		sh.mu.Unlock()
+		if to.cancelUnfiled() {
+			sh.limit.release()
+			return nil, ErrStopped
+		}
+		return to, nil
+	}
+	sh.drain(r)
+	wake := sh.armed(to.when)
+	late := sh.overslept(now)
+	sh.mu.Unlock()
+	sh.settle(wake, late)
+	return to, nil
 }
 
 // add makes to pending again at when, due telling whether when has

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -51,11 +52,12 @@ func main() {
 	asJSON := flag.Bool("json", false, "print every round's results as JSON instead of the table")
 	save := flag.String("save", "", "also write every round's results as JSON to this file")
 	cpuProfile := flag.String("cpuprofile", "", "with -child: write the job's CPU profile to this file")
+	mutexProfile := flag.String("mutexprofile", "", "with -child: write the job's mutex contention profile to this file")
 	flag.Parse()
 
 	c := childConfig{n: *n, budget: *budget, warmup: *warmup, spread: *spread, timeout: 30 * time.Second}
 	if *child != "" {
-		os.Exit(runChild(*child, c, *burstN, *cpuProfile))
+		os.Exit(runChild(*child, c, *burstN, *cpuProfile, *mutexProfile))
 	}
 	if *quick {
 		*rounds = 1
@@ -95,8 +97,9 @@ func main() {
 	}
 }
 
-// runChild runs Go job name with c, printing its result as JSON.
-func runChild(name string, c childConfig, burstN int, cpuProfile string) int {
+// runChild runs Go job name with c, printing its result as JSON, and
+// writes the profiles asked for.
+func runChild(name string, c childConfig, burstN int, cpuProfile, mutexProfile string) int {
 	job, ok := goJobs[name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "netty: no Go job %q\n", name)
@@ -118,6 +121,10 @@ func runChild(name string, c childConfig, burstN int, cpuProfile string) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if mutexProfile != "" {
+		runtime.SetMutexProfileFraction(1)
+		defer writeProfile("mutex", mutexProfile)
+	}
 	r, err := job(c)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "netty: %s: %v\n", name, err)
@@ -129,6 +136,20 @@ func runChild(name string, c childConfig, burstN int, cpuProfile string) int {
 		}
 	}
 	return 0
+}
+
+// writeProfile writes the named runtime/pprof profile to file.
+func writeProfile(name, file string) {
+	f, err := os.Create(file)
+	if err == nil {
+		err = pprof.Lookup(name).WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "netty:", err)
+	}
 }
 
 // driver starts the jobs' processes.
