@@ -134,7 +134,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 	if err != nil {
 		return fail(err)
 	}
-	ready := 0
+	ready, put := 0, 0
 	for _, it := range items {
 		if !it.done {
 			res[it.i].Err = fmt.Errorf("%w: no free id for task %d", task.ErrClosed, it.job)
@@ -144,6 +144,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 		if !it.result.Created && it.result.Task.JobID != it.job {
 			continue // an existing task, returned unchanged
 		}
+		put++ // a new task, or one replacing: hourglass_tasks_put_total
 		if it.fireAt != 0 {
 			n.announce(it.job, it.fireAt, it.dbNow)
 		} else {
@@ -153,13 +154,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 	if ready > 0 {
 		n.readied(queue, ready)
 	}
-	created := 0
-	for _, r := range res {
-		if r.Err == nil && r.Created {
-			created++
-		}
-	}
-	n.metrics.Puts.Add(float64(created))
+	n.metrics.Puts.Add(float64(put))
 	n.counters.count(queue, func(c *counts) { c.puts += uint64(len(items)) })
 	return res
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/cluster"
 	"github.com/hourglass-go/hourglass/internal/pgtest"
@@ -50,12 +52,14 @@ func TestDifferential(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	var st *pebblestore.Store
 	var b *broker.Broker
+	var reg *prometheus.Registry
 	open := func() service.Service {
 		var err error
 		if st, err = pebblestore.Open(dir, pebblestore.Options{Logger: quiet}); err != nil {
 			t.Fatal(err)
 		}
-		if b, err = broker.Open(st, broker.Config{Logger: quiet}); err != nil {
+		reg = prometheus.NewRegistry()
+		if b, err = broker.Open(st, broker.Config{Logger: quiet, Registerer: reg}); err != nil {
 			t.Fatal(err)
 		}
 		return service.New(b)
@@ -73,9 +77,12 @@ func TestDifferential(t *testing.T) {
 	srv := pgtest.Start(t)
 	url := srv.CreateDatabase(t)
 	var nodes []service.Service
+	var nodeRegs []*prometheus.Registry
 	for _, name := range []string{"a", "b"} {
 		pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
-		n, err := cluster.Open(ctx, pool, cluster.Options{Node: name, Lease: time.Second, Logger: quiet})
+		r := prometheus.NewRegistry()
+		nodeRegs = append(nodeRegs, r)
+		n, err := cluster.Open(ctx, pool, cluster.Options{Node: name, Lease: time.Second, Logger: quiet, Registerer: r})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +105,7 @@ func TestDifferential(t *testing.T) {
 		fmt.Sscan(s, &steps)
 	}
 	d := &differ{t: t, engines: []service.Service{embedded, nodes[0]}, names: []string{"embedded", "cluster"},
-		leases: []map[string]string{{}, {}}}
+		leases: []map[string]string{{}, {}}, regs: [][]*prometheus.Registry{{reg}, nodeRegs}}
 	for _, e := range d.engines {
 		for _, q := range diffQueues {
 			if _, err := e.SetPolicy(ctx, q, task.Policy{Retry: diffRetry}); err != nil {
@@ -112,6 +119,7 @@ func TestDifferential(t *testing.T) {
 		if k > 0 {
 			shut()
 			d.engines[0] = open()
+			d.regs[0] = []*prometheus.Registry{reg}
 			d.log = append(d.log, "the embedded engine restarted")
 		}
 		for i := range steps {
@@ -134,6 +142,9 @@ type differ struct {
 	leases []map[string]string
 	rng    *rand.Rand
 	log    []string
+	// regs per engine: the registries of its metrics (a cluster's: one a
+	// node, summed).
+	regs [][]*prometheus.Registry
 }
 
 var diffQueues = []string{"q1", "q2", "dl"}
@@ -376,9 +387,18 @@ func (d *differ) step(ctx context.Context, i int) {
 		}
 	}
 	d.log = append(d.log, fmt.Sprintf("%3d %s", i, name))
-	var answers, counts []string
+	var answers, counts, changes []string
 	for e, s := range d.engines {
+		before, err := gather(d.regs[e])
+		if err != nil {
+			d.t.Fatalf("%s: metrics: %v", d.names[e], err)
+		}
 		answers = append(answers, op(e, s))
+		after, err := gather(d.regs[e])
+		if err != nil {
+			d.t.Fatalf("%s: metrics: %v", d.names[e], err)
+		}
+		changes = append(changes, metricChange(before, after))
 		qs, err := s.Queues(ctx)
 		if err != nil {
 			d.t.Fatalf("%s: Queues: %v", d.names[e], err)
@@ -394,6 +414,9 @@ func (d *differ) step(ctx context.Context, i int) {
 	}
 	if answers[0] != answers[1] {
 		d.t.Errorf("step %d, %s:\n  %s: %s\n  %s: %s", i, name, d.names[0], answers[0], d.names[1], answers[1])
+	}
+	if changes[0] != changes[1] {
+		d.t.Errorf("step %d, %s: metrics (counters' increase, gauges)\n  %s:\n    %s\n  %s:\n    %s", i, name, d.names[0], changes[0], d.names[1], changes[1])
 	}
 	if counts[0] != counts[1] {
 		d.t.Errorf("step %d, %s: queues (delayed/ready/reserved/dead)\n  %s: %s\n  %s: %s", i, name, d.names[0], counts[0], d.names[1], counts[1])
