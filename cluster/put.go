@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -118,18 +117,20 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 	} else {
 		err = n.putEach(ctx, queue, items)
 	}
-	if err == nil {
-		// Generated ids that a client had taken: "JOB@job", as the broker.
+	// Generated ids that a client had taken: the next of
+	// service.GeneratedID's tries, as the broker, one statement each.
+	for try := 1; err == nil && try < service.GeneratedIDTries; try++ {
 		var again []*item
 		for _, it := range items {
 			if !it.done && it.gen {
-				it.id = it.id + "@job"
+				it.id = service.GeneratedID(it.job, try)
 				again = append(again, it)
 			}
 		}
-		if len(again) > 0 {
-			err = n.putEach(ctx, queue, again)
+		if len(again) == 0 {
+			break
 		}
+		err = n.putEach(ctx, queue, again)
 	}
 	if err != nil {
 		return fail(err)
@@ -137,7 +138,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 	ready, put := 0, 0
 	for _, it := range items {
 		if !it.done {
-			res[it.i].Err = fmt.Errorf("%w: no free id for task %d", task.ErrClosed, it.job)
+			res[it.i].Err = service.NoFreeID(it.job) // every try taken (putEach answers the others)
 			continue
 		}
 		res[it.i] = it.result

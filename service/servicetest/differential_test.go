@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,11 @@ import (
 // kicks, policies (max attempts, a dead-letter queue) and their
 // deletion, batches of puts and of acks, reserves over several queues,
 // kicks and deletes of a queue's dead tasks, attempts, the history,
-// listings, peeks, pauses and beanstalkd's commands by job id. Five sequences of 600 steps run one after the other, each
+// listings, peeks, pauses, beanstalkd's commands by job id, and puts
+// without an id whose generated id clients took (generated). After each
+// step the metrics both engines serve are compared too (metricChange:
+// each counter's increase, each gauge), a cluster's summed over its
+// nodes. Five sequences of 600 steps run one after the other, each
 // from the state the one before left; HOURGLASS_DIFF_SEEDS (a comma
 // list) and HOURGLASS_DIFF_STEPS choose others, and a failure names the
 // values that repeat it. The embedded engine restarts between two
@@ -145,6 +150,8 @@ type differ struct {
 	// regs per engine: the registries of its metrics (a cluster's: one a
 	// node, summed).
 	regs [][]*prometheus.Registry
+	// gens counts the generated-ids steps.
+	gens int
 }
 
 var diffQueues = []string{"q1", "q2", "dl"}
@@ -170,7 +177,7 @@ func (d *differ) step(ctx context.Context, i int) {
 	key := q + "/" + id
 	var name string
 	var op func(e int, s service.Service) string
-	switch k := d.rng.IntN(34); {
+	switch k := d.rng.IntN(35); {
 	case k < 5:
 		r := task.PutRequest{ID: id, Payload: fmt.Appendf(nil, `{"n":%d}`, i), Priority: uint32(d.rng.IntN(3)),
 			MaxAttempts: d.rng.IntN(4), Replace: d.rng.IntN(3) == 0, TTR: diffTTR}
@@ -378,6 +385,11 @@ func (d *differ) step(ctx context.Context, i int) {
 			}
 			return kind(err)
 		}
+	case k < 34:
+		taken := d.gens % (service.GeneratedIDTries + 1) // each count in turn, every try taken included
+		d.gens++
+		name = fmt.Sprintf("generated ids: %d of the next job id's taken by client ids", taken)
+		op = func(e int, s service.Service) string { return d.generated(ctx, s, taken) }
 	default:
 		n := d.rng.IntN(3)
 		name = fmt.Sprintf("kick queue %s %d", q, n)
@@ -421,6 +433,48 @@ func (d *differ) step(ctx context.Context, i int) {
 	if counts[0] != counts[1] {
 		d.t.Errorf("step %d, %s: queues (delayed/ready/reserved/dead)\n  %s: %s\n  %s: %s", i, name, d.names[0], counts[0], d.names[1], counts[1])
 	}
+}
+
+// genQueue is the queue of the generated-ids step: one of its own, since
+// the ids there are job ids, each engine's own, and the other steps
+// compare tasks by id.
+const genQueue = "gen"
+
+// generated is the step that puts tasks without ids against client ids
+// (issue 41): a put without an id learns the job id, N, of the put
+// without an id to come (job ids increase by one on the embedded engine
+// and on a cluster node's block, one a put, with or without an id);
+// clients take the first taken of the ids a put without an id tries for
+// job N (service.GeneratedID: "N", "N@job", ...); a put without an id
+// then gets job N and must be named
+// by the first free try, or answer service.NoFreeID when every try is
+// taken. The tasks are deleted after, so that the queue is empty again.
+// The answer names N as "N".
+func (d *differ) generated(ctx context.Context, s service.Service, taken int) string {
+	first, _, err := s.Put(ctx, genQueue, task.PutRequest{TTR: diffTTR})
+	if err != nil {
+		return "first put: " + kind(err)
+	}
+	defer s.Delete(ctx, genQueue, first.ID)
+	job, err := strconv.ParseUint(first.ID, 10, 64)
+	if err != nil {
+		return "first put: an id not the job id: " + first.ID
+	}
+	next := job + 1 + uint64(taken) // each put of a client's id takes a job id too
+	n := strconv.FormatUint(next, 10)
+	var out []string
+	for try := range taken {
+		id := service.GeneratedID(next, try)
+		_, created, err := s.Put(ctx, genQueue, task.PutRequest{ID: id, TTR: diffTTR})
+		defer s.Delete(ctx, genQueue, id)
+		out = append(out, fmt.Sprintf("%s created=%v %s", strings.ReplaceAll(id, n, "N"), created, kind(err)))
+	}
+	got, created, err := s.Put(ctx, genQueue, task.PutRequest{TTR: diffTTR})
+	if err == nil {
+		defer s.Delete(ctx, genQueue, got.ID)
+	}
+	out = append(out, fmt.Sprintf("%s job N=%v created=%v %s", strings.ReplaceAll(got.ID, n, "N"), got.JobID == next, created, kind(err)))
+	return strings.Join(out, "; ")
 }
 
 // reserved keeps the leases of the tasks engine e handed out and returns
