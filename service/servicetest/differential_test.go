@@ -127,8 +127,12 @@ func TestDifferential(t *testing.T) {
 			d.regs[0] = []*prometheus.Registry{reg}
 			d.log = append(d.log, "the embedded engine restarted")
 		}
-		for i := range steps {
-			d.step(ctx, i)
+		for i := -1; i < steps; i++ {
+			if i < 0 {
+				d.compare(i, "leases that run out (queue "+expQueue+")", func(e int, s service.Service) string { return expire(ctx, s, k) })
+			} else {
+				d.step(ctx, i)
+			}
 			if t.Failed() {
 				t.Fatalf("the engines differ at step %d of seed %d (again: HOURGLASS_DIFF_SEEDS=%s HOURGLASS_DIFF_STEPS=%d); its steps so far:\n%s",
 					i, seed, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(seeds[:k+1])), ","), "[]"), steps, strings.Join(d.log, "\n"))
@@ -314,22 +318,14 @@ func (d *differ) step(ctx context.Context, i int) {
 		name = "attempts " + key
 		op = func(e int, s service.Service) string {
 			as, err := s.Attempts(ctx, q, id)
-			var out []string
-			for _, a := range as {
-				out = append(out, fmt.Sprintf("%d:%s:%q", a.N, a.Outcome, a.Error))
-			}
-			return fmt.Sprintf("%v %s", out, kind(err))
+			return fmt.Sprintf("%s %s", showAttempts(as), kind(err))
 		}
 	case k < 26:
 		outcome := []string{"", "acked", "dead", "deleted"}[d.rng.IntN(4)]
 		name = fmt.Sprintf("history %s %q", q, outcome)
 		op = func(e int, s service.Service) string {
 			fs, _, err := s.FinishedTasks(ctx, q, outcome, 0, 1000)
-			var out []string
-			for _, f := range fs {
-				out = append(out, fmt.Sprintf("%s/%s:%s:%d:%q", f.Queue, f.ID, f.Outcome, f.Attempts, f.LastError))
-			}
-			return fmt.Sprintf("%v %s", out, kind(err))
+			return fmt.Sprintf("%s %s", showFinished(fs), kind(err))
 		}
 	case k < 27:
 		st := []task.State{0, task.Delayed, task.Ready, task.Reserved, task.Dead}[d.rng.IntN(5)]
@@ -398,6 +394,13 @@ func (d *differ) step(ctx context.Context, i int) {
 			return fmt.Sprintf("%d %s", got, kind(err))
 		}
 	}
+	d.compare(i, name, op)
+}
+
+// compare runs op, one step named name, on each engine and compares
+// their answers, their queues' counts and the change of their metrics.
+func (d *differ) compare(i int, name string, op func(e int, s service.Service) string) {
+	ctx := context.Background()
 	d.log = append(d.log, fmt.Sprintf("%3d %s", i, name))
 	var answers, counts, changes []string
 	for e, s := range d.engines {
@@ -477,6 +480,58 @@ func (d *differ) generated(ctx context.Context, s service.Service, taken int) st
 	return strings.Join(out, "; ")
 }
 
+// expQueue is the queue of the lease-expiry step, one of its own: the
+// random steps put tasks with a ttr longer than the test, since when a
+// lease that ran out is noticed differs between the engines.
+const expQueue = "exp"
+
+// expire is the step, one per sequence, of leases that run out: two tasks
+// of ttr expTTR, one with one attempt (dead when its lease runs out) and
+// one with two (ready again), reserved, then waited for until neither is
+// reserved (at most expWait); it answers their states, attempts and the
+// queue's history field by field, then deletes the ready one. The dead
+// one stays (ids of sequence seq, so that each sequence puts new ones):
+// a queue that no longer exists loses its series of the per-queue
+// metrics, at moments that differ between the engines
+// (service.TaskMetrics.ForgetQueue).
+func expire(ctx context.Context, s service.Service, seq int) string {
+	ids := []string{fmt.Sprint("once-", seq), fmt.Sprint("twice-", seq)}
+	for k, id := range ids {
+		if _, _, err := s.Put(ctx, expQueue, task.PutRequest{ID: id, TTR: expTTR, MaxAttempts: k + 1}); err != nil {
+			return "put: " + kind(err)
+		}
+	}
+	ts, err := s.Reserve(ctx, expQueue, 2, 0)
+	if err != nil || len(ts) != 2 {
+		return fmt.Sprintf("reserve: %d %s", len(ts), kind(err))
+	}
+	out := []string{}
+	for _, id := range ids {
+		var tk task.Task
+		for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+			if tk, err = s.Get(expQueue, id); err != nil || tk.State != task.Reserved || time.Since(start) > expWait {
+				break
+			}
+		}
+		as, err2 := s.Attempts(ctx, expQueue, id)
+		out = append(out, fmt.Sprintf("%s %s attempts %s %s", show(tk), kind(err), showAttempts(as), kind(err2)))
+	}
+	fs, _, err := s.FinishedTasks(ctx, expQueue, "", 0, 1000)
+	out = append(out, fmt.Sprintf("history %s %s", showFinished(fs), kind(err)))
+	// The ready one goes, so that the next sequence's reserve takes its
+	// own two; the dead one stays, so that the queue does.
+	return strings.Join(append(out, "delete "+kind(s.Delete(ctx, expQueue, ids[1]))), "\n    ")
+}
+
+// expTTR is the ttr of the lease-expiry step's tasks, and expWait how
+// long it waits for their leases to be noticed as run out: long, so that
+// a loaded machine does not fail the test, since the step ends as soon
+// as both engines noticed.
+const (
+	expTTR  = 200 * time.Millisecond
+	expWait = 30 * time.Second
+)
+
 // reserved keeps the leases of the tasks engine e handed out and returns
 // the answer as compared.
 func (d *differ) reserved(e int, ts []task.Task, err error) string {
@@ -486,6 +541,47 @@ func (d *differ) reserved(e int, ts []task.Task, err error) string {
 		out = append(out, show(tk))
 	}
 	return fmt.Sprintf("%v %s", out, kind(err))
+}
+
+// showAttempts shows attempts field by field as the differential test
+// compares them: times by whether they are set and in order (each
+// engine's clock is its own). The node is left out: the embedded engine
+// names none, and a cluster records the node that ended the attempt (a
+// lease that ran out: its partition's owner, either node), not the one
+// that handed it out, which it does not keep (cluster/history.go).
+func showAttempts(as []task.Attempt) string {
+	var out []string
+	for _, a := range as {
+		out = append(out, fmt.Sprintf("{n=%d started=%v ended=%s outcome=%q err=%q status=%d}",
+			a.N, !a.Started.IsZero(), order(a.Started, a.Ended), a.Outcome, a.Error, a.Status))
+	}
+	return fmt.Sprintf("%v", out)
+}
+
+// order shows when end is, from start: "-" unset, "before" start (a
+// wrong record), "after" it (or at it).
+func order(start, end time.Time) string {
+	switch {
+	case end.IsZero():
+		return "-"
+	case end.Before(start):
+		return "before"
+	}
+	return "after"
+}
+
+// showFinished shows history records field by field as the differential
+// test compares them: the job id by whether it is set (each engine's
+// own), the time by whether it is set and the records' order by the
+// order shown (newest first).
+func showFinished(fs []task.Finished) string {
+	var out []string
+	for k, f := range fs {
+		newest := k == 0 || !f.Finished.After(fs[k-1].Finished)
+		out = append(out, fmt.Sprintf("{%s/%s job=%v outcome=%s finished=%v in-order=%v attempts=%d err=%q}",
+			f.Queue, f.ID, f.JobID != 0, f.Outcome, !f.Finished.IsZero(), newest, f.Attempts, f.LastError))
+	}
+	return fmt.Sprintf("%v", out)
 }
 
 // show is a task as the differential test compares it.
