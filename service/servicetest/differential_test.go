@@ -244,6 +244,16 @@ func (d *differ) step(ctx context.Context, i int) {
 		if q != "dl" && d.rng.IntN(2) == 0 {
 			p.DeadLetter = "dl"
 		}
+		// Limits: neither engine takes a fake clock (the embedded engine
+		// reads the monotonic clock, a cluster node PostgreSQL's), so a
+		// rate is one task an hour after its burst, which no run lasts
+		// long enough to see refilled; a concurrency limit needs no clock.
+		if d.rng.IntN(3) == 0 {
+			p.Concurrency = 1 + d.rng.IntN(2)
+		}
+		if d.rng.IntN(3) == 0 {
+			p.Rate = &task.Rate{Limit: 1, Per: time.Hour, Burst: 1 + d.rng.IntN(3)}
+		}
 		name = fmt.Sprintf("set policy %s %+v", q, p)
 		op = func(e int, s service.Service) string {
 			got, err := s.SetPolicy(ctx, q, p)
@@ -611,10 +621,13 @@ var testEnv = os.Getenv
 
 // policyText shows p with its retry's fields rather than its pointer.
 func policyText(p task.Policy) string {
-	r := "<nil>"
+	r, rate := "<nil>", "<nil>"
 	if p.Retry != nil {
 		r = fmt.Sprintf("%+v", *p.Retry)
 	}
-	p.Retry = nil
-	return fmt.Sprintf("%+v retry %s", p, r)
+	if p.Rate != nil {
+		rate = fmt.Sprintf("%+v", *p.Rate)
+	}
+	p.Retry, p.Rate = nil, nil
+	return fmt.Sprintf("%+v retry %s rate %s", p, r, rate)
 }
