@@ -93,7 +93,10 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 	b.open.batch.NextJobID = b.nextJob
 	id := r.ID
 	if id == "" {
-		id = b.generatedID(q.name, job)
+		var err error
+		if id, err = b.generatedID(q.name, job); err != nil {
+			return task.Task{}, false, err
+		}
 	} else {
 		b.noteNumeric(q.name, id)
 	}
@@ -128,22 +131,28 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 	return view(rec, b.tasks.at(job)), !replaced, nil
 }
 
-// generatedID names a task put without an id: its job id in decimal,
-// unless a client chose that id for another task of the queue. Which
-// all-digit ids clients chose ahead of the job ids is kept in b.numeric,
-// so that the common case reads nothing from the store. b.mu is held.
-func (b *Broker) generatedID(queue string, job uint64) string {
-	id := strconv.FormatUint(job, 10)
+// generatedID names a task put without an id: the first of
+// service.GeneratedID's tries that no live task of the queue has (its job
+// id in decimal, unless a client chose that id for another task of the
+// queue), or service.NoFreeID. Which all-digit ids clients chose ahead of
+// the job ids is kept in b.numeric, so that the common case reads nothing
+// from the store. b.mu is held.
+func (b *Broker) generatedID(queue string, job uint64) (string, error) {
+	id := service.GeneratedID(job, 0)
 	k := qid{queue, id}
 	if _, ok := b.numeric[k]; !ok {
-		return id
+		return id, nil
 	}
 	delete(b.numeric, k) // the job ids are past it now
-	for suffix := ""; ; suffix += "@job" {
-		if _, err := b.lookup(queue, id+suffix); err == task.ErrNotFound {
-			return id + suffix
+	for try := range service.GeneratedIDTries {
+		id = service.GeneratedID(job, try)
+		if _, err := b.lookup(queue, id); err == task.ErrNotFound {
+			return id, nil
+		} else if err != nil {
+			return "", err
 		}
 	}
+	return "", service.NoFreeID(job)
 }
 
 // noteNumeric records a client's id if it is all digits and could be a

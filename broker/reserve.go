@@ -196,6 +196,7 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 	at = time.Now()
 	now := at.UnixNano()
 	var held []*queueState // held back by a limit in this take
+	var why []string       // the limit that held back each of held
 	for len(out) < max {
 		var best *queueState
 		var top readyItem
@@ -208,8 +209,7 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 				continue
 			}
 			if q.full() {
-				held = append(held, q)
-				b.metrics.Throttled.WithLabelValues(q.name, service.ThrottledConcurrency).Inc()
+				held, why = append(held, q), append(why, service.ThrottledConcurrency)
 				continue
 			}
 			if best == nil || it.less(top) {
@@ -223,8 +223,7 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 			mono := b.monoNow()
 			if took, next := best.bucket.Take(*r, mono, 1); took == 0 {
 				b.armRate(best, mono, next)
-				held = append(held, best)
-				b.metrics.Throttled.WithLabelValues(best.name, service.ThrottledRate).Inc()
+				held, why = append(held, best), append(why, service.ThrottledRate)
 				continue
 			}
 		}
@@ -250,6 +249,14 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 		b.tasks.set(top.job, s)
 		b.taking[top.job] = struct{}{}
 		out = append(out, it)
+	}
+	if len(out) < max {
+		// A reserve that a limit held back: it took fewer than it asked
+		// for, and a queue with ready tasks met its limit (a cluster node
+		// counts alike, takeLimited).
+		for k, q := range held {
+			b.metrics.Throttled.WithLabelValues(q.name, why[k]).Inc()
+		}
 	}
 	return out, pending, at
 }

@@ -169,6 +169,11 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 	}
 	for i := range out {
 		s := &out[i]
+		if st := byJob[s.job]; st != nil && st.out.Dead {
+			// Dead by its attempts, a bury or a lease that ran out, in its
+			// queue or moved to its dead-letter queue, as the broker counts.
+			n.metrics.Dead.Inc()
+		}
 		if st := byJob[s.job]; st != nil && st.attempt >= 0 {
 			// A failed attempt (a release spends none).
 			switch {
@@ -249,9 +254,6 @@ func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Dur
 		return task.Task{}, n.why(ctx, queue, id)
 	}
 	n.metrics.Nacks.Inc()
-	if out.Dead {
-		n.metrics.Dead.Inc()
-	}
 	return got[0].view(), nil
 }
 
@@ -412,9 +414,6 @@ func (n *Node) settleExpired(ctx context.Context, expired []row) error {
 				done := make(map[int64]bool, len(got))
 				for _, s := range got {
 					done[s.job] = true
-					if s.state == 3 || s.queue != s.src {
-						n.metrics.Dead.Inc()
-					}
 				}
 				// Not settled: acked or given back since (the next flush
 				// finds no timer), or touched (it arms the new lease's end).

@@ -96,6 +96,56 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint, NULL::bigint, 0::bigint
 	FROM lim WHERE lim.concurrency > 0 AND lim.busy >= lim.concurrency`
 
+// sqlHeldBack returns those of the queues $1 (concurrency limits $2) that
+// have a ready task, and whether each is full: as many tasks reserved as
+// its limit. Run in takeLimited's transaction after its reservations,
+// which it sees.
+const sqlHeldBack = `SELECT q.name, q.conc > 0 AND (SELECT count(*) FROM (SELECT 1 FROM hourglass_tasks r
+		WHERE r.queue = q.name AND r.state = 2 LIMIT q.conc) c) >= q.conc
+	FROM unnest($1::text[], $2::int[]) AS q(name, conc)
+	WHERE EXISTS (SELECT 1 FROM hourglass_tasks t WHERE t.queue = q.name AND t.state = 1 AND t.fire_at IS NULL)`
+
+// heldBack returns the queues of qs, not paused at dbNow, that a reserve
+// which took fewer tasks than it asked for leaves with ready tasks because
+// of a limit, and which limit: its concurrency if full, else its rate.
+// That is the broker's count of hourglass_reserves_throttled_total (its
+// take), so that both engines count alike. One statement.
+func heldBack(ctx context.Context, tx pgx.Tx, qs []*limitedQueue, dbNow int64) ([][2]string, error) {
+	var names []string
+	var concs []int32
+	rates := map[string]bool{}
+	for _, q := range qs {
+		if q.paused <= dbNow {
+			names, concs = append(names, q.name), append(concs, int32(q.policy.Concurrency))
+			rates[q.name] = q.policy.Rate != nil
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, sqlHeldBack, names, concs)
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]string
+	for rows.Next() {
+		var name string
+		var full bool
+		if err := rows.Scan(&name, &full); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		switch {
+		case full:
+			out = append(out, [2]string{name, service.ThrottledConcurrency})
+		case rates[name]:
+			out = append(out, [2]string{name, service.ThrottledRate})
+		}
+	}
+	rows.Close()
+	return out, rows.Err()
+}
+
 // limitedQueue is a limited queue's row as sqlLockLimited reads it.
 type limitedQueue struct {
 	name   string
@@ -154,7 +204,6 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 				allow = took
 				if took == 0 {
 					soon(next)
-					throttled = append(throttled, [2]string{q.name, service.ThrottledRate})
 				}
 			}
 			if allow > 0 {
@@ -175,7 +224,8 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			}
 		}
 		if len(names) == 0 {
-			return nil
+			throttled, err = heldBack(ctx, tx, qs, dbNow)
+			return err
 		}
 		rows, err = tx.Query(ctx, sqlReserveLimited, names, max, allows)
 		if err != nil {
@@ -194,7 +244,6 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			}
 			if left != nil {
 				soon(capPoll) // full: woken by slotFreed, or looks again then
-				throttled = append(throttled, [2]string{t.queue, service.ThrottledConcurrency})
 				continue
 			}
 			got = append(got, t)
@@ -202,6 +251,11 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
+		}
+		if len(got) < max {
+			if throttled, err = heldBack(ctx, tx, qs, dbNow); err != nil {
+				return err
+			}
 		}
 		if len(got) == 0 {
 			return nil

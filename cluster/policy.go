@@ -153,10 +153,14 @@ func policyArgs(p task.Policy) []any {
 }
 
 // sqlSetPolicy writes queue $1's policy ($2 to $13, in the order of
-// policyColumns), creating its row if it has none; the pause is kept.
+// policyColumns), creating its row if it has none; the pause is kept. A
+// new rate starts with a full bucket (tokens_at 0: service.Bucket), as on
+// the embedded engine; the same rate keeps its tokens.
 const sqlSetPolicy = `INSERT INTO hourglass_queues AS q (queue, ` + policyColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 	ON CONFLICT (queue) DO UPDATE SET
+		tokens_at = CASE WHEN (q.rate_limit, q.rate_per, q.rate_burst) IS NOT DISTINCT FROM
+			(EXCLUDED.rate_limit, EXCLUDED.rate_per, EXCLUDED.rate_burst) THEN q.tokens_at ELSE 0 END,
 		retry_initial = EXCLUDED.retry_initial, retry_max = EXCLUDED.retry_max,
 		retry_multiplier = EXCLUDED.retry_multiplier, retry_jitter = EXCLUDED.retry_jitter,
 		max_attempts = EXCLUDED.max_attempts, ttr = EXCLUDED.ttr, rate_limit = EXCLUDED.rate_limit,

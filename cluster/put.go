@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -118,32 +117,35 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 	} else {
 		err = n.putEach(ctx, queue, items)
 	}
-	if err == nil {
-		// Generated ids that a client had taken: "JOB@job", as the broker.
+	// Generated ids that a client had taken: the next of
+	// service.GeneratedID's tries, as the broker, one statement each.
+	for try := 1; err == nil && try < service.GeneratedIDTries; try++ {
 		var again []*item
 		for _, it := range items {
 			if !it.done && it.gen {
-				it.id = it.id + "@job"
+				it.id = service.GeneratedID(it.job, try)
 				again = append(again, it)
 			}
 		}
-		if len(again) > 0 {
-			err = n.putEach(ctx, queue, again)
+		if len(again) == 0 {
+			break
 		}
+		err = n.putEach(ctx, queue, again)
 	}
 	if err != nil {
 		return fail(err)
 	}
-	ready := 0
+	ready, put := 0, 0
 	for _, it := range items {
 		if !it.done {
-			res[it.i].Err = fmt.Errorf("%w: no free id for task %d", task.ErrClosed, it.job)
+			res[it.i].Err = service.NoFreeID(it.job) // every try taken (putEach answers the others)
 			continue
 		}
 		res[it.i] = it.result
 		if !it.result.Created && it.result.Task.JobID != it.job {
 			continue // an existing task, returned unchanged
 		}
+		put++ // a new task, or one replacing: hourglass_tasks_put_total
 		if it.fireAt != 0 {
 			n.announce(it.job, it.fireAt, it.dbNow)
 		} else {
@@ -153,13 +155,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 	if ready > 0 {
 		n.readied(queue, ready)
 	}
-	created := 0
-	for _, r := range res {
-		if r.Err == nil && r.Created {
-			created++
-		}
-	}
-	n.metrics.Puts.Add(float64(created))
+	n.metrics.Puts.Add(float64(put))
 	n.counters.count(queue, func(c *counts) { c.puts += uint64(len(items)) })
 	return res
 }

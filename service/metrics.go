@@ -53,7 +53,7 @@ func NewTaskMetrics() TaskMetrics {
 		Acks:          counter("hourglass_tasks_acked_total", "Tasks acknowledged."),
 		Nacks:         counter("hourglass_tasks_nacked_total", "Reservations given back with nack."),
 		LeaseExpiries: counter("hourglass_lease_expiries_total", "Reservations whose lease ran out."),
-		Dead:          counter("hourglass_tasks_dead_total", "Tasks that used up their attempts."),
+		Dead:          counter("hourglass_tasks_dead_total", "Tasks that died: used up their attempts, or buried (in their queue or moved to its dead-letter queue)."),
 		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_delivery_lateness_seconds",
 			Help:    "Time from a task's due time to its hand-over to a reserver (waiting for a reserver included): hourglass_ready_lateness_seconds plus hourglass_ready_wait_seconds.",

@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/cluster"
@@ -34,7 +37,11 @@ import (
 // kicks, policies (max attempts, a dead-letter queue) and their
 // deletion, batches of puts and of acks, reserves over several queues,
 // kicks and deletes of a queue's dead tasks, attempts, the history,
-// listings, peeks, pauses and beanstalkd's commands by job id. Five sequences of 600 steps run one after the other, each
+// listings, peeks, pauses, beanstalkd's commands by job id, and puts
+// without an id whose generated id clients took (generated). After each
+// step the metrics both engines serve are compared too (metricChange:
+// each counter's increase, each gauge), a cluster's summed over its
+// nodes. Five sequences of 600 steps run one after the other, each
 // from the state the one before left; HOURGLASS_DIFF_SEEDS (a comma
 // list) and HOURGLASS_DIFF_STEPS choose others, and a failure names the
 // values that repeat it. The embedded engine restarts between two
@@ -50,12 +57,14 @@ func TestDifferential(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	var st *pebblestore.Store
 	var b *broker.Broker
+	var reg *prometheus.Registry
 	open := func() service.Service {
 		var err error
 		if st, err = pebblestore.Open(dir, pebblestore.Options{Logger: quiet}); err != nil {
 			t.Fatal(err)
 		}
-		if b, err = broker.Open(st, broker.Config{Logger: quiet}); err != nil {
+		reg = prometheus.NewRegistry()
+		if b, err = broker.Open(st, broker.Config{Logger: quiet, Registerer: reg}); err != nil {
 			t.Fatal(err)
 		}
 		return service.New(b)
@@ -73,9 +82,12 @@ func TestDifferential(t *testing.T) {
 	srv := pgtest.Start(t)
 	url := srv.CreateDatabase(t)
 	var nodes []service.Service
+	var nodeRegs []*prometheus.Registry
 	for _, name := range []string{"a", "b"} {
 		pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
-		n, err := cluster.Open(ctx, pool, cluster.Options{Node: name, Lease: time.Second, Logger: quiet})
+		r := prometheus.NewRegistry()
+		nodeRegs = append(nodeRegs, r)
+		n, err := cluster.Open(ctx, pool, cluster.Options{Node: name, Lease: time.Second, Logger: quiet, Registerer: r})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +110,7 @@ func TestDifferential(t *testing.T) {
 		fmt.Sscan(s, &steps)
 	}
 	d := &differ{t: t, engines: []service.Service{embedded, nodes[0]}, names: []string{"embedded", "cluster"},
-		leases: []map[string]string{{}, {}}}
+		leases: []map[string]string{{}, {}}, regs: [][]*prometheus.Registry{{reg}, nodeRegs}}
 	for _, e := range d.engines {
 		for _, q := range diffQueues {
 			if _, err := e.SetPolicy(ctx, q, task.Policy{Retry: diffRetry}); err != nil {
@@ -112,10 +124,15 @@ func TestDifferential(t *testing.T) {
 		if k > 0 {
 			shut()
 			d.engines[0] = open()
+			d.regs[0] = []*prometheus.Registry{reg}
 			d.log = append(d.log, "the embedded engine restarted")
 		}
-		for i := range steps {
-			d.step(ctx, i)
+		for i := -1; i < steps; i++ {
+			if i < 0 {
+				d.compare(i, "leases that run out (queue "+expQueue+")", func(e int, s service.Service) string { return expire(ctx, s, k) })
+			} else {
+				d.step(ctx, i)
+			}
 			if t.Failed() {
 				t.Fatalf("the engines differ at step %d of seed %d (again: HOURGLASS_DIFF_SEEDS=%s HOURGLASS_DIFF_STEPS=%d); its steps so far:\n%s",
 					i, seed, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(seeds[:k+1])), ","), "[]"), steps, strings.Join(d.log, "\n"))
@@ -134,6 +151,11 @@ type differ struct {
 	leases []map[string]string
 	rng    *rand.Rand
 	log    []string
+	// regs per engine: the registries of its metrics (a cluster's: one a
+	// node, summed).
+	regs [][]*prometheus.Registry
+	// gens counts the generated-ids steps.
+	gens int
 }
 
 var diffQueues = []string{"q1", "q2", "dl"}
@@ -159,7 +181,7 @@ func (d *differ) step(ctx context.Context, i int) {
 	key := q + "/" + id
 	var name string
 	var op func(e int, s service.Service) string
-	switch k := d.rng.IntN(34); {
+	switch k := d.rng.IntN(35); {
 	case k < 5:
 		r := task.PutRequest{ID: id, Payload: fmt.Appendf(nil, `{"n":%d}`, i), Priority: uint32(d.rng.IntN(3)),
 			MaxAttempts: d.rng.IntN(4), Replace: d.rng.IntN(3) == 0, TTR: diffTTR}
@@ -221,6 +243,16 @@ func (d *differ) step(ctx context.Context, i int) {
 		p := task.Policy{Retry: diffRetry, MaxAttempts: d.rng.IntN(3)}
 		if q != "dl" && d.rng.IntN(2) == 0 {
 			p.DeadLetter = "dl"
+		}
+		// Limits: neither engine takes a fake clock (the embedded engine
+		// reads the monotonic clock, a cluster node PostgreSQL's), so a
+		// rate is one task an hour after its burst, which no run lasts
+		// long enough to see refilled; a concurrency limit needs no clock.
+		if d.rng.IntN(3) == 0 {
+			p.Concurrency = 1 + d.rng.IntN(2)
+		}
+		if d.rng.IntN(3) == 0 {
+			p.Rate = &task.Rate{Limit: 1, Per: time.Hour, Burst: 1 + d.rng.IntN(3)}
 		}
 		name = fmt.Sprintf("set policy %s %+v", q, p)
 		op = func(e int, s service.Service) string {
@@ -296,22 +328,14 @@ func (d *differ) step(ctx context.Context, i int) {
 		name = "attempts " + key
 		op = func(e int, s service.Service) string {
 			as, err := s.Attempts(ctx, q, id)
-			var out []string
-			for _, a := range as {
-				out = append(out, fmt.Sprintf("%d:%s:%q", a.N, a.Outcome, a.Error))
-			}
-			return fmt.Sprintf("%v %s", out, kind(err))
+			return fmt.Sprintf("%s %s", showAttempts(as), kind(err))
 		}
 	case k < 26:
 		outcome := []string{"", "acked", "dead", "deleted"}[d.rng.IntN(4)]
 		name = fmt.Sprintf("history %s %q", q, outcome)
 		op = func(e int, s service.Service) string {
 			fs, _, err := s.FinishedTasks(ctx, q, outcome, 0, 1000)
-			var out []string
-			for _, f := range fs {
-				out = append(out, fmt.Sprintf("%s/%s:%s:%d:%q", f.Queue, f.ID, f.Outcome, f.Attempts, f.LastError))
-			}
-			return fmt.Sprintf("%v %s", out, kind(err))
+			return fmt.Sprintf("%s %s", showFinished(fs), kind(err))
 		}
 	case k < 27:
 		st := []task.State{0, task.Delayed, task.Ready, task.Reserved, task.Dead}[d.rng.IntN(5)]
@@ -367,6 +391,11 @@ func (d *differ) step(ctx context.Context, i int) {
 			}
 			return kind(err)
 		}
+	case k < 34:
+		taken := d.gens % (service.GeneratedIDTries + 1) // each count in turn, every try taken included
+		d.gens++
+		name = fmt.Sprintf("generated ids: %d of the next job id's taken by client ids", taken)
+		op = func(e int, s service.Service) string { return d.generated(ctx, s, taken) }
 	default:
 		n := d.rng.IntN(3)
 		name = fmt.Sprintf("kick queue %s %d", q, n)
@@ -375,10 +404,26 @@ func (d *differ) step(ctx context.Context, i int) {
 			return fmt.Sprintf("%d %s", got, kind(err))
 		}
 	}
+	d.compare(i, name, op)
+}
+
+// compare runs op, one step named name, on each engine and compares
+// their answers, their queues' counts and the change of their metrics.
+func (d *differ) compare(i int, name string, op func(e int, s service.Service) string) {
+	ctx := context.Background()
 	d.log = append(d.log, fmt.Sprintf("%3d %s", i, name))
-	var answers, counts []string
+	var answers, counts, changes []string
 	for e, s := range d.engines {
+		before, err := gather(d.regs[e])
+		if err != nil {
+			d.t.Fatalf("%s: metrics: %v", d.names[e], err)
+		}
 		answers = append(answers, op(e, s))
+		after, err := gather(d.regs[e])
+		if err != nil {
+			d.t.Fatalf("%s: metrics: %v", d.names[e], err)
+		}
+		changes = append(changes, metricChange(before, after))
 		qs, err := s.Queues(ctx)
 		if err != nil {
 			d.t.Fatalf("%s: Queues: %v", d.names[e], err)
@@ -395,10 +440,107 @@ func (d *differ) step(ctx context.Context, i int) {
 	if answers[0] != answers[1] {
 		d.t.Errorf("step %d, %s:\n  %s: %s\n  %s: %s", i, name, d.names[0], answers[0], d.names[1], answers[1])
 	}
+	if changes[0] != changes[1] {
+		d.t.Errorf("step %d, %s: metrics (counters' increase, gauges)\n  %s:\n    %s\n  %s:\n    %s", i, name, d.names[0], changes[0], d.names[1], changes[1])
+	}
 	if counts[0] != counts[1] {
 		d.t.Errorf("step %d, %s: queues (delayed/ready/reserved/dead)\n  %s: %s\n  %s: %s", i, name, d.names[0], counts[0], d.names[1], counts[1])
 	}
 }
+
+// genQueue is the queue of the generated-ids step: one of its own, since
+// the ids there are job ids, each engine's own, and the other steps
+// compare tasks by id.
+const genQueue = "gen"
+
+// generated is the step that puts tasks without ids against client ids
+// (issue 41): a put without an id learns the job id, N, of the put
+// without an id to come (job ids increase by one on the embedded engine
+// and on a cluster node's block, one a put, with or without an id);
+// clients take the first taken of the ids a put without an id tries for
+// job N (service.GeneratedID: "N", "N@job", ...); a put without an id
+// then gets job N and must be named
+// by the first free try, or answer service.NoFreeID when every try is
+// taken. The tasks are deleted after, so that the queue is empty again.
+// The answer names N as "N".
+func (d *differ) generated(ctx context.Context, s service.Service, taken int) string {
+	first, _, err := s.Put(ctx, genQueue, task.PutRequest{TTR: diffTTR})
+	if err != nil {
+		return "first put: " + kind(err)
+	}
+	defer s.Delete(ctx, genQueue, first.ID)
+	job, err := strconv.ParseUint(first.ID, 10, 64)
+	if err != nil {
+		return "first put: an id not the job id: " + first.ID
+	}
+	next := job + 1 + uint64(taken) // each put of a client's id takes a job id too
+	n := strconv.FormatUint(next, 10)
+	var out []string
+	for try := range taken {
+		id := service.GeneratedID(next, try)
+		_, created, err := s.Put(ctx, genQueue, task.PutRequest{ID: id, TTR: diffTTR})
+		defer s.Delete(ctx, genQueue, id)
+		out = append(out, fmt.Sprintf("%s created=%v %s", strings.ReplaceAll(id, n, "N"), created, kind(err)))
+	}
+	got, created, err := s.Put(ctx, genQueue, task.PutRequest{TTR: diffTTR})
+	if err == nil {
+		defer s.Delete(ctx, genQueue, got.ID)
+	}
+	out = append(out, fmt.Sprintf("%s job N=%v created=%v %s", strings.ReplaceAll(got.ID, n, "N"), got.JobID == next, created, kind(err)))
+	return strings.Join(out, "; ")
+}
+
+// expQueue is the queue of the lease-expiry step, one of its own: the
+// random steps put tasks with a ttr longer than the test, since when a
+// lease that ran out is noticed differs between the engines.
+const expQueue = "exp"
+
+// expire is the step, one per sequence, of leases that run out: two tasks
+// of ttr expTTR, one with one attempt (dead when its lease runs out) and
+// one with two (ready again), reserved, then waited for until neither is
+// reserved (at most expWait); it answers their states, attempts and the
+// queue's history field by field, then deletes the ready one. The dead
+// one stays (ids of sequence seq, so that each sequence puts new ones):
+// a queue that no longer exists loses its series of the per-queue
+// metrics, at moments that differ between the engines
+// (service.TaskMetrics.ForgetQueue).
+func expire(ctx context.Context, s service.Service, seq int) string {
+	ids := []string{fmt.Sprint("once-", seq), fmt.Sprint("twice-", seq)}
+	for k, id := range ids {
+		if _, _, err := s.Put(ctx, expQueue, task.PutRequest{ID: id, TTR: expTTR, MaxAttempts: k + 1}); err != nil {
+			return "put: " + kind(err)
+		}
+	}
+	ts, err := s.Reserve(ctx, expQueue, 2, 0)
+	if err != nil || len(ts) != 2 {
+		return fmt.Sprintf("reserve: %d %s", len(ts), kind(err))
+	}
+	out := []string{}
+	for _, id := range ids {
+		var tk task.Task
+		for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+			if tk, err = s.Get(expQueue, id); err != nil || tk.State != task.Reserved || time.Since(start) > expWait {
+				break
+			}
+		}
+		as, err2 := s.Attempts(ctx, expQueue, id)
+		out = append(out, fmt.Sprintf("%s %s attempts %s %s", show(tk), kind(err), showAttempts(as), kind(err2)))
+	}
+	fs, _, err := s.FinishedTasks(ctx, expQueue, "", 0, 1000)
+	out = append(out, fmt.Sprintf("history %s %s", showFinished(fs), kind(err)))
+	// The ready one goes, so that the next sequence's reserve takes its
+	// own two; the dead one stays, so that the queue does.
+	return strings.Join(append(out, "delete "+kind(s.Delete(ctx, expQueue, ids[1]))), "\n    ")
+}
+
+// expTTR is the ttr of the lease-expiry step's tasks, and expWait how
+// long it waits for their leases to be noticed as run out: long, so that
+// a loaded machine does not fail the test, since the step ends as soon
+// as both engines noticed.
+const (
+	expTTR  = 200 * time.Millisecond
+	expWait = 30 * time.Second
+)
 
 // reserved keeps the leases of the tasks engine e handed out and returns
 // the answer as compared.
@@ -409,6 +551,47 @@ func (d *differ) reserved(e int, ts []task.Task, err error) string {
 		out = append(out, show(tk))
 	}
 	return fmt.Sprintf("%v %s", out, kind(err))
+}
+
+// showAttempts shows attempts field by field as the differential test
+// compares them: times by whether they are set and in order (each
+// engine's clock is its own). The node is left out: the embedded engine
+// names none, and a cluster records the node that ended the attempt (a
+// lease that ran out: its partition's owner, either node), not the one
+// that handed it out, which it does not keep (cluster/history.go).
+func showAttempts(as []task.Attempt) string {
+	var out []string
+	for _, a := range as {
+		out = append(out, fmt.Sprintf("{n=%d started=%v ended=%s outcome=%q err=%q status=%d}",
+			a.N, !a.Started.IsZero(), order(a.Started, a.Ended), a.Outcome, a.Error, a.Status))
+	}
+	return fmt.Sprintf("%v", out)
+}
+
+// order shows when end is, from start: "-" unset, "before" start (a
+// wrong record), "after" it (or at it).
+func order(start, end time.Time) string {
+	switch {
+	case end.IsZero():
+		return "-"
+	case end.Before(start):
+		return "before"
+	}
+	return "after"
+}
+
+// showFinished shows history records field by field as the differential
+// test compares them: the job id by whether it is set (each engine's
+// own), the time by whether it is set and the records' order by the
+// order shown (newest first).
+func showFinished(fs []task.Finished) string {
+	var out []string
+	for k, f := range fs {
+		newest := k == 0 || !f.Finished.After(fs[k-1].Finished)
+		out = append(out, fmt.Sprintf("{%s/%s job=%v outcome=%s finished=%v in-order=%v attempts=%d err=%q}",
+			f.Queue, f.ID, f.JobID != 0, f.Outcome, !f.Finished.IsZero(), newest, f.Attempts, f.LastError))
+	}
+	return fmt.Sprintf("%v", out)
 }
 
 // show is a task as the differential test compares it.
@@ -438,10 +621,13 @@ var testEnv = os.Getenv
 
 // policyText shows p with its retry's fields rather than its pointer.
 func policyText(p task.Policy) string {
-	r := "<nil>"
+	r, rate := "<nil>", "<nil>"
 	if p.Retry != nil {
 		r = fmt.Sprintf("%+v", *p.Retry)
 	}
-	p.Retry = nil
-	return fmt.Sprintf("%+v retry %s", p, r)
+	if p.Rate != nil {
+		rate = fmt.Sprintf("%+v", *p.Rate)
+	}
+	p.Retry, p.Rate = nil, nil
+	return fmt.Sprintf("%+v retry %s rate %s", p, r, rate)
 }
