@@ -185,6 +185,17 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer close(ackerDone)
 		r.acks.run()
 	}()
+	r.cancels = newCancels(w.c.CancelledLeases, fails)
+	cctx, stopCancels := context.WithCancel(bg)
+	cancelsDone := make(chan struct{})
+	go func() {
+		defer close(cancelsDone)
+		r.cancels.run(cctx)
+	}()
+	defer func() {
+		stopCancels()
+		<-cancelsDone
+	}()
 
 	r.reserve(rctx)
 
@@ -242,6 +253,8 @@ type run struct {
 	tasks   sync.WaitGroup // the tasks' goroutines
 	acks    *acker
 	fails   *failureLog
+	// cancels tells the handlers of cancelled tasks (cancels.go).
+	cancels *cancels
 	// stopReserving ends the reserve loop's context: Run shuts down.
 	stopReserving context.CancelFunc
 
@@ -285,6 +298,11 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 
 	hctx, cancel := context.WithCancelCause(r.hctx)
 	defer cancel(nil)
+	unwatch := r.cancels.watch(l.token, func() {
+		l.cancel(r.w.log)
+		cancel(ErrCancelled)
+	})
+	defer unwatch()
 	// The lease's keeper starts when its first touch is due: most
 	// handlers are done before, and then none runs (a goroutine, its
 	// stack grown and a timer per task less: some 6% of a busy worker's
@@ -318,7 +336,8 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 
 	switch bury, delay := outcome(err); {
 	case l.isLost():
-		// Its lease is gone: the task is deleted, or with another worker.
+		// Its lease is gone: the task is deleted or cancelled, or with
+		// another worker.
 	case err == nil:
 		r.acks.add(l.ack(), l.until())
 	case r.hctx.Err() != nil:
