@@ -71,6 +71,11 @@ func cancelled(t *testing.T, b service.Service) {
 	if want := []string{"x cancelled", "d cancelled", "w cancelled", "r cancelled"}; !slices.Equal(ids, want) {
 		t.Fatalf("history of cancelled tasks: %q; want %q", ids, want)
 	}
+	all, _, err := b.FinishedTasks(ctx, q, "", 0, 10)
+	must(t, "history of any outcome", err)
+	if len(all) != len(fs)+1 {
+		t.Fatalf("history of any outcome: %d records; want the %d cancelled and x dead", len(all), len(fs))
+	}
 	if ts, err := b.Reserve(ctx, q, 10, 0); err != nil || len(ts) != 0 {
 		t.Fatalf("reserve after the cancels: %d tasks, %v; want none", len(ts), err)
 	}
