@@ -93,6 +93,11 @@ func (p *Pusher) push(t task.Task, end task.Push) {
 	ctx, abort := context.WithCancelCause(ctx)
 	defer abort(nil)
 	defer p.watchLease(t.Lease, func() { abort(errCancelled) })()
+	// A cancel between the reserve and the watch is in the service's
+	// memory of leases ended (a cancel after it calls the watch).
+	if ended, _ := p.s.CancelledLeases([]string{t.Lease}); len(ended) > 0 {
+		abort(errCancelled)
+	}
 	stopKeep := func() {}
 	if t.TTR > 0 && t.TTR < timeout+leaseMargin {
 		var keepCtx context.Context
@@ -110,6 +115,9 @@ func (p *Pusher) push(t task.Task, end task.Push) {
 // deliver makes one push of t to end within ctx, which ends after
 // timeout, and returns its outcome.
 func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeout time.Duration) outcome {
+	if context.Cause(ctx) == errCancelled {
+		return outcome{kind: "cancelled"}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, end.URL, bytes.NewReader(t.Payload))
 	if err != nil {
 		return outcome{kind: "failed", delay: task.RetryDelay, reason: "push: " + err.Error()}
