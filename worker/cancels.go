@@ -19,9 +19,9 @@ import (
 // request for all of them (client.CancelledLeases, at most api.MaxAcks
 // leases a request), and cancels those handlers' contexts with
 // ErrCancelled. The server answers from memory. A worker that holds
-// nothing asks nothing. A check has checkTimeout; a failed one is
-// retried after the worker's back-off (backoff), logged about once a
-// second; a server that does not know the route (404: an older server)
+// nothing asks nothing. A check has checkTimeout; after a failed one
+// the next waits checkEvery or the worker's back-off (backoff), whichever
+// is longer, and failures are logged about once a second with a count; a server that does not know the route (404: an older server)
 // is not asked again, and the handlers then learn of a cancel at their
 // next touch, which answers 404.
 const (
@@ -104,7 +104,8 @@ func (c *cancels) run(ctx context.Context) {
 		}
 		wait := checkEvery - checkEvery/20 + rand.N(checkEvery/10+1)
 		if failures > 0 {
-			wait = backoff(failures)
+			// Never sooner than the next check would be.
+			wait = max(wait, backoff(failures))
 		}
 		t.Reset(wait)
 		select {

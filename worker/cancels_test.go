@@ -95,3 +95,62 @@ func TestWorker_Cancelled(t *testing.T) {
 		t.Fatalf("the cancelled task: %+v, %v; want finished, cancelled", tk, err)
 	}
 }
+
+// TestWorker_CancelChecksBackOff: while the server answers the leases
+// check with 503, the worker's checks back off (fewer than one a
+// second over 12 s, the back-off growing past the period), and the
+// handler runs on; once the server answers again, a cancel reaches it.
+func TestWorker_CancelChecksBackOff(t *testing.T) {
+	var checks atomic.Int64
+	var failing atomic.Bool
+	failing.Store(true)
+	url, stopServer, err := serveOn(nil, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/leases:cancelled" {
+				checks.Add(1)
+				if failing.Load() {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusServiceUnavailable)
+					w.Write([]byte(`{"error":"hourglass: not ready"}`))
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopServer()
+	c := clientOf(t, url)
+	started := make(chan struct{})
+	cause := make(chan error, 1)
+	w := worker.New(c, worker.Options{Logger: quiet})
+	w.Handle("q", func(ctx context.Context, tk *worker.Task) error {
+		close(started)
+		select {
+		case <-ctx.Done():
+			cause <- context.Cause(ctx)
+		case <-time.After(40 * time.Second):
+			cause <- errors.New("context not cancelled in 40 s")
+		}
+		return ctx.Err()
+	})
+	stop := start(t, w)
+	defer stop()
+	put(t, c, "q", "b", 1, api.PutRequest{TTR: new(api.Duration(time.Minute))})
+	<-started
+	time.Sleep(12 * time.Second)
+	k := checks.Load()
+	t.Logf("%d checks in 12 s answered 503", k)
+	if k >= 10 {
+		t.Fatalf("%d checks in 12 s answered 503; want them backing off", k)
+	}
+	failing.Store(false)
+	if err := c.Cancel(context.Background(), "q", "b0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-cause; !errors.Is(err, worker.ErrCancelled) {
+		t.Fatalf("cause %v; want ErrCancelled", err)
+	}
+}
