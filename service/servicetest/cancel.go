@@ -16,8 +16,8 @@ import (
 // reserved task's lease is reported to WatchCancels and CancelledLeases,
 // and acks, touches and nacks of it answer as for a deleted task; the
 // task is never handed out again; a second Cancel, or one of a task never
-// put, answers task.ErrNotFound. A Delete of a reserved task reports its
-// lease too, and stays deleted in the history.
+// put, answers task.ErrNotFound. A Delete of a reserved task (one alone,
+// or in bulk) reports its lease too, and stays deleted in the history.
 func cancelled(t *testing.T, b service.Service) {
 	ctx := context.Background()
 	const q = "cancel"
@@ -88,6 +88,13 @@ func cancelled(t *testing.T, b service.Service) {
 	if f, err := b.LastFinished(ctx, q, "del"); err != nil || f.Outcome != task.FinishedDeleted {
 		t.Fatalf("LastFinished of a deleted task = %+v, %v; want deleted", f, err)
 	}
+	// So does a bulk delete of reserved tasks.
+	putTask(t, b, q, task.PutRequest{ID: "bulk"})
+	bulk := ReserveOne(t, b, q, time.Second)
+	if res, err := b.Bulk(ctx, q, service.BulkRequest{Action: service.Delete, Filter: service.Filter{State: task.Reserved}}); err != nil || res.Changed != 1 {
+		t.Fatalf("bulk delete of the reserved tasks = %+v, %v; want 1 changed", res, err)
+	}
+	wantHeard(t, heard, bulk.Lease)
 	select {
 	case l := <-heard:
 		t.Fatalf("lease %q reported; want only the reserved tasks'", l)
