@@ -154,3 +154,44 @@ func TestWorker_CancelChecksBackOff(t *testing.T) {
 		t.Fatalf("cause %v; want ErrCancelled", err)
 	}
 }
+
+// TestWorker_CancelPrefetched: a task reserved ahead of a free handler
+// (Options.Prefetch) and cancelled while it waits never starts.
+func TestWorker_CancelPrefetched(t *testing.T) {
+	c := newClient(t)
+	release := make(chan struct{})
+	ran := make(chan string, 10)
+	w := worker.New(c, worker.Options{Logger: quiet, Concurrency: 1, Prefetch: 1})
+	w.Handle("q", func(ctx context.Context, tk *worker.Task) error {
+		ran <- tk.ID
+		if tk.ID == "first0" {
+			<-release
+		}
+		return nil
+	})
+	stop := start(t, w)
+	defer stop()
+	put(t, c, "q", "first", 1, api.PutRequest{TTR: new(api.Duration(time.Minute))})
+	if id := <-ran; id != "first0" {
+		t.Fatalf("ran %s first", id)
+	}
+	put(t, c, "q", "ahead", 1, api.PutRequest{TTR: new(api.Duration(time.Minute))})
+	eventually(t, "the second task reserved ahead", func() bool {
+		tk, err := c.Get(context.Background(), "q", "ahead0")
+		return err == nil && tk.State == api.StateReserved
+	})
+	if err := c.Cancel(context.Background(), "q", "ahead0"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the worker's check, about once a second
+	close(release)
+	put(t, c, "q", "last", 1, api.PutRequest{})
+	for id := range ran {
+		if id == "ahead0" {
+			t.Fatal("the task cancelled while it waited for a handler ran")
+		}
+		if id == "last0" {
+			break
+		}
+	}
+}

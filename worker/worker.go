@@ -289,13 +289,8 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 	defer r.tasks.Done()
 	defer func() { r.slots <- struct{}{} }()
 	l := newLease(t, received)
-	h := r.handlers[t.Queue]
-	if h == nil || ctx.Err() != nil || !r.handlerFor(ctx, l) {
-		r.release(l)
-		return
-	}
-	defer func() { <-r.running }()
-
+	// The lease is watched from the reserve on, so that a task cancelled
+	// while it waits for a handler (Options.Prefetch) never starts.
 	hctx, cancel := context.WithCancelCause(r.hctx)
 	defer cancel(nil)
 	unwatch := r.cancels.watch(l.token, func() {
@@ -303,6 +298,17 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 		cancel(ErrCancelled)
 	})
 	defer unwatch()
+	h := r.handlers[t.Queue]
+	if h == nil || ctx.Err() != nil || !r.handlerFor(ctx, l) {
+		if !l.isLost() {
+			r.release(l)
+		}
+		return
+	}
+	defer func() { <-r.running }()
+	if l.isLost() {
+		return // cancelled before a handler was free
+	}
 	// The lease's keeper starts when its first touch is due: most
 	// handlers are done before, and then none runs (a goroutine, its
 	// stack grown and a timer per task less: some 6% of a busy worker's
