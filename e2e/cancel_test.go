@@ -137,10 +137,10 @@ func cancelledLeases(t *testing.T, s *server, leases ...string) []string {
 // TestCancel_Push: a task whose push hangs (the receiver never answers,
 // the push's timeout a minute) is cancelled, and the receiver sees the
 // push's request cancelled within seconds; the task is never pushed
-// again, and its attempt and history say cancelled. On a cluster the
-// push runs on the first node (the only one when it began) and the
-// cancel goes through a second node; a DELETE of a pushed task stops
-// its push likewise.
+// again, and its attempt and history say cancelled. A DELETE of a pushed
+// task stops its push likewise. On a cluster both pushes run on the
+// first node (the only one when they began), and the cancel and the
+// DELETE go through a second node.
 func TestCancel_Push(t *testing.T) { engines(t, testCancelPush) }
 
 func testCancelPush(t *testing.T) {
@@ -155,17 +155,15 @@ func testCancelPush(t *testing.T) {
 	})
 	setPush(t, s, "p", fmt.Sprintf(`{"push":{"url":%q,"timeout":"60s"}}`, hang.srv.URL))
 	s.call("POST", "/v1/queues/p/tasks", `{"id":"a","payload":1}`)
-	hang.wait(t, 1, 20*time.Second)
+	s.call("POST", "/v1/queues/p/tasks", `{"id":"b","payload":1}`)
+	hang.wait(t, 2, 20*time.Second)
+	// Both pushes run on s; on a cluster the second node starts only now.
 	other := secondNode(t, s)
 
-	for i, how := range []struct{ method, path string }{
+	for _, how := range []struct{ method, path string }{
 		{"POST", "/v1/queues/p/tasks/a/cancel"},
 		{"DELETE", "/v1/queues/p/tasks/b"},
 	} {
-		if i == 1 {
-			s.call("POST", "/v1/queues/p/tasks", `{"id":"b","payload":1}`)
-			hang.wait(t, 2, 20*time.Second)
-		}
 		sent := time.Now()
 		if a := other.call(how.method, how.path, ""); a.status != 204 {
 			t.Fatalf("%s %s: %v; want 204", how.method, how.path, a)
