@@ -35,7 +35,7 @@
 //	POST   /v1/queues/{queue}/tasks             PutRequest     → 201 Task (new) | 200 Task (existing id, or replaced)
 //	POST   /v1/queues/{queue}/tasks:batch       BatchRequest   → 200 BatchResponse
 //	GET    /v1/queues/{queue}/tasks/{id}                       → 200 Task | 200 FinishedRecord (finished, in the history) | 404
-//	DELETE /v1/queues/{queue}/tasks/{id}                       → 204 | 404
+//	DELETE /v1/queues/{queue}/tasks/{id}                       → 204 (a reserved task's holder stops: see cancel) | 404
 //	POST   /v1/queues/{queue}/reserve           ReserveRequest → 200 ReserveResponse
 //	POST   /v1/queues/{queue}/tasks/{id}/ack    LeaseRequest   → 204 | 400 (no lease) | 404 | 409 (stale lease)
 //	POST   /v1/queues/{queue}/tasks/{id}/touch  LeaseRequest   → 200 Task (with its lease) | 400 | 404 | 409
@@ -43,6 +43,7 @@
 //	POST   /v1/queues/{queue}/tasks/{id}/release ReleaseRequest → 200 Task | 400 | 404 | 409
 //	POST   /v1/queues/{queue}/tasks/{id}/bury   BuryRequest    → 200 Task | 400 | 404 | 409
 //	POST   /v1/queues/{queue}/tasks/{id}/kick                  → 204 | 404 | 409 (not dead)
+//	POST   /v1/queues/{queue}/tasks/{id}/cancel                → 204 (deleted in any state, recorded cancelled; its holder stops) | 404 (none, or cancelled already)
 //	GET    /v1/queues/{queue}/tasks/{id}/attempts              → 200 AttemptsResponse | 404
 //	GET    /v1/queues/{queue}/history?outcome=O&after=N&limit=N → 200 HistoryResponse | 400
 //	PUT    /v1/queues/{queue}/policy            Policy         → 200 Policy | 400
@@ -52,6 +53,7 @@
 //	POST   /v1/queues/{queue}/resume                           → 204
 //	POST   /v1/reserve                          ReserveQueuesRequest → 200 ReserveResponse
 //	POST   /v1/acks                             AcksRequest    → 200 AcksResponse
+//	POST   /v1/leases:cancelled                 LeasesRequest  → 200 LeasesResponse | 400
 //	GET    /v1/queues                                          → 200 QueuesResponse
 //	PUT    /v1/schedules/{name}                 ScheduleRequest → 200 Schedule
 //	GET    /v1/schedules                                       → 200 SchedulesResponse

@@ -74,6 +74,7 @@ const (
 	AttemptExpired    = "expired"     // its lease ran out
 	AttemptPushed     = "pushed"      // a push answered 2xx
 	AttemptPushFailed = "push-failed" // a push failed (Error says how, Status what it got)
+	AttemptCancelled  = "cancelled"   // its task was cancelled while the attempt ran
 )
 
 // MaxAttemptsListed bounds the attempts of an [AttemptsResponse].
@@ -82,7 +83,7 @@ const MaxAttemptsListed = 1000
 // HistoryResponse answers GET /v1/queues/{queue}/history: one page of
 // the tasks that left the queue, newest first.
 //
-// The query selects the page: outcome is "acked", "dead" or "deleted"
+// The query selects the page: outcome is "acked", "dead", "deleted" or "cancelled"
 // (absent: any); after is the Next of the previous page (absent or 0:
 // from the newest); limit is 1 to [MaxListLimit] (absent:
 // [DefaultListLimit]). Any other value of them answers 400 naming it.
@@ -112,7 +113,8 @@ type FinishedTask struct {
 // Outcomes of a [FinishedTask], and the values of the history's outcome
 // filter.
 const (
-	FinishedAcked   = "acked"
-	FinishedDead    = "dead"
-	FinishedDeleted = "deleted"
+	FinishedAcked     = "acked"
+	FinishedDead      = "dead"
+	FinishedDeleted   = "deleted"
+	FinishedCancelled = "cancelled" // POST /v1/queues/{queue}/tasks/{id}/cancel
 )

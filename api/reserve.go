@@ -87,3 +87,19 @@ type AcksResponse struct {
 type AckResult struct {
 	Error string `json:"error,omitempty"`
 }
+
+// LeasesRequest is the body of POST /v1/leases:cancelled: up to
+// [MaxAcks] leases a worker holds, each as a reserve answered it.
+type LeasesRequest struct {
+	Leases []string `json:"leases"`
+}
+
+// LeasesResponse answers POST /v1/leases:cancelled: those of the leases
+// asked about whose tasks were deleted or cancelled while reserved, in
+// the last minute (their holders are to stop their work); the others, as
+// far as the server heard, still hold or ran out. A Go worker asks about
+// once a second while it holds tasks, and cancels a handler whose lease
+// is named here.
+type LeasesResponse struct {
+	Cancelled []string `json:"cancelled"`
+}

@@ -128,6 +128,10 @@ type Broker struct {
 	// operation that takes a task out of that state (unplace) removes it,
 	// which tells the reserve not to hand it out. Guarded by mu.
 	taking map[uint64]struct{}
+	// leaseEnds are told of the leases that deletes ended
+	// (NotifyLeaseEnds): appended to, never changed in place. Guarded by
+	// mu.
+	leaseEnds []func(lease string)
 	// queues by index (nil: an index free for the next queue, in
 	// freeIndex), and by name: the queues that hold something (a task, a
 	// policy, a pause or a schedule) and those reservers wait on (see
@@ -668,3 +672,4 @@ func view(t store.Task, s slot) task.Task {
 }
 
 var _ service.Engine = (*Broker)(nil)
+var _ service.LeaseEnder = (*Broker)(nil)

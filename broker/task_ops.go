@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -43,7 +44,10 @@ func (b *Broker) Get(queue, id string) (task.Task, error) {
 }
 
 // Delete removes the task id of queue in whatever state it is, durably,
-// or returns ErrNotFound.
+// or returns ErrNotFound. Under a Cancel's context (service.Cancelling)
+// a reserved task's running attempt ends as cancelled and the history
+// says cancelled. Once the delete of a reserved task is durable, its
+// lease is reported to the functions of NotifyLeaseEnds.
 func (b *Broker) Delete(ctx context.Context, queue, id string) error {
 	b.mu.Lock()
 	job, rec, s, err := b.find(queue, id)
@@ -51,9 +55,37 @@ func (b *Broker) Delete(ctx context.Context, queue, id string) error {
 		b.mu.Unlock()
 		return err
 	}
-	b.leave(&rec, task.FinishedDeleted, time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	var ended string
+	if _, handed := b.leased[job]; s.state() == task.Reserved && handed {
+		// A task still being taken (b.taking) has no lease out yet: the
+		// reserve that takes it finds it gone and hands nothing out.
+		ended = rec.Lease
+		if service.Cancelling(ctx) {
+			b.endAttempt(&rec, task.AttemptCancelled, "", now)
+		}
+	}
+	b.leave(&rec, service.FinishedOutcome(ctx), now)
 	b.remove(job, s, rec)
-	return b.commitWait(ctx, b.barrier())
+	fs := b.leaseEnds
+	if err := b.commitWait(ctx, b.barrier()); err != nil {
+		return err
+	}
+	if ended != "" {
+		for _, f := range fs {
+			f(ended)
+		}
+	}
+	return nil
+}
+
+// NotifyLeaseEnds registers f, called with the lease of a reserved task
+// once its Delete is durable (service.LeaseEnder), on the deleting
+// goroutine. O(1); safe for concurrent use.
+func (b *Broker) NotifyLeaseEnds(f func(lease string)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.leaseEnds = append(b.leaseEnds[:len(b.leaseEnds):len(b.leaseEnds)], f)
 }
 
 // remove deletes job from memory and the record. b.mu is held.

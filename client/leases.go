@@ -119,6 +119,16 @@ func (c *Client) AckMany(ctx context.Context, acks []api.Ack) ([]error, error) {
 	return errs, nil
 }
 
+// CancelledLeases returns those of leases (1 to [api.MaxAcks]) whose
+// tasks were deleted or cancelled while reserved, lately: their holders
+// are to stop. It reads the server's memory only; package worker asks
+// about the leases it holds once a second.
+func (c *Client) CancelledLeases(ctx context.Context, leases []string) ([]string, error) {
+	var out api.LeasesResponse
+	_, err := c.do(ctx, http.MethodPost, "/v1/leases:cancelled", api.LeasesRequest{Leases: leases}, &out)
+	return out.Cancelled, err
+}
+
 // reserveDeadline returns how much longer than an ordinary call a
 // reserve that waits up to wait may take: wait, up to api.MaxWait (the
 // server's own bound; a longer wait is refused at once).

@@ -43,6 +43,15 @@ func (c *Client) Delete(ctx context.Context, queue, id string) error {
 	return err
 }
 
+// Cancel deletes the task id of queue, whatever its state, and records
+// it cancelled; the work under way on a reserved task stops (its push is
+// aborted, a worker's handler cancelled). [ErrNotFound] if there is
+// none, and for a second cancel of the same task.
+func (c *Client) Cancel(ctx context.Context, queue, id string) error {
+	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks", id, "cancel"), nil, nil)
+	return err
+}
+
 // ListTasks returns a page of up to limit tasks of queue (1 to
 // api.MaxListLimit; 0: the server's default), in state (""
 // for any: api.StateReady, ...), by job id after after (0: from the

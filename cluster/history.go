@@ -154,8 +154,10 @@ var sqlFinishedAny = `SELECT * FROM (` +
 		UNION ALL `, finishedColumns, task.FinishedAcked) +
 	fmt.Sprintf(`(SELECT %s FROM hourglass_history WHERE queue = $1 AND outcome = '%s' AND seq < $2 ORDER BY seq DESC LIMIT $3)
 		UNION ALL `, finishedColumns, task.FinishedDead) +
+	fmt.Sprintf(`(SELECT %s FROM hourglass_history WHERE queue = $1 AND outcome = '%s' AND seq < $2 ORDER BY seq DESC LIMIT $3)
+		UNION ALL `, finishedColumns, task.FinishedDeleted) +
 	fmt.Sprintf(`(SELECT %s FROM hourglass_history WHERE queue = $1 AND outcome = '%s' AND seq < $2 ORDER BY seq DESC LIMIT $3)`,
-		finishedColumns, task.FinishedDeleted) +
+		finishedColumns, task.FinishedCancelled) +
 	`) h ORDER BY seq DESC LIMIT $3`
 
 // FinishedTasks returns up to limit (1 to task.MaxList) tasks that left

@@ -139,6 +139,9 @@ type Node struct {
 	// watchers are told of policies changed (NotifyPolicies): appended
 	// to, never changed in place. Guarded by mu.
 	watchers []func(queue string)
+	// leaseEnds are told of leases ended by deletes (NotifyLeaseEnds):
+	// appended to, never changed in place. Guarded by mu.
+	leaseEnds []func(lease string)
 	// reporter writes the node's report (report.go).
 	reporter *reporter
 	// pruner prunes the history (prune.go).
@@ -225,6 +228,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		policy: n.policyNotified,
 		timers: n.timers.notified,
 		wake:   n.wakeNotified,
+		lease:  n.leaseEnded,
 		resync: n.resync,
 		hop:    n.metrics.hopNotified,
 	})

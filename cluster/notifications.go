@@ -89,6 +89,8 @@ type noteHandlers struct {
 	// wake: k tasks were made ready by another node in queues (all: their
 	// reservers are to look again).
 	wake func(queues []string, k int, all bool)
+	// lease: another node deleted a reserved task whose lease this is.
+	lease func(lease string)
 	// resync: the listen connection was lost and is back; notifications
 	// sent meanwhile were lost.
 	resync func()
@@ -184,16 +186,39 @@ func (nt *notifications) dispatch(note *pgconn.Notification) {
 	}
 }
 
+// cancelled announces to the other nodes that a reserved task of queue
+// was deleted, ending lease: a line "cancel QUEUE LEASE NODE" on
+// chanReady (readied). A lease has no space or newline (both engines
+// make them of hex digits). A node of an older version reads the line as
+// a wake-up of QUEUE's reservers, which costs them a look.
+func (nt *notifications) cancelled(queue, lease string) {
+	nt.send(chanReady, cancelLine+" "+queue+" "+lease+" "+nt.name)
+}
+
+// cancelLine begins a line of chanReady announcing a lease ended by a
+// delete (cancelled).
+const cancelLine = "cancel"
+
 // readied acts on a payload of chanReady: lines "K QUEUE SENDER", K
 // tasks made ready in QUEUE by the node SENDER that its own reservers
 // cannot take, or "all QUEUE SENDER", every reserver of QUEUE is to look
-// again. Lines of this node (it woke its own already) and lines it
-// cannot read are passed over. O(len(payload)).
+// again, or "cancel QUEUE LEASE SENDER", a reserved task of QUEUE deleted
+// by SENDER, which ended LEASE (cancelled). Lines of this node (it acted
+// on them already) and lines it cannot read are passed over.
+// O(len(payload)).
 func (nt *notifications) readied(payload string) {
 	for payload != "" {
 		var line string
 		line, payload, _ = strings.Cut(payload, "\n")
 		count, rest, _ := strings.Cut(line, " ")
+		if count == cancelLine {
+			_, rest, _ = strings.Cut(rest, " ")
+			lease, sender, _ := strings.Cut(rest, " ")
+			if lease != "" && sender != nt.name && nt.on.lease != nil {
+				nt.on.lease(lease)
+			}
+			continue
+		}
 		queue, sender, _ := strings.Cut(rest, " ")
 		if queue == "" || sender == nt.name {
 			continue

@@ -54,14 +54,32 @@ var (
 	sqlDeleteDead = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.state = 3")
 )
 
+// sqlDeleteOne deletes the task $3 of queue $2 and, with $1 (keep the
+// history), records it with the outcome $6; with $4 (a Cancel) a
+// reserved task's running attempt ends as cancelled, recorded by the
+// node $5. It returns how many it deleted (0 or 1) and the lease of a
+// reserved one ("" otherwise).
+const sqlDeleteOne = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE t.queue = $2 AND t.id = $3
+		RETURNING t.job_id, t.queue, t.id, t.state, t.lease, t.tries, t.reserved, t.attempts, t.last_error),
+	now AS (SELECT hourglass_now() AS ns WHERE $1),
+	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptCancelled + `', '', 0, $5
+		FROM gone, now WHERE $4 AND gone.state = 2` + sqlAttemptDone + `),
+	fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, $6, now.ns, attempts, last_error FROM gone, now)
+	SELECT count(*), coalesce(max(lease) FILTER (WHERE state = 2), '') FROM gone`
+
 // Delete removes the task id of queue in whatever state, durably, or
-// returns task.ErrNotFound; the task is in the history as deleted.
+// returns task.ErrNotFound; the task is in the history as deleted, or
+// as cancelled under a Cancel's context (service.Cancelling), which
+// also ends a reserved task's running attempt as cancelled. The lease of
+// a reserved task deleted is reported to every node's NotifyLeaseEnds
+// functions: this node's at once, the others' through chanReady.
 func (n *Node) Delete(ctx context.Context, queue, id string) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
 	var k int64
-	err := n.db.QueryRow(ctx, sqlDeleteID, n.keep(), queue, id).Scan(&k)
+	var lease string
+	err := n.db.QueryRow(ctx, sqlDeleteOne, n.keep(), queue, id, service.Cancelling(ctx), n.name, service.FinishedOutcome(ctx)).Scan(&k, &lease)
 	if err != nil {
 		return dbErr(err)
 	}
@@ -69,8 +87,36 @@ func (n *Node) Delete(ctx context.Context, queue, id string) error {
 		return task.ErrNotFound
 	}
 	n.slotFreed(queue)
+	if lease != "" {
+		n.leaseEnded(lease)
+		n.notifications.cancelled(queue, lease)
+	}
 	return nil
 }
+
+// NotifyLeaseEnds registers f, called with the lease of a reserved task
+// deleted on any node of the cluster (service.LeaseEnder): on the
+// deleting goroutine when it is this node's, on the listener's when it
+// is another's (a notification's round trip later). A notification lost
+// with the listen connection loses its call. O(1); safe for concurrent
+// use.
+func (n *Node) NotifyLeaseEnds(f func(lease string)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.leaseEnds = append(n.leaseEnds[:len(n.leaseEnds):len(n.leaseEnds)], f)
+}
+
+// leaseEnded calls the functions NotifyLeaseEnds registered with lease.
+func (n *Node) leaseEnded(lease string) {
+	n.mu.Lock()
+	fs := n.leaseEnds
+	n.mu.Unlock()
+	for _, f := range fs {
+		f(lease)
+	}
+}
+
+var _ service.LeaseEnder = (*Node)(nil)
 
 // why tells why a statement on the task id of queue conditioned on its
 // lease matched nothing: task.ErrNotFound or task.ErrLease.

@@ -80,6 +80,17 @@ func testCLITasks(t *testing.T) {
 	if out, stderr, code = cli("get", "cli", "t2"); code != 0 || !strings.Contains(out, `"state":"finished"`) || !strings.Contains(out, `"deleted"`) {
 		t.Errorf("get of a deleted task: %d %q %q; want its finished record", code, out, stderr)
 	}
+	// cancel deletes a task recording it cancelled; a second cancel is
+	// an error.
+	if _, stderr, code = cli("cancel", "cli", r[0].ID); code != 0 {
+		t.Fatalf("cancel: %d %q", code, stderr)
+	}
+	if out, stderr, code = cli("get", "cli", r[0].ID); code != 0 || !strings.Contains(out, `"outcome":"cancelled"`) {
+		t.Errorf("get of a cancelled task: %d %q %q; want its finished record, cancelled", code, out, stderr)
+	}
+	if _, stderr, code = cli("cancel", "cli", r[0].ID); code != 1 || !strings.Contains(stderr, "hourglass: ") {
+		t.Errorf("a second cancel: %d %q; want 1 and the error", code, stderr)
+	}
 	if _, stderr, code = cli("get", "cli", "never"); code != 1 || !strings.Contains(stderr, "hourglass: ") {
 		t.Errorf("get of a task never put: %d %q", code, stderr)
 	}

@@ -20,9 +20,10 @@ func (s *Server) historyRoutes() []route {
 
 // finishedOutcomes are the outcomes the history's filter takes.
 var finishedOutcomes = map[string]bool{
-	api.FinishedAcked:   true,
-	api.FinishedDead:    true,
-	api.FinishedDeleted: true,
+	api.FinishedAcked:     true,
+	api.FinishedDead:      true,
+	api.FinishedDeleted:   true,
+	api.FinishedCancelled: true,
 }
 
 // attempts serves GET /v1/queues/{queue}/tasks/{id}/attempts: the task's
@@ -74,7 +75,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, b service.Servi
 	q := r.URL.Query()
 	outcome := q.Get("outcome")
 	if outcome != "" && !finishedOutcomes[outcome] {
-		s.fail(w, r, badRequest("outcome %q: want acked, dead or deleted", outcome))
+		s.fail(w, r, badRequest("outcome %q: want acked, dead, deleted or cancelled", outcome))
 		return
 	}
 	after, err := queryUint(q.Get("after"), 0, "after")

@@ -58,6 +58,8 @@ func TestHistoryOutcomes_MatchTask(t *testing.T) {
 		{api.FinishedAcked, task.FinishedAcked},
 		{api.FinishedDead, task.FinishedDead},
 		{api.FinishedDeleted, task.FinishedDeleted},
+		{api.AttemptCancelled, task.AttemptCancelled},
+		{api.FinishedCancelled, task.FinishedCancelled},
 	} {
 		if c[0] != c[1] {
 			t.Errorf("api outcome %q, the service's %q", c[0], c[1])

@@ -218,3 +218,42 @@ func (s *Server) kick(w http.ResponseWriter, r *http.Request, b service.Service)
 	}
 	writeEmpty(w, http.StatusNoContent)
 }
+
+// cancel serves POST /v1/queues/{queue}/tasks/{id}/cancel: 204 and the
+// task is deleted, in any state, recorded cancelled; a reserved task's
+// holder is told to stop (service.Cancel); 404 if there is no such task,
+// a second cancel of it included. The body, if any, must be an empty
+// object.
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request, b service.Service) {
+	var req struct{}
+	err := decode(w, r, smallBody, &req, true)
+	if err == nil {
+		err = b.Cancel(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEmpty(w, http.StatusNoContent)
+}
+
+// cancelledLeases serves POST /v1/leases:cancelled: which of the leases
+// named (1 to api.MaxAcks) were ended by a delete or a cancel of their
+// tasks, lately (service.CancelledLeases). It reads memory only: what a
+// worker asks about once a second while it holds tasks.
+func (s *Server) cancelledLeases(w http.ResponseWriter, r *http.Request, b service.Service) {
+	var req api.LeasesRequest
+	err := decode(w, r, acksBody, &req, false)
+	var ended []string
+	if err == nil {
+		ended, err = b.CancelledLeases(req.Leases)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if ended == nil {
+		ended = []string{}
+	}
+	writeJSON(w, http.StatusOK, api.LeasesResponse{Cancelled: ended})
+}

@@ -34,7 +34,7 @@ const (
 
 // outcome is what a push came to.
 type outcome struct {
-	kind   string        // "acked", "retry_after", "failed" or "released"
+	kind   string        // "acked", "retry_after", "failed", "released" or "cancelled"
 	status int           // the HTTP status the push got; 0 for none
 	delay  time.Duration // a nack's: task.RetryDelay or a Retry-After
 	reason string        // the nack's last error
@@ -90,6 +90,14 @@ func (p *Pusher) push(t task.Task, end task.Push) {
 	timeout := cmp.Or(end.Timeout, task.DefaultPushTimeout)
 	ctx, cancel := context.WithTimeout(p.pushes, timeout)
 	defer cancel()
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	defer p.watchLease(t.Lease, func() { abort(errCancelled) })()
+	// A cancel between the reserve and the watch is in the service's
+	// memory of leases ended (a cancel after it calls the watch).
+	if ended, _ := p.s.CancelledLeases([]string{t.Lease}); len(ended) > 0 {
+		abort(errCancelled)
+	}
 	stopKeep := func() {}
 	if t.TTR > 0 && t.TTR < timeout+leaseMargin {
 		var keepCtx context.Context
@@ -107,6 +115,9 @@ func (p *Pusher) push(t task.Task, end task.Push) {
 // deliver makes one push of t to end within ctx, which ends after
 // timeout, and returns its outcome.
 func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeout time.Duration) outcome {
+	if context.Cause(ctx) == errCancelled {
+		return outcome{kind: "cancelled"}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, end.URL, bytes.NewReader(t.Payload))
 	if err != nil {
 		return outcome{kind: "failed", delay: task.RetryDelay, reason: "push: " + err.Error()}
@@ -146,6 +157,8 @@ func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeou
 	resp, err := p.client.Do(req)
 	if err != nil {
 		switch {
+		case context.Cause(ctx) == errCancelled:
+			return outcome{kind: "cancelled"}
 		case p.pushes.Err() != nil:
 			return outcome{kind: "released"}
 		case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
@@ -178,6 +191,10 @@ func (p *Pusher) deliver(ctx context.Context, t task.Task, end task.Push, timeou
 	return outcome{kind: "failed", status: resp.StatusCode, delay: task.RetryDelay, reason: reason}
 }
 
+// errCancelled is the cause of a push's context when its task was
+// cancelled or deleted (watchLease).
+var errCancelled = errors.New("hourglass: task cancelled")
+
 // settle acks, nacks or releases t by out. An ack or a nack is made
 // under service.WithPush, so that the engine records the attempt as a
 // push's, with its status.
@@ -186,6 +203,8 @@ func (p *Pusher) settle(t task.Task, out outcome) {
 	defer cancel()
 	var err error
 	switch out.kind {
+	case "cancelled":
+		// The task is gone: nothing to settle.
 	case "acked":
 		err = p.s.Ack(ctx, t.Queue, t.ID, t.Lease)
 	case "released":

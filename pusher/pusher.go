@@ -52,6 +52,16 @@
 // so that the engine records the attempt as pushed or push-failed with
 // the HTTP status the push got (service.AttemptOutcome).
 //
+// # Cancelled tasks
+//
+// A push queue's task deleted or cancelled while it is pushed
+// (service.Service.Cancel, DELETE) has its push aborted: the pusher
+// watches the leases of its pushes under way (service.WatchCancels,
+// which on a cluster hears of a cancel made on any node), and cancels
+// the push's request when its lease ends so. The receiver sees its
+// request's connection closed; the task is gone, so nothing is settled,
+// and the push is counted as cancelled.
+//
 // # Shutting down
 //
 // [Pusher.Stop] stops reserving at once (a long poll in flight gives its
@@ -169,6 +179,13 @@ type Pusher struct {
 	left   []string
 	polled *pushQueues
 	freed  chan struct{}
+
+	// aborts holds the pushes under way by lease: what aborts each, when
+	// its task is cancelled (watchLease). Guarded by abortsMu.
+	abortsMu sync.Mutex
+	aborts   map[string]func()
+	// unwatch ends the watch of cancels that Start began.
+	unwatch func()
 }
 
 // New returns a Pusher of s's push queues, not yet started.
@@ -183,6 +200,8 @@ func New(s service.Service, o Options) *Pusher {
 		stale:    make(chan struct{}, 1),
 		changed:  make(chan struct{}, 1),
 		freed:    make(chan struct{}, 1),
+		aborts:   map[string]func(){},
+		unwatch:  func() {},
 		metrics:  newMetrics(o.Registerer),
 	}
 	p.concurrency = cap(p.work)
@@ -199,6 +218,7 @@ func New(s service.Service, o Options) *Pusher {
 // Start starts pushing, once; it returns at once.
 func (p *Pusher) Start() {
 	p.startOnce.Do(func() {
+		p.unwatch = p.s.WatchCancels(p.leaseEnded)
 		for range p.concurrency {
 			p.wg.Go(p.pushLoop)
 		}
@@ -228,6 +248,7 @@ func (p *Pusher) Stop(ctx context.Context) error {
 			<-done
 		}
 		p.cancelPushes()
+		p.unwatch()
 		p.client.CloseIdleConnections()
 	})
 	return err
@@ -439,4 +460,29 @@ func (w watched) DeletePolicy(ctx context.Context, queue string) error {
 		w.p.Refresh()
 	}
 	return err
+}
+
+// watchLease has abort called if lease ends by a cancel or a delete of
+// its task, until the returned unwatch is called. O(1).
+func (p *Pusher) watchLease(lease string, abort func()) (unwatch func()) {
+	p.abortsMu.Lock()
+	p.aborts[lease] = abort
+	p.abortsMu.Unlock()
+	return func() {
+		p.abortsMu.Lock()
+		delete(p.aborts, lease)
+		p.abortsMu.Unlock()
+	}
+}
+
+// leaseEnded aborts the push under lease, if one is under way: the
+// service's WatchCancels calls it. It does not block.
+func (p *Pusher) leaseEnded(lease string) {
+	p.abortsMu.Lock()
+	abort := p.aborts[lease]
+	delete(p.aborts, lease)
+	p.abortsMu.Unlock()
+	if abort != nil {
+		abort()
+	}
 }

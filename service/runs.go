@@ -41,7 +41,7 @@ const (
 // ScheduleRun is one occurrence of a schedule and its task's outcome:
 // task.SchedulePending (waiting or reserved; State says which),
 // task.ScheduleDead (dead in its queue), task.ScheduleSkipped, or the
-// outcome of its finished record (task.Finished*: acked, dead, deleted)
+// outcome of its finished record (task.Finished*: acked, dead, deleted, cancelled)
 // with Finished when it left.
 type ScheduleRun struct {
 	Time     time.Time

@@ -50,6 +50,19 @@ type Service interface {
 	// Bulk does r's action on every task of queue that r.Filter matches,
 	// in chunks, each task atomically (bulk.go), and says what it did.
 	Bulk(ctx context.Context, queue string, r BulkRequest) (BulkResult, error)
+	// Cancel deletes the task id of queue as Delete does, in any state,
+	// and records it cancelled; a reserved task's holder is told to stop
+	// (cancel.go).
+	Cancel(ctx context.Context, queue, id string) error
+	// CancelledLeases returns those of leases (1 to task.MaxAcks) whose
+	// tasks were deleted or cancelled while reserved, within the last
+	// CancelMemory: what a worker asks about the leases it holds. It
+	// reads memory only (cancel.go).
+	CancelledLeases(leases []string) ([]string, error)
+	// WatchCancels calls f with the lease of every reserved task deleted
+	// or cancelled (on any node of a cluster), until stop is called; f
+	// runs on a goroutine of the engine's and must not block.
+	WatchCancels(f func(lease string)) (stop func())
 
 	// checked is the mark of New's front: only a Service from New (or a
 	// type embedding one) is a Service, so that no transport is handed

@@ -211,10 +211,10 @@ func CheckFinished(queue, outcome string, limit int) error {
 		return err
 	}
 	switch outcome {
-	case "", task.FinishedAcked, task.FinishedDead, task.FinishedDeleted:
+	case "", task.FinishedAcked, task.FinishedDead, task.FinishedDeleted, task.FinishedCancelled:
 	default:
-		return fmt.Errorf("%w: outcome %q: want %q, %q, %q or none", task.ErrInvalid, outcome,
-			task.FinishedAcked, task.FinishedDead, task.FinishedDeleted)
+		return fmt.Errorf("%w: outcome %q: want %q, %q, %q, %q or none", task.ErrInvalid, outcome,
+			task.FinishedAcked, task.FinishedDead, task.FinishedDeleted, task.FinishedCancelled)
 	}
 	if limit < 1 || limit > task.MaxList {
 		return fmt.Errorf("%w: limit %d: want 1 to %d", task.ErrInvalid, limit, task.MaxList)
@@ -248,7 +248,10 @@ func CheckDueHistogram(queue string, width time.Duration, n int) error {
 //
 // When e is a PolicyNotifier (a cluster node), so is the Service.
 func New(e Engine) Service {
-	f := &front{e: e, lim: e.Limits().WithDefaults()}
+	f := &front{e: e, lim: e.Limits().WithDefaults(), cancels: newCancels()}
+	if le, ok := e.(LeaseEnder); ok {
+		le.NotifyLeaseEnds(func(lease string) { f.cancels.leaseEnded(lease, time.Now()) })
+	}
 	if n, ok := e.(PolicyNotifier); ok {
 		return notifyingFront{f, n}
 	}
@@ -269,6 +272,8 @@ func (f notifyingFront) NotifyPolicies(fn func(queue string)) { f.n.NotifyPolici
 type front struct {
 	e   Engine
 	lim Limits
+	// cancels is what the engine reported of leases ended (cancel.go).
+	cancels *cancels
 }
 
 func (*front) checked() {}

@@ -11,6 +11,7 @@ const (
 	AttemptExpired    = "expired"     // its lease ran out
 	AttemptPushed     = "pushed"      // a push answered 2xx
 	AttemptPushFailed = "push-failed" // a push that failed (its Error says how)
+	AttemptCancelled  = "cancelled"   // the task was cancelled while reserved (service.Cancel)
 )
 
 // Attempt is one attempt of a task: a reservation by a worker, or a
@@ -42,9 +43,10 @@ type Attempt struct {
 
 // Outcomes of a Finished task: how it left its queue.
 const (
-	FinishedAcked   = "acked"   // acked, or pushed with a 2xx answer
-	FinishedDead    = "dead"    // used up its attempts or was buried (moved to a dead-letter queue, or dead in its queue)
-	FinishedDeleted = "deleted" // deleted by a client, dead or not
+	FinishedAcked     = "acked"     // acked, or pushed with a 2xx answer
+	FinishedDead      = "dead"      // used up its attempts or was buried (moved to a dead-letter queue, or dead in its queue)
+	FinishedDeleted   = "deleted"   // deleted by a client, dead or not
+	FinishedCancelled = "cancelled" // cancelled by a client (service.Cancel), in any state
 )
 
 // Finished is a task in a queue's history: one that was acked, died or

@@ -21,7 +21,12 @@
 // through each ttr, so a handler may run past its task's ttr; when the
 // lease is lost (the task was deleted, or the server could not be
 // reached before the lease ran out), the handler's context is cancelled
-// with [ErrLeaseLost].
+// with [ErrLeaseLost]. A task cancelled on the server (POST
+// .../cancel, or DELETE) while its handler runs has the handler's
+// context cancelled with [ErrCancelled] within about a second: while it
+// holds tasks, the worker asks once a second, in one request for all of
+// them (POST /v1/leases:cancelled), which were cancelled; an idle worker
+// asks nothing (cancels.go).
 //
 // The handler's result decides what becomes of the task:
 //

@@ -16,6 +16,13 @@ var (
 	// [Options.ShutdownTimeout]. Unless the handler returns nil, its task
 	// is released, its attempt not counted.
 	ErrShutdown = errors.New("hourglass: worker shutting down")
+	// ErrCancelled: the task was cancelled or deleted on the server while
+	// its handler ran (POST .../cancel, DELETE): the worker learns it
+	// within about a second (see [Worker.Run]) and neither acks nor
+	// nacks it. Its lease is lost too: errors.Is(ErrCancelled,
+	// ErrLeaseLost) holds, so a handler that tells ErrLeaseLost apart
+	// needs no change.
+	ErrCancelled = fmt.Errorf("%w: the task was cancelled", ErrLeaseLost)
 )
 
 // RetryAfter returns an error that makes the worker nack the task with

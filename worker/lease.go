@@ -126,3 +126,12 @@ func (l *lease) lose(log *slog.Logger, lost func(error), why error) {
 	log.Warn("lease lost; cancelling the handler", "queue", l.queue, "id", l.id, "reason", why)
 	lost(why)
 }
+
+// cancel marks the lease lost because its task was cancelled on the
+// server, and logs it.
+func (l *lease) cancel(log *slog.Logger) {
+	l.mu.Lock()
+	l.lost = true
+	l.mu.Unlock()
+	log.Info("task cancelled on the server; cancelling the handler", "queue", l.queue, "id", l.id)
+}

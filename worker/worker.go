@@ -184,6 +184,17 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer close(ackerDone)
 		r.acks.run()
 	}()
+	r.cancels = newCancels(w.c.CancelledLeases, fails)
+	cctx, stopCancels := context.WithCancel(bg)
+	cancelsDone := make(chan struct{})
+	go func() {
+		defer close(cancelsDone)
+		r.cancels.run(cctx)
+	}()
+	defer func() {
+		stopCancels()
+		<-cancelsDone
+	}()
 
 	r.reserve(rctx)
 
@@ -241,6 +252,8 @@ type run struct {
 	tasks   sync.WaitGroup // the tasks' goroutines
 	acks    *acker
 	fails   *failureLog
+	// cancels tells the handlers of cancelled tasks (cancels.go).
+	cancels *cancels
 	// stopReserving ends the reserve loop's context: Run shuts down.
 	stopReserving context.CancelFunc
 
@@ -275,15 +288,26 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 	defer r.tasks.Done()
 	defer func() { r.slots <- struct{}{} }()
 	l := newLease(t, received)
+	// The lease is watched from the reserve on, so that a task cancelled
+	// while it waits for a handler (Options.Prefetch) never starts.
+	hctx, cancel := context.WithCancelCause(r.hctx)
+	defer cancel(nil)
+	unwatch := r.cancels.watch(l.token, func() {
+		l.cancel(r.w.log)
+		cancel(ErrCancelled)
+	})
+	defer unwatch()
 	h := r.handlers[t.Queue]
 	if h == nil || ctx.Err() != nil || !r.handlerFor(ctx, l) {
-		r.release(l)
+		if !l.isLost() {
+			r.release(l)
+		}
 		return
 	}
 	defer func() { <-r.running }()
-
-	hctx, cancel := context.WithCancelCause(r.hctx)
-	defer cancel(nil)
+	if l.isLost() {
+		return // cancelled before a handler was free
+	}
 	// The lease's keeper starts when its first touch is due: most
 	// handlers are done before, and then none runs (a goroutine, its
 	// stack grown and a timer per task less: some 6% of a busy worker's
@@ -317,7 +341,8 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 
 	switch bury, delay := outcome(err); {
 	case l.isLost():
-		// Its lease is gone: the task is deleted, or with another worker.
+		// Its lease is gone: the task is deleted or cancelled, or with
+		// another worker.
 	case err == nil:
 		r.acks.add(l.ack(), l.until())
 	case r.hctx.Err() != nil:

@@ -38,13 +38,13 @@ var historyCommands = map[string]taskCommand{
 		usage: "usage: hourglass history QUEUE [--outcome O] [--after N] [--limit N] [--server URL] [--token T]",
 		args:  []string{"QUEUE"},
 		flags: func(fs *flag.FlagSet, v *taskFlags) {
-			fs.Func("outcome", "only tasks that left the queue so: acked, dead or deleted", func(s string) error {
+			fs.Func("outcome", "only tasks that left the queue so: acked, dead, deleted or cancelled", func(s string) error {
 				switch s {
-				case api.FinishedAcked, api.FinishedDead, api.FinishedDeleted:
+				case api.FinishedAcked, api.FinishedDead, api.FinishedDeleted, api.FinishedCancelled:
 					v.outcome = s
 					return nil
 				}
-				return errors.New("want acked, dead or deleted")
+				return errors.New("want acked, dead, deleted or cancelled")
 			})
 			fs.Uint64Var(&v.after, "after", 0, "the page after this cursor (the last line's next)")
 			fs.IntVar(&v.limit, "limit", api.DefaultListLimit, fmt.Sprintf("most tasks on the page: 1 to %d", api.MaxListLimit))

@@ -5,7 +5,7 @@
 //	hourglass reserve QUEUE [--max N] [--wait D] [--server URL]   (exits 2 when no task came)
 //	hourglass ack QUEUE ID LEASE [--server URL]
 //	hourglass queues [--server URL]
-//	hourglass get|delete|touch|nack|release|bury|kick|list QUEUE ... [--server URL]
+//	hourglass get|delete|cancel|touch|nack|release|bury|kick|list QUEUE ... [--server URL]
 //	hourglass attempts QUEUE ID | history QUEUE [--outcome O] [--after N] [--limit N]
 //	hourglass pause QUEUE [--for D] | resume QUEUE | policy QUEUE [--set JSON [--replace] | --delete]
 //	hourglass schedule [NAME [--cron LINE --queue Q | --delete]]
@@ -71,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runQueues(args[1:], stdout, stderr)
 	case "tasks":
 		return runTasks(args[1:], stdout, stderr)
-	case "get", "delete", "touch", "nack", "release", "bury", "kick", "list", "attempts", "history", "pause", "resume", "policy", "schedule":
+	case "get", "delete", "cancel", "touch", "nack", "release", "bury", "kick", "list", "attempts", "history", "pause", "resume", "policy", "schedule":
 		return runTaskCommand(args[0], args[1:], stdout, stderr)
 	case "bench":
 		fmt.Fprintln(stderr, benchMoved)

@@ -92,6 +92,13 @@ var taskCommands = map[string]taskCommand{
 			return c.Delete(ctx, a[0], a[1])
 		},
 	},
+	"cancel": {
+		usage: "usage: hourglass cancel QUEUE ID [--server URL] [--token T]",
+		args:  []string{"QUEUE", "ID"},
+		call: func(ctx context.Context, c *client.Client, a []string, _ *taskFlags, _ io.Writer) error {
+			return c.Cancel(ctx, a[0], a[1])
+		},
+	},
 	"touch": {
 		usage: "usage: hourglass touch QUEUE ID LEASE [--server URL] [--token T]",
 		args:  []string{"QUEUE", "ID", "LEASE"},
@@ -256,4 +263,4 @@ func taskUsages() string {
 
 // taskCommandNames are the names of taskCommands, queueCommands and
 // historyCommands, in the order `hourglass help` lists them.
-var taskCommandNames = []string{"get", "delete", "touch", "nack", "release", "bury", "kick", "list", "attempts", "history", "pause", "resume", "policy", "schedule"}
+var taskCommandNames = []string{"get", "delete", "cancel", "touch", "nack", "release", "bury", "kick", "list", "attempts", "history", "pause", "resume", "policy", "schedule"}

@@ -34,7 +34,7 @@ import (
 // the sentinel it wraps. The operations are puts (ready, or delayed an
 // hour, some replacing), reserves (wait 0), acks, nacks, releases,
 // buries and touches with a held lease or a stale one, gets, deletes,
-// kicks, policies (max attempts, a dead-letter queue) and their
+// cancels, kicks, policies (max attempts, a dead-letter queue) and their
 // deletion, batches of puts and of acks, reserves over several queues,
 // kicks and deletes of a queue's dead tasks, attempts, the history,
 // listings, peeks, pauses, beanstalkd's commands by job id, and puts
@@ -234,6 +234,11 @@ func (d *differ) step(ctx context.Context, i int) {
 			return fmt.Sprintf("%s %s", show(tk), kind(err))
 		}
 	case k < 17:
+		if d.rng.IntN(2) == 0 {
+			name = "cancel " + key
+			op = func(e int, s service.Service) string { return kind(s.Cancel(ctx, q, id)) }
+			break
+		}
 		name = "delete " + key
 		op = func(e int, s service.Service) string { return kind(s.Delete(ctx, q, id)) }
 	case k < 18:

@@ -25,6 +25,7 @@ func RunPoliciesAcross(t *testing.T, open func(t *testing.T) (a, b service.Servi
 	t.Run("pause", func(t *testing.T) { pauseAcross(t, a, b) })
 	t.Run("concurrency", func(t *testing.T) { concurrencyAcross(t, a, b) })
 	t.Run("rate", func(t *testing.T) { rateAcross(t, a, b) })
+	t.Run("cancel", func(t *testing.T) { cancelAcross(t, a, b) })
 }
 
 // policyAcross: a policy set through a is b's, and deleted through b is

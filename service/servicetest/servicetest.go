@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("bulk-scan", func(t *testing.T) { bulkScan(t, open(t)) })
 	t.Run("trace", func(t *testing.T) { trace(t, open(t)) })
 	t.Run("expiry-wait", func(t *testing.T) { expiryWait(t, open(t)) })
+	t.Run("cancel", func(t *testing.T) { cancelled(t, open(t)) })
 }
 
 // must fails t on err.

@@ -1,12 +1,12 @@
 // The history (api/history.go): a task's attempts, shown in the task
 // dialog, and a queue's recent history (the tasks that left it: acked,
-// dead or deleted, newest first), a section of the queue's page with a
+// dead, deleted or cancelled, newest first), a section of the queue's page with a
 // filter by outcome and pages.
 
 import {call, seg} from './api.js';
 import {h, swap, stack, count, plural, timeEl, duration, parseDuration} from './dom.js';
 
-const outcomes = ['all', 'acked', 'dead', 'deleted'];
+const outcomes = ['all', 'acked', 'dead', 'deleted', 'cancelled'];
 const pageSize = 20;
 
 const title = (s) => s[0].toUpperCase() + s.slice(1);
