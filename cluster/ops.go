@@ -62,7 +62,7 @@ var (
 const sqlDeleteOne = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE t.queue = $2 AND t.id = $3
 		RETURNING t.job_id, t.queue, t.id, t.state, t.lease, t.tries, t.reserved, t.attempts, t.last_error),
 	now AS (SELECT hourglass_now() AS ns WHERE $1),
-	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptCancelled + `', '', 0, $5
+	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptCancelled + `', '', 0, $5, attempts, queue
 		FROM gone, now WHERE $4 AND gone.state = 2` + sqlAttemptDone + `),
 	fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, $6, now.ns, attempts, last_error FROM gone, now)
 	SELECT count(*), coalesce(max(lease) FILTER (WHERE state = 2), '') FROM gone`
