@@ -105,6 +105,7 @@ func (b *Broker) putAttempt(rec *store.Task, outcome, errText string, status int
 // leave writes the record of rec leaving its queue now with outcome (a
 // task.Finished* outcome), numbered after the last. b.mu is held.
 func (b *Broker) leave(rec *store.Task, outcome string, now int64) {
+	b.noteFinished(rec, outcome, now)
 	if !b.keep {
 		return
 	}

@@ -44,7 +44,8 @@ func (n *Node) Get(queue, id string) (task.Task, error) {
 const sqlDelete = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE %s
 		RETURNING t.job_id, t.queue, t.id, t.attempts, t.last_error, t.died),
 	fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDeleted + `', hourglass_now(), attempts, last_error
-		FROM gone WHERE $1 ORDER BY died NULLS FIRST, job_id)
+		FROM gone WHERE $1 ORDER BY died NULLS FIRST, job_id),
+	` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedDeleted + `', hourglass_now(), attempts, last_error FROM gone` + sqlDedupeTail + `
 	SELECT count(*) FROM gone`
 
 // sqlDeleteID is sqlDelete of the task $3 of queue $2 (Delete, a put's
@@ -220,7 +221,8 @@ const sqlAck = `WITH acked AS (
 	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, outcome, '', status, $5
 		FROM acked, now` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', now.ns, attempts, last_error
-		FROM acked, now ORDER BY ord)
+		FROM acked, now ORDER BY ord),
+	` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', hourglass_now(), attempts, last_error FROM acked` + sqlDedupeTail + `
 	SELECT queue, id, lease, outcome, status FROM acked`
 
 // sqlReservedByKey is the condition that the task t is reserved, for a

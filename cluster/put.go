@@ -23,9 +23,11 @@ import (
 // ($12), a max_attempts still 0 service.DefaultMaxAttempts, and a
 // max_attempts of task.UnlimitedAttempts is recorded as 0, no limit
 // (service.MaxAttempts). A task's trace context ($13, $14) is NULL when
-// it has none.
+// it has none. A task whose id the queue's dedupe window answers
+// (sqlDeduped) is skipped too.
 var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
-	pol AS (SELECT coalesce(q.ttr, 0) AS ttr, coalesce(q.max_attempts, 0) AS max_attempts
+	pol AS (SELECT coalesce(q.ttr, 0) AS ttr, coalesce(q.max_attempts, 0) AS max_attempts,
+			coalesce(q.dedupe, 0) AS dedupe
 		FROM (SELECT 1) one LEFT JOIN hourglass_queues q ON q.queue = $1)
 	INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at, created, ttr,
 		attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, trace_parent, trace_state)
@@ -40,6 +42,7 @@ var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	CROSS JOIN now
 	CROSS JOIN pol
 	CROSS JOIN LATERAL (SELECT CASE WHEN r.has_at THEN r.at ELSE now.ns + r.delay END AS due) d
+	WHERE NOT ` + sqlDeduped + `
 	ORDER BY r.ord
 	ON CONFLICT (queue, id) DO NOTHING
 	RETURNING job_id, due, fire_at, created, (SELECT ns FROM now), ttr, max_attempts`
@@ -274,6 +277,9 @@ func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error
 	if err != nil {
 		return err
 	}
+	if err := n.addDeduped(ctx, n.db, queue, taken, existing); err != nil {
+		return err
+	}
 	var vanished []*item
 	for _, it := range items {
 		if !it.done && !it.gen {
@@ -318,6 +324,25 @@ func (n *Node) existing(ctx context.Context, db querier, queue string, ids []str
 	return out, dbErr(rows.Err())
 }
 
+// addDeduped adds to found, the live tasks of ids in queue, the answers
+// of the ids without one that the queue's dedupe window answers.
+func (n *Node) addDeduped(ctx context.Context, db querier, queue string, ids []string, found map[string]task.Task) error {
+	var rest []string
+	for _, id := range ids {
+		if _, ok := found[id]; !ok {
+			rest = append(rest, id)
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	ded, err := n.dedupedOf(ctx, db, queue, rest)
+	for id, t := range ded {
+		found[id] = t
+	}
+	return err
+}
+
 // putEach puts items one after another in one transaction: a replace
 // deletes the live task of its id first (in the history as deleted); an
 // id taken returns the live task; a generated id taken is left not done
@@ -340,12 +365,18 @@ func (n *Node) putEach(ctx context.Context, queue string, items []*item) error {
 			case err == nil:
 				n.created(queue, it, ins, replaced)
 			case err == pgx.ErrNoRows && !it.gen:
-				ex, err := n.existing(ctx, tx, queue, []string{it.id})
+				ids := []string{it.id}
+				ex, err := n.existing(ctx, tx, queue, ids)
 				if err != nil {
 					return err
 				}
-				it.result = task.PutResult{Task: ex[it.id]}
-				it.done = true
+				if err := n.addDeduped(ctx, tx, queue, ids, ex); err != nil {
+					return err
+				}
+				if t, ok := ex[it.id]; ok {
+					it.result = task.PutResult{Task: t}
+					it.done = true
+				}
 			case err == pgx.ErrNoRows:
 			default:
 				return err
