@@ -86,7 +86,7 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 			}
 			b.unplace(job, b.tasks.at(job))
 			b.tasks.del(job)
-			b.leave(&rec, task.FinishedDeleted, now)
+			b.leaveHistory(&rec, task.FinishedDeleted, now) // the id stays live: no dedupe record
 			b.writeTask(store.DeleteTask, rec)
 			replaced = true
 		}

@@ -23,8 +23,9 @@ import (
 // ($12), a max_attempts still 0 service.DefaultMaxAttempts, and a
 // max_attempts of task.UnlimitedAttempts is recorded as 0, no limit
 // (service.MaxAttempts). A task's trace context ($13, $14) is NULL when
-// it has none. A task whose id the queue's dedupe window answers
-// (sqlDeduped) is skipped too.
+// it has none. With $15, a task whose id the queue's dedupe window
+// answers (sqlDeduped) is skipped too; a put that replaced a live task
+// of its id gives false, since a live task wins over the window.
 var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	pol AS (SELECT coalesce(q.ttr, 0) AS ttr, coalesce(q.max_attempts, 0) AS max_attempts,
 			coalesce(q.dedupe, 0) AS dedupe
@@ -42,7 +43,7 @@ var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	CROSS JOIN now
 	CROSS JOIN pol
 	CROSS JOIN LATERAL (SELECT CASE WHEN r.has_at THEN r.at ELSE now.ns + r.delay END AS due) d
-	WHERE NOT ` + sqlDeduped + `
+	WHERE NOT ($15 AND ` + sqlDeduped + `)
 	ORDER BY r.ord
 	ON CONFLICT (queue, id) DO NOTHING
 	RETURNING job_id, due, fire_at, created, (SELECT ns FROM now), ttr, max_attempts`
@@ -183,8 +184,9 @@ func (n *Node) readied(queue string, k int) {
 	}
 }
 
-// insertArgs returns sqlInsert's arguments for items.
-func (n *Node) insertArgs(queue string, items []*item) []any {
+// insertArgs returns sqlInsert's arguments for items; dedupe says
+// whether a dedupe window applies ($15).
+func (n *Node) insertArgs(queue string, items []*item, dedupe bool) []any {
 	k := len(items)
 	jobs, prios, ats, delays, ttrs, maxAtt := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k)
 	ids, hasAt, payloads := make([]string, k), make([]bool, k), make([][]byte, k)
@@ -203,7 +205,7 @@ func (n *Node) insertArgs(queue string, items []*item) []any {
 		parents[i], states[i] = it.r.Trace.Parent, it.r.Trace.State
 	}
 	return []any{queue, n.partitions, jobs, ids, prios, hasAt, ats, delays, ttrs, maxAtt, payloads, int64(n.opts.DefaultTTR),
-		parents, states}
+		parents, states, dedupe}
 }
 
 // inserted is a RETURNING row of sqlInsert.
@@ -242,7 +244,7 @@ func (n *Node) created(queue string, it *item, ins inserted, replaced bool) {
 // putSimple inserts items (distinct ids, no replace) with one statement;
 // those whose id is taken get the existing task.
 func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error {
-	rows, err := n.db.Query(ctx, sqlInsert, n.insertArgs(queue, items)...)
+	rows, err := n.db.Query(ctx, sqlInsert, n.insertArgs(queue, items, true)...)
 	if err != nil {
 		return dbErr(err)
 	}
@@ -353,14 +355,14 @@ func (n *Node) putEach(ctx context.Context, queue string, items []*item) error {
 			replaced := false
 			if it.r.Replace && !it.gen {
 				var k int64
-				err := tx.QueryRow(ctx, sqlDeleteID, n.keep(), queue, it.id).Scan(&k)
+				err := tx.QueryRow(ctx, sqlDeleteReplaced, n.keep(), queue, it.id).Scan(&k)
 				if err != nil {
 					return err
 				}
 				replaced = k > 0
 			}
 			var ins inserted
-			err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(queue, []*item{it})...).Scan(ins.dest()...)
+			err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(queue, []*item{it}, !replaced)...).Scan(ins.dest()...)
 			switch {
 			case err == nil:
 				n.created(queue, it, ins, replaced)

@@ -142,9 +142,30 @@ func RunDedupe(t *testing.T, open func(t *testing.T) (s service.Service, reopen 
 	wantDeduped("Put of z2", got, created, err, zero, task.FinishedAcked)
 	_, err = b.SetPolicy(ctx, "zero", task.Policy{})
 	must(t, "SetPolicy without dedupe", err)
-	if got, created, err := b.Put(ctx, "zero", task.PutRequest{ID: "z2"}); err != nil || !created {
-		t.Fatalf("Put after the window was removed: %+v created %v, %v; want a new task", got, created, err)
+	live, created, err := b.Put(ctx, "zero", task.PutRequest{ID: "z2"})
+	if err != nil || !created {
+		t.Fatalf("Put after the window was removed: %+v created %v, %v; want a new task", live, created, err)
 	}
+	// A live task is replaced as ever, though an older task of its id
+	// finished within the window set again.
+	_, err = b.SetPolicy(ctx, "zero", task.Policy{Dedupe: time.Hour})
+	must(t, "SetPolicy of zero again", err)
+	got, created, err = b.Put(ctx, "zero", task.PutRequest{ID: "z2", Replace: true, Payload: []byte(`"new"`)})
+	if err != nil || created || got.State != task.Ready || got.JobID == live.JobID || string(got.Payload) != `"new"` {
+		t.Fatalf("Put with replace of a live task in a queue with a window: %+v created %v, %v; want its replacement", got, created, err)
+	}
+	_, err = b.SetPolicy(ctx, "zero", task.Policy{})
+	must(t, "SetPolicy of zero without dedupe", err)
+	must(t, "Delete z1", b.Delete(ctx, "zero", "z1")) // no record: the queue has no window
+	_, err = b.SetPolicy(ctx, "zero", task.Policy{Dedupe: time.Hour})
+	must(t, "SetPolicy of zero again", err)
+	r = ReserveOne(t, b, "zero", 5*time.Second)
+	if r.ID != "z2" {
+		t.Fatalf("reserved %s, want z2", r.ID)
+	}
+	must(t, "Ack z2", b.Ack(ctx, "zero", "z2", r.Lease))
+	again, created, err := b.Put(ctx, "zero", task.PutRequest{ID: "z2"})
+	wantDeduped("Put of z2 acked after its replace", again, created, err, got, task.FinishedAcked)
 
 	// The records and the policy survive a restart.
 	b = reopen()
@@ -157,7 +178,7 @@ func RunDedupe(t *testing.T, open func(t *testing.T) (s service.Service, reopen 
 	wantDeduped("batch item x1 after a restart", res[0].Task, res[0].Created, res[0].Err, dead, task.FinishedDead)
 	wantNothingReady(b, "dd")
 	// A task acked after the restart is deduped too.
-	again := finish(b, "dd", "after", "ack")
+	again = finish(b, "dd", "after", "ack")
 	got, created, err = b.Put(ctx, "dd", task.PutRequest{ID: "after"})
 	wantDeduped("Put of a task acked after a restart", got, created, err, again, task.FinishedAcked)
 }

@@ -34,6 +34,7 @@ import (
 // kicks, policies (max attempts, a dead-letter queue) and their
 // deletion, batches of puts and of acks, reserves over several queues,
 // kicks and deletes of a queue's dead tasks, attempts, the history,
+// dedupe windows (q1's from the start, any queue's by a policy),
 // listings, peeks, pauses and beanstalkd's commands by job id. Five sequences of 600 steps run one after the other, each
 // from the state the one before left; HOURGLASS_DIFF_SEEDS (a comma
 // list) and HOURGLASS_DIFF_STEPS choose others, and a failure names the
@@ -101,7 +102,11 @@ func TestDifferential(t *testing.T) {
 		leases: []map[string]string{{}, {}}}
 	for _, e := range d.engines {
 		for _, q := range diffQueues {
-			if _, err := e.SetPolicy(ctx, q, task.Policy{Retry: diffRetry}); err != nil {
+			p := task.Policy{Retry: diffRetry}
+			if q == "q1" {
+				p.Dedupe = time.Hour // a dedupe window from the start
+			}
+			if _, err := e.SetPolicy(ctx, q, p); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -221,6 +226,9 @@ func (d *differ) step(ctx context.Context, i int) {
 		p := task.Policy{Retry: diffRetry, MaxAttempts: d.rng.IntN(3)}
 		if q != "dl" && d.rng.IntN(2) == 0 {
 			p.DeadLetter = "dl"
+		}
+		if d.rng.IntN(2) == 0 {
+			p.Dedupe = time.Hour
 		}
 		name = fmt.Sprintf("set policy %s %+v", q, p)
 		op = func(e int, s service.Service) string {
@@ -415,6 +423,9 @@ func (d *differ) reserved(e int, ts []task.Task, err error) string {
 func show(t task.Task) string {
 	if t.ID == "" && t.Queue == "" {
 		return "-"
+	}
+	if t.State == task.Done { // a put deduped: the task that finished
+		return fmt.Sprintf("{%s/%s %s outcome=%s attempts=%d err=%q}", t.Queue, t.ID, t.State, t.Outcome, t.Attempts, t.LastError)
 	}
 	return fmt.Sprintf("{%s/%s %s payload=%s prio=%d attempts=%d/%d err=%q leased=%v}",
 		t.Queue, t.ID, t.State, t.Payload, t.Priority, t.Attempts, t.MaxAttempts, t.LastError, t.Lease != "")
