@@ -241,29 +241,47 @@ func (n *Node) created(queue string, it *item, ins inserted, replaced bool) {
 	it.done = true
 }
 
-// putSimple inserts items (distinct ids, no replace) with one statement;
-// those whose id is taken get the existing task.
+// putSimple inserts items (distinct ids, no replace) with one statement,
+// and undoes in the same transaction (sqlUndoDeduped) those that a
+// dedupe window answers; those whose id is taken get the existing task,
+// or the finished one. One round trip: the two statements are sent as
+// one batch.
 func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error {
-	rows, err := n.db.Query(ctx, sqlInsert, n.insertArgs(queue, items, true)...)
-	if err != nil {
-		return dbErr(err)
-	}
 	byJob := make(map[int64]*item, len(items))
-	for _, it := range items {
+	jobs := make([]int64, len(items))
+	for i, it := range items {
 		byJob[int64(it.job)] = it
+		jobs[i] = int64(it.job)
 	}
-	for rows.Next() {
-		var ins inserted
-		if err := rows.Scan(ins.dest()...); err != nil {
-			rows.Close()
-			return dbErr(err)
+	var b pgx.Batch
+	b.Queue(sqlInsert, n.insertArgs(queue, items, true)...)
+	b.Queue(sqlUndoDeduped, queue, jobs)
+	br := n.db.SendBatch(ctx, &b)
+	err := func() error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
 		}
-		if it := byJob[ins.job]; it != nil {
-			n.created(queue, it, ins, false)
+		for rows.Next() {
+			var ins inserted
+			if err := rows.Scan(ins.dest()...); err != nil {
+				rows.Close()
+				return err
+			}
+			if it := byJob[ins.job]; it != nil {
+				n.created(queue, it, ins, false)
+			}
 		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return n.undone(br, byJob)
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return dbErr(err)
 	}
 	var taken []string
@@ -301,6 +319,48 @@ func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error
 		return n.putEach(ctx, queue, vanished)
 	}
 	return nil
+}
+
+// sqlUndoDeduped deletes the tasks of queue $1 among the job ids $2,
+// just inserted by the same transaction, whose id the queue's dedupe
+// window answers (service.Dedupes), and returns their job ids. It is the
+// statement after sqlInsert in one transaction: a statement of its own,
+// so with a snapshot taken after the insert, which sees the record of an
+// ack that the insert waited for (the unique index on queue and id makes
+// an insert wait for the transaction deleting the task of its id) or
+// that committed after the insert's snapshot. Without it a put begun
+// before an ack's commit could create a second task of the id after the
+// ack was answered. A queue without a window costs one lookup of its
+// row.
+const sqlUndoDeduped = `DELETE FROM hourglass_tasks t USING hourglass_queues q, hourglass_dedupe x
+	WHERE q.queue = $1 AND q.dedupe > 0 AND t.job_id = ANY($2::bigint[]) AND t.queue = $1
+		AND x.queue = $1 AND x.id = t.id AND x.until > hourglass_now() AND x.finished + q.dedupe > hourglass_now()
+	RETURNING t.job_id`
+
+// batchQuerier is the next result of a batch.
+type batchQuerier interface {
+	Query() (pgx.Rows, error)
+}
+
+// undone reads sqlUndoDeduped's answer from br and marks the items of
+// the job ids it deleted not done, for the caller to answer from their
+// records.
+func (n *Node) undone(br batchQuerier, byJob map[int64]*item) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var job int64
+		if err := rows.Scan(&job); err != nil {
+			return err
+		}
+		if it := byJob[job]; it != nil {
+			it.done, it.result, it.fireAt = false, task.PutResult{}, 0
+		}
+	}
+	return rows.Err()
 }
 
 // querier is what pool and transaction share.
@@ -347,8 +407,10 @@ func (n *Node) addDeduped(ctx context.Context, db querier, queue string, ids []s
 
 // putEach puts items one after another in one transaction: a replace
 // deletes the live task of its id first (in the history as deleted); an
-// id taken returns the live task; a generated id taken is left not done
-// for the caller.
+// id taken returns the live task, or the finished one a dedupe window
+// answers (a task inserted, unless it replaced one, is undone by
+// sqlUndoDeduped then); a generated id taken is left not done for the
+// caller.
 func (n *Node) putEach(ctx context.Context, queue string, items []*item) error {
 	err := pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
 		for _, it := range items {
@@ -363,6 +425,17 @@ func (n *Node) putEach(ctx context.Context, queue string, items []*item) error {
 			}
 			var ins inserted
 			err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(queue, []*item{it}, !replaced)...).Scan(ins.dest()...)
+			if err == nil && !replaced {
+				// As putSimple: undone if an ack the insert raced
+				// recorded the id meanwhile.
+				var job int64
+				switch uerr := tx.QueryRow(ctx, sqlUndoDeduped, queue, []int64{int64(it.job)}).Scan(&job); {
+				case uerr == nil:
+					err = pgx.ErrNoRows
+				case uerr != pgx.ErrNoRows:
+					return uerr
+				}
+			}
 			switch {
 			case err == nil:
 				n.created(queue, it, ins, replaced)

@@ -2,6 +2,8 @@ package servicetest
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,6 +168,42 @@ func RunDedupe(t *testing.T, open func(t *testing.T) (s service.Service, reopen 
 	must(t, "Ack z2", b.Ack(ctx, "zero", "z2", r.Lease))
 	again, created, err := b.Put(ctx, "zero", task.PutRequest{ID: "z2"})
 	wantDeduped("Put of z2 acked after its replace", again, created, err, got, task.FinishedAcked)
+
+	// A put racing an ack: every put begun after the ack was answered
+	// answers the finished task; none creates a second task.
+	_, err = b.SetPolicy(ctx, "race", task.Policy{Dedupe: time.Hour})
+	must(t, "SetPolicy of race", err)
+	if _, _, err := b.Put(ctx, "race", task.PutRequest{ID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	r = ReserveOne(t, b, "race", 5*time.Second)
+	var answered atomic.Bool
+	racer := make(chan string, 1)
+	go func() {
+		after := 0
+		deadline := time.Now().Add(30 * time.Second)
+		for after < 20 && time.Now().Before(deadline) {
+			late := answered.Load()
+			got, created, err := b.Put(ctx, "race", task.PutRequest{ID: "r1"})
+			if late {
+				after++
+				if err != nil || created || got.State != task.Done {
+					racer <- fmt.Sprintf("a put begun after the ack was answered: %+v created %v, %v", got, created, err)
+					return
+				}
+			}
+		}
+		racer <- ""
+	}()
+	time.Sleep(time.Millisecond)
+	must(t, "Ack r1", b.Ack(ctx, "race", "r1", r.Lease))
+	answered.Store(true)
+	if msg := <-racer; msg != "" {
+		t.Fatal(msg)
+	}
+	if got, err := b.Get("race", "r1"); err == nil {
+		t.Fatalf("after the racing puts a task r1 is live: %+v", got)
+	}
 
 	// The records and the policy survive a restart.
 	b = reopen()
