@@ -23,9 +23,11 @@ import (
 // ($12), a max_attempts still 0 service.DefaultMaxAttempts, and a
 // max_attempts of task.UnlimitedAttempts is recorded as 0, no limit
 // (service.MaxAttempts). A task's trace context ($13, $14) is NULL when
-// it has none. With $15, a task whose id the queue's dedupe window
-// answers (sqlDeduped) is skipped too; a put that replaced a live task
-// of its id gives false, since a live task wins over the window.
+// it has none. A task whose $15 is true and whose id the queue's dedupe
+// window answers (sqlDeduped) is skipped too; $15 is false for an id the
+// service made (as on the embedded engine, which looks up no record for
+// one) and for a put that replaced a live task of its id, since a live
+// task wins over the window.
 var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	pol AS (SELECT coalesce(q.ttr, 0) AS ttr, coalesce(q.max_attempts, 0) AS max_attempts,
 			coalesce(q.dedupe, 0) AS dedupe
@@ -38,12 +40,12 @@ var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 			ELSE ` + strconv.Itoa(service.DefaultMaxAttempts) + ` END, 0), '', 0, 0, 0, 0, 0, r.payload,
 		nullif(r.trace_parent, ''), nullif(r.trace_state, '')
 	FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::bigint[], $8::bigint[], $9::bigint[],
-			$10::bigint[], $11::bytea[], $13::text[], $14::text[]) WITH ORDINALITY
-		AS r(job_id, id, priority, has_at, at, delay, ttr, max_attempts, payload, trace_parent, trace_state, ord)
+			$10::bigint[], $11::bytea[], $13::text[], $14::text[], $15::bool[]) WITH ORDINALITY
+		AS r(job_id, id, priority, has_at, at, delay, ttr, max_attempts, payload, trace_parent, trace_state, dedupe, ord)
 	CROSS JOIN now
 	CROSS JOIN pol
 	CROSS JOIN LATERAL (SELECT CASE WHEN r.has_at THEN r.at ELSE now.ns + r.delay END AS due) d
-	WHERE NOT ($15 AND ` + sqlDeduped + `)
+	WHERE NOT (r.dedupe AND ` + sqlDeduped + `)
 	ORDER BY r.ord
 	ON CONFLICT (queue, id) DO NOTHING
 	RETURNING job_id, due, fire_at, created, (SELECT ns FROM now), ttr, max_attempts`
@@ -185,12 +187,13 @@ func (n *Node) readied(queue string, k int) {
 }
 
 // insertArgs returns sqlInsert's arguments for items; dedupe says
-// whether a dedupe window applies ($15).
+// whether a dedupe window applies ($15) to those whose id a client chose.
 func (n *Node) insertArgs(queue string, items []*item, dedupe bool) []any {
 	k := len(items)
 	jobs, prios, ats, delays, ttrs, maxAtt := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k)
 	ids, hasAt, payloads := make([]string, k), make([]bool, k), make([][]byte, k)
 	parents, states := make([]string, k), make([]string, k)
+	ded := make([]bool, k)
 	for i, it := range items {
 		jobs[i] = int64(it.job)
 		ids[i] = it.id
@@ -203,9 +206,10 @@ func (n *Node) insertArgs(queue string, items []*item, dedupe bool) []any {
 			payloads[i] = []byte{}
 		}
 		parents[i], states[i] = it.r.Trace.Parent, it.r.Trace.State
+		ded[i] = dedupe && !it.gen
 	}
 	return []any{queue, n.partitions, jobs, ids, prios, hasAt, ats, delays, ttrs, maxAtt, payloads, int64(n.opts.DefaultTTR),
-		parents, states, dedupe}
+		parents, states, ded}
 }
 
 // inserted is a RETURNING row of sqlInsert.
@@ -248,10 +252,12 @@ func (n *Node) created(queue string, it *item, ins inserted, replaced bool) {
 // one batch.
 func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error {
 	byJob := make(map[int64]*item, len(items))
-	jobs := make([]int64, len(items))
-	for i, it := range items {
+	jobs := make([]int64, 0, len(items)) // those whose id a client chose
+	for _, it := range items {
 		byJob[int64(it.job)] = it
-		jobs[i] = int64(it.job)
+		if !it.gen {
+			jobs = append(jobs, int64(it.job))
+		}
 	}
 	var b pgx.Batch
 	b.Queue(sqlInsert, n.insertArgs(queue, items, true)...)
@@ -425,7 +431,7 @@ func (n *Node) putEach(ctx context.Context, queue string, items []*item) error {
 			}
 			var ins inserted
 			err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(queue, []*item{it}, !replaced)...).Scan(ins.dest()...)
-			if err == nil && !replaced {
+			if err == nil && !replaced && !it.gen {
 				// As putSimple: undone if an ack the insert raced
 				// recorded the id meanwhile.
 				var job int64
