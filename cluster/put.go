@@ -284,8 +284,8 @@ func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error
 		}
 		return n.undone(br, byJob)
 	}()
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	if cerr := br.Close(); cerr != nil {
+		err = cerr // as err, with a deadline of the pool's named (pool.check)
 	}
 	if err != nil {
 		return dbErr(err)
@@ -336,11 +336,15 @@ func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error
 // an insert wait for the transaction deleting the task of its id) or
 // that committed after the insert's snapshot. Without it a put begun
 // before an ack's commit could create a second task of the id after the
-// ack was answered. A queue without a window costs one lookup of its
-// row.
-const sqlUndoDeduped = `DELETE FROM hourglass_tasks t USING hourglass_queues q, hourglass_dedupe x
-	WHERE q.queue = $1 AND q.dedupe > 0 AND t.job_id = ANY($2::bigint[]) AND t.queue = $1
-		AND x.queue = $1 AND x.id = t.id AND x.until > hourglass_now() AND x.finished + q.dedupe > hourglass_now()
+// ack was answered. It finds the tasks by job id (the primary key: the
+// index on queue and id, which a generic plan chose for t.queue = $1,
+// made it walk the queue's tasks), after a test of the queue's row that
+// PostgreSQL runs once (a one-time filter): a queue without a window
+// costs that lookup.
+const sqlUndoDeduped = `DELETE FROM hourglass_tasks t
+	WHERE EXISTS (SELECT 1 FROM hourglass_queues w WHERE w.queue = $1 AND w.dedupe > 0)
+		AND t.job_id = ANY($2::bigint[]) AND EXISTS (SELECT 1 FROM hourglass_queues q JOIN hourglass_dedupe x ON x.queue = q.queue
+		WHERE q.queue = $1 AND q.dedupe > 0 AND x.id = t.id AND x.until > hourglass_now() AND x.finished + q.dedupe > hourglass_now())
 	RETURNING t.job_id`
 
 // batchQuerier is the next result of a batch.
