@@ -14,8 +14,9 @@ import (
 
 // State is where a task is in its life: delayed until its due time, ready
 // to be reserved, reserved by a worker under a lease, or dead. Done
-// ("finished" on the wire) is no state of a live task: it marks the answer of a put deduped by its
-// queue's policy (Policy.Dedupe), a task that left its queue.
+// ("finished" on the wire) is no state of a live task: it marks the
+// answer of a put deduped by its queue's policy (Policy.Dedupe), a task
+// that left its queue.
 type State uint8
 
 const (
