@@ -51,6 +51,11 @@ type Policy struct {
 	// endpoint instead of waiting for workers (push.go); absent: workers
 	// reserve.
 	Push *Push `json:"push,omitempty"`
+	// Dedupe is how long after a task of the queue finishes (acked,
+	// dead, deleted) a put of its id answers 200 with the finished task
+	// ([FinishedRecord], state "finished") and puts nothing, at most
+	// [MaxDedupe]; absent or "0s": a put after a finish puts a new task.
+	Dedupe *Duration `json:"dedupe,omitempty"`
 	// Effective, in an answer, holds the values the server applies of
 	// the fields that have defaults: retry, max_attempts and ttr (an
 	// immediate retry reads {"initial": "0s", "max": "0s", "multiplier":
@@ -69,6 +74,9 @@ const (
 	// policy, asks for no limit.
 	UnlimitedAttempts = -1
 )
+
+// MaxDedupe bounds a policy's dedupe window: 30 days.
+const MaxDedupe = 30 * 24 * time.Hour
 
 // DefaultRetry is the back-off of a queue whose policy gives no retry:
 // 1s, 2s, 4s … up to 1h, each ±10%.

@@ -45,7 +45,9 @@ const (
 	StateFinished = "finished"
 )
 
-// FinishedRecord answers GET /v1/queues/{queue}/tasks/{id} for a task
+// FinishedRecord answers a put deduped by its queue's dedupe window
+// ([Policy].Dedupe: 200, the task that finished, nothing put), and GET
+// /v1/queues/{queue}/tasks/{id} for a task
 // no longer live whose finished record the history keeps (for the
 // server's retention, `hourglass serve --history`; the newest task of
 // that id to leave the queue): State is [StateFinished], Outcome one of
@@ -128,9 +130,14 @@ type BatchResponse struct {
 }
 
 // BatchResult is the outcome of one put of a batch: the task, or the
-// error that refused it (in the form of [Error.Error]). One refused item
-// does not fail the others.
+// error that refused it (in the form of [Error.Error]), or, for a put
+// deduped by the queue's dedupe window ([Policy].Dedupe), the finished
+// task's record. Status is what a put alone would have answered: 201 for
+// a new task, 200 for an existing or deduped one, the error's status for
+// a refused one. One refused item does not fail the others.
 type BatchResult struct {
-	Task  *Task  `json:"task,omitempty"`
-	Error string `json:"error,omitempty"`
+	Status   int             `json:"status,omitempty"`
+	Task     *Task           `json:"task,omitempty"`
+	Finished *FinishedRecord `json:"finished,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }

@@ -194,6 +194,7 @@ type Broker struct {
 	committerDone chan struct{}
 	sweepDone     chan struct{}
 	pruner        *pruner
+	dedupePruner  *pruner // the finished-id records of dedupe windows (dedupe.go)
 }
 
 // slot is a live task's place in memory: 16 bytes in Broker.tasks (see
@@ -236,7 +237,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		taking:        make(map[uint64]struct{}),
 		byName:        make(map[string]*queueState),
 		schedules:     make(map[string]*schedule),
-		over:          overlay{tasks: make(map[uint64]pendingTask), index: make(map[qid]pendingIndex)},
+		over:          overlay{tasks: make(map[uint64]pendingTask), index: make(map[qid]pendingIndex), deduped: make(map[qid]pendingDeduped)},
 		recent:        newRecent(recentBudget(cfg.RecentBytes)),
 		work:          make(chan struct{}, 1),
 		chores:        make(chan chore),
@@ -254,6 +255,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 	b.leases = hourglass.NewKeyed(b.expireLease, hourglass.WithExecutor(hourglass.Inline))
 	b.cron = hourglass.New(hourglass.WithExecutor(hourglass.Inline), hourglass.WithShards(1))
 	b.pruner = newPruner(max(cfg.History, 0), b.pruneBatch, b.quit, b.log)
+	b.dedupePruner = newPruner(0, b.pruneDedupedBatch, b.quit, b.log)
 	go b.commitLoop()
 	go b.sweepLoop()
 	if err := b.recover(); err != nil {
@@ -267,6 +269,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		}
 	}
 	b.pruner.start()
+	b.dedupePruner.start()
 	return b, nil
 }
 
@@ -302,6 +305,7 @@ func (b *Broker) shutdown() {
 	b.leases.Stop()
 	close(b.quit)
 	b.pruner.wait()
+	b.dedupePruner.wait()
 	<-b.committerDone
 	<-b.sweepDone
 	b.recent.running.Wait()

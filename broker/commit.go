@@ -41,8 +41,9 @@ type group struct {
 
 // overlayKeys are the keys of the overlay's entries a group wrote.
 type overlayKeys struct {
-	jobs  []uint64
-	index []qid
+	jobs    []uint64
+	index   []qid
+	deduped []qid
 }
 
 func newGroup(seq uint64) *group { return &group{seq: seq, done: make(chan struct{})} }
@@ -58,8 +59,9 @@ func (g *group) wait() error {
 // shows only committed groups. An entry is dropped once the group that
 // wrote it last is committed. Guarded by Broker.mu.
 type overlay struct {
-	tasks map[uint64]pendingTask // job id → latest record (deleted: gone)
-	index map[qid]pendingIndex   // (queue, id) → job id (0: deleted)
+	tasks   map[uint64]pendingTask // job id → latest record (deleted: gone)
+	index   map[qid]pendingIndex   // (queue, id) → job id (0: deleted)
+	deduped map[qid]pendingDeduped // (queue, id) → finished-id record (dedupe.go)
 }
 
 type qid struct{ queue, id string }
@@ -73,6 +75,11 @@ type pendingTask struct {
 type pendingIndex struct {
 	g   *group
 	job uint64
+}
+
+type pendingDeduped struct {
+	g *group
+	d store.Deduped
 }
 
 // writeTask records t as written by the open group (put, update or delete).
@@ -404,7 +411,7 @@ func (b *Broker) recycle(g *group) {
 	}
 	if w := g.wrote; cap(w.jobs) <= maxSpareOps && cap(w.index) <= maxSpareOps {
 		clear(w.index) // the names are the collector's
-		spareKeys.Put(&overlayKeys{w.jobs[:0], w.index[:0]})
+		spareKeys.Put(&overlayKeys{jobs: w.jobs[:0], index: w.index[:0]})
 	}
 	g.batch.Ops, g.wrote = nil, overlayKeys{}
 }
@@ -481,6 +488,11 @@ func (b *Broker) finish(g *group, err error, start time.Time) {
 	for _, k := range g.wrote.index {
 		if p, ok := b.over.index[k]; ok && p.g == g {
 			delete(b.over.index, k)
+		}
+	}
+	for _, k := range g.wrote.deduped {
+		if p, ok := b.over.deduped[k]; ok && p.g == g {
+			delete(b.over.deduped, k)
 		}
 	}
 	b.recycle(g)

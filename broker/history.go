@@ -108,6 +108,13 @@ func (b *Broker) putAttempt(rec *store.Task, outcome, errText string, status int
 // leave writes the record of rec leaving its queue now with outcome (a
 // task.Finished* outcome), numbered after the last. b.mu is held.
 func (b *Broker) leave(rec *store.Task, outcome string, now int64) {
+	b.noteFinished(rec, outcome, now)
+	b.leaveHistory(rec, outcome, now)
+}
+
+// leaveHistory is leave without the finished-id record of a dedupe
+// window: a task replaced by a put, whose id stays live. b.mu is held.
+func (b *Broker) leaveHistory(rec *store.Task, outcome string, now int64) {
 	if !b.keep {
 		return
 	}

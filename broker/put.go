@@ -68,6 +68,9 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 		job, err := b.lookup(q.name, r.ID)
 		switch {
 		case err == task.ErrNotFound:
+			if t, ok, err := b.dedupedPut(q, r.ID, now); err != nil || ok {
+				return t, false, err
+			}
 		case err != nil:
 			return task.Task{}, false, err
 		case !r.Replace:
@@ -83,7 +86,7 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 			}
 			b.unplace(job, b.tasks.at(job))
 			b.tasks.del(job)
-			b.leave(&rec, task.FinishedDeleted, now)
+			b.leaveHistory(&rec, task.FinishedDeleted, now) // the id stays live: no dedupe record
 			b.writeTask(store.DeleteTask, rec)
 			replaced = true
 		}

@@ -11,15 +11,20 @@ import (
 
 // Put puts a task into queue. created is true when the task is new, and
 // false when a task of the same id existed: then t is that task,
-// unchanged, or with r.Replace its replacement.
+// unchanged, or with r.Replace its replacement; or when the queue's
+// dedupe window ([api.Policy].Dedupe) answered the put: then nothing was
+// put and t is the task of that id that finished, t.State
+// [api.StateFinished], with its Outcome and Finished (see [Deduped]).
 func (c *Client) Put(ctx context.Context, queue string, r api.PutRequest) (t api.Task, created bool, err error) {
 	status, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks"), r, &t)
 	return t, status == http.StatusCreated, err
 }
 
 // PutBatch puts up to [api.MaxBatch] tasks into queue in one commit and
-// returns one result per task, in order: a task, or the error that
-// refused it. An error return means the batch as a whole failed.
+// returns one result per task, in order: a task, the error that refused
+// it, or, for a put the queue's dedupe window answered, the finished
+// task's record (Finished, Status 200). An error return means the batch
+// as a whole failed.
 func (c *Client) PutBatch(ctx context.Context, queue string, rs []api.PutRequest) ([]api.BatchResult, error) {
 	var out api.BatchResponse
 	if rs == nil {
@@ -28,6 +33,11 @@ func (c *Client) PutBatch(ctx context.Context, queue string, rs []api.PutRequest
 	_, err := c.do(ctx, http.MethodPost, path("queues", queue, "tasks:batch"), api.BatchRequest{Tasks: rs}, &out)
 	return out.Results, err
 }
+
+// Deduped reports whether t, an answer of Put, is the task of its id
+// that finished within its queue's dedupe window rather than one put or
+// found live: the put put nothing.
+func Deduped(t api.Task) bool { return t.State == api.StateFinished }
 
 // Get returns the task id of queue; [ErrNotFound] if there is none.
 func (c *Client) Get(ctx context.Context, queue, id string) (api.Task, error) {

@@ -69,7 +69,11 @@ const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 		UNION ALL
 		SELECT h.job_id, h.src, h.tid, '` + task.FinishedDead + `', now.ns, h.attempts0 + h.d_attempts, coalesce(h.err, h.error0)
 		FROM held h, now WHERE $15 AND h.dead
-	)
+	), ` + sqlDedupeHead + `
+		SELECT g.job_id, g.queue, g.id, '` + task.FinishedDeleted + `', now.ns, g.attempts, g.last_error FROM gone g, now
+		UNION ALL
+		SELECT h.job_id, h.src, h.tid, '` + task.FinishedDead + `', now.ns, h.attempts0 + h.d_attempts, coalesce(h.err, h.error0)
+		FROM held h, now WHERE h.dead` + sqlDedupeTail + `
 	UPDATE hourglass_tasks t SET
 		queue = CASE WHEN h.dead AND h.dlq <> '' THEN h.dlq ELSE t.queue END,
 		state = CASE WHEN h.dead AND h.dlq = '' THEN 3 ELSE 1 END,

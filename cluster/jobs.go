@@ -63,7 +63,10 @@ const sqlDeleteJob = `WITH gone AS (
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id,
 			CASE WHEN state = 2 THEN '` + task.FinishedAcked + `' ELSE '` + task.FinishedDeleted + `' END,
 			now.ns, attempts, last_error
-		FROM gone, now)
+		FROM gone, now),
+	` + sqlDedupeHead + `SELECT job_id, queue, id,
+			CASE WHEN state = 2 THEN '` + task.FinishedAcked + `' ELSE '` + task.FinishedDeleted + `' END,
+			hourglass_now(), attempts, last_error FROM gone` + sqlDedupeTail + `
 	SELECT count(*) FROM gone`
 
 // DeleteJob deletes job, durably, if it is delayed, ready or dead, or

@@ -144,8 +144,9 @@ type Node struct {
 	leaseEnds []func(lease string)
 	// reporter writes the node's report (report.go).
 	reporter *reporter
-	// pruner prunes the history (prune.go).
-	pruner *pruner
+	// pruner prunes the history (prune.go), dedupePruner the finished-id
+	// records of dedupe windows (dedupe.go).
+	pruner, dedupePruner *pruner
 	// closed by Close; failed by a fatal error. Guarded by mu.
 	closed bool
 	failed error
@@ -272,6 +273,8 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	retention, _ := opts.retention()
 	n.pruner = &pruner{db: n.db, retention: retention, leads: n.leadsPruning, log: n.log}
 	n.pruner.start()
+	n.dedupePruner = &pruner{db: n.db, leads: n.leadsPruning, log: n.log, sql: sqlPruneDeduped, what: "the dedupe records"}
+	n.dedupePruner.start()
 	return n, nil
 }
 
@@ -323,6 +326,9 @@ func (n *Node) stop() {
 		loops.Wait()
 		if n.reporter != nil {
 			n.reporter.stop()
+		}
+		if n.dedupePruner != nil {
+			n.dedupePruner.stop()
 		}
 		if n.pruner != nil {
 			n.pruner.stop()

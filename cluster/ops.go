@@ -39,19 +39,25 @@ func (n *Node) Get(queue, id string) (task.Task, error) {
 // sqlDelete deletes the tasks of hourglass_tasks t matching a condition
 // (%s), and with $1 (keep the history) records them as deleted
 // (history.go), oldest death first (as the embedded engine, which takes
-// a queue's dead tasks in the order they died). It returns how many. A
-// reserved task's running attempt ends with no record.
+// a queue's dead tasks in the order they died), and where the second
+// %s holds, their finished-id records of dedupe windows (dedupe.go). It
+// returns how many. A reserved task's running attempt ends with no
+// record.
 const sqlDelete = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE %s
 		RETURNING t.job_id, t.queue, t.id, t.attempts, t.last_error, t.died),
 	fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDeleted + `', hourglass_now(), attempts, last_error
-		FROM gone WHERE $1 ORDER BY died NULLS FIRST, job_id)
+		FROM gone WHERE $1 ORDER BY died NULLS FIRST, job_id),
+	` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedDeleted + `', hourglass_now(), attempts, last_error FROM gone WHERE %s` + sqlDedupeTail + `
 	SELECT count(*) FROM gone`
 
-// sqlDeleteID is sqlDelete of the task $3 of queue $2 (Delete, a put's
-// replace); sqlDeleteDead of the dead tasks of queue $2 (DeleteDead).
+// sqlDeleteID is sqlDelete of the task $3 of queue $2 (Delete);
+// sqlDeleteReplaced of the same for a put's replace, whose id stays
+// live, so without a dedupe record; sqlDeleteDead of the dead tasks of
+// queue $2 (DeleteDead).
 var (
-	sqlDeleteID   = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.id = $3")
-	sqlDeleteDead = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.state = 3")
+	sqlDeleteID       = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.id = $3", "true")
+	sqlDeleteReplaced = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.id = $3", "false")
+	sqlDeleteDead     = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.state = 3", "true")
 )
 
 // sqlDeleteOne deletes the task $3 of queue $2 and, with $1 (keep the
@@ -266,7 +272,8 @@ const sqlAck = `WITH acked AS (
 	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, outcome, '', status, $5, attempts, queue
 		FROM acked, now` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', now.ns, attempts, last_error
-		FROM acked, now ORDER BY ord)
+		FROM acked, now ORDER BY ord),
+	` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', hourglass_now(), attempts, last_error FROM acked` + sqlDedupeTail + `
 	SELECT queue, id, lease, outcome, status FROM acked`
 
 // sqlReservedByKey is the condition that the task t is reserved, for a

@@ -50,7 +50,7 @@ import (
 // policyColumns are the policy's columns of hourglass_queues, in the
 // order policyRow.dest reads them.
 const policyColumns = `retry_initial, retry_max, retry_multiplier, retry_jitter, max_attempts, ttr,
-	rate_limit, rate_per, rate_burst, concurrency, dead_letter, push`
+	rate_limit, rate_per, rate_burst, concurrency, dead_letter, push, dedupe`
 
 // policyColumnsOf is policyColumns of the table aliased as alias.
 func policyColumnsOf(alias string) string {
@@ -71,6 +71,7 @@ type policyRow struct {
 	concurrency                   *int64
 	deadLetter                    *string
 	push                          *pushJSON
+	dedupe                        *int64
 }
 
 // pushJSON is a task.Push as the column push records it. Headers is
@@ -88,7 +89,7 @@ type pushJSON struct {
 // dest returns the scan destinations of policyColumns.
 func (p *policyRow) dest() []any {
 	return []any{&p.retryInitial, &p.retryMax, &p.retryMultiplier, &p.retryJitter, &p.maxAttempts, &p.ttr,
-		&p.rateLimit, &p.ratePer, &p.rateBurst, &p.concurrency, &p.deadLetter, &p.push}
+		&p.rateLimit, &p.ratePer, &p.rateBurst, &p.concurrency, &p.deadLetter, &p.push, &p.dedupe}
 }
 
 // policy returns the recorded policy.
@@ -118,6 +119,7 @@ func (p *policyRow) policy() task.Policy {
 		out.Rate = &task.Rate{Limit: int(*p.rateLimit), Per: time.Duration(i(p.ratePer)), Burst: int(i(p.rateBurst))}
 	}
 	out.Concurrency = int(i(p.concurrency))
+	out.Dedupe = time.Duration(i(p.dedupe))
 	if p.deadLetter != nil {
 		out.DeadLetter = *p.deadLetter
 	}
@@ -149,15 +151,15 @@ func policyArgs(p task.Policy) []any {
 	if h := p.Push; h != nil {
 		push = &pushJSON{URL: h.URL, Timeout: int64(h.Timeout), Headers: h.Headers, Secret: h.Secret, NextSecret: h.NextSecret}
 	}
-	return []any{ri, *rm, mult, jit, int64(p.MaxAttempts), int64(p.TTR), rl, per, burst, int64(p.Concurrency), p.DeadLetter, push}
+	return []any{ri, *rm, mult, jit, int64(p.MaxAttempts), int64(p.TTR), rl, per, burst, int64(p.Concurrency), p.DeadLetter, push, int64(p.Dedupe)}
 }
 
-// sqlSetPolicy writes queue $1's policy ($2 to $13, in the order of
+// sqlSetPolicy writes queue $1's policy ($2 to $14, in the order of
 // policyColumns), creating its row if it has none; the pause is kept. A
 // new rate starts with a full bucket (tokens_at 0: service.Bucket), as on
 // the embedded engine; the same rate keeps its tokens.
 const sqlSetPolicy = `INSERT INTO hourglass_queues AS q (queue, ` + policyColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 	ON CONFLICT (queue) DO UPDATE SET
 		tokens_at = CASE WHEN (q.rate_limit, q.rate_per, q.rate_burst) IS NOT DISTINCT FROM
 			(EXCLUDED.rate_limit, EXCLUDED.rate_per, EXCLUDED.rate_burst) THEN q.tokens_at ELSE 0 END,
@@ -165,7 +167,7 @@ const sqlSetPolicy = `INSERT INTO hourglass_queues AS q (queue, ` + policyColumn
 		retry_multiplier = EXCLUDED.retry_multiplier, retry_jitter = EXCLUDED.retry_jitter,
 		max_attempts = EXCLUDED.max_attempts, ttr = EXCLUDED.ttr, rate_limit = EXCLUDED.rate_limit,
 		rate_per = EXCLUDED.rate_per, rate_burst = EXCLUDED.rate_burst, concurrency = EXCLUDED.concurrency,
-		dead_letter = EXCLUDED.dead_letter, push = EXCLUDED.push`
+		dead_letter = EXCLUDED.dead_letter, push = EXCLUDED.push, dedupe = EXCLUDED.dedupe`
 
 // SetPolicy makes p, checked and normalised by service.New, queue's
 // policy, durably (the answer follows the commit), for every node: each
@@ -206,7 +208,7 @@ func (n *Node) DeletePolicy(ctx context.Context, queue string) error {
 	}
 	_, err := n.db.Exec(ctx, `UPDATE hourglass_queues SET retry_initial = NULL, retry_max = 0,
 			retry_multiplier = 0, retry_jitter = 0, max_attempts = 0, ttr = 0, rate_limit = NULL,
-			rate_per = 0, rate_burst = 0, concurrency = 0, dead_letter = '', push = NULL, tokens = 0, tokens_at = 0
+			rate_per = 0, rate_burst = 0, concurrency = 0, dead_letter = '', push = NULL, dedupe = 0, tokens = 0, tokens_at = 0
 		WHERE queue = $1`, queue)
 	if err != nil {
 		return dbErr(err)

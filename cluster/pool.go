@@ -170,6 +170,29 @@ func (p *pool) Begin(ctx context.Context) (pgx.Tx, error) {
 	return &boundTx{Tx: tx, p: p}, nil
 }
 
+// SendBatch sends b's statements at once, run in one implicit
+// transaction (each with its own snapshot, as in a transaction begun
+// with BEGIN), within the pool's deadline; closing the results releases
+// it and maps its errors as check does.
+func (p *pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	bctx, cancel := p.bound(ctx)
+	return &boundBatch{BatchResults: p.raw.SendBatch(bctx, b), ctx: bctx, cancel: cancel, p: p}
+}
+
+// boundBatch are the results of a bounded SendBatch.
+type boundBatch struct {
+	pgx.BatchResults
+	ctx    context.Context
+	cancel context.CancelFunc
+	p      *pool
+}
+
+func (b *boundBatch) Close() error {
+	err := b.BatchResults.Close()
+	b.cancel()
+	return b.p.check(b.ctx, err)
+}
+
 // boundRows are the rows of a bounded Query.
 type boundRows struct {
 	pgx.Rows

@@ -66,6 +66,9 @@ type pruner struct {
 	retention time.Duration // 0: keep none
 	leads     func() bool
 	log       *slog.Logger
+	// sql deletes up to $2 rows past the retention $1 (ns) and returns
+	// how many; "": sqlPrune, the history's. what names the rows in logs.
+	sql, what string
 
 	quit chan struct{}
 	wg   sync.WaitGroup
@@ -98,7 +101,11 @@ func (p *pruner) stop() {
 func (p *pruner) loop() {
 	defer p.wg.Done()
 	retry := backoff{base: backoffBase, max: backoffMax}
-	failures := newFailureLog(p.log, "hourglass: pruning the history failed; the next round retries", "hourglass: pruning the history works again")
+	what := p.what
+	if what == "" {
+		what = "the history"
+	}
+	failures := newFailureLog(p.log, "hourglass: pruning "+what+" failed; the next round retries", "hourglass: pruning "+what+" works again")
 	wait := p.every()
 	for {
 		select {
@@ -127,7 +134,11 @@ func (p *pruner) prune() (int, error) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		var k int
-		err := p.db.QueryRow(ctx, sqlPrune, int64(p.retention), pruneBatch).Scan(&k)
+		sql := p.sql
+		if sql == "" {
+			sql = sqlPrune
+		}
+		err := p.db.QueryRow(ctx, sql, int64(p.retention), pruneBatch).Scan(&k)
 		cancel()
 		if err != nil {
 			return total, err

@@ -22,9 +22,14 @@ import (
 // ($12), a max_attempts still 0 service.DefaultMaxAttempts, and a
 // max_attempts of task.UnlimitedAttempts is recorded as 0, no limit
 // (service.MaxAttempts). A task's trace context ($13, $14) is NULL when
-// it has none.
+// it has none. A task whose $15 is true and whose id the queue's dedupe
+// window answers (sqlDeduped) is skipped too; $15 is false for an id the
+// service made (as on the embedded engine, which looks up no record for
+// one) and for a put that replaced a live task of its id, since a live
+// task wins over the window.
 var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
-	pol AS (SELECT coalesce(q.ttr, 0) AS ttr, coalesce(q.max_attempts, 0) AS max_attempts
+	pol AS (SELECT coalesce(q.ttr, 0) AS ttr, coalesce(q.max_attempts, 0) AS max_attempts,
+			coalesce(q.dedupe, 0) AS dedupe
 		FROM (SELECT 1) one LEFT JOIN hourglass_queues q ON q.queue = $1)
 	INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at, created, ttr,
 		attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, trace_parent, trace_state)
@@ -34,11 +39,12 @@ var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 			ELSE ` + strconv.Itoa(service.DefaultMaxAttempts) + ` END, 0), '', 0, 0, 0, 0, 0, r.payload,
 		nullif(r.trace_parent, ''), nullif(r.trace_state, '')
 	FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::bigint[], $8::bigint[], $9::bigint[],
-			$10::bigint[], $11::bytea[], $13::text[], $14::text[]) WITH ORDINALITY
-		AS r(job_id, id, priority, has_at, at, delay, ttr, max_attempts, payload, trace_parent, trace_state, ord)
+			$10::bigint[], $11::bytea[], $13::text[], $14::text[], $15::bool[]) WITH ORDINALITY
+		AS r(job_id, id, priority, has_at, at, delay, ttr, max_attempts, payload, trace_parent, trace_state, dedupe, ord)
 	CROSS JOIN now
 	CROSS JOIN pol
 	CROSS JOIN LATERAL (SELECT CASE WHEN r.has_at THEN r.at ELSE now.ns + r.delay END AS due) d
+	WHERE NOT (r.dedupe AND ` + sqlDeduped + `)
 	ORDER BY r.ord
 	ON CONFLICT (queue, id) DO NOTHING
 	RETURNING job_id, due, fire_at, created, (SELECT ns FROM now), ttr, max_attempts`
@@ -176,12 +182,14 @@ func (n *Node) readied(queue string, k int) {
 	}
 }
 
-// insertArgs returns sqlInsert's arguments for items.
-func (n *Node) insertArgs(queue string, items []*item) []any {
+// insertArgs returns sqlInsert's arguments for items; dedupe says
+// whether a dedupe window applies ($15) to those whose id a client chose.
+func (n *Node) insertArgs(queue string, items []*item, dedupe bool) []any {
 	k := len(items)
 	jobs, prios, ats, delays, ttrs, maxAtt := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k)
 	ids, hasAt, payloads := make([]string, k), make([]bool, k), make([][]byte, k)
 	parents, states := make([]string, k), make([]string, k)
+	ded := make([]bool, k)
 	for i, it := range items {
 		jobs[i] = int64(it.job)
 		ids[i] = it.id
@@ -194,9 +202,10 @@ func (n *Node) insertArgs(queue string, items []*item) []any {
 			payloads[i] = []byte{}
 		}
 		parents[i], states[i] = it.r.Trace.Parent, it.r.Trace.State
+		ded[i] = dedupe && !it.gen
 	}
 	return []any{queue, n.partitions, jobs, ids, prios, hasAt, ats, delays, ttrs, maxAtt, payloads, int64(n.opts.DefaultTTR),
-		parents, states}
+		parents, states, ded}
 }
 
 // inserted is a RETURNING row of sqlInsert.
@@ -232,29 +241,49 @@ func (n *Node) created(queue string, it *item, ins inserted, replaced bool) {
 	it.done = true
 }
 
-// putSimple inserts items (distinct ids, no replace) with one statement;
-// those whose id is taken get the existing task.
+// putSimple inserts items (distinct ids, no replace) with one statement,
+// and undoes in the same transaction (sqlUndoDeduped) those that a
+// dedupe window answers; those whose id is taken get the existing task,
+// or the finished one. One round trip: the two statements are sent as
+// one batch.
 func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error {
-	rows, err := n.db.Query(ctx, sqlInsert, n.insertArgs(queue, items)...)
-	if err != nil {
-		return dbErr(err)
-	}
 	byJob := make(map[int64]*item, len(items))
+	jobs := make([]int64, 0, len(items)) // those whose id a client chose
 	for _, it := range items {
 		byJob[int64(it.job)] = it
-	}
-	for rows.Next() {
-		var ins inserted
-		if err := rows.Scan(ins.dest()...); err != nil {
-			rows.Close()
-			return dbErr(err)
-		}
-		if it := byJob[ins.job]; it != nil {
-			n.created(queue, it, ins, false)
+		if !it.gen {
+			jobs = append(jobs, int64(it.job))
 		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	var b pgx.Batch
+	b.Queue(sqlInsert, n.insertArgs(queue, items, true)...)
+	b.Queue(sqlUndoDeduped, queue, jobs)
+	br := n.db.SendBatch(ctx, &b)
+	err := func() error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var ins inserted
+			if err := rows.Scan(ins.dest()...); err != nil {
+				rows.Close()
+				return err
+			}
+			if it := byJob[ins.job]; it != nil {
+				n.created(queue, it, ins, false)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return n.undone(br, byJob)
+	}()
+	if cerr := br.Close(); cerr != nil {
+		err = cerr // as err, with a deadline of the pool's named (pool.check)
+	}
+	if err != nil {
 		return dbErr(err)
 	}
 	var taken []string
@@ -268,6 +297,9 @@ func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error
 	}
 	existing, err := n.existing(ctx, n.db, queue, taken)
 	if err != nil {
+		return err
+	}
+	if err := n.addDeduped(ctx, n.db, queue, taken, existing); err != nil {
 		return err
 	}
 	var vanished []*item
@@ -289,6 +321,52 @@ func (n *Node) putSimple(ctx context.Context, queue string, items []*item) error
 		return n.putEach(ctx, queue, vanished)
 	}
 	return nil
+}
+
+// sqlUndoDeduped deletes the tasks of queue $1 among the job ids $2,
+// just inserted by the same transaction, whose id the queue's dedupe
+// window answers (service.Dedupes), and returns their job ids. It is the
+// statement after sqlInsert in one transaction: a statement of its own,
+// so with a snapshot taken after the insert, which sees the record of an
+// ack that the insert waited for (the unique index on queue and id makes
+// an insert wait for the transaction deleting the task of its id) or
+// that committed after the insert's snapshot. Without it a put begun
+// before an ack's commit could create a second task of the id after the
+// ack was answered. It finds the tasks by job id (the primary key: the
+// index on queue and id, which a generic plan chose for t.queue = $1,
+// made it walk the queue's tasks), after a test of the queue's row that
+// PostgreSQL runs once (a one-time filter): a queue without a window
+// costs that lookup.
+const sqlUndoDeduped = `DELETE FROM hourglass_tasks t
+	WHERE EXISTS (SELECT 1 FROM hourglass_queues w WHERE w.queue = $1 AND w.dedupe > 0)
+		AND t.job_id = ANY($2::bigint[]) AND EXISTS (SELECT 1 FROM hourglass_queues q JOIN hourglass_dedupe x ON x.queue = q.queue
+		WHERE q.queue = $1 AND q.dedupe > 0 AND x.id = t.id AND x.until > hourglass_now() AND x.finished + q.dedupe > hourglass_now())
+	RETURNING t.job_id`
+
+// batchQuerier is the next result of a batch.
+type batchQuerier interface {
+	Query() (pgx.Rows, error)
+}
+
+// undone reads sqlUndoDeduped's answer from br and marks the items of
+// the job ids it deleted not done, for the caller to answer from their
+// records.
+func (n *Node) undone(br batchQuerier, byJob map[int64]*item) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var job int64
+		if err := rows.Scan(&job); err != nil {
+			return err
+		}
+		if it := byJob[job]; it != nil {
+			it.done, it.result, it.fireAt = false, task.PutResult{}, 0
+		}
+	}
+	return rows.Err()
 }
 
 // querier is what pool and transaction share.
@@ -314,34 +392,72 @@ func (n *Node) existing(ctx context.Context, db querier, queue string, ids []str
 	return out, dbErr(rows.Err())
 }
 
+// addDeduped adds to found, the live tasks of ids in queue, the answers
+// of the ids without one that the queue's dedupe window answers.
+func (n *Node) addDeduped(ctx context.Context, db querier, queue string, ids []string, found map[string]task.Task) error {
+	var rest []string
+	for _, id := range ids {
+		if _, ok := found[id]; !ok {
+			rest = append(rest, id)
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	ded, err := n.dedupedOf(ctx, db, queue, rest)
+	for id, t := range ded {
+		found[id] = t
+	}
+	return err
+}
+
 // putEach puts items one after another in one transaction: a replace
 // deletes the live task of its id first (in the history as deleted); an
-// id taken returns the live task; a generated id taken is left not done
-// for the caller.
+// id taken returns the live task, or the finished one a dedupe window
+// answers (a task inserted, unless it replaced one, is undone by
+// sqlUndoDeduped then); a generated id taken is left not done for the
+// caller.
 func (n *Node) putEach(ctx context.Context, queue string, items []*item) error {
 	err := pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
 		for _, it := range items {
 			replaced := false
 			if it.r.Replace && !it.gen {
 				var k int64
-				err := tx.QueryRow(ctx, sqlDeleteID, n.keep(), queue, it.id).Scan(&k)
+				err := tx.QueryRow(ctx, sqlDeleteReplaced, n.keep(), queue, it.id).Scan(&k)
 				if err != nil {
 					return err
 				}
 				replaced = k > 0
 			}
 			var ins inserted
-			err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(queue, []*item{it})...).Scan(ins.dest()...)
+			err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(queue, []*item{it}, !replaced)...).Scan(ins.dest()...)
+			if err == nil && !replaced && !it.gen {
+				// As putSimple: undone if an ack the insert raced
+				// recorded the id meanwhile.
+				var job int64
+				switch uerr := tx.QueryRow(ctx, sqlUndoDeduped, queue, []int64{int64(it.job)}).Scan(&job); {
+				case uerr == nil:
+					err = pgx.ErrNoRows
+				case uerr != pgx.ErrNoRows:
+					return uerr
+				}
+			}
 			switch {
 			case err == nil:
 				n.created(queue, it, ins, replaced)
 			case err == pgx.ErrNoRows && !it.gen:
-				ex, err := n.existing(ctx, tx, queue, []string{it.id})
+				ids := []string{it.id}
+				ex, err := n.existing(ctx, tx, queue, ids)
 				if err != nil {
 					return err
 				}
-				it.result = task.PutResult{Task: ex[it.id]}
-				it.done = true
+				if err := n.addDeduped(ctx, tx, queue, ids, ex); err != nil {
+					return err
+				}
+				if t, ok := ex[it.id]; ok {
+					it.result = task.PutResult{Task: t}
+					it.done = true
+				}
 			case err == pgx.ErrNoRows:
 			default:
 				return err

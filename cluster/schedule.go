@@ -415,7 +415,7 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 			return err
 		}
 		var ins inserted
-		err = tx.QueryRow(ctx, sqlInsert, n.insertArgs(s.spec.Queue, []*item{it})...).Scan(ins.dest()...)
+		err = tx.QueryRow(ctx, sqlInsert, n.insertArgs(s.spec.Queue, []*item{it}, true)...).Scan(ins.dest()...)
 		switch {
 		case err == nil:
 			n.created(s.spec.Queue, it, ins, false)
@@ -510,7 +510,7 @@ func (n *Node) RunSchedule(ctx context.Context, name string) (task.Task, error) 
 	err = pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
 		it.done = false
 		var ins inserted
-		err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(spec.Queue, []*item{it})...).Scan(ins.dest()...)
+		err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(spec.Queue, []*item{it}, true)...).Scan(ins.dest()...)
 		switch {
 		case err == nil:
 			n.created(spec.Queue, it, ins, false)

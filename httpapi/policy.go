@@ -187,6 +187,9 @@ func fromAPIPolicy(a api.Policy) task.Policy {
 	if a.TTR != nil {
 		p.TTR = a.TTR.D()
 	}
+	if a.Dedupe != nil {
+		p.Dedupe = a.Dedupe.D()
+	}
 	if a.Rate != nil {
 		p.Rate = &task.Rate{Limit: a.Rate.Limit, Per: a.Rate.Per.D(), Burst: a.Rate.Burst}
 	}
@@ -244,6 +247,10 @@ func toAPIPolicy(p task.Policy) api.Policy {
 	if p.TTR != 0 {
 		d := api.Duration(p.TTR)
 		a.TTR = &d
+	}
+	if p.Dedupe != 0 {
+		d := api.Duration(p.Dedupe)
+		a.Dedupe = &d
 	}
 	if p.Rate != nil {
 		a.Rate = &api.Rate{Limit: p.Rate.Limit, Per: api.Duration(p.Rate.Per), Burst: p.Rate.Burst}

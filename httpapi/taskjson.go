@@ -45,14 +45,32 @@ func appendJSON(dst []byte, v any) ([]byte, bool) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
+			// The fields in api.BatchResult's order, each left out when
+			// empty, a comma before each but the first.
 			dst = append(dst, '{')
-			if r.Task != nil {
-				dst = appendTask(append(dst, `"task":`...), r.Task)
-			}
-			if r.Error != "" {
-				if r.Task != nil {
+			open := len(dst)
+			sep := func() {
+				if len(dst) > open {
 					dst = append(dst, ',')
 				}
+			}
+			if r.Status != 0 {
+				dst = strconv.AppendInt(append(dst, `"status":`...), int64(r.Status), 10)
+			}
+			if r.Task != nil {
+				sep()
+				dst = appendTask(append(dst, `"task":`...), r.Task)
+			}
+			if r.Finished != nil {
+				sep()
+				var buf bytes.Buffer // rare: a deduped put
+				enc := json.NewEncoder(&buf)
+				enc.SetEscapeHTML(false)
+				enc.Encode(r.Finished) // its fields always encode
+				dst = append(append(dst, `"finished":`...), bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+			}
+			if r.Error != "" {
+				sep()
 				dst = appendString(append(dst, `"error":`...), r.Error)
 			}
 			dst = append(dst, '}')

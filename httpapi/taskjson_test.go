@@ -96,6 +96,13 @@ func TestAppendTask_MatchesEncodingJSON(t *testing.T) {
 				if r.IntN(2) == 0 {
 					br.Results[i].Error = str()
 				}
+				if r.IntN(2) == 0 {
+					br.Results[i].Status = 100 + r.IntN(500)
+				}
+				if r.IntN(3) == 0 {
+					br.Results[i].Finished = &api.FinishedRecord{ID: str(), JobID: r.Uint64(), Queue: str(), State: api.StateFinished,
+						Outcome: str(), Finished: time.Unix(0, r.Int64()).UTC(), Attempts: r.IntN(100), LastError: str()}
+				}
 			}
 		}
 		check(br)

@@ -14,7 +14,9 @@ import (
 )
 
 // put serves POST /v1/queues/{queue}/tasks: 201 with the task when it is
-// new, 200 with the existing one (or its replacement) when the id exists.
+// new, 200 with the existing one (or its replacement) when the id exists,
+// 200 with the finished record (api.FinishedRecord) when the queue's
+// dedupe window answers the put (service.Dedupes).
 func (s *Server) put(w http.ResponseWriter, r *http.Request, b service.Service) {
 	p, err := decodePut(w, r, s.putBody)
 	if err != nil {
@@ -33,12 +35,22 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, b service.Service) 
 		s.fail(w, r, err)
 		return
 	}
+	if t.State == task.Done {
+		writeJSON(w, http.StatusOK, toFinished(t))
+		return
+	}
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
 		w.Header().Set("Location", "/v1/queues/"+url.PathEscape(t.Queue)+"/tasks/"+url.PathEscape(t.ID))
 	}
 	writeJSON(w, code, toTask(t, false))
+}
+
+// toFinished returns the record of t, the answer of a deduped put.
+func toFinished(t task.Task) *api.FinishedRecord {
+	return &api.FinishedRecord{ID: t.ID, JobID: t.JobID, Queue: t.Queue, State: api.StateFinished,
+		Outcome: t.Outcome, Finished: utc(t.Finished), Attempts: t.Attempts, LastError: t.LastError}
 }
 
 // putBatch serves POST /v1/queues/{queue}/tasks:batch. The body as a
@@ -99,7 +111,7 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b service.Serv
 			req, err = putRequest(p)
 		}
 		if err != nil {
-			results[i].Error = message(err)
+			results[i].Status, results[i].Error = status(err), message(err)
 			continue
 		}
 		reqs = append(reqs, req)
@@ -112,12 +124,19 @@ func (s *Server) putBatch(w http.ResponseWriter, r *http.Request, b service.Serv
 			return
 		}
 		for j, res := range out {
-			if res.Err != nil {
-				results[at[j]].Error = message(res.Err)
-				continue
+			r := &results[at[j]]
+			switch {
+			case res.Err != nil:
+				r.Status, r.Error = status(res.Err), message(res.Err)
+			case res.Task.State == task.Done:
+				r.Status, r.Finished = http.StatusOK, toFinished(res.Task)
+			default:
+				t := toTask(res.Task, false)
+				r.Task, r.Status = &t, http.StatusOK
+				if res.Created {
+					r.Status = http.StatusCreated
+				}
 			}
-			t := toTask(res.Task, false)
-			results[at[j]].Task = &t
 		}
 	}
 	writeJSON(w, http.StatusOK, api.BatchResponse{Results: results})

@@ -92,6 +92,9 @@ func CheckPolicy(queue string, p task.Policy) error {
 	if p.Concurrency < 0 || p.Concurrency > task.MaxConcurrency {
 		return bad("concurrency %d out of range 0..%d", p.Concurrency, task.MaxConcurrency)
 	}
+	if p.Dedupe < 0 || p.Dedupe > task.MaxDedupe {
+		return bad("dedupe %s out of range 0s..%s (0s: no dedupe window)", p.Dedupe, task.MaxDedupe)
+	}
 	if p.DeadLetter != "" {
 		if err := CheckQueue(p.DeadLetter); err != nil {
 			return bad("dead_letter: %v", trimInvalid(err))

@@ -57,6 +57,8 @@ func TestCheckPolicy(t *testing.T) {
 		{"rate.burst", rate(func(r *task.Rate) { r.Burst = task.MaxRateLimit + 1 })},
 		{"concurrency", task.Policy{Concurrency: -1}},
 		{"concurrency", task.Policy{Concurrency: task.MaxConcurrency + 1}},
+		{"dedupe", task.Policy{Dedupe: -time.Nanosecond}},
+		{"dedupe", task.Policy{Dedupe: task.MaxDedupe + 1}},
 		{"dead_letter", task.Policy{DeadLetter: "q"}},
 		{"dead_letter", task.Policy{DeadLetter: "bad name"}},
 		{"dead_letter", task.Policy{DeadLetter: ".."}},
@@ -111,6 +113,8 @@ func TestCheckPolicy(t *testing.T) {
 		{Rate: &task.Rate{Limit: 1, Per: 1}},
 		{Rate: &task.Rate{Limit: task.MaxRateLimit, Per: task.MaxRatePer, Burst: task.MaxRateLimit}},
 		{Concurrency: task.MaxConcurrency},
+		{Dedupe: task.MaxDedupe},
+		{Dedupe: time.Nanosecond},
 		{DeadLetter: strings.Repeat("d", task.MaxNameLen)},
 	}
 	for _, p := range good {

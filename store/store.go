@@ -173,6 +173,21 @@ type Finished struct {
 	LastError string
 }
 
+// Deduped is the finished-id record of a task that left a queue with a
+// dedupe window (task.Policy.Dedupe; the rule is service.Dedupes): one
+// per (Queue, ID), the newest replacing the one before, kept until Until
+// and then pruned (Store.PruneDeduped).
+type Deduped struct {
+	Queue     string
+	ID        string
+	JobID     uint64
+	Outcome   string // a task.Finished* outcome
+	Finished  int64  // Unix ns: when the task left
+	Until     int64  // Unix ns: when the record ends
+	Attempts  uint32
+	LastError string
+}
+
 // Store keeps tasks and schedules durably. Implementations are safe for
 // concurrent use; the broker commits from one goroutine at a time and reads
 // from many.
@@ -224,6 +239,15 @@ type Store interface {
 	// be: job ids are never reused), and returns how many it removed. Its
 	// cost is bounded by max.
 	PruneHistory(before int64, max int) (int, error)
+
+	// Deduped returns the finished-id record of (queue, id), or
+	// ErrNotFound; one that ended but is not yet pruned is returned too.
+	Deduped(queue, id string) (Deduped, error)
+
+	// PruneDeduped removes, durably, up to max Deduped records whose
+	// Until is before before, soonest first, and returns how many. Its
+	// cost is bounded by max.
+	PruneDeduped(before int64, max int) (int, error)
 
 	// NextJobID returns the lowest job id never used: one above the
 	// highest ever committed, deleted tasks included.
@@ -288,6 +312,9 @@ const (
 	// numbered Op.Attempt.N, if any: the bound on a task's attempt
 	// records (task.AttemptsKeptLast).
 	DeleteAttempt
+	// PutDeduped writes Op.Deduped, replacing the record of the same
+	// queue and id.
+	PutDeduped
 )
 
 // The broker writes every update and delete from the task's current
@@ -303,6 +330,7 @@ type Op struct {
 	Queue    Queue
 	Attempt  Attempt
 	Finished Finished
+	Deduped  Deduped
 }
 
 // Len returns the number of writes in b.
@@ -333,6 +361,9 @@ func (b *Batch) PutSchedule(s Schedule) {
 func (b *Batch) DeleteSchedule(name string) {
 	b.Ops = append(b.Ops, Op{Kind: DeleteSchedule, Schedule: Schedule{Name: name}})
 }
+
+// PutDeduped appends a PutDeduped of d.
+func (b *Batch) PutDeduped(d Deduped) { b.Ops = append(b.Ops, Op{Kind: PutDeduped, Deduped: d}) }
 
 // PutQueue appends a PutQueue of q.
 func (b *Batch) PutQueue(q Queue) { b.Ops = append(b.Ops, Op{Kind: PutQueue, Queue: q}) }

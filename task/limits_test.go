@@ -25,6 +25,7 @@ func TestLimits_MatchAPI(t *testing.T) {
 		{"MaxReserveQueues", api.MaxReserveQueues, task.MaxReserveQueues},
 		{"MaxAcks", api.MaxAcks, task.MaxAcks},
 		{"MaxTTR", int64(api.MaxTTR), int64(service.MaxTTR)},
+		{"MaxDedupe", int64(api.MaxDedupe), int64(task.MaxDedupe)},
 	} {
 		if c.api != c.task {
 			t.Errorf("api.%s = %d, the service's = %d", c.name, c.api, c.task)

@@ -35,6 +35,11 @@ type Policy struct {
 	// HTTP POST to an endpoint, instead of waiting for workers to
 	// reserve them; nil: workers pull.
 	Push *Push
+	// Dedupe is how long after a task of the queue finishes (acked,
+	// dead, deleted) a put of its id answers the finished task and puts
+	// nothing (service.Dedupes); 0: never, a put after a finish puts a
+	// new task.
+	Dedupe time.Duration
 }
 
 // UnlimitedAttempts, as the MaxAttempts of a put, a schedule or a
@@ -66,7 +71,7 @@ const (
 
 // IsZero reports whether p is the default policy.
 func (p Policy) IsZero() bool {
-	return p.Retry == nil && p.MaxAttempts == 0 && p.TTR == 0 && p.Rate == nil && p.Concurrency == 0 && p.DeadLetter == "" && p.Push == nil
+	return p.Retry == nil && p.MaxAttempts == 0 && p.TTR == 0 && p.Rate == nil && p.Concurrency == 0 && p.DeadLetter == "" && p.Push == nil && p.Dedupe == 0
 }
 
 // Retry is exponential back-off: a task failing its n-th attempt comes
@@ -117,6 +122,9 @@ const (
 	// MaxErrorLen bounds the error text a nack or bury keeps, in bytes;
 	// a longer text is cut to it (at a UTF-8 boundary).
 	MaxErrorLen = 4096
+	// MaxDedupe bounds a dedupe window: the finished-id records of a
+	// queue live at most this long.
+	MaxDedupe = 30 * 24 * time.Hour
 )
 
 // LeaseExpired is the last error of a task whose lease ran out.

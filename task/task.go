@@ -13,7 +13,10 @@ import (
 )
 
 // State is where a task is in its life: delayed until its due time, ready
-// to be reserved, reserved by a worker under a lease, or dead.
+// to be reserved, reserved by a worker under a lease, or dead. Done
+// ("finished" on the wire) is no state of a live task: it marks the
+// answer of a put deduped by its queue's policy (Policy.Dedupe), a task
+// that left its queue.
 type State uint8
 
 const (
@@ -21,6 +24,7 @@ const (
 	Ready
 	Reserved
 	Dead
+	Done
 )
 
 // String returns the state's name as the HTTP API spells it.
@@ -34,6 +38,8 @@ func (s State) String() string {
 		return "reserved"
 	case Dead:
 		return "dead"
+	case Done:
+		return "finished"
 	}
 	return "invalid"
 }
@@ -60,6 +66,10 @@ type Task struct {
 	Trace Trace
 	// Counters for beanstalkd's stats-job.
 	Timeouts, Releases, Buries, Kicks int
+	// Outcome (a Finished* outcome) and Finished (when it left its
+	// queue) are set only with State Done: a deduped put's answer.
+	Outcome  string
+	Finished time.Time
 }
 
 // PutRequest describes one task to put. Exactly one of Delay and At may be

@@ -37,6 +37,7 @@ import (
 // cancels, kicks, policies (max attempts, a dead-letter queue) and their
 // deletion, batches of puts and of acks, reserves over several queues,
 // kicks and deletes of a queue's dead tasks, attempts, the history,
+// dedupe windows (q1's from the start, any queue's by a policy),
 // listings, peeks, pauses, beanstalkd's commands by job id, and puts
 // without an id whose generated id clients took (generated). After each
 // step the metrics both engines serve are compared too (metricChange:
@@ -113,7 +114,11 @@ func TestDifferential(t *testing.T) {
 		leases: []map[string]string{{}, {}}, regs: [][]*prometheus.Registry{{reg}, nodeRegs}}
 	for _, e := range d.engines {
 		for _, q := range diffQueues {
-			if _, err := e.SetPolicy(ctx, q, task.Policy{Retry: diffRetry}); err != nil {
+			p := task.Policy{Retry: diffRetry}
+			if q == "q1" {
+				p.Dedupe = time.Hour // a dedupe window from the start
+			}
+			if _, err := e.SetPolicy(ctx, q, p); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -258,6 +263,9 @@ func (d *differ) step(ctx context.Context, i int) {
 		}
 		if d.rng.IntN(3) == 0 {
 			p.Rate = &task.Rate{Limit: 1, Per: time.Hour, Burst: 1 + d.rng.IntN(3)}
+		}
+		if d.rng.IntN(2) == 0 {
+			p.Dedupe = time.Hour
 		}
 		name = fmt.Sprintf("set policy %s %+v", q, p)
 		op = func(e int, s service.Service) string {
@@ -603,6 +611,9 @@ func showFinished(fs []task.Finished) string {
 func show(t task.Task) string {
 	if t.ID == "" && t.Queue == "" {
 		return "-"
+	}
+	if t.State == task.Done { // a put deduped: the task that finished
+		return fmt.Sprintf("{%s/%s %s outcome=%s attempts=%d err=%q}", t.Queue, t.ID, t.State, t.Outcome, t.Attempts, t.LastError)
 	}
 	return fmt.Sprintf("{%s/%s %s payload=%s prio=%d attempts=%d/%d err=%q leased=%v}",
 		t.Queue, t.ID, t.State, t.Payload, t.Priority, t.Attempts, t.MaxAttempts, t.LastError, t.Lease != "")

@@ -91,3 +91,73 @@ func TestCluster(t *testing.T) {
 	t.Run("policies-order", func(t *testing.T) { servicetest.RunPoliciesOrder(t, first) })
 	t.Run("policies-across", func(t *testing.T) { servicetest.RunPoliciesAcross(t, open) })
 }
+
+// reopenBroker returns a service over a broker on the store open makes,
+// and a reopen that closes the broker (and the store, if closeStore)
+// and opens both again: the engine restarted over the same data.
+func reopenBroker(t *testing.T, open func() store.Store, closeStore bool) (service.Service, func() service.Service) {
+	var b *broker.Broker
+	var st store.Store
+	start := func() service.Service {
+		st = open()
+		var err error
+		if b, err = broker.Open(st, broker.Config{Logger: quiet}); err != nil {
+			t.Fatal(err)
+		}
+		return service.New(b)
+	}
+	stop := func() {
+		b.Close()
+		if closeStore {
+			st.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return start(), func() service.Service {
+		stop()
+		return start()
+	}
+}
+
+// TestDedupe runs the dedupe suite over the embedded engine on memory
+// and on Pebble, and over a cluster node, each restarted in the middle.
+func TestDedupe(t *testing.T) {
+	t.Run("memstore", func(t *testing.T) {
+		servicetest.RunDedupe(t, func(t *testing.T) (service.Service, func() service.Service) {
+			st := memstore.New()
+			return reopenBroker(t, func() store.Store { return st }, false)
+		})
+	})
+	t.Run("pebble", func(t *testing.T) {
+		servicetest.RunDedupe(t, func(t *testing.T) (service.Service, func() service.Service) {
+			dir := filepath.Join(t.TempDir(), "data")
+			return reopenBroker(t, func() store.Store {
+				st, err := pebblestore.Open(dir, pebblestore.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}, true)
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		srv := pgtest.Start(t)
+		servicetest.RunDedupe(t, func(t *testing.T) (service.Service, func() service.Service) {
+			url := srv.CreateDatabase(t)
+			var n *cluster.Node
+			start := func() service.Service {
+				pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
+				var err error
+				if n, err = cluster.Open(context.Background(), pool, cluster.Options{Node: "a", Lease: time.Second, Logger: quiet}); err != nil {
+					t.Fatal(err)
+				}
+				return service.New(n)
+			}
+			t.Cleanup(func() { n.Close() })
+			return start(), func() service.Service {
+				n.Close()
+				return start()
+			}
+		})
+	})
+}

@@ -6,8 +6,10 @@ package memstore
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -23,6 +25,7 @@ type Store struct {
 	queues    map[string]store.Queue // deep copies (see copyQueue)
 	next      uint64
 	hist      history
+	deduped   map[[2]string]store.Deduped
 }
 
 // New returns an empty Store.
@@ -34,6 +37,7 @@ func New() *Store {
 		queues:    make(map[string]store.Queue),
 		next:      1,
 		hist:      newHistory(),
+		deduped:   make(map[[2]string]store.Deduped),
 	}
 }
 
@@ -155,6 +159,18 @@ func (s *Store) Commit(b *store.Batch) error {
 			}
 		case store.PutAttempt, store.PutFinished, store.DeleteAttempt:
 			hist = append(hist, op)
+		case store.PutDeduped:
+			d := op.Deduped
+			k := [2]string{d.Queue, d.ID}
+			old, had := s.deduped[k]
+			undo = append(undo, func() {
+				if had {
+					s.deduped[k] = old
+				} else {
+					delete(s.deduped, k)
+				}
+			})
+			s.deduped[k] = d
 		default:
 			for i := len(undo) - 1; i >= 0; i-- {
 				undo[i]()
@@ -296,6 +312,37 @@ func (s *Store) Attempts(job uint64) ([]store.Attempt, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.hist.attemptsOf(job), nil
+}
+
+// Deduped returns the finished-id record of (queue, id). It takes O(1).
+func (s *Store) Deduped(queue, id string) (store.Deduped, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d, ok := s.deduped[[2]string{queue, id}]
+	if !ok {
+		return store.Deduped{}, store.ErrNotFound
+	}
+	return d, nil
+}
+
+// PruneDeduped removes up to max finished-id records whose Until is
+// before before, soonest first. It takes O(n log n) for n records, under
+// the write lock: memstore is for tests.
+func (s *Store) PruneDeduped(before int64, max int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var old []store.Deduped
+	for _, d := range s.deduped {
+		if d.Until < before {
+			old = append(old, d)
+		}
+	}
+	slices.SortFunc(old, func(a, b store.Deduped) int { return cmp.Compare(a.Until, b.Until) })
+	old = old[:min(len(old), max)]
+	for _, d := range old {
+		delete(s.deduped, [2]string{d.Queue, d.ID})
+	}
+	return len(old), nil
 }
 
 // LastFinished returns the newest Finished record of id in queue (the one

@@ -103,6 +103,16 @@ func describe(key []byte) string {
 		if len(key) == finishedTimeKeyLen {
 			return fmt.Sprintf("time entry of finished record %d", binary.BigEndian.Uint64(key[9:]))
 		}
+	case prefixDeduped:
+		if queue, id, ok := cutQueue(key[1:]); ok {
+			return fmt.Sprintf("dedupe record of queue %q id %q", queue, id)
+		}
+	case prefixDedupedUntil:
+		if len(key) > 9 {
+			if queue, id, ok := cutQueue(key[9:]); ok {
+				return fmt.Sprintf("dedupe end entry of queue %q id %q", queue, id)
+			}
+		}
 	}
 	switch string(key) {
 	case string(keyFormat):
@@ -346,8 +356,13 @@ func decodeSchedule(body []byte, s *store.Schedule) error {
 //	       the number of headers (uvarint), then each header's name and
 //	       value (strings), by name (bytewise, strictly increasing),
 //	       Secret (string),
-//	       NextSecret (string), only when not "" (a record of format 3
-//	       before it came ends at Secret, and reads with none)
+//	       NextSecret (string), only when not "" or a trailer follows
+//	       (a record of format 3 before it came ends at Secret, and
+//	       reads with none)
+//	     trailers, each a tag byte and its value, in increasing order of
+//	     tag, none when every field they hold is 0 (a record written
+//	     before they came has none):
+//	       'd' Dedupe (varint ns), present when not 0
 //
 // Varints are signed (zig-zag, binary.AppendVarint), so that every value
 // of the fields reads back as written, including those service.CheckPolicy
@@ -382,12 +397,21 @@ func appendQueue(dst []byte, q *store.Queue) []byte {
 	}
 	dst = binary.AppendVarint(dst, int64(p.Concurrency))
 	dst = appendString(dst, p.DeadLetter)
-	return appendPush(dst, p.Push)
+	dst = appendPush(dst, p.Push, p.Dedupe != 0)
+	if p.Dedupe != 0 {
+		dst = append(dst, trailerDedupe)
+		dst = binary.AppendVarint(dst, int64(p.Dedupe))
+	}
+	return dst
 }
 
+// trailerDedupe tags a queue record's trailer holding Policy.Dedupe.
+const trailerDedupe = 'd'
+
 // appendPush appends the push group of a queue record: its presence byte
-// and, when set, p's fields, headers sorted by name.
-func appendPush(dst []byte, p *task.Push) []byte {
+// and, when set, p's fields, headers sorted by name; the next secret even
+// when "" if more (a trailer) follows.
+func appendPush(dst []byte, p *task.Push, more bool) []byte {
 	if p == nil {
 		return append(dst, 0)
 	}
@@ -400,7 +424,7 @@ func appendPush(dst []byte, p *task.Push) []byte {
 		dst = appendString(dst, p.Headers[name])
 	}
 	dst = appendString(dst, p.Secret)
-	if p.NextSecret != "" {
+	if p.NextSecret != "" || more {
 		dst = appendString(dst, p.NextSecret)
 	}
 	return dst
@@ -431,6 +455,12 @@ func decodeQueue(body []byte, q *store.Queue) error {
 	p.DeadLetter = d.string()
 	if d.present("push") {
 		p.Push = d.push()
+	}
+	if d.err == nil && len(d.b) > 0 && d.b[0] == trailerDedupe {
+		d.b = d.b[1:]
+		if p.Dedupe = time.Duration(d.varint()); p.Dedupe == 0 && d.err == nil {
+			d.err = errors.New("a dedupe trailer of 0") // written only when set
+		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.err = fmt.Errorf("%d bytes after the record", len(d.b))
@@ -524,7 +554,7 @@ func (d *decoder) push() *task.Push {
 	p.Secret = d.string()
 	if d.err == nil && len(d.b) > 0 {
 		p.NextSecret = d.string()
-		if p.NextSecret == "" && d.err == nil {
+		if p.NextSecret == "" && d.err == nil && len(d.b) == 0 {
 			// Written only when set: an empty one would not encode back.
 			d.err = errors.New("an empty next secret")
 		}

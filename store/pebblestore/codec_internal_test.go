@@ -34,6 +34,9 @@ func FuzzQueueRecord(f *testing.F) {
 		if which&2 != 0 {
 			q.Policy.Rate = &task.Rate{Limit: n2, Per: time.Duration(d1), Burst: n3}
 		}
+		if which&16 != 0 {
+			q.Policy.Dedupe = time.Duration(d2)
+		}
 		if which&4 != 0 {
 			p := &task.Push{URL: url, Timeout: time.Duration(d2), Secret: dead}
 			if which&8 != 0 {

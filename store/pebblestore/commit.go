@@ -232,6 +232,8 @@ func (w *writer) build(s *Store, pb *pebble.Batch, b *store.Batch) (next, seq ui
 			err = pb.Delete(w.key, nil)
 		case store.PutFinished:
 			err = w.putFinished(&op.Finished)
+		case store.PutDeduped:
+			err = w.putDeduped(&op.Deduped)
 		default:
 			err = fmt.Errorf("unknown op kind %d", op.Kind)
 		}

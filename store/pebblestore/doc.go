@@ -22,6 +22,8 @@
 //	H len queue seq        → a Finished record: History, a queue's newest first
 //	I len queue id         → the Seq of (queue, id)'s newest Finished record: LastFinished
 //	T time seq             → job, queue, id: PruneHistory, the oldest first
+//	D len queue id         → a finished-id record of a dedupe window: Deduped (dedupe.go)
+//	E until len queue id   → nothing: PruneDeduped, the soonest end first
 //	n                      → the job id high-water mark (NextJobID)
 //	h                      → the history's high-water mark (HistorySeq)
 //	f                      → the format version (3)

@@ -43,6 +43,17 @@ const (
 	// pruning takes the oldest records first and finds their other keys
 	// without reading them.
 	prefixFinishedTime = 'T'
+
+	// The finished-id records of dedupe windows (dedupe.go), upper case
+	// as the history's.
+	//
+	// prefixDeduped: D + uvarint(len(queue)) + queue + id → the record
+	// of (queue, id).
+	prefixDeduped = 'D'
+	// prefixDedupedUntil: E + Until (8 bytes, big-endian, sign bit
+	// flipped) + uvarint(len(queue)) + queue + id → nothing, so that
+	// pruning takes the soonest ends first.
+	prefixDedupedUntil = 'E'
 )
 
 // Kinds of task keys, the byte after the era.

@@ -461,3 +461,64 @@ func testHistoryPersisted(t *testing.T, reopen func() store.Store) {
 	checkSeq(t, st, 10)
 	checkLast(t, st, "q", "a", next)
 }
+
+// testDeduped: a finished-id record reads back by (queue, id), a later
+// one of the same id replaces it, and PruneDeduped removes those that
+// ended before its time, soonest first, at most max at a time, never a
+// record replaced since by one that ends later.
+func testDeduped(t *testing.T, st store.Store) {
+	rec := func(queue, id string, job uint64, until int64) store.Deduped {
+		return store.Deduped{Queue: queue, ID: id, JobID: job, Outcome: "acked", Finished: until - 100, Until: until,
+			Attempts: uint32(job), LastError: "e" + id}
+	}
+	var b store.Batch
+	for _, r := range []store.Deduped{rec("q", "a", 1, 1000), rec("q", "b", 2, 2000), rec("qq", "a", 3, 3000), rec("q", "c", 4, 4000)} {
+		b.PutDeduped(r)
+	}
+	if err := st.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	b.PutDeduped(rec("q", "a", 5, 5000)) // a later finish of q/a
+	if err := st.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	check := func(queue, id string, want store.Deduped, found bool) {
+		t.Helper()
+		got, err := st.Deduped(queue, id)
+		if !found {
+			if err != store.ErrNotFound {
+				t.Fatalf("Deduped(%s, %s) = %+v, %v; want ErrNotFound", queue, id, got, err)
+			}
+			return
+		}
+		if err != nil || got != want {
+			t.Fatalf("Deduped(%s, %s) = %+v, %v; want %+v", queue, id, got, err, want)
+		}
+	}
+	check("q", "a", rec("q", "a", 5, 5000), true)
+	check("qq", "a", rec("qq", "a", 3, 3000), true)
+	check("q", "zz", store.Deduped{}, false)
+	// Before 3500: q/a's first end (replaced since), q/b, qq/a; one at a time first.
+	if n, err := st.PruneDeduped(3500, 1); err != nil || n != 1 {
+		t.Fatalf("PruneDeduped(3500, 1) = %d, %v; want 1", n, err)
+	}
+	check("q", "a", rec("q", "a", 5, 5000), true) // its first end pruned, not the record
+	check("q", "c", rec("q", "c", 4, 4000), true)
+	// A store may count the end it passed of a record replaced since.
+	if n, err := st.PruneDeduped(3500, 10); err != nil || n < 1 {
+		t.Fatalf("PruneDeduped(3500, 10) = %d, %v; want 1 or 2", n, err)
+	}
+	check("q", "b", store.Deduped{}, false)
+	check("qq", "a", store.Deduped{}, false)
+	check("q", "a", rec("q", "a", 5, 5000), true)
+	check("q", "c", rec("q", "c", 4, 4000), true)
+	if n, err := st.PruneDeduped(10000, 10); err != nil || n < 2 {
+		t.Fatalf("PruneDeduped(10000, 10) = %d, %v; want 2", n, err)
+	}
+	check("q", "a", store.Deduped{}, false)
+	check("q", "c", store.Deduped{}, false)
+	if n, err := st.PruneDeduped(10000, 10); err != nil || n != 0 {
+		t.Fatalf("PruneDeduped of an empty set = %d, %v; want 0", n, err)
+	}
+}

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"HistorySeq", testHistorySeq},
 		{"PruneHistory", testPruneHistory},
 		{"HistoryAtomic", testHistoryAtomic},
+		{"Deduped", testDeduped},
 		{"NextJobID", testNextJobID},
 		{"BatchLaterWins", testBatchLaterWins},
 		{"BatchAtomic", testBatchAtomic},
