@@ -50,18 +50,18 @@ const sqlDelete = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE %s
 	` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedDeleted + `', hourglass_now(), attempts, last_error FROM gone WHERE %s` + sqlDedupeTail + `
 	SELECT count(*) FROM gone`
 
-// sqlDeleteID is sqlDelete of the task $3 of queue $2 (Delete);
-// sqlDeleteReplaced of the same for a put's replace, whose id stays
-// live, so without a dedupe record; sqlDeleteDead of the dead tasks of
-// queue $2 (DeleteDead).
+// sqlDeleteReplaced is sqlDelete of the task $3 of queue $2 for a put's
+// replace, whose id stays live, so without a dedupe record;
+// sqlDeleteDead of the dead tasks of queue $2 (DeleteDead). Delete and
+// Cancel use sqlDeleteOne.
 var (
-	sqlDeleteID       = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.id = $3", "true")
 	sqlDeleteReplaced = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.id = $3", "false")
 	sqlDeleteDead     = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.state = 3", "true")
 )
 
 // sqlDeleteOne deletes the task $3 of queue $2 and, with $1 (keep the
-// history), records it with the outcome $6; with $4 (a Cancel) a
+// history), records it with the outcome $6, as its finished-id record of
+// a dedupe window does where its queue has one; with $4 (a Cancel) a
 // reserved task's running attempt ends as cancelled, recorded by the
 // node $5. It returns how many it deleted (0 or 1) and the lease of a
 // reserved one ("" otherwise).
@@ -70,7 +70,8 @@ const sqlDeleteOne = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE t.queue 
 	now AS (SELECT hourglass_now() AS ns WHERE $1),
 	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptCancelled + `', '', 0, $5, attempts, queue
 		FROM gone, now WHERE $4 AND gone.state = 2` + sqlAttemptDone + `),
-	fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, $6, now.ns, attempts, last_error FROM gone, now)
+	fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, $6, now.ns, attempts, last_error FROM gone, now),
+	` + sqlDedupeHead + `SELECT job_id, queue, id, $6::text, hourglass_now(), attempts, last_error FROM gone` + sqlDedupeTail + `
 	SELECT count(*), coalesce(max(lease) FILTER (WHERE state = 2), '') FROM gone`
 
 // Delete removes the task id of queue in whatever state, durably, or
