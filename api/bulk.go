@@ -5,7 +5,7 @@ import "time"
 // The types in this file are the operator's console (issue 44): finding
 // a queue's tasks by a filter, and acting on every task a filter matches.
 //
-//	GET  /v1/queues/{queue}/tasks?state=&error=&due_after=&due_before=&created_after=&created_before=&id_prefix=&after=&limit=
+//	GET  /v1/queues/{queue}/tasks?state=&error=&due_after=&due_before=&created_after=&created_before=&id_prefix=&key=&after=&limit=
 //	                                                    → 200 TasksResponse | 400
 //	POST /v1/queues/{queue}/tasks:delete  BulkRequest → 200 BulkResponse | 400
 //	POST /v1/queues/{queue}/tasks:kick    BulkRequest → 200 BulkResponse | 400 (dead → ready)
@@ -18,8 +18,7 @@ import "time"
 // time whatever the queue's size: with a selective filter it may hold
 // fewer than limit tasks, none even, and still have a Next. Pages are in
 // job id order (the order tasks were put), and Next is a cursor to give
-// back as after, nothing more. A task's "key" is not a filter yet: tasks
-// have no keys, so the parameter is refused (400).
+// back as after, nothing more.
 //
 // A bad filter is 400 naming the parameter, and nothing changes.
 
@@ -37,6 +36,8 @@ type Filter struct {
 	CreatedBefore *time.Time `json:"created_before,omitempty"`
 	// IDPrefix is a prefix of the task's id.
 	IDPrefix string `json:"id_prefix,omitempty"`
+	// Key is the task's key ([PutRequest.Key]); absent or "": any key.
+	Key string `json:"key,omitempty"`
 }
 
 // BulkRequest is the body of the bulk routes: the filter, the target

@@ -660,6 +660,7 @@ func view(t store.Task, s slot) task.Task {
 		Kicks:       int(t.Kicks),
 		LastError:   t.LastError,
 		Trace:       task.Trace{Parent: t.TraceParent, State: t.TraceState},
+		Key:         t.Key,
 	}
 	if t.State == store.Reserved {
 		v.LeaseUntil = time.Unix(0, t.LeaseUntil).UTC()

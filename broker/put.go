@@ -116,6 +116,7 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 		Payload:     r.Payload,
 		TraceParent: r.Trace.Parent,
 		TraceState:  r.Trace.State,
+		Key:         r.Key,
 	}
 	if rec.Payload == nil {
 		rec.Payload = []byte{}

@@ -29,6 +29,7 @@ func (c *Client) FindTasks(ctx context.Context, queue string, f api.Filter, afte
 	set("state", f.State)
 	set("error", f.Error)
 	set("id_prefix", f.IDPrefix)
+	set("key", f.Key)
 	for k, t := range map[string]*time.Time{"due_after": f.DueAfter, "due_before": f.DueBefore, "created_after": f.CreatedAfter, "created_before": f.CreatedBefore} {
 		if t != nil {
 			q.Set(k, t.UTC().Format(time.RFC3339Nano))

@@ -31,6 +31,7 @@ const sqlFind = `SELECT ` + "%s" + ` FROM hourglass_tasks
 		AND ($4::text = '' OR strpos(last_error, $4) > 0) AND ($5::text = '' OR starts_with(id, $5))
 		AND ($6::bigint = 0 OR due >= $6) AND ($7::bigint = 0 OR due < $7)
 		AND ($8::bigint = 0 OR created >= $8) AND ($9::bigint = 0 OR created < $9)
+		AND ($11::text = '' OR task_key = $11)
 	ORDER BY job_id LIMIT $10`
 
 // FindTasks returns up to limit tasks of queue that f matches, by job id
@@ -56,7 +57,7 @@ func (n *Node) FindTasks(ctx context.Context, queue string, f service.Filter, af
 	}
 	rows, err := n.db.Query(ctx, fmt.Sprintf(sqlFind, listColumns, stateWhere[f.State]), queue, from, hi,
 		f.Error, f.IDPrefix, unixNano(f.DueAfter), unixNano(f.DueBefore),
-		unixNano(f.CreatedAfter), unixNano(f.CreatedBefore), limit+1)
+		unixNano(f.CreatedAfter), unixNano(f.CreatedBefore), limit+1, f.Key)
 	if err != nil {
 		return nil, 0, dbErr(err)
 	}

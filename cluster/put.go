@@ -23,20 +23,20 @@ import (
 // ($12), a max_attempts still 0 service.DefaultMaxAttempts, and a
 // max_attempts of task.UnlimitedAttempts is recorded as 0, no limit
 // (service.MaxAttempts). A task's trace context ($13, $14) is NULL when
-// it has none.
+// it has none, and its key ($15) ” (task.PutRequest.Key).
 var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	pol AS (SELECT coalesce(q.ttr, 0) AS ttr, coalesce(q.max_attempts, 0) AS max_attempts
 		FROM (SELECT 1) one LEFT JOIN hourglass_queues q ON q.queue = $1)
 	INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at, created, ttr,
-		attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, trace_parent, trace_state)
+		attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, trace_parent, trace_state, task_key)
 	SELECT r.job_id, r.job_id % $2, $1, r.id, 1, r.priority, d.due, CASE WHEN d.due > now.ns THEN d.due END,
 		now.ns, CASE WHEN r.ttr <> 0 THEN r.ttr WHEN pol.ttr <> 0 THEN pol.ttr ELSE $12 END,
 		0, greatest(CASE WHEN r.max_attempts <> 0 THEN r.max_attempts WHEN pol.max_attempts <> 0 THEN pol.max_attempts
 			ELSE ` + strconv.Itoa(service.DefaultMaxAttempts) + ` END, 0), '', 0, 0, 0, 0, 0, r.payload,
-		nullif(r.trace_parent, ''), nullif(r.trace_state, '')
+		nullif(r.trace_parent, ''), nullif(r.trace_state, ''), r.task_key
 	FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::bigint[], $8::bigint[], $9::bigint[],
-			$10::bigint[], $11::bytea[], $13::text[], $14::text[]) WITH ORDINALITY
-		AS r(job_id, id, priority, has_at, at, delay, ttr, max_attempts, payload, trace_parent, trace_state, ord)
+			$10::bigint[], $11::bytea[], $13::text[], $14::text[], $15::text[]) WITH ORDINALITY
+		AS r(job_id, id, priority, has_at, at, delay, ttr, max_attempts, payload, trace_parent, trace_state, task_key, ord)
 	CROSS JOIN now
 	CROSS JOIN pol
 	CROSS JOIN LATERAL (SELECT CASE WHEN r.has_at THEN r.at ELSE now.ns + r.delay END AS due) d
@@ -185,7 +185,7 @@ func (n *Node) insertArgs(queue string, items []*item) []any {
 	k := len(items)
 	jobs, prios, ats, delays, ttrs, maxAtt := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k)
 	ids, hasAt, payloads := make([]string, k), make([]bool, k), make([][]byte, k)
-	parents, states := make([]string, k), make([]string, k)
+	parents, states, keys := make([]string, k), make([]string, k), make([]string, k)
 	for i, it := range items {
 		jobs[i] = int64(it.job)
 		ids[i] = it.id
@@ -198,9 +198,10 @@ func (n *Node) insertArgs(queue string, items []*item) []any {
 			payloads[i] = []byte{}
 		}
 		parents[i], states[i] = it.r.Trace.Parent, it.r.Trace.State
+		keys[i] = it.r.Key
 	}
 	return []any{queue, n.partitions, jobs, ids, prios, hasAt, ats, delays, ttrs, maxAtt, payloads, int64(n.opts.DefaultTTR),
-		parents, states}
+		parents, states, keys}
 }
 
 // inserted is a RETURNING row of sqlInsert.
@@ -225,7 +226,7 @@ func (n *Node) created(queue string, it *item, ins inserted, replaced bool) {
 	t := task.Task{
 		ID: it.id, JobID: it.job, Queue: queue, State: task.Ready, Payload: payload,
 		Priority: it.r.Priority, Due: time.Unix(0, due).UTC(), TTR: time.Duration(ins.ttr), MaxAttempts: int(ins.attempts),
-		Created: time.Unix(0, createdAt).UTC(), Trace: it.r.Trace,
+		Created: time.Unix(0, createdAt).UTC(), Trace: it.r.Trace, Key: it.r.Key,
 	}
 	if fireAt != nil {
 		t.State = task.Delayed

@@ -58,13 +58,13 @@ const sqlReserve = `WITH picked AS (
 	SELECT *, NULL::bigint FROM taken
 	UNION ALL
 	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
-		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint, NULL::bigint,
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', '', 0::bigint, NULL::bigint,
 		p.paused_until - hourglass_now()
 	FROM hourglass_queues p
 	WHERE p.queue = ANY($1) AND p.paused_until > hourglass_now() AND NOT EXISTS (SELECT 1 FROM taken)
 	UNION ALL
 	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
-		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint, NULL::bigint, -1::bigint
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', '', 0::bigint, NULL::bigint, -1::bigint
 	FROM hourglass_queues p
 	WHERE p.queue = ANY($1) AND p.limited`
 
@@ -74,7 +74,7 @@ const sqlLease = `substr(md5(random()::text || t.job_id::text || now.ns::text), 
 // returnTask is taskColumns of the row t, for RETURNING.
 const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_at, t.created, t.ttr, t.attempts,
 		t.max_attempts, t.lease, t.lease_until, t.timeouts, t.releases, t.buries, t.kicks, t.payload, t.partition,
-		t.last_error, coalesce(t.trace_parent, '') AS trace_parent, coalesce(t.trace_state, '') AS trace_state`
+		t.last_error, coalesce(t.trace_parent, '') AS trace_parent, coalesce(t.trace_state, '') AS trace_state, t.task_key`
 
 // Reserve hands out up to max ready tasks of queue, from any partition,
 // in priority order, then due time, then job id, each leased for its TTR,

@@ -28,7 +28,7 @@ func testDashboardPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.put("plain", api.PutRequest{ID: "p"})
-	s.put("plain", api.PutRequest{ID: "bad", Priority: new(uint32(0))})
+	s.put("plain", api.PutRequest{ID: "bad", Priority: new(uint32(0)), Key: "tenant-42"})
 	tasks, err := s.c.Reserve(ctx, "plain", 1, 0)
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("reserve: %+v %v", tasks, err)
@@ -85,6 +85,9 @@ func testDashboardPolicy(t *testing.T) {
 	b.wait("the task dialog", `document.getElementById('task').open && document.querySelector('#task [data-field=last_error]')`)
 	if got := eval[string](b, `document.querySelector('#task [data-field=last_error]').textContent`); got != why {
 		t.Errorf("last error in the dialog %q, want %q", got, why)
+	}
+	if got := eval[string](b, `document.querySelector('#task [data-field=key]')?.textContent ?? 'none'`); got != "tenant-42" {
+		t.Errorf("key in the dialog %q, want tenant-42", got)
 	}
 	b.checkClean("queue plain")
 }

@@ -77,10 +77,7 @@ func (s *Server) findTasks(w http.ResponseWriter, r *http.Request, b service.Ser
 
 // queryFilter reads the filter of a GET's query.
 func queryFilter(q url.Values) (service.Filter, error) {
-	if q.Has("key") {
-		return service.Filter{}, badRequest("key: tasks have no keys yet")
-	}
-	af := api.Filter{State: q.Get("state"), Error: q.Get("error"), IDPrefix: q.Get("id_prefix")}
+	af := api.Filter{State: q.Get("state"), Error: q.Get("error"), IDPrefix: q.Get("id_prefix"), Key: q.Get("key")}
 	for _, p := range []struct {
 		name string
 		dst  **time.Time
@@ -100,7 +97,7 @@ func queryFilter(q url.Values) (service.Filter, error) {
 
 // fromAPIFilter turns a filter of the wire into the service's.
 func fromAPIFilter(af api.Filter) (service.Filter, error) {
-	f := service.Filter{Error: af.Error, IDPrefix: af.IDPrefix}
+	f := service.Filter{Error: af.Error, IDPrefix: af.IDPrefix, Key: af.Key}
 	if af.State != "" {
 		st, ok := states[af.State]
 		if !ok {
