@@ -266,7 +266,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	n.reporter = &reporter{db: n.db, node: n.name, started: n.clock.now(), source: n.counters.report, log: n.log}
 	n.reporter.start()
 	retention, _ := opts.retention()
-	n.pruner = &pruner{db: n.db, retention: retention, leads: n.leadsPruning, log: n.log}
+	n.pruner = &pruner{db: n.db, retention: retention, keyIdle: keyIdle, leads: n.leadsPruning, log: n.log}
 	n.pruner.start()
 	return n, nil
 }

@@ -26,7 +26,8 @@ import (
 // it has none, and its key ($15) ” (task.PutRequest.Key).
 var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	pol AS (SELECT coalesce(q.ttr, 0) AS ttr, coalesce(q.max_attempts, 0) AS max_attempts
-		FROM (SELECT 1) one LEFT JOIN hourglass_queues q ON q.queue = $1)
+		FROM (SELECT 1) one LEFT JOIN hourglass_queues q ON q.queue = $1),
+	keyed AS (` + sqlKeyed + `)
 	INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at, created, ttr,
 		attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, trace_parent, trace_state, task_key)
 	SELECT r.job_id, r.job_id % $2, $1, r.id, 1, r.priority, d.due, CASE WHEN d.due > now.ns THEN d.due END,
@@ -43,6 +44,22 @@ var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	ORDER BY r.ord
 	ON CONFLICT (queue, id) DO NOTHING
 	RETURNING job_id, due, fire_at, created, (SELECT ns FROM now), ttr, max_attempts`
+
+// sqlKeyed gives each key of the put ($15) that has no turn in queue $1
+// a row in hourglass_key_turns, the next turn (reserve.go's sqlReserve):
+// the key "" only in a queue that uses keys (or with a put that does),
+// so that a put without keys into a queue without them costs one lookup
+// and writes nothing. A key with a row keeps its turn; its seen is
+// renewed when older than keySeenRenew, so that the prune (sqlPruneKeys)
+// does not drop the row of a key being put.
+const sqlKeyed = `INSERT INTO hourglass_key_turns (queue, task_key, turn, seen)
+		SELECT $1, k.task_key, nextval('hourglass_key_turn'), hourglass_now()
+		FROM (SELECT DISTINCT task_key FROM unnest($15::text[]) AS u(task_key)) k
+		WHERE k.task_key <> ''
+			OR EXISTS (SELECT 1 FROM unnest($15::text[]) AS v(task_key) WHERE v.task_key <> '')
+			OR EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = $1)
+		ON CONFLICT (queue, task_key) DO UPDATE SET seen = excluded.seen
+			WHERE hourglass_key_turns.seen < excluded.seen - ` + keySeenRenew + ``
 
 // Put puts one task into queue and returns it once it is committed, as
 // the embedded engine (Put) does: created is false when r.ID names a live task,

@@ -12,7 +12,14 @@ import (
 )
 
 // sqlReserve takes up to $2 ready tasks of the queues $1 in delivery
-// order (priority, due time, job id), skipping rows other reservers hold
+// order (priority, due time, job id), in turn across keys (issue 42): of
+// each queue, the first task of each of the first $2 keys by turn
+// (hourglass_key_turns) that have a ready task of the queue's first
+// priority, then the queue's first $2 tasks in delivery order to fill
+// the rest (a task whose key has no turn row counts as the first turn);
+// the keys taken get the next turns (sqlTurn). A queue without keys has
+// no turn rows, and its order is the one of the index as before keys.
+// It skips rows other reservers hold
 // and queues paused (hourglass_queues), and leases them for their TTR by
 // the database's clock. One statement, so one transaction, which commits
 // without waiting for the WAL flush (see Reserve): set_config(...,
@@ -34,17 +41,45 @@ import (
 const sqlReserve = `WITH picked AS (
 		SELECT c.job_id, c.ready_at FROM unnest($1::text[]) AS q(name)
 		CROSS JOIN LATERAL (
-			SELECT job_id, priority, due, ready_at FROM hourglass_tasks
-			WHERE queue = q.name AND state = 1 AND fire_at IS NULL
-				AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
-					WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
-			ORDER BY priority, due, job_id
-			LIMIT $2
-			FOR UPDATE SKIP LOCKED
+			SELECT DISTINCT ON (u.job_id) u.* FROM (
+				SELECT f.job_id, f.priority, f.due, f.ready_at, 0 AS rank, k.turn FROM (
+					SELECT kt.task_key, kt.turn FROM hourglass_key_turns kt
+					CROSS JOIN LATERAL (SELECT b.priority FROM hourglass_tasks b
+						WHERE b.queue = q.name AND b.state = 1 AND b.fire_at IS NULL
+						ORDER BY b.priority, b.due, b.job_id LIMIT 1) best
+					WHERE kt.queue = q.name AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
+							WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
+						AND EXISTS (SELECT 1 FROM hourglass_tasks e
+						WHERE e.queue = q.name AND e.task_key = kt.task_key AND e.priority = best.priority
+							AND e.state = 1 AND e.fire_at IS NULL)
+					ORDER BY kt.turn
+					LIMIT $2
+				) k
+				CROSS JOIN LATERAL (
+					SELECT job_id, priority, due, ready_at FROM hourglass_tasks
+					WHERE queue = q.name AND task_key = k.task_key AND state = 1 AND fire_at IS NULL
+					ORDER BY priority, due, job_id
+					LIMIT 1
+					FOR UPDATE SKIP LOCKED
+				) f
+				UNION ALL
+				SELECT g.job_id, g.priority, g.due, g.ready_at, CASE WHEN kt.turn IS NULL THEN 0 ELSE 1 END,
+					coalesce(kt.turn, 0)
+				FROM (
+					SELECT job_id, priority, due, ready_at, task_key FROM hourglass_tasks
+					WHERE queue = q.name AND state = 1 AND fire_at IS NULL
+						AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
+							WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
+					ORDER BY priority, due, job_id
+					LIMIT $2
+					FOR UPDATE SKIP LOCKED
+				) g LEFT JOIN hourglass_key_turns kt ON kt.queue = q.name AND kt.task_key = g.task_key
+			) u
+			ORDER BY u.job_id, u.rank
 		) c
 		WHERE cardinality($1::text[]) = 1 OR NOT EXISTS (SELECT 1 FROM hourglass_queues l
 			WHERE l.queue = ANY($1) AND l.limited)
-		ORDER BY c.priority, c.due, c.job_id
+		ORDER BY c.rank, c.priority, c.turn, c.due, c.job_id
 		LIMIT $2
 	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
 	taken AS (
@@ -54,6 +89,8 @@ const sqlReserve = `WITH picked AS (
 		FROM picked, now
 		WHERE t.job_id = picked.job_id
 		RETURNING ` + returnTask + `, now.ns, picked.ready_at
+	), turned AS (
+		` + sqlTurn + `
 	)
 	SELECT *, NULL::bigint FROM taken
 	UNION ALL
@@ -67,6 +104,17 @@ const sqlReserve = `WITH picked AS (
 		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', '', 0::bigint, NULL::bigint, -1::bigint
 	FROM hourglass_queues p
 	WHERE p.queue = ANY($1) AND p.limited`
+
+// sqlTurn gives the keys of the tasks taken (the CTE taken, with queue
+// and task_key) the next turns, behind every other key of their queues:
+// a key's row is made if it has none (a key moved in, say), but the key
+// "" gets one only in a queue that uses keys, so that a queue without
+// them writes nothing.
+const sqlTurn = `INSERT INTO hourglass_key_turns AS kt (queue, task_key, turn, seen)
+		SELECT s.queue, s.task_key, nextval('hourglass_key_turn'), hourglass_now()
+		FROM (SELECT DISTINCT queue, task_key FROM taken) s
+		WHERE s.task_key <> '' OR EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = s.queue)
+		ON CONFLICT (queue, task_key) DO UPDATE SET turn = excluded.turn, seen = excluded.seen`
 
 // sqlLease is a fresh lease token for the row t at now.ns.
 const sqlLease = `substr(md5(random()::text || t.job_id::text || now.ns::text), 1, 16)`
