@@ -43,24 +43,34 @@ const sqlReserve = `WITH picked AS (
 		CROSS JOIN LATERAL (
 			SELECT DISTINCT ON (u.job_id) u.* FROM (
 				SELECT f.job_id, f.priority, f.due, f.ready_at, 0 AS rank, k.turn FROM (
-					SELECT kt.task_key, kt.turn FROM hourglass_key_turns kt
-					CROSS JOIN LATERAL (SELECT b.priority FROM hourglass_tasks b
+					SELECT kt.task_key, kt.turn
+					FROM (SELECT b.priority FROM hourglass_tasks b
 						WHERE b.queue = q.name AND b.state = 1 AND b.fire_at IS NULL
 						ORDER BY b.priority, b.due, b.job_id LIMIT 1) best
+					CROSS JOIN hourglass_key_turns kt
+					CROSS JOIN LATERAL (
+						(SELECT 1 FROM hourglass_tasks e WHERE kt.task_key <> '' AND e.queue = q.name
+							AND e.task_key = kt.task_key AND e.task_key <> '' AND e.priority = best.priority
+							AND e.state = 1 AND e.fire_at IS NULL LIMIT 1)
+						UNION ALL
+						(SELECT 1 FROM hourglass_tasks e WHERE kt.task_key = '' AND e.queue = q.name
+							AND e.task_key = '' AND e.priority = best.priority AND e.state = 1 AND e.fire_at IS NULL LIMIT 1)
+						LIMIT 1
+					) has
 					WHERE kt.queue = q.name AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
-							WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
-						AND EXISTS (SELECT 1 FROM hourglass_tasks e
-						WHERE e.queue = q.name AND e.task_key = kt.task_key AND e.priority = best.priority
-							AND e.state = 1 AND e.fire_at IS NULL)
+						WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
 					ORDER BY kt.turn
 					LIMIT $2
 				) k
 				CROSS JOIN LATERAL (
-					SELECT job_id, priority, due, ready_at FROM hourglass_tasks
-					WHERE queue = q.name AND task_key = k.task_key AND state = 1 AND fire_at IS NULL
-					ORDER BY priority, due, job_id
-					LIMIT 1
-					FOR UPDATE SKIP LOCKED
+					SELECT * FROM (SELECT job_id, priority, due, ready_at FROM hourglass_tasks
+						WHERE k.task_key <> '' AND queue = q.name AND task_key = k.task_key AND task_key <> ''
+							AND state = 1 AND fire_at IS NULL
+						ORDER BY priority, due, job_id LIMIT 1 FOR UPDATE SKIP LOCKED) keyed
+					UNION ALL
+					SELECT * FROM (SELECT job_id, priority, due, ready_at FROM hourglass_tasks
+						WHERE k.task_key = '' AND queue = q.name AND task_key = '' AND state = 1 AND fire_at IS NULL
+						ORDER BY priority, due, job_id LIMIT 1 FOR UPDATE SKIP LOCKED) plain
 				) f
 				UNION ALL
 				SELECT g.job_id, g.priority, g.due, g.ready_at, CASE WHEN kt.turn IS NULL THEN 0 ELSE 1 END,
