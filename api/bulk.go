@@ -68,3 +68,24 @@ const (
 	MaxClashes    = 100   // ids a BulkResponse names
 	MaxFilterText = 200   // bytes of error and id_prefix
 )
+
+// KeysResponse answers GET /v1/queues/{queue}/keys?limit=&after=: a page
+// of the keys of the queue's live tasks (PutRequest.Key; "" for the tasks
+// put without one), busiest first (the most ready, reserved and delayed
+// tasks, then by key), at most limit ([DefaultListLimit], up to
+// [MaxListLimit]). Next is the after of the next page, "" on the last:
+// a cursor to give back, nothing more. Dead tasks are not counted.
+//
+//	{"keys":[{"key":"tenant-42","ready":1200,"reserved":8,"delayed":3},{"key":"","ready":2,"reserved":0,"delayed":0}],"next":""}
+type KeysResponse struct {
+	Keys []KeyCount `json:"keys"`
+	Next string     `json:"next"`
+}
+
+// KeyCount is one key of a [KeysResponse] with its tasks by state.
+type KeyCount struct {
+	Key      string `json:"key"`
+	Ready    int    `json:"ready"`
+	Reserved int    `json:"reserved"`
+	Delayed  int    `json:"delayed"`
+}

@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"context"
 	"maps"
 	"slices"
+
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // Fairness between keys (issue 42). A queue's ready tasks are kept per
@@ -205,4 +208,80 @@ func (ls *lanes) down(i int) {
 		o[i].pos, o[m].pos = i, m
 		i = m
 	}
+}
+
+// KeyCounts counts the ready, reserved and delayed tasks of queue by key
+// (service.Engine). It takes O(r + l + d) under the broker's lock for the
+// r ready items of the queue, the l tasks reserved and the d delayed
+// tasks with a key, across queues.
+func (b *Broker) KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	q := b.byName[queue]
+	if q == nil {
+		return nil, nil
+	}
+	counts := map[string]*task.KeyCount{}
+	of := func(key string) *task.KeyCount {
+		c := counts[key]
+		if c == nil {
+			c = &task.KeyCount{Key: key}
+			counts[key] = c
+		}
+		return c
+	}
+	current := func(it readyItem) bool {
+		s, ok := b.tasks.get(it.job)
+		return ok && s.state() == task.Ready && s.queue() == q.index && s.due == it.due && s.prio == it.prio
+	}
+	ready := 0
+	for _, l := range q.ready.order {
+		for _, it := range l.heap {
+			if current(it) {
+				of(l.key).Ready++
+				ready++
+			}
+		}
+	}
+	if ready > q.readyN {
+		// A task with two items of the same due time and priority (made
+		// ready again as it was): count each task once.
+		seen := map[uint64]bool{}
+		for _, c := range counts {
+			c.Ready = 0
+		}
+		for _, l := range q.ready.order {
+			for _, it := range l.heap {
+				if !seen[it.job] && current(it) {
+					seen[it.job] = true
+					of(l.key).Ready++
+				}
+			}
+		}
+	}
+	for _, rec := range b.leased {
+		if rec.Queue == queue {
+			of(rec.Key).Reserved++
+		}
+	}
+	keyed := 0
+	for job, key := range b.delayKeys {
+		if s, ok := b.tasks.get(job); ok && s.state() == task.Delayed && s.queue() == q.index {
+			of(key).Delayed++
+			keyed++
+		}
+	}
+	if n := q.delayed - keyed; n > 0 {
+		of("").Delayed += n
+	}
+	out := make([]task.KeyCount, 0, len(counts))
+	for _, c := range counts {
+		if c.Total() > 0 {
+			out = append(out, *c)
+		}
+	}
+	return out, nil
 }

@@ -58,3 +58,24 @@ func (c *Client) Bulk(ctx context.Context, queue, action string, r api.BulkReque
 	_, err := c.doWait(ctx, BulkWait, http.MethodPost, path("queues", queue, "tasks:"+action), r, &out)
 	return out, err
 }
+
+// Keys returns a page of up to limit (0: the server's default) keys of
+// queue's live tasks with their counts, busiest first, after the cursor
+// after ("": the first page), and the cursor of the next page ("":
+// none).
+func (c *Client) Keys(ctx context.Context, queue, after string, limit int) ([]api.KeyCount, string, error) {
+	q := url.Values{}
+	if after != "" {
+		q.Set("after", after)
+	}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	p := path("queues", queue, "keys")
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	var out api.KeysResponse
+	_, err := c.do(ctx, http.MethodGet, p, nil, &out)
+	return out.Keys, out.Next, err
+}

@@ -127,3 +127,31 @@ func (n *Node) MoveTask(ctx context.Context, queue string, job uint64, to string
 	}
 	return nil
 }
+
+// sqlKeyCounts counts the live tasks of queue $1 that are not dead by
+// key and state: ready, reserved, delayed.
+const sqlKeyCounts = `SELECT task_key, count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
+		count(*) FILTER (WHERE state = 2), count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL)
+	FROM hourglass_tasks WHERE queue = $1 AND state IN (1, 2) GROUP BY task_key`
+
+// KeyCounts counts the ready, reserved and delayed tasks of queue by key
+// (service.Engine): one statement over the queue's tasks, O(n) for the
+// queue's n tasks.
+func (n *Node) KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, error) {
+	if err := n.Err(); err != nil {
+		return nil, err
+	}
+	rows, err := n.db.Query(ctx, sqlKeyCounts, queue)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (task.KeyCount, error) {
+		var c task.KeyCount
+		err := r.Scan(&c.Key, &c.Ready, &c.Reserved, &c.Delayed)
+		return c, err
+	})
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return out, nil
+}

@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +93,35 @@ func testKeysPut(t *testing.T) {
 	for _, tk := range ts {
 		if tk.Key != want[tk.ID] {
 			t.Errorf("reserve: task %s has key %q, want %q", tk.ID, tk.Key, want[tk.ID])
+		}
+	}
+
+	// GET .../keys: busiest first, in pages that chain.
+	var got []string
+	path := "/v1/queues/ky/keys?limit=2"
+	for range 4 {
+		a := s.call("GET", path, "")
+		var res api.KeysResponse
+		if a.status != 200 || json.Unmarshal(a.body, &res) != nil {
+			t.Fatalf("GET %s: %s", path, a)
+		}
+		for _, k := range res.Keys {
+			got = append(got, fmt.Sprintf("%s:%d/%d/%d", k.Key, k.Ready, k.Reserved, k.Delayed))
+		}
+		if res.Next == "" {
+			break
+		}
+		path = "/v1/queues/ky/keys?limit=2&after=" + url.QueryEscape(res.Next)
+	}
+	if g := strings.Join(got, " "); g != "tenant-42:0/2/0 :0/1/0 tenant-7:0/1/0" {
+		t.Errorf("keys: %q", g)
+	}
+	if ks, next, err := c.Keys(ctx, "ky", "", 1); err != nil || len(ks) != 1 || ks[0].Key != "tenant-42" || ks[0].Reserved != 2 || next != "2/tenant-42" {
+		t.Errorf("client Keys: %+v %q %v", ks, next, err)
+	}
+	for _, path := range []string{"/v1/queues/ky/keys?limit=0", "/v1/queues/ky/keys?after=nope"} {
+		if a := s.call("GET", path, ""); a.status != 400 || !strings.Contains(string(a.body), `"error":"hourglass: `) {
+			t.Errorf("GET %s: %s; want 400", path, a)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 // bulkRoutes returns the bulk routes, one line per call.
 func (s *Server) bulkRoutes() []route {
 	return []route{
+		{"GET", "/v1/queues/{queue}/keys", s.listKeys},
 		{"POST", "/v1/queues/{queue}/tasks:delete", s.bulk(service.Delete)},
 		{"POST", "/v1/queues/{queue}/tasks:kick", s.bulk(service.Kick)},
 		{"POST", "/v1/queues/{queue}/tasks:retry", s.bulk(service.Retry)},
@@ -138,4 +139,30 @@ func (s *Server) bulk(a service.Action) func(http.ResponseWriter, *http.Request,
 		}
 		writeJSON(w, http.StatusOK, api.BulkResponse{Matched: res.Matched, Changed: res.Changed, Clashed: res.Clashed, Clashes: res.Clashes})
 	}
+}
+
+// listKeys serves GET /v1/queues/{queue}/keys: a page of the queue's keys
+// with their counts, busiest first (service/keys.go), and the cursor of
+// the next.
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, b service.Service) {
+	q := r.URL.Query()
+	limit, err := queryUint(q.Get("limit"), api.DefaultListLimit, "limit")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if limit < 1 || limit > api.MaxListLimit {
+		s.fail(w, r, badRequest("limit %d: want 1 to %d", limit, api.MaxListLimit))
+		return
+	}
+	page, err := b.Keys(r.Context(), r.PathValue("queue"), q.Get("after"), int(limit))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := api.KeysResponse{Keys: make([]api.KeyCount, len(page.Keys)), Next: page.Next}
+	for i, k := range page.Keys {
+		out.Keys[i] = api.KeyCount{Key: k.Key, Ready: k.Ready, Reserved: k.Reserved, Delayed: k.Delayed}
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -50,6 +50,11 @@ type Service interface {
 	// Bulk does r's action on every task of queue that r.Filter matches,
 	// in chunks, each task atomically (bulk.go), and says what it did.
 	Bulk(ctx context.Context, queue string, r BulkRequest) (BulkResult, error)
+	// Keys returns a page of up to limit (1 to task.MaxList) keys of
+	// queue's live tasks, busiest first, after the cursor after ("": the
+	// first page), with their ready, reserved and delayed counts
+	// (keys.go).
+	Keys(ctx context.Context, queue, after string, limit int) (KeysPage, error)
 
 	// checked is the mark of New's front: only a Service from New (or a
 	// type embedding one) is a Service, so that no transport is handed
@@ -84,6 +89,11 @@ type Engine interface {
 	// is reserved, and ErrClash, moving nothing, if to has a task of its
 	// id. to is a valid queue name other than queue (CheckBulk).
 	MoveTask(ctx context.Context, queue string, job uint64, to string) error
+	// KeyCounts counts the ready, reserved and delayed tasks of queue
+	// (a valid name) by key, one entry a key that has any, in no order
+	// (Service.Keys orders and pages them); the key "" counts the tasks
+	// put without one. Dead tasks are not counted.
+	KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, error)
 }
 
 // Operations are what a Service does and an Engine runs below it.

@@ -210,3 +210,13 @@ var (
 type Ack struct {
 	Queue, ID, Lease string
 }
+
+// KeyCount counts a queue's live tasks of one key (PutRequest.Key) by
+// state: what the operator's list of keys shows.
+type KeyCount struct {
+	Key                      string
+	Ready, Reserved, Delayed int
+}
+
+// Total is the count of the key's tasks in the three states.
+func (k KeyCount) Total() int { return k.Ready + k.Reserved + k.Delayed }

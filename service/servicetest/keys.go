@@ -2,6 +2,7 @@ package servicetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -116,4 +117,67 @@ func keys(t *testing.T, b service.Service) {
 	got, err = b.Get("ky2", "moved")
 	must(t, "get moved", err)
 	want("get moved", got, "k-move")
+}
+
+// keyList: Service.Keys counts a queue's ready, reserved and delayed
+// tasks by key (dead ones not), busiest first then by key, in pages
+// whose cursors chain; a bad cursor or limit is refused.
+func keyList(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	puts := []task.PutRequest{
+		{ID: "a1", Key: "A", Priority: 7}, {ID: "a2", Key: "A", Priority: 7}, {ID: "a3", Key: "A", Priority: 7, Delay: time.Hour},
+		{ID: "b1", Key: "B", Priority: 0}, {ID: "b2", Key: "B", Priority: 5},
+		{ID: "n1", Priority: 9}, {ID: "n2", Priority: 9},
+		{ID: "c1", Key: "C", MaxAttempts: 1, Priority: 1},
+	}
+	for i, r := range b.PutBatch(ctx, "kl", puts) {
+		must(t, "put "+puts[i].ID, r.Err)
+	}
+	// Reserve b1 and c1 (the first two by priority), and let c1 die.
+	ts, err := b.Reserve(ctx, "kl", 2, 0)
+	must(t, "reserve", err)
+	if len(ts) != 2 {
+		t.Fatalf("reserve: %d tasks", len(ts))
+	}
+	for _, tk := range ts {
+		if tk.ID == "c1" {
+			_, err := b.Nack(ctx, "kl", tk.ID, tk.Lease, 0, "boom")
+			must(t, "nack c1", err)
+		} else if tk.ID != "b1" {
+			t.Fatalf("reserved %s, want b1 and c1", tk.ID)
+		}
+	}
+	want := []task.KeyCount{
+		{Key: "A", Ready: 2, Delayed: 1},
+		{Key: "", Ready: 2},
+		{Key: "B", Ready: 1, Reserved: 1},
+	}
+	page, err := b.Keys(ctx, "kl", "", 10)
+	must(t, "keys", err)
+	if !slices.Equal(page.Keys, want) || page.Next != "" {
+		t.Fatalf("keys: %+v, next %q; want %+v", page.Keys, page.Next, want)
+	}
+	var got []task.KeyCount
+	after := ""
+	for range 4 {
+		p, err := b.Keys(ctx, "kl", after, 1)
+		must(t, "a page of keys", err)
+		got = append(got, p.Keys...)
+		if after = p.Next; after == "" {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("pages of 1: %+v; want %+v", got, want)
+	}
+	if p, err := b.Keys(ctx, "nothing-here", "", 10); err != nil || len(p.Keys) != 0 {
+		t.Fatalf("keys of an empty queue: %+v, %v", p, err)
+	}
+	for _, c := range []struct {
+		after string
+		limit int
+	}{{"x", 10}, {"3/a b", 10}, {"-1/A", 10}, {"", 0}, {"", task.MaxList + 1}} {
+		_, err := b.Keys(ctx, "kl", c.after, c.limit)
+		wantErr(t, fmt.Sprintf("keys after %q limit %d", c.after, c.limit), err, task.ErrInvalid)
+	}
 }

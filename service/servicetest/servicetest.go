@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("bulk-scan", func(t *testing.T) { bulkScan(t, open(t)) })
 	t.Run("trace", func(t *testing.T) { trace(t, open(t)) })
 	t.Run("keys", func(t *testing.T) { keys(t, open(t)) })
+	t.Run("key-list", func(t *testing.T) { keyList(t, open(t)) })
 	t.Run("fairness", func(t *testing.T) { fairness(t, open(t)) })
 }
 
