@@ -90,6 +90,21 @@ func testDashboardPolicy(t *testing.T) {
 		t.Errorf("key in the dialog %q, want tenant-42", got)
 	}
 	b.checkClean("queue plain")
+
+	// A queue page lists the queue's keys, busiest first; one without
+	// keys says so.
+	s.put("keyed", api.PutRequest{ID: "k1", Key: "tenant-42"})
+	s.put("keyed", api.PutRequest{ID: "k2", Key: "tenant-42", Delay: new(api.Duration(time.Hour))})
+	s.put("keyed", api.PutRequest{ID: "k3"})
+	b.open("#/queues/keyed/all")
+	b.wait("the keys table", `document.querySelector('#keys-table tr[data-task-key="tenant-42"]')`)
+	if got := eval[string](b, `[...document.querySelectorAll('#keys-table tbody tr')].map((r) => r.dataset.taskKey + ':' + [...r.querySelectorAll('td')].map((d) => d.textContent).join('/')).join(' ')`); got != "tenant-42:1/0/1 :1/0/0" {
+		t.Errorf("keys table %q, want tenant-42:1/0/1 :1/0/0", got)
+	}
+	b.checkClean("queue keyed")
+	b.open("#/queues/jobs/all")
+	b.wait("no keys", `document.querySelector('#keys p.hint')`)
+	b.checkClean("queue jobs, keys")
 }
 
 // queue returns what GET /v1/queues says of a queue.
