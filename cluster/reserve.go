@@ -17,8 +17,9 @@ import (
 // (hourglass_key_turns) that have a ready task of the queue's first
 // priority, then the queue's first $2 tasks in delivery order to fill
 // the rest (a task whose key has no turn row counts as the first turn);
-// the keys taken get the next turns (sqlTurn). A queue without keys has
-// no turn rows, and its order is the one of the index as before keys.
+// the keys taken get the next turns (sqlTurn). Queues without keys have
+// no turn rows: then the statement's first branch alone runs, the one
+// of before keys, in the order of the index.
 // It skips rows other reservers hold
 // and queues paused (hourglass_queues), and leases them for their TTR by
 // the database's clock. One statement, so one transaction, which commits
@@ -39,6 +40,25 @@ import (
 // last column): their tasks are taken under their rows' locks
 // (limits.go).
 const sqlReserve = `WITH picked AS (
+		(
+		SELECT c.job_id, c.ready_at FROM unnest($1::text[]) AS q(name)
+		CROSS JOIN LATERAL (
+			SELECT job_id, priority, due, ready_at FROM hourglass_tasks
+			WHERE queue = q.name AND state = 1 AND fire_at IS NULL
+				AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
+					WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
+			ORDER BY priority, due, job_id
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED
+		) c
+		WHERE NOT EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = ANY($1))
+			AND (cardinality($1::text[]) = 1 OR NOT EXISTS (SELECT 1 FROM hourglass_queues l
+				WHERE l.queue = ANY($1) AND l.limited))
+		ORDER BY c.priority, c.due, c.job_id
+		LIMIT $2
+		)
+		UNION ALL
+		(
 		SELECT c.job_id, c.ready_at FROM unnest($1::text[]) AS q(name)
 		CROSS JOIN LATERAL (
 			SELECT DISTINCT ON (u.job_id) u.* FROM (
@@ -87,10 +107,12 @@ const sqlReserve = `WITH picked AS (
 			) u
 			ORDER BY u.job_id, u.rank
 		) c
-		WHERE cardinality($1::text[]) = 1 OR NOT EXISTS (SELECT 1 FROM hourglass_queues l
-			WHERE l.queue = ANY($1) AND l.limited)
+		WHERE EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = ANY($1))
+			AND (cardinality($1::text[]) = 1 OR NOT EXISTS (SELECT 1 FROM hourglass_queues l
+				WHERE l.queue = ANY($1) AND l.limited))
 		ORDER BY c.rank, c.priority, c.turn, c.due, c.job_id
 		LIMIT $2
+		)
 	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
