@@ -143,7 +143,8 @@ type Tasks interface {
 	// Delete deletes a task in any state, durably.
 	Delete(ctx context.Context, queue, id string) error
 	// Reserve hands out up to max ready tasks of queue in delivery order
-	// (priority, then due time), each under a new lease of its ttr,
+	// (priority, then due time; across keys in turn, task.PutRequest.Key),
+	// each under a new lease of its ttr,
 	// waiting up to wait (at most task.MaxWait) for the first. A paused
 	// queue hands out nothing, and a queue's rate and concurrency limits
 	// (task.Policy) hold across the whole service: a reserve that meets
