@@ -5,7 +5,7 @@ import "time"
 // The types in this file are the operator's console (issue 44): finding
 // a queue's tasks by a filter, and acting on every task a filter matches.
 //
-//	GET  /v1/queues/{queue}/tasks?state=&error=&due_after=&due_before=&created_after=&created_before=&id_prefix=&after=&limit=
+//	GET  /v1/queues/{queue}/tasks?state=&error=&due_after=&due_before=&created_after=&created_before=&id_prefix=&key=&after=&limit=
 //	                                                    → 200 TasksResponse | 400
 //	POST /v1/queues/{queue}/tasks:delete  BulkRequest → 200 BulkResponse | 400
 //	POST /v1/queues/{queue}/tasks:kick    BulkRequest → 200 BulkResponse | 400 (dead → ready)
@@ -18,8 +18,7 @@ import "time"
 // time whatever the queue's size: with a selective filter it may hold
 // fewer than limit tasks, none even, and still have a Next. Pages are in
 // job id order (the order tasks were put), and Next is a cursor to give
-// back as after, nothing more. A task's "key" is not a filter yet: tasks
-// have no keys, so the parameter is refused (400).
+// back as after, nothing more.
 //
 // A bad filter is 400 naming the parameter, and nothing changes.
 
@@ -37,6 +36,8 @@ type Filter struct {
 	CreatedBefore *time.Time `json:"created_before,omitempty"`
 	// IDPrefix is a prefix of the task's id.
 	IDPrefix string `json:"id_prefix,omitempty"`
+	// Key is the task's key ([PutRequest.Key]); absent or "": any key.
+	Key string `json:"key,omitempty"`
 }
 
 // BulkRequest is the body of the bulk routes: the filter, the target
@@ -67,3 +68,24 @@ const (
 	MaxClashes    = 100   // ids a BulkResponse names
 	MaxFilterText = 200   // bytes of error and id_prefix
 )
+
+// KeysResponse answers GET /v1/queues/{queue}/keys?limit=&after=: a page
+// of the keys of the queue's live tasks (PutRequest.Key; "" for the tasks
+// put without one), busiest first (the most ready, reserved and delayed
+// tasks, then by key), at most limit ([DefaultListLimit], up to
+// [MaxListLimit]). Next is the after of the next page, "" on the last:
+// a cursor to give back, nothing more. Dead tasks are not counted.
+//
+//	{"keys":[{"key":"tenant-42","ready":1200,"reserved":8,"delayed":3},{"key":"","ready":2,"reserved":0,"delayed":0}],"next":""}
+type KeysResponse struct {
+	Keys []KeyCount `json:"keys"`
+	Next string     `json:"next"`
+}
+
+// KeyCount is one key of a [KeysResponse] with its tasks by state.
+type KeyCount struct {
+	Key      string `json:"key"`
+	Ready    int    `json:"ready"`
+	Reserved int    `json:"reserved"`
+	Delayed  int    `json:"delayed"`
+}

@@ -30,6 +30,8 @@ type Task struct {
 	// put with, if any (see [TraceparentHeader]).
 	Traceparent string `json:"traceparent,omitempty"`
 	Tracestate  string `json:"tracestate,omitempty"`
+	// Key is the task's key (PutRequest.Key); absent for none.
+	Key string `json:"key,omitempty"`
 	// Outcome and Finished are set only in the answer for a finished
 	// task ([FinishedRecord], State [StateFinished]).
 	Outcome  string     `json:"outcome,omitempty"`
@@ -109,6 +111,13 @@ type PutRequest struct {
 	// malformed one is dropped, not refused.
 	Traceparent string `json:"traceparent,omitempty"`
 	Tracestate  string `json:"tracestate,omitempty"`
+	// Key names who the task is for (a tenant, say), with the rules of
+	// an ID: when tasks of several keys are ready in a queue, reserves
+	// and pushes take them in turn across keys (priority first, then
+	// round-robin), so one key's backlog does not hold up the others.
+	// Absent or "": the key "", a key of its own. GET
+	// /v1/queues/{queue}/tasks?key= finds a key's tasks.
+	Key string `json:"key,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/queues/{queue}/tasks:batch: up to

@@ -125,3 +125,59 @@ func BenchmarkBroker_ReserveWatch_1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBroker_ReserveAck_Backlog measures a reserve of one task and
+// its ack from a queue of 100,000 ready tasks (memstore), refilled as it
+// drains, every task of one key: the ready heap's cost when keys play
+// no part. The Keys_100 variant spreads them over 100 keys.
+func BenchmarkBroker_ReserveAck_Backlog(b *testing.B) {
+	for _, keys := range []int{1, 100} {
+		b.Run(fmt.Sprintf("Keys_%d", keys), func(b *testing.B) {
+			br, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer br.Close()
+			const backlog = 100_000
+			n := 0
+			refill := func(k int) {
+				rs := make([]task.PutRequest, 0, task.MaxBatch)
+				for range k {
+					n++
+					r := task.PutRequest{Priority: uint32(n % 3)}
+					if keys > 1 {
+						r.Key = fmt.Sprintf("k%d", n%keys)
+					}
+					rs = append(rs, r)
+					if len(rs) == cap(rs) {
+						for _, res := range br.PutBatch(ctx, "q", rs) {
+							if res.Err != nil {
+								b.Fatal(res.Err)
+							}
+						}
+						rs = rs[:0]
+					}
+				}
+			}
+			refill(backlog)
+			left := backlog
+			b.ResetTimer()
+			for b.Loop() {
+				if left == 0 {
+					b.StopTimer()
+					refill(backlog)
+					left = backlog
+					b.StartTimer()
+				}
+				ts, err := br.Reserve(ctx, "q", 1, 0)
+				if err != nil || len(ts) != 1 {
+					b.Fatal(ts, err)
+				}
+				left--
+				if err := br.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -123,6 +123,9 @@ type Broker struct {
 	// that ack, touch, nack and the like read nothing from the store.
 	// Guarded by mu.
 	leased map[uint64]store.Task
+	// delayKeys holds the keys of delayed tasks whose key is not "", for
+	// when they fall due (fair.go). Guarded by mu.
+	delayKeys map[uint64]string
 	// taking holds the tasks a reserve has marked reserved in memory and
 	// whose records it is reading with mu released (see reserve); an
 	// operation that takes a task out of that state (unplace) removes it,
@@ -234,6 +237,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		log:           cfg.Logger,
 		numeric:       make(map[qid]struct{}),
 		leased:        make(map[uint64]store.Task),
+		delayKeys:     make(map[uint64]string),
 		taking:        make(map[uint64]struct{}),
 		byName:        make(map[string]*queueState),
 		schedules:     make(map[string]*schedule),
@@ -522,7 +526,8 @@ func (b *Broker) drop(q *queueState) {
 		b.real--
 		b.metrics.ForgetQueue(q.name)
 	}
-	q.ready, q.buried, q.reburied = nil, nil, nil // stale items only
+	q.ready.reset() // stale items only
+	q.buried, q.reburied = nil, nil
 	q.bucket = service.Bucket{}
 	if q.rateWake != nil {
 		q.rateWake.Cancel()
@@ -562,20 +567,23 @@ func (q *queueState) count(from, to task.State) {
 	}
 }
 
-// place puts job into memory as waiting until due: armed in the delay
-// wheel, or on q's ready heap (waking a reserver) when due is not after
-// now. The slot's previous state, if any, must already be left. b.mu is
-// held.
-func (b *Broker) place(job uint64, s slot, q *queueState, now int64) {
+// place puts job, a task of key, into memory as waiting until due: armed
+// in the delay wheel (its key kept in b.delayKeys), or in its key's lane
+// of q's ready tasks (waking a reserver) when due is not after now. The
+// slot's previous state, if any, must already be left. b.mu is held.
+func (b *Broker) place(job uint64, s slot, q *queueState, now int64, key string) {
 	old := s.state()
 	if s.due > now {
 		s.set(task.Delayed)
+		if key != "" {
+			b.delayKeys[job] = key
+		}
 		if s.due < b.armedUntil {
 			b.delays.Set(job, time.Duration(s.due-now))
 		} // else a sweep arms it (horizon.go)
 	} else {
 		s.set(task.Ready)
-		q.ready.push(readyItem{due: s.due, ready: now, prio: s.prio, job: job})
+		q.ready.push(key, readyItem{due: s.due, ready: now, prio: s.prio, job: job})
 		q.waiters.Wake(1)
 	}
 	q.count(old, s.state())
@@ -589,6 +597,7 @@ func (b *Broker) unplace(job uint64, s slot) {
 	switch s.state() {
 	case task.Delayed:
 		b.delays.Remove(job)
+		delete(b.delayKeys, job)
 	case task.Reserved:
 		b.leases.Remove(job)
 		delete(b.leased, job)
@@ -668,6 +677,7 @@ func view(t store.Task, s slot) task.Task {
 		Kicks:       int(t.Kicks),
 		LastError:   t.LastError,
 		Trace:       task.Trace{Parent: t.TraceParent, State: t.TraceState},
+		Key:         t.Key,
 	}
 	if t.State == store.Reserved {
 		v.LeaseUntil = time.Unix(0, t.LeaseUntil).UTC()

@@ -123,7 +123,7 @@ func (b *Broker) MoveTask(ctx context.Context, queue string, job uint64, to stri
 	if st == task.Dead {
 		b.bury(job, ns, dq)
 	} else {
-		b.place(job, ns, dq, now)
+		b.place(job, ns, dq, now, rec.Key)
 	}
 	return b.commitWait(ctx, b.barrier())
 }

@@ -67,7 +67,7 @@ func (b *Broker) Release(ctx context.Context, queue, id, lease string, delay tim
 	rec.Due = now.Add(delay).UnixNano()
 	b.writeTask(store.UpdateTask, rec)
 	s.due = rec.Due
-	b.place(job, s, b.queues[s.queue()], now.UnixNano())
+	b.place(job, s, b.queues[s.queue()], now.UnixNano(), rec.Key)
 	t := view(rec, b.tasks.at(job))
 	return t, b.commitWait(ctx, b.barrier())
 }
@@ -120,7 +120,7 @@ func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.
 		}
 		b.writeTask(store.UpdateTask, rec)
 		s.due = rec.Due
-		b.place(job, s, q, now)
+		b.place(job, s, q, now, rec.Key)
 		b.metrics.Retries.WithLabelValues(q.name).Inc()
 		return rec, b.tasks.at(job)
 	}
@@ -193,7 +193,7 @@ func (b *Broker) deadLetter(job uint64, s slot, rec store.Task, to string, now i
 	b.moveTask(old, rec)
 	b.noteNumeric(dq.name, rec.ID)
 	s = slot{due: rec.Due, prio: s.prio, qs: dq.index << 3}
-	b.place(job, s, dq, now)
+	b.place(job, s, dq, now, rec.Key)
 	rec.Payload = nil
 	return rec, b.tasks.at(job), true
 }

@@ -137,7 +137,7 @@ func (b *Broker) ReleaseJob(ctx context.Context, job uint64, lease string, prio 
 	rec.Due = now.Add(delay).UnixNano()
 	b.writeTask(store.UpdateTask, rec)
 	s.prio, s.due = prio, rec.Due
-	b.place(job, s, q, now.UnixNano())
+	b.place(job, s, q, now.UnixNano(), rec.Key)
 	return b.commitWait(ctx, b.barrier())
 }
 
@@ -351,7 +351,7 @@ func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
 	var jobs []uint64
 	switch st {
 	case task.Ready:
-		if it, ok := b.peekReady(q); ok {
+		if it, _, ok := b.peekReady(q); ok {
 			jobs = []uint64{it.job}
 		}
 	case task.Delayed:
@@ -387,12 +387,12 @@ func (b *Broker) Queue(queue string) (task.QueueDetail, error) {
 	// The heap may hold stale entries of a task (made ready again since),
 	// so each task is counted once.
 	seen := make(map[uint64]bool)
-	for _, it := range q.ready {
+	q.ready.each(func(it readyItem) {
 		if s, ok := b.tasks.get(it.job); ok && s.state() == task.Ready && s.queue() == q.index && s.prio < task.DefaultPriority && !seen[it.job] {
 			seen[it.job] = true
 			d.Urgent++
 		}
-	}
+	})
 	if left := q.pausedUntil - now; left > 0 {
 		d.PauseLeft = time.Duration(left)
 	}

@@ -122,13 +122,14 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 		Payload:     r.Payload,
 		TraceParent: r.Trace.Parent,
 		TraceState:  r.Trace.State,
+		Key:         r.Key,
 	}
 	if rec.Payload == nil {
 		rec.Payload = []byte{}
 	}
 	b.writeTask(store.PutTask, rec)
 	s := slot{due: due, prio: r.Priority, qs: q.index << 3}
-	b.place(job, s, q, now)
+	b.place(job, s, q, now, r.Key)
 	q.puts++
 	b.metrics.Puts.Inc()
 	return view(rec, b.tasks.at(job)), !replaced, nil

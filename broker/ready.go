@@ -7,13 +7,13 @@ import (
 )
 
 // queueState is what the broker keeps in memory for one queue: its ready
-// tasks in delivery order, the reservers waiting for one, and counts by
+// tasks in delivery order, by key (fair.go), the reservers waiting for one, and counts by
 // state. It lives while the queue holds something or reservers wait on
 // it (see Broker.queueFor). Guarded by Broker.mu.
 type queueState struct {
 	name  string
 	index uint32
-	ready readyHeap
+	ready lanes
 	// waiters are reservers blocked in Reserve, oldest first.
 	waiters waitList
 

@@ -123,7 +123,7 @@ func newRecent(budget int64) recent {
 
 // size is what r counts for t.
 func recentSize(t *store.Task) int64 {
-	return int64(len(t.Payload) + len(t.Queue) + len(t.ID) + len(t.LastError) + len(t.TraceParent) + len(t.TraceState) + recentOverhead)
+	return int64(len(t.Payload) + len(t.Queue) + len(t.ID) + len(t.LastError) + len(t.TraceParent) + len(t.TraceState) + len(t.Key) + recentOverhead)
 }
 
 // committed gives r a write of job whose group is committed: t its record

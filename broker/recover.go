@@ -53,7 +53,7 @@ func (b *Broker) recover() error {
 		s := slot{due: t.Due, prio: t.Priority, qs: q.index << 3}
 		switch t.State {
 		case store.Waiting:
-			b.place(t.JobID, s, q, now)
+			b.place(t.JobID, s, q, now, t.Key)
 		case store.Reserved:
 			if t.LeaseUntil > now {
 				s.set(task.Reserved)

@@ -177,6 +177,7 @@ type taken struct {
 	job   uint64
 	ready int64 // when it was made ready, Unix ns
 	q     *queueState
+	key   string // its key, for a task made ready again (hand)
 	rec   store.Task
 	need  bool
 	err   error // reading the record failed
@@ -200,11 +201,12 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 	for len(out) < max {
 		var best *queueState
 		var top readyItem
+		var lane *keyLane
 		for _, q := range qs {
 			if q == nil || q.pausedUntil > now || slices.Contains(held, q) {
 				continue
 			}
-			it, ok := b.peekReady(q)
+			it, l, ok := b.peekReady(q)
 			if !ok {
 				continue
 			}
@@ -213,7 +215,7 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 				continue
 			}
 			if best == nil || it.less(top) {
-				best, top = q, it
+				best, top, lane = q, it, l
 			}
 		}
 		if best == nil {
@@ -227,8 +229,9 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 				continue
 			}
 		}
-		best.ready.pop()
-		it := taken{job: top.job, ready: top.ready, q: best, need: true}
+		lane.heap.pop()
+		best.ready.served(lane)
+		it := taken{job: top.job, ready: top.ready, q: best, key: lane.key, need: true}
 		if p, ok := b.over.tasks[top.job]; ok {
 			if pending == nil || p.g.seq > pending.seq {
 				pending = p.g // groups commit in order: the newest covers the rest
@@ -313,7 +316,7 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 			it.q.count(task.Reserved, task.Ready)
 			s.set(task.Ready)
 			b.tasks.set(it.job, s)
-			it.q.ready.push(readyItem{due: s.due, ready: it.ready, prio: s.prio, job: it.job})
+			it.q.ready.push(it.key, readyItem{due: s.due, ready: it.ready, prio: s.prio, job: it.job})
 			it.q.waiters.Wake(1)
 			if failed == nil {
 				failed = it.err
@@ -355,22 +358,34 @@ func (b *Broker) damaged(it taken, s slot) {
 	b.metrics.Dead.Inc()
 }
 
-// peekReady returns the first item of q's ready heap whose task is still
-// ready there, with that due time and priority, dropping stale items.
-// b.mu is held.
-func (b *Broker) peekReady(q *queueState) (readyItem, bool) {
-	for len(q.ready) > 0 {
-		it := q.ready[0]
-		// An entry is the task's current one only if it still has the
-		// task's due time and priority: a task reserved by job id
-		// (beanstalkd's reserve-job) leaves its entry behind, and made
-		// ready again it has a newer one, later in the order.
-		if s, ok := b.tasks.get(it.job); ok && s.state() == task.Ready && s.queue() == q.index && s.due == it.due && s.prio == it.prio {
-			return it, true
+// peekReady returns the first item of q's ready tasks in delivery order
+// across keys (fair.go) whose task is still ready there, with that due
+// time and priority, and its key's lane, dropping stale items. b.mu is
+// held.
+func (b *Broker) peekReady(q *queueState) (readyItem, *keyLane, bool) {
+	for {
+		l := q.ready.first()
+		if l == nil {
+			return readyItem{}, nil, false
 		}
-		q.ready.pop()
+		popped := false
+		for len(l.heap) > 0 {
+			it := l.heap[0]
+			// An entry is the task's current one only if it still has
+			// the task's due time and priority: a task reserved by job
+			// id (beanstalkd's reserve-job) leaves its entry behind, and
+			// made ready again it has a newer one, later in the order.
+			if s, ok := b.tasks.get(it.job); ok && s.state() == task.Ready && s.queue() == q.index && s.due == it.due && s.prio == it.prio {
+				break
+			}
+			l.heap.pop()
+			popped = true
+		}
+		if !popped {
+			return l.heap[0], l, true
+		}
+		q.ready.changed(l) // another lane may come first now
 	}
-	return readyItem{}, false
 }
 
 // lease writes job's reservation (its slot s already marked reserved and
@@ -435,14 +450,18 @@ func (b *Broker) fire(job uint64) {
 	b.fallDue(job, s)
 }
 
-// fallDue makes the delayed task job ready: onto its queue's ready heap,
-// waking one reserver. b.mu is held.
+// fallDue makes the delayed task job ready: into its key's lane of its
+// queue's ready tasks, waking one reserver. b.mu is held.
 func (b *Broker) fallDue(job uint64, s slot) {
 	q := b.queues[s.queue()]
 	q.count(task.Delayed, task.Ready)
 	s.set(task.Ready)
 	b.tasks.set(job, s)
-	q.ready.push(readyItem{due: s.due, ready: time.Now().UnixNano(), prio: s.prio, job: job})
+	key, ok := b.delayKeys[job]
+	if ok {
+		delete(b.delayKeys, job)
+	}
+	q.ready.push(key, readyItem{due: s.due, ready: time.Now().UnixNano(), prio: s.prio, job: job})
 	q.waiters.Wake(1)
 }
 
@@ -505,6 +524,6 @@ func (b *Broker) giveBack(tasks []task.Task) {
 		rec.State = store.Waiting
 		rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
 		b.writeTask(store.UpdateTask, rec)
-		b.place(t.JobID, s, b.queues[s.queue()], now)
+		b.place(t.JobID, s, b.queues[s.queue()], now, rec.Key)
 	}
 }

@@ -217,7 +217,7 @@ func (b *Broker) kickJob(job uint64, s slot, rec store.Task) {
 	rec.Payload = nil
 	b.writeTask(store.UpdateTask, rec)
 	s.due = rec.Due
-	b.place(job, s, b.queues[s.queue()], now)
+	b.place(job, s, b.queues[s.queue()], now, rec.Key)
 }
 
 // Queues returns every queue that holds tasks, is paused or has a

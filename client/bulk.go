@@ -29,6 +29,7 @@ func (c *Client) FindTasks(ctx context.Context, queue string, f api.Filter, afte
 	set("state", f.State)
 	set("error", f.Error)
 	set("id_prefix", f.IDPrefix)
+	set("key", f.Key)
 	for k, t := range map[string]*time.Time{"due_after": f.DueAfter, "due_before": f.DueBefore, "created_after": f.CreatedAfter, "created_before": f.CreatedBefore} {
 		if t != nil {
 			q.Set(k, t.UTC().Format(time.RFC3339Nano))
@@ -56,4 +57,25 @@ func (c *Client) Bulk(ctx context.Context, queue, action string, r api.BulkReque
 	var out api.BulkResponse
 	_, err := c.doWait(ctx, BulkWait, http.MethodPost, path("queues", queue, "tasks:"+action), r, &out)
 	return out, err
+}
+
+// Keys returns a page of up to limit (0: the server's default) keys of
+// queue's live tasks with their counts, busiest first, after the cursor
+// after ("": the first page), and the cursor of the next page ("":
+// none).
+func (c *Client) Keys(ctx context.Context, queue, after string, limit int) ([]api.KeyCount, string, error) {
+	q := url.Values{}
+	if after != "" {
+		q.Set("after", after)
+	}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	p := path("queues", queue, "keys")
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	var out api.KeysResponse
+	_, err := c.do(ctx, http.MethodGet, p, nil, &out)
+	return out.Keys, out.Next, err
 }

@@ -220,6 +220,7 @@ const (
 	fieldLastError
 	fieldTraceparent
 	fieldTracestate
+	fieldKey
 )
 
 // maxInt is the largest int, as a limit of uint.
@@ -307,6 +308,9 @@ func (d *decoder) task(t *api.Task, prev *api.Task) bool {
 		case "tracestate":
 			f = fieldTracestate
 			t.Tracestate, ok = d.string()
+		case "key":
+			f = fieldKey
+			t.Key, ok = d.string()
 		default:
 			return false
 		}

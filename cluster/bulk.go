@@ -31,6 +31,7 @@ const sqlFind = `SELECT ` + "%s" + ` FROM hourglass_tasks
 		AND ($4::text = '' OR strpos(last_error, $4) > 0) AND ($5::text = '' OR starts_with(id, $5))
 		AND ($6::bigint = 0 OR due >= $6) AND ($7::bigint = 0 OR due < $7)
 		AND ($8::bigint = 0 OR created >= $8) AND ($9::bigint = 0 OR created < $9)
+		AND ($11::text = '' OR task_key = $11)
 	ORDER BY job_id LIMIT $10`
 
 // FindTasks returns up to limit tasks of queue that f matches, by job id
@@ -56,7 +57,7 @@ func (n *Node) FindTasks(ctx context.Context, queue string, f service.Filter, af
 	}
 	rows, err := n.db.Query(ctx, fmt.Sprintf(sqlFind, listColumns, stateWhere[f.State]), queue, from, hi,
 		f.Error, f.IDPrefix, unixNano(f.DueAfter), unixNano(f.DueBefore),
-		unixNano(f.CreatedAfter), unixNano(f.CreatedBefore), limit+1)
+		unixNano(f.CreatedAfter), unixNano(f.CreatedBefore), limit+1, f.Key)
 	if err != nil {
 		return nil, 0, dbErr(err)
 	}
@@ -125,4 +126,32 @@ func (n *Node) MoveTask(ctx context.Context, queue string, job uint64, to string
 		n.readied(to, 1)
 	}
 	return nil
+}
+
+// sqlKeyCounts counts the live tasks of queue $1 that are not dead by
+// key and state: ready, reserved, delayed.
+const sqlKeyCounts = `SELECT task_key, count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
+		count(*) FILTER (WHERE state = 2), count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL)
+	FROM hourglass_tasks WHERE queue = $1 AND state IN (1, 2) GROUP BY task_key`
+
+// KeyCounts counts the ready, reserved and delayed tasks of queue by key
+// (service.Engine): one statement over the queue's tasks, O(n) for the
+// queue's n tasks.
+func (n *Node) KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, error) {
+	if err := n.Err(); err != nil {
+		return nil, err
+	}
+	rows, err := n.db.Query(ctx, sqlKeyCounts, queue)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (task.KeyCount, error) {
+		var c task.KeyCount
+		err := r.Scan(&c.Key, &c.Ready, &c.Reserved, &c.Delayed)
+		return c, err
+	})
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return out, nil
 }

@@ -83,3 +83,11 @@ func (n *Node) Listening() int { return n.notifications.listening() }
 
 // SQLRenew is the renewal of the leases held (renew.go).
 const SQLRenew = sqlRenew
+
+// PruneKeys runs one prune of the turns of keys without tasks, with idle
+// as keyIdle, and returns how many it deleted.
+func (n *Node) PruneKeys(ctx context.Context, idle time.Duration) (int, error) {
+	var k int
+	err := n.db.QueryRow(ctx, sqlPruneKeys, int64(idle), pruneBatch).Scan(&k)
+	return k, err
+}

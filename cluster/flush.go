@@ -164,7 +164,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	UNION ALL
 	SELECT job_id, queue, id, state, priority, due, fire_at, created, ttr, attempts, max_attempts, lease, lease_until,
 		timeouts, releases, buries, kicks, payload, partition, last_error,
-		trace_parent, trace_state, 4, timer_at, now.ns, ''
+		trace_parent, trace_state, task_key, 4, timer_at, now.ns, ''
 	FROM fired, now WHERE handed
 	UNION ALL
 	SELECT ` + returnTask + `, 5, 0, now.ns, '' FROM late JOIN hourglass_tasks t ON t.job_id = late.job_id, now`
@@ -176,7 +176,7 @@ const sqlDies = `t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_atte
 // zeroTask stands for returnTask in rows that carry no task.
 const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint,
 		0::bigint, 0::bigint, ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, ''::text,
-		''::text, ''::text`
+		''::text, ''::text, ''::text`
 
 // flush writes the fired timers in one statement, sqlFlush, and so one
 // transaction and one round trip. It commits without waiting for the WAL

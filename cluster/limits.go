@@ -93,7 +93,7 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 	SELECT *, NULL::bigint FROM taken
 	UNION ALL
 	SELECT 0::bigint, lim.name, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
-		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint, NULL::bigint, 0::bigint
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', '', 0::bigint, NULL::bigint, 0::bigint
 	FROM lim WHERE lim.concurrency > 0 AND lim.busy >= lim.concurrency`
 
 // sqlHeldBack returns those of the queues $1 (concurrency limits $2) that

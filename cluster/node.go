@@ -271,7 +271,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	n.reporter = &reporter{db: n.db, node: n.name, started: n.clock.now(), source: n.counters.report, log: n.log}
 	n.reporter.start()
 	retention, _ := opts.retention()
-	n.pruner = &pruner{db: n.db, retention: retention, leads: n.leadsPruning, log: n.log}
+	n.pruner = &pruner{db: n.db, retention: retention, keyIdle: keyIdle, leads: n.leadsPruning, log: n.log}
 	n.pruner.start()
 	n.dedupePruner = &pruner{db: n.db, leads: n.leadsPruning, log: n.log, sql: sqlPruneDeduped, what: "the dedupe records"}
 	n.dedupePruner.start()

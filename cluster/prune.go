@@ -55,6 +55,28 @@ const sqlPrune = `WITH h AS MATERIALIZED (
 	)
 	SELECT count(*) FROM d`
 
+// keySeenRenew (ns) is how old a key's turn row's seen is when a put of
+// the key writes it again (sqlKeyed); keyIdle is how long a row is kept
+// unwritten: twice that, so that a key being put is never pruned.
+const (
+	keySeenRenew = "30000000000" // 30 s
+	keyIdle      = 60 * time.Second
+)
+
+// sqlPruneKeys deletes up to $2 rows of hourglass_key_turns not written
+// for $1 (ns) whose key has no live task in their queue: a key's turn
+// lives while the key has tasks. A put of the key meanwhile renews the
+// row's seen (sqlKeyed), which the delete checks again on the row it
+// locks. O(batch log n) by the index on seen.
+const sqlPruneKeys = `WITH d AS (
+		DELETE FROM hourglass_key_turns k
+		WHERE k.seen < hourglass_now() - $1
+			AND NOT EXISTS (SELECT 1 FROM hourglass_tasks t WHERE t.queue = k.queue AND t.task_key = k.task_key)
+			AND (k.queue, k.task_key) IN (SELECT c.queue, c.task_key FROM hourglass_key_turns c
+				WHERE c.seen < hourglass_now() - $1 ORDER BY c.seen LIMIT $2)
+		RETURNING 1)
+	SELECT count(*) FROM d`
+
 // pruner deletes the history older than the retention, on the node that
 // owns partition 0 (leads), so on one node at a time but for a takeover's
 // overlap, which costs nothing worse than two deletes of the same rows
@@ -64,6 +86,7 @@ const sqlPrune = `WITH h AS MATERIALIZED (
 type pruner struct {
 	db        *pool
 	retention time.Duration // 0: keep none
+	keyIdle   time.Duration // keyIdle, but in tests
 	leads     func() bool
 	log       *slog.Logger
 	// sql deletes up to $2 rows past the retention $1 (ns) and returns
@@ -128,8 +151,22 @@ func (p *pruner) loop() {
 }
 
 // prune deletes the rows due for pruning, a batch at a time, and returns
-// how many; it stops early when the pruner stops.
+// how many; it stops early when the pruner stops. Then it prunes the turns
+// of keys that have no task left (sqlPruneKeys), one batch a round.
 func (p *pruner) prune() (int, error) {
+	total, err := p.pruneHistory()
+	if err != nil {
+		return total, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var k int
+	err = p.db.QueryRow(ctx, sqlPruneKeys, int64(p.keyIdle), pruneBatch).Scan(&k)
+	return total + k, err
+}
+
+// pruneHistory is prune's part on the history.
+func (p *pruner) pruneHistory() (int, error) {
 	total := 0
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -22,25 +22,27 @@ import (
 // ($12), a max_attempts still 0 service.DefaultMaxAttempts, and a
 // max_attempts of task.UnlimitedAttempts is recorded as 0, no limit
 // (service.MaxAttempts). A task's trace context ($13, $14) is NULL when
-// it has none. A task whose $15 is true and whose id the queue's dedupe
-// window answers (sqlDeduped) is skipped too; $15 is false for an id the
-// service made (as on the embedded engine, which looks up no record for
-// one) and for a put that replaced a live task of its id, since a live
-// task wins over the window.
+// it has none, and its key ($16) "" (task.PutRequest.Key). A task whose
+// $15 is true and whose id the queue's dedupe window answers
+// (sqlDeduped) is skipped too; $15 is false for an id the service made
+// (as on the embedded engine, which looks up no record for one) and for
+// a put that replaced a live task of its id, since a live task wins over
+// the window.
 var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	pol AS (SELECT coalesce(q.ttr, 0) AS ttr, coalesce(q.max_attempts, 0) AS max_attempts,
 			coalesce(q.dedupe, 0) AS dedupe
-		FROM (SELECT 1) one LEFT JOIN hourglass_queues q ON q.queue = $1)
+		FROM (SELECT 1) one LEFT JOIN hourglass_queues q ON q.queue = $1),
+	keyed AS (` + sqlKeyed + `)
 	INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at, created, ttr,
-		attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, trace_parent, trace_state)
+		attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, trace_parent, trace_state, task_key)
 	SELECT r.job_id, r.job_id % $2, $1, r.id, 1, r.priority, d.due, CASE WHEN d.due > now.ns THEN d.due END,
 		now.ns, CASE WHEN r.ttr <> 0 THEN r.ttr WHEN pol.ttr <> 0 THEN pol.ttr ELSE $12 END,
 		0, greatest(CASE WHEN r.max_attempts <> 0 THEN r.max_attempts WHEN pol.max_attempts <> 0 THEN pol.max_attempts
 			ELSE ` + strconv.Itoa(service.DefaultMaxAttempts) + ` END, 0), '', 0, 0, 0, 0, 0, r.payload,
-		nullif(r.trace_parent, ''), nullif(r.trace_state, '')
+		nullif(r.trace_parent, ''), nullif(r.trace_state, ''), r.task_key
 	FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::bigint[], $8::bigint[], $9::bigint[],
-			$10::bigint[], $11::bytea[], $13::text[], $14::text[], $15::bool[]) WITH ORDINALITY
-		AS r(job_id, id, priority, has_at, at, delay, ttr, max_attempts, payload, trace_parent, trace_state, dedupe, ord)
+			$10::bigint[], $11::bytea[], $13::text[], $14::text[], $15::bool[], $16::text[]) WITH ORDINALITY
+		AS r(job_id, id, priority, has_at, at, delay, ttr, max_attempts, payload, trace_parent, trace_state, dedupe, task_key, ord)
 	CROSS JOIN now
 	CROSS JOIN pol
 	CROSS JOIN LATERAL (SELECT CASE WHEN r.has_at THEN r.at ELSE now.ns + r.delay END AS due) d
@@ -48,6 +50,22 @@ var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	ORDER BY r.ord
 	ON CONFLICT (queue, id) DO NOTHING
 	RETURNING job_id, due, fire_at, created, (SELECT ns FROM now), ttr, max_attempts`
+
+// sqlKeyed gives each key of the put ($16) that has no turn in queue $1
+// a row in hourglass_key_turns, the next turn (reserve.go's sqlReserve):
+// the key "" only in a queue that uses keys (or with a put that does),
+// so that a put without keys into a queue without them costs one lookup
+// and writes nothing. A key with a row keeps its turn; its seen is
+// renewed when older than keySeenRenew, so that the prune (sqlPruneKeys)
+// does not drop the row of a key being put.
+const sqlKeyed = `INSERT INTO hourglass_key_turns (queue, task_key, turn, seen)
+		SELECT $1, k.task_key, nextval('hourglass_key_turn'), hourglass_now()
+		FROM (SELECT DISTINCT task_key FROM unnest($16::text[]) AS u(task_key)) k
+		WHERE k.task_key <> ''
+			OR EXISTS (SELECT 1 FROM unnest($16::text[]) AS v(task_key) WHERE v.task_key <> '')
+			OR EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = $1)
+		ON CONFLICT (queue, task_key) DO UPDATE SET seen = excluded.seen
+			WHERE hourglass_key_turns.seen < excluded.seen - ` + keySeenRenew + ``
 
 // Put puts one task into queue and returns it once it is committed, as
 // the embedded engine (Put) does: created is false when r.ID names a live task,
@@ -188,7 +206,7 @@ func (n *Node) insertArgs(queue string, items []*item, dedupe bool) []any {
 	k := len(items)
 	jobs, prios, ats, delays, ttrs, maxAtt := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k)
 	ids, hasAt, payloads := make([]string, k), make([]bool, k), make([][]byte, k)
-	parents, states := make([]string, k), make([]string, k)
+	parents, states, keys := make([]string, k), make([]string, k), make([]string, k)
 	ded := make([]bool, k)
 	for i, it := range items {
 		jobs[i] = int64(it.job)
@@ -203,9 +221,10 @@ func (n *Node) insertArgs(queue string, items []*item, dedupe bool) []any {
 		}
 		parents[i], states[i] = it.r.Trace.Parent, it.r.Trace.State
 		ded[i] = dedupe && !it.gen
+		keys[i] = it.r.Key
 	}
 	return []any{queue, n.partitions, jobs, ids, prios, hasAt, ats, delays, ttrs, maxAtt, payloads, int64(n.opts.DefaultTTR),
-		parents, states, ded}
+		parents, states, ded, keys}
 }
 
 // inserted is a RETURNING row of sqlInsert.
@@ -230,7 +249,7 @@ func (n *Node) created(queue string, it *item, ins inserted, replaced bool) {
 	t := task.Task{
 		ID: it.id, JobID: it.job, Queue: queue, State: task.Ready, Payload: payload,
 		Priority: it.r.Priority, Due: time.Unix(0, due).UTC(), TTR: time.Duration(ins.ttr), MaxAttempts: int(ins.attempts),
-		Created: time.Unix(0, createdAt).UTC(), Trace: it.r.Trace,
+		Created: time.Unix(0, createdAt).UTC(), Trace: it.r.Trace, Key: it.r.Key,
 	}
 	if fireAt != nil {
 		t.State = task.Delayed

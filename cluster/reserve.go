@@ -12,7 +12,10 @@ import (
 )
 
 // sqlReserve takes up to $2 ready tasks of the queues $1 in delivery
-// order (priority, due time, job id), skipping rows other reservers hold
+// order (priority, due time, job id), when none of them uses keys (has
+// rows in hourglass_key_turns; else it takes none, and says so by a row
+// whose last column is -2: then sqlReserveFair takes them in turn across
+// keys, issue 42). It skips rows other reservers hold
 // and queues paused (hourglass_queues), and leases them for their TTR by
 // the database's clock. One statement, so one transaction, which commits
 // without waiting for the WAL flush (see Reserve): set_config(...,
@@ -42,8 +45,9 @@ const sqlReserve = `WITH picked AS (
 			LIMIT $2
 			FOR UPDATE SKIP LOCKED
 		) c
-		WHERE cardinality($1::text[]) = 1 OR NOT EXISTS (SELECT 1 FROM hourglass_queues l
-			WHERE l.queue = ANY($1) AND l.limited)
+		WHERE NOT EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = ANY($1))
+			AND (cardinality($1::text[]) = 1 OR NOT EXISTS (SELECT 1 FROM hourglass_queues l
+				WHERE l.queue = ANY($1) AND l.limited))
 		ORDER BY c.priority, c.due, c.job_id
 		LIMIT $2
 	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
@@ -58,15 +62,114 @@ const sqlReserve = `WITH picked AS (
 	SELECT *, NULL::bigint FROM taken
 	UNION ALL
 	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
-		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint, NULL::bigint,
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', '', 0::bigint, NULL::bigint,
 		p.paused_until - hourglass_now()
 	FROM hourglass_queues p
 	WHERE p.queue = ANY($1) AND p.paused_until > hourglass_now() AND NOT EXISTS (SELECT 1 FROM taken)
 	UNION ALL
 	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
-		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', 0::bigint, NULL::bigint, -1::bigint
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', '', 0::bigint, NULL::bigint, -1::bigint
+	FROM hourglass_queues p
+	WHERE p.queue = ANY($1) AND p.limited
+	UNION ALL
+	SELECT 0::bigint, '', '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', '', 0::bigint, NULL::bigint, -2::bigint
+	WHERE EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = ANY($1))`
+
+// sqlReserveFair is sqlReserve for queues that use keys (those with
+// rows in hourglass_key_turns): of each queue, the first task of each of
+// the first $2 keys by turn that have a ready task of the queue's first
+// priority, then the queue's first $2 tasks in delivery order to fill the
+// rest (a task whose key has no turn row counts as the first turn); the
+// keys taken get the next turns (sqlTurn), in the same statement. Its
+// rows are sqlReserve's, without the last kind.
+const sqlReserveFair = `WITH picked AS (
+		SELECT c.job_id, c.ready_at FROM unnest($1::text[]) AS q(name)
+		CROSS JOIN LATERAL (
+			SELECT DISTINCT ON (u.job_id) u.* FROM (
+				SELECT f.job_id, f.priority, f.due, f.ready_at, 0 AS rank, k.turn FROM (
+					SELECT kt.task_key, kt.turn
+					FROM (SELECT b.priority FROM hourglass_tasks b
+						WHERE b.queue = q.name AND b.state = 1 AND b.fire_at IS NULL
+						ORDER BY b.priority, b.due, b.job_id LIMIT 1) best
+					CROSS JOIN hourglass_key_turns kt
+					CROSS JOIN LATERAL (
+						(SELECT 1 FROM hourglass_tasks e WHERE kt.task_key <> '' AND e.queue = q.name
+							AND e.task_key = kt.task_key AND e.task_key <> '' AND e.priority = best.priority
+							AND e.state = 1 AND e.fire_at IS NULL LIMIT 1)
+						UNION ALL
+						(SELECT 1 FROM hourglass_tasks e WHERE kt.task_key = '' AND e.queue = q.name
+							AND e.task_key = '' AND e.priority = best.priority AND e.state = 1 AND e.fire_at IS NULL LIMIT 1)
+						LIMIT 1
+					) has
+					WHERE kt.queue = q.name AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
+						WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
+					ORDER BY kt.turn
+					LIMIT $2
+				) k
+				CROSS JOIN LATERAL (
+					SELECT * FROM (SELECT job_id, priority, due, ready_at FROM hourglass_tasks
+						WHERE k.task_key <> '' AND queue = q.name AND task_key = k.task_key AND task_key <> ''
+							AND state = 1 AND fire_at IS NULL
+						ORDER BY priority, due, job_id LIMIT 1 FOR UPDATE SKIP LOCKED) keyed
+					UNION ALL
+					SELECT * FROM (SELECT job_id, priority, due, ready_at FROM hourglass_tasks
+						WHERE k.task_key = '' AND queue = q.name AND task_key = '' AND state = 1 AND fire_at IS NULL
+						ORDER BY priority, due, job_id LIMIT 1 FOR UPDATE SKIP LOCKED) plain
+				) f
+				UNION ALL
+				SELECT g.job_id, g.priority, g.due, g.ready_at, CASE WHEN kt.turn IS NULL THEN 0 ELSE 1 END,
+					coalesce(kt.turn, 0)
+				FROM (
+					SELECT job_id, priority, due, ready_at, task_key FROM hourglass_tasks
+					WHERE queue = q.name AND state = 1 AND fire_at IS NULL
+						AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
+							WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
+					ORDER BY priority, due, job_id
+					LIMIT $2
+					FOR UPDATE SKIP LOCKED
+				) g LEFT JOIN hourglass_key_turns kt ON kt.queue = q.name AND kt.task_key = g.task_key
+			) u
+			ORDER BY u.job_id, u.rank
+		) c
+		WHERE (cardinality($1::text[]) = 1 OR NOT EXISTS (SELECT 1 FROM hourglass_queues l
+				WHERE l.queue = ANY($1) AND l.limited))
+		ORDER BY c.rank, c.priority, c.turn, c.due, c.job_id
+		LIMIT $2
+	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
+	taken AS (
+		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
+			lease = ` + sqlLease + `,
+			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1, ready_at = NULL
+		FROM picked, now
+		WHERE t.job_id = picked.job_id
+		RETURNING ` + returnTask + `, now.ns, picked.ready_at
+	), turned AS (
+		` + sqlTurn + `
+	)
+	SELECT *, NULL::bigint FROM taken
+	UNION ALL
+	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', '', 0::bigint, NULL::bigint,
+		p.paused_until - hourglass_now()
+	FROM hourglass_queues p
+	WHERE p.queue = ANY($1) AND p.paused_until > hourglass_now() AND NOT EXISTS (SELECT 1 FROM taken)
+	UNION ALL
+	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
+		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', '', 0::bigint, NULL::bigint, -1::bigint
 	FROM hourglass_queues p
 	WHERE p.queue = ANY($1) AND p.limited`
+
+// sqlTurn gives the keys of the tasks taken (the CTE taken, with queue
+// and task_key) the next turns, behind every other key of their queues:
+// a key's row is made if it has none (a key moved in, say), but the key
+// "" gets one only in a queue that uses keys, so that a queue without
+// them writes nothing.
+const sqlTurn = `INSERT INTO hourglass_key_turns AS kt (queue, task_key, turn, seen)
+		SELECT s.queue, s.task_key, nextval('hourglass_key_turn'), hourglass_now()
+		FROM (SELECT DISTINCT queue, task_key FROM taken) s
+		WHERE s.task_key <> '' OR EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = s.queue)
+		ON CONFLICT (queue, task_key) DO UPDATE SET turn = excluded.turn, seen = excluded.seen`
 
 // sqlLease is a fresh lease token for the row t at now.ns.
 const sqlLease = `substr(md5(random()::text || t.job_id::text || now.ns::text), 1, 16)`
@@ -74,10 +177,11 @@ const sqlLease = `substr(md5(random()::text || t.job_id::text || now.ns::text), 
 // returnTask is taskColumns of the row t, for RETURNING.
 const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_at, t.created, t.ttr, t.attempts,
 		t.max_attempts, t.lease, t.lease_until, t.timeouts, t.releases, t.buries, t.kicks, t.payload, t.partition,
-		t.last_error, coalesce(t.trace_parent, '') AS trace_parent, coalesce(t.trace_state, '') AS trace_state`
+		t.last_error, coalesce(t.trace_parent, '') AS trace_parent, coalesce(t.trace_state, '') AS trace_state, t.task_key`
 
 // Reserve hands out up to max ready tasks of queue, from any partition,
-// in priority order, then due time, then job id, each leased for its TTR,
+// in priority order, then due time, then job id (in turn across keys in
+// a queue that uses them, sqlReserveFair), each leased for its TTR,
 // as the embedded engine (Reserve) does. When none is ready it waits up to wait
 // for the first one: the node listens to chanReady, where the owners
 // announce the tasks they make ready, queue by queue (notifications.go),
@@ -194,7 +298,8 @@ func (p *poller) GiveBack(items []handed) { (*Node)(p).giveBack(items) }
 
 // take runs one reservation (its deliveries counted as having come by
 // path) and announces the leases' timers to their
-// partitions' owners: one statement for the queues without limits, and,
+// partitions' owners: one statement for the queues without limits (a
+// second, sqlReserveFair, when one of them uses keys), and,
 // if that leaves max unfilled, a transaction for the limited ones
 // (takeLimited). When it takes nothing it returns how long until it
 // should look again though no one wakes it (0: never): the first of the
@@ -205,7 +310,15 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 	if err != nil {
 		return nil, 0, dbErr(err)
 	}
-	got, dbNow, retry, limited, err := scanReserved(rows)
+	got, dbNow, retry, limited, keyed, err := scanReserved(rows)
+	if err == nil && keyed {
+		// A queue uses keys: the statement took nothing, and the fair
+		// one takes them.
+		if rows, err = n.db.Query(ctx, sqlReserveFair, queues, max); err != nil {
+			return nil, 0, dbErr(err)
+		}
+		got, dbNow, retry, limited, _, err = scanReserved(rows)
+	}
 	if err != nil {
 		return nil, 0, dbErr(err)
 	}
@@ -242,14 +355,15 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 
 // scanReserved reads sqlReserve's rows: the tasks taken, the database's
 // clock, when none was taken how long until the first of the queues'
-// pauses ends (0 for none), and the limited queues.
-func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duration, limited []string, err error) {
+// pauses ends (0 for none), the limited queues, and whether a queue uses
+// keys (then sqlReserveFair takes the tasks).
+func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duration, limited []string, keyed bool, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		var left, ready *int64
 		t, err := scanRow(rows, &dbNow, &ready, &left)
 		if err != nil {
-			return nil, 0, 0, nil, err
+			return nil, 0, 0, nil, false, err
 		}
 		if ready != nil {
 			t.readyAt = *ready
@@ -257,6 +371,8 @@ func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duratio
 		switch {
 		case left == nil:
 			got = append(got, t)
+		case *left == -2:
+			keyed = true
 		case *left < 0:
 			limited = append(limited, t.queue)
 		default:
@@ -268,7 +384,7 @@ func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duratio
 	if len(got) > 0 {
 		pauseLeft = 0
 	}
-	return got, dbNow, pauseLeft, limited, rows.Err()
+	return got, dbNow, pauseLeft, limited, keyed, rows.Err()
 }
 
 // sortRows puts reserved rows in delivery order: priority, due time, job

@@ -11,7 +11,7 @@ import (
 // taskColumns are the columns row reads, in its order.
 const taskColumns = `job_id, queue, id, state, priority, due, fire_at, created, ttr, attempts,
 	max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, partition, last_error,
-	coalesce(trace_parent, '') AS trace_parent, coalesce(trace_state, '') AS trace_state`
+	coalesce(trace_parent, '') AS trace_parent, coalesce(trace_state, '') AS trace_state, task_key`
 
 // row is a task as hourglass_tasks records it (see
 // migrations/).
@@ -31,6 +31,7 @@ type row struct {
 	partition               int
 	lastError               string
 	traceParent, traceState string
+	key                     string
 	// readyAt is when a flush made the task ready (Unix ns, the
 	// database's clock), for the lateness's split; 0: at its due time
 	// (service.SplitLateness). Read only by the reserves.
@@ -42,7 +43,7 @@ func scanRow(r pgx.Row, extra ...any) (row, error) {
 	var t row
 	dest := []any{&t.job, &t.queue, &t.id, &t.state, &t.priority, &t.due, &t.fireAt, &t.created, &t.ttr,
 		&t.attempts, &t.maxAttempts, &t.lease, &t.leaseUntil, &t.timeouts, &t.releases, &t.buries, &t.kicks,
-		&t.payload, &t.partition, &t.lastError, &t.traceParent, &t.traceState}
+		&t.payload, &t.partition, &t.lastError, &t.traceParent, &t.traceState, &t.key}
 	err := r.Scan(append(dest, extra...)...)
 	if t.payload == nil {
 		t.payload = []byte{}
@@ -85,6 +86,7 @@ func (t *row) view() task.Task {
 		Kicks:       int(t.kicks),
 		LastError:   t.lastError,
 		Trace:       task.Trace{Parent: t.traceParent, State: t.traceState},
+		Key:         t.key,
 	}
 	if t.state == 2 {
 		v.LeaseUntil = time.Unix(0, t.leaseUntil).UTC()

@@ -28,7 +28,7 @@ func testDashboardPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.put("plain", api.PutRequest{ID: "p"})
-	s.put("plain", api.PutRequest{ID: "bad", Priority: new(uint32(0))})
+	s.put("plain", api.PutRequest{ID: "bad", Priority: new(uint32(0)), Key: "tenant-42"})
 	tasks, err := s.c.Reserve(ctx, "plain", 1, 0)
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("reserve: %+v %v", tasks, err)
@@ -86,7 +86,25 @@ func testDashboardPolicy(t *testing.T) {
 	if got := eval[string](b, `document.querySelector('#task [data-field=last_error]').textContent`); got != why {
 		t.Errorf("last error in the dialog %q, want %q", got, why)
 	}
+	if got := eval[string](b, `document.querySelector('#task [data-field=key]')?.textContent ?? 'none'`); got != "tenant-42" {
+		t.Errorf("key in the dialog %q, want tenant-42", got)
+	}
 	b.checkClean("queue plain")
+
+	// A queue page lists the queue's keys, busiest first; one without
+	// keys says so.
+	s.put("keyed", api.PutRequest{ID: "k1", Key: "tenant-42"})
+	s.put("keyed", api.PutRequest{ID: "k2", Key: "tenant-42", Delay: new(api.Duration(time.Hour))})
+	s.put("keyed", api.PutRequest{ID: "k3"})
+	b.open("#/queues/keyed/all")
+	b.wait("the keys table", `document.querySelector('#keys-table tr[data-task-key="tenant-42"]')`)
+	if got := eval[string](b, `[...document.querySelectorAll('#keys-table tbody tr')].map((r) => r.dataset.taskKey + ':' + [...r.querySelectorAll('td')].map((d) => d.textContent).join('/')).join(' ')`); got != "tenant-42:1/0/1 :1/0/0" {
+		t.Errorf("keys table %q, want tenant-42:1/0/1 :1/0/0", got)
+	}
+	b.checkClean("queue keyed")
+	b.open("#/queues/jobs/all")
+	b.wait("no keys", `document.querySelector('#keys p.hint')`)
+	b.checkClean("queue jobs, keys")
 }
 
 // queue returns what GET /v1/queues says of a queue.

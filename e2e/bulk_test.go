@@ -99,7 +99,7 @@ func testBulkHTTP(t *testing.T) {
 		"/v1/queues/ops/tasks?due_after=yesterday":                                                    "due_after",
 		"/v1/queues/ops/tasks?created_after=2020-01-02T00:00:00Z&created_before=2020-01-01T00:00:00Z": "created_after",
 		"/v1/queues/ops/tasks?error=" + strings.Repeat("e", api.MaxFilterText+1):                      "error",
-		"/v1/queues/ops/tasks?key=k":                                                                  "key",
+		"/v1/queues/ops/tasks?key=a%20b":                                                              "key",
 		"/v1/queues/ops/tasks?error=x&limit=0":                                                        "limit",
 	} {
 		a := s.call("GET", path, "")
@@ -111,7 +111,7 @@ func testBulkHTTP(t *testing.T) {
 		{"/v1/queues/ops/tasks:delete", `{"state":"gone"}`, "state"},
 		{"/v1/queues/ops/tasks:delete", `{"due_after":"2020-01-02T00:00:00Z","due_before":"2020-01-01T00:00:00Z"}`, "due_after"},
 		{"/v1/queues/ops/tasks:delete", `{"nope":1}`, ""},
-		{"/v1/queues/ops/tasks:delete", `{"key":"k"}`, ""},
+		{"/v1/queues/ops/tasks:delete", `{"key":"a/b"}`, "key"},
 		{"/v1/queues/ops/tasks:delete", `{"to":"other"}`, "to"},
 		{"/v1/queues/ops/tasks:move", `{}`, "to"},
 		{"/v1/queues/ops/tasks:move", `{"to":"ops"}`, "to"},

@@ -17,6 +17,7 @@ import (
 // bulkRoutes returns the bulk routes, one line per call.
 func (s *Server) bulkRoutes() []route {
 	return []route{
+		{"GET", "/v1/queues/{queue}/keys", s.listKeys},
 		{"POST", "/v1/queues/{queue}/tasks:delete", s.bulk(service.Delete)},
 		{"POST", "/v1/queues/{queue}/tasks:kick", s.bulk(service.Kick)},
 		{"POST", "/v1/queues/{queue}/tasks:retry", s.bulk(service.Retry)},
@@ -77,10 +78,7 @@ func (s *Server) findTasks(w http.ResponseWriter, r *http.Request, b service.Ser
 
 // queryFilter reads the filter of a GET's query.
 func queryFilter(q url.Values) (service.Filter, error) {
-	if q.Has("key") {
-		return service.Filter{}, badRequest("key: tasks have no keys yet")
-	}
-	af := api.Filter{State: q.Get("state"), Error: q.Get("error"), IDPrefix: q.Get("id_prefix")}
+	af := api.Filter{State: q.Get("state"), Error: q.Get("error"), IDPrefix: q.Get("id_prefix"), Key: q.Get("key")}
 	for _, p := range []struct {
 		name string
 		dst  **time.Time
@@ -100,7 +98,7 @@ func queryFilter(q url.Values) (service.Filter, error) {
 
 // fromAPIFilter turns a filter of the wire into the service's.
 func fromAPIFilter(af api.Filter) (service.Filter, error) {
-	f := service.Filter{Error: af.Error, IDPrefix: af.IDPrefix}
+	f := service.Filter{Error: af.Error, IDPrefix: af.IDPrefix, Key: af.Key}
 	if af.State != "" {
 		st, ok := states[af.State]
 		if !ok {
@@ -141,4 +139,30 @@ func (s *Server) bulk(a service.Action) func(http.ResponseWriter, *http.Request,
 		}
 		writeJSON(w, http.StatusOK, api.BulkResponse{Matched: res.Matched, Changed: res.Changed, Clashed: res.Clashed, Clashes: res.Clashes})
 	}
+}
+
+// listKeys serves GET /v1/queues/{queue}/keys: a page of the queue's keys
+// with their counts, busiest first (service/keys.go), and the cursor of
+// the next.
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, b service.Service) {
+	q := r.URL.Query()
+	limit, err := queryUint(q.Get("limit"), api.DefaultListLimit, "limit")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if limit < 1 || limit > api.MaxListLimit {
+		s.fail(w, r, badRequest("limit %d: want 1 to %d", limit, api.MaxListLimit))
+		return
+	}
+	page, err := b.Keys(r.Context(), r.PathValue("queue"), q.Get("after"), int(limit))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := api.KeysResponse{Keys: make([]api.KeyCount, len(page.Keys)), Next: page.Next}
+	for i, k := range page.Keys {
+		out.Keys[i] = api.KeyCount{Key: k.Key, Ready: k.Ready, Reserved: k.Reserved, Delayed: k.Delayed}
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -169,6 +169,7 @@ func putRequest(p api.PutRequest) (task.PutRequest, error) {
 		MaxAttempts: p.MaxAttempts,
 		Replace:     p.Replace,
 		Trace:       task.Trace{Parent: p.Traceparent, State: p.Tracestate},
+		Key:         p.Key,
 	}
 	if len(p.Payload) > 0 && string(p.Payload) != "null" {
 		if !utf8.Valid(p.Payload) {
@@ -233,6 +234,7 @@ func toTask(t task.Task, withLease bool) api.Task {
 	}
 	a.LastError = t.LastError
 	a.Traceparent, a.Tracestate = t.Trace.Parent, t.Trace.State
+	a.Key = t.Key
 	return a
 }
 

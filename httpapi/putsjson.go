@@ -81,7 +81,7 @@ type putParser struct{ scanner[[]byte] }
 var putKeys = map[string]uint{
 	"id": 0, "payload": 1, "delay": 2, "at": 3,
 	"priority": 4, "ttr": 5, "max_attempts": 6, "replace": 7,
-	"traceparent": 8, "tracestate": 9,
+	"traceparent": 8, "tracestate": 9, "key": 10,
 }
 
 // item reads one task object.
@@ -105,7 +105,7 @@ func (p *putParser) item() (api.PutRequest, bool) {
 		}
 		seen |= 1 << bit
 		switch bit {
-		case 0, 8, 9:
+		case 0, 8, 9, 10:
 			v, ok := p.str()
 			if !ok {
 				return r, false
@@ -115,8 +115,10 @@ func (p *putParser) item() (api.PutRequest, bool) {
 				r.ID = string(v)
 			case 8:
 				r.Traceparent = string(v)
-			default:
+			case 9:
 				r.Tracestate = string(v)
+			default:
+				r.Key = string(v)
 			}
 		case 1:
 			// A string of printable ASCII is valid as it is read; any

@@ -21,7 +21,13 @@ var putBodies = []string{
 	`{"tasks":[{},{"payload":1e3},{"payload":[]},{"payload":true,"replace":false}]}`,
 	`{"tasks":[{"at":"2026-12-05T10:00:00Z","priority":4294967295,"max_attempts":3,"payload":"caf\u00e9"}]}`,
 	`{"tasks":[{"id":"t","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"congo=t61rcWkgMzE, rojo=00f067aa0ba902b7","payload":1}]}`,
+	`{"tasks":[{"key":"tenant-42","payload":1},{"id":"b","key":"~!@#$%^&*()","delay":"1s"}]}`,
 	`{"tasks":[{"priority":-0}]}`,
+	`{"tasks":[{"key":null}]}`,
+	`{"tasks":[{"key":1}]}`,
+	`{"tasks":[{"key":"a","key":"b"}]}`,
+	`{"tasks":[{"Key":"a"}]}`,
+	`{"tasks":[{"key":"a\u002fb"}]}`,
 	`{"tasks":[{"traceparent":"a","traceparent":"b"}]}`,
 	`{"tasks":[{"traceparent":null}]}`,
 	`{"tasks":[{"tracestate":1}]}`,
@@ -71,7 +77,7 @@ func TestParsePuts_MatchesEncodingJSON(t *testing.T) {
 	bodies := append([]string{plain}, putBodies...)
 	for i, body := range bodies {
 		items, ok := parsePuts([]byte(body))
-		if i < 7 && !ok {
+		if i < 8 && !ok {
 			t.Errorf("%q: not taken", body)
 		}
 		if !ok {

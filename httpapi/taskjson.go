@@ -131,6 +131,9 @@ func appendTask(dst []byte, t *api.Task) []byte {
 	if t.Tracestate != "" {
 		dst = appendString(append(dst, `,"tracestate":`...), t.Tracestate)
 	}
+	if t.Key != "" {
+		dst = appendString(append(dst, `,"key":`...), t.Key)
+	}
 	return append(dst, '}')
 }
 

@@ -62,6 +62,9 @@ func TestAppendTask_MatchesEncodingJSON(t *testing.T) {
 		if r.IntN(2) == 0 {
 			t.Tracestate = str()
 		}
+		if r.IntN(2) == 0 {
+			t.Key = str()
+		}
 		return t
 	}
 	check := func(v any) {

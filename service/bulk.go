@@ -49,6 +49,8 @@ type Filter struct {
 	CreatedAfter, CreatedBefore time.Time
 	// IDPrefix is a prefix of the task's id.
 	IDPrefix string
+	// Key is the task's key (task.PutRequest.Key); "" matches any key.
+	Key string
 }
 
 // Limits of a filter and of bulk work.
@@ -81,6 +83,7 @@ func (f Filter) Match(t task.Task) bool {
 	switch {
 	case f.State != 0 && t.State != f.State,
 		f.IDPrefix != "" && !strings.HasPrefix(t.ID, f.IDPrefix),
+		f.Key != "" && t.Key != f.Key,
 		f.Error != "" && !strings.Contains(t.LastError, f.Error),
 		!f.DueAfter.IsZero() && t.Due.Before(f.DueAfter),
 		!f.DueBefore.IsZero() && !t.Due.Before(f.DueBefore),
@@ -92,9 +95,10 @@ func (f Filter) Match(t task.Task) bool {
 }
 
 // CheckFilter returns an error wrapping task.ErrInvalid, naming the
-// query parameter that is wrong (state, error, id_prefix, due_after,
+// query parameter that is wrong (state, error, id_prefix, key, due_after,
 // due_before, created_after, created_before), if f is not a valid
-// filter: a state of task's, texts of at most MaxFilterText bytes, times
+// filter: a state of task's, texts of at most MaxFilterText bytes, a
+// valid key (CheckKey), times
 // in 1970 to 2262, and each after before its before.
 func CheckFilter(f Filter) error {
 	if f.State > task.Dead {
@@ -105,6 +109,9 @@ func CheckFilter(f Filter) error {
 	}
 	if len(f.IDPrefix) > MaxFilterText {
 		return fmt.Errorf("%w: id_prefix: over %d bytes", task.ErrInvalid, MaxFilterText)
+	}
+	if err := CheckKey(f.Key); err != nil {
+		return err
 	}
 	for _, b := range []struct {
 		name string

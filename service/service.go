@@ -63,6 +63,11 @@ type Service interface {
 	// or cancelled (on any node of a cluster), until stop is called; f
 	// runs on a goroutine of the engine's and must not block.
 	WatchCancels(f func(lease string)) (stop func())
+	// Keys returns a page of up to limit (1 to task.MaxList) keys of
+	// queue's live tasks, busiest first, after the cursor after ("": the
+	// first page), with their ready, reserved and delayed counts
+	// (keys.go).
+	Keys(ctx context.Context, queue, after string, limit int) (KeysPage, error)
 
 	// checked is the mark of New's front: only a Service from New (or a
 	// type embedding one) is a Service, so that no transport is handed
@@ -97,6 +102,11 @@ type Engine interface {
 	// is reserved, and ErrClash, moving nothing, if to has a task of its
 	// id. to is a valid queue name other than queue (CheckBulk).
 	MoveTask(ctx context.Context, queue string, job uint64, to string) error
+	// KeyCounts counts the ready, reserved and delayed tasks of queue
+	// (a valid name) by key, one entry a key that has any, in no order
+	// (Service.Keys orders and pages them); the key "" counts the tasks
+	// put without one. Dead tasks are not counted.
+	KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, error)
 }
 
 // Operations are what a Service does and an Engine runs below it.
@@ -146,7 +156,8 @@ type Tasks interface {
 	// Delete deletes a task in any state, durably.
 	Delete(ctx context.Context, queue, id string) error
 	// Reserve hands out up to max ready tasks of queue in delivery order
-	// (priority, then due time), each under a new lease of its ttr,
+	// (priority, then due time; across keys in turn, task.PutRequest.Key),
+	// each under a new lease of its ttr,
 	// waiting up to wait (at most task.MaxWait) for the first. A paused
 	// queue hands out nothing, and a queue's rate and concurrency limits
 	// (task.Policy) hold across the whole service: a reserve that meets

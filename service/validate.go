@@ -50,6 +50,24 @@ func CheckID(id string) error {
 	return nil
 }
 
+// CheckKey returns an error wrapping task.ErrInvalid, saying what is
+// wrong, if key is not a valid task key: the rules of an id (1 to 200
+// printable ASCII bytes, no '/' or space). "" (no key) is valid.
+func CheckKey(key string) error {
+	if key == "" {
+		return nil
+	}
+	if len(key) > task.MaxNameLen {
+		return fmt.Errorf("%w: key must be 1 to %d characters", task.ErrInvalid, task.MaxNameLen)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c <= ' ' || c > '~' || c == '/' {
+			return fmt.Errorf("%w: key %q: printable ASCII only, no '/' or space", task.ErrInvalid, key)
+		}
+	}
+	return nil
+}
+
 // Limits are a server's limits on a put, set by flags of `hourglass
 // serve`; the zero Limits take the defaults of package task.
 type Limits struct {
@@ -85,6 +103,9 @@ func CheckPut(r *task.PutRequest, now time.Time, maxDelay time.Duration, maxPayl
 		if err := CheckID(r.ID); err != nil {
 			return 0, err
 		}
+	}
+	if err := CheckKey(r.Key); err != nil {
+		return 0, err
 	}
 	if len(r.Payload) > maxPayload {
 		return 0, fmt.Errorf("%w: %d bytes, over the limit of %d", task.ErrTooLarge, len(r.Payload), maxPayload)

@@ -95,6 +95,8 @@ type Task struct {
 	// Trace is the W3C trace context the task was put with
 	// (task.Task.Trace): "" and "" for none.
 	TraceParent, TraceState string
+	// Key is the task's fairness key (task.Task.Key): "" for none.
+	Key string
 
 	// Counters kept for beanstalkd's stats-job.
 	Timeouts uint32

@@ -64,6 +64,8 @@ type Task struct {
 	LastError string
 	// Trace is the trace context the task was put with (see [Trace]).
 	Trace Trace
+	// Key is the task's fairness key (PutRequest.Key): "" for none.
+	Key string
 	// Counters for beanstalkd's stats-job.
 	Timeouts, Releases, Buries, Kicks int
 	// Outcome (a Finished* outcome) and Finished (when it left its
@@ -89,6 +91,11 @@ type PutRequest struct {
 	// Trace is the producer's trace context, kept with the task; one
 	// that is not valid is dropped (service.CheckPut, [Trace.Clean]).
 	Trace Trace
+	// Key names who the task is for (a tenant, say): reserves take the
+	// ready tasks of a queue's keys in turn (fairness). "" is a key of
+	// its own, every task put without one. A key has the rules of an id
+	// (service.CheckKey).
+	Key string
 }
 
 // PutResult is one answer of a batch put.
@@ -213,3 +220,13 @@ var (
 type Ack struct {
 	Queue, ID, Lease string
 }
+
+// KeyCount counts a queue's live tasks of one key (PutRequest.Key) by
+// state: what the operator's list of keys shows.
+type KeyCount struct {
+	Key                      string
+	Ready, Reserved, Delayed int
+}
+
+// Total is the count of the key's tasks in the three states.
+func (k KeyCount) Total() int { return k.Ready + k.Reserved + k.Delayed }

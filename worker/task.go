@@ -50,6 +50,8 @@ type Task struct {
 	// traces continues the producer's trace from them (as package
 	// otelhourglass's Handler does).
 	Traceparent, Tracestate string
+	// Key is the task's key ("" for none; api.PutRequest.Key).
+	Key string
 }
 
 // newTask returns the handler's view of t.
@@ -68,5 +70,6 @@ func newTask(t api.Task) *Task {
 		LastError:   t.LastError,
 		Traceparent: t.Traceparent,
 		Tracestate:  t.Tracestate,
+		Key:         t.Key,
 	}
 }

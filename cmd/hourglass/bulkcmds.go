@@ -13,7 +13,7 @@ import (
 // tasksUsage is the usage line of `hourglass tasks`, the operator's
 // console (api/bulk.go): it lists the tasks of a queue that the filter
 // flags match, or with one action flag acts on all of them.
-const tasksUsage = "usage: hourglass tasks QUEUE [--state S] [--error TEXT] [--id-prefix P] [--due-after T] [--due-before T] [--created-after T] [--created-before T] [--after N] [--limit N] [--delete | --kick | --retry | --move Q] [--dry-run] [--server URL] [--token T]"
+const tasksUsage = "usage: hourglass tasks QUEUE [--state S] [--error TEXT] [--id-prefix P] [--key K] [--due-after T] [--due-before T] [--created-after T] [--created-before T] [--after N] [--limit N] [--delete | --kick | --retry | --move Q] [--dry-run] [--server URL] [--token T]"
 
 // tasksFlags are the flags of `hourglass tasks`.
 type tasksFlags struct {
@@ -37,6 +37,7 @@ func runTasks(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&v.filter.State, "state", "", "only tasks in this state: delayed, ready, reserved or dead")
 	fs.StringVar(&v.filter.Error, "error", "", "only tasks whose last error holds this text")
 	fs.StringVar(&v.filter.IDPrefix, "id-prefix", "", "only tasks whose id starts with this")
+	fs.StringVar(&v.filter.Key, "key", "", "only tasks of this key")
 	fs.StringVar(&v.dueAfter, "due-after", "", "only tasks due at or after this RFC 3339 time")
 	fs.StringVar(&v.dueBefore, "due-before", "", "only tasks due before this RFC 3339 time")
 	fs.StringVar(&v.createdAfter, "created-after", "", "only tasks put at or after this RFC 3339 time")

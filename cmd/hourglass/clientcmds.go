@@ -22,7 +22,7 @@ import (
 // The client subcommands call a running server over the HTTP API with
 // package client. Flags may come before, between or after the arguments.
 const (
-	putUsage     = "usage: hourglass put QUEUE [PAYLOAD|-] [--raw] [--delay D | --at T] [--id ID] [--priority N] [--ttr D] [--max-attempts N] [--replace] [--server URL] [--token T]"
+	putUsage     = "usage: hourglass put QUEUE [PAYLOAD|-] [--raw] [--delay D | --at T] [--id ID] [--key K] [--priority N] [--ttr D] [--max-attempts N] [--replace] [--server URL] [--token T]"
 	reserveUsage = "usage: hourglass reserve QUEUE [--max N] [--wait D] [--server URL] [--token T] (exits 2 when no task came)"
 	ackUsage     = "usage: hourglass ack QUEUE ID LEASE [--server URL] [--token T]"
 	queuesUsage  = "usage: hourglass queues [--server URL] [--token T]"
@@ -130,6 +130,7 @@ func parsePut(args []string, getenv func(string) string) (putCommand, *client.Cl
 		return nil
 	})
 	fs.StringVar(&p.req.ID, "id", "", "task id; putting an existing id answers that task unchanged")
+	fs.StringVar(&p.req.Key, "key", "", "the task's key (a tenant, say): reserves take the ready tasks of a queue's keys in turn")
 	fs.Func("priority", "priority, lower first: 0 to 4294967295 (default 1024)", func(s string) error {
 		n, err := strconv.ParseUint(s, 10, 32)
 		if err != nil {

@@ -11,12 +11,12 @@ import (
 )
 
 func TestParsePut(t *testing.T) {
-	p, c, _, err := parsePut([]string{"--id", "a", "emails", `{"to":"x"}`, "--delay", "1.5s", "--priority", "0", "--ttr", "2m", "--max-attempts", "3", "--replace", "--server", "https://h:1/p"}, env(nil))
+	p, c, _, err := parsePut([]string{"--id", "a", "--key", "tenant-42", "emails", `{"to":"x"}`, "--delay", "1.5s", "--priority", "0", "--ttr", "2m", "--max-attempts", "3", "--replace", "--server", "https://h:1/p"}, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := p.req
-	if p.queue != "emails" || r.ID != "a" || string(r.Payload) != `{"to":"x"}` || r.Delay == nil || r.Delay.D() != 1500*time.Millisecond ||
+	if p.queue != "emails" || r.ID != "a" || r.Key != "tenant-42" || string(r.Payload) != `{"to":"x"}` || r.Delay == nil || r.Delay.D() != 1500*time.Millisecond ||
 		r.Priority == nil || *r.Priority != 0 || r.TTR == nil || r.TTR.D() != 2*time.Minute || r.MaxAttempts != 3 || !r.Replace || r.At != nil {
 		t.Errorf("parsed %+v", p)
 	}

@@ -40,6 +40,9 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("trace", func(t *testing.T) { trace(t, open(t)) })
 	t.Run("expiry-wait", func(t *testing.T) { expiryWait(t, open(t)) })
 	t.Run("cancel", func(t *testing.T) { cancelled(t, open(t)) })
+	t.Run("keys", func(t *testing.T) { keys(t, open(t)) })
+	t.Run("key-list", func(t *testing.T) { keyList(t, open(t)) })
+	t.Run("fairness", func(t *testing.T) { fairness(t, open(t)) })
 }
 
 // must fails t on err.

@@ -149,6 +149,10 @@ func describe(key []byte) string {
 //	 61       Queue, ID, Lease, LastError
 //	      8  Reserved (when the current reservation began; for a dead task, when it died)
 //	          TraceParent, TraceState (strings), only when either is not ""
+//	          or a tagged field follows
+//	          tagged fields: a tag byte and a value, a uvarint length and its bytes,
+//	          in increasing order of tag, each only when not empty:
+//	            tag 1  Key (task.Task.Key)
 //
 // LastError and Reserved came with format 3. A record of format 2 ends
 // after Lease, and decodeMeta reads it with LastError "" and Reserved 0:
@@ -160,6 +164,11 @@ func describe(key []byte) string {
 // 8 bytes. The trace context came after format 3 and is written only
 // for a task put with one: a record without it is the record of format 3
 // byte for byte, and one with it is told by what follows Reserved.
+// Tagged fields came after the trace context, so that a field added
+// later costs nothing to a record without it: a record with one has the
+// trace pair ("" and "" for none) before it, and a record without any is
+// the record before them byte for byte. A tag this package does not know
+// makes the record corrupt (it was written by a newer format).
 //
 // The job id is in the key and the payload under its own key, so reading
 // every record (Recover) reads no payload.
@@ -185,12 +194,21 @@ func appendMeta(dst []byte, t *store.Task) []byte {
 	dst = appendString(dst, t.Lease)
 	dst = appendString(dst, t.LastError)
 	dst = le.AppendUint64(dst, uint64(t.Reserved))
-	if t.TraceParent != "" || t.TraceState != "" {
+	if t.TraceParent != "" || t.TraceState != "" || t.Key != "" {
 		dst = appendString(dst, t.TraceParent)
 		dst = appendString(dst, t.TraceState)
 	}
+	if t.Key != "" {
+		dst = append(dst, tagKey)
+		dst = appendString(dst, t.Key)
+	}
 	return dst
 }
+
+// Tags of a task record's tagged fields (see appendMeta).
+const (
+	tagKey = 1 // store.Task.Key
+)
 
 // errShort is what the decoders report for a body that ends too soon.
 var errShort = errors.New("record ends too soon")
@@ -253,8 +271,23 @@ func decodeMeta(body []byte, t *store.Task, queue func([]byte) string) error {
 			return err
 		}
 	}
-	if len(rest) != 0 {
-		return fmt.Errorf("%d bytes after the record", len(rest))
+	var key []byte
+	for last := byte(0); len(rest) != 0; {
+		tag := rest[0]
+		if tag <= last {
+			return fmt.Errorf("tag %d after tag %d", tag, last)
+		}
+		last = tag
+		var v []byte
+		if v, rest, err = cutString(rest[1:]); err != nil {
+			return err
+		}
+		switch tag {
+		case tagKey:
+			key = v
+		default:
+			return fmt.Errorf("unknown tag %d", tag)
+		}
 	}
 	if t.State != store.Waiting && t.State != store.Reserved && t.State != store.Dead {
 		return fmt.Errorf("invalid state %d", t.State)
@@ -262,6 +295,7 @@ func decodeMeta(body []byte, t *store.Task, queue func([]byte) string) error {
 	t.ID, t.Lease, t.LastError = string(id), string(lease), string(lastError)
 	t.Reserved = reserved
 	t.TraceParent, t.TraceState = string(parent), string(state)
+	t.Key = string(key)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,4 +132,51 @@ func TestDecodeMeta_Trace(t *testing.T) {
 	if err := decodeMeta(append(body, 0), &got, nil); err == nil {
 		t.Errorf("decodeMeta of a record with a byte after its trace: no error")
 	}
+}
+
+// TestDecodeMeta_Key: a task's key is tagged field 1 after the trace
+// pair, written as two empty strings when the task has no trace; a
+// record with a trace and no key is the record before tagged fields byte
+// for byte, and a record whose tagged fields are cut short, out of
+// order or of an unknown tag is refused.
+func TestDecodeMeta_Key(t *testing.T) {
+	plain := store.Task{Queue: "mail", ID: "x", State: store.Waiting, LastError: "boom", Reserved: 7}
+	traced := plain
+	traced.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	want := len(appendMeta(nil, &traced))
+	for _, tk := range []store.Task{plain, traced} {
+		tk.Key = "tenant-42"
+		body := appendMeta(nil, &tk)
+		withoutKey := tk
+		withoutKey.Key = ""
+		if tk.TraceParent != "" && len(appendMeta(nil, &withoutKey)) != want {
+			t.Errorf("a traced record without a key changed length")
+		}
+		if got, want := len(body), len(appendMeta(nil, &withoutKey))+1+1+len(tk.Key)+2*btoi(tk.TraceParent == ""); got != want {
+			t.Errorf("record with key %q and trace %q is %d bytes, want %d", tk.Key, tk.TraceParent, got, want)
+		}
+		var got store.Task
+		if err := decodeMeta(body, &got, nil); err != nil || got.Key != tk.Key || got.TraceParent != tk.TraceParent ||
+			got.LastError != "boom" || got.Reserved != 7 {
+			t.Errorf("decodeMeta(record with a key) = %+v, %v; want key %q, trace %q", got, err, tk.Key, tk.TraceParent)
+		}
+		for cut := 1; cut <= len(tk.Key)+1; cut++ {
+			if err := decodeMeta(body[:len(body)-cut], &got, nil); err == nil {
+				t.Errorf("decodeMeta of a record cut %d bytes short in its key: no error", cut)
+			}
+		}
+		if err := decodeMeta(append(slices.Clone(body), 1, 1, 'k'), &got, nil); err == nil {
+			t.Errorf("decodeMeta of a record with tag 1 twice: no error")
+		}
+		if err := decodeMeta(append(slices.Clone(body), 9, 1, 'k'), &got, nil); err == nil {
+			t.Errorf("decodeMeta of a record with an unknown tag: no error")
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Delete", testDelete},
 		{"LastError", testLastError},
 		{"Trace", testTrace},
+		{"Key", testKey},
 		{"Schedules", testSchedules},
 		{"Queues", testQueues},
 		{"QueuesCopied", testQueuesCopied},

@@ -358,6 +358,29 @@ func testTrace(t *testing.T, st store.Store) {
 	checkAll(t, st, failed, b, c)
 }
 
+// testKey: a task's key is kept by puts and updates and read back by
+// Task, List and Recover, with a trace context and without; a task
+// without one reads back without.
+func testKey(t *testing.T, st store.Store) {
+	a := sample(1, "q", "a")
+	a.Key = "tenant-42"
+	b := sample(2, "q", "b")
+	c := sample(3, "q", "c")
+	c.Key = "~!@#$%^&*()"
+	c.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	commit(t, st, put(a), put(b), put(c))
+	checkTask(t, st, a)
+	checkTask(t, st, b)
+	checkTask(t, st, c)
+	checkAll(t, st, a, b, c)
+
+	r := reserved(a, "lease-1")
+	commit(t, st, update(r))
+	r.Payload = a.Payload
+	checkTask(t, st, r)
+	checkAll(t, st, r, b, c)
+}
+
 // testReserved: a reservation's start reads back as written through Task,
 // List and Recover, in a put and in an update, at the bounds of int64
 // too; an update back to waiting with 0 clears it.

@@ -83,6 +83,7 @@ export async function showTask(queue, id, actions) {
       row('Queue', t.queue),
       row('State', h('span', {class: 'state state-' + t.state, 'data-state': t.state}, t.state)),
       row('Job id', String(t.job_id)),
+      t.key ? row('Key', h('span', {'data-field': 'key'}, t.key)) : null,
       row('Due', timeEl(t.due)),
       row('Priority', String(t.priority) + ' (lower first)'),
       row('Attempts', String(t.attempts) + max),

@@ -3,8 +3,9 @@
 // last error and a reserved task's lease end), finding a task by id,
 // showing (with its attempts), deleting and kicking tasks, the queue's
 // history by outcome (history.js), the queue's due times over the
-// next hour, and a search of its tasks by last error and id prefix with
-// actions on every task it matches (api/bulk.go).
+// next hour, a search of its tasks by last error and id prefix with
+// actions on every task it matches (api/bulk.go), and its busiest keys
+// (api.KeysResponse).
 
 import {call, seg, ApiError, atMostEvery} from './api.js';
 import {h, swap, stack, count, rate, plural, timeEl, duration, parseDuration} from './dom.js';
@@ -15,6 +16,7 @@ import {historySection} from './history.js';
 
 const states = ['all', 'delayed', 'ready', 'reserved', 'dead'];
 const pageSize = 20;
+const keysShown = 20;
 
 const title = (st) => st[0].toUpperCase() + st.slice(1);
 
@@ -29,6 +31,7 @@ export function enter(main, {queue, state}, ctx) {
   const pauseLine = h('p', {id: 'pause-state', role: 'status'});
   const pauseButtons = h('div', {class: 'buttons'});
   const policyBody = h('div', {id: 'policy'});
+  const keysBody = h('div', {id: 'keys'});
   const tabs = h('div', {class: 'tabs', role: 'group', 'aria-label': 'List the tasks in state'});
   const bulk = h('div', {class: 'buttons bulk'});
   const tbody = h('tbody');
@@ -71,6 +74,9 @@ export function enter(main, {queue, state}, ctx) {
           tbody)),
       pageNote,
       pager),
+    h('section', {'aria-labelledby': 'keys-h'},
+      h('h2', {id: 'keys-h'}, 'Keys'),
+      keysBody),
     finished.el,
     h('section', {class: 'figure', 'aria-labelledby': 'due-h'},
       h('h2', {id: 'due-h'}, 'Falling due in the next hour'),
@@ -236,13 +242,15 @@ export function enter(main, {queue, state}, ctx) {
     async refresh() {
       let q = `state=${shown === 'all' ? '' : shown}&after=${pages.at(-1)}&limit=${pageSize}`;
       if (searching()) q += `&error=${encodeURIComponent(search.error)}&id_prefix=${encodeURIComponent(search.id_prefix)}`;
-      const [stats, list, dueHist, all] = await Promise.all([
+      const [stats, list, dueHist, all, keys] = await Promise.all([
         queueStats(),
         call('GET', `${base}/tasks?${q}`),
         atMostEvery('due:' + queue, dueEvery, () => call('GET', `/v1/stats/due?queue=${encodeURIComponent(queue)}&width=1m&n=60`)),
         call('GET', '/v1/queues'),
+        call('GET', `${base}/keys?limit=${keysShown}`),
         finished.refresh(),
       ]);
+      swap(keysBody, keysView(keys));
       const info = all.queues.find((x) => x.name === queue) || {};
       pauseLine.textContent = !info.paused ? 'Not paused: tasks are handed out.'
         : info.paused_until ? '' : 'Paused until resumed: puts go on, nothing is handed out.';
@@ -286,6 +294,19 @@ export function enter(main, {queue, state}, ctx) {
       dueFigure(due, dueHist, ' in this queue');
     },
   };
+}
+
+// keysView shows the busiest keys of a queue (api.KeysResponse) as a
+// table, or says that its tasks have none.
+function keysView(k) {
+  if (!k.keys.some((x) => x.key !== '')) return h('p', {class: 'hint'}, 'No task of this queue has a key: reserves take its tasks in priority order.');
+  return h('div', {class: 'scroll', role: 'region', 'aria-labelledby': 'keys-h', tabindex: 0},
+    h('table', {id: 'keys-table'},
+      h('caption', {}, `The busiest keys${k.next ? ` (the first ${keysShown})` : ''}; reserves take the keys' ready tasks in turn`),
+      h('thead', {}, h('tr', {}, ['Key', 'Ready', 'Reserved', 'Delayed'].map((c) => h('th', {scope: 'col', class: c === 'Key' ? null : 'num'}, c)))),
+      h('tbody', {}, k.keys.map((x) => h('tr', {'data-task-key': x.key},
+        h('th', {scope: 'row'}, x.key === '' ? h('span', {class: 'hint'}, '(none)') : x.key),
+        h('td', {class: 'num'}, count(x.ready)), h('td', {class: 'num'}, count(x.reserved)), h('td', {class: 'num'}, count(x.delayed)))))));
 }
 
 // policyView shows a queue's policy (api.Policy) as a list of its fields,

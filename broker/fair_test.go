@@ -1,0 +1,188 @@
+package broker
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+// TestLanes_Model checks lanes against a model over random pushes and
+// takes: each take is the first task of the lane whose first task has
+// the lowest priority and, among those, the lane served (or brought in)
+// longest ago; within a lane, delivery order. Every lane's position is
+// its index in order, and a lane without items is gone.
+func TestLanes_Model(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		var ls lanes
+		type modelLane struct {
+			items []readyItem
+			turn  uint64
+		}
+		model := map[string]*modelLane{}
+		var turn uint64
+		job := uint64(0)
+		keys := 1 + r.IntN(8)
+		for step := range 400 {
+			if r.IntN(3) > 0 {
+				job++
+				k := ""
+				if i := r.IntN(keys); i > 0 {
+					k = fmt.Sprint("k", i)
+				}
+				it := readyItem{prio: uint32(r.IntN(3)), due: int64(r.IntN(5)), job: job}
+				ls.push(k, it)
+				m := model[k]
+				if m == nil {
+					turn++
+					m = &modelLane{turn: turn}
+					model[k] = m
+				}
+				m.items = append(m.items, it)
+				continue
+			}
+			var want string
+			var best *modelLane
+			for k, m := range model {
+				slices.SortFunc(m.items, func(a, b readyItem) int {
+					if a.less(b) {
+						return -1
+					}
+					return 1
+				})
+				if best == nil || m.items[0].prio < best.items[0].prio || m.items[0].prio == best.items[0].prio && m.turn < best.turn {
+					want, best = k, m
+				}
+			}
+			l := ls.first()
+			if best == nil {
+				if l != nil {
+					t.Fatalf("round %d step %d: lane %q first with no tasks", round, step, l.key)
+				}
+				continue
+			}
+			if l == nil || l.key != want || l.heap[0] != best.items[0] {
+				t.Fatalf("round %d step %d: first lane %+v, want key %q item %+v", round, step, l, want, best.items[0])
+			}
+			l.heap.pop()
+			ls.served(l)
+			best.items = best.items[1:]
+			turn++
+			best.turn = turn
+			if len(best.items) == 0 {
+				delete(model, want)
+			}
+			for i, o := range ls.order {
+				if o.pos != i || len(o.heap) == 0 {
+					t.Fatalf("round %d step %d: lane %q at %d says %d, %d items", round, step, o.key, i, o.pos, len(o.heap))
+				}
+			}
+			if len(ls.byKey) != len(model)-btoi(model[""] != nil) {
+				t.Fatalf("round %d step %d: %d lanes kept, want %d", round, step, len(ls.byKey), len(model))
+			}
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestLanes_Memory measures what a key with ready tasks costs in a
+// queue's lanes (its key's bytes are the task's, not counted), and that
+// a key whose tasks were taken costs nothing: the target of issue 42 is
+// 200 bytes a key.
+func TestLanes_Memory(t *testing.T) {
+	const n = 200_000
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("tenant-%07d", i)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var ls lanes
+	before := heap()
+	for i, k := range keys {
+		ls.push(k, readyItem{job: uint64(i + 1)})
+	}
+	after := heap()
+	per := float64(after-before) / n
+	t.Logf("%d keys with one ready task each: %.0f bytes a key in lanes", n, per)
+	if per > 200 {
+		t.Errorf("%.0f bytes a key, over 200", per)
+	}
+	// One key keeps a backlog while the others' tasks are taken.
+	for range 1000 {
+		ls.push(keys[0], readyItem{job: 1})
+	}
+	for l := ls.first(); len(ls.order) > 1; l = ls.first() {
+		if l.key != keys[0] {
+			l.heap.pop()
+			ls.served(l)
+		} else {
+			ls.served(l) // keeps it, behind the others
+		}
+	}
+	if left := int64(heap()) - int64(before); left > 256<<10 {
+		t.Errorf("%d bytes left with one key of 1,001 ready tasks", left)
+	}
+	for l := ls.first(); l != nil; l = ls.first() {
+		l.heap.pop()
+		ls.served(l)
+	}
+	if len(ls.byKey) != 0 || len(ls.order) != 0 {
+		t.Fatalf("after every task was taken: %d lanes, %d in order", len(ls.byKey), len(ls.order))
+	}
+	if left := int64(heap()) - int64(before); left > 64<<10 {
+		t.Errorf("%d bytes left after every task was taken", left)
+	}
+	runtime.KeepAlive(keys)
+}
+
+// BenchmarkReady_PushPop measures the ready structure alone for tasks of
+// one key (the common case): a push and a pop of the first task from a
+// queue of 100,000 ready tasks, through the lanes of fair.go and through
+// the one heap a queue held before keys.
+func BenchmarkReady_PushPop(b *testing.B) {
+	const n = 100_000
+	r := rand.New(rand.NewPCG(3, 4))
+	items := make([]readyItem, n)
+	for i := range items {
+		items[i] = readyItem{prio: uint32(r.IntN(3)), due: int64(r.IntN(1e6)), job: uint64(i + 1)}
+	}
+	b.Run("Heap", func(b *testing.B) {
+		var h readyHeap
+		for _, it := range items {
+			h.push(it)
+		}
+		i := 0
+		for b.Loop() {
+			it, _ := h.pop()
+			it.job += n
+			h.push(it)
+			i++
+		}
+	})
+	b.Run("Lanes", func(b *testing.B) {
+		var ls lanes
+		for _, it := range items {
+			ls.push("", it)
+		}
+		for b.Loop() {
+			l := ls.first()
+			it, _ := l.heap.pop()
+			ls.served(l)
+			it.job += n
+			ls.push("", it)
+		}
+	})
+}
