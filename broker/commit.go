@@ -328,11 +328,9 @@ const bigGroup = 256
 // make it durable sooner: it waits for the next fsync either way. Held
 // instead, it gathers the writes that arrive until that fsync could begin,
 // and the broker makes one group, one Pebble batch and one hand-off to
-// syncLoop where it made several. With 64 clients putting one task each,
-// groups of about 5 tasks became groups of about 18 (one a fsync), and
-// the server's CPU a put fell by about a sixth: BenchmarkBroker_PutDurable
-// 18.0 → 11.2 µs, BenchmarkBroker_WorkedDurable 37.8 → 33.2 µs (medians
-// of 5 in turns), with the same throughput. A group of bigGroup writes or
+// syncLoop where it made several: fewer, larger groups, so less CPU a
+// put for the same throughput (BenchmarkBroker_PutDurable and
+// BenchmarkBroker_WorkedDurable measure it). A group of bigGroup writes or
 // more (a batch put over HTTP) is still applied at once: its memtable
 // inserts take long enough to be worth running during the fsync before.
 func (b *Broker) hold(pl *pipeline) {
@@ -384,15 +382,13 @@ func (b *Broker) takeOpen() (*group, error) {
 // the broker runs: an Op is over 500 bytes, and an ack writes three (the
 // attempt, the finish and the delete). Up to maxSpare of them are kept,
 // of at most maxSpareOps ops each; a larger batch (a burst) is left to
-// the collector. maxSpareOps is above the groups of a steady load: 64
-// clients reserving and acking on Pebble made one group in 15 of more
-// than 256 ops (four a round trip with the history), and with a bound of
-// 256 each such group grew a fresh slice from 256 to 512 Ops (336 KB)
-// and left it to the collector: 4-5 KB a round trip on average
-// (BenchmarkBroker_ReserveAckHistory: 6.6 KB with the history, 1.4 KB
-// without; with the history and a bound of 1024, 1.5 KB). The spares
-// hold at most maxSpare × maxSpareOps Ops, 6.7 MB, and only after such
-// groups.
+// the collector. maxSpareOps is above the groups of a steady load (four
+// ops a round trip with the history, with 64 clients reserving and
+// acking), so that such a group reuses a spare instead of growing a
+// fresh slice and leaving it to the collector
+// (BenchmarkBroker_ReserveAckHistory measures the bytes a round trip).
+// The spares hold at most maxSpare × maxSpareOps Ops, and only after
+// such groups.
 const (
 	maxSpare    = pipelineDepth + 2 // the groups syncing, committing and open
 	maxSpareOps = 1024

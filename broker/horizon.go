@@ -17,8 +17,7 @@ import (
 // wheel costs about 45 bytes, a slot 16, and a queue of tasks due in hours
 // or days keeps only the next minute's in the wheel. A restart arms only
 // those, too. A sweep visits every slot, a page at a time with the lock
-// released in between: about 1-3 ns a slot, so a few milliseconds per
-// million tasks every 30 s.
+// released in between: O(slots) every 30 s.
 //
 // Example, with armAhead = 60 s and a sweep at 12:00:00: armedUntil
 // becomes 12:01:00 and the sweep arms the tasks due from the old

@@ -67,7 +67,7 @@ func (b *Broker) Lateness(ctx context.Context) ([]task.LatenessWindow, error) {
 // DueHistogram counts the delayed tasks of queue (every queue for "")
 // that fall due in each of n windows of width from now: counts[i] is the
 // number due in [now+i·width, now+(i+1)·width). It scans every live task
-// under the broker's lock: O(tasks), about 10 ms per million.
+// under the broker's lock: O(tasks).
 func (b *Broker) DueHistogram(ctx context.Context, queue string, width time.Duration, n int) (start time.Time, counts []int, err error) {
 	counts = make([]int, n)
 	b.mu.Lock()

@@ -188,8 +188,8 @@ const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigi
 // The same statement reserves tasks for this node's reservers waiting on
 // one queue each, as many as they take: a task falling due is handed to
 // a waiter by the statement that makes it due (service.WaitList.HandOver), with
-// no wake and no statement of the waiter's own, where it used to take a
-// second round trip (the woken waiter's reservation); the tasks of
+// no wake and no statement of the waiter's own, which saves the round
+// trip of a woken waiter's reservation; the tasks of
 // waiters that left meanwhile are given back (giveBack). The hand-over
 // takes only tasks falling due in this flush: a reserver waits only when
 // it found no task ready. It then wakes the reservers of the queues it

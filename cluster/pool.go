@@ -22,7 +22,7 @@ import (
 //     statements thousands of times a second; PostgreSQL would otherwise
 //     plan most of them afresh at each execution (the custom plans it
 //     tries first win on estimated cost for array arguments), and
-//     planning was about a fifth of the server's CPU at 5k tasks/s. The
+//     planning would cost a large share of the server's CPU. The
 //     statements are written so that their generic plans are the right
 //     ones (index lookups by the arrays' elements).
 //   - a connect timeout (cfg.ConnConfig.ConnectTimeout, DefaultDBTimeout

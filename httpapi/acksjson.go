@@ -10,8 +10,8 @@ import (
 
 // The body of POST /v1/acks, some 100 acks a request from a busy worker,
 // is read by hand when it has the plain form workers send, rather than
-// through encoding/json's reflection, which cost about 3% of the server's
-// CPU under a worker's load (`hourglass bench --scenario worker`): the
+// through encoding/json's reflection, a visible share of the server's
+// CPU under a worker's load (`hourglass-bench --scenario worker`): the
 // body is read whole, and parseAcks takes it if it is exactly
 //
 //	{"acks":[{"queue":"q","id":"7","lease":"…"}, …]}

@@ -30,9 +30,7 @@ import (
 //     five to seven times its body in memory while it is served (the
 //     body, the decoded tasks, the broker's requests, the answer), so
 //     the default budget, two batches of 64 MiB, bounds them to under a
-//     gigabyte: four 60 MB batches sent at once to `hourglass serve`
-//     peaked at 1.62 GB of RSS without the budget, 0.79 GB with it (two
-//     at a time, all four answered 200 in 7.5 s rather than 21 s). A
+//     gigabyte, and batches sent at once are served a few at a time. A
 //     request that finds the budget short waits up to Options.BodyWait,
 //     first come first served, and then answers 503 with Retry-After,
 //     without reading its body.
@@ -42,9 +40,8 @@ import (
 //     budget as they arrive (bodyChunk at a time, each waiting up to
 //     BodyWait, or 503). So a client that declares large bodies and
 //     sends nothing holds the budget for a second or two, not for the
-//     body timeout: two connections that declared 64 MB batches and sent
-//     nothing made every request with a body answer 503 for a minute
-//     (issue 39). A body that flows keeps its whole reservation, so that
+//     body timeout, and cannot make every other request with a body
+//     answer 503. A body that flows keeps its whole reservation, so that
 //     large batches sent at once are still served a few at a time
 //     rather than each holding part of the budget waiting for the rest.
 //   - Connections: [LimitListener] bounds them below the process's file

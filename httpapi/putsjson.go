@@ -14,10 +14,9 @@ import (
 
 // The body of POST /v1/queues/{queue}/tasks:batch, up to api.MaxBatch
 // puts, is read by hand when it has the plain form clients send, rather
-// than through encoding/json's reflection: 75 µs for 100 tasks with
-// 200-byte payloads against 261 (BenchmarkDecodePuts_100), and 18.2 µs of
-// CPU a task against 20.7 through the whole server, client included
-// (BenchmarkServer_PutBatch, five rounds in turns). parsePuts takes the
+// than through encoding/json's reflection, which costs several times as much
+// (BenchmarkDecodePuts_100 and BenchmarkServer_PutBatch compare them).
+// parsePuts takes the
 // body if it is exactly
 //
 //	{"tasks":[{"id":"a","payload":{…},"delay":"1h"}, …]}

@@ -12,7 +12,7 @@ import (
 
 // The answers that carry tasks (a put, a batch, a reserve, a get), and
 // those of a worker's acks, are written by hand rather than through encoding/json's reflection, which
-// on a batch of 100 puts cost a tenth of the server's CPU (see
+// on a batch of puts is a large share of the server's CPU (see
 // BenchmarkServer_PutBatch): appendTask writes what json.Marshal writes
 // for an api.Task with HTML escaping off, field for field, except that a
 // payload is written as it was put, byte for byte, where encoding/json

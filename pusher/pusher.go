@@ -24,10 +24,10 @@
 // room, and is cut short when a queue it left out may push again. Each
 // task it gets is handed to one of
 // Options.Concurrency long-lived push goroutines, which frees its slot
-// once the task is settled. (A goroutine per push grew a fresh stack for
-// the HTTP client's calls every time: 5 % of a push's CPU in
-// BenchmarkPusher_Push_Ready. A read of the push queues in the loop held
-// back the pushes due meanwhile: see refreshLoop.) Taking tasks by
+// once the task is settled. (A goroutine per push would grow a fresh
+// stack for the HTTP client's calls every time; BenchmarkPusher_Push_Ready
+// measures it. A read of the push queues in the loop would hold back the
+// pushes due meanwhile: see refreshLoop.) Taking tasks by
 // reserving them is what makes the engine apply everything a worker's
 // reserve has: never before the due time, not while the queue is paused,
 // within its rate and concurrency limits.
@@ -293,7 +293,7 @@ func targetOf(rawURL string) string {
 // p.refresh, and at once after Refresh, until Stop, and hands run a set
 // that changed, cutting its long poll short. It runs apart from run, so
 // that a slow read (a cluster's Queues counts every task in the
-// database: some 300 ms with 100k pending, every 5 s) never holds back
+// database, O(tasks) every 5 s) never holds back
 // the reserves: the lateness of pushes due meanwhile.
 func (p *Pusher) refreshLoop() {
 	defer p.wg.Done()
