@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Queues", testQueues},
 		{"QueuesCopied", testQueuesCopied},
 		{"QueuesPush", testQueuesPush},
+		{"QueuesBucket", testQueuesBucket},
 		{"Reserved", testReserved},
 		{"Attempts", testAttempts},
 		{"LastFinished", testLastFinished},
