@@ -456,6 +456,102 @@ func TestPolicy_RateSurvivesRestart(t *testing.T) {
 	}
 }
 
+// heldStore is a store.Pipeliner over memstore whose fsyncs can be held
+// (hold) until release; it records the queue records each Apply writes.
+type heldStore struct {
+	store.Store
+	mu     sync.Mutex
+	held   chan struct{} // nil: fsyncs end at once
+	queues [][]store.Queue
+}
+
+func (s *heldStore) Apply(b *store.Batch) (func() error, error) {
+	var qs []store.Queue
+	for _, op := range b.Ops {
+		if op.Kind == store.PutQueue {
+			qs = append(qs, op.Queue)
+		}
+	}
+	if err := s.Store.Commit(b); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queues = append(s.queues, qs)
+	held := s.held
+	return func() error {
+		if held != nil {
+			<-held
+		}
+		return nil
+	}, nil
+}
+
+func (s *heldStore) hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = make(chan struct{})
+}
+
+func (s *heldStore) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.held)
+	s.held = nil
+}
+
+// TestPolicy_RateBucketOneWrite: reserves of a rate-limited queue whose
+// reservations share a group commit write the queue's record once in it,
+// with the bucket as the last of them left it.
+func TestPolicy_RateBucketOneWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &heldStore{Store: memstore.New()}
+		b := open(t, st)
+		setPolicy(t, b, "q", task.Policy{Rate: &task.Rate{Limit: 3, Per: time.Hour}})
+		for _, id := range []string{"a", "b", "c", "d"} {
+			put(t, b, "q", task.PutRequest{ID: id})
+		}
+		st.mu.Lock()
+		before := len(st.queues)
+		st.mu.Unlock()
+
+		st.hold()
+		for _, id := range []string{"a", "b", "c"} {
+			if r, ok := reserve1(t, b, "q"); !ok || r.ID != id {
+				t.Fatalf("reserved %+v, %v; want %s", r, ok, id)
+			}
+			synctest.Wait() // the first group applied, waiting for its fsync; the others held
+		}
+		st.release()
+		if _, err := b.Policy(ctx, "q"); err != nil { // every write committed
+			t.Fatal(err)
+		}
+		if _, ok := reserve1(t, b, "q"); ok {
+			t.Fatal("a fourth task within the hour")
+		}
+		st.mu.Lock()
+		applied := st.queues[before:]
+		st.mu.Unlock()
+		var writes []store.Queue
+		for i, qs := range applied {
+			if len(qs) > 1 {
+				t.Errorf("apply %d wrote the queue's record %d times: %+v", i, len(qs), qs)
+			}
+			writes = append(writes, qs...)
+		}
+		if len(writes) != 2 {
+			t.Fatalf("3 reserves in 2 groups wrote the queue's record %d times, want 2: %+v", len(writes), writes)
+		}
+		if last := writes[1]; last.TokensAt == 0 || last.Tokens >= 1 {
+			t.Fatalf("the record written last keeps %v tokens at %d, want none left", last.Tokens, last.TokensAt)
+		}
+		recs, err := st.Queues()
+		if err != nil || len(recs) != 1 || recs[0].Tokens >= 1 || recs[0].TokensAt == 0 {
+			t.Fatalf("stored: %+v, %v; want q's record with no token left", recs, err)
+		}
+	})
+}
+
 // TestRestoreBucket: a bucket restored from its record is refilled for
 // the wall-clock time since it was written, up to its burst, and no more:
 // a wall clock stepped back refills nothing, and a count beyond the
