@@ -18,3 +18,6 @@ func QueueCounts(b *Broker) (kept, real int) {
 
 // MaxIdle is maxIdle.
 const MaxIdle = maxIdle
+
+// RestoreBucket is restoreBucket.
+var RestoreBucket = restoreBucket

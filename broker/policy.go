@@ -77,7 +77,8 @@ func (b *Broker) DeletePolicy(ctx context.Context, queue string) error {
 }
 
 // setPolicy makes p q's policy and writes q's record. A new rate starts
-// with a full bucket. b.mu is held.
+// with a full bucket; the same rate keeps its tokens (as a cluster node's
+// sqlSetPolicy does). b.mu is held.
 func (b *Broker) setPolicy(q *queueState, p task.Policy) {
 	if !sameRate(q.policy.Rate, p.Rate) {
 		q.bucket = service.Bucket{}
@@ -153,23 +154,73 @@ func (b *Broker) wakeReady(q *queueState) {
 	q.waiters.Wake(q.readyN)
 }
 
-// writeQueue writes q's record into the open group: its policy and
-// pause, or a delete when it has neither (and q may then hold nothing:
-// emptiedOut). b.mu is held.
+// writeQueue writes q's record into the open group: its policy, pause
+// and rate limit's bucket, or a delete when it has neither policy nor
+// pause (and q may then hold nothing: emptiedOut). b.mu is held.
 func (b *Broker) writeQueue(q *queueState) {
 	g := b.open
 	if q.policy.IsZero() && q.pausedUntil == 0 {
 		g.batch.DeleteQueue(q.name)
+		q.recSeq = 0
 		b.emptiedOut(q)
 	} else {
-		g.batch.PutQueue(store.Queue{Name: q.name, Policy: q.policy, PausedUntil: q.pausedUntil, Pauses: q.pauses})
+		rec := store.Queue{Name: q.name, Policy: q.policy, PausedUntil: q.pausedUntil, Pauses: q.pauses}
+		rec.Tokens, rec.TokensAt = b.bucketRecord(q)
+		q.recSeq, q.recOp = g.seq, len(g.batch.Ops)
+		g.batch.PutQueue(rec)
 	}
 	b.last = g
 	b.kick()
 }
 
-// recoverQueues loads the queue records: policies, pauses still running
-// (their ends armed) and pause counts. A record left with neither policy
+// writeBucket writes q's bucket, which a reserve took tokens from, into
+// the open group, with the reservations it made: into q's record if the
+// group writes it already (a group writes it once however many reserves
+// it holds), else as a new write of the record. Only queues with a rate
+// limit have a bucket to write. b.mu is held. O(1) but for a new write,
+// which copies q's policy.
+func (b *Broker) writeBucket(q *queueState) {
+	if g := b.open; q.recSeq == g.seq {
+		op := &g.batch.Ops[q.recOp]
+		op.Queue.Tokens, op.Queue.TokensAt = b.bucketRecord(q)
+		return
+	}
+	b.writeQueue(q)
+}
+
+// bucketRecord returns q's bucket as its record keeps it: the tokens and
+// when they were counted, Unix ns on the wall clock (0: never used, full).
+// b.mu is held.
+func (b *Broker) bucketRecord(q *queueState) (tokens float64, at int64) {
+	if q.bucket.At == 0 {
+		return 0, 0
+	}
+	now := time.Now()
+	mono := int64(now.Sub(b.opened)) + 1 // monoNow at now
+	return q.bucket.Tokens, max(now.UnixNano()-(mono-q.bucket.At), 1)
+}
+
+// restoreBucket returns the bucket of rate r that its record left with
+// tokens at wall (Unix ns, 0: full), refilled for the wall-clock time
+// since then, on the monotonic clock at mono (Broker.monoNow), wall now
+// being now. A wall clock behind wall (stepped back) refills nothing, and
+// tokens beyond r's burst (or not a number) are cut to it: a restart
+// never gives more tokens than the rate allowed before it.
+func restoreBucket(r task.Rate, tokens float64, wall, now, mono int64) service.Bucket {
+	if wall == 0 {
+		return service.Bucket{}
+	}
+	if !(tokens >= 0) {
+		tokens = 0 // NaN or negative: no record of ours
+	}
+	bk := service.Bucket{Tokens: tokens, At: wall}
+	bk.Take(r, max(now, wall), 0) // refill up to now; cut to the burst
+	return service.Bucket{Tokens: bk.Tokens, At: mono}
+}
+
+// recoverQueues loads the queue records: policies, rate limits' buckets
+// (restoreBucket), pauses still running (their ends armed) and pause
+// counts. A record left with neither policy
 // nor pause (a pause that ended while the broker was down, or by its
 // timer) is deleted. b.mu is held.
 func (b *Broker) recoverQueues(now int64) error {
@@ -181,6 +232,9 @@ func (b *Broker) recoverQueues(now int64) error {
 		q := b.queue(r.Name)
 		q.policy = clonePolicy(r.Policy)
 		q.pauses = r.Pauses
+		if rate := q.policy.Rate; rate != nil {
+			q.bucket = restoreBucket(*rate, r.Tokens, r.TokensAt, now, b.monoNow())
+		}
 		b.pause(q, r.PausedUntil, now)
 		if q.pausedUntil == 0 && q.policy.IsZero() {
 			b.writeQueue(q)

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -384,6 +385,207 @@ func TestPolicy_SurvivesRestart(t *testing.T) {
 				t.Fatal("nothing handed out after resume")
 			}
 		})
+	}
+}
+
+// TestPolicy_RateSurvivesRestart: a queue's rate-limit budget is
+// durable, as a cluster node's is: with 2 tasks an hour, two reserves
+// (in one group or two), with writes of the queue's record (pauses)
+// between and after them, leave none after a restart; setting the same rate again keeps the bucket, and a
+// different rate starts with a full one.
+func TestPolicy_RateSurvivesRestart(t *testing.T) {
+	for name, newStore := range reopenable(t) {
+		t.Run(name, func(t *testing.T) {
+			hourly := task.Policy{Rate: &task.Rate{Limit: 2, Per: time.Hour}}
+			st := newStore()
+			b, err := broker.Open(st, broker.Config{Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			setPolicy(t, b, "q", hourly)
+			setPolicy(t, b, "other", hourly)
+			for i := range 4 {
+				put(t, b, "q", task.PutRequest{ID: fmt.Sprint(i)})
+			}
+			put(t, b, "other", task.PutRequest{ID: "o"})
+			if _, ok := reserve1(t, b, "q"); !ok {
+				t.Fatal("the first token: nothing reserved")
+			}
+			if err := b.PauseQueue(ctx, "q", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.PauseQueue(ctx, "q", 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := reserve1(t, b, "q"); !ok {
+				t.Fatal("the second token: nothing reserved")
+			}
+			if _, ok := reserve1(t, b, "q"); ok {
+				t.Fatal("a third task within the hour before the restart")
+			}
+			if err := b.PauseQueue(ctx, "q", 0); err != nil { // the last write of q's record
+				t.Fatal(err)
+			}
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if name == "pebble" {
+				st.Close()
+			}
+
+			st = newStore()
+			if name == "pebble" {
+				defer st.Close()
+			}
+			b = open(t, st)
+			if r, ok := reserve1(t, b, "q"); ok {
+				t.Fatalf("after a restart the queue's tokens came back: reserved %s", r.ID)
+			}
+			if _, ok := reserve1(t, b, "other"); !ok {
+				t.Fatal("a queue whose bucket was never used is not full after a restart")
+			}
+			setPolicy(t, b, "q", task.Policy{Rate: &task.Rate{Limit: 2, Per: time.Hour}, MaxAttempts: 3})
+			if r, ok := reserve1(t, b, "q"); ok {
+				t.Fatalf("the same rate set again refilled the bucket: reserved %s", r.ID)
+			}
+			setPolicy(t, b, "q", task.Policy{Rate: &task.Rate{Limit: 1, Per: time.Hour}})
+			if _, ok := reserve1(t, b, "q"); !ok {
+				t.Fatal("a new rate does not start with a full bucket")
+			}
+		})
+	}
+}
+
+// heldStore is a store.Pipeliner over memstore whose fsyncs can be held
+// (hold) until release; it records the queue records each Apply writes.
+type heldStore struct {
+	store.Store
+	mu     sync.Mutex
+	held   chan struct{} // nil: fsyncs end at once
+	queues [][]store.Queue
+}
+
+func (s *heldStore) Apply(b *store.Batch) (func() error, error) {
+	var qs []store.Queue
+	for _, op := range b.Ops {
+		if op.Kind == store.PutQueue {
+			qs = append(qs, op.Queue)
+		}
+	}
+	if err := s.Store.Commit(b); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queues = append(s.queues, qs)
+	held := s.held
+	return func() error {
+		if held != nil {
+			<-held
+		}
+		return nil
+	}, nil
+}
+
+func (s *heldStore) hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = make(chan struct{})
+}
+
+func (s *heldStore) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.held)
+	s.held = nil
+}
+
+// TestPolicy_RateBucketOneWrite: reserves of a rate-limited queue whose
+// reservations share a group commit write the queue's record once in it,
+// with the bucket as the last of them left it.
+func TestPolicy_RateBucketOneWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &heldStore{Store: memstore.New()}
+		b := open(t, st)
+		setPolicy(t, b, "q", task.Policy{Rate: &task.Rate{Limit: 3, Per: time.Hour}})
+		for _, id := range []string{"a", "b", "c", "d"} {
+			put(t, b, "q", task.PutRequest{ID: id})
+		}
+		st.mu.Lock()
+		before := len(st.queues)
+		st.mu.Unlock()
+
+		st.hold()
+		for _, id := range []string{"a", "b", "c"} {
+			if r, ok := reserve1(t, b, "q"); !ok || r.ID != id {
+				t.Fatalf("reserved %+v, %v; want %s", r, ok, id)
+			}
+			synctest.Wait() // the first group applied, waiting for its fsync; the others held
+		}
+		st.release()
+		if _, err := b.Policy(ctx, "q"); err != nil { // every write committed
+			t.Fatal(err)
+		}
+		if _, ok := reserve1(t, b, "q"); ok {
+			t.Fatal("a fourth task within the hour")
+		}
+		st.mu.Lock()
+		applied := st.queues[before:]
+		st.mu.Unlock()
+		var writes []store.Queue
+		for i, qs := range applied {
+			if len(qs) > 1 {
+				t.Errorf("apply %d wrote the queue's record %d times: %+v", i, len(qs), qs)
+			}
+			writes = append(writes, qs...)
+		}
+		if len(writes) != 2 {
+			t.Fatalf("3 reserves in 2 groups wrote the queue's record %d times, want 2: %+v", len(writes), writes)
+		}
+		if last := writes[1]; last.TokensAt == 0 || last.Tokens >= 1 {
+			t.Fatalf("the record written last keeps %v tokens at %d, want none left", last.Tokens, last.TokensAt)
+		}
+		recs, err := st.Queues()
+		if err != nil || len(recs) != 1 || recs[0].Tokens >= 1 || recs[0].TokensAt == 0 {
+			t.Fatalf("stored: %+v, %v; want q's record with no token left", recs, err)
+		}
+	})
+}
+
+// TestRestoreBucket: a bucket restored from its record is refilled for
+// the wall-clock time since it was written, up to its burst, and no more:
+// a wall clock stepped back refills nothing, and a count beyond the
+// burst, negative or not a number is cut.
+func TestRestoreBucket(t *testing.T) {
+	r := task.Rate{Limit: 10, Per: time.Second, Burst: 5} // a token each 100 ms
+	const wall, mono = int64(1_000_000_000_000), int64(7)
+	for _, c := range []struct {
+		name        string
+		tokens      float64
+		at, now     int64
+		want        float64
+		wantZeroBkt bool
+	}{
+		{"never used", 3, 0, wall, 0, true},
+		{"no time since", 1.5, wall, wall, 1.5, false},
+		{"250 ms since", 1.5, wall, wall + 250e6, 4, false},
+		{"a day since", 0, wall, wall + 86400e9, 5, false},
+		{"the clock stepped back", 0.5, wall, wall - 3600e9, 0.5, false},
+		{"beyond the burst", 1e9, wall, wall, 5, false},
+		{"negative", -3, wall, wall + 100e6, 1, false},
+		{"not a number", math.NaN(), wall, wall, 0, false},
+		{"infinite", math.Inf(1), wall, wall - 1, 5, false},
+	} {
+		got := broker.RestoreBucket(r, c.tokens, c.at, c.now, mono)
+		if c.wantZeroBkt {
+			if got != (service.Bucket{}) {
+				t.Errorf("%s: %+v, want the zero (full) bucket", c.name, got)
+			}
+			continue
+		}
+		if got.At != mono || math.Abs(got.Tokens-c.want) > 1e-9 {
+			t.Errorf("%s: %+v, want %v tokens at %d", c.name, got, c.want, mono)
+		}
 	}
 }
 

@@ -39,9 +39,16 @@ type queueState struct {
 	// Policy when none was set. Its Retry and Rate are never changed in
 	// place: a new policy replaces them.
 	policy task.Policy
-	// bucket holds the tokens of policy.Rate, in memory only: a restart
-	// starts it full. Its At is on the monotonic clock (Broker.monoNow).
+	// bucket holds the tokens of policy.Rate. Its At is on the monotonic
+	// clock (Broker.monoNow); the queue's record keeps it on the wall
+	// clock (writeBucket), and recoverQueues restores it, so that a
+	// restart does not refill it.
 	bucket service.Bucket
+	// recSeq and recOp say where the open group writes q's record, when
+	// recSeq is its seq: Ops[recOp], a PutQueue that writeBucket updates
+	// in place rather than writing the record again.
+	recSeq uint64
+	recOp  int
 	// rateWake wakes the queue's waiters when the next token is due, at
 	// rateAt (Broker.monoNow); nil when none is armed (armRate).
 	rateWake *hourglass.Timeout

@@ -329,6 +329,13 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 		b.metrics.delivered(late, ready)
 		b.late.Add(at, late, ready)
 	}
+	// The tokens take took go into the group of the reservations: a
+	// crash loses both or neither.
+	for i, it := range items {
+		if it.q.policy.Rate != nil && (i == 0 || it.q != items[i-1].q) {
+			b.writeBucket(it.q)
+		}
+	}
 	if len(out) > 0 {
 		return out, nil
 	}

@@ -580,3 +580,42 @@ func queueOf(t *testing.T, c *client.Client, queue string) api.Queue {
 	}
 	return *q
 }
+
+// TestPolicy_RateRestart: a queue's rate-limit budget survives a restart
+// of the server: with 1 task an hour, the task reserved before the
+// restart leaves none after it; a different rate starts with a full
+// bucket.
+func TestPolicy_RateRestart(t *testing.T) { engines(t, testPolicyRateRestart) }
+
+func testPolicyRateRestart(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := s.client()
+	ctx := context.Background()
+	if a := s.call("PUT", "/v1/queues/hourly/policy", `{"rate":{"limit":1,"per":"1h"}}`); a.status != 200 {
+		t.Fatalf("PUT policy: %v", a)
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, _, err := c.Put(ctx, "hourly", api.PutRequest{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := c.Reserve(ctx, "hourly", 1, 0); err != nil || len(got) != 1 || got[0].ID != "a" {
+		t.Fatalf("the hour's task: %+v, %v; want a", got, err)
+	}
+	if got, err := c.Reserve(ctx, "hourly", 1, 0); err != nil || len(got) != 0 {
+		t.Fatalf("a second task within the hour: %+v, %v", got, err)
+	}
+
+	s.stop()
+	s.start()
+	if got, err := c.Reserve(ctx, "hourly", 1, 0); err != nil || len(got) != 0 {
+		t.Fatalf("after a restart, a second task within the hour: %+v, %v", got, err)
+	}
+	if a := s.call("PUT", "/v1/queues/hourly/policy", `{"rate":{"limit":2,"per":"1h"}}`); a.status != 200 {
+		t.Fatalf("PUT policy: %v", a)
+	}
+	if got, err := c.Reserve(ctx, "hourly", 1, 0); err != nil || len(got) != 1 || got[0].ID != "b" {
+		t.Fatalf("under a new rate: %+v, %v; want b", got, err)
+	}
+}

@@ -26,8 +26,10 @@ import (
 //   - Effective is the policy as the engines apply it, defaults filled
 //     in: what GET .../policy shows beside the policy recorded.
 //   - Bucket is the rate limit's token bucket; the embedded engine keeps
-//     one per queue in memory, the cluster one per queue in a row, read
-//     and written under a row lock by each reserve.
+//     one per queue in memory and in the queue's record, written with the
+//     reservations that took its tokens, the cluster one per queue in a
+//     row, read and written under a row lock by each reserve. On both a
+//     restart keeps the tokens; a new rate starts with a full bucket.
 //
 // The defaults stop a failing task from coming back at once, forever:
 // without them a nack without a delay, or a push answered 500, handed

@@ -143,6 +143,13 @@ type Queue struct {
 	Policy      task.Policy
 	PausedUntil int64 // Unix ns; 0: not paused; math.MaxInt64: until resumed
 	Pauses      uint64
+	// Tokens and TokensAt are the token bucket of Policy.Rate
+	// (service.Bucket): Tokens left at TokensAt, Unix ns. TokensAt 0: not
+	// used since the rate was set, a full bucket. The broker writes them
+	// with the reservations that took the tokens, so that a restart does
+	// not refill the bucket.
+	Tokens   float64
+	TokensAt int64
 }
 
 // Attempt is the record of one ended attempt of a task (task.Attempt),

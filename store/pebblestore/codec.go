@@ -397,6 +397,8 @@ func decodeSchedule(body []byte, s *store.Schedule) error {
 //	     tag, none when every field they hold is 0 (a record written
 //	     before they came has none):
 //	       'd' Dedupe (varint ns), present when not 0
+//	       't' TokensAt (varint Unix ns), then Tokens (8 bytes: float64
+//	           bits), present when TokensAt is not 0
 //
 // Varints are signed (zig-zag, binary.AppendVarint), so that every value
 // of the fields reads back as written, including those service.CheckPolicy
@@ -431,16 +433,24 @@ func appendQueue(dst []byte, q *store.Queue) []byte {
 	}
 	dst = binary.AppendVarint(dst, int64(p.Concurrency))
 	dst = appendString(dst, p.DeadLetter)
-	dst = appendPush(dst, p.Push, p.Dedupe != 0)
+	dst = appendPush(dst, p.Push, p.Dedupe != 0 || q.TokensAt != 0)
 	if p.Dedupe != 0 {
 		dst = append(dst, trailerDedupe)
 		dst = binary.AppendVarint(dst, int64(p.Dedupe))
 	}
+	if q.TokensAt != 0 {
+		dst = append(dst, trailerTokens)
+		dst = binary.AppendVarint(dst, q.TokensAt)
+		dst = le.AppendUint64(dst, math.Float64bits(q.Tokens))
+	}
 	return dst
 }
 
-// trailerDedupe tags a queue record's trailer holding Policy.Dedupe.
-const trailerDedupe = 'd'
+// The tags of a queue record's trailers, in the order they are written.
+const (
+	trailerDedupe = 'd' // Policy.Dedupe
+	trailerTokens = 't' // the rate limit's bucket: TokensAt, Tokens
+)
 
 // appendPush appends the push group of a queue record: its presence byte
 // and, when set, p's fields, headers sorted by name; the next secret even
@@ -495,6 +505,16 @@ func decodeQueue(body []byte, q *store.Queue) error {
 		if p.Dedupe = time.Duration(d.varint()); p.Dedupe == 0 && d.err == nil {
 			d.err = errors.New("a dedupe trailer of 0") // written only when set
 		}
+	}
+	if d.err == nil && len(d.b) > 0 && d.b[0] == trailerTokens {
+		d.b = d.b[1:]
+		q.TokensAt = d.varint()
+		q.Tokens = math.Float64frombits(d.uint64())
+		if q.TokensAt == 0 && d.err == nil {
+			d.err = errors.New("a bucket trailer at time 0") // written only when set
+		}
+	} else {
+		q.TokensAt, q.Tokens = 0, 0
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.err = fmt.Errorf("%d bytes after the record", len(d.b))

@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"reflect"
 	"slices"
@@ -14,7 +15,7 @@ import (
 )
 
 // FuzzQueueRecord: every queue record decodes to what was encoded, nil
-// Retry, Rate and Push included, a push endpoint's headers whatever their
+// Retry, Rate and Push included, and a rate limit's bucket, a push endpoint's headers whatever their
 // order in the map; and any bytes that decode are a record whose encoding
 // decodes to the same (a body never decodes to two records).
 func FuzzQueueRecord(f *testing.F) {
@@ -37,6 +38,9 @@ func FuzzQueueRecord(f *testing.F) {
 		}
 		if which&16 != 0 {
 			q.Policy.Dedupe = time.Duration(d2)
+		}
+		if which&32 != 0 && ttr != 0 {
+			q.TokensAt, q.Tokens = ttr, jit
 		}
 		if which&4 != 0 {
 			p := &task.Push{URL: url, Timeout: time.Duration(d2), Secret: dead}
@@ -179,4 +183,55 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestDecodeQueue_Tokens: a rate limit's bucket is a trailer after the
+// dedupe one: a record without it is the record written before it came,
+// byte for byte, and reads with a full bucket (TokensAt 0); one with it,
+// with or without a dedupe window or a push endpoint before it, reads
+// back whole; trailers out of order, a bucket at time 0 or one cut short
+// are refused.
+func TestDecodeQueue_Tokens(t *testing.T) {
+	rate := &task.Rate{Limit: 1, Per: time.Hour}
+	plain := store.Queue{Pauses: 1, Policy: task.Policy{Rate: rate, Dedupe: time.Minute}}
+	old := appendQueue(nil, &plain)
+	for _, q := range []store.Queue{
+		{Policy: task.Policy{Rate: rate}, Tokens: 0.25, TokensAt: 1 << 60},
+		{Policy: task.Policy{Rate: rate, Dedupe: time.Minute}, Tokens: 3, TokensAt: 7},
+		{Policy: task.Policy{Rate: rate, Push: &task.Push{URL: "http://127.0.0.1:9/"}}, TokensAt: -1},
+	} {
+		body := appendQueue(nil, &q)
+		var got store.Queue
+		if err := decodeQueue(body, &got); err != nil || !reflect.DeepEqual(got, q) {
+			t.Errorf("decodeQueue(appendQueue(%+v)) = %+v, %v", q, got, err)
+		}
+		for cut := 1; cut <= 9; cut++ {
+			if err := decodeQueue(body[:len(body)-cut], &got); err == nil {
+				t.Errorf("decodeQueue of %+v cut %d bytes short: no error", q, cut)
+			}
+		}
+	}
+	got := store.Queue{Tokens: 9, TokensAt: 9}
+	if err := decodeQueue(old, &got); err != nil || got.TokensAt != 0 || got.Tokens != 0 || got.Policy.Dedupe != time.Minute {
+		t.Errorf("decodeQueue(record without a bucket) = %+v, %v; want a full bucket", got, err)
+	}
+	withBoth := appendQueue(nil, &store.Queue{Pauses: 1, Policy: plain.Policy, Tokens: 1, TokensAt: 5})
+	if !bytes.HasPrefix(withBoth, old) {
+		t.Fatalf("the bucket's trailer is not after the record without it: %x, %x", withBoth, old)
+	}
+	bucket := withBoth[len(old):]
+	dedupe := binary.AppendVarint([]byte{trailerDedupe}, int64(time.Minute))
+	if !bytes.HasSuffix(old, dedupe) {
+		t.Fatalf("the record does not end with its dedupe trailer %x: %x", dedupe, old)
+	}
+	swapped := append(append(append([]byte{}, old[:len(old)-len(dedupe)]...), bucket...), dedupe...)
+	if err := decodeQueue(swapped, &got); err == nil {
+		t.Errorf("decodeQueue of trailers out of order: no error")
+	}
+	zero := append(append([]byte{}, old...), trailerTokens)
+	zero = binary.AppendVarint(zero, 0)
+	zero = binary.LittleEndian.AppendUint64(zero, 0)
+	if err := decodeQueue(zero, &got); err == nil {
+		t.Errorf("decodeQueue of a bucket trailer at time 0: no error")
+	}
 }

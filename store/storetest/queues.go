@@ -37,6 +37,9 @@ func queueRecord(name string, v int) store.Queue {
 	if v%2 == 1 {
 		q.Policy.Push = pushOf(v)
 	}
+	if v%3 == 1 {
+		q.Tokens, q.TokensAt = float64(v)+0.25, time.Date(2029, 5, 6, 7, 8, 9, v, time.UTC).UnixNano()
+	}
 	return q
 }
 
@@ -95,6 +98,12 @@ func queueString(q store.Queue) string {
 	}
 	if p.Push != nil {
 		s += fmt.Sprintf(" push %+v", *p.Push)
+	}
+	if p.Dedupe != 0 {
+		s += fmt.Sprintf(" dedupe %v", p.Dedupe)
+	}
+	if q.TokensAt != 0 {
+		s += fmt.Sprintf(" tokens %v at %d", q.Tokens, q.TokensAt)
 	}
 	return s + "}"
 }
@@ -261,6 +270,47 @@ func testQueuesPush(t *testing.T, st store.Store) {
 	for _, q := range qs[1:5] {
 		b.PutQueue(q)
 	}
+	if err := st.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	checkQueues(t, st, qs...)
+}
+
+// testQueuesBucket: a rate limit's bucket (Tokens, TokensAt) reads back
+// as written, with and without the fields written around it (a dedupe
+// window, a push endpoint, a pause); a record replaced without one reads
+// with none (TokensAt 0), and one replaced with another reads the new.
+func testQueuesBucket(t *testing.T, st store.Store) {
+	rate := &task.Rate{Limit: 1, Per: time.Hour, Burst: 3}
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano()
+	qs := []store.Queue{
+		{Name: "b0", Policy: task.Policy{Rate: rate}, Tokens: 0, TokensAt: at},
+		{Name: "b1", Policy: task.Policy{Rate: rate, Dedupe: time.Minute}, Tokens: 2.5, TokensAt: at + 1},
+		{Name: "b2", Policy: task.Policy{Rate: rate, Push: pushOf(3)}, PausedUntil: math.MaxInt64, Tokens: 1e-9, TokensAt: 1},
+		{Name: "b3", Policy: task.Policy{Rate: rate}, Tokens: 3, TokensAt: math.MaxInt64},
+		{Name: "b4", Policy: task.Policy{Rate: rate}},
+	}
+	var b store.Batch
+	for _, q := range qs {
+		b.PutQueue(q)
+	}
+	if err := st.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	checkQueues(t, st, qs...)
+
+	// b0 takes its last token, b1 loses its bucket (a new rate), b4
+	// gets one; b2 is written twice in the batch, the later write wins.
+	qs[0].Tokens, qs[0].TokensAt = 0, at+int64(time.Second)
+	qs[1].Tokens, qs[1].TokensAt = 0, 0
+	qs[4].Tokens, qs[4].TokensAt = 1.75, at
+	b.Reset()
+	b.PutQueue(qs[0])
+	b.PutQueue(qs[1])
+	b.PutQueue(qs[2])
+	qs[2].Tokens, qs[2].TokensAt = 0.5, 2
+	b.PutQueue(qs[2])
+	b.PutQueue(qs[4])
 	if err := st.Commit(&b); err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Queues", testQueues},
 		{"QueuesCopied", testQueuesCopied},
 		{"QueuesPush", testQueuesPush},
+		{"QueuesBucket", testQueuesBucket},
 		{"Reserved", testReserved},
 		{"Attempts", testAttempts},
 		{"LastFinished", testLastFinished},
