@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -60,6 +61,10 @@ type PGWork struct {
 	Blocks     int64 // shared blocks hit or read, tables and indexes
 	WALBytes   int64 // WAL written by the whole server
 	CPU        time.Duration
+	// GoCPU is this process's CPU (getrusage): the side's workers, its
+	// client and, for hourglass, the node and its HTTP server; not
+	// PostgreSQL's, a child process.
+	GoCPU time.Duration
 	// Stmts holds the statements of the side's database, by total time.
 	Stmts []Statement
 	// Indexes holds each index touched: scans and blocks.
@@ -108,6 +113,7 @@ type probe struct {
 
 // counters is one reading of a probe.
 type counters struct {
+	self                                      time.Duration
 	cpu                                       time.Duration
 	lsn                                       int64
 	commits, ins, upd, del, returned, fetched int64
@@ -236,6 +242,10 @@ func (p *probe) settle(ctx context.Context, pools ...*pgxpool.Pool) error {
 // read takes a reading of every counter.
 func (p *probe) read(ctx context.Context) (counters, error) {
 	c := counters{cpu: -1, stmts: map[string]Statement{}, indexes: map[string]IndexWork{}}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		c.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 	if p.pid > 0 {
 		if cpu, err := processCPU(p.pid); err == nil {
 			c.cpu = cpu
@@ -298,7 +308,7 @@ func (c counters) since(a counters) PGWork {
 		Statements: -1, Rows: -1, CPU: -1,
 		Commits: c.commits - a.commits, Inserted: c.ins - a.ins, Updated: c.upd - a.upd, HOTUpdated: c.hot - a.hot,
 		Deleted: c.del - a.del, Returned: c.returned - a.returned, Fetched: c.fetched - a.fetched,
-		Blocks: c.blocks - a.blocks, WALBytes: c.lsn - a.lsn,
+		Blocks: c.blocks - a.blocks, WALBytes: c.lsn - a.lsn, GoCPU: c.self - a.self,
 	}
 	if c.cpu >= 0 && a.cpu >= 0 {
 		w.CPU = c.cpu - a.cpu

@@ -159,15 +159,17 @@ func CompareThroughput(ctx context.Context, srv Server, cfg ThroughputConfig, lo
 }
 
 // Table formats r as markdown tables of medians over the rounds: a row
-// per side with its jobs/s, its ratio to hourglass's, and PostgreSQL's CPU,
-// statements and WAL bytes per worked job; then, when the server was
-// measured, PostgreSQL's work per worked job and per job put in detail.
+// per side with its jobs/s, its ratio to hourglass's, and per worked job
+// PostgreSQL's CPU, this process's CPU (Go CPU: the workers and, for
+// hourglass, the node and its HTTP server too), statements and WAL bytes;
+// then, when the server was measured, PostgreSQL's work per worked job
+// and per job put in detail.
 func (r ThroughputResult) Table() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d ready jobs, %d workers, at most %v per side, %d round(s), medians\n\n",
 		r.Config.Jobs, r.Config.Workers, r.Config.Duration, r.Config.Rounds)
-	b.WriteString("| system | jobs/s | / hourglass | worked | insert rate (jobs/s) | PG CPU µs/job | PG statements/job | WAL bytes/job |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| system | jobs/s | / hourglass | worked | insert rate (jobs/s) | PG CPU µs/job | Go CPU µs/job | PG statements/job | WAL bytes/job |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	if len(r.Rounds) == 0 {
 		return b.String()
 	}
@@ -185,9 +187,10 @@ func (r ThroughputResult) Table() string {
 		work := func(f func(PGWork) float64) string {
 			return perJob(col(func(r Rate) float64 { return perTask(f(r.Work), r.Worked) }))
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %.0f | %.0f | %s | %s | %s |\n", s.System, perSec, ratio,
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.0f | %.0f | %s | %s | %s | %s |\n", s.System, perSec, ratio,
 			col(func(r Rate) float64 { return float64(r.Worked) }), col(func(r Rate) float64 { return r.InsertPerSec }),
-			work(cpuMicros), work(func(w PGWork) float64 { return float64(w.Statements) }),
+			work(cpuMicros), work(func(w PGWork) float64 { return float64(w.GoCPU) / float64(time.Microsecond) }),
+			work(func(w PGWork) float64 { return float64(w.Statements) }),
 			work(func(w PGWork) float64 { return float64(w.WALBytes) }))
 	}
 	if r.Rounds[0][0].Work.Commits == 0 && r.Rounds[0][0].Insert.Commits == 0 {
