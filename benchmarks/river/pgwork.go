@@ -61,6 +61,11 @@ type PGWork struct {
 	Blocks     int64 // shared blocks hit or read, tables and indexes
 	WALBytes   int64 // WAL written by the whole server
 	CPU        time.Duration
+	// ByProcess is PostgreSQL's CPU by backend type (client backend,
+	// autovacuum worker, walwriter, ...) from the workers' start to their
+	// stop, read before the side's connections close: the part of CPU the
+	// backends spend on their work. Nil where not measured.
+	ByProcess map[string]time.Duration
 	// GoCPU is this process's CPU (getrusage): the side's workers, its
 	// client and, for hourglass, the node and its HTTP server; not
 	// PostgreSQL's, a child process.
@@ -352,15 +357,29 @@ func (c counters) since(a counters) PGWork {
 // processCPU returns the CPU time of process pid and of its children,
 // live (from their /proc/PID/stat) and exited (pid's cutime and cstime).
 func processCPU(pid int) (time.Duration, error) {
+	own, children, err := treeCPU(pid)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range children {
+		own += d
+	}
+	return own, nil
+}
+
+// treeCPU returns the CPU time of process pid with that of its exited
+// children (its cutime and cstime), and that of each live child by
+// process id.
+func treeCPU(pid int) (time.Duration, map[int]time.Duration, error) {
 	self, err := procStat(pid)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	ticks := self.utime + self.stime + self.cutime + self.cstime
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	children := map[int]time.Duration{}
 	for _, e := range ents {
 		child, err := strconv.Atoi(e.Name())
 		if err != nil || child == pid {
@@ -370,10 +389,81 @@ func processCPU(pid int) (time.Duration, error) {
 		if err != nil || st.ppid != pid {
 			continue // gone, or not the server's
 		}
-		ticks += st.utime + st.stime
+		children[child] = ticks(st.utime + st.stime)
 	}
-	// /proc counts in USER_HZ, 100 a second on every Linux build.
-	return time.Duration(ticks) * (time.Second / 100), nil
+	return ticks(self.utime + self.stime + self.cutime + self.cstime), children, nil
+}
+
+// ticks converts /proc's clock ticks, USER_HZ (100 a second on every
+// Linux build), to a duration.
+func ticks(n int64) time.Duration { return time.Duration(n) * (time.Second / 100) }
+
+// cpuByProcess is a reading of the server's CPU by process: each live
+// child's with its backend_type (pg_stat_activity), and the
+// postmaster's own with its exited children's.
+type cpuByProcess struct {
+	ok    bool
+	own   time.Duration
+	pids  map[int]time.Duration
+	types map[int]string
+}
+
+// exitedType names, in a breakdown, the CPU of the processes that exited
+// between two readings (after the first) and the postmaster's own.
+const exitedType = "exited, and the postmaster"
+
+// readByProcess takes a reading of the server's CPU by process; one with
+// ok false where /proc cannot be read.
+func (p *probe) readByProcess(ctx context.Context) (cpuByProcess, error) {
+	var r cpuByProcess
+	if p.pid <= 0 {
+		return r, nil
+	}
+	rows, err := p.admin.Query(ctx, `SELECT pid, coalesce(backend_type, '') FROM pg_stat_activity`)
+	if err != nil {
+		return r, err
+	}
+	r.types = map[int]string{}
+	var pid int32
+	var typ string
+	if _, err := pgx.ForEachRow(rows, []any{&pid, &typ}, func() error {
+		r.types[int(pid)] = typ
+		return nil
+	}); err != nil {
+		return r, err
+	}
+	own, children, err := treeCPU(p.pid)
+	if err != nil {
+		return r, nil
+	}
+	r.ok, r.own, r.pids = true, own, children
+	return r, nil
+}
+
+// since returns the CPU from reading a to r by backend type; nil when
+// either reading lacks /proc.
+func (r cpuByProcess) since(a cpuByProcess) map[string]time.Duration {
+	if !r.ok || !a.ok {
+		return nil
+	}
+	out := map[string]time.Duration{}
+	for pid, d := range r.pids {
+		typ := r.types[pid]
+		if typ == "" {
+			typ = "other"
+		}
+		out[typ] += d - a.pids[pid]
+	}
+	// A child that exited since a adds all its time to the postmaster's
+	// cutime: only what it spent after a is this interval's.
+	exited := r.own - a.own
+	for pid, d := range a.pids {
+		if _, live := r.pids[pid]; !live {
+			exited -= d
+		}
+	}
+	out[exitedType] += exited
+	return out
 }
 
 // stat holds the fields of /proc/PID/stat that processCPU needs.

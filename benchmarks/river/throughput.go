@@ -233,6 +233,58 @@ func (r ThroughputResult) Table() string {
 			b.WriteString("\n")
 		}
 	}
+	b.WriteString(r.byProcess())
+	return b.String()
+}
+
+// byProcess formats PostgreSQL's CPU per worked job by backend type, from
+// the workers' start to their stop, summed over the rounds, for the types
+// that used any: "" where it was not measured.
+func (r ThroughputResult) byProcess() string {
+	types := map[string]bool{}
+	for _, round := range r.Rounds {
+		for _, s := range round {
+			for t, d := range s.Work.ByProcess {
+				types[t] = types[t] || d != 0
+			}
+		}
+	}
+	if len(types) == 0 {
+		return ""
+	}
+	var cols []string
+	for _, t := range slices.Sorted(maps.Keys(types)) {
+		if types[t] {
+			cols = append(cols, t) // the types that used the CPU
+		}
+	}
+	var b strings.Builder
+	b.WriteString("\nPostgreSQL's CPU per worked job (µs) by process, from the workers' start to their stop, over all rounds\n\n| system |")
+	for _, c := range cols {
+		fmt.Fprintf(&b, " %s |", c)
+	}
+	b.WriteString(" all |\n|---|" + strings.Repeat("---|", len(cols)+1) + "\n")
+	for i, s := range r.Rounds[0] {
+		worked := 0
+		sum := map[string]time.Duration{}
+		var all time.Duration
+		for _, round := range r.Rounds {
+			worked += round[i].Worked
+			for t, d := range round[i].Work.ByProcess {
+				sum[t] += d
+				all += d
+			}
+		}
+		fmt.Fprintf(&b, "| %s |", s.System)
+		for _, c := range append(cols, "") {
+			d := sum[c]
+			if c == "" {
+				d = all
+			}
+			fmt.Fprintf(&b, " %s |", perJob(perTask(float64(d)/float64(time.Microsecond), worked)))
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 
@@ -471,11 +523,22 @@ func (p *probe) mark(ctx context.Context, pools ...*pgxpool.Pool) (counters, err
 }
 
 // measured sets r's Insert and Work from the readings at the insert's
-// start, the work's start and the work's end; nothing with p nil.
-func (r *Rate) measured(p *probe, insert, work, end counters) {
+// start, the work's start and the work's end, and the work's CPU by
+// process from the readings at its start and at the workers' stop;
+// nothing with p nil.
+func (r *Rate) measured(p *probe, insert, work, end counters, started, stopped cpuByProcess) {
 	if p != nil {
 		r.Insert, r.Work = work.since(insert), end.since(work)
+		r.Work.ByProcess = stopped.since(started)
 	}
+}
+
+// byProcess reads the server's CPU by process; nothing with p nil.
+func (p *probe) byProcess(ctx context.Context) (cpuByProcess, error) {
+	if p == nil {
+		return cpuByProcess{}, nil
+	}
+	return p.readByProcess(ctx)
 }
 
 // hourglassThroughput is hourglass's side on the empty database at url,
@@ -554,6 +617,10 @@ func hourglassThroughput(ctx context.Context, url string, p *probe, cfg Throughp
 	if err != nil {
 		return res, err
 	}
+	started, err := p.byProcess(ctx)
+	if err != nil {
+		return res, err
+	}
 	done := newCounter(cfg.Jobs)
 	w := worker.New(c, worker.Options{Concurrency: cfg.Workers, Logger: quiet})
 	w.Handle(throughputQueue, func(context.Context, *worker.Task) error {
@@ -572,13 +639,17 @@ func hourglassThroughput(ctx context.Context, url string, p *probe, cfg Throughp
 	if err != nil {
 		return res, err
 	}
+	stopped, err := p.byProcess(ctx)
+	if err != nil {
+		return res, err
+	}
 	hs.Drain()
 	srv.Close()
 	node.Close()
 	pool.Close()
 	closed = true
 	atEnd, err := p.mark(ctx)
-	res.measured(p, atInsert, atWork, atEnd)
+	res.measured(p, atInsert, atWork, atEnd, started, stopped)
 	return res, err
 }
 
@@ -668,6 +739,10 @@ func riverThroughput(ctx context.Context, url string, p *probe, cfg ThroughputCo
 		return res, err
 	}
 
+	started, err := p.byProcess(ctx)
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
 	if err := c.Start(ctx); err != nil {
 		return res, err
@@ -681,9 +756,13 @@ func riverThroughput(ctx context.Context, url string, p *probe, cfg ThroughputCo
 	if err != nil {
 		return res, err
 	}
+	stopped, err := p.byProcess(ctx)
+	if err != nil {
+		return res, err
+	}
 	pool.Close()
 	closed = true
 	atEnd, err := p.mark(ctx)
-	res.measured(p, atInsert, atWork, atEnd)
+	res.measured(p, atInsert, atWork, atEnd, started, stopped)
 	return res, err
 }
