@@ -61,7 +61,7 @@ type PGWork struct {
 	Blocks     int64 // shared blocks hit or read, tables and indexes
 	WALBytes   int64 // WAL written by the whole server
 	CPU        time.Duration
-	// ByProcess is PostgreSQL's CPU by backend type (client backend,
+	// ByProcess is PostgreSQL's CPU by kind of process (client backend,
 	// autovacuum worker, walwriter, ...) from the workers' start to their
 	// stop, read before the side's connections close: the part of CPU the
 	// backends spend on their work. Nil where not measured.
@@ -399,8 +399,8 @@ func treeCPU(pid int) (time.Duration, map[int]time.Duration, error) {
 func ticks(n int64) time.Duration { return time.Duration(n) * (time.Second / 100) }
 
 // cpuByProcess is a reading of the server's CPU by process: each live
-// child's with its backend_type (pg_stat_activity), and the
-// postmaster's own with its exited children's.
+// child's with its kind, and the postmaster's own with its exited
+// children's.
 type cpuByProcess struct {
 	ok    bool
 	own   time.Duration
@@ -412,35 +412,47 @@ type cpuByProcess struct {
 // between two readings (after the first) and the postmaster's own.
 const exitedType = "exited, and the postmaster"
 
+// serverProcesses are the kinds of the server's processes other than
+// the client backends, as their titles name them.
+var serverProcesses = []string{"autovacuum worker", "autovacuum launcher", "checkpointer", "background writer",
+	"walwriter", "logical replication launcher", "parallel worker", "archiver", "logger", "startup", "walsender"}
+
+// kindOf returns the kind of the server's process pid from its title
+// (update_process_title, on by default): "postgres: walwriter", or
+// "postgres: USER DB HOST(PORT) STATE" for a client backend.
+func kindOf(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return "other"
+	}
+	title := strings.TrimPrefix(strings.TrimRight(string(b), "\x00"), "postgres: ")
+	for _, k := range serverProcesses {
+		if strings.HasPrefix(title, k) {
+			return k
+		}
+	}
+	return "client backend"
+}
+
 // readByProcess takes a reading of the server's CPU by process; one with
 // ok false where /proc cannot be read.
-func (p *probe) readByProcess(ctx context.Context) (cpuByProcess, error) {
+func (p *probe) readByProcess(context.Context) (cpuByProcess, error) {
 	var r cpuByProcess
 	if p.pid <= 0 {
 		return r, nil
-	}
-	rows, err := p.admin.Query(ctx, `SELECT pid, coalesce(backend_type, '') FROM pg_stat_activity`)
-	if err != nil {
-		return r, err
-	}
-	r.types = map[int]string{}
-	var pid int32
-	var typ string
-	if _, err := pgx.ForEachRow(rows, []any{&pid, &typ}, func() error {
-		r.types[int(pid)] = typ
-		return nil
-	}); err != nil {
-		return r, err
 	}
 	own, children, err := treeCPU(p.pid)
 	if err != nil {
 		return r, nil
 	}
-	r.ok, r.own, r.pids = true, own, children
+	r.ok, r.own, r.pids, r.types = true, own, children, map[int]string{}
+	for pid := range children {
+		r.types[pid] = kindOf(pid)
+	}
 	return r, nil
 }
 
-// since returns the CPU from reading a to r by backend type; nil when
+// since returns the CPU from reading a to r by kind of process; nil when
 // either reading lacks /proc.
 func (r cpuByProcess) since(a cpuByProcess) map[string]time.Duration {
 	if !r.ok || !a.ok {
@@ -448,11 +460,7 @@ func (r cpuByProcess) since(a cpuByProcess) map[string]time.Duration {
 	}
 	out := map[string]time.Duration{}
 	for pid, d := range r.pids {
-		typ := r.types[pid]
-		if typ == "" {
-			typ = "other"
-		}
-		out[typ] += d - a.pids[pid]
+		out[r.types[pid]] += d - a.pids[pid]
 	}
 	// A child that exited since a adds all its time to the postmaster's
 	// cutime: only what it spent after a is this interval's.

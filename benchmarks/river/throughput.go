@@ -237,7 +237,7 @@ func (r ThroughputResult) Table() string {
 	return b.String()
 }
 
-// byProcess formats PostgreSQL's CPU per worked job by backend type, from
+// byProcess formats PostgreSQL's CPU per worked job by kind of process, from
 // the workers' start to their stop, summed over the rounds, for the types
 // that used any: "" where it was not measured.
 func (r ThroughputResult) byProcess() string {
