@@ -52,3 +52,33 @@ func TestProcessCPU(t *testing.T) {
 		t.Fatalf("processCPU = %v after a child of %v: its exited child is not counted", got, child)
 	}
 }
+
+// TestCPUByProcessSince checks the breakdown's arithmetic: a live
+// process counts what it spent between the readings, one that exited
+// counts what it spent after the first (its whole time having moved into
+// the postmaster's cutime), a new one all of its time.
+func TestCPUByProcessSince(t *testing.T) {
+	ms := time.Millisecond
+	a := cpuByProcess{ok: true, own: 100 * ms,
+		pids:  map[int]time.Duration{1: 50 * ms, 2: 30 * ms},
+		types: map[int]string{1: "client backend", 2: "autovacuum worker"}}
+	// Process 2 exited having spent 45 ms in all (15 after a), so the
+	// postmaster's own with its exited children's went from 100 to 147
+	// (2 of its own); process 3 started and spent 20; 1 spent 10 more.
+	r := cpuByProcess{ok: true, own: 147 * ms,
+		pids:  map[int]time.Duration{1: 60 * ms, 3: 20 * ms},
+		types: map[int]string{1: "client backend", 3: "client backend"}}
+	got := r.since(a)
+	want := map[string]time.Duration{"client backend": 30 * ms, exitedType: 17 * ms}
+	if len(got) != len(want) {
+		t.Fatalf("since = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("since[%q] = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+	if (cpuByProcess{}).since(a) != nil {
+		t.Error("a reading without /proc gives a breakdown")
+	}
+}
