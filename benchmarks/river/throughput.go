@@ -67,6 +67,11 @@ type ThroughputConfig struct {
 	Workers  int           // the hourglass worker's Concurrency, river's MaxWorkers; default 64
 	Duration time.Duration // the longest a side works; default 10 s
 	Rounds   int           // each side runs once per round, a different one first each round; default 1
+	// Analyze has each side ANALYZE its database after the insert,
+	// before its workers start, as autovacuum's autoanalyze does on its
+	// own about a minute after a bulk load: the workers then run on
+	// plans made with the statistics of a full table.
+	Analyze bool
 }
 
 func (c *ThroughputConfig) defaults() {
@@ -166,8 +171,12 @@ func CompareThroughput(ctx context.Context, srv Server, cfg ThroughputConfig, lo
 // and per job put in detail.
 func (r ThroughputResult) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d ready jobs, %d workers, at most %v per side, %d round(s), medians\n\n",
-		r.Config.Jobs, r.Config.Workers, r.Config.Duration, r.Config.Rounds)
+	analyzed := ""
+	if r.Config.Analyze {
+		analyzed = ", tables analyzed before the work"
+	}
+	fmt.Fprintf(&b, "%d ready jobs, %d workers, at most %v per side%s, %d round(s), medians\n\n",
+		r.Config.Jobs, r.Config.Workers, r.Config.Duration, analyzed, r.Config.Rounds)
 	b.WriteString("| system | jobs/s | / hourglass | worked | insert rate (jobs/s) | PG CPU µs/job | Go CPU µs/job | PG statements/job | WAL bytes/job |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	if len(r.Rounds) == 0 {
@@ -613,6 +622,9 @@ func hourglassThroughput(ctx context.Context, url string, p *probe, cfg Throughp
 		return res, err
 	}
 
+	if err := analyze(ctx, pool, cfg); err != nil {
+		return res, err
+	}
 	atWork, err := p.mark(ctx, pool)
 	if err != nil {
 		return res, err
@@ -651,6 +663,15 @@ func hourglassThroughput(ctx context.Context, url string, p *probe, cfg Throughp
 	atEnd, err := p.mark(ctx)
 	res.measured(p, atInsert, atWork, atEnd, started, stopped)
 	return res, err
+}
+
+// analyze runs ANALYZE on the side's database when cfg.Analyze.
+func analyze(ctx context.Context, pool *pgxpool.Pool, cfg ThroughputConfig) error {
+	if !cfg.Analyze {
+		return nil
+	}
+	_, err := pool.Exec(ctx, "ANALYZE")
+	return err
 }
 
 // workArgs is the throughput comparison's river job.
@@ -732,6 +753,9 @@ func riverThroughput(ctx context.Context, url string, p *probe, cfg ThroughputCo
 		_, err := c.InsertManyFast(ctx, batch[:count])
 		return err
 	}); err != nil {
+		return res, err
+	}
+	if err := analyze(ctx, pool, cfg); err != nil {
 		return res, err
 	}
 	atWork, err := p.mark(ctx, pool)
