@@ -9,9 +9,9 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// TestReserve_PlanAfterAnalyze: the reservation's generic plan (nodes run
-// with plan_cache_mode=force_generic_plan) fetches the tasks it takes by
-// their primary key, also once the table's statistics know it holds many
+// TestReserve_PlanAfterAnalyze: the reservation's generic plans (nodes
+// run with plan_cache_mode=force_generic_plan), of sqlReserve and of
+// sqlReserveLimited, fetch the tasks they take by their primary key, also once the table's statistics know it holds many
 // ready tasks. The planner estimates a LIMIT $2 at a tenth of its input;
 // with 500,000 ready tasks analyzed it then joined the picked tasks to
 // the table by a merge join over the whole primary key, walking every
@@ -37,41 +37,47 @@ func TestReserve_PlanAfterAnalyze(t *testing.T) {
 		"ANALYZE hourglass_tasks",
 		"SET plan_cache_mode = force_generic_plan",
 		"PREPARE reserve_plan(text[], bigint) AS " + cluster.SQLReserve,
+		"PREPARE reserve_limited_plan(text[], bigint, int[]) AS " + cluster.SQLReserveLimited,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	rows, err := conn.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE reserve_plan('{q}', 50)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
+	for _, explain := range []string{
+		"EXPLAIN (COSTS OFF) EXECUTE reserve_plan('{q}', 50)",
+		"EXPLAIN (COSTS OFF) EXECUTE reserve_limited_plan('{q}', 50, '{50}')",
+	} {
+		rows, err := conn.Query(ctx, explain)
+		if err != nil {
 			t.Fatal(err)
 		}
-		plan.WriteString(line + "\n")
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	// The update reaches the tasks through the primary key's index
-	// condition: no scan of the whole table, nor of its whole index.
-	lines := strings.Split(plan.String(), "\n")
-	byKey := false
-	for i, line := range lines {
-		if strings.Contains(line, "Seq Scan on hourglass_tasks") || strings.Contains(line, "Merge Join") {
-			t.Errorf("the reservation's generic plan reads every task (%s):\n%s", strings.TrimSpace(line), plan.String())
+		var plan strings.Builder
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan.WriteString(line + "\n")
 		}
-		if strings.Contains(line, "using hourglass_tasks_pkey on hourglass_tasks t") && i+1 < len(lines) &&
-			strings.Contains(lines[i+1], "Index Cond: (job_id =") {
-			byKey = true
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !byKey {
-		t.Errorf("the reservation's generic plan does not take the tasks by their primary key:\n%s", plan.String())
+		// The update reaches the tasks through the primary key's index
+		// condition: no scan of the whole table, nor of its whole index.
+		lines := strings.Split(plan.String(), "\n")
+		byKey := false
+		for i, line := range lines {
+			if strings.Contains(line, "Seq Scan on hourglass_tasks") || strings.Contains(line, "Merge Join") {
+				t.Errorf("%s: the generic plan reads every task (%s):\n%s", explain, strings.TrimSpace(line), plan.String())
+			}
+			if strings.Contains(line, "using hourglass_tasks_pkey on hourglass_tasks t") && i+1 < len(lines) &&
+				strings.Contains(lines[i+1], "Index Cond: (job_id =") {
+				byKey = true
+			}
+		}
+		if !byKey {
+			t.Errorf("%s: the generic plan does not take the tasks by their primary key:\n%s", explain, plan.String())
+		}
 	}
 }
 
