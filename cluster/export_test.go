@@ -57,6 +57,10 @@ const SQLFlush = sqlFlush
 // SQLReserve is the reservation statement (reserve.go).
 const SQLReserve = sqlReserve
 
+// SQLReserveLimited is the reservation statement of limited queues
+// (limits.go).
+const SQLReserveLimited = sqlReserveLimited
+
 // Waiting returns how many reservers wait on queue having found nothing,
 // those the flush may hand tasks to.
 func (n *Node) Waiting(queue string) int {

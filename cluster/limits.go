@@ -62,7 +62,8 @@ const sqlLockLimited = `WITH async AS MATERIALIZED (SELECT set_config('synchrono
 // less, under a concurrency limit, what it has reserved already; $2 in
 // all. It returns a row per task taken as sqlReserve does, and a row per
 // queue whose concurrency limit is reached (job id 0, the queue's name,
-// the last column 0).
+// the last column 0). Its update finds the tasks picked by their primary
+// key as sqlReserve's does, whatever the estimates (reserve.go).
 const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 		SELECT q.name, q.allow, coalesce(p.concurrency, 0) AS concurrency, CASE WHEN p.concurrency > 0 THEN
 			(SELECT count(*) FROM (SELECT 1 FROM hourglass_tasks r
@@ -87,7 +88,7 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 			lease = ` + sqlLease + `,
 			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1, ready_at = NULL
 		FROM picked, now
-		WHERE t.job_id = picked.job_id
+		WHERE t.job_id = picked.job_id AND t.job_id = ANY(ARRAY(SELECT job_id FROM picked))
 		RETURNING ` + returnTask + `, now.ns, picked.ready_at
 	)
 	SELECT *, NULL::bigint FROM taken

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -22,8 +24,8 @@ import (
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/client"
+	"github.com/hourglass-go/hourglass/cluster"
 	"github.com/hourglass-go/hourglass/httpapi"
-	"github.com/hourglass-go/hourglass/internal/clusterbench"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/worker"
 )
@@ -51,6 +53,12 @@ import (
 // A side works from the moment its workers start until every job is done
 // or Duration has passed; jobs/s is the jobs its handlers returned from
 // over that time.
+//
+// Around each side's insert and its work the harness reads PostgreSQL's
+// counters (pgwork.go): the work of the insert is reported per job put,
+// that of the work phase (from the workers' start until their
+// connections are closed) per job worked, so that neither pays for the
+// other. Each side's database is dropped when the side ends.
 
 // ThroughputConfig sizes a throughput comparison. Zero fields take the
 // defaults named.
@@ -59,6 +67,11 @@ type ThroughputConfig struct {
 	Workers  int           // the hourglass worker's Concurrency, river's MaxWorkers; default 64
 	Duration time.Duration // the longest a side works; default 10 s
 	Rounds   int           // each side runs once per round, a different one first each round; default 1
+	// Analyze has each side ANALYZE its database after the insert,
+	// before its workers start, as autovacuum's autoanalyze does on its
+	// own about a minute after a bulk load: the workers then run on
+	// plans made with the statistics of a full table.
+	Analyze bool
 }
 
 func (c *ThroughputConfig) defaults() {
@@ -91,6 +104,9 @@ type Rate struct {
 	InsertPerSec float64 // the Jobs put before the workers start
 	Worked       int     // jobs whose handler returned nil
 	PerSec       float64 // Worked per second of work
+	// Insert and Work are PostgreSQL's work while the Jobs were put and
+	// while they were worked; zero when the server was not measured.
+	Insert, Work PGWork
 }
 
 // String formats r on one line.
@@ -106,16 +122,18 @@ type ThroughputResult struct {
 }
 
 // CompareThroughput runs cfg.Rounds rounds of the three sides, each on a
-// database of its own that newDatabase creates (and returns the URL of)
-// on the same server. log, if not nil, receives a line per side and
-// round.
-func CompareThroughput(ctx context.Context, newDatabase func() string, cfg ThroughputConfig, log func(string)) (ThroughputResult, error) {
+// database of its own that srv.NewDatabase creates on the same server,
+// measuring PostgreSQL's work (pgwork.go) where srv.URL is set. log, if
+// not nil, receives a line per side and round.
+func CompareThroughput(ctx context.Context, srv Server, cfg ThroughputConfig, log func(string)) (ThroughputResult, error) {
 	cfg.defaults()
 	res := ThroughputResult{Config: cfg}
-	sides := []func(url string) (Rate, error){
-		func(url string) (Rate, error) { return hourglassThroughput(ctx, url, cfg) },
-		func(url string) (Rate, error) { return riverThroughput(ctx, url, cfg, 0) },
-		func(url string) (Rate, error) { return riverThroughput(ctx, url, cfg, river.FetchCooldownMin) },
+	sides := []func(url string, p *probe) (Rate, error){
+		func(url string, p *probe) (Rate, error) { return hourglassThroughput(ctx, url, p, cfg) },
+		func(url string, p *probe) (Rate, error) { return riverThroughput(ctx, url, p, cfg, 0) },
+		func(url string, p *probe) (Rate, error) {
+			return riverThroughput(ctx, url, p, cfg, river.FetchCooldownMin)
+		},
 	}
 	for k := range cfg.Rounds {
 		// Round k starts with side k (mod 3), so that no side always
@@ -123,7 +141,15 @@ func CompareThroughput(ctx context.Context, newDatabase func() string, cfg Throu
 		round := make([]Rate, len(sides))
 		for j := range sides {
 			i := (k + j) % len(sides)
-			r, err := sides[i](newDatabase())
+			url := srv.NewDatabase()
+			p, err := openProbe(ctx, srv, url)
+			if err != nil {
+				return res, fmt.Errorf("hourglass: riverbench: %w", err)
+			}
+			r, err := sides[i](url, p)
+			if p != nil {
+				err = errors.Join(err, p.drop(ctx))
+			}
 			if err != nil {
 				return res, fmt.Errorf("%s: %w", r.System, err)
 			}
@@ -137,31 +163,28 @@ func CompareThroughput(ctx context.Context, newDatabase func() string, cfg Throu
 	return res, nil
 }
 
-// Table formats r as a markdown table: a row per side (medians over the
-// rounds), each with its ratio to hourglass's jobs/s.
+// Table formats r as markdown tables of medians over the rounds: a row
+// per side with its jobs/s, its ratio to hourglass's, and per worked job
+// PostgreSQL's CPU, this process's CPU (Go CPU: the workers and, for
+// hourglass, the node and its HTTP server too), statements and WAL bytes;
+// then, when the server was measured, PostgreSQL's work per worked job
+// and per job put in detail.
 func (r ThroughputResult) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d ready jobs, %d workers, at most %v per side, %d round(s), medians\n\n",
-		r.Config.Jobs, r.Config.Workers, r.Config.Duration, r.Config.Rounds)
-	b.WriteString("| system | jobs/s | / hourglass | worked | insert rate (jobs/s) |\n")
-	b.WriteString("|---|---|---|---|---|\n")
+	analyzed := ""
+	if r.Config.Analyze {
+		analyzed = ", tables analyzed before the work"
+	}
+	fmt.Fprintf(&b, "%d ready jobs, %d workers, at most %v per side%s, %d round(s), medians\n\n",
+		r.Config.Jobs, r.Config.Workers, r.Config.Duration, analyzed, r.Config.Rounds)
+	b.WriteString("| system | jobs/s | / hourglass | worked | insert rate (jobs/s) | PG CPU µs/job | Go CPU µs/job | PG statements/job | WAL bytes/job |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	if len(r.Rounds) == 0 {
 		return b.String()
 	}
 	var base float64
 	for i, s := range r.Rounds[0] {
-		// col is the median of f over the rounds of side i.
-		col := func(f func(Rate) float64) float64 {
-			v := make([]float64, len(r.Rounds))
-			for k, round := range r.Rounds {
-				v[k] = f(round[i])
-			}
-			slices.Sort(v)
-			if len(v)%2 == 1 {
-				return v[len(v)/2]
-			}
-			return (v[len(v)/2-1] + v[len(v)/2]) / 2
-		}
+		col := r.column(i)
 		perSec := col(func(r Rate) float64 { return r.PerSec })
 		if i == 0 {
 			base = perSec
@@ -170,8 +193,261 @@ func (r ThroughputResult) Table() string {
 		if base > 0 {
 			ratio = fmt.Sprintf("%.2f×", perSec/base)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %.0f | %.0f |\n", s.System, perSec, ratio,
-			col(func(r Rate) float64 { return float64(r.Worked) }), col(func(r Rate) float64 { return r.InsertPerSec }))
+		work := func(f func(PGWork) float64) string {
+			return perJob(col(func(r Rate) float64 { return perTask(f(r.Work), r.Worked) }))
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.0f | %.0f | %s | %s | %s | %s |\n", s.System, perSec, ratio,
+			col(func(r Rate) float64 { return float64(r.Worked) }), col(func(r Rate) float64 { return r.InsertPerSec }),
+			work(cpuMicros), work(func(w PGWork) float64 { return float64(w.GoCPU) / float64(time.Microsecond) }),
+			work(func(w PGWork) float64 { return float64(w.Statements) }),
+			work(func(w PGWork) float64 { return float64(w.WALBytes) }))
+	}
+	if r.Rounds[0][0].Work.Commits == 0 && r.Rounds[0][0].Insert.Commits == 0 {
+		return b.String()
+	}
+	for _, phase := range []struct {
+		title string
+		of    func(Rate) (PGWork, int)
+	}{
+		{"PostgreSQL's work per worked job (work phase)", func(r Rate) (PGWork, int) { return r.Work, r.Worked }},
+		{"PostgreSQL's work per job put (insert phase)", func(r Rate) (PGWork, int) { return r.Insert, r.Jobs }},
+	} {
+		fmt.Fprintf(&b, "\n%s, medians\n\n", phase.title)
+		b.WriteString("| system | CPU µs | statements | commits | rows | tup ins | tup upd | of which HOT | tup del | tup returned | tup fetched | idx scans | idx blocks | blocks | WAL bytes |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for i, s := range r.Rounds[0] {
+			col := r.column(i)
+			cell := func(f func(PGWork) float64) string {
+				return perJob(col(func(r Rate) float64 { w, n := phase.of(r); return perTask(f(w), n) }))
+			}
+			fmt.Fprintf(&b, "| %s |", s.System)
+			for _, f := range []func(PGWork) float64{
+				cpuMicros,
+				func(w PGWork) float64 { return float64(w.Statements) },
+				func(w PGWork) float64 { return float64(w.Commits) },
+				func(w PGWork) float64 { return float64(w.Rows) },
+				func(w PGWork) float64 { return float64(w.Inserted) },
+				func(w PGWork) float64 { return float64(w.Updated) },
+				func(w PGWork) float64 { return float64(w.HOTUpdated) },
+				func(w PGWork) float64 { return float64(w.Deleted) },
+				func(w PGWork) float64 { return float64(w.Returned) },
+				func(w PGWork) float64 { return float64(w.Fetched) },
+				func(w PGWork) float64 { return float64(w.IdxScans) },
+				func(w PGWork) float64 { return float64(w.IdxBlocks) },
+				func(w PGWork) float64 { return float64(w.Blocks) },
+				func(w PGWork) float64 { return float64(w.WALBytes) },
+			} {
+				fmt.Fprintf(&b, " %s |", cell(f))
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString(r.byProcess())
+	return b.String()
+}
+
+// byProcess formats PostgreSQL's CPU per worked job by kind of process, from
+// the workers' start to their stop, summed over the rounds, for the types
+// that used any: "" where it was not measured.
+func (r ThroughputResult) byProcess() string {
+	types := map[string]bool{}
+	for _, round := range r.Rounds {
+		for _, s := range round {
+			for t, d := range s.Work.ByProcess {
+				types[t] = types[t] || d != 0
+			}
+		}
+	}
+	if len(types) == 0 {
+		return ""
+	}
+	var cols []string
+	for _, t := range slices.Sorted(maps.Keys(types)) {
+		if types[t] {
+			cols = append(cols, t) // the types that used the CPU
+		}
+	}
+	var b strings.Builder
+	b.WriteString("\nPostgreSQL's CPU per worked job (µs) by process, from the workers' start to their stop, over all rounds\n\n| system |")
+	for _, c := range cols {
+		fmt.Fprintf(&b, " %s |", c)
+	}
+	b.WriteString(" all |\n|---|" + strings.Repeat("---|", len(cols)+1) + "\n")
+	for i, s := range r.Rounds[0] {
+		worked := 0
+		sum := map[string]time.Duration{}
+		var all time.Duration
+		for _, round := range r.Rounds {
+			worked += round[i].Worked
+			for t, d := range round[i].Work.ByProcess {
+				sum[t] += d
+				all += d
+			}
+		}
+		fmt.Fprintf(&b, "| %s |", s.System)
+		for _, c := range append(cols, "") {
+			d := sum[c]
+			if c == "" {
+				d = all
+			}
+			fmt.Fprintf(&b, " %s |", perJob(perTask(float64(d)/float64(time.Microsecond), worked)))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// column returns a function that gives the median of f over the rounds of
+// side i.
+func (r ThroughputResult) column(i int) func(f func(Rate) float64) float64 {
+	return func(f func(Rate) float64) float64 {
+		v := make([]float64, len(r.Rounds))
+		for k, round := range r.Rounds {
+			v[k] = f(round[i])
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+}
+
+// cpuMicros is w's CPU in microseconds, -1 when unknown.
+func cpuMicros(w PGWork) float64 {
+	if w.CPU < 0 {
+		return -1
+	}
+	return float64(w.CPU) / float64(time.Microsecond)
+}
+
+// perTask divides v by n jobs; NaN for an unknown v (negative) or no jobs.
+func perTask(v float64, n int) float64 {
+	if v < 0 || n <= 0 {
+		return math.NaN()
+	}
+	return v / float64(n)
+}
+
+// perJob formats a figure per job: "–" for NaN, whole from 100 up,
+// three significant digits from 0.01 to 100.
+func perJob(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+// Statements formats the statements of side i (0 hourglass, 1 river, 2
+// river with FetchCooldown 1 ms) in the work phase, summed over the
+// rounds, as a markdown table of the top n by total time and the top n by
+// calls per worked job. Empty without pg_stat_statements.
+func (r ThroughputResult) Statements(i, n int) string {
+	sum := map[string]Statement{}
+	worked := 0
+	for _, round := range r.Rounds {
+		worked += round[i].Worked
+		for _, st := range round[i].Work.Stmts {
+			s := sum[st.Query]
+			s.Query = st.Query
+			s.Calls += st.Calls
+			s.TimeMS += st.TimeMS
+			s.Rows += st.Rows
+			s.Blocks += st.Blocks
+			s.WALBytes += st.WALBytes
+			sum[st.Query] = s
+		}
+	}
+	if len(sum) == 0 || worked == 0 {
+		return ""
+	}
+	all := slices.Collect(maps.Values(sum))
+	var total float64
+	for _, s := range all {
+		total += s.TimeMS
+	}
+	var b strings.Builder
+	for _, by := range []struct {
+		name string
+		cmp  func(x, y Statement) int
+	}{
+		{"total time", func(x, y Statement) int { return cmpFloat(y.TimeMS, x.TimeMS) }},
+		{"calls", func(x, y Statement) int { return cmpFloat(float64(y.Calls), float64(x.Calls)) }},
+	} {
+		slices.SortFunc(all, func(x, y Statement) int {
+			if c := by.cmp(x, y); c != 0 {
+				return c
+			}
+			return strings.Compare(x.Query, y.Query)
+		})
+		fmt.Fprintf(&b, "\n%s, work phase, top %d by %s (%d jobs worked over %d round(s)):\n\n",
+			r.Rounds[0][i].System, n, by.name, worked, len(r.Rounds))
+		b.WriteString("| calls/job | time µs/job | % time | rows/call | blocks/call | WAL B/job | statement |\n")
+		b.WriteString("|---|---|---|---|---|---|---|\n")
+		for _, s := range all[:min(n, len(all))] {
+			q := s.Query
+			if len(q) > 160 {
+				q = q[:160] + "…"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %s | %s | `%s` |\n",
+				perJob(float64(s.Calls)/float64(worked)), perJob(s.TimeMS*1000/float64(worked)), 100*s.TimeMS/total,
+				perJob(float64(s.Rows)/float64(s.Calls)), perJob(float64(s.Blocks)/float64(s.Calls)),
+				perJob(float64(s.WALBytes)/float64(worked)), strings.ReplaceAll(q, "|", "\\|"))
+		}
+	}
+	return b.String()
+}
+
+// cmpFloat compares x and y.
+func cmpFloat(x, y float64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// Indexes formats the indexes side i touched in the work phase, summed
+// over the rounds, per worked job, most blocks first.
+func (r ThroughputResult) Indexes(i int) string {
+	sum := map[string]IndexWork{}
+	worked := 0
+	for _, round := range r.Rounds {
+		worked += round[i].Worked
+		for _, ix := range round[i].Work.Indexes {
+			s := sum[ix.Index]
+			s.Table, s.Index = ix.Table, ix.Index
+			s.Scans += ix.Scans
+			s.TupRead += ix.TupRead
+			s.Blocks += ix.Blocks
+			sum[ix.Index] = s
+		}
+	}
+	if len(sum) == 0 || worked == 0 {
+		return ""
+	}
+	all := slices.Collect(maps.Values(sum))
+	slices.SortFunc(all, func(x, y IndexWork) int {
+		if c := cmpFloat(float64(y.Blocks), float64(x.Blocks)); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Index, y.Index)
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s, work phase, indexes per worked job:\n\n", r.Rounds[0][i].System)
+	b.WriteString("| table | index | scans | entries read | blocks |\n|---|---|---|---|---|\n")
+	for _, s := range all {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", s.Table, s.Index, perJob(float64(s.Scans)/float64(worked)),
+			perJob(float64(s.TupRead)/float64(worked)), perJob(float64(s.Blocks)/float64(worked)))
 	}
 	return b.String()
 }
@@ -242,19 +518,73 @@ func putAll(n int, put func(from, count int) error) (float64, error) {
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-// hourglassThroughput is hourglass's side on the empty database at url.
-func hourglassThroughput(ctx context.Context, url string, cfg ThroughputConfig) (Rate, error) {
+// mark ends a phase on p: it closes pools' connections (every
+// connection to the database when pools is empty, which the caller has
+// closed) and reads the counters. Nothing, with p nil.
+func (p *probe) mark(ctx context.Context, pools ...*pgxpool.Pool) (counters, error) {
+	if p == nil {
+		return counters{}, nil
+	}
+	if err := p.settle(ctx, pools...); err != nil {
+		return counters{}, err
+	}
+	return p.read(ctx)
+}
+
+// measured sets r's Insert and Work from the readings at the insert's
+// start, the work's start and the work's end, and the work's CPU by
+// process from the readings at its start and at the workers' stop;
+// nothing with p nil.
+func (r *Rate) measured(p *probe, insert, work, end counters, started, stopped cpuByProcess) {
+	if p != nil {
+		r.Insert, r.Work = work.since(insert), end.since(work)
+		r.Work.ByProcess = stopped.since(started)
+	}
+}
+
+// byProcess reads the server's CPU by process; nothing with p nil.
+func (p *probe) byProcess(ctx context.Context) (cpuByProcess, error) {
+	if p == nil {
+		return cpuByProcess{}, nil
+	}
+	return p.readByProcess(ctx)
+}
+
+// hourglassThroughput is hourglass's side on the empty database at url,
+// measured by p (when not nil).
+func hourglassThroughput(ctx context.Context, url string, p *probe, cfg ThroughputConfig) (Rate, error) {
 	res := Rate{System: "hourglass", Jobs: cfg.Jobs}
 	quiet := slog.New(slog.DiscardHandler)
-	// The node's pool as clusterbench sizes it for 64 callers: river's
-	// below is the same.
-	cl, err := clusterbench.Start(ctx, url, 1, 64, quiet)
+	// The node's pool as internal/clusterbench sizes it for 64 callers
+	// (river's below is the same), here so that the phases can close its
+	// connections.
+	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return res, err
 	}
-	defer cl.Close()
+	pc.MaxConns = 64 + 4
+	cluster.ConfigurePool(pc)
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return res, err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			pool.Close()
+		}
+	}()
+	node, err := cluster.Open(ctx, pool, cluster.Options{Node: "bench-0", Logger: quiet})
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if !closed {
+			node.Close()
+		}
+	}()
 	hs := httpapi.New(httpapi.Options{Gatherer: prometheus.NewRegistry(), Logger: quiet})
-	hs.SetService(service.New(cl.Nodes[0]))
+	hs.SetService(service.New(node))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, err
@@ -276,6 +606,10 @@ func hourglassThroughput(ctx context.Context, url string, cfg ThroughputConfig) 
 	for i := range batch {
 		batch[i].Payload = json.RawMessage(payload())
 	}
+	atInsert, err := p.mark(ctx, pool)
+	if err != nil {
+		return res, err
+	}
 	if res.InsertPerSec, err = putAll(cfg.Jobs, func(_, count int) error {
 		results, err := c.PutBatch(ctx, throughputQueue, batch[:count])
 		for _, r := range results {
@@ -288,6 +622,17 @@ func hourglassThroughput(ctx context.Context, url string, cfg ThroughputConfig) 
 		return res, err
 	}
 
+	if err := analyze(ctx, pool, cfg); err != nil {
+		return res, err
+	}
+	atWork, err := p.mark(ctx, pool)
+	if err != nil {
+		return res, err
+	}
+	started, err := p.byProcess(ctx)
+	if err != nil {
+		return res, err
+	}
 	done := newCounter(cfg.Jobs)
 	w := worker.New(c, worker.Options{Concurrency: cfg.Workers, Logger: quiet})
 	w.Handle(throughputQueue, func(context.Context, *worker.Task) error {
@@ -303,7 +648,30 @@ func hourglassThroughput(ctx context.Context, url string, cfg ThroughputConfig) 
 	if runErr := <-ran; err == nil {
 		err = runErr
 	}
+	if err != nil {
+		return res, err
+	}
+	stopped, err := p.byProcess(ctx)
+	if err != nil {
+		return res, err
+	}
+	hs.Drain()
+	srv.Close()
+	node.Close()
+	pool.Close()
+	closed = true
+	atEnd, err := p.mark(ctx)
+	res.measured(p, atInsert, atWork, atEnd, started, stopped)
 	return res, err
+}
+
+// analyze runs ANALYZE on the side's database when cfg.Analyze.
+func analyze(ctx context.Context, pool *pgxpool.Pool, cfg ThroughputConfig) error {
+	if !cfg.Analyze {
+		return nil
+	}
+	_, err := pool.Exec(ctx, "ANALYZE")
+	return err
 }
 
 // workArgs is the throughput comparison's river job.
@@ -327,8 +695,9 @@ func (w *countWorker) Work(context.Context, *river.Job[workArgs]) error {
 }
 
 // riverThroughput is river's side on the empty database at url, with
-// FetchCooldown cooldown (0: river's default).
-func riverThroughput(ctx context.Context, url string, cfg ThroughputConfig, cooldown time.Duration) (Rate, error) {
+// FetchCooldown cooldown (0: river's default), measured by p (when not
+// nil).
+func riverThroughput(ctx context.Context, url string, p *probe, cfg ThroughputConfig, cooldown time.Duration) (Rate, error) {
 	res := Rate{System: "river", Jobs: cfg.Jobs}
 	if cooldown > 0 {
 		res.System = fmt.Sprintf("river, FetchCooldown %v", cooldown)
@@ -342,7 +711,12 @@ func riverThroughput(ctx context.Context, url string, cfg ThroughputConfig, cool
 	if err != nil {
 		return res, err
 	}
-	defer pool.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			pool.Close()
+		}
+	}()
 	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
 	if err != nil {
 		return res, err
@@ -371,13 +745,28 @@ func riverThroughput(ctx context.Context, url string, cfg ThroughputConfig, cool
 	for i := range batch {
 		batch[i] = river.InsertManyParams{Args: args}
 	}
+	atInsert, err := p.mark(ctx, pool)
+	if err != nil {
+		return res, err
+	}
 	if res.InsertPerSec, err = putAll(cfg.Jobs, func(_, count int) error {
 		_, err := c.InsertManyFast(ctx, batch[:count])
 		return err
 	}); err != nil {
 		return res, err
 	}
+	if err := analyze(ctx, pool, cfg); err != nil {
+		return res, err
+	}
+	atWork, err := p.mark(ctx, pool)
+	if err != nil {
+		return res, err
+	}
 
+	started, err := p.byProcess(ctx)
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
 	if err := c.Start(ctx); err != nil {
 		return res, err
@@ -388,5 +777,16 @@ func riverThroughput(ctx context.Context, url string, cfg ThroughputConfig, cool
 	if stopErr := c.Stop(stopCtx); err == nil {
 		err = stopErr
 	}
+	if err != nil {
+		return res, err
+	}
+	stopped, err := p.byProcess(ctx)
+	if err != nil {
+		return res, err
+	}
+	pool.Close()
+	closed = true
+	atEnd, err := p.mark(ctx)
+	res.measured(p, atInsert, atWork, atEnd, started, stopped)
 	return res, err
 }
