@@ -132,3 +132,16 @@ func AfterPass(t *Timer, i int, f func()) {
 		f()
 	}
 }
+
+// Arms reports whether t's shard i has its armInbox, Arm's way in
+// without the lock (see handle.go), and how many Arms wait in its ring.
+func Arms(t *Timer, i int) (made bool, waiting int) {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	a := sh.arms.Load()
+	if a == nil {
+		return false, 0
+	}
+	return true, int(a.ring.tail.Load() - a.ring.head.Load())
+}
