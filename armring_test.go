@@ -336,14 +336,21 @@ func TestArmRing_QuietDropped(t *testing.T) {
 	defer tm.Stop()
 	release := awakeWithArms(t, tm)
 	close(release)
-	// A timeout a millisecond apart for 100 ms: a pass each, none armed.
+	// A chain of 100 timeouts, each scheduled by the one before a
+	// millisecond ahead: a pass each, however late, and none armed.
 	var fired atomic.Int64
-	for i := range 100 {
-		if _, err := tm.AfterFunc(time.Duration(i+1)*time.Millisecond, func() { fired.Add(1) }); err != nil {
-			t.Fatal(err)
+	var next func()
+	next = func() {
+		if fired.Add(1) < 100 {
+			if _, err := tm.AfterFunc(time.Millisecond, next); err != nil {
+				t.Error(err)
+			}
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Second); fired.Load() < 100 && time.Now().Before(deadline); {
+	if _, err := tm.AfterFunc(time.Millisecond, next); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); fired.Load() < 100 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	if made, _ := hourglass.Arms(tm, 0); made {

@@ -230,17 +230,21 @@ func (t *Timer) Arm(d time.Duration, f func()) (Handle, error) {
 
 // The lock-free way in for Arm.
 //
-// While a shard's driver is awake through a burst, Arm queues its
-// timeout in the shard's armInbox without the shard's lock, as
-// AfterFunc does in the driver's ring (see driver.offer): a ring of
+// Through a burst, while the shard's driver will pass by the deadline
+// (it is awake, or sleeps until no later), Arm queues its timeout in the
+// shard's armInbox without the shard's lock, as AfterFunc does in the
+// driver's ring (see driver.offer): a ring of
 // armItem, which the driver files into sh.values on each pass (as the
 // driver's side inbox, drainSide), and a pool of ids the driver takes
 // from sh.values beforehand (queue.Queue.Alloc), each with its
 // generation, so that Arm can return the Handle before its entry is
 // filed. A Cancel that finds no entry for a Handle files what waits in
-// the ring and looks again. The inbox is made once 256 Arms in one pass
-// have taken the lock while the driver was awake (armedLocked), and
-// dropped with the driver's ring when nothing is pending, and at Stop.
+// the ring and looks again. A full ring sends Arm to the next shard's,
+// then to wait for a pass (driver.awaitPass), as AfterFunc. The inbox
+// is made once 256 Arms in one pass have taken the lock while the
+// driver was awake (armedLocked), and dropped after 64 passes with
+// nothing new in it (quietArms), when nothing is pending, at Stop, and
+// when Cancels keep draining it (drainForCancel).
 
 // armItem is a timeout Arm queued in the ring, with its entry's id and
 // generation from the pool.
@@ -258,8 +262,8 @@ type armInbox struct {
 }
 
 // idPool holds ids of sh.values taken by the driver (queue's Alloc),
-// each with a generation, for Arm to take without the lock: a stack of
-// one consumer's making and many takers. cur is the next index to take
+// each with a generation, for Arm to take without the lock: filled by
+// holders of sh.mu, taken from by any caller. cur is the next index to take
 // and an epoch, which each refill moves on, so that a taker that read
 // an index before a refill cannot take it after. take is O(1) and never
 // waits; refill and drop hold sh.mu.
