@@ -360,3 +360,41 @@ func TestArmRing_QuietDropped(t *testing.T) {
 		t.Errorf("Pending = %d; want %d", got, want)
 	}
 }
+
+// TestArmRing_OversleptWakes checks that an Arm through the ring, which
+// takes no lock, still wakes a driver that has overslept, as a call
+// under the lock does (see driver.settle): firing comes before
+// scheduling.
+func TestArmRing_OversleptWakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := hourglass.New(hourglass.WithShards(1), hourglass.WithExecutor(hourglass.Inline))
+		defer tm.Stop()
+		if _, err := tm.Arm(0, func() {
+			for range hourglass.BatchSize {
+				if _, err := tm.Arm(time.Hour, noop); err != nil {
+					t.Error(err)
+				}
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the driver sleeps until the hour
+		if made, _ := hourglass.Arms(tm, 0); !made {
+			t.Fatal("no armInbox after a pass's worth of Arms while the driver was awake")
+		}
+		time.Sleep(10 * time.Millisecond)
+		before := hourglass.DriverWakeups(tm)
+		// The driver should have woken 5 ms ago.
+		hourglass.Oversleep(tm, 0, hourglass.Now(tm)-uint64(5*time.Millisecond))
+		// With the shard's lock held, the Arm can only go through the ring.
+		unlock := hourglass.LockShard(tm, 0)
+		if _, err := tm.Arm(2*time.Hour, noop); err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+		synctest.Wait()
+		if after := hourglass.DriverWakeups(tm); after == before {
+			t.Error("an Arm through the ring left a driver that had overslept asleep")
+		}
+	})
+}

@@ -344,6 +344,17 @@ func (d *driver[In, Out]) overslept(now uint64) bool {
 	return true
 }
 
+// oversleptFree is overslept for a caller that does not hold d.mu (Arm
+// through its ring): one CompareAndSwap counts the goroutine as awake,
+// so that one caller, not every one, wakes it.
+func (d *driver[In, Out]) oversleptFree(now uint64) bool {
+	u := d.sleepUntil.Load()
+	if u == 0 || u == math.MaxUint64 || now <= u+oversleepMax {
+		return false
+	}
+	return d.sleepUntil.CompareAndSwap(u, 0)
+}
+
 // settle ends a call that queued deadlines, once d.mu is released: it
 // wakes the goroutine if armed said so (wake) or if it has overslept
 // (late), and then gives up the caller's P while the timer is behind.

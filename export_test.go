@@ -145,3 +145,16 @@ func Arms(t *Timer, i int) (made bool, waiting int) {
 	}
 	return true, int(a.ring.tail.Load() - a.ring.head.Load())
 }
+
+// Oversleep makes t's shard i driver, asleep, look as if it should have
+// woken at reading r of t's clock (see driver.overslept), so that a test
+// can check what a scheduling call does about a driver that overslept.
+func Oversleep(t *Timer, i int, r uint64) {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.sleepUntil.Store(r)
+}
+
+// Now reads t's clock.
+func Now(t *Timer) uint64 { return t.now() }

@@ -462,7 +462,9 @@ func (sh *shard) armQueued(a *armInbox, it armItem, now uint64) (Handle, error) 
 	// with the driver's store of sleepUntil and its look at the ring
 	// (sleepAfter), and with dropSide's swap and its drain.
 	if ok && sh.arms.Load() == a && sh.passesBy(it.when) {
-		sh.settle(false, false)
+		// The driver may be asleep: if it overslept, wake it and yield,
+		// as a call under the lock does (see driver.settle).
+		sh.settle(false, sh.oversleptFree(now))
 		return h, nil
 	}
 	sh.mu.Lock()
