@@ -3,6 +3,7 @@ package hourglass_test
 import (
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -397,4 +398,54 @@ func TestArmRing_OversleptWakes(t *testing.T) {
 			t.Error("an Arm through the ring left a driver that had overslept asleep")
 		}
 	})
+}
+
+// TestArmRing_SpareReused checks that a burst that follows another, with
+// no garbage collection between, uses the armInbox the first dropped
+// when nothing was pending, instead of making another of 160 KiB.
+func TestArmRing_SpareReused(t *testing.T) {
+	tm := hourglass.New(hourglass.WithShards(1), hourglass.WithExecutor(hourglass.Inline))
+	defer tm.Stop()
+	// burst makes the inbox through a callback that arms a pass's worth
+	// due at once, and returns it; they all fire, and nothing is pending.
+	burst := func() any {
+		var inbox any
+		done := make(chan struct{})
+		if _, err := tm.Arm(0, func() {
+			for range hourglass.BatchSize {
+				if _, err := tm.Arm(0, noop); err != nil {
+					t.Error(err)
+				}
+			}
+			inbox = hourglass.ArmsInbox(tm, 0)
+			close(done)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		for deadline := time.Now().Add(10 * time.Second); tm.Pending() > 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		return inbox
+	}
+	for try := 0; ; try++ {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		gcs := ms.NumGC
+		first, second := burst(), burst()
+		runtime.ReadMemStats(&ms)
+		if first == nil || second == nil {
+			t.Fatalf("no armInbox in a burst (%v, %v)", first, second)
+		}
+		if ms.NumGC != gcs {
+			if try == 20 {
+				t.Fatal("a garbage collection ran between the bursts 20 times")
+			}
+			continue // the collector may have taken the spare
+		}
+		if first != second {
+			t.Error("the second burst made a new armInbox though the first's was dropped and no collection ran")
+		}
+		return
+	}
 }

@@ -158,3 +158,14 @@ func Oversleep(t *Timer, i int, r uint64) {
 
 // Now reads t's clock.
 func Now(t *Timer) uint64 { return t.now() }
+
+// ArmsInbox returns t's shard i armInbox, as an any to compare, or nil.
+func ArmsInbox(t *Timer, i int) any {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if a := sh.arms.Load(); a != nil {
+		return a
+	}
+	return nil
+}

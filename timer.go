@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/hourglass-go/hourglass/queue"
 )
@@ -392,8 +393,11 @@ type shard struct {
 	// armsTail is the armInbox's ring's tail at the last pass, and
 	// armsQuiet counts the passes since it last moved (see quietArms).
 	// Guarded by mu.
-	armsTail   uint64
-	armsQuiet  int
+	armsTail  uint64
+	armsQuiet int
+	// spareArms is the last armInbox dropped, for armedLocked to use
+	// again, held until the garbage collector takes it. Guarded by mu.
+	spareArms  weak.Pointer[armInbox]
 	armScratch []armItem
 	fileArm    func([]armItem) // sh.fileArmItems, made once
 	// shells are *Timeout values for due value timeouts to travel in
