@@ -138,7 +138,14 @@ func (b *Batch) Cancel(h Handle) bool {
 		// timeout this batch scheduled is only reserved: RemoveIf frees
 		// its entry without touching the structure.
 		if !b.values.RemoveIf(h.id, h.names) {
-			return false
+			if b.sh.sideEmpty() {
+				return false
+			}
+			// An Arm's, it may wait in the ring, not yet filed.
+			b.sh.drainForCancel()
+			if !b.values.RemoveIf(h.id, h.names) {
+				return false
+			}
 		}
 		b.sh.limit.release()
 		return true

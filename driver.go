@@ -70,6 +70,12 @@ type driver[In, Out any] struct {
 	// roomLate is set when a wait for room timed out, and cleared by the
 	// next pass: until then callers do not wait (see awaitRoom).
 	roomLate atomic.Bool
+	// side is the worker's second lock-free inbox, if it has one (a Timer
+	// shard's, for Arm: see armInbox): the driver drains it with its own
+	// (flush), stays awake while it holds anything (sleepAfter), and
+	// drops it when nothing is pending and at halt. Set by init's caller;
+	// nil for a Keyed.
+	side sideInbox
 	// afterPass is a test's hook (see export_test.go), called after a
 	// pass. Guarded by mu; nil outside tests.
 	afterPass func()
@@ -111,6 +117,19 @@ type worker[In, Out any] interface {
 	// handedOver ends a batch's deliveries: what deliver gathered is
 	// handed over (see handOff). As deliver.
 	handedOver()
+}
+
+// sideInbox is a driver's second lock-free inbox (see driver.side). Its
+// methods are called with d.mu held.
+type sideInbox interface {
+	// drainSide files what callers have queued in it.
+	drainSide()
+	// sideEmpty reports whether nothing waits in it.
+	sideEmpty() bool
+	// dropSide files what waits in it and drops it: callers that then
+	// find it gone queue under d.mu, and one that queued meanwhile files
+	// its item itself.
+	dropSide()
 }
 
 // batchSize is how many items wait in the inbox before they are filed
@@ -190,6 +209,9 @@ func (d *driver[In, Out]) flush() {
 	if r := d.ring.Load(); r != nil {
 		d.drain(r)
 	}
+	if d.side != nil {
+		d.side.drainSide()
+	}
 	for i, in := range d.full {
 		d.w.file(in)
 		clear(in) // let what it held go
@@ -228,11 +250,20 @@ func (d *driver[In, Out]) drain(r *ring[In]) {
 // the next pass, such a callback waits once however many it schedules.
 func (d *driver[In, Out]) awaitRoom() bool {
 	r := d.ring.Load()
-	if r == nil || d.roomLate.Load() {
+	if r == nil {
+		return false
+	}
+	return d.awaitPass(r.full)
+}
+
+// awaitPass is awaitRoom for any ring the pass takes from, full telling
+// whether it still is (a Timer shard's armInbox's, for Arm).
+func (d *driver[In, Out]) awaitPass(full func() bool) bool {
+	if d.roomLate.Load() {
 		return false
 	}
 	d.roomWanted.Store(true)
-	if !r.full() {
+	if !full() {
 		return true // taken from meanwhile
 	}
 	t := time.NewTimer(roomWait)
@@ -268,7 +299,7 @@ func (d *driver[In, Out]) offer(in In) (r *ring[In], ok, settled, full bool) {
 	if r == nil || d.sleepUntil.Load() != 0 {
 		return nil, false, false, false
 	}
-	if !r.push(in) {
+	if _, ok := r.push(in); !ok {
 		return nil, false, false, true
 	}
 	// push and the loads below are sequentially consistent, as are the
@@ -311,6 +342,17 @@ func (d *driver[In, Out]) overslept(now uint64) bool {
 	}
 	d.sleepUntil.Store(0)
 	return true
+}
+
+// oversleptFree is overslept for a caller that does not hold d.mu (Arm
+// through its ring): one CompareAndSwap counts the goroutine as awake,
+// so that one caller, not every one, wakes it.
+func (d *driver[In, Out]) oversleptFree(now uint64) bool {
+	u := d.sleepUntil.Load()
+	if u == 0 || u == math.MaxUint64 || now <= u+oversleepMax {
+		return false
+	}
+	return d.sleepUntil.CompareAndSwap(u, 0)
 }
 
 // settle ends a call that queued deadlines, once d.mu is released: it
@@ -407,19 +449,26 @@ func (d *driver[In, Out]) pass(now uint64) uint64 {
 
 // sleepAfter records until, what pass returned, as the reading the
 // goroutine sleeps until, and returns it; or returns 0, to pass again,
-// if callers have queued in the ring since the pass took from it. A
-// ring left empty when nothing is pending is dropped: the next burst
-// makes another. d.mu is held.
+// if callers have queued in the ring (or the side inbox) since the pass
+// took from it. A ring left empty when nothing is pending is dropped,
+// the side inbox too: the next burst makes another. d.mu is held.
 func (d *driver[In, Out]) sleepAfter(until uint64) uint64 {
 	d.sleepUntil.Store(until)
+	if until == 0 {
+		return 0
+	}
 	r := d.ring.Load()
-	switch {
-	case until == 0 || r == nil:
-	case !r.empty():
+	if r != nil && !r.empty() || d.side != nil && !d.side.sideEmpty() {
 		d.sleepUntil.Store(0)
 		return 0
-	case until == math.MaxUint64:
-		d.ring.Store(nil)
+	}
+	if until == math.MaxUint64 {
+		if r != nil {
+			d.ring.Store(nil)
+		}
+		if d.side != nil {
+			d.side.dropSide()
+		}
 	}
 	return until
 }
@@ -529,6 +578,9 @@ func (d *driver[In, Out]) halt(taken func(Out)) bool {
 	}
 	if r != nil {
 		d.drain(r)
+	}
+	if d.side != nil {
+		d.side.dropSide()
 	}
 	d.flush()
 	d.stopped = true

@@ -132,3 +132,40 @@ func AfterPass(t *Timer, i int, f func()) {
 		f()
 	}
 }
+
+// Arms reports whether t's shard i has its armInbox, Arm's way in
+// without the lock (see handle.go), and how many Arms wait in its ring.
+func Arms(t *Timer, i int) (made bool, waiting int) {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	a := sh.arms.Load()
+	if a == nil {
+		return false, 0
+	}
+	return true, int(a.ring.tail.Load() - a.ring.head.Load())
+}
+
+// Oversleep makes t's shard i driver, asleep, look as if it should have
+// woken at reading r of t's clock (see driver.overslept), so that a test
+// can check what a scheduling call does about a driver that overslept.
+func Oversleep(t *Timer, i int, r uint64) {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.sleepUntil.Store(r)
+}
+
+// Now reads t's clock.
+func Now(t *Timer) uint64 { return t.now() }
+
+// ArmsInbox returns t's shard i armInbox, as an any to compare, or nil.
+func ArmsInbox(t *Timer, i int) any {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if a := sh.arms.Load(); a != nil {
+		return a
+	}
+	return nil
+}

@@ -41,22 +41,26 @@ type ringCell[T any] struct {
 	v   T
 }
 
-// push queues v, reporting false if the ring is full. It is safe for
-// concurrent use.
-func (r *ring[T]) push(v T) bool {
+// push queues v at position pos, reporting false if the ring is full.
+// It is safe for concurrent use. v has been taken (drain) once head has
+// passed pos.
+func (r *ring[T]) push(v T) (pos uint64, ok bool) {
 	for {
 		t := r.tail.Load()
 		if t-r.head.Load() >= ringSize {
-			return false
+			return 0, false
 		}
 		if r.tail.CompareAndSwap(t, t+1) {
 			c := &r.cell[t%ringSize]
 			c.v = v
 			c.seq.Store(t + 1)
-			return true
+			return t, true
 		}
 	}
 }
+
+// taken reports whether drain has taken the item pushed at pos.
+func (r *ring[T]) taken(pos uint64) bool { return r.head.Load() > pos }
 
 // drain hands every item claimed before the call to take, in order of
 // position, in slices of buf's capacity, waiting for any claimed and not

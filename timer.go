@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/hourglass-go/hourglass/queue"
 )
@@ -29,7 +30,9 @@ import (
 // burst, [Timer.AfterFunc] puts its timeout instead into a lock-free
 // ring of 4,096 that the driver takes from on each pass, so that callers
 // and the driver do not take turns at the shard's lock; when the ring is
-// full, the timeout goes to the next shard's (a driver per core). A
+// full, the timeout goes to the next shard's (a driver per core).
+// [Timer.Arm] does the same through a burst in a ring of its own, with
+// ids for its Handles that the driver sets aside beforehand. A
 // shard knows its timeouts by small integer ids:
 // the default wheel's links are ids, not pointers, and the handle a
 // caller holds is 32 bytes with two pointers, so the garbage collector
@@ -375,6 +378,28 @@ type shard struct {
 	// generation of the last one made. Guarded by mu.
 	values *queue.Queue[valueEntry]
 	gen    uint32
+	// arms is Arm's lock-free way in while the driver is awake through a
+	// burst, nil otherwise (see armInbox); written under mu. armsAwake
+	// counts the Arms that took mu in this pass while the driver was
+	// awake, and armScratch is fileArms's buffer. Guarded by mu.
+	arms      atomic.Pointer[armInbox]
+	armsAwake int
+	// cancelDrains counts the Cancels that drained the armInbox's ring
+	// in this pass (see drainForCancel). Guarded by mu.
+	cancelDrains int
+	// armsHeld counts down the passes during which the shard makes no
+	// armInbox (see drainForCancel). Guarded by mu.
+	armsHeld int
+	// armsTail is the armInbox's ring's tail at the last pass, and
+	// armsQuiet counts the passes since it last moved (see quietArms).
+	// Guarded by mu.
+	armsTail  uint64
+	armsQuiet int
+	// spareArms is the last armInbox dropped, for armedLocked to use
+	// again, held until the garbage collector takes it. Guarded by mu.
+	spareArms  weak.Pointer[armInbox]
+	armScratch []armItem
+	fileArm    func([]armItem) // sh.fileArmItems, made once
 	// shells are *Timeout values for due value timeouts to travel in
 	// (see recycle). Used only by the driver goroutine.
 	shells []*Timeout
@@ -401,6 +426,8 @@ func (sh *shard) init(index int, c *config, cl clock, l *limit, e *exits, waitin
 	sh.rings = true
 	sh.collect = sh.take
 	sh.collectValue = sh.takeValue
+	sh.fileArm = sh.fileArmItems
+	sh.side = sh
 	sh.out = newHandOff(&sh.runner, invoke)
 }
 
@@ -586,6 +613,13 @@ func (sh *shard) reset(to *Timeout, when uint64, due bool) (pending, wake bool) 
 // driver's batch (take, takeValue), and the next time worth waking for
 // is the earlier of theirs.
 func (sh *shard) advance(now uint64) (uint64, bool) {
+	sh.armsAwake, sh.cancelDrains = 0, 0
+	if sh.armsHeld > 0 {
+		sh.armsHeld--
+	}
+	if a := sh.arms.Load(); a != nil {
+		sh.quietArms(a)
+	}
 	sh.q.Advance(now, sh.collect)
 	next, ok := sh.q.Next()
 	if sh.values != nil {

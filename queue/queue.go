@@ -123,6 +123,38 @@ func (q *Queue[V]) Add(when uint64, v V) int32 {
 	return i
 }
 
+// Alloc takes a new id and leaves it out of the structure, naming no
+// entry (Queued, Lookup and RemoveIf see none), until [Queue.AddAt]
+// files an entry under it or [Queue.Free] gives it back: so that an id
+// can be handed out before its entry is filed, by a caller that holds no
+// lock on q (the parent package's Timer.Arm, while its driver is
+// awake). It is O(1), and allocates only to grow the table.
+func (q *Queue[V]) Alloc() int32 {
+	if q.free == 0 {
+		q.grow()
+	}
+	i := q.free - 1 // pop the free stack (see freeNode)
+	n := q.node(i)
+	q.free, n.prev = n.prev, 0
+	return i
+}
+
+// AddAt is [Queue.Add] for an id from [Queue.Alloc], which must not be
+// filed or freed already.
+func (q *Queue[V]) AddAt(id int32, when uint64, v V) {
+	n := q.node(id)
+	n.when, n.value = when, v
+	if q.wheel != nil {
+		q.wheel.add(id, n)
+	} else {
+		q.s.add(id, n)
+	}
+}
+
+// Free gives back an id from [Queue.Alloc] that AddAt has not filed. It
+// is O(1).
+func (q *Queue[V]) Free(id int32) { q.freeNode(id, q.node(id)) }
+
 // Queued reports whether id names a queued entry.
 func (q *Queue[V]) Queued(id int32) bool {
 	return id >= 0 && id < q.top && q.node(id).queued()
