@@ -105,35 +105,7 @@ func (s *Store) Deduped(queue, id string) (store.Deduped, error) {
 // commit mutex, so that no commit replaces a D key between its read and
 // the delete. PruneDeduped is safe for concurrent use.
 func (s *Store) PruneDeduped(before int64, max int) (int, error) {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
-		return 0, ErrClosed
-	}
-	if p := s.failed.Load(); p != nil {
-		return 0, *p
-	}
-	if max <= 0 {
-		return 0, nil
-	}
-	s.commitMu.Lock()
-	pb := s.db.NewBatch()
-	n, err := s.pruneDeduped(pb, before, max)
-	if err != nil || n == 0 {
-		s.commitMu.Unlock()
-		_ = pb.Close()
-		return 0, err
-	}
-	mode := pebble.NoSync
-	if s.sync {
-		mode = pebble.Sync
-	}
-	err = s.db.Apply(pb, mode)
-	s.commitMu.Unlock()
-	if err != nil {
-		return 0, s.fail(pebbleErr("prune dedupe records", err))
-	}
-	return n, pb.Close()
+	return s.pruneBatch("prune dedupe records", max, func(pb *pebble.Batch) (int, error) { return s.pruneDeduped(pb, before, max) })
 }
 
 // pruneDeduped writes into pb the deletes of up to max records ending

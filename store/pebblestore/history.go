@@ -270,6 +270,15 @@ func (s *Store) HistorySeq() (uint64, error) {
 // so that no commit changes an I key between its read and the delete.
 // PruneHistory is safe for concurrent use.
 func (s *Store) PruneHistory(before int64, max int) (int, error) {
+	return s.pruneBatch("prune history", max, func(pb *pebble.Batch) (int, error) { return s.prune(pb, before, max) })
+}
+
+// pruneBatch runs fill under commitMu to build a batch of deletes of up
+// to max records, applies it and returns once it is durable (one WAL
+// sync, waited for after commitMu is released), answering fill's count.
+// what names the operation in errors. A closed or failed store, max ≤ 0
+// or an empty batch write nothing. Safe for concurrent use.
+func (s *Store) pruneBatch(what string, max int, fill func(pb *pebble.Batch) (int, error)) (int, error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
@@ -283,7 +292,7 @@ func (s *Store) PruneHistory(before int64, max int) (int, error) {
 	}
 	s.commitMu.Lock()
 	pb := s.db.NewBatch()
-	n, err := s.prune(pb, before, max)
+	n, err := fill(pb)
 	if err != nil || n == 0 {
 		s.commitMu.Unlock()
 		_ = pb.Close()
@@ -293,17 +302,17 @@ func (s *Store) PruneHistory(before int64, max int) (int, error) {
 		err = s.db.Apply(pb, pebble.NoSync)
 		s.commitMu.Unlock()
 		if err != nil {
-			return 0, s.fail(pebbleErr("prune history", err))
+			return 0, s.fail(pebbleErr(what, err))
 		}
 		return n, pb.Close()
 	}
 	if err := s.db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
 		s.commitMu.Unlock()
-		return 0, s.fail(pebbleErr("prune history", err))
+		return 0, s.fail(pebbleErr(what, err))
 	}
 	s.commitMu.Unlock()
 	if err := pb.SyncWait(); err != nil {
-		return 0, s.fail(pebbleErr("prune history: WAL sync", err))
+		return 0, s.fail(pebbleErr(what+": WAL sync", err))
 	}
 	return n, pb.Close()
 }
