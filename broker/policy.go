@@ -83,6 +83,7 @@ func (b *Broker) setPolicy(q *queueState, p task.Policy) {
 		q.bucket = service.Bucket{}
 	}
 	q.policy = p
+	q.reparkAll()
 	b.writeQueue(q)
 	b.wakeReady(q)
 }
@@ -223,7 +224,7 @@ func (b *Broker) armRate(q *queueState, now int64, next time.Duration) {
 	q.rateWake, q.rateAt = to, at
 }
 
-// clonePolicy returns p with its Retry and Rate copied, so that neither
+// clonePolicy returns p with its Retry, Rate and PerKey copied, so that neither
 // the caller's policy nor the broker's is shared.
 func clonePolicy(p task.Policy) task.Policy {
 	if p.Retry != nil {
@@ -233,6 +234,14 @@ func clonePolicy(p task.Policy) task.Policy {
 	if p.Rate != nil {
 		r := *p.Rate
 		p.Rate = &r
+	}
+	if k := p.PerKey; k != nil {
+		c := *k
+		if c.Rate != nil {
+			r := *c.Rate
+			c.Rate = &r
+		}
+		p.PerKey = &c
 	}
 	return p
 }

@@ -37,6 +37,12 @@ func queueRecord(name string, v int) store.Queue {
 	if v%2 == 1 {
 		q.Policy.Push = pushOf(v)
 	}
+	switch v % 3 {
+	case 1:
+		q.Policy.PerKey = &task.PerKey{Concurrency: task.MaxConcurrency - v}
+	case 2:
+		q.Policy.PerKey = &task.PerKey{Concurrency: v, Rate: &task.Rate{Limit: v + 1, Per: task.MaxRatePer - time.Duration(v), Burst: v}}
+	}
 	return q
 }
 
@@ -95,6 +101,12 @@ func queueString(q store.Queue) string {
 	}
 	if p.Push != nil {
 		s += fmt.Sprintf(" push %+v", *p.Push)
+	}
+	if k := p.PerKey; k != nil {
+		s += fmt.Sprintf(" per_key conc %d", k.Concurrency)
+		if k.Rate != nil {
+			s += fmt.Sprintf(" rate %+v", *k.Rate)
+		}
 	}
 	return s + "}"
 }
