@@ -20,7 +20,8 @@ import (
 //     schedule;
 //   - retry back-off and dead letter: fail (failure.go), at each failed
 //     attempt (nack, bury, a lease that runs out);
-//   - rate and concurrency: take (reserve.go), at each reserve. A reserve
+//   - rate and concurrency, the queue's and per key (perkey.go): take
+//     (reserve.go), at each reserve. A reserve
 //     that meets a limit waits among the queue's waiters; it is woken when
 //     a token is due (armRate arms a timer for it) or when one of the
 //     queue's tasks stops being reserved (queueState.count).
