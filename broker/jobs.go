@@ -352,7 +352,7 @@ func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
 	var jobs []uint64
 	switch st {
 	case task.Ready:
-		if it, _, ok := b.peekReady(q); ok {
+		if it, ok := b.peekAny(q); ok {
 			jobs = []uint64{it.job}
 		}
 	case task.Delayed:

@@ -1,5 +1,7 @@
 package broker
 
+import "github.com/hourglass-go/hourglass/task"
+
 // Limits per key (issue 42, task.Policy's PerKey) on the embedded
 // engine. A queue counts its reserved tasks by key (queueState.held): a
 // task counts from the take that reserves it (or ReserveJob, or a
@@ -161,4 +163,44 @@ func (ls *lanes) eachLane(f func(*keyLane)) {
 			f(l)
 		}
 	}
+}
+
+// rateSpent reports whether q's rate limit has no token now, without
+// taking one. b.mu is held.
+func (b *Broker) rateSpent(q *queueState) bool {
+	r := q.policy.Rate
+	if r == nil {
+		return false
+	}
+	probe := q.bucket
+	took, _ := probe.Take(*r, b.monoNow(), 1)
+	return took == 0
+}
+
+// peekAny is peekReady over every lane, parked ones too: the task a
+// reserve would hand out were no key at its limit (beanstalkd's
+// peek-ready, which limits do not hide). It drops the stale first items
+// of the parked lanes it looks at. b.mu is held. O(p log n) for p parked
+// lanes.
+func (b *Broker) peekAny(q *queueState) (readyItem, bool) {
+	it, l, ok := b.peekReady(q)
+	if q.ready.parked == 0 {
+		return it, ok
+	}
+	q.ready.eachLane(func(p *keyLane) {
+		if !p.parked {
+			return
+		}
+		for len(p.heap) > 0 {
+			c := p.heap[0]
+			if s, live := b.tasks.get(c.job); live && s.state() == task.Ready && s.queue() == q.index && s.due == c.due && s.prio == c.prio {
+				break
+			}
+			p.heap.pop()
+		}
+		if len(p.heap) > 0 && (!ok || laneLess(p, l)) {
+			it, l, ok = p.heap[0], p, true
+		}
+	})
+	return it, ok
 }

@@ -206,16 +206,22 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 			if q == nil || q.pausedUntil > now || slices.Contains(held, q) {
 				continue
 			}
+			if q.readyN > 0 && q.full() {
+				held, why = append(held, q), append(why, service.ThrottledConcurrency)
+				continue
+			}
 			it, l, ok := b.peekReady(q)
 			for ok && q.policy.PerKey != nil && q.keyFull(l.key) {
 				q.ready.park(l) // back when a task of its key is not reserved (perkey.go)
 				it, l, ok = b.peekReady(q)
 			}
 			if !ok {
-				continue
-			}
-			if q.full() {
-				held, why = append(held, q), append(why, service.ThrottledConcurrency)
+				if q.readyN > 0 && b.rateSpent(q) {
+					// Every key with ready tasks is at its limit, and
+					// the rate would hold them too: counted as the rate
+					// (a cluster node counts alike, heldBack).
+					held, why = append(held, q), append(why, service.ThrottledRate)
+				}
 				continue
 			}
 			if best == nil || it.less(top) {

@@ -153,17 +153,19 @@ const sqlHeldBack = `SELECT q.name, q.conc > 0 AND (SELECT count(*) FROM (SELECT
 
 // heldBack returns the queues of qs, not paused at dbNow, that a reserve
 // which took fewer tasks than it asked for leaves with ready tasks because
-// of a limit, and which limit: its concurrency if full, else its rate.
-// That is the broker's count of hourglass_reserves_throttled_total (its
-// take), so that both engines count alike. One statement.
-func heldBack(ctx context.Context, tx pgx.Tx, qs []*limitedQueue, dbNow int64) ([][2]string, error) {
+// of a limit, and which limit: its concurrency if full, else its rate if
+// the reserve left it no whole token (q.tokens less what it took: a
+// queue held back by its per-key limits alone counts nothing). That is
+// the broker's count of hourglass_reserves_throttled_total (its take),
+// so that both engines count alike. One statement.
+func heldBack(ctx context.Context, tx pgx.Tx, qs []*limitedQueue, dbNow int64, took map[string]int) ([][2]string, error) {
 	var names []string
 	var concs []int32
 	rates := map[string]bool{}
 	for _, q := range qs {
 		if q.paused <= dbNow {
 			names, concs = append(names, q.name), append(concs, int32(q.policy.Concurrency))
-			rates[q.name] = q.policy.Rate != nil
+			rates[q.name] = q.policy.Rate != nil && q.tokens-took[q.name] <= 0
 		}
 	}
 	if len(names) == 0 {
@@ -198,6 +200,9 @@ type limitedQueue struct {
 	paused int64
 	policy task.Policy
 	bucket service.Bucket
+	// tokens is how many whole tokens the bucket had at the lock, up to
+	// one more than the reserve asked for.
+	tokens int
 }
 
 // takeLimited reserves up to max ready tasks of the limited queues among
@@ -246,8 +251,8 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 				soon(time.Duration(q.paused-dbNow) + time.Millisecond)
 			case q.policy.Rate != nil:
 				probe := q.bucket
-				took, next := probe.Take(*q.policy.Rate, dbNow, max)
-				allow = took
+				took, next := probe.Take(*q.policy.Rate, dbNow, max+1)
+				allow, q.tokens = min(took, max), took
 				if took == 0 {
 					soon(next)
 				}
@@ -275,7 +280,7 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			}
 		}
 		if len(names) == 0 {
-			throttled, err = heldBack(ctx, tx, qs, dbNow)
+			throttled, err = heldBack(ctx, tx, qs, dbNow, nil)
 			return err
 		}
 		rows, err = tx.Query(ctx, sqlReserveLimited, names, max, allows, perKeys)
@@ -303,8 +308,12 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		took := map[string]int{}
+		for i := range got {
+			took[got[i].queue]++
+		}
 		if len(got) < max {
-			if throttled, err = heldBack(ctx, tx, qs, dbNow); err != nil {
+			if throttled, err = heldBack(ctx, tx, qs, dbNow, took); err != nil {
 				return err
 			}
 		}
@@ -312,10 +321,6 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			return nil
 		}
 		dbNow = now
-		took := map[string]int{}
-		for i := range got {
-			took[got[i].queue]++
-		}
 		var bq []string
 		var tokens []float64
 		var at []int64
