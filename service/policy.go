@@ -92,6 +92,11 @@ func CheckPolicy(queue string, p task.Policy) error {
 		if k.Concurrency < 0 || k.Concurrency > task.MaxConcurrency {
 			return bad("per_key.concurrency %d out of range 0..%d", k.Concurrency, task.MaxConcurrency)
 		}
+		if k.Rate != nil {
+			// Both engines hold per_key.concurrency; a rate per key is
+			// refused rather than recorded and not applied.
+			return bad("per_key.rate is not supported yet: give per_key.concurrency")
+		}
 		if k.Concurrency == 0 && k.Rate == nil {
 			return bad("per_key without a limit: give per_key.concurrency or per_key.rate, or leave per_key out")
 		}
