@@ -93,10 +93,9 @@ func perKeyConcurrency(t *testing.T, b service.Service) {
 	}
 
 	// A lease that runs out frees its place: key C's 2 tasks leased for
-	// 200ms, and its third waits for one of them.
-	// (The leases start after start: a task of C handed out before
-	// start+ttr broke the limit. A bound below only, which a loaded
-	// machine cannot break.)
+	// ttr, and its third waits for one of them. The leases start after
+	// start, so a task of C handed out before start+ttr broke the limit
+	// (a bound below only, which a loaded machine cannot break).
 	const ttr = 300 * time.Millisecond
 	putKeyed(t, b, q, "C", 3, ttr)
 	start := time.Now()
