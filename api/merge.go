@@ -61,15 +61,22 @@ func CheckPolicyPatch(patch []byte) (map[string]any, error) {
 // rate a limit and no burst, and the stored burst is the one the server
 // fills in for none (equal to the stored limit): the server then fills
 // it in again from the new limit, as it did from the old. A burst set
-// apart from the limit stays. stored is changed in place.
+// apart from the limit stays. The same holds for per_key's rate. stored
+// is changed in place.
 func RefillBurst(stored map[string]any, patch map[string]any) {
-	pr, _ := patch["rate"].(map[string]any)
-	sr, _ := stored["rate"].(map[string]any)
-	_, limit := pr["limit"]
-	_, burst := pr["burst"]
-	if limit && !burst && sr != nil && fmt.Sprint(sr["burst"]) == fmt.Sprint(sr["limit"]) {
-		delete(sr, "burst")
+	refill := func(stored, patch map[string]any) {
+		pr, _ := patch["rate"].(map[string]any)
+		sr, _ := stored["rate"].(map[string]any)
+		_, limit := pr["limit"]
+		_, burst := pr["burst"]
+		if limit && !burst && sr != nil && fmt.Sprint(sr["burst"]) == fmt.Sprint(sr["limit"]) {
+			delete(sr, "burst")
+		}
 	}
+	refill(stored, patch)
+	pk, _ := patch["per_key"].(map[string]any)
+	sk, _ := stored["per_key"].(map[string]any)
+	refill(sk, pk)
 }
 
 // MergePatch returns target with patch applied as RFC 7396 section 2

@@ -56,6 +56,10 @@ type Policy struct {
 	// ([FinishedRecord], state "finished") and puts nothing, at most
 	// [MaxDedupe]; absent or "0s": a put after a finish puts a new task.
 	Dedupe *Duration `json:"dedupe,omitempty"`
+	// PerKey limits each key's tasks (a task's "key"; "" for a task put
+	// without one) as rate and concurrency limit the whole queue's,
+	// across the whole service and beside them (both hold).
+	PerKey *PerKey `json:"per_key,omitempty"`
 	// Effective, in an answer, holds the values the server applies of
 	// the fields that have defaults: retry, max_attempts and ttr (an
 	// immediate retry reads {"initial": "0s", "max": "0s", "multiplier":
@@ -98,6 +102,14 @@ type Rate struct {
 	Limit int      `json:"limit"`
 	Per   Duration `json:"per"`
 	Burst int      `json:"burst,omitempty"`
+}
+
+// PerKey is a [Policy]'s limits per key: at most Concurrency tasks of
+// one key reserved (or being pushed) at once (left out: no limit; 0 is
+// refused), and at most Rate of one key's tasks handed out.
+type PerKey struct {
+	Concurrency int   `json:"concurrency,omitempty"`
+	Rate        *Rate `json:"rate,omitempty"`
 }
 
 // PauseRequest is the body of POST /v1/queues/{queue}/pause: how long
@@ -144,14 +156,20 @@ func CheckPolicyBody(p Policy, body []byte) error {
 	if p.Push != nil && p.Push.Timeout != nil && p.Push.Timeout.D() == 0 {
 		return errors.New("hourglass: policy: push.timeout 0s: give 1ms or more, or leave it out for the default (30s)")
 	}
-	if p.Concurrency != 0 {
-		return nil
-	}
 	var probe struct {
 		Concurrency *int `json:"concurrency"`
+		PerKey      *struct {
+			Concurrency *int `json:"concurrency"`
+		} `json:"per_key"`
 	}
-	if json.Unmarshal(body, &probe) == nil && probe.Concurrency != nil {
+	if json.Unmarshal(body, &probe) != nil {
+		return nil
+	}
+	if p.Concurrency == 0 && probe.Concurrency != nil {
 		return errors.New("hourglass: policy: concurrency 0: give at least 1, or leave it out for no limit")
+	}
+	if p.PerKey != nil && p.PerKey.Concurrency == 0 && probe.PerKey != nil && probe.PerKey.Concurrency != nil {
+		return errors.New("hourglass: policy: per_key.concurrency 0: give at least 1, or leave it out for no limit")
 	}
 	return nil
 }

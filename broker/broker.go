@@ -129,8 +129,9 @@ type Broker struct {
 	// taking holds the tasks a reserve has marked reserved in memory and
 	// whose records it is reading with mu released (see reserve); an
 	// operation that takes a task out of that state (unplace) removes it,
-	// which tells the reserve not to hand it out. Guarded by mu.
-	taking map[uint64]struct{}
+	// which tells the reserve not to hand it out. Each holds the task's
+	// key, for its count (perkey.go). Guarded by mu.
+	taking map[uint64]string
 	// leaseEnds are told of the leases that deletes ended
 	// (NotifyLeaseEnds): appended to, never changed in place. Guarded by
 	// mu.
@@ -238,7 +239,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		numeric:       make(map[qid]struct{}),
 		leased:        make(map[uint64]store.Task),
 		delayKeys:     make(map[uint64]string),
-		taking:        make(map[uint64]struct{}),
+		taking:        make(map[uint64]string),
 		byName:        make(map[string]*queueState),
 		schedules:     make(map[string]*schedule),
 		over:          overlay{tasks: make(map[uint64]pendingTask), index: make(map[qid]pendingIndex), deduped: make(map[qid]pendingDeduped)},
@@ -600,8 +601,11 @@ func (b *Broker) unplace(job uint64, s slot) {
 		delete(b.delayKeys, job)
 	case task.Reserved:
 		b.leases.Remove(job)
-		delete(b.leased, job)
-		delete(b.taking, job)
+		b.unlease(job)
+		if key, ok := b.taking[job]; ok {
+			delete(b.taking, job)
+			b.queues[s.queue()].unhold(key)
+		}
 	case task.Dead:
 		b.unbury(job, b.queues[s.queue()])
 	}

@@ -54,7 +54,7 @@ func (b *Broker) Release(ctx context.Context, queue, id, lease string, delay tim
 		return task.Task{}, err
 	}
 	b.leases.Remove(job)
-	delete(b.leased, job)
+	b.unlease(job)
 	b.metrics.Nacks.Inc()
 	now := time.Now()
 	b.endAttempt(&rec, task.AttemptReleased, "", now.UnixNano())
@@ -107,7 +107,7 @@ func (b *Broker) Bury(ctx context.Context, queue, id, lease, reason string) (tas
 // after. b.mu is held.
 func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.Duration, bury, keepDue bool) (store.Task, slot) {
 	q := b.queues[s.queue()]
-	delete(b.leased, job)
+	b.unlease(job)
 	rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
 	if keepDue && delay == task.RetryDelay {
 		delay = service.ExpiryDelay(q.policy)

@@ -43,6 +43,9 @@ type keyLane struct {
 	turn uint64
 	// pos is the lane's index in lanes.order; -1 while not in it.
 	pos int
+	// parked: the key is at its per-key concurrency, and the lane is
+	// out of order while it keeps its items (perkey.go).
+	parked bool
 }
 
 // lanes are a queue's ready tasks by key. Not safe for concurrent use:
@@ -63,6 +66,8 @@ type lanes struct {
 	order []*keyLane
 	// turn is the last turn given.
 	turn uint64
+	// parked counts the parked lanes (perkey.go).
+	parked int
 }
 
 // laneLess orders lanes that have items.
@@ -87,6 +92,10 @@ func (ls *lanes) push(key string, it readyItem) {
 			ls.byKey[key] = l
 			ls.peak = max(ls.peak, len(ls.byKey))
 		}
+	}
+	if l.parked {
+		l.heap.push(it) // back in order when its key is not full
+		return
 	}
 	if len(l.heap) == 0 {
 		l.pos = -1
@@ -162,13 +171,14 @@ func (ls *lanes) remove(l *keyLane) {
 	}
 }
 
-// each calls f with every item of every lane, stale ones included.
+// each calls f with every item of every lane, parked ones too, stale
+// ones included.
 func (ls *lanes) each(f func(readyItem)) {
-	for _, l := range ls.order {
+	ls.eachLane(func(l *keyLane) {
 		for _, it := range l.heap {
 			f(it)
 		}
-	}
+	})
 }
 
 // reset forgets every lane.
@@ -238,14 +248,14 @@ func (b *Broker) KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, 
 		return ok && s.state() == task.Ready && s.queue() == q.index && s.due == it.due && s.prio == it.prio
 	}
 	ready := 0
-	for _, l := range q.ready.order {
+	q.ready.eachLane(func(l *keyLane) {
 		for _, it := range l.heap {
 			if current(it) {
 				of(l.key).Ready++
 				ready++
 			}
 		}
-	}
+	})
 	if ready > q.readyN {
 		// A task with two items of the same due time and priority (made
 		// ready again as it was): count each task once.
@@ -253,14 +263,14 @@ func (b *Broker) KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, 
 		for _, c := range counts {
 			c.Ready = 0
 		}
-		for _, l := range q.ready.order {
+		q.ready.eachLane(func(l *keyLane) {
 			for _, it := range l.heap {
 				if !seen[it.job] && current(it) {
 					seen[it.job] = true
 					of(l.key).Ready++
 				}
 			}
-		}
+		})
 	}
 	for _, rec := range b.leased {
 		if rec.Queue == queue {

@@ -125,7 +125,7 @@ func (b *Broker) ReleaseJob(ctx context.Context, job uint64, lease string, prio 
 		return err
 	}
 	b.leases.Remove(job)
-	delete(b.leased, job)
+	b.unlease(job)
 	b.metrics.Nacks.Inc()
 	q := b.queues[s.queue()]
 	now := time.Now()
@@ -326,6 +326,7 @@ func (b *Broker) ReserveJob(ctx context.Context, job uint64) (task.Task, error) 
 	q := b.queues[s.queue()]
 	b.unplace(job, s)
 	q.count(0, task.Reserved)
+	q.hold(rec.Key)
 	s.set(task.Reserved)
 	b.tasks.set(job, s)
 	t := b.lease(job, s, rec, time.Now())
@@ -351,7 +352,7 @@ func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
 	var jobs []uint64
 	switch st {
 	case task.Ready:
-		if it, _, ok := b.peekReady(q); ok {
+		if it, ok := b.peekAny(q); ok {
 			jobs = []uint64{it.job}
 		}
 	case task.Delayed:

@@ -20,7 +20,8 @@ import (
 //     schedule;
 //   - retry back-off and dead letter: fail (failure.go), at each failed
 //     attempt (nack, bury, a lease that runs out);
-//   - rate and concurrency: take (reserve.go), at each reserve. A reserve
+//   - rate and concurrency, the queue's and per key (perkey.go): take
+//     (reserve.go), at each reserve. A reserve
 //     that meets a limit waits among the queue's waiters; it is woken when
 //     a token is due (armRate arms a timer for it) or when one of the
 //     queue's tasks stops being reserved (queueState.count).
@@ -84,6 +85,7 @@ func (b *Broker) setPolicy(q *queueState, p task.Policy) {
 		q.bucket = service.Bucket{}
 	}
 	q.policy = p
+	q.reparkAll()
 	b.writeQueue(q)
 	b.wakeReady(q)
 }
@@ -277,7 +279,7 @@ func (b *Broker) armRate(q *queueState, now int64, next time.Duration) {
 	q.rateWake, q.rateAt = to, at
 }
 
-// clonePolicy returns p with its Retry and Rate copied, so that neither
+// clonePolicy returns p with its Retry, Rate and PerKey copied, so that neither
 // the caller's policy nor the broker's is shared.
 func clonePolicy(p task.Policy) task.Policy {
 	if p.Retry != nil {
@@ -287,6 +289,14 @@ func clonePolicy(p task.Policy) task.Policy {
 	if p.Rate != nil {
 		r := *p.Rate
 		p.Rate = &r
+	}
+	if k := p.PerKey; k != nil {
+		c := *k
+		if c.Rate != nil {
+			r := *c.Rate
+			c.Rate = &r
+		}
+		p.PerKey = &c
 	}
 	return p
 }

@@ -54,6 +54,11 @@ type queueState struct {
 	rateWake *hourglass.Timeout
 	rateAt   int64
 
+	// held counts the queue's reserved tasks by key, a key other than ""
+	// only while it has some; heldPlain the key "" (perkey.go).
+	held      map[string]int
+	heldPlain int
+
 	delayed, readyN, reserved, dead int
 	puts, deliveries, acks          uint64
 	// schedules counts the schedules that put into the queue.

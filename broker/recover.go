@@ -58,6 +58,7 @@ func (b *Broker) recover() error {
 			if t.LeaseUntil > now {
 				s.set(task.Reserved)
 				q.count(0, task.Reserved)
+				q.hold(t.Key)
 				b.tasks.set(t.JobID, s)
 				b.leased[t.JobID] = t
 				b.leases.Set(t.JobID, time.Duration(t.LeaseUntil-now))

@@ -206,12 +206,22 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 			if q == nil || q.pausedUntil > now || slices.Contains(held, q) {
 				continue
 			}
-			it, l, ok := b.peekReady(q)
-			if !ok {
+			if q.readyN > 0 && q.full() {
+				held, why = append(held, q), append(why, service.ThrottledConcurrency)
 				continue
 			}
-			if q.full() {
-				held, why = append(held, q), append(why, service.ThrottledConcurrency)
+			it, l, ok := b.peekReady(q)
+			for ok && q.policy.PerKey != nil && q.keyFull(l.key) {
+				q.ready.park(l) // back when a task of its key is not reserved (perkey.go)
+				it, l, ok = b.peekReady(q)
+			}
+			if !ok {
+				if q.readyN > 0 && b.rateSpent(q) {
+					// Every key with ready tasks is at its limit, and
+					// the rate would hold them too: counted as the rate
+					// (a cluster node counts alike, heldBack).
+					held, why = append(held, q), append(why, service.ThrottledRate)
+				}
 				continue
 			}
 			if best == nil || it.less(top) {
@@ -250,7 +260,8 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 		best.count(task.Ready, task.Reserved)
 		s.set(task.Reserved)
 		b.tasks.set(top.job, s)
-		b.taking[top.job] = struct{}{}
+		b.taking[top.job] = lane.key
+		best.hold(lane.key)
 		out = append(out, it)
 	}
 	if len(out) < max {
@@ -309,10 +320,12 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 		delete(b.taking, it.job)
 		s := b.tasks.at(it.job)
 		if errors.Is(it.err, store.ErrCorrupt) {
+			it.q.unhold(it.key)
 			b.damaged(it, s)
 			continue
 		}
 		if it.err != nil {
+			it.q.unhold(it.key)
 			it.q.count(task.Reserved, task.Ready)
 			s.set(task.Ready)
 			b.tasks.set(it.job, s)
@@ -526,7 +539,7 @@ func (b *Broker) giveBack(tasks []task.Task) {
 			continue
 		}
 		b.leases.Remove(t.JobID)
-		delete(b.leased, t.JobID)
+		b.unlease(t.JobID)
 		rec.Attempts--
 		rec.State = store.Waiting
 		rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil

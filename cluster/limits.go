@@ -11,7 +11,7 @@ import (
 )
 
 // A queue's rate and concurrency limits (task.Policy's Rate and
-// Concurrency) hold across every node: its row of hourglass_queues is the
+// Concurrency, and PerKey's concurrency) hold across every node: its row of hourglass_queues is the
 // one place the nodes meet. The reservation statement (sqlReserve) leaves
 // limited queues out (the row's generated column limited) and names them;
 // the reserve then takes their tasks in a transaction of its own
@@ -25,7 +25,9 @@ import (
 //  3. reserves, in a statement begun after the lock (so its snapshot
 //     counts every reservation committed by the reserves before it), up to
 //     that many tasks of each queue, and no more than its concurrency
-//     limit less its tasks reserved now;
+//     limit less its tasks reserved now, nor, of each key, than its
+//     per-key concurrency less the key's tasks reserved now (a queue that
+//     uses keys is taken in turn across them);
 //  4. takes from each bucket as many tokens as tasks it reserved, writes
 //     the buckets and commits (without waiting for the WAL flush, as a
 //     reservation does: a crash within it gives back tasks and tokens
@@ -60,36 +62,81 @@ const sqlLockLimited = `WITH async AS MATERIALIZED (SELECT set_config('synchrono
 // sqlReserveLimited is sqlReserve for limited queues whose rows the
 // transaction has locked: up to $3[i] tasks of queue $1[i] (its tokens),
 // less, under a concurrency limit, what it has reserved already; $2 in
-// all. It returns a row per task taken as sqlReserve does, and a row per
-// queue whose concurrency limit is reached (job id 0, the queue's name,
-// the last column 0). Its update finds the tasks picked by their primary
-// key as sqlReserve's does, whatever the estimates (reserve.go).
+// all. A queue that uses keys (has rows in hourglass_key_turns) or has a
+// per-key concurrency ($4[i] > 0, 0: none) is taken in turn across keys (the keys by turn, as sqlReserveFair, a key's tasks
+// in delivery order, the n-th task of each key in the n-th round), each
+// key up to $4[i] less what it has reserved already; a key whose
+// ready tasks have no turn row (moved in by a dead letter, say) is found
+// among the queue's first ready tasks. The keys taken get the next turns
+// (sqlTurn). It returns a row per task taken as sqlReserve does, and a
+// row per queue whose concurrency limit is reached (job id 0, the
+// queue's name, the last column 0). Its update finds the tasks picked by
+// their primary key as sqlReserve's does, whatever the estimates
+// (reserve.go).
 const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 		SELECT q.name, q.allow, coalesce(p.concurrency, 0) AS concurrency, CASE WHEN p.concurrency > 0 THEN
 			(SELECT count(*) FROM (SELECT 1 FROM hourglass_tasks r
-				WHERE r.queue = q.name AND r.state = 2 LIMIT p.concurrency) c) ELSE 0 END AS busy
-		FROM unnest($1::text[], $3::int[]) AS q(name, allow) LEFT JOIN hourglass_queues p ON p.queue = q.name
+				WHERE r.queue = q.name AND r.state = 2 LIMIT p.concurrency) c) ELSE 0 END AS busy, q.perkey,
+			q.perkey > 0 OR EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = q.name) AS keyed,
+			NOT EXISTS (SELECT 1 FROM hourglass_queues pp
+				WHERE pp.queue = q.name AND pp.paused_until > hourglass_now()) AS running
+		FROM unnest($1::text[], $3::int[], $4::int[]) AS q(name, allow, perkey) LEFT JOIN hourglass_queues p ON p.queue = q.name
+	), capped AS MATERIALIZED (
+		SELECT lim.*, greatest(CASE WHEN lim.concurrency > 0 THEN least(lim.allow, lim.concurrency - lim.busy)
+			ELSE lim.allow END, 0) AS cap FROM lim
 	), picked AS (
-		SELECT c.job_id, c.ready_at FROM lim
+		SELECT c.* FROM capped
 		CROSS JOIN LATERAL (
-			SELECT job_id, priority, due, ready_at FROM hourglass_tasks
-			WHERE queue = lim.name AND state = 1 AND fire_at IS NULL
-				AND NOT EXISTS (SELECT 1 FROM hourglass_queues pp
-					WHERE pp.queue = lim.name AND pp.paused_until > hourglass_now())
+			SELECT job_id, priority, due, ready_at, 0::bigint AS round, 0::bigint AS turn FROM hourglass_tasks
+			WHERE NOT capped.keyed AND capped.running AND queue = capped.name AND state = 1 AND fire_at IS NULL
 			ORDER BY priority, due, job_id
-			LIMIT greatest(CASE WHEN lim.concurrency > 0 THEN least(lim.allow, lim.concurrency - lim.busy) ELSE lim.allow END, 0)
+			LIMIT capped.cap
 			FOR UPDATE SKIP LOCKED
 		) c
-		ORDER BY c.priority, c.due, c.job_id
-		LIMIT $2
+		UNION ALL
+		SELECT c.* FROM capped
+		CROSS JOIN LATERAL (
+			SELECT f.job_id, f.priority, f.due, f.ready_at, f.round, k.turn FROM (
+				SELECT k0.task_key, k0.turn, b.busy FROM (
+					SELECT kt.task_key, kt.turn FROM hourglass_key_turns kt WHERE kt.queue = capped.name
+					UNION ALL
+					SELECT DISTINCT g.task_key, 0::bigint FROM (SELECT task_key FROM hourglass_tasks
+						WHERE queue = capped.name AND state = 1 AND fire_at IS NULL
+						ORDER BY priority, due, job_id LIMIT capped.cap) g
+					WHERE NOT EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = capped.name AND x.task_key = g.task_key)
+				) k0
+				CROSS JOIN LATERAL (SELECT CASE WHEN capped.perkey > 0 THEN (SELECT count(*) FROM (SELECT 1 FROM hourglass_tasks r
+					WHERE r.queue = capped.name AND r.task_key = k0.task_key AND r.state = 2 LIMIT capped.perkey) c)
+					ELSE 0 END AS busy) b
+				WHERE capped.keyed AND capped.running AND (capped.perkey = 0 OR b.busy < capped.perkey) AND EXISTS (SELECT 1 FROM hourglass_tasks e
+					WHERE e.queue = capped.name AND e.task_key = k0.task_key AND e.state = 1 AND e.fire_at IS NULL)
+				ORDER BY k0.turn
+				LIMIT capped.cap
+			) k
+			CROSS JOIN LATERAL (
+				SELECT x.*, row_number() OVER (ORDER BY x.priority, x.due, x.job_id) AS round FROM (
+					SELECT job_id, priority, due, ready_at FROM hourglass_tasks
+					WHERE queue = capped.name AND task_key = k.task_key AND state = 1 AND fire_at IS NULL
+					ORDER BY priority, due, job_id
+					LIMIT CASE WHEN capped.perkey > 0 THEN least(capped.cap, capped.perkey - k.busy) ELSE capped.cap END
+					FOR UPDATE SKIP LOCKED
+				) x
+			) f
+			ORDER BY f.priority, f.round, k.turn, f.due, f.job_id
+			LIMIT capped.cap
+		) c
+	), ordered AS (
+		SELECT job_id, ready_at FROM picked ORDER BY priority, round, turn, due, job_id LIMIT $2
 	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
 			lease = ` + sqlLease + `,
 			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1, ready_at = NULL
-		FROM picked, now
-		WHERE t.job_id = picked.job_id AND t.job_id = ANY(ARRAY(SELECT job_id FROM picked))
-		RETURNING ` + returnTask + `, now.ns, picked.ready_at
+		FROM ordered, now
+		WHERE t.job_id = ordered.job_id AND t.job_id = ANY(ARRAY(SELECT job_id FROM ordered))
+		RETURNING ` + returnTask + `, now.ns, ordered.ready_at
+	), turned AS (
+		` + sqlTurn + `
 	)
 	SELECT *, NULL::bigint FROM taken
 	UNION ALL
@@ -108,17 +155,19 @@ const sqlHeldBack = `SELECT q.name, q.conc > 0 AND (SELECT count(*) FROM (SELECT
 
 // heldBack returns the queues of qs, not paused at dbNow, that a reserve
 // which took fewer tasks than it asked for leaves with ready tasks because
-// of a limit, and which limit: its concurrency if full, else its rate.
-// That is the broker's count of hourglass_reserves_throttled_total (its
-// take), so that both engines count alike. One statement.
-func heldBack(ctx context.Context, tx pgx.Tx, qs []*limitedQueue, dbNow int64) ([][2]string, error) {
+// of a limit, and which limit: its concurrency if full, else its rate if
+// the reserve left it no whole token (q.tokens less what it took: a
+// queue held back by its per-key limits alone counts nothing). That is
+// the broker's count of hourglass_reserves_throttled_total (its take),
+// so that both engines count alike. One statement.
+func heldBack(ctx context.Context, tx pgx.Tx, qs []*limitedQueue, dbNow int64, took map[string]int) ([][2]string, error) {
 	var names []string
 	var concs []int32
 	rates := map[string]bool{}
 	for _, q := range qs {
 		if q.paused <= dbNow {
 			names, concs = append(names, q.name), append(concs, int32(q.policy.Concurrency))
-			rates[q.name] = q.policy.Rate != nil
+			rates[q.name] = q.policy.Rate != nil && q.tokens-took[q.name] <= 0
 		}
 	}
 	if len(names) == 0 {
@@ -153,6 +202,9 @@ type limitedQueue struct {
 	paused int64
 	policy task.Policy
 	bucket service.Bucket
+	// tokens is how many whole tokens the bucket had at the lock, up to
+	// one more than the reserve asked for.
+	tokens int
 }
 
 // takeLimited reserves up to max ready tasks of the limited queues among
@@ -187,7 +239,7 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			return err
 		}
 		var names []string
-		var allows []int32
+		var allows, perKeys []int32
 		soon := func(d time.Duration) {
 			if retry == 0 || d < retry {
 				retry = d
@@ -201,14 +253,19 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 				soon(time.Duration(q.paused-dbNow) + time.Millisecond)
 			case q.policy.Rate != nil:
 				probe := q.bucket
-				took, next := probe.Take(*q.policy.Rate, dbNow, max)
-				allow = took
+				took, next := probe.Take(*q.policy.Rate, dbNow, max+1)
+				allow, q.tokens = min(took, max), took
 				if took == 0 {
 					soon(next)
 				}
 			}
 			if allow > 0 {
 				names, allows = append(names, q.name), append(allows, int32(allow))
+				perKey := 0
+				if k := q.policy.PerKey; k != nil {
+					perKey = k.Concurrency
+				}
+				perKeys = append(perKeys, int32(perKey))
 			}
 		}
 		// The queues without limits among them (a reserve over several,
@@ -221,14 +278,14 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 		}
 		for _, name := range queues {
 			if !locked[name] {
-				names, allows = append(names, name), append(allows, int32(max))
+				names, allows, perKeys = append(names, name), append(allows, int32(max)), append(perKeys, 0)
 			}
 		}
 		if len(names) == 0 {
-			throttled, err = heldBack(ctx, tx, qs, dbNow)
+			throttled, err = heldBack(ctx, tx, qs, dbNow, nil)
 			return err
 		}
-		rows, err = tx.Query(ctx, sqlReserveLimited, names, max, allows)
+		rows, err = tx.Query(ctx, sqlReserveLimited, names, max, allows, perKeys)
 		if err != nil {
 			return err
 		}
@@ -253,8 +310,12 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		took := map[string]int{}
+		for i := range got {
+			took[got[i].queue]++
+		}
 		if len(got) < max {
-			if throttled, err = heldBack(ctx, tx, qs, dbNow); err != nil {
+			if throttled, err = heldBack(ctx, tx, qs, dbNow, took); err != nil {
 				return err
 			}
 		}
@@ -262,10 +323,6 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			return nil
 		}
 		dbNow = now
-		took := map[string]int{}
-		for i := range got {
-			took[got[i].queue]++
-		}
 		var bq []string
 		var tokens []float64
 		var at []int64

@@ -279,7 +279,8 @@ const sqlAck = `WITH acked AS (
 
 // sqlReservedByKey is the condition that the task t is reserved, for a
 // statement that finds t by its unique (queue, id): state + 0 = 2, which
-// the partial index hourglass_tasks_reserved (queue) WHERE state = 2
+// the partial index hourglass_tasks_key_reserved (queue, task_key) WHERE
+// state = 2 (migration 014)
 // cannot serve, so that the planner takes the unique index. With
 // state = 2 it took the partial index on statistics that lag a busy queue
 // and walked every reserved task of the queue (and the dead entries of

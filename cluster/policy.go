@@ -50,7 +50,8 @@ import (
 // policyColumns are the policy's columns of hourglass_queues, in the
 // order policyRow.dest reads them.
 const policyColumns = `retry_initial, retry_max, retry_multiplier, retry_jitter, max_attempts, ttr,
-	rate_limit, rate_per, rate_burst, concurrency, dead_letter, push, dedupe`
+	rate_limit, rate_per, rate_burst, concurrency, dead_letter, push, dedupe,
+	per_key_concurrency, per_key_rate_limit, per_key_rate_per, per_key_rate_burst`
 
 // policyColumnsOf is policyColumns of the table aliased as alias.
 func policyColumnsOf(alias string) string {
@@ -72,6 +73,9 @@ type policyRow struct {
 	deadLetter                    *string
 	push                          *pushJSON
 	dedupe                        *int64
+	// perKeyConcurrency and perKeyRate* are task.PerKey's (014).
+	perKeyConcurrency                               *int64
+	perKeyRateLimit, perKeyRatePer, perKeyRateBurst *int64
 }
 
 // pushJSON is a task.Push as the column push records it. Headers is
@@ -89,7 +93,8 @@ type pushJSON struct {
 // dest returns the scan destinations of policyColumns.
 func (p *policyRow) dest() []any {
 	return []any{&p.retryInitial, &p.retryMax, &p.retryMultiplier, &p.retryJitter, &p.maxAttempts, &p.ttr,
-		&p.rateLimit, &p.ratePer, &p.rateBurst, &p.concurrency, &p.deadLetter, &p.push, &p.dedupe}
+		&p.rateLimit, &p.ratePer, &p.rateBurst, &p.concurrency, &p.deadLetter, &p.push, &p.dedupe,
+		&p.perKeyConcurrency, &p.perKeyRateLimit, &p.perKeyRatePer, &p.perKeyRateBurst}
 }
 
 // policy returns the recorded policy.
@@ -120,6 +125,12 @@ func (p *policyRow) policy() task.Policy {
 	}
 	out.Concurrency = int(i(p.concurrency))
 	out.Dedupe = time.Duration(i(p.dedupe))
+	if c := i(p.perKeyConcurrency); c > 0 || p.perKeyRateLimit != nil {
+		out.PerKey = &task.PerKey{Concurrency: int(c)}
+		if p.perKeyRateLimit != nil {
+			out.PerKey.Rate = &task.Rate{Limit: int(*p.perKeyRateLimit), Per: time.Duration(i(p.perKeyRatePer)), Burst: int(i(p.perKeyRateBurst))}
+		}
+	}
 	if p.deadLetter != nil {
 		out.DeadLetter = *p.deadLetter
 	}
@@ -151,15 +162,25 @@ func policyArgs(p task.Policy) []any {
 	if h := p.Push; h != nil {
 		push = &pushJSON{URL: h.URL, Timeout: int64(h.Timeout), Headers: h.Headers, Secret: h.Secret, NextSecret: h.NextSecret}
 	}
-	return []any{ri, *rm, mult, jit, int64(p.MaxAttempts), int64(p.TTR), rl, per, burst, int64(p.Concurrency), p.DeadLetter, push, int64(p.Dedupe)}
+	var kc, kper, kburst int64
+	var kl *int64
+	if k := p.PerKey; k != nil {
+		kc = int64(k.Concurrency)
+		if r := k.Rate; r != nil {
+			l := int64(r.Limit)
+			kl, kper, kburst = &l, int64(r.Per), int64(r.Burst)
+		}
+	}
+	return []any{ri, *rm, mult, jit, int64(p.MaxAttempts), int64(p.TTR), rl, per, burst, int64(p.Concurrency), p.DeadLetter, push, int64(p.Dedupe),
+		kc, kl, kper, kburst}
 }
 
-// sqlSetPolicy writes queue $1's policy ($2 to $14, in the order of
+// sqlSetPolicy writes queue $1's policy ($2 to $18, in the order of
 // policyColumns), creating its row if it has none; the pause is kept. A
 // new rate starts with a full bucket (tokens_at 0: service.Bucket), as on
 // the embedded engine; the same rate keeps its tokens.
 const sqlSetPolicy = `INSERT INTO hourglass_queues AS q (queue, ` + policyColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 	ON CONFLICT (queue) DO UPDATE SET
 		tokens_at = CASE WHEN (q.rate_limit, q.rate_per, q.rate_burst) IS NOT DISTINCT FROM
 			(EXCLUDED.rate_limit, EXCLUDED.rate_per, EXCLUDED.rate_burst) THEN q.tokens_at ELSE 0 END,
@@ -167,7 +188,9 @@ const sqlSetPolicy = `INSERT INTO hourglass_queues AS q (queue, ` + policyColumn
 		retry_multiplier = EXCLUDED.retry_multiplier, retry_jitter = EXCLUDED.retry_jitter,
 		max_attempts = EXCLUDED.max_attempts, ttr = EXCLUDED.ttr, rate_limit = EXCLUDED.rate_limit,
 		rate_per = EXCLUDED.rate_per, rate_burst = EXCLUDED.rate_burst, concurrency = EXCLUDED.concurrency,
-		dead_letter = EXCLUDED.dead_letter, push = EXCLUDED.push, dedupe = EXCLUDED.dedupe`
+		dead_letter = EXCLUDED.dead_letter, push = EXCLUDED.push, dedupe = EXCLUDED.dedupe,
+		per_key_concurrency = EXCLUDED.per_key_concurrency, per_key_rate_limit = EXCLUDED.per_key_rate_limit,
+		per_key_rate_per = EXCLUDED.per_key_rate_per, per_key_rate_burst = EXCLUDED.per_key_rate_burst`
 
 // SetPolicy makes p, checked and normalised by service.New, queue's
 // policy, durably (the answer follows the commit), for every node: each
@@ -181,7 +204,7 @@ func (n *Node) SetPolicy(ctx context.Context, queue string, p task.Policy) (task
 	if _, err := n.db.Exec(ctx, sqlSetPolicy, append([]any{queue}, policyArgs(p)...)...); err != nil {
 		return task.Policy{}, dbErr(err)
 	}
-	n.policyChanged(queue, p.Concurrency > 0)
+	n.policyChanged(queue, p.Concurrency > 0 || p.PerKey != nil && p.PerKey.Concurrency > 0)
 	return p, nil
 }
 
@@ -208,7 +231,8 @@ func (n *Node) DeletePolicy(ctx context.Context, queue string) error {
 	}
 	_, err := n.db.Exec(ctx, `UPDATE hourglass_queues SET retry_initial = NULL, retry_max = 0,
 			retry_multiplier = 0, retry_jitter = 0, max_attempts = 0, ttr = 0, rate_limit = NULL,
-			rate_per = 0, rate_burst = 0, concurrency = 0, dead_letter = '', push = NULL, dedupe = 0, tokens = 0, tokens_at = 0
+			rate_per = 0, rate_burst = 0, concurrency = 0, dead_letter = '', push = NULL, dedupe = 0, tokens = 0, tokens_at = 0,
+			per_key_concurrency = 0, per_key_rate_limit = NULL, per_key_rate_per = 0, per_key_rate_burst = 0
 		WHERE queue = $1`, queue)
 	if err != nil {
 		return dbErr(err)
@@ -297,10 +321,11 @@ func (n *Node) tellPolicies(queue string) {
 	}
 }
 
-// loadCapped reads which queues have a concurrency limit: at Open, and
+// loadCapped reads which queues have a concurrency limit (of the queue
+// or per key): at Open, and
 // after the listen connection was lost (notifications may have been).
 func (n *Node) loadCapped(ctx context.Context) error {
-	rows, err := n.db.Query(ctx, "SELECT queue FROM hourglass_queues WHERE concurrency > 0")
+	rows, err := n.db.Query(ctx, "SELECT queue FROM hourglass_queues WHERE concurrency > 0 OR per_key_concurrency > 0")
 	if err != nil {
 		return err
 	}

@@ -193,6 +193,12 @@ func fromAPIPolicy(a api.Policy) task.Policy {
 	if a.Rate != nil {
 		p.Rate = &task.Rate{Limit: a.Rate.Limit, Per: a.Rate.Per.D(), Burst: a.Rate.Burst}
 	}
+	if k := a.PerKey; k != nil {
+		p.PerKey = &task.PerKey{Concurrency: k.Concurrency}
+		if k.Rate != nil {
+			p.PerKey.Rate = &task.Rate{Limit: k.Rate.Limit, Per: k.Rate.Per.D(), Burst: k.Rate.Burst}
+		}
+	}
 	if a.Push != nil {
 		p.Push = &task.Push{URL: a.Push.URL, Headers: maps.Clone(a.Push.Headers), Secret: a.Push.Secret, NextSecret: a.Push.NextSecret}
 		if a.Push.Timeout != nil {
@@ -254,6 +260,12 @@ func toAPIPolicy(p task.Policy) api.Policy {
 	}
 	if p.Rate != nil {
 		a.Rate = &api.Rate{Limit: p.Rate.Limit, Per: api.Duration(p.Rate.Per), Burst: p.Rate.Burst}
+	}
+	if k := p.PerKey; k != nil {
+		a.PerKey = &api.PerKey{Concurrency: k.Concurrency}
+		if k.Rate != nil {
+			a.PerKey.Rate = &api.Rate{Limit: k.Rate.Limit, Per: api.Duration(k.Rate.Per), Burst: k.Rate.Burst}
+		}
 	}
 	if p.Push != nil {
 		a.Push = &api.Push{URL: p.Push.URL, Headers: maps.Clone(p.Push.Headers), SecretSet: p.Push.Secret != "",

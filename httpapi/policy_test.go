@@ -344,3 +344,50 @@ func TestPolicyDefaultsAgree(t *testing.T) {
 			service.DefaultMaxAttempts, task.UnlimitedAttempts, task.AttemptsKeptFirst, task.AttemptsKeptLast)
 	}
 }
+
+// TestPolicyPerKey checks per_key on the wire: PUT sends it to the
+// service and answers it, GET shows it, PATCH merges into it (and null
+// drops it), and a per_key.concurrency of 0, a per_key with no limit and
+// one out of range are refused with 400 naming the field.
+func TestPolicyPerKey(t *testing.T) {
+	s, f := newServer(t, httpapi.Options{})
+	stored := task.Policy{}
+	f.setPolicy = func(queue string, p task.Policy) (task.Policy, error) {
+		if err := service.CheckPolicy(queue, p); err != nil {
+			return task.Policy{}, err
+		}
+		stored = service.NormalPolicy(p)
+		return stored, nil
+	}
+	f.policy = func(queue string) (task.Policy, error) { return stored, nil }
+	const pk = `{"concurrency":3,"per_key":{"concurrency":2}}`
+	if w, want := do(s, "PUT", "/v1/queues/q/policy", pk), withEffective(pk, defaultsJSON+`}`); w.Code != 200 || strings.TrimSpace(w.Body.String()) != want {
+		t.Errorf("PUT: %d %s, want %s", w.Code, w.Body.String(), want)
+	}
+	if stored.PerKey == nil || stored.PerKey.Concurrency != 2 || stored.Concurrency != 3 {
+		t.Fatalf("the service got %+v", stored)
+	}
+	if w, want := do(s, "GET", "/v1/queues/q/policy", ""), withEffective(pk, defaultsJSON+`}`); w.Code != 200 || strings.TrimSpace(w.Body.String()) != want {
+		t.Errorf("GET: %d %s, want %s", w.Code, w.Body.String(), want)
+	}
+	w := do(s, "PATCH", "/v1/queues/q/policy", `{"per_key":{"concurrency":5}}`)
+	if w.Code != 200 || stored.PerKey == nil || stored.PerKey.Concurrency != 5 || stored.Concurrency != 3 {
+		t.Errorf("PATCH per_key.concurrency 5: %d %s; stored %+v", w.Code, w.Body.String(), stored)
+	}
+	w = do(s, "PATCH", "/v1/queues/q/policy", `{"per_key":null}`)
+	if w.Code != 200 || stored.PerKey != nil || stored.Concurrency != 3 {
+		t.Errorf("PATCH per_key null: %d %s; stored %+v", w.Code, w.Body.String(), stored)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"per_key":{"concurrency":0}}`, "policy: per_key.concurrency 0: give at least 1"},
+		{`{"per_key":{}}`, "policy: per_key without a limit"},
+		{`{"per_key":{"concurrency":1000001}}`, "policy: per_key.concurrency 1000001 out of range"},
+		{`{"per_key":{"concurrency":1,"rate":{"limit":1,"per":"1s"}}}`, "policy: per_key.rate is not supported yet"},
+		{`{"per_key":{"colour":1}}`, `unknown field "colour"`},
+	} {
+		w := do(s, "PUT", "/v1/queues/q/policy", tc.body)
+		if msg := errorText(t, w); w.Code != 400 || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %d %s, want 400 with %q", tc.body, w.Code, msg, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hourglass-go/hourglass/pusher"
 	"github.com/hourglass-go/hourglass/task"
@@ -54,5 +55,61 @@ func TestPusher_FairKeys(t *testing.T) {
 		if !slices.Contains(first, "small-"+string(c)) {
 			t.Fatalf("small-%c not among the first 20 pushes: %v", c, first)
 		}
+	}
+}
+
+// TestPusher_PerKeyConcurrency: pushes reserve through the same path as
+// workers, so a queue's per_key.concurrency bounds the pushes of a key
+// under way: with per_key 1 and keys A and B of 5 tasks each, a push
+// slot of 8 and a receiver that holds each push, one push of each key
+// is under way, never two of one key, and all 10 are pushed in the end.
+func TestPusher_PerKeyConcurrency(t *testing.T) {
+	var (
+		mu               sync.Mutex
+		inFlight, most   = map[string]int{}, map[string]int{}
+		total, delivered int
+	)
+	hold := make(chan struct{})
+	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Hourglass-Task-Id")
+		key := id[:1]
+		mu.Lock()
+		inFlight[key]++
+		total++
+		most[key] = max(most[key], inFlight[key])
+		mu.Unlock()
+		<-hold
+		mu.Lock()
+		inFlight[key]--
+		delivered++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}), task.Push{}, pusher.Options{Concurrency: 8})
+	ctx := context.Background()
+	if _, err := s.SetPolicy(ctx, "q", task.Policy{PerKey: &task.PerKey{Concurrency: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var rs []task.PutRequest
+	for i := range 5 {
+		rs = append(rs, task.PutRequest{ID: fmt.Sprintf("A%d", i), Key: "A"}, task.PutRequest{ID: fmt.Sprintf("B%d", i), Key: "B"})
+	}
+	for i, r := range s.PutBatch(ctx, "q", rs) {
+		if r.Err != nil {
+			t.Fatalf("put %s: %v", rs[i].ID, r.Err)
+		}
+	}
+	waitFor(t, "a push of each key under way", func() bool { mu.Lock(); defer mu.Unlock(); return total >= 2 })
+	time.Sleep(100 * time.Millisecond) // room for a push the limit should have stopped
+	mu.Lock()
+	if total != 2 || inFlight["A"] != 1 || inFlight["B"] != 1 {
+		t.Errorf("pushes under way: %v (%d started); want one of A and one of B", inFlight, total)
+	}
+	mu.Unlock()
+	close(hold)
+	waitFor(t, "all 10 pushed", func() bool { mu.Lock(); defer mu.Unlock(); return delivered == 10 })
+	mu.Lock()
+	defer mu.Unlock()
+	if most["A"] != 1 || most["B"] != 1 {
+		t.Fatalf("most pushes of a key under way at once: %v; want 1 each", most)
 	}
 }

@@ -81,18 +81,27 @@ func CheckPolicy(queue string, p task.Policy) error {
 	if p.TTR < 0 || p.TTR > MaxTTR || p.TTR > 0 && p.TTR < time.Millisecond {
 		return bad("ttr %s out of range 1ms..%s", p.TTR, MaxTTR)
 	}
-	if r := p.Rate; r != nil {
-		switch {
-		case r.Limit < 1 || r.Limit > task.MaxRateLimit:
-			return bad("rate.limit %d out of range 1..%d", r.Limit, task.MaxRateLimit)
-		case r.Per <= 0 || r.Per > task.MaxRatePer:
-			return bad("rate.per %s out of range: give more than 0s, at most %s", r.Per, task.MaxRatePer)
-		case r.Burst < 0 || r.Burst > task.MaxRateLimit:
-			return bad("rate.burst %d out of range 0..%d", r.Burst, task.MaxRateLimit)
-		}
+	if err := checkRate("rate", p.Rate); err != nil {
+		return bad("%s", err)
 	}
 	if p.Concurrency < 0 || p.Concurrency > task.MaxConcurrency {
 		return bad("concurrency %d out of range 0..%d", p.Concurrency, task.MaxConcurrency)
+	}
+	if k := p.PerKey; k != nil {
+		if err := checkRate("per_key.rate", k.Rate); err != nil {
+			return bad("%s", err)
+		}
+		if k.Concurrency < 0 || k.Concurrency > task.MaxConcurrency {
+			return bad("per_key.concurrency %d out of range 0..%d", k.Concurrency, task.MaxConcurrency)
+		}
+		if k.Rate != nil {
+			// Both engines hold per_key.concurrency; a rate per key is
+			// refused rather than recorded and not applied.
+			return bad("per_key.rate is not supported yet: give per_key.concurrency")
+		}
+		if k.Concurrency == 0 && k.Rate == nil {
+			return bad("per_key without a limit: give per_key.concurrency or per_key.rate, or leave per_key out")
+		}
 	}
 	if p.Dedupe < 0 || p.Dedupe > task.MaxDedupe {
 		return bad("dedupe %s out of range 0s..%s (0s: no dedupe window)", p.Dedupe, task.MaxDedupe)
@@ -108,6 +117,23 @@ func CheckPolicy(queue string, p task.Policy) error {
 	return CheckPush(p.Push)
 }
 
+// checkRate returns the reason r, a rate limit given as field, is out of
+// bounds, or nil; a nil r is none.
+func checkRate(field string, r *task.Rate) error {
+	if r == nil {
+		return nil
+	}
+	switch {
+	case r.Limit < 1 || r.Limit > task.MaxRateLimit:
+		return fmt.Errorf("%s.limit %d out of range 1..%d", field, r.Limit, task.MaxRateLimit)
+	case r.Per <= 0 || r.Per > task.MaxRatePer:
+		return fmt.Errorf("%s.per %s out of range: give more than 0s, at most %s", field, r.Per, task.MaxRatePer)
+	case r.Burst < 0 || r.Burst > task.MaxRateLimit:
+		return fmt.Errorf("%s.burst %d out of range 0..%d", field, r.Burst, task.MaxRateLimit)
+	}
+	return nil
+}
+
 // trimInvalid returns err's text without the task.ErrInvalid prefix, for
 // an error wrapped again.
 func trimInvalid(err error) string {
@@ -119,12 +145,17 @@ func trimInvalid(err error) string {
 }
 
 // NormalPolicy returns p as it is recorded and reported: a rate's burst
-// filled in (Limit when 0).
+// filled in (Limit when 0), the queue's and the per-key one's.
 func NormalPolicy(p task.Policy) task.Policy {
 	if p.Rate != nil && p.Rate.Burst == 0 {
 		r := *p.Rate
 		r.Burst = r.Limit
 		p.Rate = &r
+	}
+	if k := p.PerKey; k != nil && k.Rate != nil && k.Rate.Burst == 0 {
+		r := *k.Rate
+		r.Burst = r.Limit
+		p.PerKey = &task.PerKey{Concurrency: k.Concurrency, Rate: &r}
 	}
 	return p
 }

@@ -40,6 +40,19 @@ type Policy struct {
 	// nothing (service.Dedupes); 0: never, a put after a finish puts a
 	// new task.
 	Dedupe time.Duration
+	// PerKey limits each key's tasks (Task.Key; "" for a task put
+	// without one) as Rate and Concurrency limit the whole queue's,
+	// across the whole service, beside them (both hold); nil: no limit
+	// per key.
+	PerKey *PerKey
+}
+
+// PerKey is a queue's limits per key: at most Concurrency tasks of one
+// key reserved (or being pushed) at once (0: no limit), and at most Rate
+// of one key's tasks handed out (nil: no limit).
+type PerKey struct {
+	Concurrency int
+	Rate        *Rate
 }
 
 // UnlimitedAttempts, as the MaxAttempts of a put, a schedule or a
@@ -71,7 +84,7 @@ const (
 
 // IsZero reports whether p is the default policy.
 func (p Policy) IsZero() bool {
-	return p.Retry == nil && p.MaxAttempts == 0 && p.TTR == 0 && p.Rate == nil && p.Concurrency == 0 && p.DeadLetter == "" && p.Push == nil && p.Dedupe == 0
+	return p.Retry == nil && p.MaxAttempts == 0 && p.TTR == 0 && p.Rate == nil && p.Concurrency == 0 && p.DeadLetter == "" && p.Push == nil && p.Dedupe == 0 && p.PerKey == nil
 }
 
 // Retry is exponential back-off: a task failing its n-th attempt comes

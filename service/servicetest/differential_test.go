@@ -267,7 +267,12 @@ func (d *differ) step(ctx context.Context, i int) {
 		if d.rng.IntN(2) == 0 {
 			p.Dedupe = time.Hour
 		}
-		name = fmt.Sprintf("set policy %s %+v", q, p)
+		// Per key: the tasks here have the key "" (keys would compare
+		// the engines' peeks across keys, which differ).
+		if d.rng.IntN(3) == 0 {
+			p.PerKey = &task.PerKey{Concurrency: 1 + d.rng.IntN(2)}
+		}
+		name = fmt.Sprintf("set policy %s %s", q, policyText(p))
 		op = func(e int, s service.Service) string {
 			got, err := s.SetPolicy(ctx, q, p)
 			return fmt.Sprintf("%s %s", policyText(got), kind(err))
@@ -644,6 +649,13 @@ func policyText(p task.Policy) string {
 	if p.Rate != nil {
 		rate = fmt.Sprintf("%+v", *p.Rate)
 	}
-	p.Retry, p.Rate = nil, nil
-	return fmt.Sprintf("%+v retry %s rate %s", p, r, rate)
+	perKey := "<nil>"
+	if k := p.PerKey; k != nil {
+		perKey = fmt.Sprintf("{Concurrency:%d}", k.Concurrency)
+		if k.Rate != nil {
+			perKey = fmt.Sprintf("{Concurrency:%d Rate:%+v}", k.Concurrency, *k.Rate)
+		}
+	}
+	p.Retry, p.Rate, p.PerKey = nil, nil, nil
+	return fmt.Sprintf("%+v retry %s rate %s per_key %s", p, r, rate, perKey)
 }

@@ -397,6 +397,8 @@ func decodeSchedule(body []byte, s *store.Schedule) error {
 //	     tag, none when every field they hold is 0 (a record written
 //	     before they came has none):
 //	       'd' Dedupe (varint ns), present when not 0
+//	       'k' PerKey, present when not nil: Concurrency (varint), then
+//	           1 and Rate's Limit, Per (ns), Burst (varints), or 0
 //	       't' TokensAt (varint Unix ns), then Tokens (8 bytes: float64
 //	           bits), present when TokensAt is not 0
 //
@@ -433,10 +435,22 @@ func appendQueue(dst []byte, q *store.Queue) []byte {
 	}
 	dst = binary.AppendVarint(dst, int64(p.Concurrency))
 	dst = appendString(dst, p.DeadLetter)
-	dst = appendPush(dst, p.Push, p.Dedupe != 0 || q.TokensAt != 0)
+	dst = appendPush(dst, p.Push, p.Dedupe != 0 || p.PerKey != nil || q.TokensAt != 0)
 	if p.Dedupe != 0 {
 		dst = append(dst, trailerDedupe)
 		dst = binary.AppendVarint(dst, int64(p.Dedupe))
+	}
+	if k := p.PerKey; k != nil {
+		dst = append(dst, trailerPerKey)
+		dst = binary.AppendVarint(dst, int64(k.Concurrency))
+		if r := k.Rate; r != nil {
+			dst = append(dst, 1)
+			dst = binary.AppendVarint(dst, int64(r.Limit))
+			dst = binary.AppendVarint(dst, int64(r.Per))
+			dst = binary.AppendVarint(dst, int64(r.Burst))
+		} else {
+			dst = append(dst, 0)
+		}
 	}
 	if q.TokensAt != 0 {
 		dst = append(dst, trailerTokens)
@@ -449,6 +463,7 @@ func appendQueue(dst []byte, q *store.Queue) []byte {
 // The tags of a queue record's trailers, in the order they are written.
 const (
 	trailerDedupe = 'd' // Policy.Dedupe
+	trailerPerKey = 'k' // Policy.PerKey
 	trailerTokens = 't' // the rate limit's bucket: TokensAt, Tokens
 )
 
@@ -504,6 +519,13 @@ func decodeQueue(body []byte, q *store.Queue) error {
 		d.b = d.b[1:]
 		if p.Dedupe = time.Duration(d.varint()); p.Dedupe == 0 && d.err == nil {
 			d.err = errors.New("a dedupe trailer of 0") // written only when set
+		}
+	}
+	if d.err == nil && len(d.b) > 0 && d.b[0] == trailerPerKey {
+		d.b = d.b[1:]
+		p.PerKey = &task.PerKey{Concurrency: d.int()}
+		if d.present("per_key.rate") {
+			p.PerKey.Rate = &task.Rate{Limit: d.int(), Per: time.Duration(d.varint()), Burst: d.int()}
 		}
 	}
 	if d.err == nil && len(d.b) > 0 && d.b[0] == trailerTokens {

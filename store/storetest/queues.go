@@ -40,6 +40,12 @@ func queueRecord(name string, v int) store.Queue {
 	if v%3 == 1 {
 		q.Tokens, q.TokensAt = float64(v)+0.25, time.Date(2029, 5, 6, 7, 8, 9, v, time.UTC).UnixNano()
 	}
+	switch v % 3 {
+	case 1:
+		q.Policy.PerKey = &task.PerKey{Concurrency: task.MaxConcurrency - v}
+	case 2:
+		q.Policy.PerKey = &task.PerKey{Concurrency: v, Rate: &task.Rate{Limit: v + 1, Per: task.MaxRatePer - time.Duration(v), Burst: v}}
+	}
 	return q
 }
 
@@ -104,6 +110,12 @@ func queueString(q store.Queue) string {
 	}
 	if q.TokensAt != 0 {
 		s += fmt.Sprintf(" tokens %v at %d", q.Tokens, q.TokensAt)
+	}
+	if k := p.PerKey; k != nil {
+		s += fmt.Sprintf(" per_key conc %d", k.Concurrency)
+		if k.Rate != nil {
+			s += fmt.Sprintf(" rate %+v", *k.Rate)
+		}
 	}
 	return s + "}"
 }

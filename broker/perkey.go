@@ -1,0 +1,206 @@
+package broker
+
+import "github.com/hourglass-go/hourglass/task"
+
+// Limits per key (issue 42, task.Policy's PerKey) on the embedded
+// engine. A queue counts its reserved tasks by key (queueState.held): a
+// task counts from the take that reserves it (or ReserveJob, or a
+// recovered lease) until its reservation ends (unlease, or unplace of a
+// task still being taken). A key is in the count only while it has
+// reserved tasks: an idle key costs nothing.
+//
+// A key with as many tasks reserved as the policy's
+// per_key.concurrency has its lane (fair.go) parked: out of the lanes'
+// heap, so that a reserve passes to the next key in O(log k) rather than
+// finding the full key first each time. Its ready tasks stay in its lane
+// (puts go on into it); the lane comes back, with the turn it had, when
+// one of the key's reservations ends (unhold) or the policy changes
+// (reparkAll), and a waiting reserver is woken.
+//
+// Example: per_key.concurrency 2, key A with 10 ready tasks, B with 10,
+// a reserve of max 10: A1 (A has turn 3 now), B1, A2 (A holds 2: parked),
+// B2 (parked), and nothing else is ready: 4 tasks. An ack of A1 unparks A;
+// the next reserve takes A3.
+//
+// The counts and parked lanes live in memory only: a restart counts the
+// recovered leases again.
+
+// hold counts a task of key reserved in q. b.mu is held.
+func (q *queueState) hold(key string) {
+	if key == "" {
+		q.heldPlain++
+		return
+	}
+	if q.held == nil {
+		q.held = make(map[string]int)
+	}
+	q.held[key]++
+}
+
+// heldOf returns how many tasks of key q has reserved. b.mu is held.
+func (q *queueState) heldOf(key string) int {
+	if key == "" {
+		return q.heldPlain
+	}
+	return q.held[key]
+}
+
+// keyFull reports whether key has as many tasks reserved in q as its
+// per-key concurrency allows. b.mu is held.
+func (q *queueState) keyFull(key string) bool {
+	k := q.policy.PerKey
+	return k != nil && k.Concurrency > 0 && q.heldOf(key) >= k.Concurrency
+}
+
+// unhold ends the count of one reserved task of key in q; a key left
+// with none is forgotten, and a parked lane of a key no longer full comes
+// back, waking one waiter. b.mu is held. O(log k) for k lanes.
+func (q *queueState) unhold(key string) {
+	if key == "" {
+		if q.heldPlain > 0 {
+			q.heldPlain--
+		}
+	} else if n, ok := q.held[key]; ok {
+		if n <= 1 {
+			delete(q.held, key)
+			if len(q.held) == 0 {
+				q.held = nil // give back the map of a burst of keys
+			}
+		} else {
+			q.held[key] = n - 1
+		}
+	}
+	if q.ready.parked > 0 && !q.keyFull(key) {
+		if l := q.ready.lane(key); l != nil && l.parked {
+			q.ready.unpark(l)
+			q.waiters.Wake(1)
+		}
+	}
+}
+
+// unlease ends job's lease record in b.leased and its count by key.
+// b.mu is held.
+func (b *Broker) unlease(job uint64) {
+	rec, ok := b.leased[job]
+	if !ok {
+		return
+	}
+	delete(b.leased, job)
+	if q := b.byName[rec.Queue]; q != nil {
+		q.unhold(rec.Key)
+	}
+}
+
+// reparkAll brings back q's parked lanes whose keys are no longer full:
+// after a change of policy. b.mu is held. O(k log k).
+func (q *queueState) reparkAll() {
+	if q.ready.parked == 0 {
+		return
+	}
+	var back []*keyLane
+	q.ready.eachLane(func(l *keyLane) {
+		if l.parked && !q.keyFull(l.key) {
+			back = append(back, l)
+		}
+	})
+	for _, l := range back {
+		q.ready.unpark(l)
+	}
+}
+
+// lane returns key's lane, nil when the key has none.
+func (ls *lanes) lane(key string) *keyLane {
+	if key == "" {
+		return &ls.plain
+	}
+	return ls.byKey[key]
+}
+
+// park takes l, in the heap, out of it, keeping its items and turn.
+func (ls *lanes) park(l *keyLane) {
+	i, n := l.pos, len(ls.order)-1
+	if i != n {
+		ls.order[i] = ls.order[n]
+		ls.order[i].pos = i
+	}
+	ls.order[n] = nil
+	ls.order = ls.order[:n]
+	if i != n {
+		ls.down(i)
+		ls.up(i)
+	}
+	l.pos = -1
+	l.parked = true
+	ls.parked++
+}
+
+// unpark puts the parked lane l back in the heap with the turn it had,
+// or forgets it if it has no items left.
+func (ls *lanes) unpark(l *keyLane) {
+	l.parked = false
+	ls.parked--
+	if len(l.heap) == 0 {
+		l.pos = len(ls.order)
+		ls.order = append(ls.order, l)
+		ls.remove(l)
+		return
+	}
+	l.pos = len(ls.order)
+	ls.order = append(ls.order, l)
+	ls.up(l.pos)
+}
+
+// eachLane calls f with every lane that has items, parked or not.
+func (ls *lanes) eachLane(f func(*keyLane)) {
+	for _, l := range ls.order {
+		f(l)
+	}
+	if ls.plain.parked {
+		f(&ls.plain)
+	}
+	for _, l := range ls.byKey {
+		if l.parked {
+			f(l)
+		}
+	}
+}
+
+// rateSpent reports whether q's rate limit has no token now, without
+// taking one. b.mu is held.
+func (b *Broker) rateSpent(q *queueState) bool {
+	r := q.policy.Rate
+	if r == nil {
+		return false
+	}
+	probe := q.bucket
+	took, _ := probe.Take(*r, b.monoNow(), 1)
+	return took == 0
+}
+
+// peekAny is peekReady over every lane, parked ones too: the task a
+// reserve would hand out were no key at its limit (beanstalkd's
+// peek-ready, which limits do not hide). It drops the stale first items
+// of the parked lanes it looks at. b.mu is held. O(p log n) for p parked
+// lanes.
+func (b *Broker) peekAny(q *queueState) (readyItem, bool) {
+	it, l, ok := b.peekReady(q)
+	if q.ready.parked == 0 {
+		return it, ok
+	}
+	q.ready.eachLane(func(p *keyLane) {
+		if !p.parked {
+			return
+		}
+		for len(p.heap) > 0 {
+			c := p.heap[0]
+			if s, live := b.tasks.get(c.job); live && s.state() == task.Ready && s.queue() == q.index && s.due == c.due && s.prio == c.prio {
+				break
+			}
+			p.heap.pop()
+		}
+		if len(p.heap) > 0 && (!ok || laneLess(p, l)) {
+			it, l, ok = p.heap[0], p, true
+		}
+	})
+	return it, ok
+}
