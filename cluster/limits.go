@@ -72,7 +72,10 @@ const sqlLockLimited = `WITH async AS MATERIALIZED (SELECT set_config('synchrono
 // row per queue whose concurrency limit is reached (job id 0, the
 // queue's name, the last column 0). Its update finds the tasks picked by
 // their primary key as sqlReserve's does, whatever the estimates
-// (reserve.go).
+// (reserve.go); likewise its test that a key has a ready task is ordered
+// as hourglass_tasks_key_ready and fenced (OFFSET 0), so that a generic
+// plan over an analyzed table probes that index rather than scanning the
+// table (TestReserve_PlanAfterAnalyze).
 const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 		SELECT q.name, q.allow, coalesce(p.concurrency, 0) AS concurrency, CASE WHEN p.concurrency > 0 THEN
 			(SELECT count(*) FROM (SELECT 1 FROM hourglass_tasks r
@@ -109,7 +112,8 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 					WHERE r.queue = capped.name AND r.task_key = k0.task_key AND r.state = 2 LIMIT capped.perkey) c)
 					ELSE 0 END AS busy) b
 				WHERE capped.keyed AND capped.running AND (capped.perkey = 0 OR b.busy < capped.perkey) AND EXISTS (SELECT 1 FROM hourglass_tasks e
-					WHERE e.queue = capped.name AND e.task_key = k0.task_key AND e.state = 1 AND e.fire_at IS NULL)
+					WHERE e.queue = capped.name AND e.task_key = k0.task_key AND e.state = 1 AND e.fire_at IS NULL
+					ORDER BY e.priority, e.due, e.job_id OFFSET 0)
 				ORDER BY k0.turn
 				LIMIT capped.cap
 			) k
