@@ -61,6 +61,10 @@ const SQLReserve = sqlReserve
 // (limits.go).
 const SQLReserveLimited = sqlReserveLimited
 
+// SQLReserveFair is the reservation statement of queues that use keys
+// (reserve.go).
+const SQLReserveFair = sqlReserveFair
+
 // Waiting returns how many reservers wait on queue having found nothing,
 // those the flush may hand tasks to.
 func (n *Node) Waiting(queue string) int {

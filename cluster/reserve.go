@@ -90,7 +90,10 @@ const sqlReserve = `WITH picked AS (
 // priority, then the queue's first $2 tasks in delivery order to fill the
 // rest (a task whose key has no turn row counts as the first turn); the
 // keys taken get the next turns (sqlTurn), in the same statement. Its
-// rows are sqlReserve's, without the last kind.
+// rows are sqlReserve's, without the last kind. Its probes of whether a
+// key has a ready task are ordered as hourglass_tasks_key_ready, so that
+// a generic plan over an analyzed table takes that index rather than a
+// scan of the table (TestReserve_PlanAfterAnalyze).
 const sqlReserveFair = `WITH picked AS (
 		SELECT c.job_id, c.ready_at FROM unnest($1::text[]) AS q(name)
 		CROSS JOIN LATERAL (
@@ -104,10 +107,11 @@ const sqlReserveFair = `WITH picked AS (
 					CROSS JOIN LATERAL (
 						(SELECT 1 FROM hourglass_tasks e WHERE kt.task_key <> '' AND e.queue = q.name
 							AND e.task_key = kt.task_key AND e.task_key <> '' AND e.priority = best.priority
-							AND e.state = 1 AND e.fire_at IS NULL LIMIT 1)
+							AND e.state = 1 AND e.fire_at IS NULL ORDER BY e.due, e.job_id LIMIT 1)
 						UNION ALL
 						(SELECT 1 FROM hourglass_tasks e WHERE kt.task_key = '' AND e.queue = q.name
-							AND e.task_key = '' AND e.priority = best.priority AND e.state = 1 AND e.fire_at IS NULL LIMIT 1)
+							AND e.task_key = '' AND e.priority = best.priority AND e.state = 1 AND e.fire_at IS NULL
+							ORDER BY e.due, e.job_id LIMIT 1)
 						LIMIT 1
 					) has
 					WHERE kt.queue = q.name AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
