@@ -32,7 +32,12 @@ import (
 //   - small key, flooded: the same stream while the queue holds n ready
 //     tasks of key "big" that the same workers drain; + p99 is its p99
 //     minus the empty queue's of the same round (issue 42's goal: at
-//     most 10 ms).
+//     most 10 ms);
+//   - memory, no keys / a key a task: the server (GOGC=10) holding m
+//     ready tasks without a key, or each of a key of its own, at rest:
+//     its Go heap and RSS; heap B/key and RSS B/key are the keyed row's
+//     less the row before's of the same round, over m (m the largest of
+//     the sizes, at most 1M; issue 42's target: at most 200 B a key).
 //
 // n is the largest of the sizes, at most keysMaxTasks; the throughput
 // rows last at most 10× Budget (10 s full, 1.5 s quick, 300 ms at
@@ -42,7 +47,8 @@ var keysScenario = Scenario{
 	Name: "keys",
 	Doc: "keys on tasks, on `hourglass serve` (the hourglass binary, see --hourglass) on the embedded store, each row on a server started afresh, worked by worker.New(c, Options{Concurrency: 64}) in this process with handlers that return nil at once: " +
 		"reserve→ack no keys / 10k keys: n ready 200-byte tasks (n ≤ 500k) without a key, or spread evenly over 10,000 keys, then handled until all are or 10× Budget is up, tasks/s; × no keys = the keyed row's tasks/s over the row without keys of the same round; " +
-		"small key: 20 tasks a second of key \"small\", each put 500 ms before its due time, for 10× Budget (1 s to 10 s), lateness = the handler's start minus the due time, p50/p99/max, on a queue holding nothing else (empty queue) and while n ready tasks of key \"big\" are drained by the same workers (flooded); + p99 = flooded p99 minus the empty queue's of the same round",
+		"small key: 20 tasks a second of key \"small\", each put 500 ms before its due time, for 10× Budget (1 s to 10 s), lateness = the handler's start minus the due time, p50/p99/max, on a queue holding nothing else (empty queue) and while n ready tasks of key \"big\" are drained by the same workers (flooded); + p99 = flooded p99 minus the empty queue's of the same round; " +
+		"memory: the server run with GOGC=10 holding m ready tasks (m ≤ 1M, 3-byte payloads) without a key, or each of a key of its own, once at rest: Go heap (go_memstats_heap_alloc_bytes) and RSS; heap B/key and RSS B/key = the keyed row's less the row without keys' of the same round, over m",
 	jobs: keysJobs,
 }
 
@@ -74,6 +80,8 @@ func keysJobs(c *Config, _ []Structure) []Job {
 	// Figures of this round's first row of each pair; 0 if it did not run.
 	var plain float64
 	var emptyP99 time.Duration
+	var plainHeap, plainRSS float64 // MiB
+	memN := min(slices.Max(c.Sizes), keysMemoryMax)
 	return []Job{
 		job(n, "reserve→ack no keys", func(bin string) (Result, error) {
 			plain = 0
@@ -100,6 +108,23 @@ func keysJobs(c *Config, _ []Structure) []Job {
 			r, err := keysLateness(bin, n, streamFor)
 			if v, ok := r.Value("p99"); ok && emptyP99 > 0 {
 				r.add("+ p99", unitSec, v-emptyP99.Seconds())
+			}
+			return r, err
+		}),
+		job(memN, "memory, no keys", func(bin string) (Result, error) {
+			plainHeap, plainRSS = 0, 0
+			r, err := keysMemory(bin, memN, false)
+			plainHeap, _ = r.Value("heap MiB")
+			plainRSS, _ = r.Value("RSS MiB")
+			return r, err
+		}),
+		job(memN, "memory, a key a task", func(bin string) (Result, error) {
+			r, err := keysMemory(bin, memN, true)
+			if v, ok := r.Value("heap MiB"); ok && plainHeap > 0 {
+				r.add("heap B/key", unitBytes, (v-plainHeap)*(1<<20)/float64(memN))
+			}
+			if v, ok := r.Value("RSS MiB"); ok && plainRSS > 0 {
+				r.add("RSS B/key", unitBytes, (v-plainRSS)*(1<<20)/float64(memN))
 			}
 			return r, err
 		}),

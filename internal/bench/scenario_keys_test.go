@@ -42,6 +42,8 @@ func TestKeysScenario(t *testing.T) {
 		switch {
 		case strings.HasPrefix(j.Case, "reserve→ack"):
 			names = []string{"tasks/s", "handled"}
+		case strings.HasPrefix(j.Case, "memory"):
+			names = []string{"heap MiB", "heap B/task"}
 		default:
 			names = []string{"p50", "p99", "max", "small handled"}
 		}
@@ -61,8 +63,14 @@ func TestKeysScenario(t *testing.T) {
 				t.Errorf("%s: no + p99", label)
 			}
 		}
+		if j.Case == "memory, a key a task" {
+			if _, ok := r.Value("heap B/key"); !ok {
+				t.Errorf("%s: no heap B/key", label)
+			}
+		}
 	}
-	want := []string{"hourglass reserve→ack no keys", "hourglass reserve→ack 10k keys", "hourglass small key, empty queue", "hourglass small key, flooded"}
+	want := []string{"hourglass reserve→ack no keys", "hourglass reserve→ack 10k keys", "hourglass small key, empty queue", "hourglass small key, flooded",
+		"hourglass memory, no keys", "hourglass memory, a key a task"}
 	if !slices.Equal(rows, want) {
 		t.Fatalf("rows %q, want %q", rows, want)
 	}
