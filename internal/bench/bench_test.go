@@ -341,6 +341,7 @@ func TestFormatValue(t *testing.T) {
 		{unitSec, 0.00102, "1.02ms"},
 		{unitSec, 0.000538, "538µs"},
 		{unitSec, 2.5, "2.5s"},
+		{unitSec, -0.02427, "-24.3ms"},
 		{unitCount, 6_000_000, "6,000,000"},
 		{unitNs, 42.25, "42.2"},
 		{unitPct, 12.34, "12.3%"},

@@ -32,6 +32,7 @@ func Scenarios() []Scenario {
 		clusterScenario,
 		workerScenario,
 		pushScenario,
+		keysScenario,
 		historyScenario,
 	}
 }

@@ -156,8 +156,11 @@ type serveProcess struct {
 	// store is the flags that say where the tasks are: --data dir, or
 	// --postgres URL --node NAME for a node of a cluster.
 	store []string
-	addr  string // HOST:PORT it listens on
-	hc    *http.Client
+	// env is added to the server's environment (the keys scenario's
+	// memory rows set GOGC).
+	env  []string
+	addr string // HOST:PORT it listens on
+	hc   *http.Client
 
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process has exited
@@ -197,7 +200,7 @@ func (p *serveProcess) url(path string) string { return "http://" + p.addr + pat
 func (p *serveProcess) start() (time.Duration, error) {
 	args := append(append([]string{"serve"}, p.store...), "--http", p.addr, "--log-format", "json")
 	cmd := exec.Command(p.bin, args...)
-	cmd.Env = serveEnv()
+	cmd.Env = append(serveEnv(), p.env...)
 	cmd.SysProcAttr = serveProcAttr()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

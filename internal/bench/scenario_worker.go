@@ -191,13 +191,19 @@ func workerBeanstalkd(bin string, o loadgen.Options) (Result, error) {
 // store (nodes = 0) or through one node, worked by one worker until all
 // are handled or d is up.
 func workerThroughput(bin string, nodes, n int, d time.Duration) (Result, error) {
+	return workerThroughputOf(bin, nodes, n, d, workerBodyset())
+}
+
+// workerThroughputOf is workerThroughput on a fill of bodies' tasks (the
+// keys scenario's carry keys).
+func workerThroughputOf(bin string, nodes, n int, d time.Duration, bodies serveBodySet) (Result, error) {
 	s, note, err := startWorkerServers(bin, nodes)
 	if err != nil || note != "" {
 		return Result{Note: note}, err
 	}
 	defer s.close()
 	const queue = "bench-worker"
-	fill, err := s.fill(queue, n)
+	fill, err := s.procs[0].fillQueue(queue, n, bodies, workerFillers, fillTimeout(n))
 	if err != nil {
 		return Result{}, err
 	}

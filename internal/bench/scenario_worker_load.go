@@ -223,14 +223,20 @@ type workerPool struct {
 // clients, working queue: each task runs work, and is handled (acked)
 // when work returns nil. done closes after target tasks (0: never).
 func startWorkers(clients []*client.Client, queue string, target int64, work func(context.Context) error) *workerPool {
+	return startTaskWorkers(clients, queue, target, func(ctx context.Context, _ *worker.Task) error { return work(ctx) })
+}
+
+// startTaskWorkers is startWorkers with a work function that sees the
+// task.
+func startTaskWorkers(clients []*client.Client, queue string, target int64, work func(context.Context, *worker.Task) error) *workerPool {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &workerPool{begin: time.Now(), cancel: cancel, failed: make(chan error, len(clients)), done: make(chan struct{})}
-	handle := func(ctx context.Context, _ *worker.Task) error {
+	handle := func(ctx context.Context, t *worker.Task) error {
 		p.started.Add(1)
 		now := p.running.Add(1)
 		for m := p.maxRunning.Load(); now > m && !p.maxRunning.CompareAndSwap(m, now); m = p.maxRunning.Load() {
 		}
-		err := work(ctx)
+		err := work(ctx, t)
 		p.running.Add(-1)
 		if err == nil && p.handled.Add(1) == target {
 			close(p.done)

@@ -205,6 +205,10 @@ func formatCount(v float64) string {
 
 // formatDuration prints d with three significant digits: 1.02ms, 538µs.
 func formatDuration(d time.Duration) string {
+	if d < 0 {
+		// A difference of two durations (the keys scenario's + p99).
+		return "-" + formatDuration(-d)
+	}
 	switch {
 	case d >= time.Second:
 		return trimZeros(strconv.FormatFloat(d.Seconds(), 'f', 2, 64)) + "s"

@@ -1,0 +1,285 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-go/hourglass/worker"
+)
+
+// keysScenario measures what keys on tasks (issue 42) cost and give on
+// the embedded store: `hourglass serve` (the hourglass binary, see
+// --hourglass), each row on a server started afresh, worked by package
+// worker in this process (the worker scenario's pool: 64 handlers that
+// return nil at once, acks batched through POST /v1/acks). Its rows:
+//
+//   - reserve→ack, no keys: the worker scenario's worker ×64 row, n
+//     ready 200-byte tasks without a key;
+//   - reserve→ack, 10k keys: the same n tasks spread evenly over
+//     keysActive keys (task i has key i mod keysActive), so that every
+//     reserve takes its tasks in turns across keys; × no keys is its
+//     tasks/s over the row before's, of the same round;
+//   - small key, empty queue: a stream of keysSmallRate tasks a second
+//     of key "small", each due at a known time and put serveLead ahead,
+//     for L, on a queue that holds nothing else; lateness = when the
+//     handler starts minus the task's due time, p50/p99/max;
+//   - small key, flooded: the same stream while the queue holds n ready
+//     tasks of key "big" that the same workers drain; + p99 is its p99
+//     minus the empty queue's of the same round (issue 42's goal: at
+//     most 10 ms);
+//   - memory, no keys / a key a task: the server (GOGC=10) holding m
+//     ready tasks without a key, or each of a key of its own, at rest:
+//     its Go heap and RSS; heap B/key and RSS B/key are the keyed row's
+//     less the row before's of the same round, over m (m the largest of
+//     the sizes, at most 1M; issue 42's target: at most 200 B a key).
+//
+// n is the largest of the sizes, at most keysMaxTasks; the throughput
+// rows last at most 10× Budget (10 s full, 1.5 s quick, 300 ms at
+// least), L is 10× Budget, 1 s to 10 s. The scenario runs only when
+// named (--scenario keys).
+var keysScenario = Scenario{
+	Name: "keys",
+	Doc: "keys on tasks, on `hourglass serve` (the hourglass binary, see --hourglass) on the embedded store, each row on a server started afresh, worked by worker.New(c, Options{Concurrency: 64}) in this process with handlers that return nil at once: " +
+		"reserve→ack no keys / 10k keys: n ready 200-byte tasks (n ≤ 500k) without a key, or spread evenly over 10,000 keys, then handled until all are or 10× Budget is up, tasks/s; × no keys = the keyed row's tasks/s over the row without keys of the same round; " +
+		"small key: 20 tasks a second of key \"small\", each put 500 ms before its due time, for 10× Budget (1 s to 10 s), lateness = the handler's start minus the due time, p50/p99/max, on a queue holding nothing else (empty queue) and while n ready tasks of key \"big\" are drained by the same workers (flooded); + p99 = flooded p99 minus the empty queue's of the same round; " +
+		"memory: the server run with GOGC=10 holding m ready tasks (m ≤ 1M, 3-byte payloads) without a key, or each of a key of its own, once at rest: Go heap (go_memstats_heap_alloc_bytes) and RSS; heap B/key and RSS B/key = the keyed row's less the row without keys' of the same round, over m",
+	jobs: keysJobs,
+}
+
+// Shape of the keys scenario.
+const (
+	keysActive    = 10_000  // keys of the keyed throughput row
+	keysMaxTasks  = 500_000 // most ready tasks of a throughput or flooded row
+	keysSmallRate = 20      // small-key tasks falling due per second
+	keysQueue     = "bench-keys"
+)
+
+// keysOptIn is the note of the keys scenario in a run that does not
+// name it.
+const keysOptIn = "skipped: runs only when named (--scenario keys): it starts hourglass serve and fills it with 500k tasks"
+
+// keysJobs plans a round of the keys scenario.
+func keysJobs(c *Config, _ []Structure) []Job {
+	if !slices.Contains(c.Scenarios, "keys") {
+		return []Job{{Scenario: "keys", Structure: beanstalkHourglass, run: func() Result {
+			return Result{Note: keysOptIn}
+		}}}
+	}
+	n := min(slices.Max(c.Sizes), keysMaxTasks)
+	d := min(max(10*c.Budget, 300*time.Millisecond), 10*time.Second)
+	streamFor := min(max(10*c.Budget, time.Second), 10*time.Second)
+	job := func(n int, cs string, f func(bin string) (Result, error)) Job {
+		return serveJob("keys", beanstalkHourglass, n, cs, f)
+	}
+	// Figures of this round's first row of each pair; 0 if it did not run.
+	var plain float64
+	var emptyP99 time.Duration
+	var plainHeap, plainRSS float64 // MiB
+	memN := min(slices.Max(c.Sizes), keysMemoryMax)
+	return []Job{
+		job(n, "reserve→ack no keys", func(bin string) (Result, error) {
+			plain = 0
+			r, err := workerThroughputOf(bin, 0, n, d, workerBodyset())
+			plain, _ = r.Value("tasks/s")
+			return r, err
+		}),
+		job(n, fmt.Sprintf("reserve→ack %s keys", formatRate(keysActive)), func(bin string) (Result, error) {
+			r, err := workerThroughputOf(bin, 0, n, d, keysBodyset())
+			if v, ok := r.Value("tasks/s"); ok && plain > 0 {
+				r.add("× no keys", unitRatio, v/plain)
+			}
+			return r, err
+		}),
+		job(0, "small key, empty queue", func(bin string) (Result, error) {
+			emptyP99 = 0
+			r, err := keysLateness(bin, 0, streamFor)
+			if v, ok := r.Value("p99"); ok {
+				emptyP99 = time.Duration(v * float64(time.Second))
+			}
+			return r, err
+		}),
+		job(n, "small key, flooded", func(bin string) (Result, error) {
+			r, err := keysLateness(bin, n, streamFor)
+			if v, ok := r.Value("p99"); ok && emptyP99 > 0 {
+				r.add("+ p99", unitSec, v-emptyP99.Seconds())
+			}
+			return r, err
+		}),
+		job(memN, "memory, no keys", func(bin string) (Result, error) {
+			plainHeap, plainRSS = 0, 0
+			r, err := keysMemory(bin, memN, false)
+			plainHeap, _ = r.Value("heap MiB")
+			plainRSS, _ = r.Value("RSS MiB")
+			return r, err
+		}),
+		job(memN, "memory, a key a task", func(bin string) (Result, error) {
+			r, err := keysMemory(bin, memN, true)
+			if v, ok := r.Value("heap MiB"); ok && plainHeap > 0 {
+				r.add("heap B/key", unitBytes, (v-plainHeap)*(1<<20)/float64(memN))
+			}
+			if v, ok := r.Value("RSS MiB"); ok && plainRSS > 0 {
+				r.add("RSS B/key", unitBytes, (v-plainRSS)*(1<<20)/float64(memN))
+			}
+			return r, err
+		}),
+	}
+}
+
+// keysBodyset makes, once and from a fixed seed, the bodies of the keyed
+// fill: keysActive tasks of 200-byte payloads, task i of key
+// "tenant-i", in batches of workerBatch, so that a fill taking the
+// batches in turns spreads its tasks evenly over the keys.
+var keysBodyset = sync.OnceValue(func() serveBodySet {
+	return keyedBodies(keysActive, func(i int) string { return fmt.Sprintf("tenant-%05d", i) })
+})
+
+// bigBodyset makes, once, the bodies of the flood: workerBodies batches
+// of workerBatch tasks, all of key "big".
+var bigBodyset = sync.OnceValue(func() serveBodySet {
+	return keyedBodies(workerBodies*workerBatch, func(int) string { return "big" })
+})
+
+// keyedBodies returns n ready tasks (n a multiple of workerBatch) of
+// 200-byte payloads, task i of key key(i), and their batches of
+// workerBatch.
+func keyedBodies(n int, key func(i int) string) (out serveBodySet) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := range n {
+		out.tasks = append(out.tasks, []byte(`{"payload":`+servePayload(rng)+`,"key":"`+key(i)+`"}`))
+	}
+	for i := range n / workerBatch {
+		out.batches = append(out.batches, serveBatchJSON(out.tasks[i*workerBatch:(i+1)*workerBatch]))
+	}
+	return out
+}
+
+// keysLateness is a small-key row: flood ready tasks of key "big" (0:
+// none) put first, then one worker started on the queue and a stream of
+// keysSmallRate tasks a second of key "small" for d, each put serveLead
+// before its due time. The lateness of a small task is when its handler
+// starts minus its due time; the row waits for the last one at most
+// serveDrain after its due time.
+func keysLateness(bin string, flood int, d time.Duration) (Result, error) {
+	s, note, err := startWorkerServers(bin, 0)
+	if err != nil || note != "" {
+		return Result{Note: note}, err
+	}
+	defer s.close()
+	p := s.procs[0]
+	if flood > 0 {
+		if _, err := p.fillQueue(keysQueue, flood, bigBodyset(), workerFillers, fillTimeout(flood)); err != nil {
+			return Result{}, err
+		}
+		// Pebble compacts what the fill wrote for a while.
+		if _, err := p.atRest(serveRestTimeout); err != nil {
+			return Result{}, err
+		}
+	}
+	total := max(int(keysSmallRate*d.Seconds()), 1)
+	var (
+		mu    sync.Mutex
+		late  []time.Duration // of the small tasks handled, guarded by mu
+		small = make(chan struct{})
+		big   atomic.Int64
+	)
+	pool := startTaskWorkers(s.clients, keysQueue, 0, func(_ context.Context, t *worker.Task) error {
+		if t.Key != "small" {
+			big.Add(1)
+			return nil
+		}
+		l := time.Since(t.Due)
+		mu.Lock()
+		late = append(late, l)
+		if len(late) == total {
+			close(small)
+		}
+		mu.Unlock()
+		return nil
+	})
+	lost, err := keysStream(p, total, d)
+	if err == nil {
+		t := time.NewTimer(serveLead + d + serveDrain - time.Since(pool.begin))
+		select {
+		case <-small:
+		case <-t.C:
+		case err = <-pool.failed:
+		}
+		t.Stop()
+	}
+	if stopErr := pool.stop(); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		return Result{}, s.withState(err)
+	}
+	mu.Lock()
+	got := slices.Clone(late)
+	mu.Unlock()
+	slices.Sort(got)
+	var r Result
+	r.add("p50", unitSec, durationAt(got, 0.50).Seconds())
+	r.add("p99", unitSec, durationAt(got, 0.99).Seconds())
+	if len(got) > 0 {
+		r.add("max", unitSec, got[len(got)-1].Seconds())
+	}
+	r.add("small handled", unitCount, float64(len(got)))
+	r.add("big handled", unitCount, float64(big.Load()))
+	early := 0
+	for _, l := range got {
+		if l < 0 {
+			early++
+		}
+	}
+	switch {
+	case early > 0:
+		r.Note = fmt.Sprintf("%d small tasks were handled before their due time", early)
+	case len(got) < total-lost:
+		r.Note = fmt.Sprintf("%d of the %d small tasks were not handled within %v of the last due time", total-lost-len(got), total-lost, serveDrain)
+	case lost > 0:
+		r.Note = fmt.Sprintf("%d of the %d small puts were refused or not answered in time", lost, total)
+	case flood > 0 && big.Load() >= int64(flood):
+		r.Note = fmt.Sprintf("the flood of %d tasks ran out before the stream ended", flood)
+	}
+	return r, nil
+}
+
+// keysStream puts total tasks of key "small" into the keys queue, one a
+// request, falling due evenly over d from serveLead from now, each put
+// serveLead before its due time by a goroutine of its own. It returns
+// how many were not put in time, and an error only for a refused put.
+func keysStream(p *serveProcess, total int, d time.Duration) (lost int, err error) {
+	ctx, cancel := pushStreamContext(d)
+	defer cancel()
+	var (
+		firstErr error
+		errOnce  sync.Once
+		lostN    atomic.Int64
+		puts     sync.WaitGroup
+	)
+	start := time.Now().Add(serveLead)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := 0; i < total && ctx.Err() == nil; i++ {
+		due := start.Add(time.Duration(i) * d / time.Duration(total))
+		sleep(ctx, time.Until(due.Add(-serveLead)))
+		body := []byte(`{"payload":` + servePayload(rng) + `,"key":"small","at":"` + due.UTC().Format(time.RFC3339Nano) + `"}`)
+		puts.Go(func() {
+			if _, err := p.post(ctx, "/v1/queues/"+keysQueue+"/tasks", body, http.StatusCreated); err != nil {
+				if ctx.Err() == nil {
+					errOnce.Do(func() { firstErr = err; cancel() })
+				}
+				lostN.Add(1)
+			}
+		})
+	}
+	puts.Wait()
+	if firstErr != nil {
+		return 0, fmt.Errorf("bench: keys: small put: %w", firstErr)
+	}
+	return int(lostN.Load()), nil
+}
