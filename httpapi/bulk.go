@@ -49,21 +49,12 @@ func (s *Server) findTasks(w http.ResponseWriter, r *http.Request, b service.Ser
 		s.fail(w, r, err)
 		return
 	}
-	after, err := queryUint(q.Get("after"), 0, "after")
+	after, limit, err := queryPage(q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	limit, err := queryUint(q.Get("limit"), api.DefaultListLimit, "limit")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if limit < 1 || limit > api.MaxListLimit {
-		s.fail(w, r, badRequest("limit %d: want 1 to %d", limit, api.MaxListLimit))
-		return
-	}
-	tasks, next, err := b.FindTasks(r.Context(), r.PathValue("queue"), f, after, int(limit))
+	tasks, next, err := b.FindTasks(r.Context(), r.PathValue("queue"), f, after, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -146,16 +137,12 @@ func (s *Server) bulk(a service.Action) func(http.ResponseWriter, *http.Request,
 // the next.
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, b service.Service) {
 	q := r.URL.Query()
-	limit, err := queryUint(q.Get("limit"), api.DefaultListLimit, "limit")
+	limit, err := queryLimit(q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if limit < 1 || limit > api.MaxListLimit {
-		s.fail(w, r, badRequest("limit %d: want 1 to %d", limit, api.MaxListLimit))
-		return
-	}
-	page, err := b.Keys(r.Context(), r.PathValue("queue"), q.Get("after"), int(limit))
+	page, err := b.Keys(r.Context(), r.PathValue("queue"), q.Get("after"), limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return

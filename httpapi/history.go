@@ -78,21 +78,12 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, b service.Servi
 		s.fail(w, r, badRequest("outcome %q: want acked, dead, deleted or cancelled", outcome))
 		return
 	}
-	after, err := queryUint(q.Get("after"), 0, "after")
+	after, limit, err := queryPage(q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	limit, err := queryUint(q.Get("limit"), api.DefaultListLimit, "limit")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if limit < 1 || limit > api.MaxListLimit {
-		s.fail(w, r, badRequest("limit %d: want 1 to %d", limit, api.MaxListLimit))
-		return
-	}
-	fs, next, err := b.FinishedTasks(r.Context(), r.PathValue("queue"), outcome, after, int(limit))
+	fs, next, err := b.FinishedTasks(r.Context(), r.PathValue("queue"), outcome, after, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -49,21 +50,12 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, b service.Ser
 			return
 		}
 	}
-	after, err := queryUint(q.Get("after"), 0, "after")
+	after, limit, err := queryPage(q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	limit, err := queryUint(q.Get("limit"), api.DefaultListLimit, "limit")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if limit < 1 || limit > api.MaxListLimit {
-		s.fail(w, r, badRequest("limit %d: want 1 to %d", limit, api.MaxListLimit))
-		return
-	}
-	tasks, next, err := b.ListTasks(r.Context(), r.PathValue("queue"), st, after, int(limit))
+	tasks, next, err := b.ListTasks(r.Context(), r.PathValue("queue"), st, after, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -87,6 +79,29 @@ func queryUint(v string, def uint64, name string) (uint64, error) {
 		return 0, badRequest("%s %q: want a whole number", name, v)
 	}
 	return n, nil
+}
+
+// queryPage reads a listing's page from its query: the cursor after (0,
+// the first page, when absent) and limit (queryLimit).
+func queryPage(q url.Values) (after uint64, limit int, err error) {
+	if after, err = queryUint(q.Get("after"), 0, "after"); err != nil {
+		return 0, 0, err
+	}
+	limit, err = queryLimit(q)
+	return after, limit, err
+}
+
+// queryLimit reads a listing's limit from its query: 1 to
+// api.MaxListLimit, api.DefaultListLimit when absent.
+func queryLimit(q url.Values) (int, error) {
+	limit, err := queryUint(q.Get("limit"), api.DefaultListLimit, "limit")
+	if err != nil {
+		return 0, err
+	}
+	if limit < 1 || limit > api.MaxListLimit {
+		return 0, badRequest("limit %d: want 1 to %d", limit, api.MaxListLimit)
+	}
+	return int(limit), nil
 }
 
 // kickDead serves POST /v1/queues/{queue}/dead:kick: every dead task of
