@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -174,4 +175,86 @@ func BenchmarkHeap_AddFire_Spread(b *testing.B) {
 
 func BenchmarkSortedList_AddFire_Spread(b *testing.B) {
 	benchAddFire(b, queue.SortedList(), benchListSizes)
+}
+
+// processCPU returns the CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchBurst measures a burst as hourglass's Timer drives one through a
+// shard: n entries due within 200 ms of their adds, added 256 at a time
+// (a pass's filing) while time moves on 1 ms for every n/300 of them
+// (about a 300 ms scheduling loop), then time moved on a tick at a time
+// until every entry has fired. Entries take ids that earlier bursts'
+// firing released, in the order it released them, as a Timer's do: ids
+// whose nodes lie all over the table. With alloc, ids are taken ahead
+// with Alloc, 2,048 at a time, and filed with AddAt, as Timer.Arm's pool
+// does. ns/entry is the time per entry of a whole burst.
+func benchBurst(b *testing.B, alloc bool, sizes []int) {
+	const burst = uint64(200 * time.Millisecond)
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			delays := make([]uint64, n)
+			for i := range delays {
+				delays[i] = rng.Uint64N(burst)
+			}
+			q := queue.New[int32](hierarchical)
+			var now uint64
+			fired := 0
+			fire := func(_, _ int32) { fired++ }
+			pool := make([]int32, 0, 2048)
+			run := func() {
+				per := max(n/300, 256)
+				for i := range n {
+					var id int32
+					if alloc {
+						if len(pool) == 0 {
+							for range cap(pool) {
+								pool = append(pool, q.Alloc())
+							}
+						}
+						id = pool[len(pool)-1]
+						pool = pool[:len(pool)-1]
+						q.AddAt(id, now+delays[i], int32(i))
+					} else {
+						q.Add(now+delays[i], int32(i))
+					}
+					if i%256 == 255 && (i+1)%per < 256 {
+						now += uint64(time.Millisecond)
+						q.Advance(now, fire)
+					}
+				}
+				for q.Len() > len(pool) && q.Len() > 0 {
+					now += uint64(time.Millisecond)
+					q.Advance(now, fire)
+				}
+			}
+			run() // the first burst's ids are new; later ones reuse them
+			runtime.GC()
+			b.ReportAllocs()
+			fired = 0
+			cpu := processCPU()
+			for b.Loop() {
+				run()
+			}
+			cpu = processCPU() - cpu
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(fired), "ns/entry")
+			// On a shared host the wall time counts the waits for a core.
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(fired), "cpu-ns/entry")
+		})
+	}
+}
+
+func BenchmarkHierarchicalWheel_Burst_Add(b *testing.B) {
+	benchBurst(b, false, []int{1e5, 1e6})
+}
+
+func BenchmarkHierarchicalWheel_Burst_Alloc(b *testing.B) {
+	benchBurst(b, true, []int{1e5, 1e6})
 }

@@ -66,16 +66,19 @@ func (q *Queue[V]) verify() error {
 	}
 	queued += reserved
 	free := 0
-	for f := q.free; f != 0; f = q.t.node(f - 1).prev {
-		if f < 0 || f > q.top {
-			return fmt.Errorf("queue: free stack holds id %d of %d", f-1, q.top)
+	seen := make(map[int32]bool, len(q.free))
+	for _, f := range q.free {
+		if f < 0 || f >= q.top {
+			return fmt.Errorf("queue: free stack holds id %d of %d", f, q.top)
 		}
-		if q.t.node(f - 1).queued() {
-			return fmt.Errorf("queue: free id %d is queued", f-1)
+		if q.t.node(f).queued() {
+			return fmt.Errorf("queue: free id %d is queued", f)
 		}
-		if free++; free > int(q.top) {
-			return fmt.Errorf("queue: free stack longer than the %d ids: a loop", q.top)
+		if seen[f] {
+			return fmt.Errorf("queue: free stack holds id %d twice", f)
 		}
+		seen[f] = true
+		free++
 	}
 	if free+queued != int(q.top) {
 		return fmt.Errorf("queue: %d free and %d queued of %d ids", free, queued, q.top)

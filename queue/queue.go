@@ -24,8 +24,9 @@ import (
 // index rather than pointer: however many it holds, the garbage collector
 // has no chains to follow, and for a V without pointers it does not scan
 // the table at all. Ids are reused once their entry fires or is removed,
-// lowest-numbered last, so the table stays as large as the most entries
-// ever queued at once. hourglass's Timer keeps its timeouts in one, with V
+// the last released first and lowest-numbered last, so the table stays as
+// large as the most entries ever queued at once; a released id waits in
+// a stack of 4 bytes an id (see freeNode). hourglass's Timer keeps its timeouts in one, with V
 // a handle pointer (24 bytes an entry).
 //
 // A Queue is not safe for concurrent use. The concurrent timer in the
@@ -40,9 +41,8 @@ type Queue[V any] struct {
 	// little more than these two (BenchmarkBatch_AfterFuncCancel_Pending
 	// in the parent package).
 	wheel *wheel[V]
-	// free is the last id released, plus one, 0 for none: released
-	// nodes form a stack through their prev links (see freeNode).
-	free int32
+	// free holds the ids released, the last on top (see freeNode).
+	free []int32
 	top  int32 // ids below top have been handed out
 	// reserved holds the ids Reserve handed out and no call has filed
 	// yet, in order, -1 for one removed since (reserve.go); filedMin is
@@ -76,9 +76,16 @@ func (q *Queue[V]) node(id int32) *node[V] {
 	return &q.t.nodes[id>>pageBits][id&(1<<pageBits-1)]
 }
 
-// grow makes the free stack, which is empty, hold the next id never
-// handed out, adding a page to the table if it takes one.
-func (q *Queue[V]) grow() {
+// take returns an id for a new entry: the last one released, or the
+// next one never handed out, adding a page to the table if it takes one.
+// The id's node is not queued (its next is 0). It reads nothing of the
+// node: see freeNode.
+func (q *Queue[V]) take() int32 {
+	if n := len(q.free); n > 0 {
+		i := q.free[n-1]
+		q.free = q.free[:n-1]
+		return i
+	}
 	if q.top == math.MaxInt32 {
 		panic("queue: more than 2^31-1 entries")
 	}
@@ -86,19 +93,24 @@ func (q *Queue[V]) grow() {
 		q.t.nodes = append(q.t.nodes, make([]node[V], 1<<pageBits))
 	}
 	q.top++
-	q.free = q.top // a new node's prev is 0: the stack holds it alone
+	return q.top - 1
 }
 
 // freeNode releases node i, just taken out of the structure (both its
 // links 0), for Add to reuse, and returns its value, which it clears.
-// The free nodes form a stack with no memory of its own: a free node's
-// next stays 0, so it is not queued, and its prev links the node
-// released before it.
+// The free ids wait in a stack of their own, not linked through their
+// nodes: a node released in a burst's firing is cold by the time an Add
+// reuses its id, and popping a stack linked through the nodes would read
+// each of them in turn, a cache miss that the next cannot start before
+// (the driver's share of a burst, in queue's Burst benchmarks). Taken
+// from the slice, an id's node is only written until it is linked, and
+// the writes of many overlap. The stack costs 4 bytes an id released,
+// up to the most entries ever queued at once, as the table does.
 func (q *Queue[V]) freeNode(i int32, n *node[V]) V {
 	v := n.value
 	var zero V
 	n.value = zero
-	n.prev, q.free = q.free, i+1
+	q.free = append(q.free, i)
 	return v
 }
 
@@ -108,12 +120,8 @@ func (q *Queue[V]) freeNode(i int32, n *node[V]) V {
 // heap and O(n) for the sorted list, and allocates only to grow the
 // table, a page of 1,024 entries at a time, or the heap's array.
 func (q *Queue[V]) Add(when uint64, v V) int32 {
-	if q.free == 0 {
-		q.grow()
-	}
-	i := q.free - 1 // pop the free stack (see freeNode)
+	i := q.take()
 	n := q.node(i)
-	q.free, n.prev = n.prev, 0
 	n.when, n.value = when, v
 	if q.wheel != nil {
 		q.wheel.add(i, n)
@@ -129,15 +137,7 @@ func (q *Queue[V]) Add(when uint64, v V) int32 {
 // can be handed out before its entry is filed, by a caller that holds no
 // lock on q (the parent package's Timer.Arm, while its driver is
 // awake). It is O(1), and allocates only to grow the table.
-func (q *Queue[V]) Alloc() int32 {
-	if q.free == 0 {
-		q.grow()
-	}
-	i := q.free - 1 // pop the free stack (see freeNode)
-	n := q.node(i)
-	q.free, n.prev = n.prev, 0
-	return i
-}
+func (q *Queue[V]) Alloc() int32 { return q.take() }
 
 // AddAt is [Queue.Add] for an id from [Queue.Alloc], which must not be
 // filed or freed already.

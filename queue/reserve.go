@@ -42,12 +42,8 @@ func (q *Queue[V]) Reserve(when uint64, v V) int32 {
 	if len(q.reserved) == maxReserved {
 		q.fileReserved()
 	}
-	if q.free == 0 {
-		q.grow()
-	}
-	i := q.free - 1 // pop the free stack (see freeNode)
+	i := q.take()
 	n := q.node(i)
-	q.free = n.prev
 	n.when, n.value = when, v
 	q.reserved = append(q.reserved, i)
 	n.next, n.prev = reservedLink, int32(len(q.reserved))
