@@ -417,7 +417,7 @@ func (d *driver[In, Out]) wakeUp() {
 // and returns the reading to sleep until: 0 to look again at once,
 // MaxUint64 for nothing pending. d.mu is held.
 func (d *driver[In, Out]) pass(now uint64) uint64 {
-	if cap(d.batch) > 1<<16 {
+	if cap(d.batch) > batchKeepMax {
 		d.batch = nil // do not keep a burst's worth of memory for ever
 	} else {
 		d.batch = d.batch[:0]
@@ -446,6 +446,10 @@ func (d *driver[In, Out]) pass(now uint64) uint64 {
 	d.spare = nil // nothing pending: keep no inboxes for a burst to come
 	return math.MaxUint64
 }
+
+// batchKeepMax bounds the batch that a pass keeps for the next, in
+// items: 768 KiB of a Timer shard's (dueItem, 24 bytes).
+const batchKeepMax = 1 << 15
 
 // sleepAfter records until, what pass returned, as the reading the
 // goroutine sleeps until, and returns it; or returns 0, to pass again,

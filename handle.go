@@ -56,13 +56,8 @@ type valueEntry struct {
 // and FileReserved), so one it cancels meanwhile never reaches the
 // structure. Cancel then needs no status to check, only the generation.
 // The driver advances both structures on each pass (shard.advance). A
-// value timeout that comes due is handed over like any other, in a
-// *Timeout shell from sh.shells, so that the driver's batch, Stop and the
-// executor see one kind of item.
-
-// maxShells bounds the shells a shard keeps for reuse: enough for the
-// value timeouts of a few passes, and no more memory than 48 KiB.
-const maxShells = 1024
+// value timeout that comes due goes to the driver's batch as a dueItem
+// with no *Timeout: its callback and deadline.
 
 // valueQueue returns sh.values, making it on the first call. sh.mu is
 // held.
@@ -106,31 +101,15 @@ func (sh *shard) cancelValue(h Handle) bool {
 }
 
 // takeValue is sh.values' fire callback: a due value timeout goes to the
-// driver's batch in a shell, firing. Once there it can no longer be
-// cancelled (its id is free), only taken by Stop. It runs in the driver's
-// pass, on the driver goroutine, with sh.mu held.
+// driver's batch as its callback and deadline, with no *Timeout. Once
+// there it can no longer be cancelled (its id is free), only taken by
+// Stop, which makes a *Timeout for it then (see shard.stop). A *Timeout
+// made or reused for each was a store into a line out of the caches as
+// often as not, the driver's largest cost after the wheel's walk through
+// an Arm burst. It runs in the driver's pass, on the driver goroutine,
+// with sh.mu held.
 func (sh *shard) takeValue(id int32, e valueEntry) {
-	var to *Timeout
-	if n := len(sh.shells); n > 0 {
-		to = sh.shells[n-1]
-		sh.shells[n-1] = nil
-		sh.shells = sh.shells[:n-1]
-	} else {
-		to = new(Timeout)
-	}
-	*to = Timeout{f: e.f, sh: sh, when: sh.values.When(id), id: unfiled, state: statusFiring | flagValue}
-	sh.due(to)
-}
-
-// recycle keeps the shell of a value timeout just handed over, for
-// takeValue to use again. Only the driver goroutine calls it (from
-// deliver) and takeValue (from its pass), so sh.shells needs no lock; a
-// shell that Stop takes is the caller's and never comes back here.
-func (sh *shard) recycle(to *Timeout) {
-	if len(sh.shells) < maxShells {
-		to.f = nil
-		sh.shells = append(sh.shells, to)
-	}
+	sh.due(dueItem{f: e.f, when: sh.values.When(id)})
 }
 
 // drainValues appends a cancelled *Timeout for each value timeout still

@@ -54,10 +54,9 @@ const (
 	// a deadline up to its next tick boundary, which may be a whole tick
 	// away. when keeps the real deadline, for Deadline.
 	flagDue = 0x10
-	// flagValue marks the shell a value timeout (one scheduled through a
-	// Batch, see handle.go) travels in from its structure to the
-	// executor, or the *Timeout Stop returns for one never run: no caller
-	// held it before.
+	// flagValue marks the *Timeout Stop returns for a value timeout (one
+	// scheduled through a Batch or Arm, see handle.go) never run: no
+	// caller held it before.
 	flagValue = 0x20
 	// flagUnfiled marks a pending timeout that waits in the driver's
 	// inbox (its id is unfiled): the shard's file clears it, with a

@@ -359,7 +359,7 @@ func (l *limit) reset() {
 // It is the driver's worker: it files new timeouts, collects due ones and
 // delivers them; the driver decides when.
 type shard struct {
-	driver[*Timeout, *Timeout] // mu guards the fields below as well
+	driver[*Timeout, dueItem] // mu guards the fields below as well
 
 	limit *limit // the Timer's
 	// q holds the shard's pending timeouts by id. Timeouts scheduled
@@ -400,9 +400,6 @@ type shard struct {
 	spareArms  weak.Pointer[armInbox]
 	armScratch []armItem
 	fileArm    func([]armItem) // sh.fileArmItems, made once
-	// shells are *Timeout values for due value timeouts to travel in
-	// (see recycle). Used only by the driver goroutine.
-	shells []*Timeout
 
 	structure queue.Structure // what q and values run
 	index     uint32          // in the Timer's shards, for Handle
@@ -429,6 +426,15 @@ func (sh *shard) init(index int, c *config, cl clock, l *limit, e *exits, waitin
 	sh.fileArm = sh.fileArmItems
 	sh.side = sh
 	sh.out = newHandOff(&sh.runner, invoke)
+}
+
+// dueItem is what a shard's driver finds due and hands over: a timeout
+// scheduled with a *Timeout (to), or a value timeout (to is nil), its
+// callback f and deadline when (see takeValue).
+type dueItem struct {
+	to   *Timeout
+	f    func()
+	when uint64
 }
 
 // unfiled is the id of a pending timeout that is still in the inbox.
@@ -639,13 +645,21 @@ func (sh *shard) take(_ int32, to *Timeout) {
 	if to.periodic() {
 		sh.running++
 	}
-	sh.due(to)
+	sh.due(dueItem{to: to})
 }
 
 // deliver implements worker: it hands a due timeout to the executor
 // (through sh.out, see handOff), unless Cancel or Reset has called its
-// run off (it is no longer firing).
-func (sh *shard) deliver(to *Timeout) {
+// run off (it is no longer firing). A value timeout's run cannot be
+// called off once due: only Stop takes it, and halt takes only the items
+// that handOver has not claimed.
+func (sh *shard) deliver(it dueItem) {
+	to := it.to
+	if to == nil {
+		sh.limit.release()
+		sh.out.add(it.f)
+		return
+	}
 	s := to.load()
 	if s&flagPeriodic != 0 {
 		if !to.leaveFiring(statusRunning) {
@@ -658,9 +672,6 @@ func (sh *shard) deliver(to *Timeout) {
 		sh.limit.release() // its place under the limit
 	}
 	sh.out.add(to.f)
-	if s&flagValue != 0 {
-		sh.recycle(to) // a value timeout's shell, which no caller holds
-	}
 }
 
 // handedOver implements worker: the batch is handed over.
@@ -711,9 +722,13 @@ func (sh *shard) stop(out []*Timeout) []*Timeout {
 	// The part of the driver's batch not yet handed over never runs. A
 	// timeout of the batch that Reset has moved is pending again and is
 	// taken with the structure's below.
-	sh.halt(func(to *Timeout) {
-		if to.leaveFiring(statusCancelled) {
-			out = append(out, to)
+	sh.halt(func(it dueItem) {
+		switch {
+		case it.to == nil:
+			// A value timeout, whose caller holds only a Handle.
+			out = append(out, &Timeout{f: it.f, sh: sh, when: it.when, id: unfiled, state: statusCancelled | flagValue})
+		case it.to.leaveFiring(statusCancelled):
+			out = append(out, it.to)
 		}
 	})
 	sh.q.Drain(func(_ int32, to *Timeout) {

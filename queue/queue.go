@@ -303,7 +303,7 @@ func (n *node[V]) queued() bool { return n.next != 0 }
 
 // table holds the nodes of one structure: node i at nodes[i>>shift][i&mask].
 // Who chooses the indices is the table's owner: [Queue] hands them out from
-// a free list and grows the table in fixed pages; [KeyQueue] takes them
+// a stack of released ones and grows the table in fixed pages; [KeyQueue] takes them
 // from a hash table whose tables are the pages.
 type table[V any] struct {
 	nodes [][]node[V]
