@@ -59,11 +59,18 @@ type wheel[V any] struct {
 	base[V] // lists: each level's 64 slots in turn (list l*64+s), then due and firing
 	levels
 	// mid holds, for each list that a slot being emptied (empty) has sent
-	// nodes to, the node after which the next of them goes, -1 for the
-	// list's front, where midGen is gen: see empty.
-	mid    []int32
-	midGen []uint32
-	gen    uint32
+	// nodes to, the node after which the next of them goes, where its gen
+	// is gen: see restage. Made on the first slot emptied (4 KiB at a 1 ms
+	// tick), so that a wheel that never fires has none.
+	mid []midMark
+	gen uint32
+}
+
+// midMark is a list's place in wheel.mid: at is a node, -1 for the
+// list's front, set while gen was the wheel's.
+type midMark struct {
+	at  int32
+	gen uint32
 }
 
 func newWheel[V any](t *table[V], tick uint64) *wheel[V] {
@@ -71,8 +78,6 @@ func newWheel[V any](t *table[V], tick uint64) *wheel[V] {
 	n := levelCount(w.maxTick)
 	w.init(t, n*levelSize)
 	w.occupied = w.occ[:n] // level l's slots are lists l*64 to l*64+63
-	w.mid = make([]int32, len(w.lists))
-	w.midGen = make([]uint32, len(w.lists))
 	return w
 }
 
@@ -264,8 +269,11 @@ func (w *wheel[V]) empty(id int32, t uint64) {
 	l := w.lists[id]
 	w.lists[id] = ilist{}
 	w.occ[id>>6] &^= 1 << (id & 63)
+	if w.mid == nil {
+		w.mid = make([]midMark, len(w.lists))
+	}
 	if w.gen++; w.gen == 0 {
-		clear(w.midGen)
+		clear(w.mid)
 		w.gen = 1
 	}
 	f, b := l.head, l.tail // the front walk's next node and the back's, plus one
@@ -301,16 +309,17 @@ func (w *wheel[V]) restage(i int32, n *node[V], t uint64, front bool) {
 		w.occupied[l] |= 1 << s
 		dest = int32(l*levelSize + int(s))
 	}
+	m := &w.mid[dest]
 	at := w.lists[dest].tail - 1 // -1: the front of an empty list
-	if w.midGen[dest] == w.gen {
-		at = w.mid[dest]
+	if m.gen == w.gen {
+		at = m.at
 	}
 	w.linkAfter(dest, at, i, n)
 	switch {
 	case front:
-		w.mid[dest], w.midGen[dest] = i, w.gen
-	case w.midGen[dest] != w.gen:
-		w.mid[dest], w.midGen[dest] = at, w.gen
+		*m = midMark{i, w.gen}
+	case m.gen != w.gen:
+		*m = midMark{at, w.gen}
 	}
 }
 
