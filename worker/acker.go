@@ -51,6 +51,17 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
+// ackBacklog is how many acks of finished tasks the worker queues behind
+// the ack request in flight (at least as many as it has handlers) before
+// a handler that ends waits to queue its own: a full request's worth.
+// An ack is answered once the server's commit is durable (an fsync).
+// Were the queue only as long as the handlers are many, one slow fsync
+// would keep every handler's slot, and the worker would reserve nothing
+// until it was over: every ready task, of any key, would wait that long
+// (issue 42's small key under a big key's flood; TestWorker_SlowAck).
+// An ack is some 100 bytes: the queue costs at most about 100 KB.
+const ackBacklog = api.MaxAcks
+
 // pendingAck is an ack and when its lease surely holds until: retrying a
 // batch past the last of its leases is pointless.
 type pendingAck struct {
@@ -60,14 +71,14 @@ type pendingAck struct {
 
 // newAcker returns an acker that sends through send, retrying until
 // giveUp is closed, and calls stop with an error that no retry can cure;
-// buffer is how many acks add can queue without blocking (the worker's
-// concurrency, which bounds the acks it has at once).
+// buffer is how many acks add can queue without blocking (ackBacklog, or
+// the worker's concurrency if larger).
 func newAcker(base context.Context, giveUp <-chan struct{}, send func(context.Context, []api.Ack) ([]error, error), buffer int, fails *failureLog, stop func(string, error)) *acker {
 	return &acker{in: make(chan pendingAck, buffer), send: send, log: fails.log, fails: fails, stop: stop, base: base, giveUp: giveUp}
 }
 
-// add queues an ack. It blocks while the buffer is full, which happens
-// only while the acker retries a failed request.
+// add queues an ack. It blocks while the buffer is full: while a request
+// (or its retries) takes longer than the handlers need to fill it.
 func (a *acker) add(ack api.Ack, until time.Time) { a.in <- pendingAck{ack, until} }
 
 // close tells run that no more acks will come.
