@@ -46,7 +46,7 @@ func TestKeysScenario(t *testing.T) {
 		case strings.HasPrefix(j.Case, "memory"):
 			names = []string{"heap MiB", "heap B/task"}
 		default:
-			names = []string{"p50", "p99", "max", "small handled"}
+			names = []string{"p50", "p99", "max", "server p99", "small handled"}
 		}
 		if j.Case == "reserve→ack 10k keys" {
 			names = append(names, "× no keys")
@@ -60,8 +60,10 @@ func TestKeysScenario(t *testing.T) {
 			}
 		}
 		if j.Case == "small key, flooded" {
-			if _, ok := r.Value("+ p99"); !ok {
-				t.Errorf("%s: no + p99", label)
+			for _, name := range []string{"+ p99", "+ server p99"} {
+				if _, ok := r.Value(name); !ok {
+					t.Errorf("%s: no %s", label, name)
+				}
 			}
 		}
 		if j.Case == "memory, a key a task" {
