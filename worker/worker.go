@@ -176,7 +176,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		fails:         fails,
 		stopReserving: stopReserving,
 	}
-	r.acks = newAcker(bg, giveUp, w.c.AckMany, max(w.opts.Concurrency, ackBacklog), fails, r.stop)
+	r.acks = newAcker(bg, giveUp, w.c.AckMany, max(w.opts.Concurrency, ackBacklog), ackBatch*w.opts.Concurrency, fails, r.stop)
 	for range w.opts.Concurrency + w.opts.Prefetch {
 		r.slots <- struct{}{}
 	}
