@@ -10,7 +10,7 @@ import (
 )
 
 // acker batches acks: its goroutine takes the acks that are pending when
-// it is free, up to api.MaxAcks, and sends them in one request (POST
+// it is free, up to most, and sends them in one request (POST
 // /v1/acks), so that an idle worker acks each task at once and a busy one
 // sends an ack per request's round trip rather than per task. No timer
 // delays an ack.
@@ -18,7 +18,9 @@ import (
 // Call add from any goroutine while run runs; close once no more acks
 // will be added, and run returns after sending the last.
 type acker struct {
-	in   chan pendingAck
+	in chan pendingAck
+	// most is how many acks one request carries at most.
+	most int
 	send func(context.Context, []api.Ack) ([]error, error) // client.AckMany
 	log  *slog.Logger
 	// fails counts the failures of the requests that are retried.
@@ -51,6 +53,27 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
+// ackBacklog is how many acks of finished tasks the worker queues behind
+// the ack request in flight (at least as many as it has handlers) before
+// a handler that ends waits to queue its own: as many as one request
+// may carry (api.MaxAcks).
+// An ack is answered once the server's commit is durable (an fsync).
+// Were the queue only as long as the handlers are many, one slow fsync
+// would keep every handler's slot, and the worker would reserve nothing
+// until it was over: every ready task, of any key, would wait that long
+// (issue 42's small key under a big key's flood; TestWorker_SlowAck).
+// An ack is some 100 bytes: the queue costs at most about 100 KB.
+//
+// A request carries at most ackBatch acks a handler (2 × Concurrency):
+// the server handles a request's acks under one hold of its lock, which
+// reserves and tasks falling due wait for, so a backlog goes out in
+// requests of the size a busy worker sends anyway, not in one of
+// api.MaxAcks.
+const (
+	ackBacklog = api.MaxAcks
+	ackBatch   = 2
+)
+
 // pendingAck is an ack and when its lease surely holds until: retrying a
 // batch past the last of its leases is pointless.
 type pendingAck struct {
@@ -60,14 +83,15 @@ type pendingAck struct {
 
 // newAcker returns an acker that sends through send, retrying until
 // giveUp is closed, and calls stop with an error that no retry can cure;
-// buffer is how many acks add can queue without blocking (the worker's
-// concurrency, which bounds the acks it has at once).
-func newAcker(base context.Context, giveUp <-chan struct{}, send func(context.Context, []api.Ack) ([]error, error), buffer int, fails *failureLog, stop func(string, error)) *acker {
-	return &acker{in: make(chan pendingAck, buffer), send: send, log: fails.log, fails: fails, stop: stop, base: base, giveUp: giveUp}
+// buffer is how many acks add can queue without blocking (ackBacklog, or
+// the worker's concurrency if larger); most is how many acks a request
+// carries at most (1 to api.MaxAcks).
+func newAcker(base context.Context, giveUp <-chan struct{}, send func(context.Context, []api.Ack) ([]error, error), buffer, most int, fails *failureLog, stop func(string, error)) *acker {
+	return &acker{in: make(chan pendingAck, buffer), most: min(max(most, 1), api.MaxAcks), send: send, log: fails.log, fails: fails, stop: stop, base: base, giveUp: giveUp}
 }
 
-// add queues an ack. It blocks while the buffer is full, which happens
-// only while the acker retries a failed request.
+// add queues an ack. It blocks while the buffer is full: while a request
+// (or its retries) takes longer than the handlers need to fill it.
 func (a *acker) add(ack api.Ack, until time.Time) { a.in <- pendingAck{ack, until} }
 
 // close tells run that no more acks will come.
@@ -75,12 +99,12 @@ func (a *acker) close() { close(a.in) }
 
 // run sends the acks as they come until close, then returns.
 func (a *acker) run() {
-	batch := make([]pendingAck, 0, api.MaxAcks)
+	batch := make([]pendingAck, 0, a.most)
 	for first := range a.in {
 		batch = append(batch[:0], first)
 		open := true
 	more:
-		for len(batch) < api.MaxAcks {
+		for len(batch) < a.most {
 			select {
 			case p, ok := <-a.in:
 				if !ok {

@@ -42,7 +42,7 @@ func TestAcker_Batches(t *testing.T) {
 		}
 		return make([]error, len(acks)), nil
 	}
-	a := newAcker(context.Background(), nil, send, 10, newFailureLog(quiet), nil)
+	a := newAcker(context.Background(), nil, send, 10, api.MaxAcks, newFailureLog(quiet), nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -63,6 +63,45 @@ func TestAcker_Batches(t *testing.T) {
 	}
 }
 
+// TestAcker_Most holds the first request of an acker that sends at most
+// two acks a request while five more come: they go two by two.
+func TestAcker_Most(t *testing.T) {
+	var sent [][]string // read after run returns
+	first := make(chan struct{})
+	hold := make(chan struct{})
+	send := func(ctx context.Context, acks []api.Ack) ([]error, error) {
+		ids := make([]string, len(acks))
+		for i, a := range acks {
+			ids[i] = a.ID
+		}
+		sent = append(sent, ids)
+		if len(sent) == 1 {
+			close(first)
+			<-hold
+		}
+		return make([]error, len(acks)), nil
+	}
+	a := newAcker(context.Background(), nil, send, 10, 2, newFailureLog(quiet), nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.run()
+	}()
+	until := time.Now().Add(time.Minute)
+	a.add(api.Ack{ID: "0"}, until)
+	<-first
+	for i := 1; i <= 5; i++ {
+		a.add(api.Ack{ID: fmt.Sprint(i)}, until)
+	}
+	close(hold)
+	a.close()
+	<-done
+	want := [][]string{{"0"}, {"1", "2"}, {"3", "4"}, {"5"}}
+	if !slices.EqualFunc(sent, want, slices.Equal) {
+		t.Errorf("requests %v, want %v", sent, want)
+	}
+}
+
 // TestAcker_Retries retries a request answered 503 and gives up on one
 // answered 400.
 func TestAcker_Retries(t *testing.T) {
@@ -73,7 +112,7 @@ func TestAcker_Retries(t *testing.T) {
 		calls++
 		return make([]error, len(acks)), err
 	}
-	a := newAcker(context.Background(), nil, send, 1, newFailureLog(quiet), nil)
+	a := newAcker(context.Background(), nil, send, 1, api.MaxAcks, newFailureLog(quiet), nil)
 	a.flush([]pendingAck{{api.Ack{ID: "x"}, time.Now().Add(time.Minute)}})
 	if calls != 2 {
 		t.Errorf("%d requests, want 2: one retry of the 503", calls)
@@ -130,7 +169,7 @@ func TestAcker_AckErrors(t *testing.T) {
 	send := func(ctx context.Context, acks []api.Ack) ([]error, error) {
 		return []error{nil, &client.Error{Message: "hourglass: stale or unknown lease"}}, nil
 	}
-	a := newAcker(context.Background(), nil, send, 2, newFailureLog(log), nil)
+	a := newAcker(context.Background(), nil, send, 2, api.MaxAcks, newFailureLog(log), nil)
 	until := time.Now().Add(time.Minute)
 	a.flush([]pendingAck{{api.Ack{Queue: "q", ID: "ok"}, until}, {api.Ack{Queue: "q", ID: "stale"}, until}})
 	out := buf.String()

@@ -23,7 +23,8 @@ type Options struct {
 	// Prefetch is how many tasks the worker reserves beyond its free
 	// handlers, so that a handler that ends finds its next task at hand
 	// rather than waiting a reserve's round trip; the worker holds at
-	// most Concurrency + Prefetch tasks. A task that no handler has
+	// most Concurrency + Prefetch tasks (and the acks of those handled,
+	// on their way: see ackBacklog). A task that no handler has
 	// started by half its ttr is released (its attempt not counted), so
 	// that the worker never holds a task it cannot start before its
 	// lease runs out. Default none: the worker reserves for its free
@@ -175,7 +176,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		fails:         fails,
 		stopReserving: stopReserving,
 	}
-	r.acks = newAcker(bg, giveUp, w.c.AckMany, w.opts.Concurrency, fails, r.stop)
+	r.acks = newAcker(bg, giveUp, w.c.AckMany, max(w.opts.Concurrency, ackBacklog), ackBatch*w.opts.Concurrency, fails, r.stop)
 	for range w.opts.Concurrency + w.opts.Prefetch {
 		r.slots <- struct{}{}
 	}

@@ -10,14 +10,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglass-go/hourglass/client"
 	"github.com/hourglass-go/hourglass/worker"
 )
 
-// keysScenario measures what keys on tasks (issue 42) cost and give on
-// the embedded store: `hourglass serve` (the hourglass binary, see
-// --hourglass), each row on a server started afresh, worked by package
-// worker in this process (the worker scenario's pool: 64 handlers that
-// return nil at once, acks batched through POST /v1/acks). Its rows:
+// keysScenario measures what keys on tasks (issue 42) cost and give:
+// `hourglass serve` (the hourglass binary, see --hourglass), each row on
+// a server started afresh, worked by package worker in this process (the
+// worker scenario's pool: 64 handlers that return nil at once, acks
+// batched through POST /v1/acks). The four rows of throughput and
+// lateness run on the embedded store (structure hourglass), then on one
+// cluster node on PostgreSQL (1 node; its own database, started by
+// internal/pgtest, as the worker scenario's); the memory rows on the
+// embedded store alone. Its rows:
 //
 //   - reserve→ack, no keys: the worker scenario's worker ×64 row, n
 //     ready 200-byte tasks without a key;
@@ -28,11 +33,13 @@ import (
 //   - small key, empty queue: a stream of keysSmallRate tasks a second
 //     of key "small", each due at a known time and put serveLead ahead,
 //     for L, on a queue that holds nothing else; lateness = when the
-//     handler starts minus the task's due time, p50/p99/max;
+//     handler starts minus the task's due time, p50/p99/max; server p99
+//     = the p99 of the server's part: its hand-over (the start of the
+//     task's attempt, from its history) minus the due time;
 //   - small key, flooded: the same stream while the queue holds n ready
 //     tasks of key "big" that the same workers drain; + p99 is its p99
 //     minus the empty queue's of the same round (issue 42's goal: at
-//     most 10 ms);
+//     most 10 ms), + server p99 the same of the server's part;
 //   - memory, no keys / a key a task: the server (GOGC=10) holding m
 //     ready tasks without a key, or each of a key of its own, at rest:
 //     its Go heap and RSS; heap B/key and RSS B/key are the keyed row's
@@ -45,9 +52,9 @@ import (
 // named (--scenario keys).
 var keysScenario = Scenario{
 	Name: "keys",
-	Doc: "keys on tasks, on `hourglass serve` (the hourglass binary, see --hourglass) on the embedded store, each row on a server started afresh, worked by worker.New(c, Options{Concurrency: 64}) in this process with handlers that return nil at once: " +
+	Doc: "keys on tasks, on `hourglass serve` (the hourglass binary, see --hourglass) on the embedded store (hourglass) and as one cluster node on PostgreSQL (1 node: the throughput and small-key rows), each row on a server started afresh, worked by worker.New(c, Options{Concurrency: 64}) in this process with handlers that return nil at once: " +
 		"reserve→ack no keys / 10k keys: n ready 200-byte tasks (n ≤ 500k) without a key, or spread evenly over 10,000 keys, then handled until all are or 10× Budget is up, tasks/s; × no keys = the keyed row's tasks/s over the row without keys of the same round; " +
-		"small key: 20 tasks a second of key \"small\", each put 500 ms before its due time, for 10× Budget (1 s to 10 s), lateness = the handler's start minus the due time, p50/p99/max, on a queue holding nothing else (empty queue) and while n ready tasks of key \"big\" are drained by the same workers (flooded); + p99 = flooded p99 minus the empty queue's of the same round; " +
+		"small key: 20 tasks a second of key \"small\", each put 500 ms before its due time, for 10× Budget (1 s to 10 s), lateness = the handler's start minus the due time, p50/p99/max (server p99: of the server's hand-over, the start of the task's attempt in its history, minus the due time), on a queue holding nothing else (empty queue) and while n ready tasks of key \"big\" are drained by the same workers (flooded); + p99 = flooded p99 minus the empty queue's of the same round, + server p99 the same of the server's part; " +
 		"memory: the server run with GOGC=10 holding m ready tasks (m ≤ 1M, 3-byte payloads) without a key, or each of a key of its own, once at rest: Go heap (go_memstats_heap_alloc_bytes) and RSS; heap B/key and RSS B/key = the keyed row's less the row without keys' of the same round, over m",
 	jobs: keysJobs,
 }
@@ -74,51 +81,67 @@ func keysJobs(c *Config, _ []Structure) []Job {
 	n := min(slices.Max(c.Sizes), keysMaxTasks)
 	d := min(max(10*c.Budget, 300*time.Millisecond), 10*time.Second)
 	streamFor := min(max(10*c.Budget, time.Second), 10*time.Second)
-	job := func(n int, cs string, f func(bin string) (Result, error)) Job {
-		return serveJob("keys", beanstalkHourglass, n, cs, f)
+	job := func(structure string, n int, cs string, f func(bin string) (Result, error)) Job {
+		return serveJob("keys", structure, n, cs, f)
 	}
-	// Figures of this round's first row of each pair; 0 if it did not run.
-	var plain float64
-	var emptyP99 time.Duration
+	var jobs []Job
+	for _, e := range keysEngines {
+		// Figures of this round's first row of each pair on e; 0 if it
+		// did not run.
+		var plain float64
+		var emptyP99, emptyServer time.Duration
+		jobs = append(jobs,
+			job(e.structure, n, "reserve→ack no keys", func(bin string) (Result, error) {
+				plain = 0
+				r, err := workerThroughputOf(bin, e.nodes, n, d, workerBodyset())
+				plain, _ = r.Value("tasks/s")
+				return r, err
+			}),
+			job(e.structure, n, fmt.Sprintf("reserve→ack %s keys", formatRate(keysActive)), func(bin string) (Result, error) {
+				r, err := workerThroughputOf(bin, e.nodes, n, d, keysBodyset())
+				if v, ok := r.Value("tasks/s"); ok && plain > 0 {
+					r.add("× no keys", unitRatio, v/plain)
+				}
+				return r, err
+			}),
+			job(e.structure, 0, "small key, empty queue", func(bin string) (Result, error) {
+				emptyP99, emptyServer = 0, 0
+				r, err := keysLateness(bin, e.nodes, 0, streamFor)
+				if v, ok := r.Value("p99"); ok {
+					emptyP99 = time.Duration(v * float64(time.Second))
+				}
+				if v, ok := r.Value("server p99"); ok {
+					emptyServer = time.Duration(v * float64(time.Second))
+				}
+				return r, err
+			}),
+			job(e.structure, n, "small key, flooded", func(bin string) (Result, error) {
+				r, err := keysLateness(bin, e.nodes, n, streamFor)
+				if v, ok := r.Value("p99"); ok && emptyP99 > 0 {
+					r.add("+ p99", unitSec, v-emptyP99.Seconds())
+				}
+				if v, ok := r.Value("server p99"); ok && emptyServer > 0 {
+					r.add("+ server p99", unitSec, v-emptyServer.Seconds())
+				}
+				return r, err
+			}),
+		)
+	}
+	// Figures of this round's memory row without keys; 0 if it did not run.
 	var plainHeap, plainRSS float64 // MiB
 	memN := min(slices.Max(c.Sizes), keysMemoryMax)
-	return []Job{
-		job(n, "reserve→ack no keys", func(bin string) (Result, error) {
-			plain = 0
-			r, err := workerThroughputOf(bin, 0, n, d, workerBodyset())
-			plain, _ = r.Value("tasks/s")
-			return r, err
-		}),
-		job(n, fmt.Sprintf("reserve→ack %s keys", formatRate(keysActive)), func(bin string) (Result, error) {
-			r, err := workerThroughputOf(bin, 0, n, d, keysBodyset())
-			if v, ok := r.Value("tasks/s"); ok && plain > 0 {
-				r.add("× no keys", unitRatio, v/plain)
-			}
-			return r, err
-		}),
-		job(0, "small key, empty queue", func(bin string) (Result, error) {
-			emptyP99 = 0
-			r, err := keysLateness(bin, 0, streamFor)
-			if v, ok := r.Value("p99"); ok {
-				emptyP99 = time.Duration(v * float64(time.Second))
-			}
-			return r, err
-		}),
-		job(n, "small key, flooded", func(bin string) (Result, error) {
-			r, err := keysLateness(bin, n, streamFor)
-			if v, ok := r.Value("p99"); ok && emptyP99 > 0 {
-				r.add("+ p99", unitSec, v-emptyP99.Seconds())
-			}
-			return r, err
-		}),
-		job(memN, "memory, no keys", func(bin string) (Result, error) {
+	job1 := func(n int, cs string, f func(bin string) (Result, error)) Job {
+		return job(beanstalkHourglass, n, cs, f)
+	}
+	return append(jobs,
+		job1(memN, "memory, no keys", func(bin string) (Result, error) {
 			plainHeap, plainRSS = 0, 0
 			r, err := keysMemory(bin, memN, false)
 			plainHeap, _ = r.Value("heap MiB")
 			plainRSS, _ = r.Value("RSS MiB")
 			return r, err
 		}),
-		job(memN, "memory, a key a task", func(bin string) (Result, error) {
+		job1(memN, "memory, a key a task", func(bin string) (Result, error) {
 			r, err := keysMemory(bin, memN, true)
 			if v, ok := r.Value("heap MiB"); ok && plainHeap > 0 {
 				r.add("heap B/key", unitBytes, (v-plainHeap)*(1<<20)/float64(memN))
@@ -128,8 +151,16 @@ func keysJobs(c *Config, _ []Structure) []Job {
 			}
 			return r, err
 		}),
-	}
+	)
 }
+
+// keysEngines are the engines the throughput and lateness rows run on:
+// the embedded store, and one cluster node on PostgreSQL (started by
+// internal/pgtest, as the worker scenario's 1 node row is).
+var keysEngines = []struct {
+	structure string
+	nodes     int
+}{{beanstalkHourglass, 0}, {"1 node", 1}}
 
 // keysBodyset makes, once and from a fixed seed, the bodies of the keyed
 // fill: keysActive tasks of 200-byte payloads, task i of key
@@ -159,14 +190,18 @@ func keyedBodies(n int, key func(i int) string) (out serveBodySet) {
 	return out
 }
 
-// keysLateness is a small-key row: flood ready tasks of key "big" (0:
-// none) put first, then one worker started on the queue and a stream of
-// keysSmallRate tasks a second of key "small" for d, each put serveLead
-// before its due time. The lateness of a small task is when its handler
-// starts minus its due time; the row waits for the last one at most
-// serveDrain after its due time.
-func keysLateness(bin string, flood int, d time.Duration) (Result, error) {
-	s, note, err := startWorkerServers(bin, 0)
+// keysLateness is a small-key row, on the embedded store (nodes 0) or
+// one cluster node: flood ready tasks of key "big" (0: none) put first,
+// then one worker started on the queue and a stream of keysSmallRate
+// tasks a second of key "small" for d, each put serveLead before its due
+// time. The lateness of a small task is when its handler starts minus
+// its due time; the row waits for the last one at most serveDrain after
+// its due time. The server's part of it is its hand-over, the start of
+// the task's first attempt (GET .../attempts, read once the workers have
+// stopped), minus its due time: the rest is the worker's (the answer's
+// way back, a goroutine to start) and the bench process's.
+func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error) {
+	s, note, err := startWorkerServers(bin, nodes)
 	if err != nil || note != "" {
 		return Result{Note: note}, err
 	}
@@ -176,15 +211,17 @@ func keysLateness(bin string, flood int, d time.Duration) (Result, error) {
 		if _, err := p.fillQueue(keysQueue, flood, bigBodyset(), workerFillers, fillTimeout(flood)); err != nil {
 			return Result{}, err
 		}
-		// Pebble compacts what the fill wrote for a while.
-		if _, err := p.atRest(serveRestTimeout); err != nil {
-			return Result{}, err
+		if nodes == 0 {
+			// Pebble compacts what the fill wrote for a while.
+			if _, err := p.atRest(serveRestTimeout); err != nil {
+				return Result{}, err
+			}
 		}
 	}
 	total := max(int(keysSmallRate*d.Seconds()), 1)
 	var (
 		mu    sync.Mutex
-		late  []time.Duration // of the small tasks handled, guarded by mu
+		late  []smallTask // the small tasks handled, guarded by mu
 		small = make(chan struct{})
 		big   atomic.Int64
 	)
@@ -195,7 +232,7 @@ func keysLateness(bin string, flood int, d time.Duration) (Result, error) {
 		}
 		l := time.Since(t.Due)
 		mu.Lock()
-		late = append(late, l)
+		late = append(late, smallTask{t.ID, t.Due, l})
 		if len(late) == total {
 			close(small)
 		}
@@ -219,14 +256,25 @@ func keysLateness(bin string, flood int, d time.Duration) (Result, error) {
 		return Result{}, s.withState(err)
 	}
 	mu.Lock()
-	got := slices.Clone(late)
+	tasks := slices.Clone(late)
 	mu.Unlock()
+	got := make([]time.Duration, len(tasks))
+	for i, t := range tasks {
+		got[i] = t.late
+	}
 	slices.Sort(got)
+	server, err := keysHandOvers(s.clients[0], tasks)
+	if err != nil {
+		return Result{}, s.withState(err)
+	}
 	var r Result
 	r.add("p50", unitSec, durationAt(got, 0.50).Seconds())
 	r.add("p99", unitSec, durationAt(got, 0.99).Seconds())
 	if len(got) > 0 {
 		r.add("max", unitSec, got[len(got)-1].Seconds())
+	}
+	if len(server) > 0 {
+		r.add("server p99", unitSec, durationAt(server, 0.99).Seconds())
 	}
 	r.add("small handled", unitCount, float64(len(got)))
 	r.add("big handled", unitCount, float64(big.Load()))
@@ -247,6 +295,36 @@ func keysLateness(bin string, flood int, d time.Duration) (Result, error) {
 		r.Note = fmt.Sprintf("the flood of %d tasks ran out before the stream ended", flood)
 	}
 	return r, nil
+}
+
+// smallTask is a small-key task a handler started: its id, its due time
+// and its lateness (the handler's start minus the due time).
+type smallTask struct {
+	id   string
+	due  time.Time
+	late time.Duration
+}
+
+// keysHandOvers returns, sorted, the server's lateness of each of tasks:
+// the start of its first attempt minus its due time, from the attempts
+// the server keeps (--history, 24 h by default). The reads take one
+// request each, at most serveDrain in all.
+func keysHandOvers(c *client.Client, tasks []smallTask) ([]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), serveDrain)
+	defer cancel()
+	out := make([]time.Duration, 0, len(tasks))
+	for _, t := range tasks {
+		as, err := c.Attempts(ctx, keysQueue, t.id)
+		if err != nil {
+			return nil, fmt.Errorf("bench: keys: attempts of %s: %w", t.id, err)
+		}
+		if len(as) == 0 {
+			return nil, fmt.Errorf("bench: keys: task %s was handled but has no attempt", t.id)
+		}
+		out = append(out, as[0].Started.Sub(t.due))
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // keysStream puts total tasks of key "small" into the keys queue, one a
