@@ -85,8 +85,8 @@ func TestWorker_ManyTasks(t *testing.T) {
 	}
 }
 
-// TestWorker_LongHandler runs a handler for 700 ms on a task whose ttr is
-// 200 ms: the worker keeps its lease, and the task is worked once and
+// TestWorker_LongHandler runs a handler for 2.5 s on a task whose ttr is
+// 1 s: the worker keeps its lease, and the task is worked once and
 // acked.
 func TestWorker_LongHandler(t *testing.T) {
 	c := newClient(t)
