@@ -70,7 +70,7 @@ func (q *queueState) unhold(key string) {
 			q.held[key] = n - 1
 		}
 	}
-	if q.ready.parked > 0 && !q.keyFull(key) {
+	if q.ready.parked > 0 && !q.keyFull(key) && !q.rateSpentKey(key) {
 		if l := q.ready.lane(key); l != nil && l.parked {
 			q.ready.unpark(l)
 			q.waiters.Wake(1)
@@ -91,15 +91,16 @@ func (b *Broker) unlease(job uint64) {
 	}
 }
 
-// reparkAll brings back q's parked lanes whose keys are no longer full:
-// after a change of policy. b.mu is held. O(k log k).
+// reparkAll brings back q's parked lanes whose keys are no longer full
+// nor waiting for a token of their rate (keyrate.go): after a change of
+// policy. b.mu is held. O(k log k).
 func (q *queueState) reparkAll() {
 	if q.ready.parked == 0 {
 		return
 	}
 	var back []*keyLane
 	q.ready.eachLane(func(l *keyLane) {
-		if l.parked && !q.keyFull(l.key) {
+		if l.parked && !q.keyFull(l.key) && !q.rateSpentKey(l.key) {
 			back = append(back, l)
 		}
 	})

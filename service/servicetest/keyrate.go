@@ -1,0 +1,106 @@
+package servicetest
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// perKeyRate: with per_key.rate, each key is handed out at most its
+// burst, then a task a token: key A of 10 ready and key B of 10 under a
+// rate of 1 an hour give a reserve of 10 one task of each, and a second
+// reserve nothing, at once (neither key's spent bucket holds it up nor
+// makes it spin); a key new to the queue still gets its first task. A
+// spent key's next task comes with its next token, to a reserver
+// waiting, and not before. The burst is per key, and the queue-wide rate
+// holds beside the per-key one.
+func perKeyRate(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	const q = "perkey-rate"
+	hourly := task.Rate{Limit: 1, Per: time.Hour}
+	p := setPolicy(t, b, q, task.Policy{PerKey: &task.PerKey{Rate: &hourly}})
+	want := task.Rate{Limit: 1, Per: time.Hour, Burst: 1}
+	if got, err := b.Policy(ctx, q); err != nil || !reflect.DeepEqual(got, p) || got.PerKey == nil || got.PerKey.Rate == nil || *got.PerKey.Rate != want {
+		t.Fatalf("Policy = %s, %v; want per_key.rate %+v", showPolicy(got), err, want)
+	}
+	putKeyed(t, b, q, "A", 10, 0)
+	putKeyed(t, b, q, "B", 10, 0)
+	reserveKeys(t, b, q, 10, 0, map[string]int{"A": 1, "B": 1})
+	start := time.Now()
+	reserveKeys(t, b, q, 10, 0, map[string]int{})
+	if since := time.Since(start); since > lateSlack {
+		t.Fatalf("a reserve of a queue whose keys are all out of tokens took %v; want an answer at once", since)
+	}
+	putKeyed(t, b, q, "C", 2, 0)
+	reserveKeys(t, b, q, 10, 0, map[string]int{"C": 1})
+	putKeyed(t, b, q, "", 2, 0)
+	reserveKeys(t, b, q, 10, 0, map[string]int{"": 1})
+
+	// A token each 300 ms: the next task of a spent key goes to a
+	// reserver waiting, once the token is due. The token was taken after
+	// start, so a task handed out before start+every broke the rate (a
+	// bound below only, which a loaded machine cannot break).
+	const fast = "perkey-rate-wait"
+	const every = 300 * time.Millisecond
+	setPolicy(t, b, fast, task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: every}}})
+	putKeyed(t, b, fast, "A", 3, 0)
+	start = time.Now()
+	reserveKeys(t, b, fast, 10, 0, map[string]int{"A": 1})
+	reserveKeys(t, b, fast, 1, 10*time.Second, map[string]int{"A": 1})
+	if since := sinceEither(start); since < every-timeSlack {
+		t.Fatalf("the second task of a key at 1 a %v came %v after its first", every, since)
+	}
+	// Meanwhile another key is not held up by the spent one.
+	putKeyed(t, b, fast, "B", 1, 0)
+	reserveKeys(t, b, fast, 10, 0, map[string]int{"B": 1})
+
+	// The burst is per key.
+	const burst = "perkey-rate-burst"
+	setPolicy(t, b, burst, task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: time.Hour, Burst: 3}}})
+	putKeyed(t, b, burst, "A", 5, 0)
+	putKeyed(t, b, burst, "B", 5, 0)
+	reserveKeys(t, b, burst, 10, 0, map[string]int{"A": 3, "B": 3})
+	reserveKeys(t, b, burst, 10, 0, map[string]int{})
+
+	// Beside the queue-wide rate: both hold.
+	const both = "perkey-rate-both"
+	setPolicy(t, b, both, task.Policy{Rate: &task.Rate{Limit: 3, Per: time.Hour}, PerKey: &task.PerKey{Rate: &task.Rate{Limit: 2, Per: time.Hour}}})
+	putKeyed(t, b, both, "A", 5, 0)
+	putKeyed(t, b, both, "B", 5, 0)
+	reserveKeys(t, b, both, 10, 0, map[string]int{"A": 2, "B": 1})
+	reserveKeys(t, b, both, 10, 0, map[string]int{})
+
+	// Beside the per-key concurrency: a key must have a place and a token.
+	const conc = "perkey-rate-conc"
+	setPolicy(t, b, conc, task.Policy{PerKey: &task.PerKey{Concurrency: 1, Rate: &task.Rate{Limit: 2, Per: time.Hour}}})
+	putKeyed(t, b, conc, "A", 5, 0)
+	a := reserveKeys(t, b, conc, 10, 0, map[string]int{"A": 1})[0]
+	must(t, "ack", b.Ack(ctx, conc, a.ID, a.Lease))
+	a = reserveKeys(t, b, conc, 10, 0, map[string]int{"A": 1})[0]
+	must(t, "ack", b.Ack(ctx, conc, a.ID, a.Lease))
+	reserveKeys(t, b, conc, 10, 0, map[string]int{})
+
+	// A new per-key rate starts with full buckets; lifting it lets every
+	// key through.
+	setPolicy(t, b, q, task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 2, Per: time.Hour}}})
+	reserveKeys(t, b, q, 10, 0, map[string]int{"A": 2, "B": 2, "C": 1, "": 1})
+	setPolicy(t, b, q, task.Policy{})
+	reserveKeys(t, b, q, 20, 0, map[string]int{"A": 7, "B": 7})
+}
+
+// perKeyRateAcross: per_key.rate holds over reservers of both handles: a
+// key's token spent through one is spent for the other.
+func perKeyRateAcross(t *testing.T, a, b service.Service) {
+	const q = "across-perkey-rate"
+	setPolicy(t, a, q, task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: time.Hour}}})
+	putKeyed(t, a, q, "A", 5, 0)
+	reserveKeys(t, a, q, 10, 0, map[string]int{"A": 1})
+	reserveKeys(t, b, q, 10, 0, map[string]int{})
+	putKeyed(t, b, q, "B", 5, 0)
+	reserveKeys(t, b, q, 10, 0, map[string]int{"B": 1})
+	reserveKeys(t, a, q, 10, 0, map[string]int{})
+}
