@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/hourglass-go/hourglass"
 	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -33,13 +36,23 @@ import (
 // spent too) and parks A's and B's lanes: 2 tasks. At +1 s both timers
 // fire, both lanes come back, the next reserve takes A2 and B2.
 //
-// The buckets live in memory only: a restart starts every key with a
-// full bucket, so at most one burst per key more goes through at a
-// restart (the queue-wide rate, kept in the queue's record, still holds).
-// Writing a bucket per key with every reservation would cost a record per
-// key and a write per reserve; the per-key rate is a fairness limit, and
-// a queue that must never exceed a rate across restarts sets the
-// queue-wide one.
+// Durability: the buckets live in memory while the broker runs, and are
+// written once, when it closes, into their queue's record (its trailer
+// of key buckets, store.Queue.KeyBuckets; at most maxKeptKeyBuckets a
+// queue, the emptiest), in the last group Close commits; recoverQueues
+// restores them, refilled for the wall-clock time since. So a clean
+// restart lets no burst through, as a cluster, whose buckets are rows,
+// does not. A crash loses the buckets spent since the last clean close
+// (those read back from that close's record are refilled since): at
+// most one burst per key more goes through after a crash. Writing the
+// buckets with every reservation, as the queue-wide bucket is, would
+// rewrite up to every key's bucket in each group; the write cost is
+// instead one record of O(keys with a bucket) at close.
+
+// maxKeptKeyBuckets bounds the per-key buckets a queue's record keeps
+// at close (about 30 bytes and the key each): past it, the fullest are
+// left out, to start full after the restart.
+const maxKeptKeyBuckets = 100_000
 
 // keyRate is one key's bucket of a queue's per-key rate.
 type keyRate struct {
@@ -215,4 +228,52 @@ func (b *Broker) dropKeyRates(q *queueState) {
 func (q *queueState) rateSpentKey(key string) bool {
 	kr := q.keyRates[key]
 	return kr != nil && kr.spent
+}
+
+// keepKeyRates writes into the open group the record of each queue that
+// has per-key buckets, with them (at most maxKeptKeyBuckets a queue, the
+// emptiest): Close's last writes. b.mu is held. O(b log b) for b
+// buckets.
+func (b *Broker) keepKeyRates() {
+	now := time.Now()
+	mono := int64(now.Sub(b.opened)) + 1 // monoNow at now
+	for _, q := range b.queues {
+		if q == nil || len(q.keyRates) == 0 || perKeyRate(q.policy) == nil {
+			continue
+		}
+		kept := make([]store.KeyBucket, 0, len(q.keyRates))
+		for key, kr := range q.keyRates {
+			at := max(now.UnixNano()-(mono-kr.bucket.At), 1)
+			kept = append(kept, store.KeyBucket{Key: key, Tokens: kr.bucket.Tokens, At: at})
+		}
+		if len(kept) > maxKeptKeyBuckets {
+			slices.SortFunc(kept, func(a, b store.KeyBucket) int { return cmp.Compare(a.Tokens, b.Tokens) })
+			kept = kept[:maxKeptKeyBuckets]
+		}
+		b.writeQueue(q)
+		if g := b.open; q.recSeq == g.seq {
+			g.batch.Ops[q.recOp].Queue.KeyBuckets = kept
+		}
+	}
+}
+
+// restoreKeyRates makes q's per-key buckets, of rate r, from those its
+// record kept (keepKeyRates), refilled for the wall-clock time since
+// they were written (restoreBucket); those full by now are left out.
+// now is the wall clock, Unix ns. b.mu is held. O(len(kept)).
+func (b *Broker) restoreKeyRates(q *queueState, r task.Rate, kept []store.KeyBucket, now int64) {
+	for _, k := range kept {
+		mono := b.monoNow()
+		bk := restoreBucket(r, k.Tokens, k.At, now, mono)
+		in := fullIn(r, bk)
+		if bk.At == 0 || in <= 1 {
+			continue
+		}
+		if q.keyRates == nil {
+			q.keyRates = make(map[string]*keyRate)
+		}
+		kr := &keyRate{bucket: bk}
+		q.keyRates[k.Key] = kr
+		b.armKeyRate(q, k.Key, kr, mono+int64(in))
+	}
 }

@@ -240,6 +240,9 @@ func (b *Broker) recoverQueues(now int64) error {
 		if rate := q.policy.Rate; rate != nil {
 			q.bucket = restoreBucket(*rate, r.Tokens, r.TokensAt, now, b.monoNow())
 		}
+		if rate := perKeyRate(q.policy); rate != nil {
+			b.restoreKeyRates(q, *rate, r.KeyBuckets, now)
+		}
 		b.pause(q, r.PausedUntil, now)
 		if q.pausedUntil == 0 && q.policy.IsZero() {
 			b.writeQueue(q)

@@ -32,10 +32,11 @@ import (
 //     restart keeps the tokens; a new rate starts with a full bucket.
 //     A per-key rate (PerKey.Rate) is a Bucket per key, kept only while
 //     it is not full (a full bucket is the same as none): the embedded
-//     engine's in memory (broker/keyrate.go), so that a restart lets at
-//     most one burst per key more through, the cluster's in a row per
-//     key under the queue's row lock (cluster/limits.go), which a
-//     restart keeps. A key without a token leaves the turn order until
+//     engine's in memory, written into the queue's record when it closes
+//     (broker/keyrate.go), so that a clean restart keeps them and a crash
+//     lets at most one burst per key more through; the cluster's in a
+//     row per key under the queue's row lock (cluster/limits.go), which
+//     every restart keeps. A key without a token leaves the turn order until
 //     its next token; the queue-wide limits hold beside it.
 //
 // The defaults stop a failing task from coming back at once, forever:
