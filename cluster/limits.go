@@ -71,7 +71,10 @@ const sqlLockLimited = `WITH async AS MATERIALIZED (SELECT set_config('synchrono
 // in delivery order, the n-th task of each key in the n-th round), each
 // key up to $4[i] less what it has reserved already; a key whose
 // ready tasks have no turn row (moved in by a dead letter, say) is found
-// among the queue's first ready tasks. The keys taken get the next turns
+// among the queue's first ready tasks. The keys are taken by the
+// priority of their first ready task, then by turn, so that a higher
+// priority of any key still goes first (taking the first keys by turn
+// alone left out a key whose task came first by priority). The keys taken get the next turns
 // (sqlTurn). It returns a row per task taken as sqlReserve does, and a
 // row per queue whose concurrency limit is reached (job id 0, the
 // queue's name, the last column 0). Its update finds the tasks picked by
@@ -120,10 +123,11 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 				CROSS JOIN LATERAL (SELECT CASE WHEN capped.krate = 0 THEN capped.cap ELSE coalesce((SELECT floor(least(capped.kburst::float8,
 						kb.tokens + greatest($8 - kb.tokens_at, 0)::float8 / (capped.kper::float8 / capped.krate::float8)))::bigint
 					FROM hourglass_key_buckets kb WHERE kb.queue = capped.name AND kb.task_key = k0.task_key), capped.kburst) END AS avail) kr
-				WHERE capped.keyed AND capped.running AND (capped.perkey = 0 OR b.busy < capped.perkey) AND kr.avail >= 1 AND EXISTS (SELECT 1 FROM hourglass_tasks e
+				CROSS JOIN LATERAL (SELECT e.priority FROM hourglass_tasks e
 					WHERE e.queue = capped.name AND e.task_key = k0.task_key AND e.state = 1 AND e.fire_at IS NULL
-					ORDER BY e.priority, e.due, e.job_id OFFSET 0)
-				ORDER BY k0.turn
+					ORDER BY e.priority, e.due, e.job_id LIMIT 1) fp
+				WHERE capped.keyed AND capped.running AND (capped.perkey = 0 OR b.busy < capped.perkey) AND kr.avail >= 1
+				ORDER BY fp.priority, k0.turn
 				LIMIT capped.cap
 			) k
 			CROSS JOIN LATERAL (

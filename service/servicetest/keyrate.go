@@ -2,6 +2,7 @@ package servicetest
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -103,4 +104,48 @@ func perKeyRateAcross(t *testing.T, a, b service.Service) {
 	putKeyed(t, b, q, "B", 5, 0)
 	reserveKeys(t, b, q, 10, 0, map[string]int{"B": 1})
 	reserveKeys(t, a, q, 10, 0, map[string]int{})
+}
+
+// perKeyPriority: under per-key limits a higher priority of any key
+// still goes first: key B's task of priority 5 put before key A's of
+// priority 0, a reserve of one takes A's, whatever B's turn.
+func perKeyPriority(t *testing.T, b service.Service) {
+	for _, p := range []task.Policy{
+		{PerKey: &task.PerKey{Concurrency: 5}},
+		{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 5, Per: time.Hour}}},
+		{Concurrency: 5, PerKey: &task.PerKey{Concurrency: 5}},
+	} {
+		q := "perkey-prio-" + fmt.Sprint(p.Concurrency)
+		if p.PerKey.Rate != nil {
+			q += "-rate"
+		}
+		setPolicy(t, b, q, p)
+		putTask(t, b, q, task.PutRequest{ID: "b0", Key: "B", Priority: 5})
+		putTask(t, b, q, task.PutRequest{ID: "a0", Key: "A", Priority: 0})
+		ts, err := b.Reserve(context.Background(), q, 1, 0)
+		must(t, "reserve", err)
+		if len(ts) != 1 || ts[0].ID != "a0" {
+			t.Fatalf("%s: a reserve of one over B's priority 5 and A's 0 took %v; want a0", q, ts)
+		}
+	}
+}
+
+// peekKeys: peek-ready is the first ready task in delivery order
+// (priority, then due time, then put order) across keys, whatever their
+// turns: keys A (a0, a1) and B (b0) put in that order, a reserve takes
+// a0 and gives B the next turn, and peek-ready still names a1, put
+// before b0; a higher priority of any key comes first.
+func peekKeys(t *testing.T, b service.Service) {
+	const q = "peek-keys"
+	putTask(t, b, q, task.PutRequest{ID: "a0", Key: "A", Priority: 5})
+	putTask(t, b, q, task.PutRequest{ID: "a1", Key: "A", Priority: 5})
+	putTask(t, b, q, task.PutRequest{ID: "b0", Key: "B", Priority: 5})
+	reserveKeys(t, b, q, 1, 0, map[string]int{"A": 1})
+	if got, err := b.Peek(q, task.Ready); err != nil || got.ID != "a1" {
+		t.Fatalf("peek ready after a0 was taken = %s, %v; want a1 (put before b0)", got.ID, err)
+	}
+	putTask(t, b, q, task.PutRequest{ID: "urgent", Key: "C", Priority: 1})
+	if got, err := b.Peek(q, task.Ready); err != nil || got.ID != "urgent" {
+		t.Fatalf("peek ready = %s, %v; want urgent, of priority 1", got.ID, err)
+	}
 }
