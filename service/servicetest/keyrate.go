@@ -149,3 +149,64 @@ func peekKeys(t *testing.T, b service.Service) {
 		t.Fatalf("peek ready = %s, %v; want urgent, of priority 1", got.ID, err)
 	}
 }
+
+// fairnessLimited is fairness on a queue with a rate and a concurrency
+// limit (a cluster takes its tasks in takeLimited's transaction rather
+// than the fair statement): key A's backlog of 2,000 ready tasks, keys B
+// to K one each put after it, and every one of B to K is handed out
+// within the first 20 reserves of one task; a task of a higher priority
+// goes first whatever its key, and A's come in put order.
+func fairnessLimited(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	const q = "fair-limited"
+	setPolicy(t, b, q, task.Policy{Concurrency: 100, Rate: &task.Rate{Limit: 10_000, Per: time.Hour}})
+	var rs []task.PutRequest
+	flush := func() {
+		t.Helper()
+		for i, r := range b.PutBatch(ctx, q, rs) {
+			if r.Err != nil {
+				t.Fatalf("put %s: %v", rs[i].ID, r.Err)
+			}
+		}
+		rs = rs[:0]
+	}
+	for i := range 2000 {
+		rs = append(rs, task.PutRequest{ID: fmt.Sprintf("a%d", i), Key: "A", Priority: 10})
+		if len(rs) == task.MaxBatch {
+			flush()
+		}
+	}
+	flush()
+	small := map[string]bool{}
+	for c := 'B'; c <= 'K'; c++ {
+		k := string(c)
+		rs = append(rs, task.PutRequest{ID: "small-" + k, Key: k, Priority: 10})
+		small["small-"+k] = true
+	}
+	rs = append(rs, task.PutRequest{ID: "urgent", Key: "A", Priority: 1})
+	flush()
+	var order []string
+	next := 0
+	for i := 0; i < 20 && len(small) > 0; i++ {
+		ts, err := b.Reserve(ctx, q, 1, 0)
+		if err != nil || len(ts) != 1 {
+			t.Fatalf("reserve %d: %d tasks, %v", i+1, len(ts), err)
+		}
+		tk := ts[0]
+		order = append(order, tk.ID)
+		if i == 0 && tk.ID != "urgent" {
+			t.Fatalf("the first reserve took %s (key %s); want urgent, of the highest priority", tk.ID, tk.Key)
+		}
+		if tk.ID[0] == 'a' {
+			if want := fmt.Sprintf("a%d", next); tk.ID != want {
+				t.Fatalf("A's tasks came as %v; want in put order", order)
+			}
+			next++
+		}
+		delete(small, tk.ID)
+		must(t, "ack "+tk.ID, b.Ack(ctx, q, tk.ID, tk.Lease))
+	}
+	if len(small) > 0 || next > 3 {
+		t.Fatalf("after %v, %d one-task keys still wait and A had %d; want none waiting, A at most 3", order, len(small), next)
+	}
+}
