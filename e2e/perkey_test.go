@@ -75,7 +75,8 @@ func testReserve_PerKeyConcurrency(t *testing.T) {
 // is accepted (no more "not supported") and shown with its burst; with
 // keys A and B of 5 ready tasks each and a rate of 1 an hour per key, a
 // reserve of 10 takes 1 of each and the next none, while a key new to
-// the queue still gets its first task.
+// the queue still gets its first task; after a restart every key handed
+// a task is still spent.
 func TestReserve_PerKeyRate(t *testing.T) { engines(t, testReserve_PerKeyRate) }
 
 func testReserve_PerKeyRate(t *testing.T) {
@@ -126,4 +127,11 @@ func testReserve_PerKeyRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	reserve(map[string]int{"C": 1})
+	// A restart keeps the keys' buckets: A, B and C stay spent.
+	if _, _, err := c.Put(ctx, "q", api.PutRequest{ID: "C1", Key: "C"}); err != nil {
+		t.Fatal(err)
+	}
+	s.stop()
+	s.start()
+	reserve(map[string]int{})
 }
