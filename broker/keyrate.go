@@ -19,7 +19,9 @@ import (
 // the broker's cron timer) armed at the moment it is full again, which
 // drops it. The number of buckets is so bounded by the keys handed out
 // within one burst's refill time (Burst × Per / Limit), whatever the
-// number of keys clients name; a key never reserved costs nothing.
+// number of keys clients name; a key never reserved costs nothing, one
+// with a bucket about 190 bytes (its keyRate, map entry and timer:
+// TestKeyRate_Memory).
 //
 // A key whose bucket has no whole token when a reserve reaches its lane
 // leaves the turn order: its lane is parked (perkey.go), as a key at its
