@@ -170,16 +170,18 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 // took tasks, refilled to $8 (the lock's clock) as service.Bucket.Take
 // does, in the same floating-point steps, and writes it with the time it
 // is full again.
-const sqlKeySpend = `INSERT INTO hourglass_key_buckets AS kb (queue, task_key, tokens, tokens_at, full_at)
+const sqlKeySpend = `INSERT INTO hourglass_key_buckets AS kb (queue, task_key, tokens, tokens_at, full_at, next_at)
 		SELECT s.queue, s.task_key, s.tokens, s.at,
-			s.at + ceil((s.kburst - s.tokens) * (s.kper::float8 / s.krate::float8))::bigint
+			s.at + ceil((s.kburst - s.tokens) * (s.kper::float8 / s.krate::float8))::bigint,
+			CASE WHEN s.tokens < 1 THEN s.at + ceil((1 - s.tokens) * (s.kper::float8 / s.krate::float8))::bigint END
 		FROM (SELECT n.queue, n.task_key, lim.krate, lim.kper, lim.kburst, greatest($8, coalesce(o.tokens_at, 0)) AS at,
 				coalesce(least(lim.kburst::float8, o.tokens + greatest($8 - o.tokens_at, 0)::float8 / (lim.kper::float8 / lim.krate::float8)),
 					lim.kburst::float8) - n.took AS tokens
 			FROM (SELECT queue, task_key, count(*) AS took FROM taken GROUP BY queue, task_key) n
 			JOIN lim ON lim.name = n.queue AND lim.krate > 0
 			LEFT JOIN hourglass_key_buckets o ON o.queue = n.queue AND o.task_key = n.task_key) s
-		ON CONFLICT (queue, task_key) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at, full_at = excluded.full_at`
+		ON CONFLICT (queue, task_key) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at,
+			full_at = excluded.full_at, next_at = excluded.next_at`
 
 // sqlKeySweep, a part of sqlReserveLimited, deletes the buckets of the
 // queues with a per-key rate that are full at $8, soonest first, up to
@@ -193,16 +195,18 @@ const sqlKeySweep = `DELETE FROM hourglass_key_buckets d WHERE (d.queue, d.task_
 		WHERE lim.krate > 0)
 		AND NOT EXISTS (SELECT 1 FROM taken WHERE taken.queue = d.queue AND taken.task_key = d.task_key)`
 
-// sqlKeyNext returns, of the queues $1 with a per-key rate ($2 limit, $3
-// per), the first time after $4 a key that has a ready task and no whole
-// token left gets one (NULL: none): a reserve that took nothing waits
-// that long at most.
-const sqlKeyNext = `SELECT min(kb.tokens_at + ceil((1 - kb.tokens) * (q.per::float8 / q.lim::float8))::bigint)
-	FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS q(name, lim, per)
-	JOIN hourglass_key_buckets kb ON kb.queue = q.name
-	WHERE kb.tokens < 1 AND kb.tokens_at + ceil((1 - kb.tokens) * (q.per::float8 / q.lim::float8))::bigint > $4
-		AND EXISTS (SELECT 1 FROM hourglass_tasks e WHERE e.queue = kb.queue AND e.task_key = kb.task_key AND e.state = 1 AND e.fire_at IS NULL
-			ORDER BY e.priority, e.due, e.job_id OFFSET 0)`
+// sqlKeyNext returns, of the queues $1 with a per-key rate, the first
+// time after $2 a key that has a ready task and no whole token left gets
+// one (NULL: none): a reserve that took nothing waits that long at most.
+// It walks each queue's spent keys by next_at (016's index), so it reads
+// only the spent keys without a ready task that come first, not every
+// bucket.
+const sqlKeyNext = `SELECT min(n.next_at) FROM unnest($1::text[]) AS q(name)
+	CROSS JOIN LATERAL (SELECT kb.next_at FROM hourglass_key_buckets kb
+		WHERE kb.queue = q.name AND kb.next_at > $2
+			AND EXISTS (SELECT 1 FROM hourglass_tasks e WHERE e.queue = kb.queue AND e.task_key = kb.task_key
+				AND e.state = 1 AND e.fire_at IS NULL ORDER BY e.priority, e.due, e.job_id OFFSET 0)
+		ORDER BY kb.next_at LIMIT 1) n`
 
 // sqlHeldBack returns those of the queues $1 (concurrency limits $2) that
 // have a ready task, and whether each is full: as many tasks reserved as
@@ -262,17 +266,16 @@ func heldBack(ctx context.Context, tx pgx.Tx, qs []*limitedQueue, dbNow int64, t
 // nothing. One statement, none without a per-key rate.
 func keyNext(ctx context.Context, tx pgx.Tx, qs []*limitedQueue, dbNow int64, soon func(time.Duration)) error {
 	var names []string
-	var lims, pers []int64
 	for _, q := range qs {
 		if k := q.policy.PerKey; k != nil && k.Rate != nil && q.paused <= dbNow {
-			names, lims, pers = append(names, q.name), append(lims, int64(k.Rate.Limit)), append(pers, int64(k.Rate.Per))
+			names = append(names, q.name)
 		}
 	}
 	if len(names) == 0 {
 		return nil
 	}
 	var next *int64
-	if err := tx.QueryRow(ctx, sqlKeyNext, names, lims, pers, dbNow).Scan(&next); err != nil {
+	if err := tx.QueryRow(ctx, sqlKeyNext, names, dbNow).Scan(&next); err != nil {
 		return err
 	}
 	if next != nil {

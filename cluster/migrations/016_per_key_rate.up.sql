@@ -3,8 +3,9 @@
 --
 -- hourglass_key_buckets holds one token bucket (service.Bucket) per key
 -- of a queue with a per-key rate, and only while it is not full: tokens
--- left at tokens_at (database Unix ns), and full_at, when it is full
--- again. A key without a row has a full bucket. The rows are written by
+-- left at tokens_at (database Unix ns), full_at, when it is full again,
+-- and next_at, when it has a whole token again if it has none (NULL: it
+-- has one). A key without a row has a full bucket. The rows are written by
 -- the reserves that take the key's tokens (takeLimited, under the
 -- queue's row lock, so that the rate holds across nodes), and the rows
 -- past full_at are deleted by the queue's reserves, as many each as it
@@ -18,6 +19,10 @@ CREATE TABLE hourglass_key_buckets (
     tokens    double precision NOT NULL,
     tokens_at bigint           NOT NULL,
     full_at   bigint           NOT NULL,
+    next_at   bigint,
     PRIMARY KEY (queue, task_key)
 );
+-- The sweep of full rows, soonest first; and a reserve that took
+-- nothing finds the first spent key to get a token, in the same way.
 CREATE INDEX hourglass_key_buckets_full ON hourglass_key_buckets (queue, full_at);
+CREATE INDEX hourglass_key_buckets_next ON hourglass_key_buckets (queue, next_at) WHERE next_at IS NOT NULL;
