@@ -3,6 +3,8 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,5 +79,74 @@ func TestLimits_KeyRateRowsBounded(t *testing.T) {
 	}
 	if c := rows(); c != 0 {
 		t.Fatalf("%d bucket rows after the policy was deleted; want 0", c)
+	}
+}
+
+// TestLimits_KeyRate: a per-key rate holds across three nodes: keys A, B
+// and C of 100 ready tasks each under a rate of 10/s per key (burst 3),
+// six reservers on three nodes for 1.5 s; in any span of the database's
+// clock each key is handed out at most its burst and what its bucket
+// refills meanwhile, and every key gets through more than its burst.
+func TestLimits_KeyRate(t *testing.T) {
+	ctx := context.Background()
+	url := server(t).CreateDatabase(t)
+	nodes := []*testNode{startNode(t, url, "a"), startNode(t, url, "b"), startNode(t, url, "c")}
+	rate := task.Rate{Limit: 10, Per: time.Second, Burst: 3}
+	if _, err := nodes[0].SetPolicy(ctx, "q", task.Policy{PerKey: &task.PerKey{Rate: &rate}}); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"A", "B", "C"}
+	var reqs []task.PutRequest
+	for i := range 100 {
+		for _, k := range keys {
+			reqs = append(reqs, task.PutRequest{ID: fmt.Sprint(k, i), Key: k})
+		}
+	}
+	for _, r := range nodes[2].PutBatch(ctx, "q", reqs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	const span = 1500 * time.Millisecond
+	var mu sync.Mutex
+	at := map[string][]time.Duration{}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, n := range nodes {
+		for range 2 {
+			wg.Go(func() {
+				for time.Since(start) < span {
+					ts, err := n.Reserve(ctx, "q", 4, 300*time.Millisecond)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					for _, tk := range ts {
+						at[tk.Key] = append(at[tk.Key], tk.LeaseUntil.Add(-tk.TTR).Sub(start))
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	const slack = 0.01
+	per := float64(rate.Per) / float64(rate.Limit)
+	for _, k := range keys {
+		got := at[k]
+		slices.Sort(got)
+		for i := range got {
+			for j := i; j < len(got); j++ {
+				allowed := float64(rate.Burst) + float64(got[j]-got[i])/per + slack
+				if float64(j-i+1) > allowed {
+					t.Fatalf("key %s: %d tasks handed out in %v (from %v), its bucket allows %.1f", k, j-i+1, got[j]-got[i], got[i], allowed)
+				}
+			}
+		}
+		if want := rate.Burst + 5; len(got) < want {
+			t.Fatalf("key %s: %d tasks in %v, want at least %d", k, len(got), span, want)
+		}
+		t.Logf("key %s: %d tasks through a rate of %d/%v (burst %d) on 3 nodes in %v", k, len(got), rate.Limit, rate.Per, rate.Burst, span)
 	}
 }

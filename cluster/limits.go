@@ -167,17 +167,20 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 
 // sqlKeySpend, a part of sqlReserveLimited, takes from the bucket of each
 // key of a queue with a per-key rate (lim.krate > 0) as many tokens as it
-// took tasks, refilled to $8 (the lock's clock) as service.Bucket.Take
-// does, in the same floating-point steps, and writes it with the time it
-// is full again.
+// took tasks, refilled to the reservations' time (now.ns, the leases'
+// start, as takeLimited takes the queue's bucket; the tokens were
+// counted at the lock's clock, $8, no later) as service.Bucket.Take
+// does, in the same floating-point steps, and writes it with the times
+// it has a token and is full again.
 const sqlKeySpend = `INSERT INTO hourglass_key_buckets AS kb (queue, task_key, tokens, tokens_at, full_at, next_at)
 		SELECT s.queue, s.task_key, s.tokens, s.at,
 			s.at + ceil((s.kburst - s.tokens) * (s.kper::float8 / s.krate::float8))::bigint,
 			CASE WHEN s.tokens < 1 THEN s.at + ceil((1 - s.tokens) * (s.kper::float8 / s.krate::float8))::bigint END
-		FROM (SELECT n.queue, n.task_key, lim.krate, lim.kper, lim.kburst, greatest($8, coalesce(o.tokens_at, 0)) AS at,
-				coalesce(least(lim.kburst::float8, o.tokens + greatest($8 - o.tokens_at, 0)::float8 / (lim.kper::float8 / lim.krate::float8)),
+		FROM (SELECT n.queue, n.task_key, lim.krate, lim.kper, lim.kburst, greatest(now.ns, coalesce(o.tokens_at, 0)) AS at,
+				coalesce(least(lim.kburst::float8, o.tokens + greatest(now.ns - o.tokens_at, 0)::float8 / (lim.kper::float8 / lim.krate::float8)),
 					lim.kburst::float8) - n.took AS tokens
 			FROM (SELECT queue, task_key, count(*) AS took FROM taken GROUP BY queue, task_key) n
+			CROSS JOIN now
 			JOIN lim ON lim.name = n.queue AND lim.krate > 0
 			LEFT JOIN hourglass_key_buckets o ON o.queue = n.queue AND o.task_key = n.task_key) s
 		ON CONFLICT (queue, task_key) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at,
