@@ -52,7 +52,7 @@ import (
 // instead one record of O(keys with a bucket) at close.
 
 // maxKeptKeyBuckets bounds the per-key buckets a queue's record keeps
-// at close (about 30 bytes and the key each): past it, the fullest are
+// at close (about 18 bytes and the key each): past it, the fullest are
 // left out, to start full after the restart.
 const maxKeptKeyBuckets = 100_000
 
@@ -68,11 +68,11 @@ type keyRate struct {
 	spent bool
 }
 
-// keyRateHeld reports whether key, whose lane l is first in q's order,
-// may not be handed a task now (mono, Broker.monoNow): at its per-key
+// keyHeld reports whether key, whose lane is first in q's order, may
+// not be handed a task now (mono, Broker.monoNow): at its per-key
 // concurrency, or without a token of its per-key rate, in which case the
-// bucket's timer is armed for the next token. The caller parks l. b.mu is
-// held. O(1).
+// bucket's timer is armed for the next token. The caller parks the lane.
+// q.policy.PerKey is not nil. b.mu is held. O(1).
 func (b *Broker) keyHeld(q *queueState, key string, mono int64) bool {
 	if q.keyFull(key) {
 		return true
