@@ -189,11 +189,16 @@ func BenchmarkBroker_ReserveAck_Backlog(b *testing.B) {
 // bucket each reserve writes into the group of its reservation.
 func BenchmarkBroker_Reserve(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		rate *task.Rate
+		name   string
+		rate   *task.Rate
+		keys   int        // tasks put over this many keys, in turn; 0: none
+		perKey *task.Rate // a per-key rate (keyrate.go)
 	}{
-		{"rate=none", nil},
-		{"rate=unmet", &task.Rate{Limit: task.MaxRateLimit, Per: time.Millisecond}},
+		{"rate=none", nil, 0, nil},
+		{"rate=unmet", &task.Rate{Limit: task.MaxRateLimit, Per: time.Millisecond}, 0, nil},
+		{"keys=10000/per_key_rate=none", nil, 10_000, nil},
+		// A burst no key spends: a bucket a key, taken at each reserve.
+		{"keys=10000/per_key_rate=unmet", nil, 10_000, &task.Rate{Limit: 1, Per: time.Hour, Burst: task.MaxRateLimit}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			br, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
@@ -201,16 +206,23 @@ func BenchmarkBroker_Reserve(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer br.Close()
-			if c.rate != nil {
-				if _, err := br.SetPolicy(ctx, "q", task.Policy{Rate: c.rate}); err != nil {
+			if c.rate != nil || c.perKey != nil {
+				p := task.Policy{Rate: c.rate}
+				if c.perKey != nil {
+					p.PerKey = &task.PerKey{Rate: c.perKey}
+				}
+				if _, err := br.SetPolicy(ctx, "q", p); err != nil {
 					b.Fatal(err)
 				}
 			}
 			rs := make([]task.PutRequest, 1000)
-			for i := range rs {
-				rs[i] = task.PutRequest{Payload: make([]byte, 200)}
-			}
 			for done := 0; done < b.N; done += len(rs) {
+				for i := range rs {
+					rs[i] = task.PutRequest{Payload: make([]byte, 200)}
+					if c.keys > 0 {
+						rs[i].Key = fmt.Sprint("k", (done+i)%c.keys)
+					}
+				}
 				for _, r := range br.PutBatch(ctx, "q", rs) {
 					if r.Err != nil {
 						b.Fatal(r.Err)

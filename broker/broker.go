@@ -289,6 +289,9 @@ func (b *Broker) Close() error {
 		<-b.committerDone
 		return nil
 	}
+	if b.usable() == nil {
+		b.keepKeyRates() // committed by the committer's last group
+	}
 	b.closed = true
 	for _, q := range b.queues {
 		if q != nil {

@@ -21,3 +21,13 @@ const MaxIdle = maxIdle
 
 // RestoreBucket is restoreBucket.
 var RestoreBucket = restoreBucket
+
+// KeyRates returns how many per-key rate buckets queue q of b keeps.
+func KeyRates(b *Broker, q string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if qs := b.byName[q]; qs != nil {
+		return len(qs.keyRates)
+	}
+	return 0
+}

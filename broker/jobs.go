@@ -335,7 +335,9 @@ func (b *Broker) ReserveJob(ctx context.Context, job uint64) (task.Task, error) 
 }
 
 // Peek returns the next task of queue in state st without reserving it:
-// for Ready the next one Reserve would hand out; for Delayed the one due
+// for Ready the first in delivery order across keys, their turns, the
+// pause and the limits left aside (peekFirst, as service.Jobs says and
+// a cluster answers); for Delayed the one due
 // soonest (a scan of every live task); for Dead the oldest death.
 // ErrNotFound when there is none.
 func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
@@ -352,7 +354,7 @@ func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
 	var jobs []uint64
 	switch st {
 	case task.Ready:
-		if it, ok := b.peekAny(q); ok {
+		if it, ok := b.peekFirst(q); ok {
 			jobs = []uint64{it.job}
 		}
 	case task.Delayed:

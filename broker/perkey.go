@@ -70,7 +70,7 @@ func (q *queueState) unhold(key string) {
 			q.held[key] = n - 1
 		}
 	}
-	if q.ready.parked > 0 && !q.keyFull(key) {
+	if q.ready.parked > 0 && !q.keyFull(key) && !q.rateSpentKey(key) {
 		if l := q.ready.lane(key); l != nil && l.parked {
 			q.ready.unpark(l)
 			q.waiters.Wake(1)
@@ -91,15 +91,16 @@ func (b *Broker) unlease(job uint64) {
 	}
 }
 
-// reparkAll brings back q's parked lanes whose keys are no longer full:
-// after a change of policy. b.mu is held. O(k log k).
+// reparkAll brings back q's parked lanes whose keys are no longer full
+// nor waiting for a token of their rate (keyrate.go): after a change of
+// policy. b.mu is held. O(k log k).
 func (q *queueState) reparkAll() {
 	if q.ready.parked == 0 {
 		return
 	}
 	var back []*keyLane
 	q.ready.eachLane(func(l *keyLane) {
-		if l.parked && !q.keyFull(l.key) {
+		if l.parked && !q.keyFull(l.key) && !q.rateSpentKey(l.key) {
 			back = append(back, l)
 		}
 	})
@@ -177,30 +178,39 @@ func (b *Broker) rateSpent(q *queueState) bool {
 	return took == 0
 }
 
-// peekAny is peekReady over every lane, parked ones too: the task a
-// reserve would hand out were no key at its limit (beanstalkd's
-// peek-ready, which limits do not hide). It drops the stale first items
-// of the parked lanes it looks at. b.mu is held. O(p log n) for p parked
-// lanes.
-func (b *Broker) peekAny(q *queueState) (readyItem, bool) {
-	it, l, ok := b.peekReady(q)
-	if q.ready.parked == 0 {
-		return it, ok
+// peekFirst returns q's first ready task in delivery order (priority,
+// then due time, then job id, which is put order) across every key,
+// parked lanes too, ignoring the turns: beanstalkd's peek-ready, the job
+// its reserve would get next in a queue whose tasks have no key (all of
+// beanstalkd's), and the cluster's answer (cluster/jobs.go's
+// sqlPeekReady), which both engines give cheaply whatever the turns.
+// It drops the stale first items of the lanes. b.mu is held. O(k + s
+// log n) for k keys with ready tasks and s stale items dropped.
+func (b *Broker) peekFirst(q *queueState) (readyItem, bool) {
+	live := func(it readyItem) bool {
+		s, ok := b.tasks.get(it.job)
+		return ok && s.state() == task.Ready && s.queue() == q.index && s.due == it.due && s.prio == it.prio
 	}
-	q.ready.eachLane(func(p *keyLane) {
-		if !p.parked {
-			return
-		}
-		for len(p.heap) > 0 {
-			c := p.heap[0]
-			if s, live := b.tasks.get(c.job); live && s.state() == task.Ready && s.queue() == q.index && s.due == c.due && s.prio == c.prio {
-				break
-			}
-			p.heap.pop()
-		}
-		if len(p.heap) > 0 && (!ok || laneLess(p, l)) {
-			it, l, ok = p.heap[0], p, true
+	var stale []*keyLane
+	q.ready.eachLane(func(l *keyLane) {
+		if len(l.heap) > 0 && !live(l.heap[0]) {
+			stale = append(stale, l)
 		}
 	})
-	return it, ok
+	for _, l := range stale {
+		for len(l.heap) > 0 && !live(l.heap[0]) {
+			l.heap.pop()
+		}
+		if !l.parked {
+			q.ready.changed(l) // out of order when empty
+		}
+	}
+	var first readyItem
+	found := false
+	q.ready.eachLane(func(l *keyLane) {
+		if len(l.heap) > 0 && (!found || l.heap[0].less(first)) {
+			first, found = l.heap[0], true
+		}
+	})
+	return first, found
 }

@@ -84,6 +84,9 @@ func (b *Broker) setPolicy(q *queueState, p task.Policy) {
 	if !sameRate(q.policy.Rate, p.Rate) {
 		q.bucket = service.Bucket{}
 	}
+	if !sameRate(perKeyRate(q.policy), perKeyRate(p)) {
+		b.dropKeyRates(q) // a new per-key rate starts with full buckets
+	}
 	q.policy = p
 	q.reparkAll()
 	b.writeQueue(q)
@@ -237,6 +240,9 @@ func (b *Broker) recoverQueues(now int64) error {
 		if rate := q.policy.Rate; rate != nil {
 			q.bucket = restoreBucket(*rate, r.Tokens, r.TokensAt, now, b.monoNow())
 		}
+		if rate := perKeyRate(q.policy); rate != nil {
+			b.restoreKeyRates(q, *rate, r.KeyBuckets, now)
+		}
 		b.pause(q, r.PausedUntil, now)
 		if q.pausedUntil == 0 && q.policy.IsZero() {
 			b.writeQueue(q)
@@ -299,6 +305,14 @@ func clonePolicy(p task.Policy) task.Policy {
 		p.PerKey = &c
 	}
 	return p
+}
+
+// perKeyRate returns p's per-key rate, nil when it has none.
+func perKeyRate(p task.Policy) *task.Rate {
+	if p.PerKey == nil {
+		return nil
+	}
+	return p.PerKey.Rate
 }
 
 // sameRate reports whether a and b are the same rate limit.

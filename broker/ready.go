@@ -58,6 +58,9 @@ type queueState struct {
 	// only while it has some; heldPlain the key "" (perkey.go).
 	held      map[string]int
 	heldPlain int
+	// keyRates are the buckets of the per-key rate, a key's only while
+	// it is not full (keyrate.go).
+	keyRates map[string]*keyRate
 
 	delayed, readyN, reserved, dead int
 	puts, deliveries, acks          uint64

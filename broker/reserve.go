@@ -196,6 +196,7 @@ type taken struct {
 func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, at time.Time) {
 	at = time.Now()
 	now := at.UnixNano()
+	mono := b.monoNow()    // the per-key rates' clock (keyrate.go)
 	var held []*queueState // held back by a limit in this take
 	var why []string       // the limit that held back each of held
 	for len(out) < max {
@@ -211,8 +212,10 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 				continue
 			}
 			it, l, ok := b.peekReady(q)
-			for ok && q.policy.PerKey != nil && q.keyFull(l.key) {
-				q.ready.park(l) // back when a task of its key is not reserved (perkey.go)
+			for ok && q.policy.PerKey != nil && b.keyHeld(q, l.key, mono) {
+				// Back when a task of its key is not reserved (perkey.go)
+				// or its next token is due (keyrate.go).
+				q.ready.park(l)
 				it, l, ok = b.peekReady(q)
 			}
 			if !ok {
@@ -238,6 +241,9 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 				held, why = append(held, best), append(why, service.ThrottledRate)
 				continue
 			}
+		}
+		if best.policy.PerKey != nil {
+			b.takeKeyToken(best, lane.key, mono)
 		}
 		lane.heap.pop()
 		best.ready.served(lane)

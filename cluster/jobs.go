@@ -207,7 +207,9 @@ func (n *Node) kick(ctx context.Context, jobs []int64) (int, error) {
 	return len(queues), nil
 }
 
-// Peek orders: the first ready task as Reserve hands them out, the
+// Peek orders: the first ready task in delivery order (priority, due
+// time, job id) across keys, their turns aside, as service.Jobs.Peek
+// says and the embedded engine answers (broker's peekFirst), the
 // delayed task due soonest, the oldest death (deaths before migration
 // 003 first, by job id).
 const (

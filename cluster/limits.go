@@ -11,8 +11,8 @@ import (
 )
 
 // A queue's rate and concurrency limits (task.Policy's Rate and
-// Concurrency, and PerKey's concurrency) hold across every node: its row of hourglass_queues is the
-// one place the nodes meet. The reservation statement (sqlReserve) leaves
+// Concurrency, and PerKey's concurrency and rate) hold across every node:
+// its row of hourglass_queues is the one place the nodes meet. The reservation statement (sqlReserve) leaves
 // limited queues out (the row's generated column limited) and names them;
 // the reserve then takes their tasks in a transaction of its own
 // (takeLimited), which
@@ -26,17 +26,21 @@ import (
 //     counts every reservation committed by the reserves before it), up to
 //     that many tasks of each queue, and no more than its concurrency
 //     limit less its tasks reserved now, nor, of each key, than its
-//     per-key concurrency less the key's tasks reserved now (a queue that
-//     uses keys is taken in turn across them);
+//     per-key concurrency less the key's tasks reserved now, nor than
+//     the whole tokens of the key's bucket of a per-key rate (a row of
+//     hourglass_key_buckets, 016; no row: full), a key without one being
+//     passed over until its next token (a queue that uses keys is taken
+//     in turn across them);
 //  4. takes from each bucket as many tokens as tasks it reserved, writes
-//     the buckets and commits (without waiting for the WAL flush, as a
+//     the buckets (the keys' in the statement of 3, sqlKeySpend, which
+//     also deletes the keys' buckets full again, sqlKeySweep) and commits (without waiting for the WAL flush, as a
 //     reservation does: a crash within it gives back tasks and tokens
 //     together).
 //
 // So a limited queue's reserves are serialised on its row, cluster-wide,
 // for the few milliseconds of the transaction; unlimited queues keep the
 // one-statement path. A reserve that finds a limit reached waits within
-// its wait: for the next token (Bucket.Take's next), or for a reserved
+// its wait: for the next token (Bucket.Take's next; a key's, sqlKeyNext), or for a reserved
 // task of the queue to be acked, given back or expired (slotFreed wakes
 // one waiter, here or on another node, through chanReady), and
 // at most capPoll in any case, should that notice be lost. A reserve
@@ -67,7 +71,10 @@ const sqlLockLimited = `WITH async AS MATERIALIZED (SELECT set_config('synchrono
 // in delivery order, the n-th task of each key in the n-th round), each
 // key up to $4[i] less what it has reserved already; a key whose
 // ready tasks have no turn row (moved in by a dead letter, say) is found
-// among the queue's first ready tasks. The keys taken get the next turns
+// among the queue's first ready tasks. The keys are taken by the
+// priority of their first ready task, then by turn, so that a higher
+// priority of any key still goes first (taking the first keys by turn
+// alone left out a key whose task came first by priority). The keys taken get the next turns
 // (sqlTurn). It returns a row per task taken as sqlReserve does, and a
 // row per queue whose concurrency limit is reached (job id 0, the
 // queue's name, the last column 0). Its update finds the tasks picked by
@@ -80,10 +87,12 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 		SELECT q.name, q.allow, coalesce(p.concurrency, 0) AS concurrency, CASE WHEN p.concurrency > 0 THEN
 			(SELECT count(*) FROM (SELECT 1 FROM hourglass_tasks r
 				WHERE r.queue = q.name AND r.state = 2 LIMIT p.concurrency) c) ELSE 0 END AS busy, q.perkey,
-			q.perkey > 0 OR EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = q.name) AS keyed,
+			q.perkey > 0 OR q.krate > 0 OR EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = q.name) AS keyed,
 			NOT EXISTS (SELECT 1 FROM hourglass_queues pp
 				WHERE pp.queue = q.name AND pp.paused_until > hourglass_now()) AS running
-		FROM unnest($1::text[], $3::int[], $4::int[]) AS q(name, allow, perkey) LEFT JOIN hourglass_queues p ON p.queue = q.name
+		, q.krate, q.kper, q.kburst
+		FROM unnest($1::text[], $3::int[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[])
+			AS q(name, allow, perkey, krate, kper, kburst) LEFT JOIN hourglass_queues p ON p.queue = q.name
 	), capped AS MATERIALIZED (
 		SELECT lim.*, greatest(CASE WHEN lim.concurrency > 0 THEN least(lim.allow, lim.concurrency - lim.busy)
 			ELSE lim.allow END, 0) AS cap FROM lim
@@ -100,7 +109,7 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 		SELECT c.* FROM capped
 		CROSS JOIN LATERAL (
 			SELECT f.job_id, f.priority, f.due, f.ready_at, f.round, k.turn FROM (
-				SELECT k0.task_key, k0.turn, b.busy FROM (
+				SELECT k0.task_key, k0.turn, b.busy, kr.avail FROM (
 					SELECT kt.task_key, kt.turn FROM hourglass_key_turns kt WHERE kt.queue = capped.name
 					UNION ALL
 					SELECT DISTINCT g.task_key, 0::bigint FROM (SELECT task_key FROM hourglass_tasks
@@ -111,10 +120,14 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 				CROSS JOIN LATERAL (SELECT CASE WHEN capped.perkey > 0 THEN (SELECT count(*) FROM (SELECT 1 FROM hourglass_tasks r
 					WHERE r.queue = capped.name AND r.task_key = k0.task_key AND r.state = 2 LIMIT capped.perkey) c)
 					ELSE 0 END AS busy) b
-				WHERE capped.keyed AND capped.running AND (capped.perkey = 0 OR b.busy < capped.perkey) AND EXISTS (SELECT 1 FROM hourglass_tasks e
+				CROSS JOIN LATERAL (SELECT CASE WHEN capped.krate = 0 THEN capped.cap ELSE coalesce((SELECT floor(least(capped.kburst::float8,
+						kb.tokens + greatest($8 - kb.tokens_at, 0)::float8 / (capped.kper::float8 / capped.krate::float8)))::bigint
+					FROM hourglass_key_buckets kb WHERE kb.queue = capped.name AND kb.task_key = k0.task_key), capped.kburst) END AS avail) kr
+				CROSS JOIN LATERAL (SELECT e.priority FROM hourglass_tasks e
 					WHERE e.queue = capped.name AND e.task_key = k0.task_key AND e.state = 1 AND e.fire_at IS NULL
-					ORDER BY e.priority, e.due, e.job_id OFFSET 0)
-				ORDER BY k0.turn
+					ORDER BY e.priority, e.due, e.job_id LIMIT 1) fp
+				WHERE capped.keyed AND capped.running AND (capped.perkey = 0 OR b.busy < capped.perkey) AND kr.avail >= 1
+				ORDER BY fp.priority, k0.turn
 				LIMIT capped.cap
 			) k
 			CROSS JOIN LATERAL (
@@ -122,7 +135,7 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 					SELECT job_id, priority, due, ready_at FROM hourglass_tasks
 					WHERE queue = capped.name AND task_key = k.task_key AND state = 1 AND fire_at IS NULL
 					ORDER BY priority, due, job_id
-					LIMIT CASE WHEN capped.perkey > 0 THEN least(capped.cap, capped.perkey - k.busy) ELSE capped.cap END
+					LIMIT least(k.avail, CASE WHEN capped.perkey > 0 THEN least(capped.cap, capped.perkey - k.busy) ELSE capped.cap END)
 					FOR UPDATE SKIP LOCKED
 				) x
 			) f
@@ -141,12 +154,62 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 		RETURNING ` + returnTask + `, now.ns, ordered.ready_at
 	), turned AS (
 		` + sqlTurn + `
+	), spent AS (
+		` + sqlKeySpend + `
+	), swept AS (
+		` + sqlKeySweep + `
 	)
 	SELECT *, NULL::bigint FROM taken
 	UNION ALL
 	SELECT 0::bigint, lim.name, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
 		0::bigint, '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, '', '', '', '', 0::bigint, NULL::bigint, 0::bigint
 	FROM lim WHERE lim.concurrency > 0 AND lim.busy >= lim.concurrency`
+
+// sqlKeySpend, a part of sqlReserveLimited, takes from the bucket of each
+// key of a queue with a per-key rate (lim.krate > 0) as many tokens as it
+// took tasks, refilled to the reservations' time (now.ns, the leases'
+// start, as takeLimited takes the queue's bucket; the tokens were
+// counted at the lock's clock, $8, no later) as service.Bucket.Take
+// does, in the same floating-point steps, and writes it with the times
+// it has a token and is full again.
+const sqlKeySpend = `INSERT INTO hourglass_key_buckets AS kb (queue, task_key, tokens, tokens_at, full_at, next_at)
+		SELECT s.queue, s.task_key, s.tokens, s.at,
+			s.at + ceil((s.kburst - s.tokens) * (s.kper::float8 / s.krate::float8))::bigint,
+			CASE WHEN s.tokens < 1 THEN s.at + ceil((1 - s.tokens) * (s.kper::float8 / s.krate::float8))::bigint END
+		FROM (SELECT n.queue, n.task_key, lim.krate, lim.kper, lim.kburst, greatest(now.ns, coalesce(o.tokens_at, 0)) AS at,
+				coalesce(least(lim.kburst::float8, o.tokens + greatest(now.ns - o.tokens_at, 0)::float8 / (lim.kper::float8 / lim.krate::float8)),
+					lim.kburst::float8) - n.took AS tokens
+			FROM (SELECT queue, task_key, count(*) AS took FROM taken GROUP BY queue, task_key) n
+			CROSS JOIN now
+			JOIN lim ON lim.name = n.queue AND lim.krate > 0
+			LEFT JOIN hourglass_key_buckets o ON o.queue = n.queue AND o.task_key = n.task_key) s
+		ON CONFLICT (queue, task_key) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at,
+			full_at = excluded.full_at, next_at = excluded.next_at`
+
+// sqlKeySweep, a part of sqlReserveLimited, deletes the buckets of the
+// queues with a per-key rate that are full at $8, soonest first, up to
+// $2 (the reserve's max, the most buckets sqlKeySpend may write) and 64
+// more, so that the rows stay bounded by the keys handed a task within a
+// refill; a key taken from in the statement keeps its row (sqlKeySpend
+// writes it).
+const sqlKeySweep = `DELETE FROM hourglass_key_buckets d WHERE (d.queue, d.task_key) IN (
+		SELECT x.queue, x.task_key FROM lim CROSS JOIN LATERAL (SELECT kb.queue, kb.task_key FROM hourglass_key_buckets kb
+			WHERE kb.queue = lim.name AND kb.full_at <= $8 ORDER BY kb.full_at LIMIT $2 + 64) x
+		WHERE lim.krate > 0)
+		AND NOT EXISTS (SELECT 1 FROM taken WHERE taken.queue = d.queue AND taken.task_key = d.task_key)`
+
+// sqlKeyNext returns, of the queues $1 with a per-key rate, the first
+// time after $2 a key that has a ready task and no whole token left gets
+// one (NULL: none): a reserve that took nothing waits that long at most.
+// It walks each queue's spent keys by next_at (016's index), so it reads
+// only the spent keys without a ready task that come first, not every
+// bucket.
+const sqlKeyNext = `SELECT min(n.next_at) FROM unnest($1::text[]) AS q(name)
+	CROSS JOIN LATERAL (SELECT kb.next_at FROM hourglass_key_buckets kb
+		WHERE kb.queue = q.name AND kb.next_at > $2
+			AND EXISTS (SELECT 1 FROM hourglass_tasks e WHERE e.queue = kb.queue AND e.task_key = kb.task_key
+				AND e.state = 1 AND e.fire_at IS NULL ORDER BY e.priority, e.due, e.job_id OFFSET 0)
+		ORDER BY kb.next_at LIMIT 1) n`
 
 // sqlHeldBack returns those of the queues $1 (concurrency limits $2) that
 // have a ready task, and whether each is full: as many tasks reserved as
@@ -200,6 +263,30 @@ func heldBack(ctx context.Context, tx pgx.Tx, qs []*limitedQueue, dbNow int64, t
 	return out, rows.Err()
 }
 
+// keyNext tells soon how long until the next token of a key of qs that
+// has ready tasks and no whole token of its queue's per-key rate at
+// dbNow, when one has (sqlKeyNext): the wait of a reserve that took
+// nothing. One statement, none without a per-key rate.
+func keyNext(ctx context.Context, tx pgx.Tx, qs []*limitedQueue, dbNow int64, soon func(time.Duration)) error {
+	var names []string
+	for _, q := range qs {
+		if k := q.policy.PerKey; k != nil && k.Rate != nil && q.paused <= dbNow {
+			names = append(names, q.name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	var next *int64
+	if err := tx.QueryRow(ctx, sqlKeyNext, names, dbNow).Scan(&next); err != nil {
+		return err
+	}
+	if next != nil {
+		soon(time.Duration(*next-dbNow) + time.Millisecond)
+	}
+	return nil
+}
+
 // limitedQueue is a limited queue's row as sqlLockLimited reads it.
 type limitedQueue struct {
 	name   string
@@ -244,6 +331,7 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 		}
 		var names []string
 		var allows, perKeys []int32
+		var kRates, kPers, kBursts []int64
 		soon := func(d time.Duration) {
 			if retry == 0 || d < retry {
 				retry = d
@@ -266,10 +354,18 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			if allow > 0 {
 				names, allows = append(names, q.name), append(allows, int32(allow))
 				perKey := 0
+				var kr task.Rate
 				if k := q.policy.PerKey; k != nil {
 					perKey = k.Concurrency
+					if k.Rate != nil {
+						kr = *k.Rate
+						if kr.Burst == 0 {
+							kr.Burst = kr.Limit
+						}
+					}
 				}
 				perKeys = append(perKeys, int32(perKey))
+				kRates, kPers, kBursts = append(kRates, int64(kr.Limit)), append(kPers, int64(kr.Per)), append(kBursts, int64(kr.Burst))
 			}
 		}
 		// The queues without limits among them (a reserve over several,
@@ -283,13 +379,14 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 		for _, name := range queues {
 			if !locked[name] {
 				names, allows, perKeys = append(names, name), append(allows, int32(max)), append(perKeys, 0)
+				kRates, kPers, kBursts = append(kRates, 0), append(kPers, 0), append(kBursts, 0)
 			}
 		}
 		if len(names) == 0 {
 			throttled, err = heldBack(ctx, tx, qs, dbNow, nil)
 			return err
 		}
-		rows, err = tx.Query(ctx, sqlReserveLimited, names, max, allows, perKeys)
+		rows, err = tx.Query(ctx, sqlReserveLimited, names, max, allows, perKeys, kRates, kPers, kBursts, dbNow)
 		if err != nil {
 			return err
 		}
@@ -324,7 +421,7 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			}
 		}
 		if len(got) == 0 {
-			return nil
+			return keyNext(ctx, tx, qs, dbNow, soon)
 		}
 		dbNow = now
 		var bq []string

@@ -178,8 +178,15 @@ func policyArgs(p task.Policy) []any {
 // sqlSetPolicy writes queue $1's policy ($2 to $18, in the order of
 // policyColumns), creating its row if it has none; the pause is kept. A
 // new rate starts with a full bucket (tokens_at 0: service.Bucket), as on
-// the embedded engine; the same rate keeps its tokens.
-const sqlSetPolicy = `INSERT INTO hourglass_queues AS q (queue, ` + policyColumns + `)
+// the embedded engine; the same rate keeps its tokens. A new per-key rate
+// likewise starts every key with a full bucket: the queue's rows of
+// hourglass_key_buckets (016) are deleted.
+const sqlSetPolicy = `WITH refilled AS (
+		DELETE FROM hourglass_key_buckets kb WHERE kb.queue = $1 AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
+			WHERE p.queue = $1 AND (p.per_key_rate_limit, p.per_key_rate_per, p.per_key_rate_burst) IS NOT DISTINCT FROM
+				($16::bigint, $17::bigint, $18::bigint))
+	)
+	INSERT INTO hourglass_queues AS q (queue, ` + policyColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 	ON CONFLICT (queue) DO UPDATE SET
 		tokens_at = CASE WHEN (q.rate_limit, q.rate_per, q.rate_burst) IS NOT DISTINCT FROM
@@ -229,7 +236,8 @@ func (n *Node) DeletePolicy(ctx context.Context, queue string) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
-	_, err := n.db.Exec(ctx, `UPDATE hourglass_queues SET retry_initial = NULL, retry_max = 0,
+	_, err := n.db.Exec(ctx, `WITH refilled AS (DELETE FROM hourglass_key_buckets WHERE queue = $1)
+		UPDATE hourglass_queues SET retry_initial = NULL, retry_max = 0,
 			retry_multiplier = 0, retry_jitter = 0, max_attempts = 0, ttr = 0, rate_limit = NULL,
 			rate_per = 0, rate_burst = 0, concurrency = 0, dead_letter = '', push = NULL, dedupe = 0, tokens = 0, tokens_at = 0,
 			per_key_concurrency = 0, per_key_rate_limit = NULL, per_key_rate_per = 0, per_key_rate_burst = 0

@@ -382,7 +382,8 @@ func TestPolicyPerKey(t *testing.T) {
 		{`{"per_key":{"concurrency":0}}`, "policy: per_key.concurrency 0: give at least 1"},
 		{`{"per_key":{}}`, "policy: per_key without a limit"},
 		{`{"per_key":{"concurrency":1000001}}`, "policy: per_key.concurrency 1000001 out of range"},
-		{`{"per_key":{"concurrency":1,"rate":{"limit":1,"per":"1s"}}}`, "policy: per_key.rate is not supported yet"},
+		{`{"per_key":{"concurrency":1,"rate":{"limit":0,"per":"1s"}}}`, "policy: per_key.rate.limit 0 out of range"},
+		{`{"per_key":{"rate":{"limit":1,"per":"0s"}}}`, "policy: per_key.rate.per 0s out of range"},
 		{`{"per_key":{"colour":1}}`, `unknown field "colour"`},
 	} {
 		w := do(s, "PUT", "/v1/queues/q/policy", tc.body)

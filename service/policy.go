@@ -30,6 +30,14 @@ import (
 //     reservations that took its tokens, the cluster one per queue in a
 //     row, read and written under a row lock by each reserve. On both a
 //     restart keeps the tokens; a new rate starts with a full bucket.
+//     A per-key rate (PerKey.Rate) is a Bucket per key, kept only while
+//     it is not full (a full bucket is the same as none): the embedded
+//     engine's in memory, written into the queue's record when it closes
+//     (broker/keyrate.go), so that a clean restart keeps them and a crash
+//     lets at most one burst per key more through; the cluster's in a
+//     row per key under the queue's row lock (cluster/limits.go), which
+//     every restart keeps. A key without a token leaves the turn order until
+//     its next token; the queue-wide limits hold beside it.
 //
 // The defaults stop a failing task from coming back at once, forever:
 // without them a nack without a delay, or a push answered 500, handed
@@ -93,11 +101,6 @@ func CheckPolicy(queue string, p task.Policy) error {
 		}
 		if k.Concurrency < 0 || k.Concurrency > task.MaxConcurrency {
 			return bad("per_key.concurrency %d out of range 0..%d", k.Concurrency, task.MaxConcurrency)
-		}
-		if k.Rate != nil {
-			// Both engines hold per_key.concurrency; a rate per key is
-			// refused rather than recorded and not applied.
-			return bad("per_key.rate is not supported yet: give per_key.concurrency")
 		}
 		if k.Concurrency == 0 && k.Rate == nil {
 			return bad("per_key without a limit: give per_key.concurrency or per_key.rate, or leave per_key out")

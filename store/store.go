@@ -150,6 +150,19 @@ type Queue struct {
 	// not refill the bucket.
 	Tokens   float64
 	TokensAt int64
+	// KeyBuckets are the buckets of Policy.PerKey.Rate that were not
+	// full, written by the broker when it closes (and only then: a crash
+	// refills them), so that a restart does not let a burst of every key
+	// through. nil: none (every key's bucket full).
+	KeyBuckets []KeyBucket
+}
+
+// KeyBucket is one key's bucket of a per-key rate (service.Bucket):
+// Tokens left at At, Unix ns.
+type KeyBucket struct {
+	Key    string
+	Tokens float64
+	At     int64
 }
 
 // Attempt is the record of one ended attempt of a task (task.Attempt),

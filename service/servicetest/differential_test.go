@@ -32,9 +32,10 @@ import (
 // attempts, max attempts, last error and whether it carries a lease
 // (job ids, times and lease tokens are each engine's own); an error by
 // the sentinel it wraps. The operations are puts (ready, or delayed an
-// hour, some replacing), reserves (wait 0), acks, nacks, releases,
+// hour, some replacing; of the keys diffKeys), reserves (wait 0), acks, nacks, releases,
 // buries and touches with a held lease or a stale one, gets, deletes,
-// cancels, kicks, policies (max attempts, a dead-letter queue) and their
+// cancels, kicks, policies (max attempts, a dead-letter queue, limits of
+// the queue and per key) and their
 // deletion, batches of puts and of acks, reserves over several queues,
 // kicks and deletes of a queue's dead tasks, attempts, the history,
 // dedupe windows (q1's from the start, any queue's by a policy),
@@ -176,6 +177,28 @@ var diffRetry = &task.Retry{}
 // engines (the embedded engine's lease wheel, a cluster node's sweep).
 const diffTTR = time.Hour
 
+// diffKeys are the keys of the tasks TestDifferential puts: "" (as over
+// beanstalkd's protocol) and two others, so that reserves take turns
+// across keys and per-key limits apply.
+var diffKeys = []string{"", "k1", "k2"}
+
+// key draws the key of a put.
+func (d *differ) key() string { return diffKeys[d.rng.IntN(len(diffKeys))] }
+
+// keyPriority is the priority of the tasks of key put into queue: each
+// (queue, key) its own, kept when a task moves to the dead-letter queue
+// and when beanstalkd's commands release or bury it. So no two keys'
+// tasks tie on priority in a queue, nor a queue's with another's in a
+// reserve over several (which leaves dl out, where tasks of q1 and q2
+// come), and the order of turns across keys, in which the engines
+// differ, never decides: a key whose ready tasks ran out and came back
+// takes a new turn on the embedded engine (broker/fair.go's lanes),
+// behind every other key, and keeps its row's turn on a cluster
+// (hourglass_key_turns). Within a key, delivery order decides on both.
+func keyPriority(queue, key string) uint32 {
+	return uint32(3*slices.Index(diffQueues, queue) + slices.Index(diffKeys, key))
+}
+
 // step runs one random operation on both engines and compares.
 func (d *differ) step(ctx context.Context, i int) {
 	q := diffQueues[d.rng.IntN(2)] // q1 or q2; dl only by dead-lettering
@@ -188,8 +211,9 @@ func (d *differ) step(ctx context.Context, i int) {
 	var op func(e int, s service.Service) string
 	switch k := d.rng.IntN(35); {
 	case k < 5:
-		r := task.PutRequest{ID: id, Payload: fmt.Appendf(nil, `{"n":%d}`, i), Priority: uint32(d.rng.IntN(3)),
-			MaxAttempts: d.rng.IntN(4), Replace: d.rng.IntN(3) == 0, TTR: diffTTR}
+		r := task.PutRequest{ID: id, Payload: fmt.Appendf(nil, `{"n":%d}`, i),
+			MaxAttempts: d.rng.IntN(4), Replace: d.rng.IntN(3) == 0, TTR: diffTTR, Key: d.key()}
+		r.Priority = keyPriority(q, r.Key)
 		if d.rng.IntN(4) == 0 {
 			r.Delay = time.Hour
 		}
@@ -267,10 +291,15 @@ func (d *differ) step(ctx context.Context, i int) {
 		if d.rng.IntN(2) == 0 {
 			p.Dedupe = time.Hour
 		}
-		// Per key: the tasks here have the key "" (keys would compare
-		// the engines' peeks across keys, which differ).
-		if d.rng.IntN(3) == 0 {
+		// Per key: a concurrency, a rate (one an hour after its burst,
+		// as the queue's), or both.
+		switch d.rng.IntN(6) {
+		case 0:
 			p.PerKey = &task.PerKey{Concurrency: 1 + d.rng.IntN(2)}
+		case 1:
+			p.PerKey = &task.PerKey{Rate: &task.Rate{Limit: 1, Per: time.Hour, Burst: 1 + d.rng.IntN(2)}}
+		case 2:
+			p.PerKey = &task.PerKey{Concurrency: 1 + d.rng.IntN(2), Rate: &task.Rate{Limit: 1, Per: time.Hour, Burst: 1 + d.rng.IntN(3)}}
 		}
 		name = fmt.Sprintf("set policy %s %s", q, policyText(p))
 		op = func(e int, s service.Service) string {
@@ -287,7 +316,9 @@ func (d *differ) step(ctx context.Context, i int) {
 	case k < 21:
 		var rs []task.PutRequest
 		for j := range 1 + d.rng.IntN(4) {
-			rs = append(rs, task.PutRequest{ID: string(rune('a' + d.rng.IntN(6))), Payload: fmt.Appendf(nil, `[%d,%d]`, i, j), TTR: diffTTR})
+			key := d.key()
+			rs = append(rs, task.PutRequest{ID: string(rune('a' + d.rng.IntN(6))), Payload: fmt.Appendf(nil, `[%d,%d]`, i, j), TTR: diffTTR,
+				Key: key, Priority: keyPriority(q, key)})
 		}
 		if d.rng.IntN(4) == 0 {
 			rs[0].ID = "bad id" // answered in place
@@ -322,7 +353,7 @@ func (d *differ) step(ctx context.Context, i int) {
 			return fmt.Sprintf("%v %s", out, kind(err))
 		}
 	case k < 23:
-		qs := []string{"q2", "q1", "dl"}[:1+d.rng.IntN(3)]
+		qs := []string{"q2", "q1"}[:1+d.rng.IntN(2)] // not dl: keyPriority
 		max := 1 + d.rng.IntN(4)
 		name = fmt.Sprintf("reserve queues %v max %d", qs, max)
 		op = func(e int, s service.Service) string {
@@ -380,14 +411,13 @@ func (d *differ) step(ctx context.Context, i int) {
 	case k < 33:
 		// beanstalkd's commands, by the job id each engine gave key.
 		verb := []string{"delete", "release", "bury", "touch", "kick", "reserve"}[d.rng.IntN(6)]
-		prio := uint32(d.rng.IntN(3))
-		name = fmt.Sprintf("%s-job %s prio %d", verb, key, prio)
+		name = fmt.Sprintf("%s-job %s (its own prio: keyPriority)", verb, key)
 		op = func(e int, s service.Service) string {
 			tk, err := s.Get(q, id)
 			if err != nil {
 				return "no job: " + kind(err)
 			}
-			job, lease := tk.JobID, d.leases[e][key]
+			job, lease, prio := tk.JobID, d.leases[e][key], tk.Priority
 			switch verb {
 			case "delete":
 				err = s.DeleteJob(ctx, job, lease)
@@ -620,8 +650,8 @@ func show(t task.Task) string {
 	if t.State == task.Done { // a put deduped: the task that finished
 		return fmt.Sprintf("{%s/%s %s outcome=%s attempts=%d err=%q}", t.Queue, t.ID, t.State, t.Outcome, t.Attempts, t.LastError)
 	}
-	return fmt.Sprintf("{%s/%s %s payload=%s prio=%d attempts=%d/%d err=%q leased=%v}",
-		t.Queue, t.ID, t.State, t.Payload, t.Priority, t.Attempts, t.MaxAttempts, t.LastError, t.Lease != "")
+	return fmt.Sprintf("{%s/%s key=%q %s payload=%s prio=%d attempts=%d/%d err=%q leased=%v}",
+		t.Queue, t.ID, t.Key, t.State, t.Payload, t.Priority, t.Attempts, t.MaxAttempts, t.LastError, t.Lease != "")
 }
 
 // kind names the sentinel err wraps, or its text.

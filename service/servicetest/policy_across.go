@@ -27,6 +27,7 @@ func RunPoliciesAcross(t *testing.T, open func(t *testing.T) (a, b service.Servi
 	t.Run("rate", func(t *testing.T) { rateAcross(t, a, b) })
 	t.Run("cancel", func(t *testing.T) { cancelAcross(t, a, b) })
 	t.Run("per-key-concurrency", func(t *testing.T) { perKeyAcross(t, a, b) })
+	t.Run("per-key-rate", func(t *testing.T) { perKeyRateAcross(t, a, b) })
 }
 
 // policyAcross: a policy set through a is b's, and deleted through b is

@@ -303,6 +303,7 @@ func copyQueue(q store.Queue) store.Queue {
 		c := *r
 		q.Policy.Rate = &c
 	}
+	q.KeyBuckets = slices.Clone(q.KeyBuckets)
 	return q
 }
 

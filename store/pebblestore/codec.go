@@ -401,6 +401,9 @@ func decodeSchedule(body []byte, s *store.Schedule) error {
 //	           1 and Rate's Limit, Per (ns), Burst (varints), or 0
 //	       't' TokensAt (varint Unix ns), then Tokens (8 bytes: float64
 //	           bits), present when TokensAt is not 0
+//	       'r' KeyBuckets, present when not empty: their number
+//	           (uvarint), then each one's Key (string), At (varint Unix
+//	           ns) and Tokens (8 bytes: float64 bits)
 //
 // Varints are signed (zig-zag, binary.AppendVarint), so that every value
 // of the fields reads back as written, including those service.CheckPolicy
@@ -435,7 +438,7 @@ func appendQueue(dst []byte, q *store.Queue) []byte {
 	}
 	dst = binary.AppendVarint(dst, int64(p.Concurrency))
 	dst = appendString(dst, p.DeadLetter)
-	dst = appendPush(dst, p.Push, p.Dedupe != 0 || p.PerKey != nil || q.TokensAt != 0)
+	dst = appendPush(dst, p.Push, p.Dedupe != 0 || p.PerKey != nil || q.TokensAt != 0 || len(q.KeyBuckets) > 0)
 	if p.Dedupe != 0 {
 		dst = append(dst, trailerDedupe)
 		dst = binary.AppendVarint(dst, int64(p.Dedupe))
@@ -457,14 +460,24 @@ func appendQueue(dst []byte, q *store.Queue) []byte {
 		dst = binary.AppendVarint(dst, q.TokensAt)
 		dst = le.AppendUint64(dst, math.Float64bits(q.Tokens))
 	}
+	if len(q.KeyBuckets) > 0 {
+		dst = append(dst, trailerKeyBuckets)
+		dst = binary.AppendUvarint(dst, uint64(len(q.KeyBuckets)))
+		for _, k := range q.KeyBuckets {
+			dst = appendString(dst, k.Key)
+			dst = binary.AppendVarint(dst, k.At)
+			dst = le.AppendUint64(dst, math.Float64bits(k.Tokens))
+		}
+	}
 	return dst
 }
 
 // The tags of a queue record's trailers, in the order they are written.
 const (
-	trailerDedupe = 'd' // Policy.Dedupe
-	trailerPerKey = 'k' // Policy.PerKey
-	trailerTokens = 't' // the rate limit's bucket: TokensAt, Tokens
+	trailerDedupe     = 'd' // Policy.Dedupe
+	trailerPerKey     = 'k' // Policy.PerKey
+	trailerTokens     = 't' // the rate limit's bucket: TokensAt, Tokens
+	trailerKeyBuckets = 'r' // the per-key rate's buckets not full
 )
 
 // appendPush appends the push group of a queue record: its presence byte
@@ -537,6 +550,25 @@ func decodeQueue(body []byte, q *store.Queue) error {
 		}
 	} else {
 		q.TokensAt, q.Tokens = 0, 0
+	}
+	q.KeyBuckets = nil
+	if d.err == nil && len(d.b) > 0 && d.b[0] == trailerKeyBuckets {
+		d.b = d.b[1:]
+		n, k := binary.Uvarint(d.b)
+		switch {
+		case k <= 0 || n == 0:
+			d.err = errors.New("a key buckets trailer without buckets") // written only when set
+		case n > uint64(len(d.b)):
+			d.err = errors.New("more key buckets than bytes")
+		default:
+			d.b = d.b[k:]
+			q.KeyBuckets = make([]store.KeyBucket, 0, n)
+			for range n {
+				kb := store.KeyBucket{Key: d.string(), At: d.varint()}
+				kb.Tokens = math.Float64frombits(d.uint64())
+				q.KeyBuckets = append(q.KeyBuckets, kb)
+			}
+		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.err = fmt.Errorf("%d bytes after the record", len(d.b))

@@ -235,3 +235,40 @@ func TestDecodeQueue_Tokens(t *testing.T) {
 		t.Errorf("decodeQueue of a bucket trailer at time 0: no error")
 	}
 }
+
+// TestDecodeQueue_KeyBuckets: the per-key rate's buckets are a trailer
+// after the bucket's: a record without it is the record written before
+// it came, byte for byte, and reads with none; one with it, with or
+// without the trailers before it, reads back whole; one cut short, or
+// with a count of 0, is refused.
+func TestDecodeQueue_KeyBuckets(t *testing.T) {
+	perKey := task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: time.Hour, Burst: 2}}}
+	keys := []store.KeyBucket{{Key: "tenant-42", Tokens: 0.5, At: 1 << 60}, {Key: "", Tokens: 1, At: 7}}
+	old := appendQueue(nil, &store.Queue{Policy: perKey, Tokens: 1, TokensAt: 5})
+	for _, q := range []store.Queue{
+		{Policy: perKey, KeyBuckets: keys},
+		{Policy: perKey, Tokens: 1, TokensAt: 5, KeyBuckets: keys[:1]},
+		{Policy: task.Policy{PerKey: perKey.PerKey, Dedupe: time.Minute, Push: &task.Push{URL: "http://127.0.0.1:9/"}}, KeyBuckets: keys},
+	} {
+		body := appendQueue(nil, &q)
+		var got store.Queue
+		if err := decodeQueue(body, &got); err != nil || !reflect.DeepEqual(got, q) {
+			t.Errorf("decodeQueue(appendQueue(%+v)) = %+v, %v", q, got, err)
+		}
+		for cut := 1; cut <= 9; cut++ {
+			if err := decodeQueue(body[:len(body)-cut], &got); err == nil {
+				t.Errorf("decodeQueue of %+v cut %d bytes short: no error", q, cut)
+			}
+		}
+		if q.TokensAt == 5 && !bytes.HasPrefix(body, old) {
+			t.Errorf("the key buckets' trailer is not after the record without it: %x, %x", body, old)
+		}
+	}
+	got := store.Queue{KeyBuckets: keys}
+	if err := decodeQueue(old, &got); err != nil || got.KeyBuckets != nil {
+		t.Errorf("decodeQueue(record without key buckets) = %+v, %v; want none", got, err)
+	}
+	if err := decodeQueue(append(append([]byte{}, old...), trailerKeyBuckets, 0), &got); err == nil {
+		t.Errorf("decodeQueue of a key buckets trailer of 0 buckets: no error")
+	}
+}
