@@ -28,12 +28,17 @@ type Cluster struct {
 	stmts *statements
 	// killed is the node Cut took out of the load, -1 for none.
 	killed int
+	// straggle is how long a due stream waits for its tasks after the
+	// last is due or put (default: straggle); beforePut, if set, runs
+	// before each put of a stream. Both for tests.
+	straggle  time.Duration
+	beforePut func()
 }
 
 // Start opens nodes nodes (named bench-0, bench-1, ...) on the database
 // at url, with pools sized for clients concurrent callers in all.
 func Start(ctx context.Context, url string, nodes, clients int, log *slog.Logger) (*Cluster, error) {
-	c := &Cluster{stmts: &statements{}, killed: -1}
+	c := &Cluster{stmts: &statements{}, killed: -1, straggle: straggle}
 	admin, err := pgxpool.New(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("hourglass: clusterbench: %w", err)
