@@ -3,6 +3,7 @@ package clusterbench
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -257,11 +258,12 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// stragglers describes the tasks of st due from since on that it did not
-// deliver, as the database holds them after the stream: how many in each
-// state (1 waiting, 2 reserved), with or without a timer, by the owner of
-// their partition, and the first few in full, each with when its put
-// returned. A run that missed tasks says so what became of them.
+// stragglers describes the tasks of st due from since on (the zero time:
+// all) that it did not deliver, as the database holds them after the
+// stream: how many in each state (1 waiting, 2 reserved), with or without
+// a timer, by the owner of their partition, and the first few in full,
+// each with when its put returned. A run that missed tasks says so what
+// became of them.
 func (c *Cluster) stragglers(ctx context.Context, queue string, st streamed, since time.Time) string {
 	got := make(map[string]bool, len(st.samples))
 	for _, s := range st.samples {
@@ -271,10 +273,14 @@ func (c *Cluster) stragglers(ctx context.Context, queue string, st streamed, sin
 	for i, d := range st.dues {
 		putAt[d.UnixNano()] = st.puts[i]
 	}
+	from := int64(math.MinInt64) // the zero time's UnixNano is undefined
+	if !since.IsZero() {
+		from = since.UnixNano()
+	}
 	rows, err := c.admin.Query(ctx, `SELECT t.id, t.job_id, t.state, t.partition, coalesce(p.owner, ''), p.epoch,
 			t.due, t.fire_at, t.attempts, hourglass_now()
 		FROM hourglass_tasks t JOIN hourglass_partitions p ON p.partition = t.partition
-		WHERE t.queue = $1 AND t.due >= $2 ORDER BY t.due, t.job_id`, queue, since.UnixNano())
+		WHERE t.queue = $1 AND t.due >= $2 ORDER BY t.due, t.job_id`, queue, from)
 	if err != nil {
 		return fmt.Sprintf("(reading them: %v)", err)
 	}
