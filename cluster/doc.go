@@ -42,8 +42,10 @@
 // acting at the old one.
 //
 // A node also wakes at the moment the first lease held by another node
-// runs out, so a dead node's partitions are taken over within about one
-// Lease of its last renewal; a joining or leaving node notifies the others
+// runs out, and the first heartbeat of another node (a node that died
+// between its heartbeat and its renewal counts as live until then), so a
+// dead node's partitions are taken over within about one Lease of its
+// last renewal; a joining or leaving node notifies the others
 // (channel hourglass_members), who rebalance at once rather than at their
 // next tick: a join settles within a few ticks.
 //

@@ -286,7 +286,7 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	defer m.keep(ctx)()
 
 	// The cluster's state: every partition, and the live nodes.
-	all, live, err := m.readPartitions(ctx)
+	all, live, heartbeatEnd, err := m.readPartitions(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -334,9 +334,17 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	}
 
 	// Wake when the first lease held by another node (or by a previous
-	// run of this one) runs out.
+	// run of this one) runs out, or the first heartbeat of another node:
+	// a node that died between its heartbeat and its renewal counts as
+	// live, and keeps its share, until its heartbeat runs out, up to a
+	// third of a lease after its leases (TestTakeover_HeartbeatOutlivesLeases).
+	// A live node's heartbeat is renewed every third of a lease, so it
+	// ends well after the next round: this costs no round.
 	next := time.Hour
 	now = m.clock.now()
+	if heartbeatEnd > now {
+		next = m.clock.until(heartbeatEnd) + 2*time.Millisecond
+	}
 	m.mu.Lock()
 	for _, r := range all {
 		if _, mine := m.owned[r.partition]; r.owner != "" && (r.owner != m.name || !mine) && r.leaseUntil > now {
@@ -347,33 +355,40 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	return next, nil
 }
 
-// readPartitions returns every partition's row and the number of live
-// nodes.
-func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, error) {
+// readPartitions returns every partition's row, the number of live
+// nodes, and when the first heartbeat of the other live nodes runs out
+// (database ns; 0 for none).
+func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, int64, error) {
 	rows, err := m.db.Query(ctx, `SELECT partition, coalesce(owner, ''), epoch,
 			(extract(epoch FROM greatest(lease_until, 'epoch'::timestamptz)) * 1000000000)::bigint
 		FROM hourglass_partitions ORDER BY partition`)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	var all []partitionRow
 	for rows.Next() {
 		var r partitionRow
 		if err := rows.Scan(&r.partition, &r.owner, &r.epoch, &r.leaseUntil); err != nil {
 			rows.Close()
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		all = append(all, r)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	var live int
-	if err := m.db.QueryRow(ctx, `SELECT count(*) FROM hourglass_nodes WHERE alive_until > clock_timestamp()`).Scan(&live); err != nil {
-		return nil, 0, err
+	var heartbeatEnd *int64
+	if err := m.db.QueryRow(ctx, `SELECT count(*),
+			(extract(epoch FROM min(alive_until) FILTER (WHERE name <> $1)) * 1000000000)::bigint
+		FROM hourglass_nodes WHERE alive_until > clock_timestamp()`, m.name).Scan(&live, &heartbeatEnd); err != nil {
+		return nil, 0, 0, err
 	}
-	return all, live, nil
+	if heartbeatEnd == nil {
+		return all, live, 0, nil
+	}
+	return all, live, *heartbeatEnd, nil
 }
 
 // acquire takes up to k partitions that are free or whose lease ran out,

@@ -240,7 +240,10 @@ func addLateness(r *Result, l clusterbench.Lateness) {
 	}
 	r.add("early", unitCount, float64(l.Early))
 	r.add("samples", unitCount, float64(l.Delivered))
+	if l.PutLag > 0 { // a stream of the bench's own putter (not the light row's)
+		r.add("put lag", unitSec, l.PutLag.Seconds())
+	}
 	if missed := l.Due - l.Delivered; missed > 0 {
-		r.Note = fmt.Sprintf("%d of %d tasks not delivered within 10 s of the stream's end", missed, l.Due)
+		r.Note = fmt.Sprintf("%d of %d tasks not delivered within 10 s of the last due time or put: %s", missed, l.Due, l.Stragglers)
 	}
 }

@@ -28,12 +28,27 @@ type Cluster struct {
 	stmts *statements
 	// killed is the node Cut took out of the load, -1 for none.
 	killed int
+	// straggle is how long a due stream waits for its tasks after the
+	// last is due or put (default: straggle); beforePut, if set, runs
+	// before each put of a stream. Both for tests.
+	straggle  time.Duration
+	beforePut func()
 }
+
+// dbTimeout is the bench's nodes' database timeout (cluster.Options.
+// DBTimeout), longer than the default of 5 s. A reserve cut short by the
+// timeout after its statement committed leaves its tasks leased to no one
+// until their TTR (60 s): the node answered "unreachable", which promises
+// nothing. On a machine loaded enough that a reserve waits 5 s (the
+// race detector, CPU hogs beside), that turned 100 tasks at a time into
+// tasks "not delivered" by a due stream, a measure of the timeout rather
+// than of delivery.
+const dbTimeout = 30 * time.Second
 
 // Start opens nodes nodes (named bench-0, bench-1, ...) on the database
 // at url, with pools sized for clients concurrent callers in all.
 func Start(ctx context.Context, url string, nodes, clients int, log *slog.Logger) (*Cluster, error) {
-	c := &Cluster{stmts: &statements{}, killed: -1}
+	c := &Cluster{stmts: &statements{}, killed: -1, straggle: straggle}
 	admin, err := pgxpool.New(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("hourglass: clusterbench: %w", err)
@@ -54,7 +69,7 @@ func Start(ctx context.Context, url string, nodes, clients int, log *slog.Logger
 			return nil, fmt.Errorf("hourglass: clusterbench: %w", err)
 		}
 		c.pools = append(c.pools, pool)
-		n, err := cluster.Open(ctx, pool, cluster.Options{Node: fmt.Sprintf("bench-%d", i), Logger: log})
+		n, err := cluster.Open(ctx, pool, cluster.Options{Node: fmt.Sprintf("bench-%d", i), Logger: log, DBTimeout: dbTimeout})
 		if err != nil {
 			c.Close()
 			return nil, err

@@ -101,7 +101,7 @@ func (c *Cluster) Takeover(ctx context.Context, queue string, rate int, v Victim
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	samples, dues, err := c.stream(ctx, queue, rate, before+cluster.DefaultLease+2*time.Second, nodes, before, kill)
+	st, err := c.stream(ctx, queue, rate, before+cluster.DefaultLease+2*time.Second, nodes, before, kill)
 	if err != nil {
 		return Takeover{}, err
 	}
@@ -112,17 +112,21 @@ func (c *Cluster) Takeover(ctx context.Context, queue string, rate int, v Victim
 		return Takeover{}, errors.New("hourglass: clusterbench: the stream ended before the kill")
 	}
 	var since []sample
-	for _, s := range samples {
+	for _, s := range st.samples {
 		if !s.due.Before(killed) {
 			since = append(since, s)
 		}
 	}
 	due := 0
-	for _, d := range dues {
+	for _, d := range st.dues {
 		if !d.Before(killed) {
 			due++
 		}
 	}
 	res.Lateness = summarise(since, due)
+	res.Lateness.PutLag = st.putLag
+	if res.Lateness.Delivered < due {
+		res.Lateness.Stragglers = c.stragglers(ctx, queue, st, killed)
+	}
 	return res, nil
 }
