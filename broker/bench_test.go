@@ -94,7 +94,7 @@ func BenchmarkBroker_ReserveWatch_1000(b *testing.B) {
 	stop := make(chan struct{})
 	go func() {
 		for {
-			t, ok, err := br.ReserveAny(ctx, names, time.Minute)
+			t, ok, err := svc(br).ReserveAny(ctx, names, time.Minute)
 			if err != nil {
 				close(got)
 				return

@@ -180,14 +180,14 @@ func TestBroker_LeaseExpiryRetriesThenDead(t *testing.T) {
 		if qs, _ := b.Queues(context.Background()); len(qs) != 1 || qs[0].Dead != 1 || qs[0].Ready+qs[0].Delayed+qs[0].Reserved != 0 {
 			t.Fatalf("counts %+v", qs)
 		}
-		if err := b.Kick(ctx, "q", "a"); err != nil {
+		if err := svc(b).Kick(ctx, "q", "a"); err != nil {
 			t.Fatal(err)
 		}
 		again, ok := reserve1(t, b, "q")
 		if !ok || again.Attempts != 3 {
 			t.Fatalf("after kick: %+v %v", again, ok)
 		}
-		if err := b.Kick(ctx, "q", "a"); !errors.Is(err, task.ErrState) {
+		if err := svc(b).Kick(ctx, "q", "a"); !errors.Is(err, task.ErrState) {
 			t.Fatalf("kick of a reserved task: %v", err)
 		}
 	})
@@ -206,7 +206,7 @@ func TestBroker_AckTouchNack(t *testing.T) {
 		if _, ok := reserve1(t, b, "q"); ok {
 			t.Fatal("delivered again within a touched lease")
 		}
-		if _, err := b.Nack(ctx, "q", "a", r.Lease, 2*time.Second, ""); err != nil {
+		if _, err := svc(b).Nack(ctx, "q", "a", r.Lease, 2*time.Second, ""); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := b.Get("q", "a"); got.State != task.Delayed || got.Releases != 1 {
@@ -329,7 +329,7 @@ func TestBroker_Recovery(t *testing.T) {
 		put(t, b, "q", task.PutRequest{ID: "expiring", TTR: 2 * time.Second, Priority: 1})
 		exp, _ := reserve1(t, b, "q")
 		gone := put(t, b, "q", task.PutRequest{ID: "gone"})
-		if err := b.Delete(ctx, "q", "gone"); err != nil {
+		if err := svc(b).Delete(ctx, "q", "gone"); err != nil {
 			t.Fatal(err)
 		}
 		b.Close()

@@ -34,7 +34,7 @@ func TestMoveTask_SurvivesRestart(t *testing.T) {
 			if err != nil || len(r) != 1 {
 				t.Fatal(r, err)
 			}
-			if _, err := b.Nack(ctx, "q", "dead", r[0].Lease, 0, "boom"); err != nil {
+			if _, err := svc(b).Nack(ctx, "q", "dead", r[0].Lease, 0, "boom"); err != nil {
 				t.Fatal(err)
 			}
 			delayed := put(task.PutRequest{ID: "later", Payload: []byte(`"l"`), Delay: time.Hour})

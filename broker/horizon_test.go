@@ -70,7 +70,7 @@ func TestBroker_FarDelaysOnTime(t *testing.T) {
 			t.Fatalf("reserve: %v", ts)
 		}
 		rel := time.Now()
-		if _, err := b.Nack(ctx, "q", "r", ts[0].Lease, 5*time.Minute, ""); err != nil {
+		if _, err := svc(b).Nack(ctx, "q", "r", ts[0].Lease, 5*time.Minute, ""); err != nil {
 			t.Fatal(err)
 		}
 		for ts = nil; len(ts) == 0 && time.Since(rel) < time.Hour; {

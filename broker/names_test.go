@@ -125,7 +125,7 @@ func TestBroker_ScheduleCountsTowardLimit(t *testing.T) {
 	if _, _, err := b.SetSchedule(ctx, spec); !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "too many queues") {
 		t.Fatalf("schedule into a third queue with a limit of 2: %v", err)
 	}
-	if err := b.Delete(ctx, "a", "1"); err != nil {
+	if err := svc(b).Delete(ctx, "a", "1"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := b.SetSchedule(ctx, spec); err != nil {
@@ -162,13 +162,13 @@ func TestBroker_QueueGoesWithWhatItHeld(t *testing.T) {
 
 	put(t, b, "retried", task.PutRequest{ID: "1"})
 	tk, _ := reserve1(t, b, "retried")
-	if _, err := b.Nack(ctx, "retried", "1", tk.Lease, 0, "again"); err != nil {
+	if _, err := svc(b).Nack(ctx, "retried", "1", tk.Lease, 0, "again"); err != nil {
 		t.Fatal(err)
 	}
 	if n := series(t, reg, "hourglass_task_retries_total", "retried"); n != 1 {
 		t.Fatalf("retries series of the queue: %d, want 1", n)
 	}
-	if err := b.Delete(ctx, "retried", "1"); err != nil {
+	if err := svc(b).Delete(ctx, "retried", "1"); err != nil {
 		t.Fatal(err)
 	}
 	if n := series(t, reg, "hourglass_task_retries_total", "retried"); n != 0 {
@@ -206,7 +206,7 @@ func series(t *testing.T, reg *prometheus.Registry, name, queue string) (n int) 
 // fails, naming a new queue, leaves no queue behind.
 func TestBroker_NothingMadeByEmptyOps(t *testing.T) {
 	b := openLimited(t, 10, nil)
-	if n, err := b.KickQueue(ctx, "kicked", 5); err != nil || n != 0 {
+	if n, err := svc(b).KickQueue(ctx, "kicked", 5); err != nil || n != 0 {
 		t.Errorf("kick of a new queue: %d, %v", n, err)
 	}
 	if err := b.PauseQueue(ctx, "unpaused", 0); err != nil {

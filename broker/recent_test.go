@@ -120,13 +120,13 @@ func TestRecent_Model(t *testing.T) {
 				switch r.IntN(4) {
 				case 0:
 					what = "release " + id
-					_, err = b.Release(ctx, "q", id, lease, time.Duration(r.IntN(20))*time.Millisecond)
+					_, err = svc(b).Release(ctx, "q", id, lease, time.Duration(r.IntN(20))*time.Millisecond)
 				case 1:
 					what = "nack " + id
-					_, err = b.Nack(ctx, "q", id, lease, 0, "no")
+					_, err = svc(b).Nack(ctx, "q", id, lease, 0, "no")
 				case 2:
 					what = "bury " + id
-					_, err = b.Bury(ctx, "q", id, lease, "buried")
+					_, err = svc(b).Bury(ctx, "q", id, lease, "buried")
 				default:
 					what = "touch " + id
 					held[id] = lease
@@ -142,10 +142,10 @@ func TestRecent_Model(t *testing.T) {
 				i := r.IntN(len(ids))
 				if r.IntN(2) == 0 {
 					what = "kick " + ids[i]
-					err = b.Kick(ctx, "q", ids[i])
+					err = svc(b).Kick(ctx, "q", ids[i])
 				} else {
 					what = "kick job of " + ids[i] // a delayed one too
-					err = b.KickJob(ctx, jobs[i])
+					err = svc(b).KickJob(ctx, jobs[i])
 				}
 				if err != nil && !isNotFoundOrState(err) {
 					t.Fatalf("%s: %v", what, err)
@@ -156,7 +156,7 @@ func TestRecent_Model(t *testing.T) {
 				}
 				id := ids[r.IntN(len(ids))]
 				what = "delete " + id
-				if err := b.Delete(ctx, "q", id); err != nil && !isNotFoundOrState(err) {
+				if err := svc(b).Delete(ctx, "q", id); err != nil && !isNotFoundOrState(err) {
 					t.Fatalf("%s: %v", what, err)
 				}
 				delete(held, id)

@@ -38,18 +38,6 @@ func (b *Broker) ReserveQueues(ctx context.Context, queues []string, max int, wa
 	return b.reserve(ctx, queues, max, wait)
 }
 
-// ReserveAny reserves one ready task from any of queues, the first in
-// delivery order across them (priority, then due time, then put order),
-// waiting up to wait as Reserve does. ok is false when none came. It is
-// beanstalkd's reserve over a watch list.
-func (b *Broker) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t task.Task, ok bool, err error) {
-	ts, err := b.reserve(ctx, queues, 1, wait)
-	if err != nil || len(ts) == 0 {
-		return task.Task{}, false, err
-	}
-	return ts[0], true, nil
-}
-
 // reserve is Reserve over several queues: service.LongPoll over the
 // broker's look (poller.Look).
 func (b *Broker) reserve(ctx context.Context, names []string, max int, wait time.Duration) ([]task.Task, error) {

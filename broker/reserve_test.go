@@ -32,7 +32,7 @@ func TestReserve_ChangedWhileTaken(t *testing.T) {
 		if err := b.Ack(ctx, "q", "a", "0000000000000000"); !errors.Is(err, task.ErrLease) {
 			t.Errorf("ack while taken: %v, want ErrLease", err)
 		}
-		if err := b.Delete(ctx, "q", "a"); err != nil {
+		if err := svc(b).Delete(ctx, "q", "a"); err != nil {
 			t.Errorf("delete while taken: %v", err)
 		}
 		if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: "c", Payload: []byte("c2"), Replace: true}); err != nil {

@@ -68,7 +68,7 @@ func TestHistory_Attempts(t *testing.T) {
 		t.Fatalf("attempts of a task never reserved: %+v", as)
 	}
 	r := reserveOne(t, a, "q", time.Second)
-	if _, err := a.Nack(ctx, "q", "x", r.Lease, 0, "boom"); err != nil {
+	if _, err := svc(a).Nack(ctx, "q", "x", r.Lease, 0, "boom"); err != nil {
 		t.Fatal(err)
 	}
 	reserveOne(t, b, "q", time.Second)
@@ -148,16 +148,16 @@ func TestHistory_Pages(t *testing.T) {
 		want = append(want, id+" acked")
 	}
 	r := take(a, "b1")
-	if _, err := b.Bury(ctx, "q", "b1", r.Lease, "bad"); err != nil {
+	if _, err := svc(b).Bury(ctx, "q", "b1", r.Lease, "bad"); err != nil {
 		t.Fatal(err)
 	}
 	want = append(want, "b1 dead")
-	if err := b.Delete(ctx, "q", "d1"); err != nil {
+	if err := svc(b).Delete(ctx, "q", "d1"); err != nil {
 		t.Fatal(err)
 	}
 	want = append(want, "d1 deleted")
 	d2, _ := a.Get("q", "d2")
-	if err := a.DeleteJob(ctx, d2.JobID, ""); err != nil {
+	if err := svc(a).DeleteJob(ctx, d2.JobID, ""); err != nil {
 		t.Fatal(err)
 	}
 	want = append(want, "d2 deleted")
@@ -168,7 +168,7 @@ func TestHistory_Pages(t *testing.T) {
 	})
 	want = append(want, "e1 dead")
 	r = take(b, "r1") // deleted by job id under its lease: an ack
-	if err := a.DeleteJob(ctx, r.JobID, r.Lease); err != nil {
+	if err := svc(a).DeleteJob(ctx, r.JobID, r.Lease); err != nil {
 		t.Fatal(err)
 	}
 	want = append(want, "r1 acked")
@@ -249,15 +249,15 @@ func TestHistory_DeadLetter(t *testing.T) {
 		}
 	}
 	r := reserveOne(t, a, "q", time.Second)
-	if _, err := a.Release(ctx, "q", "x", r.Lease, 0); err != nil {
+	if _, err := svc(a).Release(ctx, "q", "x", r.Lease, 0); err != nil {
 		t.Fatal(err)
 	}
 	r = reserveOne(t, b, "q", time.Second)
-	if err := b.ReleaseJob(ctx, r.JobID, r.Lease, 0, 0); err != nil {
+	if err := svc(b).ReleaseJob(ctx, r.JobID, r.Lease, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	r = reserveOne(t, a, "q", time.Second) // attempts: 2, its last
-	got, err := b.Nack(ctx, "q", "x", r.Lease, task.RetryDelay, "no")
+	got, err := svc(b).Nack(ctx, "q", "x", r.Lease, task.RetryDelay, "no")
 	if err != nil || got.Queue != "dlq" {
 		t.Fatalf("nack of the last attempt: %+v, %v; want moved to dlq", got, err)
 	}
@@ -306,7 +306,7 @@ func TestHistory_None(t *testing.T) {
 		}
 	}
 	r := reserveOne(t, a, "q", time.Second)
-	if _, err := a.Nack(ctx, "q", r.ID, r.Lease, 0, "no"); err != nil {
+	if _, err := svc(a).Nack(ctx, "q", r.ID, r.Lease, 0, "no"); err != nil {
 		t.Fatal(err)
 	}
 	if as := attemptsOf(t, a, "q", r.ID); len(as) != 0 {
@@ -349,10 +349,10 @@ func TestHistory_Prune(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = reserveOne(t, a, "q", time.Second)
-	if _, err := b.Bury(ctx, "q", "y", r.Lease, "later"); err != nil {
+	if _, err := svc(b).Bury(ctx, "q", "y", r.Lease, "later"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Kick(ctx, "q", "y"); err != nil {
+	if err := svc(b).Kick(ctx, "q", "y"); err != nil {
 		t.Fatal(err)
 	}
 	if fs, _ := finished(t, a, "q", "", 0, 10); len(fs) != 2 {
@@ -430,7 +430,7 @@ func TestHistory_Replace(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := reserveOne(t, a, "q", time.Second)
-	if _, err := a.Nack(ctx, "q", "x", r.Lease, time.Hour, "again"); err != nil {
+	if _, err := svc(a).Nack(ctx, "q", "x", r.Lease, time.Hour, "again"); err != nil {
 		t.Fatal(err)
 	}
 	if _, created, err := a.Put(ctx, "q", task.PutRequest{ID: "x", Replace: true}); err != nil || created {

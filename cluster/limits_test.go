@@ -181,7 +181,7 @@ func TestLimits_Mixed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReserveJob past the limit: %v", err)
 	}
-	if _, err := a.Release(ctx, "c", extra.ID, extra.Lease, 0); err != nil {
+	if _, err := svc(a).Release(ctx, "c", extra.ID, extra.Lease, 0); err != nil {
 		t.Fatal(err)
 	}
 

@@ -47,7 +47,7 @@ func TestPolicy_Metrics(t *testing.T) {
 		if ts, err := n.Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 0 {
 			t.Fatalf("over the concurrency limit: %d tasks, %v", len(ts), err)
 		}
-		if _, err := n.Nack(ctx, "q", "a", r.Lease, task.RetryDelay, ""); err != nil {
+		if _, err := svc(n).Nack(ctx, "q", "a", r.Lease, task.RetryDelay, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

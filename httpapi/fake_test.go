@@ -105,21 +105,19 @@ func (f *fakeBroker) Touch(ctx context.Context, queue, id, lease string) (task.T
 	return f.leaseOp("touch", queue, id, lease, 0)
 }
 
-func (f *fakeBroker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
-	f.mu.Lock()
-	f.reason = reason
-	f.mu.Unlock()
-	return f.leaseOp("nack", queue, id, lease, delay)
-}
-
-func (f *fakeBroker) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
-	return f.leaseOp("release", queue, id, lease, delay)
-}
-
-func (f *fakeBroker) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
-	f.mu.Lock()
-	f.reason = reason
-	f.mu.Unlock()
+// Settle is what the front makes of Nack, Release and Bury.
+func (f *fakeBroker) Settle(ctx context.Context, queue, id, lease string, s service.Settlement) (task.Task, error) {
+	if s.Error != nil {
+		f.mu.Lock()
+		f.reason = *s.Error
+		f.mu.Unlock()
+	}
+	switch s.Outcome {
+	case task.AttemptNacked:
+		return f.leaseOp("nack", queue, id, lease, s.Delay)
+	case task.AttemptReleased:
+		return f.leaseOp("release", queue, id, lease, s.Delay)
+	}
 	return f.leaseOp("bury", queue, id, lease, 0)
 }
 
@@ -159,11 +157,11 @@ func (f *fakeBroker) otherOp(op string, args ...string) error {
 	return f.other(op, args...)
 }
 
-func (f *fakeBroker) Delete(ctx context.Context, queue, id string) error {
+func (f *fakeBroker) Delete(ctx context.Context, queue, id string, _ service.DeleteOptions) error {
 	return f.otherOp("delete", queue, id)
 }
 
-func (f *fakeBroker) Kick(ctx context.Context, queue, id string) error {
+func (f *fakeBroker) Kick(ctx context.Context, queue, id string, _ service.KickOptions) error {
 	return f.otherOp("kick", queue, id)
 }
 
