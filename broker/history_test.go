@@ -146,7 +146,7 @@ func TestHistory_Outcomes(t *testing.T) {
 		if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: "kept", Payload: []byte("2"), Replace: true}); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := b.DeleteDead(ctx, "q"); err != nil || n != 2 {
+		if n, err := svc(b).DeleteDead(ctx, "q"); err != nil || n != 2 {
 			t.Fatalf("delete dead: %d, %v", n, err)
 		}
 		want := []string{"buried:deleted:1", "spent:deleted:1", "kept:deleted:0", "gone:deleted:0", "buried:dead:1", "spent:dead:1"}

@@ -158,12 +158,12 @@ func TestBroker_KickDeadDeleteDead(t *testing.T) {
 		if d, _ := b.Queue("q"); d.Dead != 4 {
 			t.Fatalf("dead: %+v", d)
 		}
-		if n, err := b.KickDead(ctx, "q"); n != 4 || err != nil {
+		if n, err := svc(b).KickDead(ctx, "q"); n != 4 || err != nil {
 			t.Fatalf("kick dead: %d %v", n, err)
 		}
 		b.Reserve(ctx, "q", 4, 0)
 		time.Sleep(1100 * time.Millisecond)
-		if n, err := b.DeleteDead(ctx, "q"); n != 4 || err != nil {
+		if n, err := svc(b).DeleteDead(ctx, "q"); n != 4 || err != nil {
 			t.Fatalf("delete dead: %d %v", n, err)
 		}
 		if d, _ := b.Queue("q"); d.Dead+d.Ready+d.Delayed+d.Reserved != 0 {

@@ -162,7 +162,7 @@ func TestRecent_Model(t *testing.T) {
 				delete(held, id)
 			default:
 				what = "kick dead"
-				if _, err := b.KickDead(ctx, "q"); err != nil {
+				if _, err := svc(b).KickDead(ctx, "q"); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -172,7 +172,7 @@ func TestHistory_Pages(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = append(want, "r1 acked")
-	if k, err := b.DeleteDead(ctx, "q"); err != nil || k != 2 {
+	if k, err := svc(b).DeleteDead(ctx, "q"); err != nil || k != 2 {
 		t.Fatalf("DeleteDead: %d, %v", k, err)
 	}
 	want = append(want, "b1 deleted", "e1 deleted") // in either order

@@ -49,39 +49,6 @@ func (n *Node) Job(job uint64) (task.Task, error) {
 // can have (over the bigint range), which is not found.
 func jobArg(job uint64) (int64, bool) { return int64(job), job <= 1<<63-1 }
 
-// sqlKick makes the tasks $1 ready that are dead or delayed, due now if
-// they were due later, and returns their queues. "Now" is read once and
-// each task's is a nanosecond after the one before it in $1, so that the
-// tasks kicked are handed out in the order kicked, as on the embedded
-// engine, which reads the clock for each; that is also their ready_at,
-// where their wait for a worker starts (a dead task keeps its due time).
-const sqlKick = `WITH now AS (SELECT hourglass_now() AS ns)
-	UPDATE hourglass_tasks t SET state = 1, kicks = kicks + 1,
-		due = least(t.due, now.ns + k.ord), fire_at = NULL, died = NULL, ready_at = now.ns + k.ord
-	FROM unnest($1::bigint[]) WITH ORDINALITY AS k(job_id, ord), now
-	WHERE t.job_id = k.job_id AND (t.state = 3 OR (t.state = 1 AND t.fire_at IS NOT NULL))
-	RETURNING t.queue`
-
-// kick runs sqlKick on jobs and wakes the reservers of their queues.
-func (n *Node) kick(ctx context.Context, jobs []int64) (int, error) {
-	rows, err := n.db.Query(ctx, sqlKick, jobs)
-	if err != nil {
-		return 0, dbErr(err)
-	}
-	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return 0, dbErr(err)
-	}
-	byQueue := map[string]int{}
-	for _, q := range queues {
-		byQueue[q]++
-	}
-	for q, k := range byQueue {
-		n.readied(q, k)
-	}
-	return len(queues), nil
-}
-
 // Next's statements: the first ready task as Reserve hands them out, the
 // delayed tasks due soonest, the oldest deaths (deaths before migration
 // 003 first, by job id), up to $2 of queue $1, with the columns %s.

@@ -51,13 +51,9 @@ const sqlDelete = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE %s
 	SELECT count(*) FROM gone`
 
 // sqlDeleteReplaced is sqlDelete of the task $3 of queue $2 for a put's
-// replace, whose id stays live, so without a dedupe record;
-// sqlDeleteDead of the dead tasks of queue $2 (DeleteDead). Delete and
+// replace, whose id stays live, so without a dedupe record. Delete and
 // Cancel use sqlDeleteOne.
-var (
-	sqlDeleteReplaced = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.id = $3", "false")
-	sqlDeleteDead     = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.state = 3", "true")
-)
+var sqlDeleteReplaced = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.id = $3", "false")
 
 // sqlDeleteOne deletes the task $3 of queue $2 and, with $1 (keep the
 // history), records it with the outcome $6, as its finished-id record of

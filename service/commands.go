@@ -57,6 +57,10 @@ type Commands interface {
 	// KickQueue makes up to n tasks of queue ready: dead ones first,
 	// else delayed ones.
 	KickQueue(ctx context.Context, queue string, n int) (int, error)
+	// KickDead makes every dead task of queue ready and returns how many.
+	KickDead(ctx context.Context, queue string) (int, error)
+	// DeleteDead deletes every dead task of queue and returns how many.
+	DeleteDead(ctx context.Context, queue string) (int, error)
 }
 
 // Primitives are the engine's operations on one task that the front's

@@ -192,62 +192,98 @@ func (f *front) KickJob(ctx context.Context, job uint64) error {
 // else delayed ones, soonest due first. Dead tasks keep their due times,
 // so they are kicked up to bulkParallel at once; delayed ones become due
 // now, one after the other, so that they are handed out in the order
-// kicked. A page that kicks none (each task gone or kicked meanwhile)
-// ends it. It takes O(n) engine operations, and a page of delayed tasks
+// kicked. It takes O(n) engine operations, and a page of delayed tasks
 // costs the embedded engine a scan of its live tasks.
 func (f *front) KickQueue(ctx context.Context, queue string, n int) (int, error) {
 	if err := CheckQueue(queue); err != nil {
 		return 0, err
 	}
-	st := task.Dead
-	kicked := 0
-	for kicked < n {
-		ts, err := f.e.Next(ctx, queue, st, min(n-kicked, task.MaxList))
-		if err != nil {
-			return kicked, err
-		}
-		if len(ts) == 0 && st == task.Dead && kicked == 0 {
-			st = task.Delayed
-			continue
-		}
-		k, err := f.kickAll(ctx, ts, st == task.Delayed)
-		kicked += k
-		if err != nil || k == 0 {
-			return kicked, err
-		}
+	if n <= 0 {
+		return 0, nil
 	}
-	return kicked, nil
+	st, par := task.Dead, bulkParallel
+	if ts, err := f.e.Next(ctx, queue, task.Dead, 1); err != nil {
+		return 0, err
+	} else if len(ts) == 0 {
+		st, par = task.Delayed, 1
+	}
+	return f.each(ctx, queue, st, n, par, func(t task.Task) error {
+		return f.e.Kick(ctx, t.Queue, t.ID, KickOptions{Job: t.JobID, Delayed: st == task.Delayed})
+	})
 }
 
-// kickAll kicks ts, in order one by one if delayed, else up to
-// bulkParallel at once, each conditioned on its job id, and returns how
-// many it kicked. A task's refusal is not an error.
-func (f *front) kickAll(ctx context.Context, ts []task.Task, delayed bool) (int, error) {
-	par := bulkParallel
-	if delayed {
-		par = 1
+// KickDead kicks every dead task of queue, as KickQueue does, and
+// returns how many: as many as it had when it started, at most.
+func (f *front) KickDead(ctx context.Context, queue string) (int, error) {
+	n, err := f.deadCount(queue)
+	if err != nil || n == 0 {
+		return 0, err
 	}
-	errs := make([]error, len(ts))
-	sem := make(chan struct{}, par)
-	var wg sync.WaitGroup
-	for i, t := range ts {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = f.e.Kick(ctx, t.Queue, t.ID, KickOptions{Job: t.JobID, Delayed: delayed})
-		}()
+	return f.each(ctx, queue, task.Dead, n, bulkParallel, func(t task.Task) error {
+		return f.e.Kick(ctx, t.Queue, t.ID, KickOptions{Job: t.JobID})
+	})
+}
+
+// DeleteDead deletes every dead task of queue, one after the other in
+// the order they died, so that the history records them in that order,
+// and returns how many: as many as it had when it started, at most.
+func (f *front) DeleteDead(ctx context.Context, queue string) (int, error) {
+	n, err := f.deadCount(queue)
+	if err != nil || n == 0 {
+		return 0, err
 	}
-	wg.Wait()
-	k := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			k++
-		case errors.Is(err, task.ErrNotFound), errors.Is(err, task.ErrState):
-		default:
-			return k, err
+	return f.each(ctx, queue, task.Dead, n, 1, func(t task.Task) error {
+		return f.e.Delete(ctx, t.Queue, t.ID, DeleteOptions{Job: t.JobID, Unreserved: true})
+	})
+}
+
+// deadCount checks queue and counts its dead tasks.
+func (f *front) deadCount(queue string) (int, error) {
+	if err := CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	d, err := f.e.Queue(queue)
+	return d.Dead, err
+}
+
+// each does act on up to n tasks of queue in state st, taken in pages of
+// Engine.Next in its order, up to par at once (in order when par is 1),
+// and returns how many act changed. A task's refusal (task.ErrNotFound,
+// task.ErrState: gone, or changed since the page was read) is not an
+// error; a page that changes none ends it.
+func (f *front) each(ctx context.Context, queue string, st task.State, n, par int, act func(task.Task) error) (int, error) {
+	done := 0
+	for done < n {
+		ts, err := f.e.Next(ctx, queue, st, min(n-done, task.MaxList))
+		if err != nil || len(ts) == 0 {
+			return done, err
+		}
+		errs := make([]error, len(ts))
+		sem := make(chan struct{}, par)
+		var wg sync.WaitGroup
+		for i, t := range ts {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				errs[i] = act(t)
+			}()
+		}
+		wg.Wait()
+		k := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				k++
+			case errors.Is(err, task.ErrNotFound), errors.Is(err, task.ErrState):
+			default:
+				return done + k, err
+			}
+		}
+		done += k
+		if k == 0 {
+			return done, nil
 		}
 	}
-	return k, nil
+	return done, nil
 }

@@ -278,8 +278,4 @@ type Observer interface {
 	// DueHistogram counts the delayed tasks of queue (every queue for
 	// "") falling due in each of n windows of width from now.
 	DueHistogram(ctx context.Context, queue string, width time.Duration, n int) (start time.Time, counts []int, err error)
-	// KickDead makes every dead task of queue ready and returns how many.
-	KickDead(ctx context.Context, queue string) (int, error)
-	// DeleteDead deletes every dead task of queue and returns how many.
-	DeleteDead(ctx context.Context, queue string) (int, error)
 }

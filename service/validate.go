@@ -591,17 +591,3 @@ func (f *front) DueHistogram(ctx context.Context, queue string, width time.Durat
 	}
 	return f.e.DueHistogram(ctx, queue, width, n)
 }
-
-func (f *front) KickDead(ctx context.Context, queue string) (int, error) {
-	if err := CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	return f.e.KickDead(ctx, queue)
-}
-
-func (f *front) DeleteDead(ctx context.Context, queue string) (int, error) {
-	if err := CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	return f.e.DeleteDead(ctx, queue)
-}
