@@ -61,6 +61,11 @@ type Commands interface {
 	KickDead(ctx context.Context, queue string) (int, error)
 	// DeleteDead deletes every dead task of queue and returns how many.
 	DeleteDead(ctx context.Context, queue string) (int, error)
+	// PauseSchedule pauses a schedule, durably: it puts nothing until
+	// resumed. ResumeSchedule resumes it from now, with no catch-up.
+	// Either returns task.ErrNoSchedule for none.
+	PauseSchedule(ctx context.Context, name string) error
+	ResumeSchedule(ctx context.Context, name string) error
 }
 
 // Primitives are the engine's operations on one task that the front's
@@ -96,6 +101,11 @@ type Primitives interface {
 	// oldest death first, for task.Ready the next one delivery order
 	// hands out (paused or not; one at most). None is no error.
 	Next(ctx context.Context, queue string, st task.State, n int) ([]task.Task, error)
+	// SetSchedulePaused pauses the schedule name (paused), durably, so
+	// that it puts nothing, or resumes it from now: the occurrences that
+	// fell due while it was paused are not put. task.ErrNoSchedule if
+	// there is none. Setting what is already set changes nothing.
+	SetSchedulePaused(ctx context.Context, name string, paused bool) error
 }
 
 // DeleteOptions narrow Engine.Delete.

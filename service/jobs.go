@@ -287,3 +287,11 @@ func (f *front) each(ctx context.Context, queue string, st task.State, n, par in
 	}
 	return done, nil
 }
+
+func (f *front) PauseSchedule(ctx context.Context, name string) error {
+	return f.e.SetSchedulePaused(ctx, name, true)
+}
+
+func (f *front) ResumeSchedule(ctx context.Context, name string) error {
+	return f.e.SetSchedulePaused(ctx, name, false)
+}

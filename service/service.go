@@ -247,11 +247,6 @@ type Schedules interface {
 	Schedules(ctx context.Context) ([]task.ScheduleInfo, error)
 	// DeleteSchedule deletes a schedule; the tasks it put stay.
 	DeleteSchedule(ctx context.Context, name string) error
-	// PauseSchedule pauses a schedule, durably: it puts nothing until
-	// resumed. ResumeSchedule resumes it from now, with no catch-up.
-	// Either returns task.ErrNoSchedule for none.
-	PauseSchedule(ctx context.Context, name string) error
-	ResumeSchedule(ctx context.Context, name string) error
 	// RunSchedule puts a task of a schedule now (id service.RunID), paused
 	// or not, and makes it the schedule's last; its next occurrence stays.
 	RunSchedule(ctx context.Context, name string) (task.Task, error)

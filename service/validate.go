@@ -562,14 +562,6 @@ func (f *front) DeleteSchedule(ctx context.Context, name string) error {
 	return f.e.DeleteSchedule(ctx, name)
 }
 
-func (f *front) PauseSchedule(ctx context.Context, name string) error {
-	return f.e.PauseSchedule(ctx, name)
-}
-
-func (f *front) ResumeSchedule(ctx context.Context, name string) error {
-	return f.e.ResumeSchedule(ctx, name)
-}
-
 func (f *front) RunSchedule(ctx context.Context, name string) (task.Task, error) {
 	return f.e.RunSchedule(ctx, name)
 }
