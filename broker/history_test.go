@@ -83,7 +83,7 @@ func TestHistory_Attempts(t *testing.T) {
 			t.Fatal("not ready again after its lease ran out")
 		}
 		time.Sleep(100 * time.Millisecond)
-		if err := b.Ack(ctx, "q", "a", r.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "q", "a", r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		as = attempts(t, b, "q", "a")
@@ -234,7 +234,7 @@ func TestHistory_DeadLetter(t *testing.T) {
 		if !ok {
 			t.Fatal("not in the dead-letter queue")
 		}
-		if err := b.Ack(ctx, "dlq", "a", r.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "dlq", "a", r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := outcomes(attempts(t, b, "dlq", "a")), []string{"1:nacked:boom", "2:acked:"}; !same(got, want) {
@@ -308,7 +308,7 @@ func TestHistory_Release(t *testing.T) {
 			t.Fatal(err)
 		}
 		r, _ = reserve1(t, b, "q")
-		if err := b.Ack(ctx, "q", "a", r.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "q", "a", r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := outcomes(attempts(t, b, "q", "a")), []string{"1:released:", "2:nacked:x", "3:acked:"}; !same(got, want) {
@@ -364,7 +364,7 @@ func TestHistory_None(t *testing.T) {
 			t.Fatal(err)
 		}
 		r, _ = reserve1(t, b, "q")
-		if err := b.Ack(ctx, "q", "a", r.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "q", "a", r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		put(t, b, "q", task.PutRequest{ID: "b"})
@@ -399,7 +399,7 @@ func TestHistory_Prune(t *testing.T) {
 		ack := func(id string) {
 			put(t, b, "q", task.PutRequest{ID: id})
 			r, _ := reserve1(t, b, "q")
-			if err := b.Ack(ctx, "q", id, r.Lease); err != nil {
+			if err := svc(b).Ack(ctx, "q", id, r.Lease); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -469,7 +469,7 @@ func TestHistory_Reopen(t *testing.T) {
 				t.Fatal(err)
 			}
 			r, _ = reserve1(t, b, "q")
-			if err := b.Ack(ctx, "q", "a", r.Lease); err != nil {
+			if err := svc(b).Ack(ctx, "q", "a", r.Lease); err != nil {
 				t.Fatal(err)
 			}
 			if fs := finished(t, b, "q", ""); len(fs) == 0 {

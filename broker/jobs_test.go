@@ -134,7 +134,7 @@ func TestBroker_PauseQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		ts, err := b.Reserve(ctx, "q", 1, time.Minute)
+		ts, err := svc(b).Reserve(ctx, "q", 1, time.Minute)
 		if err != nil || len(ts) != 1 {
 			t.Fatalf("reserve on a paused queue: %v %v", ts, err)
 		}
@@ -150,7 +150,7 @@ func TestBroker_KickDeadDeleteDead(t *testing.T) {
 		for i := range 4 {
 			put(t, b, "q", task.PutRequest{MaxAttempts: 1, TTR: time.Second, Priority: uint32(i)})
 		}
-		ts, _ := b.Reserve(ctx, "q", 4, 0)
+		ts, _ := svc(b).Reserve(ctx, "q", 4, 0)
 		if len(ts) != 4 {
 			t.Fatal(ts)
 		}
@@ -161,7 +161,7 @@ func TestBroker_KickDeadDeleteDead(t *testing.T) {
 		if n, err := svc(b).KickDead(ctx, "q"); n != 4 || err != nil {
 			t.Fatalf("kick dead: %d %v", n, err)
 		}
-		b.Reserve(ctx, "q", 4, 0)
+		svc(b).Reserve(ctx, "q", 4, 0)
 		time.Sleep(1100 * time.Millisecond)
 		if n, err := svc(b).DeleteDead(ctx, "q"); n != 4 || err != nil {
 			t.Fatalf("delete dead: %d %v", n, err)

@@ -88,7 +88,7 @@ func TestBroker_WaiterOnNameThenPut(t *testing.T) {
 	b := openLimited(t, 1, nil)
 	got := make(chan []task.Task)
 	go func() {
-		ts, err := b.Reserve(ctx, "late", 1, time.Minute)
+		ts, err := svc(b).Reserve(ctx, "late", 1, time.Minute)
 		if err != nil {
 			t.Error(err)
 		}
@@ -107,7 +107,7 @@ func TestBroker_WaiterOnNameThenPut(t *testing.T) {
 		t.Fatalf("reserve woken by the put got %v", ts)
 	}
 	wantQueues(t, b, 1, 1)
-	if err := b.Ack(ctx, "late", "1", ts[0].Lease); err != nil {
+	if err := svc(b).Ack(ctx, "late", "1", ts[0].Lease); err != nil {
 		t.Fatal(err)
 	}
 	wantQueues(t, b, 0, 0)
@@ -247,13 +247,13 @@ func TestBroker_WaitedNamesBounded(t *testing.T) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		for i := range 5 {
-			go b.Reserve(ctx, fmt.Sprintf("w%d", i), 1, time.Hour)
+			go b.ReserveQueues(ctx, []string{fmt.Sprintf("w%d", i)}, 1, time.Hour)
 		}
 		synctest.Wait()
 		wantQueues(t, b, 5, 0)
 		got := make(chan []task.Task)
 		go func() {
-			ts, err := b.Reserve(ctx, "late", 1, time.Minute)
+			ts, err := svc(b).Reserve(ctx, "late", 1, time.Minute)
 			if err != nil {
 				t.Error(err)
 			}

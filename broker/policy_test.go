@@ -197,7 +197,7 @@ func TestPolicy_DeadLetter(t *testing.T) {
 		if _, err := b.Job(old.JobID); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("the replaced task: %v", err)
 		}
-		if err := b.Ack(ctx, "dlq", "a", oldLease.Lease); !errors.Is(err, task.ErrLease) {
+		if err := svc(b).Ack(ctx, "dlq", "a", oldLease.Lease); !errors.Is(err, task.ErrLease) {
 			t.Fatalf("ack of the replaced task: %v", err)
 		}
 		counts := map[string]task.QueueStats{}
@@ -621,7 +621,7 @@ func TestPolicy_Rate(t *testing.T) {
 		for range 4 {
 			wg.Go(func() {
 				for {
-					ts, err := b.Reserve(ctx, "q", 3, time.Second)
+					ts, err := svc(b).Reserve(ctx, "q", 3, time.Second)
 					if err != nil {
 						t.Error(err)
 						return
@@ -690,7 +690,7 @@ func TestPolicy_Concurrency(t *testing.T) {
 		for w := range 8 {
 			wg.Go(func() {
 				for i := 0; ; i++ {
-					ts, err := b.Reserve(ctx, "q", 2, time.Second)
+					ts, err := svc(b).Reserve(ctx, "q", 2, time.Second)
 					if err != nil {
 						t.Error(err)
 						return
@@ -713,7 +713,7 @@ func TestPolicy_Concurrency(t *testing.T) {
 						var err error
 						switch (w + i) % 6 {
 						case 0:
-							err = b.Ack(ctx, "q", x.ID, x.Lease)
+							err = svc(b).Ack(ctx, "q", x.ID, x.Lease)
 						case 1:
 							_, err = svc(b).Nack(ctx, "q", x.ID, x.Lease, task.RetryDelay, "")
 						case 2:
@@ -752,7 +752,7 @@ func TestPolicy_ConcurrencyWakesWaiter(t *testing.T) {
 		r, _ := reserve1(t, b, "q")
 		got := make(chan []task.Task)
 		go func() {
-			ts, _ := b.Reserve(ctx, "q", 1, time.Minute)
+			ts, _ := svc(b).Reserve(ctx, "q", 1, time.Minute)
 			got <- ts
 		}()
 		time.Sleep(time.Second)
@@ -763,7 +763,7 @@ func TestPolicy_ConcurrencyWakesWaiter(t *testing.T) {
 		default:
 		}
 		start := time.Now()
-		if err := b.Ack(ctx, "q", r.ID, r.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "q", r.ID, r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		ts := <-got
@@ -773,7 +773,7 @@ func TestPolicy_ConcurrencyWakesWaiter(t *testing.T) {
 		// Raising the limit wakes waiters too.
 		put(t, b, "q", task.PutRequest{ID: "c"})
 		go func() {
-			ts, _ := b.Reserve(ctx, "q", 1, time.Minute)
+			ts, _ := svc(b).Reserve(ctx, "q", 1, time.Minute)
 			got <- ts
 		}()
 		synctest.Wait()
@@ -798,7 +798,7 @@ func TestPolicy_Pause(t *testing.T) {
 			t.Fatalf("queues: %+v", s)
 		}
 		start := time.Now()
-		ts, err := b.Reserve(ctx, "q", 1, time.Minute)
+		ts, err := svc(b).Reserve(ctx, "q", 1, time.Minute)
 		if err != nil || len(ts) != 1 || time.Since(start) < time.Second || time.Since(start) > time.Second+2*time.Millisecond {
 			t.Fatalf("reserve: %v %v after %v", ts, err, time.Since(start))
 		}
@@ -821,7 +821,7 @@ func TestPolicy_Pause(t *testing.T) {
 		put(t, b, "q", task.PutRequest{ID: "c"})
 		got := make(chan []task.Task)
 		go func() {
-			ts, _ := b.Reserve(ctx, "q", 1, time.Minute)
+			ts, _ := svc(b).Reserve(ctx, "q", 1, time.Minute)
 			got <- ts
 		}()
 		time.Sleep(30 * time.Second)

@@ -96,7 +96,7 @@ func TestRecent_Model(t *testing.T) {
 				jobs = append(jobs, tk.JobID)
 			case k < 5:
 				what = "reserve"
-				ts, err := b.Reserve(ctx, "q", 1+r.IntN(3), 0)
+				ts, err := svc(b).Reserve(ctx, "q", 1+r.IntN(3), 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -108,7 +108,7 @@ func TestRecent_Model(t *testing.T) {
 				}
 				what = "ack " + id
 				delete(held, id)
-				if err := b.Ack(ctx, "q", id, lease); err != nil {
+				if err := svc(b).Ack(ctx, "q", id, lease); err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
 			case k < 7:
@@ -204,7 +204,7 @@ func TestRecent_ReadAhead(t *testing.T) {
 	}
 	defer b.Close()
 	for done := 0; done < n; {
-		ts, err := b.Reserve(ctx, "q", 30, time.Second)
+		ts, err := svc(b).Reserve(ctx, "q", 30, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func TestRecent_ReadAhead(t *testing.T) {
 			if want := fmt.Sprintf(`"p%d"`, tk.JobID-1); string(tk.Payload) != want {
 				t.Fatalf("task %d handed out with payload %s, put with %s", tk.JobID, tk.Payload, want)
 			}
-			if err := b.Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
+			if err := svc(b).Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -127,27 +127,10 @@ func (b *Broker) held(queue, id, lease string) (uint64, store.Task, slot, error)
 	return job, rec, s, nil
 }
 
-// Ack completes the reserved task id of queue: it is removed, durably,
-// and never delivered again. lease must be its current lease (ErrLease
-// otherwise: expired, or reserved again since).
-func (b *Broker) Ack(ctx context.Context, queue, id, lease string) error {
-	b.mu.Lock()
-	job, rec, s, err := b.held(queue, id, lease)
-	if err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	now := time.Now().UnixNano()
-	b.endSettled(ctx, &rec, task.AttemptAcked, "", now)
-	b.leave(&rec, task.FinishedAcked, now)
-	b.remove(job, s, rec)
-	b.queues[s.queue()].acks++
-	b.metrics.Acks.Inc()
-	return b.commitWait(ctx, b.barrier())
-}
-
-// AckMany acks each of acks as Ack does, under one hold of the broker's
-// lock and in one group commit, and returns one error a task, in order
+// AckMany completes each reserved task of acks: it is removed, durably,
+// and never delivered again; the ack's lease must be its current lease
+// (ErrLease otherwise: expired, or reserved again since). All under one
+// hold of the broker's lock and in one group commit, and returns one error a task, in order
 // (service.Engine). O(len(acks)).
 func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
 	errs := make([]error, len(acks))

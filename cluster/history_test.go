@@ -89,7 +89,7 @@ func TestHistory_Attempts(t *testing.T) {
 	if d := as[2].Started.Sub(before); d < -time.Second || d > time.Second {
 		t.Fatalf("running attempt started %v after the reserve began", d)
 	}
-	if err := b.Ack(ctx, "q", "x", r.Lease); err != nil {
+	if err := svc(b).Ack(ctx, "q", "x", r.Lease); err != nil {
 		t.Fatal(err)
 	}
 	as = attemptsOf(t, a, "q", "x")
@@ -142,7 +142,7 @@ func TestHistory_Pages(t *testing.T) {
 	var want []string // newest last
 	for _, id := range []string{"k1", "k2", "k3"} {
 		r := take(b, id)
-		if err := a.Ack(ctx, "q", id, r.Lease); err != nil {
+		if err := svc(a).Ack(ctx, "q", id, r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, id+" acked")
@@ -273,7 +273,7 @@ func TestHistory_DeadLetter(t *testing.T) {
 		t.Fatalf("dlq's history: %+v", fs)
 	}
 	r = reserveOne(t, b, "dlq", time.Second)
-	if err := a.Ack(ctx, "dlq", "x", r.Lease); err != nil {
+	if err := svc(a).Ack(ctx, "dlq", "x", r.Lease); err != nil {
 		t.Fatal(err)
 	}
 	checkAttempts(t, attemptsOf(t, a, "dlq", "x"), append(want, task.AttemptAcked)...)
@@ -314,7 +314,7 @@ func TestHistory_None(t *testing.T) {
 	}
 	for range 2 {
 		r = reserveOne(t, a, "q", time.Second)
-		if err := a.Ack(ctx, "q", r.ID, r.Lease); err != nil {
+		if err := svc(a).Ack(ctx, "q", r.ID, r.Lease); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -345,7 +345,7 @@ func TestHistory_Prune(t *testing.T) {
 		}
 	}
 	r := reserveOne(t, a, "q", time.Second)
-	if err := b.Ack(ctx, "q", "x", r.Lease); err != nil {
+	if err := svc(b).Ack(ctx, "q", "x", r.Lease); err != nil {
 		t.Fatal(err)
 	}
 	r = reserveOne(t, a, "q", time.Second)

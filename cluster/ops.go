@@ -162,11 +162,11 @@ func (n *Node) whyNot(ctx context.Context, queue, id string, job uint64, what st
 	return fmt.Errorf("%w: task %q is %s%s", task.ErrState, id, t.stateOf(), what)
 }
 
-// Ack completes the reserved task id of queue: it is deleted, durably
+// ack completes the reserved task id of queue: it is deleted, durably
 // (the 204 follows the commit), and never delivered again. lease must be
 // its current lease (task.ErrLease otherwise). Acks that arrive on
 // this node together share one statement and one commit (n.acks).
-func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
+func (n *Node) ack(ctx context.Context, queue, id, lease string) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
@@ -183,9 +183,14 @@ func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 	return nil
 }
 
-// AckMany acks each of acks as Ack does, in one statement (runAcks, so
+// AckMany acks each of acks as ack does, in one statement (runAcks, so
 // one commit), and returns one error a task, in order (service.Engine).
+// A single ack is ack's, whose statement is shared with the acks that
+// arrive on this node at the same time.
 func (n *Node) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
+	if len(acks) == 1 {
+		return []error{n.ack(ctx, acks[0].Queue, acks[0].ID, acks[0].Lease)}, nil
+	}
 	errs := make([]error, len(acks))
 	if err := n.Err(); err != nil {
 		for i := range errs {

@@ -14,7 +14,7 @@ import (
 // none comes.
 func reserveOne(t *testing.T, n *testNode, queue string, wait time.Duration) task.Task {
 	t.Helper()
-	ts, err := n.Reserve(context.Background(), queue, 1, wait)
+	ts, err := svc(n).Reserve(context.Background(), queue, 1, wait)
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("reserve %s on %s: %d tasks, %v", queue, n.Name(), len(ts), err)
 	}
@@ -125,7 +125,7 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 	r = reserveOne(t, a, "q", time.Second)
 	woke := make(chan task.Task, 1)
 	go func() {
-		ts, err := b.Reserve(ctx, "dlq", 1, 5*time.Second)
+		ts, err := svc(b).Reserve(ctx, "dlq", 1, 5*time.Second)
 		if err != nil || len(ts) != 1 {
 			t.Errorf("reserve of the dead-letter queue on b: %d tasks, %v", len(ts), err)
 			close(woke)
@@ -149,7 +149,7 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 	if _, err := a.Get("q", "x"); !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("task still in its queue: %v", err)
 	}
-	if err := a.Ack(ctx, "dlq", "x", old.Lease); !errors.Is(err, task.ErrLease) && !errors.Is(err, task.ErrNotFound) {
+	if err := svc(a).Ack(ctx, "dlq", "x", old.Lease); !errors.Is(err, task.ErrLease) && !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("ack of the replaced task: %v", err)
 	}
 }
@@ -250,7 +250,7 @@ func TestPolicy_Shared(t *testing.T) {
 	}
 	done := make(chan int, 1)
 	go func() {
-		ts, _ := a.Reserve(ctx, "p", 1, 5*time.Second)
+		ts, _ := svc(a).Reserve(ctx, "p", 1, 5*time.Second)
 		done <- len(ts)
 	}()
 	time.Sleep(300 * time.Millisecond)

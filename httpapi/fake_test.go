@@ -82,11 +82,12 @@ func (f *fakeBroker) Get(queue, id string) (task.Task, error) {
 	return f.get(queue, id)
 }
 
-func (f *fakeBroker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
+// ReserveQueues is the front's Reserve of one queue.
+func (f *fakeBroker) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
 	if f.call("Reserve", f.reserve != nil); f.reserve == nil {
 		return nil, nil
 	}
-	return f.reserve(ctx, queue, max, wait)
+	return f.reserve(ctx, queues[0], max, wait)
 }
 
 func (f *fakeBroker) leaseOp(op, queue, id, lease string, delay time.Duration) (task.Task, error) {
@@ -96,9 +97,13 @@ func (f *fakeBroker) leaseOp(op, queue, id, lease string, delay time.Duration) (
 	return f.lease(op, queue, id, lease, delay)
 }
 
-func (f *fakeBroker) Ack(ctx context.Context, queue, id, lease string) error {
-	_, err := f.leaseOp("ack", queue, id, lease, 0)
-	return err
+// AckMany is the front's Ack: each ack a leaseOp "ack".
+func (f *fakeBroker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
+	errs := make([]error, len(acks))
+	for i, a := range acks {
+		_, errs[i] = f.leaseOp("ack", a.Queue, a.ID, a.Lease, 0)
+	}
+	return errs, nil
 }
 
 func (f *fakeBroker) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {

@@ -9,10 +9,21 @@ import (
 
 // Commands are the operations of a Service that New's front makes of
 // the engine's primitives, each a rule written once for both engines
-// (jobs.go): the ends of a reservation by key (over Engine.Settle), and
+// (jobs.go): a reserve of one queue and an ack (over ReserveQueues and
+// AckMany), the ends of a reservation by key (over Engine.Settle), and
 // beanstalkd's commands, which name a task by its job id (over Engine.Job
 // and the operations by key).
 type Commands interface {
+	// Reserve hands out up to max ready tasks of queue in delivery order
+	// (priority, then due time; across keys in turn, task.PutRequest.Key),
+	// each under a new lease of its ttr,
+	// waiting up to wait (at most task.MaxWait) for the first. A paused
+	// queue hands out nothing, and a queue's rate and concurrency limits
+	// (task.Policy) hold across the whole service: a reserve that meets
+	// them waits within wait, or answers what it got.
+	Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error)
+	// Ack deletes a reserved task whose lease is lease, durably.
+	Ack(ctx context.Context, queue, id, lease string) error
 	// Delete deletes a task in any state, durably.
 	Delete(ctx context.Context, queue, id string) error
 	// Nack gives a reserved task back after a failed attempt, keeping

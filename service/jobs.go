@@ -124,7 +124,7 @@ func (f *front) DeleteJob(ctx context.Context, job uint64, lease string) error {
 		if CheckLease(lease) != nil {
 			return task.ErrNotFound
 		}
-		return notFound(f.e.Ack(ctx, t.Queue, t.ID, lease))
+		return notFound(f.Ack(ctx, t.Queue, t.ID, lease))
 	}
 	return notFound(f.e.Delete(ctx, t.Queue, t.ID, DeleteOptions{Job: job, Unreserved: true}))
 }

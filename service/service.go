@@ -85,11 +85,20 @@ type Service interface {
 // bad argument gets the same answer on either engine because one piece
 // of code gives it, and reaches no engine.
 //
-// An engine keeps the rest of the semantics: defaults and a queue's
-// policy applied at a put (ApplyDefaults), failures (AfterFailure), the
-// long-poll (LongPoll), schedules' occurrences (schedule.go), each with
-// the helpers of this package, in one commit or one statement per
-// operation. Every method is safe for concurrent use.
+// The operations a Service has beyond an Engine's (Commands) are the
+// front's, written once over the engine's (commands.go, jobs.go). The
+// engine's contract, for every method: it is one commit (the embedded
+// engine) or one statement or transaction (a cluster node), durable when
+// it returns unless its comment says otherwise; it is safe for
+// concurrent use; it answers with the sentinels of package task (a
+// cluster node the same as the embedded engine, which TestDifferential
+// compares); and where the front acts on a task it read before, the
+// engine checks what the front expects (a job id, a lease) in the same
+// commit as it acts. An engine keeps the semantics that need its
+// atomicity: defaults and a queue's policy applied at a put
+// (ApplyDefaults), failures (AfterFailure, inside Settle and a lease's
+// expiry), the long-poll (LongPoll), schedules' occurrences
+// (schedule.go), each with the helpers of this package.
 type Engine interface {
 	Operations
 	Primitives
@@ -155,21 +164,11 @@ type Tasks interface {
 	PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult
 	// Get returns a task with its payload.
 	Get(queue, id string) (task.Task, error)
-	// Reserve hands out up to max ready tasks of queue in delivery order
-	// (priority, then due time; across keys in turn, task.PutRequest.Key),
-	// each under a new lease of its ttr,
-	// waiting up to wait (at most task.MaxWait) for the first. A paused
-	// queue hands out nothing, and a queue's rate and concurrency limits
-	// (task.Policy) hold across the whole service: a reserve that meets
-	// them waits within wait, or answers what it got.
-	Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error)
 	// ReserveQueues is Reserve over several queues: the first max ready
 	// tasks in delivery order across them, each saying its queue.
 	ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error)
-	// Ack deletes a reserved task whose lease is lease, durably.
-	Ack(ctx context.Context, queue, id, lease string) error
-	// AckMany acks each of acks (1 to task.MaxAcks, checked by CheckAcks)
-	// as Ack does, in one commit (the embedded engine) or one statement
+	// AckMany acks each of acks (1 to task.MaxAcks, checked by CheckAcks):
+	// deletes each reserved task whose lease is the ack's, durably, in one commit (the embedded engine) or one statement
 	// (a cluster node), and returns one error a task, in order: nil
 	// where the ack took. It returns once every ack is durable or
 	// refused.

@@ -406,7 +406,7 @@ func (f *front) Reserve(ctx context.Context, queue string, max int, wait time.Du
 	if err := CheckReserve([]string{queue}, max, wait); err != nil {
 		return nil, err
 	}
-	return f.e.Reserve(ctx, queue, max, wait)
+	return f.e.ReserveQueues(ctx, []string{queue}, max, wait)
 }
 
 func (f *front) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
@@ -416,11 +416,16 @@ func (f *front) ReserveQueues(ctx context.Context, queues []string, max int, wai
 	return f.e.ReserveQueues(ctx, queues, max, wait)
 }
 
+// Ack is AckMany of one.
 func (f *front) Ack(ctx context.Context, queue, id, lease string) error {
 	if err := checkHeld(queue, id, lease); err != nil {
 		return err
 	}
-	return f.e.Ack(ctx, queue, id, lease)
+	errs, err := f.e.AckMany(ctx, []task.Ack{{Queue: queue, ID: id, Lease: lease}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
 }
 
 // AckMany checks the batch, then each ack, as PutBatch does.
