@@ -194,7 +194,7 @@ const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_
 // ReserveQueues hands out up to max ready tasks of queues, from any partition,
 // in priority order, then due time, then job id (in turn across keys in
 // a queue that uses them, sqlReserveFair), each leased for its TTR,
-// as the embedded engine (Reserve) does. When none is ready it waits up to wait
+// as the embedded engine (ReserveQueues) does. When none is ready it waits up to wait
 // for the first one: the node listens to chanReady, where the owners
 // announce the tasks they make ready, queue by queue (notifications.go),
 // and looks again when woken.
