@@ -200,7 +200,7 @@ func (c *conn) setWorker() {
 
 // reserved holds t and answers RESERVED.
 func (c *conn) reserved(t task.Task) error {
-	c.held[t.JobID] = holding{lease: t.Lease, until: t.LeaseUntil, prio: t.Priority, tube: tubeOf(t.Queue)}
+	c.held[t.JobID] = holding{queue: t.Queue, id: t.ID, lease: t.Lease, until: t.LeaseUntil, prio: t.Priority, tube: tubeOf(t.Queue)}
 	return c.replyJob("RESERVED", t.JobID, t.Payload)
 }
 
@@ -218,7 +218,18 @@ func (c *conn) delete(cmd *command) error {
 		}
 		tube = tubeOf(t.Queue)
 	}
-	err := c.s.b.DeleteJob(context.Background(), cmd.id, h.lease)
+	var err error
+	if mine {
+		// The worker's delete of the job it holds is its ack, by key: the
+		// lease names the reservation, so no read by job id is needed. A
+		// lease that ran out leaves a job any client may delete, unless
+		// reserved again.
+		if err = c.s.b.Ack(context.Background(), h.queue, h.id, h.lease); errors.Is(err, task.ErrLease) {
+			err = c.s.b.DeleteJob(context.Background(), cmd.id, "")
+		}
+	} else {
+		err = c.s.b.DeleteJob(context.Background(), cmd.id, "")
+	}
 	if mine && (err == nil || errors.Is(err, task.ErrNotFound)) {
 		delete(c.held, cmd.id)
 	}

@@ -55,10 +55,12 @@ type conn struct {
 
 // holding is a reservation this connection holds.
 type holding struct {
-	lease string
-	until time.Time // the lease's end
-	prio  uint32    // to release the job with when the connection closes
-	tube  string
+	// queue and id name the job by key, for its ack.
+	queue, id string
+	lease     string
+	until     time.Time // the lease's end
+	prio      uint32    // to release the job with when the connection closes
+	tube      string
 }
 
 const (

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -113,7 +114,7 @@ func TestShutdown_Deadline(t *testing.T) {
 	if got := c.read(5 * time.Second); got != "<closed>" {
 		t.Fatalf("the stalled connection: %q", got)
 	}
-	if _, err := b.Peek("default", task.Ready); !errors.Is(err, task.ErrNotFound) {
+	if _, err := service.New(b).Peek("default", task.Ready); !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("a job of the stalled put: %v", err)
 	}
 }

@@ -52,7 +52,7 @@ func BenchmarkBroker_WorkedBacklog(b *testing.B) {
 	for range 2 {
 		reservers.Go(func() {
 			for left.Load() > 0 {
-				ts, err := br.Reserve(ctx, "q", 30, time.Second)
+				ts, err := svc(br).Reserve(ctx, "q", 30, time.Second)
 				if err != nil {
 					b.Error(err)
 					return

@@ -52,13 +52,15 @@ func BenchmarkBroker_PutBatch(b *testing.B) {
 	b.ReportMetric(float64(b.N*len(rs))/b.Elapsed().Seconds(), "tasks/s")
 }
 
-// BenchmarkBroker_PutReserveAck measures one task's whole life.
+// BenchmarkBroker_PutReserveAck measures one task's whole life, through
+// service.New's front as a client reaches it.
 func BenchmarkBroker_PutReserveAck(b *testing.B) {
-	br, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
+	eng, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer br.Close()
+	defer eng.Close()
+	br := svc(eng)
 	i := 0
 	for b.Loop() {
 		i++
@@ -94,7 +96,7 @@ func BenchmarkBroker_ReserveWatch_1000(b *testing.B) {
 	stop := make(chan struct{})
 	go func() {
 		for {
-			t, ok, err := br.ReserveAny(ctx, names, time.Minute)
+			t, ok, err := svc(br).ReserveAny(ctx, names, time.Minute)
 			if err != nil {
 				close(got)
 				return
@@ -120,7 +122,7 @@ func BenchmarkBroker_ReserveWatch_1000(b *testing.B) {
 		if !ok {
 			b.Fatal("reserver stopped")
 		}
-		if err := br.Ack(ctx, q, "1", t.Lease); err != nil {
+		if err := svc(br).Ack(ctx, q, "1", t.Lease); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -169,12 +171,12 @@ func BenchmarkBroker_ReserveAck_Backlog(b *testing.B) {
 					left = backlog
 					b.StartTimer()
 				}
-				ts, err := br.Reserve(ctx, "q", 1, 0)
+				ts, err := svc(br).Reserve(ctx, "q", 1, 0)
 				if err != nil || len(ts) != 1 {
 					b.Fatal(ts, err)
 				}
 				left--
-				if err := br.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
+				if err := svc(br).Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -182,8 +184,8 @@ func BenchmarkBroker_ReserveAck_Backlog(b *testing.B) {
 	}
 }
 
-// BenchmarkBroker_Reserve measures one reserve of one ready task
-// (memstore: no disk; the reservation is not waited for, but the CPU
+// BenchmarkBroker_Reserve measures one reserve of one ready task,
+// through service.New's front (memstore: no disk; the reservation is not waited for, but the CPU
 // time reported, cpu-ns/op, includes committing it), in a queue
 // without a rate limit and in one with a rate it never meets, whose
 // bucket each reserve writes into the group of its reservation.
@@ -231,8 +233,9 @@ func BenchmarkBroker_Reserve(b *testing.B) {
 			}
 			b.ResetTimer()
 			cpu := reportCPU(b)
+			front := svc(br)
 			for range b.N {
-				if ts, err := br.Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 1 {
+				if ts, err := front.Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 1 {
 					b.Fatal(ts, err)
 				}
 			}

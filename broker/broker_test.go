@@ -45,7 +45,7 @@ func put(t *testing.T, b *broker.Broker, q string, r task.PutRequest) task.Task 
 
 func reserve1(t *testing.T, b *broker.Broker, q string) (task.Task, bool) {
 	t.Helper()
-	ts, err := b.Reserve(ctx, q, 1, 0)
+	ts, err := svc(b).Reserve(ctx, q, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestBroker_LongPollAnswersWhenDue(t *testing.T) {
 		b := open(t, memstore.New())
 		put(t, b, "q", task.PutRequest{ID: "a", Delay: 3 * time.Second})
 		start := time.Now()
-		ts, err := b.Reserve(ctx, "q", 10, time.Minute)
+		ts, err := svc(b).Reserve(ctx, "q", 10, time.Minute)
 		if err != nil || len(ts) != 1 {
 			t.Fatalf("reserve: %v %v", ts, err)
 		}
@@ -91,7 +91,7 @@ func TestBroker_LongPollAnswersWhenDue(t *testing.T) {
 		}
 		// Nothing more: waits the whole wait and answers empty.
 		start = time.Now()
-		ts, err = b.Reserve(ctx, "q", 1, 5*time.Second)
+		ts, err = svc(b).Reserve(ctx, "q", 1, 5*time.Second)
 		if err != nil || len(ts) != 0 || time.Since(start) != 5*time.Second {
 			t.Fatalf("empty long poll: %v %v after %v", ts, err, time.Since(start))
 		}
@@ -105,7 +105,7 @@ func TestBroker_ManyWaitersEachGetOne(t *testing.T) {
 		got := make(chan string, n)
 		for range n {
 			go func() {
-				ts, err := b.Reserve(ctx, "q", 1, time.Minute)
+				ts, err := svc(b).Reserve(ctx, "q", 1, time.Minute)
 				if err != nil || len(ts) != 1 {
 					got <- fmt.Sprint("error ", ts, err)
 					return
@@ -141,7 +141,7 @@ func TestBroker_PriorityThenDueThenPutOrder(t *testing.T) {
 		put(t, b, "q", task.PutRequest{ID: "p1-c", Priority: 1})
 		put(t, b, "q", task.PutRequest{ID: "p0", Priority: 0, Delay: time.Second})
 		time.Sleep(time.Second + 2*time.Millisecond)
-		ts, err := b.Reserve(ctx, "q", 10, 0)
+		ts, err := svc(b).Reserve(ctx, "q", 10, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestBroker_LeaseExpiryRetriesThenDead(t *testing.T) {
 		if !ok || second.Attempts != 2 || second.Lease == first.Lease {
 			t.Fatalf("after expiry: %+v %v", second, ok)
 		}
-		if err := b.Ack(ctx, "q", "a", first.Lease); !errors.Is(err, task.ErrLease) {
+		if err := svc(b).Ack(ctx, "q", "a", first.Lease); !errors.Is(err, task.ErrLease) {
 			t.Fatalf("ack with the expired lease: %v", err)
 		}
 		time.Sleep(1100 * time.Millisecond)
@@ -180,14 +180,14 @@ func TestBroker_LeaseExpiryRetriesThenDead(t *testing.T) {
 		if qs, _ := b.Queues(context.Background()); len(qs) != 1 || qs[0].Dead != 1 || qs[0].Ready+qs[0].Delayed+qs[0].Reserved != 0 {
 			t.Fatalf("counts %+v", qs)
 		}
-		if err := b.Kick(ctx, "q", "a"); err != nil {
+		if err := svc(b).Kick(ctx, "q", "a"); err != nil {
 			t.Fatal(err)
 		}
 		again, ok := reserve1(t, b, "q")
 		if !ok || again.Attempts != 3 {
 			t.Fatalf("after kick: %+v %v", again, ok)
 		}
-		if err := b.Kick(ctx, "q", "a"); !errors.Is(err, task.ErrState) {
+		if err := svc(b).Kick(ctx, "q", "a"); !errors.Is(err, task.ErrState) {
 			t.Fatalf("kick of a reserved task: %v", err)
 		}
 	})
@@ -206,7 +206,7 @@ func TestBroker_AckTouchNack(t *testing.T) {
 		if _, ok := reserve1(t, b, "q"); ok {
 			t.Fatal("delivered again within a touched lease")
 		}
-		if _, err := b.Nack(ctx, "q", "a", r.Lease, 2*time.Second, ""); err != nil {
+		if _, err := svc(b).Nack(ctx, "q", "a", r.Lease, 2*time.Second, ""); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := b.Get("q", "a"); got.State != task.Delayed || got.Releases != 1 {
@@ -224,13 +224,13 @@ func TestBroker_AckTouchNack(t *testing.T) {
 		if err := service.New(b).Ack(ctx, "q", "a", ""); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("ack without lease: %v", err)
 		}
-		if err := b.Ack(ctx, "q", "a", r2.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "q", "a", r2.Lease); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := b.Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("get after ack: %v", err)
 		}
-		if err := b.Ack(ctx, "q", "a", r2.Lease); !errors.Is(err, task.ErrNotFound) {
+		if err := svc(b).Ack(ctx, "q", "a", r2.Lease); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("second ack: %v", err)
 		}
 		time.Sleep(5 * time.Second)
@@ -252,11 +252,11 @@ func TestBroker_IdempotentPutAndReplace(t *testing.T) {
 		if err != nil || created || repl.JobID == first.JobID || repl.State != task.Ready {
 			t.Fatalf("replace: %+v %v %v", repl, created, err)
 		}
-		ts, _ := b.Reserve(ctx, "q", 10, 0)
+		ts, _ := svc(b).Reserve(ctx, "q", 10, 0)
 		if len(ts) != 1 || string(ts[0].Payload) != `3` {
 			t.Fatalf("after replace: %+v", ts)
 		}
-		if err := b.Ack(ctx, "q", "a", ts[0].Lease); err != nil {
+		if err := svc(b).Ack(ctx, "q", "a", ts[0].Lease); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Hour)
@@ -302,10 +302,10 @@ func TestBroker_BadInputChangesNothing(t *testing.T) {
 		if len(qs) != 1 || qs[0].Ready != 2 {
 			t.Fatalf("queues after bad input: %+v", qs)
 		}
-		if _, err := b.Reserve(ctx, "q", 0, 0); !errors.Is(err, task.ErrInvalid) {
+		if _, err := svc(b).Reserve(ctx, "q", 0, 0); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("reserve max 0: %v", err)
 		}
-		if _, err := b.Reserve(ctx, "q", 1, 6*time.Minute); !errors.Is(err, task.ErrInvalid) {
+		if _, err := svc(b).Reserve(ctx, "q", 1, 6*time.Minute); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("reserve wait 6m: %v", err)
 		}
 	})
@@ -329,14 +329,14 @@ func TestBroker_Recovery(t *testing.T) {
 		put(t, b, "q", task.PutRequest{ID: "expiring", TTR: 2 * time.Second, Priority: 1})
 		exp, _ := reserve1(t, b, "q")
 		gone := put(t, b, "q", task.PutRequest{ID: "gone"})
-		if err := b.Delete(ctx, "q", "gone"); err != nil {
+		if err := svc(b).Delete(ctx, "q", "gone"); err != nil {
 			t.Fatal(err)
 		}
 		b.Close()
 
 		time.Sleep(5 * time.Second) // down: "soon" falls due, "expiring"'s lease runs out
 		b2 := open(t, st)
-		ts, _ := b2.Reserve(ctx, "q", 10, 0)
+		ts, _ := svc(b2).Reserve(ctx, "q", 10, 0)
 		var ids []string
 		for _, x := range ts {
 			ids = append(ids, x.ID)
@@ -347,7 +347,7 @@ func TestBroker_Recovery(t *testing.T) {
 		if ts[0].Attempts != 2 {
 			t.Fatalf("expired lease: attempts %d", ts[0].Attempts)
 		}
-		if err := b2.Ack(ctx, "q", "leased", held.Lease); err != nil {
+		if err := svc(b2).Ack(ctx, "q", "leased", held.Lease); err != nil {
 			t.Fatalf("ack with a lease from before the restart: %v", err)
 		}
 		_ = exp
@@ -386,17 +386,17 @@ func TestBroker_Schedules(t *testing.T) {
 		if !ok || r.ID != want || string(r.Payload) != `"hi"` {
 			t.Fatalf("occurrence: %+v, want id %s", r, want)
 		}
-		if err := b.Ack(ctx, "q", r.ID, r.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "q", r.ID, r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		b.Close()
 		time.Sleep(10 * time.Minute) // ten occurrences missed
 		b2 := open(t, st)
-		ts, _ := b2.Reserve(ctx, "q", 100, 0)
+		ts, _ := svc(b2).Reserve(ctx, "q", 100, 0)
 		if len(ts) != 1 {
 			t.Fatalf("after 10 missed occurrences: %d put, want the newest only", len(ts))
 		}
-		if err := b2.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
+		if err := svc(b2).Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
 			t.Fatal(err)
 		}
 		if s, _ := b2.Schedules(context.Background()); len(s) != 1 || s[0].Last.IsZero() {
@@ -409,7 +409,7 @@ func TestBroker_Schedules(t *testing.T) {
 			t.Fatalf("second delete: %v", err)
 		}
 		time.Sleep(5 * time.Minute)
-		if ts, _ := b2.Reserve(ctx, "q", 100, 0); len(ts) != 0 {
+		if ts, _ := svc(b2).Reserve(ctx, "q", 100, 0); len(ts) != 0 {
 			t.Fatalf("deleted schedule put %d", len(ts))
 		}
 	})
@@ -452,7 +452,7 @@ func TestBroker_ReserveCallerGoneGivesBack(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		put(t, b, "q", task.PutRequest{ID: "a"})
-		if ts, err := b.Reserve(cctx, "q", 1, 0); err == nil || len(ts) != 0 {
+		if ts, err := svc(b).Reserve(cctx, "q", 1, 0); err == nil || len(ts) != 0 {
 			t.Fatalf("reserve with a cancelled context: %v %v", ts, err)
 		}
 		got, ok := reserve1(t, b, "q")

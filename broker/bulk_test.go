@@ -30,11 +30,11 @@ func TestMoveTask_SurvivesRestart(t *testing.T) {
 				return tk
 			}
 			dead := put(task.PutRequest{ID: "dead", Payload: []byte(`"d"`), MaxAttempts: 1, Priority: 0})
-			r, err := b.Reserve(ctx, "q", 1, 0)
+			r, err := svc(b).Reserve(ctx, "q", 1, 0)
 			if err != nil || len(r) != 1 {
 				t.Fatal(r, err)
 			}
-			if _, err := b.Nack(ctx, "q", "dead", r[0].Lease, 0, "boom"); err != nil {
+			if _, err := svc(b).Nack(ctx, "q", "dead", r[0].Lease, 0, "boom"); err != nil {
 				t.Fatal(err)
 			}
 			delayed := put(task.PutRequest{ID: "later", Payload: []byte(`"l"`), Delay: time.Hour})
@@ -70,7 +70,7 @@ func TestMoveTask_SurvivesRestart(t *testing.T) {
 			if page, _, err := b.FindTasks(ctx, "q", service.Filter{}, 0, 10); err != nil || len(page) != 0 {
 				t.Fatalf("q after a restart: %+v, %v", page, err)
 			}
-			got, err := b.Reserve(ctx, "q2", 1, 0)
+			got, err := svc(b).Reserve(ctx, "q2", 1, 0)
 			if err != nil || len(got) != 1 || got[0].ID != "now" {
 				t.Fatalf("reserve q2: %+v, %v; want now", got, err)
 			}

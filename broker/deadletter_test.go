@@ -27,7 +27,7 @@ func TestDeadLetter_SurvivesRestart(t *testing.T) {
 			put(t, b, "q", task.PutRequest{ID: "x", MaxAttempts: 2, TTR: 5 * time.Second})
 			for i := range 2 {
 				r, _ := reserve1(t, b, "q")
-				if _, err := b.Nack(ctx, "q", "x", r.Lease, 0, fmt.Sprint("e", i)); err != nil {
+				if _, err := svc(b).Nack(ctx, "q", "x", r.Lease, 0, fmt.Sprint("e", i)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -51,7 +51,7 @@ func TestDeadLetter_SurvivesRestart(t *testing.T) {
 				if !ok || r.Attempts != i {
 					t.Fatalf("reservation %d in q-dead = %+v; want attempts %d", i, r, i)
 				}
-				if _, err := b.Nack(ctx, "q-dead", "x", r.Lease, 0, "d"); err != nil {
+				if _, err := svc(b).Nack(ctx, "q-dead", "x", r.Lease, 0, "d"); err != nil {
 					t.Fatal(err)
 				}
 			}

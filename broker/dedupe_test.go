@@ -20,11 +20,11 @@ func TestDedupe_Pruned(t *testing.T) {
 			t.Fatal(err)
 		}
 		put(t, b, queue, task.PutRequest{ID: "a"})
-		ts, err := b.Reserve(ctx, queue, 1, time.Second)
+		ts, err := svc(b).Reserve(ctx, queue, 1, time.Second)
 		if err != nil || len(ts) != 1 {
 			t.Fatalf("Reserve(%s): %+v, %v", queue, ts, err)
 		}
-		if err := b.Ack(ctx, queue, "a", ts[0].Lease); err != nil {
+		if err := svc(b).Ack(ctx, queue, "a", ts[0].Lease); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -181,12 +181,12 @@ func cpuTime() time.Duration {
 // reserveAck reserves one task of queue q and acks it, and reports
 // whether both went well (a failure is reported to b).
 func reserveAck(b *testing.B, br *broker.Broker) bool {
-	ts, err := br.Reserve(ctx, "q", 1, 0)
+	ts, err := svc(br).Reserve(ctx, "q", 1, 0)
 	if err != nil || len(ts) != 1 {
 		b.Error(fmt.Sprint(ts, err))
 		return false
 	}
-	if err := br.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
+	if err := svc(br).Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
 		b.Error(err)
 		return false
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -10,86 +11,67 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// The ends of a reservation other than an ack: a failed attempt (Nack, a
-// lease that runs out, Bury and beanstalkd's BuryJob), decided by
-// service.AfterFailure under the queue's policy (fail), and a task given
-// back without counting its attempt (Release). A task that dies in a
+// The ends of a reservation other than an ack (Settle, and a lease that
+// runs out): a failed attempt or a bury, decided by service.AfterFailure
+// under the queue's policy (fail), and a task given back (a release). A task that dies in a
 // queue whose policy names a dead-letter queue moves there (deadLetter).
 
-// Nack gives the reserved task id of queue back after a failed attempt,
-// keeping reason (cut by service.CutError) as its last error: waiting
-// again delay from now (task.RetryDelay: as the queue's retry policy
-// says, service.DefaultRetry without one), or dead when its attempts are used up, and
-// then moved to the queue's dead-letter queue if it has one. It returns
-// the task as it is after, without its payload. delay must be
-// task.RetryDelay or 0 to MaxDelay.
-func (b *Broker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
+// Settle ends the reservation lease of the task id of queue as st says
+// (service.Engine): a failed attempt (task.AttemptNacked) or a bury is
+// decided by fail under the queue's policy; a release waits again after
+// st.Delay, never dead. One group commit, waited for. It returns the task
+// as it is after, without its payload.
+func (b *Broker) Settle(ctx context.Context, queue, id, lease string, st service.Settlement) (task.Task, error) {
 	b.mu.Lock()
 	job, rec, s, err := b.held(queue, id, lease)
-	if err != nil {
-		b.mu.Unlock()
-		return task.Task{}, err
+	if err == nil && st.Outcome != task.AttemptNacked && st.Outcome != task.AttemptReleased && st.Outcome != task.AttemptBuried {
+		err = fmt.Errorf("%w: no settlement %q", task.ErrInvalid, st.Outcome)
 	}
-	b.leases.Remove(job)
-	b.metrics.Nacks.Inc()
-	now := time.Now().UnixNano()
-	reason = service.CutError(reason)
-	b.endSettled(ctx, &rec, task.AttemptNacked, reason, now)
-	rec.Releases++
-	rec.LastError = reason
-	rec, s = b.fail(job, s, rec, now, delay, false, false)
-	t := view(rec, s)
-	return t, b.commitWait(ctx, b.barrier())
-}
-
-// Release gives the reserved task id of queue back, waiting again delay
-// from now (0 to MaxDelay), without counting the attempt: its attempts
-// go down by one, its releases up. It returns the task, without its
-// payload.
-func (b *Broker) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
-	b.mu.Lock()
-	job, rec, s, err := b.held(queue, id, lease)
-	if err != nil {
-		b.mu.Unlock()
-		return task.Task{}, err
-	}
-	b.leases.Remove(job)
-	b.unlease(job)
-	b.metrics.Nacks.Inc()
-	now := time.Now()
-	b.endAttempt(&rec, task.AttemptReleased, "", now.UnixNano())
-	if rec.Attempts > 0 {
-		rec.Attempts--
-	}
-	rec.Releases++
-	rec.State = store.Waiting
-	rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
-	rec.Due = now.Add(delay).UnixNano()
-	b.writeTask(store.UpdateTask, rec)
-	s.due = rec.Due
-	b.place(job, s, b.queues[s.queue()], now.UnixNano(), rec.Key)
-	t := view(rec, b.tasks.at(job))
-	return t, b.commitWait(ctx, b.barrier())
-}
-
-// Bury makes the reserved task id of queue dead now, whatever attempts
-// it has left, keeping reason (cut by service.CutError) as its last
-// error; a queue with a dead-letter queue moves it there. It returns the
-// task as it is after, without its payload.
-func (b *Broker) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
-	b.mu.Lock()
-	job, rec, s, err := b.held(queue, id, lease)
 	if err != nil {
 		b.mu.Unlock()
 		return task.Task{}, err
 	}
 	b.leases.Remove(job)
 	now := time.Now().UnixNano()
-	reason = service.CutError(reason)
-	b.endAttempt(&rec, task.AttemptBuried, reason, now)
-	rec.Buries++
-	rec.LastError = reason
-	rec, s = b.fail(job, s, rec, now, 0, true, false)
+	if st.Priority != nil {
+		rec.Priority, s.prio = *st.Priority, *st.Priority
+	}
+	reason := ""
+	if st.Error != nil {
+		reason = *st.Error
+	}
+	switch st.Outcome {
+	case task.AttemptReleased:
+		b.unlease(job)
+		b.metrics.Nacks.Inc()
+		b.endAttempt(&rec, task.AttemptReleased, "", now)
+		if st.Refund && rec.Attempts > 0 {
+			rec.Attempts--
+		}
+		rec.Releases++
+		rec.State = store.Waiting
+		rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
+		rec.Due = addSat(now, st.Delay)
+		b.writeTask(store.UpdateTask, rec)
+		s.due = rec.Due
+		b.place(job, s, b.queues[s.queue()], now, rec.Key)
+		s = b.tasks.at(job)
+	case task.AttemptBuried:
+		b.endAttempt(&rec, task.AttemptBuried, reason, now)
+		rec.Buries++
+		if st.Error != nil {
+			rec.LastError = reason
+		}
+		rec, s = b.fail(job, s, rec, now, 0, true, false)
+	default:
+		b.metrics.Nacks.Inc()
+		b.endSettled(ctx, &rec, task.AttemptNacked, reason, now)
+		rec.Releases++
+		if st.Error != nil {
+			rec.LastError = reason
+		}
+		rec, s = b.fail(job, s, rec, now, st.Delay, false, false)
+	}
 	t := view(rec, s)
 	return t, b.commitWait(ctx, b.barrier())
 }

@@ -21,20 +21,20 @@ import (
 //     task.AttemptsKeptFirst and the last task.AttemptsKeptLast of a
 //     task (putAttempt), by endAttempt, called before the end raises the
 //     task's counters:
-//     acked by Ack and by DeleteJob of a job reserved under the lease
-//     given (beanstalkd's delete of a reserved job); nacked by Nack (an
-//     Ack or Nack settling a push is pushed or push-failed, endSettled);
-//     released by Release and ReleaseJob; buried by Bury and BuryJob;
+//     acked by AckMany (the front's Ack, and beanstalkd's delete of a
+//     job reserved under the lease given); nacked by Settle (an ack or a
+//     nack settling a push is pushed or push-failed, endSettled);
+//     released and buried by Settle;
 //     expired by a lease that ran out (the lease wheel, or recovery). A
 //     reservation whose caller went away before it was answered
 //     (giveBack) is no attempt and writes none, nor does the Delete of a
 //     reserved task, which ends an attempt without an answer.
 //   - store.Finished, one each time a task leaves its queue, by leave,
 //     numbered by histSeq (recovered with store.Store.HistorySeq): acked
-//     (Ack, DeleteJob of a reserved job), dead (fail: its attempts used
+//     (AckMany), dead (fail: its attempts used
 //     up, or buried, dead in its queue or moved to a dead-letter queue,
 //     recorded in the queue it left; a task whose record is damaged,
-//     which dies in its queue), deleted (Delete, DeleteJob, DeleteDead,
+//     which dies in its queue), deleted (Delete,
 //     a put that replaces a task, and a task that a dead-lettered task of
 //     its id replaces: a job's attempts are pruned with its Finished
 //     records, so a task that leaves without one would keep its attempts
@@ -51,9 +51,9 @@ import (
 // first): every reservation answered counts, a released one included, as
 // the cluster's tries do. It is not rec.Attempts, which a Release gives
 // back. Every attempt of a live task that ended raised exactly one of
-// the counters beanstalkd's stats-job shows: Releases (Nack, Release,
-// ReleaseJob), Timeouts (a lease that ran out) or Buries (Bury,
-// BuryJob); an ack or a delete ends the task. So the attempts that ended
+// the counters beanstalkd's stats-job shows: Releases (a nack or a
+// release, Settle), Timeouts (a lease that ran out) or Buries (a bury,
+// Settle); an ack or a delete ends the task. So the attempts that ended
 // are their sum, and the number needs no field of its own. For example,
 // a task released, then nacked, is in its third attempt: Releases 2.
 func attemptN(rec *store.Task) uint32 { return rec.Releases + rec.Timeouts + rec.Buries + 1 }

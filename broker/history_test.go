@@ -71,7 +71,7 @@ func TestHistory_Attempts(t *testing.T) {
 		if len(as) != 1 || as[0].N != 1 || !as[0].Started.Equal(start) || !as[0].Ended.IsZero() || as[0].Outcome != "" {
 			t.Fatalf("running attempt: %+v", as)
 		}
-		if _, err := b.Nack(ctx, "q", "a", r.Lease, 0, "boom"); err != nil {
+		if _, err := svc(b).Nack(ctx, "q", "a", r.Lease, 0, "boom"); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -83,7 +83,7 @@ func TestHistory_Attempts(t *testing.T) {
 			t.Fatal("not ready again after its lease ran out")
 		}
 		time.Sleep(100 * time.Millisecond)
-		if err := b.Ack(ctx, "q", "a", r.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "q", "a", r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		as = attempts(t, b, "q", "a")
@@ -130,23 +130,23 @@ func TestHistory_Outcomes(t *testing.T) {
 		b := open(t, memstore.New())
 		put(t, b, "q", task.PutRequest{ID: "spent", MaxAttempts: 1})
 		r, _ := reserve1(t, b, "q")
-		if _, err := b.Nack(ctx, "q", "spent", r.Lease, 0, "no luck"); err != nil {
+		if _, err := svc(b).Nack(ctx, "q", "spent", r.Lease, 0, "no luck"); err != nil {
 			t.Fatal(err)
 		}
 		put(t, b, "q", task.PutRequest{ID: "buried"})
 		r, _ = reserve1(t, b, "q")
-		if _, err := b.Bury(ctx, "q", "buried", r.Lease, "poison"); err != nil {
+		if _, err := svc(b).Bury(ctx, "q", "buried", r.Lease, "poison"); err != nil {
 			t.Fatal(err)
 		}
 		put(t, b, "q", task.PutRequest{ID: "gone"})
-		if err := b.Delete(ctx, "q", "gone"); err != nil {
+		if err := svc(b).Delete(ctx, "q", "gone"); err != nil {
 			t.Fatal(err)
 		}
 		put(t, b, "q", task.PutRequest{ID: "kept", Payload: []byte("1")})
 		if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: "kept", Payload: []byte("2"), Replace: true}); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := b.DeleteDead(ctx, "q"); err != nil || n != 2 {
+		if n, err := svc(b).DeleteDead(ctx, "q"); err != nil || n != 2 {
 			t.Fatalf("delete dead: %d, %v", n, err)
 		}
 		want := []string{"buried:deleted:1", "spent:deleted:1", "kept:deleted:0", "gone:deleted:0", "buried:dead:1", "spent:dead:1"}
@@ -217,7 +217,7 @@ func TestHistory_DeadLetter(t *testing.T) {
 		setPolicy(t, b, "q", task.Policy{MaxAttempts: 1, DeadLetter: "dlq"})
 		put(t, b, "q", task.PutRequest{ID: "a"})
 		r, _ := reserve1(t, b, "q")
-		if _, err := b.Nack(ctx, "q", "a", r.Lease, 0, "boom"); err != nil {
+		if _, err := svc(b).Nack(ctx, "q", "a", r.Lease, 0, "boom"); err != nil {
 			t.Fatal(err)
 		}
 		fs := finished(t, b, "q", "")
@@ -234,7 +234,7 @@ func TestHistory_DeadLetter(t *testing.T) {
 		if !ok {
 			t.Fatal("not in the dead-letter queue")
 		}
-		if err := b.Ack(ctx, "dlq", "a", r.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "dlq", "a", r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := outcomes(attempts(t, b, "dlq", "a")), []string{"1:nacked:boom", "2:acked:"}; !same(got, want) {
@@ -254,18 +254,18 @@ func TestHistory_Jobs(t *testing.T) {
 		b := open(t, memstore.New())
 		put(t, b, "q", task.PutRequest{ID: "a"})
 		r, _ := reserve1(t, b, "q")
-		if err := b.ReleaseJob(ctx, r.JobID, r.Lease, 5, 0); err != nil {
+		if err := svc(b).ReleaseJob(ctx, r.JobID, r.Lease, 5, 0); err != nil {
 			t.Fatal(err)
 		}
 		r, _ = reserve1(t, b, "q")
-		if err := b.BuryJob(ctx, r.JobID, r.Lease, 5); err != nil {
+		if err := svc(b).BuryJob(ctx, r.JobID, r.Lease, 5); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.KickJob(ctx, r.JobID); err != nil {
+		if err := svc(b).KickJob(ctx, r.JobID); err != nil {
 			t.Fatal(err)
 		}
 		r, _ = reserve1(t, b, "q")
-		if err := b.DeleteJob(ctx, r.JobID, r.Lease); err != nil {
+		if err := svc(b).DeleteJob(ctx, r.JobID, r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := outcomes(attempts(t, b, "q", "a")), []string{"1:released:", "2:buried:", "3:acked:"}; !same(got, want) {
@@ -273,7 +273,7 @@ func TestHistory_Jobs(t *testing.T) {
 		}
 		put(t, b, "q", task.PutRequest{ID: "b"})
 		j := put(t, b, "q", task.PutRequest{ID: "c"})
-		if err := b.DeleteJob(ctx, j.JobID, ""); err != nil {
+		if err := svc(b).DeleteJob(ctx, j.JobID, ""); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := finishes(finished(t, b, "q", "")), []string{"c:deleted:0", "a:acked:3", "a:dead:2"}; !same(got, want) {
@@ -290,7 +290,7 @@ func TestHistory_Release(t *testing.T) {
 		b := open(t, memstore.New())
 		put(t, b, "q", task.PutRequest{ID: "a"})
 		r, _ := reserve1(t, b, "q")
-		if _, err := b.Release(ctx, "q", "a", r.Lease, 0); err != nil {
+		if _, err := svc(b).Release(ctx, "q", "a", r.Lease, 0); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := outcomes(attempts(t, b, "q", "a")), []string{"1:released:"}; !same(got, want) {
@@ -304,11 +304,11 @@ func TestHistory_Release(t *testing.T) {
 		if got, want := outcomes(attempts(t, b, "q", "a")), []string{"1:released:", "2::"}; !same(got, want) {
 			t.Fatalf("attempts %v, want %v", got, want)
 		}
-		if _, err := b.Nack(ctx, "q", "a", r.Lease, 0, "x"); err != nil {
+		if _, err := svc(b).Nack(ctx, "q", "a", r.Lease, 0, "x"); err != nil {
 			t.Fatal(err)
 		}
 		r, _ = reserve1(t, b, "q")
-		if err := b.Ack(ctx, "q", "a", r.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "q", "a", r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := outcomes(attempts(t, b, "q", "a")), []string{"1:released:", "2:nacked:x", "3:acked:"}; !same(got, want) {
@@ -360,15 +360,15 @@ func TestHistory_None(t *testing.T) {
 		if as := attempts(t, b, "q", "a"); len(as) != 1 || as[0].N != 1 || as[0].Outcome != "" {
 			t.Fatalf("running attempt %+v", as)
 		}
-		if _, err := b.Nack(ctx, "q", "a", r.Lease, 0, "x"); err != nil {
+		if _, err := svc(b).Nack(ctx, "q", "a", r.Lease, 0, "x"); err != nil {
 			t.Fatal(err)
 		}
 		r, _ = reserve1(t, b, "q")
-		if err := b.Ack(ctx, "q", "a", r.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "q", "a", r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		put(t, b, "q", task.PutRequest{ID: "b"})
-		if err := b.Delete(ctx, "q", "b"); err != nil {
+		if err := svc(b).Delete(ctx, "q", "b"); err != nil {
 			t.Fatal(err)
 		}
 		if fs := finished(t, b, "q", ""); len(fs) != 0 {
@@ -399,7 +399,7 @@ func TestHistory_Prune(t *testing.T) {
 		ack := func(id string) {
 			put(t, b, "q", task.PutRequest{ID: id})
 			r, _ := reserve1(t, b, "q")
-			if err := b.Ack(ctx, "q", id, r.Lease); err != nil {
+			if err := svc(b).Ack(ctx, "q", id, r.Lease); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -438,7 +438,7 @@ func TestHistory_PruneBatches(t *testing.T) {
 			put(t, b, "q", task.PutRequest{ID: fmt.Sprint(i)})
 		}
 		for i := range n {
-			if err := b.Delete(ctx, "q", fmt.Sprint(i)); err != nil {
+			if err := svc(b).Delete(ctx, "q", fmt.Sprint(i)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -465,11 +465,11 @@ func TestHistory_Reopen(t *testing.T) {
 			}
 			put(t, b, "q", task.PutRequest{ID: "a"})
 			r, _ := reserve1(t, b, "q")
-			if _, err := b.Nack(ctx, "q", "a", r.Lease, 0, "boom"); err != nil {
+			if _, err := svc(b).Nack(ctx, "q", "a", r.Lease, 0, "boom"); err != nil {
 				t.Fatal(err)
 			}
 			r, _ = reserve1(t, b, "q")
-			if err := b.Ack(ctx, "q", "a", r.Lease); err != nil {
+			if err := svc(b).Ack(ctx, "q", "a", r.Lease); err != nil {
 				t.Fatal(err)
 			}
 			if fs := finished(t, b, "q", ""); len(fs) == 0 {
@@ -494,7 +494,7 @@ func TestHistory_Reopen(t *testing.T) {
 				t.Fatalf("attempts after reopen %v, want %v", got, want)
 			}
 			put(t, b, "q", task.PutRequest{ID: "b"})
-			if err := b.Delete(ctx, "q", "b"); err != nil {
+			if err := svc(b).Delete(ctx, "q", "b"); err != nil {
 				t.Fatal(err)
 			}
 			if got, want := finishes(finished(t, b, "q", "")), []string{"b:deleted:0", "a:acked:2"}; !same(got, want) {

@@ -42,13 +42,13 @@ func TestBroker_FarDelaysOnTime(t *testing.T) {
 		defer b.Close()
 		got := map[string]time.Duration{}
 		for len(got) < len(delays) && time.Since(start) < 3*time.Hour {
-			ts, err := b.Reserve(ctx, "q", 10, task.MaxWait)
+			ts, err := svc(b).Reserve(ctx, "q", 10, task.MaxWait)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, tk := range ts {
 				got[tk.ID] = time.Since(start)
-				if err := b.Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
+				if err := svc(b).Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -65,16 +65,16 @@ func TestBroker_FarDelaysOnTime(t *testing.T) {
 		}
 		// A release with a delay past the horizon, then a put after a sweep.
 		put(t, b, "q", task.PutRequest{ID: "r"})
-		ts, _ := b.Reserve(ctx, "q", 1, 0)
+		ts, _ := svc(b).Reserve(ctx, "q", 1, 0)
 		if len(ts) != 1 {
 			t.Fatalf("reserve: %v", ts)
 		}
 		rel := time.Now()
-		if _, err := b.Nack(ctx, "q", "r", ts[0].Lease, 5*time.Minute, ""); err != nil {
+		if _, err := svc(b).Nack(ctx, "q", "r", ts[0].Lease, 5*time.Minute, ""); err != nil {
 			t.Fatal(err)
 		}
 		for ts = nil; len(ts) == 0 && time.Since(rel) < time.Hour; {
-			if ts, err = b.Reserve(ctx, "q", 1, time.Minute); err != nil {
+			if ts, err = svc(b).Reserve(ctx, "q", 1, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -96,7 +96,7 @@ func TestBroker_DelayAtHorizon(t *testing.T) {
 			put(t, b, "q", task.PutRequest{ID: fmt.Sprint(i), Delay: d})
 		}
 		for i, d := range delays {
-			ts, err := b.Reserve(ctx, "q", 1, 2*time.Minute)
+			ts, err := svc(b).Reserve(ctx, "q", 1, 2*time.Minute)
 			if err != nil || len(ts) != 1 || ts[0].ID != fmt.Sprint(i) {
 				t.Fatalf("reserve %d: %v %v", i, ts, err)
 			}

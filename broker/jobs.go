@@ -43,34 +43,6 @@ func (b *Broker) withPayload(rec store.Task) (store.Task, error) {
 	return rec, nil
 }
 
-// jobIf returns job's record and slot if ok accepts them, else
-// ErrNotFound (as beanstalkd answers); on any error it releases b.mu.
-// b.mu is held.
-func (b *Broker) jobIf(job uint64, ok func(store.Task, slot) bool) (store.Task, slot, error) {
-	rec, s, err := b.job(job)
-	if err == nil && !ok(rec, s) {
-		err = task.ErrNotFound
-	}
-	if err != nil {
-		b.mu.Unlock()
-		return store.Task{}, slot{}, err
-	}
-	return rec, s, nil
-}
-
-// heldJob returns job's record and slot if lease is its current lease
-// (ErrNotFound otherwise, as beanstalkd answers). b.mu is held.
-func (b *Broker) heldJob(job uint64, lease string) (store.Task, slot, error) {
-	rec, s, err := b.job(job)
-	if err != nil {
-		return store.Task{}, slot{}, err
-	}
-	if s.state() != task.Reserved || lease == "" || rec.Lease != lease {
-		return store.Task{}, slot{}, task.ErrNotFound
-	}
-	return rec, s, nil
-}
-
 // Job returns the task with job id job, payload included, or ErrNotFound.
 func (b *Broker) Job(job uint64) (task.Task, error) {
 	b.mu.Lock()
@@ -90,74 +62,6 @@ func (b *Broker) show(job uint64) (task.Task, error) {
 	}
 	t := view(rec, s)
 	return t, b.commitWait(context.Background(), b.barrier())
-}
-
-// DeleteJob deletes job, durably, if it is delayed, ready or dead, or
-// reserved under lease; else it returns ErrNotFound.
-func (b *Broker) DeleteJob(ctx context.Context, job uint64, lease string) error {
-	b.mu.Lock()
-	rec, s, err := b.jobIf(job, func(rec store.Task, s slot) bool {
-		return s.state() != task.Reserved || (lease != "" && rec.Lease == lease)
-	})
-	if err != nil {
-		return err
-	}
-	now := time.Now().UnixNano()
-	if s.state() == task.Reserved {
-		// beanstalkd's workers delete the job they reserved: an ack.
-		b.endAttempt(&rec, task.AttemptAcked, "", now)
-		b.leave(&rec, task.FinishedAcked, now)
-	} else {
-		b.leave(&rec, task.FinishedDeleted, now)
-	}
-	b.remove(job, s, rec)
-	return b.commitWait(ctx, b.barrier())
-}
-
-// ReleaseJob ends the reservation lease of job: it is waiting again with
-// priority prio, delayed by delay (ready at once for 0), whatever its
-// attempts. ErrNotFound if job is not reserved under lease.
-func (b *Broker) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
-	b.mu.Lock()
-	rec, s, err := b.heldJob(job, lease)
-	if err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	b.leases.Remove(job)
-	b.unlease(job)
-	b.metrics.Nacks.Inc()
-	q := b.queues[s.queue()]
-	now := time.Now()
-	b.endAttempt(&rec, task.AttemptReleased, "", now.UnixNano())
-	rec.Releases++
-	rec.Priority = prio
-	rec.State = store.Waiting
-	rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
-	rec.Due = now.Add(delay).UnixNano()
-	b.writeTask(store.UpdateTask, rec)
-	s.prio, s.due = prio, rec.Due
-	b.place(job, s, q, now.UnixNano(), rec.Key)
-	return b.commitWait(ctx, b.barrier())
-}
-
-// BuryJob makes job, reserved under lease, dead with priority prio (moved
-// to its queue's dead-letter queue if it has one, as Bury).
-func (b *Broker) BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error {
-	b.mu.Lock()
-	rec, s, err := b.heldJob(job, lease)
-	if err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	b.leases.Remove(job)
-	now := time.Now().UnixNano()
-	b.endAttempt(&rec, task.AttemptBuried, "", now)
-	rec.Buries++
-	rec.Priority = prio
-	s.prio = prio
-	b.fail(job, s, rec, now, 0, true, false)
-	return b.commitWait(ctx, b.barrier())
 }
 
 // bury records job as dead in memory and in q's buried list. b.mu is held.
@@ -185,17 +89,6 @@ func (b *Broker) unbury(job uint64, q *queueState) {
 	q.reburied[job]++
 }
 
-// TouchJob renews the reservation lease of job for another TTR.
-func (b *Broker) TouchJob(ctx context.Context, job uint64, lease string) (task.Task, error) {
-	b.mu.Lock()
-	rec, s, err := b.heldJob(job, lease)
-	if err != nil {
-		b.mu.Unlock()
-		return task.Task{}, err
-	}
-	return b.touch(ctx, job, rec, s, lease)
-}
-
 // touch renews job's lease and waits for the write. b.mu is held and
 // released.
 func (b *Broker) touch(ctx context.Context, job uint64, rec store.Task, s slot, lease string) (task.Task, error) {
@@ -210,50 +103,6 @@ func (b *Broker) touch(ctx context.Context, job uint64, rec store.Task, s slot, 
 	t := view(rec, s)
 	t.Lease = lease
 	return t, b.commitWait(ctx, b.barrier())
-}
-
-// KickJob makes job ready if it is dead or delayed; else ErrNotFound.
-func (b *Broker) KickJob(ctx context.Context, job uint64) error {
-	b.mu.Lock()
-	rec, s, err := b.jobIf(job, func(_ store.Task, s slot) bool {
-		return s.state() == task.Dead || s.state() == task.Delayed
-	})
-	if err != nil {
-		return err
-	}
-	b.kickJob(job, s, rec)
-	return b.commitWait(ctx, b.barrier())
-}
-
-// KickQueue makes up to n tasks of queue ready: dead ones, oldest death
-// first, if there are any; else delayed ones, soonest due first. It
-// returns how many. Kicking delayed tasks scans every live task: O(n).
-func (b *Broker) KickQueue(ctx context.Context, queue string, n int) (int, error) {
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
-		return 0, err
-	}
-	q, err := b.queueFor(queue)
-	if err != nil {
-		b.mu.Unlock()
-		return 0, err
-	}
-	var jobs []uint64
-	if q.dead > 0 {
-		jobs = b.buriedJobs(q, n)
-	} else {
-		jobs = b.delayedJobs(q, n)
-	}
-	for _, job := range jobs {
-		rec, err := b.meta(job)
-		if err != nil {
-			b.mu.Unlock()
-			return 0, err
-		}
-		b.kickJob(job, b.tasks.at(job), rec)
-	}
-	return len(jobs), b.commitWait(ctx, b.barrier())
 }
 
 // buriedJobs returns up to n of q's dead tasks, oldest death first: each
@@ -334,22 +183,21 @@ func (b *Broker) ReserveJob(ctx context.Context, job uint64) (task.Task, error) 
 	return t, b.commitWait(ctx, b.barrier())
 }
 
-// Peek returns the next task of queue in state st without reserving it:
-// for Ready the first in delivery order across keys, their turns, the
-// pause and the limits left aside (peekFirst, as service.Jobs says and
-// a cluster answers); for Delayed the one due
-// soonest (a scan of every live task); for Dead the oldest death.
-// ErrNotFound when there is none.
-func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
+// Next returns up to n tasks of queue in state st, without payloads
+// (service.Engine): for task.Ready the first in delivery order across
+// keys, their turns, the pause and the limits left aside (peekFirst, as
+// service.Jobs says and a cluster answers; one task whatever n); for
+// task.Delayed the soonest due (a scan of every live task: O(live)), for
+// task.Dead the oldest deaths.
+func (b *Broker) Next(ctx context.Context, queue string, st task.State, n int) ([]task.Task, error) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
-		b.mu.Unlock()
-		return task.Task{}, err
+		return nil, err
 	}
 	q, ok := b.byName[queue]
 	if !ok {
-		b.mu.Unlock()
-		return task.Task{}, task.ErrNotFound
+		return nil, nil
 	}
 	var jobs []uint64
 	switch st {
@@ -358,18 +206,22 @@ func (b *Broker) Peek(queue string, st task.State) (task.Task, error) {
 			jobs = []uint64{it.job}
 		}
 	case task.Delayed:
-		jobs = b.delayedJobs(q, 1)
+		jobs = b.delayedJobs(q, n)
 	case task.Dead:
-		jobs = b.buriedJobs(q, 1)
+		jobs = b.buriedJobs(q, n)
 	default:
-		b.mu.Unlock()
-		return task.Task{}, fmt.Errorf("%w: cannot peek %s tasks", task.ErrInvalid, st)
+		return nil, fmt.Errorf("%w: cannot peek %s tasks", task.ErrInvalid, st)
 	}
-	if len(jobs) == 0 {
-		b.mu.Unlock()
-		return task.Task{}, task.ErrNotFound
+	out := make([]task.Task, 0, len(jobs))
+	for _, job := range jobs {
+		rec, err := b.meta(job)
+		if err != nil {
+			return nil, err
+		}
+		rec.Payload = nil
+		out = append(out, view(rec, b.tasks.at(job)))
 	}
-	return b.show(jobs[0])
+	return out, nil
 }
 
 // Queue returns the detail of queue; a queue never used reports zeros.
@@ -400,42 +252,4 @@ func (b *Broker) Queue(queue string) (task.QueueDetail, error) {
 		d.PauseLeft = time.Duration(left)
 	}
 	return d, nil
-}
-
-// KickDead makes every dead task of queue ready and returns how many.
-func (b *Broker) KickDead(ctx context.Context, queue string) (int, error) {
-	return b.eachDead(ctx, queue, b.kickJob)
-}
-
-// DeleteDead deletes every dead task of queue and returns how many.
-func (b *Broker) DeleteDead(ctx context.Context, queue string) (int, error) {
-	now := time.Now().UnixNano()
-	return b.eachDead(ctx, queue, func(job uint64, s slot, rec store.Task) {
-		b.leave(&rec, task.FinishedDeleted, now)
-		b.remove(job, s, rec)
-	})
-}
-
-// eachDead applies f to every dead task of queue, durably.
-func (b *Broker) eachDead(ctx context.Context, queue string, f func(uint64, slot, store.Task)) (int, error) {
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
-		return 0, err
-	}
-	q, ok := b.byName[queue]
-	if !ok {
-		b.mu.Unlock()
-		return 0, nil
-	}
-	jobs := b.buriedJobs(q, q.dead)
-	for _, job := range jobs {
-		rec, err := b.meta(job)
-		if err != nil {
-			b.mu.Unlock()
-			return 0, err
-		}
-		f(job, b.tasks.at(job), rec)
-	}
-	return len(jobs), b.commitWait(ctx, b.barrier())
 }

@@ -17,18 +17,18 @@ func TestBroker_ReserveAnyAcrossQueues(t *testing.T) {
 		put(t, b, "a", task.PutRequest{ID: "a5", Priority: 5})
 		put(t, b, "b", task.PutRequest{ID: "b1", Priority: 1})
 		put(t, b, "c", task.PutRequest{ID: "c0", Priority: 0})
-		got, ok, err := b.ReserveAny(ctx, []string{"a", "b"}, 0)
+		got, ok, err := svc(b).ReserveAny(ctx, []string{"a", "b"}, 0)
 		if err != nil || !ok || got.ID != "b1" {
 			t.Fatalf("first: %+v %v %v", got, ok, err)
 		}
-		got, _, _ = b.ReserveAny(ctx, []string{"a", "b"}, 0)
+		got, _, _ = svc(b).ReserveAny(ctx, []string{"a", "b"}, 0)
 		if got.ID != "a5" {
 			t.Fatalf("second: %+v", got)
 		}
 		// A waiter on two queues is woken by either, and only once.
 		done := make(chan task.Task)
 		go func() {
-			t, _, _ := b.ReserveAny(ctx, []string{"x", "y"}, time.Minute)
+			t, _, _ := svc(b).ReserveAny(ctx, []string{"x", "y"}, time.Minute)
 			done <- t
 		}()
 		synctest.Wait()
@@ -40,7 +40,7 @@ func TestBroker_ReserveAnyAcrossQueues(t *testing.T) {
 		// The waiter may have been handed the first task to fall due while
 		// the second was still being made ready: let that finish.
 		synctest.Wait()
-		left, ok, _ := b.ReserveAny(ctx, []string{"x", "y"}, 0)
+		left, ok, _ := svc(b).ReserveAny(ctx, []string{"x", "y"}, 0)
 		if !ok {
 			t.Fatal("the other task was lost")
 		}
@@ -56,38 +56,38 @@ func TestBroker_BuryKickPeek(t *testing.T) {
 		j3 := put(t, b, "q", task.PutRequest{ID: "3", Delay: time.Hour})
 		r1, _ := reserve1(t, b, "q")
 		r2, _ := reserve1(t, b, "q")
-		if err := b.BuryJob(ctx, r2.JobID, r2.Lease, 7); err != nil {
+		if err := svc(b).BuryJob(ctx, r2.JobID, r2.Lease, 7); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.BuryJob(ctx, r1.JobID, r1.Lease, 9); err != nil {
+		if err := svc(b).BuryJob(ctx, r1.JobID, r1.Lease, 9); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.BuryJob(ctx, r1.JobID, r1.Lease, 9); !errors.Is(err, task.ErrNotFound) {
+		if err := svc(b).BuryJob(ctx, r1.JobID, r1.Lease, 9); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("bury twice: %v", err)
 		}
-		if p, err := b.Peek("q", task.Dead); err != nil || p.JobID != j2.JobID || p.Priority != 7 {
+		if p, err := svc(b).Peek("q", task.Dead); err != nil || p.JobID != j2.JobID || p.Priority != 7 {
 			t.Fatalf("peek-buried: %+v %v", p, err)
 		}
-		if p, err := b.Peek("q", task.Delayed); err != nil || p.JobID != j3.JobID {
+		if p, err := svc(b).Peek("q", task.Delayed); err != nil || p.JobID != j3.JobID {
 			t.Fatalf("peek-delayed: %+v %v", p, err)
 		}
-		if _, err := b.Peek("q", task.Ready); !errors.Is(err, task.ErrNotFound) {
+		if _, err := svc(b).Peek("q", task.Ready); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("peek-ready: %v", err)
 		}
 		// kick takes buried ones first, oldest burial first.
-		if n, err := b.KickQueue(ctx, "q", 1); err != nil || n != 1 {
+		if n, err := svc(b).KickQueue(ctx, "q", 1); err != nil || n != 1 {
 			t.Fatalf("kick 1: %d %v", n, err)
 		}
-		if p, _ := b.Peek("q", task.Ready); p.JobID != j2.JobID {
+		if p, _ := svc(b).Peek("q", task.Ready); p.JobID != j2.JobID {
 			t.Fatalf("kicked %+v, want job %d", p, j2.JobID)
 		}
-		if n, _ := b.KickQueue(ctx, "q", 10); n != 1 {
+		if n, _ := svc(b).KickQueue(ctx, "q", 10); n != 1 {
 			t.Fatalf("second kick: %d", n)
 		}
-		if n, _ := b.KickQueue(ctx, "q", 10); n != 1 {
+		if n, _ := svc(b).KickQueue(ctx, "q", 10); n != 1 {
 			t.Fatalf("kick of delayed: %d", n)
 		}
-		if err := b.KickJob(ctx, j1.JobID); !errors.Is(err, task.ErrNotFound) {
+		if err := svc(b).KickJob(ctx, j1.JobID); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("kick-job of a ready job: %v", err)
 		}
 		if d, _ := b.Queue("q"); d.Ready != 3 || d.Dead != 0 || d.Delayed != 0 || d.Urgent != 3 {
@@ -104,10 +104,10 @@ func TestBroker_ReleaseReserveJobDelete(t *testing.T) {
 		if err != nil || r.Lease == "" {
 			t.Fatalf("reserve-job of a delayed job: %+v %v", r, err)
 		}
-		if err := b.DeleteJob(ctx, j.JobID, "wrong"); !errors.Is(err, task.ErrNotFound) {
+		if err := svc(b).DeleteJob(ctx, j.JobID, "wrong"); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("delete with another lease: %v", err)
 		}
-		if err := b.ReleaseJob(ctx, j.JobID, r.Lease, 3, 2*time.Second); err != nil {
+		if err := svc(b).ReleaseJob(ctx, j.JobID, r.Lease, 3, 2*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := b.Job(j.JobID); got.State != task.Delayed || got.Priority != 3 {
@@ -117,7 +117,7 @@ func TestBroker_ReleaseReserveJobDelete(t *testing.T) {
 		if got, _ := b.Job(j.JobID); got.State != task.Ready {
 			t.Fatalf("after the release delay: %+v", got)
 		}
-		if err := b.DeleteJob(ctx, j.JobID, ""); err != nil {
+		if err := svc(b).DeleteJob(ctx, j.JobID, ""); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := b.Job(j.JobID); !errors.Is(err, task.ErrNotFound) {
@@ -134,7 +134,7 @@ func TestBroker_PauseQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		ts, err := b.Reserve(ctx, "q", 1, time.Minute)
+		ts, err := svc(b).Reserve(ctx, "q", 1, time.Minute)
 		if err != nil || len(ts) != 1 {
 			t.Fatalf("reserve on a paused queue: %v %v", ts, err)
 		}
@@ -150,7 +150,7 @@ func TestBroker_KickDeadDeleteDead(t *testing.T) {
 		for i := range 4 {
 			put(t, b, "q", task.PutRequest{MaxAttempts: 1, TTR: time.Second, Priority: uint32(i)})
 		}
-		ts, _ := b.Reserve(ctx, "q", 4, 0)
+		ts, _ := svc(b).Reserve(ctx, "q", 4, 0)
 		if len(ts) != 4 {
 			t.Fatal(ts)
 		}
@@ -158,12 +158,12 @@ func TestBroker_KickDeadDeleteDead(t *testing.T) {
 		if d, _ := b.Queue("q"); d.Dead != 4 {
 			t.Fatalf("dead: %+v", d)
 		}
-		if n, err := b.KickDead(ctx, "q"); n != 4 || err != nil {
+		if n, err := svc(b).KickDead(ctx, "q"); n != 4 || err != nil {
 			t.Fatalf("kick dead: %d %v", n, err)
 		}
-		b.Reserve(ctx, "q", 4, 0)
+		svc(b).Reserve(ctx, "q", 4, 0)
 		time.Sleep(1100 * time.Millisecond)
-		if n, err := b.DeleteDead(ctx, "q"); n != 4 || err != nil {
+		if n, err := svc(b).DeleteDead(ctx, "q"); n != 4 || err != nil {
 			t.Fatalf("delete dead: %d %v", n, err)
 		}
 		if d, _ := b.Queue("q"); d.Dead+d.Ready+d.Delayed+d.Reserved != 0 {

@@ -26,7 +26,7 @@ func TestKeyRate_Bounded(t *testing.T) {
 			put(t, b, "q", task.PutRequest{ID: fmt.Sprint(i), Key: fmt.Sprint("k", i)})
 		}
 		put(t, b, "q", task.PutRequest{ID: "a2", Key: "k0"})
-		ts, err := b.Reserve(ctx, "q", 2*keys, 0)
+		ts, err := svc(b).Reserve(ctx, "q", 2*keys, 0)
 		if err != nil || len(ts) != keys {
 			t.Fatalf("reserve: %d tasks, %v; want one of each of %d keys", len(ts), err, keys)
 		}
@@ -34,7 +34,7 @@ func TestKeyRate_Bounded(t *testing.T) {
 			t.Fatalf("%d buckets after a task of each of %d keys", n, keys)
 		}
 		start := time.Now()
-		ts, err = b.Reserve(ctx, "q", 1, time.Second)
+		ts, err = svc(b).Reserve(ctx, "q", 1, time.Second)
 		if err != nil || len(ts) != 1 || ts[0].ID != "a2" {
 			t.Fatalf("waiting reserve: %v, %v; want a2", ts, err)
 		}
@@ -50,14 +50,14 @@ func TestKeyRate_Bounded(t *testing.T) {
 		// A change of the per-key rate drops the buckets: full again.
 		put(t, b, "q", task.PutRequest{ID: "b1", Key: "k1"})
 		put(t, b, "q", task.PutRequest{ID: "b2", Key: "k1"})
-		if ts, _ := b.Reserve(ctx, "q", 10, 0); len(ts) != 1 {
+		if ts, _ := svc(b).Reserve(ctx, "q", 10, 0); len(ts) != 1 {
 			t.Fatalf("reserve of k1's two: %d; want 1", len(ts))
 		}
 		setPolicy(t, b, "q", task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: time.Hour}}})
 		if n := broker.KeyRates(b, "q"); n != 0 {
 			t.Fatalf("%d buckets after a new rate", n)
 		}
-		if ts, _ := b.Reserve(ctx, "q", 10, 0); len(ts) != 1 {
+		if ts, _ := svc(b).Reserve(ctx, "q", 10, 0); len(ts) != 1 {
 			t.Fatalf("reserve after a new rate: %d; want k1's second", len(ts))
 		}
 	})
@@ -81,7 +81,7 @@ func TestKeyRate_SurvivesRestart(t *testing.T) {
 				put(t, b, "q", task.PutRequest{ID: fmt.Sprint("a", i), Key: "A"})
 				put(t, b, "q", task.PutRequest{ID: fmt.Sprint("b", i), Key: "B"})
 			}
-			if ts, err := b.Reserve(ctx, "q", 10, 0); err != nil || len(ts) != 2 {
+			if ts, err := svc(b).Reserve(ctx, "q", 10, 0); err != nil || len(ts) != 2 {
 				t.Fatalf("first reserve: %d, %v; want one of A and one of B", len(ts), err)
 			}
 			if err := b.Close(); err != nil {
@@ -99,7 +99,7 @@ func TestKeyRate_SurvivesRestart(t *testing.T) {
 			if n := broker.KeyRates(b, "q"); n != 2 {
 				t.Fatalf("%d buckets after the restart; want A's and B's", n)
 			}
-			if ts, err := b.Reserve(ctx, "q", 10, 0); err != nil || len(ts) != 0 {
+			if ts, err := svc(b).Reserve(ctx, "q", 10, 0); err != nil || len(ts) != 0 {
 				t.Fatalf("reserve after the restart: %v, %v; want none, both keys spent for an hour", ts, err)
 			}
 		})

@@ -88,7 +88,7 @@ func TestBroker_WaiterOnNameThenPut(t *testing.T) {
 	b := openLimited(t, 1, nil)
 	got := make(chan []task.Task)
 	go func() {
-		ts, err := b.Reserve(ctx, "late", 1, time.Minute)
+		ts, err := svc(b).Reserve(ctx, "late", 1, time.Minute)
 		if err != nil {
 			t.Error(err)
 		}
@@ -107,7 +107,7 @@ func TestBroker_WaiterOnNameThenPut(t *testing.T) {
 		t.Fatalf("reserve woken by the put got %v", ts)
 	}
 	wantQueues(t, b, 1, 1)
-	if err := b.Ack(ctx, "late", "1", ts[0].Lease); err != nil {
+	if err := svc(b).Ack(ctx, "late", "1", ts[0].Lease); err != nil {
 		t.Fatal(err)
 	}
 	wantQueues(t, b, 0, 0)
@@ -125,7 +125,7 @@ func TestBroker_ScheduleCountsTowardLimit(t *testing.T) {
 	if _, _, err := b.SetSchedule(ctx, spec); !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "too many queues") {
 		t.Fatalf("schedule into a third queue with a limit of 2: %v", err)
 	}
-	if err := b.Delete(ctx, "a", "1"); err != nil {
+	if err := svc(b).Delete(ctx, "a", "1"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := b.SetSchedule(ctx, spec); err != nil {
@@ -162,13 +162,13 @@ func TestBroker_QueueGoesWithWhatItHeld(t *testing.T) {
 
 	put(t, b, "retried", task.PutRequest{ID: "1"})
 	tk, _ := reserve1(t, b, "retried")
-	if _, err := b.Nack(ctx, "retried", "1", tk.Lease, 0, "again"); err != nil {
+	if _, err := svc(b).Nack(ctx, "retried", "1", tk.Lease, 0, "again"); err != nil {
 		t.Fatal(err)
 	}
 	if n := series(t, reg, "hourglass_task_retries_total", "retried"); n != 1 {
 		t.Fatalf("retries series of the queue: %d, want 1", n)
 	}
-	if err := b.Delete(ctx, "retried", "1"); err != nil {
+	if err := svc(b).Delete(ctx, "retried", "1"); err != nil {
 		t.Fatal(err)
 	}
 	if n := series(t, reg, "hourglass_task_retries_total", "retried"); n != 0 {
@@ -206,7 +206,7 @@ func series(t *testing.T, reg *prometheus.Registry, name, queue string) (n int) 
 // fails, naming a new queue, leaves no queue behind.
 func TestBroker_NothingMadeByEmptyOps(t *testing.T) {
 	b := openLimited(t, 10, nil)
-	if n, err := b.KickQueue(ctx, "kicked", 5); err != nil || n != 0 {
+	if n, err := svc(b).KickQueue(ctx, "kicked", 5); err != nil || n != 0 {
 		t.Errorf("kick of a new queue: %d, %v", n, err)
 	}
 	if err := b.PauseQueue(ctx, "unpaused", 0); err != nil {
@@ -247,13 +247,13 @@ func TestBroker_WaitedNamesBounded(t *testing.T) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		for i := range 5 {
-			go b.Reserve(ctx, fmt.Sprintf("w%d", i), 1, time.Hour)
+			go b.ReserveQueues(ctx, []string{fmt.Sprintf("w%d", i)}, 1, time.Hour)
 		}
 		synctest.Wait()
 		wantQueues(t, b, 5, 0)
 		got := make(chan []task.Task)
 		go func() {
-			ts, err := b.Reserve(ctx, "late", 1, time.Minute)
+			ts, err := svc(b).Reserve(ctx, "late", 1, time.Minute)
 			if err != nil {
 				t.Error(err)
 			}

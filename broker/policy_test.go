@@ -53,7 +53,7 @@ func TestPolicy_BackoffSpacing(t *testing.T) {
 				t.Fatalf("attempt %d: %+v %v", attempt+1, r, ok)
 			}
 			now := time.Now()
-			n, err := b.Nack(ctx, "q", "a", r.Lease, task.RetryDelay, fmt.Sprint("fail ", attempt+1))
+			n, err := svc(b).Nack(ctx, "q", "a", r.Lease, task.RetryDelay, fmt.Sprint("fail ", attempt+1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func TestPolicy_BackoffSpacing(t *testing.T) {
 		}
 		// A nack's own delay wins over the policy.
 		r, _ := reserve1(t, b, "q")
-		n, err := b.Nack(ctx, "q", "a", r.Lease, 0, "")
+		n, err := svc(b).Nack(ctx, "q", "a", r.Lease, 0, "")
 		if err != nil || n.State != task.Ready || n.LastError != "" {
 			t.Fatalf("nack with delay 0: %+v %v", n, err)
 		}
@@ -117,24 +117,24 @@ func TestPolicy_ReleaseKeepsAttempt(t *testing.T) {
 		b := open(t, memstore.New())
 		put(t, b, "q", task.PutRequest{ID: "a", MaxAttempts: 1})
 		r, _ := reserve1(t, b, "q")
-		x, err := b.Release(ctx, "q", "a", r.Lease, 0)
+		x, err := svc(b).Release(ctx, "q", "a", r.Lease, 0)
 		if err != nil || x.State != task.Ready || x.Attempts != 0 || x.Releases != 1 || x.Lease != "" {
 			t.Fatalf("release: %+v %v", x, err)
 		}
-		if _, err := b.Release(ctx, "q", "a", r.Lease, 0); !errors.Is(err, task.ErrLease) {
+		if _, err := svc(b).Release(ctx, "q", "a", r.Lease, 0); !errors.Is(err, task.ErrLease) {
 			t.Fatalf("second release with the same lease: %v", err)
 		}
 		r, ok := reserve1(t, b, "q")
 		if !ok || r.Attempts != 1 {
 			t.Fatalf("after release: %+v %v", r, ok)
 		}
-		x, err = b.Release(ctx, "q", "a", r.Lease, time.Second)
+		x, err = svc(b).Release(ctx, "q", "a", r.Lease, time.Second)
 		if err != nil || x.State != task.Delayed || !x.Due.Equal(time.Now().Add(time.Second)) {
 			t.Fatalf("release with a delay: %+v %v", x, err)
 		}
 		time.Sleep(time.Second + 2*time.Millisecond)
 		r, _ = reserve1(t, b, "q")
-		x, err = b.Nack(ctx, "q", "a", r.Lease, task.RetryDelay, "no")
+		x, err = svc(b).Nack(ctx, "q", "a", r.Lease, task.RetryDelay, "no")
 		if err != nil || x.State != task.Dead || x.Attempts != 1 {
 			t.Fatalf("nack at the last attempt: %+v %v", x, err)
 		}
@@ -147,14 +147,14 @@ func TestPolicy_Bury(t *testing.T) {
 	b := open(t, memstore.New())
 	put(t, b, "q", task.PutRequest{ID: "a"})
 	r, _ := reserve1(t, b, "q")
-	x, err := b.Bury(ctx, "q", "a", r.Lease, "poison")
+	x, err := svc(b).Bury(ctx, "q", "a", r.Lease, "poison")
 	if err != nil || x.State != task.Dead || x.Buries != 1 || x.LastError != "poison" || x.Attempts != 1 {
 		t.Fatalf("bury: %+v %v", x, err)
 	}
-	if _, err := b.Bury(ctx, "q", "a", r.Lease, "again"); !errors.Is(err, task.ErrLease) {
+	if _, err := svc(b).Bury(ctx, "q", "a", r.Lease, "again"); !errors.Is(err, task.ErrLease) {
 		t.Fatalf("bury of a dead task: %v", err)
 	}
-	if err := b.Kick(ctx, "q", "a"); err != nil {
+	if err := svc(b).Kick(ctx, "q", "a"); err != nil {
 		t.Fatal(err)
 	}
 	if x := get(t, b, "q", "a"); x.State != task.Ready || x.LastError != "poison" {
@@ -176,7 +176,7 @@ func TestPolicy_DeadLetter(t *testing.T) {
 		oldLease, _ := reserve1(t, b, "dlq")
 		orig := put(t, b, "q", task.PutRequest{ID: "a", Payload: []byte("new"), Priority: 7, TTR: 3 * time.Second})
 		r, _ := reserve1(t, b, "q")
-		x, err := b.Nack(ctx, "q", "a", r.Lease, task.RetryDelay, "boom")
+		x, err := svc(b).Nack(ctx, "q", "a", r.Lease, task.RetryDelay, "boom")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestPolicy_DeadLetter(t *testing.T) {
 		if _, err := b.Job(old.JobID); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("the replaced task: %v", err)
 		}
-		if err := b.Ack(ctx, "dlq", "a", oldLease.Lease); !errors.Is(err, task.ErrLease) {
+		if err := svc(b).Ack(ctx, "dlq", "a", oldLease.Lease); !errors.Is(err, task.ErrLease) {
 			t.Fatalf("ack of the replaced task: %v", err)
 		}
 		counts := map[string]task.QueueStats{}
@@ -218,12 +218,12 @@ func TestPolicy_DeadLetter(t *testing.T) {
 		// Bury, beanstalkd's bury, and a lease running out.
 		put(t, b, "q", task.PutRequest{ID: "b", MaxAttempts: 5})
 		r, _ = reserve1(t, b, "q")
-		if x, err := b.Bury(ctx, "q", "b", r.Lease, "bad"); err != nil || x.Queue != "dlq" || x.State != task.Ready || x.Buries != 1 {
+		if x, err := svc(b).Bury(ctx, "q", "b", r.Lease, "bad"); err != nil || x.Queue != "dlq" || x.State != task.Ready || x.Buries != 1 {
 			t.Fatalf("bury: %+v %v", x, err)
 		}
 		put(t, b, "q", task.PutRequest{ID: "c"})
 		r, _ = reserve1(t, b, "q")
-		if err := b.BuryJob(ctx, r.JobID, r.Lease, 3); err != nil {
+		if err := svc(b).BuryJob(ctx, r.JobID, r.Lease, 3); err != nil {
 			t.Fatal(err)
 		}
 		if x := get(t, b, "dlq", "c"); x.State != task.Ready || x.Priority != 3 {
@@ -325,7 +325,7 @@ func TestPolicy_SurvivesRestart(t *testing.T) {
 			put(t, b, "plain", task.PutRequest{ID: "n"})
 			if r, _ := reserve1(t, b, "plain"); r.ID != "n" {
 				t.Fatalf("reserved %+v", r)
-			} else if _, err := b.Nack(ctx, "plain", "n", r.Lease, time.Hour, "why"); err != nil {
+			} else if _, err := svc(b).Nack(ctx, "plain", "n", r.Lease, time.Hour, "why"); err != nil {
 				t.Fatal(err)
 			}
 			put(t, b, "q", task.PutRequest{ID: "a", Payload: []byte("x")})
@@ -621,7 +621,7 @@ func TestPolicy_Rate(t *testing.T) {
 		for range 4 {
 			wg.Go(func() {
 				for {
-					ts, err := b.Reserve(ctx, "q", 3, time.Second)
+					ts, err := svc(b).Reserve(ctx, "q", 3, time.Second)
 					if err != nil {
 						t.Error(err)
 						return
@@ -660,13 +660,13 @@ func TestPolicy_Rate(t *testing.T) {
 			ts, _ := b.ReserveQueues(ctx, []string{"q", "other"}, 5, 0)
 			got += len(ts)
 		}
-		if _, ok, _ := b.ReserveAny(ctx, []string{"q"}, 0); ok {
+		if _, ok, _ := svc(b).ReserveAny(ctx, []string{"q"}, 0); ok {
 			got++
 		}
 		if got != 10 {
 			t.Fatalf("reserves got %d at once, want the burst of 10", got)
 		}
-		j, _ := b.Peek("q", task.Ready)
+		j, _ := svc(b).Peek("q", task.Ready)
 		if _, err := b.ReserveJob(ctx, j.JobID); err != nil {
 			t.Fatalf("reserve-job of a rate-limited queue: %v", err)
 		}
@@ -690,7 +690,7 @@ func TestPolicy_Concurrency(t *testing.T) {
 		for w := range 8 {
 			wg.Go(func() {
 				for i := 0; ; i++ {
-					ts, err := b.Reserve(ctx, "q", 2, time.Second)
+					ts, err := svc(b).Reserve(ctx, "q", 2, time.Second)
 					if err != nil {
 						t.Error(err)
 						return
@@ -713,15 +713,15 @@ func TestPolicy_Concurrency(t *testing.T) {
 						var err error
 						switch (w + i) % 6 {
 						case 0:
-							err = b.Ack(ctx, "q", x.ID, x.Lease)
+							err = svc(b).Ack(ctx, "q", x.ID, x.Lease)
 						case 1:
-							_, err = b.Nack(ctx, "q", x.ID, x.Lease, task.RetryDelay, "")
+							_, err = svc(b).Nack(ctx, "q", x.ID, x.Lease, task.RetryDelay, "")
 						case 2:
-							_, err = b.Bury(ctx, "q", x.ID, x.Lease, "")
+							_, err = svc(b).Bury(ctx, "q", x.ID, x.Lease, "")
 						case 3:
-							err = b.Delete(ctx, "q", x.ID)
+							err = svc(b).Delete(ctx, "q", x.ID)
 						case 4:
-							_, err = b.Release(ctx, "q", x.ID, x.Lease, 0)
+							_, err = svc(b).Release(ctx, "q", x.ID, x.Lease, 0)
 						}
 						if err != nil {
 							t.Error(err)
@@ -752,7 +752,7 @@ func TestPolicy_ConcurrencyWakesWaiter(t *testing.T) {
 		r, _ := reserve1(t, b, "q")
 		got := make(chan []task.Task)
 		go func() {
-			ts, _ := b.Reserve(ctx, "q", 1, time.Minute)
+			ts, _ := svc(b).Reserve(ctx, "q", 1, time.Minute)
 			got <- ts
 		}()
 		time.Sleep(time.Second)
@@ -763,7 +763,7 @@ func TestPolicy_ConcurrencyWakesWaiter(t *testing.T) {
 		default:
 		}
 		start := time.Now()
-		if err := b.Ack(ctx, "q", r.ID, r.Lease); err != nil {
+		if err := svc(b).Ack(ctx, "q", r.ID, r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		ts := <-got
@@ -773,7 +773,7 @@ func TestPolicy_ConcurrencyWakesWaiter(t *testing.T) {
 		// Raising the limit wakes waiters too.
 		put(t, b, "q", task.PutRequest{ID: "c"})
 		go func() {
-			ts, _ := b.Reserve(ctx, "q", 1, time.Minute)
+			ts, _ := svc(b).Reserve(ctx, "q", 1, time.Minute)
 			got <- ts
 		}()
 		synctest.Wait()
@@ -798,7 +798,7 @@ func TestPolicy_Pause(t *testing.T) {
 			t.Fatalf("queues: %+v", s)
 		}
 		start := time.Now()
-		ts, err := b.Reserve(ctx, "q", 1, time.Minute)
+		ts, err := svc(b).Reserve(ctx, "q", 1, time.Minute)
 		if err != nil || len(ts) != 1 || time.Since(start) < time.Second || time.Since(start) > time.Second+2*time.Millisecond {
 			t.Fatalf("reserve: %v %v after %v", ts, err, time.Since(start))
 		}
@@ -814,14 +814,14 @@ func TestPolicy_Pause(t *testing.T) {
 		if _, ok := reserve1(t, b, "q"); ok {
 			t.Fatal("handed out while paused")
 		}
-		j, _ := b.Peek("q", task.Ready)
+		j, _ := svc(b).Peek("q", task.Ready)
 		if x, err := b.ReserveJob(ctx, j.JobID); err != nil || x.ID != "b" {
 			t.Fatalf("reserve-job: %+v %v", x, err)
 		}
 		put(t, b, "q", task.PutRequest{ID: "c"})
 		got := make(chan []task.Task)
 		go func() {
-			ts, _ := b.Reserve(ctx, "q", 1, time.Minute)
+			ts, _ := svc(b).Reserve(ctx, "q", 1, time.Minute)
 			got <- ts
 		}()
 		time.Sleep(30 * time.Second)
@@ -857,7 +857,7 @@ func TestPolicy_Metrics(t *testing.T) {
 		if _, ok := reserve1(t, b, "q"); ok {
 			t.Fatal("over the concurrency limit")
 		}
-		if _, err := b.Nack(ctx, "q", "a", r.Lease, task.RetryDelay, ""); err != nil {
+		if _, err := svc(b).Nack(ctx, "q", "a", r.Lease, task.RetryDelay, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -96,7 +96,7 @@ func TestRecent_Model(t *testing.T) {
 				jobs = append(jobs, tk.JobID)
 			case k < 5:
 				what = "reserve"
-				ts, err := b.Reserve(ctx, "q", 1+r.IntN(3), 0)
+				ts, err := svc(b).Reserve(ctx, "q", 1+r.IntN(3), 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -108,7 +108,7 @@ func TestRecent_Model(t *testing.T) {
 				}
 				what = "ack " + id
 				delete(held, id)
-				if err := b.Ack(ctx, "q", id, lease); err != nil {
+				if err := svc(b).Ack(ctx, "q", id, lease); err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
 			case k < 7:
@@ -120,13 +120,13 @@ func TestRecent_Model(t *testing.T) {
 				switch r.IntN(4) {
 				case 0:
 					what = "release " + id
-					_, err = b.Release(ctx, "q", id, lease, time.Duration(r.IntN(20))*time.Millisecond)
+					_, err = svc(b).Release(ctx, "q", id, lease, time.Duration(r.IntN(20))*time.Millisecond)
 				case 1:
 					what = "nack " + id
-					_, err = b.Nack(ctx, "q", id, lease, 0, "no")
+					_, err = svc(b).Nack(ctx, "q", id, lease, 0, "no")
 				case 2:
 					what = "bury " + id
-					_, err = b.Bury(ctx, "q", id, lease, "buried")
+					_, err = svc(b).Bury(ctx, "q", id, lease, "buried")
 				default:
 					what = "touch " + id
 					held[id] = lease
@@ -142,10 +142,10 @@ func TestRecent_Model(t *testing.T) {
 				i := r.IntN(len(ids))
 				if r.IntN(2) == 0 {
 					what = "kick " + ids[i]
-					err = b.Kick(ctx, "q", ids[i])
+					err = svc(b).Kick(ctx, "q", ids[i])
 				} else {
 					what = "kick job of " + ids[i] // a delayed one too
-					err = b.KickJob(ctx, jobs[i])
+					err = svc(b).KickJob(ctx, jobs[i])
 				}
 				if err != nil && !isNotFoundOrState(err) {
 					t.Fatalf("%s: %v", what, err)
@@ -156,13 +156,13 @@ func TestRecent_Model(t *testing.T) {
 				}
 				id := ids[r.IntN(len(ids))]
 				what = "delete " + id
-				if err := b.Delete(ctx, "q", id); err != nil && !isNotFoundOrState(err) {
+				if err := svc(b).Delete(ctx, "q", id); err != nil && !isNotFoundOrState(err) {
 					t.Fatalf("%s: %v", what, err)
 				}
 				delete(held, id)
 			default:
 				what = "kick dead"
-				if _, err := b.KickDead(ctx, "q"); err != nil {
+				if _, err := svc(b).KickDead(ctx, "q"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -204,7 +204,7 @@ func TestRecent_ReadAhead(t *testing.T) {
 	}
 	defer b.Close()
 	for done := 0; done < n; {
-		ts, err := b.Reserve(ctx, "q", 30, time.Second)
+		ts, err := svc(b).Reserve(ctx, "q", 30, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func TestRecent_ReadAhead(t *testing.T) {
 			if want := fmt.Sprintf(`"p%d"`, tk.JobID-1); string(tk.Payload) != want {
 				t.Fatalf("task %d handed out with payload %s, put with %s", tk.JobID, tk.Payload, want)
 			}
-			if err := b.Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
+			if err := svc(b).Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
 				t.Fatal(err)
 			}
 		}

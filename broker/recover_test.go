@@ -33,7 +33,7 @@ func TestRecover_DeadInOrderOfDeath(t *testing.T) {
 			}
 			died := []string{"c", "a", "d", "b"}
 			for _, id := range died {
-				if _, err := b.Bury(ctx, "q", id, leases[id], "no"); err != nil {
+				if _, err := svc(b).Bury(ctx, "q", id, leases[id], "no"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -52,12 +52,12 @@ func TestRecover_DeadInOrderOfDeath(t *testing.T) {
 			defer b.Close()
 			var got []string
 			for range died {
-				p, err := b.Peek("q", task.Dead)
+				p, err := svc(b).Peek("q", task.Dead)
 				if err != nil {
 					t.Fatal(err)
 				}
 				got = append(got, p.ID)
-				if err := b.Kick(ctx, "q", p.ID); err != nil {
+				if err := svc(b).Kick(ctx, "q", p.ID); err != nil {
 					t.Fatal(err)
 				}
 			}

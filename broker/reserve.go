@@ -14,40 +14,23 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// Reserve hands out up to max ready tasks of queue, in priority order,
-// then due time, then put order, each leased for its TTR: the answer's
-// tasks carry Lease, which Ack, Touch and Nack take. When none is ready it
-// waits up to wait for the first one and answers as soon as one is (an
-// empty answer when none came, or when ctx ends). Every task it hands out
-// is durable (its put committed); the reservation itself (the attempt and
-// the lease) is committed with the next group but not waited for, as
-// beanstalkd does not log reserves at all: a crash before that commit
-// makes the task ready again as if its lease had run out, with the
-// attempt not counted and the lease unknown. max must be 1 to MaxReserve
-// and wait 0 to MaxWait. A paused queue (PauseQueue) hands out nothing
-// until its pause ends, and a queue's rate and concurrency limits
-// (SetPolicy) hold: a reserve that meets them answers what it got, or
-// waits within wait for the first task they let it take.
-func (b *Broker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
-	return b.reserve(ctx, []string{queue}, max, wait)
-}
-
-// ReserveQueues is Reserve over several queues: up to max ready tasks,
-// the first in delivery order across queues.
+// ReserveQueues hands out up to max ready tasks of queues, the first in
+// delivery order across them: priority, then due time, then put order,
+// each leased for its TTR: the answer's tasks carry Lease, which Ack,
+// Touch and Nack take. When none is ready it waits up to wait for the
+// first one and answers as soon as one is (an empty answer when none
+// came, or when ctx ends). Every task it hands out is durable (its put
+// committed); the reservation itself (the attempt and the lease) is
+// committed with the next group but not waited for, as beanstalkd does
+// not log reserves at all: a crash before that commit makes the task
+// ready again as if its lease had run out, with the attempt not counted
+// and the lease unknown. max must be 1 to MaxReserve and wait 0 to
+// MaxWait. A paused queue (PauseQueue) hands out nothing until its pause
+// ends, and a queue's rate and concurrency limits (SetPolicy) hold: a
+// reserve that meets them answers what it got, or waits within wait for
+// the first task they let it take.
 func (b *Broker) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
 	return b.reserve(ctx, queues, max, wait)
-}
-
-// ReserveAny reserves one ready task from any of queues, the first in
-// delivery order across them (priority, then due time, then put order),
-// waiting up to wait as Reserve does. ok is false when none came. It is
-// beanstalkd's reserve over a watch list.
-func (b *Broker) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t task.Task, ok bool, err error) {
-	ts, err := b.reserve(ctx, queues, 1, wait)
-	if err != nil || len(ts) == 0 {
-		return task.Task{}, false, err
-	}
-	return ts[0], true, nil
 }
 
 // reserve is Reserve over several queues: service.LongPoll over the

@@ -29,17 +29,17 @@ func TestReserve_ChangedWhileTaken(t *testing.T) {
 		}
 		once = false
 		// Nothing the reserve picked is reserved under a lease yet.
-		if err := b.Ack(ctx, "q", "a", "0000000000000000"); !errors.Is(err, task.ErrLease) {
+		if err := svc(b).Ack(ctx, "q", "a", "0000000000000000"); !errors.Is(err, task.ErrLease) {
 			t.Errorf("ack while taken: %v, want ErrLease", err)
 		}
-		if err := b.Delete(ctx, "q", "a"); err != nil {
+		if err := svc(b).Delete(ctx, "q", "a"); err != nil {
 			t.Errorf("delete while taken: %v", err)
 		}
 		if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: "c", Payload: []byte("c2"), Replace: true}); err != nil {
 			t.Errorf("replace while taken: %v", err)
 		}
 	})
-	got, err := b.Reserve(ctx, "q", 3, 0)
+	got, err := svc(b).Reserve(ctx, "q", 3, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestReserve_ChangedWhileTaken(t *testing.T) {
 		t.Fatalf("reserve gave %v, want only b", got)
 	}
 	// The replacement of c is ready; a is gone; b is reserved once.
-	got, err = b.Reserve(ctx, "q", 3, 0)
+	got, err = svc(b).Reserve(ctx, "q", 3, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,11 +76,11 @@ func TestFire_WallClockBack(t *testing.T) {
 		if got, err := b.Get("q", "a"); err != nil || got.State != task.Delayed {
 			t.Fatalf("after a fire an hour early: %v, %v; want delayed", got.State, err)
 		}
-		if ts, err := b.Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 0 {
+		if ts, err := svc(b).Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 0 {
 			t.Fatalf("reserve after a fire an hour early: %v, %v; want nothing", ts, err)
 		}
 		time.Sleep(time.Hour - time.Minute)
-		ts, err := b.Reserve(ctx, "q", 1, 5*time.Minute)
+		ts, err := svc(b).Reserve(ctx, "q", 1, 5*time.Minute)
 		if err != nil || len(ts) != 1 {
 			t.Fatalf("reserve waiting from a minute before its due time: %v, %v", ts, err)
 		}

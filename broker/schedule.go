@@ -129,20 +129,11 @@ func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
 	return b.commitWait(ctx, b.barrier())
 }
 
-// PauseSchedule pauses the schedule name, durably: it puts nothing until
-// resumed. ErrNoSchedule if there is none.
-func (b *Broker) PauseSchedule(ctx context.Context, name string) error {
-	return b.setPaused(ctx, name, true)
-}
-
-// ResumeSchedule resumes the schedule name, durably, from now: the
-// occurrences that fell due while it was paused are not put.
-// ErrNoSchedule if there is none.
-func (b *Broker) ResumeSchedule(ctx context.Context, name string) error {
-	return b.setPaused(ctx, name, false)
-}
-
-func (b *Broker) setPaused(ctx context.Context, name string, paused bool) error {
+// SetSchedulePaused pauses the schedule name, durably, so that it puts
+// nothing, or resumes it from now: the occurrences that fell due while
+// it was paused are not put (service.Engine). ErrNoSchedule if there is
+// none.
+func (b *Broker) SetSchedulePaused(ctx context.Context, name string, paused bool) error {
 	now := time.Now()
 	b.mu.Lock()
 	if err := b.usable(); err != nil {

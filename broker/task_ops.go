@@ -44,13 +44,20 @@ func (b *Broker) Get(queue, id string) (task.Task, error) {
 }
 
 // Delete removes the task id of queue in whatever state it is, durably,
-// or returns ErrNotFound. Under a Cancel's context (service.Cancelling)
+// or returns ErrNotFound, unless o refuses it (service.Engine). Under a Cancel's context (service.Cancelling)
 // a reserved task's running attempt ends as cancelled and the history
 // says cancelled. Once the delete of a reserved task is durable, its
 // lease is reported to the functions of NotifyLeaseEnds.
-func (b *Broker) Delete(ctx context.Context, queue, id string) error {
+func (b *Broker) Delete(ctx context.Context, queue, id string, o service.DeleteOptions) error {
 	b.mu.Lock()
 	job, rec, s, err := b.find(queue, id)
+	switch {
+	case err != nil:
+	case o.Job != 0 && job != o.Job:
+		err = task.ErrNotFound
+	case o.Unreserved && s.state() == task.Reserved:
+		err = fmt.Errorf("%w: task %q is reserved", task.ErrState, id)
+	}
 	if err != nil {
 		b.mu.Unlock()
 		return err
@@ -120,27 +127,10 @@ func (b *Broker) held(queue, id, lease string) (uint64, store.Task, slot, error)
 	return job, rec, s, nil
 }
 
-// Ack completes the reserved task id of queue: it is removed, durably,
-// and never delivered again. lease must be its current lease (ErrLease
-// otherwise: expired, or reserved again since).
-func (b *Broker) Ack(ctx context.Context, queue, id, lease string) error {
-	b.mu.Lock()
-	job, rec, s, err := b.held(queue, id, lease)
-	if err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	now := time.Now().UnixNano()
-	b.endSettled(ctx, &rec, task.AttemptAcked, "", now)
-	b.leave(&rec, task.FinishedAcked, now)
-	b.remove(job, s, rec)
-	b.queues[s.queue()].acks++
-	b.metrics.Acks.Inc()
-	return b.commitWait(ctx, b.barrier())
-}
-
-// AckMany acks each of acks as Ack does, under one hold of the broker's
-// lock and in one group commit, and returns one error a task, in order
+// AckMany completes each reserved task of acks: it is removed, durably,
+// and never delivered again; the ack's lease must be its current lease
+// (ErrLease otherwise: expired, or reserved again since). All under one
+// hold of the broker's lock and in one group commit, and returns one error a task, in order
 // (service.Engine). O(len(acks)).
 func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
 	errs := make([]error, len(acks))
@@ -186,19 +176,23 @@ func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (task.Task,
 	return b.touch(ctx, job, rec, s, lease)
 }
 
-// Kick makes the dead task id of queue ready again (ErrState if it is not
-// dead). Its attempts are kept, so with max_attempts set it dies again at
-// its next failure.
-func (b *Broker) Kick(ctx context.Context, queue, id string) error {
+// Kick makes the dead task id of queue ready again, or with o.Delayed a
+// delayed one (ErrState if it is in another state; ErrNotFound if it is
+// not of job o.Job). Its attempts are kept, so with max_attempts set it
+// dies again at its next failure.
+func (b *Broker) Kick(ctx context.Context, queue, id string, o service.KickOptions) error {
 	b.mu.Lock()
 	job, rec, s, err := b.find(queue, id)
+	switch {
+	case err != nil:
+	case o.Job != 0 && job != o.Job:
+		err = task.ErrNotFound
+	case s.state() != task.Dead && (!o.Delayed || s.state() != task.Delayed):
+		err = fmt.Errorf("%w: task %q is %s, not dead", task.ErrState, id, s.state())
+	}
 	if err != nil {
 		b.mu.Unlock()
 		return err
-	}
-	if s.state() != task.Dead {
-		b.mu.Unlock()
-		return fmt.Errorf("%w: task %q is %s, not dead", task.ErrState, id, s.state())
 	}
 	b.kickJob(job, s, rec)
 	return b.commitWait(ctx, b.barrier())

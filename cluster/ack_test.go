@@ -24,7 +24,7 @@ func TestAck_Concurrent(t *testing.T) {
 			t.Fatal(r.Err)
 		}
 	}
-	tasks, err := n.Reserve(ctx, "q", k, time.Second)
+	tasks, err := svc(n).Reserve(ctx, "q", k, time.Second)
 	if err != nil || len(tasks) != k {
 		t.Fatalf("Reserve: %d tasks, %v", len(tasks), err)
 	}
@@ -54,7 +54,7 @@ func TestAck_Concurrent(t *testing.T) {
 	for i, a := range acks {
 		wg.Go(func() {
 			<-start
-			errs[i] = n.Ack(ctx, "q", a.id, a.lease)
+			errs[i] = svc(n).Ack(ctx, "q", a.id, a.lease)
 		})
 	}
 	close(start)

@@ -117,7 +117,7 @@ func TestTakeover(t *testing.T) {
 					if n == victim && dead.Load() {
 						return
 					}
-					ts, err := n.Reserve(ctx, "work", 10, 300*time.Millisecond)
+					ts, err := svc(n).Reserve(ctx, "work", 10, 300*time.Millisecond)
 					if err != nil {
 						if n == victim {
 							return
@@ -132,7 +132,7 @@ func TestTakeover(t *testing.T) {
 							violation = append(violation, fmt.Sprintf("%s delivered at %v after its ack at %v", tk.ID, now, at))
 						}
 						mu.Unlock()
-						if err := n.Ack(ctx, "work", tk.ID, tk.Lease); err == nil {
+						if err := svc(n).Ack(ctx, "work", tk.ID, tk.Lease); err == nil {
 							mu.Lock()
 							acked[tk.ID] = time.Now()
 							mu.Unlock()
@@ -235,7 +235,7 @@ func TestFencing(t *testing.T) {
 	if state != 1 || fireAt == nil {
 		t.Fatalf("after a fenced node resumed: state %d fire_at %v; want still delayed (1, set)", state, fireAt)
 	}
-	if ts, _ := a.Reserve(ctx, "q", 1, 0); len(ts) != 0 {
+	if ts, _ := svc(a).Reserve(ctx, "q", 1, 0); len(ts) != 0 {
 		t.Fatal("x was delivered through a fenced write")
 	}
 
@@ -281,7 +281,7 @@ func TestSkew(t *testing.T) {
 			}
 			var late []time.Duration
 			for len(late) < 20 {
-				ts, err := n.Reserve(ctx, "q", 20, 3*time.Second)
+				ts, err := svc(n).Reserve(ctx, "q", 20, 3*time.Second)
 				if err != nil || len(ts) == 0 {
 					t.Fatalf("reserve: %v after %d", err, len(late))
 				}
@@ -327,7 +327,7 @@ func TestScheduleOnce(t *testing.T) {
 	var mu sync.Mutex
 	collect := func(until time.Time, on *testNode) {
 		for time.Now().Before(until) {
-			ts, err := on.Reserve(ctx, "cron", 10, 200*time.Millisecond)
+			ts, err := svc(on).Reserve(ctx, "cron", 10, 200*time.Millisecond)
 			if err != nil {
 				t.Error(err)
 				return
@@ -336,7 +336,7 @@ func TestScheduleOnce(t *testing.T) {
 				mu.Lock()
 				seen[tk.ID]++
 				mu.Unlock()
-				on.Ack(ctx, "cron", tk.ID, tk.Lease)
+				svc(on).Ack(ctx, "cron", tk.ID, tk.Lease)
 			}
 		}
 	}

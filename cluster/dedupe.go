@@ -12,7 +12,7 @@ import (
 // dedupe of its row in hourglass_queues and the table hourglass_dedupe
 // (migration 013): one row per (queue, id) of a task that left a queue
 // with a window, written by the statement that makes the task leave
-// (sqlDedupeHead, in sqlAck, sqlDelete, sqlDeleteJob, sqlSettle and
+// (sqlDedupeHead, in sqlAck, sqlDelete, sqlDeleteOne, sqlSettle and
 // sqlFlush: the same places as the history's rows, whether the history
 // is kept or not), so that the task's leaving and its record commit
 // together. A put's INSERT (sqlInsert) skips an id whose row dedupes it

@@ -33,7 +33,7 @@ func BenchmarkNode_Put_Dedupe(b *testing.B) {
 				if _, _, err := n.Put(ctx, "q", task.PutRequest{ID: "x"}); err != nil {
 					b.Fatal(err)
 				}
-				if err := n.Delete(ctx, "q", "x"); err != nil {
+				if err := svc(n).Delete(ctx, "q", "x"); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -25,11 +25,11 @@ func TestDedupe_Pruned(t *testing.T) {
 			if _, _, err := a.Put(ctx, queue, task.PutRequest{ID: id}); err != nil {
 				t.Fatal(err)
 			}
-			ts, err := a.Reserve(ctx, queue, 1, time.Second)
+			ts, err := svc(a).Reserve(ctx, queue, 1, time.Second)
 			if err != nil || len(ts) != 1 {
 				t.Fatalf("Reserve(%s): %+v, %v", queue, ts, err)
 			}
-			if err := a.Ack(ctx, queue, ts[0].ID, ts[0].Lease); err != nil {
+			if err := svc(a).Ack(ctx, queue, ts[0].ID, ts[0].Lease); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -2,8 +2,8 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,8 +11,8 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// What becomes of a reserved task given back: a nack, a release, a bury
-// (by key or by job id) or a lease that ran out with a policy to apply.
+// What becomes of a reserved task given back: a nack, a release or a
+// bury (Settle) or a lease that ran out with a policy to apply.
 // Each is decided by the rules of service/policy.go (AfterFailure) over
 // the task's attempts and its queue's policy, read together by primary
 // keys (readHeld), and written by one statement, sqlSettle, conditioned
@@ -178,7 +178,7 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 			// queue or moved to its dead-letter queue, as the broker counts.
 			n.metrics.Dead.Inc()
 		}
-		if st := byJob[s.job]; st != nil && st.attempt >= 0 {
+		if st := byJob[s.job]; st != nil && st.outcome != task.AttemptReleased {
 			// A failed attempt (a release spends none).
 			switch {
 			case !st.out.Dead:
@@ -227,15 +227,16 @@ func (n *Node) readHeld(ctx context.Context, where string, args ...any) (h heldT
 	return h, true, nil
 }
 
-// Nack gives the reserved task id of queue back after a failed attempt,
-// keeping reason (service.CutError) as its last error. What becomes of it
-// is service.AfterFailure's decision over its attempts and its queue's
-// policy: waiting again after delay (task.RetryDelay: the retry policy's
-// back-off, service.DefaultRetry without one), or dead when its attempts are used up,
-// and then moved to the queue's dead-letter queue if it has one. The
-// attempt counts; releases+1 (beanstalkd's stats-job). It returns the task
-// as it is after. Two round trips (see the top of this file).
-func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
+// Settle ends the reservation lease of the task id of queue as st says
+// (service.Engine). What becomes of a failed attempt or a bury is
+// service.AfterFailure's decision over its attempts and its queue's
+// policy: waiting again after st.Delay (task.RetryDelay: the retry
+// policy's back-off), or dead, and then moved to the queue's dead-letter
+// queue if it has one; a release waits again after st.Delay, never
+// dead. A nack and a release count in the releases (beanstalkd's
+// stats-job), a bury in the buries. It returns the task as it is after.
+// Two round trips (see the top of this file).
+func (n *Node) Settle(ctx context.Context, queue, id, lease string, st service.Settlement) (task.Task, error) {
 	if err := n.Err(); err != nil {
 		return task.Task{}, err
 	}
@@ -246,104 +247,38 @@ func (n *Node) Nack(ctx context.Context, queue, id, lease string, delay time.Dur
 	if !ok {
 		return task.Task{}, n.why(ctx, queue, id)
 	}
-	msg := service.CutError(reason)
-	out := service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), delay, false, rand.Float64())
-	outcome, status := service.AttemptOutcome(ctx, task.AttemptNacked)
-	got, err := n.settle(ctx, []settlement{{job: h.job, lease: lease, out: out, err: &msg, release: 1,
-		outcome: outcome, status: int32(status)}})
+	s := settlement{job: h.job, lease: lease, err: st.Error, outcome: st.Outcome}
+	if st.Priority != nil {
+		p := int64(*st.Priority)
+		s.prio = &p
+	}
+	switch st.Outcome {
+	case task.AttemptNacked:
+		s.out = service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), st.Delay, false, rand.Float64())
+		outcome, status := service.AttemptOutcome(ctx, task.AttemptNacked)
+		s.outcome, s.status, s.release = outcome, int32(status), 1
+	case task.AttemptReleased:
+		s.out, s.release = service.Outcome{Delay: st.Delay}, 1
+		if st.Refund {
+			s.attempt = -1
+		}
+	case task.AttemptBuried:
+		s.out = service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), 0, true, rand.Float64())
+		s.bury = 1
+	default:
+		return task.Task{}, fmt.Errorf("%w: no settlement %q", task.ErrInvalid, st.Outcome)
+	}
+	got, err := n.settle(ctx, []settlement{s})
 	if err != nil {
 		return task.Task{}, err
 	}
 	if len(got) == 0 {
 		return task.Task{}, n.why(ctx, queue, id)
 	}
-	n.metrics.Nacks.Inc()
-	return got[0].view(), nil
-}
-
-// Release gives the reserved task id of queue back, waiting again after
-// delay (ready at once for 0), without counting the attempt (attempts−1,
-// releases+1): a worker shutting down. Its last error is kept. It returns
-// the task. One statement.
-func (n *Node) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
-	if err := n.Err(); err != nil {
-		return task.Task{}, err
-	}
-	var job int64
-	err := n.db.QueryRow(ctx, "SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id).Scan(&job)
-	if err == pgx.ErrNoRows {
-		return task.Task{}, task.ErrNotFound
-	}
-	if err != nil {
-		return task.Task{}, dbErr(err)
-	}
-	got, err := n.settle(ctx, []settlement{{job: job, lease: lease, out: service.Outcome{Delay: delay}, attempt: -1, release: 1,
-		outcome: task.AttemptReleased}})
-	if err != nil {
-		return task.Task{}, err
-	}
-	if len(got) == 0 {
-		return task.Task{}, n.why(ctx, queue, id)
-	}
-	n.metrics.Nacks.Inc()
-	return got[0].view(), nil
-}
-
-// Bury makes the reserved task id of queue dead now, whatever attempts
-// are left, keeping reason as its last error (buries+1): dead in its
-// queue, or moved, ready, to the queue's dead-letter queue
-// (service.AfterFailure). It returns the task as it is after.
-func (n *Node) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
-	if err := n.Err(); err != nil {
-		return task.Task{}, err
-	}
-	h, ok, err := n.readHeld(ctx, "t.queue = $1 AND t.id = $2 AND t.lease = $3", queue, id, lease)
-	if err != nil {
-		return task.Task{}, err
-	}
-	if !ok {
-		return task.Task{}, n.why(ctx, queue, id)
-	}
-	msg := service.CutError(reason)
-	out := service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), 0, true, rand.Float64())
-	got, err := n.settle(ctx, []settlement{{job: h.job, lease: lease, out: out, err: &msg, bury: 1, outcome: task.AttemptBuried}})
-	if err != nil {
-		return task.Task{}, err
-	}
-	if len(got) == 0 {
-		return task.Task{}, n.why(ctx, queue, id)
+	if st.Outcome != task.AttemptBuried {
+		n.metrics.Nacks.Inc()
 	}
 	return got[0].view(), nil
-}
-
-// BuryJob makes job, reserved under lease, dead with priority prio, or
-// moved to its queue's dead-letter queue, ready, as Bury does; its last
-// error is kept. task.ErrNotFound if job is not reserved under lease.
-func (n *Node) BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error {
-	if err := n.Err(); err != nil {
-		return err
-	}
-	j, ok := jobArg(job)
-	if !ok || lease == "" {
-		return task.ErrNotFound
-	}
-	h, ok, err := n.readHeld(ctx, "t.job_id = $1 AND t.lease = $2", j, lease)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return task.ErrNotFound
-	}
-	out := service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), 0, true, rand.Float64())
-	p := int64(prio)
-	got, err := n.settle(ctx, []settlement{{job: j, lease: lease, out: out, prio: &p, bury: 1, outcome: task.AttemptBuried}})
-	if err != nil {
-		return err
-	}
-	if len(got) == 0 {
-		return task.ErrNotFound
-	}
-	return nil
 }
 
 // policies reads the policies of queues (those without one are absent).

@@ -176,7 +176,7 @@ func TestFlush_NotBlockedByRenewal(t *testing.T) {
 	if tag.RowsAffected() != int64(len(parts)) {
 		t.Fatalf("the renewal renewed %d partitions of %d", tag.RowsAffected(), len(parts))
 	}
-	ts, err := n.Reserve(ctx, "q", 1, 3*time.Second)
+	ts, err := svc(n).Reserve(ctx, "q", 1, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

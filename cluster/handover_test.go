@@ -39,7 +39,7 @@ type reserved struct {
 func reserveAsync(ctx context.Context, n *testNode, queue string, max int, wait time.Duration) <-chan reserved {
 	got := make(chan reserved, 1)
 	go func() {
-		ts, err := n.Reserve(ctx, queue, max, wait)
+		ts, err := svc(n).Reserve(ctx, queue, max, wait)
 		got <- reserved{ts, err}
 	}()
 	return got
@@ -90,13 +90,13 @@ func TestFlush_HandsOver(t *testing.T) {
 		t.Errorf("handed_total = %v, want %d: the reserver was not handed its tasks by the flush", h, len(r.ts))
 	}
 	for _, tk := range r.ts {
-		if err := n.Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
+		if err := svc(n).Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
 			t.Errorf("Ack(%s) = %v", tk.ID, err)
 		}
 	}
 	// The rest is ready for anyone.
 	left := 3 - len(r.ts)
-	ts, err := n.Reserve(ctx, "q", 3, time.Second)
+	ts, err := svc(n).Reserve(ctx, "q", 3, time.Second)
 	if err != nil || len(ts) != left {
 		t.Fatalf("Reserve of the rest = %d tasks, %v; want %d", len(ts), err, left)
 	}
@@ -138,14 +138,14 @@ func TestFlush_GivesBack(t *testing.T) {
 	if h := counter(t, reg, "hourglass_cluster_flush_handed_total"); h != 0 {
 		t.Errorf("handed_total = %v, want 0", h)
 	}
-	ts, err := n.Reserve(ctx, "q", 1, time.Second)
+	ts, err := svc(n).Reserve(ctx, "q", 1, time.Second)
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("Reserve after the give-back = %v, %v", ts, err)
 	}
 	if ts[0].ID != "x" || ts[0].Attempts != 1 || ts[0].Timeouts != 0 {
 		t.Errorf("task after the give-back: %+v; want attempt 1, no timeout", ts[0])
 	}
-	if err := n.Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
+	if err := svc(n).Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
 		t.Error(err)
 	}
 }
@@ -171,7 +171,7 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	if _, _, err := n.Put(ctx, "p", task.PutRequest{Delay: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := n.Reserve(ctx, "p", 1, 5*time.Second)
+	ts, err := svc(n).Reserve(ctx, "p", 1, 5*time.Second)
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("Reserve on the paused queue = %v, %v", ts, err)
 	}
@@ -187,10 +187,10 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	if _, _, err := n.Put(ctx, "d", task.PutRequest{ID: "once", MaxAttempts: 1, TTR: 300 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	if ts, err := n.Reserve(ctx, "d", 1, 0); err != nil || len(ts) != 1 {
+	if ts, err := svc(n).Reserve(ctx, "d", 1, 0); err != nil || len(ts) != 1 {
 		t.Fatalf("Reserve = %v, %v", ts, err)
 	}
-	ts, err = n.Reserve(ctx, "d", 1, 1500*time.Millisecond)
+	ts, err = svc(n).Reserve(ctx, "d", 1, 1500*time.Millisecond)
 	if err != nil || len(ts) != 0 {
 		t.Fatalf("a waiting reserver got %v, %v: want nothing, the task is dead", ts, err)
 	}
@@ -231,7 +231,7 @@ func TestFlush_FencedThenTakenAgain(t *testing.T) {
 	if _, _, err := n.Put(ctx, "q", task.PutRequest{At: at}); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := n.Reserve(ctx, "q", 1, 2*lease)
+	ts, err := svc(n).Reserve(ctx, "q", 1, 2*lease)
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("Reserve = %v, %v; want the task", ts, err)
 	}

@@ -19,17 +19,16 @@ import (
 //     its start (hourglass_tasks.reserved, written by every reservation),
 //     its end and outcome, the error given and the node that ended it.
 //     sqlAck adds it for an ack (and a beanstalkd delete of a reserved
-//     job: DeleteJob), sqlSettle for a nack, release, bury or a lease run
-//     out in a queue with a policy, sqlFlush for the other leases run
-//     out, ReleaseJob for a beanstalkd release. N is the task's tries (its
+//     job), sqlSettle for a nack, release, bury or a lease run out in a
+//     queue with a policy, sqlFlush for the other leases run out. N is the task's tries (its
 //     reservations, a given-back one included), not its attempts, which a
 //     release gives back; the row's attempt and queue (migration 011) are
 //     its attempts and queue while it ran, the number task.Attempt
 //     answers, so that the records agree with the task's count.
 //   - hourglass_history: a row per task that left its queue: acked (sqlAck,
-//     DeleteJob of a reserved job), dead (sqlSettle, sqlFlush: dead in its
-//     queue or moved to a dead-letter queue) or deleted (Delete,
-//     DeleteJob, DeleteDead, and a task of a dead-lettered task's id
+//     beanstalkd's delete of a reserved job), dead (sqlSettle, sqlFlush: dead in its
+//     queue or moved to a dead-letter queue) or deleted (Delete's
+//     sqlDeleteOne, and a task of a dead-lettered task's id
 //     already in the dead-letter queue, which sqlSettle deletes).
 //
 // Each statement takes a flag, keep (Options.History not negative):

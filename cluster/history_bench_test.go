@@ -46,7 +46,7 @@ func BenchmarkNode_Ack(b *testing.B) {
 							b.Fatal(r.Err)
 						}
 					}
-					ts, err := n.Reserve(ctx, "q", k, time.Second)
+					ts, err := svc(n).Reserve(ctx, "q", k, time.Second)
 					if err != nil || len(ts) != k {
 						b.Fatalf("reserve: %d, %v", len(ts), err)
 					}
@@ -57,7 +57,7 @@ func BenchmarkNode_Ack(b *testing.B) {
 				for c := range shape.callers {
 					wg.Go(func() {
 						for i := c; i < len(held); i += shape.callers {
-							if err := n.Ack(ctx, "q", held[i].ID, held[i].Lease); err != nil {
+							if err := svc(n).Ack(ctx, "q", held[i].ID, held[i].Lease); err != nil {
 								b.Error(err)
 								return
 							}

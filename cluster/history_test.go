@@ -68,7 +68,7 @@ func TestHistory_Attempts(t *testing.T) {
 		t.Fatalf("attempts of a task never reserved: %+v", as)
 	}
 	r := reserveOne(t, a, "q", time.Second)
-	if _, err := a.Nack(ctx, "q", "x", r.Lease, 0, "boom"); err != nil {
+	if _, err := svc(a).Nack(ctx, "q", "x", r.Lease, 0, "boom"); err != nil {
 		t.Fatal(err)
 	}
 	reserveOne(t, b, "q", time.Second)
@@ -89,7 +89,7 @@ func TestHistory_Attempts(t *testing.T) {
 	if d := as[2].Started.Sub(before); d < -time.Second || d > time.Second {
 		t.Fatalf("running attempt started %v after the reserve began", d)
 	}
-	if err := b.Ack(ctx, "q", "x", r.Lease); err != nil {
+	if err := svc(b).Ack(ctx, "q", "x", r.Lease); err != nil {
 		t.Fatal(err)
 	}
 	as = attemptsOf(t, a, "q", "x")
@@ -142,22 +142,22 @@ func TestHistory_Pages(t *testing.T) {
 	var want []string // newest last
 	for _, id := range []string{"k1", "k2", "k3"} {
 		r := take(b, id)
-		if err := a.Ack(ctx, "q", id, r.Lease); err != nil {
+		if err := svc(a).Ack(ctx, "q", id, r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, id+" acked")
 	}
 	r := take(a, "b1")
-	if _, err := b.Bury(ctx, "q", "b1", r.Lease, "bad"); err != nil {
+	if _, err := svc(b).Bury(ctx, "q", "b1", r.Lease, "bad"); err != nil {
 		t.Fatal(err)
 	}
 	want = append(want, "b1 dead")
-	if err := b.Delete(ctx, "q", "d1"); err != nil {
+	if err := svc(b).Delete(ctx, "q", "d1"); err != nil {
 		t.Fatal(err)
 	}
 	want = append(want, "d1 deleted")
 	d2, _ := a.Get("q", "d2")
-	if err := a.DeleteJob(ctx, d2.JobID, ""); err != nil {
+	if err := svc(a).DeleteJob(ctx, d2.JobID, ""); err != nil {
 		t.Fatal(err)
 	}
 	want = append(want, "d2 deleted")
@@ -168,11 +168,11 @@ func TestHistory_Pages(t *testing.T) {
 	})
 	want = append(want, "e1 dead")
 	r = take(b, "r1") // deleted by job id under its lease: an ack
-	if err := a.DeleteJob(ctx, r.JobID, r.Lease); err != nil {
+	if err := svc(a).DeleteJob(ctx, r.JobID, r.Lease); err != nil {
 		t.Fatal(err)
 	}
 	want = append(want, "r1 acked")
-	if k, err := b.DeleteDead(ctx, "q"); err != nil || k != 2 {
+	if k, err := svc(b).DeleteDead(ctx, "q"); err != nil || k != 2 {
 		t.Fatalf("DeleteDead: %d, %v", k, err)
 	}
 	want = append(want, "b1 deleted", "e1 deleted") // in either order
@@ -249,15 +249,15 @@ func TestHistory_DeadLetter(t *testing.T) {
 		}
 	}
 	r := reserveOne(t, a, "q", time.Second)
-	if _, err := a.Release(ctx, "q", "x", r.Lease, 0); err != nil {
+	if _, err := svc(a).Release(ctx, "q", "x", r.Lease, 0); err != nil {
 		t.Fatal(err)
 	}
 	r = reserveOne(t, b, "q", time.Second)
-	if err := b.ReleaseJob(ctx, r.JobID, r.Lease, 0, 0); err != nil {
+	if err := svc(b).ReleaseJob(ctx, r.JobID, r.Lease, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	r = reserveOne(t, a, "q", time.Second) // attempts: 2, its last
-	got, err := b.Nack(ctx, "q", "x", r.Lease, task.RetryDelay, "no")
+	got, err := svc(b).Nack(ctx, "q", "x", r.Lease, task.RetryDelay, "no")
 	if err != nil || got.Queue != "dlq" {
 		t.Fatalf("nack of the last attempt: %+v, %v; want moved to dlq", got, err)
 	}
@@ -273,7 +273,7 @@ func TestHistory_DeadLetter(t *testing.T) {
 		t.Fatalf("dlq's history: %+v", fs)
 	}
 	r = reserveOne(t, b, "dlq", time.Second)
-	if err := a.Ack(ctx, "dlq", "x", r.Lease); err != nil {
+	if err := svc(a).Ack(ctx, "dlq", "x", r.Lease); err != nil {
 		t.Fatal(err)
 	}
 	checkAttempts(t, attemptsOf(t, a, "dlq", "x"), append(want, task.AttemptAcked)...)
@@ -306,7 +306,7 @@ func TestHistory_None(t *testing.T) {
 		}
 	}
 	r := reserveOne(t, a, "q", time.Second)
-	if _, err := a.Nack(ctx, "q", r.ID, r.Lease, 0, "no"); err != nil {
+	if _, err := svc(a).Nack(ctx, "q", r.ID, r.Lease, 0, "no"); err != nil {
 		t.Fatal(err)
 	}
 	if as := attemptsOf(t, a, "q", r.ID); len(as) != 0 {
@@ -314,7 +314,7 @@ func TestHistory_None(t *testing.T) {
 	}
 	for range 2 {
 		r = reserveOne(t, a, "q", time.Second)
-		if err := a.Ack(ctx, "q", r.ID, r.Lease); err != nil {
+		if err := svc(a).Ack(ctx, "q", r.ID, r.Lease); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -345,14 +345,14 @@ func TestHistory_Prune(t *testing.T) {
 		}
 	}
 	r := reserveOne(t, a, "q", time.Second)
-	if err := b.Ack(ctx, "q", "x", r.Lease); err != nil {
+	if err := svc(b).Ack(ctx, "q", "x", r.Lease); err != nil {
 		t.Fatal(err)
 	}
 	r = reserveOne(t, a, "q", time.Second)
-	if _, err := b.Bury(ctx, "q", "y", r.Lease, "later"); err != nil {
+	if _, err := svc(b).Bury(ctx, "q", "y", r.Lease, "later"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Kick(ctx, "q", "y"); err != nil {
+	if err := svc(b).Kick(ctx, "q", "y"); err != nil {
 		t.Fatal(err)
 	}
 	if fs, _ := finished(t, a, "q", "", 0, 10); len(fs) != 2 {
@@ -430,7 +430,7 @@ func TestHistory_Replace(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := reserveOne(t, a, "q", time.Second)
-	if _, err := a.Nack(ctx, "q", "x", r.Lease, time.Hour, "again"); err != nil {
+	if _, err := svc(a).Nack(ctx, "q", "x", r.Lease, time.Hour, "again"); err != nil {
 		t.Fatal(err)
 	}
 	if _, created, err := a.Put(ctx, "q", task.PutRequest{ID: "x", Replace: true}); err != nil || created {

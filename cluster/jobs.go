@@ -49,203 +49,55 @@ func (n *Node) Job(job uint64) (task.Task, error) {
 // can have (over the bigint range), which is not found.
 func jobArg(job uint64) (int64, bool) { return int64(job), job <= 1<<63-1 }
 
-// sqlDeleteJob deletes job $1 if it is delayed, ready or dead, or
-// reserved under the lease $2. With $3 (keep the history) it records it
-// (history.go) as deleted, or, if it was reserved, its attempt and the
-// task as acked by node $4: the worker's delete of a reserved job is
-// beanstalkd's ack.
-const sqlDeleteJob = `WITH gone AS (
-		DELETE FROM hourglass_tasks t WHERE t.job_id = $1 AND (t.state <> 2 OR ($2 <> '' AND t.lease = $2))
-		RETURNING t.job_id, t.queue, t.id, t.state, t.tries, t.reserved, t.attempts, t.last_error
-	), now AS (SELECT hourglass_now() AS ns WHERE $3),
-	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptAcked + `', '', 0, $4, attempts, queue
-		FROM gone, now WHERE state = 2` + sqlAttemptDone + `
-	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id,
-			CASE WHEN state = 2 THEN '` + task.FinishedAcked + `' ELSE '` + task.FinishedDeleted + `' END,
-			now.ns, attempts, last_error
-		FROM gone, now),
-	` + sqlDedupeHead + `SELECT job_id, queue, id,
-			CASE WHEN state = 2 THEN '` + task.FinishedAcked + `' ELSE '` + task.FinishedDeleted + `' END,
-			hourglass_now(), attempts, last_error FROM gone` + sqlDedupeTail + `
-	SELECT count(*) FROM gone`
-
-// DeleteJob deletes job, durably, if it is delayed, ready or dead, or
-// reserved under lease (an ack, in the history); else it returns
-// task.ErrNotFound.
-func (n *Node) DeleteJob(ctx context.Context, job uint64, lease string) error {
-	if err := n.Err(); err != nil {
-		return err
-	}
-	j, ok := jobArg(job)
-	if !ok {
-		return task.ErrNotFound
-	}
-	var k int64
-	if err := n.db.QueryRow(ctx, sqlDeleteJob, j, lease, n.keep(), n.name).Scan(&k); err != nil {
-		return dbErr(err)
-	}
-	if k == 0 {
-		return task.ErrNotFound
-	}
-	return nil
-}
-
-// ReleaseJob ends the reservation lease of job: it is waiting again with
-// priority prio, delayed by delay (ready at once for 0), whatever its
-// attempts; the attempt ends released. task.ErrNotFound if job is not
-// reserved under lease.
-func (n *Node) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
-	if err := n.Err(); err != nil {
-		return err
-	}
-	j, ok := jobArg(job)
-	if !ok || lease == "" {
-		return task.ErrNotFound
-	}
-	var queue string
-	var dbNow int64
-	var fireAt *int64
-	err := n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns),
-		r AS (UPDATE hourglass_tasks t SET state = 1, priority = $3, due = now.ns + $4,
-				fire_at = CASE WHEN $4 = 0 THEN NULL ELSE now.ns + $4 END,
-				releases = t.releases + 1, lease = '', lease_until = 0,
-				ready_at = CASE WHEN $4 = 0 THEN now.ns END
-			FROM now
-			WHERE t.job_id = $1 AND t.state = 2 AND t.lease = $2
-			RETURNING t.job_id, t.queue, t.fire_at, t.tries, t.reserved, t.attempts),
-		att AS (`+sqlInsertAttempt+`SELECT job_id, tries, reserved, now.ns, '`+task.AttemptReleased+`', '', 0, $6, attempts, queue
-			FROM r, now WHERE $5`+sqlAttemptDone+`)
-		SELECT r.queue, r.fire_at, now.ns FROM r, now`, j, lease, int64(prio), int64(delay), n.keep(), n.name).Scan(&queue, &fireAt, &dbNow)
-	if err == pgx.ErrNoRows {
-		return task.ErrNotFound
-	}
-	if err != nil {
-		return dbErr(err)
-	}
-	n.metrics.Nacks.Inc()
-	if fireAt != nil {
-		n.announce(job, *fireAt, dbNow)
-		n.slotFreed(queue)
-	} else {
-		n.readied(queue, 1)
-	}
-	return nil
-}
-
-// TouchJob renews the reservation lease of job for another TTR, as Touch
-// does.
-func (n *Node) TouchJob(ctx context.Context, job uint64, lease string) (task.Task, error) {
-	if err := n.Err(); err != nil {
-		return task.Task{}, err
-	}
-	j, ok := jobArg(job)
-	if !ok || lease == "" {
-		return task.Task{}, task.ErrNotFound
-	}
-	t, err := scanRow(n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
-		UPDATE hourglass_tasks t SET lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr FROM now
-		WHERE t.job_id = $1 AND t.state = 2 AND t.lease = $2
-		RETURNING `+returnTask, j, lease))
-	if err == pgx.ErrNoRows {
-		return task.Task{}, task.ErrNotFound
-	}
-	if err != nil {
-		return task.Task{}, dbErr(err)
-	}
-	v := t.view()
-	v.Lease = lease
-	return v, nil
-}
-
-// sqlKick makes the tasks $1 ready that are dead or delayed, due now if
-// they were due later, and returns their queues. "Now" is read once and
-// each task's is a nanosecond after the one before it in $1, so that the
-// tasks kicked are handed out in the order kicked, as on the embedded
-// engine, which reads the clock for each; that is also their ready_at,
-// where their wait for a worker starts (a dead task keeps its due time).
-const sqlKick = `WITH now AS (SELECT hourglass_now() AS ns)
-	UPDATE hourglass_tasks t SET state = 1, kicks = kicks + 1,
-		due = least(t.due, now.ns + k.ord), fire_at = NULL, died = NULL, ready_at = now.ns + k.ord
-	FROM unnest($1::bigint[]) WITH ORDINALITY AS k(job_id, ord), now
-	WHERE t.job_id = k.job_id AND (t.state = 3 OR (t.state = 1 AND t.fire_at IS NOT NULL))
-	RETURNING t.queue`
-
-// KickJob makes job ready if it is dead or delayed; else
-// task.ErrNotFound.
-func (n *Node) KickJob(ctx context.Context, job uint64) error {
-	if err := n.Err(); err != nil {
-		return err
-	}
-	j, ok := jobArg(job)
-	if !ok {
-		return task.ErrNotFound
-	}
-	k, err := n.kick(ctx, []int64{j})
-	if err == nil && k == 0 {
-		err = task.ErrNotFound
-	}
-	return err
-}
-
-// kick runs sqlKick on jobs and wakes the reservers of their queues.
-func (n *Node) kick(ctx context.Context, jobs []int64) (int, error) {
-	rows, err := n.db.Query(ctx, sqlKick, jobs)
-	if err != nil {
-		return 0, dbErr(err)
-	}
-	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return 0, dbErr(err)
-	}
-	byQueue := map[string]int{}
-	for _, q := range queues {
-		byQueue[q]++
-	}
-	for q, k := range byQueue {
-		n.readied(q, k)
-	}
-	return len(queues), nil
-}
-
-// Peek orders: the first ready task in delivery order (priority, due
-// time, job id) across keys, their turns aside, as service.Jobs.Peek
+// Next's statements: the first ready task in delivery order (priority,
+// due time, job id) across keys, their turns aside, as service.Jobs.Peek
 // says and the embedded engine answers (broker's peekFirst), the
-// delayed task due soonest, the oldest death (deaths before migration
-// 003 first, by job id).
+// delayed tasks due soonest, the oldest deaths (deaths before migration
+// 003 first, by job id), up to $2 of queue $1, with the columns %s.
 const (
-	sqlPeekReady = `SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND state = 1 AND fire_at IS NULL
-		ORDER BY priority, due, job_id LIMIT $2`
-	sqlPeekDelayed = `SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND state = 1 AND fire_at IS NOT NULL
+	sqlNextReady = `SELECT %s FROM hourglass_tasks WHERE queue = $1 AND state = 1 AND fire_at IS NULL
+		ORDER BY priority, due, job_id LIMIT least($2, 1)`
+	sqlNextDelayed = `SELECT %s FROM hourglass_tasks WHERE queue = $1 AND state = 1 AND fire_at IS NOT NULL
 		ORDER BY due, job_id LIMIT $2`
-	sqlPeekDead = `SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND state = 3
+	sqlNextDead = `SELECT %s FROM hourglass_tasks WHERE queue = $1 AND state = 3
 		ORDER BY died NULLS FIRST, job_id LIMIT $2`
 )
 
-// KickQueue makes up to n tasks of queue ready: dead ones, oldest death
-// first, if there are any; else delayed ones, soonest due first. It
-// returns how many. Finding the delayed ones reads every delayed task of
-// the queue: O(delayed) (as the broker's scan of every live task).
-func (n *Node) KickQueue(ctx context.Context, queue string, k int) (int, error) {
+// Next returns up to k tasks of queue in state st, without payloads
+// (service.Engine): for task.Ready the next one Reserve would hand out
+// (paused or not), for task.Delayed the soonest due, for task.Dead the
+// oldest deaths. One indexed read of k rows.
+func (n *Node) Next(ctx context.Context, queue string, st task.State, k int) ([]task.Task, error) {
+	var q string
+	switch st {
+	case task.Ready:
+		q = sqlNextReady
+	case task.Delayed:
+		q = sqlNextDelayed
+	case task.Dead:
+		q = sqlNextDead
+	default:
+		return nil, fmt.Errorf("%w: cannot peek %s tasks", task.ErrInvalid, st)
+	}
 	if err := n.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	if k <= 0 {
-		return 0, nil
+	ctx, cancel := context.WithTimeout(ctx, jobTimeout)
+	defer cancel()
+	rows, err := n.db.Query(ctx, fmt.Sprintf(q, listColumns), queue, k)
+	if err != nil {
+		return nil, dbErr(err)
 	}
-	for _, q := range []string{sqlPeekDead, sqlPeekDelayed} {
-		rows, err := n.db.Query(ctx, q, queue, k)
-		if err != nil {
-			return 0, dbErr(err)
-		}
-		jobs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return 0, dbErr(err)
-		}
-		if len(jobs) > 0 {
-			return n.kick(ctx, jobs)
-		}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (task.Task, error) {
+		t, err := scanRow(r)
+		v := t.view()
+		v.Payload = nil
+		return v, err
+	})
+	if err != nil {
+		return nil, dbErr(err)
 	}
-	return 0, nil
+	return out, nil
 }
 
 // ReserveJob reserves job if it is ready, delayed or dead, whatever its
@@ -276,37 +128,6 @@ func (n *Node) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 	v := t.view()
 	v.Lease = t.lease
 	return v, nil
-}
-
-// Peek returns the next task of queue in state st without reserving it:
-// for task.Ready the next one Reserve would hand out (paused or not);
-// for task.Delayed the one due soonest; for task.Dead the oldest
-// death. task.ErrNotFound when there is none.
-func (n *Node) Peek(queue string, st task.State) (task.Task, error) {
-	var q string
-	switch st {
-	case task.Ready:
-		q = sqlPeekReady
-	case task.Delayed:
-		q = sqlPeekDelayed
-	case task.Dead:
-		q = sqlPeekDead
-	default:
-		return task.Task{}, fmt.Errorf("%w: cannot peek %s tasks", task.ErrInvalid, st)
-	}
-	if err := n.Err(); err != nil {
-		return task.Task{}, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
-	defer cancel()
-	t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE job_id = ("+q+")", queue, 1))
-	if err == pgx.ErrNoRows {
-		return task.Task{}, task.ErrNotFound
-	}
-	if err != nil {
-		return task.Task{}, dbErr(err)
-	}
-	return t.view(), nil
 }
 
 // PauseQueue stops queue from handing out tasks for d

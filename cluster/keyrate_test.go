@@ -43,7 +43,7 @@ func TestLimits_KeyRateRowsBounded(t *testing.T) {
 	}
 	got := 0
 	for got < keys {
-		ts, err := n.Reserve(ctx, "q", keys, time.Second)
+		ts, err := svc(n).Reserve(ctx, "q", keys, time.Second)
 		if err != nil || len(ts) == 0 {
 			t.Fatalf("reserve: %d tasks, %v, after %d", len(ts), err, got)
 		}
@@ -56,7 +56,7 @@ func TestLimits_KeyRateRowsBounded(t *testing.T) {
 	if _, _, err := n.Put(ctx, "q", task.PutRequest{ID: "z", Key: "z"}); err != nil {
 		t.Fatal(err)
 	}
-	if ts, err := n.Reserve(ctx, "q", keys, 0); err != nil || len(ts) != 1 {
+	if ts, err := svc(n).Reserve(ctx, "q", keys, 0); err != nil || len(ts) != 1 {
 		t.Fatalf("reserve of z: %d, %v", len(ts), err)
 	}
 	if c := rows(); c != 1 {
@@ -71,7 +71,7 @@ func TestLimits_KeyRateRowsBounded(t *testing.T) {
 	if _, _, err := n.Put(ctx, "q", task.PutRequest{ID: "y", Key: "y"}); err != nil {
 		t.Fatal(err)
 	}
-	if ts, err := n.Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 1 {
+	if ts, err := svc(n).Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 1 {
 		t.Fatalf("reserve of y: %d, %v", len(ts), err)
 	}
 	if err := n.DeletePolicy(ctx, "q"); err != nil {
@@ -116,7 +116,7 @@ func TestLimits_KeyRate(t *testing.T) {
 		for range 2 {
 			wg.Go(func() {
 				for time.Since(start) < span {
-					ts, err := n.Reserve(ctx, "q", 4, 300*time.Millisecond)
+					ts, err := svc(n).Reserve(ctx, "q", 4, 300*time.Millisecond)
 					if err != nil {
 						t.Error(err)
 						return

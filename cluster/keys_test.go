@@ -31,7 +31,7 @@ func TestKeys_Turns(t *testing.T) {
 			t.Fatal(r.Err)
 		}
 	}
-	ts, err := n.Reserve(ctx, "plain", 1, 0)
+	ts, err := svc(n).Reserve(ctx, "plain", 1, 0)
 	if err != nil || len(ts) != 1 {
 		t.Fatal(ts, err)
 	}
@@ -46,7 +46,7 @@ func TestKeys_Turns(t *testing.T) {
 	if k := rows("ky"); k != 3 {
 		t.Fatalf("after a put of keys A, B and none: %d turn rows, want 3", k)
 	}
-	ts, err = n.Reserve(ctx, "ky", 2, 0)
+	ts, err = svc(n).Reserve(ctx, "ky", 2, 0)
 	if err != nil || len(ts) != 2 {
 		t.Fatal(ts, err)
 	}
@@ -57,7 +57,7 @@ func TestKeys_Turns(t *testing.T) {
 		t.Fatalf("prune while every key has a task: %d, %v", k, err)
 	}
 	for _, tk := range ts {
-		if err := n.Ack(ctx, "ky", tk.ID, tk.Lease); err != nil {
+		if err := svc(n).Ack(ctx, "ky", tk.ID, tk.Lease); err != nil {
 			t.Fatal(err)
 		}
 	}

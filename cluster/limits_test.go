@@ -35,7 +35,7 @@ func TestLimits_Concurrency(t *testing.T) {
 		for range 3 {
 			wg.Go(func() {
 				for acked.Load() < total && time.Since(start) < 30*time.Second {
-					ts, err := n.Reserve(ctx, "q", 2, 500*time.Millisecond)
+					ts, err := svc(n).Reserve(ctx, "q", 2, 500*time.Millisecond)
 					if err != nil {
 						t.Error(err)
 						return
@@ -46,7 +46,7 @@ func TestLimits_Concurrency(t *testing.T) {
 						}
 						time.Sleep(15 * time.Millisecond)
 						held.Add(-1)
-						if err := n.Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
+						if err := svc(n).Ack(ctx, "q", tk.ID, tk.Lease); err != nil {
 							t.Error(err)
 							return
 						}
@@ -91,7 +91,7 @@ func TestLimits_Rate(t *testing.T) {
 		for range 2 {
 			wg.Go(func() {
 				for time.Since(start) < span {
-					ts, err := n.Reserve(ctx, "q", 4, 300*time.Millisecond)
+					ts, err := svc(n).Reserve(ctx, "q", 4, 300*time.Millisecond)
 					if err != nil {
 						t.Error(err)
 						return
@@ -167,7 +167,7 @@ func TestLimits_Mixed(t *testing.T) {
 	if byQueue["c"] != 1 || byQueue["u"] != 3 {
 		t.Fatalf("reserve over c (concurrency 1) and u: %v", byQueue)
 	}
-	if ts, err := a.Reserve(ctx, "c", 1, 0); err != nil || len(ts) != 0 {
+	if ts, err := svc(a).Reserve(ctx, "c", 1, 0); err != nil || len(ts) != 0 {
 		t.Fatalf("reserve of a full queue: %d tasks, %v", len(ts), err)
 	}
 	var other uint64
@@ -181,13 +181,13 @@ func TestLimits_Mixed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReserveJob past the limit: %v", err)
 	}
-	if _, err := a.Release(ctx, "c", extra.ID, extra.Lease, 0); err != nil {
+	if _, err := svc(a).Release(ctx, "c", extra.ID, extra.Lease, 0); err != nil {
 		t.Fatal(err)
 	}
 
 	got := make(chan time.Time, 1)
 	go func() {
-		ts, err := a.Reserve(ctx, "c", 1, 5*time.Second)
+		ts, err := svc(a).Reserve(ctx, "c", 1, 5*time.Second)
 		if err != nil || len(ts) != 1 {
 			t.Errorf("waiting reserve on a: %d tasks, %v", len(ts), err)
 		}
@@ -196,7 +196,7 @@ func TestLimits_Mixed(t *testing.T) {
 	eventually(t, 2*time.Second, "a waiting", func() bool { return a.Waiting("c") == 1 })
 	time.Sleep(100 * time.Millisecond)
 	acked := time.Now()
-	if err := b.Ack(ctx, "c", held.ID, held.Lease); err != nil {
+	if err := svc(b).Ack(ctx, "c", held.ID, held.Lease); err != nil {
 		t.Fatal(err)
 	}
 	select {

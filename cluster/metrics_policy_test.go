@@ -44,15 +44,15 @@ func TestPolicy_Metrics(t *testing.T) {
 	}
 	for range 2 {
 		r := reserveOne(t, n, "q", time.Second)
-		if ts, err := n.Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 0 {
+		if ts, err := svc(n).Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 0 {
 			t.Fatalf("over the concurrency limit: %d tasks, %v", len(ts), err)
 		}
-		if _, err := n.Nack(ctx, "q", "a", r.Lease, task.RetryDelay, ""); err != nil {
+		if _, err := svc(n).Nack(ctx, "q", "a", r.Lease, task.RetryDelay, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	reserveOne(t, n, "r", time.Second)
-	if ts, err := n.Reserve(ctx, "r", 1, 0); err != nil || len(ts) != 0 {
+	if ts, err := svc(n).Reserve(ctx, "r", 1, 0); err != nil || len(ts) != 0 {
 		t.Fatalf("over the rate limit: %d tasks, %v", len(ts), err)
 	}
 	reserveOne(t, n, "e", time.Second)

@@ -142,14 +142,14 @@ func TestMigrate_History(t *testing.T) {
 	if err != nil || len(as) != 1 || as[0].N != 2 || as[0].Outcome != "" || as[0].Started.UnixNano() != until-ttr {
 		t.Fatalf("attempts of the reserved task: %+v, %v; want the running 2nd, started at %d", as, err, until-ttr)
 	}
-	if err := n.Ack(ctx, "q", "x", "lease"); err != nil {
+	if err := svc(n).Ack(ctx, "q", "x", "lease"); err != nil {
 		t.Fatal(err)
 	}
 	as, err = n.Attempts(ctx, "q", "x")
 	if err != nil || len(as) != 1 || as[0].N != 2 || as[0].Outcome != task.AttemptAcked || as[0].Node != "n" {
 		t.Fatalf("attempts of the acked task: %+v, %v", as, err)
 	}
-	ts, err := n.Reserve(ctx, "q", 1, 0)
+	ts, err := svc(n).Reserve(ctx, "q", 1, 0)
 	if err != nil || len(ts) != 1 || ts[0].ID != "y" {
 		t.Fatalf("reserve y: %+v, %v", ts, err)
 	}

@@ -167,36 +167,3 @@ func (n *Node) DueHistogram(ctx context.Context, queue string, width time.Durati
 	}
 	return time.Unix(0, now).UTC(), counts, nil
 }
-
-// KickDead makes every dead task of queue ready and returns how many.
-func (n *Node) KickDead(ctx context.Context, queue string) (int, error) {
-	if err := n.Err(); err != nil {
-		return 0, err
-	}
-	rows, err := n.db.Query(ctx, `SELECT job_id FROM hourglass_tasks WHERE queue = $1 AND state = 3
-		ORDER BY died NULLS FIRST, job_id`, queue)
-	if err != nil {
-		return 0, dbErr(err)
-	}
-	jobs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return 0, dbErr(err)
-	}
-	if len(jobs) == 0 {
-		return 0, nil
-	}
-	return n.kick(ctx, jobs)
-}
-
-// DeleteDead deletes every dead task of queue and returns how many; each
-// is in the history as deleted.
-func (n *Node) DeleteDead(ctx context.Context, queue string) (int, error) {
-	if err := n.Err(); err != nil {
-		return 0, err
-	}
-	var k int64
-	if err := n.db.QueryRow(ctx, sqlDeleteDead, n.keep(), queue).Scan(&k); err != nil {
-		return 0, dbErr(err)
-	}
-	return int(k), nil
-}

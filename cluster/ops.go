@@ -51,21 +51,19 @@ const sqlDelete = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE %s
 	SELECT count(*) FROM gone`
 
 // sqlDeleteReplaced is sqlDelete of the task $3 of queue $2 for a put's
-// replace, whose id stays live, so without a dedupe record;
-// sqlDeleteDead of the dead tasks of queue $2 (DeleteDead). Delete and
+// replace, whose id stays live, so without a dedupe record. Delete and
 // Cancel use sqlDeleteOne.
-var (
-	sqlDeleteReplaced = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.id = $3", "false")
-	sqlDeleteDead     = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.state = 3", "true")
-)
+var sqlDeleteReplaced = fmt.Sprintf(sqlDelete, "t.queue = $2 AND t.id = $3", "false")
 
 // sqlDeleteOne deletes the task $3 of queue $2 and, with $1 (keep the
 // history), records it with the outcome $6, as its finished-id record of
 // a dedupe window does where its queue has one; with $4 (a Cancel) a
 // reserved task's running attempt ends as cancelled, recorded by the
-// node $5. It returns how many it deleted (0 or 1) and the lease of a
-// reserved one ("" otherwise).
+// node $5; a task not of job $7 (0: any), or reserved with $8, stays.
+// It returns how many it deleted (0 or 1) and the lease of a reserved
+// one ("" otherwise).
 const sqlDeleteOne = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE t.queue = $2 AND t.id = $3
+		AND ($7 = 0 OR t.job_id = $7) AND NOT ($8 AND t.state = 2)
 		RETURNING t.job_id, t.queue, t.id, t.state, t.lease, t.tries, t.reserved, t.attempts, t.last_error),
 	now AS (SELECT hourglass_now() AS ns WHERE $1),
 	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, '` + task.AttemptCancelled + `', '', 0, $5, attempts, queue
@@ -79,19 +77,29 @@ const sqlDeleteOne = `WITH gone AS (DELETE FROM hourglass_tasks t WHERE t.queue 
 // as cancelled under a Cancel's context (service.Cancelling), which
 // also ends a reserved task's running attempt as cancelled. The lease of
 // a reserved task deleted is reported to every node's NotifyLeaseEnds
-// functions: this node's at once, the others' through chanReady.
-func (n *Node) Delete(ctx context.Context, queue, id string) error {
+// functions: this node's at once, the others' through chanReady. o
+// narrows it (service.Engine): a task not of job o.Job is not found, a
+// reserved one with o.Unreserved is task.ErrState.
+func (n *Node) Delete(ctx context.Context, queue, id string, o service.DeleteOptions) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
+	j, ok := jobArg(o.Job)
+	if !ok {
+		return task.ErrNotFound
+	}
 	var k int64
 	var lease string
-	err := n.db.QueryRow(ctx, sqlDeleteOne, n.keep(), queue, id, service.Cancelling(ctx), n.name, service.FinishedOutcome(ctx)).Scan(&k, &lease)
+	err := n.db.QueryRow(ctx, sqlDeleteOne, n.keep(), queue, id, service.Cancelling(ctx), n.name, service.FinishedOutcome(ctx),
+		j, o.Unreserved).Scan(&k, &lease)
 	if err != nil {
 		return dbErr(err)
 	}
-	if k == 0 {
+	if k == 0 && o == (service.DeleteOptions{}) {
 		return task.ErrNotFound
+	}
+	if k == 0 {
+		return n.whyNot(ctx, queue, id, o.Job, "")
 	}
 	n.slotFreed(queue)
 	if lease != "" {
@@ -139,11 +147,26 @@ func (n *Node) why(ctx context.Context, queue, id string) error {
 	return task.ErrLease
 }
 
-// Ack completes the reserved task id of queue: it is deleted, durably
+// whyNot tells why a statement on the task id of queue conditioned on
+// its job id (0: any) and its state matched nothing: task.ErrNotFound
+// if there is no such task or it is of another job, else task.ErrState
+// saying its state, then what ("": nothing more).
+func (n *Node) whyNot(ctx context.Context, queue, id string, job uint64, what string) error {
+	t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+listColumns+" FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id))
+	if err == pgx.ErrNoRows || (err == nil && job != 0 && uint64(t.job) != job) {
+		return task.ErrNotFound
+	}
+	if err != nil {
+		return dbErr(err)
+	}
+	return fmt.Errorf("%w: task %q is %s%s", task.ErrState, id, t.stateOf(), what)
+}
+
+// ack completes the reserved task id of queue: it is deleted, durably
 // (the 204 follows the commit), and never delivered again. lease must be
 // its current lease (task.ErrLease otherwise). Acks that arrive on
 // this node together share one statement and one commit (n.acks).
-func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
+func (n *Node) ack(ctx context.Context, queue, id, lease string) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
@@ -160,9 +183,14 @@ func (n *Node) Ack(ctx context.Context, queue, id, lease string) error {
 	return nil
 }
 
-// AckMany acks each of acks as Ack does, in one statement (runAcks, so
+// AckMany acks each of acks as ack does, in one statement (runAcks, so
 // one commit), and returns one error a task, in order (service.Engine).
+// A single ack is ack's, whose statement is shared with the acks that
+// arrive on this node at the same time.
 func (n *Node) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
+	if len(acks) == 1 {
+		return []error{n.ack(ctx, acks[0].Queue, acks[0].ID, acks[0].Lease)}, nil
+	}
 	errs := make([]error, len(acks))
 	if err := n.Err(); err != nil {
 		for i := range errs {
@@ -312,27 +340,26 @@ func (n *Node) Touch(ctx context.Context, queue, id, lease string) (task.Task, e
 	return v, nil
 }
 
-// Kick makes the dead task id of queue ready again (task.ErrState if it
-// is not dead), keeping its attempts.
-func (n *Node) Kick(ctx context.Context, queue, id string) error {
+// Kick makes the dead task id of queue ready again, or with o.Delayed a
+// delayed one (task.ErrState if it is in another state; task.ErrNotFound
+// if it is not of job o.Job), keeping its attempts (service.Engine).
+func (n *Node) Kick(ctx context.Context, queue, id string, o service.KickOptions) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
+	j, ok := jobArg(o.Job)
+	if !ok {
+		return task.ErrNotFound
+	}
 	tag, err := n.db.Exec(ctx, `UPDATE hourglass_tasks SET state = 1, kicks = kicks + 1,
 			due = least(due, hourglass_now()), fire_at = NULL, ready_at = hourglass_now()
-		WHERE queue = $1 AND id = $2 AND state = 3`, queue, id)
+		WHERE queue = $1 AND id = $2 AND ($3 = 0 OR job_id = $3)
+			AND (state = 3 OR ($4 AND state = 1 AND fire_at IS NOT NULL))`, queue, id, j, o.Delayed)
 	if err != nil {
 		return dbErr(err)
 	}
 	if tag.RowsAffected() == 0 {
-		t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id))
-		if err == pgx.ErrNoRows {
-			return task.ErrNotFound
-		}
-		if err != nil {
-			return dbErr(err)
-		}
-		return fmt.Errorf("%w: task %q is %s, not dead", task.ErrState, id, t.stateOf())
+		return n.whyNot(ctx, queue, id, o.Job, ", not dead")
 	}
 	n.readied(queue, 1)
 	return nil

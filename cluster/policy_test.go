@@ -14,7 +14,7 @@ import (
 // none comes.
 func reserveOne(t *testing.T, n *testNode, queue string, wait time.Duration) task.Task {
 	t.Helper()
-	ts, err := n.Reserve(context.Background(), queue, 1, wait)
+	ts, err := svc(n).Reserve(context.Background(), queue, 1, wait)
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("reserve %s on %s: %d tasks, %v", queue, n.Name(), len(ts), err)
 	}
@@ -38,7 +38,7 @@ func TestPolicy_Backoff(t *testing.T) {
 	for i, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond} {
 		r := reserveOne(t, n, "q", 3*time.Second)
 		before := time.Now()
-		got, err := n.Nack(ctx, "q", "x", r.Lease, task.RetryDelay, "boom")
+		got, err := svc(n).Nack(ctx, "q", "x", r.Lease, task.RetryDelay, "boom")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,13 +56,13 @@ func TestPolicy_Backoff(t *testing.T) {
 			t.Fatalf("reserved task's last error %q", r.LastError)
 		}
 		if i == 1 {
-			got, err = n.Nack(ctx, "q", "x", r.Lease, task.RetryDelay, "last")
+			got, err = svc(n).Nack(ctx, "q", "x", r.Lease, task.RetryDelay, "last")
 			if err != nil || got.State != task.Dead || got.LastError != "last" || got.Attempts != 3 {
 				t.Fatalf("nack of the last attempt: %+v, %v; want dead", got, err)
 			}
 			break
 		}
-		if _, err := n.Release(ctx, "q", "x", r.Lease, 0); err != nil {
+		if _, err := svc(n).Release(ctx, "q", "x", r.Lease, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,18 +77,18 @@ func TestPolicy_Release(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := reserveOne(t, n, "q", time.Second)
-	got, err := n.Release(ctx, "q", "x", r.Lease, 300*time.Millisecond)
+	got, err := svc(n).Release(ctx, "q", "x", r.Lease, 300*time.Millisecond)
 	if err != nil || got.State != task.Delayed || got.Attempts != 0 || got.Releases != 1 {
 		t.Fatalf("release: %+v, %v", got, err)
 	}
-	if _, err := n.Release(ctx, "q", "x", r.Lease, 0); !errors.Is(err, task.ErrLease) {
+	if _, err := svc(n).Release(ctx, "q", "x", r.Lease, 0); !errors.Is(err, task.ErrLease) {
 		t.Fatalf("release under a stale lease: %v, want ErrLease", err)
 	}
 	r = reserveOne(t, n, "q", 2*time.Second)
 	if r.Attempts != 1 {
 		t.Fatalf("attempts after a release and a reserve: %d", r.Attempts)
 	}
-	got, err = n.Release(ctx, "q", "x", r.Lease, 0)
+	got, err = svc(n).Release(ctx, "q", "x", r.Lease, 0)
 	if err != nil || got.State != task.Ready {
 		t.Fatalf("release at the last attempt: %+v, %v; want ready", got, err)
 	}
@@ -107,11 +107,11 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := reserveOne(t, a, "q", time.Second)
-	got, err := a.Bury(ctx, "q", "x", r.Lease, "bad input")
+	got, err := svc(a).Bury(ctx, "q", "x", r.Lease, "bad input")
 	if err != nil || got.State != task.Dead || got.LastError != "bad input" || got.Buries != 1 {
 		t.Fatalf("bury: %+v, %v", got, err)
 	}
-	if err := a.Kick(ctx, "q", "x"); err != nil {
+	if err := svc(a).Kick(ctx, "q", "x"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -125,7 +125,7 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 	r = reserveOne(t, a, "q", time.Second)
 	woke := make(chan task.Task, 1)
 	go func() {
-		ts, err := b.Reserve(ctx, "dlq", 1, 5*time.Second)
+		ts, err := svc(b).Reserve(ctx, "dlq", 1, 5*time.Second)
 		if err != nil || len(ts) != 1 {
 			t.Errorf("reserve of the dead-letter queue on b: %d tasks, %v", len(ts), err)
 			close(woke)
@@ -134,7 +134,7 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 		woke <- ts[0]
 	}()
 	eventually(t, 2*time.Second, "b waiting", func() bool { return b.Waiting("dlq") == 1 })
-	got, err = a.Bury(ctx, "q", "x", r.Lease, "still bad")
+	got, err = svc(a).Bury(ctx, "q", "x", r.Lease, "still bad")
 	if err != nil || got.Queue != "dlq" || got.State != task.Ready || got.LastError != "still bad" || got.Attempts != 0 {
 		t.Fatalf("bury into the dead-letter queue: %+v, %v", got, err)
 	}
@@ -149,7 +149,7 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 	if _, err := a.Get("q", "x"); !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("task still in its queue: %v", err)
 	}
-	if err := a.Ack(ctx, "dlq", "x", old.Lease); !errors.Is(err, task.ErrLease) && !errors.Is(err, task.ErrNotFound) {
+	if err := svc(a).Ack(ctx, "dlq", "x", old.Lease); !errors.Is(err, task.ErrLease) && !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("ack of the replaced task: %v", err)
 	}
 }
@@ -218,7 +218,7 @@ func TestPolicy_Shared(t *testing.T) {
 	if err != nil || tk.TTR != 7*time.Second || tk.MaxAttempts != 9 {
 		t.Fatalf("put on b: %+v, %v", tk, err)
 	}
-	if err := b.Delete(ctx, "q", tk.ID); err != nil {
+	if err := svc(b).Delete(ctx, "q", tk.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.PauseQueue(ctx, "p", task.PauseIndefinitely); err != nil {
@@ -250,7 +250,7 @@ func TestPolicy_Shared(t *testing.T) {
 	}
 	done := make(chan int, 1)
 	go func() {
-		ts, _ := a.Reserve(ctx, "p", 1, 5*time.Second)
+		ts, _ := svc(a).Reserve(ctx, "p", 1, 5*time.Second)
 		done <- len(ts)
 	}()
 	time.Sleep(300 * time.Millisecond)

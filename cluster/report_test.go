@@ -23,11 +23,11 @@ func TestReports(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := b.Reserve(ctx, "r", 2, time.Second)
+	got, err := svc(b).Reserve(ctx, "r", 2, time.Second)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("reserve: %v, %v", got, err)
 	}
-	if err := b.Ack(ctx, "r", got[0].ID, got[0].Lease); err != nil {
+	if err := svc(b).Ack(ctx, "r", got[0].ID, got[0].Lease); err != nil {
 		t.Fatal(err)
 	}
 	var q task.QueueStats

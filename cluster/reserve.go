@@ -191,10 +191,10 @@ const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_
 		t.max_attempts, t.lease, t.lease_until, t.timeouts, t.releases, t.buries, t.kicks, t.payload, t.partition,
 		t.last_error, coalesce(t.trace_parent, '') AS trace_parent, coalesce(t.trace_state, '') AS trace_state, t.task_key`
 
-// Reserve hands out up to max ready tasks of queue, from any partition,
+// ReserveQueues hands out up to max ready tasks of queues, from any partition,
 // in priority order, then due time, then job id (in turn across keys in
 // a queue that uses them, sqlReserveFair), each leased for its TTR,
-// as the embedded engine (Reserve) does. When none is ready it waits up to wait
+// as the embedded engine (ReserveQueues) does. When none is ready it waits up to wait
 // for the first one: the node listens to chanReady, where the owners
 // announce the tasks they make ready, queue by queue (notifications.go),
 // and looks again when woken.
@@ -208,27 +208,8 @@ const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_
 // hands out nothing until its pause ends, and a queue's rate and
 // concurrency limits hold across every node (limits.go): a reserve that
 // meets them waits within its wait.
-func (n *Node) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
-	queues := []string{queue}
-	return n.reserve(ctx, queues, max, wait)
-}
-
-// ReserveQueues is Reserve over several queues: up to max ready tasks,
-// the first in delivery order across queues.
 func (n *Node) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
 	return n.reserve(ctx, queues, max, wait)
-}
-
-// ReserveAny reserves one ready task from any of queues, the first in
-// delivery order across them, waiting up to wait as Reserve does; ok is
-// false when none came. It is beanstalkd's reserve over a watch list, as
-// the embedded engine (ReserveAny).
-func (n *Node) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t task.Task, ok bool, err error) {
-	ts, err := n.reserve(ctx, queues, 1, wait)
-	if err != nil || len(ts) == 0 {
-		return task.Task{}, false, err
-	}
-	return ts[0], true, nil
 }
 
 // reserve is Reserve over several queues: service.LongPoll over the

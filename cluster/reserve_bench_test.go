@@ -50,7 +50,7 @@ func BenchmarkNode_Reserve(b *testing.B) {
 					left = backlog
 					b.StartTimer()
 				}
-				ts, err := n.Reserve(ctx, "q", 1, 0)
+				ts, err := svc(n).Reserve(ctx, "q", 1, 0)
 				if err != nil || len(ts) != 1 {
 					b.Fatalf("reserve: %d, %v", len(ts), err)
 				}

@@ -450,20 +450,11 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 	return nil
 }
 
-// PauseSchedule pauses the schedule name, durably: no node puts anything
-// for it until it is resumed. task.ErrNoSchedule if there is none.
-func (n *Node) PauseSchedule(ctx context.Context, name string) error {
-	return n.setPaused(ctx, name, true)
-}
-
-// ResumeSchedule resumes the schedule name, durably, from now (the
-// database's): the occurrences that fell due while it was paused are not
-// put. task.ErrNoSchedule if there is none.
-func (n *Node) ResumeSchedule(ctx context.Context, name string) error {
-	return n.setPaused(ctx, name, false)
-}
-
-func (n *Node) setPaused(ctx context.Context, name string, paused bool) error {
+// SetSchedulePaused pauses the schedule name, durably, so that no node
+// puts anything for it, or resumes it from now (the database's): the
+// occurrences that fell due while it was paused are not put
+// (service.Engine). task.ErrNoSchedule if there is none.
+func (n *Node) SetSchedulePaused(ctx context.Context, name string, paused bool) error {
 	if err := n.Err(); err != nil {
 		return err
 	}

@@ -289,7 +289,7 @@ func TestSimulation(t *testing.T) {
 				s, n := pick(r)
 				asked := time.Now()
 				rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
-				tasks, err := n.Reserve(rctx, "sim", 10, 300*time.Millisecond)
+				tasks, err := svc(n).Reserve(rctx, "sim", 10, 300*time.Millisecond)
 				rcancel()
 				got := time.Now()
 				if err != nil {
@@ -301,7 +301,7 @@ func TestSimulation(t *testing.T) {
 				}
 				for _, task := range tasks {
 					actx, acancel := context.WithTimeout(ctx, 3*time.Second)
-					err := n.Ack(actx, "sim", task.ID, task.Lease)
+					err := svc(n).Ack(actx, "sim", task.ID, task.Lease)
 					acancel()
 					if err == nil {
 						l.mu.Lock()

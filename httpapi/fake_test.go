@@ -82,11 +82,12 @@ func (f *fakeBroker) Get(queue, id string) (task.Task, error) {
 	return f.get(queue, id)
 }
 
-func (f *fakeBroker) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
+// ReserveQueues is the front's Reserve of one queue.
+func (f *fakeBroker) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
 	if f.call("Reserve", f.reserve != nil); f.reserve == nil {
 		return nil, nil
 	}
-	return f.reserve(ctx, queue, max, wait)
+	return f.reserve(ctx, queues[0], max, wait)
 }
 
 func (f *fakeBroker) leaseOp(op, queue, id, lease string, delay time.Duration) (task.Task, error) {
@@ -96,30 +97,32 @@ func (f *fakeBroker) leaseOp(op, queue, id, lease string, delay time.Duration) (
 	return f.lease(op, queue, id, lease, delay)
 }
 
-func (f *fakeBroker) Ack(ctx context.Context, queue, id, lease string) error {
-	_, err := f.leaseOp("ack", queue, id, lease, 0)
-	return err
+// AckMany is the front's Ack: each ack a leaseOp "ack".
+func (f *fakeBroker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
+	errs := make([]error, len(acks))
+	for i, a := range acks {
+		_, errs[i] = f.leaseOp("ack", a.Queue, a.ID, a.Lease, 0)
+	}
+	return errs, nil
 }
 
 func (f *fakeBroker) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {
 	return f.leaseOp("touch", queue, id, lease, 0)
 }
 
-func (f *fakeBroker) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
-	f.mu.Lock()
-	f.reason = reason
-	f.mu.Unlock()
-	return f.leaseOp("nack", queue, id, lease, delay)
-}
-
-func (f *fakeBroker) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
-	return f.leaseOp("release", queue, id, lease, delay)
-}
-
-func (f *fakeBroker) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
-	f.mu.Lock()
-	f.reason = reason
-	f.mu.Unlock()
+// Settle is what the front makes of Nack, Release and Bury.
+func (f *fakeBroker) Settle(ctx context.Context, queue, id, lease string, s service.Settlement) (task.Task, error) {
+	if s.Error != nil {
+		f.mu.Lock()
+		f.reason = *s.Error
+		f.mu.Unlock()
+	}
+	switch s.Outcome {
+	case task.AttemptNacked:
+		return f.leaseOp("nack", queue, id, lease, s.Delay)
+	case task.AttemptReleased:
+		return f.leaseOp("release", queue, id, lease, s.Delay)
+	}
 	return f.leaseOp("bury", queue, id, lease, 0)
 }
 
@@ -159,11 +162,11 @@ func (f *fakeBroker) otherOp(op string, args ...string) error {
 	return f.other(op, args...)
 }
 
-func (f *fakeBroker) Delete(ctx context.Context, queue, id string) error {
+func (f *fakeBroker) Delete(ctx context.Context, queue, id string, _ service.DeleteOptions) error {
 	return f.otherOp("delete", queue, id)
 }
 
-func (f *fakeBroker) Kick(ctx context.Context, queue, id string) error {
+func (f *fakeBroker) Kick(ctx context.Context, queue, id string, _ service.KickOptions) error {
 	return f.otherOp("kick", queue, id)
 }
 

@@ -23,8 +23,8 @@ import (
 //
 // Acting is a loop here, the same for both engines: a page of up to
 // [BulkChunk] matching tasks at a time, then each task's action by the
-// engine's own operation of one task (DeleteJob or Delete, Kick, KickJob,
-// MoveTask), up to [bulkParallel] at once so that the engine commits them
+// engine's own operation of one task (Delete, Kick, conditioned on its
+// job id; MoveTask), up to [bulkParallel] at once so that the engine commits them
 // in groups. Each task's action is atomic and durable on its own, so a
 // crash part-way leaves every task in its old state or its new one, and
 // the other work of the engine goes on between them: no lock is held
@@ -290,17 +290,14 @@ func act(ctx context.Context, e Engine, queue string, r BulkRequest, page []task
 func actOne(ctx context.Context, e Engine, queue string, r BulkRequest, t task.Task) error {
 	switch r.Action {
 	case Delete:
-		if r.Filter.State == task.Reserved {
-			return e.Delete(ctx, queue, t.ID)
-		}
-		return e.DeleteJob(ctx, t.JobID, "")
+		return e.Delete(ctx, queue, t.ID, DeleteOptions{Job: t.JobID, Unreserved: r.Filter.State != task.Reserved})
 	case Kick:
-		return e.Kick(ctx, queue, t.ID)
+		return e.Kick(ctx, queue, t.ID, KickOptions{Job: t.JobID})
 	case Retry:
 		if t.State != task.Dead && t.State != task.Delayed {
 			return task.ErrState
 		}
-		return e.KickJob(ctx, t.JobID)
+		return e.Kick(ctx, queue, t.ID, KickOptions{Job: t.JobID, Delayed: true})
 	case Move:
 		return e.MoveTask(ctx, queue, t.JobID, r.To)
 	}

@@ -107,7 +107,7 @@ func (f *front) Cancel(ctx context.Context, queue, id string) error {
 	if err := checkTask(queue, id); err != nil {
 		return err
 	}
-	return f.e.Delete(withCancel(ctx), queue, id)
+	return f.e.Delete(withCancel(ctx), queue, id, DeleteOptions{})
 }
 
 // CancelledLeases is Service.CancelledLeases.

@@ -36,6 +36,7 @@ import (
 // task.ErrTooLarge, task.ErrClosed, task.ErrNoSchedule).
 type Service interface {
 	Operations
+	Commands
 	// CheckCron returns the next n occurrences of a cron line read in
 	// timezone, as a schedule's (CheckCron in schedule.go).
 	CheckCron(line, timezone string, n int) ([]time.Time, error)
@@ -84,13 +85,23 @@ type Service interface {
 // bad argument gets the same answer on either engine because one piece
 // of code gives it, and reaches no engine.
 //
-// An engine keeps the rest of the semantics: defaults and a queue's
-// policy applied at a put (ApplyDefaults), failures (AfterFailure), the
-// long-poll (LongPoll), schedules' occurrences (schedule.go), each with
-// the helpers of this package, in one commit or one statement per
-// operation. Every method is safe for concurrent use.
+// The operations a Service has beyond an Engine's (Commands) are the
+// front's, written once over the engine's (commands.go, jobs.go). The
+// engine's contract, for every method: it is one commit (the embedded
+// engine) or one statement or transaction (a cluster node), durable when
+// it returns unless its comment says otherwise; it is safe for
+// concurrent use; it answers with the sentinels of package task (a
+// cluster node the same as the embedded engine, which TestDifferential
+// compares); and where the front acts on a task it read before, the
+// engine checks what the front expects (a job id, a lease) in the same
+// commit as it acts. An engine keeps the semantics that need its
+// atomicity: defaults and a queue's policy applied at a put
+// (ApplyDefaults), failures (AfterFailure, inside Settle and a lease's
+// expiry), the long-poll (LongPoll), schedules' occurrences
+// (schedule.go), each with the helpers of this package.
 type Engine interface {
 	Operations
+	Primitives
 	// Limits returns the engine's limits on a put, defaults set: what New
 	// checks puts, delays and pauses against.
 	Limits() Limits
@@ -153,48 +164,17 @@ type Tasks interface {
 	PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult
 	// Get returns a task with its payload.
 	Get(queue, id string) (task.Task, error)
-	// Delete deletes a task in any state, durably.
-	Delete(ctx context.Context, queue, id string) error
-	// Reserve hands out up to max ready tasks of queue in delivery order
-	// (priority, then due time; across keys in turn, task.PutRequest.Key),
-	// each under a new lease of its ttr,
-	// waiting up to wait (at most task.MaxWait) for the first. A paused
-	// queue hands out nothing, and a queue's rate and concurrency limits
-	// (task.Policy) hold across the whole service: a reserve that meets
-	// them waits within wait, or answers what it got.
-	Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error)
 	// ReserveQueues is Reserve over several queues: the first max ready
 	// tasks in delivery order across them, each saying its queue.
 	ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error)
-	// Ack deletes a reserved task whose lease is lease, durably.
-	Ack(ctx context.Context, queue, id, lease string) error
-	// AckMany acks each of acks (1 to task.MaxAcks, checked by CheckAcks)
-	// as Ack does, in one commit (the embedded engine) or one statement
+	// AckMany acks each of acks (1 to task.MaxAcks, checked by CheckAcks):
+	// deletes each reserved task whose lease is the ack's, durably, in one commit (the embedded engine) or one statement
 	// (a cluster node), and returns one error a task, in order: nil
 	// where the ack took. It returns once every ack is durable or
 	// refused.
 	AckMany(ctx context.Context, acks []task.Ack) ([]error, error)
 	// Touch renews a lease for another ttr.
 	Touch(ctx context.Context, queue, id, lease string) (task.Task, error)
-	// Nack gives a reserved task back after a failed attempt, keeping
-	// reason (cut by CutError) as its last error: ready again after delay
-	// (task.RetryDelay: after the queue's retry policy's delay, at once
-	// without one), or dead if its attempts are used up, and then moved
-	// to the queue's dead-letter queue if it has one (AfterFailure). It
-	// returns the task as it is after (its state, or its new queue),
-	// without its payload.
-	Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error)
-	// Release gives a reserved task back, ready after delay, without
-	// counting the attempt: a worker shutting down. It returns the task,
-	// without its payload.
-	Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error)
-	// Bury makes a reserved task dead now, whatever attempts are left
-	// (moved to the queue's dead-letter queue if it has one), keeping
-	// reason as its last error. It returns the task, without its
-	// payload.
-	Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error)
-	// Kick makes a dead task ready again.
-	Kick(ctx context.Context, queue, id string) error
 	// Queues counts every queue's tasks by state.
 	Queues(ctx context.Context) ([]task.QueueStats, error)
 }
@@ -206,33 +186,8 @@ type Jobs interface {
 	PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult
 	// Job returns the task with job id job, payload included.
 	Job(job uint64) (task.Task, error)
-	// Peek returns the next task of queue in state st: the first ready
-	// in delivery order, the delayed one due soonest, the oldest dead.
-	Peek(queue string, st task.State) (task.Task, error)
-	// ReserveAny reserves one task, the first in delivery order across
-	// queues, waiting up to wait; ok is false when the wait ran out.
-	ReserveAny(ctx context.Context, queues []string, wait time.Duration) (t task.Task, ok bool, err error)
 	// ReserveJob reserves job if it is ready, delayed or dead.
 	ReserveJob(ctx context.Context, job uint64) (task.Task, error)
-	// DeleteJob deletes job if it is not reserved, or reserved under
-	// lease.
-	DeleteJob(ctx context.Context, job uint64, lease string) error
-	// ReleaseJob gives job back with priority prio after delay, as
-	// beanstalkd's release: its delay is kept (no retry policy applies)
-	// and it never makes the task dead, but, unlike Tasks.Release, the
-	// attempt stays counted against max_attempts.
-	ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error
-	// BuryJob makes job dead with priority prio.
-	BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error
-	// TouchJob renews job's lease.
-	TouchJob(ctx context.Context, job uint64, lease string) (task.Task, error)
-	// KickJob makes a dead or delayed job ready.
-	KickJob(ctx context.Context, job uint64) error
-	// KickQueue makes up to n tasks of queue ready: dead ones first,
-	// else delayed ones.
-	KickQueue(ctx context.Context, queue string, n int) (int, error)
-	// PauseQueue is Policies.PauseQueue.
-	PauseQueue(ctx context.Context, queue string, d time.Duration) error
 	// Queue returns one queue's counts and details.
 	Queue(queue string) (task.QueueDetail, error)
 	// Queues is Tasks.Queues.
@@ -291,11 +246,6 @@ type Schedules interface {
 	Schedules(ctx context.Context) ([]task.ScheduleInfo, error)
 	// DeleteSchedule deletes a schedule; the tasks it put stay.
 	DeleteSchedule(ctx context.Context, name string) error
-	// PauseSchedule pauses a schedule, durably: it puts nothing until
-	// resumed. ResumeSchedule resumes it from now, with no catch-up.
-	// Either returns task.ErrNoSchedule for none.
-	PauseSchedule(ctx context.Context, name string) error
-	ResumeSchedule(ctx context.Context, name string) error
 	// RunSchedule puts a task of a schedule now (id service.RunID), paused
 	// or not, and makes it the schedule's last; its next occurrence stays.
 	RunSchedule(ctx context.Context, name string) (task.Task, error)
@@ -322,8 +272,4 @@ type Observer interface {
 	// DueHistogram counts the delayed tasks of queue (every queue for
 	// "") falling due in each of n windows of width from now.
 	DueHistogram(ctx context.Context, queue string, width time.Duration, n int) (start time.Time, counts []int, err error)
-	// KickDead makes every dead task of queue ready and returns how many.
-	KickDead(ctx context.Context, queue string) (int, error)
-	// DeleteDead deletes every dead task of queue and returns how many.
-	DeleteDead(ctx context.Context, queue string) (int, error)
 }

@@ -402,18 +402,11 @@ func (f *front) Get(queue, id string) (task.Task, error) {
 	return f.e.Get(queue, id)
 }
 
-func (f *front) Delete(ctx context.Context, queue, id string) error {
-	if err := checkTask(queue, id); err != nil {
-		return err
-	}
-	return f.e.Delete(ctx, queue, id)
-}
-
 func (f *front) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
 	if err := CheckReserve([]string{queue}, max, wait); err != nil {
 		return nil, err
 	}
-	return f.e.Reserve(ctx, queue, max, wait)
+	return f.e.ReserveQueues(ctx, []string{queue}, max, wait)
 }
 
 func (f *front) ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error) {
@@ -423,11 +416,16 @@ func (f *front) ReserveQueues(ctx context.Context, queues []string, max int, wai
 	return f.e.ReserveQueues(ctx, queues, max, wait)
 }
 
+// Ack is AckMany of one.
 func (f *front) Ack(ctx context.Context, queue, id, lease string) error {
 	if err := checkHeld(queue, id, lease); err != nil {
 		return err
 	}
-	return f.e.Ack(ctx, queue, id, lease)
+	errs, err := f.e.AckMany(ctx, []task.Ack{{Queue: queue, ID: id, Lease: lease}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
 }
 
 // AckMany checks the batch, then each ack, as PutBatch does.
@@ -479,102 +477,14 @@ func (f *front) Touch(ctx context.Context, queue, id, lease string) (task.Task, 
 	return f.e.Touch(ctx, queue, id, lease)
 }
 
-func (f *front) Nack(ctx context.Context, queue, id, lease string, delay time.Duration, reason string) (task.Task, error) {
-	if err := checkRetry(delay, f.lim.MaxDelay); err != nil {
-		return task.Task{}, err
-	}
-	if err := checkHeld(queue, id, lease); err != nil {
-		return task.Task{}, err
-	}
-	return answer(f.e.Nack(ctx, queue, id, lease, delay, reason))
-}
-
-func (f *front) Release(ctx context.Context, queue, id, lease string, delay time.Duration) (task.Task, error) {
-	if err := CheckDelay("delay", delay, f.lim.MaxDelay); err != nil {
-		return task.Task{}, err
-	}
-	if err := checkHeld(queue, id, lease); err != nil {
-		return task.Task{}, err
-	}
-	return answer(f.e.Release(ctx, queue, id, lease, delay))
-}
-
-func (f *front) Bury(ctx context.Context, queue, id, lease, reason string) (task.Task, error) {
-	if err := checkHeld(queue, id, lease); err != nil {
-		return task.Task{}, err
-	}
-	return answer(f.e.Bury(ctx, queue, id, lease, reason))
-}
-
-// answer is the task a Nack, Release or Bury answers: without its
-// payload, whatever the engine read (a cluster node's statement returns
-// it, the embedded engine does not read it), since the task has left the
-// worker that held it; Get has it.
-func answer(t task.Task, err error) (task.Task, error) {
-	t.Payload = nil
-	return t, err
-}
-
-func (f *front) Kick(ctx context.Context, queue, id string) error {
-	if err := checkTask(queue, id); err != nil {
-		return err
-	}
-	return f.e.Kick(ctx, queue, id)
-}
-
 func (f *front) Queues(ctx context.Context) ([]task.QueueStats, error) {
 	return f.e.Queues(ctx)
 }
 
 func (f *front) Job(job uint64) (task.Task, error) { return f.e.Job(job) }
 
-func (f *front) Peek(queue string, st task.State) (task.Task, error) {
-	if err := CheckPeek(queue, st); err != nil {
-		return task.Task{}, err
-	}
-	return f.e.Peek(queue, st)
-}
-
-func (f *front) ReserveAny(ctx context.Context, queues []string, wait time.Duration) (task.Task, bool, error) {
-	if err := CheckReserve(queues, 1, wait); err != nil {
-		return task.Task{}, false, err
-	}
-	if len(queues) > task.MaxWatch {
-		return task.Task{}, false, fmt.Errorf("%w: at most %d queues", task.ErrInvalid, task.MaxWatch)
-	}
-	return f.e.ReserveAny(ctx, queues, wait)
-}
-
 func (f *front) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 	return f.e.ReserveJob(ctx, job)
-}
-
-func (f *front) DeleteJob(ctx context.Context, job uint64, lease string) error {
-	return f.e.DeleteJob(ctx, job, lease)
-}
-
-func (f *front) ReleaseJob(ctx context.Context, job uint64, lease string, prio uint32, delay time.Duration) error {
-	if err := CheckDelay("delay", delay, f.lim.MaxDelay); err != nil {
-		return err
-	}
-	return f.e.ReleaseJob(ctx, job, lease, prio, delay)
-}
-
-func (f *front) BuryJob(ctx context.Context, job uint64, lease string, prio uint32) error {
-	return f.e.BuryJob(ctx, job, lease, prio)
-}
-
-func (f *front) TouchJob(ctx context.Context, job uint64, lease string) (task.Task, error) {
-	return f.e.TouchJob(ctx, job, lease)
-}
-
-func (f *front) KickJob(ctx context.Context, job uint64) error { return f.e.KickJob(ctx, job) }
-
-func (f *front) KickQueue(ctx context.Context, queue string, n int) (int, error) {
-	if err := CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	return f.e.KickQueue(ctx, queue, n)
 }
 
 func (f *front) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
@@ -657,14 +567,6 @@ func (f *front) DeleteSchedule(ctx context.Context, name string) error {
 	return f.e.DeleteSchedule(ctx, name)
 }
 
-func (f *front) PauseSchedule(ctx context.Context, name string) error {
-	return f.e.PauseSchedule(ctx, name)
-}
-
-func (f *front) ResumeSchedule(ctx context.Context, name string) error {
-	return f.e.ResumeSchedule(ctx, name)
-}
-
 func (f *front) RunSchedule(ctx context.Context, name string) (task.Task, error) {
 	return f.e.RunSchedule(ctx, name)
 }
@@ -685,18 +587,4 @@ func (f *front) DueHistogram(ctx context.Context, queue string, width time.Durat
 		return time.Time{}, nil, err
 	}
 	return f.e.DueHistogram(ctx, queue, width, n)
-}
-
-func (f *front) KickDead(ctx context.Context, queue string) (int, error) {
-	if err := CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	return f.e.KickDead(ctx, queue)
-}
-
-func (f *front) DeleteDead(ctx context.Context, queue string) (int, error) {
-	if err := CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	return f.e.DeleteDead(ctx, queue)
 }

@@ -151,7 +151,7 @@ func (c *Cluster) stream(ctx context.Context, queue string, rate int, d time.Dur
 	for range ackers * len(nodes) {
 		ackWG.Go(func() {
 			for a := range acks {
-				a.n.Ack(ctx, queue, a.id, a.lease)
+				a.n.AckMany(ctx, []task.Ack{{Queue: queue, ID: a.id, Lease: a.lease}})
 			}
 		})
 	}
@@ -166,7 +166,7 @@ func (c *Cluster) stream(ctx context.Context, queue string, rate int, d time.Dur
 		for range 4 {
 			wg.Go(func() {
 				for rctx.Err() == nil {
-					ts, err := n.Reserve(rctx, queue, 100, time.Second)
+					ts, err := n.ReserveQueues(rctx, []string{queue}, 100, time.Second)
 					now := time.Now()
 					if err != nil {
 						mu.Lock()

@@ -140,7 +140,11 @@ func Steady(ctx context.Context, url string, cfg SteadyConfig, report func(Windo
 	for range ackers {
 		ackWG.Go(func() {
 			for a := range acks {
-				if err := n.Ack(ctx, queue, a.id, a.lease); err != nil {
+				errs, err := n.AckMany(ctx, []task.Ack{{Queue: queue, ID: a.id, Lease: a.lease}})
+				if err == nil {
+					err = errs[0]
+				}
+				if err != nil {
 					fail(err)
 				}
 				acked.Add(1)
@@ -151,7 +155,7 @@ func Steady(ctx context.Context, url string, cfg SteadyConfig, report func(Windo
 	for range 4 {
 		resWG.Go(func() {
 			for rctx.Err() == nil {
-				tasks, err := n.Reserve(rctx, queue, 100, 200*time.Millisecond)
+				tasks, err := n.ReserveQueues(rctx, []string{queue}, 100, 200*time.Millisecond)
 				if err != nil {
 					if rctx.Err() == nil {
 						fail(err)

@@ -161,3 +161,43 @@ func TestDedupe(t *testing.T) {
 		})
 	})
 }
+
+// TestJobRaces runs RunJobRaces over the embedded engine on memory and
+// on Pebble, and over a cluster node.
+func TestJobRaces(t *testing.T) {
+	openEngine := func(t *testing.T, st store.Store) service.Engine {
+		b, err := broker.Open(st, broker.Config{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			b.Close()
+			st.Close()
+		})
+		return b
+	}
+	t.Run("memstore", func(t *testing.T) {
+		servicetest.RunJobRaces(t, func(t *testing.T) service.Engine { return openEngine(t, memstore.New()) })
+	})
+	t.Run("pebble", func(t *testing.T) {
+		servicetest.RunJobRaces(t, func(t *testing.T) service.Engine {
+			st, err := pebblestore.Open(filepath.Join(t.TempDir(), "data"), pebblestore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return openEngine(t, st)
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		srv := pgtest.Start(t)
+		servicetest.RunJobRaces(t, func(t *testing.T) service.Engine {
+			pool := pgtest.Pool(t, srv.CreateDatabase(t), 8, cluster.ConfigurePool)
+			n, err := cluster.Open(context.Background(), pool, cluster.Options{Node: "a", Lease: time.Second, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { n.Close() })
+			return n
+		})
+	})
+}

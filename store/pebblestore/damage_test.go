@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 	"github.com/hourglass-go/hourglass/task"
@@ -51,7 +52,7 @@ func TestDamage_PayloadDoesNotBlockQueue(t *testing.T) {
 	// "c" and "d" together.
 	var got []string
 	for _, max := range []int{1, 2} {
-		ts, err := b.Reserve(ctx, "q", max, 0)
+		ts, err := service.New(b).Reserve(ctx, "q", max, 0)
 		if err != nil {
 			t.Fatalf("Reserve(max %d): %v; want the tasks behind the damaged one", max, err)
 		}
@@ -65,7 +66,7 @@ func TestDamage_PayloadDoesNotBlockQueue(t *testing.T) {
 	if strings.Join(got, ",") != "b,c,d" {
 		t.Errorf("reserved %v, want [b c d]", got)
 	}
-	if ts, err := b.Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 0 {
+	if ts, err := service.New(b).Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 0 {
 		t.Errorf("Reserve of the emptied queue: %v, %v; want nothing, no error", ts, err)
 	}
 	if l := log.String(); !strings.Contains(l, "task damaged in the store") || !strings.Contains(l, "id=a") || !strings.Contains(l, "payload") {
@@ -73,7 +74,7 @@ func TestDamage_PayloadDoesNotBlockQueue(t *testing.T) {
 	}
 
 	// The damaged task can be deleted, durably.
-	if err := b.Delete(ctx, "q", "a"); err != nil {
+	if err := service.New(b).Delete(ctx, "q", "a"); err != nil {
 		t.Fatalf("Delete of the damaged task: %v", err)
 	}
 	if _, err := b.Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
@@ -120,7 +121,7 @@ func TestDamage_PayloadDeadRecorded(t *testing.T) {
 	if err := st.SetRaw(key, flip(raw)); err != nil {
 		t.Fatal(err)
 	}
-	if ts, err := b.Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 0 {
+	if ts, err := service.New(b).Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 0 {
 		t.Fatalf("Reserve: %v, %v; want nothing, no error", ts, err)
 	}
 	b.Close()
@@ -156,7 +157,7 @@ func TestDamage_PayloadDelete(t *testing.T) {
 	if err := st.SetRaw(key, flip(raw)); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Delete(ctx, "q", "a"); err != nil {
+	if err := service.New(b).Delete(ctx, "q", "a"); err != nil {
 		t.Fatalf("Delete of a task whose payload is damaged: %v", err)
 	}
 	if _, err := st.Task(put.JobID); err != store.ErrNotFound {
