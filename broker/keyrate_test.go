@@ -26,9 +26,12 @@ func TestKeyRate_Bounded(t *testing.T) {
 			put(t, b, "q", task.PutRequest{ID: fmt.Sprint(i), Key: fmt.Sprint("k", i)})
 		}
 		put(t, b, "q", task.PutRequest{ID: "a2", Key: "k0"})
-		ts, err := svc(b).Reserve(ctx, "q", 2*keys, 0)
+		ts, err := svc(b).Reserve(ctx, "q", keys, 0)
 		if err != nil || len(ts) != keys {
 			t.Fatalf("reserve: %d tasks, %v; want one of each of %d keys", len(ts), err, keys)
+		}
+		if ts, err := svc(b).Reserve(ctx, "q", keys, 0); err != nil || len(ts) != 0 {
+			t.Fatalf("second reserve: %d tasks, %v; want none: k0 is spent", len(ts), err)
 		}
 		if n := broker.KeyRates(b, "q"); n != keys {
 			t.Fatalf("%d buckets after a task of each of %d keys", n, keys)
