@@ -3,6 +3,7 @@ package broker_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -149,8 +150,15 @@ func TestHistory_Outcomes(t *testing.T) {
 		if n, err := svc(b).DeleteDead(ctx, "q"); err != nil || n != 2 {
 			t.Fatalf("delete dead: %d, %v", n, err)
 		}
+		// The two dead tasks are deleted at once, so their records come in
+		// either order.
 		want := []string{"buried:deleted:1", "spent:deleted:1", "kept:deleted:0", "gone:deleted:0", "buried:dead:1", "spent:dead:1"}
-		if got := finishes(finished(t, b, "q", "")); !same(got, want) {
+		listed := finishes(finished(t, b, "q", ""))
+		got := slices.Clone(listed)
+		if len(got) > 2 {
+			slices.Sort(got[:2])
+		}
+		if !same(got, want) {
 			t.Fatalf("history %v, want %v", got, want)
 		}
 		if got, want := finishes(finished(t, b, "q", task.FinishedDead)), []string{"buried:dead:1", "spent:dead:1"}; !same(got, want) {
@@ -189,8 +197,8 @@ func TestHistory_Outcomes(t *testing.T) {
 			}
 			after = next
 		}
-		if !same(all, want) {
-			t.Fatalf("paged history %v, want %v", all, want)
+		if !same(all, listed) {
+			t.Fatalf("paged history %v, want %v", all, listed)
 		}
 
 		for _, c := range []struct {

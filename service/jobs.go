@@ -224,15 +224,16 @@ func (f *front) KickDead(ctx context.Context, queue string) (int, error) {
 	})
 }
 
-// DeleteDead deletes every dead task of queue, one after the other in
-// the order they died, so that the history records them in that order,
-// and returns how many: as many as it had when it started, at most.
+// DeleteDead deletes every dead task of queue, up to bulkParallel at
+// once (their deletions commit together, so the history may record them
+// in another order than they died), and returns how many: as many as it
+// had when it started, at most.
 func (f *front) DeleteDead(ctx context.Context, queue string) (int, error) {
 	n, err := f.deadCount(queue)
 	if err != nil || n == 0 {
 		return 0, err
 	}
-	return f.each(ctx, queue, task.Dead, n, 1, func(t task.Task) error {
+	return f.each(ctx, queue, task.Dead, n, bulkParallel, func(t task.Task) error {
 		return f.e.Delete(ctx, t.Queue, t.ID, DeleteOptions{Job: t.JobID, Unreserved: true})
 	})
 }
