@@ -67,7 +67,7 @@ func TestMoveTask_SurvivesRestart(t *testing.T) {
 					t.Fatalf("%s still in q: %v", c.was.ID, err)
 				}
 			}
-			if page, _, err := b.FindTasks(ctx, "q", service.Filter{}, 0, 10); err != nil || len(page) != 0 {
+			if page, _, err := b.FindTasks(ctx, "q", service.Filter{}, service.Cursor{}, 10); err != nil || len(page) != 0 {
 				t.Fatalf("q after a restart: %+v, %v", page, err)
 			}
 			got, err := b.Reserve(ctx, "q2", 1, 0)

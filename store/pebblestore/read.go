@@ -12,6 +12,42 @@ import (
 	"github.com/hourglass-go/hourglass/store"
 )
 
+// Records returns the records of jobs without payloads, in that order
+// (JobID 0 for a job not in the store): a point read each, as Task's,
+// which a bloom filter spares the levels that do not hold the record.
+// It takes O(len(jobs)) reads.
+func (s *Store) Records(jobs []uint64) ([]store.Task, error) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	out := make([]store.Task, len(jobs))
+	var kbuf [taskKeyLen]byte
+	for i, j := range jobs {
+		key := taskKey(kbuf[:0], kindMeta, j)
+		v, closer, err := s.db.Get(key)
+		if errors.Is(err, pebble.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, pebbleErr("read "+describe(key), err)
+		}
+		body, err := unseal(key, v)
+		if err == nil {
+			out[i].JobID = j
+			if err = decodeMeta(body, &out[i], nil); err != nil {
+				err = corrupt(key, "%v", err)
+			}
+		}
+		closer.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // Task returns the task with jobID, payload included, or
 // [store.ErrNotFound] itself (not wrapped: callers compare with ==). When
 // the record reads but the payload is damaged, it returns the record
