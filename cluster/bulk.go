@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,12 +20,14 @@ import (
 
 // sqlFindWindow finds the window of queue $1 that a page of FindTasks
 // reads: the first $4 tasks after the cursor ($2, $3) in due order, due
-// before $5 (0: any), their count and the place of the last. An
-// index-only range of hourglass_tasks_queue_due (migration 015).
+// before $5, their count and the place of the last. An index-only range
+// of hourglass_tasks_queue_due (migration 015): both bounds are row
+// comparisons, so that the index condition stops the range at $5 rather
+// than a filter reading on to the end of the queue.
 const sqlFindWindow = `SELECT count(*), coalesce((array_agg(due ORDER BY due DESC, job_id DESC))[1], 0),
 		coalesce((array_agg(job_id ORDER BY due DESC, job_id DESC))[1], 0)
 	FROM (SELECT due, job_id FROM hourglass_tasks
-		WHERE queue = $1 AND (due, job_id) > ($2, $3) AND ($5::bigint = 0 OR due < $5)
+		WHERE queue = $1 AND (due, job_id) > ($2, $3) AND (due, job_id) < ($5, 0)
 		ORDER BY due, job_id LIMIT $4) w`
 
 // sqlFind is the page of FindTasks in the window of queue $1 after
@@ -58,7 +61,11 @@ func (n *Node) FindTasks(ctx context.Context, queue string, f service.Filter, af
 		fromDue, fromJob = d-1, 1<<63-1
 	}
 	var scanned, hiDue, hiJob int64
-	if err := n.db.QueryRow(ctx, sqlFindWindow, queue, fromDue, fromJob, service.FindScan, unixNano(f.DueBefore)).
+	before := int64(math.MaxInt64)
+	if !f.DueBefore.IsZero() {
+		before = f.DueBefore.UnixNano()
+	}
+	if err := n.db.QueryRow(ctx, sqlFindWindow, queue, fromDue, fromJob, service.FindScan, before).
 		Scan(&scanned, &hiDue, &hiJob); err != nil {
 		return nil, service.Cursor{}, dbErr(err)
 	}
