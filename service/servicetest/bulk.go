@@ -343,8 +343,9 @@ func bulkLarge(t *testing.T, b service.Service) {
 }
 
 // bulkScan: a page reads at most service.FindScan tasks, so a filter
-// matching none of the first FindScan answers an empty page with a next,
-// and the loop of a bulk action goes on through it.
+// matching none of the first FindScan answers an empty page with a next
+// (more than one where an engine reads fewer), and the loop of a bulk
+// action goes on through them.
 func bulkScan(t *testing.T, b service.Service) {
 	ctx := context.Background()
 	const n = service.FindScan + 500
@@ -366,10 +367,18 @@ func bulkScan(t *testing.T, b service.Service) {
 	if len(page) != 0 || next.IsZero() {
 		t.Fatalf("first page: %d tasks, next %+v; want none and a next", len(page), next)
 	}
-	page, next, err = b.FindTasks(ctx, "bq", f, next, 10)
-	must(t, "find", err)
-	if len(page) != 1 || page[0].ID != "hit" || !next.IsZero() {
-		t.Fatalf("second page: %+v, next %+v; want hit alone and no next", page, next)
+	// An engine may read fewer than FindScan tasks a page (the embedded
+	// one reads fewer records): the pages go on, empty, up to the hit.
+	for pages := 2; ; pages++ {
+		page, next, err = b.FindTasks(ctx, "bq", f, next, 10)
+		must(t, "find", err)
+		if !next.IsZero() && len(page) == 0 && pages < n/1000 {
+			continue
+		}
+		if len(page) != 1 || page[0].ID != "hit" || !next.IsZero() {
+			t.Fatalf("page %d: %+v, next %+v; want hit alone and no next", pages, page, next)
+		}
+		break
 	}
 	bulkOf(t, b, service.BulkRequest{Action: service.Delete, Filter: f}, 1, 1)
 	if st, _ := queueStats(t, b, "bq"); st.Ready != n-1 {
