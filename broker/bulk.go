@@ -91,7 +91,7 @@ const findRead = 5000
 // job id order read a block for tens of records. A filter on the state
 // or the due time alone reads only the page's records; one on a record's
 // field (recordFilter) answers at most this many tasks' worth a page.
-const findRecords = 5000
+const findRecords = service.FindScan / 4
 
 // recordFilter reports whether f has a condition that only a task's
 // record can answer (the others, state and due time, are in memory).

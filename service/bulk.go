@@ -68,9 +68,12 @@ type Filter struct {
 const (
 	// MaxFilterText bounds Filter.Error and Filter.IDPrefix (bytes).
 	MaxFilterText = task.MaxNameLen
-	// FindScan bounds the tasks one page of FindTasks reads: 20,000
-	// records is a few milliseconds on either engine, whatever the size
-	// of the queue.
+	// FindScan bounds the tasks one page of FindTasks reads, whatever
+	// the size of the queue. An engine may read fewer: in due order a
+	// queue's records are scattered through the store, a block or a heap
+	// page each, so both engines read a quarter of it from the store
+	// (broker.findRecords, cluster's findWindow), which is tens of
+	// milliseconds at 10M tasks (docs/BENCHMARKS.md, find).
 	FindScan = 20 * task.MaxList
 	// BulkChunk is the number of matching tasks a bulk action takes at a
 	// time.
