@@ -13,12 +13,12 @@ import "time"
 //	POST /v1/queues/{queue}/tasks:move    BulkRequest → 200 BulkResponse | 400 (into "to")
 //
 // The GET's filters are those of [Filter], as query parameters; with none
-// of them the list is the one of [TasksResponse]. A filtered page reads
-// at most [MaxFindScan] tasks of the queue, so that it answers in bounded
-// time whatever the queue's size: with a selective filter it may hold
-// fewer than limit tasks, none even, and still have a Next. Pages are in
-// job id order (the order tasks were put), and Next is a cursor to give
-// back as after, nothing more.
+// of them it lists every task. A page reads at most [MaxFindScan] tasks
+// of the queue, so that it answers in bounded time whatever the queue's
+// size: with a selective filter it may hold fewer than limit tasks, none
+// even, and still have a Next. Pages are in due order (due time, then job
+// id: [TasksResponse]), and Next is an opaque cursor to give back as
+// after, nothing more; an after the server did not give is 400.
 //
 // A bad filter is 400 naming the parameter, and nothing changes.
 

@@ -8,7 +8,7 @@ import "time"
 // rest of the API: the same token, the same [Error] bodies, times in RFC
 // 3339 UTC and durations as Go duration strings.
 //
-//	GET    /v1/queues/{queue}/tasks?state=S&after=N&limit=N → 200 TasksResponse | 400
+//	GET    /v1/queues/{queue}/tasks?state=S&after=C&limit=N → 200 TasksResponse | 400 (filters: api/bulk.go)
 //	POST   /v1/queues/{queue}/dead:kick                    → 200 KickedResponse
 //	DELETE /v1/queues/{queue}/dead                         → 200 DeletedResponse
 //	GET    /v1/stats/queues                                → 200 QueueStatsResponse
@@ -17,19 +17,24 @@ import "time"
 //	POST   /v1/cron:check  CronCheckRequest                → 200 CronCheckResponse | 400 (the parser's error)
 
 // TasksResponse answers GET /v1/queues/{queue}/tasks: one page of the
-// queue's tasks by job id, without payloads (each Task's payload is null;
-// GET the task for it).
+// queue's tasks in due order, without payloads (each Task's payload is
+// null; GET the task for it). The query's filters are those of [Filter]
+// (api/bulk.go).
 //
-// The query selects the page: state is "delayed", "ready", "reserved" or
-// "dead" (absent: any state); after is the Next of the previous page
-// (absent or 0: from the start); limit is 1 to [MaxListLimit] (absent:
-// [DefaultListLimit]). A page reads at most ten times limit tasks, so
-// with a rare state it may hold fewer than limit, none even, and still
-// have a Next.
+// Due order is ascending due time, then job id, in every state: the due
+// a Task shows, which is, for a reserved task, the due time it was
+// reserved at, and for a dead task the due time of its last attempt.
+// after is the Next of the previous page (absent or "": from the start;
+// "0" too, for clients of the job id cursor before it); limit is 1 to
+// [MaxListLimit] (absent: [DefaultListLimit]). A page reads at most
+// [MaxFindScan] tasks, so with a rare state or a selective filter it may
+// hold fewer than limit, none even, and still have a Next.
 type TasksResponse struct {
 	Tasks []Task `json:"tasks"`
-	// Next is the after of the next page; 0 when this is the last.
-	Next uint64 `json:"next"`
+	// Next is the after of the next page, "" on the last: an opaque
+	// cursor to give back as it is, nothing more. An after that is not
+	// one is 400.
+	Next string `json:"next"`
 }
 
 // Limits of a page of [TasksResponse].

@@ -27,8 +27,10 @@ const slotsSparseBelow = slotsPerPage / 4
 // to 4. A later put of id 12 opens page [12-15]; a requeue of 3 updates
 // the map entry.
 //
-// get, set and del take O(1) (amortised: a freed page empties into the
-// map once); each visits all live tasks in O(pages + map). slots is not
+// get takes O(1); set and del take O(1) (amortised: a freed page empties
+// into the map once) and, when a task comes, goes, or changes its due
+// time or queue, O(log n) more for its queue's due order (dueOrder); each
+// visits all live tasks in O(pages + map). slots is not
 // safe for concurrent use: the broker's mutex guards it.
 type slots struct {
 	// pages[i] covers ids base+i*slotsPerPage ...; nil when freed or
@@ -40,6 +42,9 @@ type slots struct {
 	sparse map[uint64]slot
 	// n is the number of live tasks.
 	n int
+	// order is every live task in its queue's due order, kept by set and
+	// del.
+	order dueOrder
 }
 
 // slotPage is slotsPerPage consecutive slots; a zero slot (state 0) is
@@ -81,6 +86,12 @@ func (ss *slots) page(job uint64) (*slotPage, int) {
 func (ss *slots) set(job uint64, s slot) {
 	if s.state() == 0 {
 		panic("hourglass: broker: slot without a state")
+	}
+	if old, ok := ss.get(job); !ok {
+		ss.order.add(s.queue(), s.due, job)
+	} else if old.due != s.due || old.queue() != s.queue() {
+		ss.order.remove(old.queue(), old.due, job)
+		ss.order.add(s.queue(), s.due, job)
 	}
 	p, i := ss.page(job)
 	if p == nil {
@@ -130,6 +141,9 @@ func (ss *slots) open(job uint64) (*slotPage, int) {
 
 // del forgets job's slot, if any.
 func (ss *slots) del(job uint64) {
+	if old, ok := ss.get(job); ok {
+		ss.order.remove(old.queue(), old.due, job)
+	}
 	p, i := ss.page(job)
 	if p == nil {
 		if _, ok := ss.sparse[job]; ok {

@@ -15,11 +15,11 @@ import (
 const BulkWait = 10 * time.Minute
 
 // FindTasks returns a page of up to limit tasks of queue (1 to
-// api.MaxListLimit; 0: the server's default) that f matches, by job id
-// after after (0: from the start), without payloads, and the after of
-// the next page (0: none). A page may be short, or empty, and still have
-// a next (api/bulk.go).
-func (c *Client) FindTasks(ctx context.Context, queue string, f api.Filter, after uint64, limit int) ([]api.Task, uint64, error) {
+// api.MaxListLimit; 0: the server's default) that f matches, in due
+// order after after ("": from the start), without payloads, and the
+// after of the next page ("": none), an opaque cursor to give back as it
+// is. A page may be short, or empty, and still have a next (api/bulk.go).
+func (c *Client) FindTasks(ctx context.Context, queue string, f api.Filter, after string, limit int) ([]api.Task, string, error) {
 	q := url.Values{}
 	set := func(k, v string) {
 		if v != "" {
@@ -35,9 +35,7 @@ func (c *Client) FindTasks(ctx context.Context, queue string, f api.Filter, afte
 			q.Set(k, t.UTC().Format(time.RFC3339Nano))
 		}
 	}
-	if after != 0 {
-		q.Set("after", strconv.FormatUint(after, 10))
-	}
+	set("after", after)
 	if limit != 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}

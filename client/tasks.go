@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/hourglass-go/hourglass/api"
 )
@@ -64,24 +62,9 @@ func (c *Client) Cancel(ctx context.Context, queue, id string) error {
 
 // ListTasks returns a page of up to limit tasks of queue (1 to
 // api.MaxListLimit; 0: the server's default), in state (""
-// for any: api.StateReady, ...), by job id after after (0: from the
-// start), without payloads, and the after of the next page (0: none).
-func (c *Client) ListTasks(ctx context.Context, queue, state string, after uint64, limit int) ([]api.Task, uint64, error) {
-	q := url.Values{}
-	if state != "" {
-		q.Set("state", state)
-	}
-	if after != 0 {
-		q.Set("after", strconv.FormatUint(after, 10))
-	}
-	if limit != 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	p := path("queues", queue, "tasks")
-	if len(q) > 0 {
-		p += "?" + q.Encode()
-	}
-	var out api.TasksResponse
-	_, err := c.do(ctx, http.MethodGet, p, nil, &out)
-	return out.Tasks, out.Next, err
+// for any: api.StateReady, ...), in due order after after ("": from the
+// start), without payloads, and the after of the next page ("": none):
+// FindTasks with no filter but the state.
+func (c *Client) ListTasks(ctx context.Context, queue, state string, after string, limit int) ([]api.Task, string, error) {
+	return c.FindTasks(ctx, queue, api.Filter{State: state}, after, limit)
 }

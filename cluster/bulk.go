@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,60 +19,84 @@ import (
 // moving a task into another queue.
 
 // sqlFindWindow finds the window of queue $1 that a page of FindTasks
-// reads: the first $3 job ids above $2, their count and the last. An
-// index-only range of the index on (queue, job_id).
-const sqlFindWindow = `SELECT count(*), coalesce(max(job_id), 0) FROM (SELECT job_id FROM hourglass_tasks
-	WHERE queue = $1 AND job_id > $2 ORDER BY job_id LIMIT $3) w`
+// reads: the first $4 tasks after the cursor ($2, $3) in due order, due
+// before $5, their count and the place of the last. An index-only range
+// of hourglass_tasks_queue_due (migration 015): both bounds are row
+// comparisons, so that the index condition stops the range at $5 rather
+// than a filter reading on to the end of the queue.
+const sqlFindWindow = `SELECT count(*), coalesce((array_agg(due ORDER BY due DESC, job_id DESC))[1], 0),
+		coalesce((array_agg(job_id ORDER BY due DESC, job_id DESC))[1], 0)
+	FROM (SELECT due, job_id FROM hourglass_tasks
+		WHERE queue = $1 AND (due, job_id) > ($2, $3) AND (due, job_id) < ($5, 0)
+		ORDER BY due, job_id LIMIT $4) w`
 
-// sqlFind is the page of FindTasks in the window ($2, $3] of queue $1:
-// each filter given (” or 0 when not) in its condition, the state's in
-// %s.
+// sqlFind is the page of FindTasks in the window of queue $1 after
+// ($2, $3) up to ($12, $13) in due order: each filter given (” or 0 when
+// not) in its condition, the state's in %s.
 const sqlFind = `SELECT ` + "%s" + ` FROM hourglass_tasks
-	WHERE queue = $1 AND job_id > $2 AND job_id <= $3 AND %s
+	WHERE queue = $1 AND (due, job_id) > ($2, $3) AND (due, job_id) <= ($12, $13) AND %s
 		AND ($4::text = '' OR strpos(last_error, $4) > 0) AND ($5::text = '' OR starts_with(id, $5))
 		AND ($6::bigint = 0 OR due >= $6) AND ($7::bigint = 0 OR due < $7)
 		AND ($8::bigint = 0 OR created >= $8) AND ($9::bigint = 0 OR created < $9)
 		AND ($11::text = '' OR task_key = $11)
-	ORDER BY job_id LIMIT $10`
+	ORDER BY due, job_id LIMIT $10`
 
-// FindTasks returns up to limit tasks of queue that f matches, by job id
-// above after, without payloads, and the cursor for the next page (0 when
-// there is none). Two statements over the index on (queue, job_id): the
-// window of at most service.FindScan job ids above after, then the
-// matching tasks in it; O(FindScan) rows at most whatever the queue's
-// size.
-func (n *Node) FindTasks(ctx context.Context, queue string, f service.Filter, after uint64, limit int) ([]task.Task, uint64, error) {
+// findWindow bounds the rows a page of FindTasks reads, below
+// service.FindScan: in due order a queue's rows are scattered through the
+// table (it is written in job id order), so that each row of the window
+// costs a heap page of its own where a window in job id order read a
+// page for tens of rows.
+const findWindow = service.FindScan / 4
+
+// FindTasks returns up to limit tasks of queue that f matches, in due
+// order after after (service.Cursor), without payloads, and the cursor of
+// the next page (zero when there is none). Two statements over the index
+// on (queue, due, job_id): the window of at most findWindow tasks after
+// after (from DueAfter, when it is later), then the matching tasks in it;
+// O(findWindow) rows at most whatever the queue's size.
+func (n *Node) FindTasks(ctx context.Context, queue string, f service.Filter, after service.Cursor, limit int) ([]task.Task, service.Cursor, error) {
 	if err := n.Err(); err != nil {
-		return nil, 0, err
+		return nil, service.Cursor{}, err
 	}
-	from, ok := jobArg(after)
+	fromJob, ok := jobArg(after.Job)
 	if !ok {
-		return nil, 0, nil
+		return nil, service.Cursor{}, nil
 	}
-	var scanned, hi int64
-	if err := n.db.QueryRow(ctx, sqlFindWindow, queue, from, service.FindScan).Scan(&scanned, &hi); err != nil {
-		return nil, 0, dbErr(err)
+	fromDue := after.Due
+	if d := unixNano(f.DueAfter); after.IsZero() || fromDue < d-1 {
+		// Start at DueAfter (or 0): the window holds no task due before.
+		fromDue, fromJob = d-1, 1<<63-1
+	}
+	var scanned, hiDue, hiJob int64
+	before := int64(math.MaxInt64)
+	if !f.DueBefore.IsZero() {
+		before = f.DueBefore.UnixNano()
+	}
+	if err := n.db.QueryRow(ctx, sqlFindWindow, queue, fromDue, fromJob, findWindow, before).
+		Scan(&scanned, &hiDue, &hiJob); err != nil {
+		return nil, service.Cursor{}, dbErr(err)
 	}
 	if scanned == 0 {
-		return nil, 0, nil
+		return nil, service.Cursor{}, nil
 	}
-	rows, err := n.db.Query(ctx, fmt.Sprintf(sqlFind, listColumns, stateWhere[f.State]), queue, from, hi,
+	rows, err := n.db.Query(ctx, fmt.Sprintf(sqlFind, listColumns, stateWhere[f.State]), queue, fromDue, fromJob,
 		f.Error, f.IDPrefix, unixNano(f.DueAfter), unixNano(f.DueBefore),
-		unixNano(f.CreatedAfter), unixNano(f.CreatedBefore), limit+1, f.Key)
+		unixNano(f.CreatedAfter), unixNano(f.CreatedBefore), limit+1, f.Key, hiDue, hiJob)
 	if err != nil {
-		return nil, 0, dbErr(err)
+		return nil, service.Cursor{}, dbErr(err)
 	}
 	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) { return scanRow(r) })
 	if err != nil {
-		return nil, 0, dbErr(err)
+		return nil, service.Cursor{}, dbErr(err)
 	}
-	var next uint64
+	var next service.Cursor
 	switch {
 	case len(got) > limit:
 		got = got[:limit]
-		next = uint64(got[limit-1].job)
-	case scanned == service.FindScan:
-		next = uint64(hi)
+		last := got[limit-1].view()
+		next = service.Cursor{Due: last.Due.UnixNano(), Job: last.JobID}
+	case scanned == findWindow:
+		next = service.Cursor{Due: hiDue, Job: uint64(hiJob)}
 	}
 	out := make([]task.Task, len(got))
 	for i := range got {

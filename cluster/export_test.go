@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -99,3 +100,9 @@ func (n *Node) PruneKeys(ctx context.Context, idle time.Duration) (int, error) {
 	err := n.db.QueryRow(ctx, sqlPruneKeys, int64(idle), pruneBatch).Scan(&k)
 	return k, err
 }
+
+// SQLFindWindow and SQLFind are FindTasks's statements (SQLFind with
+// every state's condition: "true").
+const SQLFindWindow = sqlFindWindow
+
+var SQLFind = fmt.Sprintf(sqlFind, listColumns, stateWhere[0])

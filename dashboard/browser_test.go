@@ -544,7 +544,7 @@ func testDashboard(t *testing.T) {
 	// pause and resume change what the API says.
 	b.click(`button[data-key="run:nightly"]`)
 	b.wait("the run's task", `document.querySelector('#schedules tbody tr[data-name=nightly] .last[data-outcome=pending] .task-id')`)
-	tasks, _, err := s.c.ListTasks(context.Background(), "reports", "", 0, 10)
+	tasks, _, err := s.c.ListTasks(context.Background(), "reports", "", "", 10)
 	var run string
 	for _, tk := range tasks {
 		if strings.HasPrefix(tk.ID, "nightly@run-") {

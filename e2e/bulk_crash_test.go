@@ -64,7 +64,7 @@ func testBulkCrashMidMove(t *testing.T) {
 
 	seen := map[string]string{}
 	for _, q := range []string{"src", "dst"} {
-		var after uint64
+		var after string
 		for pages := 0; pages <= n/api.MaxListLimit+1; pages++ {
 			page, next, err := c.ListTasks(ctx, q, "", after, api.MaxListLimit)
 			if err != nil {
@@ -76,7 +76,7 @@ func testBulkCrashMidMove(t *testing.T) {
 				}
 				seen[tk.ID] = q
 			}
-			if next == 0 {
+			if next == "" {
 				break
 			}
 			after = next

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hourglass-go/hourglass/api"
 )
@@ -48,7 +50,7 @@ func testBulkHTTP(t *testing.T) {
 	s := startServer(t)
 	bulkSetup(t, s)
 
-	ids := func(path string) (string, uint64) {
+	ids := func(path string) (string, string) {
 		t.Helper()
 		a := s.call("GET", path, "")
 		var out api.TasksResponse
@@ -74,8 +76,8 @@ func testBulkHTTP(t *testing.T) {
 		"/v1/queues/ops/tasks?created_after=2200-01-01T00:00:00Z":             "",
 		"/v1/queues/ops/tasks?created_before=2200-01-01T00:00:00Z&state=dead": "x-1 x-2 x-3",
 	} {
-		if got, next := ids(path); got != want || next != 0 {
-			t.Errorf("GET %s: %q next %d, want %q", path, got, next, want)
+		if got, next := ids(path); got != want || next != "" {
+			t.Errorf("GET %s: %q next %q, want %q", path, got, next, want)
 		}
 	}
 	// Paging by next through more than a page.
@@ -84,13 +86,48 @@ func testBulkHTTP(t *testing.T) {
 	for pages := 0; pages < 10; pages++ {
 		got, next := ids(path)
 		all = append(all, got)
-		if next == 0 {
+		if next == "" {
 			break
 		}
-		path = fmt.Sprintf("/v1/queues/ops/tasks?id_prefix=r-&limit=3&after=%d", next)
+		path = "/v1/queues/ops/tasks?id_prefix=r-&limit=3&after=" + url.QueryEscape(next)
 	}
 	if got := strings.Join(all, " "); got != "r-1 r-2 r-3 r-4" || len(all) != 2 {
 		t.Fatalf("pages of 3: %q", all)
+	}
+
+	// Due order, whatever the order of the puts: pages of 2 by the
+	// opaque next, with and without a filter.
+	c := s.client()
+	for _, p := range []struct {
+		id    string
+		delay time.Duration
+	}{{"e-1", 5 * time.Hour}, {"e-2", time.Hour}, {"e-3", 3 * time.Hour}, {"e-4", 0}, {"e-5", 2 * time.Hour}} {
+		d := api.Duration(p.delay)
+		if _, _, err := c.Put(context.Background(), "due", api.PutRequest{ID: p.id, Delay: &d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for first, want := range map[string]string{
+		"/v1/queues/due/tasks?limit=2":               "e-4 e-2 e-5 e-3 e-1",
+		"/v1/queues/due/tasks?limit=2&state=delayed": "e-2 e-5 e-3 e-1",
+		"/v1/queues/due/tasks?limit=2&id_prefix=e-":  "e-4 e-2 e-5 e-3 e-1",
+		"/v1/queues/due/tasks?limit=1&due_after=" + url.QueryEscape(time.Now().Add(90*time.Minute).UTC().Format(time.RFC3339)): "e-5 e-3 e-1",
+	} {
+		var all []string
+		path := first
+		for pages := 0; pages < 10; pages++ {
+			got, next := ids(path)
+			if got != "" {
+				all = append(all, got)
+			}
+			if next == "" {
+				break
+			}
+			path = first + "&after=" + url.QueryEscape(next)
+		}
+		if got := strings.Join(all, " "); got != want {
+			t.Errorf("GET %s, paged: %q, want %q", first, got, want)
+		}
 	}
 
 	// Bad filters: 400 naming the parameter, nothing changed.
@@ -101,6 +138,8 @@ func testBulkHTTP(t *testing.T) {
 		"/v1/queues/ops/tasks?error=" + strings.Repeat("e", api.MaxFilterText+1):                      "error",
 		"/v1/queues/ops/tasks?key=a%20b":                                                              "key",
 		"/v1/queues/ops/tasks?error=x&limit=0":                                                        "limit",
+		"/v1/queues/ops/tasks?after=12":                                                               "after",
+		"/v1/queues/ops/tasks?error=x&after=AQAAAAAAAAAB":                                             "after",
 	} {
 		a := s.call("GET", path, "")
 		if a.status != 400 || !strings.Contains(string(a.body), `"error":"hourglass: `) || !strings.Contains(string(a.body), word) {
@@ -171,7 +210,7 @@ func testBulkCLI(t *testing.T) {
 		t.Helper()
 		out, stderr, code := cli(append([]string{"tasks", "ops"}, args...)...)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if code != 0 || lines[len(lines)-1] != `{"next":0}` {
+		if code != 0 || lines[len(lines)-1] != `{"next":""}` {
 			t.Fatalf("tasks ops %v: %d %q %q", args, code, out, stderr)
 		}
 		var got []string

@@ -47,8 +47,14 @@ func testCLITasks(t *testing.T) {
 	}
 	out, stderr, code = cli("list", "cli", "--state", "ready", "--limit", "1")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 2 || task(lines[0]).ID != "t1" || !strings.HasPrefix(lines[1], `{"next":`) || lines[1] == `{"next":0}` {
+	var next struct{ Next string }
+	if code != 0 || len(lines) != 2 || task(lines[0]).ID != "t1" || json.Unmarshal([]byte(lines[1]), &next) != nil || next.Next == "" {
 		t.Fatalf("list --limit 1: %d %q %q", code, out, stderr)
+	}
+	// The next page, after the opaque cursor the last line gave.
+	out, stderr, code = cli("list", "cli", "--state", "ready", "--limit", "1", "--after", next.Next)
+	if lines = strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) < 2 || task(lines[0]).ID == "t1" {
+		t.Fatalf("list --after %s: %d %q %q", next.Next, code, out, stderr)
 	}
 
 	r, err := c.Reserve(ctx, "cli", 1, 0)

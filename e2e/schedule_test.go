@@ -169,7 +169,7 @@ func testSchedule(t *testing.T) {
 // by schedule name (ids NAME@TIME; runs left out), whatever their state.
 func occurrenceTimes(t *testing.T, c *client.Client, queue, name string) []time.Time {
 	t.Helper()
-	tasks, _, err := c.ListTasks(context.Background(), queue, "", 0, 1000)
+	tasks, _, err := c.ListTasks(context.Background(), queue, "", "", 1000)
 	if err != nil {
 		t.Fatalf("ListTasks %s: %v", queue, err)
 	}

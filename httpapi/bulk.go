@@ -25,23 +25,10 @@ func (s *Server) bulkRoutes() []route {
 	}
 }
 
-// filterParams are the query parameters of a filtered list; with none of
-// them, GET /v1/queues/{queue}/tasks is the plain list (listTasks).
-var filterParams = []string{"error", "due_after", "due_before", "created_after", "created_before", "id_prefix", "key"}
-
-// filtered reports whether q has a parameter of a filtered list.
-func filtered(q url.Values) bool {
-	for _, p := range filterParams {
-		if q.Has(p) {
-			return true
-		}
-	}
-	return false
-}
-
-// findTasks serves GET /v1/queues/{queue}/tasks with filters: a page of
-// the queue's tasks matching every one, by job id, and the cursor of the
-// next.
+// findTasks serves GET /v1/queues/{queue}/tasks: a page of the queue's
+// tasks matching every filter given (none: every task), in due order
+// (service.Cursor), without payloads, and the opaque cursor of the next
+// ("" on the last page). A malformed after is 400, as a bad filter.
 func (s *Server) findTasks(w http.ResponseWriter, r *http.Request, b service.Service) {
 	q := r.URL.Query()
 	f, err := queryFilter(q)
@@ -49,7 +36,12 @@ func (s *Server) findTasks(w http.ResponseWriter, r *http.Request, b service.Ser
 		s.fail(w, r, err)
 		return
 	}
-	after, limit, err := queryPage(q)
+	after, err := service.ParseCursor(q.Get("after"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, err := queryLimit(q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -59,9 +51,9 @@ func (s *Server) findTasks(w http.ResponseWriter, r *http.Request, b service.Ser
 		s.fail(w, r, err)
 		return
 	}
-	out := api.TasksResponse{Tasks: make([]api.Task, len(tasks)), Next: next}
+	out := api.TasksResponse{Tasks: make([]api.Task, len(tasks)), Next: next.String()}
 	for i, t := range tasks {
-		t.Payload = nil
+		t.Payload = nil // listings never carry payloads, whatever the engine gives
 		out.Tasks[i] = toTask(t, false)
 	}
 	writeJSON(w, http.StatusOK, out)

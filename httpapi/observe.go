@@ -16,7 +16,7 @@ import (
 // answers (api/observe.go).
 func (s *Server) observeRoutes() []route {
 	return []route{
-		{"GET", "/v1/queues/{queue}/tasks", s.listTasks},
+		{"GET", "/v1/queues/{queue}/tasks", s.findTasks}, // bulk.go
 		{"POST", "/v1/queues/{queue}/dead:kick", s.kickDead},
 		{"DELETE", "/v1/queues/{queue}/dead", s.deleteDead},
 		{"GET", "/v1/stats/queues", s.queueStats},
@@ -32,40 +32,6 @@ var states = map[string]task.State{
 	api.StateReady:    task.Ready,
 	api.StateReserved: task.Reserved,
 	api.StateDead:     task.Dead,
-}
-
-// listTasks serves GET /v1/queues/{queue}/tasks?state=&after=&limit=: a
-// page of the queue's tasks without payloads, and the cursor of the next.
-func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, b service.Service) {
-	q := r.URL.Query()
-	if filtered(q) {
-		s.findTasks(w, r, b) // the operator's console (bulk.go)
-		return
-	}
-	var st task.State
-	if name := q.Get("state"); name != "" {
-		var ok bool
-		if st, ok = states[name]; !ok {
-			s.fail(w, r, badRequest("state %q: want delayed, ready, reserved or dead", name))
-			return
-		}
-	}
-	after, limit, err := queryPage(q)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	tasks, next, err := b.ListTasks(r.Context(), r.PathValue("queue"), st, after, limit)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	out := api.TasksResponse{Tasks: make([]api.Task, len(tasks)), Next: next}
-	for i, t := range tasks {
-		t.Payload = nil // listings never carry payloads, whatever the broker gives
-		out.Tasks[i] = toTask(t, false)
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 // queryUint parses a query parameter as a whole number, or returns def

@@ -2,10 +2,10 @@ package httpapi_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -123,18 +123,19 @@ func TestObserveListTasks(t *testing.T) {
 
 	var page api.TasksResponse
 	o.call("GET", "/v1/queues/q/tasks", "", 200, &page)
-	if got, want := ids(page.Tasks), "d:delayed,v:reserved,x:dead,r1:ready,r2:ready"; got != want || page.Next != 0 {
-		t.Errorf("every task: %s next %d, want %s next 0", got, page.Next, want)
+	// In due order: the delayed d, due in an hour, last.
+	if got, want := ids(page.Tasks), "v:reserved,x:dead,r1:ready,r2:ready,d:delayed"; got != want || page.Next != "" {
+		t.Errorf("every task: %s next %q, want %s next \"\"", got, page.Next, want)
 	}
 	for _, task := range page.Tasks {
 		if string(task.Payload) != "null" || task.Lease != "" || task.JobID == 0 || task.Queue != "q" || task.Due.Location() != time.UTC {
 			t.Errorf("listed %+v: want a null payload, no lease, a job id, the queue, a UTC due time", task)
 		}
 	}
-	if d := page.Tasks[0]; time.Until(d.Due) < 59*time.Minute || d.Priority != api.DefaultPriority {
+	if d := page.Tasks[4]; time.Until(d.Due) < 59*time.Minute || d.Priority != api.DefaultPriority {
 		t.Errorf("delayed task listed as %+v", d)
 	}
-	if x := page.Tasks[2]; x.Attempts != 1 || x.MaxAttempts != 1 || x.Priority != 1 {
+	if x := page.Tasks[1]; x.Attempts != 1 || x.MaxAttempts != 1 || x.Priority != 1 {
 		t.Errorf("dead task listed as %+v", x)
 	}
 
@@ -143,42 +144,48 @@ func TestObserveListTasks(t *testing.T) {
 	} {
 		var p api.TasksResponse
 		o.call("GET", "/v1/queues/q/tasks?state="+state, "", 200, &p)
-		if got := ids(p.Tasks); got != want || p.Next != 0 {
-			t.Errorf("state %s: %s next %d, want %s next 0", state, got, p.Next, want)
+		if got := ids(p.Tasks); got != want || p.Next != "" {
+			t.Errorf("state %s: %s next %q, want %s next \"\"", state, got, p.Next, want)
 		}
 	}
 
-	// Pages of two, each after the last job id of the one before.
+	// Pages of two, each after the opaque cursor of the one before
+	// ("0", the first page of the job id cursor, is the first page too).
 	var all []string
-	after := uint64(0)
+	after := "0"
 	for range 5 {
 		var p api.TasksResponse
-		o.call("GET", fmt.Sprintf("/v1/queues/q/tasks?limit=2&after=%d", after), "", 200, &p)
+		o.call("GET", "/v1/queues/q/tasks?limit=2&after="+url.QueryEscape(after), "", 200, &p)
 		all = append(all, ids(p.Tasks))
-		if p.Next == 0 {
+		if p.Next == "" {
 			break
-		}
-		if p.Next != p.Tasks[len(p.Tasks)-1].JobID {
-			t.Errorf("next %d, want the last job id %d", p.Next, p.Tasks[len(p.Tasks)-1].JobID)
 		}
 		after = p.Next
 	}
-	if got, want := strings.Join(all, " | "), "d:delayed,v:reserved | x:dead,r1:ready | r2:ready"; got != want {
+	if got, want := strings.Join(all, " | "), "v:reserved,x:dead | r1:ready,r2:ready | d:delayed"; got != want {
 		t.Errorf("pages %s, want %s", got, want)
 	}
 
 	// A queue never used is an empty page, not an error.
 	var empty api.TasksResponse
 	o.call("GET", "/v1/queues/other/tasks", "", 200, &empty)
-	if empty.Tasks == nil || len(empty.Tasks) != 0 || empty.Next != 0 {
+	if empty.Tasks == nil || len(empty.Tasks) != 0 || empty.Next != "" {
 		t.Errorf("unused queue: %+v", empty)
 	}
 
 	for _, c := range []struct{ query, want string }{
 		{"state=buried", `state "buried"`},
 		{"state=Ready", `state "Ready"`},
-		{"after=-1", `after "-1"`},
-		{"after=x", `after "x"`},
+		// A cursor is only ever what the server gave: a job id of the
+		// cursor before it, or a cursor of another version or altered,
+		// is refused.
+		{"after=-1", `after "-1": not a cursor`},
+		{"after=x", `after "x": not a cursor`},
+		{"after=7", `after "7": not a cursor`},
+		{"after=" + (service.Cursor{Due: 1, Job: 2}).String() + "A", "not a cursor"},
+		{"after=" + strings.Replace((service.Cursor{Due: 1, Job: 2}).String(), "A", "B", 1), "not a cursor"},
+		{"after=" + strings.Repeat("_", 23), "not a cursor"},
+		{"after=" + strings.Repeat("A", 23), "not a cursor"},
 		{"limit=0", "limit 0: want 1 to 1000"},
 		{"limit=1001", "limit 1001"},
 		{"limit=1.5", `limit "1.5"`},
@@ -209,7 +216,7 @@ func TestObserveDead(t *testing.T) {
 	}
 	var p api.TasksResponse
 	o.call("GET", "/v1/queues/q/tasks", "", 200, &p)
-	if got, want := ids(p.Tasks), "d:delayed,v:reserved,x:ready,r1:ready,r2:ready,y:ready"; got != want {
+	if got, want := ids(p.Tasks), "v:reserved,x:ready,r1:ready,r2:ready,y:ready,d:delayed"; got != want {
 		t.Errorf("after kick: %s, want %s", got, want)
 	}
 	o.call("POST", "/v1/queues/q/dead:kick", "", 200, &kicked)
@@ -228,7 +235,7 @@ func TestObserveDead(t *testing.T) {
 		t.Errorf("deleted %d, want 2", deleted.Deleted)
 	}
 	o.call("GET", "/v1/queues/q/tasks", "", 200, &p)
-	if got, want := ids(p.Tasks), "d:delayed,v:reserved,r1:ready,r2:ready"; got != want {
+	if got, want := ids(p.Tasks), "v:reserved,r1:ready,r2:ready,d:delayed"; got != want {
 		t.Errorf("after delete: %s, want %s", got, want)
 	}
 	var fin api.FinishedRecord

@@ -16,10 +16,13 @@ import (
 // ([Action]) — delete, kick, retry or move them.
 //
 // Finding is one engine operation, FindTasks: a page of the tasks of a
-// queue matching a filter, by job id above a cursor, that reads at most
-// [FindScan] tasks, so that a page is answered in bounded time on a queue
-// of any size; a selective filter may then answer a short page, or none,
-// with a cursor to go on from.
+// queue matching a filter, in due order ([Cursor]: due time, then job id)
+// after a cursor, that reads at most [FindScan] tasks, so that a page is
+// answered in bounded time on a queue of any size; a selective filter may
+// then answer a short page, or none, with a cursor to go on from. Each
+// engine keeps its queues' tasks ordered by (due, job id): the embedded
+// one in memory (broker/dueorder.go), a cluster in an index of
+// PostgreSQL's (migration 015).
 //
 // Acting is a loop here, the same for both engines: a page of up to
 // [BulkChunk] matching tasks at a time, then each task's action by the
@@ -28,8 +31,16 @@ import (
 // in groups. Each task's action is atomic and durable on its own, so a
 // crash part-way leaves every task in its old state or its new one, and
 // the other work of the engine goes on between them: no lock is held
-// across tasks. The job id cursor makes the loop visit each task once: a
-// task acted on keeps its job id (or is gone), so it is never met again.
+// across tasks. The cursor makes the loop act on each task once: every
+// action leaves its task where it was in the due order or earlier (a
+// delete or a move takes it out of the queue; a kick or a retry makes its
+// due time the earlier of its own and now), so behind the cursor, never
+// to be met again by this pass; a delayed task retried moves from its
+// place, at or before the cursor, to now, which is before that place.
+// Another client's change during the pass may move a task: one moved
+// later than the cursor is met again and acted on only if the filter
+// still matches it (dead again after a new failure, say); one moved
+// earlier is left to the next pass, as a task put during the pass may be.
 // Between a task's match and its action the task may change: an action is
 // refused by the engine's rules then (a kick of a task no longer dead, a
 // delete of a task since reserved) and counted as not changed.
@@ -57,9 +68,12 @@ type Filter struct {
 const (
 	// MaxFilterText bounds Filter.Error and Filter.IDPrefix (bytes).
 	MaxFilterText = task.MaxNameLen
-	// FindScan bounds the tasks one page of FindTasks reads: 20,000
-	// records is a few milliseconds on either engine, whatever the size
-	// of the queue.
+	// FindScan bounds the tasks one page of FindTasks reads, whatever
+	// the size of the queue. An engine may read fewer: in due order a
+	// queue's records are scattered through the store, a block or a heap
+	// page each, so both engines read a quarter of it from the store
+	// (broker.findRecords, cluster's findWindow), which is tens of
+	// milliseconds at 10M tasks (docs/BENCHMARKS.md, find).
 	FindScan = 20 * task.MaxList
 	// BulkChunk is the number of matching tasks a bulk action takes at a
 	// time.
@@ -231,7 +245,7 @@ func CheckBulk(queue string, r BulkRequest) error {
 // it did up to an error, with the error: a failing engine, or ctx done.
 func bulk(ctx context.Context, e Engine, queue string, r BulkRequest) (BulkResult, error) {
 	var res BulkResult
-	var after uint64
+	var after Cursor
 	for {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -246,7 +260,7 @@ func bulk(ctx context.Context, e Engine, queue string, r BulkRequest) (BulkResul
 				return res, err
 			}
 		}
-		if next == 0 {
+		if next.IsZero() {
 			return res, nil
 		}
 		after = next
@@ -304,9 +318,9 @@ func actOne(ctx context.Context, e Engine, queue string, r BulkRequest, t task.T
 	return fmt.Errorf("%w: no action %d", task.ErrInvalid, r.Action)
 }
 
-func (f *front) FindTasks(ctx context.Context, queue string, fl Filter, after uint64, limit int) ([]task.Task, uint64, error) {
+func (f *front) FindTasks(ctx context.Context, queue string, fl Filter, after Cursor, limit int) ([]task.Task, Cursor, error) {
 	if err := CheckFind(queue, fl, limit); err != nil {
-		return nil, 0, err
+		return nil, Cursor{}, err
 	}
 	return f.e.FindTasks(ctx, queue, fl, after, limit)
 }

@@ -61,10 +61,13 @@ func TestFront_BulkChecks(t *testing.T) {
 			return err
 		}()},
 		{"created", "created_before", func() error {
-			_, _, err := s.FindTasks(ctx, "q", service.Filter{CreatedBefore: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}, 0, 10)
+			_, _, err := s.FindTasks(ctx, "q", service.Filter{CreatedBefore: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}, service.Cursor{}, 10)
 			return err
 		}()},
-		{"limit", "limit", func() error { _, _, err := s.FindTasks(ctx, "q", service.Filter{}, 0, task.MaxList+1); return err }()},
+		{"limit", "limit", func() error {
+			_, _, err := s.FindTasks(ctx, "q", service.Filter{}, service.Cursor{}, task.MaxList+1)
+			return err
+		}()},
 		{"to", "to", func() error {
 			_, err := s.Bulk(ctx, "q", service.BulkRequest{Action: service.Move, To: "q"})
 			return err

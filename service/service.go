@@ -260,12 +260,13 @@ type Observer interface {
 	// cursor of the next page (0: none).
 	ListTasks(ctx context.Context, queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error)
 	// FindTasks returns up to limit (1 to task.MaxList) tasks of queue
-	// that f matches (checked by CheckFilter), by job id above after,
-	// without payloads, and the cursor of the next page (0: none). A page
+	// that f matches (checked by CheckFilter), in due order after after
+	// (Cursor), without payloads, and the cursor of the next page (the
+	// zero Cursor: none). A page
 	// reads at most FindScan tasks of the queue, so that it takes bounded
 	// time whatever the queue's size: with a selective filter it may hold
 	// fewer than limit, none even, and still have a next page.
-	FindTasks(ctx context.Context, queue string, f Filter, after uint64, limit int) ([]task.Task, uint64, error)
+	FindTasks(ctx context.Context, queue string, f Filter, after Cursor, limit int) ([]task.Task, Cursor, error)
 	// Lateness returns delivery lateness per 10-second window over the
 	// last 15 minutes, oldest first.
 	Lateness(ctx context.Context) ([]task.LatenessWindow, error)

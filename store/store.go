@@ -229,6 +229,12 @@ type Store interface {
 	// in job id order, without payloads: a page of the queue.
 	List(queue string, after uint64, limit int) ([]Task, error)
 
+	// Records returns the records of jobs, without payloads, in the
+	// order of jobs: one point read each, for a listing whose order is
+	// not the store's. A job not in the store answers a Task whose JobID
+	// is 0.
+	Records(jobs []uint64) ([]Task, error)
+
 	// Recover calls fn for every task in job id order, without payloads,
 	// stopping at the first error fn returns.
 	Recover(fn func(Task) error) error

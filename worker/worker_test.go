@@ -79,7 +79,7 @@ func TestWorker_ManyTasks(t *testing.T) {
 		}
 	}
 	for _, q := range []string{"a", "b"} {
-		if left, _, err := c.ListTasks(context.Background(), q, "", 0, 0); err != nil || len(left) != 0 {
+		if left, _, err := c.ListTasks(context.Background(), q, "", "", 0); err != nil || len(left) != 0 {
 			t.Errorf("queue %s keeps %d tasks (%v), want none: all acked", q, len(left), err)
 		}
 	}

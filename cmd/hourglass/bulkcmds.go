@@ -13,20 +13,21 @@ import (
 // tasksUsage is the usage line of `hourglass tasks`, the operator's
 // console (api/bulk.go): it lists the tasks of a queue that the filter
 // flags match, or with one action flag acts on all of them.
-const tasksUsage = "usage: hourglass tasks QUEUE [--state S] [--error TEXT] [--id-prefix P] [--key K] [--due-after T] [--due-before T] [--created-after T] [--created-before T] [--after N] [--limit N] [--delete | --kick | --retry | --move Q] [--dry-run] [--server URL] [--token T]"
+const tasksUsage = "usage: hourglass tasks QUEUE [--state S] [--error TEXT] [--id-prefix P] [--key K] [--due-after T] [--due-before T] [--created-after T] [--created-before T] [--after C] [--limit N] [--delete | --kick | --retry | --move Q] [--dry-run] [--server URL] [--token T]"
 
 // tasksFlags are the flags of `hourglass tasks`.
 type tasksFlags struct {
 	filter                                     api.Filter
 	dueAfter, dueBefore, createdAfter, created string
-	after                                      uint64
+	after                                      string
 	limit                                      int
 	del, kick, retry, dryRun                   bool
 	move                                       string
 }
 
 // runTasks runs `hourglass tasks`: a list prints one line of JSON per
-// task and a last line {"next": N} (the --after of the next page); an
+// task, in due order, and a last line {"next": C} (the --after of the
+// next page, an opaque cursor; "" on the last page); an
 // action prints the server's answer, {"matched": N, "changed": N, ...}.
 func runTasks(args []string, stdout, stderr io.Writer) int {
 	var (
@@ -42,7 +43,7 @@ func runTasks(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&v.dueBefore, "due-before", "", "only tasks due before this RFC 3339 time")
 	fs.StringVar(&v.createdAfter, "created-after", "", "only tasks put at or after this RFC 3339 time")
 	fs.StringVar(&v.created, "created-before", "", "only tasks put before this RFC 3339 time")
-	fs.Uint64Var(&v.after, "after", 0, "a list's page after this cursor (the last line's next)")
+	fs.StringVar(&v.after, "after", "", "a list's page after this cursor (the last line's next), in due order")
 	fs.IntVar(&v.limit, "limit", api.DefaultListLimit, fmt.Sprintf("most tasks on a list's page: 1 to %d", api.MaxListLimit))
 	fs.BoolVar(&v.del, "delete", false, "delete every task matched")
 	fs.BoolVar(&v.kick, "kick", false, "make every dead task matched ready")
@@ -86,7 +87,7 @@ func runTasks(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err := writeJSON(stdout, struct {
-		Next uint64 `json:"next"`
+		Next string `json:"next"`
 	}{next}); err != nil {
 		return callError(stderr, err)
 	}
@@ -110,7 +111,7 @@ func (v *tasksFlags) check() (string, error) {
 		return "", fmt.Errorf("give one of --delete, --kick, --retry and --move, not %d", len(actions))
 	case len(actions) == 0 && v.dryRun:
 		return "", errors.New("--dry-run goes with an action: --delete, --kick, --retry or --move")
-	case len(actions) == 1 && v.after != 0:
+	case len(actions) == 1 && v.after != "":
 		return "", errors.New("--after pages a list, not an action")
 	case len(actions) == 0:
 		return "", nil

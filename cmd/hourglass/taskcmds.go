@@ -40,7 +40,8 @@ type taskFlags struct {
 	delay   time.Duration // client.RetryDelay: nack's --delay not given
 	errText string
 	state   string
-	after   uint64
+	after   uint64 // history's --after
+	cursor  string // list's --after: an opaque cursor
 	limit   int
 	// history's --outcome
 	outcome string
@@ -162,15 +163,15 @@ var taskCommands = map[string]taskCommand{
 		},
 	},
 	"list": {
-		usage: "usage: hourglass list QUEUE [--state S] [--after N] [--limit N] [--server URL] [--token T]",
+		usage: "usage: hourglass list QUEUE [--state S] [--after C] [--limit N] [--server URL] [--token T]",
 		args:  []string{"QUEUE"},
 		flags: func(fs *flag.FlagSet, v *taskFlags) {
 			fs.StringVar(&v.state, "state", "", "only tasks in this state: delayed, ready, reserved or dead")
-			fs.Uint64Var(&v.after, "after", 0, "the page after this job id (the last line's next)")
+			fs.StringVar(&v.cursor, "after", "", "the page after this cursor (the last line's next), in due order")
 			fs.IntVar(&v.limit, "limit", api.DefaultListLimit, fmt.Sprintf("most tasks on the page: 1 to %d", api.MaxListLimit))
 		},
 		call: func(ctx context.Context, c *client.Client, a []string, v *taskFlags, out io.Writer) error {
-			tasks, next, err := c.ListTasks(ctx, a[0], v.state, v.after, v.limit)
+			tasks, next, err := c.ListTasks(ctx, a[0], v.state, v.cursor, v.limit)
 			if err != nil {
 				return err
 			}
@@ -180,7 +181,7 @@ var taskCommands = map[string]taskCommand{
 				}
 			}
 			return writeJSON(out, struct {
-				Next uint64 `json:"next"`
+				Next string `json:"next"`
 			}{next})
 		},
 	},

@@ -139,7 +139,7 @@ func (e *between) Job(job uint64) (task.Task, error) {
 	return t, err
 }
 
-func (e *between) FindTasks(ctx context.Context, queue string, f service.Filter, after uint64, limit int) ([]task.Task, uint64, error) {
+func (e *between) FindTasks(ctx context.Context, queue string, f service.Filter, after service.Cursor, limit int) ([]task.Task, service.Cursor, error) {
 	ts, next, err := e.Engine.FindTasks(ctx, queue, f, after, limit)
 	if h := e.take(&e.found); h != nil {
 		h()

@@ -59,7 +59,7 @@ func keys(t *testing.T, b service.Service) {
 
 	find := func(f service.Filter) []string {
 		t.Helper()
-		page, _, err := b.FindTasks(ctx, "ky", f, 0, task.MaxList)
+		page, _, err := b.FindTasks(ctx, "ky", f, service.Cursor{}, task.MaxList)
 		must(t, "find", err)
 		var ids []string
 		for _, p := range page {
@@ -74,7 +74,7 @@ func keys(t *testing.T, b service.Service) {
 	if got := find(service.Filter{}); len(got) != 4 {
 		t.Fatalf("find all: %q", got)
 	}
-	_, _, err = b.FindTasks(ctx, "ky", service.Filter{Key: "a/b"}, 0, 10)
+	_, _, err = b.FindTasks(ctx, "ky", service.Filter{Key: "a/b"}, service.Cursor{}, 10)
 	wantErr(t, "find a bad key", err, task.ErrInvalid)
 
 	ts, err := b.Reserve(ctx, "ky", 5, 0)

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("bulk-actions", func(t *testing.T) { bulkActions(t, open(t)) })
 	t.Run("bulk-large", func(t *testing.T) { bulkLarge(t, open(t)) })
 	t.Run("bulk-scan", func(t *testing.T) { bulkScan(t, open(t)) })
+	t.Run("bulk-due-order", func(t *testing.T) { bulkDueOrder(t, open(t)) })
 	t.Run("trace", func(t *testing.T) { trace(t, open(t)) })
 	t.Run("expiry-wait", func(t *testing.T) { expiryWait(t, open(t)) })
 	t.Run("cancel", func(t *testing.T) { cancelled(t, open(t)) })

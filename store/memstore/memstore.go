@@ -204,6 +204,21 @@ func (s *Store) Task(jobID uint64) (store.Task, error) {
 	return t, nil
 }
 
+// Records returns the records of jobs without payloads, in that order
+// (JobID 0 for a job not in the store).
+func (s *Store) Records(jobs []uint64) ([]store.Task, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]store.Task, len(jobs))
+	for i, j := range jobs {
+		if t, ok := s.tasks[j]; ok {
+			t.Payload = nil
+			out[i] = t
+		}
+	}
+	return out, nil
+}
+
 // Lookup returns the job id of (queue, id).
 func (s *Store) Lookup(queue, id string) (uint64, error) {
 	s.mu.RLock()

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NotFound", testNotFound},
 		{"List", testList},
 		{"Recover", testRecover},
+		{"Records", testRecords},
 		{"UpdateKeepsPayload", testUpdateKeepsPayload},
 		{"PutReplaces", testPutReplaces},
 		{"Delete", testDelete},

@@ -412,3 +412,34 @@ func testReserved(t *testing.T, st store.Store) {
 		t.Fatalf("List(q) = %+v; want reservations' starts 0, 1 and MinInt64", got)
 	}
 }
+
+// testRecords: Records reads the records of the jobs asked for, in that
+// order, without payloads, updates included; a job deleted or never put
+// answers JobID 0, and the others are still read.
+func testRecords(t *testing.T, st store.Store) {
+	a := sample(1, "mail", "a")
+	b := sample(2, "mail", "b")
+	c := sample(3, "sms", "c")
+	commit(t, st, put(a), put(b), put(c))
+	b.LastError = "timeout"
+	b.Due += 5
+	commit(t, st, update(b), del(c))
+	got, err := st.Records([]uint64{2, 9, 1, 3, 2})
+	if err != nil || len(got) != 5 {
+		t.Fatalf("Records = %+v, %v; want 5 answers", got, err)
+	}
+	for i, want := range []store.Task{b, {}, a, {}, b} {
+		if want.JobID == 0 {
+			if got[i].JobID != 0 {
+				t.Fatalf("Records[%d] = %+v, want JobID 0 (not in the store)", i, got[i])
+			}
+			continue
+		}
+		if d := diff(got[i], want, false); d != "" || got[i].Payload != nil {
+			t.Fatalf("Records[%d]: %s (payload %q)", i, d, got[i].Payload)
+		}
+	}
+	if got, err := st.Records(nil); err != nil || len(got) != 0 {
+		t.Fatalf("Records(nil) = %+v, %v", got, err)
+	}
+}

@@ -23,8 +23,8 @@ const title = (st) => st[0].toUpperCase() + st.slice(1);
 export function enter(main, {queue, state}, ctx) {
   const base = `/v1/queues/${seg(queue)}`;
   let shown = state; // the state listed
-  let pages = [0]; // the after of each page up to the current one
-  let next = 0; // the after of the next page; 0: none
+  let pages = ['']; // the after of each page up to the current one: opaque cursors
+  let next = ''; // the after of the next page; '': none
   let search = {error: '', id_prefix: ''}; // the search applied; empty: none
 
   const counts = h('dl', {class: 'tally'});
@@ -173,14 +173,14 @@ export function enter(main, {queue, state}, ctx) {
   function applySearch(ev) {
     ev.preventDefault();
     search = {error: searchError.value, id_prefix: searchPrefix.value.trim()};
-    pages = [0];
+    pages = [''];
     ctx.refresh();
   }
 
   function clearSearch() {
     searchError.value = searchPrefix.value = '';
     search = {error: '', id_prefix: ''};
-    pages = [0];
+    pages = [''];
     ctx.refresh();
   }
 
@@ -208,7 +208,7 @@ export function enter(main, {queue, state}, ctx) {
   // without a new entry in the history.
   function select(st) {
     shown = st;
-    pages = [0];
+    pages = [''];
     history.replaceState(null, '', `#/queues/${encodeURIComponent(queue)}/${st}`);
     ctx.refresh();
   }
@@ -216,7 +216,7 @@ export function enter(main, {queue, state}, ctx) {
   function turn(to) {
     if (to === 'next' && next) pages.push(next);
     else if (to === 'prev' && pages.length > 1) pages.pop();
-    else if (to === 'first') pages = [0];
+    else if (to === 'first') pages = [''];
     ctx.refresh();
   }
 
@@ -240,7 +240,7 @@ export function enter(main, {queue, state}, ctx) {
   return {
     title: 'Queue ' + queue,
     async refresh() {
-      let q = `state=${shown === 'all' ? '' : shown}&after=${pages.at(-1)}&limit=${pageSize}`;
+      let q = `state=${shown === 'all' ? '' : shown}&after=${encodeURIComponent(pages.at(-1))}&limit=${pageSize}`;
       if (searching()) q += `&error=${encodeURIComponent(search.error)}&id_prefix=${encodeURIComponent(search.id_prefix)}`;
       const [stats, list, dueHist, all, keys] = await Promise.all([
         queueStats(),
@@ -281,7 +281,7 @@ export function enter(main, {queue, state}, ctx) {
         h('button', {type: 'button', class: 'danger', 'data-key': 'delete-all', onclick: () => deleteAll(c.dead)}, `Delete all ${count(c.dead)} dead`),
       ] : []);
       next = list.next;
-      caption.textContent = `${shown === 'all' ? 'Tasks' : title(shown) + ' tasks'}${searching() ? ' matching the search' : ''}, page ${pages.length}, by job id`;
+      caption.textContent = `${shown === 'all' ? 'Tasks' : title(shown) + ' tasks'}${searching() ? ' matching the search' : ''}, page ${pages.length}, in due order`;
       const none = next ? 'None on this page; the next page may have some.'
         : pages.length > 1 ? 'No more tasks.' : `No ${shown === 'all' ? '' : shown + ' '}tasks.`;
       swap(tbody, list.tasks.length ? list.tasks.map(row) : h('tr', {}, h('td', {colspan: 8}, none)));

@@ -1,0 +1,11 @@
+-- 015: the operator's console pages a queue's tasks in due order (issue
+-- 44; service.Cursor, cluster/bulk.go): (due, job_id) ascending, every
+-- state. A page walks this index from its cursor, at most
+-- service.FindScan entries, whatever the queue's size.
+--
+-- hourglass_tasks_ready has due too, but after priority and only for
+-- ready tasks; hourglass_tasks_queue_job stays for ListTasks, by job id.
+-- The cost is one index entry more for each put and for each update,
+-- since no update of a task is a HOT one (state, in the partial indexes'
+-- predicates, or due, or the lease changes): put, reserve, retry, kick.
+CREATE INDEX hourglass_tasks_queue_due ON hourglass_tasks (queue, due, job_id);
