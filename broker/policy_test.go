@@ -211,7 +211,7 @@ func TestPolicy_DeadLetter(t *testing.T) {
 		if c := counts["dlq"]; c.Ready != 1 || c.Reserved+c.Delayed+c.Dead != 0 {
 			t.Fatalf("dlq: %+v", c)
 		}
-		if page, _, _ := b.ListTasks(ctx, "q", 0, 0, 10); len(page) != 0 {
+		if page, _, _ := b.FindTasks(ctx, "q", service.Filter{}, service.Cursor{}, 10); len(page) != 0 {
 			t.Fatalf("q lists %+v", page)
 		}
 
@@ -235,7 +235,7 @@ func TestPolicy_DeadLetter(t *testing.T) {
 		if x := get(t, b, "dlq", "d"); x.State != task.Ready || x.LastError != task.LeaseExpired || x.Timeouts != 1 {
 			t.Fatalf("after expiry: %+v", x)
 		}
-		if n, _, _ := b.ListTasks(ctx, "dlq", task.Ready, 0, 10); len(n) != 4 {
+		if n, _, _ := b.FindTasks(ctx, "dlq", service.Filter{State: task.Ready}, service.Cursor{}, 10); len(n) != 4 {
 			t.Fatalf("dlq lists %d ready tasks, want 4", len(n))
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -27,7 +28,7 @@ func TestBroker_ScheduleOverlap(t *testing.T) {
 		}
 		time.Sleep(time.Until(info.Next) + 3*time.Minute + time.Second)
 		synctest.Wait()
-		tasks, _, err := b.ListTasks(ctx, "q", 0, 0, 100)
+		tasks, _, err := b.FindTasks(ctx, "q", service.Filter{}, service.Cursor{}, 100)
 		if err != nil || len(tasks) != 1 {
 			t.Fatalf("after 4 occurrences: %d tasks %+v (%v), want 1", len(tasks), tasks, err)
 		}

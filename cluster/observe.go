@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
@@ -102,38 +101,6 @@ var stateWhere = map[task.State]string{
 	task.Ready:    "state = 1 AND fire_at IS NULL",
 	task.Reserved: "state = 2",
 	task.Dead:     "state = 3",
-}
-
-// ListTasks returns up to limit tasks of queue in state st (0: any), by
-// job id above after, without payloads, and the cursor for the next page
-// (0 when there is none). limit must be 1 to 1000. One statement over the
-// index on (queue, job_id).
-func (n *Node) ListTasks(ctx context.Context, queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error) {
-	where := stateWhere[st]
-	from, ok := jobArg(after)
-	if !ok {
-		return nil, 0, nil
-	}
-	rows, err := n.db.Query(ctx, `SELECT `+listColumns+` FROM hourglass_tasks
-		WHERE queue = $1 AND job_id > $2 AND `+where+` ORDER BY job_id LIMIT $3`, queue, from, limit+1)
-	if err != nil {
-		return nil, 0, dbErr(err)
-	}
-	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) { return scanRow(r) })
-	if err != nil {
-		return nil, 0, dbErr(err)
-	}
-	var next uint64
-	if len(got) > limit {
-		got = got[:limit]
-		next = uint64(got[limit-1].job)
-	}
-	out := make([]task.Task, len(got))
-	for i := range got {
-		out[i] = got[i].view()
-		out[i].Payload = nil
-	}
-	return out, next, nil
 }
 
 // DueHistogram counts the delayed tasks of queue (every queue for "")

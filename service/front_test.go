@@ -118,7 +118,7 @@ func TestNew_BadInputReachesNothing(t *testing.T) {
 		}, task.ErrInvalid},
 		{"check cron", func() error { _, err := s.CheckCron("61 * * * *", "", 3); return err }, task.ErrInvalid},
 		{"check cron, @every 500ms", func() error { _, err := s.CheckCron("@every 500ms", "", 3); return err }, task.ErrInvalid},
-		{"list, limit 0", func() error { _, _, err := s.ListTasks(ctx, "q", 0, 0, 0); return err }, task.ErrInvalid},
+		{"list, limit 0", func() error { _, _, err := s.FindTasks(ctx, "q", service.Filter{}, service.Cursor{}, 0); return err }, task.ErrInvalid},
 		{"due histogram, no windows", func() error { _, _, err := s.DueHistogram(ctx, "", time.Second, 0); return err }, task.ErrInvalid},
 		{"kick dead", func() error { _, err := s.KickDead(ctx, "a/b"); return err }, task.ErrInvalid},
 		{"delete dead", func() error { _, err := s.DeleteDead(ctx, "a/b"); return err }, task.ErrInvalid},

@@ -255,10 +255,6 @@ type Schedules interface {
 // covers the whole cluster, except Lateness, which covers the nodes'
 // reports (see lateness.go).
 type Observer interface {
-	// ListTasks returns up to limit (1 to 1000) tasks of queue in state
-	// st (0: any) by job id above after, without payloads, and the
-	// cursor of the next page (0: none).
-	ListTasks(ctx context.Context, queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error)
 	// FindTasks returns up to limit (1 to task.MaxList) tasks of queue
 	// that f matches (checked by CheckFilter), in due order after after
 	// (Cursor), without payloads, and the cursor of the next page (the

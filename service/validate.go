@@ -209,21 +209,6 @@ func CheckPeek(queue string, st task.State) error {
 	return nil
 }
 
-// CheckList checks a page of up to limit tasks of queue in state st (0:
-// any).
-func CheckList(queue string, st task.State, limit int) error {
-	if err := CheckQueue(queue); err != nil {
-		return err
-	}
-	if limit < 1 || limit > task.MaxList {
-		return fmt.Errorf("%w: limit must be 1 to %d", task.ErrInvalid, task.MaxList)
-	}
-	if st > task.Dead {
-		return fmt.Errorf("%w: no state %d", task.ErrInvalid, st)
-	}
-	return nil
-}
-
 // CheckFinished checks a page of queue's history (History.FinishedTasks):
 // outcome "" or one of the task.Finished* outcomes, limit 1 to
 // task.MaxList.
@@ -569,13 +554,6 @@ func (f *front) DeleteSchedule(ctx context.Context, name string) error {
 
 func (f *front) RunSchedule(ctx context.Context, name string) (task.Task, error) {
 	return f.e.RunSchedule(ctx, name)
-}
-
-func (f *front) ListTasks(ctx context.Context, queue string, st task.State, after uint64, limit int) ([]task.Task, uint64, error) {
-	if err := CheckList(queue, st, limit); err != nil {
-		return nil, 0, err
-	}
-	return f.e.ListTasks(ctx, queue, st, after, limit)
 }
 
 func (f *front) Lateness(ctx context.Context) ([]task.LatenessWindow, error) {

@@ -463,8 +463,8 @@ func bury(t *testing.T, b service.Service) {
 	if p, err := b.Peek("bury", task.Dead); err != nil || p.LastError != "poison" {
 		t.Fatalf("Peek dead after Bury: last error %q, %v", p.LastError, err)
 	}
-	if page, _, err := b.ListTasks(ctx, "bury", task.Dead, 0, 10); err != nil || len(page) != 1 || page[0].LastError != "poison" {
-		t.Fatalf("ListTasks dead after Bury: %+v, %v; want x, last error poison", page, err)
+	if page, _, err := b.FindTasks(ctx, "bury", service.Filter{State: task.Dead}, service.Cursor{}, 10); err != nil || len(page) != 1 || page[0].LastError != "poison" {
+		t.Fatalf("FindTasks dead after Bury: %+v, %v; want x, last error poison", page, err)
 	}
 	must(t, "kick", b.Kick(ctx, "bury", "x"))
 	r = ReserveOne(t, b, "bury", time.Second)

@@ -414,17 +414,17 @@ func observe(t *testing.T, b service.Service) {
 		t.Fatalf("d after its one attempt: %+v, %v", g, err)
 	}
 
-	// Pages by job id, without payloads.
+	// Pages in due order, without payloads.
 	var all []task.Task
-	var after uint64
+	var after service.Cursor
 	for pages := 0; ; pages++ {
-		page, next, err := b.ListTasks(ctx, "obs", 0, after, 2)
+		page, next, err := b.FindTasks(ctx, "obs", service.Filter{}, after, 2)
 		must(t, "list", err)
 		if len(page) > 2 || pages > 5 {
 			t.Fatalf("page of %d (limit 2), page %d", len(page), pages)
 		}
 		all = append(all, page...)
-		if next == 0 {
+		if next.IsZero() {
 			break
 		}
 		after = next
@@ -433,14 +433,14 @@ func observe(t *testing.T, b service.Service) {
 		t.Fatalf("listed %d tasks, want 6: %+v", len(all), all)
 	}
 	for i, tk := range all {
-		if tk.Payload != nil || (i > 0 && tk.JobID <= all[i-1].JobID) {
+		if tk.Payload != nil || (i > 0 && (tk.Due.Before(all[i-1].Due) || tk.Due.Equal(all[i-1].Due) && tk.JobID <= all[i-1].JobID)) {
 			t.Fatalf("listing: %+v", all)
 		}
 	}
 	for st, want := range map[task.State]int{task.Ready: 3, task.Delayed: 2, task.Dead: 1, task.Reserved: 0} {
-		page, next, err := b.ListTasks(ctx, "obs", st, 0, 10)
+		page, next, err := b.FindTasks(ctx, "obs", service.Filter{State: st}, service.Cursor{}, 10)
 		must(t, "list "+st.String(), err)
-		if len(page) != want || next != 0 {
+		if len(page) != want || !next.IsZero() {
 			t.Fatalf("list %s: %d tasks, next %d; want %d", st, len(page), next, want)
 		}
 		for _, tk := range page {
@@ -449,9 +449,9 @@ func observe(t *testing.T, b service.Service) {
 			}
 		}
 	}
-	_, _, err = b.ListTasks(ctx, "obs", 0, 0, 0)
+	_, _, err = b.FindTasks(ctx, "obs", service.Filter{}, service.Cursor{}, 0)
 	wantErr(t, "list limit 0", err, task.ErrInvalid)
-	_, _, err = b.ListTasks(ctx, "bad queue", 0, 0, 10)
+	_, _, err = b.FindTasks(ctx, "bad queue", service.Filter{}, service.Cursor{}, 10)
 	wantErr(t, "list bad queue", err, task.ErrInvalid)
 
 	// When the delayed ones fall due: one in each of the first two hours.
