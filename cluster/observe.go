@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
