@@ -86,7 +86,7 @@ func TestShutdown(t *testing.T) {
 	if err := <-served; !errors.Is(err, beanstalk.ErrServerClosed) {
 		t.Fatalf("Serve: %v", err)
 	}
-	if tk, err := b.Job(id); err != nil || tk.State != task.Ready || tk.Priority != 3 {
+	if tk, err := service.New(b).Job(id); err != nil || tk.State != task.Ready || tk.Priority != 3 {
 		t.Fatalf("the held job after Shutdown: %+v, %v", tk, err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -11,18 +11,20 @@ import (
 )
 
 // BenchmarkBroker_Put measures the broker's own cost per put (memstore:
-// no disk), from parallel goroutines, delayed an hour.
+// no disk), through service.New's front (a batch of one), from parallel
+// goroutines, delayed an hour.
 func BenchmarkBroker_Put(b *testing.B) {
 	br, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer br.Close()
+	s := svc(br)
 	payload := make([]byte, 200)
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, _, err := br.Put(ctx, "q", task.PutRequest{Payload: payload, Delay: time.Hour}); err != nil {
+			if _, _, err := s.Put(ctx, "q", task.PutRequest{Payload: payload, Delay: time.Hour}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -115,7 +117,7 @@ func BenchmarkBroker_ReserveWatch_1000(b *testing.B) {
 	for b.Loop() {
 		i++
 		q := names[i%len(names)]
-		if _, _, err := br.Put(ctx, q, task.PutRequest{ID: "1"}); err != nil {
+		if _, _, err := svc(br).Put(ctx, q, task.PutRequest{ID: "1"}); err != nil {
 			b.Fatal(err)
 		}
 		t, ok := <-got
@@ -213,7 +215,7 @@ func BenchmarkBroker_Reserve(b *testing.B) {
 				if c.perKey != nil {
 					p.PerKey = &task.PerKey{Rate: c.perKey}
 				}
-				if _, err := br.SetPolicy(ctx, "q", p); err != nil {
+				if _, err := svc(br).SetPolicy(ctx, "q", p); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -33,7 +33,7 @@ func open(t *testing.T, st store.Store) *broker.Broker {
 
 func put(t *testing.T, b *broker.Broker, q string, r task.PutRequest) task.Task {
 	t.Helper()
-	task, created, err := b.Put(ctx, q, r)
+	task, created, err := svc(b).Put(ctx, q, r)
 	if err != nil {
 		t.Fatalf("put %+v: %v", r, err)
 	}
@@ -173,7 +173,7 @@ func TestBroker_LeaseExpiryRetriesThenDead(t *testing.T) {
 			t.Fatalf("ack with the expired lease: %v", err)
 		}
 		time.Sleep(1100 * time.Millisecond)
-		got, err := b.Get("q", "a")
+		got, err := svc(b).Get("q", "a")
 		if err != nil || got.State != task.Dead {
 			t.Fatalf("after the last attempt: %+v %v", got, err)
 		}
@@ -199,7 +199,7 @@ func TestBroker_AckTouchNack(t *testing.T) {
 		put(t, b, "q", task.PutRequest{ID: "a", TTR: time.Second})
 		r, _ := reserve1(t, b, "q")
 		time.Sleep(800 * time.Millisecond)
-		if _, err := b.Touch(ctx, "q", "a", r.Lease); err != nil {
+		if _, err := svc(b).Touch(ctx, "q", "a", r.Lease); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(800 * time.Millisecond) // past the first lease, within the renewed one
@@ -209,7 +209,7 @@ func TestBroker_AckTouchNack(t *testing.T) {
 		if _, err := svc(b).Nack(ctx, "q", "a", r.Lease, 2*time.Second, ""); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := b.Get("q", "a"); got.State != task.Delayed || got.Releases != 1 {
+		if got, _ := svc(b).Get("q", "a"); got.State != task.Delayed || got.Releases != 1 {
 			t.Fatalf("after nack: %+v", got)
 		}
 		time.Sleep(1999 * time.Millisecond)
@@ -227,7 +227,7 @@ func TestBroker_AckTouchNack(t *testing.T) {
 		if err := svc(b).Ack(ctx, "q", "a", r2.Lease); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
+		if _, err := svc(b).Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("get after ack: %v", err)
 		}
 		if err := svc(b).Ack(ctx, "q", "a", r2.Lease); !errors.Is(err, task.ErrNotFound) {
@@ -244,11 +244,11 @@ func TestBroker_IdempotentPutAndReplace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
 		first := put(t, b, "q", task.PutRequest{ID: "a", Payload: []byte(`1`), Delay: time.Hour})
-		same, created, err := b.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`2`)})
+		same, created, err := svc(b).Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`2`)})
 		if err != nil || created || same.JobID != first.JobID || string(same.Payload) != `1` || same.State != task.Delayed {
 			t.Fatalf("idempotent put: %+v %v %v", same, created, err)
 		}
-		repl, created, err := b.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`3`), Replace: true})
+		repl, created, err := svc(b).Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`3`), Replace: true})
 		if err != nil || created || repl.JobID == first.JobID || repl.State != task.Ready {
 			t.Fatalf("replace: %+v %v %v", repl, created, err)
 		}
@@ -351,7 +351,7 @@ func TestBroker_Recovery(t *testing.T) {
 			t.Fatalf("ack with a lease from before the restart: %v", err)
 		}
 		_ = exp
-		got, err := b2.Get("q", "later")
+		got, err := svc(b2).Get("q", "later")
 		if err != nil || !got.Due.Equal(late.Due) || got.State != task.Delayed {
 			t.Fatalf("later: %+v %v", got, err)
 		}
@@ -373,10 +373,10 @@ func TestBroker_Schedules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := b.SetSchedule(ctx, task.ScheduleSpec{Name: "s", Cron: "not a line", Queue: "q"}); !errors.Is(err, task.ErrInvalid) {
+		if _, _, err := svc(b).SetSchedule(ctx, task.ScheduleSpec{Name: "s", Cron: "not a line", Queue: "q"}); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("bad cron: %v", err)
 		}
-		info, created, err := b.SetSchedule(ctx, task.ScheduleSpec{Name: "tick", Cron: "@every 1m", Queue: "q", Payload: []byte(`"hi"`)})
+		info, created, err := svc(b).SetSchedule(ctx, task.ScheduleSpec{Name: "tick", Cron: "@every 1m", Queue: "q", Payload: []byte(`"hi"`)})
 		if err != nil || !created || info.Next.IsZero() {
 			t.Fatalf("set: %+v %v %v", info, created, err)
 		}
@@ -399,7 +399,7 @@ func TestBroker_Schedules(t *testing.T) {
 		if err := svc(b2).Ack(ctx, "q", ts[0].ID, ts[0].Lease); err != nil {
 			t.Fatal(err)
 		}
-		if s, _ := b2.Schedules(context.Background()); len(s) != 1 || s[0].Last.IsZero() {
+		if s, _ := svc(b2).Schedules(context.Background()); len(s) != 1 || s[0].Last.IsZero() {
 			t.Fatalf("schedules: %+v", s)
 		}
 		if err := b2.DeleteSchedule(ctx, "tick"); err != nil {

@@ -25,7 +25,7 @@ func TestMoveTask_SurvivesRestart(t *testing.T) {
 			}
 			put := func(r task.PutRequest) task.Task {
 				t.Helper()
-				tk, _, err := b.Put(ctx, "q", r)
+				tk, _, err := svc(b).Put(ctx, "q", r)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -61,11 +61,11 @@ func TestMoveTask_SurvivesRestart(t *testing.T) {
 				was task.Task
 				st  task.State
 			}{{dead, task.Dead}, {delayed, task.Delayed}, {ready, task.Ready}} {
-				g, err := b.Get("q2", c.was.ID)
+				g, err := svc(b).Get("q2", c.was.ID)
 				if err != nil || g.State != c.st || g.JobID != c.was.JobID || string(g.Payload) != string(c.was.Payload) {
 					t.Fatalf("%s in q2 after a restart: %+v, %v; want %s", c.was.ID, g, err, c.st)
 				}
-				if _, err := b.Get("q", c.was.ID); !errors.Is(err, task.ErrNotFound) {
+				if _, err := svc(b).Get("q", c.was.ID); !errors.Is(err, task.ErrNotFound) {
 					t.Fatalf("%s still in q: %v", c.was.ID, err)
 				}
 			}
@@ -100,7 +100,7 @@ func TestFindTasks_DueOrder(t *testing.T) {
 				q := queues[r.IntN(2)]
 				switch op := r.IntN(10); {
 				case op < 4:
-					_, _, err = b.Put(ctx, q, task.PutRequest{ID: fmt.Sprintf("t-%d", i), MaxAttempts: 2,
+					_, _, err = svc(b).Put(ctx, q, task.PutRequest{ID: fmt.Sprintf("t-%d", i), MaxAttempts: 2,
 						Delay: time.Duration(r.IntN(3)) * time.Duration(r.IntN(3600)) * time.Second})
 				case op < 6:
 					var got []task.Task

@@ -42,7 +42,7 @@ func TestDeadLetter_SurvivesRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			g, err := b.Get("q-dead", "x")
+			g, err := svc(b).Get("q-dead", "x")
 			if err != nil || g.Attempts != 0 || g.MaxAttempts != 2 || g.TTR != 30*time.Second || g.State != task.Ready {
 				t.Fatalf("dead-lettered task after a restart = %+v, %v; want ready, attempts 0/2, ttr 30s", g, err)
 			}
@@ -55,7 +55,7 @@ func TestDeadLetter_SurvivesRestart(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if g, err := b.Get("q-dead", "x"); err != nil || g.State != task.Dead {
+			if g, err := svc(b).Get("q-dead", "x"); err != nil || g.State != task.Dead {
 				t.Fatalf("after its dead-letter queue's 2 attempts = %+v, %v; want dead", g, err)
 			}
 			as, err := b.Attempts(ctx, "q-dead", "x")

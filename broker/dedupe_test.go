@@ -16,7 +16,7 @@ func TestDedupe_Pruned(t *testing.T) {
 	st := memstore.New()
 	b := open(t, st)
 	for queue, window := range map[string]time.Duration{"short": 100 * time.Millisecond, "long": time.Hour} {
-		if _, err := b.SetPolicy(ctx, queue, task.Policy{Dedupe: window}); err != nil {
+		if _, err := svc(b).SetPolicy(ctx, queue, task.Policy{Dedupe: window}); err != nil {
 			t.Fatal(err)
 		}
 		put(t, b, queue, task.PutRequest{ID: "a"})

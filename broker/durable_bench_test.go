@@ -41,7 +41,7 @@ func BenchmarkBroker_PutDurable(b *testing.B) {
 			b.SetParallelism(32) // 64 goroutines on 2 CPUs
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, _, err := br.Put(ctx, "q", task.PutRequest{Payload: payload, Delay: time.Hour}); err != nil {
+					if _, _, err := svc(br).Put(ctx, "q", task.PutRequest{Payload: payload, Delay: time.Hour}); err != nil {
 						b.Error(err)
 						return
 					}
@@ -148,7 +148,7 @@ func BenchmarkBroker_WorkedDurable(b *testing.B) {
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, _, err := br.Put(ctx, "q", task.PutRequest{Payload: payload}); err != nil {
+			if _, _, err := svc(br).Put(ctx, "q", task.PutRequest{Payload: payload}); err != nil {
 				b.Error(err)
 				return
 			}

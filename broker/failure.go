@@ -19,11 +19,16 @@ import (
 // Settle ends the reservation lease of the task id of queue as st says
 // (service.Engine): a failed attempt (task.AttemptNacked) or a bury is
 // decided by fail under the queue's policy; a release waits again after
-// st.Delay, never dead. One group commit, waited for. It returns the task
-// as it is after, without its payload.
+// st.Delay, never dead; a renewal (service.Renewed, a touch) runs the
+// lease for another TTR from now. One group commit, waited for. It
+// returns the task as it is after, without its payload but for a
+// renewal's.
 func (b *Broker) Settle(ctx context.Context, queue, id, lease string, st service.Settlement) (task.Task, error) {
 	b.mu.Lock()
 	job, rec, s, err := b.held(queue, id, lease)
+	if err == nil && st.Outcome == service.Renewed {
+		return b.touch(ctx, job, rec, s, lease)
+	}
 	if err == nil && st.Outcome != task.AttemptNacked && st.Outcome != task.AttemptReleased && st.Outcome != task.AttemptBuried {
 		err = fmt.Errorf("%w: no settlement %q", task.ErrInvalid, st.Outcome)
 	}

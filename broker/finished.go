@@ -1,36 +1,39 @@
 package broker
 
 import (
-	"context"
 	"time"
 
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// LastFinished returns the newest record of the task id that left queue,
-// while the history keeps it; task.ErrNotFound otherwise. What it
-// answers is durable (it waits for the writes before it to commit); it
-// reads one index entry of the store with b.mu released.
-func (b *Broker) LastFinished(ctx context.Context, queue, id string) (task.Finished, error) {
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
-		return task.Finished{}, err
+// lastFinished is FinishedTasks of f.ID: the newest record of that task
+// id that left queue, if f.Outcome matches it, while the history keeps
+// it. It reads one index entry of the store; b.mu is not held.
+func (b *Broker) lastFinished(queue string, f service.FinishedFilter) ([]task.Finished, uint64, error) {
+	r, err := b.st.LastFinished(queue, f.ID)
+	if err == store.ErrNotFound {
+		return []task.Finished{}, 0, nil
 	}
-	if err := b.commitWait(ctx, b.barrier()); err != nil {
-		return task.Finished{}, err
-	}
-	f, err := b.st.LastFinished(queue, id)
 	if err != nil {
-		return task.Finished{}, b.storeErr(err)
+		return nil, 0, b.storeErr(err)
 	}
+	if f.Outcome != "" && r.Outcome != f.Outcome {
+		return []task.Finished{}, 0, nil
+	}
+	return []task.Finished{finished(r)}, 0, nil
+}
+
+// finished is the history's record r as the service answers it.
+func finished(r store.Finished) task.Finished {
 	return task.Finished{
-		ID:        f.ID,
-		JobID:     f.JobID,
-		Queue:     f.Queue,
-		Outcome:   f.Outcome,
-		Finished:  time.Unix(0, f.Finished).UTC(),
-		Attempts:  int(f.Attempts),
-		LastError: f.LastError,
-	}, nil
+		ID:        r.ID,
+		JobID:     r.JobID,
+		Queue:     r.Queue,
+		Outcome:   r.Outcome,
+		Finished:  time.Unix(0, r.Finished).UTC(),
+		Attempts:  int(r.Attempts),
+		LastError: r.LastError,
+	}
 }

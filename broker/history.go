@@ -221,12 +221,12 @@ func instant(ns int64) time.Time {
 }
 
 // FinishedTasks returns up to limit (1 to task.MaxList) tasks that left
-// queue, newest first, whose outcome is outcome ("" any, else one of the
-// task.Finished* outcomes), below the cursor after (0: from the newest),
-// and the cursor of the next page: the last one's Seq when the page is
-// full (0: none). What it answers is durable; it reads the store
-// (store.Store.History) with b.mu released.
-func (b *Broker) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
+// queue, newest first, that f matches (service.Engine), below the cursor
+// after (0: from the newest), and the cursor of the next page: the last
+// one's Seq when the page is full (0: none). What it answers is durable;
+// it reads the store (store.Store.History, or LastFinished for f.ID) with
+// b.mu released.
+func (b *Broker) FinishedTasks(ctx context.Context, queue string, f service.FinishedFilter, after uint64, limit int) ([]task.Finished, uint64, error) {
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
@@ -235,21 +235,16 @@ func (b *Broker) FinishedTasks(ctx context.Context, queue, outcome string, after
 	if err := b.commitWait(ctx, b.barrier()); err != nil {
 		return nil, 0, err
 	}
-	recs, err := b.st.History(queue, outcome, after, limit)
+	if f.ID != "" {
+		return b.lastFinished(queue, f)
+	}
+	recs, err := b.st.History(queue, f.Outcome, after, limit)
 	if err != nil {
 		return nil, 0, b.storeErr(err)
 	}
 	out := make([]task.Finished, len(recs))
-	for i, f := range recs {
-		out[i] = task.Finished{
-			ID:        f.ID,
-			JobID:     f.JobID,
-			Queue:     f.Queue,
-			Outcome:   f.Outcome,
-			Finished:  time.Unix(0, f.Finished).UTC(),
-			Attempts:  int(f.Attempts),
-			LastError: f.LastError,
-		}
+	for i, r := range recs {
+		out[i] = finished(r)
 	}
 	var next uint64
 	if len(recs) == limit {

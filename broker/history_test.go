@@ -25,7 +25,7 @@ func attempts(t *testing.T, b *broker.Broker, q, id string) []task.Attempt {
 
 func finished(t *testing.T, b *broker.Broker, q, outcome string) []task.Finished {
 	t.Helper()
-	fs, _, err := b.FinishedTasks(ctx, q, outcome, 0, task.MaxList)
+	fs, _, err := svc(b).FinishedTasks(ctx, q, outcome, 0, task.MaxList)
 	if err != nil {
 		t.Fatalf("finished tasks of %s: %v", q, err)
 	}
@@ -144,7 +144,7 @@ func TestHistory_Outcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 		put(t, b, "q", task.PutRequest{ID: "kept", Payload: []byte("1")})
-		if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: "kept", Payload: []byte("2"), Replace: true}); err != nil {
+		if _, _, err := svc(b).Put(ctx, "q", task.PutRequest{ID: "kept", Payload: []byte("2"), Replace: true}); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := svc(b).DeleteDead(ctx, "q"); err != nil || n != 2 {
@@ -184,7 +184,7 @@ func TestHistory_Outcomes(t *testing.T) {
 		var all []string
 		var after uint64
 		for page := 0; ; page++ {
-			fs, next, err := b.FinishedTasks(ctx, "q", "", after, 2)
+			fs, next, err := svc(b).FinishedTasks(ctx, "q", "", after, 2)
 			if err != nil {
 				t.Fatal(err)
 			}

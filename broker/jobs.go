@@ -43,14 +43,8 @@ func (b *Broker) withPayload(rec store.Task) (store.Task, error) {
 	return rec, nil
 }
 
-// Job returns the task with job id job, payload included, or ErrNotFound.
-func (b *Broker) Job(job uint64) (task.Task, error) {
-	b.mu.Lock()
-	return b.show(job)
-}
-
 // show answers job as it is, payload included, once what it shows is
-// durable. b.mu is held and released.
+// durable: Read by job id. b.mu is held and released.
 func (b *Broker) show(job uint64) (task.Task, error) {
 	rec, s, err := b.job(job)
 	if err == nil {

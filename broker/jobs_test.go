@@ -110,17 +110,17 @@ func TestBroker_ReleaseReserveJobDelete(t *testing.T) {
 		if err := svc(b).ReleaseJob(ctx, j.JobID, r.Lease, 3, 2*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := b.Job(j.JobID); got.State != task.Delayed || got.Priority != 3 {
+		if got, _ := svc(b).Job(j.JobID); got.State != task.Delayed || got.Priority != 3 {
 			t.Fatalf("after release: %+v", got)
 		}
 		time.Sleep(2*time.Second + 2*time.Millisecond)
-		if got, _ := b.Job(j.JobID); got.State != task.Ready {
+		if got, _ := svc(b).Job(j.JobID); got.State != task.Ready {
 			t.Fatalf("after the release delay: %+v", got)
 		}
 		if err := svc(b).DeleteJob(ctx, j.JobID, ""); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Job(j.JobID); !errors.Is(err, task.ErrNotFound) {
+		if _, err := svc(b).Job(j.JobID); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("after delete: %v", err)
 		}
 	})
@@ -130,7 +130,7 @@ func TestBroker_PauseQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := open(t, memstore.New())
 		put(t, b, "q", task.PutRequest{ID: "1"})
-		if err := b.PauseQueue(context.Background(), "q", 3*time.Second); err != nil {
+		if err := svc(b).PauseQueue(context.Background(), "q", 3*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()

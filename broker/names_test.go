@@ -75,7 +75,7 @@ func testWaitLeavesNothing(t *testing.T) {
 	for i := range 10 {
 		put(t, b, fmt.Sprintf("p%d", i), task.PutRequest{ID: "1"})
 	}
-	if _, _, err := b.Put(ctx, "p10", task.PutRequest{ID: "1"}); !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "too many queues") {
+	if _, _, err := svc(b).Put(ctx, "p10", task.PutRequest{ID: "1"}); !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "too many queues") {
 		t.Errorf("put past the limit: %v", err)
 	}
 	wantQueues(t, b, 10, 10)
@@ -122,16 +122,16 @@ func TestBroker_ScheduleCountsTowardLimit(t *testing.T) {
 	put(t, b, "a", task.PutRequest{ID: "1"})
 	put(t, b, "b", task.PutRequest{ID: "1"})
 	spec := task.ScheduleSpec{Name: "s", Cron: "0 0 1 1 *", Queue: "c"}
-	if _, _, err := b.SetSchedule(ctx, spec); !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "too many queues") {
+	if _, _, err := svc(b).SetSchedule(ctx, spec); !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "too many queues") {
 		t.Fatalf("schedule into a third queue with a limit of 2: %v", err)
 	}
 	if err := svc(b).Delete(ctx, "a", "1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.SetSchedule(ctx, spec); err != nil {
+	if _, _, err := svc(b).SetSchedule(ctx, spec); err != nil {
 		t.Fatalf("schedule once a queue went: %v", err)
 	}
-	if _, _, err := b.Put(ctx, "d", task.PutRequest{ID: "1"}); !errors.Is(err, task.ErrInvalid) {
+	if _, _, err := svc(b).Put(ctx, "d", task.PutRequest{ID: "1"}); !errors.Is(err, task.ErrInvalid) {
 		t.Errorf("put into a new queue while the schedule's counts: %v", err)
 	}
 	if err := b.DeleteSchedule(ctx, "s"); err != nil {
@@ -145,17 +145,17 @@ func TestBroker_ScheduleCountsTowardLimit(t *testing.T) {
 func TestBroker_QueueGoesWithWhatItHeld(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	b := openLimited(t, 100, reg)
-	if err := b.PauseQueue(ctx, "paused", time.Hour); err != nil {
+	if err := svc(b).PauseQueue(ctx, "paused", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.SetPolicy(ctx, "limited", task.Policy{Concurrency: 1}); err != nil {
+	if _, err := svc(b).SetPolicy(ctx, "limited", task.Policy{Concurrency: 1}); err != nil {
 		t.Fatal(err)
 	}
 	wantQueues(t, b, 2, 2)
-	if err := b.PauseQueue(ctx, "paused", 0); err != nil {
+	if err := svc(b).PauseQueue(ctx, "paused", 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.DeletePolicy(ctx, "limited"); err != nil {
+	if err := svc(b).DeletePolicy(ctx, "limited"); err != nil {
 		t.Fatal(err)
 	}
 	wantQueues(t, b, 0, 0)
@@ -209,7 +209,7 @@ func TestBroker_NothingMadeByEmptyOps(t *testing.T) {
 	if n, err := svc(b).KickQueue(ctx, "kicked", 5); err != nil || n != 0 {
 		t.Errorf("kick of a new queue: %d, %v", n, err)
 	}
-	if err := b.PauseQueue(ctx, "unpaused", 0); err != nil {
+	if err := svc(b).PauseQueue(ctx, "unpaused", 0); err != nil {
 		t.Fatal(err)
 	}
 	wantQueues(t, b, 0, 0)
@@ -267,4 +267,21 @@ func TestBroker_WaitedNamesBounded(t *testing.T) {
 		}
 		cancel()
 	})
+}
+
+// TestBroker_ZeroPolicyMakesNoQueue: the zero policy (a DELETE of the
+// policy, a PUT of {}) on a queue that has none changes nothing, so it
+// neither makes a queue nor meets the limit on queues.
+func TestBroker_ZeroPolicyMakesNoQueue(t *testing.T) {
+	b := openLimited(t, 1, nil)
+	if _, _, err := svc(b).Put(ctx, "a", task.PutRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc(b).SetPolicy(ctx, "b", task.Policy{}); err != nil {
+		t.Fatalf("the zero policy on a new queue at the limit: %v", err)
+	}
+	if err := svc(b).DeletePolicy(ctx, "c"); err != nil {
+		t.Fatalf("DeletePolicy of a new queue at the limit: %v", err)
+	}
+	wantQueues(t, b, 1, 1)
 }

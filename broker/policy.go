@@ -29,23 +29,45 @@ import (
 // A change of policy applies to the tasks already in the queue: at their
 // next failure, and at the next reserve.
 
-// SetPolicy makes p, checked and normalised by service.New, queue's
-// policy, durably, and returns it as recorded. Reservers waiting on the
-// queue are woken, as the new limits may let them take.
-func (b *Broker) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
-	p = clonePolicy(p)
+// SetQueue changes queue's settings as c says (service.Engine): its
+// policy, checked and normalised by service.New, and its pause, in its
+// record and one group commit, and returns its policy as recorded.
+// Reservers waiting on the queue are woken, as new limits or a pause's
+// end may let them take. A pause (task.PauseIndefinitely: until resumed;
+// 0 ends one) counts in the queue's Pauses and survives a restart; puts
+// go on, and ReserveJob, naming a task, still takes it (as beanstalkd's
+// reserve-job does). The zero policy on a queue that has none changes
+// nothing and makes no queue. O(the queue's parked reservers).
+func (b *Broker) SetQueue(ctx context.Context, queue string, c service.QueueChange) (task.Policy, error) {
+	var p task.Policy
+	if c.Policy != nil {
+		p = clonePolicy(*c.Policy)
+	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
 		return task.Policy{}, err
+	}
+	if c.Pause == nil && p.IsZero() {
+		if q, ok := b.byName[queue]; !ok || q.policy.IsZero() {
+			return p, b.commitWait(ctx, b.barrier())
+		}
 	}
 	q, err := b.queueFor(queue)
 	if err != nil {
 		b.mu.Unlock()
 		return task.Policy{}, err
 	}
-	b.setPolicy(q, p)
-	return clonePolicy(p), b.commitWait(ctx, b.barrier())
+	if c.Policy != nil {
+		b.setPolicy(q, p)
+	}
+	if c.Pause != nil {
+		now := time.Now().UnixNano()
+		q.pauses++
+		b.pause(q, service.PausedUntil(now, *c.Pause), now)
+		b.writeQueue(q)
+	}
+	return clonePolicy(q.policy), b.commitWait(ctx, b.barrier())
 }
 
 // Policy returns queue's policy, the zero Policy when none was set. What
@@ -63,20 +85,6 @@ func (b *Broker) Policy(ctx context.Context, queue string) (task.Policy, error) 
 	return p, b.commitWait(ctx, b.barrier())
 }
 
-// DeletePolicy makes queue's policy the default again, durably. A queue
-// without a policy is left as it is.
-func (b *Broker) DeletePolicy(ctx context.Context, queue string) error {
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	if q, ok := b.byName[queue]; ok && !q.policy.IsZero() {
-		b.setPolicy(q, task.Policy{})
-	}
-	return b.commitWait(ctx, b.barrier())
-}
-
 // setPolicy makes p q's policy and writes q's record. A new rate starts
 // with a full bucket; the same rate keeps its tokens (as a cluster node's
 // sqlSetPolicy does). b.mu is held.
@@ -91,29 +99,6 @@ func (b *Broker) setPolicy(q *queueState, p task.Policy) {
 	q.reparkAll()
 	b.writeQueue(q)
 	b.wakeReady(q)
-}
-
-// PauseQueue stops queue from handing out tasks for d
-// (task.PauseIndefinitely: until resumed), durably; 0 ends a pause.
-// Reservers wait, puts go on, and ReserveJob, naming a task, still takes
-// it (as beanstalkd's reserve-job does). Each call counts in the queue's
-// Pauses. A pause survives a restart.
-func (b *Broker) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	q, err := b.queueFor(queue)
-	if err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	now := time.Now().UnixNano()
-	q.pauses++
-	b.pause(q, service.PausedUntil(now, d), now)
-	b.writeQueue(q)
-	return b.commitWait(ctx, b.barrier())
 }
 
 // pause makes q paused until until (Unix ns; 0: not paused,

@@ -23,14 +23,14 @@ import (
 
 func setPolicy(t *testing.T, b *broker.Broker, q string, p task.Policy) {
 	t.Helper()
-	if _, err := b.SetPolicy(ctx, q, p); err != nil {
+	if _, err := svc(b).SetPolicy(ctx, q, p); err != nil {
 		t.Fatalf("set policy of %s: %v", q, err)
 	}
 }
 
 func get(t *testing.T, b *broker.Broker, q, id string) task.Task {
 	t.Helper()
-	x, err := b.Get(q, id)
+	x, err := svc(b).Get(q, id)
 	if err != nil {
 		t.Fatalf("get %s/%s: %v", q, id, err)
 	}
@@ -183,7 +183,7 @@ func TestPolicy_DeadLetter(t *testing.T) {
 		if x.Queue != "dlq" || x.State != task.Ready || x.JobID != orig.JobID || x.Attempts != 0 || x.LastError != "boom" {
 			t.Fatalf("nack: %+v", x)
 		}
-		if _, err := b.Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
+		if _, err := svc(b).Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("the task still in its queue: %v", err)
 		}
 		g := get(t, b, "dlq", "a")
@@ -191,10 +191,10 @@ func TestPolicy_DeadLetter(t *testing.T) {
 			g.Attempts != 0 || g.LastError != "boom" || g.JobID != orig.JobID || g.JobID == old.JobID {
 			t.Fatalf("in the dead-letter queue: %+v", g)
 		}
-		if j, err := b.Job(orig.JobID); err != nil || j.Queue != "dlq" {
+		if j, err := svc(b).Job(orig.JobID); err != nil || j.Queue != "dlq" {
 			t.Fatalf("job %d: %+v %v", orig.JobID, j, err)
 		}
-		if _, err := b.Job(old.JobID); !errors.Is(err, task.ErrNotFound) {
+		if _, err := svc(b).Job(old.JobID); !errors.Is(err, task.ErrNotFound) {
 			t.Fatalf("the replaced task: %v", err)
 		}
 		if err := svc(b).Ack(ctx, "dlq", "a", oldLease.Lease); !errors.Is(err, task.ErrLease) {
@@ -252,7 +252,7 @@ func TestPolicy_PutDefaults(t *testing.T) {
 	if x := put(t, b, "q", task.PutRequest{ID: "b", TTR: time.Second, MaxAttempts: 1}); x.TTR != time.Second || x.MaxAttempts != 1 {
 		t.Fatalf("own: %+v", x)
 	}
-	if err := b.DeletePolicy(ctx, "q"); err != nil {
+	if err := svc(b).DeletePolicy(ctx, "q"); err != nil {
 		t.Fatal(err)
 	}
 	if x := put(t, b, "q", task.PutRequest{ID: "c"}); x.TTR != time.Minute || x.MaxAttempts != service.DefaultMaxAttempts {
@@ -309,16 +309,16 @@ func TestPolicy_SurvivesRestart(t *testing.T) {
 			}
 			setPolicy(t, b, "q", want)
 			setPolicy(t, b, "gone", task.Policy{Concurrency: 1})
-			if err := b.DeletePolicy(ctx, "gone"); err != nil {
+			if err := svc(b).DeletePolicy(ctx, "gone"); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.PauseQueue(ctx, "hour", time.Hour); err != nil {
+			if err := svc(b).PauseQueue(ctx, "hour", time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.PauseQueue(ctx, "ever", task.PauseIndefinitely); err != nil {
+			if err := svc(b).PauseQueue(ctx, "ever", task.PauseIndefinitely); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.PauseQueue(ctx, "ever", task.PauseIndefinitely); err != nil {
+			if err := svc(b).PauseQueue(ctx, "ever", task.PauseIndefinitely); err != nil {
 				t.Fatal(err)
 			}
 			put(t, b, "ever", task.PutRequest{ID: "e"})
@@ -378,7 +378,7 @@ func TestPolicy_SurvivesRestart(t *testing.T) {
 			if x := get(t, b, "plain", "n"); x.State != task.Delayed || x.LastError != "why" {
 				t.Fatalf("the nacked task: %+v", x)
 			}
-			if err := b.PauseQueue(ctx, "ever", 0); err != nil {
+			if err := svc(b).PauseQueue(ctx, "ever", 0); err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := reserve1(t, b, "ever"); !ok {
@@ -411,10 +411,10 @@ func TestPolicy_RateSurvivesRestart(t *testing.T) {
 			if _, ok := reserve1(t, b, "q"); !ok {
 				t.Fatal("the first token: nothing reserved")
 			}
-			if err := b.PauseQueue(ctx, "q", time.Hour); err != nil {
+			if err := svc(b).PauseQueue(ctx, "q", time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.PauseQueue(ctx, "q", 0); err != nil {
+			if err := svc(b).PauseQueue(ctx, "q", 0); err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := reserve1(t, b, "q"); !ok {
@@ -423,7 +423,7 @@ func TestPolicy_RateSurvivesRestart(t *testing.T) {
 			if _, ok := reserve1(t, b, "q"); ok {
 				t.Fatal("a third task within the hour before the restart")
 			}
-			if err := b.PauseQueue(ctx, "q", 0); err != nil { // the last write of q's record
+			if err := svc(b).PauseQueue(ctx, "q", 0); err != nil { // the last write of q's record
 				t.Fatal(err)
 			}
 			if err := b.Close(); err != nil {
@@ -791,7 +791,7 @@ func TestPolicy_Pause(t *testing.T) {
 		b := open(t, memstore.New())
 		put(t, b, "q", task.PutRequest{ID: "a"})
 		put(t, b, "q", task.PutRequest{ID: "b"})
-		if err := b.PauseQueue(ctx, "q", time.Second); err != nil {
+		if err := svc(b).PauseQueue(ctx, "q", time.Second); err != nil {
 			t.Fatal(err)
 		}
 		if s, _ := b.Queues(ctx); len(s) != 1 || !s[0].PausedUntil.Equal(time.Now().Add(time.Second)) {
@@ -802,7 +802,7 @@ func TestPolicy_Pause(t *testing.T) {
 		if err != nil || len(ts) != 1 || time.Since(start) < time.Second || time.Since(start) > time.Second+2*time.Millisecond {
 			t.Fatalf("reserve: %v %v after %v", ts, err, time.Since(start))
 		}
-		if err := b.PauseQueue(ctx, "q", task.PauseIndefinitely); err != nil {
+		if err := svc(b).PauseQueue(ctx, "q", task.PauseIndefinitely); err != nil {
 			t.Fatal(err)
 		}
 		if s, _ := b.Queues(ctx); len(s) != 1 || !s[0].PausedUntil.Equal(task.PausedForever) {
@@ -825,7 +825,7 @@ func TestPolicy_Pause(t *testing.T) {
 			got <- ts
 		}()
 		time.Sleep(30 * time.Second)
-		if err := b.PauseQueue(ctx, "q", 0); err != nil {
+		if err := svc(b).PauseQueue(ctx, "q", 0); err != nil {
 			t.Fatal(err)
 		}
 		if ts := <-got; len(ts) != 1 || ts[0].ID != "c" {

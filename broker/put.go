@@ -10,19 +10,12 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// Put puts one task into queue and returns it once it is durable. created
-// is false when r.ID names a live task: without r.Replace that task is
-// returned unchanged (an idempotent put); with it, the task is replaced by
-// a new one with a new job id. A task due now or earlier is ready at once.
-// Its input is checked by service.New, its errors are the store's or
-// ErrClosed.
-func (b *Broker) Put(ctx context.Context, queue string, r task.PutRequest) (t task.Task, created bool, err error) {
-	res := b.PutBatch(ctx, queue, []task.PutRequest{r})
-	return res[0].Task, res[0].Created, res[0].Err
-}
-
-// PutBatch puts each of rs as Put does, in order, and answers once all are
-// durable, with one commit for the lot. It takes O(len(rs)) time plus
+// PutBatch puts each of rs into queue, in order, and answers once all are
+// durable, with one commit for the lot (service.Engine): created is false
+// when r.ID names a live task, which is returned unchanged (an idempotent
+// put) or, with r.Replace, replaced by a new task with a new job id. A
+// task due now or earlier is ready at once. Its input is checked by
+// service.New; its errors are the store's or ErrClosed. It takes O(len(rs)) time plus
 // the store's commit.
 func (b *Broker) PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult {
 	res := make([]task.PutResult, len(rs))

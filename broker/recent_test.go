@@ -87,7 +87,7 @@ func TestRecent_Model(t *testing.T) {
 					delay = time.Hour
 				}
 				what = "put " + id
-				tk, _, err := b.Put(ctx, "q", task.PutRequest{ID: id, Payload: p, Delay: delay, MaxAttempts: 3})
+				tk, _, err := svc(b).Put(ctx, "q", task.PutRequest{ID: id, Payload: p, Delay: delay, MaxAttempts: 3})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -130,7 +130,7 @@ func TestRecent_Model(t *testing.T) {
 				default:
 					what = "touch " + id
 					held[id] = lease
-					_, err = b.Touch(ctx, "q", id, lease)
+					_, err = svc(b).Touch(ctx, "q", id, lease)
 				}
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
@@ -194,7 +194,7 @@ func TestRecent_ReadAhead(t *testing.T) {
 	}
 	const n = 5000
 	for i := range n {
-		if _, _, err := b.Put(ctx, "q", task.PutRequest{Payload: fmt.Appendf(nil, `"p%d"`, i)}); err != nil {
+		if _, _, err := svc(b).Put(ctx, "q", task.PutRequest{Payload: fmt.Appendf(nil, `"p%d"`, i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 func TestReserve_ChangedWhileTaken(t *testing.T) {
 	b := open(t, memstore.New())
 	for _, id := range []string{"a", "b", "c"} {
-		if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: id, Payload: []byte(id)}); err != nil {
+		if _, _, err := svc(b).Put(ctx, "q", task.PutRequest{ID: id, Payload: []byte(id)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -35,7 +35,7 @@ func TestReserve_ChangedWhileTaken(t *testing.T) {
 		if err := svc(b).Delete(ctx, "q", "a"); err != nil {
 			t.Errorf("delete while taken: %v", err)
 		}
-		if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: "c", Payload: []byte("c2"), Replace: true}); err != nil {
+		if _, _, err := svc(b).Put(ctx, "q", task.PutRequest{ID: "c", Payload: []byte("c2"), Replace: true}); err != nil {
 			t.Errorf("replace while taken: %v", err)
 		}
 	})
@@ -54,7 +54,7 @@ func TestReserve_ChangedWhileTaken(t *testing.T) {
 	if len(got) != 1 || got[0].ID != "c" || string(got[0].Payload) != "c2" || got[0].Attempts != 1 {
 		t.Fatalf("second reserve gave %v, want the new c", got)
 	}
-	if _, err := b.Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
+	if _, err := svc(b).Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("a after delete: %v", err)
 	}
 	qs, _ := b.Queues(context.Background())
@@ -73,7 +73,7 @@ func TestFire_WallClockBack(t *testing.T) {
 		b := open(t, memstore.New())
 		tk := put(t, b, "q", task.PutRequest{ID: "a", Delay: time.Hour})
 		broker.Fire(b, tk.JobID)
-		if got, err := b.Get("q", "a"); err != nil || got.State != task.Delayed {
+		if got, err := svc(b).Get("q", "a"); err != nil || got.State != task.Delayed {
 			t.Fatalf("after a fire an hour early: %v, %v; want delayed", got.State, err)
 		}
 		if ts, err := svc(b).Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 0 {

@@ -41,14 +41,29 @@ func (b *Broker) parseSchedule(spec task.ScheduleSpec) (hourglass.Schedule, *tim
 	return service.ParseSchedule(spec, b.cfg.MaxPayload)
 }
 
-// SetSchedule creates or replaces the schedule spec.Name, durably. Each
+// SetSchedule writes the schedule name as c says (service.Engine), in
+// one group commit: a new spec (setSpec), a pause or resume
+// (setPaused), or a run the front put (ran).
+func (b *Broker) SetSchedule(ctx context.Context, name string, c service.ScheduleChange) (task.ScheduleInfo, bool, error) {
+	switch {
+	case c.Spec != nil:
+		return b.setSpec(ctx, *c.Spec)
+	case c.Paused != nil:
+		return task.ScheduleInfo{}, false, b.setPaused(ctx, name, *c.Paused)
+	case c.Run != nil:
+		return task.ScheduleInfo{}, false, b.ran(ctx, name, *c.Run)
+	}
+	return task.ScheduleInfo{}, false, fmt.Errorf("%w: no schedule change", task.ErrInvalid)
+}
+
+// setSpec creates or replaces the schedule spec.Name, durably. Each
 // occurrence puts one task into spec.Queue with id "NAME@TIME" (TIME the
 // occurrence in RFC 3339, UTC) and due at the occurrence, so no
 // occurrence is put twice, across restarts too. created is false for a
 // replacement, which keeps the last occurrence; a replacement that
 // unpauses the schedule starts from now, as ResumeSchedule. Errors wrap
 // ErrInvalid (a bad field, named) or ErrTooLarge.
-func (b *Broker) SetSchedule(ctx context.Context, spec task.ScheduleSpec) (info task.ScheduleInfo, created bool, err error) {
+func (b *Broker) setSpec(ctx context.Context, spec task.ScheduleSpec) (info task.ScheduleInfo, created bool, err error) {
 	sched, loc, err := b.parseSchedule(spec)
 	if err != nil {
 		return task.ScheduleInfo{}, false, err
@@ -129,11 +144,10 @@ func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
 	return b.commitWait(ctx, b.barrier())
 }
 
-// SetSchedulePaused pauses the schedule name, durably, so that it puts
-// nothing, or resumes it from now: the occurrences that fell due while
-// it was paused are not put (service.Engine). ErrNoSchedule if there is
-// none.
-func (b *Broker) SetSchedulePaused(ctx context.Context, name string, paused bool) error {
+// setPaused pauses the schedule name, durably, so that it puts nothing,
+// or resumes it from now: the occurrences that fell due while it was
+// paused are not put. ErrNoSchedule if there is none.
+func (b *Broker) setPaused(ctx context.Context, name string, paused bool) error {
 	now := time.Now()
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
@@ -157,42 +171,41 @@ func (b *Broker) SetSchedulePaused(ctx context.Context, name string, paused bool
 	return b.commitWait(ctx, b.barrier())
 }
 
-// RunSchedule puts a task of the schedule name now, durably, with the id
-// service.RunID and the schedule's payload and task options, paused or
-// not; it becomes the schedule's last and leaves its next occurrence as
-// it was. ErrNoSchedule if there is none.
-func (b *Broker) RunSchedule(ctx context.Context, name string) (task.Task, error) {
-	now := time.Now()
+// ran records the run r of the schedule name, which the front put, as
+// its last, durably, and counts it in the schedule's puts; its next
+// occurrence stays. ErrNoSchedule if there is none.
+func (b *Broker) ran(ctx context.Context, name string, r service.LastRun) error {
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
-		return task.Task{}, err
+		return err
 	}
 	s, ok := b.schedules[name]
 	if !ok {
 		b.mu.Unlock()
-		return task.Task{}, task.ErrNoSchedule
+		return task.ErrNoSchedule
 	}
-	r := service.SchedulePut(s.spec, service.RunID(name, now))
-	t, _, err := b.put(b.queue(s.spec.Queue), &r, now.UnixNano(), now.UnixNano())
-	if err != nil {
-		b.mu.Unlock()
-		return task.Task{}, err
-	}
-	s.lastRun, s.lastID = now.UnixNano(), r.ID
+	s.lastRun, s.lastID = max(s.lastRun, r.At.UnixNano()), r.ID
 	b.writeSchedule(s.record(), false)
 	b.metrics.schedules.Put.WithLabelValues(name).Inc()
-	return t, b.commitWait(ctx, b.barrier())
+	return b.commitWait(ctx, b.barrier())
 }
 
-// Schedules returns every schedule by name, with its next and last
-// occurrences. The outcome of a last task no longer live is read from
-// the history (store reads with b.mu released).
-func (b *Broker) Schedules(ctx context.Context) ([]task.ScheduleInfo, error) {
+// Schedules returns every schedule by name, or the one named name if
+// not "", with its next and last occurrences. The outcome of a last task
+// no longer live is read from the history (store reads with b.mu
+// released).
+func (b *Broker) Schedules(ctx context.Context, name string) ([]task.ScheduleInfo, error) {
 	b.mu.Lock()
 	out := make([]task.ScheduleInfo, 0, len(b.schedules))
-	for _, s := range b.schedules {
-		out = append(out, b.liveOutcome(s))
+	if name != "" {
+		if s, ok := b.schedules[name]; ok {
+			out = append(out, b.liveOutcome(s))
+		}
+	} else {
+		for _, s := range b.schedules {
+			out = append(out, b.liveOutcome(s))
+		}
 	}
 	g := b.barrier()
 	b.mu.Unlock()
@@ -204,24 +217,6 @@ func (b *Broker) Schedules(ctx context.Context) ([]task.ScheduleInfo, error) {
 		out[i] = b.withOutcome(ctx, out[i])
 	}
 	return out, nil
-}
-
-// Schedule returns the schedule name with its next and last occurrences,
-// or task.ErrNoSchedule.
-func (b *Broker) Schedule(ctx context.Context, name string) (task.ScheduleInfo, error) {
-	b.mu.Lock()
-	s, ok := b.schedules[name]
-	if !ok {
-		b.mu.Unlock()
-		return task.ScheduleInfo{}, task.ErrNoSchedule
-	}
-	info := b.liveOutcome(s)
-	g := b.barrier()
-	b.mu.Unlock()
-	if err := b.waitGroup(ctx, g); err != nil {
-		return task.ScheduleInfo{}, err
-	}
-	return b.withOutcome(ctx, info), nil
 }
 
 // liveOutcome returns s's info with the outcome of its last task if that

@@ -22,7 +22,7 @@ func TestBroker_ScheduleOverlap(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		info, _, err := b.SetSchedule(ctx, task.ScheduleSpec{Name: "ov", Cron: "@every 1m", Queue: "q", Overlap: "skip"})
+		info, _, err := svc(b).SetSchedule(ctx, task.ScheduleSpec{Name: "ov", Cron: "@every 1m", Queue: "q", Overlap: "skip"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,15 +32,15 @@ func TestBroker_ScheduleOverlap(t *testing.T) {
 		if err != nil || len(tasks) != 1 {
 			t.Fatalf("after 4 occurrences: %d tasks %+v (%v), want 1", len(tasks), tasks, err)
 		}
-		got, err := b.Schedule(ctx, "ov")
+		got, err := svc(b).Schedule(ctx, "ov")
 		if err != nil || got.LastOutcome != task.ScheduleSkipped {
 			t.Fatalf("Schedule: %+v, %v; want skipped", got, err)
 		}
-		run, err := b.RunSchedule(ctx, "ov")
+		run, err := svc(b).RunSchedule(ctx, "ov")
 		if err != nil || !strings.HasPrefix(run.ID, "ov@run-") {
 			t.Fatalf("RunSchedule: %+v, %v", run, err)
 		}
-		if got, _ := b.Schedule(ctx, "ov"); got.LastTaskID != run.ID || got.LastOutcome != task.SchedulePending {
+		if got, _ := svc(b).Schedule(ctx, "ov"); got.LastTaskID != run.ID || got.LastOutcome != task.SchedulePending {
 			t.Fatalf("after run: %+v", got)
 		}
 	})

@@ -11,17 +11,22 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// Get returns the task id of queue, payload included, or ErrNotFound
-// (never put, deleted or acked). It reports what is durable: a task whose
-// put is still being committed is returned once it is. After a failed
-// commit (see [Broker.Err]) it still answers, from memory and the store,
-// which may then show writes whose commit failed.
-func (b *Broker) Get(queue, id string) (task.Task, error) {
+// Read returns the task r names, payload included (service.Engine), or
+// ErrNotFound (never put, deleted or acked). It reports what is durable:
+// a task whose put is still being committed is returned once it is. By
+// queue and id, after a failed commit (see [Broker.Err]) it still
+// answers, from memory and the store, which may then show writes whose
+// commit failed; by job id it answers Err's error.
+func (b *Broker) Read(r service.TaskRef) (task.Task, error) {
 	b.mu.Lock()
+	if r.Job != 0 {
+		return b.show(r.Job)
+	}
 	if b.closed {
 		b.mu.Unlock()
 		return task.Task{}, task.ErrClosed
 	}
+	queue, id := r.Queue, r.ID
 	job, _, s, err := b.locate(queue, id)
 	if err != nil {
 		b.mu.Unlock()
@@ -162,18 +167,6 @@ func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) 
 		}
 	}
 	return errs, nil
-}
-
-// Touch renews the lease of the reserved task id of queue for another TTR
-// from now and returns the task.
-func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {
-	b.mu.Lock()
-	job, rec, s, err := b.held(queue, id, lease)
-	if err != nil {
-		b.mu.Unlock()
-		return task.Task{}, err
-	}
-	return b.touch(ctx, job, rec, s, lease)
 }
 
 // Kick makes the dead task id of queue ready again, or with o.Delayed a

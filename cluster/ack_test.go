@@ -80,7 +80,7 @@ func TestAck_Concurrent(t *testing.T) {
 		if won[tk.ID] != want {
 			t.Errorf("task %s acked %d times, want %d", tk.ID, won[tk.ID], want)
 		}
-		if got, err := n.Get("q", tk.ID); err != wantErr && !errors.Is(err, wantErr) {
+		if got, err := svc(n).Get("q", tk.ID); err != wantErr && !errors.Is(err, wantErr) {
 			t.Errorf("task %s after the acks: %v, want %v", tk.ID, err, wantErr)
 		} else if err == nil && got.State != task.Reserved {
 			t.Errorf("task %s after a stale ack: %s, want reserved", tk.ID, got.State)

@@ -203,7 +203,7 @@ func TestFencing(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	a := startNode(t, url, "a")
 	ctx := context.Background()
-	x, _, err := a.Put(ctx, "q", task.PutRequest{ID: "x", Delay: 400 * time.Millisecond})
+	x, _, err := svc(a).Put(ctx, "q", task.PutRequest{ID: "x", Delay: 400 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestSkew(t *testing.T) {
 			n.hooks.Skew(c.skew)
 			ctx := context.Background()
 			for i := range 20 {
-				if _, _, err := n.Put(ctx, "q", task.PutRequest{ID: fmt.Sprint(i), Delay: 300*time.Millisecond + time.Duration(i)*20*time.Millisecond}); err != nil {
+				if _, _, err := svc(n).Put(ctx, "q", task.PutRequest{ID: fmt.Sprint(i), Delay: 300*time.Millisecond + time.Duration(i)*20*time.Millisecond}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -309,7 +309,7 @@ func TestScheduleOnce(t *testing.T) {
 	nodes := []*testNode{startNode(t, url, "a"), startNode(t, url, "b"), startNode(t, url, "c")}
 	eventually(t, 6*testLease, "balanced", func() bool { return len(owners(t, url)) == 3 })
 	ctx := context.Background()
-	if _, _, err := nodes[0].SetSchedule(ctx, task.ScheduleSpec{Name: "tick", Cron: "@every 1s", Queue: "cron"}); err != nil {
+	if _, _, err := svc(nodes[0]).SetSchedule(ctx, task.ScheduleSpec{Name: "tick", Cron: "@every 1s", Queue: "cron"}); err != nil {
 		t.Fatal(err)
 	}
 	p := nodes[0].SchedulePartition("tick")

@@ -26,11 +26,11 @@ func BenchmarkNode_Put_Dedupe(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			n := startNode(b, srv.CreateDatabase(b), "a")
 			ctx := context.Background()
-			if _, err := n.SetPolicy(ctx, "q", task.Policy{Dedupe: c.window, MaxAttempts: 5}); err != nil {
+			if _, err := svc(n).SetPolicy(ctx, "q", task.Policy{Dedupe: c.window, MaxAttempts: 5}); err != nil {
 				b.Fatal(err)
 			}
 			if c.again {
-				if _, _, err := n.Put(ctx, "q", task.PutRequest{ID: "x"}); err != nil {
+				if _, _, err := svc(n).Put(ctx, "q", task.PutRequest{ID: "x"}); err != nil {
 					b.Fatal(err)
 				}
 				if err := svc(n).Delete(ctx, "q", "x"); err != nil {
@@ -43,7 +43,7 @@ func BenchmarkNode_Put_Dedupe(b *testing.B) {
 				if !c.again {
 					id = strconv.Itoa(i)
 				}
-				t, _, err := n.Put(ctx, "q", task.PutRequest{ID: id})
+				t, _, err := svc(n).Put(ctx, "q", task.PutRequest{ID: id})
 				if err != nil || c.again != (t.State == task.Done) {
 					b.Fatalf("put %s: %+v, %v", id, t, err)
 				}

@@ -18,11 +18,11 @@ func TestDedupe_Pruned(t *testing.T) {
 	a := startNode(t, url, "a", func(o *cluster.Options) { o.History = -1 })
 	ctx := context.Background()
 	for queue, window := range map[string]time.Duration{"short": 100 * time.Millisecond, "long": time.Hour} {
-		if _, err := a.SetPolicy(ctx, queue, task.Policy{Dedupe: window}); err != nil {
+		if _, err := svc(a).SetPolicy(ctx, queue, task.Policy{Dedupe: window}); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range []string{"a", "b", "c"} {
-			if _, _, err := a.Put(ctx, queue, task.PutRequest{ID: id}); err != nil {
+			if _, _, err := svc(a).Put(ctx, queue, task.PutRequest{ID: id}); err != nil {
 				t.Fatal(err)
 			}
 			ts, err := svc(a).Reserve(ctx, queue, 1, time.Second)

@@ -235,10 +235,14 @@ func (n *Node) readHeld(ctx context.Context, where string, args ...any) (h heldT
 // queue if it has one; a release waits again after st.Delay, never
 // dead. A nack and a release count in the releases (beanstalkd's
 // stats-job), a bury in the buries. It returns the task as it is after.
-// Two round trips (see the top of this file).
+// Two round trips (see the top of this file); a renewal
+// (service.Renewed, a touch) is one statement (touch).
 func (n *Node) Settle(ctx context.Context, queue, id, lease string, st service.Settlement) (task.Task, error) {
 	if err := n.Err(); err != nil {
 		return task.Task{}, err
+	}
+	if st.Outcome == service.Renewed {
+		return n.touch(ctx, queue, id, lease)
 	}
 	h, ok, err := n.readHeld(ctx, "t.queue = $1 AND t.id = $2 AND t.lease = $3", queue, id, lease)
 	if err != nil {

@@ -126,7 +126,7 @@ func TestFlush_GivesBack(t *testing.T) {
 		}
 	})
 	eventually(t, 5*time.Second, "the reserver waiting", func() bool { return n.Waiting("q") == 1 })
-	if _, _, err := n.Put(ctx, "q", task.PutRequest{Delay: 300 * time.Millisecond, ID: "x"}); err != nil {
+	if _, _, err := svc(n).Put(ctx, "q", task.PutRequest{Delay: 300 * time.Millisecond, ID: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the task given back", func() bool {
@@ -165,10 +165,10 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	// after it, and hand the task over, as it may then).
 	const pause = 3 * time.Second
 	began := time.Now()
-	if err := n.PauseQueue(context.Background(), "p", pause); err != nil {
+	if err := svc(n).PauseQueue(context.Background(), "p", pause); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := n.Put(ctx, "p", task.PutRequest{Delay: 200 * time.Millisecond}); err != nil {
+	if _, _, err := svc(n).Put(ctx, "p", task.PutRequest{Delay: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	ts, err := svc(n).Reserve(ctx, "p", 1, 5*time.Second)
@@ -184,7 +184,7 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 
 	// Attempts used up: reserved once of one, its lease runs out while a
 	// reserver waits.
-	if _, _, err := n.Put(ctx, "d", task.PutRequest{ID: "once", MaxAttempts: 1, TTR: 300 * time.Millisecond}); err != nil {
+	if _, _, err := svc(n).Put(ctx, "d", task.PutRequest{ID: "once", MaxAttempts: 1, TTR: 300 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if ts, err := svc(n).Reserve(ctx, "d", 1, 0); err != nil || len(ts) != 1 {
@@ -194,7 +194,7 @@ func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	if err != nil || len(ts) != 0 {
 		t.Fatalf("a waiting reserver got %v, %v: want nothing, the task is dead", ts, err)
 	}
-	if got, err := n.Get("d", "once"); err != nil || got.State != task.Dead {
+	if got, err := svc(n).Get("d", "once"); err != nil || got.State != task.Dead {
 		t.Errorf("the task after its last lease ran out: %+v, %v; want dead", got, err)
 	}
 	if h := counter(t, reg, "hourglass_cluster_flush_handed_total"); h != 0 {
@@ -228,7 +228,7 @@ func TestFlush_FencedThenTakenAgain(t *testing.T) {
 		})
 	})
 	at := time.Now().Add(300 * time.Millisecond)
-	if _, _, err := n.Put(ctx, "q", task.PutRequest{At: at}); err != nil {
+	if _, _, err := svc(n).Put(ctx, "q", task.PutRequest{At: at}); err != nil {
 		t.Fatal(err)
 	}
 	ts, err := svc(n).Reserve(ctx, "q", 1, 2*lease)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -160,15 +161,19 @@ var sqlFinishedAny = `SELECT * FROM (` +
 	`) h ORDER BY seq DESC LIMIT $3`
 
 // FinishedTasks returns up to limit (1 to task.MaxList) tasks that left
-// queue, newest first, whose outcome is outcome ("" any, else one of the
-// task.Finished* outcomes), below the cursor after (0: from the newest),
+// queue, newest first, that f matches (service.Engine; with f.ID
+// lastFinished), below the cursor after (0: from the newest),
 // and the cursor of the next page: the last one's sequence number when
 // the page is full (0: none). One read: a range of an index, or three
 // merged for any outcome.
-func (n *Node) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
+func (n *Node) FinishedTasks(ctx context.Context, queue string, f service.FinishedFilter, after uint64, limit int) ([]task.Finished, uint64, error) {
 	if err := n.Err(); err != nil {
 		return nil, 0, err
 	}
+	if f.ID != "" {
+		return n.lastFinished(ctx, queue, f)
+	}
+	outcome := f.Outcome
 	below := int64(1<<63 - 1)
 	if after > 0 && after <= 1<<63-1 {
 		below = int64(after)

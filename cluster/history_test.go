@@ -44,7 +44,7 @@ func checkAttempts(t *testing.T, as []task.Attempt, want ...string) {
 // error.
 func finished(t *testing.T, n *testNode, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64) {
 	t.Helper()
-	fs, next, err := n.FinishedTasks(context.Background(), queue, outcome, after, limit)
+	fs, next, err := svc(n).FinishedTasks(context.Background(), queue, outcome, after, limit)
 	if err != nil {
 		t.Fatalf("FinishedTasks(%s, %q, %d, %d): %v", queue, outcome, after, limit, err)
 	}
@@ -61,7 +61,7 @@ func TestHistory_Attempts(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	a := startNode(t, url, "a")
 	b := startNode(t, url, "b")
-	if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: "x", TTR: 200 * time.Millisecond, MaxAttempts: 5}); err != nil {
+	if _, _, err := svc(a).Put(ctx, "q", task.PutRequest{ID: "x", TTR: 200 * time.Millisecond, MaxAttempts: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if as := attemptsOf(t, b, "q", "x"); len(as) != 0 {
@@ -73,7 +73,7 @@ func TestHistory_Attempts(t *testing.T) {
 	}
 	reserveOne(t, b, "q", time.Second)
 	eventually(t, 5*time.Second, "the lease runs out", func() bool {
-		tk, err := a.Get("q", "x")
+		tk, err := svc(a).Get("q", "x")
 		return err == nil && tk.State == task.Ready
 	})
 	before := time.Now()
@@ -109,7 +109,7 @@ func TestHistory_Attempts(t *testing.T) {
 		t.Fatalf("attempts of no task: %v, want ErrNotFound", err)
 	}
 	// A new task of the same id: its own attempts, not the old one's.
-	if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: "x"}); err != nil {
+	if _, _, err := svc(b).Put(ctx, "q", task.PutRequest{ID: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if as := attemptsOf(t, a, "q", "x"); len(as) != 0 {
@@ -127,7 +127,7 @@ func TestHistory_Pages(t *testing.T) {
 	a := startNode(t, url, "a")
 	b := startNode(t, url, "b")
 	for _, id := range []string{"k1", "k2", "k3", "b1", "d1", "d2", "e1", "r1"} {
-		if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: id, Priority: 1, TTR: 200 * time.Millisecond, MaxAttempts: 1}); err != nil {
+		if _, _, err := svc(a).Put(ctx, "q", task.PutRequest{ID: id, Priority: 1, TTR: 200 * time.Millisecond, MaxAttempts: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -156,14 +156,14 @@ func TestHistory_Pages(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = append(want, "d1 deleted")
-	d2, _ := a.Get("q", "d2")
+	d2, _ := svc(a).Get("q", "d2")
 	if err := svc(a).DeleteJob(ctx, d2.JobID, ""); err != nil {
 		t.Fatal(err)
 	}
 	want = append(want, "d2 deleted")
 	take(a, "e1") // its lease runs out on its only attempt
 	eventually(t, 5*time.Second, "e1 dies", func() bool {
-		tk, err := a.Get("q", "e1")
+		tk, err := svc(a).Get("q", "e1")
 		return err == nil && tk.State == task.Dead
 	})
 	want = append(want, "e1 dead")
@@ -240,11 +240,11 @@ func TestHistory_DeadLetter(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	a := startNode(t, url, "a")
 	b := startNode(t, url, "b")
-	if _, err := a.SetPolicy(ctx, "q", task.Policy{MaxAttempts: 2, DeadLetter: "dlq"}); err != nil {
+	if _, err := svc(a).SetPolicy(ctx, "q", task.Policy{MaxAttempts: 2, DeadLetter: "dlq"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"q", "dlq"} {
-		if _, _, err := a.Put(ctx, q, task.PutRequest{ID: "x"}); err != nil {
+		if _, _, err := svc(a).Put(ctx, q, task.PutRequest{ID: "x"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -282,7 +282,7 @@ func TestHistory_DeadLetter(t *testing.T) {
 	}
 	// A lease run out in a queue with a policy, settled by its owner
 	// (settleExpired) rather than the flush's statement.
-	if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: "z", TTR: 200 * time.Millisecond}); err != nil {
+	if _, _, err := svc(a).Put(ctx, "q", task.PutRequest{ID: "z", TTR: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	reserveOne(t, b, "q", time.Second)
@@ -301,7 +301,7 @@ func TestHistory_None(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	a := startNode(t, url, "a", func(o *cluster.Options) { o.History = -1 })
 	for _, id := range []string{"x", "y"} {
-		if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: id}); err != nil {
+		if _, _, err := svc(a).Put(ctx, "q", task.PutRequest{ID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -340,7 +340,7 @@ func TestHistory_Prune(t *testing.T) {
 	a := startNode(t, url, "a", func(o *cluster.Options) { o.History = keep })
 	b := startNode(t, url, "b", func(o *cluster.Options) { o.History = keep })
 	for _, id := range []string{"x", "y"} {
-		if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: id, Priority: 1}); err != nil {
+		if _, _, err := svc(a).Put(ctx, "q", task.PutRequest{ID: id, Priority: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -387,7 +387,7 @@ func TestPolicy_Push(t *testing.T) {
 		{URL: "https://example.com/y", Headers: map[string]string{}},
 	} {
 		p := task.Policy{MaxAttempts: 3, Push: push}
-		set, err := a.SetPolicy(ctx, "q", p)
+		set, err := svc(a).SetPolicy(ctx, "q", p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -404,16 +404,16 @@ func TestPolicy_Push(t *testing.T) {
 			t.Fatalf("queues on b: %+v, %v", qs, err)
 		}
 	}
-	if _, err := b.SetPolicy(ctx, "q", task.Policy{MaxAttempts: 3}); err != nil {
+	if _, err := svc(b).SetPolicy(ctx, "q", task.Policy{MaxAttempts: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := a.Policy(ctx, "q"); err != nil || got.Push != nil {
 		t.Fatalf("policy without push: %+v, %v", got, err)
 	}
-	if _, err := b.SetPolicy(ctx, "q", task.Policy{Push: &task.Push{URL: "https://example.com/z"}}); err != nil {
+	if _, err := svc(b).SetPolicy(ctx, "q", task.Policy{Push: &task.Push{URL: "https://example.com/z"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.DeletePolicy(ctx, "q"); err != nil {
+	if err := svc(b).DeletePolicy(ctx, "q"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := a.Policy(ctx, "q"); err != nil || !got.IsZero() {
@@ -426,14 +426,14 @@ func TestPolicy_Push(t *testing.T) {
 func TestHistory_Replace(t *testing.T) {
 	ctx := context.Background()
 	a := startNode(t, server(t).CreateDatabase(t), "a")
-	if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: "x"}); err != nil {
+	if _, _, err := svc(a).Put(ctx, "q", task.PutRequest{ID: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	r := reserveOne(t, a, "q", time.Second)
 	if _, err := svc(a).Nack(ctx, "q", "x", r.Lease, time.Hour, "again"); err != nil {
 		t.Fatal(err)
 	}
-	if _, created, err := a.Put(ctx, "q", task.PutRequest{ID: "x", Replace: true}); err != nil || created {
+	if _, created, err := svc(a).Put(ctx, "q", task.PutRequest{ID: "x", Replace: true}); err != nil || created {
 		t.Fatalf("replace: created %v, %v", created, err)
 	}
 	fs, _ := finished(t, a, "q", "", 0, 10)

@@ -27,24 +27,6 @@ import (
 // jobTimeout bounds the reads that take no context.
 const jobTimeout = 30 * time.Second
 
-// Job returns the task with job id job, payload included, or
-// task.ErrNotFound.
-func (n *Node) Job(job uint64) (task.Task, error) {
-	if err := n.Err(); err != nil {
-		return task.Task{}, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
-	defer cancel()
-	t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE job_id = $1", int64(job)))
-	if err == pgx.ErrNoRows {
-		return task.Task{}, task.ErrNotFound
-	}
-	if err != nil {
-		return task.Task{}, dbErr(err)
-	}
-	return t.view(), nil
-}
-
 // jobArg is job as a statement's argument; ok is false for an id no task
 // can have (over the bigint range), which is not found.
 func jobArg(job uint64) (int64, bool) { return int64(job), job <= 1<<63-1 }
@@ -130,34 +112,34 @@ func (n *Node) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 	return v, nil
 }
 
-// PauseQueue stops queue from handing out tasks for d
-// (task.PauseIndefinitely: until resumed; 0 ends a pause), on every node:
+// pause stops queue from handing out tasks for d
+// (task.PauseIndefinitely: until resumed; 0 ends a pause), on every node
+// (SetQueue's Pause), and returns the queue's policy as recorded:
 // reservers wait, puts go on. The pause is a row of hourglass_queues that
 // the reserve statement checks, ending at service.PausedUntil of this
 // node's reading of the database's clock; a reserver waiting on a paused
 // queue looks again when the pause ends, and every waiting reserver of
 // the queue, on every node, looks again at once.
-func (n *Node) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
-	if err := n.Err(); err != nil {
-		return err
-	}
+func (n *Node) pause(ctx context.Context, queue string, d time.Duration) (task.Policy, error) {
 	ctx, cancel := context.WithTimeout(ctx, jobTimeout)
 	defer cancel()
 	// The end is reckoned on the database's clock in the statement
 	// (service.PausedUntil's rule: 0 resumes, saturating for
 	// task.PauseIndefinitely), not from this node's estimate of it, which
 	// is off by up to half a round trip.
-	_, err := n.db.Exec(ctx, `INSERT INTO hourglass_queues AS q (queue, paused_until, pauses)
+	var p policyRow
+	err := n.db.QueryRow(ctx, `INSERT INTO hourglass_queues AS q (queue, paused_until, pauses)
 		VALUES ($1, CASE WHEN $2::bigint <= 0 THEN 0
 			WHEN $2::bigint > 9223372036854775807 - hourglass_now() THEN 9223372036854775807
 			ELSE hourglass_now() + $2::bigint END, 1)
-		ON CONFLICT (queue) DO UPDATE SET paused_until = EXCLUDED.paused_until, pauses = q.pauses + 1`,
-		queue, int64(d))
+		ON CONFLICT (queue) DO UPDATE SET paused_until = EXCLUDED.paused_until, pauses = q.pauses + 1
+		RETURNING `+policyColumnsOf("q"),
+		queue, int64(d)).Scan(p.dest()...)
 	if err != nil {
-		return dbErr(err)
+		return task.Policy{}, dbErr(err)
 	}
 	n.lookAgain(queue)
-	return nil
+	return p.policy(), nil
 }
 
 // Queue returns the detail of queue; a queue never used reports zeros.

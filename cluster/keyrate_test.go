@@ -21,7 +21,7 @@ func TestLimits_KeyRateRowsBounded(t *testing.T) {
 	ctx := context.Background()
 	n := startNode(t, server(t).CreateDatabase(t), "a")
 	const every = 50 * time.Millisecond
-	if _, err := n.SetPolicy(ctx, "q", task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: every, Burst: 1}}}); err != nil {
+	if _, err := svc(n).SetPolicy(ctx, "q", task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: every, Burst: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	const keys = 200
@@ -53,7 +53,7 @@ func TestLimits_KeyRateRowsBounded(t *testing.T) {
 		t.Fatalf("%d bucket rows after a task of each of %d keys within %v", c, keys, every)
 	}
 	time.Sleep(2 * every)
-	if _, _, err := n.Put(ctx, "q", task.PutRequest{ID: "z", Key: "z"}); err != nil {
+	if _, _, err := svc(n).Put(ctx, "q", task.PutRequest{ID: "z", Key: "z"}); err != nil {
 		t.Fatal(err)
 	}
 	if ts, err := svc(n).Reserve(ctx, "q", keys, 0); err != nil || len(ts) != 1 {
@@ -62,19 +62,19 @@ func TestLimits_KeyRateRowsBounded(t *testing.T) {
 	if c := rows(); c != 1 {
 		t.Fatalf("%d bucket rows after every bucket but z's was full again; want 1 (z's)", c)
 	}
-	if _, err := n.SetPolicy(ctx, "q", task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: time.Hour, Burst: 1}}}); err != nil {
+	if _, err := svc(n).SetPolicy(ctx, "q", task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: time.Hour, Burst: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	if c := rows(); c != 0 {
 		t.Fatalf("%d bucket rows after a new per-key rate; want 0", c)
 	}
-	if _, _, err := n.Put(ctx, "q", task.PutRequest{ID: "y", Key: "y"}); err != nil {
+	if _, _, err := svc(n).Put(ctx, "q", task.PutRequest{ID: "y", Key: "y"}); err != nil {
 		t.Fatal(err)
 	}
 	if ts, err := svc(n).Reserve(ctx, "q", 1, 0); err != nil || len(ts) != 1 {
 		t.Fatalf("reserve of y: %d, %v", len(ts), err)
 	}
-	if err := n.DeletePolicy(ctx, "q"); err != nil {
+	if err := svc(n).DeletePolicy(ctx, "q"); err != nil {
 		t.Fatal(err)
 	}
 	if c := rows(); c != 0 {
@@ -92,7 +92,7 @@ func TestLimits_KeyRate(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	nodes := []*testNode{startNode(t, url, "a"), startNode(t, url, "b"), startNode(t, url, "c")}
 	rate := task.Rate{Limit: 10, Per: time.Second, Burst: 3}
-	if _, err := nodes[0].SetPolicy(ctx, "q", task.Policy{PerKey: &task.PerKey{Rate: &rate}}); err != nil {
+	if _, err := svc(nodes[0]).SetPolicy(ctx, "q", task.Policy{PerKey: &task.PerKey{Rate: &rate}}); err != nil {
 		t.Fatal(err)
 	}
 	keys := []string{"A", "B", "C"}

@@ -20,7 +20,7 @@ func TestLimits_Concurrency(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	nodes := []*testNode{startNode(t, url, "a"), startNode(t, url, "b"), startNode(t, url, "c")}
 	const limit, total = 3, 45
-	if _, err := nodes[0].SetPolicy(ctx, "q", task.Policy{Concurrency: limit}); err != nil {
+	if _, err := svc(nodes[0]).SetPolicy(ctx, "q", task.Policy{Concurrency: limit}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range nodes[1].PutBatch(ctx, "q", make([]task.PutRequest, total)) {
@@ -74,7 +74,7 @@ func TestLimits_Rate(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	nodes := []*testNode{startNode(t, url, "a"), startNode(t, url, "b"), startNode(t, url, "c")}
 	rate := task.Rate{Limit: 20, Per: time.Second, Burst: 5}
-	if _, err := nodes[0].SetPolicy(ctx, "q", task.Policy{Rate: &rate}); err != nil {
+	if _, err := svc(nodes[0]).SetPolicy(ctx, "q", task.Policy{Rate: &rate}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range nodes[2].PutBatch(ctx, "q", make([]task.PutRequest, 200)) {
@@ -137,7 +137,7 @@ func TestLimits_Mixed(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	a := startNode(t, url, "a")
 	b := startNode(t, url, "b")
-	if _, err := a.SetPolicy(ctx, "c", task.Policy{Concurrency: 1}); err != nil {
+	if _, err := svc(a).SetPolicy(ctx, "c", task.Policy{Concurrency: 1}); err != nil {
 		t.Fatal(err)
 	}
 	var jobs []uint64

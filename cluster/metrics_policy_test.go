@@ -24,7 +24,7 @@ func TestPolicy_Metrics(t *testing.T) {
 		"q": {DeadLetter: "dlq", Concurrency: 1, Retry: &task.Retry{}},
 		"r": {Rate: &task.Rate{Limit: 1, Per: time.Hour}},
 	} {
-		if _, err := n.SetPolicy(ctx, q, p); err != nil {
+		if _, err := svc(n).SetPolicy(ctx, q, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,7 +38,7 @@ func TestPolicy_Metrics(t *testing.T) {
 		{"r", task.PutRequest{ID: "b"}},
 		{"e", task.PutRequest{ID: "a", TTR: 100 * time.Millisecond}},
 	} {
-		if _, _, err := n.Put(ctx, p.q, p.r); err != nil {
+		if _, _, err := svc(n).Put(ctx, p.q, p.r); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -77,7 +77,7 @@ func TestMigrate_Policies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	tk, err := n.Get("q", "x")
+	tk, err := svc(n).Get("q", "x")
 	if err != nil || tk.LastError != "" || string(tk.Payload) != "p" {
 		t.Fatalf("task after the migration: %+v, %v", tk, err)
 	}
@@ -85,7 +85,7 @@ func TestMigrate_Policies(t *testing.T) {
 	if err != nil || len(qs) != 2 || qs[0].Name != "p" || !qs[0].Policy.IsZero() || !qs[0].PausedUntil.Equal(task.PausedForever) {
 		t.Fatalf("queues after the migration: %+v, %v", qs, err)
 	}
-	if _, err := n.SetPolicy(ctx, "p", task.Policy{Concurrency: 2}); err != nil {
+	if _, err := svc(n).SetPolicy(ctx, "p", task.Policy{Concurrency: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if qd, err := n.Queue("p"); err != nil || qd.Pauses != 1 || qd.Policy.Concurrency != 2 || !qd.PausedUntil.Equal(task.PausedForever) {
@@ -156,7 +156,7 @@ func TestMigrate_History(t *testing.T) {
 	if as, err := n.Attempts(ctx, "q", "y"); err != nil || len(as) != 1 || as[0].N != 1 || as[0].Outcome != "" {
 		t.Fatalf("attempts of y: %+v, %v", as, err)
 	}
-	fs, _, err := n.FinishedTasks(ctx, "q", "", 0, 10)
+	fs, _, err := svc(n).FinishedTasks(ctx, "q", "", 0, 10)
 	if err != nil || len(fs) != 1 || fs[0].ID != "x" || fs[0].Attempts != 2 {
 		t.Fatalf("history: %+v, %v", fs, err)
 	}

@@ -18,15 +18,26 @@ import (
 // timers through announce. When the statement matches no row, a read
 // tells the broker's errors apart.
 
-// Get returns the task id of queue, payload included, or
-// task.ErrNotFound.
-func (n *Node) Get(queue, id string) (task.Task, error) {
+// Read returns the task r names, by job id or by queue and id, payload
+// included, or task.ErrNotFound (service.Engine). One read by a unique
+// index, bounded by jobTimeout.
+func (n *Node) Read(r service.TaskRef) (task.Task, error) {
 	if err := n.Err(); err != nil {
 		return task.Task{}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 	defer cancel()
-	t, err := scanRow(n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE queue = $1 AND id = $2", queue, id))
+	var row pgx.Row
+	if r.Job != 0 {
+		j, ok := jobArg(r.Job)
+		if !ok {
+			return task.Task{}, task.ErrNotFound
+		}
+		row = n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE job_id = $1", j)
+	} else {
+		row = n.db.QueryRow(ctx, "SELECT "+taskColumns+" FROM hourglass_tasks WHERE queue = $1 AND id = $2", r.Queue, r.ID)
+	}
+	t, err := scanRow(row)
 	if err == pgx.ErrNoRows {
 		return task.Task{}, task.ErrNotFound
 	}
@@ -317,11 +328,12 @@ const sqlAck = `WITH acked AS (
 // 100k ready tasks), 188 µs of database time a task.
 const sqlReservedByKey = `t.state + 0 = 2`
 
-// Touch renews the lease of the reserved task id of queue for another TTR
-// from now (the database's clock) and returns the task. The owner's timer
-// for the old lease fires first, finds the lease running and is armed
-// again for the new end: no announcement is needed.
-func (n *Node) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {
+// touch renews the lease of the reserved task id of queue for another
+// TTR from now (the database's clock) and returns the task: Settle of
+// service.Renewed. The owner's timer for the old lease fires first,
+// finds the lease running and is armed again for the new end: no
+// announcement is needed. One statement.
+func (n *Node) touch(ctx context.Context, queue, id, lease string) (task.Task, error) {
 	if err := n.Err(); err != nil {
 		return task.Task{}, err
 	}

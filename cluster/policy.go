@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -199,15 +201,30 @@ const sqlSetPolicy = `WITH refilled AS (
 		per_key_concurrency = EXCLUDED.per_key_concurrency, per_key_rate_limit = EXCLUDED.per_key_rate_limit,
 		per_key_rate_per = EXCLUDED.per_key_rate_per, per_key_rate_burst = EXCLUDED.per_key_rate_burst`
 
-// SetPolicy makes p, checked and normalised by service.New, queue's
-// policy, durably (the answer follows the commit), for every node: each
-// reads it from the queue's row in the statements that apply it.
-// Reservers waiting on the queue, on every node, look again under the new
-// limits. It returns the policy as recorded. One statement.
-func (n *Node) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
+// SetQueue changes queue's settings, a row of hourglass_queues, as c
+// says (service.Engine), durably (the answer follows the commit), for
+// every node: each reads them from the queue's row in the statements
+// that apply them. A policy (setPolicy) or a pause (pause), one
+// statement; it returns the policy as recorded.
+func (n *Node) SetQueue(ctx context.Context, queue string, c service.QueueChange) (task.Policy, error) {
 	if err := n.Err(); err != nil {
 		return task.Policy{}, err
 	}
+	switch {
+	case c.Policy != nil && c.Policy.IsZero():
+		return task.Policy{}, n.deletePolicy(ctx, queue)
+	case c.Policy != nil:
+		return n.setPolicy(ctx, queue, *c.Policy)
+	case c.Pause != nil:
+		return n.pause(ctx, queue, *c.Pause)
+	}
+	return task.Policy{}, fmt.Errorf("%w: no queue change", task.ErrInvalid)
+}
+
+// setPolicy makes p, checked and normalised by service.New, queue's
+// policy. Reservers waiting on the queue, on every node, look again
+// under the new limits.
+func (n *Node) setPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
 	if _, err := n.db.Exec(ctx, sqlSetPolicy, append([]any{queue}, policyArgs(p)...)...); err != nil {
 		return task.Policy{}, dbErr(err)
 	}
@@ -229,13 +246,10 @@ func (n *Node) Policy(ctx context.Context, queue string) (task.Policy, error) {
 	return p.policy(), nil
 }
 
-// DeletePolicy makes queue's policy the default again, durably, for
-// every node; the queue's pause, if any, is kept. Deleting a policy that
-// was never set is no error.
-func (n *Node) DeletePolicy(ctx context.Context, queue string) error {
-	if err := n.Err(); err != nil {
-		return err
-	}
+// deletePolicy makes queue's policy the default again (the zero policy
+// of SetQueue); the queue's pause, if any, is kept. A queue without a
+// row gets none.
+func (n *Node) deletePolicy(ctx context.Context, queue string) error {
 	_, err := n.db.Exec(ctx, `WITH refilled AS (DELETE FROM hourglass_key_buckets WHERE queue = $1)
 		UPDATE hourglass_queues SET retry_initial = NULL, retry_max = 0,
 			retry_multiplier = 0, retry_jitter = 0, max_attempts = 0, ttr = 0, rate_limit = NULL,

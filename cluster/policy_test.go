@@ -28,10 +28,10 @@ func TestPolicy_Backoff(t *testing.T) {
 	ctx := context.Background()
 	n := startNode(t, server(t).CreateDatabase(t), "a")
 	p := task.Policy{Retry: &task.Retry{Initial: 200 * time.Millisecond, Max: time.Second, Multiplier: 2}, MaxAttempts: 3}
-	if _, err := n.SetPolicy(ctx, "q", p); err != nil {
+	if _, err := svc(n).SetPolicy(ctx, "q", p); err != nil {
 		t.Fatal(err)
 	}
-	put, _, err := n.Put(ctx, "q", task.PutRequest{ID: "x"})
+	put, _, err := svc(n).Put(ctx, "q", task.PutRequest{ID: "x"})
 	if err != nil || put.MaxAttempts != 3 {
 		t.Fatalf("put: %+v, %v; want max_attempts 3 from the policy", put, err)
 	}
@@ -73,7 +73,7 @@ func TestPolicy_Backoff(t *testing.T) {
 func TestPolicy_Release(t *testing.T) {
 	ctx := context.Background()
 	n := startNode(t, server(t).CreateDatabase(t), "a")
-	if _, _, err := n.Put(ctx, "q", task.PutRequest{ID: "x", MaxAttempts: 1}); err != nil {
+	if _, _, err := svc(n).Put(ctx, "q", task.PutRequest{ID: "x", MaxAttempts: 1}); err != nil {
 		t.Fatal(err)
 	}
 	r := reserveOne(t, n, "q", time.Second)
@@ -103,7 +103,7 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	a := startNode(t, url, "a")
 	b := startNode(t, url, "b")
-	if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: "x", Payload: []byte(`"new"`)}); err != nil {
+	if _, _, err := svc(a).Put(ctx, "q", task.PutRequest{ID: "x", Payload: []byte(`"new"`)}); err != nil {
 		t.Fatal(err)
 	}
 	r := reserveOne(t, a, "q", time.Second)
@@ -115,10 +115,10 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := a.SetPolicy(ctx, "q", task.Policy{DeadLetter: "dlq"}); err != nil {
+	if _, err := svc(a).SetPolicy(ctx, "q", task.Policy{DeadLetter: "dlq"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.Put(ctx, "dlq", task.PutRequest{ID: "x", Payload: []byte("old")}); err != nil {
+	if _, _, err := svc(a).Put(ctx, "dlq", task.PutRequest{ID: "x", Payload: []byte("old")}); err != nil {
 		t.Fatal(err)
 	}
 	old := reserveOne(t, a, "dlq", time.Second) // keeps dlq empty of ready tasks
@@ -146,7 +146,7 @@ func TestPolicy_BuryDeadLetter(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("the waiting reserver of the dead-letter queue was not woken")
 	}
-	if _, err := a.Get("q", "x"); !errors.Is(err, task.ErrNotFound) {
+	if _, err := svc(a).Get("q", "x"); !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("task still in its queue: %v", err)
 	}
 	if err := svc(a).Ack(ctx, "dlq", "x", old.Lease); !errors.Is(err, task.ErrLease) && !errors.Is(err, task.ErrNotFound) {
@@ -165,17 +165,17 @@ func TestPolicy_Expiry(t *testing.T) {
 	b := startNode(t, url, "b")
 	p := task.Policy{Retry: &task.Retry{Initial: 400 * time.Millisecond, Max: time.Second, Multiplier: 1},
 		MaxAttempts: 2, TTR: 100 * time.Millisecond, DeadLetter: "dead"}
-	if _, err := a.SetPolicy(ctx, "q", p); err != nil {
+	if _, err := svc(a).SetPolicy(ctx, "q", p); err != nil {
 		t.Fatal(err)
 	}
-	put, _, err := b.Put(ctx, "q", task.PutRequest{ID: "x"})
+	put, _, err := svc(b).Put(ctx, "q", task.PutRequest{ID: "x"})
 	if err != nil || put.TTR != 100*time.Millisecond {
 		t.Fatalf("put: %+v, %v; want the policy's ttr", put, err)
 	}
 	r := reserveOne(t, b, "q", time.Second)
 	var got task.Task
 	eventually(t, 3*time.Second, "lease expired", func() bool {
-		got, err = a.Get("q", "x")
+		got, err = svc(a).Get("q", "x")
 		return err == nil && got.State != task.Reserved
 	})
 	if got.State != task.Delayed || got.LastError != task.LeaseExpired || got.Timeouts != 1 {
@@ -186,7 +186,7 @@ func TestPolicy_Expiry(t *testing.T) {
 	}
 	reserveOne(t, a, "q", 2*time.Second)
 	eventually(t, 3*time.Second, "dead-lettered", func() bool {
-		got, err = b.Get("dead", "x")
+		got, err = svc(b).Get("dead", "x")
 		return err == nil
 	})
 	if got.State != task.Ready || got.LastError != task.LeaseExpired || got.Attempts != 0 || got.Timeouts != 2 {
@@ -214,14 +214,14 @@ func TestPolicy_Shared(t *testing.T) {
 	if err != nil || got.TTR != 7*time.Second || got.MaxAttempts != 4 || got.Rate == nil || *got.Rate != *p.Rate {
 		t.Fatalf("b's Policy: %+v, %v", got, err)
 	}
-	tk, _, err := b.Put(ctx, "q", task.PutRequest{MaxAttempts: 9})
+	tk, _, err := svc(b).Put(ctx, "q", task.PutRequest{MaxAttempts: 9})
 	if err != nil || tk.TTR != 7*time.Second || tk.MaxAttempts != 9 {
 		t.Fatalf("put on b: %+v, %v", tk, err)
 	}
 	if err := svc(b).Delete(ctx, "q", tk.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.PauseQueue(ctx, "p", task.PauseIndefinitely); err != nil {
+	if err := svc(b).PauseQueue(ctx, "p", task.PauseIndefinitely); err != nil {
 		t.Fatal(err)
 	}
 	qs, err := a.Queues(ctx)
@@ -238,14 +238,14 @@ func TestPolicy_Shared(t *testing.T) {
 	if q, ok := seen["p"]; !ok || !q.PausedUntil.Equal(task.PausedForever) {
 		t.Fatalf("Queues: p = %+v (listed %v)", q, ok)
 	}
-	if err := b.DeletePolicy(ctx, "q"); err != nil {
+	if err := svc(b).DeletePolicy(ctx, "q"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := a.Policy(ctx, "q"); err != nil || !got.IsZero() {
 		t.Fatalf("Policy after delete: %+v, %v", got, err)
 	}
 
-	if _, _, err := a.Put(ctx, "p", task.PutRequest{ID: "x"}); err != nil {
+	if _, _, err := svc(a).Put(ctx, "p", task.PutRequest{ID: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan int, 1)
@@ -259,7 +259,7 @@ func TestPolicy_Shared(t *testing.T) {
 		t.Fatal("reserved from a queue paused until resumed")
 	default:
 	}
-	if err := b.PauseQueue(ctx, "p", 0); err != nil {
+	if err := svc(b).PauseQueue(ctx, "p", 0); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -297,12 +297,50 @@ func TestPolicy_Notify(t *testing.T) {
 			t.Fatalf("%s on a: b not told within 5 s", what)
 		}
 	}
-	if _, err := a.SetPolicy(ctx, "pushed", task.Policy{Concurrency: 2}); err != nil {
+	if _, err := svc(a).SetPolicy(ctx, "pushed", task.Policy{Concurrency: 2}); err != nil {
 		t.Fatal(err)
 	}
 	expect("SetPolicy")
-	if err := a.DeletePolicy(ctx, "pushed"); err != nil {
+	if err := svc(a).DeletePolicy(ctx, "pushed"); err != nil {
 		t.Fatal(err)
 	}
 	expect("DeletePolicy")
+}
+
+// TestPolicy_ZeroMakesNoRow: the zero policy (a DELETE of the policy, a
+// PUT of {}) on a queue without a row leaves it without one, so that
+// names a client makes up keep no state; on a queue with one it clears
+// the policy and keeps the pause.
+func TestPolicy_ZeroMakesNoRow(t *testing.T) {
+	ctx := context.Background()
+	n := startNode(t, server(t).CreateDatabase(t), "a")
+	if _, err := svc(n).SetPolicy(ctx, "fresh", task.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc(n).DeletePolicy(ctx, "fresh2"); err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	if err := n.pool.QueryRow(ctx, `SELECT count(*) FROM hourglass_queues WHERE queue IN ('fresh', 'fresh2')`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Fatalf("%d rows of hourglass_queues for queues that never had a policy or a pause", rows)
+	}
+	if _, err := svc(n).SetPolicy(ctx, "kept", task.Policy{MaxAttempts: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc(n).PauseQueue(ctx, "kept", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc(n).SetPolicy(ctx, "kept", task.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := svc(n).Policy(ctx, "kept"); err != nil || !p.IsZero() {
+		t.Fatalf("policy after the zero policy: %+v, %v", p, err)
+	}
+	qs, err := svc(n).Queues(ctx)
+	if err != nil || len(qs) != 1 || qs[0].Name != "kept" || qs[0].PausedUntil.IsZero() {
+		t.Fatalf("Queues after the zero policy of a paused queue: %+v, %v", qs, err)
+	}
 }

@@ -67,15 +67,6 @@ const sqlKeyed = `INSERT INTO hourglass_key_turns (queue, task_key, turn, seen)
 		ON CONFLICT (queue, task_key) DO UPDATE SET seen = excluded.seen
 			WHERE hourglass_key_turns.seen < excluded.seen - ` + keySeenRenew + ``
 
-// Put puts one task into queue and returns it once it is committed, as
-// the embedded engine (Put) does: created is false when r.ID names a live task,
-// which is returned unchanged, or, with r.Replace, replaced by a new task
-// with a new job id.
-func (n *Node) Put(ctx context.Context, queue string, r task.PutRequest) (task.Task, bool, error) {
-	res := n.PutBatch(ctx, queue, []task.PutRequest{r})
-	return res[0].Task, res[0].Created, res[0].Err
-}
-
 // item is one request of a batch on its way to the database.
 type item struct {
 	i      int // index in the batch
@@ -90,7 +81,10 @@ type item struct {
 	dbNow  int64
 }
 
-// PutBatch puts each of rs as Put does, in order, in one transaction: a
+// PutBatch puts each of rs, in order, in one transaction, as the
+// embedded engine does (service.Engine): created is false when r.ID names
+// a live task, which is returned unchanged, or, with r.Replace, replaced
+// by a new task with a new job id. A
 // single INSERT of every task when no request replaces and no id repeats
 // (the common case), else one statement per request. Its statements
 // share one deadline (pool.bound): a put answers within the node's

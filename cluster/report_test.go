@@ -19,7 +19,7 @@ func TestReports(t *testing.T) {
 	b := startNode(t, url, "b")
 	ctx := context.Background()
 	for _, id := range []string{"x", "y", "z"} {
-		if _, _, err := b.Put(ctx, "r", task.PutRequest{ID: id}); err != nil {
+		if _, _, err := svc(b).Put(ctx, "r", task.PutRequest{ID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}

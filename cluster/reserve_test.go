@@ -15,7 +15,7 @@ import (
 func TestReserve_Async(t *testing.T) {
 	ctx := context.Background()
 	n := startNode(t, server(t).CreateDatabase(t), "a")
-	if _, _, err := n.Put(ctx, "q", task.PutRequest{}); err != nil {
+	if _, _, err := svc(n).Put(ctx, "q", task.PutRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := n.pool.Acquire(ctx)

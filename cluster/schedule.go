@@ -3,7 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -59,17 +58,32 @@ func (n *Node) parseSchedule(spec task.ScheduleSpec) (hourglass.Schedule, *time.
 	return service.ParseSchedule(spec, n.opts.MaxPayload)
 }
 
-// SetSchedule creates or replaces the schedule spec.Name, durably, as
-// the embedded engine (SetSchedule) does; created is false for a replacement,
-// which keeps the last occurrence put. The owner of the schedule's
-// partition arms it on its next lease tick, which the announcement on
-// the schedules channel brings forward to now.
-func (n *Node) SetSchedule(ctx context.Context, spec task.ScheduleSpec) (task.ScheduleInfo, bool, error) {
-	sched, loc, err := n.parseSchedule(spec)
-	if err != nil {
+// SetSchedule writes the schedule name as c says (service.Engine), in
+// one statement: a new spec (setSpec), a pause or resume (setPaused), or
+// a run the front put (ran). The owner of the schedule's partition arms
+// it on its next lease tick, which the announcement on the schedules
+// channel brings forward to now.
+func (n *Node) SetSchedule(ctx context.Context, name string, c service.ScheduleChange) (task.ScheduleInfo, bool, error) {
+	if err := n.Err(); err != nil {
 		return task.ScheduleInfo{}, false, err
 	}
-	if err := n.Err(); err != nil {
+	switch {
+	case c.Spec != nil:
+		return n.setSpec(ctx, *c.Spec)
+	case c.Paused != nil:
+		return task.ScheduleInfo{}, false, n.setPaused(ctx, name, *c.Paused)
+	case c.Run != nil:
+		return task.ScheduleInfo{}, false, n.ran(ctx, name, *c.Run)
+	}
+	return task.ScheduleInfo{}, false, fmt.Errorf("%w: no schedule change", task.ErrInvalid)
+}
+
+// setSpec creates or replaces the schedule spec.Name, durably, as the
+// embedded engine does; created is false for a replacement, which keeps
+// the last occurrence put.
+func (n *Node) setSpec(ctx context.Context, spec task.ScheduleSpec) (task.ScheduleInfo, bool, error) {
+	sched, loc, err := n.parseSchedule(spec)
+	if err != nil {
 		return task.ScheduleInfo{}, false, err
 	}
 	spec = service.NormalSchedule(spec)
@@ -102,7 +116,7 @@ func (n *Node) SetSchedule(ctx context.Context, spec task.ScheduleSpec) (task.Sc
 	i := info(r, sched, loc)
 	if i.LastTaskID != "" {
 		i.LastOutcome = task.ScheduleAcked
-		if t, err := n.Get(i.Queue, i.LastTaskID); err == nil {
+		if t, err := n.Read(service.TaskRef{Queue: i.Queue, ID: i.LastTaskID}); err == nil {
 			i.LastOutcome = liveOutcome(t.State)
 		}
 	}
@@ -201,23 +215,13 @@ func (n *Node) readSchedulesWhere(ctx context.Context, where, arg string) ([]sch
 	})
 }
 
-// Schedules returns every schedule by name, with its next and last
-// occurrences.
-func (n *Node) Schedules(ctx context.Context) ([]task.ScheduleInfo, error) {
+// Schedules returns every schedule by name, or the one named name if
+// not "", with its next and last occurrences. One statement.
+func (n *Node) Schedules(ctx context.Context, name string) ([]task.ScheduleInfo, error) {
+	if name != "" {
+		return n.schedulesWhere(ctx, "WHERE s.name = $1", name)
+	}
 	return n.schedulesWhere(ctx, "", "")
-}
-
-// Schedule returns the schedule name with its next and last occurrences,
-// or task.ErrNoSchedule.
-func (n *Node) Schedule(ctx context.Context, name string) (task.ScheduleInfo, error) {
-	out, err := n.schedulesWhere(ctx, "WHERE s.name = $1", name)
-	if err != nil {
-		return task.ScheduleInfo{}, err
-	}
-	if len(out) == 0 {
-		return task.ScheduleInfo{}, task.ErrNoSchedule
-	}
-	return out[0], nil
 }
 
 // schedulesWhere returns the schedules that where (with its argument arg)
@@ -450,14 +454,11 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 	return nil
 }
 
-// SetSchedulePaused pauses the schedule name, durably, so that no node
-// puts anything for it, or resumes it from now (the database's): the
-// occurrences that fell due while it was paused are not put
-// (service.Engine). task.ErrNoSchedule if there is none.
-func (n *Node) SetSchedulePaused(ctx context.Context, name string, paused bool) error {
-	if err := n.Err(); err != nil {
-		return err
-	}
+// setPaused pauses the schedule name, durably, so that no node puts
+// anything for it, or resumes it from now (the database's): the
+// occurrences that fell due while it was paused are not put.
+// task.ErrNoSchedule if there is none.
+func (n *Node) setPaused(ctx context.Context, name string, paused bool) error {
 	tag, err := n.db.Exec(ctx, `UPDATE hourglass_schedules
 		SET last = CASE WHEN paused AND NOT $2 THEN hourglass_now() ELSE last END, paused = $2
 		WHERE name = $1`, name, paused)
@@ -472,70 +473,19 @@ func (n *Node) SetSchedulePaused(ctx context.Context, name string, paused bool) 
 	return nil
 }
 
-// RunSchedule puts a task of the schedule name now, with the id
-// service.RunID and the schedule's payload and task options, paused or
-// not, and records it as the schedule's last in the same transaction;
-// its next occurrence stays. task.ErrNoSchedule if there is none.
-func (n *Node) RunSchedule(ctx context.Context, name string) (task.Task, error) {
-	if err := n.Err(); err != nil {
-		return task.Task{}, err
-	}
-	rows, err := n.readSchedulesWhere(ctx, "WHERE s.name = $1", name)
+// ran records the run r of the schedule name, which the front put, as
+// its last (its last run the later of r.At and the one recorded), and
+// counts it in the schedule's puts; its next occurrence stays.
+// task.ErrNoSchedule if there is none. One statement.
+func (n *Node) ran(ctx context.Context, name string, r service.LastRun) error {
+	tag, err := n.db.Exec(ctx, `UPDATE hourglass_schedules SET last_run = GREATEST(last_run, $2), last_id = $3 WHERE name = $1`,
+		name, r.At.UnixNano(), r.ID)
 	if err != nil {
-		return task.Task{}, dbErr(err)
+		return dbErr(err)
 	}
-	if len(rows) == 0 {
-		return task.Task{}, task.ErrNoSchedule
-	}
-	spec := rows[0].spec
-	now := time.Now()
-	r := service.SchedulePut(spec, service.RunID(name, now))
-	tm := timingOf(&r)
-	jobs, err := n.ids.take(ctx, n, 1)
-	if err != nil {
-		return task.Task{}, err
-	}
-	// The task and the schedule's last in one transaction, so that a
-	// crash cannot leave the task put and the schedule not showing it.
-	it := &item{r: &r, tm: tm, job: jobs[0], id: r.ID}
-	err = pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
-		it.done = false
-		var ins inserted
-		err := tx.QueryRow(ctx, sqlInsert, n.insertArgs(spec.Queue, []*item{it}, true)...).Scan(ins.dest()...)
-		switch {
-		case err == nil:
-			n.created(spec.Queue, it, ins, false)
-		case err == pgx.ErrNoRows: // a run of the same millisecond: that task
-			ex, err := n.existing(ctx, tx, spec.Queue, []string{it.id})
-			if err != nil {
-				return err
-			}
-			it.result, it.done = task.PutResult{Task: ex[it.id]}, true
-		default:
-			return err
-		}
-		tag, err := tx.Exec(ctx, `UPDATE hourglass_schedules SET last_run = GREATEST(last_run, $2), last_id = $3 WHERE name = $1`,
-			name, now.UnixNano(), r.ID)
-		if err == nil && tag.RowsAffected() == 0 {
-			return task.ErrNoSchedule // deleted meanwhile: put nothing
-		}
-		return err
-	})
-	if errors.Is(err, task.ErrNoSchedule) {
-		return task.Task{}, err
-	}
-	if err != nil {
-		return task.Task{}, dbErr(err)
+	if tag.RowsAffected() == 0 {
+		return task.ErrNoSchedule
 	}
 	n.metrics.schedules.Put.WithLabelValues(name).Inc()
-	if it.result.Created {
-		if it.fireAt != 0 {
-			n.announce(it.job, it.fireAt, it.dbNow)
-		} else {
-			n.readied(spec.Queue, 1)
-		}
-		n.metrics.Puts.Inc()
-		n.counters.count(spec.Queue, func(c *counts) { c.puts++ })
-	}
-	return it.result.Task, nil
+	return nil
 }

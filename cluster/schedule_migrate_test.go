@@ -42,7 +42,7 @@ func TestMigrate_Schedules(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	s, err := n.Schedule(ctx, "old")
+	s, err := svc(n).Schedule(ctx, "old")
 	if err != nil || s.Misfire != "one" || s.Overlap != "allow" || s.CatchUp != 24*time.Hour || *s.Priority != task.DefaultPriority || s.Paused ||
 		!s.Last.Equal(last) || s.LastTaskID != "old@2026-11-01T05:30:00Z" || s.LastOutcome != task.ScheduleAcked {
 		t.Fatalf("Schedule after the migration: %+v, %v", s, err)

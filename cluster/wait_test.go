@@ -47,7 +47,7 @@ func TestWait_AcrossNodes(t *testing.T) {
 	got := reserveAsync(ctx, b, "q", 1, time.Minute)
 	eventually(t, 30*time.Second, "b's reserver waiting", func() bool { return b.Waiting("q") == 1 })
 	start := time.Now()
-	if _, _, err := a.Put(ctx, "q", task.PutRequest{ID: "1"}); err != nil {
+	if _, _, err := svc(a).Put(ctx, "q", task.PutRequest{ID: "1"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-got; r.err != nil || len(r.ts) != 1 || time.Since(start) > 30*time.Second {
@@ -55,16 +55,16 @@ func TestWait_AcrossNodes(t *testing.T) {
 	}
 
 	// The end of a pause on a wakes a reserver on b ("all").
-	if err := a.PauseQueue(ctx, "p", task.PauseIndefinitely); err != nil {
+	if err := svc(a).PauseQueue(ctx, "p", task.PauseIndefinitely); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.Put(ctx, "p", task.PutRequest{ID: "1"}); err != nil {
+	if _, _, err := svc(a).Put(ctx, "p", task.PutRequest{ID: "1"}); err != nil {
 		t.Fatal(err)
 	}
 	got = reserveAsync(ctx, b, "p", 1, time.Minute)
 	eventually(t, 30*time.Second, "b's reserver waiting", func() bool { return b.Waiting("p") == 1 })
 	start = time.Now()
-	if err := a.PauseQueue(ctx, "p", 0); err != nil {
+	if err := svc(a).PauseQueue(ctx, "p", 0); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-got; r.err != nil || len(r.ts) != 1 || time.Since(start) > 30*time.Second {

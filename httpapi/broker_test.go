@@ -346,7 +346,7 @@ func TestPayload_BytesOfAnotherProtocol(t *testing.T) {
 	l := newLive(t, broker.Config{})
 	for i, p := range []string{"caf\xe9", `"caf` + "\xe9" + `"`, "plain text", "\xff\xfe"} {
 		id := fmt.Sprintf("b%d", i)
-		if _, _, err := l.b.Put(context.Background(), "q", task.PutRequest{ID: id, Payload: []byte(p)}); err != nil {
+		if _, _, err := service.New(l.b).Put(context.Background(), "q", task.PutRequest{ID: id, Payload: []byte(p)}); err != nil {
 			t.Fatal(err)
 		}
 		w := do(l.s, "GET", "/v1/queues/q/tasks/"+id, "")

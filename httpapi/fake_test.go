@@ -33,7 +33,8 @@ type fakeBroker struct {
 	schedule func(s task.ScheduleSpec) (task.ScheduleInfo, bool, error)
 	scheds   func() []task.ScheduleInfo
 	// setPolicy and policy answer SetPolicy and Policy; DeletePolicy and
-	// PauseQueue are other's ("deletePolicy" q, "pause" q d).
+	// PauseQueue are other's ("deletePolicy" q, "pause" q d), DeletePolicy
+	// only while setPolicy is nil (both are SetQueue of a policy).
 	setPolicy func(queue string, p task.Policy) (task.Policy, error)
 	policy    func(queue string) (task.Policy, error)
 	// reason is the last reason given to Nack or Bury.
@@ -61,25 +62,27 @@ func (f *fakeBroker) Calls() int {
 	return f.calls
 }
 
-func (f *fakeBroker) Put(ctx context.Context, queue string, r task.PutRequest) (task.Task, bool, error) {
-	if f.call("Put", f.put != nil); f.put == nil {
-		return task.Task{}, false, nil
-	}
-	return f.put(queue, r)
-}
-
+// PutBatch is putBatch, or, for the front's Put (a batch of one), put
+// where the test set it alone.
 func (f *fakeBroker) PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult {
+	if f.putBatch == nil && f.put != nil && len(rs) == 1 {
+		f.call("Put", true)
+		var r task.PutResult
+		r.Task, r.Created, r.Err = f.put(queue, rs[0])
+		return []task.PutResult{r}
+	}
 	if f.call("PutBatch", f.putBatch != nil); f.putBatch == nil {
 		return make([]task.PutResult, len(rs))
 	}
 	return f.putBatch(queue, rs)
 }
 
-func (f *fakeBroker) Get(queue, id string) (task.Task, error) {
-	if f.call("Get", f.get != nil); f.get == nil {
+// Read is the front's Get (by queue and id).
+func (f *fakeBroker) Read(r service.TaskRef) (task.Task, error) {
+	if f.call("Get", f.get != nil && r.Job == 0); f.get == nil || r.Job != 0 {
 		return task.Task{}, nil
 	}
-	return f.get(queue, id)
+	return f.get(r.Queue, r.ID)
 }
 
 // ReserveQueues is the front's Reserve of one queue.
@@ -106,12 +109,11 @@ func (f *fakeBroker) AckMany(ctx context.Context, acks []task.Ack) ([]error, err
 	return errs, nil
 }
 
-func (f *fakeBroker) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {
-	return f.leaseOp("touch", queue, id, lease, 0)
-}
-
-// Settle is what the front makes of Nack, Release and Bury.
+// Settle is what the front makes of Nack, Release, Bury and Touch.
 func (f *fakeBroker) Settle(ctx context.Context, queue, id, lease string, s service.Settlement) (task.Task, error) {
+	if s.Outcome == service.Renewed {
+		return f.leaseOp("touch", queue, id, lease, 0)
+	}
 	if s.Error != nil {
 		f.mu.Lock()
 		f.reason = *s.Error
@@ -133,11 +135,20 @@ func (f *fakeBroker) Reason() string {
 	return f.reason
 }
 
-func (f *fakeBroker) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
+// SetQueue is the front's SetPolicy, PauseQueue (other's "pause") and
+// DeletePolicy, the zero policy: other's "deletePolicy" where setPolicy
+// is not set.
+func (f *fakeBroker) SetQueue(ctx context.Context, queue string, c service.QueueChange) (task.Policy, error) {
+	switch {
+	case c.Pause != nil:
+		return task.Policy{}, f.otherOp("pause", queue, c.Pause.String())
+	case c.Policy.IsZero() && f.setPolicy == nil:
+		return task.Policy{}, f.otherOp("deletePolicy", queue)
+	}
 	if f.call("SetPolicy", f.setPolicy != nil); f.setPolicy == nil {
 		return task.Policy{}, nil
 	}
-	return f.setPolicy(queue, p)
+	return f.setPolicy(queue, *c.Policy)
 }
 
 func (f *fakeBroker) Policy(ctx context.Context, queue string) (task.Policy, error) {
@@ -145,14 +156,6 @@ func (f *fakeBroker) Policy(ctx context.Context, queue string) (task.Policy, err
 		return task.Policy{}, nil
 	}
 	return f.policy(queue)
-}
-
-func (f *fakeBroker) DeletePolicy(ctx context.Context, queue string) error {
-	return f.otherOp("deletePolicy", queue)
-}
-
-func (f *fakeBroker) PauseQueue(ctx context.Context, queue string, d time.Duration) error {
-	return f.otherOp("pause", queue, d.String())
 }
 
 func (f *fakeBroker) otherOp(op string, args ...string) error {
@@ -181,14 +184,15 @@ func (f *fakeBroker) Queues(context.Context) ([]task.QueueStats, error) {
 	return f.queues(), nil
 }
 
-func (f *fakeBroker) SetSchedule(ctx context.Context, s task.ScheduleSpec) (task.ScheduleInfo, bool, error) {
-	if f.call("SetSchedule", f.schedule != nil); f.schedule == nil {
+// SetSchedule is the front's SetSchedule (a Spec).
+func (f *fakeBroker) SetSchedule(ctx context.Context, name string, c service.ScheduleChange) (task.ScheduleInfo, bool, error) {
+	if f.call("SetSchedule", f.schedule != nil && c.Spec != nil); f.schedule == nil || c.Spec == nil {
 		return task.ScheduleInfo{}, false, nil
 	}
-	return f.schedule(s)
+	return f.schedule(*c.Spec)
 }
 
-func (f *fakeBroker) Schedules(context.Context) ([]task.ScheduleInfo, error) {
+func (f *fakeBroker) Schedules(context.Context, string) ([]task.ScheduleInfo, error) {
 	if f.call("Schedules", f.scheds != nil); f.scheds == nil {
 		return nil, nil
 	}

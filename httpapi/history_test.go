@@ -29,11 +29,11 @@ func (f *historyFake) Attempts(ctx context.Context, queue, id string) ([]task.At
 	return f.attempts(queue, id)
 }
 
-func (f *historyFake) FinishedTasks(ctx context.Context, queue, outcome string, after uint64, limit int) ([]task.Finished, uint64, error) {
-	if f.call("FinishedTasks", f.finished != nil); f.finished == nil {
+func (f *historyFake) FinishedTasks(ctx context.Context, queue string, o service.FinishedFilter, after uint64, limit int) ([]task.Finished, uint64, error) {
+	if f.call("FinishedTasks", f.finished != nil && o.ID == ""); f.finished == nil || o.ID != "" {
 		return nil, 0, nil
 	}
-	return f.finished(queue, outcome, after, limit)
+	return f.finished(queue, o.Outcome, after, limit)
 }
 
 // newHistoryServer returns a ready Server over a historyFake.

@@ -311,7 +311,7 @@ func TestPusher_PolicyNotifier(t *testing.T) {
 		p.Stop(ctx)
 	})
 	ctx := context.Background()
-	if _, _, err := b.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`1`)}); err != nil {
+	if _, _, err := service.New(b).Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`1`)}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond) // the pusher has read the queues: none is a push queue

@@ -99,8 +99,10 @@ type Primitives interface {
 	Kick(ctx context.Context, queue, id string, o KickOptions) error
 	// Settle ends the reservation lease of the task id of queue as s
 	// says, durably, and returns the task as it is after (payload or
-	// not: the front drops it). task.ErrNotFound if there is no such
-	// task, task.ErrLease if it is not reserved under lease. A failed
+	// not: the front drops it), or with s.Outcome Renewed renews it for
+	// another ttr from now and returns the task with its payload and
+	// lease. task.ErrNotFound if there is no such task, task.ErrLease if
+	// it is not reserved under lease. A failed
 	// attempt (task.AttemptNacked) and a bury are decided by
 	// AfterFailure under the queue's policy, read in the same commit or
 	// statement, and a task that dies where the policy names a
@@ -112,11 +114,6 @@ type Primitives interface {
 	// oldest death first, for task.Ready the next one delivery order
 	// hands out (paused or not; one at most). None is no error.
 	Next(ctx context.Context, queue string, st task.State, n int) ([]task.Task, error)
-	// SetSchedulePaused pauses the schedule name (paused), durably, so
-	// that it puts nothing, or resumes it from now: the occurrences that
-	// fell due while it was paused are not put. task.ErrNoSchedule if
-	// there is none. Setting what is already set changes nothing.
-	SetSchedulePaused(ctx context.Context, name string, paused bool) error
 }
 
 // DeleteOptions narrow Engine.Delete.
@@ -137,13 +134,19 @@ type KickOptions struct {
 	Delayed bool
 }
 
+// Renewed is the Settlement.Outcome of a touch: the reservation goes on
+// under the same lease for another ttr from now; the other fields are
+// not read.
+const Renewed = "renewed"
+
 // Settlement is how Engine.Settle ends a reservation: what the front
-// made of a Nack, Release or Bury, or of beanstalkd's release or bury.
+// made of a Nack, Release or Bury, or of beanstalkd's release or bury;
+// or, with Renewed, a touch that does not end it.
 type Settlement struct {
 	// Outcome is the attempt's end: task.AttemptNacked (a failed
 	// attempt; AfterFailure decides with Delay), task.AttemptReleased
 	// (waiting again after Delay, never dead) or task.AttemptBuried
-	// (dead now). A nack's and a release's count in the releases
+	// (dead now); or Renewed. A nack's and a release's count in the releases
 	// (beanstalkd's stats-job), a bury's in the buries.
 	Outcome string
 	// Delay is a nack's (task.RetryDelay: the policy's) or a release's

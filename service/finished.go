@@ -7,11 +7,19 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
+// LastFinished is Engine.FinishedTasks of one id's newest record.
 func (f *front) LastFinished(ctx context.Context, queue, id string) (task.Finished, error) {
 	if err := checkTask(queue, id); err != nil {
 		return task.Finished{}, err
 	}
-	return f.e.LastFinished(ctx, queue, id)
+	fs, _, err := f.e.FinishedTasks(ctx, queue, FinishedFilter{ID: id}, 0, 1)
+	if err != nil {
+		return task.Finished{}, err
+	}
+	if len(fs) == 0 {
+		return task.Finished{}, task.ErrNotFound
+	}
+	return fs[0], nil
 }
 
 // GetOrFinished returns the task id of queue: live (t), or, when no task

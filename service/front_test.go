@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -43,10 +44,10 @@ func (e *engine) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) 
 	return errs, nil
 }
 
-func (e *engine) SetPolicy(ctx context.Context, queue string, p task.Policy) (task.Policy, error) {
+func (e *engine) SetQueue(ctx context.Context, queue string, c service.QueueChange) (task.Policy, error) {
 	e.calls++
-	e.policy = p
-	return p, nil
+	e.policy = *c.Policy
+	return e.policy, nil
 }
 
 // TestNew_BadInputReachesNothing calls each operation of New's Service
@@ -202,5 +203,20 @@ func TestNew_PolicyNotifier(t *testing.T) {
 	}
 	if _, ok := service.New(&engine{}).(service.PolicyNotifier); ok {
 		t.Fatal("New over an engine that is no PolicyNotifier is one")
+	}
+}
+
+// TestEngine_Narrow: the engine's contract stays narrow (issue 41): what
+// a front can make of the engine's primitives is front code, written
+// once for both engines, not a method each engine implements.
+func TestEngine_Narrow(t *testing.T) {
+	const most = 25
+	e := reflect.TypeFor[service.Engine]()
+	if n := e.NumMethod(); n > most {
+		var names []string
+		for i := range n {
+			names = append(names, e.Method(i).Name)
+		}
+		t.Fatalf("service.Engine has %d methods, over %d: %v", n, most, names)
 	}
 }

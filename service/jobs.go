@@ -13,7 +13,7 @@ import (
 // The front's Commands (commands.go), written once over the engine's
 // primitives. A reservation's end by key is one Engine.Settle. A
 // beanstalkd command names a task by job id: the front reads the task
-// (Engine.Job) for its queue and id, then acts by key. Between the two
+// (Engine.Read by job id) for its queue and id, then acts by key. Between the two
 // the id may have been deleted and put again as another job; the action
 // carries what it expects down to the engine, which checks it in the
 // same commit or statement as it acts: the job id (DeleteOptions.Job,
@@ -86,7 +86,7 @@ func (f *front) Peek(queue string, st task.State) (task.Task, error) {
 	if len(ts) == 0 {
 		return task.Task{}, task.ErrNotFound
 	}
-	return f.e.Job(ts[0].JobID)
+	return f.e.Read(TaskRef{Job: ts[0].JobID})
 }
 
 // ReserveAny is ReserveQueues of one task.
@@ -116,7 +116,7 @@ func notFound(err error) error {
 // DeleteJob acks job if it is reserved under lease (beanstalkd's worker
 // deletes the job it reserved), else deletes it unless it is reserved.
 func (f *front) DeleteJob(ctx context.Context, job uint64, lease string) error {
-	t, err := f.e.Job(job)
+	t, err := f.Job(job)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (f *front) heldJob(job uint64, lease string) (task.Task, error) {
 	if CheckLease(lease) != nil {
 		return task.Task{}, task.ErrNotFound
 	}
-	t, err := f.e.Job(job)
+	t, err := f.Job(job)
 	if err != nil {
 		return task.Task{}, err
 	}
@@ -174,13 +174,13 @@ func (f *front) TouchJob(ctx context.Context, job uint64, lease string) (task.Ta
 	if err != nil {
 		return task.Task{}, err
 	}
-	t, err = f.e.Touch(ctx, t.Queue, t.ID, lease)
+	t, err = f.e.Settle(ctx, t.Queue, t.ID, lease, Settlement{Outcome: Renewed})
 	return t, notFound(err)
 }
 
 // KickJob kicks job if it is dead or delayed.
 func (f *front) KickJob(ctx context.Context, job uint64) error {
-	t, err := f.e.Job(job)
+	t, err := f.Job(job)
 	if err != nil {
 		return err
 	}
@@ -290,9 +290,40 @@ func (f *front) each(ctx context.Context, queue string, st task.State, n, par in
 }
 
 func (f *front) PauseSchedule(ctx context.Context, name string) error {
-	return f.e.SetSchedulePaused(ctx, name, true)
+	return f.setPaused(ctx, name, true)
 }
 
 func (f *front) ResumeSchedule(ctx context.Context, name string) error {
-	return f.e.SetSchedulePaused(ctx, name, false)
+	return f.setPaused(ctx, name, false)
+}
+
+// setPaused is Engine.SetSchedule of Paused.
+func (f *front) setPaused(ctx context.Context, name string, paused bool) error {
+	_, _, err := f.e.SetSchedule(ctx, name, ScheduleChange{Paused: &paused})
+	return err
+}
+
+// RunSchedule puts a task of the schedule name now, paused or not: the
+// schedule's task (SchedulePut) with the id RunID, by Engine.PutBatch,
+// then records it as the schedule's last (SetSchedule's Run); its next
+// occurrence stays. Two commits: a schedule deleted between them has
+// had its run (the task stays, as a deleted schedule's tasks do), and a
+// crash between them leaves the task put and the schedule's last as it
+// was. O(1) engine calls.
+func (f *front) RunSchedule(ctx context.Context, name string) (task.Task, error) {
+	info, err := f.Schedule(ctx, name)
+	if err != nil {
+		return task.Task{}, err
+	}
+	now := time.Now()
+	r := SchedulePut(info.ScheduleSpec, RunID(name, now))
+	res := f.e.PutBatch(ctx, info.Queue, []task.PutRequest{r})
+	if res[0].Err != nil {
+		return task.Task{}, res[0].Err
+	}
+	_, _, err = f.e.SetSchedule(ctx, name, ScheduleChange{Run: &LastRun{At: now, ID: r.ID}})
+	if err != nil && !errors.Is(err, task.ErrNoSchedule) {
+		return task.Task{}, err
+	}
+	return res[0].Task, nil
 }

@@ -76,35 +76,123 @@ type Service interface {
 	checked()
 }
 
-// Engine is what runs below the service: the operations of Service on
-// input already checked, over a store. Package broker is the embedded
-// engine, package cluster the PostgreSQL one. Only New calls an engine's
-// operations from outside its package, and it calls each one only after
-// the checks of this package passed (validate.go, acks.go, policy.go,
-// schedule.go), so an engine does not check a client's input again: a
-// bad argument gets the same answer on either engine because one piece
-// of code gives it, and reaches no engine.
+// Engine is what runs below the service: storage and the primitives
+// only it can do atomically, on input New's front has already checked.
+// Package broker is the embedded engine, package cluster the PostgreSQL
+// one. Only New calls an engine's methods from outside its package, and
+// it calls each one only after the checks of this package passed
+// (validate.go, acks.go, policy.go, schedule.go), so an engine does not
+// check a client's input again: a bad argument gets the same answer on
+// either engine because one piece of code gives it, and reaches no
+// engine. Every operation of Service that is not one of these is the
+// front's, written once over them: Commands (commands.go, jobs.go), Put
+// (PutBatch of one), Get and Job (Read), Touch (Settle of Renewed),
+// LastFinished (FinishedTasks of one id), Schedule (Schedules of one
+// name), RunSchedule (PutBatch, then SetSchedule's Run), PauseQueue and
+// DeletePolicy (SetQueue) (validate.go, finished.go, runs.go).
 //
-// The operations a Service has beyond an Engine's (Commands) are the
-// front's, written once over the engine's (commands.go, jobs.go). The
-// engine's contract, for every method: it is one commit (the embedded
-// engine) or one statement or transaction (a cluster node), durable when
-// it returns unless its comment says otherwise; it is safe for
-// concurrent use; it answers with the sentinels of package task (a
-// cluster node the same as the embedded engine, which TestDifferential
-// compares); and where the front acts on a task it read before, the
-// engine checks what the front expects (a job id, a lease) in the same
-// commit as it acts. An engine keeps the semantics that need its
-// atomicity: defaults and a queue's policy applied at a put
-// (ApplyDefaults), failures (AfterFailure, inside Settle and a lease's
-// expiry), the long-poll (LongPoll), schedules' occurrences
-// (schedule.go), each with the helpers of this package.
+// The contract, for every method: it is one commit (the embedded engine)
+// or one statement or transaction (a cluster node), durable when it
+// returns unless its comment says otherwise; it is safe for concurrent
+// use; it answers with the sentinels of package task (a cluster node the
+// same as the embedded engine, which TestDifferential compares); and
+// where the front acts on a task it read before, the engine checks what
+// the front expects (a job id, a lease) in the same commit as it acts.
+// An engine keeps the semantics that need its atomicity: defaults and a
+// queue's policy applied at a put (ApplyDefaults), failures
+// (AfterFailure, inside Settle and a lease's expiry), the long-poll
+// (LongPoll), schedules' occurrences (schedule.go), each with the helpers
+// of this package. On a cluster every answer covers the whole cluster
+// unless its comment says otherwise.
 type Engine interface {
-	Operations
-	Primitives
+	// Err returns the error that stops the engine from serving (a failed
+	// commit, a lost database), or nil while it serves.
+	Err() error
 	// Limits returns the engine's limits on a put, defaults set: what New
-	// checks puts, delays and pauses against.
+	// checks puts, delays and pauses against, and what the engine
+	// applies itself (DefaultTTR at a put).
 	Limits() Limits
+
+	// PutBatch puts rs (1 to task.MaxBatch, each checked by CheckPut)
+	// into queue (a valid name) in one commit, in order, answering each
+	// alone once it is durable: created is false where a live task had
+	// the request's id (kept, or replaced under r.Replace with a new job
+	// id); a request without an id gets the first free GeneratedID. The
+	// queue's policy and the engine's defaults apply (ApplyDefaults).
+	PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult
+	// Read returns one task with its payload, addressed by r: by job id
+	// (r.Job, not 0) or by queue and id (valid), task.ErrNotFound if it
+	// is not live. What it answers is durable.
+	Read(r TaskRef) (task.Task, error)
+	// ReserveQueues hands out up to max (1 to task.MaxReserve) ready
+	// tasks of queues (1 to task.MaxWatch valid names), the first in
+	// delivery order across them, each under a new lease of its ttr and
+	// saying its queue, waiting up to wait (0 to task.MaxWait) for the
+	// first; a paused queue hands out nothing, and a queue's rate and
+	// concurrency limits (task.Policy) hold across the engine.
+	ReserveQueues(ctx context.Context, queues []string, max int, wait time.Duration) ([]task.Task, error)
+	// ReserveJob reserves job if it is ready, delayed or dead, whatever
+	// its queue's pause and limits (beanstalkd's reserve-job), and
+	// returns it with its lease and payload; task.ErrNotFound otherwise.
+	ReserveJob(ctx context.Context, job uint64) (task.Task, error)
+	// AckMany acks each of acks (1 to task.MaxAcks, each checked by
+	// checkHeld): deletes each reserved task whose lease is the ack's,
+	// in one commit (the embedded engine) or one statement (a cluster
+	// node), and returns one error a task, in order: nil where the ack
+	// took, task.ErrLease or task.ErrNotFound where it did not. It
+	// returns once every ack is durable or refused.
+	AckMany(ctx context.Context, acks []task.Ack) ([]error, error)
+	Primitives
+
+	// Queues counts every queue that holds tasks, is paused or has a
+	// policy, by name, with its pause and policy; on a cluster the
+	// counters are summed over the nodes' reports.
+	Queues(ctx context.Context) ([]task.QueueStats, error)
+	// Queue returns one queue's counts and details (a valid name; a
+	// queue never used reports zeros); on a cluster the counters and
+	// Waiting are this node's.
+	Queue(queue string) (task.QueueDetail, error)
+	// KeyCounts counts the ready, reserved and delayed tasks of queue
+	// (a valid name) by key, one entry a key that has any, in no order
+	// (Service.Keys orders and pages them); the key "" counts the tasks
+	// put without one. Dead tasks are not counted.
+	KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, error)
+	// SetQueue changes the settings of queue (a valid name), durably, as
+	// c says (QueueChange), and returns its policy as recorded; on a
+	// cluster every node applies the change.
+	SetQueue(ctx context.Context, queue string, c QueueChange) (task.Policy, error)
+	// Policy returns queue's policy as recorded: the zero Policy when
+	// none was set.
+	Policy(ctx context.Context, queue string) (task.Policy, error)
+
+	// Attempts returns the attempts of the task id of queue (valid),
+	// oldest first (at most the newest task.MaxAttemptsListed): its
+	// ended ones and, while it is reserved, the running one. A task no
+	// longer live answers from the history (its newest incarnation of
+	// that id) while kept; task.ErrNotFound after.
+	Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error)
+	// FinishedTasks returns up to limit (1 to task.MaxList) records of
+	// tasks that left queue, newest first, that f matches (checked by
+	// CheckFinished), below the cursor after (0: the newest), and the
+	// cursor of the next page (0: none). With f.ID it answers the newest
+	// record of that id at most, and no next page.
+	FinishedTasks(ctx context.Context, queue string, f FinishedFilter, after uint64, limit int) ([]task.Finished, uint64, error)
+
+	// SetSchedule writes the schedule name, durably, as c says
+	// (ScheduleChange): creates or replaces it (created is false for a
+	// replacement; it answers the schedule as set), pauses or resumes
+	// it, or records a run the front put. Every change but a Spec
+	// answers task.ErrNoSchedule if there is no such schedule, and the
+	// zero ScheduleInfo.
+	SetSchedule(ctx context.Context, name string, c ScheduleChange) (info task.ScheduleInfo, created bool, err error)
+	// Schedules returns every schedule by name, or with name not "" that
+	// one only (none if there is none), with its next and last
+	// occurrences and its last task's outcome.
+	Schedules(ctx context.Context, name string) ([]task.ScheduleInfo, error)
+	// DeleteSchedule deletes the schedule name, or answers
+	// task.ErrNoSchedule; the tasks it put stay.
+	DeleteSchedule(ctx context.Context, name string) error
+
 	// MoveTask moves job, a task of queue in any state but reserved, into
 	// queue to, in one commit (the embedded engine) or one statement (a
 	// cluster node), durably: it keeps its id, job id, payload, priority,
@@ -113,11 +201,74 @@ type Engine interface {
 	// is reserved, and ErrClash, moving nothing, if to has a task of its
 	// id. to is a valid queue name other than queue (CheckBulk).
 	MoveTask(ctx context.Context, queue string, job uint64, to string) error
-	// KeyCounts counts the ready, reserved and delayed tasks of queue
-	// (a valid name) by key, one entry a key that has any, in no order
-	// (Service.Keys orders and pages them); the key "" counts the tasks
-	// put without one. Dead tasks are not counted.
-	KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, error)
+	// FindTasks is Service.FindTasks, its arguments checked
+	// (CheckFilter, Cursor).
+	FindTasks(ctx context.Context, queue string, f Filter, after Cursor, limit int) ([]task.Task, Cursor, error)
+	// Lateness is Service.Lateness: on a cluster the nodes' reports,
+	// merged (MergeLateness).
+	Lateness(ctx context.Context) ([]task.LatenessWindow, error)
+	// DueHistogram is Service.DueHistogram, its arguments checked
+	// (CheckDueHistogram).
+	DueHistogram(ctx context.Context, queue string, width time.Duration, n int) (start time.Time, counts []int, err error)
+}
+
+// TaskRef names one task for Engine.Read: by job id when Job is not 0,
+// else by Queue and ID.
+type TaskRef struct {
+	Queue, ID string
+	Job       uint64
+}
+
+// FinishedFilter narrows Engine.FinishedTasks.
+type FinishedFilter struct {
+	// Outcome, if not "", is the only outcome answered (one of the
+	// task.Finished* outcomes).
+	Outcome string
+	// ID, if not "", answers the newest record of that task id only
+	// (what LastFinished reads): the history indexes a task's newest
+	// record, not the older ones.
+	ID string
+}
+
+// QueueChange is what Engine.SetQueue changes of a queue's settings,
+// which live in one record (the embedded engine) or row (a cluster
+// node): its policy, its pause, or both.
+type QueueChange struct {
+	// Policy, if not nil, is the queue's new policy, checked and
+	// normalised (CheckPolicy, NormalPolicy); it applies to the tasks
+	// already in the queue too. A new rate starts with a full bucket.
+	// The zero Policy makes the queue's policy the default again, and
+	// on a queue that has none changes nothing and makes no record.
+	Policy *task.Policy
+	// Pause, if not nil, stops the queue from handing out tasks for
+	// *Pause (task.PauseIndefinitely: until resumed; 0 resumes it) and
+	// counts in its Pauses. Puts go on; reservers wait.
+	Pause *time.Duration
+}
+
+// ScheduleChange is what Engine.SetSchedule writes: exactly one of its
+// fields.
+type ScheduleChange struct {
+	// Spec creates or replaces the schedule (Spec.Name is the name),
+	// checked by ParseSchedule and checkNewSchedule; a replacement keeps
+	// the last occurrence, and one that unpauses starts from now.
+	Spec *task.ScheduleSpec
+	// Paused pauses the schedule (true), so that it puts nothing, or
+	// resumes it from now: the occurrences that fell due while it was
+	// paused are not put. Setting what is already set changes nothing.
+	Paused *bool
+	// Run records a task the front put for the schedule (RunSchedule) as
+	// its last: its last run at Run.At unless a later one is recorded,
+	// its last task Run.ID; the next occurrence stays. It counts in the
+	// schedule's puts (hourglass_schedule_puts_total).
+	Run *LastRun
+}
+
+// LastRun is a run of a schedule put by the front: when, and the id
+// of its task (RunID).
+type LastRun struct {
+	At time.Time
+	ID string
 }
 
 // Operations are what a Service does and an Engine runs below it.

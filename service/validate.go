@@ -327,7 +327,8 @@ func (f *front) Put(ctx context.Context, queue string, r task.PutRequest) (task.
 	if _, err := CheckPut(&r, time.Now(), f.lim.MaxDelay, f.lim.MaxPayload); err != nil {
 		return task.Task{}, false, err
 	}
-	return f.e.Put(ctx, queue, r)
+	res := f.e.PutBatch(ctx, queue, []task.PutRequest{r})
+	return res[0].Task, res[0].Created, res[0].Err
 }
 
 // PutBatch checks the batch, then each request: the engine is handed
@@ -384,7 +385,7 @@ func (f *front) Get(queue, id string) (task.Task, error) {
 	if err := checkTask(queue, id); err != nil {
 		return task.Task{}, err
 	}
-	return f.e.Get(queue, id)
+	return f.e.Read(TaskRef{Queue: queue, ID: id})
 }
 
 func (f *front) Reserve(ctx context.Context, queue string, max int, wait time.Duration) ([]task.Task, error) {
@@ -459,14 +460,20 @@ func (f *front) Touch(ctx context.Context, queue, id, lease string) (task.Task, 
 	if err := checkHeld(queue, id, lease); err != nil {
 		return task.Task{}, err
 	}
-	return f.e.Touch(ctx, queue, id, lease)
+	return f.e.Settle(ctx, queue, id, lease, Settlement{Outcome: Renewed})
 }
 
 func (f *front) Queues(ctx context.Context) ([]task.QueueStats, error) {
 	return f.e.Queues(ctx)
 }
 
-func (f *front) Job(job uint64) (task.Task, error) { return f.e.Job(job) }
+// Job is Engine.Read by job id; job 0 is no task's.
+func (f *front) Job(job uint64) (task.Task, error) {
+	if job == 0 {
+		return task.Task{}, task.ErrNotFound
+	}
+	return f.e.Read(TaskRef{Job: job})
+}
 
 func (f *front) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 	return f.e.ReserveJob(ctx, job)
@@ -481,7 +488,8 @@ func (f *front) PauseQueue(ctx context.Context, queue string, d time.Duration) e
 			return err
 		}
 	}
-	return f.e.PauseQueue(ctx, queue, d)
+	_, err := f.e.SetQueue(ctx, queue, QueueChange{Pause: &d})
+	return err
 }
 
 func (f *front) Queue(queue string) (task.QueueDetail, error) {
@@ -498,7 +506,8 @@ func (f *front) SetPolicy(ctx context.Context, queue string, p task.Policy) (tas
 	if err := CheckPolicy(queue, p); err != nil {
 		return task.Policy{}, err
 	}
-	return f.e.SetPolicy(ctx, queue, NormalPolicy(p))
+	p = NormalPolicy(p)
+	return f.e.SetQueue(ctx, queue, QueueChange{Policy: &p})
 }
 
 func (f *front) Policy(ctx context.Context, queue string) (task.Policy, error) {
@@ -512,7 +521,9 @@ func (f *front) DeletePolicy(ctx context.Context, queue string) error {
 	if err := CheckQueue(queue); err != nil {
 		return err
 	}
-	return f.e.DeletePolicy(ctx, queue)
+	var zero task.Policy
+	_, err := f.e.SetQueue(ctx, queue, QueueChange{Policy: &zero})
+	return err
 }
 
 func (f *front) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error) {
@@ -526,7 +537,7 @@ func (f *front) FinishedTasks(ctx context.Context, queue, outcome string, after 
 	if err := CheckFinished(queue, outcome, limit); err != nil {
 		return nil, 0, err
 	}
-	return f.e.FinishedTasks(ctx, queue, outcome, after, limit)
+	return f.e.FinishedTasks(ctx, queue, FinishedFilter{Outcome: outcome}, after, limit)
 }
 
 func (f *front) SetSchedule(ctx context.Context, s task.ScheduleSpec) (task.ScheduleInfo, bool, error) {
@@ -537,23 +548,30 @@ func (f *front) SetSchedule(ctx context.Context, s task.ScheduleSpec) (task.Sche
 	if err != nil {
 		return task.ScheduleInfo{}, false, err
 	}
-	return f.e.SetSchedule(ctx, s)
+	return f.e.SetSchedule(ctx, s.Name, ScheduleChange{Spec: &s})
 }
 
+// Schedule is Engine.Schedules of one name.
 func (f *front) Schedule(ctx context.Context, name string) (task.ScheduleInfo, error) {
-	return f.e.Schedule(ctx, name)
+	if name == "" {
+		return task.ScheduleInfo{}, task.ErrNoSchedule
+	}
+	out, err := f.e.Schedules(ctx, name)
+	if err != nil {
+		return task.ScheduleInfo{}, err
+	}
+	if len(out) == 0 {
+		return task.ScheduleInfo{}, task.ErrNoSchedule
+	}
+	return out[0], nil
 }
 
 func (f *front) Schedules(ctx context.Context) ([]task.ScheduleInfo, error) {
-	return f.e.Schedules(ctx)
+	return f.e.Schedules(ctx, "")
 }
 
 func (f *front) DeleteSchedule(ctx context.Context, name string) error {
 	return f.e.DeleteSchedule(ctx, name)
-}
-
-func (f *front) RunSchedule(ctx context.Context, name string) (task.Task, error) {
-	return f.e.RunSchedule(ctx, name)
 }
 
 func (f *front) Lateness(ctx context.Context) ([]task.LatenessWindow, error) {

@@ -13,7 +13,7 @@ import (
 // RunJobRaces checks that the front's commands that read a task, then act
 // on it by key (beanstalkd's job-id commands, service/jobs.go; bulk
 // actions, service/bulk.go), act on the task they read only. Between the
-// read (Engine.Job, Engine.FindTasks) and the action, the test changes
+// read (Engine.Read by job id, Engine.FindTasks) and the action, the test changes
 // the task: deletes it and puts its id again as another job, or reserves
 // it; the action must then change nothing, and answer task.ErrNotFound
 // where beanstalkd answers NOT_FOUND. open returns a fresh engine,
@@ -102,7 +102,7 @@ func RunJobRaces(t *testing.T, open func(t *testing.T) service.Engine) {
 }
 
 // between is an engine that runs a hook once, right after the next read
-// of a task by job id (Job) or of a page (FindTasks): where the front
+// of a task by job id (Read) or of a page (FindTasks): where the front
 // has read a task and not yet acted on it.
 type between struct {
 	service.Engine
@@ -131,10 +131,12 @@ func (e *between) take(f *func()) func() {
 	return h
 }
 
-func (e *between) Job(job uint64) (task.Task, error) {
-	t, err := e.Engine.Job(job)
-	if h := e.take(&e.job); h != nil {
-		h()
+func (e *between) Read(r service.TaskRef) (task.Task, error) {
+	t, err := e.Engine.Read(r)
+	if r.Job != 0 {
+		if h := e.take(&e.job); h != nil {
+			h()
+		}
 	}
 	return t, err
 }

@@ -33,7 +33,7 @@ func TestDamage_PayloadDoesNotBlockQueue(t *testing.T) {
 	ids := []string{"a", "b", "c", "d"}
 	jobs := map[string]uint64{}
 	for i, id := range ids {
-		put, _, err := b.Put(ctx, "q", task.PutRequest{ID: id, Priority: uint32(i), Payload: []byte(`"` + id + `"`)})
+		put, _, err := service.New(b).Put(ctx, "q", task.PutRequest{ID: id, Priority: uint32(i), Payload: []byte(`"` + id + `"`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestDamage_PayloadDoesNotBlockQueue(t *testing.T) {
 	if err := service.New(b).Delete(ctx, "q", "a"); err != nil {
 		t.Fatalf("Delete of the damaged task: %v", err)
 	}
-	if _, err := b.Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
+	if _, err := service.New(b).Get("q", "a"); !errors.Is(err, task.ErrNotFound) {
 		t.Errorf("Get after Delete: %v; want ErrNotFound", err)
 	}
 	if err := b.Close(); err != nil {
@@ -112,7 +112,7 @@ func TestDamage_PayloadDeadRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put, _, err := b.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`"a"`)})
+	put, _, err := service.New(b).Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`"a"`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestDamage_PayloadDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	put, _, err := b.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`"a"`)})
+	put, _, err := service.New(b).Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`"a"`)})
 	if err != nil {
 		t.Fatal(err)
 	}
