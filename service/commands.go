@@ -11,7 +11,7 @@ import (
 // the engine's primitives, each a rule written once for both engines
 // (jobs.go): a reserve of one queue and an ack (over ReserveQueues and
 // AckMany), the ends of a reservation by key (over Engine.Settle), and
-// beanstalkd's commands, which name a task by its job id (over Engine.Job
+// beanstalkd's commands, which name a task by its job id (over Engine.Read
 // and the operations by key).
 type Commands interface {
 	// Reserve hands out up to max ready tasks of queue in delivery order

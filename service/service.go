@@ -88,8 +88,8 @@ type Service interface {
 // front's, written once over them: Commands (commands.go, jobs.go), Put
 // (PutBatch of one), Get and Job (Read), Touch (Settle of Renewed),
 // LastFinished (FinishedTasks of one id), Schedule (Schedules of one
-// name), RunSchedule (PutBatch, then SetSchedule's Run), PauseQueue and
-// DeletePolicy (SetQueue) (validate.go, finished.go, runs.go).
+// name), RunSchedule (PutBatch, then SetSchedule's Run), SetPolicy,
+// DeletePolicy and PauseQueue (SetQueue) (validate.go, finished.go).
 //
 // The contract, for every method: it is one commit (the embedded engine)
 // or one statement or transaction (a cluster node), durable when it
@@ -113,7 +113,7 @@ type Engine interface {
 	// applies itself (DefaultTTR at a put).
 	Limits() Limits
 
-	// PutBatch puts rs (1 to task.MaxBatch, each checked by CheckPut)
+	// PutBatch puts rs (0 to task.MaxBatch, each checked by CheckPut)
 	// into queue (a valid name) in one commit, in order, answering each
 	// alone once it is durable: created is false where a live task had
 	// the request's id (kept, or replaced under r.Replace with a new job
@@ -125,7 +125,7 @@ type Engine interface {
 	// is not live. What it answers is durable.
 	Read(r TaskRef) (task.Task, error)
 	// ReserveQueues hands out up to max (1 to task.MaxReserve) ready
-	// tasks of queues (1 to task.MaxWatch valid names), the first in
+	// tasks of queues (at least one, valid names), the first in
 	// delivery order across them, each under a new lease of its ttr and
 	// saying its queue, waiting up to wait (0 to task.MaxWait) for the
 	// first; a paused queue hands out nothing, and a queue's rate and
