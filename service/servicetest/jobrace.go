@@ -12,7 +12,9 @@ import (
 
 // RunJobRaces checks that the front's commands that read a task, then act
 // on it by key (beanstalkd's job-id commands, service/jobs.go; bulk
-// actions, service/bulk.go), act on the task they read only. Between the
+// actions, service/bulk.go), act on the task they read only, and that a
+// schedule's run, put by the front before it records it, stands when the
+// schedule is deleted in between. Between the
 // read (Engine.Read by job id, Engine.FindTasks) and the action, the test changes
 // the task: deletes it and puts its id again as another job, or reserves
 // it; the action must then change nothing, and answer task.ErrNotFound
@@ -79,6 +81,22 @@ func RunJobRaces(t *testing.T, open func(t *testing.T) service.Engine) {
 		wantErr(t, "ReleaseJob of a job replaced", s.ReleaseJob(ctx, job, r.Lease, 1, 0), task.ErrNotFound)
 		kept(t, s, job, task.Reserved)
 	})
+	t.Run("run-schedule-deleted", func(t *testing.T) {
+		// A schedule deleted between its run's put and the record of the
+		// run has had that run: the task stays, as a deleted schedule's
+		// tasks do, and the run answers it.
+		s, e, _ := start(t, 0)
+		_, _, err := s.SetSchedule(ctx, task.ScheduleSpec{Name: "s", Cron: "0 3 * * *", Queue: "runs"})
+		must(t, "set schedule", err)
+		e.setPut(func() { must(t, "delete the schedule", s.DeleteSchedule(ctx, "s")) })
+		got, err := s.RunSchedule(ctx, "s")
+		must(t, "run a schedule deleted meanwhile", err)
+		if x, err := s.Get("runs", got.ID); err != nil || x.JobID != got.JobID {
+			t.Fatalf("the run's task %q: %+v, %v; want it put", got.ID, x, err)
+		}
+		_, err = s.Schedule(ctx, "s")
+		wantErr(t, "the schedule after", err, task.ErrNoSchedule)
+	})
 	t.Run("bulk-delete-replaced", func(t *testing.T) {
 		s, e, job := start(t, 0)
 		e.setFind(again(t, s, 0))
@@ -102,17 +120,24 @@ func RunJobRaces(t *testing.T, open func(t *testing.T) service.Engine) {
 }
 
 // between is an engine that runs a hook once, right after the next read
-// of a task by job id (Read) or of a page (FindTasks): where the front
-// has read a task and not yet acted on it.
+// of a task by job id (Read) or of a page (FindTasks), or the next put
+// (PutBatch): where the front has read a task, or a schedule's run is
+// put, and not yet acted on it or recorded it.
 type between struct {
 	service.Engine
-	mu         sync.Mutex
-	job, found func()
+	mu              sync.Mutex
+	job, found, put func()
 }
 
 func (e *between) set(f func()) {
 	e.mu.Lock()
 	e.job = f
+	e.mu.Unlock()
+}
+
+func (e *between) setPut(f func()) {
+	e.mu.Lock()
+	e.put = f
 	e.mu.Unlock()
 }
 
@@ -139,6 +164,14 @@ func (e *between) Read(r service.TaskRef) (task.Task, error) {
 		}
 	}
 	return t, err
+}
+
+func (e *between) PutBatch(ctx context.Context, queue string, rs []task.PutRequest) []task.PutResult {
+	res := e.Engine.PutBatch(ctx, queue, rs)
+	if h := e.take(&e.put); h != nil {
+		h()
+	}
+	return res
 }
 
 func (e *between) FindTasks(ctx context.Context, queue string, f service.Filter, after service.Cursor, limit int) ([]task.Task, service.Cursor, error) {
