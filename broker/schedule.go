@@ -197,12 +197,13 @@ func (b *Broker) ran(ctx context.Context, name string, r service.LastRun) error 
 // released).
 func (b *Broker) Schedules(ctx context.Context, name string) ([]task.ScheduleInfo, error) {
 	b.mu.Lock()
-	out := make([]task.ScheduleInfo, 0, len(b.schedules))
+	var out []task.ScheduleInfo
 	if name != "" {
 		if s, ok := b.schedules[name]; ok {
 			out = append(out, b.liveOutcome(s))
 		}
 	} else {
+		out = make([]task.ScheduleInfo, 0, len(b.schedules))
 		for _, s := range b.schedules {
 			out = append(out, b.liveOutcome(s))
 		}
