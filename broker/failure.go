@@ -73,7 +73,9 @@ func (b *Broker) Settle(ctx context.Context, queue, id, lease string, st service
 		rec, s = b.fail(job, s, rec, now, st.Delay, false, false)
 	}
 	t := view(rec, s)
-	return t, b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return t, b.wait(ctx, g)
 }
 
 // fail ends job's reservation after a failed attempt (the caller has

@@ -17,7 +17,9 @@ func (b *Broker) LastFinished(ctx context.Context, queue, id string) (task.Finis
 		b.mu.Unlock()
 		return task.Finished{}, err
 	}
-	if err := b.commitWait(ctx, b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(ctx, g); err != nil {
 		return task.Finished{}, err
 	}
 	f, err := b.st.LastFinished(queue, id)

@@ -165,7 +165,9 @@ func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt
 	}
 	// What the store shows after the barrier includes every attempt
 	// ended and every task left before this call.
-	if err := b.commitWait(ctx, b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(ctx, g); err != nil {
 		return nil, err
 	}
 	if job == 0 {
@@ -232,7 +234,9 @@ func (b *Broker) FinishedTasks(ctx context.Context, queue, outcome string, after
 		b.mu.Unlock()
 		return nil, 0, err
 	}
-	if err := b.commitWait(ctx, b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(ctx, g); err != nil {
 		return nil, 0, err
 	}
 	recs, err := b.st.History(queue, outcome, after, limit)

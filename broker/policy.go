@@ -45,7 +45,10 @@ func (b *Broker) SetPolicy(ctx context.Context, queue string, p task.Policy) (ta
 		return task.Policy{}, err
 	}
 	b.setPolicy(q, p)
-	return clonePolicy(p), b.commitWait(ctx, b.barrier())
+	p = clonePolicy(p)
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return p, b.wait(ctx, g)
 }
 
 // Policy returns queue's policy, the zero Policy when none was set. What
@@ -60,7 +63,9 @@ func (b *Broker) Policy(ctx context.Context, queue string) (task.Policy, error) 
 	if q, ok := b.byName[queue]; ok {
 		p = clonePolicy(q.policy)
 	}
-	return p, b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return p, b.wait(ctx, g)
 }
 
 // DeletePolicy makes queue's policy the default again, durably. A queue
@@ -74,7 +79,9 @@ func (b *Broker) DeletePolicy(ctx context.Context, queue string) error {
 	if q, ok := b.byName[queue]; ok && !q.policy.IsZero() {
 		b.setPolicy(q, task.Policy{})
 	}
-	return b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }
 
 // setPolicy makes p q's policy and writes q's record. A new rate starts
@@ -113,7 +120,9 @@ func (b *Broker) PauseQueue(ctx context.Context, queue string, d time.Duration) 
 	q.pauses++
 	b.pause(q, service.PausedUntil(now, d), now)
 	b.writeQueue(q)
-	return b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }
 
 // pause makes q paused until until (Unix ns; 0: not paused,

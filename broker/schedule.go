@@ -102,11 +102,13 @@ func (b *Broker) unschedule(s *schedule) {
 	}
 }
 
-// waitGroup waits for g to commit, taking b.mu for commitWait, which
-// releases it.
+// waitGroup drops the queues left holding nothing (tidy), taking b.mu
+// for it, then waits for g to commit.
 func (b *Broker) waitGroup(ctx context.Context, g *group) error {
 	b.mu.Lock()
-	return b.commitWait(ctx, g)
+	b.tidy()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }
 
 // DeleteSchedule deletes the schedule name, durably, or returns
@@ -126,7 +128,9 @@ func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
 	delete(b.schedules, name)
 	b.unschedule(s)
 	b.writeSchedule(store.Schedule{Name: name}, true)
-	return b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }
 
 // SetSchedulePaused pauses the schedule name, durably, so that it puts
@@ -154,7 +158,9 @@ func (b *Broker) SetSchedulePaused(ctx context.Context, name string, paused bool
 		}
 		b.writeSchedule(s.record(), false)
 	}
-	return b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }
 
 // RunSchedule puts a task of the schedule name now, durably, with the id
@@ -182,7 +188,9 @@ func (b *Broker) RunSchedule(ctx context.Context, name string) (task.Task, error
 	s.lastRun, s.lastID = now.UnixNano(), r.ID
 	b.writeSchedule(s.record(), false)
 	b.metrics.schedules.Put.WithLabelValues(name).Inc()
-	return t, b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return t, b.wait(ctx, g)
 }
 
 // Schedules returns every schedule by name, with its next and last

@@ -37,7 +37,9 @@ func (b *Broker) Get(queue, id string) (task.Task, error) {
 		b.mu.Unlock()
 		return t, nil // nothing will be durable that is not yet
 	}
-	if err := b.commitWait(context.Background(), b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(context.Background(), g); err != nil {
 		return task.Task{}, err
 	}
 	return t, nil
@@ -75,7 +77,9 @@ func (b *Broker) Delete(ctx context.Context, queue, id string, o service.DeleteO
 	b.leave(&rec, service.FinishedOutcome(ctx), now)
 	b.remove(job, s, rec)
 	fs := b.leaseEnds
-	if err := b.commitWait(ctx, b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(ctx, g); err != nil {
 		return err
 	}
 	if ended != "" {
@@ -154,7 +158,9 @@ func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) 
 		return errs, nil
 	}
 	b.metrics.Acks.Add(float64(took))
-	if err := b.commitWait(ctx, b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(ctx, g); err != nil {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
@@ -173,7 +179,10 @@ func (b *Broker) Touch(ctx context.Context, queue, id, lease string) (task.Task,
 		b.mu.Unlock()
 		return task.Task{}, err
 	}
-	return b.touch(ctx, job, rec, s, lease)
+	t := b.touch(job, rec, s, lease)
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return t, b.wait(ctx, g)
 }
 
 // Kick makes the dead task id of queue ready again, or with o.Delayed a
@@ -195,7 +204,9 @@ func (b *Broker) Kick(ctx context.Context, queue, id string, o service.KickOptio
 		return err
 	}
 	b.kickJob(job, s, rec)
-	return b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }
 
 // kickJob makes the dead or delayed job ready now. b.mu is held.
