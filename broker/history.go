@@ -80,7 +80,7 @@ func (b *Broker) endSettled(ctx context.Context, rec *store.Task, outcome, errTe
 // Recording attempt n removes attempt n − task.AttemptsKeptLast when it
 // is past the first task.AttemptsKeptFirst: attempts are numbered
 // without gaps (attemptN), so a task keeps at most the sum of the two,
-// at the cost of one delete in the same batch.
+// at the cost of one delete in the same batch. b.mu is held.
 func (b *Broker) putAttempt(rec *store.Task, outcome, errText string, status int, now int64) {
 	if !b.keep {
 		return
