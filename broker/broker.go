@@ -646,13 +646,22 @@ func (b *Broker) locate(queue, id string) (uint64, store.Task, slot, error) {
 	return job, rec, s, nil
 }
 
-// commitWait drops the queues left holding nothing (tidy), releases b.mu
-// and waits for g, the group holding the caller's writes (or its
-// barrier), unless ctx ends first: then the writes still commit, but the
-// caller is told ctx's error.
-func (b *Broker) commitWait(ctx context.Context, g *group) error {
+// answerGroup drops the queues left holding nothing (tidy) and returns
+// the group an operation waits for before it answers: the newest with
+// writes, its own or those it saw (barrier). b.mu is held. O(queues
+// noted by emptiedOut).
+func (b *Broker) answerGroup() *group {
+	g := b.barrier()
 	b.tidy()
-	b.mu.Unlock()
+	return g
+}
+
+// wait waits for g, the group holding an operation's writes (or its
+// barrier), unless ctx ends first: then the writes still commit, but the
+// caller is told ctx's error. b.mu is not held: the caller takes g with
+// answerGroup, releases b.mu, then waits, so that operations waiting for
+// one group commit share its fsync.
+func (b *Broker) wait(ctx context.Context, g *group) error {
 	select {
 	case <-g.done:
 		if g.err != nil {

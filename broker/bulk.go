@@ -207,5 +207,7 @@ func (b *Broker) MoveTask(ctx context.Context, queue string, job uint64, to stri
 	} else {
 		b.place(job, ns, dq, now, rec.Key)
 	}
-	return b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }

@@ -27,7 +27,10 @@ func (b *Broker) Settle(ctx context.Context, queue, id, lease string, st service
 	b.mu.Lock()
 	job, rec, s, err := b.held(queue, id, lease)
 	if err == nil && st.Outcome == service.Renewed {
-		return b.touch(ctx, job, rec, s, lease)
+		t := b.touch(job, rec, s, lease)
+		g := b.answerGroup()
+		b.mu.Unlock()
+		return t, b.wait(ctx, g)
 	}
 	if err == nil && st.Outcome != task.AttemptNacked && st.Outcome != task.AttemptReleased && st.Outcome != task.AttemptBuried {
 		err = fmt.Errorf("%w: no settlement %q", task.ErrInvalid, st.Outcome)
@@ -78,7 +81,9 @@ func (b *Broker) Settle(ctx context.Context, queue, id, lease string, st service
 		rec, s = b.fail(job, s, rec, now, st.Delay, false, false)
 	}
 	t := view(rec, s)
-	return t, b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return t, b.wait(ctx, g)
 }
 
 // fail ends job's reservation after a failed attempt (the caller has

@@ -80,7 +80,7 @@ func (b *Broker) endSettled(ctx context.Context, rec *store.Task, outcome, errTe
 // Recording attempt n removes attempt n − task.AttemptsKeptLast when it
 // is past the first task.AttemptsKeptFirst: attempts are numbered
 // without gaps (attemptN), so a task keeps at most the sum of the two,
-// at the cost of one delete in the same batch.
+// at the cost of one delete in the same batch. b.mu is held.
 func (b *Broker) putAttempt(rec *store.Task, outcome, errText string, status int, now int64) {
 	if !b.keep {
 		return
@@ -165,7 +165,9 @@ func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt
 	}
 	// What the store shows after the barrier includes every attempt
 	// ended and every task left before this call.
-	if err := b.commitWait(ctx, b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(ctx, g); err != nil {
 		return nil, err
 	}
 	if job == 0 {
@@ -232,7 +234,9 @@ func (b *Broker) FinishedTasks(ctx context.Context, queue string, f service.Fini
 		b.mu.Unlock()
 		return nil, 0, err
 	}
-	if err := b.commitWait(ctx, b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(ctx, g); err != nil {
 		return nil, 0, err
 	}
 	if f.ID != "" {

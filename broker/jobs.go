@@ -43,19 +43,17 @@ func (b *Broker) withPayload(rec store.Task) (store.Task, error) {
 	return rec, nil
 }
 
-// show answers job as it is, payload included, once what it shows is
-// durable: Read by job id. b.mu is held and released.
+// show returns job as it is, payload included: Read by job id; the
+// caller answers once what it shows is durable. b.mu is held.
 func (b *Broker) show(job uint64) (task.Task, error) {
 	rec, s, err := b.job(job)
 	if err == nil {
 		rec, err = b.withPayload(rec)
 	}
 	if err != nil {
-		b.mu.Unlock()
 		return task.Task{}, err
 	}
-	t := view(rec, s)
-	return t, b.commitWait(context.Background(), b.barrier())
+	return view(rec, s), nil
 }
 
 // bury records job as dead in memory and in q's buried list. b.mu is held.
@@ -83,9 +81,9 @@ func (b *Broker) unbury(job uint64, q *queueState) {
 	q.reburied[job]++
 }
 
-// touch renews job's lease and waits for the write. b.mu is held and
-// released.
-func (b *Broker) touch(ctx context.Context, job uint64, rec store.Task, s slot, lease string) (task.Task, error) {
+// touch renews job's lease and returns the task; the caller waits for
+// the write. b.mu is held.
+func (b *Broker) touch(job uint64, rec store.Task, s slot, lease string) task.Task {
 	rec.LeaseUntil = time.Now().Add(rec.TTR).UnixNano()
 	rec.Payload = nil
 	b.writeTask(store.UpdateTask, rec)
@@ -96,7 +94,7 @@ func (b *Broker) touch(ctx context.Context, job uint64, rec store.Task, s slot, 
 	}
 	t := view(rec, s)
 	t.Lease = lease
-	return t, b.commitWait(ctx, b.barrier())
+	return t
 }
 
 // buriedJobs returns up to n of q's dead tasks, oldest death first: each
@@ -174,7 +172,9 @@ func (b *Broker) ReserveJob(ctx context.Context, job uint64) (task.Task, error) 
 	b.tasks.set(job, s)
 	t := b.lease(job, s, rec, time.Now())
 	q.deliveries++
-	return t, b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return t, b.wait(ctx, g)
 }
 
 // Next returns up to n tasks of queue in state st, without payloads

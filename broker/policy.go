@@ -50,7 +50,9 @@ func (b *Broker) SetQueue(ctx context.Context, queue string, c service.QueueChan
 	}
 	if c.Pause == nil && p.IsZero() {
 		if q, ok := b.byName[queue]; !ok || q.policy.IsZero() {
-			return p, b.commitWait(ctx, b.barrier())
+			g := b.answerGroup()
+			b.mu.Unlock()
+			return p, b.wait(ctx, g)
 		}
 	}
 	q, err := b.queueFor(queue)
@@ -67,7 +69,10 @@ func (b *Broker) SetQueue(ctx context.Context, queue string, c service.QueueChan
 		b.pause(q, service.PausedUntil(now, *c.Pause), now)
 		b.writeQueue(q)
 	}
-	return clonePolicy(q.policy), b.commitWait(ctx, b.barrier())
+	p = clonePolicy(q.policy)
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return p, b.wait(ctx, g)
 }
 
 // Policy returns queue's policy, the zero Policy when none was set. What
@@ -82,7 +87,9 @@ func (b *Broker) Policy(ctx context.Context, queue string) (task.Policy, error) 
 	if q, ok := b.byName[queue]; ok {
 		p = clonePolicy(q.policy)
 	}
-	return p, b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return p, b.wait(ctx, g)
 }
 
 // setPolicy makes p q's policy and writes q's record. A new rate starts

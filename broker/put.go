@@ -44,7 +44,9 @@ func (b *Broker) PutBatch(ctx context.Context, queue string, rs []task.PutReques
 	for i := range rs {
 		res[i].Task, res[i].Created, res[i].Err = b.put(q, &rs[i], service.Due(&rs[i], now), now.UnixNano())
 	}
-	if err := b.commitWait(ctx, b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(ctx, g); err != nil {
 		for i := range res {
 			if res[i].Err == nil {
 				res[i] = task.PutResult{Err: err}

@@ -117,11 +117,13 @@ func (b *Broker) unschedule(s *schedule) {
 	}
 }
 
-// waitGroup waits for g to commit, taking b.mu for commitWait, which
-// releases it.
+// waitGroup drops the queues left holding nothing (tidy), taking b.mu
+// for it, then waits for g to commit.
 func (b *Broker) waitGroup(ctx context.Context, g *group) error {
 	b.mu.Lock()
-	return b.commitWait(ctx, g)
+	b.tidy()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }
 
 // DeleteSchedule deletes the schedule name, durably, or returns
@@ -141,7 +143,9 @@ func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
 	delete(b.schedules, name)
 	b.unschedule(s)
 	b.writeSchedule(store.Schedule{Name: name}, true)
-	return b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }
 
 // setPaused pauses the schedule name, durably, so that it puts nothing,
@@ -168,7 +172,9 @@ func (b *Broker) setPaused(ctx context.Context, name string, paused bool) error 
 		}
 		b.writeSchedule(s.record(), false)
 	}
-	return b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }
 
 // ran records the run r of the schedule name, which the front put, as
@@ -188,7 +194,9 @@ func (b *Broker) ran(ctx context.Context, name string, r service.LastRun) error 
 	s.lastRun, s.lastID = max(s.lastRun, r.At.UnixNano()), r.ID
 	b.writeSchedule(s.record(), false)
 	b.metrics.schedules.Put.WithLabelValues(name).Inc()
-	return b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }
 
 // Schedules returns every schedule by name, or the one named name if

@@ -20,7 +20,14 @@ import (
 func (b *Broker) Read(r service.TaskRef) (task.Task, error) {
 	b.mu.Lock()
 	if r.Job != 0 {
-		return b.show(r.Job)
+		t, err := b.show(r.Job)
+		if err != nil {
+			b.mu.Unlock()
+			return task.Task{}, err
+		}
+		g := b.answerGroup()
+		b.mu.Unlock()
+		return t, b.wait(context.Background(), g)
 	}
 	if b.closed {
 		b.mu.Unlock()
@@ -42,7 +49,9 @@ func (b *Broker) Read(r service.TaskRef) (task.Task, error) {
 		b.mu.Unlock()
 		return t, nil // nothing will be durable that is not yet
 	}
-	if err := b.commitWait(context.Background(), b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(context.Background(), g); err != nil {
 		return task.Task{}, err
 	}
 	return t, nil
@@ -80,7 +89,9 @@ func (b *Broker) Delete(ctx context.Context, queue, id string, o service.DeleteO
 	b.leave(&rec, service.FinishedOutcome(ctx), now)
 	b.remove(job, s, rec)
 	fs := b.leaseEnds
-	if err := b.commitWait(ctx, b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(ctx, g); err != nil {
 		return err
 	}
 	if ended != "" {
@@ -159,7 +170,9 @@ func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) 
 		return errs, nil
 	}
 	b.metrics.Acks.Add(float64(took))
-	if err := b.commitWait(ctx, b.barrier()); err != nil {
+	g := b.answerGroup()
+	b.mu.Unlock()
+	if err := b.wait(ctx, g); err != nil {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
@@ -188,7 +201,9 @@ func (b *Broker) Kick(ctx context.Context, queue, id string, o service.KickOptio
 		return err
 	}
 	b.kickJob(job, s, rec)
-	return b.commitWait(ctx, b.barrier())
+	g := b.answerGroup()
+	b.mu.Unlock()
+	return b.wait(ctx, g)
 }
 
 // kickJob makes the dead or delayed job ready now. b.mu is held.
