@@ -100,6 +100,9 @@ type Config struct {
 	// MaxQueues bounds how many queues the broker keeps (see queueFor);
 	// 0: MaxQueues.
 	MaxQueues int
+	// MaxSchedules bounds how many schedules the broker keeps; 0:
+	// task.DefaultMaxSchedules.
+	MaxSchedules int
 }
 
 // Broker is the delay queue. Open one over a store, use it from any number
@@ -230,6 +233,9 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 	}
 	if cfg.MaxQueues <= 0 {
 		cfg.MaxQueues = MaxQueues
+	}
+	if cfg.MaxSchedules <= 0 {
+		cfg.MaxSchedules = task.DefaultMaxSchedules
 	}
 	b := &Broker{
 		opened:        time.Now(),

@@ -77,6 +77,10 @@ func (b *Broker) setSpec(ctx context.Context, spec task.ScheduleSpec) (info task
 	}
 	s := &schedule{spec: spec, cron: sched, loc: loc, created: now.UnixNano()}
 	old, ok := b.schedules[spec.Name]
+	if !ok && len(b.schedules) >= b.cfg.MaxSchedules {
+		b.mu.Unlock()
+		return task.ScheduleInfo{}, false, service.TooManySchedules(b.cfg.MaxSchedules)
+	}
 	if !ok || old.spec.Queue != spec.Queue {
 		// A schedule into a new queue makes it, as a put would: it
 		// counts toward the limit from now on.

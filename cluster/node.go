@@ -45,6 +45,9 @@ type Options struct {
 	MaxDelay   time.Duration
 	MaxPayload int
 	DefaultTTR time.Duration
+	// MaxSchedules bounds how many schedules the cluster keeps, as
+	// broker.Config's; 0: task.DefaultMaxSchedules.
+	MaxSchedules int
 
 	// History is how long the history (history.go: every attempt of a
 	// task, the tasks that left their queues) is kept after a task left

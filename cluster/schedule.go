@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -94,9 +95,18 @@ func (n *Node) setSpec(ctx context.Context, spec task.ScheduleSpec) (task.Schedu
 	// A replacement that unpauses starts from now, as ResumeSchedule.
 	var inserted bool
 	var r scheduleRow
+	limit := n.opts.MaxSchedules
+	if limit <= 0 {
+		limit = task.DefaultMaxSchedules
+	}
+	// A new schedule past the limit inserts no row, and so answers none;
+	// a replacement always does. Two nodes creating at once may each pass
+	// the count: the limit bounds the table, not to the row.
 	err = n.db.QueryRow(ctx, `INSERT INTO hourglass_schedules AS s (name, cron, queue, timezone, payload, created, last,
 			misfire, overlap, catch_up, priority, ttr, max_attempts, paused)
-		VALUES ($1, $2, $3, $4, $5, hourglass_now(), 0, $6, $7, $8, $9, $10, $11, $12)
+		SELECT $1, $2, $3, $4, $5, hourglass_now(), 0, $6, $7, $8, $9, $10, $11, $12
+		WHERE EXISTS (SELECT 1 FROM hourglass_schedules WHERE name = $1)
+			OR (SELECT count(*) FROM hourglass_schedules) < $13
 		ON CONFLICT (name) DO UPDATE SET cron = EXCLUDED.cron, queue = EXCLUDED.queue,
 			timezone = EXCLUDED.timezone, payload = EXCLUDED.payload, created = EXCLUDED.created,
 			misfire = EXCLUDED.misfire, overlap = EXCLUDED.overlap, catch_up = EXCLUDED.catch_up,
@@ -106,7 +116,11 @@ func (n *Node) setSpec(ctx context.Context, spec task.ScheduleSpec) (task.Schedu
 		RETURNING xmax = 0, last, last_run, last_id`,
 		spec.Name, spec.Cron, spec.Queue, spec.Timezone, payload,
 		spec.Misfire, spec.Overlap, int64(spec.CatchUp), int64(*spec.Priority), int64(spec.TTR), int64(spec.MaxAttempts), spec.Paused,
+		int64(limit),
 	).Scan(&inserted, &r.last, &r.lastRun, &r.lastID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return task.ScheduleInfo{}, false, service.TooManySchedules(limit)
+	}
 	if err != nil {
 		return task.ScheduleInfo{}, false, dbErr(err)
 	}

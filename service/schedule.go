@@ -154,6 +154,12 @@ func checkScheduleOptions(spec task.ScheduleSpec) error {
 	return nil
 }
 
+// TooManySchedules is the error of a new schedule past an engine's
+// limit of limit schedules.
+func TooManySchedules(limit int) error {
+	return fmt.Errorf("%w: too many schedules (the limit is %d): delete one first", task.ErrInvalid, limit)
+}
+
 // NormalSchedule returns spec with its defaults spelled out: misfire
 // "one", overlap "allow", catch-up a day, priority DefaultPriority. The
 // engines store and report it so.

@@ -26,6 +26,10 @@ const (
 	DefaultMaxDelay   = 10 * 365 * 24 * time.Hour
 	DefaultMaxPayload = 1 << 20
 	DefaultTTR        = 60 * time.Second
+	// DefaultMaxSchedules bounds how many schedules a server keeps: a
+	// new schedule past it is refused (ErrInvalid), a replacement of
+	// one that exists never is.
+	DefaultMaxSchedules = 10_000
 	// DefaultPriority is the priority of a task put without one, as in
 	// beanstalkd's clients.
 	DefaultPriority = 1024

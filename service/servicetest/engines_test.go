@@ -162,6 +162,32 @@ func TestDedupe(t *testing.T) {
 	})
 }
 
+// TestScheduleLimit runs RunScheduleLimit over the embedded engine on
+// memory and a cluster node, each with a limit of 3 schedules.
+func TestScheduleLimit(t *testing.T) {
+	t.Run("memstore", func(t *testing.T) {
+		servicetest.RunScheduleLimit(t, 3, func(t *testing.T) service.Service {
+			b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet, MaxSchedules: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			return service.New(b)
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		servicetest.RunScheduleLimit(t, 3, func(t *testing.T) service.Service {
+			pool := pgtest.Pool(t, pgtest.Start(t).CreateDatabase(t), 8, cluster.ConfigurePool)
+			n, err := cluster.Open(context.Background(), pool, cluster.Options{Node: "a", Lease: time.Second, Logger: quiet, MaxSchedules: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { n.Close() })
+			return service.New(n)
+		})
+	})
+}
+
 // TestJobRaces runs RunJobRaces over the embedded engine on memory and
 // on Pebble, and over a cluster node.
 func TestJobRaces(t *testing.T) {
