@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"time"
 )
 
@@ -96,9 +97,7 @@ const SQLRenew = sqlRenew
 // PruneKeys runs one prune of the turns of keys without tasks, with idle
 // as keyIdle, and returns how many it deleted.
 func (n *Node) PruneKeys(ctx context.Context, idle time.Duration) (int, error) {
-	var k int
-	err := n.db.QueryRow(ctx, sqlPruneKeys, int64(idle), pruneBatch).Scan(&k)
-	return k, err
+	return n.pruneWith(sqlPruneKeys)(ctx, idle, retry.PruneBatch)
 }
 
 // SQLFindWindow and SQLFind are FindTasks's statements (SQLFind with

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"time"
 
 	"github.com/hourglass-go/hourglass/task"
@@ -18,8 +19,8 @@ import (
 // database that is down sees about a flush a second, and the log a line.
 func (t *timers) flushLoop() {
 	defer t.wg.Done()
-	retry := backoff{base: backoffBase, max: time.Second}
-	failures := newFailureLog(t.log, "hourglass: flushing timers failed; the sweep retries them", "hourglass: flushing timers works again")
+	backoff := retry.Backoff{Base: retry.DefaultBase, Max: time.Second}
+	failures := retry.NewFailureLog(t.log, "hourglass: flushing timers failed; the sweep retries them", "hourglass: flushing timers works again")
 	for {
 		select {
 		case <-t.quit:
@@ -34,16 +35,16 @@ func (t *timers) flushLoop() {
 			}
 		}
 		if err := t.flush(); err != nil {
-			failures.failed(err)
+			failures.Failed(err)
 			select {
 			case <-t.quit:
 				return
-			case <-time.After(retry.next()):
+			case <-time.After(backoff.Next()):
 			}
 			continue
 		}
-		failures.ok()
-		retry.reset()
+		failures.OK()
+		backoff.Reset()
 	}
 }
 
