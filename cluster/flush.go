@@ -122,7 +122,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		SELECT job_id FROM timers, now WHERE fire_at <= now.ns AND deferred
 	), hand AS MATERIALIZED (
 		SELECT job_id FROM (
-			SELECT d.job_id, w.lim, row_number() OVER (PARTITION BY d.queue ORDER BY d.priority, d.due, d.job_id) AS rn
+			SELECT d.job_id, w.lim, row_number() OVER (PARTITION BY d.queue ORDER BY ` + sqlDeliveryOrder + `) AS rn
 			FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now
 			WHERE NOT d.dies AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
 				WHERE p.queue = d.queue AND (p.paused_until > now.ns OR p.limited))
