@@ -266,7 +266,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if cfg.Registerer != nil {
-		if err := b.metrics.register(cfg.Registerer); err != nil {
+		if err := b.metrics.Register(cfg.Registerer); err != nil {
 			b.shutdown()
 			return nil, fmt.Errorf("hourglass: registering metrics: %w", err)
 		}
@@ -315,9 +315,7 @@ func (b *Broker) shutdown() {
 	<-b.committerDone
 	<-b.sweepDone
 	b.recent.running.Wait()
-	if b.metrics.registerer != nil {
-		b.metrics.unregister()
-	}
+	b.metrics.Unregister()
 }
 
 // Err reports why the broker cannot serve: ErrClosed after Close; after

@@ -127,7 +127,7 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 	s := slot{due: due, prio: r.Priority, qs: q.index << 3}
 	b.place(job, s, q, now, r.Key)
 	q.puts++
-	b.metrics.Puts.Inc()
+	b.metrics.Put(1)
 	return view(rec, b.tasks.at(job)), !replaced, nil
 }
 

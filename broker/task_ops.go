@@ -153,7 +153,7 @@ func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) 
 		b.mu.Unlock()
 		return errs, nil
 	}
-	b.metrics.Acks.Add(float64(took))
+	b.metrics.Acked(took)
 	if err := b.commitWait(ctx, b.barrier()); err != nil {
 		for i := range errs {
 			if errs[i] == nil {

@@ -243,8 +243,10 @@ func (t *timers) flush() error {
 		left time.Duration
 	}
 	var again []pending
-	var expired, dead int64
-	retried := map[string]int64{}
+	var expired int64
+	// retried counts, by queue, the tasks whose lease ran out that came
+	// back and those that died of it.
+	retried := map[string]struct{ retried, dead int64 }{}
 	var handed, late []row
 	var dbNow int64
 	// Of the tasks made ready or handed, for the hops due → fired and due
@@ -274,10 +276,10 @@ func (t *timers) flush() error {
 			case 2:
 				again = append(again, pending{uint64(a), time.Duration(b)})
 			case 3:
-				expired, dead = expired+a, dead+b
-				if a > b {
-					retried[queue] += a - b
-				}
+				expired += a
+				k := retried[queue]
+				k.retried, k.dead = k.retried+max(a-b, 0), k.dead+b
+				retried[queue] = k
 			case 4:
 				r.readyAt = b // made ready and handed over at once
 				handed, dbNow = append(handed, r), b
@@ -325,10 +327,10 @@ func (t *timers) flush() error {
 	}
 	t.metrics.flushSeconds.Observe(time.Since(began).Seconds())
 	t.metrics.flushTimers.Observe(float64(len(jobs)))
-	t.metrics.LeaseExpiries.Add(float64(expired))
-	t.metrics.Dead.Add(float64(dead))
+	t.metrics.Expired(int(expired))
 	for q, k := range retried {
-		t.metrics.Retries.WithLabelValues(q).Add(float64(k))
+		t.metrics.Failed(q, int(k.retried), false, false)
+		t.metrics.Failed(q, int(k.dead), true, false)
 	}
 	var fenced []int
 	for p := range byPart {

@@ -444,7 +444,7 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 		return nil, 0, 0, dbErr(err)
 	}
 	for _, th := range throttled {
-		n.metrics.Throttled.WithLabelValues(th[0], th[1]).Inc()
+		n.metrics.HeldBack(th[0], th[1])
 	}
 	if len(got) > 0 {
 		retry = 0

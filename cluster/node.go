@@ -260,7 +260,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	}
 	n.log.Info("hourglass: recovered", "partitions", owned, "overdue", overdue)
 	if opts.Registerer != nil {
-		if err := n.metrics.register(opts.Registerer); err != nil {
+		if err := n.metrics.Register(opts.Registerer); err != nil {
 			n.stop()
 			n.members.release(ctx)
 			return nil, fmt.Errorf("hourglass: registering metrics: %w", err)
@@ -298,7 +298,7 @@ func (n *Node) Close() error {
 	}
 	n.mu.Unlock()
 	n.stop()
-	n.metrics.unregister()
+	n.metrics.Unregister()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := n.members.release(ctx)

@@ -190,7 +190,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 	if ready > 0 {
 		n.readied(queue, ready)
 	}
-	n.metrics.Puts.Add(float64(put))
+	n.metrics.Put(put)
 	n.counters.count(queue, func(c *counts) { c.puts += uint64(len(items)) })
 	return res
 }

@@ -445,7 +445,7 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 			n.readied(s.spec.Queue, 1)
 		}
 		n.counters.count(s.spec.Queue, func(c *counts) { c.puts++ })
-		n.metrics.Puts.Inc()
+		n.metrics.Put(1)
 	}
 	return nil
 }
@@ -534,7 +534,7 @@ func (n *Node) RunSchedule(ctx context.Context, name string) (task.Task, error) 
 		} else {
 			n.readied(spec.Queue, 1)
 		}
-		n.metrics.Puts.Inc()
+		n.metrics.Put(1)
 		n.counters.count(spec.Queue, func(c *counts) { c.puts++ })
 	}
 	return it.result.Task, nil
