@@ -181,7 +181,7 @@ func (b *Broker) RunSchedule(ctx context.Context, name string) (task.Task, error
 	}
 	s.lastRun, s.lastID = now.UnixNano(), r.ID
 	b.writeSchedule(s.record(), false)
-	b.metrics.schedules.Put.WithLabelValues(name).Inc()
+	b.metrics.schedules.Occurred(name)
 	return t, b.commitWait(ctx, b.barrier())
 }
 
@@ -325,7 +325,7 @@ func (b *Broker) putOccurrence(s *schedule, at time.Time) {
 	if s.spec.Overlap == service.OverlapSkip && b.unfinished(s) {
 		s.last, s.lastRun = at.UnixNano(), at.UnixNano() // lastID stays: the task still running
 		b.writeSchedule(s.record(), false)
-		b.metrics.schedules.Skipped.WithLabelValues(s.spec.Name).Inc()
+		b.metrics.schedules.Skips(s.spec.Name)
 		return
 	}
 	q := b.queue(s.spec.Queue)
@@ -336,7 +336,7 @@ func (b *Broker) putOccurrence(s *schedule, at time.Time) {
 	}
 	s.last, s.lastRun, s.lastID = at.UnixNano(), at.UnixNano(), r.ID
 	b.writeSchedule(s.record(), false)
-	b.metrics.schedules.Put.WithLabelValues(s.spec.Name).Inc()
+	b.metrics.schedules.Occurred(s.spec.Name)
 }
 
 // unfinished reports whether s's last task is still waiting or reserved
@@ -388,7 +388,7 @@ func (b *Broker) recoverSchedules() error {
 			b.putOccurrence(s, at)
 		}
 		if missed > 0 {
-			b.metrics.schedules.Missed.WithLabelValues(r.Name).Add(float64(missed))
+			b.metrics.schedules.Misses(r.Name, missed)
 			if s.last < now.UnixNano() {
 				s.last = now.UnixNano() // the missed ones are settled
 				b.writeSchedule(s.record(), false)

@@ -47,6 +47,15 @@ func TestTaskMetrics_Events(t *testing.T) {
 	if got := count(m.Lateness); got != 1 {
 		t.Errorf("lateness: %d series", got)
 	}
+	sm := service.NewScheduleMetrics()
+	sm.Occurred("s")
+	sm.Skips("s")
+	sm.Misses("s", 3)
+	for c, want := range map[prometheus.Collector]float64{sm.Put.WithLabelValues("s"): 1, sm.Skipped.WithLabelValues("s"): 1, sm.Missed.WithLabelValues("s"): 3} {
+		if got := value(c); got != want {
+			t.Errorf("schedule metric %v, want %v", got, want)
+		}
+	}
 	if got := count(m.Retries); got != 1 {
 		t.Errorf("retries: %d series, want q's only (no event of idle's)", got)
 	}
