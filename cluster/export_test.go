@@ -94,6 +94,12 @@ func (n *Node) Listening() int { return n.notifications.listening() }
 // SQLRenew is the renewal of the leases held (renew.go).
 const SQLRenew = sqlRenew
 
+// PruneHistory runs the history's primitive of its pruner once: it
+// deletes up to max rows older than age and returns how many.
+func (n *Node) PruneHistory(ctx context.Context, age time.Duration, max int) (int, error) {
+	return n.pruneWith(sqlPrune)(ctx, age, max)
+}
+
 // PruneKeys runs one prune of the turns of keys without tasks, with idle
 // as keyIdle, and returns how many it deleted.
 func (n *Node) PruneKeys(ctx context.Context, idle time.Duration) (int, error) {
