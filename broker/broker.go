@@ -67,6 +67,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"log/slog"
 	"sync"
 	"time"
@@ -200,8 +201,7 @@ type Broker struct {
 	quit          chan struct{} // closed by Close
 	committerDone chan struct{}
 	sweepDone     chan struct{}
-	pruner        *pruner
-	dedupePruner  *pruner // the finished-id records of dedupe windows (dedupe.go)
+	pruners       []*retry.Pruner // startPruners (history.go); started last, stopped by shutdown
 }
 
 // slot is a live task's place in memory: 16 bytes in Broker.tasks (see
@@ -265,8 +265,6 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 	b.delays = hourglass.NewKeyed(b.fire, hourglass.WithExecutor(hourglass.Inline))
 	b.leases = hourglass.NewKeyed(b.expireLease, hourglass.WithExecutor(hourglass.Inline))
 	b.cron = hourglass.New(hourglass.WithExecutor(hourglass.Inline), hourglass.WithShards(1))
-	b.pruner = newPruner(max(cfg.History, 0), b.pruneBatch, b.quit, b.log)
-	b.dedupePruner = newPruner(0, b.pruneDedupedBatch, b.quit, b.log)
 	go b.commitLoop()
 	go b.sweepLoop()
 	if err := b.recover(); err != nil {
@@ -274,13 +272,12 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if cfg.Registerer != nil {
-		if err := b.metrics.register(cfg.Registerer); err != nil {
+		if err := b.metrics.Register(cfg.Registerer); err != nil {
 			b.shutdown()
 			return nil, fmt.Errorf("hourglass: registering metrics: %w", err)
 		}
 	}
-	b.pruner.start()
-	b.dedupePruner.start()
+	b.startPruners()
 	return b, nil
 }
 
@@ -318,14 +315,13 @@ func (b *Broker) shutdown() {
 	b.delays.Stop()
 	b.leases.Stop()
 	close(b.quit)
-	b.pruner.wait()
-	b.dedupePruner.wait()
+	for _, p := range b.pruners {
+		p.Stop()
+	}
 	<-b.committerDone
 	<-b.sweepDone
 	b.recent.running.Wait()
-	if b.metrics.registerer != nil {
-		b.metrics.unregister()
-	}
+	b.metrics.Unregister()
 }
 
 // Err reports why the broker cannot serve: ErrClosed after Close; after

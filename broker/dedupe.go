@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"time"
 
 	"github.com/hourglass-go/hourglass/service"
@@ -17,7 +18,7 @@ import (
 // the ack can create a second task. A put of an id with no live task
 // reads the record (overlay, then one Get of the store) only when its
 // queue has a window. dedupePruner removes the records past their end,
-// a batch of pruneBatch at a time, on the committer between groups.
+// a batch of retry.PruneBatch at a time, on the committer between groups.
 
 // noteFinished writes the finished-id record of rec leaving its queue
 // now with outcome, if its queue has a dedupe window. b.mu is held.
@@ -80,19 +81,11 @@ func (b *Broker) dedupedPut(q *queueState, id string, now int64) (t task.Task, o
 	return service.DedupedTask(f), true, nil
 }
 
-// pruneDedupedBatch removes one batch of finished-id records that ended
-// before before, on the committer goroutine between two groups (see
-// pruneBatch). ok is false when nothing was done.
-func (b *Broker) pruneDedupedBatch(before int64, max int) (n int, ok bool, err error) {
-	ran := b.between(func() {
-		b.mu.Lock()
-		bad := b.failed != nil
-		b.mu.Unlock()
-		if bad {
-			return
-		}
-		ok = true
-		n, err = b.st.PruneDeduped(before, max)
-	})
-	return n, ran && ok, err
+// pruneDeduped is the primitive of the dedupe records' retry.Pruner:
+// it removes up to max finished-id records whose window ended more than
+// age ago (store.Store.PruneDeduped), and returns how many
+// (pruneBetween).
+func (b *Broker) pruneDeduped(_ context.Context, age time.Duration, max int) (int, error) {
+	before := time.Now().Add(-age).UnixNano()
+	return b.pruneBetween(func() (int, error) { return b.st.PruneDeduped(before, max) })
 }

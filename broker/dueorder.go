@@ -4,6 +4,7 @@ import (
 	"github.com/RaduBerinde/btreemap"
 
 	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/task"
 )
 
 // dueOrder keeps each queue's live tasks in due order: ascending (due
@@ -35,20 +36,8 @@ type dueKey struct {
 	job uint64
 }
 
-// cmpDue orders dueKeys by due time, then job id.
-func cmpDue(a, b dueKey) int {
-	switch {
-	case a.due < b.due:
-		return -1
-	case a.due > b.due:
-		return 1
-	case a.job < b.job:
-		return -1
-	case a.job > b.job:
-		return 1
-	}
-	return 0
-}
+// cmpDue orders dueKeys in due order (task.CompareDue).
+func cmpDue(a, b dueKey) int { return task.CompareDue(a.due, a.job, b.due, b.job) }
 
 // dueDegree is the B-tree's degree: nodes of 31 to 63 keys (0.5 to 1
 // KiB), few enough levels at 10M tasks (4 to 5) and little slack.

@@ -51,7 +51,7 @@ func (b *Broker) Settle(ctx context.Context, queue, id, lease string, st service
 	switch st.Outcome {
 	case task.AttemptReleased:
 		b.unlease(job)
-		b.metrics.Nacks.Inc()
+		b.metrics.Nacked()
 		b.endAttempt(&rec, task.AttemptReleased, "", now)
 		if st.Refund && rec.Attempts > 0 {
 			rec.Attempts--
@@ -72,7 +72,7 @@ func (b *Broker) Settle(ctx context.Context, queue, id, lease string, st service
 		}
 		rec, s = b.fail(job, s, rec, now, 0, true, false)
 	default:
-		b.metrics.Nacks.Inc()
+		b.metrics.Nacked()
 		b.endSettled(ctx, &rec, task.AttemptNacked, reason, now)
 		rec.Releases++
 		if st.Error != nil {
@@ -113,17 +113,17 @@ func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.
 		b.writeTask(store.UpdateTask, rec)
 		s.due = rec.Due
 		b.place(job, s, q, now, rec.Key)
-		b.metrics.Retries.WithLabelValues(q.name).Inc()
+		b.metrics.Failed(q.name, 1, false, false)
 		return rec, b.tasks.at(job)
 	}
-	b.metrics.Dead.Inc()
 	b.leave(&rec, task.FinishedDead, now)
 	if out.DeadLetter != "" {
 		if moved, ms, ok := b.deadLetter(job, s, rec, out.DeadLetter, now); ok {
-			b.metrics.DeadLettered.WithLabelValues(q.name).Inc()
+			b.metrics.Failed(q.name, 1, true, true)
 			return moved, ms
 		}
 	}
+	b.metrics.Failed(q.name, 1, true, false)
 	rec.State = store.Dead
 	rec.Reserved = now // while dead: when it died, for Recover's order
 	b.writeTask(store.UpdateTask, rec)

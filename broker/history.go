@@ -2,9 +2,9 @@ package broker
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
@@ -43,9 +43,9 @@ import (
 //     newest answers for its id.
 //
 // With Config.History negative neither is written. The records are kept
-// for Config.History after their task left: the pruner removes older
+// for Config.History after their task left: a retry.Pruner removes older
 // ones, with the attempts of their jobs, through the committer (between
-// groups), a batch at a time.
+// groups), a batch at a time (startPruners).
 
 // attemptN returns the number of rec's running attempt (1 for the
 // first): every reservation answered counts, a released one included, as
@@ -257,113 +257,43 @@ func (b *Broker) FinishedTasks(ctx context.Context, queue string, f service.Fini
 	return out, next, nil
 }
 
-// Bounds of the history's pruning.
-const (
-	// pruneBatch bounds the records one store.Store.PruneHistory removes
-	// (with the attempts of their jobs): the time the committer spends on
-	// it between two groups, which the writes arriving meanwhile wait.
-	pruneBatch = 1000
-	// pruneEvery is the most time between two prunes; a short retention
-	// prunes every quarter of it (tests), but not more often than
-	// pruneMinEvery.
-	pruneEvery    = 5 * time.Second
-	pruneMinEvery = 10 * time.Millisecond
-	// prunePause is the pause between two batches: the groups that
-	// arrive meanwhile commit at their usual pace.
-	prunePause = 10 * time.Millisecond
-)
-
-// pruner removes the history older than its retention, every
-// pruneEvery (or a quarter of the retention), in batches of pruneBatch
-// with a pause between them, until a batch comes short. It knows neither
-// the store nor the broker: batch removes one batch (the broker's runs it
-// on the committer, see pruneBatch). start and wait are called once
-// each, by the broker; the loop ends when quit is closed.
-type pruner struct {
-	retention time.Duration // 0: keep none
-	batch     func(before int64, max int) (n int, ok bool, err error)
-	quit      <-chan struct{}
-	log       *slog.Logger
-	done      chan struct{} // closed when the loop ends; nil before start
-}
-
-func newPruner(retention time.Duration, batch func(int64, int) (int, bool, error), quit <-chan struct{}, log *slog.Logger) *pruner {
-	return &pruner{retention: retention, batch: batch, quit: quit, log: log}
-}
-
-// every is the time between two prunes: pruneEvery when none is kept
-// (only what an earlier run wrote is left to prune).
-func (p *pruner) every() time.Duration {
-	if p.retention == 0 {
-		return pruneEvery
+// startPruners starts the broker's pruners (retry.Pruner, the loop
+// both engines share): the history older than Config.History, with the
+// attempts of its jobs (pruneHistory), and the finished-id records of
+// dedupe windows that ended (pruneDeduped). shutdown stops them.
+func (b *Broker) startPruners() {
+	b.pruners = []*retry.Pruner{
+		{What: "the history", Retention: max(b.cfg.History, 0), Prune: b.pruneHistory},
+		{What: "the dedupe records", Prune: b.pruneDeduped},
 	}
-	return min(pruneEvery, max(p.retention/4, pruneMinEvery))
-}
-
-// start starts the pruning goroutine.
-func (p *pruner) start() {
-	p.done = make(chan struct{})
-	go p.loop()
-}
-
-// wait returns once the pruning goroutine, if started, has ended (quit
-// closed), with the batch in progress done.
-func (p *pruner) wait() {
-	if p.done != nil {
-		<-p.done
+	for _, p := range b.pruners {
+		p.Log = b.log
+		p.Start()
 	}
 }
 
-func (p *pruner) loop() {
-	defer close(p.done)
-	t := time.NewTicker(p.every())
-	defer t.Stop()
-	for {
-		select {
-		case <-p.quit:
-			return
-		case <-t.C:
-		}
-		if _, err := p.prune(time.Now()); err != nil {
-			p.log.Warn("hourglass: pruning the history failed; the next round retries", "err", err)
-		}
-	}
+// pruneHistory is the primitive of the history's retry.Pruner: it
+// removes up to max records of tasks that left more than age ago, with
+// the attempts of their jobs (store.Store.PruneHistory), and returns how
+// many (pruneBetween).
+func (b *Broker) pruneHistory(_ context.Context, age time.Duration, max int) (int, error) {
+	before := time.Now().Add(-age).UnixNano()
+	return b.pruneBetween(func() (int, error) { return b.st.PruneHistory(before, max) })
 }
 
-// prune removes the records of tasks that left before now less the
-// retention, a batch at a time, and returns how many; it stops early
-// when quit is closed.
-func (p *pruner) prune(now time.Time) (int, error) {
-	before := now.Add(-p.retention).UnixNano()
-	total := 0
-	for {
-		n, ok, err := p.batch(before, pruneBatch)
-		total += n
-		if err != nil || !ok || n < pruneBatch {
-			return total, err
-		}
-		select {
-		case <-p.quit:
-			return total, nil
-		case <-time.After(prunePause):
-		}
-	}
-}
-
-// pruneBatch removes one batch of the history, records of tasks that
-// left before before, on the committer goroutine between two groups:
-// the store is written from one goroutine at a time. ok is false when
-// nothing was done: the broker is shutting down, or failed.
-func (b *Broker) pruneBatch(before int64, max int) (n int, ok bool, err error) {
-	ran := b.between(func() {
+// pruneBetween runs prune, a delete of up to a batch of records, on the
+// committer goroutine between two groups: the store is written from one
+// goroutine at a time, and the writes arriving meanwhile wait one batch.
+// It does nothing, and answers 0, when the broker is shutting down or
+// failed (its store may be broken; nothing is written any more).
+func (b *Broker) pruneBetween(prune func() (int, error)) (n int, err error) {
+	b.between(func() {
 		b.mu.Lock()
 		bad := b.failed != nil
 		b.mu.Unlock()
-		if bad {
-			return // the store may be broken; nothing is written any more
+		if !bad {
+			n, err = prune()
 		}
-		ok = true
-		n, err = b.st.PruneHistory(before, max)
 	})
-	return n, ran && ok, err
+	return n, err
 }

@@ -99,11 +99,7 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 		b.noteNumeric(q.name, id)
 	}
 	def := *r // the queue's policy fills what the put leaves out, then the server
-	service.ApplyDefaults(&def, q.policy)
-	ttr := def.TTR
-	if ttr == 0 {
-		ttr = b.cfg.DefaultTTR
-	}
+	service.ApplyDefaults(&def, q.policy, b.cfg.DefaultTTR)
 	rec := store.Task{
 		JobID:       job,
 		Queue:       q.name,
@@ -112,7 +108,7 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 		Priority:    r.Priority,
 		Due:         due,
 		Created:     now,
-		TTR:         ttr,
+		TTR:         def.TTR,
 		MaxAttempts: uint32(def.MaxAttempts),
 		Payload:     r.Payload,
 		TraceParent: r.Trace.Parent,
@@ -126,7 +122,7 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 	s := slot{due: due, prio: r.Priority, qs: q.index << 3}
 	b.place(job, s, q, now, r.Key)
 	q.puts++
-	b.metrics.Puts.Inc()
+	b.metrics.Put(1)
 	return view(rec, b.tasks.at(job)), !replaced, nil
 }
 

@@ -73,10 +73,9 @@ type queueState struct {
 	leftGen                uint64
 }
 
-// readyItem is a ready task's place in its queue's delivery order:
-// priority (lower first), then due time, then job id, which is put order;
-// ready is when it was made ready (Unix ns), for the lateness's split
-// (service.SplitLateness).
+// readyItem is a ready task's place in its queue's delivery order
+// (task.DeliveredBefore); ready is when it was made ready (Unix ns), for
+// the lateness's split (service.SplitLateness).
 type readyItem struct {
 	due   int64
 	ready int64
@@ -84,14 +83,9 @@ type readyItem struct {
 	job   uint64
 }
 
+// less reports whether a is delivered before b (task.DeliveredBefore).
 func (a readyItem) less(b readyItem) bool {
-	if a.prio != b.prio {
-		return a.prio < b.prio
-	}
-	if a.due != b.due {
-		return a.due < b.due
-	}
-	return a.job < b.job
+	return task.DeliveredBefore(a.prio, a.due, a.job, b.prio, b.due, b.job)
 }
 
 // readyHeap is a binary min-heap of readyItems. Removing a task that is

@@ -258,7 +258,7 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 		// for, and a queue with ready tasks met its limit (a cluster node
 		// counts alike, takeLimited).
 		for k, q := range held {
-			b.metrics.Throttled.WithLabelValues(q.name, why[k]).Inc()
+			b.metrics.HeldBack(q.name, why[k])
 		}
 	}
 	return out, pending, at
@@ -328,7 +328,7 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 		out = append(out, b.lease(it.job, s, it.rec, now))
 		it.q.deliveries++
 		late, ready := service.SplitLateness(it.rec.Due, it.ready, at.UnixNano())
-		b.metrics.delivered(late, ready)
+		b.metrics.Delivered(late, ready)
 		b.late.Add(at, late, ready)
 	}
 	// The tokens take took go into the group of the reservations: a
@@ -364,7 +364,7 @@ func (b *Broker) damaged(it taken, s slot) {
 		b.writeTask(store.UpdateTask, rec)
 	}
 	b.bury(it.job, s, it.q)
-	b.metrics.Dead.Inc()
+	b.metrics.Failed(it.q.name, 1, true, false)
 }
 
 // peekReady returns the first item of q's ready tasks in delivery order
@@ -504,7 +504,7 @@ func (b *Broker) expireLease(job uint64) {
 // once without one), or dead (or dead-lettered) with its attempts used
 // up. b.mu is held.
 func (b *Broker) expired(job uint64, s slot, rec store.Task, now int64) {
-	b.metrics.LeaseExpiries.Inc()
+	b.metrics.Expired(1)
 	b.endAttempt(&rec, task.AttemptExpired, task.LeaseExpired, now)
 	rec.Timeouts++
 	rec.LastError = task.LeaseExpired

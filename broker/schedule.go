@@ -197,7 +197,7 @@ func (b *Broker) ran(ctx context.Context, name string, r service.LastRun) error 
 	}
 	s.lastRun, s.lastID = max(s.lastRun, r.At.UnixNano()), r.ID
 	b.writeSchedule(s.record(), false)
-	b.metrics.schedules.Put.WithLabelValues(name).Inc()
+	b.metrics.schedules.Occurred(name)
 	g := b.answerGroup()
 	b.mu.Unlock()
 	return b.wait(ctx, g)
@@ -333,7 +333,7 @@ func (b *Broker) putOccurrence(s *schedule, at time.Time) {
 	if s.spec.Overlap == service.OverlapSkip && b.unfinished(s) {
 		s.last, s.lastRun = at.UnixNano(), at.UnixNano() // lastID stays: the task still running
 		b.writeSchedule(s.record(), false)
-		b.metrics.schedules.Skipped.WithLabelValues(s.spec.Name).Inc()
+		b.metrics.schedules.Skips(s.spec.Name)
 		return
 	}
 	q := b.queue(s.spec.Queue)
@@ -344,7 +344,7 @@ func (b *Broker) putOccurrence(s *schedule, at time.Time) {
 	}
 	s.last, s.lastRun, s.lastID = at.UnixNano(), at.UnixNano(), r.ID
 	b.writeSchedule(s.record(), false)
-	b.metrics.schedules.Put.WithLabelValues(s.spec.Name).Inc()
+	b.metrics.schedules.Occurred(s.spec.Name)
 }
 
 // unfinished reports whether s's last task is still waiting or reserved
@@ -396,7 +396,7 @@ func (b *Broker) recoverSchedules() error {
 			b.putOccurrence(s, at)
 		}
 		if missed > 0 {
-			b.metrics.schedules.Missed.WithLabelValues(r.Name).Add(float64(missed))
+			b.metrics.schedules.Misses(r.Name, missed)
 			if s.last < now.UnixNano() {
 				s.last = now.UnixNano() // the missed ones are settled
 				b.writeSchedule(s.record(), false)

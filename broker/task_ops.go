@@ -169,7 +169,7 @@ func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) 
 		b.mu.Unlock()
 		return errs, nil
 	}
-	b.metrics.Acks.Add(float64(took))
+	b.metrics.Acked(took)
 	g := b.answerGroup()
 	b.mu.Unlock()
 	if err := b.wait(ctx, g); err != nil {

@@ -20,8 +20,8 @@ import (
 // found no live task reads the row (dedupedOf) and answers it. A put
 // whose statement starts after an ack committed, so any put sent after
 // the ack was answered, sees the ack's row. The rows past their end are
-// pruned by the node that owns partition 0 (dedupePruner), in batches of
-// pruneBatch, soonest end first (hourglass_dedupe_until). A row costs
+// pruned by the node that owns partition 0 (startPruners), in batches of
+// retry.PruneBatch, soonest end first (hourglass_dedupe_until). A row costs
 // the queue, the id, seven numbers and the outcome (about 70 bytes
 // beside the queue and id), and an entry in each of its two indexes.
 

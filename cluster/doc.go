@@ -198,7 +198,7 @@
 // it does again; the other nodes take its partitions over as from a
 // dead node, and its writes are fenced out by the epochs. Its loops
 // retry after a back-off with jitter and log a failure that lasts once a
-// second with a count (backoff.go). Nothing answered is lost: an answer
+// second with a count (internal/retry). Nothing answered is lost: an answer
 // follows a commit (TestDBCut in package e2e).
 //
 // # Roles

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"time"
 )
 
@@ -93,12 +94,16 @@ func (n *Node) Listening() int { return n.notifications.listening() }
 // SQLRenew is the renewal of the leases held (renew.go).
 const SQLRenew = sqlRenew
 
+// PruneHistory runs the history's primitive of its pruner once: it
+// deletes up to max rows older than age and returns how many.
+func (n *Node) PruneHistory(ctx context.Context, age time.Duration, max int) (int, error) {
+	return n.pruneWith(sqlPrune)(ctx, age, max)
+}
+
 // PruneKeys runs one prune of the turns of keys without tasks, with idle
 // as keyIdle, and returns how many it deleted.
 func (n *Node) PruneKeys(ctx context.Context, idle time.Duration) (int, error) {
-	var k int
-	err := n.db.QueryRow(ctx, sqlPruneKeys, int64(idle), pruneBatch).Scan(&k)
-	return k, err
+	return n.pruneWith(sqlPruneKeys)(ctx, idle, retry.PruneBatch)
 }
 
 // SQLFindWindow and SQLFind are FindTasks's statements (SQLFind with

@@ -173,19 +173,11 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 	}
 	for i := range out {
 		s := &out[i]
-		if st := byJob[s.job]; st != nil && st.out.Dead {
-			// Dead by its attempts, a bury or a lease that ran out, in its
-			// queue or moved to its dead-letter queue, as the broker counts.
-			n.metrics.Dead.Inc()
-		}
-		if st := byJob[s.job]; st != nil && st.outcome != task.AttemptReleased {
-			// A failed attempt (a release spends none).
-			switch {
-			case !st.out.Dead:
-				n.metrics.Retries.WithLabelValues(s.src).Inc()
-			case s.queue != s.src:
-				n.metrics.DeadLettered.WithLabelValues(s.src).Inc()
-			}
+		if st := byJob[s.job]; st != nil && (st.out.Dead || st.outcome != task.AttemptReleased) {
+			// A failed attempt (a release spends none, unless it makes
+			// its task dead), dead in its queue or moved to its
+			// dead-letter queue.
+			n.metrics.Failed(s.src, 1, st.out.Dead, st.out.Dead && s.queue != s.src)
 		}
 		switch {
 		case s.state == 1 && s.fireAt != nil:
@@ -280,7 +272,7 @@ func (n *Node) Settle(ctx context.Context, queue, id, lease string, st service.S
 		return task.Task{}, n.why(ctx, queue, id)
 	}
 	if st.Outcome != task.AttemptBuried {
-		n.metrics.Nacks.Inc()
+		n.metrics.Nacked()
 	}
 	return got[0].view(), nil
 }
@@ -353,7 +345,7 @@ func (n *Node) settleExpired(ctx context.Context, expired []row) error {
 			var got []settledRow
 			got, err = n.settle(ctx, ss)
 			if err == nil {
-				n.metrics.LeaseExpiries.Add(float64(len(got)))
+				n.metrics.Expired(len(got))
 				done := make(map[int64]bool, len(got))
 				for _, s := range got {
 					done[s.job] = true

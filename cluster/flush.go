@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"time"
 
 	"github.com/hourglass-go/hourglass/task"
@@ -18,8 +19,8 @@ import (
 // database that is down sees about a flush a second, and the log a line.
 func (t *timers) flushLoop() {
 	defer t.wg.Done()
-	retry := backoff{base: backoffBase, max: time.Second}
-	failures := newFailureLog(t.log, "hourglass: flushing timers failed; the sweep retries them", "hourglass: flushing timers works again")
+	backoff := retry.Backoff{Base: retry.DefaultBase, Max: time.Second}
+	failures := retry.NewFailureLog(t.log, "hourglass: flushing timers failed; the sweep retries them", "hourglass: flushing timers works again")
 	for {
 		select {
 		case <-t.quit:
@@ -34,16 +35,16 @@ func (t *timers) flushLoop() {
 			}
 		}
 		if err := t.flush(); err != nil {
-			failures.failed(err)
+			failures.Failed(err)
 			select {
 			case <-t.quit:
 				return
-			case <-time.After(retry.next()):
+			case <-time.After(backoff.Next()):
 			}
 			continue
 		}
-		failures.ok()
-		retry.reset()
+		failures.OK()
+		backoff.Reset()
 	}
 }
 
@@ -121,7 +122,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		SELECT job_id FROM timers, now WHERE fire_at <= now.ns AND deferred
 	), hand AS MATERIALIZED (
 		SELECT job_id FROM (
-			SELECT d.job_id, w.lim, row_number() OVER (PARTITION BY d.queue ORDER BY d.priority, d.due, d.job_id) AS rn
+			SELECT d.job_id, w.lim, row_number() OVER (PARTITION BY d.queue ORDER BY ` + sqlDeliveryOrder + `) AS rn
 			FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now
 			WHERE NOT d.dies AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
 				WHERE p.queue = d.queue AND (p.paused_until > now.ns OR p.limited))
@@ -242,8 +243,10 @@ func (t *timers) flush() error {
 		left time.Duration
 	}
 	var again []pending
-	var expired, dead int64
-	retried := map[string]int64{}
+	var expired int64
+	// retried counts, by queue, the tasks whose lease ran out that came
+	// back and those that died of it.
+	retried := map[string]struct{ retried, dead int64 }{}
 	var handed, late []row
 	var dbNow int64
 	// Of the tasks made ready or handed, for the hops due → fired and due
@@ -273,10 +276,10 @@ func (t *timers) flush() error {
 			case 2:
 				again = append(again, pending{uint64(a), time.Duration(b)})
 			case 3:
-				expired, dead = expired+a, dead+b
-				if a > b {
-					retried[queue] += a - b
-				}
+				expired += a
+				k := retried[queue]
+				k.retried, k.dead = k.retried+max(a-b, 0), k.dead+b
+				retried[queue] = k
 			case 4:
 				r.readyAt = b // made ready and handed over at once
 				handed, dbNow = append(handed, r), b
@@ -324,10 +327,10 @@ func (t *timers) flush() error {
 	}
 	t.metrics.flushSeconds.Observe(time.Since(began).Seconds())
 	t.metrics.flushTimers.Observe(float64(len(jobs)))
-	t.metrics.LeaseExpiries.Add(float64(expired))
-	t.metrics.Dead.Add(float64(dead))
+	t.metrics.Expired(int(expired))
 	for q, k := range retried {
-		t.metrics.Retries.WithLabelValues(q).Add(float64(k))
+		t.metrics.Failed(q, int(k.retried), false, false)
+		t.metrics.Failed(q, int(k.dead), true, false)
 	}
 	var fenced []int
 	for p := range byPart {

@@ -34,7 +34,7 @@ import (
 //
 // Each statement takes a flag, keep (Options.History not negative):
 // without it the inserts select nothing. The rows are kept for the
-// retention: the node that owns partition 0 prunes (pruner), so one node
+// retention: the node that owns partition 0 prunes (startPruners), so one node
 // at a time, the next owner after a takeover.
 //
 // The running attempt is not a row: Attempts reads it from the task

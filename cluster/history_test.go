@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -327,6 +328,35 @@ func TestHistory_None(t *testing.T) {
 	var k int
 	if err := a.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM hourglass_attempts) + (SELECT count(*) FROM hourglass_history)").Scan(&k); err != nil || k != 0 {
 		t.Fatalf("history rows: %d, %v", k, err)
+	}
+}
+
+// TestHistory_PrunePrimitive: the node's primitive of the history's
+// pruner deletes at most max rows older than age, by the database's
+// clock, and says how many; rows within age stay.
+func TestHistory_PrunePrimitive(t *testing.T) {
+	ctx := context.Background()
+	url := server(t).CreateDatabase(t)
+	a := startNode(t, url, "a", func(o *cluster.Options) { o.History = time.Hour })
+	for i := range 5 {
+		id := fmt.Sprint(i)
+		if _, _, err := svc(a).Put(ctx, "q", task.PutRequest{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc(a).Delete(ctx, "q", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := a.PruneHistory(ctx, time.Hour, 10); n != 0 || err != nil {
+		t.Fatalf("prune of rows older than an hour: %d, %v; want none", n, err)
+	}
+	for _, want := range []int{2, 2, 1, 0} {
+		if n, err := a.PruneHistory(ctx, 0, 2); n != want || err != nil {
+			t.Fatalf("prune of at most 2: %d, %v; want %d", n, err, want)
+		}
+	}
+	if fs, _ := finished(t, a, "q", "", 0, 10); len(fs) != 0 {
+		t.Fatalf("history after the prunes: %+v", fs)
 	}
 }
 

@@ -38,7 +38,7 @@ func jobArg(job uint64) (int64, bool) { return int64(job), job <= 1<<63-1 }
 // 003 first, by job id), up to $2 of queue $1, with the columns %s.
 const (
 	sqlNextReady = `SELECT %s FROM hourglass_tasks WHERE queue = $1 AND state = 1 AND fire_at IS NULL
-		ORDER BY priority, due, job_id LIMIT least($2, 1)`
+		ORDER BY ` + sqlDeliveryOrder + ` LIMIT least($2, 1)`
 	sqlNextDelayed = `SELECT %s FROM hourglass_tasks WHERE queue = $1 AND state = 1 AND fire_at IS NOT NULL
 		ORDER BY due, job_id LIMIT $2`
 	sqlNextDead = `SELECT %s FROM hourglass_tasks WHERE queue = $1 AND state = 3

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,7 +17,7 @@ import (
 // again after a back-off from a tenth of a second to a third of a lease.
 func (m *membership) register(ctx context.Context) error {
 	deadline := time.Now().Add(2 * m.lease)
-	retry := backoff{base: min(backoffBase, m.lease/3), max: m.lease / 3}
+	backoff := retry.Backoff{Base: min(retry.DefaultBase, m.lease/3), Max: m.lease / 3}
 	for {
 		// A row left by a previous run (xmax set: the insert updated it)
 		// means that run did not leave: Close deletes it.
@@ -44,7 +45,7 @@ func (m *membership) register(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(retry.next()):
+		case <-time.After(backoff.Next()):
 		}
 	}
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"log/slog"
 	"slices"
 	"sync"
@@ -155,8 +156,8 @@ func (m *membership) arrays() ([]int32, []int64) {
 func (m *membership) leaseLoop() {
 	defer m.wg.Done()
 	every := m.lease / 3
-	retry := backoff{base: min(backoffBase, m.lease/6), max: min(time.Second, m.lease/6)}
-	failures := newFailureLog(m.log, "hourglass: lease tick failed", "hourglass: lease ticks work again")
+	backoff := retry.Backoff{Base: min(retry.DefaultBase, m.lease/6), Max: min(time.Second, m.lease/6)}
+	failures := retry.NewFailureLog(m.log, "hourglass: lease tick failed", "hourglass: lease ticks work again")
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -179,11 +180,11 @@ func (m *membership) leaseLoop() {
 		if err != nil {
 			m.metrics.tickFailures.Inc()
 			m.reach.failed(err)
-			failures.failed(err)
-			next = retry.next()
+			failures.Failed(err)
+			next = backoff.Next()
 		} else {
-			failures.ok()
-			retry.reset()
+			failures.OK()
+			backoff.Reset()
 		}
 		if !t.Stop() {
 			select {

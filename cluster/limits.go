@@ -101,7 +101,7 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 		CROSS JOIN LATERAL (
 			SELECT job_id, priority, due, ready_at, 0::bigint AS round, 0::bigint AS turn FROM hourglass_tasks
 			WHERE NOT capped.keyed AND capped.running AND queue = capped.name AND state = 1 AND fire_at IS NULL
-			ORDER BY priority, due, job_id
+			ORDER BY ` + sqlDeliveryOrder + `
 			LIMIT capped.cap
 			FOR UPDATE SKIP LOCKED
 		) c
@@ -114,7 +114,7 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 					UNION ALL
 					SELECT DISTINCT g.task_key, 0::bigint FROM (SELECT task_key FROM hourglass_tasks
 						WHERE queue = capped.name AND state = 1 AND fire_at IS NULL
-						ORDER BY priority, due, job_id LIMIT capped.cap) g
+						ORDER BY ` + sqlDeliveryOrder + ` LIMIT capped.cap) g
 					WHERE NOT EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = capped.name AND x.task_key = g.task_key)
 				) k0
 				CROSS JOIN LATERAL (SELECT CASE WHEN capped.perkey > 0 THEN (SELECT count(*) FROM (SELECT 1 FROM hourglass_tasks r
@@ -125,16 +125,16 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 					FROM hourglass_key_buckets kb WHERE kb.queue = capped.name AND kb.task_key = k0.task_key), capped.kburst) END AS avail) kr
 				CROSS JOIN LATERAL (SELECT e.priority FROM hourglass_tasks e
 					WHERE e.queue = capped.name AND e.task_key = k0.task_key AND e.state = 1 AND e.fire_at IS NULL
-					ORDER BY e.priority, e.due, e.job_id LIMIT 1) fp
+					ORDER BY ` + sqlDeliveryOrder + ` LIMIT 1) fp
 				WHERE capped.keyed AND capped.running AND (capped.perkey = 0 OR b.busy < capped.perkey) AND kr.avail >= 1
 				ORDER BY fp.priority, k0.turn
 				LIMIT capped.cap
 			) k
 			CROSS JOIN LATERAL (
-				SELECT x.*, row_number() OVER (ORDER BY x.priority, x.due, x.job_id) AS round FROM (
+				SELECT x.*, row_number() OVER (ORDER BY ` + sqlDeliveryOrder + `) AS round FROM (
 					SELECT job_id, priority, due, ready_at FROM hourglass_tasks
 					WHERE queue = capped.name AND task_key = k.task_key AND state = 1 AND fire_at IS NULL
-					ORDER BY priority, due, job_id
+					ORDER BY ` + sqlDeliveryOrder + `
 					LIMIT least(k.avail, CASE WHEN capped.perkey > 0 THEN least(capped.cap, capped.perkey - k.busy) ELSE capped.cap END)
 					FOR UPDATE SKIP LOCKED
 				) x
@@ -208,7 +208,7 @@ const sqlKeyNext = `SELECT min(n.next_at) FROM unnest($1::text[]) AS q(name)
 	CROSS JOIN LATERAL (SELECT kb.next_at FROM hourglass_key_buckets kb
 		WHERE kb.queue = q.name AND kb.next_at > $2
 			AND EXISTS (SELECT 1 FROM hourglass_tasks e WHERE e.queue = kb.queue AND e.task_key = kb.task_key
-				AND e.state = 1 AND e.fire_at IS NULL ORDER BY e.priority, e.due, e.job_id OFFSET 0)
+				AND e.state = 1 AND e.fire_at IS NULL ORDER BY ` + sqlDeliveryOrder + ` OFFSET 0)
 		ORDER BY kb.next_at LIMIT 1) n`
 
 // sqlHeldBack returns those of the queues $1 (concurrency limits $2) that
@@ -444,7 +444,7 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 		return nil, 0, 0, dbErr(err)
 	}
 	for _, th := range throttled {
-		n.metrics.Throttled.WithLabelValues(th[0], th[1]).Inc()
+		n.metrics.HeldBack(th[0], th[1])
 	}
 	if len(got) > 0 {
 		retry = 0

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"log/slog"
 	"strings"
 	"sync"
@@ -128,7 +129,7 @@ func (l *listener) run(conn *pgx.Conn) {
 			conn.Close(context.Background())
 		}
 	}()
-	retry := backoff{base: 10 * time.Millisecond, max: time.Second}
+	backoff := retry.Backoff{Base: 10 * time.Millisecond, Max: time.Second}
 	for {
 		l.mu.Lock()
 		if l.closed {
@@ -143,10 +144,10 @@ func (l *listener) run(conn *pgx.Conn) {
 			conn = l.reconnect()
 			if conn == nil {
 				l.fail(cmds)
-				time.Sleep(retry.next())
+				time.Sleep(backoff.Next())
 				continue
 			}
-			retry.reset()
+			backoff.Reset()
 		}
 		if !l.execute(conn, cmds) {
 			conn.Close(context.Background())

@@ -41,10 +41,8 @@ import (
 // The metrics are updated whether or not a registry collects them; each
 // is safe for concurrent use.
 type metrics struct {
-	registerer prometheus.Registerer
-
-	service.TaskMetrics
-	schedules service.ScheduleMetrics
+	*service.Metrics
+	schedules service.ScheduleMetrics // Metrics.Schedules
 
 	owned, listening          prometheus.GaugeFunc
 	acquired, takeovers, lost prometheus.Counter
@@ -52,7 +50,6 @@ type metrics struct {
 	flushSeconds, flushTimers prometheus.Histogram
 	handed, givenBack         prometheus.Counter
 	early                     prometheus.Counter
-	states                    queueStates
 
 	// The hops of a task from due to delivered (see hops).
 	hopFired, hopFlushing, hopFlushed, hopNotified, hopReserved prometheus.Histogram
@@ -64,9 +61,7 @@ func newMetrics(n *Node) *metrics {
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
-	return &metrics{
-		TaskMetrics: service.NewTaskMetrics(),
-		schedules:   service.NewScheduleMetrics(),
+	m := &metrics{
 		owned: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hourglass_cluster_partitions_owned",
 			Help: "Partitions whose lease this node holds.",
@@ -87,7 +82,6 @@ func newMetrics(n *Node) *metrics {
 		handed:       counter("hourglass_cluster_flush_handed_total", "Tasks a flush reserved for, and handed to, this node's waiting reservers."),
 		early:        counter("hourglass_cluster_flush_early_total", "Timers a flush found not yet due by the database's clock (this node's estimate of it ahead, or a lease renewed since), armed again for the rest."),
 		givenBack:    counter("hourglass_cluster_flush_given_back_total", "Tasks a flush reserved for waiting reservers that had left, made ready again."),
-		states:       queueStates{n: n, desc: service.QueueTasksDesc},
 		flushSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_cluster_flush_seconds",
 			Help:    "Time of one flush of fired timers (one round trip, fenced by the epochs).",
@@ -129,39 +123,17 @@ func newMetrics(n *Node) *metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1 to 8192
 		}),
 	}
-}
-
-func (m *metrics) all() []prometheus.Collector {
-	return append(append(m.Collectors(), m.schedules.Collectors()...),
+	m.Metrics = service.NewMetrics(n.queueCounts,
 		m.owned, m.listening, m.acquired, m.takeovers, m.lost, m.tickFailures, m.keeps, m.flushSeconds, m.flushTimers,
-		m.handed, m.givenBack, m.early, m.states, m.hopFired, m.hopFlushing, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
-}
-
-// register registers every metric with r, or none.
-func (m *metrics) register(r prometheus.Registerer) error {
-	if err := service.Register(r, m.all()); err != nil {
-		return err
-	}
-	m.registerer = r
-	return nil
-}
-
-// unregister takes the metrics off the registry they were registered
-// with, if any.
-func (m *metrics) unregister() {
-	if m.registerer == nil {
-		return
-	}
-	for _, c := range m.all() {
-		m.registerer.Unregister(c)
-	}
+		m.handed, m.givenBack, m.early, m.hopFired, m.hopFlushing, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
+	m.schedules = m.Schedules
+	return m
 }
 
 // delivered counts k hand-overs of tasks due at dues and made ready at
 // readies (database ns; 0, or readies nil: at due) at dbNow, which came
 // by path (a label of hourglass_cluster_hop_due_to_delivered_seconds).
 func (m *metrics) delivered(dues, readies []int64, dbNow int64, path string) {
-	m.Deliveries.Add(float64(len(dues)))
 	hop := m.hopDelivered.WithLabelValues(path)
 	for i, due := range dues {
 		var ready int64
@@ -260,41 +232,38 @@ func (w *wakeTimes) looked(queues []string) (first time.Time, ok bool) {
 	return first, ok
 }
 
-// queueStates is the collector of hourglass_queue_tasks: the tasks of the
-// partitions n owns, by queue and state, counted when scraped.
-type queueStates struct {
-	n    *Node
-	desc *prometheus.Desc
-}
-
-func (c queueStates) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c queueStates) Collect(ch chan<- prometheus.Metric) {
+// queueCounts counts, for hourglass_queue_tasks when scraped, the tasks
+// of the partitions n owns by queue and state: a scan of those
+// partitions' rows, within 5 s. First it forgets the series of the
+// queues gone (forgetGone).
+func (n *Node) queueCounts() []task.QueueStats {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c.forgetGone(ctx)
-	parts, _ := c.n.members.arrays()
+	n.forgetGone(ctx)
+	parts, _ := n.members.arrays()
 	if len(parts) == 0 {
-		return
+		return nil
 	}
-	rows, err := c.n.db.Query(ctx, `SELECT queue,
+	rows, err := n.db.Query(ctx, `SELECT queue,
 			count(*) FILTER (WHERE state = 1 AND fire_at IS NOT NULL),
 			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL),
 			count(*) FILTER (WHERE state = 2),
 			count(*) FILTER (WHERE state = 3)
 		FROM hourglass_tasks WHERE partition = ANY($1) GROUP BY queue`, parts)
 	if err != nil {
-		c.n.log.Warn("hourglass: counting tasks for the metrics failed", "err", err)
-		return
+		n.log.Warn("hourglass: counting tasks for the metrics failed", "err", err)
+		return nil
 	}
 	defer rows.Close()
+	var out []task.QueueStats
 	for rows.Next() {
 		var q task.QueueStats
 		if err := rows.Scan(&q.Name, &q.Delayed, &q.Ready, &q.Reserved, &q.Dead); err != nil {
-			return
+			return out
 		}
-		service.CollectQueueTasks(ch, c.desc, q)
+		out = append(out, q)
 	}
+	return out
 }
 
 // sqlGone returns those of the queues $1 that no longer exist: no task,
@@ -308,15 +277,15 @@ var sqlGone = `SELECT q FROM unnest($1::text[]) AS q
 // of the queues that no longer exist. A node does not see a queue go (its
 // last task may be acked on another node), so it looks when scraped: a
 // series outlives its queue by one scrape at most. O(queues with series).
-func (c queueStates) forgetGone(ctx context.Context) {
-	m := c.n.metrics
+func (n *Node) forgetGone(ctx context.Context) {
+	m := n.metrics
 	qs := m.Queues()
 	if len(qs) == 0 {
 		return
 	}
-	rows, err := c.n.db.Query(ctx, sqlGone, qs)
+	rows, err := n.db.Query(ctx, sqlGone, qs)
 	if err != nil {
-		c.n.log.Warn("hourglass: looking for the queues gone, for the metrics, failed", "err", err)
+		n.log.Warn("hourglass: looking for the queues gone, for the metrics, failed", "err", err)
 		return
 	}
 	gone, err := pgx.CollectRows(rows, pgx.RowTo[string])

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"log/slog"
 	"net"
 	"os"
@@ -147,9 +148,9 @@ type Node struct {
 	leaseEnds []func(lease string)
 	// reporter writes the node's report (report.go).
 	reporter *reporter
-	// pruner prunes the history (prune.go), dedupePruner the finished-id
-	// records of dedupe windows (dedupe.go).
-	pruner, dedupePruner *pruner
+	// pruners prune the history, the finished-id records of dedupe
+	// windows and the turns of idle keys (startPruners, prune.go).
+	pruners []*retry.Pruner
 	// closed by Close; failed by a fatal error. Guarded by mu.
 	closed bool
 	failed error
@@ -262,7 +263,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	}
 	n.log.Info("hourglass: recovered", "partitions", owned, "overdue", overdue)
 	if opts.Registerer != nil {
-		if err := n.metrics.register(opts.Registerer); err != nil {
+		if err := n.metrics.Register(opts.Registerer); err != nil {
 			n.stop()
 			n.members.release(ctx)
 			return nil, fmt.Errorf("hourglass: registering metrics: %w", err)
@@ -274,10 +275,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	n.reporter = &reporter{db: n.db, node: n.name, started: n.clock.now(), source: n.counters.report, log: n.log}
 	n.reporter.start()
 	retention, _ := opts.retention()
-	n.pruner = &pruner{db: n.db, retention: retention, keyIdle: keyIdle, leads: n.leadsPruning, log: n.log}
-	n.pruner.start()
-	n.dedupePruner = &pruner{db: n.db, leads: n.leadsPruning, log: n.log, sql: sqlPruneDeduped, what: "the dedupe records"}
-	n.dedupePruner.start()
+	n.startPruners(retention)
 	return n, nil
 }
 
@@ -303,7 +301,7 @@ func (n *Node) Close() error {
 	}
 	n.mu.Unlock()
 	n.stop()
-	n.metrics.unregister()
+	n.metrics.Unregister()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := n.members.release(ctx)
@@ -318,7 +316,7 @@ func (n *Node) Close() error {
 
 // stop ends the node's goroutines and timers without touching the
 // database: the lease loop and the flusher first, together (each ends
-// its round or flush in progress), then the reporter, the pruner, the
+// its round or flush in progress), then the reporter, the pruners, the
 // wheels, and the notifications last, which send what is pending. It is
 // idempotent.
 func (n *Node) stop() {
@@ -330,11 +328,8 @@ func (n *Node) stop() {
 		if n.reporter != nil {
 			n.reporter.stop()
 		}
-		if n.dedupePruner != nil {
-			n.dedupePruner.stop()
-		}
-		if n.pruner != nil {
-			n.pruner.stop()
+		for _, p := range n.pruners {
+			p.Stop()
 		}
 		n.cron.Stop()
 		n.notifications.stop()

@@ -189,7 +189,7 @@ func (n *Node) ack(ctx context.Context, queue, id, lease string) error {
 		return err
 	}
 	n.counters.count(queue, func(c *counts) { c.acks++ })
-	n.metrics.Acks.Inc()
+	n.metrics.Acked(1)
 	n.slotFreed(queue)
 	return nil
 }
@@ -235,7 +235,7 @@ func (n *Node) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
 			errs[k] = c.err
 		default:
 			n.counters.count(c.req.queue, func(c *counts) { c.acks++ })
-			n.metrics.Acks.Inc()
+			n.metrics.Acked(1)
 			n.slotFreed(c.req.queue)
 		}
 	}

@@ -2,25 +2,9 @@ package cluster
 
 import (
 	"context"
-	"log/slog"
-	"sync"
 	"time"
-)
 
-// Bounds of the history's pruning.
-const (
-	// pruneBatch bounds the history rows one statement deletes (with the
-	// attempts of their jobs): a short transaction, whose locks the
-	// writers of the history never wait for long.
-	pruneBatch = 1000
-	// pruneEvery is the most time between two prunes; a short retention
-	// prunes every quarter of it (tests), but not more often than
-	// pruneMinEvery.
-	pruneEvery    = 5 * time.Second
-	pruneMinEvery = 10 * time.Millisecond
-	// prunePause is the pause between two batches, yielding the database
-	// to the statements that serve.
-	prunePause = 10 * time.Millisecond
+	"github.com/hourglass-go/hourglass/internal/retry"
 )
 
 // sqlPrune deletes up to $2 rows of hourglass_history that finished
@@ -77,118 +61,34 @@ const sqlPruneKeys = `WITH d AS (
 		RETURNING 1)
 	SELECT count(*) FROM d`
 
-// pruner deletes the history older than the retention, on the node that
-// owns partition 0 (leads), so on one node at a time but for a takeover's
-// overlap, which costs nothing worse than two deletes of the same rows
-// (the second finds them gone). It runs every pruneEvery, in batches of
-// pruneBatch with a pause between them, until a batch comes short. Its
-// methods are called by the node alone: start once, stop once.
-type pruner struct {
-	db        *pool
-	retention time.Duration // 0: keep none
-	keyIdle   time.Duration // keyIdle, but in tests
-	leads     func() bool
-	log       *slog.Logger
-	// sql deletes up to $2 rows past the retention $1 (ns) and returns
-	// how many; "": sqlPrune, the history's. what names the rows in logs.
-	sql, what string
-
-	quit chan struct{}
-	wg   sync.WaitGroup
-}
-
-// every is the time between two prunes: pruneEvery when none is kept
-// (only what an earlier run wrote is left to prune).
-func (p *pruner) every() time.Duration {
-	if p.retention == 0 {
-		return pruneEvery
-	}
-	return min(pruneEvery, max(p.retention/4, pruneMinEvery))
-}
-
-// start starts the pruning goroutine.
-func (p *pruner) start() {
-	p.quit = make(chan struct{})
-	p.wg.Add(1)
-	go p.loop()
-}
-
-// stop ends the pruning and waits for the statement in progress.
-func (p *pruner) stop() {
-	close(p.quit)
-	p.wg.Wait()
-}
-
-// loop prunes every p.every(); after a failed prune, after a back-off
-// (up to backoffMax) if that is longer.
-func (p *pruner) loop() {
-	defer p.wg.Done()
-	retry := backoff{base: backoffBase, max: backoffMax}
-	what := p.what
-	if what == "" {
-		what = "the history"
-	}
-	failures := newFailureLog(p.log, "hourglass: pruning "+what+" failed; the next round retries", "hourglass: pruning "+what+" works again")
-	wait := p.every()
-	for {
-		select {
-		case <-p.quit:
-			return
-		case <-time.After(wait):
-		}
-		wait = p.every()
-		if !p.leads() {
-			continue
-		}
-		if _, err := p.prune(); err != nil {
-			failures.failed(err)
-			wait = max(wait, retry.next())
-		} else {
-			failures.ok()
-			retry.reset()
-		}
-	}
-}
-
-// prune deletes the rows due for pruning, a batch at a time, and returns
-// how many; it stops early when the pruner stops. Then it prunes the turns
-// of keys that have no task left (sqlPruneKeys), one batch a round.
-func (p *pruner) prune() (int, error) {
-	total, err := p.pruneHistory()
-	if err != nil {
-		return total, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var k int
-	err = p.db.QueryRow(ctx, sqlPruneKeys, int64(p.keyIdle), pruneBatch).Scan(&k)
-	return total + k, err
-}
-
-// pruneHistory is prune's part on the history.
-func (p *pruner) pruneHistory() (int, error) {
-	total := 0
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// pruneWith returns the primitive of a retry.Pruner that runs sql, a
+// statement that deletes up to $2 rows older than $1 (ns) by the
+// database's clock and returns how many: sqlPrune, sqlPruneDeduped or
+// sqlPruneKeys. The loop (when, how many, back-off, logs) is the
+// Pruner's; the node starts one per statement (startPruners).
+func (n *Node) pruneWith(sql string) retry.PruneFunc {
+	return func(ctx context.Context, age time.Duration, max int) (int, error) {
 		var k int
-		sql := p.sql
-		if sql == "" {
-			sql = sqlPrune
-		}
-		err := p.db.QueryRow(ctx, sql, int64(p.retention), pruneBatch).Scan(&k)
-		cancel()
-		if err != nil {
-			return total, err
-		}
-		total += k
-		if k < pruneBatch {
-			return total, nil
-		}
-		select {
-		case <-p.quit:
-			return total, nil
-		case <-time.After(prunePause):
-		}
+		err := n.db.QueryRow(ctx, sql, int64(age), max).Scan(&k)
+		return k, err
+	}
+}
+
+// startPruners starts the node's pruners, on the node that owns
+// partition 0 (leadsPruning), so on one node at a time but for a
+// takeover's overlap, which costs nothing worse than two deletes of the
+// same rows (the second finds them gone): the history older than
+// retention with the attempts of its jobs, the dedupe records whose
+// window ended, and the turns of keys idle for keyIdle.
+func (n *Node) startPruners(retention time.Duration) {
+	n.pruners = []*retry.Pruner{
+		{What: "the history", Retention: retention, Prune: n.pruneWith(sqlPrune)},
+		{What: "the dedupe records", Prune: n.pruneWith(sqlPruneDeduped)},
+		{What: "the turns of idle keys", Retention: keyIdle, Prune: n.pruneWith(sqlPruneKeys)},
+	}
+	for _, p := range n.pruners {
+		p.Leads, p.Log = n.leadsPruning, n.log
+		p.Start()
 	}
 }
 

@@ -16,12 +16,9 @@ import (
 // ($6 has_at: at $7, else $8 after the statement's now), ready at once
 // (no timer) when that is not after now. A task whose queue and id are
 // taken is skipped (the idempotent put), and RETURNING leaves it out. A
-// task's ttr and max_attempts of 0 take the queue's policy's (pol, read
-// from its row in the same statement, so as every node applies the policy
-// last set: service.ApplyDefaults), a ttr still 0 the server's default
-// ($12), a max_attempts still 0 service.DefaultMaxAttempts, and a
-// max_attempts of task.UnlimitedAttempts is recorded as 0, no limit
-// (service.MaxAttempts). A task's trace context ($13, $14) is NULL when
+// task's ttr and max_attempts are service.ApplyDefaults's (sqlDefault),
+// of the queue's policy read in the same statement (pol), so that every
+// node applies the policy last set. A task's trace context ($13, $14) is NULL when
 // it has none, and its key ($16) "" (task.PutRequest.Key). A task whose
 // $15 is true and whose id the queue's dedupe window answers
 // (sqlDeduped) is skipped too; $15 is false for an id the service made
@@ -36,9 +33,8 @@ var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at, created, ttr,
 		attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, trace_parent, trace_state, task_key)
 	SELECT r.job_id, r.job_id % $2, $1, r.id, 1, r.priority, d.due, CASE WHEN d.due > now.ns THEN d.due END,
-		now.ns, CASE WHEN r.ttr <> 0 THEN r.ttr WHEN pol.ttr <> 0 THEN pol.ttr ELSE $12 END,
-		0, greatest(CASE WHEN r.max_attempts <> 0 THEN r.max_attempts WHEN pol.max_attempts <> 0 THEN pol.max_attempts
-			ELSE ` + strconv.Itoa(service.DefaultMaxAttempts) + ` END, 0), '', 0, 0, 0, 0, 0, r.payload,
+		now.ns, ` + sqlDefault("ttr", "$12") + `,
+		0, greatest(` + sqlDefault("max_attempts", strconv.Itoa(service.DefaultMaxAttempts)) + `, 0), '', 0, 0, 0, 0, 0, r.payload,
 		nullif(r.trace_parent, ''), nullif(r.trace_state, ''), r.task_key
 	FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::bool[], $7::bigint[], $8::bigint[], $9::bigint[],
 			$10::bigint[], $11::bytea[], $13::text[], $14::text[], $15::bool[], $16::text[]) WITH ORDINALITY
@@ -50,6 +46,21 @@ var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 	ORDER BY r.ord
 	ON CONFLICT (queue, id) DO NOTHING
 	RETURNING job_id, due, fire_at, created, (SELECT ns FROM now), ttr, max_attempts`
+
+// sqlDefault is service.ApplyDefaults in SQL for column col of sqlInsert:
+// the put's value (r) unless 0, else its queue policy's (pol) unless 0,
+// else def, the server's, which comes from Go: the server's ttr ($12)
+// and service.DefaultMaxAttempts. The max_attempts of
+// task.UnlimitedAttempts (negative) then becomes 0, no limit, by
+// greatest(…, 0) as by service.MaxAttempts. The cluster applies the rule
+// in SQL rather than in Go because the policy is the one its statement
+// reads: reading it first would cost a round trip per put, and a copy
+// kept by the node could lag a policy set on another node.
+// TestPolicies' put-defaults-rule compares every engine with
+// ApplyDefaults.
+func sqlDefault(col, def string) string {
+	return "CASE WHEN r." + col + " <> 0 THEN r." + col + " WHEN pol." + col + " <> 0 THEN pol." + col + " ELSE " + def + " END"
+}
 
 // sqlKeyed gives each key of the put ($16) that has no turn in queue $1
 // a row in hourglass_key_turns, the next turn (reserve.go's sqlReserve):
@@ -173,7 +184,7 @@ func (n *Node) PutBatch(ctx context.Context, queue string, rs []task.PutRequest)
 	if ready > 0 {
 		n.readied(queue, ready)
 	}
-	n.metrics.Puts.Add(float64(put))
+	n.metrics.Put(put)
 	n.counters.count(queue, func(c *counts) { c.puts += uint64(len(items)) })
 	return res
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"log/slog"
 	"sync"
 	"time"
@@ -77,11 +78,11 @@ func (r *reporter) stop() {
 }
 
 // loop writes the report every reportEvery; after a failed write, after
-// a back-off (up to backoffMax) instead.
+// a back-off (up to retry.DefaultMax) instead.
 func (r *reporter) loop() {
 	defer r.wg.Done()
-	retry := backoff{base: reportEvery, max: backoffMax}
-	failures := newFailureLog(r.log, "hourglass: writing the node's report failed", "hourglass: writing the node's report works again")
+	backoff := retry.Backoff{Base: reportEvery, Max: retry.DefaultMax}
+	failures := retry.NewFailureLog(r.log, "hourglass: writing the node's report failed", "hourglass: writing the node's report works again")
 	wait := reportEvery
 	for {
 		select {
@@ -93,11 +94,11 @@ func (r *reporter) loop() {
 		err := r.write(ctx, r.source())
 		cancel()
 		if err != nil {
-			failures.failed(err)
-			wait = retry.next()
+			failures.Failed(err)
+			wait = backoff.Next()
 		} else {
-			failures.ok()
-			retry.reset()
+			failures.OK()
+			backoff.Reset()
 			wait = reportEvery
 		}
 	}

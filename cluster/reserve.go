@@ -49,14 +49,14 @@ const sqlReserve = `WITH picked AS (
 			WHERE queue = q.name AND state = 1 AND fire_at IS NULL
 				AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
 					WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
-			ORDER BY priority, due, job_id
+			ORDER BY ` + sqlDeliveryOrder + `
 			LIMIT $2
 			FOR UPDATE SKIP LOCKED
 		) c
 		WHERE NOT EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = ANY($1))
 			AND (cardinality($1::text[]) = 1 OR NOT EXISTS (SELECT 1 FROM hourglass_queues l
 				WHERE l.queue = ANY($1) AND l.limited))
-		ORDER BY c.priority, c.due, c.job_id
+		ORDER BY ` + sqlDeliveryOrder + `
 		LIMIT $2
 	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
 	taken AS (
@@ -102,7 +102,7 @@ const sqlReserveFair = `WITH picked AS (
 					SELECT kt.task_key, kt.turn
 					FROM (SELECT b.priority FROM hourglass_tasks b
 						WHERE b.queue = q.name AND b.state = 1 AND b.fire_at IS NULL
-						ORDER BY b.priority, b.due, b.job_id LIMIT 1) best
+						ORDER BY ` + sqlDeliveryOrder + ` LIMIT 1) best
 					CROSS JOIN hourglass_key_turns kt
 					CROSS JOIN LATERAL (
 						(SELECT 1 FROM hourglass_tasks e WHERE kt.task_key <> '' AND e.queue = q.name
@@ -123,11 +123,11 @@ const sqlReserveFair = `WITH picked AS (
 					SELECT * FROM (SELECT job_id, priority, due, ready_at FROM hourglass_tasks
 						WHERE k.task_key <> '' AND queue = q.name AND task_key = k.task_key AND task_key <> ''
 							AND state = 1 AND fire_at IS NULL
-						ORDER BY priority, due, job_id LIMIT 1 FOR UPDATE SKIP LOCKED) keyed
+						ORDER BY ` + sqlDeliveryOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED) keyed
 					UNION ALL
 					SELECT * FROM (SELECT job_id, priority, due, ready_at FROM hourglass_tasks
 						WHERE k.task_key = '' AND queue = q.name AND task_key = '' AND state = 1 AND fire_at IS NULL
-						ORDER BY priority, due, job_id LIMIT 1 FOR UPDATE SKIP LOCKED) plain
+						ORDER BY ` + sqlDeliveryOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED) plain
 				) f
 				UNION ALL
 				SELECT g.job_id, g.priority, g.due, g.ready_at, CASE WHEN kt.turn IS NULL THEN 0 ELSE 1 END,
@@ -137,7 +137,7 @@ const sqlReserveFair = `WITH picked AS (
 					WHERE queue = q.name AND state = 1 AND fire_at IS NULL
 						AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
 							WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
-					ORDER BY priority, due, job_id
+					ORDER BY ` + sqlDeliveryOrder + `
 					LIMIT $2
 					FOR UPDATE SKIP LOCKED
 				) g LEFT JOIN hourglass_key_turns kt ON kt.queue = q.name AND kt.task_key = g.task_key
@@ -380,18 +380,11 @@ func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duratio
 	return got, dbNow, pauseLeft, limited, keyed, rows.Err()
 }
 
-// sortRows puts reserved rows in delivery order: priority, due time, job
-// id.
+// sortRows puts reserved rows in delivery order (task.DeliveredBefore).
 func sortRows(got []row) {
 	sort.Slice(got, func(i, j int) bool {
 		a, b := &got[i], &got[j]
-		if a.priority != b.priority {
-			return a.priority < b.priority
-		}
-		if a.due != b.due {
-			return a.due < b.due
-		}
-		return a.job < b.job
+		return task.DeliveredBefore(uint32(a.priority), a.due, uint64(a.job), uint32(b.priority), b.due, uint64(b.job))
 	})
 }
 

@@ -319,7 +319,7 @@ func (n *Node) reconcileSchedules(ctx context.Context) error {
 			}
 		}
 		if missed > 0 {
-			n.metrics.schedules.Missed.WithLabelValues(s.spec.Name).Add(float64(missed))
+			n.metrics.schedules.Misses(s.spec.Name, missed)
 			// The missed ones are settled: a later owner does not count them again.
 			if _, err := n.db.Exec(ctx, "UPDATE hourglass_schedules SET last = $2 WHERE name = $1 AND last < $2",
 				s.spec.Name, now.UnixNano()); err != nil {
@@ -452,10 +452,10 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 	s.last = max(s.last, at.UnixNano())
 	n.mu.Unlock()
 	if skipped {
-		n.metrics.schedules.Skipped.WithLabelValues(s.spec.Name).Inc()
+		n.metrics.schedules.Skips(s.spec.Name)
 		return nil
 	}
-	n.metrics.schedules.Put.WithLabelValues(s.spec.Name).Inc()
+	n.metrics.schedules.Occurred(s.spec.Name)
 	if it.done {
 		if it.fireAt != 0 {
 			n.announce(it.job, it.fireAt, it.dbNow)
@@ -463,7 +463,7 @@ func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
 			n.readied(s.spec.Queue, 1)
 		}
 		n.counters.count(s.spec.Queue, func(c *counts) { c.puts++ })
-		n.metrics.Puts.Inc()
+		n.metrics.Put(1)
 	}
 	return nil
 }
@@ -500,6 +500,6 @@ func (n *Node) ran(ctx context.Context, name string, r service.LastRun) error {
 	if tag.RowsAffected() == 0 {
 		return task.ErrNoSchedule
 	}
-	n.metrics.schedules.Put.WithLabelValues(name).Inc()
+	n.metrics.schedules.Occurred(name)
 	return nil
 }

@@ -74,6 +74,7 @@ package pusher
 import (
 	"cmp"
 	"context"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"log/slog"
 	"net"
 	"net/http"
@@ -110,10 +111,6 @@ const (
 	leaseMargin = 2 * time.Second
 	// settleTimeout bounds an ack, nack or release of a pushed task.
 	settleTimeout = 5 * time.Second
-	// minBackoff and maxBackoff space the reserves after one failed (a
-	// database gone, the store failed).
-	minBackoff = 100 * time.Millisecond
-	maxBackoff = 5 * time.Second
 )
 
 // Options configure a [Pusher].
@@ -333,7 +330,10 @@ func (p *Pusher) refreshLoop() {
 func (p *Pusher) run() {
 	defer p.wg.Done()
 	defer close(p.work)
-	var backoff time.Duration
+	// A failed reserve (a database gone, the store failed) is retried
+	// after a back-off, and logged about once a second.
+	backoff := retry.Backoff{Base: retry.DefaultBase, Max: retry.DefaultMax}
+	failures := retry.NewFailureLog(p.log, "hourglass: push: reserving failed", "hourglass: push: reserving works again")
 	for p.ctx.Err() == nil {
 		qs := p.queues.Load()
 		if qs == nil || len(qs.names) == 0 {
@@ -377,11 +377,12 @@ func (p *Pusher) run() {
 		}
 		switch {
 		case err == nil || cutShort:
-			backoff = 0
+			backoff.Reset()
+			failures.OK()
 		default:
-			backoff = min(max(2*backoff, minBackoff), maxBackoff)
-			p.log.Warn("push: reserving failed", "err", err, "retry_in", backoff)
-			p.sleep(backoff)
+			d := backoff.Next()
+			failures.Failed(err, "retry_in", d)
+			p.sleep(d)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,7 +12,10 @@ import (
 
 // TaskMetrics are the metrics of a task's life that both engines keep
 // under the same names, help and buckets, so that dashboards and alerts
-// work on either. Each is safe for concurrent use.
+// work on either. What each counts is written once, in the methods by
+// which an engine reports the events (Put, Delivered, Acked, Nacked,
+// Expired, Failed, HeldBack): an engine reports what happened and
+// touches no metric itself. Each is safe for concurrent use.
 type TaskMetrics struct {
 	Puts, Deliveries, Acks, Nacks, LeaseExpiries, Dead prometheus.Counter
 	// Lateness is the time from due time to hand-over, in seconds: the
@@ -28,12 +32,56 @@ type TaskMetrics struct {
 	Retries, Throttled, DeadLettered *prometheus.CounterVec
 }
 
-// Delivered records one hand-over's lateness, late, of which ready was
-// the server's (see [SplitLateness]).
+// Put counts n tasks put, new or replacing a task (a schedule's
+// occurrences and runs included); a put answered by a live task or a
+// dedupe window is none. O(1).
+func (t TaskMetrics) Put(n int) { t.Puts.Add(float64(n)) }
+
+// Delivered counts one hand-over of a task to a reserver, late by late
+// after its due time, of which ready was the server's (see
+// [SplitLateness]). O(buckets).
 func (t TaskMetrics) Delivered(late, ready time.Duration) {
+	t.Deliveries.Inc()
 	t.Lateness.Observe(late.Seconds())
 	t.ReadyLateness.Observe(ready.Seconds())
 	t.ReadyWait.Observe((late - ready).Seconds())
+}
+
+// Acked counts n tasks acknowledged (an ack, or beanstalkd's delete of
+// a job its caller reserved). O(1).
+func (t TaskMetrics) Acked(n int) { t.Acks.Add(float64(n)) }
+
+// Nacked counts one reservation given back by a nack or a release; a
+// bury, and a lease that ran out, are none. O(1).
+func (t TaskMetrics) Nacked() { t.Nacks.Inc() }
+
+// Expired counts n reservations whose lease ran out. O(1).
+func (t TaskMetrics) Expired(n int) { t.LeaseExpiries.Add(float64(n)) }
+
+// Failed counts n failed attempts of tasks of queue (a nack, a bury, a
+// lease that ran out; a release spends no attempt and is none) as
+// AfterFailure decided them: the tasks came back (a retry of queue), or
+// died (dead), moved to queue's dead-letter queue or not (deadLettered,
+// counted by the queue they left). A task that an engine finds damaged
+// in its store, and makes dead, is one that died. O(1).
+func (t TaskMetrics) Failed(queue string, n int, dead, deadLettered bool) {
+	switch {
+	case n <= 0:
+		// No series for a queue that saw no such event.
+	case !dead:
+		t.Retries.WithLabelValues(queue).Add(float64(n))
+	default:
+		t.Dead.Add(float64(n))
+		if deadLettered {
+			t.DeadLettered.WithLabelValues(queue).Add(float64(n))
+		}
+	}
+}
+
+// HeldBack counts one reserve of queue that its limit held back, for
+// reason (ThrottledRate or ThrottledConcurrency). O(1).
+func (t TaskMetrics) HeldBack(queue, reason string) {
+	t.Throttled.WithLabelValues(queue, reason).Inc()
 }
 
 // Reasons of TaskMetrics.Throttled.
@@ -126,6 +174,68 @@ func (t TaskMetrics) Queues() []string {
 func (t TaskMetrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{t.Puts, t.Deliveries, t.Acks, t.Nacks, t.LeaseExpiries, t.Dead, t.Lateness, t.ReadyLateness, t.ReadyWait,
 		t.Retries, t.Throttled, t.DeadLettered}
+}
+
+// Metrics are the metrics every engine serves, beside its own: the
+// task metrics, the schedules' and hourglass_queue_tasks, whose samples
+// come from the engine's count of its tasks by queue and state when
+// scraped. An engine reports events to TaskMetrics and Schedules, and
+// registers its own collectors with these (Register). Safe for
+// concurrent use.
+type Metrics struct {
+	TaskMetrics
+	Schedules ScheduleMetrics
+	all       []prometheus.Collector
+
+	mu         sync.Mutex
+	registerer prometheus.Registerer // guarded by mu
+}
+
+// NewMetrics returns an engine's metrics, registered nowhere:
+// queueTasks counts its tasks by queue and state (called at each scrape,
+// it bounds its own time), and own are the engine's own collectors, to
+// register and unregister with the shared ones.
+func NewMetrics(queueTasks func() []task.QueueStats, own ...prometheus.Collector) *Metrics {
+	m := &Metrics{TaskMetrics: NewTaskMetrics(), Schedules: NewScheduleMetrics()}
+	m.all = append(append(append(m.Collectors(), m.Schedules.Collectors()...), queueTasksCollector(queueTasks)), own...)
+	return m
+}
+
+// Register registers every metric with r, or none.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	if err := Register(r, m.all); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.registerer = r
+	m.mu.Unlock()
+	return nil
+}
+
+// Unregister takes the metrics off the registry Register gave, if any.
+func (m *Metrics) Unregister() {
+	m.mu.Lock()
+	r := m.registerer
+	m.registerer = nil
+	m.mu.Unlock()
+	if r == nil {
+		return
+	}
+	for _, c := range m.all {
+		r.Unregister(c)
+	}
+}
+
+// queueTasksCollector collects hourglass_queue_tasks from an engine's
+// count.
+type queueTasksCollector func() []task.QueueStats
+
+func (c queueTasksCollector) Describe(ch chan<- *prometheus.Desc) { ch <- QueueTasksDesc }
+
+func (c queueTasksCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, q := range c() {
+		CollectQueueTasks(ch, QueueTasksDesc, q)
+	}
 }
 
 // Register registers every one of cs with r, or none: on an error it

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -15,8 +16,10 @@ import (
 //   - CheckPolicy refuses a bad policy, naming the field, before anything
 //     is written.
 //   - ApplyDefaults fills a put's ttr and max_attempts from the policy,
-//     and max_attempts from DefaultMaxAttempts when neither gives one
-//     (MaxAttempts).
+//     then from the server's ttr and DefaultMaxAttempts when neither
+//     gives one (MaxAttempts). The cluster's put statement applies the
+//     same precedence in SQL to the policy it reads, with these
+//     constants passed from Go (cluster/put.go, sqlInsert).
 //   - AfterFailure decides what becomes of a reserved task that failed (a
 //     nack, a lease that ran out, a bury): ready again after a delay, or
 //     dead, and then moved to a dead-letter queue or not. A nack without
@@ -172,14 +175,15 @@ const DefaultMaxAttempts = 25
 // (the 24 delays between 25 attempts add up to about 13 hours).
 var DefaultRetry = task.Retry{Initial: time.Second, Max: time.Hour, Multiplier: 2, Jitter: 0.1}
 
-// ApplyDefaults fills r's ttr from p where r gives none, and sets its
-// max_attempts as a task records it (MaxAttempts): a put's own values
-// win over the policy's, the policy's over the service's defaults. After
-// it r.MaxAttempts is 0 for no limit.
-func ApplyDefaults(r *task.PutRequest, p task.Policy) {
-	if r.TTR == 0 {
-		r.TTR = p.TTR
-	}
+// ApplyDefaults sets r's ttr and max_attempts to what the task records:
+// a put's own values win over its queue policy p's, and p's over the
+// server's, serverTTR (Limits.DefaultTTR) and DefaultMaxAttempts. After
+// it r.TTR is positive and r.MaxAttempts is 0 for no limit
+// (MaxAttempts). For example, a put of neither into a queue whose policy
+// says max_attempts 3 records ttr serverTTR and max_attempts 3; with a
+// policy of task.UnlimitedAttempts, max_attempts 0. O(1).
+func ApplyDefaults(r *task.PutRequest, p task.Policy, serverTTR time.Duration) {
+	r.TTR = cmp.Or(r.TTR, p.TTR, serverTTR)
 	r.MaxAttempts = MaxAttempts(r.MaxAttempts, p.MaxAttempts)
 }
 

@@ -155,23 +155,24 @@ func TestNormalPolicy(t *testing.T) {
 }
 
 // TestApplyDefaults: a policy's ttr and max_attempts fill a put that
-// gives none; a put's own values win.
+// gives none, the server's a put whose policy gives none either; a put's
+// own values win.
 func TestApplyDefaults(t *testing.T) {
 	p := task.Policy{TTR: 30 * time.Second, MaxAttempts: 3}
 	var r task.PutRequest
-	service.ApplyDefaults(&r, p)
+	service.ApplyDefaults(&r, p, time.Minute)
 	if r.TTR != 30*time.Second || r.MaxAttempts != 3 {
 		t.Fatalf("defaults: %+v", r)
 	}
 	r = task.PutRequest{TTR: time.Second, MaxAttempts: 9}
-	service.ApplyDefaults(&r, p)
+	service.ApplyDefaults(&r, p, time.Minute)
 	if r.TTR != time.Second || r.MaxAttempts != 9 {
 		t.Fatalf("a put's own values: %+v", r)
 	}
 	r = task.PutRequest{}
-	service.ApplyDefaults(&r, task.Policy{})
-	if r.TTR != 0 || r.MaxAttempts != service.DefaultMaxAttempts {
-		t.Fatalf("no policy: %+v; want max_attempts %d", r, service.DefaultMaxAttempts)
+	service.ApplyDefaults(&r, task.Policy{}, time.Minute)
+	if r.TTR != time.Minute || r.MaxAttempts != service.DefaultMaxAttempts {
+		t.Fatalf("no policy: %+v; want the server's ttr and max_attempts %d", r, service.DefaultMaxAttempts)
 	}
 	// UnlimitedAttempts is recorded as 0, no limit, wherever it is given
 	// first; a put's own value wins over the policy's.
@@ -184,7 +185,7 @@ func TestApplyDefaults(t *testing.T) {
 		{0, 3, 3},
 	} {
 		r = task.PutRequest{MaxAttempts: c.put}
-		service.ApplyDefaults(&r, task.Policy{MaxAttempts: c.policy})
+		service.ApplyDefaults(&r, task.Policy{MaxAttempts: c.policy}, time.Minute)
 		if r.MaxAttempts != c.want {
 			t.Errorf("ApplyDefaults(put %d, policy %d): max_attempts %d; want %d", c.put, c.policy, r.MaxAttempts, c.want)
 		}

@@ -390,6 +390,20 @@ func NewScheduleMetrics() ScheduleMetrics {
 	}
 }
 
+// Occurred counts an occurrence, or a run now, of schedule put as a
+// task. O(1).
+func (m ScheduleMetrics) Occurred(schedule string) { m.Put.WithLabelValues(schedule).Inc() }
+
+// Skips counts an occurrence of schedule skipped by the overlap rule.
+// O(1).
+func (m ScheduleMetrics) Skips(schedule string) { m.Skipped.WithLabelValues(schedule).Inc() }
+
+// Misses counts n occurrences of schedule missed while no server ran
+// that the misfire rule did not put. O(1).
+func (m ScheduleMetrics) Misses(schedule string, n int) {
+	m.Missed.WithLabelValues(schedule).Add(float64(n))
+}
+
 // Collectors returns the metrics, to register.
 func (m ScheduleMetrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.Put, m.Skipped, m.Missed}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
 	b := open(t)
 	t.Run("crud", func(t *testing.T) { policyCRUD(t, b) })
 	t.Run("put-defaults", func(t *testing.T) { putDefaults(t, b) })
+	t.Run("put-defaults-rule", func(t *testing.T) { putDefaultsRule(t, b) })
 	t.Run("nack", func(t *testing.T) { nackPolicy(t, b) })
 	t.Run("answers", func(t *testing.T) { failureAnswers(t, b) })
 	t.Run("backoff", func(t *testing.T) { backoff(t, b) })
@@ -300,6 +302,61 @@ func showPolicy(p task.Policy) string {
 		s += fmt.Sprintf(" Rate:%+v", *p.Rate)
 	}
 	return s + "}"
+}
+
+// putDefaultsRule: over every combination of a put's ttr and
+// max_attempts (none, its own, unlimited) and its queue policy's, the
+// task an engine records, in its answer and read back, in a put and a
+// batch put, is service.ApplyDefaults's with the engine's default ttr:
+// the rule is written once in Go, and an engine that applies it
+// elsewhere (the cluster's put statement) must agree.
+func putDefaultsRule(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	serverTTR := b.Limits().DefaultTTR
+	ttrs := []time.Duration{0, 7 * time.Second}
+	maxes := []int{0, 3, task.UnlimitedAttempts}
+	n := 0
+	for _, pTTR := range []time.Duration{0, 9 * time.Second} {
+		for _, pMax := range []int{0, 4, task.UnlimitedAttempts} {
+			n++
+			queue := fmt.Sprintf("defaults-rule-%d", n)
+			p := task.Policy{TTR: pTTR, MaxAttempts: pMax}
+			if pTTR != 0 || pMax != 0 {
+				setPolicy(t, b, queue, p)
+			}
+			var rs []task.PutRequest
+			for _, ttr := range ttrs {
+				for _, m := range maxes {
+					rs = append(rs, task.PutRequest{ID: fmt.Sprintf("one-%v-%d", ttr, m), TTR: ttr, MaxAttempts: m})
+				}
+			}
+			batch := make([]task.PutRequest, len(rs))
+			for i, r := range rs {
+				r.ID = "batch" + strings.TrimPrefix(r.ID, "one")
+				batch[i] = r
+			}
+			got := make([]task.Task, 0, 2*len(rs))
+			for _, r := range rs {
+				got = append(got, putTask(t, b, queue, r))
+			}
+			for i, res := range b.PutBatch(ctx, queue, batch) {
+				must(t, "batch put "+batch[i].ID, res.Err)
+				got = append(got, res.Task)
+			}
+			for i, r := range append(rs, batch...) {
+				want := r
+				service.ApplyDefaults(&want, p, serverTTR)
+				back, err := b.Get(queue, r.ID)
+				must(t, "get "+r.ID, err)
+				for _, tk := range []task.Task{got[i], back} {
+					if tk.TTR != want.TTR || tk.MaxAttempts != want.MaxAttempts {
+						t.Errorf("put ttr %v, max_attempts %d into a queue of policy ttr %v, max_attempts %d: recorded ttr %v, max_attempts %d; ApplyDefaults says %v, %d",
+							r.TTR, r.MaxAttempts, pTTR, pMax, tk.TTR, tk.MaxAttempts, want.TTR, want.MaxAttempts)
+					}
+				}
+			}
+		}
+	}
 }
 
 // putDefaults: a policy's ttr and max_attempts fill puts that give none.

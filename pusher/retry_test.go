@@ -1,0 +1,98 @@
+package pusher_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/pusher"
+	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/task"
+)
+
+// cutOff is a service whose reserves fail while down is set: a database
+// out of reach, as the pusher sees it.
+type cutOff struct {
+	*withPush
+	mu      sync.Mutex
+	down    bool
+	reserve int // calls while down
+}
+
+func (c *cutOff) ReserveQueues(ctx context.Context, queues []string, n int, wait time.Duration) ([]task.Task, error) {
+	c.mu.Lock()
+	down := c.down
+	if down {
+		c.reserve++
+	}
+	c.mu.Unlock()
+	if down {
+		return nil, errors.New("hourglass: closed: the database is out of reach")
+	}
+	return c.withPush.ReserveQueues(ctx, queues, n, wait)
+}
+
+// TestPusher_ReserveBacksOff: reserves that keep failing are retried
+// after a back-off (about 7 tries in 10 s, not one per free slot at
+// every turn), logged about once a second with the count of failures,
+// and once when reserving works again.
+func TestPusher_ReserveBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		var out bytes.Buffer
+		var outMu sync.Mutex
+		log := slog.New(slog.NewTextHandler(&lockedWriter{w: &out, mu: &outMu}, nil))
+		s := &cutOff{withPush: &withPush{Service: service.New(b), ends: map[string]*task.Push{"q": {URL: "http://127.0.0.1:1/hook"}}}, down: true}
+		if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		p := pusher.New(s, pusher.Options{Logger: log, Refresh: time.Hour})
+		p.Start()
+		time.Sleep(10 * time.Second)
+		s.mu.Lock()
+		tries := s.reserve
+		s.down = false
+		s.mu.Unlock()
+		time.Sleep(6 * time.Second) // the back-off under way, then a reserve of "a"
+		if err := p.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// 0.1, 0.2, 0.4 … 5 s apart (±20 %): about 7 in 10 s.
+		if tries < 5 || tries > 9 {
+			t.Errorf("%d reserves in 10 s of failures, want about 7", tries)
+		}
+		outMu.Lock()
+		defer outMu.Unlock()
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) < 2 || !strings.Contains(lines[0], "reserving failed") || !strings.Contains(lines[0], "failures=1") {
+			t.Fatalf("log:\n%s\nwant the first failure with its count", out.String())
+		}
+		if last := lines[len(lines)-1]; !strings.Contains(last, "reserving works again") || !strings.Contains(last, "failures=") {
+			t.Errorf("last line %q, want the recovery with the count", last)
+		}
+	})
+}
+
+// lockedWriter serializes the writes of the pusher's goroutines.
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
