@@ -67,7 +67,7 @@ func TestOverlaps(t *testing.T) {
 }
 
 // TestKeysFlags checks that --keys-engine and --keys-memory select the
-// keys scenario's rows.
+// keys scenario's rows, and that --keys-big-work takes a duration.
 func TestKeysFlags(t *testing.T) {
 	saved := Keys
 	t.Cleanup(func() { Keys = saved })
@@ -98,5 +98,15 @@ func TestKeysFlags(t *testing.T) {
 	KeysFlags(fs)
 	if err := fs.Parse([]string{"--keys-engine", "sqlite"}); err == nil {
 		t.Error("--keys-engine sqlite: no error")
+	}
+	Keys = saved
+	fs = flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	KeysFlags(fs)
+	if err := fs.Parse([]string{"--keys-big-work", "5ms"}); err != nil || Keys.BigWork != 5*time.Millisecond {
+		t.Errorf("--keys-big-work 5ms: %v, BigWork %v", err, Keys.BigWork)
+	}
+	if err := fs.Parse([]string{"--keys-big-work", "-1s"}); err == nil {
+		t.Error("--keys-big-work -1s: no error")
 	}
 }

@@ -60,7 +60,7 @@ import (
 // rows last at most 10× Budget (10 s full, 1.5 s quick, 300 ms at
 // least), L is 10× Budget, 1 s to 10 s. The scenario runs only when
 // named (--scenario keys); --keys-engine and --keys-memory select its
-// rows (KeysFlags).
+// rows, and --keys-big-work slows the flood's handlers (KeysFlags).
 var keysScenario = Scenario{
 	Name: "keys",
 	Doc: "keys on tasks, on `hourglass serve` (the hourglass binary, see --hourglass) on the embedded store (hourglass) and as one cluster node on PostgreSQL (1 node: the throughput and small-key rows), each row on a server started afresh, worked by worker.New(c, Options{Concurrency: 64}) in this process with handlers that return nil at once: " +
@@ -87,6 +87,12 @@ type KeysOptions struct {
 	Engine string
 	// Memory runs the memory rows (embedded store).
 	Memory bool
+	// BigWork is how long a handler takes with a task of the flood (key
+	// "big"): 0, the scenario's, drains the flood as fast as the worker
+	// can, filling both cores; a longer one drains it slower, leaving
+	// cores free, to tell what the flood's CPU costs the small key from
+	// what its backlog does.
+	BigWork time.Duration
 }
 
 // Keys is the keys scenario's settings; hourglass-bench sets it from its
@@ -105,6 +111,14 @@ func KeysFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.BoolVar(&Keys.Memory, "keys-memory", Keys.Memory, "keys scenario: run the memory rows too")
+	fs.Func("keys-big-work", "keys scenario: how long a handler takes with a task of the flood (default 0: the scenario's)", func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d > time.Second {
+			return fmt.Errorf("want a duration from 0 to 1s")
+		}
+		Keys.BigWork = d
+		return nil
+	})
 }
 
 // keysOptIn is the note of the keys scenario in a run that does not
@@ -279,9 +293,12 @@ func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error)
 		small = make(chan struct{})
 		big   atomic.Int64
 	)
-	pool := startTaskWorkers(s.clients, keysQueue, 0, func(_ context.Context, t *worker.Task) error {
+	pool := startTaskWorkers(s.clients, keysQueue, 0, func(ctx context.Context, t *worker.Task) error {
 		if t.Key != "small" {
 			big.Add(1)
+			if Keys.BigWork > 0 {
+				sleep(ctx, Keys.BigWork)
+			}
 			return nil
 		}
 		l := time.Since(t.Due)
