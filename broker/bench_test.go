@@ -248,3 +248,42 @@ func BenchmarkBroker_Reserve(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBroker_Reserve_Many measures a reserve of 32 ready tasks
+// (package worker's reserves in the keys scenario carry about 31),
+// through service.New's front on memstore, from tasks without a key and
+// from tasks over 10,000 keys; an op is one reserve.
+func BenchmarkBroker_Reserve_Many(b *testing.B) {
+	const max = 32
+	for _, keys := range []int{0, 10_000} {
+		b.Run(fmt.Sprint("keys=", keys), func(b *testing.B) {
+			br, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer br.Close()
+			rs := make([]task.PutRequest, 1000)
+			for done := 0; done < b.N*max; done += len(rs) {
+				for i := range rs {
+					rs[i] = task.PutRequest{Payload: make([]byte, 200)}
+					if keys > 0 {
+						rs[i].Key = fmt.Sprint("k", (done+i)%keys)
+					}
+				}
+				for _, r := range br.PutBatch(ctx, "q", rs) {
+					if r.Err != nil {
+						b.Fatal(r.Err)
+					}
+				}
+			}
+			front := svc(br)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if ts, err := front.Reserve(ctx, "q", max, 0); err != nil || len(ts) != max {
+					b.Fatal(len(ts), err)
+				}
+			}
+		})
+	}
+}

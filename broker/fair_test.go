@@ -75,8 +75,11 @@ func TestLanes_Model(t *testing.T) {
 				delete(model, want)
 			}
 			for i, o := range ls.order {
-				if o.pos != i || len(o.heap) == 0 {
-					t.Fatalf("round %d step %d: lane %q at %d says %d, %d items", round, step, o.key, i, o.pos, len(o.heap))
+				if o.l.pos != i || len(o.l.heap) == 0 {
+					t.Fatalf("round %d step %d: lane %q at %d says %d, %d items", round, step, o.l.key, i, o.l.pos, len(o.l.heap))
+				}
+				if o != o.l.ref() {
+					t.Fatalf("round %d step %d: lane %q placed as %+v, is %+v", round, step, o.l.key, o, o.l.ref())
 				}
 			}
 			if len(ls.byKey) != len(model)-btoi(model[""] != nil) {
@@ -185,4 +188,38 @@ func BenchmarkReady_PushPop(b *testing.B) {
 			ls.push("", it)
 		}
 	})
+}
+
+// BenchmarkLanes_Serve measures a reserve's work in the lanes alone:
+// take the first task of the first lane, give that lane the next turn,
+// and put a task back into it (so the sizes stay), with 10,000 keys of
+// 50 ready tasks each, all of one priority (the keys scenario's shape:
+// every serve moves a lane to the back of the turns), and with one key
+// of 500,000 for comparison.
+func BenchmarkLanes_Serve(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		keys int
+	}{{"keys=1", 1}, {"keys=10000", 10_000}} {
+		b.Run(c.name, func(b *testing.B) {
+			const n = 500_000
+			var ls lanes
+			names := make([]string, c.keys)
+			for i := range names {
+				names[i] = fmt.Sprintf("tenant-%05d", i)
+			}
+			job := uint64(0)
+			for i := range n {
+				job++
+				ls.push(names[i%c.keys], readyItem{due: int64(job), job: job})
+			}
+			for b.Loop() {
+				l := ls.first()
+				l.heap.pop()
+				ls.served(l)
+				job++
+				ls.push(l.key, readyItem{due: int64(job), job: job})
+			}
+		})
+	}
 }

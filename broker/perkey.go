@@ -122,9 +122,9 @@ func (ls *lanes) park(l *keyLane) {
 	i, n := l.pos, len(ls.order)-1
 	if i != n {
 		ls.order[i] = ls.order[n]
-		ls.order[i].pos = i
+		ls.order[i].l.pos = i
 	}
-	ls.order[n] = nil
+	ls.order[n] = laneRef{}
 	ls.order = ls.order[:n]
 	if i != n {
 		ls.down(i)
@@ -142,19 +142,19 @@ func (ls *lanes) unpark(l *keyLane) {
 	ls.parked--
 	if len(l.heap) == 0 {
 		l.pos = len(ls.order)
-		ls.order = append(ls.order, l)
+		ls.order = append(ls.order, laneRef{l: l})
 		ls.remove(l)
 		return
 	}
 	l.pos = len(ls.order)
-	ls.order = append(ls.order, l)
+	ls.order = append(ls.order, l.ref())
 	ls.up(l.pos)
 }
 
 // eachLane calls f with every lane that has items, parked or not.
 func (ls *lanes) eachLane(f func(*keyLane)) {
-	for _, l := range ls.order {
-		f(l)
+	for _, r := range ls.order {
+		f(r.l)
 	}
 	if ls.plain.parked {
 		f(&ls.plain)

@@ -179,6 +179,17 @@ type taken struct {
 func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, at time.Time) {
 	at = time.Now()
 	now := at.UnixNano()
+	ready := 0
+	for _, q := range qs {
+		if q != nil {
+			ready += q.readyN
+		}
+	}
+	if ready > 0 {
+		// At most what is ready: a taken is 280 bytes, and growing the
+		// slice by appends would allocate about twice the final size.
+		out = make([]taken, 0, min(max, ready))
+	}
 	mono := b.monoNow()    // the per-key rates' clock (keyrate.go)
 	var held []*queueState // held back by a limit in this take
 	var why []string       // the limit that held back each of held
@@ -300,7 +311,7 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 		return nil, err
 	}
 	now := time.Now()
-	var out []task.Task
+	out := make([]task.Task, 0, len(items))
 	var failed error
 	for _, it := range items {
 		if _, ok := b.taking[it.job]; !ok {

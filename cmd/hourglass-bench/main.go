@@ -168,6 +168,7 @@ func benchFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.chart, "chart", "hourglass-bench.svg", "chart file, .svg or .png; empty for none")
 	bench.HistoryFlags(fs)
 	bench.WorkerFlags(fs)
+	bench.KeysFlags(fs)
 	bench.ClusterFlags(fs)
 	bench.ServeFlags(fs)
 	return fs

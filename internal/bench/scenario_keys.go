@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -40,6 +42,14 @@ import (
 //     tasks of key "big" that the same workers drain; + p99 is its p99
 //     minus the empty queue's of the same round (issue 42's goal: at
 //     most 10 ms), + server p99 the same of the server's part;
+//   - in both small-key rows, what the machine did meanwhile: stalls,
+//     the spans of at least canaryStall in which a process of its own
+//     that only sleeps 1 ms at a time was not run (canary.go), and the
+//     longest; p99 off stalls, the p99 of the small tasks whose wait
+//     overlaps none (+ p99 off stalls: flooded less empty); server and
+//     bench runq s/s, the seconds the server's threads and this
+//     process's waited, runnable, for a core, a second of the stream
+//     (Linux's run_delay, rundelay_linux.go);
 //   - memory, no keys / a key a task: the server (GOGC=10) holding m
 //     ready tasks without a key, or each of a key of its own, at rest:
 //     its Go heap and RSS; heap B/key and RSS B/key are the keyed row's
@@ -49,12 +59,14 @@ import (
 // n is the largest of the sizes, at most keysMaxTasks; the throughput
 // rows last at most 10× Budget (10 s full, 1.5 s quick, 300 ms at
 // least), L is 10× Budget, 1 s to 10 s. The scenario runs only when
-// named (--scenario keys).
+// named (--scenario keys); --keys-engine and --keys-memory select its
+// rows, and --keys-big-work slows the flood's handlers (KeysFlags).
 var keysScenario = Scenario{
 	Name: "keys",
 	Doc: "keys on tasks, on `hourglass serve` (the hourglass binary, see --hourglass) on the embedded store (hourglass) and as one cluster node on PostgreSQL (1 node: the throughput and small-key rows), each row on a server started afresh, worked by worker.New(c, Options{Concurrency: 64}) in this process with handlers that return nil at once: " +
 		"reserve→ack no keys / 10k keys: n ready 200-byte tasks (n ≤ 500k) without a key, or spread evenly over 10,000 keys, then handled until all are or 10× Budget is up, tasks/s; × no keys = the keyed row's tasks/s over the row without keys of the same round; " +
 		"small key: 20 tasks a second of key \"small\", each put 500 ms before its due time, for 10× Budget (1 s to 10 s), lateness = the handler's start minus the due time, p50/p99/max (server p99: of the server's hand-over, the start of the task's attempt in its history, minus the due time), on a queue holding nothing else (empty queue) and while n ready tasks of key \"big\" are drained by the same workers (flooded); + p99 = flooded p99 minus the empty queue's of the same round, + server p99 the same of the server's part; " +
+		"stalls: the spans of 20 ms or more in which a canary process that sleeps 1 ms at a time was not run, during the stream, and the longest; p99 off stalls: of the small tasks whose wait overlaps no stall (+ p99 off stalls: flooded less empty); server / bench runq s/s: seconds the server's threads / the bench process's waited runnable for a core, a second of the stream (Linux's run_delay); " +
 		"memory: the server run with GOGC=10 holding m ready tasks (m ≤ 1M, 3-byte payloads) without a key, or each of a key of its own, once at rest: Go heap (go_memstats_heap_alloc_bytes) and RSS; heap B/key and RSS B/key = the keyed row's less the row without keys' of the same round, over m",
 	jobs: keysJobs,
 }
@@ -66,6 +78,48 @@ const (
 	keysSmallRate = 20      // small-key tasks falling due per second
 	keysQueue     = "bench-keys"
 )
+
+// KeysOptions select the keys scenario's rows; its flags (see
+// [KeysFlags]) set them.
+type KeysOptions struct {
+	// Engine is "embedded", "cluster" (one node) or "both": the engines
+	// of the throughput and small-key rows.
+	Engine string
+	// Memory runs the memory rows (embedded store).
+	Memory bool
+	// BigWork is how long a handler takes with a task of the flood (key
+	// "big"): 0, the scenario's, drains the flood as fast as the worker
+	// can, filling both cores; a longer one drains it slower, leaving
+	// cores free, to tell what the flood's CPU costs the small key from
+	// what its backlog does.
+	BigWork time.Duration
+}
+
+// Keys is the keys scenario's settings; hourglass-bench sets it from its
+// flags. It is read when the scenario's jobs are planned.
+var Keys = KeysOptions{Engine: "both", Memory: true}
+
+// KeysFlags defines the keys scenario's flags on fs, storing into
+// [Keys]: `--scenario keys --keys-engine embedded --keys-memory=false`
+// runs the embedded store's throughput and small-key rows alone.
+func KeysFlags(fs *flag.FlagSet) {
+	fs.Func("keys-engine", "keys scenario: embedded, cluster or both (default both)", func(s string) error {
+		if !slices.Contains([]string{"embedded", "cluster", "both"}, s) {
+			return fmt.Errorf("want embedded, cluster or both")
+		}
+		Keys.Engine = s
+		return nil
+	})
+	fs.BoolVar(&Keys.Memory, "keys-memory", Keys.Memory, "keys scenario: run the memory rows too")
+	fs.Func("keys-big-work", "keys scenario: how long a handler takes with a task of the flood (default 0: the scenario's)", func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d > time.Second {
+			return fmt.Errorf("want a duration from 0 to 1s")
+		}
+		Keys.BigWork = d
+		return nil
+	})
+}
 
 // keysOptIn is the note of the keys scenario in a run that does not
 // name it.
@@ -86,10 +140,13 @@ func keysJobs(c *Config, _ []Structure) []Job {
 	}
 	var jobs []Job
 	for _, e := range keysEngines {
+		if Keys.Engine != "both" && (e.nodes == 0) != (Keys.Engine == "embedded") {
+			continue
+		}
 		// Figures of this round's first row of each pair on e; 0 if it
 		// did not run.
 		var plain float64
-		var emptyP99, emptyServer time.Duration
+		var emptyP99, emptyServer, emptyCalm time.Duration
 		jobs = append(jobs,
 			job(e.structure, n, "reserve→ack no keys", func(bin string) (Result, error) {
 				plain = 0
@@ -105,13 +162,16 @@ func keysJobs(c *Config, _ []Structure) []Job {
 				return r, err
 			}),
 			job(e.structure, 0, "small key, empty queue", func(bin string) (Result, error) {
-				emptyP99, emptyServer = 0, 0
+				emptyP99, emptyServer, emptyCalm = 0, 0, 0
 				r, err := keysLateness(bin, e.nodes, 0, streamFor)
 				if v, ok := r.Value("p99"); ok {
 					emptyP99 = time.Duration(v * float64(time.Second))
 				}
 				if v, ok := r.Value("server p99"); ok {
 					emptyServer = time.Duration(v * float64(time.Second))
+				}
+				if v, ok := r.Value("p99 off stalls"); ok {
+					emptyCalm = time.Duration(v * float64(time.Second))
 				}
 				return r, err
 			}),
@@ -123,9 +183,15 @@ func keysJobs(c *Config, _ []Structure) []Job {
 				if v, ok := r.Value("server p99"); ok && emptyServer > 0 {
 					r.add("+ server p99", unitSec, v-emptyServer.Seconds())
 				}
+				if v, ok := r.Value("p99 off stalls"); ok && emptyCalm > 0 {
+					r.add("+ p99 off stalls", unitSec, v-emptyCalm.Seconds())
+				}
 				return r, err
 			}),
 		)
+	}
+	if !Keys.Memory {
+		return jobs
 	}
 	// Figures of this round's memory row without keys; 0 if it did not run.
 	var plainHeap, plainRSS float64 // MiB
@@ -199,7 +265,9 @@ func keyedBodies(n int, key func(i int) string) (out serveBodySet) {
 // its due time. The server's part of it is its hand-over, the start of
 // the task's first attempt (GET .../attempts, read once the workers have
 // stopped), minus its due time: the rest is the worker's (the answer's
-// way back, a goroutine to start) and the bench process's.
+// way back, a goroutine to start) and the bench process's. A stall
+// canary (canary.go) and the run_delay of both processes, read over the
+// stream, say how much of it the machine held up.
 func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error) {
 	s, note, err := startWorkerServers(bin, nodes)
 	if err != nil || note != "" {
@@ -225,9 +293,12 @@ func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error)
 		small = make(chan struct{})
 		big   atomic.Int64
 	)
-	pool := startTaskWorkers(s.clients, keysQueue, 0, func(_ context.Context, t *worker.Task) error {
+	pool := startTaskWorkers(s.clients, keysQueue, 0, func(ctx context.Context, t *worker.Task) error {
 		if t.Key != "small" {
 			big.Add(1)
+			if Keys.BigWork > 0 {
+				sleep(ctx, Keys.BigWork)
+			}
 			return nil
 		}
 		l := time.Since(t.Due)
@@ -239,6 +310,14 @@ func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error)
 		mu.Unlock()
 		return nil
 	})
+	cn, err := startCanary()
+	if err != nil {
+		pool.stop()
+		return Result{}, err
+	}
+	streamed := time.Now()
+	serverWait0, serverWaitOK := runDelay(p.cmd.Process.Pid)
+	benchWait0, benchWaitOK := runDelay(os.Getpid())
 	lost, err := keysStream(p, total, d)
 	if err == nil {
 		t := time.NewTimer(serveLead + d + serveDrain - time.Since(pool.begin))
@@ -249,6 +328,10 @@ func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error)
 		}
 		t.Stop()
 	}
+	stalls := cn.stop()
+	serverWait1, _ := runDelay(p.cmd.Process.Pid)
+	benchWait1, _ := runDelay(os.Getpid())
+	streamFor := time.Since(streamed).Seconds()
 	if stopErr := pool.stop(); err == nil {
 		err = stopErr
 	}
@@ -259,10 +342,15 @@ func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error)
 	tasks := slices.Clone(late)
 	mu.Unlock()
 	got := make([]time.Duration, len(tasks))
+	var calm []time.Duration // of the tasks whose wait overlaps no stall
 	for i, t := range tasks {
 		got[i] = t.late
+		if !overlaps(stalls, t.due, max(t.late, 0)) {
+			calm = append(calm, t.late)
+		}
 	}
 	slices.Sort(got)
+	slices.Sort(calm)
 	server, err := keysHandOvers(s.clients[0], tasks)
 	if err != nil {
 		return Result{}, s.withState(err)
@@ -275,6 +363,23 @@ func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error)
 	}
 	if len(server) > 0 {
 		r.add("server p99", unitSec, durationAt(server, 0.99).Seconds())
+	}
+	if cn != nil {
+		longest := time.Duration(0)
+		for _, st := range stalls {
+			longest = max(longest, st.d)
+		}
+		r.add("stalls", unitCount, float64(len(stalls)))
+		r.add("longest stall", unitSec, longest.Seconds())
+		if len(calm) > 0 {
+			r.add("p99 off stalls", unitSec, durationAt(calm, 0.99).Seconds())
+		}
+	}
+	if serverWaitOK {
+		r.add("server runq s/s", unitRatio, (serverWait1-serverWait0).Seconds()/streamFor)
+	}
+	if benchWaitOK {
+		r.add("bench runq s/s", unitRatio, (benchWait1-benchWait0).Seconds()/streamFor)
 	}
 	r.add("small handled", unitCount, float64(len(got)))
 	r.add("big handled", unitCount, float64(big.Load()))

@@ -59,6 +59,18 @@ func TestKeysScenario(t *testing.T) {
 				t.Errorf("%s: %s = %v (present %v), want > 0", label, name, v, ok)
 			}
 		}
+		if strings.HasPrefix(j.Case, "small key") {
+			// What the machine did meanwhile: present, possibly 0.
+			want := []string{"stalls", "longest stall"}
+			if runtime.GOOS == "linux" {
+				want = append(want, "server runq s/s", "bench runq s/s")
+			}
+			for _, name := range want {
+				if v, ok := r.Value(name); !ok || v < 0 {
+					t.Errorf("%s: %s = %v (present %v), want ≥ 0", label, name, v, ok)
+				}
+			}
+		}
 		if j.Case == "small key, flooded" {
 			for _, name := range []string{"+ p99", "+ server p99"} {
 				if _, ok := r.Value(name); !ok {
