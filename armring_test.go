@@ -402,7 +402,7 @@ func TestArmRing_OversleptWakes(t *testing.T) {
 
 // TestArmRing_SpareReused checks that a burst that follows another, with
 // no garbage collection between, uses the armInbox the first dropped
-// when nothing was pending, instead of making another of 160 KiB.
+// when nothing was pending, instead of making another of 128 KiB.
 func TestArmRing_SpareReused(t *testing.T) {
 	tm := hourglass.New(hourglass.WithShards(1), hourglass.WithExecutor(hourglass.Inline))
 	defer tm.Stop()
@@ -447,5 +447,23 @@ func TestArmRing_SpareReused(t *testing.T) {
 			t.Error("the second burst made a new armInbox though the first's was dropped and no collection ran")
 		}
 		return
+	}
+}
+
+// TestArmRing_DroppedRefuses checks that once its armInbox is dropped, a
+// caller that loaded the inbox before the drop cannot queue in its ring:
+// the drop gave the ids of the ring's cells back to the structure, so a
+// push would hand out an id that a later timeout may be filed under too.
+func TestArmRing_DroppedRefuses(t *testing.T) {
+	tm := hourglass.New(hourglass.WithShards(1), hourglass.WithExecutor(hourglass.Inline))
+	defer tm.Stop()
+	release := awakeWithArms(t, tm)
+	defer close(release)
+	push := hourglass.DropArms(tm, 0)
+	if made, _ := hourglass.Arms(tm, 0); made {
+		t.Fatal("the armInbox is still there after the drop")
+	}
+	if id, ok := push(); ok {
+		t.Fatalf("a push into the dropped ring was taken, with id %d, which the drop gave back", id)
 	}
 }

@@ -143,7 +143,7 @@ func Arms(t *Timer, i int) (made bool, waiting int) {
 	if a == nil {
 		return false, 0
 	}
-	return true, int(a.ring.tail.Load() - a.ring.head.Load())
+	return true, a.ring.waiting()
 }
 
 // Oversleep makes t's shard i driver, asleep, look as if it should have
@@ -168,4 +168,20 @@ func ArmsInbox(t *Timer, i int) any {
 		return a
 	}
 	return nil
+}
+
+// DropArms drops t's shard i armInbox, as a pass that finds it quiet
+// does, and returns a function that pushes into the dropped inbox's
+// ring as an Arm that loaded it just before the drop would: it reports
+// whether the push was taken, and the id it was given.
+func DropArms(t *Timer, i int) (push func() (id int32, ok bool)) {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	a := sh.arms.Load()
+	sh.dropSide()
+	sh.mu.Unlock()
+	return func() (int32, bool) {
+		id, _, _, ok := a.ring.push(func() {}, 0)
+		return id, ok
+	}
 }
