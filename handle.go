@@ -197,6 +197,13 @@ func (t *Timer) Arm(d time.Duration, f func()) (Handle, error) {
 	if q == nil {
 		q = sh.valueQueue()
 	}
+	if a := sh.arms.Load(); a != nil && a.ring.full() {
+		// The driver is far behind: the wait for its pass timed out
+		// (awaitPass), or it is asleep past when. File what waits in the
+		// ring, once for its 4,096, so that the calls after this one
+		// queue without the lock again rather than each take it.
+		sh.fileArms(a)
+	}
 	gen := sh.nextGen()
 	id := q.Add(when, valueEntry{f: f, gen: gen})
 	wake := sh.armed(when)
