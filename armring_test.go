@@ -402,7 +402,7 @@ func TestArmRing_OversleptWakes(t *testing.T) {
 
 // TestArmRing_SpareReused checks that a burst that follows another, with
 // no garbage collection between, uses the armInbox the first dropped
-// when nothing was pending, instead of making another of 160 KiB.
+// when nothing was pending, instead of making another of 128 KiB.
 func TestArmRing_SpareReused(t *testing.T) {
 	tm := hourglass.New(hourglass.WithShards(1), hourglass.WithExecutor(hourglass.Inline))
 	defer tm.Stop()
@@ -447,5 +447,67 @@ func TestArmRing_SpareReused(t *testing.T) {
 			t.Error("the second burst made a new armInbox though the first's was dropped and no collection ran")
 		}
 		return
+	}
+}
+
+// TestArmRing_DroppedRefuses checks that once its armInbox is dropped, a
+// caller that loaded the inbox before the drop cannot queue in its ring:
+// the drop gave the ids of the ring's cells back to the structure, so a
+// push would hand out an id that a later timeout may be filed under too.
+func TestArmRing_DroppedRefuses(t *testing.T) {
+	tm := hourglass.New(hourglass.WithShards(1), hourglass.WithExecutor(hourglass.Inline))
+	defer tm.Stop()
+	release := awakeWithArms(t, tm)
+	defer close(release)
+	push := hourglass.DropArms(tm, 0)
+	if made, _ := hourglass.Arms(tm, 0); made {
+		t.Fatal("the armInbox is still there after the drop")
+	}
+	if id, ok := push(); ok {
+		t.Fatalf("a push into the dropped ring was taken, with id %d, which the drop gave back", id)
+	}
+}
+
+// TestArmRing_FullFiledOnce checks that when the ring is full and the
+// wait for the driver's pass times out (the driver is held in a
+// callback), the Arm that then takes the lock files the whole ring, so
+// that the Arms after it queue in the ring without the lock again,
+// rather than each taking it while the driver is behind.
+func TestArmRing_FullFiledOnce(t *testing.T) {
+	tm := hourglass.New(hourglass.WithShards(1), hourglass.WithExecutor(hourglass.Inline))
+	defer tm.Stop()
+	release := awakeWithArms(t, tm)
+	defer close(release)
+	// Fill the ring; the next Arm waits for a pass that does not come,
+	// and takes the lock.
+	for range hourglass.RingSize + 1 {
+		if _, err := tm.Arm(time.Hour, noop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, waiting := hourglass.Arms(tm, 0); waiting != 0 {
+		t.Fatalf("%d Arms wait in the ring after one found it full and took the lock; want 0 (it files them)", waiting)
+	}
+	const n = 100
+	unlock := hourglass.LockShard(tm, 0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range n {
+			if _, err := tm.Arm(time.Hour, noop); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("Arm waited for the shard's lock after the ring was filed")
+	}
+	unlock()
+	<-done
+	if got, want := tm.Pending(), hourglass.BatchSize+hourglass.RingSize+1+n; got != want {
+		t.Errorf("Pending = %d; want %d", got, want)
 	}
 }

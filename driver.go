@@ -417,8 +417,12 @@ func (d *driver[In, Out]) wakeUp() {
 // and returns the reading to sleep until: 0 to look again at once,
 // MaxUint64 for nothing pending. d.mu is held.
 func (d *driver[In, Out]) pass(now uint64) uint64 {
-	if cap(d.batch) > batchKeepMax {
-		d.batch = nil // do not keep a burst's worth of memory for ever
+	// A batch beyond batchKeepMax is kept while the passes fill a
+	// quarter of it, as through a burst, so that each pass does not grow
+	// a new one from nothing; a pass that uses less, or finds nothing
+	// due (below), lets it go.
+	if c := cap(d.batch); c > batchKeepMax && len(d.batch) < c/4 {
+		d.batch = nil
 	} else {
 		d.batch = d.batch[:0]
 	}
@@ -437,6 +441,9 @@ func (d *driver[In, Out]) pass(now uint64) uint64 {
 		}
 	}
 	next, ok := d.w.advance(now)
+	if len(d.batch) == 0 && cap(d.batch) > batchKeepMax {
+		d.batch = nil // the burst is over: keep no burst's worth of memory
+	}
 	switch {
 	case len(d.batch) > 0 || (ok && next <= now):
 		return 0
@@ -448,7 +455,8 @@ func (d *driver[In, Out]) pass(now uint64) uint64 {
 }
 
 // batchKeepMax bounds the batch that a pass keeps for the next, in
-// items: 768 KiB of a Timer shard's (dueItem, 24 bytes).
+// items, once the passes stop filling it (see pass): 768 KiB of a Timer
+// shard's (dueItem, 24 bytes).
 const batchKeepMax = 1 << 15
 
 // sleepAfter records until, what pass returned, as the reading the

@@ -3,6 +3,7 @@ package hourglass
 import (
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Internal hooks for the tests in package hourglass_test.
@@ -143,7 +144,7 @@ func Arms(t *Timer, i int) (made bool, waiting int) {
 	if a == nil {
 		return false, 0
 	}
-	return true, int(a.ring.tail.Load() - a.ring.head.Load())
+	return true, a.ring.waiting()
 }
 
 // Oversleep makes t's shard i driver, asleep, look as if it should have
@@ -168,4 +169,45 @@ func ArmsInbox(t *Timer, i int) any {
 		return a
 	}
 	return nil
+}
+
+// DropArms drops t's shard i armInbox, as a pass that finds it quiet
+// does, and returns a function that pushes into the dropped inbox's
+// ring as an Arm that loaded it just before the drop would: it reports
+// whether the push was taken, and the id it was given.
+func DropArms(t *Timer, i int) (push func() (id int32, ok bool)) {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	a := sh.arms.Load()
+	sh.dropSide()
+	sh.mu.Unlock()
+	return func() (int32, bool) {
+		id, _, _, ok := a.ring.push(func() {}, 0)
+		return id, ok
+	}
+}
+
+// batchOf reports the capacity of d's batch and the address of its
+// array (0 for none), so that a test can tell whether a pass kept the
+// array of the pass before. d.mu is held.
+func batchOf(d *driver[*Timeout, dueItem]) (int, uintptr) {
+	if cap(d.batch) == 0 {
+		return 0, 0
+	}
+	return cap(d.batch), uintptr(unsafe.Pointer(unsafe.SliceData(d.batch)))
+}
+
+// BatchAfterPass is AfterPass for t's shard i, reporting its batch
+// (see batchOf) after the pass.
+func BatchAfterPass(t *Timer, i int, f func(capacity int, array uintptr)) {
+	sh := &t.shards[i]
+	AfterPass(t, i, func() { f(batchOf(&sh.driver)) })
+}
+
+// BatchNow reports t's shard i batch (see batchOf).
+func BatchNow(t *Timer, i int) (int, uintptr) {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return batchOf(&sh.driver)
 }

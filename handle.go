@@ -3,6 +3,7 @@ package hourglass
 import (
 	"errors"
 	"math"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"weak"
@@ -196,11 +197,18 @@ func (t *Timer) Arm(d time.Duration, f func()) (Handle, error) {
 	if q == nil {
 		q = sh.valueQueue()
 	}
+	if a := sh.arms.Load(); a != nil && a.ring.full() {
+		// The driver is far behind: the wait for its pass timed out
+		// (awaitPass), or it is asleep past when. File what waits in the
+		// ring, once for its 4,096, so that the calls after this one
+		// queue without the lock again rather than each take it.
+		sh.fileArms(a)
+	}
 	gen := sh.nextGen()
 	id := q.Add(when, valueEntry{f: f, gen: gen})
 	wake := sh.armed(when)
 	late := sh.overslept(now)
-	if sh.sleepUntil.Load() == 0 || sh.arms.Load() != nil {
+	if sh.sleepUntil.Load() == 0 && sh.arms.Load() == nil {
 		sh.armedLocked()
 	}
 	sh.mu.Unlock()
@@ -213,69 +221,96 @@ func (t *Timer) Arm(d time.Duration, f func()) (Handle, error) {
 // Through a burst, while the shard's driver will pass by the deadline
 // (it is awake, or sleeps until no later), Arm queues its timeout in the
 // shard's armInbox without the shard's lock, as AfterFunc does in the
-// driver's ring (see driver.offer): a ring of
-// armItem, which the driver files into sh.values on each pass (as the
-// driver's side inbox, drainSide), and a pool of ids the driver takes
-// from sh.values beforehand (queue.Queue.Alloc), each with its
-// generation, so that Arm can return the Handle before its entry is
-// filed. A Cancel that finds no entry for a Handle files what waits in
-// the ring and looks again. A full ring sends Arm to the next shard's,
-// then to wait for a pass (driver.awaitPass), as AfterFunc. The inbox
-// is made once 256 Arms in one pass have taken the lock while the
-// driver was awake (armedLocked), and dropped after 64 passes with
-// nothing new in it (quietArms), when nothing is pending, at Stop, and
-// when Cancels keep draining it (drainForCancel).
+// driver's ring (see driver.offer): a ring whose cells also hold an id
+// of sh.values, taken by the driver beforehand (queue.Queue.Alloc), and
+// its generation, so that the one CompareAndSwap that claims a cell
+// also gives Arm the Handle it returns before its entry is filed. The
+// driver files each cell into sh.values on its passes (as the driver's
+// side inbox, drainSide) and gives it a new id as it does. A Cancel that
+// finds no entry for a Handle files what waits in the ring and looks
+// again. A full ring sends Arm to the next shard's, then to wait for a
+// pass (driver.awaitPass), as AfterFunc. The inbox is made once 256
+// Arms in one pass have taken the lock while the driver was awake
+// (armedLocked), and dropped after 64 passes with nothing new in it
+// (quietArms), when nothing is pending, at Stop, and when Cancels keep
+// draining it (drainForCancel).
 
-// armItem is a timeout Arm queued in the ring, with its entry's id and
-// generation from the pool.
-type armItem struct {
+// armInbox is a shard's lock-free way in for Arm: 128 KiB.
+type armInbox struct {
+	ring armRing
+}
+
+// armRing is ring's bounded queue of many producers and one consumer
+// (see ring) for Arm, whose cells also carry the id and generation that
+// the next producer of each takes: a producer claims a position with one
+// CompareAndSwap of tail, reads the cell's id and generation, writes its
+// callback and deadline, and publishes them by setting the cell's seq;
+// the consumer, holding sh.mu, files each published cell under its id
+// and gives the cell a new one before it advances head past it, so that
+// every cell a producer can claim holds an id taken from sh.values and
+// not filed. Dropping the ring closes it (armClosed in tail): from then
+// on no producer claims a cell, whose id the drop gives back. push is
+// O(1) and never waits; the consumer waits only for a producer between
+// its claim and its publication.
+type armRing struct {
+	// tail is the next position to claim, with armClosed once dropped.
+	// Written by producers, and by the consumer to close and reopen.
+	tail atomic.Uint64
+	_    [56]byte
+	// head is the next position to take. Written by the consumer only.
+	head atomic.Uint64
+	_    [56]byte
+	cell [ringSize]armCell
+}
+
+// armCell holds position seq-1's timeout once seq is set, and the id
+// and generation for the position that claims it next: 32 bytes.
+type armCell struct {
+	seq  atomic.Uint64
 	f    func()
 	when uint64
 	id   int32
 	gen  uint32
 }
 
-// armInbox is a shard's lock-free way in for Arm: 160 KiB.
-type armInbox struct {
-	ring ring[armItem]
-	ids  idPool
-}
+// armClosed marks a dropped armRing's tail: push fails, and full and
+// empty no longer apply.
+const armClosed = 1 << 63
 
-// idPool holds ids of sh.values taken by the driver (queue's Alloc),
-// each with a generation, for Arm to take without the lock: filled by
-// holders of sh.mu, taken from by any caller. cur is the next index to take
-// and an epoch, which each refill moves on, so that a taker that read
-// an index before a refill cannot take it after. take is O(1) and never
-// waits; refill and drop hold sh.mu.
-type idPool struct {
-	cur atomic.Uint64           // epoch<<32 | next index; ringSize: none to take
-	ids [ringSize]atomic.Uint64 // gen<<32 | id
-}
-
-// take returns an id and its generation, or ok false if none is left.
-func (p *idPool) take() (id int32, gen uint32, ok bool) {
+// push queues f, due at when, and returns the id and generation of its
+// entry and its position; ok is false, having queued nothing, if the
+// ring is full or closed. It is safe for concurrent use.
+func (r *armRing) push(f func(), when uint64) (id int32, gen uint32, pos uint64, ok bool) {
 	for {
-		v := p.cur.Load()
-		i := uint32(v)
-		if i >= ringSize {
-			return 0, 0, false
+		t := r.tail.Load()
+		if t&armClosed != 0 || t-r.head.Load() >= ringSize {
+			return 0, 0, 0, false
 		}
-		e := p.ids[i].Load()
-		if p.cur.CompareAndSwap(v, v+1) {
-			return int32(uint32(e)), uint32(e >> 32), true
+		if r.tail.CompareAndSwap(t, t+1) {
+			c := &r.cell[t%ringSize]
+			id, gen = c.id, c.gen
+			c.f, c.when = f, when
+			c.seq.Store(t + 1)
+			return id, gen, t, true
 		}
 	}
 }
 
-// stopTaking makes take fail until the next refill and returns the index
-// takers had reached: the ids from it on were not taken.
-func (p *idPool) stopTaking() uint32 {
-	v := p.cur.Load()
-	for !p.cur.CompareAndSwap(v, v&^(1<<32-1)|ringSize) {
-		v = p.cur.Load()
-	}
-	return min(uint32(v), ringSize)
+// taken reports whether the consumer has taken the timeout pushed at
+// pos.
+func (r *armRing) taken(pos uint64) bool { return r.head.Load() > pos }
+
+// full reports whether push would find the ring full (not closed).
+func (r *armRing) full() bool {
+	t := r.tail.Load()
+	return t&armClosed == 0 && t-r.head.Load() >= ringSize
 }
+
+// empty reports whether every timeout pushed so far has been taken.
+func (r *armRing) empty() bool { return r.head.Load() == r.tail.Load()&^armClosed }
+
+// waiting is how many timeouts wait in the ring.
+func (r *armRing) waiting() int { return int(r.tail.Load()&^armClosed - r.head.Load()) }
 
 // passesBy reports whether the driver will pass over the structure
 // again by when: it is awake (sleepUntil is 0), or sleeps until no later
@@ -286,14 +321,12 @@ func (sh *shard) passesBy(when uint64) bool {
 }
 
 // armedLocked follows an Arm that took the lock while the driver was
-// awake or the shard had its armInbox. With the inbox, the callers
-// outpace the driver's passes (its pool was empty): it refills the pool.
-// Without, it counts the Arm, and makes the inbox at the 256th of a
-// pass (the count restarts at each, see advance): a burst, whose
-// callers then queue without the lock. sh.mu is held.
+// awake and the shard had no armInbox: it counts the Arm, and makes the
+// inbox at the 256th of a pass (the count restarts at each, see
+// advance): a burst, whose callers then queue without the lock. sh.mu
+// is held.
 func (sh *shard) armedLocked() {
-	if a := sh.arms.Load(); a != nil {
-		sh.refillIDs(a)
+	if sh.arms.Load() != nil {
 		return
 	}
 	if sh.armsAwake++; sh.armsAwake < batchSize || sh.armsHeld > 0 || !sh.started {
@@ -303,54 +336,49 @@ func (sh *shard) armedLocked() {
 	sh.spareArms = weak.Pointer[armInbox]{}
 	if a == nil {
 		a = new(armInbox)
-		a.ids.cur.Store(ringSize)
 	}
-	sh.refillIDs(a)
+	// Every cell gets an id before the ring opens (a new ring's tail is
+	// 0, a spare's closed at its head).
+	for i := range a.ring.cell {
+		c := &a.ring.cell[i]
+		c.id, c.gen = sh.values.Alloc(), sh.nextGen()
+	}
+	a.ring.tail.Store(a.ring.tail.Load() &^ armClosed)
 	sh.arms.Store(a)
 }
 
-// refillIDs gives a's pool a new id with its generation for each one
-// taken, once half of them are. sh.mu is held.
-func (sh *shard) refillIDs(a *armInbox) {
-	if uint32(a.ids.cur.Load()) < ringSize/2 {
-		return
-	}
-	epoch := a.ids.cur.Load() >> 32
-	n := a.ids.stopTaking()
-	for i := range n {
-		id := sh.values.Alloc()
-		a.ids.ids[i].Store(uint64(sh.nextGen())<<32 | uint64(uint32(id)))
-	}
-	a.ids.cur.Store((epoch + 1) << 32)
-}
-
-// fileArms files what waits in a's ring into sh.values. sh.mu is held.
+// fileArms files what waits in a's ring into sh.values, giving each cell
+// it takes a new id, and moves head on every batchSize cells, so that
+// producers find room while it goes on. sh.mu is held.
 func (sh *shard) fileArms(a *armInbox) {
-	if sh.armScratch == nil {
-		sh.armScratch = make([]armItem, 0, batchSize)
+	r := &a.ring
+	h, t := r.head.Load(), r.tail.Load()&^armClosed
+	for n := 0; h < t; {
+		c := &r.cell[h%ringSize]
+		if c.seq.Load() != h+1 {
+			// Claimed, not yet published: the producer is between its
+			// CompareAndSwap and its store, unless it was preempted there.
+			runtime.Gosched()
+			continue
+		}
+		sh.values.AddAt(c.id, c.when, valueEntry{f: c.f, gen: c.gen})
+		c.f = nil
+		c.id, c.gen = sh.values.Alloc(), sh.nextGen()
+		h++
+		if n++; n == batchSize {
+			r.head.Store(h)
+			n = 0
+		}
 	}
-	sh.armScratch = a.ring.drain(sh.armScratch, sh.fileArm)
+	r.head.Store(h)
 }
 
-// fileArmItems files armItems into sh.values: fileArms's take (see
-// shard.fileArm).
-func (sh *shard) fileArmItems(in []armItem) {
-	for _, it := range in {
-		sh.values.AddAt(it.id, it.when, valueEntry{f: it.f, gen: it.gen})
-	}
-}
-
-// drainSide implements sideInbox: it files what waits in the ring and
-// refills the pool. sh.mu is held.
+// drainSide implements sideInbox: it files what waits in the ring.
+// sh.mu is held.
 func (sh *shard) drainSide() {
-	a := sh.arms.Load()
-	if a == nil {
-		return
-	}
-	if !a.ring.empty() {
+	if a := sh.arms.Load(); a != nil && !a.ring.empty() {
 		sh.fileArms(a)
 	}
-	sh.refillIDs(a)
 }
 
 // drainForCancel is drainSide for a Cancel whose Handle may name a
@@ -372,7 +400,7 @@ func (sh *shard) drainForCancel() {
 // of Arms (see armedLocked). armsHold is how many passes a shard then
 // makes no armInbox, about a second at the default tick while timeouts
 // are pending: without it, the same Arms and Cancels made and dropped
-// one (160 KiB) many times a second.
+// one (128 KiB) many times a second.
 const (
 	cancelDrainMax = batchSize / 4
 	armsHold       = 1024
@@ -380,7 +408,7 @@ const (
 
 // quietArms drops a, the shard's armInbox, once armsQuietMax passes
 // in a row have found nothing new queued in its ring: the burst is over,
-// and the inbox's 160 KiB and the ids of its pool go. Called on each
+// and the inbox's 128 KiB and the ids of its cells go. Called on each
 // pass, with sh.mu held.
 func (sh *shard) quietArms(a *armInbox) {
 	if t := a.ring.tail.Load(); t != sh.armsTail {
@@ -402,79 +430,72 @@ func (sh *shard) sideEmpty() bool {
 	return a == nil || a.ring.empty()
 }
 
-// dropSide implements sideInbox: the armInbox goes, its ring filed and
-// its pool's ids not taken given back. sh.mu is held.
+// dropSide implements sideInbox: the armInbox goes, its ring closed,
+// what was claimed in it filed, and its cells' ids given back. sh.mu is
+// held.
 func (sh *shard) dropSide() {
 	a := sh.arms.Swap(nil)
 	if a == nil {
 		return
 	}
 	sh.armsTail, sh.armsQuiet = 0, 0
-	sh.fileArms(a)
-	for i := a.ids.stopTaking(); i < ringSize; i++ {
-		sh.values.Free(int32(uint32(a.ids.ids[i].Load())))
+	r := &a.ring
+	for t := r.tail.Load(); !r.tail.CompareAndSwap(t, t|armClosed); {
+		t = r.tail.Load()
 	}
-	sh.armScratch = nil
+	// Every position claimed before the close is filed (fileArms waits
+	// for those not yet published), so every cell now holds an id that
+	// no producer has: give them all back.
+	sh.fileArms(a)
+	for i := range r.cell {
+		c := &r.cell[i]
+		sh.values.Free(c.id)
+		c.id, c.gen = unfiled, 0
+	}
 	// Kept for the next burst until the next garbage collection: bursts
-	// a few milliseconds apart would otherwise make 160 KiB each.
+	// a few milliseconds apart would otherwise make 128 KiB each.
 	sh.spareArms = weak.Make(a)
 }
 
 // armFree is Arm's way without the lock, in a, sh's armInbox: done
-// false, having done nothing, if a's ring is full or its pool empty
-// (then the caller takes another way); otherwise Arm's results.
+// false, having done nothing, if a's ring is full or closed (then the
+// caller takes another way); otherwise Arm's results. It queues the
+// timeout in a's ring and, if the driver may not see it there (it went
+// to sleep, or the inbox was dropped, between the caller's looks, as
+// offer tells for the driver's ring), files it under sh.mu. After Stop
+// it returns ErrStopped unless Stop took it (then it is among what Stop
+// returned). now is the reading when counts from.
 func (sh *shard) armFree(a *armInbox, f func(), when, now uint64) (h Handle, err error, done bool) {
-	if a.ring.full() {
-		return Handle{}, nil, false
-	}
-	id, gen, ok := a.ids.take()
+	id, gen, pos, ok := a.ring.push(f, when)
 	if !ok {
 		return Handle{}, nil, false
 	}
-	h, err = sh.armQueued(a, armItem{f: f, when: when, id: id, gen: gen}, now)
-	return h, err, true
-}
-
-// armQueued ends an Arm whose id it came from a's pool: it queues it in
-// a's ring and, if the driver may not see it there (it went to sleep,
-// or the inbox was dropped, between the caller's looks, as offer tells
-// for the driver's ring), files it under sh.mu; or, if the ring is full,
-// files what waits there and it under sh.mu. After Stop it returns
-// ErrStopped unless Stop took it (then it is among what Stop returned).
-// now is the reading it.when counts from.
-func (sh *shard) armQueued(a *armInbox, it armItem, now uint64) (Handle, error) {
-	h := Handle{shard: sh.index, gen: it.gen, id: it.id}
-	pos, ok := a.ring.push(it)
+	h = Handle{shard: sh.index, gen: gen, id: id}
 	// As in offer, push and the loads below are sequentially consistent
 	// with the driver's store of sleepUntil and its look at the ring
-	// (sleepAfter), and with dropSide's swap and its drain.
-	if ok && sh.arms.Load() == a && sh.passesBy(it.when) {
+	// (sleepAfter), and with dropSide's close and its drain.
+	if sh.arms.Load() == a && sh.passesBy(when) {
 		// The driver may be asleep: if it overslept, wake it and yield,
 		// as a call under the lock does (see driver.settle).
 		sh.settle(false, sh.oversleptFree(now))
-		return h, nil
+		return h, nil, true
 	}
 	sh.mu.Lock()
 	if sh.stopped {
-		taken := ok && a.ring.taken(pos)
+		taken := a.ring.taken(pos)
 		sh.mu.Unlock()
 		if taken {
-			return h, nil
+			return h, nil, true
 		}
 		sh.limit.release()
-		return Handle{}, ErrStopped
+		return Handle{}, ErrStopped, true
 	}
-	if ok {
-		sh.fileArms(a) // a may be gone: then no one else drains it
-	} else {
-		sh.flush() // the driver is far behind: file what waits for it
-		sh.values.AddAt(it.id, it.when, valueEntry{f: it.f, gen: it.gen})
-	}
-	wake := sh.armed(it.when)
+	sh.fileArms(a) // if a was dropped, its drop filed it: nothing waits
+	wake := sh.armed(when)
 	late := sh.overslept(now)
 	sh.mu.Unlock()
 	sh.settle(wake, late)
-	return h, nil
+	return h, nil, true
 }
 
 var errNilArmFunc = errors.New("hourglass: Arm: nil func")

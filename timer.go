@@ -381,7 +381,7 @@ type shard struct {
 	// arms is Arm's lock-free way in while the driver is awake through a
 	// burst, nil otherwise (see armInbox); written under mu. armsAwake
 	// counts the Arms that took mu in this pass while the driver was
-	// awake, and armScratch is fileArms's buffer. Guarded by mu.
+	// awake. Guarded by mu.
 	arms      atomic.Pointer[armInbox]
 	armsAwake int
 	// cancelDrains counts the Cancels that drained the armInbox's ring
@@ -397,9 +397,7 @@ type shard struct {
 	armsQuiet int
 	// spareArms is the last armInbox dropped, for armedLocked to use
 	// again, held until the garbage collector takes it. Guarded by mu.
-	spareArms  weak.Pointer[armInbox]
-	armScratch []armItem
-	fileArm    func([]armItem) // sh.fileArmItems, made once
+	spareArms weak.Pointer[armInbox]
 
 	structure queue.Structure // what q and values run
 	index     uint32          // in the Timer's shards, for Handle
@@ -423,7 +421,6 @@ func (sh *shard) init(index int, c *config, cl clock, l *limit, e *exits, waitin
 	sh.rings = true
 	sh.collect = sh.take
 	sh.collectValue = sh.takeValue
-	sh.fileArm = sh.fileArmItems
 	sh.side = sh
 	sh.out = newHandOff(&sh.runner, invoke)
 }

@@ -64,6 +64,10 @@ type wheel[V any] struct {
 	// tick), so that a wheel that never fires has none.
 	mid []midMark
 	gen uint32
+	// upTo is the tick an advance goes to: while release runs (active),
+	// a node filed at or before it goes to the due list, for the next
+	// advance, though slots up to it are still to be emptied.
+	upTo uint64
 }
 
 // midMark is a list's place in wheel.mid: at is a node, -1 for the
@@ -163,7 +167,7 @@ func (v *levels) time(t uint64) uint64 {
 // list if its tick has been reached.
 func (w *wheel[V]) file(i int32, n *node[V]) {
 	id := w.dueList()
-	if t := w.tick.ceil(n.when); t > w.elapsed {
+	if t := w.tick.ceil(n.when); t > w.elapsed && !(w.active && t <= w.upTo) {
 		l, s := w.place(t)
 		w.occupied[l] |= 1 << s
 		id = int32(l*levelSize + int(s))
@@ -222,6 +226,7 @@ func (w *wheel[V]) advance(now uint64, release func(i int32, n *node[V])) {
 		w.unlink(i, n)
 		w.stageOrFile(i, n, w.elapsed)
 	}
+	w.upTo = max(w.elapsed, target)
 	for w.len > 0 {
 		l, s, start, ok := w.nextSlot()
 		if !ok || start > target {
@@ -229,15 +234,29 @@ func (w *wheel[V]) advance(now uint64, release func(i int32, n *node[V])) {
 		}
 		w.elapsed = start
 		w.empty(int32(l*levelSize+int(s)), start)
+		// Each slot's nodes fire as soon as it is emptied, while they are
+		// still in the caches: a driver behind by many ticks empties more
+		// than its core's cache holds. The order is the same, the firing
+		// list's.
+		if firing.head != 0 {
+			w.fire(release)
+		}
 	}
 	w.elapsed = max(w.elapsed, target)
+	w.fire(release)
+}
+
+// fire hands the firing list to release, in order, filing again each
+// node that release moved past the advance's target.
+func (w *wheel[V]) fire(release func(i int32, n *node[V])) {
 	w.active = true
 	defer func() { w.active = false }()
+	firing := &w.lists[w.firingList()]
 	for firing.head != 0 {
 		i := firing.head - 1
 		n := w.node(i)
 		w.unlink(i, n)
-		if w.tick.ceil(n.when) > w.elapsed {
+		if w.tick.ceil(n.when) > w.upTo {
 			w.file(i, n) // moved later by release
 			continue
 		}

@@ -53,11 +53,12 @@ func main() {
 	save := flag.String("save", "", "also write every round's results as JSON to this file")
 	cpuProfile := flag.String("cpuprofile", "", "with -child: write the job's CPU profile to this file")
 	mutexProfile := flag.String("mutexprofile", "", "with -child: write the job's mutex contention profile to this file")
+	profileHz := flag.Int("profilehz", 100, "with -cpuprofile: samples a second (the runtime prints a warning for any rate but 100)")
 	flag.Parse()
 
 	c := childConfig{n: *n, budget: *budget, warmup: *warmup, spread: *spread, timeout: 30 * time.Second}
 	if *child != "" {
-		os.Exit(runChild(*child, c, *burstN, *cpuProfile, *mutexProfile))
+		os.Exit(runChild(*child, c, *burstN, *cpuProfile, *profileHz, *mutexProfile))
 	}
 	if *quick {
 		*rounds = 1
@@ -99,7 +100,7 @@ func main() {
 
 // runChild runs Go job name with c, printing its result as JSON, and
 // writes the profiles asked for.
-func runChild(name string, c childConfig, burstN int, cpuProfile, mutexProfile string) int {
+func runChild(name string, c childConfig, burstN int, cpuProfile string, profileHz int, mutexProfile string) int {
 	job, ok := goJobs[name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "netty: no Go job %q\n", name)
@@ -115,6 +116,10 @@ func runChild(name string, c childConfig, burstN int, cpuProfile, mutexProfile s
 			return 1
 		}
 		defer f.Close()
+		if profileHz != 100 {
+			// StartCPUProfile keeps a rate set before it (and warns).
+			runtime.SetCPUProfileRate(profileHz)
+		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			fmt.Fprintln(os.Stderr, "netty:", err)
 			return 1
