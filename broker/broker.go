@@ -98,8 +98,8 @@ type Config struct {
 	// memory for reserves (recent.go); 0: DefaultRecentBytes; negative:
 	// none kept.
 	RecentBytes int64
-	// MaxQueues bounds how many queues the broker keeps (see queueFor);
-	// 0: MaxQueues.
+	// MaxQueues bounds how many queues the broker keeps (see
+	// queueForLocked); 0: MaxQueues.
 	MaxQueues int
 	// MaxSchedules bounds how many schedules the broker keeps; 0:
 	// task.DefaultMaxSchedules.
@@ -143,11 +143,11 @@ type Broker struct {
 	// queues by index (nil: an index free for the next queue, in
 	// freeIndex), and by name: the queues that hold something (a task, a
 	// policy, a pause or a schedule) and those reservers wait on (see
-	// queueFor and waitQueue). Guarded by mu.
+	// queueForLocked and waitQueueLocked). Guarded by mu.
 	queues    []*queueState
 	freeIndex []uint32
 	byName    map[string]*queueState
-	// real counts the queues of byName marked real (queueFor), those
+	// real counts the queues of byName marked real (queueForLocked), those
 	// that count toward Config.MaxQueues. Guarded by mu.
 	real int
 	// emptied holds queues that may hold nothing any more, for tidy to
@@ -165,7 +165,7 @@ type Broker struct {
 	// nextJob is the next job id to give. Guarded by mu.
 	nextJob uint64
 	// numeric holds the all-digit ids clients chose that are not below
-	// nextJob (see generatedID). Guarded by mu.
+	// nextJob (see generatedIDLocked). Guarded by mu.
 	numeric map[qid]struct{}
 	// open is the group that collects writes; last is the newest group with
 	// writes (see barrier); over shows their writes. Guarded by mu.
@@ -292,8 +292,8 @@ func (b *Broker) Close() error {
 		<-b.committerDone
 		return nil
 	}
-	if b.usable() == nil {
-		b.keepKeyRates() // committed by the committer's last group
+	if b.usableLocked() == nil {
+		b.keepKeyRatesLocked() // committed by the committer's last group
 	}
 	b.closed = true
 	for _, q := range b.queues {
@@ -331,7 +331,7 @@ func (b *Broker) shutdown() {
 func (b *Broker) Err() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.usable()
+	return b.usableLocked()
 }
 
 // Limits returns the broker's limits on a put (service.Engine).
@@ -339,8 +339,9 @@ func (b *Broker) Limits() service.Limits {
 	return service.Limits{MaxDelay: b.cfg.MaxDelay, MaxPayload: b.cfg.MaxPayload, DefaultTTR: b.cfg.DefaultTTR}
 }
 
-// usable returns the error that stops operations, or nil. b.mu is held.
-func (b *Broker) usable() error {
+// usableLocked returns the error that stops operations, or nil. b.mu must
+// be held.
+func (b *Broker) usableLocked() error {
 	if b.failed != nil {
 		return failed(b.failed)
 	}
@@ -358,52 +359,53 @@ const MaxQueues = 100_000
 // The queues the broker keeps. A queue exists while it holds a task, a
 // policy, a pause or a schedule: it is then real, and counts toward
 // Config.MaxQueues. Reservers may also wait on a name that holds none
-// (waitQueue): its queueState then lives while they wait, counts toward
-// no limit, and is dropped one to two idleGrace after the last of them
-// left (Poller.Left, sweepIdle). A
+// (waitQueueLocked): its queueState then lives while they wait, counts
+// toward no limit, and is dropped one to two idleGrace after the last of
+// them left (Poller.Left, sweepIdle). A
 // queue that stops holding anything (its last task acked, its policy
-// deleted, its pause ended) is noted (emptiedOut) and dropped by tidy,
-// which runs before an operation waits for its commit, when the limit is
-// reached, and when the queues are listed: so the state a name keeps
+// deleted, its pause ended) is noted (emptiedOutLocked) and dropped by
+// tidy, which runs before an operation waits for its commit, when the limit
+// is reached, and when the queues are listed: so the state a name keeps
 // lasts no longer than what it holds, or the waits on it. A queue's index
 // (in its tasks' slots) is reused once it is dropped; no slot names a
 // dropped queue, as a queue holding a task is never dropped.
 
-// queueFor returns the real state of the queue named name, creating it
-// (or making real the one reservers wait on) unless the broker already
-// keeps Config.MaxQueues real queues. b.mu is held. O(1), or
+// queueForLocked returns the real state of the queue named name, creating
+// it (or making real the one reservers wait on) unless the broker already
+// keeps Config.MaxQueues real queues. b.mu must be held. O(1), or
 // O(emptied queues) at the limit.
-func (b *Broker) queueFor(name string) (*queueState, error) {
+func (b *Broker) queueForLocked(name string) (*queueState, error) {
 	if q, ok := b.byName[name]; ok && q.real {
 		return q, nil
 	}
 	if b.real >= b.cfg.MaxQueues {
-		b.tidy()
+		b.tidyLocked()
 		if b.real >= b.cfg.MaxQueues {
 			return nil, fmt.Errorf("%w: too many queues (the limit is %d)", task.ErrInvalid, b.cfg.MaxQueues)
 		}
 	}
-	return b.queue(name), nil
+	return b.queueLocked(name), nil
 }
 
-// queue returns the real state of the queue named name, creating it past
-// the limit: for what the broker recovers, and a schedule's occurrences,
-// whose queue counted when the schedule was set. A queue made real is
-// noted for tidy, which drops it if the operation that made it leaves
-// nothing in it (a kick of a new queue, a put that fails). b.mu is held.
-func (b *Broker) queue(name string) *queueState {
-	q := b.waitQueue(name)
+// queueLocked returns the real state of the queue named name, creating it
+// past the limit: for what the broker recovers, and a schedule's
+// occurrences, whose queue counted when the schedule was set. A queue made
+// real is noted for tidy, which drops it if the operation that made it
+// leaves nothing in it (a kick of a new queue, a put that fails). b.mu must
+// be held.
+func (b *Broker) queueLocked(name string) *queueState {
+	q := b.waitQueueLocked(name)
 	if !q.real {
 		q.real = true
 		b.real++
-		b.emptiedOut(q)
+		b.emptiedOutLocked(q)
 	}
 	return q
 }
 
-// waitQueue returns the state of the queue named name, creating it not
-// real: for a reserver to wait on. b.mu is held. O(1) amortised.
-func (b *Broker) waitQueue(name string) *queueState {
+// waitQueueLocked returns the state of the queue named name, creating it
+// not real: for a reserver to wait on. b.mu must be held. O(1) amortised.
+func (b *Broker) waitQueueLocked(name string) *queueState {
 	if q, ok := b.byName[name]; ok {
 		return q
 	}
@@ -421,28 +423,28 @@ func (b *Broker) waitQueue(name string) *queueState {
 	return q
 }
 
-// holds reports whether q holds a task, a policy, a pause or a
-// schedule. b.mu is held. O(1).
-func (q *queueState) holds() bool {
+// holdsLocked reports whether q holds a task, a policy, a pause or a
+// schedule. b.mu must be held. O(1).
+func (q *queueState) holdsLocked() bool {
 	return q.delayed+q.readyN+q.reserved+q.dead > 0 || !q.policy.IsZero() || q.pausedUntil != 0 || q.schedules > 0
 }
 
-// emptiedOut notes that q may hold nothing any more, for tidy. b.mu is
-// held. O(1).
-func (b *Broker) emptiedOut(q *queueState) {
+// emptiedOutLocked notes that q may hold nothing any more, for tidy. b.mu
+// must be held. O(1).
+func (b *Broker) emptiedOutLocked(q *queueState) {
 	if !q.noted {
 		q.noted = true
 		b.emptied = append(b.emptied, q)
 	}
 }
 
-// tidy drops the queues noted by emptiedOut that hold nothing. b.mu is
-// held. O(queues noted).
-func (b *Broker) tidy() {
+// tidyLocked drops the queues noted by emptiedOutLocked that hold nothing.
+// b.mu must be held. O(queues noted).
+func (b *Broker) tidyLocked() {
 	for i, q := range b.emptied {
 		q.noted = false
 		b.emptied[i] = nil
-		b.drop(q)
+		b.dropLocked(q)
 	}
 	b.emptied = b.emptied[:0]
 	if cap(b.emptied) > 1024 {
@@ -465,16 +467,16 @@ const idleGrace = time.Second
 // Ten beanstalkd connections watching task.MaxWatch tubes each fit.
 const maxIdle = 10 * task.MaxWatch
 
-// leftIdle notes that q's last waiter left: sweepIdle drops it after
+// leftIdleLocked notes that q's last waiter left: sweepIdle drops it after
 // idleGrace unless it is waited on again or comes to hold something; or
-// at once, with maxIdle queues noted already. b.mu is held. O(1).
-func (b *Broker) leftIdle(q *queueState) {
+// at once, with maxIdle queues noted already. b.mu must be held. O(1).
+func (b *Broker) leftIdleLocked(q *queueState) {
 	q.leftGen = b.idleGen
 	if q.idleNoted {
 		return
 	}
 	if len(b.idle) >= maxIdle {
-		b.drop(q)
+		b.dropLocked(q)
 		return
 	}
 	q.idleNoted = true
@@ -498,11 +500,11 @@ func (b *Broker) sweepIdle() {
 	kept := b.idle[:0]
 	for _, q := range b.idle {
 		switch {
-		case b.byName[q.name] != q || q.holds() || !q.waiters.Unused():
+		case b.byName[q.name] != q || q.holdsLocked() || !q.waiters.Unused():
 			q.idleNoted = false // dropped already, or used again
 		case q.leftGen < b.idleGen:
 			q.idleNoted = false
-			b.drop(q)
+			b.dropLocked(q)
 		default:
 			kept = append(kept, q)
 		}
@@ -520,11 +522,11 @@ func (b *Broker) sweepIdle() {
 	}
 }
 
-// drop forgets q unless it holds something: it no longer counts toward
-// the limit, nor has metric series, and unless reservers wait on it, its
-// state and index go. b.mu is held. O(1).
-func (b *Broker) drop(q *queueState) {
-	if q.holds() || b.byName[q.name] != q {
+// dropLocked forgets q unless it holds something: it no longer counts
+// toward the limit, nor has metric series, and unless reservers wait on it,
+// its state and index go. b.mu must be held. O(1).
+func (b *Broker) dropLocked(q *queueState) {
+	if q.holdsLocked() || b.byName[q.name] != q {
 		return
 	}
 	if q.real {
@@ -547,11 +549,11 @@ func (b *Broker) drop(q *queueState) {
 	b.freeIndex = append(b.freeIndex, q.index)
 }
 
-// count moves one task of q from state from to state to (0: none). A
+// countLocked moves one task of q from state from to state to (0: none). A
 // task that stops being reserved in a queue with a concurrency limit
-// frees a place: one waiter is woken, if a task is ready for it. b.mu is
-// held.
-func (q *queueState) count(from, to task.State) {
+// frees a place: one waiter is woken, if a task is ready for it. b.mu must
+// be held.
+func (q *queueState) countLocked(from, to task.State) {
 	for i, st := range [2]task.State{from, to} {
 		d := 1
 		if i == 0 {
@@ -573,11 +575,12 @@ func (q *queueState) count(from, to task.State) {
 	}
 }
 
-// place puts job, a task of key, into memory as waiting until due: armed
-// in the delay wheel (its key kept in b.delayKeys), or in its key's lane
-// of q's ready tasks (waking a reserver) when due is not after now. The
-// slot's previous state, if any, must already be left. b.mu is held.
-func (b *Broker) place(job uint64, s slot, q *queueState, now int64, key string) {
+// placeLocked puts job, a task of key, into memory as waiting until due:
+// armed in the delay wheel (its key kept in b.delayKeys), or in its key's
+// lane of q's ready tasks (waking a reserver) when due is not after now.
+// The slot's previous state, if any, must already be left. b.mu must be
+// held.
+func (b *Broker) placeLocked(job uint64, s slot, q *queueState, now int64, key string) {
 	old := s.state()
 	if s.due > now {
 		s.set(task.Delayed)
@@ -592,48 +595,48 @@ func (b *Broker) place(job uint64, s slot, q *queueState, now int64, key string)
 		q.ready.push(key, readyItem{due: s.due, ready: now, prio: s.prio, job: job})
 		q.waiters.Wake(1)
 	}
-	q.count(old, s.state())
+	q.countLocked(old, s.state())
 	b.tasks.set(job, s)
 }
 
-// unplace takes job out of its wheel (its ready-heap item, if any, goes
-// stale) and out of the counts. It leaves b.tasks to the caller. b.mu is
-// held.
-func (b *Broker) unplace(job uint64, s slot) {
+// unplaceLocked takes job out of its wheel (its ready-heap item, if any,
+// goes stale) and out of the counts. It leaves b.tasks to the caller. b.mu
+// must be held.
+func (b *Broker) unplaceLocked(job uint64, s slot) {
 	switch s.state() {
 	case task.Delayed:
 		b.delays.Remove(job)
 		delete(b.delayKeys, job)
 	case task.Reserved:
 		b.leases.Remove(job)
-		b.unlease(job)
+		b.unleaseLocked(job)
 		if key, ok := b.taking[job]; ok {
 			delete(b.taking, job)
-			b.queues[s.queue()].unhold(key)
+			b.queues[s.queue()].unholdLocked(key)
 		}
 	case task.Dead:
-		b.unbury(job, b.queues[s.queue()])
+		b.unburyLocked(job, b.queues[s.queue()])
 	}
 	q := b.queues[s.queue()]
-	q.count(s.state(), 0)
+	q.countLocked(s.state(), 0)
 	if q.delayed+q.readyN+q.reserved+q.dead == 0 {
-		b.emptiedOut(q)
+		b.emptiedOutLocked(q)
 	}
 }
 
-// find returns the job id, record (its payload may be nil: see meta) and memory slot of the live task id of
-// queue. b.mu is held.
-func (b *Broker) find(queue, id string) (uint64, store.Task, slot, error) {
-	if err := b.usable(); err != nil {
+// findLocked returns the job id, record (its payload may be nil: see meta)
+// and memory slot of the live task id of queue. b.mu must be held.
+func (b *Broker) findLocked(queue, id string) (uint64, store.Task, slot, error) {
+	if err := b.usableLocked(); err != nil {
 		return 0, store.Task{}, slot{}, err
 	}
-	return b.locate(queue, id)
+	return b.locateLocked(queue, id)
 }
 
-// locate is find without its check that the broker serves, for reads
-// after a failed commit (see Get). b.mu is held.
-func (b *Broker) locate(queue, id string) (uint64, store.Task, slot, error) {
-	job, err := b.lookup(queue, id)
+// locateLocked is find without its check that the broker serves, for reads
+// after a failed commit (see Get). b.mu must be held.
+func (b *Broker) locateLocked(queue, id string) (uint64, store.Task, slot, error) {
+	job, err := b.lookupLocked(queue, id)
 	if err != nil {
 		return 0, store.Task{}, slot{}, err
 	}
@@ -641,28 +644,28 @@ func (b *Broker) locate(queue, id string) (uint64, store.Task, slot, error) {
 	if !ok {
 		return 0, store.Task{}, slot{}, task.ErrNotFound
 	}
-	rec, err := b.meta(job)
+	rec, err := b.metaLocked(job)
 	if err != nil {
 		return 0, store.Task{}, slot{}, err
 	}
 	return job, rec, s, nil
 }
 
-// answerGroup drops the queues left holding nothing (tidy) and returns
-// the group an operation waits for before it answers: the newest with
-// writes, its own or those it saw (barrier). b.mu is held. O(queues
-// noted by emptiedOut).
-func (b *Broker) answerGroup() *group {
-	g := b.barrier()
-	b.tidy()
+// answerGroupLocked drops the queues left holding nothing (tidy) and
+// returns the group an operation waits for before it answers: the newest
+// with writes, its own or those it saw (barrier). b.mu must be held.
+// O(queues noted by emptiedOutLocked).
+func (b *Broker) answerGroupLocked() *group {
+	g := b.barrierLocked()
+	b.tidyLocked()
 	return g
 }
 
 // wait waits for g, the group holding an operation's writes (or its
 // barrier), unless ctx ends first: then the writes still commit, but the
 // caller is told ctx's error. b.mu is not held: the caller takes g with
-// answerGroup, releases b.mu, then waits, so that operations waiting for
-// one group commit share its fsync.
+// answerGroupLocked, releases b.mu, then waits, so that operations waiting
+// for one group commit share its fsync.
 func (b *Broker) wait(ctx context.Context, g *group) error {
 	select {
 	case <-g.done:

@@ -169,7 +169,7 @@ func (b *Broker) match(queue string, f service.Filter, recs []store.Task, out []
 // The payload is read from the store: O(payload) besides the lookups.
 func (b *Broker) MoveTask(ctx context.Context, queue string, job uint64, to string) error {
 	b.mu.Lock()
-	rec, s, err := b.job(job)
+	rec, s, err := b.jobLocked(job)
 	if err == nil && rec.Queue != queue {
 		err = task.ErrNotFound
 	}
@@ -178,17 +178,17 @@ func (b *Broker) MoveTask(ctx context.Context, queue string, job uint64, to stri
 	}
 	var dq *queueState
 	if err == nil {
-		dq, err = b.queueFor(to)
+		dq, err = b.queueForLocked(to)
 	}
 	if err == nil {
-		if _, lerr := b.lookup(to, rec.ID); lerr == nil {
+		if _, lerr := b.lookupLocked(to, rec.ID); lerr == nil {
 			err = service.ErrClash
 		} else if lerr != task.ErrNotFound {
 			err = lerr
 		}
 	}
 	if err == nil {
-		rec, err = b.withPayload(rec)
+		rec, err = b.withPayloadLocked(rec)
 	}
 	if err != nil {
 		b.mu.Unlock()
@@ -196,18 +196,18 @@ func (b *Broker) MoveTask(ctx context.Context, queue string, job uint64, to stri
 	}
 	now := time.Now().UnixNano()
 	st := s.state()
-	b.unplace(job, s)
+	b.unplaceLocked(job, s)
 	old := qid{rec.Queue, rec.ID}
 	rec.Queue = dq.name
-	b.moveTask(old, rec)
-	b.noteNumeric(dq.name, rec.ID)
+	b.moveTaskLocked(old, rec)
+	b.noteNumericLocked(dq.name, rec.ID)
 	ns := slot{due: rec.Due, prio: s.prio, qs: dq.index << 3}
 	if st == task.Dead {
-		b.bury(job, ns, dq)
+		b.buryLocked(job, ns, dq)
 	} else {
-		b.place(job, ns, dq, now, rec.Key)
+		b.placeLocked(job, ns, dq, now, rec.Key)
 	}
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	return b.wait(ctx, g)
 }

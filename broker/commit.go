@@ -82,57 +82,59 @@ type pendingDeduped struct {
 	d store.Deduped
 }
 
-// writeTask records t as written by the open group (put, update or delete).
-// b.mu is held.
-func (b *Broker) writeTask(kind store.OpKind, t store.Task) {
+// writeTaskLocked records t as written by the open group (put, update or
+// delete). b.mu must be held.
+func (b *Broker) writeTaskLocked(kind store.OpKind, t store.Task) {
 	g := b.open
 	switch kind {
 	case store.PutTask:
 		g.batch.Put(t)
-		b.overIndex(g, qid{t.Queue, t.ID}, t.JobID)
-		b.overTask(g, t.JobID, pendingTask{g: g, t: t})
+		b.overIndexLocked(g, qid{t.Queue, t.ID}, t.JobID)
+		b.overTaskLocked(g, t.JobID, pendingTask{g: g, t: t})
 	case store.UpdateTask:
 		g.batch.Update(t)
 		if p, ok := b.over.tasks[t.JobID]; ok && t.Payload == nil {
 			t.Payload = p.t.Payload
 		}
-		b.overTask(g, t.JobID, pendingTask{g: g, t: t})
+		b.overTaskLocked(g, t.JobID, pendingTask{g: g, t: t})
 	case store.DeleteTask:
 		g.batch.Delete(t)
-		b.overIndex(g, qid{t.Queue, t.ID}, 0)
-		b.overTask(g, t.JobID, pendingTask{g: g, gone: true})
+		b.overIndexLocked(g, qid{t.Queue, t.ID}, 0)
+		b.overTaskLocked(g, t.JobID, pendingTask{g: g, gone: true})
 	}
 	g.tasks++
 	b.last = g
-	b.kick()
+	b.kickLocked()
 }
 
-// overTask shows p, g's write of job, in the overlay. b.mu is held.
-func (b *Broker) overTask(g *group, job uint64, p pendingTask) {
+// overTaskLocked shows p, g's write of job, in the overlay. b.mu must be
+// held.
+func (b *Broker) overTaskLocked(g *group, job uint64, p pendingTask) {
 	b.over.tasks[job] = p
 	g.wrote.jobs = append(g.wrote.jobs, job)
 }
 
-// overIndex shows in the overlay that g gives k to job (0: deleted).
-// b.mu is held.
-func (b *Broker) overIndex(g *group, k qid, job uint64) {
+// overIndexLocked shows in the overlay that g gives k to job (0: deleted).
+// b.mu must be held.
+func (b *Broker) overIndexLocked(g *group, k qid, job uint64) {
 	b.over.index[k] = pendingIndex{g, job}
 	g.wrote.index = append(g.wrote.index, k)
 }
 
-// moveTask records t, payload included, as put whole by the open group
-// under its job id, moved from the queue and id old (a dead task moved to
-// its dead-letter queue): the store removes the old index and list
-// entries, and the overlay shows old gone at once. b.mu is held.
-func (b *Broker) moveTask(old qid, t store.Task) {
-	b.writeTask(store.PutTask, t)
+// moveTaskLocked records t, payload included, as put whole by the open
+// group under its job id, moved from the queue and id old (a dead task
+// moved to its dead-letter queue): the store removes the old index and list
+// entries, and the overlay shows old gone at once. b.mu must be held.
+func (b *Broker) moveTaskLocked(old qid, t store.Task) {
+	b.writeTaskLocked(store.PutTask, t)
 	if old != (qid{t.Queue, t.ID}) {
-		b.overIndex(b.open, old, 0)
+		b.overIndexLocked(b.open, old, 0)
 	}
 }
 
-// writeSchedule records a schedule write in the open group. b.mu is held.
-func (b *Broker) writeSchedule(s store.Schedule, del bool) {
+// writeScheduleLocked records a schedule write in the open group. b.mu must
+// be held.
+func (b *Broker) writeScheduleLocked(s store.Schedule, del bool) {
 	g := b.open
 	if del {
 		g.batch.DeleteSchedule(s.Name)
@@ -140,26 +142,27 @@ func (b *Broker) writeSchedule(s store.Schedule, del bool) {
 		g.batch.PutSchedule(s)
 	}
 	b.last = g
-	b.kick()
+	b.kickLocked()
 }
 
-// kick tells the committer that the open group has writes. b.mu is held.
-func (b *Broker) kick() {
+// kickLocked tells the committer that the open group has writes. b.mu must
+// be held.
+func (b *Broker) kickLocked() {
 	select {
 	case b.work <- struct{}{}:
 	default:
 	}
 }
 
-// barrier returns the newest group with writes, which an operation that
-// wrote nothing waits on before answering from memory: everything it saw
-// is then durable. b.mu is held.
-func (b *Broker) barrier() *group { return b.last }
+// barrierLocked returns the newest group with writes, which an operation
+// that wrote nothing waits on before answering from memory: everything it
+// saw is then durable. b.mu must be held.
+func (b *Broker) barrierLocked() *group { return b.last }
 
-// record returns the current record of job: from the overlay when a group
-// not yet committed wrote it, else from the store (payload included).
-// b.mu is held.
-func (b *Broker) record(job uint64) (store.Task, error) {
+// recordLocked returns the current record of job: from the overlay when a
+// group not yet committed wrote it, else from the store (payload included).
+// b.mu must be held.
+func (b *Broker) recordLocked(job uint64) (store.Task, error) {
 	if p, ok := b.over.tasks[job]; ok {
 		if p.gone {
 			return store.Task{}, task.ErrNotFound
@@ -188,11 +191,11 @@ func (b *Broker) record(job uint64) (store.Task, error) {
 	return t, nil
 }
 
-// meta returns the current record of job, whose Payload may be nil: from
-// the overlay, the records of reserved tasks, or the store. A record
+// metaLocked returns the current record of job, whose Payload may be nil:
+// from the overlay, the records of reserved tasks, or the store. A record
 // whose payload is damaged in the store is returned without it, so that
-// the task can still be deleted. b.mu is held.
-func (b *Broker) meta(job uint64) (store.Task, error) {
+// the task can still be deleted. b.mu must be held.
+func (b *Broker) metaLocked(job uint64) (store.Task, error) {
 	if p, ok := b.over.tasks[job]; ok {
 		if p.gone {
 			return store.Task{}, task.ErrNotFound
@@ -202,7 +205,7 @@ func (b *Broker) meta(job uint64) (store.Task, error) {
 	if t, ok := b.leased[job]; ok {
 		return t, nil
 	}
-	t, err := b.record(job)
+	t, err := b.recordLocked(job)
 	if err != nil && t.JobID != 0 && errors.Is(err, store.ErrCorrupt) {
 		t.Payload = nil
 		return t, nil
@@ -210,8 +213,9 @@ func (b *Broker) meta(job uint64) (store.Task, error) {
 	return t, err
 }
 
-// lookup returns the job id of the live task id in queue. b.mu is held.
-func (b *Broker) lookup(queue, id string) (uint64, error) {
+// lookupLocked returns the job id of the live task id in queue. b.mu must
+// be held.
+func (b *Broker) lookupLocked(queue, id string) (uint64, error) {
 	if p, ok := b.over.index[qid{queue, id}]; ok {
 		if p.job == 0 {
 			return 0, task.ErrNotFound
@@ -399,9 +403,9 @@ const (
 // collector.
 var spareKeys sync.Pool
 
-// recycle keeps g's batch storage for a group to come, g committed. b.mu
-// is held.
-func (b *Broker) recycle(g *group) {
+// recycleLocked keeps g's batch storage for a group to come, g committed.
+// b.mu must be held.
+func (b *Broker) recycleLocked(g *group) {
 	if ops := g.batch.Ops; cap(ops) <= maxSpareOps && len(b.spare) < maxSpare {
 		b.spare = append(b.spare, ops[:0])
 	}
@@ -491,7 +495,7 @@ func (b *Broker) finish(g *group, err error, start time.Time) {
 			delete(b.over.deduped, k)
 		}
 	}
-	b.recycle(g)
+	b.recycleLocked(g)
 	b.mu.Unlock()
 	g.err = err
 	close(g.done)

@@ -20,9 +20,9 @@ import (
 // queue has a window. dedupePruner removes the records past their end,
 // a batch of retry.PruneBatch at a time, on the committer between groups.
 
-// noteFinished writes the finished-id record of rec leaving its queue
-// now with outcome, if its queue has a dedupe window. b.mu is held.
-func (b *Broker) noteFinished(rec *store.Task, outcome string, now int64) {
+// noteFinishedLocked writes the finished-id record of rec leaving its queue
+// now with outcome, if its queue has a dedupe window. b.mu must be held.
+func (b *Broker) noteFinishedLocked(rec *store.Task, outcome string, now int64) {
 	q, ok := b.byName[rec.Queue]
 	if !ok {
 		return
@@ -47,14 +47,14 @@ func (b *Broker) noteFinished(rec *store.Task, outcome string, now int64) {
 	b.over.deduped[k] = pendingDeduped{g, d}
 	g.wrote.deduped = append(g.wrote.deduped, k)
 	b.last = g
-	b.kick()
+	b.kickLocked()
 }
 
-// dedupedPut returns the answer of a put of id into q at now (Unix ns),
-// when no task of id is live, if the queue's dedupe window answers it
+// dedupedPutLocked returns the answer of a put of id into q at now (Unix
+// ns), when no task of id is live, if the queue's dedupe window answers it
 // (service.Dedupes): ok is false when the put goes on. It reads nothing
-// for a queue without a window. b.mu is held.
-func (b *Broker) dedupedPut(q *queueState, id string, now int64) (t task.Task, ok bool, err error) {
+// for a queue without a window. b.mu must be held.
+func (b *Broker) dedupedPutLocked(q *queueState, id string, now int64) (t task.Task, ok bool, err error) {
 	if q.policy.Dedupe <= 0 {
 		return task.Task{}, false, nil
 	}

@@ -13,8 +13,9 @@ import (
 
 // The ends of a reservation other than an ack (Settle, and a lease that
 // runs out): a failed attempt or a bury, decided by service.AfterFailure
-// under the queue's policy (fail), and a task given back (a release). A task that dies in a
-// queue whose policy names a dead-letter queue moves there (deadLetter).
+// under the queue's policy (fail), and a task given back (a release). A
+// task that dies in a queue whose policy names a dead-letter queue moves
+// there (deadLetterLocked).
 
 // Settle ends the reservation lease of the task id of queue as st says
 // (service.Engine): a failed attempt (task.AttemptNacked) or a bury is
@@ -25,10 +26,10 @@ import (
 // renewal's.
 func (b *Broker) Settle(ctx context.Context, queue, id, lease string, st service.Settlement) (task.Task, error) {
 	b.mu.Lock()
-	job, rec, s, err := b.held(queue, id, lease)
+	job, rec, s, err := b.heldLocked(queue, id, lease)
 	if err == nil && st.Outcome == service.Renewed {
-		t := b.touch(job, rec, s, lease)
-		g := b.answerGroup()
+		t := b.touchLocked(job, rec, s, lease)
+		g := b.answerGroupLocked()
 		b.mu.Unlock()
 		return t, b.wait(ctx, g)
 	}
@@ -50,9 +51,9 @@ func (b *Broker) Settle(ctx context.Context, queue, id, lease string, st service
 	}
 	switch st.Outcome {
 	case task.AttemptReleased:
-		b.unlease(job)
+		b.unleaseLocked(job)
 		b.metrics.Nacked()
-		b.endAttempt(&rec, task.AttemptReleased, "", now)
+		b.endAttemptLocked(&rec, task.AttemptReleased, "", now)
 		if st.Refund && rec.Attempts > 0 {
 			rec.Attempts--
 		}
@@ -60,33 +61,33 @@ func (b *Broker) Settle(ctx context.Context, queue, id, lease string, st service
 		rec.State = store.Waiting
 		rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
 		rec.Due = addSat(now, st.Delay)
-		b.writeTask(store.UpdateTask, rec)
+		b.writeTaskLocked(store.UpdateTask, rec)
 		s.due = rec.Due
-		b.place(job, s, b.queues[s.queue()], now, rec.Key)
+		b.placeLocked(job, s, b.queues[s.queue()], now, rec.Key)
 		s = b.tasks.at(job)
 	case task.AttemptBuried:
-		b.endAttempt(&rec, task.AttemptBuried, reason, now)
+		b.endAttemptLocked(&rec, task.AttemptBuried, reason, now)
 		rec.Buries++
 		if st.Error != nil {
 			rec.LastError = reason
 		}
-		rec, s = b.fail(job, s, rec, now, 0, true, false)
+		rec, s = b.failLocked(job, s, rec, now, 0, true, false)
 	default:
 		b.metrics.Nacked()
-		b.endSettled(ctx, &rec, task.AttemptNacked, reason, now)
+		b.endSettledLocked(ctx, &rec, task.AttemptNacked, reason, now)
 		rec.Releases++
 		if st.Error != nil {
 			rec.LastError = reason
 		}
-		rec, s = b.fail(job, s, rec, now, st.Delay, false, false)
+		rec, s = b.failLocked(job, s, rec, now, st.Delay, false, false)
 	}
 	t := view(rec, s)
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	return t, b.wait(ctx, g)
 }
 
-// fail ends job's reservation after a failed attempt (the caller has
+// failLocked ends job's reservation after a failed attempt (the caller has
 // taken it off the lease wheel, or the wheel fired, and set rec's
 // counters and last error): service.AfterFailure decides, under the
 // queue's policy, with delay the caller's or task.RetryDelay, and bury
@@ -96,10 +97,10 @@ func (b *Broker) Settle(ctx context.Context, queue, id, lease string, st service
 // (the queue's retry policy, at once without one), and a task coming
 // back without a delay keeps its due time, and so its place in its
 // queue's delivery order. It returns the record and slot as they are
-// after. b.mu is held.
-func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.Duration, bury, keepDue bool) (store.Task, slot) {
+// after. b.mu must be held.
+func (b *Broker) failLocked(job uint64, s slot, rec store.Task, now int64, delay time.Duration, bury, keepDue bool) (store.Task, slot) {
 	q := b.queues[s.queue()]
-	b.unlease(job)
+	b.unleaseLocked(job)
 	rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
 	if keepDue && delay == task.RetryDelay {
 		delay = service.ExpiryDelay(q.policy)
@@ -110,15 +111,15 @@ func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.
 		if !keepDue || out.Delay > 0 {
 			rec.Due = addSat(now, out.Delay)
 		}
-		b.writeTask(store.UpdateTask, rec)
+		b.writeTaskLocked(store.UpdateTask, rec)
 		s.due = rec.Due
-		b.place(job, s, q, now, rec.Key)
+		b.placeLocked(job, s, q, now, rec.Key)
 		b.metrics.Failed(q.name, 1, false, false)
 		return rec, b.tasks.at(job)
 	}
-	b.leave(&rec, task.FinishedDead, now)
+	b.leaveLocked(&rec, task.FinishedDead, now)
 	if out.DeadLetter != "" {
-		if moved, ms, ok := b.deadLetter(job, s, rec, out.DeadLetter, now); ok {
+		if moved, ms, ok := b.deadLetterLocked(job, s, rec, out.DeadLetter, now); ok {
 			b.metrics.Failed(q.name, 1, true, true)
 			return moved, ms
 		}
@@ -126,12 +127,12 @@ func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.
 	b.metrics.Failed(q.name, 1, true, false)
 	rec.State = store.Dead
 	rec.Reserved = now // while dead: when it died, for Recover's order
-	b.writeTask(store.UpdateTask, rec)
-	b.bury(job, s, q)
+	b.writeTaskLocked(store.UpdateTask, rec)
+	b.buryLocked(job, s, q)
 	return rec, b.tasks.at(job)
 }
 
-// deadLetter moves job, reserved (or being settled) in its queue and
+// deadLetterLocked moves job, reserved (or being settled) in its queue and
 // dead now, to the queue named to, ready, with its job id, id, payload,
 // last error and priority, and with no attempts and to's max_attempts
 // and ttr (service.DeadLettered); a task of the same id there is
@@ -139,16 +140,17 @@ func (b *Broker) fail(job uint64, s slot, rec store.Task, now int64, delay time.
 // (the payload read from the overlay or the store: a rare path) beside
 // the replaced task's delete, in the open group. ok is false, and
 // nothing changed, when the move cannot be made (the payload unreadable,
-// too many queues): the task then stays dead in its queue. b.mu is held.
-func (b *Broker) deadLetter(job uint64, s slot, rec store.Task, to string, now int64) (store.Task, slot, bool) {
+// too many queues): the task then stays dead in its queue. b.mu must be
+// held.
+func (b *Broker) deadLetterLocked(job uint64, s slot, rec store.Task, to string, now int64) (store.Task, slot, bool) {
 	from := b.queues[s.queue()]
-	dq, err := b.queueFor(to)
+	dq, err := b.queueForLocked(to)
 	if err == nil {
-		rec, err = b.withPayload(rec)
+		rec, err = b.withPayloadLocked(rec)
 	}
 	var other uint64
 	if err == nil {
-		if other, err = b.lookup(to, rec.ID); err == task.ErrNotFound {
+		if other, err = b.lookupLocked(to, rec.ID); err == task.ErrNotFound {
 			other, err = 0, nil
 		}
 	}
@@ -159,7 +161,7 @@ func (b *Broker) deadLetter(job uint64, s slot, rec store.Task, to string, now i
 		if os, ok = b.tasks.get(other); !ok {
 			other = 0
 		} else {
-			orec, err = b.meta(other)
+			orec, err = b.metaLocked(other)
 		}
 	}
 	if err != nil {
@@ -168,11 +170,11 @@ func (b *Broker) deadLetter(job uint64, s slot, rec store.Task, to string, now i
 		return store.Task{}, slot{}, false
 	}
 	if other != 0 {
-		b.leave(&orec, task.FinishedDeleted, now)
-		b.remove(other, os, orec)
+		b.leaveLocked(&orec, task.FinishedDeleted, now)
+		b.removeLocked(other, os, orec)
 	}
-	from.count(s.state(), 0)
-	b.emptiedOut(from)
+	from.countLocked(s.state(), 0)
+	b.emptiedOutLocked(from)
 	old := qid{rec.Queue, rec.ID}
 	rec.Queue = dq.name
 	rec.State = store.Waiting
@@ -182,10 +184,10 @@ func (b *Broker) deadLetter(job uint64, s slot, rec store.Task, to string, now i
 		rec.TTR = ttr
 	}
 	rec.Due = min(rec.Due, now) // ready, in its place by due time (as a kick)
-	b.moveTask(old, rec)
-	b.noteNumeric(dq.name, rec.ID)
+	b.moveTaskLocked(old, rec)
+	b.noteNumericLocked(dq.name, rec.ID)
 	s = slot{due: rec.Due, prio: s.prio, qs: dq.index << 3}
-	b.place(job, s, dq, now, rec.Key)
+	b.placeLocked(job, s, dq, now, rec.Key)
 	rec.Payload = nil
 	return rec, b.tasks.at(job), true
 }

@@ -248,7 +248,7 @@ func (ls *lanes) down(i int) {
 func (b *Broker) KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	if err := b.usableLocked(); err != nil {
 		return nil, err
 	}
 	q := b.byName[queue]

@@ -19,11 +19,11 @@ import (
 //     number by reservation, see attemptN; the running attempt's start is
 //     the record's Reserved, written by every reservation), the first
 //     task.AttemptsKeptFirst and the last task.AttemptsKeptLast of a
-//     task (putAttempt), by endAttempt, called before the end raises the
-//     task's counters:
+//     task (putAttemptLocked), by endAttemptLocked, called before the end
+//     raises the task's counters:
 //     acked by AckMany (the front's Ack, and beanstalkd's delete of a
 //     job reserved under the lease given); nacked by Settle (an ack or a
-//     nack settling a push is pushed or push-failed, endSettled);
+//     nack settling a push is pushed or push-failed, endSettledLocked);
 //     released and buried by Settle;
 //     expired by a lease that ran out (the lease wheel, or recovery). A
 //     reservation whose caller went away before it was answered
@@ -58,30 +58,30 @@ import (
 // a task released, then nacked, is in its third attempt: Releases 2.
 func attemptN(rec *store.Task) uint32 { return rec.Releases + rec.Timeouts + rec.Buries + 1 }
 
-// endAttempt writes the record of rec's attempt ending now with outcome
-// (a task.Attempt* outcome) and errText. rec is the record as it is when
-// the attempt ends: its counters not yet raised nor its attempts given
+// endAttemptLocked writes the record of rec's attempt ending now with
+// outcome (a task.Attempt* outcome) and errText. rec is the record as it is
+// when the attempt ends: its counters not yet raised nor its attempts given
 // back by the end (attemptN, and the record's Attempt), in the queue it
-// ran in, Reserved not changed. b.mu is held.
-func (b *Broker) endAttempt(rec *store.Task, outcome, errText string, now int64) {
-	b.putAttempt(rec, outcome, errText, 0, now)
+// ran in, Reserved not changed. b.mu must be held.
+func (b *Broker) endAttemptLocked(rec *store.Task, outcome, errText string, now int64) {
+	b.putAttemptLocked(rec, outcome, errText, 0, now)
 }
 
-// endSettled is endAttempt of an Ack or a Nack made under ctx, outcome
-// being task.AttemptAcked or task.AttemptNacked: the pusher's settlement
-// of a push is recorded as pushed or push-failed, with the push's HTTP
-// status (service.AttemptOutcome). b.mu is held.
-func (b *Broker) endSettled(ctx context.Context, rec *store.Task, outcome, errText string, now int64) {
+// endSettledLocked is endAttemptLocked of an Ack or a Nack made under ctx,
+// outcome being task.AttemptAcked or task.AttemptNacked: the pusher's
+// settlement of a push is recorded as pushed or push-failed, with the
+// push's HTTP status (service.AttemptOutcome). b.mu must be held.
+func (b *Broker) endSettledLocked(ctx context.Context, rec *store.Task, outcome, errText string, now int64) {
 	outcome, status := service.AttemptOutcome(ctx, outcome)
-	b.putAttempt(rec, outcome, errText, status, now)
+	b.putAttemptLocked(rec, outcome, errText, status, now)
 }
 
-// putAttempt is endAttempt with the HTTP status of a push (0: none).
-// Recording attempt n removes attempt n − task.AttemptsKeptLast when it
-// is past the first task.AttemptsKeptFirst: attempts are numbered
+// putAttemptLocked is endAttemptLocked with the HTTP status of a push (0:
+// none). Recording attempt n removes attempt n − task.AttemptsKeptLast when
+// it is past the first task.AttemptsKeptFirst: attempts are numbered
 // without gaps (attemptN), so a task keeps at most the sum of the two,
-// at the cost of one delete in the same batch. b.mu is held.
-func (b *Broker) putAttempt(rec *store.Task, outcome, errText string, status int, now int64) {
+// at the cost of one delete in the same batch. b.mu must be held.
+func (b *Broker) putAttemptLocked(rec *store.Task, outcome, errText string, status int, now int64) {
 	if !b.keep {
 		return
 	}
@@ -102,19 +102,19 @@ func (b *Broker) putAttempt(rec *store.Task, outcome, errText string, status int
 		g.batch.DeleteAttempt(rec.JobID, n-task.AttemptsKeptLast)
 	}
 	b.last = g
-	b.kick()
+	b.kickLocked()
 }
 
-// leave writes the record of rec leaving its queue now with outcome (a
-// task.Finished* outcome), numbered after the last. b.mu is held.
-func (b *Broker) leave(rec *store.Task, outcome string, now int64) {
-	b.noteFinished(rec, outcome, now)
-	b.leaveHistory(rec, outcome, now)
+// leaveLocked writes the record of rec leaving its queue now with outcome
+// (a task.Finished* outcome), numbered after the last. b.mu must be held.
+func (b *Broker) leaveLocked(rec *store.Task, outcome string, now int64) {
+	b.noteFinishedLocked(rec, outcome, now)
+	b.leaveHistoryLocked(rec, outcome, now)
 }
 
-// leaveHistory is leave without the finished-id record of a dedupe
-// window: a task replaced by a put, whose id stays live. b.mu is held.
-func (b *Broker) leaveHistory(rec *store.Task, outcome string, now int64) {
+// leaveHistoryLocked is leave without the finished-id record of a dedupe
+// window: a task replaced by a put, whose id stays live. b.mu must be held.
+func (b *Broker) leaveHistoryLocked(rec *store.Task, outcome string, now int64) {
 	if !b.keep {
 		return
 	}
@@ -131,7 +131,7 @@ func (b *Broker) leaveHistory(rec *store.Task, outcome string, now int64) {
 		LastError: rec.LastError,
 	})
 	b.last = g
-	b.kick()
+	b.kickLocked()
 }
 
 // Attempts returns the attempts of the task id of queue, oldest first, at
@@ -144,12 +144,12 @@ func (b *Broker) leaveHistory(rec *store.Task, outcome string, now int64) {
 // one job.
 func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, error) {
 	b.mu.Lock()
-	if err := b.usable(); err != nil {
+	if err := b.usableLocked(); err != nil {
 		b.mu.Unlock()
 		return nil, err
 	}
 	var running store.Task // the record of a reserved task
-	job, err := b.lookup(queue, id)
+	job, err := b.lookupLocked(queue, id)
 	switch {
 	case err == task.ErrNotFound:
 		job = 0
@@ -165,7 +165,7 @@ func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt
 	}
 	// What the store shows after the barrier includes every attempt
 	// ended and every task left before this call.
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	if err := b.wait(ctx, g); err != nil {
 		return nil, err
@@ -230,11 +230,11 @@ func instant(ns int64) time.Time {
 // b.mu released.
 func (b *Broker) FinishedTasks(ctx context.Context, queue string, f service.FinishedFilter, after uint64, limit int) ([]task.Finished, uint64, error) {
 	b.mu.Lock()
-	if err := b.usable(); err != nil {
+	if err := b.usableLocked(); err != nil {
 		b.mu.Unlock()
 		return nil, 0, err
 	}
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	if err := b.wait(ctx, g); err != nil {
 		return nil, 0, err

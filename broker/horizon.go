@@ -57,7 +57,7 @@ func (b *Broker) sweep() {
 	until := b.armedUntil
 	arm := func(job uint64, s slot) {
 		if s.state() == task.Delayed && s.due >= from && s.due < until {
-			b.armTask(job, s, time.Now().UnixNano())
+			b.armTaskLocked(job, s, time.Now().UnixNano())
 		}
 	}
 	for next := uint64(0); ; {
@@ -75,12 +75,12 @@ func (b *Broker) sweep() {
 	b.mu.Unlock()
 }
 
-// armTask puts the delayed task job in the delay wheel, or on its queue's
-// ready heap if it is due already. b.mu is held.
-func (b *Broker) armTask(job uint64, s slot, now int64) {
+// armTaskLocked puts the delayed task job in the delay wheel, or on its
+// queue's ready heap if it is due already. b.mu must be held.
+func (b *Broker) armTaskLocked(job uint64, s slot, now int64) {
 	if s.due > now {
 		b.delays.Set(job, time.Duration(s.due-now))
 		return
 	}
-	b.fallDue(job, s)
+	b.fallDueLocked(job, s)
 }

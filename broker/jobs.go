@@ -13,29 +13,29 @@ import (
 // does; a reservation is named by its lease, which the protocol adapter
 // keeps per connection.
 
-// job returns the record and slot of job. b.mu is held.
-func (b *Broker) job(job uint64) (store.Task, slot, error) {
-	if err := b.usable(); err != nil {
+// jobLocked returns the record and slot of job. b.mu must be held.
+func (b *Broker) jobLocked(job uint64) (store.Task, slot, error) {
+	if err := b.usableLocked(); err != nil {
 		return store.Task{}, slot{}, err
 	}
 	s, ok := b.tasks.get(job)
 	if !ok {
 		return store.Task{}, slot{}, task.ErrNotFound
 	}
-	rec, err := b.meta(job)
+	rec, err := b.metaLocked(job)
 	if err != nil {
 		return store.Task{}, slot{}, err
 	}
 	return rec, s, nil
 }
 
-// withPayload returns rec with its payload, read from the store if meta
-// left it out. b.mu is held.
-func (b *Broker) withPayload(rec store.Task) (store.Task, error) {
+// withPayloadLocked returns rec with its payload, read from the store if
+// meta left it out. b.mu must be held.
+func (b *Broker) withPayloadLocked(rec store.Task) (store.Task, error) {
 	if rec.Payload != nil {
 		return rec, nil
 	}
-	full, err := b.record(rec.JobID)
+	full, err := b.recordLocked(rec.JobID)
 	if err != nil {
 		return store.Task{}, err
 	}
@@ -43,12 +43,12 @@ func (b *Broker) withPayload(rec store.Task) (store.Task, error) {
 	return rec, nil
 }
 
-// show returns job as it is, payload included: Read by job id; the
-// caller answers once what it shows is durable. b.mu is held.
-func (b *Broker) show(job uint64) (task.Task, error) {
-	rec, s, err := b.job(job)
+// showLocked returns job as it is, payload included: Read by job id; the
+// caller answers once what it shows is durable. b.mu must be held.
+func (b *Broker) showLocked(job uint64) (task.Task, error) {
+	rec, s, err := b.jobLocked(job)
 	if err == nil {
-		rec, err = b.withPayload(rec)
+		rec, err = b.withPayloadLocked(rec)
 	}
 	if err != nil {
 		return task.Task{}, err
@@ -56,13 +56,14 @@ func (b *Broker) show(job uint64) (task.Task, error) {
 	return view(rec, s), nil
 }
 
-// bury records job as dead in memory and in q's buried list. b.mu is held.
-func (b *Broker) bury(job uint64, s slot, q *queueState) {
-	q.count(s.state(), task.Dead)
+// buryLocked records job as dead in memory and in q's buried list. b.mu
+// must be held.
+func (b *Broker) buryLocked(job uint64, s slot, q *queueState) {
+	q.countLocked(s.state(), task.Dead)
 	s.set(task.Dead)
 	b.tasks.set(job, s)
 	if len(q.buried) >= 64 && len(q.buried) > 2*q.dead {
-		live := b.buriedJobs(q, len(q.buried))
+		live := b.buriedJobsLocked(q, len(q.buried))
 		copy(q.buried, live)
 		clear(q.buried[len(live):])
 		q.buried = q.buried[:len(live)]
@@ -71,25 +72,25 @@ func (b *Broker) bury(job uint64, s slot, q *queueState) {
 	q.buried = append(q.buried, job)
 }
 
-// unbury notes that the dead job of q is leaving the dead state with its
-// entry still in q's buried list (a kick, a reserve by job id, a
-// delete): if it dies again, that entry is stale. b.mu is held.
-func (b *Broker) unbury(job uint64, q *queueState) {
+// unburyLocked notes that the dead job of q is leaving the dead state with
+// its entry still in q's buried list (a kick, a reserve by job id, a
+// delete): if it dies again, that entry is stale. b.mu must be held.
+func (b *Broker) unburyLocked(job uint64, q *queueState) {
 	if q.reburied == nil {
 		q.reburied = map[uint64]int{}
 	}
 	q.reburied[job]++
 }
 
-// touch renews job's lease and returns the task; the caller waits for
-// the write. b.mu is held.
-func (b *Broker) touch(job uint64, rec store.Task, s slot, lease string) task.Task {
+// touchLocked renews job's lease and returns the task; the caller waits for
+// the write. b.mu must be held.
+func (b *Broker) touchLocked(job uint64, rec store.Task, s slot, lease string) task.Task {
 	rec.LeaseUntil = time.Now().Add(rec.TTR).UnixNano()
 	rec.Payload = nil
-	b.writeTask(store.UpdateTask, rec)
+	b.writeTaskLocked(store.UpdateTask, rec)
 	b.leased[job] = rec
 	b.leases.Set(job, rec.TTR)
-	if full, err := b.withPayload(rec); err == nil {
+	if full, err := b.withPayloadLocked(rec); err == nil {
 		rec = full
 	}
 	t := view(rec, s)
@@ -97,10 +98,10 @@ func (b *Broker) touch(job uint64, rec store.Task, s slot, lease string) task.Ta
 	return t
 }
 
-// buriedJobs returns up to n of q's dead tasks, oldest death first: each
-// at its last entry in q.buried, skipping those from before a kick
-// (q.reburied). It takes O(n + the entries skipped). b.mu is held.
-func (b *Broker) buriedJobs(q *queueState, n int) []uint64 {
+// buriedJobsLocked returns up to n of q's dead tasks, oldest death first:
+// each at its last entry in q.buried, skipping those from before a kick
+// (q.reburied). It takes O(n + the entries skipped). b.mu must be held.
+func (b *Broker) buriedJobsLocked(q *queueState, n int) []uint64 {
 	var out []uint64
 	var stale map[uint64]int // q.reburied's counts left to skip
 	seen := make(map[uint64]bool)
@@ -128,9 +129,9 @@ func (b *Broker) buriedJobs(q *queueState, n int) []uint64 {
 	return out
 }
 
-// delayedJobs returns up to n of q's delayed tasks, soonest due first,
-// by a scan of every live task. b.mu is held.
-func (b *Broker) delayedJobs(q *queueState, n int) []uint64 {
+// delayedJobsLocked returns up to n of q's delayed tasks, soonest due
+// first, by a scan of every live task. b.mu must be held.
+func (b *Broker) delayedJobsLocked(q *queueState, n int) []uint64 {
 	var h readyHeap // a max-heap by negated order would do; n is small
 	b.tasks.each(func(j uint64, s slot) bool {
 		if s.state() == task.Delayed && s.queue() == q.index {
@@ -153,40 +154,40 @@ func (b *Broker) delayedJobs(q *queueState, n int) []uint64 {
 // queue, and returns it with its lease; else ErrNotFound.
 func (b *Broker) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 	b.mu.Lock()
-	rec, s, err := b.job(job)
+	rec, s, err := b.jobLocked(job)
 	if err == nil && s.state() == task.Reserved {
 		err = task.ErrNotFound
 	}
 	if err == nil {
-		rec, err = b.withPayload(rec)
+		rec, err = b.withPayloadLocked(rec)
 	}
 	if err != nil {
 		b.mu.Unlock()
 		return task.Task{}, err
 	}
 	q := b.queues[s.queue()]
-	b.unplace(job, s)
-	q.count(0, task.Reserved)
-	q.hold(rec.Key)
+	b.unplaceLocked(job, s)
+	q.countLocked(0, task.Reserved)
+	q.holdLocked(rec.Key)
 	s.set(task.Reserved)
 	b.tasks.set(job, s)
-	t := b.lease(job, s, rec, time.Now())
+	t := b.leaseLocked(job, s, rec, time.Now())
 	q.deliveries++
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	return t, b.wait(ctx, g)
 }
 
 // Next returns up to n tasks of queue in state st, without payloads
 // (service.Engine): for task.Ready the first in delivery order across
-// keys, their turns, the pause and the limits left aside (peekFirst, as
-// service.Jobs says and a cluster answers; one task whatever n); for
+// keys, their turns, the pause and the limits left aside (peekFirstLocked,
+// as service.Jobs says and a cluster answers; one task whatever n); for
 // task.Delayed the soonest due (a scan of every live task: O(live)), for
 // task.Dead the oldest deaths.
 func (b *Broker) Next(ctx context.Context, queue string, st task.State, n int) ([]task.Task, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	if err := b.usableLocked(); err != nil {
 		return nil, err
 	}
 	q, ok := b.byName[queue]
@@ -196,19 +197,19 @@ func (b *Broker) Next(ctx context.Context, queue string, st task.State, n int) (
 	var jobs []uint64
 	switch st {
 	case task.Ready:
-		if it, ok := b.peekFirst(q); ok {
+		if it, ok := b.peekFirstLocked(q); ok {
 			jobs = []uint64{it.job}
 		}
 	case task.Delayed:
-		jobs = b.delayedJobs(q, n)
+		jobs = b.delayedJobsLocked(q, n)
 	case task.Dead:
-		jobs = b.buriedJobs(q, n)
+		jobs = b.buriedJobsLocked(q, n)
 	default:
 		return nil, fmt.Errorf("%w: cannot peek %s tasks", task.ErrInvalid, st)
 	}
 	out := make([]task.Task, 0, len(jobs))
 	for _, job := range jobs {
-		rec, err := b.meta(job)
+		rec, err := b.metaLocked(job)
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +230,7 @@ func (b *Broker) Queue(queue string) (task.QueueDetail, error) {
 	}
 	now := time.Now().UnixNano()
 	d := task.QueueDetail{
-		QueueStats: q.stats(now),
+		QueueStats: q.statsLocked(now),
 		Waiting:    q.waiters.Len(),
 		Pauses:     q.pauses,
 	}

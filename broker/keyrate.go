@@ -41,14 +41,14 @@ import (
 // Durability: the buckets live in memory while the broker runs, and are
 // written once, when it closes, into their queue's record (its trailer
 // of key buckets, store.Queue.KeyBuckets; at most maxKeptKeyBuckets a
-// queue, the emptiest), in the last group Close commits; recoverQueues
-// restores them, refilled for the wall-clock time since. So a clean
-// restart lets no burst through, as a cluster, whose buckets are rows,
-// does not. A crash loses the buckets spent since the last clean close
-// (those read back from that close's record are refilled since): at
-// most one burst per key more goes through after a crash. Writing the
-// buckets with every reservation, as the queue-wide bucket is, would
-// rewrite up to every key's bucket in each group; the write cost is
+// queue, the emptiest), in the last group Close commits;
+// recoverQueuesLocked restores them, refilled for the wall-clock time
+// since. So a clean restart lets no burst through, as a cluster, whose
+// buckets are rows, does not. A crash loses the buckets spent since the
+// last clean close (those read back from that close's record are refilled
+// since): at most one burst per key more goes through after a crash.
+// Writing the buckets with every reservation, as the queue-wide bucket is,
+// would rewrite up to every key's bucket in each group; the write cost is
 // instead one record of O(keys with a bucket) at close.
 
 // maxKeptKeyBuckets bounds the per-key buckets a queue's record keeps
@@ -68,13 +68,13 @@ type keyRate struct {
 	spent bool
 }
 
-// keyHeld reports whether key, whose lane is first in q's order, may
+// keyHeldLocked reports whether key, whose lane is first in q's order, may
 // not be handed a task now (mono, Broker.monoNow): at its per-key
 // concurrency, or without a token of its per-key rate, in which case the
 // bucket's timer is armed for the next token. The caller parks the lane.
-// q.policy.PerKey is not nil. b.mu is held. O(1).
-func (b *Broker) keyHeld(q *queueState, key string, mono int64) bool {
-	if q.keyFull(key) {
+// q.policy.PerKey is not nil. b.mu must be held. O(1).
+func (b *Broker) keyHeldLocked(q *queueState, key string, mono int64) bool {
+	if q.keyFullLocked(key) {
 		return true
 	}
 	r := q.policy.PerKey.Rate
@@ -91,14 +91,14 @@ func (b *Broker) keyHeld(q *queueState, key string, mono int64) bool {
 		return false
 	}
 	kr.spent = true
-	b.armKeyRate(q, key, kr, mono+int64(next))
+	b.armKeyRateLocked(q, key, kr, mono+int64(next))
 	return true
 }
 
-// takeKeyToken takes a token of key's per-key rate in q at mono, which
-// keyHeld found, making the key's bucket if it had none. b.mu is held.
-// O(1) but for arming a new bucket's timer.
-func (b *Broker) takeKeyToken(q *queueState, key string, mono int64) {
+// takeKeyTokenLocked takes a token of key's per-key rate in q at mono,
+// which keyHeldLocked found, making the key's bucket if it had none. b.mu
+// must be held. O(1) but for arming a new bucket's timer.
+func (b *Broker) takeKeyTokenLocked(q *queueState, key string, mono int64) {
 	r := q.policy.PerKey.Rate
 	if r == nil {
 		return
@@ -113,7 +113,7 @@ func (b *Broker) takeKeyToken(q *queueState, key string, mono int64) {
 	}
 	kr.bucket.Take(*r, mono, 1)
 	if kr.wake == nil {
-		b.armKeyRate(q, key, kr, mono+int64(fullIn(*r, kr.bucket)))
+		b.armKeyRateLocked(q, key, kr, mono+int64(fullIn(*r, kr.bucket)))
 	}
 }
 
@@ -130,9 +130,9 @@ func fullIn(r task.Rate, bk service.Bucket) time.Duration {
 	return time.Duration(missing*float64(r.Per)/float64(r.Limit)) + 1
 }
 
-// armKeyRate arms kr's timer at at (monoNow), unless it is armed for
-// then or earlier. b.mu is held.
-func (b *Broker) armKeyRate(q *queueState, key string, kr *keyRate, at int64) {
+// armKeyRateLocked arms kr's timer at at (monoNow), unless it is armed for
+// then or earlier. b.mu must be held.
+func (b *Broker) armKeyRateLocked(q *queueState, key string, kr *keyRate, at int64) {
 	if kr.wake != nil {
 		if kr.wakeAt <= at {
 			return
@@ -151,7 +151,7 @@ func (b *Broker) armKeyRate(q *queueState, key string, kr *keyRate, at int64) {
 			return // dropped, or replaced by an earlier one
 		}
 		kr.wake, kr.wakeAt = nil, 0
-		b.keyRateDue(q, key, kr)
+		b.keyRateDueLocked(q, key, kr)
 	})
 	if err != nil {
 		return // stopped: the broker is closing
@@ -159,14 +159,14 @@ func (b *Broker) armKeyRate(q *queueState, key string, kr *keyRate, at int64) {
 	kr.wake, kr.wakeAt = to, at
 }
 
-// keyRateDue is kr's timer: it brings back key's lane parked for the
+// keyRateDueLocked is kr's timer: it brings back key's lane parked for the
 // rate once a token is there (and the key is below its concurrency),
 // waking a waiter, drops the bucket once it is full, and arms the timer
-// again otherwise. b.mu is held.
-func (b *Broker) keyRateDue(q *queueState, key string, kr *keyRate) {
+// again otherwise. b.mu must be held.
+func (b *Broker) keyRateDueLocked(q *queueState, key string, kr *keyRate) {
 	k := q.policy.PerKey
 	if k == nil || k.Rate == nil {
-		b.dropKeyRate(q, key)
+		b.dropKeyRateLocked(q, key)
 		return
 	}
 	mono := b.monoNow()
@@ -175,26 +175,26 @@ func (b *Broker) keyRateDue(q *queueState, key string, kr *keyRate) {
 	if kr.spent {
 		if probe.Tokens < 1 {
 			next := time.Duration((1-probe.Tokens)*float64(k.Rate.Per)/float64(k.Rate.Limit)) + 1
-			b.armKeyRate(q, key, kr, mono+int64(next))
+			b.armKeyRateLocked(q, key, kr, mono+int64(next))
 			return
 		}
 		kr.spent = false
-		if l := q.ready.lane(key); l != nil && l.parked && !q.keyFull(key) {
+		if l := q.ready.lane(key); l != nil && l.parked && !q.keyFullLocked(key) {
 			q.ready.unpark(l)
 			q.waiters.Wake(1)
 		}
 	}
 	if in := fullIn(*k.Rate, probe); in <= 1 {
-		b.dropKeyRate(q, key)
+		b.dropKeyRateLocked(q, key)
 	} else {
-		b.armKeyRate(q, key, kr, mono+int64(in))
+		b.armKeyRateLocked(q, key, kr, mono+int64(in))
 	}
 }
 
-// dropKeyRate forgets key's bucket in q, which is full or no longer
-// used, bringing back its lane if the bucket held it parked. b.mu is
+// dropKeyRateLocked forgets key's bucket in q, which is full or no longer
+// used, bringing back its lane if the bucket held it parked. b.mu must be
 // held.
-func (b *Broker) dropKeyRate(q *queueState, key string) {
+func (b *Broker) dropKeyRateLocked(q *queueState, key string) {
 	kr := q.keyRates[key]
 	if kr == nil {
 		return
@@ -207,16 +207,16 @@ func (b *Broker) dropKeyRate(q *queueState, key string) {
 		q.keyRates = nil // give back the map of a burst of keys
 	}
 	if kr.spent {
-		if l := q.ready.lane(key); l != nil && l.parked && !q.keyFull(key) {
+		if l := q.ready.lane(key); l != nil && l.parked && !q.keyFullLocked(key) {
 			q.ready.unpark(l)
 			q.waiters.Wake(1)
 		}
 	}
 }
 
-// dropKeyRates forgets every per-key bucket of q: its per-key rate
-// changed or went. b.mu is held. O(keys with a bucket).
-func (b *Broker) dropKeyRates(q *queueState) {
+// dropKeyRatesLocked forgets every per-key bucket of q: its per-key rate
+// changed or went. b.mu must be held. O(keys with a bucket).
+func (b *Broker) dropKeyRatesLocked(q *queueState) {
 	for _, kr := range q.keyRates {
 		if kr.wake != nil {
 			kr.wake.Cancel()
@@ -225,18 +225,18 @@ func (b *Broker) dropKeyRates(q *queueState) {
 	q.keyRates = nil
 }
 
-// rateSpentKey reports whether key's lane in q is parked waiting for a
-// token of its per-key rate. b.mu is held.
-func (q *queueState) rateSpentKey(key string) bool {
+// rateSpentKeyLocked reports whether key's lane in q is parked waiting for
+// a token of its per-key rate. b.mu must be held.
+func (q *queueState) rateSpentKeyLocked(key string) bool {
 	kr := q.keyRates[key]
 	return kr != nil && kr.spent
 }
 
-// keepKeyRates writes into the open group the record of each queue that
-// has per-key buckets, with them (at most maxKeptKeyBuckets a queue, the
-// emptiest): Close's last writes. b.mu is held. O(b log b) for b
+// keepKeyRatesLocked writes into the open group the record of each queue
+// that has per-key buckets, with them (at most maxKeptKeyBuckets a queue,
+// the emptiest): Close's last writes. b.mu must be held. O(b log b) for b
 // buckets.
-func (b *Broker) keepKeyRates() {
+func (b *Broker) keepKeyRatesLocked() {
 	now := time.Now()
 	mono := int64(now.Sub(b.opened)) + 1 // monoNow at now
 	for _, q := range b.queues {
@@ -252,18 +252,18 @@ func (b *Broker) keepKeyRates() {
 			slices.SortFunc(kept, func(a, b store.KeyBucket) int { return cmp.Compare(a.Tokens, b.Tokens) })
 			kept = kept[:maxKeptKeyBuckets]
 		}
-		b.writeQueue(q)
+		b.writeQueueLocked(q)
 		if g := b.open; q.recSeq == g.seq {
 			g.batch.Ops[q.recOp].Queue.KeyBuckets = kept
 		}
 	}
 }
 
-// restoreKeyRates makes q's per-key buckets, of rate r, from those its
-// record kept (keepKeyRates), refilled for the wall-clock time since
-// they were written (restoreBucket); those full by now are left out.
-// now is the wall clock, Unix ns. b.mu is held. O(len(kept)).
-func (b *Broker) restoreKeyRates(q *queueState, r task.Rate, kept []store.KeyBucket, now int64) {
+// restoreKeyRatesLocked makes q's per-key buckets, of rate r, from those
+// its record kept (keepKeyRatesLocked), refilled for the wall-clock time
+// since they were written (restoreBucket); those full by now are left out.
+// now is the wall clock, Unix ns. b.mu must be held. O(len(kept)).
+func (b *Broker) restoreKeyRatesLocked(q *queueState, r task.Rate, kept []store.KeyBucket, now int64) {
 	for _, k := range kept {
 		mono := b.monoNow()
 		bk := restoreBucket(r, k.Tokens, k.At, now, mono)
@@ -276,6 +276,6 @@ func (b *Broker) restoreKeyRates(q *queueState, r task.Rate, kept []store.KeyBuc
 		}
 		kr := &keyRate{bucket: bk}
 		q.keyRates[k.Key] = kr
-		b.armKeyRate(q, k.Key, kr, mono+int64(in))
+		b.armKeyRateLocked(q, k.Key, kr, mono+int64(in))
 	}
 }

@@ -33,14 +33,14 @@ func TestKeyRate_Memory(t *testing.T) {
 		return m.HeapAlloc
 	}
 	b.mu.Lock()
-	q := b.queue("q")
+	q := b.queueLocked("q")
 	q.policy = task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: time.Hour, Burst: 1}}}
 	b.mu.Unlock()
 	before := heap()
 	b.mu.Lock()
 	mono := b.monoNow()
 	for _, k := range keys {
-		b.takeKeyToken(q, k, mono)
+		b.takeKeyTokenLocked(q, k, mono)
 	}
 	b.mu.Unlock()
 	after := heap()
@@ -50,7 +50,7 @@ func TestKeyRate_Memory(t *testing.T) {
 		t.Errorf("%.0f bytes a key's bucket, over 400", per)
 	}
 	b.mu.Lock()
-	b.dropKeyRates(q)
+	b.dropKeyRatesLocked(q)
 	b.mu.Unlock()
 	if left := int64(heap()) - int64(before); left > 1<<20 {
 		t.Errorf("%d bytes left after the buckets were dropped", left)

@@ -15,7 +15,7 @@ import "github.com/hourglass-go/hourglass/task"
 // finding the full key first each time. Its ready tasks stay in its lane
 // (puts go on into it); the lane comes back, with the turn it had, when
 // one of the key's reservations ends (unhold) or the policy changes
-// (reparkAll), and a waiting reserver is woken.
+// (reparkAllLocked), and a waiting reserver is woken.
 //
 // Example: per_key.concurrency 2, key A with 10 ready tasks, B with 10,
 // a reserve of max 10: A1 (A has turn 3 now), B1, A2 (A holds 2: parked),
@@ -25,8 +25,8 @@ import "github.com/hourglass-go/hourglass/task"
 // The counts and parked lanes live in memory only: a restart counts the
 // recovered leases again.
 
-// hold counts a task of key reserved in q. b.mu is held.
-func (q *queueState) hold(key string) {
+// holdLocked counts a task of key reserved in q. b.mu must be held.
+func (q *queueState) holdLocked(key string) {
 	if key == "" {
 		q.heldPlain++
 		return
@@ -37,25 +37,26 @@ func (q *queueState) hold(key string) {
 	q.held[key]++
 }
 
-// heldOf returns how many tasks of key q has reserved. b.mu is held.
-func (q *queueState) heldOf(key string) int {
+// heldOfLocked returns how many tasks of key q has reserved. b.mu must be
+// held.
+func (q *queueState) heldOfLocked(key string) int {
 	if key == "" {
 		return q.heldPlain
 	}
 	return q.held[key]
 }
 
-// keyFull reports whether key has as many tasks reserved in q as its
-// per-key concurrency allows. b.mu is held.
-func (q *queueState) keyFull(key string) bool {
+// keyFullLocked reports whether key has as many tasks reserved in q as its
+// per-key concurrency allows. b.mu must be held.
+func (q *queueState) keyFullLocked(key string) bool {
 	k := q.policy.PerKey
-	return k != nil && k.Concurrency > 0 && q.heldOf(key) >= k.Concurrency
+	return k != nil && k.Concurrency > 0 && q.heldOfLocked(key) >= k.Concurrency
 }
 
-// unhold ends the count of one reserved task of key in q; a key left
+// unholdLocked ends the count of one reserved task of key in q; a key left
 // with none is forgotten, and a parked lane of a key no longer full comes
-// back, waking one waiter. b.mu is held. O(log k) for k lanes.
-func (q *queueState) unhold(key string) {
+// back, waking one waiter. b.mu must be held. O(log k) for k lanes.
+func (q *queueState) unholdLocked(key string) {
 	if key == "" {
 		if q.heldPlain > 0 {
 			q.heldPlain--
@@ -70,7 +71,7 @@ func (q *queueState) unhold(key string) {
 			q.held[key] = n - 1
 		}
 	}
-	if q.ready.parked > 0 && !q.keyFull(key) && !q.rateSpentKey(key) {
+	if q.ready.parked > 0 && !q.keyFullLocked(key) && !q.rateSpentKeyLocked(key) {
 		if l := q.ready.lane(key); l != nil && l.parked {
 			q.ready.unpark(l)
 			q.waiters.Wake(1)
@@ -78,29 +79,29 @@ func (q *queueState) unhold(key string) {
 	}
 }
 
-// unlease ends job's lease record in b.leased and its count by key.
-// b.mu is held.
-func (b *Broker) unlease(job uint64) {
+// unleaseLocked ends job's lease record in b.leased and its count by key.
+// b.mu must be held.
+func (b *Broker) unleaseLocked(job uint64) {
 	rec, ok := b.leased[job]
 	if !ok {
 		return
 	}
 	delete(b.leased, job)
 	if q := b.byName[rec.Queue]; q != nil {
-		q.unhold(rec.Key)
+		q.unholdLocked(rec.Key)
 	}
 }
 
-// reparkAll brings back q's parked lanes whose keys are no longer full
-// nor waiting for a token of their rate (keyrate.go): after a change of
-// policy. b.mu is held. O(k log k).
-func (q *queueState) reparkAll() {
+// reparkAllLocked brings back q's parked lanes whose keys are no longer
+// full nor waiting for a token of their rate (keyrate.go): after a change
+// of policy. b.mu must be held. O(k log k).
+func (q *queueState) reparkAllLocked() {
 	if q.ready.parked == 0 {
 		return
 	}
 	var back []*keyLane
 	q.ready.eachLane(func(l *keyLane) {
-		if l.parked && !q.keyFull(l.key) && !q.rateSpentKey(l.key) {
+		if l.parked && !q.keyFullLocked(l.key) && !q.rateSpentKeyLocked(l.key) {
 			back = append(back, l)
 		}
 	})
@@ -166,9 +167,9 @@ func (ls *lanes) eachLane(f func(*keyLane)) {
 	}
 }
 
-// rateSpent reports whether q's rate limit has no token now, without
-// taking one. b.mu is held.
-func (b *Broker) rateSpent(q *queueState) bool {
+// rateSpentLocked reports whether q's rate limit has no token now, without
+// taking one. b.mu must be held.
+func (b *Broker) rateSpentLocked(q *queueState) bool {
 	r := q.policy.Rate
 	if r == nil {
 		return false
@@ -178,15 +179,15 @@ func (b *Broker) rateSpent(q *queueState) bool {
 	return took == 0
 }
 
-// peekFirst returns q's first ready task in delivery order (priority,
+// peekFirstLocked returns q's first ready task in delivery order (priority,
 // then due time, then job id, which is put order) across every key,
 // parked lanes too, ignoring the turns: beanstalkd's peek-ready, the job
 // its reserve would get next in a queue whose tasks have no key (all of
 // beanstalkd's), and the cluster's answer (cluster/jobs.go's
 // sqlPeekReady), which both engines give cheaply whatever the turns.
-// It drops the stale first items of the lanes. b.mu is held. O(k + s
+// It drops the stale first items of the lanes. b.mu must be held. O(k + s
 // log n) for k keys with ready tasks and s stale items dropped.
-func (b *Broker) peekFirst(q *queueState) (readyItem, bool) {
+func (b *Broker) peekFirstLocked(q *queueState) (readyItem, bool) {
 	live := func(it readyItem) bool {
 		s, ok := b.tasks.get(it.job)
 		return ok && s.state() == task.Ready && s.queue() == q.index && s.due == it.due && s.prio == it.prio

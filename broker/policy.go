@@ -23,7 +23,7 @@ import (
 //   - rate and concurrency, the queue's and per key (perkey.go): take
 //     (reserve.go), at each reserve. A reserve
 //     that meets a limit waits among the queue's waiters; it is woken when
-//     a token is due (armRate arms a timer for it) or when one of the
+//     a token is due (armRateLocked arms a timer for it) or when one of the
 //     queue's tasks stops being reserved (queueState.count).
 //
 // A change of policy applies to the tasks already in the queue: at their
@@ -44,33 +44,33 @@ func (b *Broker) SetQueue(ctx context.Context, queue string, c service.QueueChan
 		p = clonePolicy(*c.Policy)
 	}
 	b.mu.Lock()
-	if err := b.usable(); err != nil {
+	if err := b.usableLocked(); err != nil {
 		b.mu.Unlock()
 		return task.Policy{}, err
 	}
 	if c.Pause == nil && p.IsZero() {
 		if q, ok := b.byName[queue]; !ok || q.policy.IsZero() {
-			g := b.answerGroup()
+			g := b.answerGroupLocked()
 			b.mu.Unlock()
 			return p, b.wait(ctx, g)
 		}
 	}
-	q, err := b.queueFor(queue)
+	q, err := b.queueForLocked(queue)
 	if err != nil {
 		b.mu.Unlock()
 		return task.Policy{}, err
 	}
 	if c.Policy != nil {
-		b.setPolicy(q, p)
+		b.setPolicyLocked(q, p)
 	}
 	if c.Pause != nil {
 		now := time.Now().UnixNano()
 		q.pauses++
-		b.pause(q, service.PausedUntil(now, *c.Pause), now)
-		b.writeQueue(q)
+		b.pauseLocked(q, service.PausedUntil(now, *c.Pause), now)
+		b.writeQueueLocked(q)
 	}
 	p = clonePolicy(q.policy)
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	return p, b.wait(ctx, g)
 }
@@ -79,7 +79,7 @@ func (b *Broker) SetQueue(ctx context.Context, queue string, c service.QueueChan
 // it answers is durable.
 func (b *Broker) Policy(ctx context.Context, queue string) (task.Policy, error) {
 	b.mu.Lock()
-	if err := b.usable(); err != nil {
+	if err := b.usableLocked(); err != nil {
 		b.mu.Unlock()
 		return task.Policy{}, err
 	}
@@ -87,31 +87,31 @@ func (b *Broker) Policy(ctx context.Context, queue string) (task.Policy, error) 
 	if q, ok := b.byName[queue]; ok {
 		p = clonePolicy(q.policy)
 	}
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	return p, b.wait(ctx, g)
 }
 
-// setPolicy makes p q's policy and writes q's record. A new rate starts
-// with a full bucket; the same rate keeps its tokens (as a cluster node's
-// sqlSetPolicy does). b.mu is held.
-func (b *Broker) setPolicy(q *queueState, p task.Policy) {
+// setPolicyLocked makes p q's policy and writes q's record. A new rate
+// starts with a full bucket; the same rate keeps its tokens (as a cluster
+// node's sqlSetPolicy does). b.mu must be held.
+func (b *Broker) setPolicyLocked(q *queueState, p task.Policy) {
 	if !sameRate(q.policy.Rate, p.Rate) {
 		q.bucket = service.Bucket{}
 	}
 	if !sameRate(perKeyRate(q.policy), perKeyRate(p)) {
-		b.dropKeyRates(q) // a new per-key rate starts with full buckets
+		b.dropKeyRatesLocked(q) // a new per-key rate starts with full buckets
 	}
 	q.policy = p
-	q.reparkAll()
-	b.writeQueue(q)
-	b.wakeReady(q)
+	q.reparkAllLocked()
+	b.writeQueueLocked(q)
+	b.wakeReadyLocked(q)
 }
 
-// pause makes q paused until until (Unix ns; 0: not paused,
+// pauseLocked makes q paused until until (Unix ns; 0: not paused,
 // math.MaxInt64: until resumed) and arms the timer that ends a finite
-// pause. b.mu is held.
-func (b *Broker) pause(q *queueState, until, now int64) {
+// pause. b.mu must be held.
+func (b *Broker) pauseLocked(q *queueState, until, now int64) {
 	if q.pauseEnd != nil {
 		q.pauseEnd.Cancel()
 		q.pauseEnd = nil
@@ -119,7 +119,7 @@ func (b *Broker) pause(q *queueState, until, now int64) {
 	q.pausedUntil = until
 	if until <= now {
 		q.pausedUntil = 0
-		b.wakeReady(q)
+		b.wakeReadyLocked(q)
 		return
 	}
 	if until == math.MaxInt64 {
@@ -130,9 +130,9 @@ func (b *Broker) pause(q *queueState, until, now int64) {
 		defer b.mu.Unlock()
 		if q.pausedUntil == until {
 			q.pausedUntil, q.pauseEnd = 0, nil
-			b.wakeReady(q)
-			b.emptiedOut(q)
-			b.tidy()
+			b.wakeReadyLocked(q)
+			b.emptiedOutLocked(q)
+			b.tidyLocked()
 		}
 	})
 	if err != nil {
@@ -144,51 +144,51 @@ func (b *Broker) pause(q *queueState, until, now int64) {
 	q.pauseEnd = to
 }
 
-// wakeReady wakes as many of q's waiters as can take q's ready tasks
+// wakeReadyLocked wakes as many of q's waiters as can take q's ready tasks
 // between them: its pause ended, its limits loosened, or a token is due.
-// b.mu is held.
-func (b *Broker) wakeReady(q *queueState) {
+// b.mu must be held.
+func (b *Broker) wakeReadyLocked(q *queueState) {
 	q.waiters.Wake(q.readyN)
 }
 
-// writeQueue writes q's record into the open group: its policy, pause
+// writeQueueLocked writes q's record into the open group: its policy, pause
 // and rate limit's bucket, or a delete when it has neither policy nor
-// pause (and q may then hold nothing: emptiedOut). b.mu is held.
-func (b *Broker) writeQueue(q *queueState) {
+// pause (and q may then hold nothing: emptiedOutLocked). b.mu must be held.
+func (b *Broker) writeQueueLocked(q *queueState) {
 	g := b.open
 	if q.policy.IsZero() && q.pausedUntil == 0 {
 		g.batch.DeleteQueue(q.name)
 		q.recSeq = 0
-		b.emptiedOut(q)
+		b.emptiedOutLocked(q)
 	} else {
 		rec := store.Queue{Name: q.name, Policy: q.policy, PausedUntil: q.pausedUntil, Pauses: q.pauses}
-		rec.Tokens, rec.TokensAt = b.bucketRecord(q)
+		rec.Tokens, rec.TokensAt = b.bucketRecordLocked(q)
 		q.recSeq, q.recOp = g.seq, len(g.batch.Ops)
 		g.batch.PutQueue(rec)
 	}
 	b.last = g
-	b.kick()
+	b.kickLocked()
 }
 
-// writeBucket writes q's bucket, which a reserve took tokens from, into
-// the open group, with the reservations it made: into q's record if the
-// group writes it already (a group writes it once however many reserves
+// writeBucketLocked writes q's bucket, which a reserve took tokens from,
+// into the open group, with the reservations it made: into q's record if
+// the group writes it already (a group writes it once however many reserves
 // it holds), else as a new write of the record. Only queues with a rate
-// limit have a bucket to write. b.mu is held. O(1) but for a new write,
-// which copies q's policy.
-func (b *Broker) writeBucket(q *queueState) {
+// limit have a bucket to write. b.mu must be held. O(1) but for a new
+// write, which copies q's policy.
+func (b *Broker) writeBucketLocked(q *queueState) {
 	if g := b.open; q.recSeq == g.seq {
 		op := &g.batch.Ops[q.recOp]
-		op.Queue.Tokens, op.Queue.TokensAt = b.bucketRecord(q)
+		op.Queue.Tokens, op.Queue.TokensAt = b.bucketRecordLocked(q)
 		return
 	}
-	b.writeQueue(q)
+	b.writeQueueLocked(q)
 }
 
-// bucketRecord returns q's bucket as its record keeps it: the tokens and
-// when they were counted, Unix ns on the wall clock (0: never used, full).
-// b.mu is held.
-func (b *Broker) bucketRecord(q *queueState) (tokens float64, at int64) {
+// bucketRecordLocked returns q's bucket as its record keeps it: the tokens
+// and when they were counted, Unix ns on the wall clock (0: never used,
+// full). b.mu must be held.
+func (b *Broker) bucketRecordLocked(q *queueState) (tokens float64, at int64) {
 	if q.bucket.At == 0 {
 		return 0, 0
 	}
@@ -215,45 +215,45 @@ func restoreBucket(r task.Rate, tokens float64, wall, now, mono int64) service.B
 	return service.Bucket{Tokens: bk.Tokens, At: mono}
 }
 
-// recoverQueues loads the queue records: policies, rate limits' buckets
-// (restoreBucket), pauses still running (their ends armed) and pause
-// counts. A record left with neither policy
+// recoverQueuesLocked loads the queue records: policies, rate limits'
+// buckets (restoreBucket), pauses still running (their ends armed) and
+// pause counts. A record left with neither policy
 // nor pause (a pause that ended while the broker was down, or by its
-// timer) is deleted. b.mu is held.
-func (b *Broker) recoverQueues(now int64) error {
+// timer) is deleted. b.mu must be held.
+func (b *Broker) recoverQueuesLocked(now int64) error {
 	recs, err := b.st.Queues()
 	if err != nil {
 		return err
 	}
 	for _, r := range recs {
-		q := b.queue(r.Name)
+		q := b.queueLocked(r.Name)
 		q.policy = clonePolicy(r.Policy)
 		q.pauses = r.Pauses
 		if rate := q.policy.Rate; rate != nil {
 			q.bucket = restoreBucket(*rate, r.Tokens, r.TokensAt, now, b.monoNow())
 		}
 		if rate := perKeyRate(q.policy); rate != nil {
-			b.restoreKeyRates(q, *rate, r.KeyBuckets, now)
+			b.restoreKeyRatesLocked(q, *rate, r.KeyBuckets, now)
 		}
-		b.pause(q, r.PausedUntil, now)
+		b.pauseLocked(q, r.PausedUntil, now)
 		if q.pausedUntil == 0 && q.policy.IsZero() {
-			b.writeQueue(q)
+			b.writeQueueLocked(q)
 		}
 	}
 	return nil
 }
 
-// full reports whether q has as many of its tasks reserved as its
-// concurrency limit allows. b.mu is held.
-func (q *queueState) full() bool {
+// fullLocked reports whether q has as many of its tasks reserved as its
+// concurrency limit allows. b.mu must be held.
+func (q *queueState) fullLocked() bool {
 	c := q.policy.Concurrency
 	return c > 0 && q.reserved >= c
 }
 
-// armRate arms the timer that wakes q's waiters when the next token of
-// its rate limit is due, next from now, unless one is armed for then or
-// earlier; now is Broker.monoNow's. b.mu is held.
-func (b *Broker) armRate(q *queueState, now int64, next time.Duration) {
+// armRateLocked arms the timer that wakes q's waiters when the next token
+// of its rate limit is due, next from now, unless one is armed for then or
+// earlier; now is Broker.monoNow's. b.mu must be held.
+func (b *Broker) armRateLocked(q *queueState, now int64, next time.Duration) {
 	at := now + int64(next)
 	if q.rateWake != nil {
 		if q.rateAt <= at {
@@ -269,7 +269,7 @@ func (b *Broker) armRate(q *queueState, now int64, next time.Duration) {
 			return // replaced by an earlier one
 		}
 		q.rateWake, q.rateAt = nil, 0
-		b.wakeReady(q)
+		b.wakeReadyLocked(q)
 	})
 	if err != nil {
 		return // stopped: the broker is closing

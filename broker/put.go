@@ -32,19 +32,19 @@ func (b *Broker) PutBatch(ctx context.Context, queue string, rs []task.PutReques
 	}
 	now := time.Now()
 	b.mu.Lock()
-	if err := b.usable(); err != nil {
+	if err := b.usableLocked(); err != nil {
 		b.mu.Unlock()
 		return fail(err)
 	}
-	q, err := b.queueFor(queue)
+	q, err := b.queueForLocked(queue)
 	if err != nil {
 		b.mu.Unlock()
 		return fail(err)
 	}
 	for i := range rs {
-		res[i].Task, res[i].Created, res[i].Err = b.put(q, &rs[i], service.Due(&rs[i], now), now.UnixNano())
+		res[i].Task, res[i].Created, res[i].Err = b.putLocked(q, &rs[i], service.Due(&rs[i], now), now.UnixNano())
 	}
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	if err := b.wait(ctx, g); err != nil {
 		for i := range res {
@@ -56,33 +56,33 @@ func (b *Broker) PutBatch(ctx context.Context, queue string, rs []task.PutReques
 	return res
 }
 
-// put sequences one put. b.mu is held.
-func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Task, bool, error) {
+// putLocked sequences one put. b.mu must be held.
+func (b *Broker) putLocked(q *queueState, r *task.PutRequest, due, now int64) (task.Task, bool, error) {
 	replaced := false
 	if r.ID != "" {
-		job, err := b.lookup(q.name, r.ID)
+		job, err := b.lookupLocked(q.name, r.ID)
 		switch {
 		case err == task.ErrNotFound:
-			if t, ok, err := b.dedupedPut(q, r.ID, now); err != nil || ok {
+			if t, ok, err := b.dedupedPutLocked(q, r.ID, now); err != nil || ok {
 				return t, false, err
 			}
 		case err != nil:
 			return task.Task{}, false, err
 		case !r.Replace:
-			rec, err := b.record(job)
+			rec, err := b.recordLocked(job)
 			if err != nil {
 				return task.Task{}, false, err
 			}
 			return view(rec, b.tasks.at(job)), false, nil
 		default:
-			rec, err := b.record(job)
+			rec, err := b.recordLocked(job)
 			if err != nil {
 				return task.Task{}, false, err
 			}
-			b.unplace(job, b.tasks.at(job))
+			b.unplaceLocked(job, b.tasks.at(job))
 			b.tasks.del(job)
-			b.leaveHistory(&rec, task.FinishedDeleted, now) // the id stays live: no dedupe record
-			b.writeTask(store.DeleteTask, rec)
+			b.leaveHistoryLocked(&rec, task.FinishedDeleted, now) // the id stays live: no dedupe record
+			b.writeTaskLocked(store.DeleteTask, rec)
 			replaced = true
 		}
 	}
@@ -92,11 +92,11 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 	id := r.ID
 	if id == "" {
 		var err error
-		if id, err = b.generatedID(q.name, job); err != nil {
+		if id, err = b.generatedIDLocked(q.name, job); err != nil {
 			return task.Task{}, false, err
 		}
 	} else {
-		b.noteNumeric(q.name, id)
+		b.noteNumericLocked(q.name, id)
 	}
 	def := *r // the queue's policy fills what the put leaves out, then the server
 	service.ApplyDefaults(&def, q.policy, b.cfg.DefaultTTR)
@@ -118,21 +118,21 @@ func (b *Broker) put(q *queueState, r *task.PutRequest, due, now int64) (task.Ta
 	if rec.Payload == nil {
 		rec.Payload = []byte{}
 	}
-	b.writeTask(store.PutTask, rec)
+	b.writeTaskLocked(store.PutTask, rec)
 	s := slot{due: due, prio: r.Priority, qs: q.index << 3}
-	b.place(job, s, q, now, r.Key)
+	b.placeLocked(job, s, q, now, r.Key)
 	q.puts++
 	b.metrics.Put(1)
 	return view(rec, b.tasks.at(job)), !replaced, nil
 }
 
-// generatedID names a task put without an id: the first of
+// generatedIDLocked names a task put without an id: the first of
 // service.GeneratedID's tries that no live task of the queue has (its job
 // id in decimal, unless a client chose that id for another task of the
 // queue), or service.NoFreeID. Which all-digit ids clients chose ahead of
 // the job ids is kept in b.numeric, so that the common case reads nothing
-// from the store. b.mu is held.
-func (b *Broker) generatedID(queue string, job uint64) (string, error) {
+// from the store. b.mu must be held.
+func (b *Broker) generatedIDLocked(queue string, job uint64) (string, error) {
 	id := service.GeneratedID(job, 0)
 	k := qid{queue, id}
 	if _, ok := b.numeric[k]; !ok {
@@ -141,7 +141,7 @@ func (b *Broker) generatedID(queue string, job uint64) (string, error) {
 	delete(b.numeric, k) // the job ids are past it now
 	for try := range service.GeneratedIDTries {
 		id = service.GeneratedID(job, try)
-		if _, err := b.lookup(queue, id); err == task.ErrNotFound {
+		if _, err := b.lookupLocked(queue, id); err == task.ErrNotFound {
 			return id, nil
 		} else if err != nil {
 			return "", err
@@ -150,9 +150,9 @@ func (b *Broker) generatedID(queue string, job uint64) (string, error) {
 	return "", service.NoFreeID(job)
 }
 
-// noteNumeric records a client's id if it is all digits and could be a
-// job id yet to come (see generatedID). b.mu is held.
-func (b *Broker) noteNumeric(queue, id string) {
+// noteNumericLocked records a client's id if it is all digits and could be
+// a job id yet to come (see generatedIDLocked). b.mu must be held.
+func (b *Broker) noteNumericLocked(queue, id string) {
 	if id == "" || len(id) > 20 {
 		return
 	}

@@ -7,9 +7,9 @@ import (
 )
 
 // queueState is what the broker keeps in memory for one queue: its ready
-// tasks in delivery order, by key (fair.go), the reservers waiting for one, and counts by
-// state. It lives while the queue holds something or reservers wait on
-// it (see Broker.queueFor). Guarded by Broker.mu.
+// tasks in delivery order, by key (fair.go), the reservers waiting for one,
+// and counts by state. It lives while the queue holds something or
+// reservers wait on it (see Broker.queueForLocked). Guarded by Broker.mu.
 type queueState struct {
 	name  string
 	index uint32
@@ -41,16 +41,16 @@ type queueState struct {
 	policy task.Policy
 	// bucket holds the tokens of policy.Rate. Its At is on the monotonic
 	// clock (Broker.monoNow); the queue's record keeps it on the wall
-	// clock (writeBucket), and recoverQueues restores it, so that a
-	// restart does not refill it.
+	// clock (writeBucketLocked), and recoverQueuesLocked restores it, so
+	// that a restart does not refill it.
 	bucket service.Bucket
 	// recSeq and recOp say where the open group writes q's record, when
-	// recSeq is its seq: Ops[recOp], a PutQueue that writeBucket updates
-	// in place rather than writing the record again.
+	// recSeq is its seq: Ops[recOp], a PutQueue that writeBucketLocked
+	// updates in place rather than writing the record again.
 	recSeq uint64
 	recOp  int
 	// rateWake wakes the queue's waiters when the next token is due, at
-	// rateAt (Broker.monoNow); nil when none is armed (armRate).
+	// rateAt (Broker.monoNow); nil when none is armed (armRateLocked).
 	rateWake *hourglass.Timeout
 	rateAt   int64
 
@@ -66,9 +66,9 @@ type queueState struct {
 	puts, deliveries, acks          uint64
 	// schedules counts the schedules that put into the queue.
 	schedules int
-	// real: the queue counts toward Config.MaxQueues (queueFor); noted:
-	// it is in Broker.emptied; idleNoted: in Broker.idle, since its last
-	// waiter left at pass leftGen of sweepIdle.
+	// real: the queue counts toward Config.MaxQueues (queueForLocked);
+	// noted: it is in Broker.emptied; idleNoted: in Broker.idle, since its
+	// last waiter left at pass leftGen of sweepIdle.
 	real, noted, idleNoted bool
 	leftGen                uint64
 }

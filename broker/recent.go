@@ -32,7 +32,7 @@ import (
 // one kept, if it carries the payload). The fourth task is read from the
 // store when reserved, as before.
 //
-// Coherence: every write of a task goes through writeTask into the
+// Coherence: every write of a task goes through writeTaskLocked into the
 // overlay, and the overlay is read before recent; when the group that
 // wrote it is committed, finish gives the write to recent (keep, update
 // or forget), so recent holds, for a job, the record the store holds, or

@@ -31,7 +31,7 @@ func (b *Broker) recover() error {
 	b.nextJob = next
 	b.histSeq = seq
 	now := time.Now().UnixNano()
-	if err := b.recoverQueues(now); err != nil {
+	if err := b.recoverQueuesLocked(now); err != nil {
 		b.mu.Unlock()
 		return fmt.Errorf("hourglass: recovery: queues: %w", err)
 	}
@@ -48,24 +48,24 @@ func (b *Broker) recover() error {
 		if t.JobID >= b.nextJob {
 			b.nextJob = t.JobID + 1
 		}
-		q := b.queue(t.Queue)
-		b.noteNumeric(t.Queue, t.ID)
+		q := b.queueLocked(t.Queue)
+		b.noteNumericLocked(t.Queue, t.ID)
 		s := slot{due: t.Due, prio: t.Priority, qs: q.index << 3}
 		switch t.State {
 		case store.Waiting:
-			b.place(t.JobID, s, q, now, t.Key)
+			b.placeLocked(t.JobID, s, q, now, t.Key)
 		case store.Reserved:
 			if t.LeaseUntil > now {
 				s.set(task.Reserved)
-				q.count(0, task.Reserved)
-				q.hold(t.Key)
+				q.countLocked(0, task.Reserved)
+				q.holdLocked(t.Key)
 				b.tasks.set(t.JobID, s)
 				b.leased[t.JobID] = t
 				b.leases.Set(t.JobID, time.Duration(t.LeaseUntil-now))
 				return nil
 			}
 			s.set(task.Reserved)
-			q.count(0, task.Reserved)
+			q.countLocked(0, task.Reserved)
 			b.tasks.set(t.JobID, s)
 			expired = append(expired, t)
 		case store.Dead:
@@ -81,20 +81,20 @@ func (b *Broker) recover() error {
 	}
 	slices.SortStableFunc(dead, func(a, b deadTask) int { return cmp.Compare(a.died, b.died) })
 	for _, d := range dead {
-		b.bury(d.job, d.s, b.queues[d.s.queue()])
+		b.buryLocked(d.job, d.s, b.queues[d.s.queue()])
 	}
 	dead = nil
 	for _, t := range expired {
 		if s, ok := b.tasks.get(t.JobID); ok && s.state() == task.Reserved {
-			b.expired(t.JobID, s, t, now) // else replaced by a dead-lettered task
+			b.expiredLocked(t.JobID, s, t, now) // else replaced by a dead-lettered task
 		}
 	}
 	b.tasks.compact()
-	if err := b.recoverSchedules(); err != nil {
+	if err := b.recoverSchedulesLocked(); err != nil {
 		b.mu.Unlock()
 		return err
 	}
-	g := b.barrier()
+	g := b.barrierLocked()
 	b.mu.Unlock()
 	if err := g.wait(); err != nil {
 		return fmt.Errorf("hourglass: recovery: committing expired leases: %w", err)

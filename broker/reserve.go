@@ -63,7 +63,7 @@ type poller Broker
 // lists of the queues under the same hold of b.mu, so that a task made
 // ready after it looked wakes w. A name that holds nothing is no queue:
 // a look without w passes it over, and w waits on a queueState made for
-// it (waitQueue) that counts toward no limit and goes after w leaves
+// it (waitQueueLocked) that counts toward no limit and goes after w leaves
 // (Left); past Config.MaxQueues such names, w does not wait on a new
 // one, and the look asks to be made again within unwaitedPoll.
 func (p *poller) Look(ctx context.Context, names []string, max int, w *service.Waiter[noHandOver]) ([]task.Task, time.Duration, error) {
@@ -71,7 +71,7 @@ func (p *poller) Look(ctx context.Context, names []string, max int, w *service.W
 	qs := make([]*queueState, len(names))
 	for {
 		b.mu.Lock()
-		if err := b.usable(); err != nil {
+		if err := b.usableLocked(); err != nil {
 			b.mu.Unlock()
 			return nil, 0, err
 		}
@@ -80,13 +80,13 @@ func (p *poller) Look(ctx context.Context, names []string, max int, w *service.W
 			qs[i] = b.byName[n] // nil: none, so nothing ready
 			if qs[i] == nil && w != nil {
 				if len(b.byName)-b.real < b.cfg.MaxQueues {
-					qs[i] = b.waitQueue(n)
+					qs[i] = b.waitQueueLocked(n)
 				} else {
 					retry = unwaitedPoll // too many names waited on
 				}
 			}
 		}
-		items, g, at := b.take(qs, max)
+		items, g, at := b.takeLocked(qs, max)
 		if len(items) == 0 {
 			if w != nil {
 				for _, q := range qs {
@@ -104,7 +104,7 @@ func (p *poller) Look(ctx context.Context, names []string, max int, w *service.W
 		}
 		b.readTaken(items)
 		b.mu.Lock()
-		tasks, err := b.hand(items, at)
+		tasks, err := b.handLocked(items, at)
 		b.mu.Unlock()
 		if len(tasks) == 0 && err == nil {
 			continue // all deleted or replaced meanwhile: look again
@@ -138,12 +138,12 @@ const unwaitedPoll = time.Second
 
 // Left notes the queues of names that hold nothing and that no reserver
 // waits on any more, for sweepIdle to drop after idleGrace
-// (service.Poller). b.mu is held. O(len(names)).
+// (service.Poller). b.mu must be held. O(len(names)).
 func (p *poller) Left(names []string) {
 	b := (*Broker)(p)
 	for _, n := range names {
-		if q, ok := b.byName[n]; ok && !q.holds() && q.waiters.Unused() {
-			b.leftIdle(q)
+		if q, ok := b.byName[n]; ok && !q.holdsLocked() && q.waiters.Unused() {
+			b.leftIdleLocked(q)
 		}
 	}
 }
@@ -166,7 +166,7 @@ type taken struct {
 	err   error // reading the record failed
 }
 
-// take picks up to max ready tasks from qs, each time the first in
+// takeLocked picks up to max ready tasks from qs, each time the first in
 // delivery order across them, marks them reserved in memory and in
 // b.taking, and returns them with the time it picked them. Records still
 // in the overlay are copied from it; the others are left to readTaken.
@@ -175,8 +175,8 @@ type taken struct {
 // rate left (then a timer is armed to wake its waiters when one is due).
 // pending is the newest group still to be committed that wrote any of
 // them before (their put, say), which the caller waits for before
-// handing them out, or nil. b.mu is held.
-func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, at time.Time) {
+// handing them out, or nil. b.mu must be held.
+func (b *Broker) takeLocked(qs []*queueState, max int) (out []taken, pending *group, at time.Time) {
 	at = time.Now()
 	now := at.UnixNano()
 	ready := 0
@@ -201,19 +201,19 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 			if q == nil || q.pausedUntil > now || slices.Contains(held, q) {
 				continue
 			}
-			if q.readyN > 0 && q.full() {
+			if q.readyN > 0 && q.fullLocked() {
 				held, why = append(held, q), append(why, service.ThrottledConcurrency)
 				continue
 			}
-			it, l, ok := b.peekReady(q)
-			for ok && q.policy.PerKey != nil && b.keyHeld(q, l.key, mono) {
+			it, l, ok := b.peekReadyLocked(q)
+			for ok && q.policy.PerKey != nil && b.keyHeldLocked(q, l.key, mono) {
 				// Back when a task of its key is not reserved (perkey.go)
 				// or its next token is due (keyrate.go).
 				q.ready.park(l)
-				it, l, ok = b.peekReady(q)
+				it, l, ok = b.peekReadyLocked(q)
 			}
 			if !ok {
-				if q.readyN > 0 && b.rateSpent(q) {
+				if q.readyN > 0 && b.rateSpentLocked(q) {
 					// Every key with ready tasks is at its limit, and
 					// the rate would hold them too: counted as the rate
 					// (a cluster node counts alike, heldBack).
@@ -231,13 +231,13 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 		if r := best.policy.Rate; r != nil {
 			mono := b.monoNow()
 			if took, next := best.bucket.Take(*r, mono, 1); took == 0 {
-				b.armRate(best, mono, next)
+				b.armRateLocked(best, mono, next)
 				held, why = append(held, best), append(why, service.ThrottledRate)
 				continue
 			}
 		}
 		if best.policy.PerKey != nil {
-			b.takeKeyToken(best, lane.key, mono)
+			b.takeKeyTokenLocked(best, lane.key, mono)
 		}
 		lane.heap.pop()
 		best.ready.served(lane)
@@ -257,11 +257,11 @@ func (b *Broker) take(qs []*queueState, max int) (out []taken, pending *group, a
 		}
 		b.recent.count(!it.need)
 		s := b.tasks.at(top.job)
-		best.count(task.Ready, task.Reserved)
+		best.countLocked(task.Ready, task.Reserved)
 		s.set(task.Reserved)
 		b.tasks.set(top.job, s)
 		b.taking[top.job] = lane.key
-		best.hold(lane.key)
+		best.holdLocked(lane.key)
 		out = append(out, it)
 	}
 	if len(out) < max {
@@ -300,14 +300,14 @@ func (b *Broker) readTaken(items []taken) {
 	}
 }
 
-// hand leases the tasks take picked at time at that are still taken, in
-// order, and returns them. A task whose record or payload is damaged in
+// handLocked leases the tasks take picked at time at that are still taken,
+// in order, and returns them. A task whose record or payload is damaged in
 // the store is made dead (see damaged), so that it does not stop its
 // queue; a task whose record could not be read for another reason is
 // ready again, and its error is returned if no task is handed out. b.mu
-// is held.
-func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
-	if err := b.usable(); err != nil {
+// must be held.
+func (b *Broker) handLocked(items []taken, at time.Time) ([]task.Task, error) {
+	if err := b.usableLocked(); err != nil {
 		return nil, err
 	}
 	now := time.Now()
@@ -320,13 +320,13 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 		delete(b.taking, it.job)
 		s := b.tasks.at(it.job)
 		if errors.Is(it.err, store.ErrCorrupt) {
-			it.q.unhold(it.key)
-			b.damaged(it, s)
+			it.q.unholdLocked(it.key)
+			b.damagedLocked(it, s)
 			continue
 		}
 		if it.err != nil {
-			it.q.unhold(it.key)
-			it.q.count(task.Reserved, task.Ready)
+			it.q.unholdLocked(it.key)
+			it.q.countLocked(task.Reserved, task.Ready)
 			s.set(task.Ready)
 			b.tasks.set(it.job, s)
 			it.q.ready.push(it.key, readyItem{due: s.due, ready: it.ready, prio: s.prio, job: it.job})
@@ -336,7 +336,7 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 			}
 			continue
 		}
-		out = append(out, b.lease(it.job, s, it.rec, now))
+		out = append(out, b.leaseLocked(it.job, s, it.rec, now))
 		it.q.deliveries++
 		late, ready := service.SplitLateness(it.rec.Due, it.ready, at.UnixNano())
 		b.metrics.Delivered(late, ready)
@@ -346,7 +346,7 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 	// crash loses both or neither.
 	for i, it := range items {
 		if it.q.policy.Rate != nil && (i == 0 || it.q != items[i-1].q) {
-			b.writeBucket(it.q)
+			b.writeBucketLocked(it.q)
 		}
 	}
 	if len(out) > 0 {
@@ -355,14 +355,14 @@ func (b *Broker) hand(items []taken, at time.Time) ([]task.Task, error) {
 	return nil, failed
 }
 
-// damaged makes dead the task it, taken by a reserve, whose record or
+// damagedLocked makes dead the task it, taken by a reserve, whose record or
 // payload the store reports damaged (it.err wraps store.ErrCorrupt), and
 // logs the damage: every reserve reaching it would fail otherwise, and
 // the tasks behind it in its queue would never be handed out. A dead task
 // stays until it is deleted (or kicked, to fail again). With its record
 // readable (only the payload damaged) the death is recorded; with the
-// record damaged too it is dead in memory only. b.mu is held.
-func (b *Broker) damaged(it taken, s slot) {
+// record damaged too it is dead in memory only. b.mu must be held.
+func (b *Broker) damagedLocked(it taken, s slot) {
 	rec := it.rec
 	b.log.Error("hourglass: task damaged in the store; it is dead now and can be deleted",
 		"queue", it.q.name, "id", rec.ID, "job_id", it.job, "err", it.err)
@@ -370,19 +370,19 @@ func (b *Broker) damaged(it taken, s slot) {
 		now := time.Now().UnixNano()
 		rec.State = store.Dead
 		rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
-		b.leave(&rec, task.FinishedDead, now)
+		b.leaveLocked(&rec, task.FinishedDead, now)
 		rec.Reserved = now // while dead: when it died, for Recover's order
-		b.writeTask(store.UpdateTask, rec)
+		b.writeTaskLocked(store.UpdateTask, rec)
 	}
-	b.bury(it.job, s, it.q)
+	b.buryLocked(it.job, s, it.q)
 	b.metrics.Failed(it.q.name, 1, true, false)
 }
 
-// peekReady returns the first item of q's ready tasks in delivery order
-// across keys (fair.go) whose task is still ready there, with that due
-// time and priority, and its key's lane, dropping stale items. b.mu is
-// held.
-func (b *Broker) peekReady(q *queueState) (readyItem, *keyLane, bool) {
+// peekReadyLocked returns the first item of q's ready tasks in delivery
+// order across keys (fair.go) whose task is still ready there, with that
+// due time and priority, and its key's lane, dropping stale items. b.mu
+// must be held.
+func (b *Broker) peekReadyLocked(q *queueState) (readyItem, *keyLane, bool) {
 	for {
 		l := q.ready.first()
 		if l == nil {
@@ -408,10 +408,10 @@ func (b *Broker) peekReady(q *queueState) (readyItem, *keyLane, bool) {
 	}
 }
 
-// lease writes job's reservation (its slot s already marked reserved and
-// counted; rec its record) until now+TTR, arms the lease wheel and
-// returns the task with its lease. b.mu is held.
-func (b *Broker) lease(job uint64, s slot, rec store.Task, now time.Time) task.Task {
+// leaseLocked writes job's reservation (its slot s already marked reserved
+// and counted; rec its record) until now+TTR, arms the lease wheel and
+// returns the task with its lease. b.mu must be held.
+func (b *Broker) leaseLocked(job uint64, s slot, rec store.Task, now time.Time) task.Task {
 	rec.State = store.Reserved
 	rec.Attempts++
 	rec.Reserved = now.UnixNano()
@@ -419,7 +419,7 @@ func (b *Broker) lease(job uint64, s slot, rec store.Task, now time.Time) task.T
 	rec.LeaseUntil = now.Add(rec.TTR).UnixNano()
 	payload := rec.Payload
 	rec.Payload = nil // an update leaves the stored payload as it is
-	b.writeTask(store.UpdateTask, rec)
+	b.writeTaskLocked(store.UpdateTask, rec)
 	b.leased[job] = rec
 	b.leases.Set(job, rec.TTR)
 	rec.Payload = payload
@@ -467,14 +467,14 @@ func (b *Broker) fire(job uint64) {
 		b.delays.Set(job, time.Duration(left))
 		return
 	}
-	b.fallDue(job, s)
+	b.fallDueLocked(job, s)
 }
 
-// fallDue makes the delayed task job ready: into its key's lane of its
-// queue's ready tasks, waking one reserver. b.mu is held.
-func (b *Broker) fallDue(job uint64, s slot) {
+// fallDueLocked makes the delayed task job ready: into its key's lane of
+// its queue's ready tasks, waking one reserver. b.mu must be held.
+func (b *Broker) fallDueLocked(job uint64, s slot) {
 	q := b.queues[s.queue()]
-	q.count(task.Delayed, task.Ready)
+	q.countLocked(task.Delayed, task.Ready)
 	s.set(task.Ready)
 	b.tasks.set(job, s)
 	key, ok := b.delayKeys[job]
@@ -494,7 +494,7 @@ func (b *Broker) expireLease(job uint64) {
 	if !ok || s.state() != task.Reserved || b.closed || b.failed != nil {
 		return
 	}
-	rec, err := b.meta(job)
+	rec, err := b.metaLocked(job)
 	if err != nil {
 		b.log.Error("hourglass: lease expiry: reading the task", "job_id", job, "err", err)
 		return
@@ -506,20 +506,20 @@ func (b *Broker) expireLease(job uint64) {
 		b.leases.Set(job, time.Duration(left))
 		return
 	}
-	b.expired(job, s, rec, now.UnixNano())
+	b.expiredLocked(job, s, rec, now.UnixNano())
 }
 
-// expired settles job, whose lease ran out (the wheel fired, or it ran
-// out while the broker was down): a failed attempt whose last error is
+// expiredLocked settles job, whose lease ran out (the wheel fired, or it
+// ran out while the broker was down): a failed attempt whose last error is
 // task.LeaseExpired, back after the queue's retry delay (in its place at
 // once without one), or dead (or dead-lettered) with its attempts used
-// up. b.mu is held.
-func (b *Broker) expired(job uint64, s slot, rec store.Task, now int64) {
+// up. b.mu must be held.
+func (b *Broker) expiredLocked(job uint64, s slot, rec store.Task, now int64) {
 	b.metrics.Expired(1)
-	b.endAttempt(&rec, task.AttemptExpired, task.LeaseExpired, now)
+	b.endAttemptLocked(&rec, task.AttemptExpired, task.LeaseExpired, now)
 	rec.Timeouts++
 	rec.LastError = task.LeaseExpired
-	b.fail(job, s, rec, now, task.RetryDelay, false, true)
+	b.failLocked(job, s, rec, now, task.RetryDelay, false, true)
 }
 
 // giveBack ends reservations whose caller went away before it was
@@ -534,16 +534,16 @@ func (b *Broker) giveBack(tasks []task.Task) {
 		if !ok || s.state() != task.Reserved {
 			continue
 		}
-		rec, err := b.meta(t.JobID)
+		rec, err := b.metaLocked(t.JobID)
 		if err != nil || rec.Lease != t.Lease {
 			continue
 		}
 		b.leases.Remove(t.JobID)
-		b.unlease(t.JobID)
+		b.unleaseLocked(t.JobID)
 		rec.Attempts--
 		rec.State = store.Waiting
 		rec.Lease, rec.LeaseUntil, rec.Payload = "", 0, nil
-		b.writeTask(store.UpdateTask, rec)
-		b.place(t.JobID, s, b.queues[s.queue()], now, rec.Key)
+		b.writeTaskLocked(store.UpdateTask, rec)
+		b.placeLocked(t.JobID, s, b.queues[s.queue()], now, rec.Key)
 	}
 }

@@ -27,8 +27,8 @@ type schedule struct {
 	timeout *hourglass.Timeout
 }
 
-// disarm cancels s's timeout, if armed. Broker.mu is held.
-func (s *schedule) disarm() {
+// disarmLocked cancels s's timeout, if armed. b.mu must be held.
+func (s *schedule) disarmLocked() {
 	if s.timeout != nil {
 		s.timeout.Cancel()
 	}
@@ -71,7 +71,7 @@ func (b *Broker) setSpec(ctx context.Context, spec task.ScheduleSpec) (info task
 	spec = service.NormalSchedule(spec)
 	now := time.Now()
 	b.mu.Lock()
-	if err := b.usable(); err != nil {
+	if err := b.usableLocked(); err != nil {
 		b.mu.Unlock()
 		return task.ScheduleInfo{}, false, err
 	}
@@ -84,40 +84,40 @@ func (b *Broker) setSpec(ctx context.Context, spec task.ScheduleSpec) (info task
 	if !ok || old.spec.Queue != spec.Queue {
 		// A schedule into a new queue makes it, as a put would: it
 		// counts toward the limit from now on.
-		q, err := b.queueFor(spec.Queue)
+		q, err := b.queueForLocked(spec.Queue)
 		if err != nil {
 			b.mu.Unlock()
 			return task.ScheduleInfo{}, false, err
 		}
 		q.schedules++
 		if ok {
-			b.unschedule(old)
+			b.unscheduleLocked(old)
 		}
 	}
 	if ok {
-		old.disarm()
+		old.disarmLocked()
 		s.last, s.lastRun, s.lastID = old.last, old.lastRun, old.lastID
 		if old.spec.Paused && !spec.Paused {
 			s.last = now.UnixNano()
 		}
 	}
 	b.schedules[spec.Name] = s
-	b.writeSchedule(s.record(), false)
+	b.writeScheduleLocked(s.record(), false)
 	if !spec.Paused {
-		b.arm(s, now)
+		b.armLocked(s, now)
 	}
 	info = s.info()
-	g := b.barrier()
+	g := b.barrierLocked()
 	b.mu.Unlock()
 	return b.withOutcome(ctx, info), !ok, b.waitGroup(ctx, g)
 }
 
-// unschedule takes s off the count of schedules of its queue, which may
-// then hold nothing. b.mu is held.
-func (b *Broker) unschedule(s *schedule) {
+// unscheduleLocked takes s off the count of schedules of its queue, which
+// may then hold nothing. b.mu must be held.
+func (b *Broker) unscheduleLocked(s *schedule) {
 	if q, ok := b.byName[s.spec.Queue]; ok && q.schedules > 0 {
 		q.schedules--
-		b.emptiedOut(q)
+		b.emptiedOutLocked(q)
 	}
 }
 
@@ -125,7 +125,7 @@ func (b *Broker) unschedule(s *schedule) {
 // for it, then waits for g to commit.
 func (b *Broker) waitGroup(ctx context.Context, g *group) error {
 	b.mu.Lock()
-	b.tidy()
+	b.tidyLocked()
 	b.mu.Unlock()
 	return b.wait(ctx, g)
 }
@@ -134,7 +134,7 @@ func (b *Broker) waitGroup(ctx context.Context, g *group) error {
 // ErrNoSchedule. Tasks it put stay.
 func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
 	b.mu.Lock()
-	if err := b.usable(); err != nil {
+	if err := b.usableLocked(); err != nil {
 		b.mu.Unlock()
 		return err
 	}
@@ -143,11 +143,11 @@ func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
 		b.mu.Unlock()
 		return task.ErrNoSchedule
 	}
-	s.disarm()
+	s.disarmLocked()
 	delete(b.schedules, name)
-	b.unschedule(s)
-	b.writeSchedule(store.Schedule{Name: name}, true)
-	g := b.answerGroup()
+	b.unscheduleLocked(s)
+	b.writeScheduleLocked(store.Schedule{Name: name}, true)
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	return b.wait(ctx, g)
 }
@@ -158,7 +158,7 @@ func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
 func (b *Broker) setPaused(ctx context.Context, name string, paused bool) error {
 	now := time.Now()
 	b.mu.Lock()
-	if err := b.usable(); err != nil {
+	if err := b.usableLocked(); err != nil {
 		b.mu.Unlock()
 		return err
 	}
@@ -169,14 +169,14 @@ func (b *Broker) setPaused(ctx context.Context, name string, paused bool) error 
 	}
 	if s.spec.Paused != paused {
 		s.spec.Paused = paused
-		s.disarm()
+		s.disarmLocked()
 		if !paused {
 			s.last = now.UnixNano()
-			b.arm(s, now)
+			b.armLocked(s, now)
 		}
-		b.writeSchedule(s.record(), false)
+		b.writeScheduleLocked(s.record(), false)
 	}
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	return b.wait(ctx, g)
 }
@@ -186,7 +186,7 @@ func (b *Broker) setPaused(ctx context.Context, name string, paused bool) error 
 // occurrence stays. ErrNoSchedule if there is none.
 func (b *Broker) ran(ctx context.Context, name string, r service.LastRun) error {
 	b.mu.Lock()
-	if err := b.usable(); err != nil {
+	if err := b.usableLocked(); err != nil {
 		b.mu.Unlock()
 		return err
 	}
@@ -196,9 +196,9 @@ func (b *Broker) ran(ctx context.Context, name string, r service.LastRun) error 
 		return task.ErrNoSchedule
 	}
 	s.lastRun, s.lastID = max(s.lastRun, r.At.UnixNano()), r.ID
-	b.writeSchedule(s.record(), false)
+	b.writeScheduleLocked(s.record(), false)
 	b.metrics.schedules.Occurred(name)
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	return b.wait(ctx, g)
 }
@@ -212,15 +212,15 @@ func (b *Broker) Schedules(ctx context.Context, name string) ([]task.ScheduleInf
 	var out []task.ScheduleInfo
 	if name != "" {
 		if s, ok := b.schedules[name]; ok {
-			out = append(out, b.liveOutcome(s))
+			out = append(out, b.liveOutcomeLocked(s))
 		}
 	} else {
 		out = make([]task.ScheduleInfo, 0, len(b.schedules))
 		for _, s := range b.schedules {
-			out = append(out, b.liveOutcome(s))
+			out = append(out, b.liveOutcomeLocked(s))
 		}
 	}
-	g := b.barrier()
+	g := b.barrierLocked()
 	b.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	if err := b.waitGroup(ctx, g); err != nil {
@@ -232,14 +232,15 @@ func (b *Broker) Schedules(ctx context.Context, name string) ([]task.ScheduleInf
 	return out, nil
 }
 
-// liveOutcome returns s's info with the outcome of its last task if that
-// task is live (pending, or dead), else without one. b.mu is held.
-func (b *Broker) liveOutcome(s *schedule) task.ScheduleInfo {
+// liveOutcomeLocked returns s's info with the outcome of its last task if
+// that task is live (pending, or dead), else without one. b.mu must be
+// held.
+func (b *Broker) liveOutcomeLocked(s *schedule) task.ScheduleInfo {
 	info := s.info()
 	if info.LastTaskID == "" {
 		return info
 	}
-	job, err := b.lookup(s.spec.Queue, info.LastTaskID)
+	job, err := b.lookupLocked(s.spec.Queue, info.LastTaskID)
 	if err != nil {
 		return info
 	}
@@ -298,8 +299,9 @@ func specOf(r store.Schedule) task.ScheduleSpec {
 	}
 }
 
-// arm sets s's timeout for its first occurrence after after. b.mu is held.
-func (b *Broker) arm(s *schedule, after time.Time) {
+// armLocked sets s's timeout for its first occurrence after after. b.mu
+// must be held.
+func (b *Broker) armLocked(s *schedule, after time.Time) {
 	s.timeout = nil
 	s.next = service.NextOccurrence(s.cron, s.loc, after)
 	if s.next.IsZero() {
@@ -319,41 +321,41 @@ func (b *Broker) arm(s *schedule, after time.Time) {
 func (b *Broker) occur(s *schedule, at time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.schedules[s.spec.Name] != s || s.spec.Paused || b.usable() != nil {
+	if b.schedules[s.spec.Name] != s || s.spec.Paused || b.usableLocked() != nil {
 		return // replaced, deleted or paused since it was armed
 	}
-	b.putOccurrence(s, at)
-	b.arm(s, at)
+	b.putOccurrenceLocked(s, at)
+	b.armLocked(s, at)
 }
 
-// putOccurrence puts the task of s's occurrence at (none if it was put
-// before), or skips it under the overlap rule, and records at as s's
-// last, in one group. b.mu is held.
-func (b *Broker) putOccurrence(s *schedule, at time.Time) {
-	if s.spec.Overlap == service.OverlapSkip && b.unfinished(s) {
+// putOccurrenceLocked puts the task of s's occurrence at (none if it was
+// put before), or skips it under the overlap rule, and records at as s's
+// last, in one group. b.mu must be held.
+func (b *Broker) putOccurrenceLocked(s *schedule, at time.Time) {
+	if s.spec.Overlap == service.OverlapSkip && b.unfinishedLocked(s) {
 		s.last, s.lastRun = at.UnixNano(), at.UnixNano() // lastID stays: the task still running
-		b.writeSchedule(s.record(), false)
+		b.writeScheduleLocked(s.record(), false)
 		b.metrics.schedules.Skips(s.spec.Name)
 		return
 	}
-	q := b.queue(s.spec.Queue)
+	q := b.queueLocked(s.spec.Queue)
 	r := service.SchedulePut(s.spec, service.OccurrenceID(s.spec.Name, at))
-	if _, _, err := b.put(q, &r, at.UnixNano(), time.Now().UnixNano()); err != nil {
+	if _, _, err := b.putLocked(q, &r, at.UnixNano(), time.Now().UnixNano()); err != nil {
 		b.log.Error("hourglass: putting a schedule's occurrence", "schedule", s.spec.Name, "at", at, "err", err)
 		return
 	}
 	s.last, s.lastRun, s.lastID = at.UnixNano(), at.UnixNano(), r.ID
-	b.writeSchedule(s.record(), false)
+	b.writeScheduleLocked(s.record(), false)
 	b.metrics.schedules.Occurred(s.spec.Name)
 }
 
-// unfinished reports whether s's last task is still waiting or reserved
-// in its queue. b.mu is held.
-func (b *Broker) unfinished(s *schedule) bool {
+// unfinishedLocked reports whether s's last task is still waiting or
+// reserved in its queue. b.mu must be held.
+func (b *Broker) unfinishedLocked(s *schedule) bool {
 	if s.lastID == "" {
 		return false
 	}
-	job, err := b.lookup(s.spec.Queue, s.lastID)
+	job, err := b.lookupLocked(s.spec.Queue, s.lastID)
 	if err != nil {
 		if !errors.Is(err, task.ErrNotFound) {
 			b.log.Warn("hourglass: looking up a schedule's last task", "schedule", s.spec.Name, "err", err)
@@ -364,10 +366,10 @@ func (b *Broker) unfinished(s *schedule) bool {
 	return ok && sl.state() != task.Dead
 }
 
-// recoverSchedules loads the schedules, puts the occurrences missed while
-// the broker was down that the misfire rule keeps, and arms the next;
-// a paused schedule stays as it is. b.mu is held.
-func (b *Broker) recoverSchedules() error {
+// recoverSchedulesLocked loads the schedules, puts the occurrences missed
+// while the broker was down that the misfire rule keeps, and arms the next;
+// a paused schedule stays as it is. b.mu must be held.
+func (b *Broker) recoverSchedulesLocked() error {
 	recs, err := b.st.Schedules()
 	if err != nil {
 		return fmt.Errorf("hourglass: recovery: schedules: %w", err)
@@ -386,23 +388,23 @@ func (b *Broker) recoverSchedules() error {
 			s.lastRun, s.lastID = s.last, service.OccurrenceID(r.Name, time.Unix(0, s.last))
 		}
 		b.schedules[r.Name] = s
-		b.queue(s.spec.Queue).schedules++
+		b.queueLocked(s.spec.Queue).schedules++
 		if s.spec.Paused {
 			continue
 		}
 		from := time.Unix(0, max(r.Last, r.Created))
 		put, missed := service.MissedOccurrences(sched, loc, s.spec.Misfire, s.spec.CatchUp, from, now)
 		for _, at := range put {
-			b.putOccurrence(s, at)
+			b.putOccurrenceLocked(s, at)
 		}
 		if missed > 0 {
 			b.metrics.schedules.Misses(r.Name, missed)
 			if s.last < now.UnixNano() {
 				s.last = now.UnixNano() // the missed ones are settled
-				b.writeSchedule(s.record(), false)
+				b.writeScheduleLocked(s.record(), false)
 			}
 		}
-		b.arm(s, now)
+		b.armLocked(s, now)
 	}
 	return nil
 }

@@ -20,12 +20,12 @@ import (
 func (b *Broker) Read(r service.TaskRef) (task.Task, error) {
 	b.mu.Lock()
 	if r.Job != 0 {
-		t, err := b.show(r.Job)
+		t, err := b.showLocked(r.Job)
 		if err != nil {
 			b.mu.Unlock()
 			return task.Task{}, err
 		}
-		g := b.answerGroup()
+		g := b.answerGroupLocked()
 		b.mu.Unlock()
 		return t, b.wait(context.Background(), g)
 	}
@@ -34,12 +34,12 @@ func (b *Broker) Read(r service.TaskRef) (task.Task, error) {
 		return task.Task{}, task.ErrClosed
 	}
 	queue, id := r.Queue, r.ID
-	job, _, s, err := b.locate(queue, id)
+	job, _, s, err := b.locateLocked(queue, id)
 	if err != nil {
 		b.mu.Unlock()
 		return task.Task{}, err
 	}
-	rec, err := b.record(job)
+	rec, err := b.recordLocked(job)
 	if err != nil {
 		b.mu.Unlock()
 		return task.Task{}, err
@@ -49,7 +49,7 @@ func (b *Broker) Read(r service.TaskRef) (task.Task, error) {
 		b.mu.Unlock()
 		return t, nil // nothing will be durable that is not yet
 	}
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	if err := b.wait(context.Background(), g); err != nil {
 		return task.Task{}, err
@@ -64,7 +64,7 @@ func (b *Broker) Read(r service.TaskRef) (task.Task, error) {
 // lease is reported to the functions of NotifyLeaseEnds.
 func (b *Broker) Delete(ctx context.Context, queue, id string, o service.DeleteOptions) error {
 	b.mu.Lock()
-	job, rec, s, err := b.find(queue, id)
+	job, rec, s, err := b.findLocked(queue, id)
 	switch {
 	case err != nil:
 	case o.Job != 0 && job != o.Job:
@@ -83,13 +83,13 @@ func (b *Broker) Delete(ctx context.Context, queue, id string, o service.DeleteO
 		// reserve that takes it finds it gone and hands nothing out.
 		ended = rec.Lease
 		if service.Cancelling(ctx) {
-			b.endAttempt(&rec, task.AttemptCancelled, "", now)
+			b.endAttemptLocked(&rec, task.AttemptCancelled, "", now)
 		}
 	}
-	b.leave(&rec, service.FinishedOutcome(ctx), now)
-	b.remove(job, s, rec)
+	b.leaveLocked(&rec, service.FinishedOutcome(ctx), now)
+	b.removeLocked(job, s, rec)
 	fs := b.leaseEnds
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	if err := b.wait(ctx, g); err != nil {
 		return err
@@ -111,29 +111,29 @@ func (b *Broker) NotifyLeaseEnds(f func(lease string)) {
 	b.leaseEnds = append(b.leaseEnds[:len(b.leaseEnds):len(b.leaseEnds)], f)
 }
 
-// remove deletes job from memory and the record. b.mu is held.
-func (b *Broker) remove(job uint64, s slot, rec store.Task) {
-	b.unplace(job, s)
+// removeLocked deletes job from memory and the record. b.mu must be held.
+func (b *Broker) removeLocked(job uint64, s slot, rec store.Task) {
+	b.unplaceLocked(job, s)
 	b.tasks.del(job)
-	b.writeTask(store.DeleteTask, rec)
+	b.writeTaskLocked(store.DeleteTask, rec)
 }
 
-// held returns job, record and slot of the task id of queue if lease is
-// its current lease. b.mu is held.
-func (b *Broker) held(queue, id, lease string) (uint64, store.Task, slot, error) {
+// heldLocked returns job, record and slot of the task id of queue if lease
+// is its current lease. b.mu must be held.
+func (b *Broker) heldLocked(queue, id, lease string) (uint64, store.Task, slot, error) {
 	if job, ok := leaseJob(lease); ok {
 		// The lease names its task: when it is the current lease of that
 		// task, nothing need be looked up.
 		if rec, ok := b.leased[job]; ok && rec.Lease == lease && rec.ID == id && rec.Queue == queue {
 			if s, ok := b.tasks.get(job); ok && s.state() == task.Reserved {
-				if err := b.usable(); err != nil {
+				if err := b.usableLocked(); err != nil {
 					return 0, store.Task{}, slot{}, err
 				}
 				return job, rec, s, nil
 			}
 		}
 	}
-	job, rec, s, err := b.find(queue, id)
+	job, rec, s, err := b.findLocked(queue, id)
 	if err != nil {
 		return 0, store.Task{}, slot{}, err
 	}
@@ -154,14 +154,14 @@ func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) 
 	b.mu.Lock()
 	now := time.Now().UnixNano()
 	for i, a := range acks {
-		job, rec, s, err := b.held(a.Queue, a.ID, a.Lease)
+		job, rec, s, err := b.heldLocked(a.Queue, a.ID, a.Lease)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		b.endSettled(ctx, &rec, task.AttemptAcked, "", now)
-		b.leave(&rec, task.FinishedAcked, now)
-		b.remove(job, s, rec)
+		b.endSettledLocked(ctx, &rec, task.AttemptAcked, "", now)
+		b.leaveLocked(&rec, task.FinishedAcked, now)
+		b.removeLocked(job, s, rec)
 		b.queues[s.queue()].acks++
 		took++
 	}
@@ -170,7 +170,7 @@ func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) 
 		return errs, nil
 	}
 	b.metrics.Acked(took)
-	g := b.answerGroup()
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	if err := b.wait(ctx, g); err != nil {
 		for i := range errs {
@@ -188,7 +188,7 @@ func (b *Broker) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) 
 // dies again at its next failure.
 func (b *Broker) Kick(ctx context.Context, queue, id string, o service.KickOptions) error {
 	b.mu.Lock()
-	job, rec, s, err := b.find(queue, id)
+	job, rec, s, err := b.findLocked(queue, id)
 	switch {
 	case err != nil:
 	case o.Job != 0 && job != o.Job:
@@ -200,26 +200,26 @@ func (b *Broker) Kick(ctx context.Context, queue, id string, o service.KickOptio
 		b.mu.Unlock()
 		return err
 	}
-	b.kickJob(job, s, rec)
-	g := b.answerGroup()
+	b.kickJobLocked(job, s, rec)
+	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	return b.wait(ctx, g)
 }
 
-// kickJob makes the dead or delayed job ready now. b.mu is held.
-func (b *Broker) kickJob(job uint64, s slot, rec store.Task) {
+// kickJobLocked makes the dead or delayed job ready now. b.mu must be held.
+func (b *Broker) kickJobLocked(job uint64, s slot, rec store.Task) {
 	now := time.Now().UnixNano()
-	b.unplace(job, s)
-	b.queues[s.queue()].count(0, s.state()) // unplace took it out; place moves it
+	b.unplaceLocked(job, s)
+	b.queues[s.queue()].countLocked(0, s.state()) // unplace took it out; place moves it
 	rec.State = store.Waiting
 	rec.Kicks++
 	if rec.Due > now {
 		rec.Due = now
 	}
 	rec.Payload = nil
-	b.writeTask(store.UpdateTask, rec)
+	b.writeTaskLocked(store.UpdateTask, rec)
 	s.due = rec.Due
-	b.place(job, s, b.queues[s.queue()], now, rec.Key)
+	b.placeLocked(job, s, b.queues[s.queue()], now, rec.Key)
 }
 
 // Queues returns every queue that holds tasks, is paused or has a
@@ -228,23 +228,23 @@ func (b *Broker) kickJob(job uint64, s slot, rec store.Task) {
 // queue. It takes O(queues) time.
 func (b *Broker) Queues(ctx context.Context) ([]task.QueueStats, error) {
 	b.mu.Lock()
-	b.tidy()
+	b.tidyLocked()
 	out := make([]task.QueueStats, 0, b.real)
 	now := time.Now().UnixNano()
 	for _, q := range b.queues {
 		if q == nil || q.delayed+q.readyN+q.reserved+q.dead == 0 && q.pausedUntil <= now && q.policy.IsZero() {
 			continue
 		}
-		out = append(out, q.stats(now))
+		out = append(out, q.statsLocked(now))
 	}
 	b.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-// stats returns q's counts, counters, pause and policy at now. b.mu is
-// held.
-func (q *queueState) stats(now int64) task.QueueStats {
+// statsLocked returns q's counts, counters, pause and policy at now. b.mu
+// must be held.
+func (q *queueState) statsLocked(now int64) task.QueueStats {
 	st := task.QueueStats{
 		Name: q.name, Delayed: q.delayed, Ready: q.readyN, Reserved: q.reserved, Dead: q.dead,
 		Puts: q.puts, Deliveries: q.deliveries, Acks: q.acks,
