@@ -72,11 +72,17 @@ func (t *timers) flushLoop() {
 //     (hourglass_queues.on_failure: a retry back-off, a dead-letter queue,
 //     a concurrency limit) are late instead, not due: the statement
 //     leaves them for settleExpired (failure.go).
-//   - hand picks among them, queue by queue in delivery order, as many
-//     as this node's waiting reservers take ($5 queues, $6 how many each;
-//     see timers.flush), in queues not paused and without a rate or
+//   - hand picks among them, queue by queue, as many as this node's
+//     waiting reservers take ($5 queues, $6 how many each; see
+//     timers.flush), in queues not paused and without a rate or
 //     concurrency limit (their reserves take the queue's row lock,
-//     limits.go), leaving out the tasks whose attempts are used up.
+//     limits.go), leaving out the tasks whose attempts are used up. It
+//     takes them as a reserve would (sqlReserveFair): in turn across
+//     keys, by priority, then the n-th task of each key in the n-th
+//     round, then the key's turn (hourglass_key_turns; a key without a
+//     row first), then due time and job id, which in a queue without
+//     keys is delivery order; the keys handed a task get the next turns
+//     (sqlTurnSkip).
 //   - fired makes the due tasks ready, or reserved with a fresh lease for
 //     those handed, noting when a delayed task or one whose lease ran out
 //     was made ready (ready_at, for the lateness's split:
@@ -110,7 +116,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
 	timers AS MATERIALIZED (
-		SELECT t.job_id, t.queue, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies,
+		SELECT t.job_id, t.queue, t.task_key, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies,
 			t.tries AS tries0, t.reserved AS reserved0, t.attempts AS attempts0,
 			t.state = 2 AND EXISTS (SELECT 1 FROM hourglass_queues p WHERE p.queue = t.queue AND p.on_failure) AS deferred
 		FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id
@@ -121,10 +127,15 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		SELECT job_id FROM timers, now WHERE fire_at <= now.ns AND deferred
 	), hand AS MATERIALIZED (
 		SELECT job_id FROM (
-			SELECT d.job_id, w.lim, row_number() OVER (PARTITION BY d.queue ORDER BY d.priority, d.due, d.job_id) AS rn
-			FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now
-			WHERE NOT d.dies AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
-				WHERE p.queue = d.queue AND (p.paused_until > now.ns OR p.limited))
+			SELECT y.job_id, y.lim, row_number() OVER (PARTITION BY y.queue ORDER BY y.priority, y.round, y.turn, y.due, y.job_id) AS rn
+			FROM (
+				SELECT d.job_id, d.queue, d.priority, d.due, w.lim,
+					row_number() OVER (PARTITION BY d.queue, d.task_key ORDER BY d.priority, d.due, d.job_id) AS round,
+					coalesce((SELECT kt.turn FROM hourglass_key_turns kt WHERE kt.queue = d.queue AND kt.task_key = d.task_key), 0) AS turn
+				FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now
+				WHERE NOT d.dies AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
+					WHERE p.queue = d.queue AND (p.paused_until > now.ns OR p.limited))
+			) y
 		) x WHERE rn <= lim
 	), fired AS (
 		UPDATE hourglass_tasks t SET
@@ -149,7 +160,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
 		FROM fired, now WHERE state = 3 AND $8
 	), ` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
-		FROM fired, now WHERE state = 3` + sqlDedupeTail + `
+		FROM fired, now WHERE state = 3` + sqlDedupeTail + `, turnFrom AS (SELECT queue, task_key FROM fired WHERE handed), ` + sqlTurnSkip + `
 	SELECT ` + zeroTask + `, s.* FROM (
 		SELECT 0 AS kind, partition::bigint AS a, 0::bigint AS b, '' AS queue FROM fence
 		UNION ALL

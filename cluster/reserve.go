@@ -87,17 +87,25 @@ const sqlReserve = `WITH picked AS (
 // sqlReserveFair is sqlReserve for queues that use keys (those with
 // rows in hourglass_key_turns): of each queue, the first task of each of
 // the first $2 keys by turn that have a ready task of the queue's first
-// priority, then the queue's first $2 tasks in delivery order to fill the
-// rest (a task whose key has no turn row counts as the first turn); the
-// keys taken get the next turns (sqlTurn), in the same statement. Its
-// rows are sqlReserve's, without the last kind. Its probes of whether a
-// key has a ready task are ordered as hourglass_tasks_key_ready, so that
-// a generic plan over an analyzed table takes that index rather than a
-// scan of the table (TestReserve_PlanAfterAnalyze).
+// priority and whose turn row no other reserve holds (keyed), then, only
+// if that leaves $2 unfilled, the queue's first $2 tasks in delivery
+// order to fill the rest (fill; a task whose key has no turn row counts
+// as the first turn); the keys taken get the next turns (sqlTurnSkip), in
+// the same statement. Its rows are sqlReserve's, without the last kind.
+//
+// A reserve locks the turn rows of the keys it serves (FOR UPDATE SKIP
+// LOCKED) and writes only rows it can lock: reserves running at once
+// serve different keys, the next ones by turn, instead of waiting on
+// each other's turn rows until they commit (they all walked the same
+// first keys, took the second task of each, and then updated the same
+// rows one after another). Its probes of whether a key has a ready task
+// are ordered as hourglass_tasks_key_ready, so that a generic plan over
+// an analyzed table takes that index rather than a scan of the table
+// (TestReserve_PlanAfterAnalyze).
 const sqlReserveFair = `WITH picked AS (
 		SELECT c.job_id, c.ready_at FROM unnest($1::text[]) AS q(name)
 		CROSS JOIN LATERAL (
-			SELECT DISTINCT ON (u.job_id) u.* FROM (
+			WITH keyed AS MATERIALIZED (
 				SELECT f.job_id, f.priority, f.due, f.ready_at, 0 AS rank, k.turn FROM (
 					SELECT kt.task_key, kt.turn
 					FROM (SELECT b.priority FROM hourglass_tasks b
@@ -118,6 +126,7 @@ const sqlReserveFair = `WITH picked AS (
 						WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
 					ORDER BY kt.turn
 					LIMIT $2
+					FOR UPDATE OF kt SKIP LOCKED
 				) k
 				CROSS JOIN LATERAL (
 					SELECT * FROM (SELECT job_id, priority, due, ready_at FROM hourglass_tasks
@@ -129,12 +138,16 @@ const sqlReserveFair = `WITH picked AS (
 						WHERE k.task_key = '' AND queue = q.name AND task_key = '' AND state = 1 AND fire_at IS NULL
 						ORDER BY priority, due, job_id LIMIT 1 FOR UPDATE SKIP LOCKED) plain
 				) f
+			)
+			SELECT DISTINCT ON (u.job_id) u.* FROM (
+				SELECT * FROM keyed
 				UNION ALL
 				SELECT g.job_id, g.priority, g.due, g.ready_at, CASE WHEN kt.turn IS NULL THEN 0 ELSE 1 END,
 					coalesce(kt.turn, 0)
 				FROM (
 					SELECT job_id, priority, due, ready_at, task_key FROM hourglass_tasks
 					WHERE queue = q.name AND state = 1 AND fire_at IS NULL
+						AND (SELECT count(*) FROM keyed) < $2
 						AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
 							WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
 					ORDER BY priority, due, job_id
@@ -156,9 +169,7 @@ const sqlReserveFair = `WITH picked AS (
 		FROM picked, now
 		WHERE t.job_id = picked.job_id
 		RETURNING ` + returnTask + `, now.ns, picked.ready_at
-	), turned AS (
-		` + sqlTurn + `
-	)
+	), turnFrom AS (SELECT queue, task_key FROM taken), ` + sqlTurnSkip + `
 	SELECT *, NULL::bigint FROM taken
 	UNION ALL
 	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
@@ -176,12 +187,38 @@ const sqlReserveFair = `WITH picked AS (
 // and task_key) the next turns, behind every other key of their queues:
 // a key's row is made if it has none (a key moved in, say), but the key
 // "" gets one only in a queue that uses keys, so that a queue without
-// them writes nothing.
+// them writes nothing. Under the queue's row lock (limits.go), so no
+// other reserve of the queue writes the rows meanwhile.
 const sqlTurn = `INSERT INTO hourglass_key_turns AS kt (queue, task_key, turn, seen)
 		SELECT s.queue, s.task_key, nextval('hourglass_key_turn'), hourglass_now()
 		FROM (SELECT DISTINCT queue, task_key FROM taken) s
 		WHERE s.task_key <> '' OR EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = s.queue)
 		ON CONFLICT (queue, task_key) DO UPDATE SET turn = excluded.turn, seen = excluded.seen`
+
+// sqlTurnSkip is sqlTurn for statements that do not hold the queue's
+// row (sqlReserveFair, sqlFlush): CTEs that give the next turns to the
+// keys of the tasks of the CTE turnFrom (queue, task_key), which the
+// statement defines before them, whose turn rows no other transaction
+// holds (turnLocked, FOR UPDATE SKIP LOCKED; rows the statement locked
+// already are its own), and make rows for the keys that have none
+// (turnNew; the key "" only in a queue that uses keys). A row held by
+// another transaction is left to it: that reserve is serving the key and
+// gives it its next turn itself, so no reserve waits on another's turn
+// rows. O(keys of turnFrom) index probes and writes.
+const sqlTurnSkip = `turnKeys AS MATERIALIZED (SELECT DISTINCT queue, task_key FROM turnFrom),
+	turnLocked AS MATERIALIZED (
+		SELECT x.queue, x.task_key FROM hourglass_key_turns x JOIN turnKeys s ON x.queue = s.queue AND x.task_key = s.task_key
+		FOR UPDATE OF x SKIP LOCKED
+	), turned AS (
+		UPDATE hourglass_key_turns kt SET turn = nextval('hourglass_key_turn'), seen = hourglass_now()
+		FROM turnLocked l WHERE kt.queue = l.queue AND kt.task_key = l.task_key
+	), turnNew AS (
+		INSERT INTO hourglass_key_turns (queue, task_key, turn, seen)
+		SELECT s.queue, s.task_key, nextval('hourglass_key_turn'), hourglass_now() FROM turnKeys s
+		WHERE NOT EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = s.queue AND x.task_key = s.task_key)
+			AND (s.task_key <> '' OR EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = s.queue))
+		ON CONFLICT (queue, task_key) DO NOTHING
+	)`
 
 // sqlLease is a fresh lease token for the row t at now.ns.
 const sqlLease = `substr(md5(random()::text || t.job_id::text || now.ns::text), 1, 16)`
