@@ -77,12 +77,13 @@ func (t *timers) flushLoop() {
 //     timers.flush), in queues not paused and without a rate or
 //     concurrency limit (their reserves take the queue's row lock,
 //     limits.go), leaving out the tasks whose attempts are used up. It
-//     takes them as a reserve would (sqlReserveFair): in turn across
-//     keys, by priority, then the n-th task of each key in the n-th
-//     round, then the key's turn (hourglass_key_turns; a key without a
-//     row first), then due time and job id, which in a queue without
-//     keys is delivery order; the keys handed a task get the next turns
-//     (sqlTurnSkip).
+//     takes them as a reserve would (sqlReserveFair): by priority,
+//     then the n-th task of each key in the n-th round, then the key's
+//     place in the queue's round across keys (after its cursor,
+//     hourglass_key_cursors, in the order of the keys' names, the key
+//     "" between the last and the first), then due time and job id,
+//     which in a queue without keys is delivery order; in a queue that
+//     uses keys the cursor moves to the last key handed (sqlKeyCursor).
 //   - fired makes the due tasks ready, or reserved with a fresh lease for
 //     those handed, noting when a delayed task or one whose lease ran out
 //     was made ready (ready_at, for the lateness's split:
@@ -126,13 +127,14 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	), late AS MATERIALIZED (
 		SELECT job_id FROM timers, now WHERE fire_at <= now.ns AND deferred
 	), hand AS MATERIALIZED (
-		SELECT job_id FROM (
-			SELECT y.job_id, y.lim, row_number() OVER (PARTITION BY y.queue ORDER BY y.priority, y.round, y.turn, y.due, y.job_id) AS rn
+		SELECT job_id, queue, task_key, cls FROM (
+			SELECT y.*, row_number() OVER (PARTITION BY y.queue ORDER BY y.priority, y.round, y.cls, y.task_key, y.due, y.job_id) AS rn
 			FROM (
-				SELECT d.job_id, d.queue, d.priority, d.due, w.lim,
+				SELECT d.job_id, d.queue, d.task_key, d.priority, d.due, w.lim,
 					row_number() OVER (PARTITION BY d.queue, d.task_key ORDER BY d.priority, d.due, d.job_id) AS round,
-					coalesce((SELECT kt.turn FROM hourglass_key_turns kt WHERE kt.queue = d.queue AND kt.task_key = d.task_key), 0) AS turn
-				FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now
+					CASE WHEN d.task_key > cur.k THEN 0 WHEN d.task_key = '' THEN 1 ELSE 2 END AS cls
+				FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now,
+					LATERAL (SELECT coalesce((SELECT kc.task_key FROM hourglass_key_cursors kc WHERE kc.queue = d.queue), '') AS k) cur
 				WHERE NOT d.dies AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
 					WHERE p.queue = d.queue AND (p.paused_until > now.ns OR p.limited))
 			) y
@@ -160,7 +162,11 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
 		FROM fired, now WHERE state = 3 AND $8
 	), ` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
-		FROM fired, now WHERE state = 3` + sqlDedupeTail + `, turnFrom AS (SELECT queue, task_key FROM fired WHERE handed), ` + sqlTurnSkip + `
+		FROM fired, now WHERE state = 3` + sqlDedupeTail + `, moved AS (
+		SELECT DISTINCT ON (h.queue) h.queue, h.task_key FROM hand h JOIN fired f ON f.job_id = h.job_id AND f.handed
+		WHERE EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = h.queue)
+		ORDER BY h.queue, h.cls DESC, h.task_key DESC
+	), ` + sqlKeyCursor + `
 	SELECT ` + zeroTask + `, s.* FROM (
 		SELECT 0 AS kind, partition::bigint AS a, 0::bigint AS b, '' AS queue FROM fence
 		UNION ALL

@@ -67,14 +67,20 @@ const (
 // for $1 (ns) whose key has no live task in their queue: a key's turn
 // lives while the key has tasks. A put of the key meanwhile renews the
 // row's seen (sqlKeyed), which the delete checks again on the row it
-// locks. O(batch log n) by the index on seen.
+// locks. O(batch log n) by the index on seen. With them it deletes up
+// to $2 cursors (hourglass_key_cursors, reserve.go) of queues without
+// turn rows left, as the statement began: a queue's cursor goes a round
+// after its last key's row.
 const sqlPruneKeys = `WITH d AS (
 		DELETE FROM hourglass_key_turns k
 		WHERE k.seen < hourglass_now() - $1
 			AND NOT EXISTS (SELECT 1 FROM hourglass_tasks t WHERE t.queue = k.queue AND t.task_key = k.task_key)
 			AND (k.queue, k.task_key) IN (SELECT c.queue, c.task_key FROM hourglass_key_turns c
 				WHERE c.seen < hourglass_now() - $1 ORDER BY c.seen LIMIT $2)
-		RETURNING 1)
+		RETURNING 1),
+	c AS (
+		DELETE FROM hourglass_key_cursors c WHERE c.queue IN (SELECT x.queue FROM hourglass_key_cursors x
+			WHERE NOT EXISTS (SELECT 1 FROM hourglass_key_turns k WHERE k.queue = x.queue) LIMIT $2))
 	SELECT count(*) FROM d`
 
 // pruner deletes the history older than the retention, on the node that
