@@ -169,6 +169,7 @@ func benchFlags(o *options) *flag.FlagSet {
 	bench.HistoryFlags(fs)
 	bench.WorkerFlags(fs)
 	bench.ClusterFlags(fs)
+	bench.KeysFlags(fs)
 	bench.ServeFlags(fs)
 	return fs
 }

@@ -85,7 +85,15 @@ func keysJobs(c *Config, _ []Structure) []Job {
 		return serveJob("keys", structure, n, cs, f)
 	}
 	var jobs []Job
-	for _, e := range keysEngines {
+	for _, e := range keysEnginesRun() {
+		job := func(structure string, n int, cs string, f func(bin string) (Result, error)) Job {
+			return job(structure, n, cs, func(bin string) (Result, error) {
+				if e.bin != "" {
+					bin = e.bin // a build of --keys-builds
+				}
+				return f(bin)
+			})
+		}
 		// Figures of this round's first row of each pair on e; 0 if it
 		// did not run.
 		var plain float64
@@ -127,6 +135,9 @@ func keysJobs(c *Config, _ []Structure) []Job {
 			}),
 		)
 	}
+	if Keys.Engine == "cluster" {
+		return jobs // the memory rows are the embedded engine's
+	}
 	// Figures of this round's memory row without keys; 0 if it did not run.
 	var plainHeap, plainRSS float64 // MiB
 	memN := min(slices.Max(c.Sizes), keysMemoryMax)
@@ -153,14 +164,6 @@ func keysJobs(c *Config, _ []Structure) []Job {
 		}),
 	)
 }
-
-// keysEngines are the engines the throughput and lateness rows run on:
-// the embedded store, and one cluster node on PostgreSQL (started by
-// internal/pgtest, as the worker scenario's 1 node row is).
-var keysEngines = []struct {
-	structure string
-	nodes     int
-}{{beanstalkHourglass, 0}, {"1 node", 1}}
 
 // keysBodyset makes, once and from a fixed seed, the bodies of the keyed
 // fill: keysActive tasks of 200-byte payloads, task i of key
@@ -255,6 +258,7 @@ func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error)
 	if err != nil {
 		return Result{}, s.withState(err)
 	}
+	hops := keysHops(s.procs, nodes)
 	mu.Lock()
 	tasks := slices.Clone(late)
 	mu.Unlock()
@@ -275,6 +279,9 @@ func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error)
 	}
 	if len(server) > 0 {
 		r.add("server p99", unitSec, durationAt(server, 0.99).Seconds())
+	}
+	for _, h := range hops {
+		r.add(h.column, unitSec, h.v)
 	}
 	r.add("small handled", unitCount, float64(len(got)))
 	r.add("big handled", unitCount, float64(big.Load()))
