@@ -217,3 +217,41 @@ func TestKeys_CursorPruned(t *testing.T) {
 		t.Fatalf("after the keys' rows were pruned: %d cursors, want 0", k)
 	}
 }
+
+// TestKeys_PruneBehindBacklog: the prune of key turns gets past a batch
+// of keys that all have tasks (reserves do not write their rows, so a
+// backlog keeps its rows' seen old): a key gone behind 1,000 such keys
+// (the prune's batch) loses its row by the second prune.
+func TestKeys_PruneBehindBacklog(t *testing.T) {
+	ctx := context.Background()
+	n := startNode(t, server(t).CreateDatabase(t), "a")
+	var reqs []task.PutRequest
+	for k := range 1000 {
+		reqs = append(reqs, task.PutRequest{Key: fmt.Sprintf("live-%04d", k)})
+		if len(reqs) == task.MaxBatch {
+			for _, r := range n.PutBatch(ctx, "q", reqs) {
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+			}
+			reqs = reqs[:0]
+		}
+	}
+	for _, r := range n.PutBatch(ctx, "q", append(reqs, task.PutRequest{ID: "gone", Key: "gone"})) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if err := svc(n).Delete(ctx, "q", "gone"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := n.PruneKeys(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var k int
+	if err := n.pool.QueryRow(ctx, `SELECT count(*) FROM hourglass_key_turns WHERE queue = 'q' AND task_key = 'gone'`).Scan(&k); err != nil || k != 0 {
+		t.Fatalf("the row of key gone after two prunes: %d, %v; want none", k, err)
+	}
+}

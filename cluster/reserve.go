@@ -101,7 +101,12 @@ const sqlReserve = `WITH picked AS (
 // that yields each key's first ready task; the walk reads at most
 // 4 × $2 + 64 keys on either side, so that keys whose first task is of
 // a lower priority or held by another reserve cost a bounded read (the
-// fill then takes the queue's first tasks, of the first priority). A
+// fill then takes the queue's first tasks, of the first priority). The
+// queue's first priority (best) is the first key's first task's, unless
+// a ready task of a higher one exists: that probe of
+// hourglass_tasks_ready reads only the entries ahead of that priority,
+// not those of the tasks just taken at its head, which a probe of the
+// queue's first ready task walked at every reserve until vacuumed. A
 // key's first task is locked FOR UPDATE SKIP LOCKED by its primary key:
 // a key whose first task another reserve holds is that reserve's, so
 // reserves running at once serve the keys one after another's, and
@@ -114,10 +119,7 @@ const sqlReserveFair = `WITH picked AS (
 			WITH RECURSIVE run AS MATERIALIZED (
 				SELECT NOT EXISTS (SELECT 1 FROM hourglass_queues p
 						WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited)) AS ok,
-					coalesce((SELECT kc.task_key FROM hourglass_key_cursors kc WHERE kc.queue = q.name), '') AS cur,
-					(SELECT b.priority FROM hourglass_tasks b
-						WHERE b.queue = q.name AND b.state = 1 AND b.fire_at IS NULL
-						ORDER BY b.priority, b.due, b.job_id LIMIT 1) AS best
+					coalesce((SELECT kc.task_key FROM hourglass_key_cursors kc WHERE kc.queue = q.name), '') AS cur
 			), walkA(task_key, priority, job_id, n) AS (
 				(SELECT e.task_key, e.priority, e.job_id, 1 FROM hourglass_tasks e
 					WHERE (SELECT ok FROM run) AND e.queue = q.name AND e.task_key > (SELECT cur FROM run) AND e.task_key <> ''
@@ -152,13 +154,18 @@ const sqlReserveFair = `WITH picked AS (
 					ORDER BY e.priority, e.due, e.job_id LIMIT 1) e
 				UNION ALL
 				SELECT * FROM walkB WHERE walkB.task_key <= (SELECT cur FROM run)
+			), best AS MATERIALIZED (
+				SELECT coalesce((SELECT b.priority FROM hourglass_tasks b
+						WHERE b.queue = q.name AND b.state = 1 AND b.fire_at IS NULL AND b.priority < p0.priority
+						ORDER BY b.priority, b.due, b.job_id LIMIT 1), p0.priority) AS priority
+				FROM (SELECT priority FROM walk LIMIT 1) p0
 			), keyed AS MATERIALIZED (
 				SELECT t.job_id, t.priority, t.due, t.ready_at, t.queue, t.task_key, 0 AS rank, w.n AS turn
 				FROM walk w CROSS JOIN LATERAL (
 					SELECT job_id, priority, due, ready_at, queue, task_key FROM hourglass_tasks
 					WHERE job_id = w.job_id AND state = 1 AND fire_at IS NULL
 					FOR UPDATE SKIP LOCKED) t
-				WHERE w.priority = (SELECT best FROM run)
+				WHERE w.priority = (SELECT priority FROM best)
 				LIMIT $2
 			)
 			SELECT DISTINCT ON (u.job_id) u.* FROM (
