@@ -92,8 +92,9 @@ const sqlReserve = `WITH picked AS (
 // first ready task of each key that has one of the queue's first
 // priority, up to $2 keys; then, only if that leaves $2 unfilled, the
 // queue's first $2 tasks in delivery order to fill the rest. The cursor
-// moves to the last key served, one row write a reserve (keyCursor),
-// whatever the number of keys. Its rows are sqlReserve's, without the
+// moves to the last key served, one row write a reserve (sqlKeyCursor),
+// whatever the number of keys: O($2) index descents and one write a
+// reserve, besides the tasks' own updates. Its rows are sqlReserve's, without the
 // last kind.
 //
 // The keys come from a walk of hourglass_tasks_key_ready (walkA: keys
