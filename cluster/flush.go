@@ -73,11 +73,18 @@ func (t *timers) flushLoop() {
 //     (hourglass_queues.on_failure: a retry back-off, a dead-letter queue,
 //     a concurrency limit) are late instead, not due: the statement
 //     leaves them for settleExpired (failure.go).
-//   - hand picks among them, queue by queue in delivery order, as many
-//     as this node's waiting reservers take ($5 queues, $6 how many each;
-//     see timers.flush), in queues not paused and without a rate or
+//   - hand picks among them, queue by queue, as many as this node's
+//     waiting reservers take ($5 queues, $6 how many each; see
+//     timers.flush), in queues not paused and without a rate or
 //     concurrency limit (their reserves take the queue's row lock,
-//     limits.go), leaving out the tasks whose attempts are used up.
+//     limits.go), leaving out the tasks whose attempts are used up. It
+//     takes them as a reserve would (sqlReserveFair): by priority,
+//     then the n-th task of each key in the n-th round, then the key's
+//     place in the queue's round across keys (after its cursor,
+//     hourglass_key_cursors, in the order of the keys' names, the key
+//     "" between the last and the first), then due time and job id,
+//     which in a queue without keys is delivery order; in a queue that
+//     uses keys the cursor moves to the last key handed (sqlKeyCursor).
 //   - fired makes the due tasks ready, or reserved with a fresh lease for
 //     those handed, noting when a delayed task or one whose lease ran out
 //     was made ready (ready_at, for the lateness's split:
@@ -111,7 +118,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
 	timers AS MATERIALIZED (
-		SELECT t.job_id, t.queue, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies,
+		SELECT t.job_id, t.queue, t.task_key, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies,
 			t.tries AS tries0, t.reserved AS reserved0, t.attempts AS attempts0,
 			t.state = 2 AND EXISTS (SELECT 1 FROM hourglass_queues p WHERE p.queue = t.queue AND p.on_failure) AS deferred
 		FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id
@@ -121,11 +128,17 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	), late AS MATERIALIZED (
 		SELECT job_id FROM timers, now WHERE fire_at <= now.ns AND deferred
 	), hand AS MATERIALIZED (
-		SELECT job_id FROM (
-			SELECT d.job_id, w.lim, row_number() OVER (PARTITION BY d.queue ORDER BY ` + sqlDeliveryOrder + `) AS rn
-			FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now
-			WHERE NOT d.dies AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
-				WHERE p.queue = d.queue AND (p.paused_until > now.ns OR p.limited))
+		SELECT job_id, queue, task_key, cls FROM (
+			SELECT y.*, row_number() OVER (PARTITION BY y.queue ORDER BY y.priority, y.round, y.cls, y.task_key, y.due, y.job_id) AS rn
+			FROM (
+				SELECT d.job_id, d.queue, d.task_key, d.priority, d.due, w.lim,
+					row_number() OVER (PARTITION BY d.queue, d.task_key ORDER BY d.priority, d.due, d.job_id) AS round,
+					CASE WHEN d.task_key > cur.k THEN 0 WHEN d.task_key = '' THEN 1 ELSE 2 END AS cls
+				FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now,
+					LATERAL (SELECT coalesce((SELECT kc.task_key FROM hourglass_key_cursors kc WHERE kc.queue = d.queue), '') AS k) cur
+				WHERE NOT d.dies AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
+					WHERE p.queue = d.queue AND (p.paused_until > now.ns OR p.limited))
+			) y
 		) x WHERE rn <= lim
 	), fired AS (
 		UPDATE hourglass_tasks t SET
@@ -150,7 +163,11 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
 		FROM fired, now WHERE state = 3 AND $8
 	), ` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
-		FROM fired, now WHERE state = 3` + sqlDedupeTail + `
+		FROM fired, now WHERE state = 3` + sqlDedupeTail + `, moved AS (
+		SELECT DISTINCT ON (h.queue) h.queue, h.task_key FROM hand h JOIN fired f ON f.job_id = h.job_id AND f.handed
+		WHERE EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = h.queue)
+		ORDER BY h.queue, h.cls DESC, h.task_key DESC
+	), ` + sqlKeyCursor + `
 	SELECT ` + zeroTask + `, s.* FROM (
 		SELECT 0 AS kind, partition::bigint AS a, 0::bigint AS b, '' AS queue FROM fence
 		UNION ALL

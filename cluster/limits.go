@@ -67,7 +67,7 @@ const sqlLockLimited = `WITH async AS MATERIALIZED (SELECT set_config('synchrono
 // transaction has locked: up to $3[i] tasks of queue $1[i] (its tokens),
 // less, under a concurrency limit, what it has reserved already; $2 in
 // all. A queue that uses keys (has rows in hourglass_key_turns) or has a
-// per-key concurrency ($4[i] > 0, 0: none) is taken in turn across keys (the keys by turn, as sqlReserveFair, a key's tasks
+// per-key concurrency ($4[i] > 0, 0: none) is taken in turn across keys (the keys by their turns in hourglass_key_turns, which only these reserves, under the queue's row lock, move; sqlReserveFair keeps a cursor instead; a key's tasks
 // in delivery order, the n-th task of each key in the n-th round), each
 // key up to $4[i] less what it has reserved already; a key whose
 // ready tasks have no turn row (moved in by a dead letter, say) is found

@@ -47,18 +47,40 @@ const (
 	keyIdle      = 60 * time.Second
 )
 
-// sqlPruneKeys deletes up to $2 rows of hourglass_key_turns not written
-// for $1 (ns) whose key has no live task in their queue: a key's turn
-// lives while the key has tasks. A put of the key meanwhile renews the
-// row's seen (sqlKeyed), which the delete checks again on the row it
-// locks. O(batch log n) by the index on seen.
-const sqlPruneKeys = `WITH d AS (
-		DELETE FROM hourglass_key_turns k
-		WHERE k.seen < hourglass_now() - $1
-			AND NOT EXISTS (SELECT 1 FROM hourglass_tasks t WHERE t.queue = k.queue AND t.task_key = k.task_key)
-			AND (k.queue, k.task_key) IN (SELECT c.queue, c.task_key FROM hourglass_key_turns c
-				WHERE c.seen < hourglass_now() - $1 ORDER BY c.seen LIMIT $2)
-		RETURNING 1)
+// sqlPruneKeys deletes the rows of hourglass_key_turns among the $2 not
+// written for longest, if not for $1 (ns), whose key has no live task in
+// their queue: a key's turn lives while the key has tasks. Each of those
+// rows is probed on its own (hourglass_tasks_keyed, whose predicate the
+// probe of a key but "" repeats; a lateral subquery, so that the planner
+// cannot make it a hash anti-join over every task),
+// and the rows whose keys have tasks get seen = now, so that the next
+// prune looks at other rows (reserves do not write the rows: a backlog
+// of keys would otherwise stay at the head of the index on seen, and the
+// rows behind it would never be looked at). A put of the key meanwhile
+// renews the row's seen (sqlKeyed), which the delete checks again on the
+// row it locks. O($2 log n). With them it deletes up to $2 cursors
+// (hourglass_key_cursors, reserve.go) of queues without turn rows left,
+// as the statement began: a queue's cursor goes a round after its last
+// key's row.
+const sqlPruneKeys = `WITH cand AS MATERIALIZED (
+		SELECT c.queue, c.task_key, l.live FROM (SELECT queue, task_key FROM hourglass_key_turns
+			WHERE seen < hourglass_now() - $1 ORDER BY seen LIMIT $2) c
+		CROSS JOIN LATERAL (SELECT count(*) > 0 AS live FROM (
+			(SELECT 1 FROM hourglass_tasks t WHERE c.task_key <> '' AND t.queue = c.queue AND t.task_key = c.task_key
+				AND t.task_key <> '' LIMIT 1)
+			UNION ALL
+			(SELECT 1 FROM hourglass_tasks t WHERE c.task_key = '' AND t.queue = c.queue AND t.task_key = '' LIMIT 1)) x) l
+	), d AS (
+		DELETE FROM hourglass_key_turns k USING cand
+		WHERE k.queue = cand.queue AND k.task_key = cand.task_key AND NOT cand.live
+			AND k.seen < hourglass_now() - $1
+		RETURNING 1
+	), kept AS (
+		UPDATE hourglass_key_turns k SET seen = hourglass_now() FROM cand
+		WHERE k.queue = cand.queue AND k.task_key = cand.task_key AND cand.live
+	), c AS (
+		DELETE FROM hourglass_key_cursors c WHERE c.queue IN (SELECT x.queue FROM hourglass_key_cursors x
+			WHERE NOT EXISTS (SELECT 1 FROM hourglass_key_turns k WHERE k.queue = x.queue) LIMIT $2))
 	SELECT count(*) FROM d`
 
 // pruneWith returns the primitive of a retry.Pruner that runs sql, a

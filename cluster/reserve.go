@@ -85,62 +85,103 @@ const sqlReserve = `WITH picked AS (
 	WHERE EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = ANY($1))`
 
 // sqlReserveFair is sqlReserve for queues that use keys (those with
-// rows in hourglass_key_turns): of each queue, the first task of each of
-// the first $2 keys by turn that have a ready task of the queue's first
-// priority, then the queue's first $2 tasks in delivery order to fill the
-// rest (a task whose key has no turn row counts as the first turn); the
-// keys taken get the next turns (sqlTurn), in the same statement. Its
-// rows are sqlReserve's, without the last kind. Its probes of whether a
-// key has a ready task are ordered as hourglass_tasks_key_ready, so that
-// a generic plan over an analyzed table takes that index rather than a
-// scan of the table (TestReserve_PlanAfterAnalyze).
+// rows in hourglass_key_turns). Of each queue it takes, in a cycle over
+// the keys in the order of their names starting after the queue's
+// cursor (hourglass_key_cursors, 017: the last key served; the key ""
+// between the last key and the first, when it has a turn row), the
+// first ready task of each key that has one of the queue's first
+// priority, up to $2 keys; then, only if that leaves $2 unfilled, the
+// queue's first $2 tasks in delivery order to fill the rest. The cursor
+// moves to the last key served, one row write a reserve (sqlKeyCursor),
+// whatever the number of keys: O($2) index descents and one write a
+// reserve, besides the tasks' own updates. Its rows are sqlReserve's, without the
+// last kind.
+//
+// The keys come from a walk of hourglass_tasks_key_ready (walkA: keys
+// after the cursor; walkB: keys up to it), one index descent a key,
+// that yields each key's first ready task; the walk reads at most
+// 4 × $2 + 64 keys on either side, so that keys whose first task is of
+// a lower priority or held by another reserve cost a bounded read (the
+// fill then takes the queue's first tasks, of the first priority). The
+// queue's first priority (best) is the first key's first task's, unless
+// a ready task of a higher one exists: that probe of
+// hourglass_tasks_ready reads only the entries ahead of that priority,
+// not those of the tasks just taken at its head, which a probe of the
+// queue's first ready task walked at every reserve until vacuumed. A
+// key's first task is locked FOR UPDATE SKIP LOCKED by its primary key:
+// a key whose first task another reserve holds is that reserve's, so
+// reserves running at once serve the keys one after another's, and
+// none waits for another but on the cursor's row at its commit. The
+// cursor's order across nodes is the database's, so the round is the
+// queue's whatever node reserves.
 const sqlReserveFair = `WITH picked AS (
-		SELECT c.job_id, c.ready_at FROM unnest($1::text[]) AS q(name)
+		SELECT c.job_id, c.ready_at, c.queue, c.task_key, c.rank, c.turn FROM unnest($1::text[]) AS q(name)
 		CROSS JOIN LATERAL (
-			SELECT DISTINCT ON (u.job_id) u.* FROM (
-				SELECT f.job_id, f.priority, f.due, f.ready_at, 0 AS rank, k.turn FROM (
-					SELECT kt.task_key, kt.turn
-					FROM (SELECT b.priority FROM hourglass_tasks b
-						WHERE b.queue = q.name AND b.state = 1 AND b.fire_at IS NULL
-						ORDER BY ` + sqlDeliveryOrder + ` LIMIT 1) best
-					CROSS JOIN hourglass_key_turns kt
-					CROSS JOIN LATERAL (
-						(SELECT 1 FROM hourglass_tasks e WHERE kt.task_key <> '' AND e.queue = q.name
-							AND e.task_key = kt.task_key AND e.task_key <> '' AND e.priority = best.priority
-							AND e.state = 1 AND e.fire_at IS NULL ORDER BY e.due, e.job_id LIMIT 1)
-						UNION ALL
-						(SELECT 1 FROM hourglass_tasks e WHERE kt.task_key = '' AND e.queue = q.name
-							AND e.task_key = '' AND e.priority = best.priority AND e.state = 1 AND e.fire_at IS NULL
-							ORDER BY e.due, e.job_id LIMIT 1)
-						LIMIT 1
-					) has
-					WHERE kt.queue = q.name AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
-						WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
-					ORDER BY kt.turn
-					LIMIT $2
-				) k
-				CROSS JOIN LATERAL (
-					SELECT * FROM (SELECT job_id, priority, due, ready_at FROM hourglass_tasks
-						WHERE k.task_key <> '' AND queue = q.name AND task_key = k.task_key AND task_key <> ''
-							AND state = 1 AND fire_at IS NULL
-						ORDER BY ` + sqlDeliveryOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED) keyed
-					UNION ALL
-					SELECT * FROM (SELECT job_id, priority, due, ready_at FROM hourglass_tasks
-						WHERE k.task_key = '' AND queue = q.name AND task_key = '' AND state = 1 AND fire_at IS NULL
-						ORDER BY ` + sqlDeliveryOrder + ` LIMIT 1 FOR UPDATE SKIP LOCKED) plain
-				) f
+			WITH RECURSIVE run AS MATERIALIZED (
+				SELECT NOT EXISTS (SELECT 1 FROM hourglass_queues p
+						WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited)) AS ok,
+					coalesce((SELECT kc.task_key FROM hourglass_key_cursors kc WHERE kc.queue = q.name), '') AS cur
+			), walkA(task_key, priority, job_id, n) AS (
+				(SELECT e.task_key, e.priority, e.job_id, 1 FROM hourglass_tasks e
+					WHERE (SELECT ok FROM run) AND e.queue = q.name AND e.task_key > (SELECT cur FROM run) AND e.task_key <> ''
+						AND e.state = 1 AND e.fire_at IS NULL
+					ORDER BY e.task_key, e.priority, e.due, e.job_id LIMIT 1)
 				UNION ALL
-				SELECT g.job_id, g.priority, g.due, g.ready_at, CASE WHEN kt.turn IS NULL THEN 0 ELSE 1 END,
-					coalesce(kt.turn, 0)
-				FROM (
-					SELECT job_id, priority, due, ready_at, task_key FROM hourglass_tasks
+				SELECT x.task_key, x.priority, x.job_id, w.n + 1 FROM walkA w CROSS JOIN LATERAL (
+					SELECT e.task_key, e.priority, e.job_id FROM hourglass_tasks e
+					WHERE e.queue = q.name AND e.task_key > w.task_key AND e.task_key <> ''
+						AND e.state = 1 AND e.fire_at IS NULL
+					ORDER BY e.task_key, e.priority, e.due, e.job_id LIMIT 1) x
+				WHERE w.n < 4 * $2 + 64
+			), walkB(task_key, priority, job_id, n) AS (
+				(SELECT e.task_key, e.priority, e.job_id, 2000001 FROM hourglass_tasks e
+					WHERE (SELECT ok AND cur <> '' FROM run) AND e.queue = q.name AND e.task_key <> ''
+						AND e.state = 1 AND e.fire_at IS NULL
+					ORDER BY e.task_key, e.priority, e.due, e.job_id LIMIT 1)
+				UNION ALL
+				SELECT x.task_key, x.priority, x.job_id, w.n + 1 FROM walkB w, run CROSS JOIN LATERAL (
+					SELECT e.task_key, e.priority, e.job_id FROM hourglass_tasks e
+					WHERE e.queue = q.name AND e.task_key > w.task_key AND e.task_key <> ''
+						AND e.state = 1 AND e.fire_at IS NULL
+					ORDER BY e.task_key, e.priority, e.due, e.job_id LIMIT 1) x
+				WHERE w.n < 2000000 + 4 * $2 + 64 AND x.task_key <= run.cur
+			), walk AS (
+				SELECT * FROM walkA
+				UNION ALL
+				SELECT '', e.priority, e.job_id, 1000000 FROM run CROSS JOIN LATERAL (
+					SELECT e.priority, e.job_id FROM hourglass_tasks e
+					WHERE run.ok AND e.queue = q.name AND e.task_key = '' AND e.state = 1 AND e.fire_at IS NULL
+						AND EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = q.name AND x.task_key = '')
+					ORDER BY e.priority, e.due, e.job_id LIMIT 1) e
+				UNION ALL
+				SELECT * FROM walkB WHERE walkB.task_key <= (SELECT cur FROM run)
+			), best AS MATERIALIZED (
+				SELECT coalesce((SELECT b.priority FROM hourglass_tasks b
+						WHERE b.queue = q.name AND b.state = 1 AND b.fire_at IS NULL AND b.priority < p0.priority
+						ORDER BY b.priority, b.due, b.job_id LIMIT 1), p0.priority) AS priority
+				FROM (SELECT priority FROM walk LIMIT 1) p0
+			), keyed AS MATERIALIZED (
+				SELECT t.job_id, t.priority, t.due, t.ready_at, t.queue, t.task_key, 0 AS rank, w.n AS turn
+				FROM walk w CROSS JOIN LATERAL (
+					SELECT job_id, priority, due, ready_at, queue, task_key FROM hourglass_tasks
+					WHERE job_id = w.job_id AND state = 1 AND fire_at IS NULL
+					FOR UPDATE SKIP LOCKED) t
+				WHERE w.priority = (SELECT priority FROM best)
+				LIMIT $2
+			)
+			SELECT DISTINCT ON (u.job_id) u.* FROM (
+				SELECT * FROM keyed
+				UNION ALL
+				SELECT g.job_id, g.priority, g.due, g.ready_at, g.queue, g.task_key, 1, 0 FROM (
+					SELECT job_id, priority, due, ready_at, queue, task_key FROM hourglass_tasks
 					WHERE queue = q.name AND state = 1 AND fire_at IS NULL
+						AND (SELECT count(*) FROM keyed) < $2
 						AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
 							WHERE p.queue = q.name AND (p.paused_until > hourglass_now() OR p.limited))
 					ORDER BY ` + sqlDeliveryOrder + `
 					LIMIT $2
 					FOR UPDATE SKIP LOCKED
-				) g LEFT JOIN hourglass_key_turns kt ON kt.queue = q.name AND kt.task_key = g.task_key
+				) g
 			) u
 			ORDER BY u.job_id, u.rank
 		) c
@@ -156,9 +197,9 @@ const sqlReserveFair = `WITH picked AS (
 		FROM picked, now
 		WHERE t.job_id = picked.job_id
 		RETURNING ` + returnTask + `, now.ns, picked.ready_at
-	), turned AS (
-		` + sqlTurn + `
-	)
+	), moved AS (
+		SELECT DISTINCT ON (queue) queue, task_key FROM picked WHERE rank = 0 ORDER BY queue, turn DESC
+	), ` + sqlKeyCursor + `
 	SELECT *, NULL::bigint FROM taken
 	UNION ALL
 	SELECT 0::bigint, p.queue, '', 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint, 0::bigint,
@@ -172,11 +213,27 @@ const sqlReserveFair = `WITH picked AS (
 	FROM hourglass_queues p
 	WHERE p.queue = ANY($1) AND p.limited`
 
+// sqlKeyCursor is the CTE that moves the cursors of queues that use keys
+// (hourglass_key_cursors) to the keys of the CTE moved (queue, task_key:
+// the last key served of each queue, in the round's order), which the
+// statement defines before it: one row write a queue. A reserve running
+// at the same time waits for the row at its own write, for the other's
+// commit, and then writes its own key, which comes after the other's
+// in the round (the other held the keys before it). Taken last in the
+// statement (no CTE reads it), so the row is held only while the
+// statement ends and commits.
+const sqlKeyCursor = `cursored AS (
+		INSERT INTO hourglass_key_cursors AS kc (queue, task_key)
+		SELECT queue, task_key FROM moved
+		ON CONFLICT (queue) DO UPDATE SET task_key = excluded.task_key
+	)`
+
 // sqlTurn gives the keys of the tasks taken (the CTE taken, with queue
 // and task_key) the next turns, behind every other key of their queues:
 // a key's row is made if it has none (a key moved in, say), but the key
 // "" gets one only in a queue that uses keys, so that a queue without
-// them writes nothing.
+// them writes nothing. Under the queue's row lock (limits.go), so no
+// other reserve of the queue writes the rows meanwhile.
 const sqlTurn = `INSERT INTO hourglass_key_turns AS kt (queue, task_key, turn, seen)
 		SELECT s.queue, s.task_key, nextval('hourglass_key_turn'), hourglass_now()
 		FROM (SELECT DISTINCT queue, task_key FROM taken) s

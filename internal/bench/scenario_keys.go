@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,10 @@ type KeysOptions struct {
 	Engine string
 	// Memory runs the memory rows (embedded store).
 	Memory bool
+	// Builds are the `hourglass` binaries whose cluster rows take turns
+	// in each round, four rows each (--keys-builds); none: the binary
+	// serveCommand finds.
+	Builds []string
 	// BigWork is how long a handler takes with a task of the flood (key
 	// "big"): 0, the scenario's, drains the flood as fast as the worker
 	// can, filling both cores; a longer one drains it slower, leaving
@@ -111,6 +116,15 @@ func KeysFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.BoolVar(&Keys.Memory, "keys-memory", Keys.Memory, "keys scenario: run the memory rows too")
+	fs.Func("keys-builds", "keys scenario: hourglass binaries, comma-separated, whose cluster rows (1 node) take turns in each round, named by their directories (default: this one)", func(s string) error {
+		for _, b := range strings.Split(s, ",") {
+			if _, err := os.Stat(b); err != nil {
+				return err
+			}
+			Keys.Builds = append(Keys.Builds, b)
+		}
+		return nil
+	})
 	fs.Func("keys-big-work", "keys scenario: how long a handler takes with a task of the flood (default 0: the scenario's)", func(s string) error {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 || d > time.Second {
@@ -139,9 +153,14 @@ func keysJobs(c *Config, _ []Structure) []Job {
 		return serveJob("keys", structure, n, cs, f)
 	}
 	var jobs []Job
-	for _, e := range keysEngines {
-		if Keys.Engine != "both" && (e.nodes == 0) != (Keys.Engine == "embedded") {
-			continue
+	for _, e := range keysEnginesRun() {
+		job := func(structure string, n int, cs string, f func(bin string) (Result, error)) Job {
+			return job(structure, n, cs, func(bin string) (Result, error) {
+				if e.bin != "" {
+					bin = e.bin // a build of --keys-builds
+				}
+				return f(bin)
+			})
 		}
 		// Figures of this round's first row of each pair on e; 0 if it
 		// did not run.
@@ -190,8 +209,8 @@ func keysJobs(c *Config, _ []Structure) []Job {
 			}),
 		)
 	}
-	if !Keys.Memory {
-		return jobs
+	if Keys.Engine == "cluster" || !Keys.Memory {
+		return jobs // the memory rows are the embedded engine's
 	}
 	// Figures of this round's memory row without keys; 0 if it did not run.
 	var plainHeap, plainRSS float64 // MiB
@@ -219,14 +238,6 @@ func keysJobs(c *Config, _ []Structure) []Job {
 		}),
 	)
 }
-
-// keysEngines are the engines the throughput and lateness rows run on:
-// the embedded store, and one cluster node on PostgreSQL (started by
-// internal/pgtest, as the worker scenario's 1 node row is).
-var keysEngines = []struct {
-	structure string
-	nodes     int
-}{{beanstalkHourglass, 0}, {"1 node", 1}}
 
 // keysBodyset makes, once and from a fixed seed, the bodies of the keyed
 // fill: keysActive tasks of 200-byte payloads, task i of key
@@ -338,6 +349,7 @@ func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error)
 	if err != nil {
 		return Result{}, s.withState(err)
 	}
+	hops := keysHops(s.procs, nodes)
 	mu.Lock()
 	tasks := slices.Clone(late)
 	mu.Unlock()
@@ -380,6 +392,9 @@ func keysLateness(bin string, nodes, flood int, d time.Duration) (Result, error)
 	}
 	if benchWaitOK {
 		r.add("bench runq s/s", unitRatio, (benchWait1-benchWait0).Seconds()/streamFor)
+	}
+	for _, h := range hops {
+		r.add(h.column, unitSec, h.v)
 	}
 	r.add("small handled", unitCount, float64(len(got)))
 	r.add("big handled", unitCount, float64(big.Load()))

@@ -193,8 +193,10 @@ func (d *differ) key() string { return diffKeys[d.rng.IntN(len(diffKeys))] }
 // come), and the order of turns across keys, in which the engines
 // differ, never decides: a key whose ready tasks ran out and came back
 // takes a new turn on the embedded engine (broker/fair.go's lanes),
-// behind every other key, and keeps its row's turn on a cluster
-// (hourglass_key_turns). Within a key, delivery order decides on both.
+// behind every other key, and keeps its place in the round by name on a
+// cluster (after the queue's cursor, hourglass_key_cursors; under
+// per-key limits, its row's turn in hourglass_key_turns). Within a key,
+// delivery order decides on both.
 func keyPriority(queue, key string) uint32 {
 	return uint32(3*slices.Index(diffQueues, queue) + slices.Index(diffKeys, key))
 }
