@@ -67,7 +67,7 @@ func TestOverlaps(t *testing.T) {
 }
 
 // TestKeysFlags checks that --keys-engine and --keys-memory select the
-// keys scenario's rows, and that --keys-big-work takes a duration.
+// keys scenario's rows (--keys-engine cluster runs no memory rows), and that --keys-big-work takes a duration.
 func TestKeysFlags(t *testing.T) {
 	saved := Keys
 	t.Cleanup(func() { Keys = saved })
@@ -80,7 +80,10 @@ func TestKeysFlags(t *testing.T) {
 		}},
 		{[]string{"--keys-engine", "cluster"}, []string{
 			"1 node reserve→ack no keys", "1 node reserve→ack 10k keys", "1 node small key, empty queue", "1 node small key, flooded",
-			"hourglass memory, no keys", "hourglass memory, a key a task",
+		}}, // the memory rows are the embedded engine's
+		{[]string{"--keys-engine", "both", "--keys-memory=false"}, []string{
+			"hourglass reserve→ack no keys", "hourglass reserve→ack 10k keys", "hourglass small key, empty queue", "hourglass small key, flooded",
+			"1 node reserve→ack no keys", "1 node reserve→ack 10k keys", "1 node small key, empty queue", "1 node small key, flooded",
 		}},
 	} {
 		Keys = saved
