@@ -59,9 +59,6 @@ func (r *ring[T]) push(v T) (pos uint64, ok bool) {
 	}
 }
 
-// taken reports whether drain has taken the item pushed at pos.
-func (r *ring[T]) taken(pos uint64) bool { return r.head.Load() > pos }
-
 // drain hands every item claimed before the call to take, in order of
 // position, in slices of buf's capacity, waiting for any claimed and not
 // yet published. It returns buf, cleared, for reuse. Consumer only.

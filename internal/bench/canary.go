@@ -60,8 +60,8 @@ func runCanary(in io.Reader, out io.Writer) {
 		case <-done:
 			w.Flush()
 			return
-		case now := <-t.C:
-			now = time.Now() // the tick's own time is when it was due
+		case <-t.C:
+			now := time.Now() // not the tick's own time, which is when it was due
 			if d := now.Sub(last); d >= canaryStall {
 				fmt.Fprintf(w, "%d %d\n", last.UnixNano(), int64(d))
 				w.Flush()
