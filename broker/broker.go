@@ -75,6 +75,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass-go/hourglass"
+	"github.com/hourglass-go/hourglass/internal/schedrun"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
@@ -118,7 +119,8 @@ type Broker struct {
 
 	delays *hourglass.Keyed[uint64] // delayed tasks, by job id
 	leases *hourglass.Keyed[uint64] // reserved tasks, by job id
-	cron   *hourglass.Timer         // schedules' next occurrences
+	cron   *hourglass.Timer         // schedules' next occurrences, key buckets, pauses
+	runner *schedrun.Runner         // fires the schedules (schedule.go)
 
 	mu sync.Mutex
 	// tasks is every live task's place in memory. Guarded by mu.
@@ -265,6 +267,7 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 	b.delays = hourglass.NewKeyed(b.fire, hourglass.WithExecutor(hourglass.Inline))
 	b.leases = hourglass.NewKeyed(b.expireLease, hourglass.WithExecutor(hourglass.Inline))
 	b.cron = hourglass.New(hourglass.WithExecutor(hourglass.Inline), hourglass.WithShards(1))
+	b.runner = schedrun.New(schedrun.Config{Timer: b.cron, Occur: b.occur, Settle: b.settle, Metrics: b.metrics.schedules, Log: b.log})
 	go b.commitLoop()
 	go b.sweepLoop()
 	if err := b.recover(); err != nil {
@@ -311,6 +314,7 @@ func (b *Broker) Close() error {
 
 // shutdown stops the wheels, the committer and a read ahead running.
 func (b *Broker) shutdown() {
+	b.runner.Stop()
 	b.cron.Stop()
 	b.delays.Stop()
 	b.leases.Stop()

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -90,7 +91,8 @@ func (b *Broker) recover() error {
 		}
 	}
 	b.tasks.compact()
-	if err := b.recoverSchedulesLocked(); err != nil {
+	schedules, err := b.recoverSchedulesLocked()
+	if err != nil {
 		b.mu.Unlock()
 		return err
 	}
@@ -98,6 +100,15 @@ func (b *Broker) recover() error {
 	b.mu.Unlock()
 	if err := g.wait(); err != nil {
 		return fmt.Errorf("hourglass: recovery: committing expired leases: %w", err)
+	}
+	// The occurrences missed while the broker was down that the misfire
+	// rule keeps are put, and committed, before Open returns.
+	b.runner.Sync(context.Background(), schedules)
+	b.mu.Lock()
+	g = b.barrierLocked()
+	b.mu.Unlock()
+	if err := g.wait(); err != nil {
+		return fmt.Errorf("hourglass: recovery: committing missed occurrences: %w", err)
 	}
 	b.log.Info("hourglass: recovered", "tasks", n, "queues", len(b.queues),
 		"schedules", len(b.schedules), "took", time.Since(start).String())

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,31 +9,33 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass"
+	"github.com/hourglass-go/hourglass/internal/schedrun"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// schedule is a cron schedule in memory; the rules it keeps are in
-// service/schedule.go. Guarded by Broker.mu.
+// A schedule's record is stored here; its rules are service/schedule.go's
+// and its firing internal/schedrun's (b.runner, which holds the timers of
+// the schedules not paused). This file keeps the records, in memory and
+// in the store, and the primitives the Runner calls: occur (put an
+// occurrence's task, or skip it, and record it as the last, in one group
+// commit) and settle.
+
+// schedule is a cron schedule in memory. Guarded by Broker.mu.
 type schedule struct {
 	spec    task.ScheduleSpec // normalised (service.NormalSchedule)
 	cron    hourglass.Schedule
 	loc     *time.Location
-	created int64
-	last    int64     // newest occurrence put or skipped, Unix ns; 0: none (the misfire cursor)
-	lastRun int64     // newest occurrence or run put or skipped, Unix ns
-	lastID  string    // the newest task put (service.LastSkipped)
-	next    time.Time // zero: never again, or paused
-	timeout *hourglass.Timeout
+	created int64  // when the spec was set, Unix ns: its version
+	last    int64  // newest occurrence put or skipped, Unix ns; 0: none (the misfire cursor)
+	lastRun int64  // newest occurrence or run put or skipped, Unix ns
+	lastID  string // the newest task put (service.LastSkipped)
 }
 
-// disarmLocked cancels s's timeout, if armed. b.mu must be held.
-func (s *schedule) disarmLocked() {
-	if s.timeout != nil {
-		s.timeout.Cancel()
-	}
-	s.timeout, s.next = nil, time.Time{}
+// run returns s as the Runner arms it.
+func (s *schedule) run() schedrun.Schedule {
+	return schedrun.Schedule{Spec: s.spec, Cron: s.cron, Loc: s.loc, Version: s.created, From: time.Unix(0, max(s.last, s.created))}
 }
 
 // parseSchedule checks spec against the broker's limits and parses its
@@ -42,16 +45,14 @@ func (b *Broker) parseSchedule(spec task.ScheduleSpec) (hourglass.Schedule, *tim
 }
 
 // SetSchedule writes the schedule name as c says (service.Engine), in
-// one group commit: a new spec (setSpec), a pause or resume
-// (setPaused), or a run the front put (ran).
+// one group commit: a new spec (setSpec), or a change of the schedule
+// stored (change).
 func (b *Broker) SetSchedule(ctx context.Context, name string, c service.ScheduleChange) (task.ScheduleInfo, bool, error) {
 	switch {
 	case c.Spec != nil:
 		return b.setSpec(ctx, *c.Spec)
-	case c.Paused != nil:
-		return task.ScheduleInfo{}, false, b.setPaused(ctx, name, *c.Paused)
-	case c.Run != nil:
-		return task.ScheduleInfo{}, false, b.ran(ctx, name, *c.Run)
+	case c.Paused != nil, c.Run != nil:
+		return task.ScheduleInfo{}, false, b.change(ctx, name, c, false)
 	}
 	return task.ScheduleInfo{}, false, fmt.Errorf("%w: no schedule change", task.ErrInvalid)
 }
@@ -95,7 +96,6 @@ func (b *Broker) setSpec(ctx context.Context, spec task.ScheduleSpec) (info task
 		}
 	}
 	if ok {
-		old.disarmLocked()
 		s.last, s.lastRun, s.lastID = old.last, old.lastRun, old.lastID
 		if old.spec.Paused && !spec.Paused {
 			s.last = now.UnixNano()
@@ -103,10 +103,12 @@ func (b *Broker) setSpec(ctx context.Context, spec task.ScheduleSpec) (info task
 	}
 	b.schedules[spec.Name] = s
 	b.writeScheduleLocked(s.record(), false)
-	if !spec.Paused {
-		b.armLocked(s, now)
+	if spec.Paused {
+		b.runner.Disarm(spec.Name)
+	} else {
+		b.runner.Arm(s.run(), now)
 	}
-	info = s.info()
+	info = b.infoLocked(s)
 	g := b.barrierLocked()
 	b.mu.Unlock()
 	return b.withOutcome(ctx, info), !ok, b.waitGroup(ctx, g)
@@ -133,71 +135,43 @@ func (b *Broker) waitGroup(ctx context.Context, g *group) error {
 // DeleteSchedule deletes the schedule name, durably, or returns
 // ErrNoSchedule. Tasks it put stay.
 func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
-	b.mu.Lock()
-	if err := b.usableLocked(); err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	s, ok := b.schedules[name]
-	if !ok {
-		b.mu.Unlock()
-		return task.ErrNoSchedule
-	}
-	s.disarmLocked()
-	delete(b.schedules, name)
-	b.unscheduleLocked(s)
-	b.writeScheduleLocked(store.Schedule{Name: name}, true)
-	g := b.answerGroupLocked()
-	b.mu.Unlock()
-	return b.wait(ctx, g)
+	return b.change(ctx, name, service.ScheduleChange{}, true)
 }
 
-// setPaused pauses the schedule name, durably, so that it puts nothing,
-// or resumes it from now: the occurrences that fell due while it was
-// paused are not put. ErrNoSchedule if there is none.
-func (b *Broker) setPaused(ctx context.Context, name string, paused bool) error {
+// change deletes the schedule name (del), or applies c to it, durably,
+// in one group commit, or returns ErrNoSchedule:
+//   - c.Run: a run the front put becomes its last (its last run the later
+//     of the two), counted in its puts; its next occurrence stays;
+//   - c.Paused: a pause disarms it, so that it puts nothing; a resume
+//     arms it from now: the occurrences that fell due while it was
+//     paused are not put.
+func (b *Broker) change(ctx context.Context, name string, c service.ScheduleChange, del bool) error {
 	now := time.Now()
 	b.mu.Lock()
-	if err := b.usableLocked(); err != nil {
-		b.mu.Unlock()
-		return err
-	}
 	s, ok := b.schedules[name]
-	if !ok {
+	if err := b.usableLocked(); err != nil || !ok {
 		b.mu.Unlock()
-		return task.ErrNoSchedule
+		return cmp.Or(err, task.ErrNoSchedule)
 	}
-	if s.spec.Paused != paused {
-		s.spec.Paused = paused
-		s.disarmLocked()
-		if !paused {
+	switch {
+	case del:
+		b.runner.Disarm(name)
+		delete(b.schedules, name)
+		b.unscheduleLocked(s)
+		b.writeScheduleLocked(store.Schedule{Name: name}, true)
+	case c.Run != nil:
+		s.lastRun, s.lastID = max(s.lastRun, c.Run.At.UnixNano()), c.Run.ID
+		b.writeScheduleLocked(s.record(), false)
+		b.metrics.schedules.Occurred(name)
+	case s.spec.Paused != *c.Paused:
+		s.spec.Paused = *c.Paused
+		b.runner.Disarm(name)
+		if !s.spec.Paused {
 			s.last = now.UnixNano()
-			b.armLocked(s, now)
+			b.runner.Arm(s.run(), now)
 		}
 		b.writeScheduleLocked(s.record(), false)
 	}
-	g := b.answerGroupLocked()
-	b.mu.Unlock()
-	return b.wait(ctx, g)
-}
-
-// ran records the run r of the schedule name, which the front put, as
-// its last, durably, and counts it in the schedule's puts; its next
-// occurrence stays. ErrNoSchedule if there is none.
-func (b *Broker) ran(ctx context.Context, name string, r service.LastRun) error {
-	b.mu.Lock()
-	if err := b.usableLocked(); err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	s, ok := b.schedules[name]
-	if !ok {
-		b.mu.Unlock()
-		return task.ErrNoSchedule
-	}
-	s.lastRun, s.lastID = max(s.lastRun, r.At.UnixNano()), r.ID
-	b.writeScheduleLocked(s.record(), false)
-	b.metrics.schedules.Occurred(name)
 	g := b.answerGroupLocked()
 	b.mu.Unlock()
 	return b.wait(ctx, g)
@@ -236,7 +210,7 @@ func (b *Broker) Schedules(ctx context.Context, name string) ([]task.ScheduleInf
 // that task is live (pending, or dead), else without one. b.mu must be
 // held.
 func (b *Broker) liveOutcomeLocked(s *schedule) task.ScheduleInfo {
-	info := s.info()
+	info := b.infoLocked(s)
 	if info.LastTaskID == "" {
 		return info
 	}
@@ -245,10 +219,7 @@ func (b *Broker) liveOutcomeLocked(s *schedule) task.ScheduleInfo {
 		return info
 	}
 	if sl, ok := b.tasks.get(job); ok {
-		info.LastOutcome = task.SchedulePending
-		if sl.state() == task.Dead {
-			info.LastOutcome = task.ScheduleDead
-		}
+		info.LastOutcome = service.LastOutcome(true, sl.state(), "")
 	}
 	return info
 }
@@ -260,22 +231,15 @@ func (b *Broker) withOutcome(ctx context.Context, info task.ScheduleInfo) task.S
 	if info.LastOutcome != "" || info.LastTaskID == "" {
 		return info
 	}
-	info.LastOutcome = task.ScheduleAcked
-	if f, err := b.st.LastFinished(info.Queue, info.LastTaskID); err == nil && f.Outcome == task.FinishedDead {
-		info.LastOutcome = task.ScheduleDead
-	}
+	f, _ := b.st.LastFinished(info.Queue, info.LastTaskID) // none: acked, or gone from the history
+	info.LastOutcome = service.LastOutcome(false, 0, f.Outcome)
 	return info
 }
 
-func (s *schedule) info() task.ScheduleInfo {
-	i := task.ScheduleInfo{ScheduleSpec: s.spec, Next: s.next, LastTaskID: s.lastID}
-	if s.lastRun != 0 {
-		i.Last = time.Unix(0, s.lastRun).UTC()
-		if service.LastSkipped(s.spec.Name, s.lastRun, s.lastID) {
-			i.LastTaskID, i.LastOutcome = "", task.ScheduleSkipped
-		}
-	}
-	return i
+// infoLocked returns s as the API reports it, without the outcome of a
+// last task put. b.mu must be held.
+func (b *Broker) infoLocked(s *schedule) task.ScheduleInfo {
+	return service.NewScheduleInfo(s.spec, b.runner.Next(s.spec.Name), s.lastRun, s.lastID)
 }
 
 func (s *schedule) record() store.Schedule {
@@ -299,54 +263,72 @@ func specOf(r store.Schedule) task.ScheduleSpec {
 	}
 }
 
-// armLocked sets s's timeout for its first occurrence after after. b.mu
-// must be held.
-func (b *Broker) armLocked(s *schedule, after time.Time) {
-	s.timeout = nil
-	s.next = service.NextOccurrence(s.cron, s.loc, after)
-	if s.next.IsZero() {
-		return
-	}
-	at := s.next
-	to, err := b.cron.AtFunc(at, func() { b.occur(s, at) })
-	if err != nil {
-		b.log.Error("hourglass: arming a schedule", "schedule", s.spec.Name, "err", err)
-		return
-	}
-	s.timeout = to
-}
-
-// occur puts s's occurrence at and arms the next. It runs on the cron
-// timer's goroutine.
-func (b *Broker) occur(s *schedule, at time.Time) {
+// occur is the Runner's primitive (schedrun.OccurFunc): it puts the
+// task of rs's occurrence at, or skips it, and records at as the last,
+// in one group, unless rs is no longer the schedule stored (replaced,
+// deleted, paused) or at is not after its last occurrence: then it
+// answers schedrun.ErrGone. It does not wait for the commit: a crash
+// loses the put and its record together.
+func (b *Broker) occur(ctx context.Context, rs *schedrun.Schedule, at time.Time) (skipped bool, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.schedules[s.spec.Name] != s || s.spec.Paused || b.usableLocked() != nil {
-		return // replaced, deleted or paused since it was armed
+	s, err := b.currentScheduleLocked(rs)
+	if err != nil {
+		return false, err
 	}
-	b.putOccurrenceLocked(s, at)
-	b.armLocked(s, at)
+	if at.UnixNano() <= s.last {
+		return false, schedrun.ErrGone
+	}
+	return b.putOccurrenceLocked(s, at)
+}
+
+// settle is the Runner's primitive (schedrun.SettleFunc): through
+// becomes rs's misfire cursor if later.
+func (b *Broker) settle(ctx context.Context, rs *schedrun.Schedule, through time.Time) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, err := b.currentScheduleLocked(rs)
+	if err != nil {
+		return err
+	}
+	if s.last < through.UnixNano() {
+		s.last = through.UnixNano()
+		b.writeScheduleLocked(s.record(), false)
+	}
+	return nil
+}
+
+// currentScheduleLocked returns the schedule rs names if it is still
+// rs's version, not paused, and the broker serves; else an error
+// wrapping schedrun.ErrGone. b.mu must be held.
+func (b *Broker) currentScheduleLocked(rs *schedrun.Schedule) (*schedule, error) {
+	if err := b.usableLocked(); err != nil {
+		return nil, fmt.Errorf("%w: %w", schedrun.ErrGone, err)
+	}
+	s := b.schedules[rs.Spec.Name]
+	if s == nil || s.created != rs.Version || s.spec.Paused {
+		return nil, schedrun.ErrGone
+	}
+	return s, nil
 }
 
 // putOccurrenceLocked puts the task of s's occurrence at (none if it was
 // put before), or skips it under the overlap rule, and records at as s's
 // last, in one group. b.mu must be held.
-func (b *Broker) putOccurrenceLocked(s *schedule, at time.Time) {
+func (b *Broker) putOccurrenceLocked(s *schedule, at time.Time) (skipped bool, err error) {
 	if s.spec.Overlap == service.OverlapSkip && b.unfinishedLocked(s) {
 		s.last, s.lastRun = at.UnixNano(), at.UnixNano() // lastID stays: the task still running
 		b.writeScheduleLocked(s.record(), false)
-		b.metrics.schedules.Skips(s.spec.Name)
-		return
+		return true, nil
 	}
 	q := b.queueLocked(s.spec.Queue)
 	r := service.SchedulePut(s.spec, service.OccurrenceID(s.spec.Name, at))
 	if _, _, err := b.putLocked(q, &r, at.UnixNano(), time.Now().UnixNano()); err != nil {
-		b.log.Error("hourglass: putting a schedule's occurrence", "schedule", s.spec.Name, "at", at, "err", err)
-		return
+		return false, err
 	}
 	s.last, s.lastRun, s.lastID = at.UnixNano(), at.UnixNano(), r.ID
 	b.writeScheduleLocked(s.record(), false)
-	b.metrics.schedules.Occurred(s.spec.Name)
+	return false, nil
 }
 
 // unfinishedLocked reports whether s's last task is still waiting or
@@ -366,15 +348,14 @@ func (b *Broker) unfinishedLocked(s *schedule) bool {
 	return ok && sl.state() != task.Dead
 }
 
-// recoverSchedulesLocked loads the schedules, puts the occurrences missed
-// while the broker was down that the misfire rule keeps, and arms the next;
-// a paused schedule stays as it is. b.mu must be held.
-func (b *Broker) recoverSchedulesLocked() error {
+// recoverSchedulesLocked loads the schedules and returns those not
+// paused, for the Runner to take up (recover). b.mu must be held.
+func (b *Broker) recoverSchedulesLocked() ([]schedrun.Schedule, error) {
 	recs, err := b.st.Schedules()
 	if err != nil {
-		return fmt.Errorf("hourglass: recovery: schedules: %w", err)
+		return nil, fmt.Errorf("hourglass: recovery: schedules: %w", err)
 	}
-	now := time.Now()
+	var armed []schedrun.Schedule
 	for _, r := range recs {
 		spec := specOf(r)
 		sched, loc, err := b.parseSchedule(spec)
@@ -389,22 +370,9 @@ func (b *Broker) recoverSchedulesLocked() error {
 		}
 		b.schedules[r.Name] = s
 		b.queueLocked(s.spec.Queue).schedules++
-		if s.spec.Paused {
-			continue
+		if !s.spec.Paused {
+			armed = append(armed, s.run())
 		}
-		from := time.Unix(0, max(r.Last, r.Created))
-		put, missed := service.MissedOccurrences(sched, loc, s.spec.Misfire, s.spec.CatchUp, from, now)
-		for _, at := range put {
-			b.putOccurrenceLocked(s, at)
-		}
-		if missed > 0 {
-			b.metrics.schedules.Misses(r.Name, missed)
-			if s.last < now.UnixNano() {
-				s.last = now.UnixNano() // the missed ones are settled
-				b.writeScheduleLocked(s.record(), false)
-			}
-		}
-		b.armLocked(s, now)
 	}
-	return nil
+	return armed, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass-go/hourglass"
+	"github.com/hourglass-go/hourglass/internal/schedrun"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -106,8 +107,9 @@ type Node struct {
 	instance   string
 	partitions int // fixed by the schema (hourglass_meta)
 
-	clock clock
-	cron  *hourglass.Timer // owned schedules' next occurrences
+	clock  clock
+	cron   *hourglass.Timer // owned schedules' next occurrences
+	runner *schedrun.Runner // fires the owned schedules (schedule.go)
 	// members holds the node's heartbeat and partition leases and runs
 	// the lease loop (leases.go); its own lock.
 	members *membership
@@ -130,8 +132,6 @@ type Node struct {
 	// queues holds the reservers waiting on this node, by queue. Guarded
 	// by mu.
 	queues map[string]*queueWait
-	// schedules armed on this node, by name. Guarded by mu.
-	schedules map[string]*schedule
 	// capped holds the queues with a concurrency limit: a hint for waking
 	// their reservers (policy.go). The map is never changed once stored:
 	// a change stores a copy (under mu), so that an ack reads it without
@@ -193,14 +193,13 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	var tok [8]byte
 	rand.Read(tok[:])
 	n := &Node{
-		db:        &pool{raw: db, timeout: opts.DBTimeout},
-		opts:      opts,
-		log:       opts.Logger.With("node", opts.Node),
-		name:      opts.Node,
-		instance:  hex.EncodeToString(tok[:]),
-		queues:    make(map[string]*queueWait),
-		schedules: make(map[string]*schedule),
-		ids:       idBlock{turn: make(chan struct{}, 1)},
+		db:       &pool{raw: db, timeout: opts.DBTimeout},
+		opts:     opts,
+		log:      opts.Logger.With("node", opts.Node),
+		name:     opts.Node,
+		instance: hex.EncodeToString(tok[:]),
+		queues:   make(map[string]*queueWait),
+		ids:      idBlock{turn: make(chan struct{}, 1)},
 	}
 	n.clock.skew = &opts.hooks.skew
 	n.capped.Store(&map[string]bool{})
@@ -228,6 +227,8 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	}
 	n.timers = newTimers(n, n)
 	n.cron = hourglass.New(hourglass.WithShards(1))
+	n.runner = schedrun.New(schedrun.Config{Timer: n.cron, Now: func() time.Time { return time.Unix(0, n.clock.now()) },
+		Occur: n.occur, Settle: n.settleSchedule, Metrics: n.metrics.schedules, Log: n.log})
 	n.notifications = newNotifications(n.db, n.name, n.log, noteHandlers{
 		tick:   n.kickTick,
 		policy: n.policyNotified,
@@ -331,6 +332,7 @@ func (n *Node) stop() {
 		for _, p := range n.pruners {
 			p.Stop()
 		}
+		n.runner.Stop()
 		n.cron.Stop()
 		n.notifications.stop()
 	})
@@ -365,14 +367,10 @@ func (n *Node) acquired(ctx context.Context, parts []int32) error {
 // parts' channels unlistened. Their timers still in the wheel are
 // dropped when they fire.
 func (n *Node) dropped(parts []int) {
-	n.mu.Lock()
-	for name, s := range n.schedules {
-		if _, ok := n.members.holds(s.partition); !ok {
-			s.disarm()
-			delete(n.schedules, name)
-		}
-	}
-	n.mu.Unlock()
+	n.runner.Retain(func(s *schedrun.Schedule) bool {
+		_, ok := n.members.holds(s.Tag)
+		return ok
+	})
 	if len(parts) > 0 {
 		chans := make([]string, len(parts))
 		for i, p := range parts {

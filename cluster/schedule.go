@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,40 +10,25 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hourglass-go/hourglass"
+	"github.com/hourglass-go/hourglass/internal/schedrun"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
 // Cron schedules live in hourglass_schedules. A schedule belongs to the
-// partition its name hashes to, and only that partition's owner fires it:
-// each occurrence is put, fenced by the partition's epoch, in the same
-// transaction that records it as the schedule's last, with the task id
-// "NAME@TIME", which the unique (queue, id) makes idempotent. So an
-// occurrence is put once across the cluster, across takeovers too: a new
-// owner puts the occurrences missed since the last one recorded that the
-// misfire rule keeps (service/schedule.go, as a restarted broker does) and
-// arms the next. The overlap rule reads the schedule's last task in the
-// same transaction. A paused schedule is armed nowhere; run now is a put
-// by whichever node is asked, in the transaction that records it as the
-// schedule's last.
-
-// schedule is a schedule armed on this node. Guarded by Node.mu.
-type schedule struct {
-	spec      task.ScheduleSpec
-	cron      hourglass.Schedule
-	loc       *time.Location
-	partition int
-	created   int64
-	last      int64 // the misfire cursor (newest occurrence put or skipped)
-	timeout   *hourglass.Timeout
-}
-
-func (s *schedule) disarm() {
-	if s.timeout != nil {
-		s.timeout.Cancel()
-		s.timeout = nil
-	}
-}
+// partition its name hashes to, and only that partition's owner fires it,
+// through internal/schedrun's Runner (n.runner): the lease loop hands it
+// the schedules of the partitions the node owns (reconcileSchedules), and
+// it calls occur, which puts an occurrence's task, fenced by the
+// partition's epoch, in the transaction that records it as the
+// schedule's last, with the task id "NAME@TIME", which the unique
+// (queue, id) makes idempotent. So an occurrence is put once across the
+// cluster, across takeovers too: a new owner's Runner puts the
+// occurrences missed since the last one recorded that the misfire rule
+// keeps and arms the next. The overlap rule reads the schedule's last
+// task in the same transaction. A paused schedule is armed nowhere; run
+// now is a put by whichever node is asked, then a statement that records
+// it as the schedule's last.
 
 // schedulePartition returns the partition whose owner fires schedule name.
 func (n *Node) schedulePartition(name string) int {
@@ -129,37 +113,20 @@ func (n *Node) setSpec(ctx context.Context, spec task.ScheduleSpec) (task.Schedu
 	r.spec = spec
 	i := info(r, sched, loc)
 	if i.LastTaskID != "" {
-		i.LastOutcome = task.ScheduleAcked
-		if t, err := n.Read(service.TaskRef{Queue: i.Queue, ID: i.LastTaskID}); err == nil {
-			i.LastOutcome = liveOutcome(t.State)
-		}
+		t, err := n.Read(service.TaskRef{Queue: i.Queue, ID: i.LastTaskID})
+		i.LastOutcome = service.LastOutcome(err == nil, t.State, "")
 	}
 	return i, inserted, nil
-}
-
-// liveOutcome is the outcome of a schedule's last task that is live in
-// state st.
-func liveOutcome(st task.State) string {
-	if st == task.Dead {
-		return task.ScheduleDead
-	}
-	return task.SchedulePending
 }
 
 // info is a schedule as the API reports it, without the outcome of a
 // last task that was put.
 func info(r scheduleRow, sched hourglass.Schedule, loc *time.Location) task.ScheduleInfo {
-	i := task.ScheduleInfo{ScheduleSpec: r.spec, LastTaskID: r.lastID}
+	var next time.Time
 	if !r.spec.Paused {
-		i.Next = service.NextOccurrence(sched, loc, time.Now())
+		next = service.NextOccurrence(sched, loc, time.Now())
 	}
-	if r.lastRun != 0 {
-		i.Last = time.Unix(0, r.lastRun).UTC()
-		if service.LastSkipped(r.spec.Name, r.lastRun, r.lastID) {
-			i.LastTaskID, i.LastOutcome = "", task.ScheduleSkipped
-		}
-	}
-	return i
+	return service.NewScheduleInfo(r.spec, next, r.lastRun, r.lastID)
 }
 
 // DeleteSchedule deletes the schedule name, durably, or returns
@@ -252,220 +219,135 @@ func (n *Node) schedulesWhere(ctx context.Context, where, arg string) ([]task.Sc
 			continue
 		}
 		i := info(r, sched, loc)
-		switch {
-		case i.LastOutcome != "" || i.LastTaskID == "":
-		case r.lastState == 3: // store.Dead
-			i.LastOutcome = task.ScheduleDead
-		case r.lastState != 0:
-			i.LastOutcome = task.SchedulePending
-		case r.lastFinished == task.FinishedDead:
-			i.LastOutcome = task.ScheduleDead
-		default: // acked, deleted, or gone from the history
-			i.LastOutcome = task.ScheduleAcked
+		if i.LastOutcome == "" && i.LastTaskID != "" {
+			state := task.Ready
+			if r.lastState == 3 { // store.Dead
+				state = task.Dead
+			}
+			i.LastOutcome = service.LastOutcome(r.lastState != 0, state, r.lastFinished)
 		}
 		out = append(out, i)
 	}
 	return out, nil
 }
 
-// reconcileSchedules arms the schedules of the owned partitions that are
-// not armed (putting the newest occurrence missed since the last one
-// recorded), re-arms those whose line changed, and disarms the others.
-// The lease loop runs it.
+// reconcileSchedules hands the Runner the schedules of the owned
+// partitions that are not paused: it arms those new or changed (putting
+// the occurrences missed since the last one recorded that the misfire
+// rule keeps), and disarms the others. The lease loop runs it.
 func (n *Node) reconcileSchedules(ctx context.Context) error {
 	rows, err := n.readSchedules(ctx)
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	seen := map[string]bool{}
-	var fresh []*schedule
-	n.mu.Lock()
+	var owned []schedrun.Schedule
 	for _, r := range rows {
 		p := n.schedulePartition(r.spec.Name)
 		if _, ok := n.members.holds(p); !ok || r.spec.Paused {
 			continue
 		}
-		seen[r.spec.Name] = true
-		if s := n.schedules[r.spec.Name]; s != nil {
-			if sameSpec(s.spec, r.spec) {
+		s := schedrun.Schedule{Spec: r.spec, Version: r.created, From: time.Unix(0, max(r.last, r.created)), Tag: p}
+		if v, ok := n.runner.Version(r.spec.Name); !ok || v != r.created { // else armed: no parse
+			if s.Cron, s.Loc, err = n.parseSchedule(r.spec); err != nil {
+				n.log.Error("hourglass: skipping a schedule that does not parse", "schedule", r.spec.Name, "err", err)
 				continue
 			}
-			s.disarm()
 		}
-		sched, loc, err := n.parseSchedule(r.spec)
-		if err != nil {
-			n.log.Error("hourglass: skipping a schedule that does not parse", "schedule", r.spec.Name, "err", err)
-			continue
-		}
-		s := &schedule{spec: r.spec, cron: sched, loc: loc, partition: p, created: r.created, last: r.last}
-		n.schedules[r.spec.Name] = s
-		fresh = append(fresh, s)
+		owned = append(owned, s)
 	}
-	for name, s := range n.schedules {
-		if !seen[name] {
-			s.disarm()
-			delete(n.schedules, name)
-		}
-	}
-	n.mu.Unlock()
-	for _, s := range fresh {
-		from := time.Unix(0, max(s.last, s.created))
-		put, missed := service.MissedOccurrences(s.cron, s.loc, s.spec.Misfire, s.spec.CatchUp, from, now)
-		for _, at := range put {
-			if err := n.occur(ctx, s, at); err != nil {
-				n.log.Warn("hourglass: putting a missed occurrence", "schedule", s.spec.Name, "err", err)
-				break
-			}
-		}
-		if missed > 0 {
-			n.metrics.schedules.Misses(s.spec.Name, missed)
-			// The missed ones are settled: a later owner does not count them again.
-			if _, err := n.db.Exec(ctx, "UPDATE hourglass_schedules SET last = $2 WHERE name = $1 AND last < $2",
-				s.spec.Name, now.UnixNano()); err != nil {
-				n.log.Warn("hourglass: recording missed occurrences", "schedule", s.spec.Name, "err", err)
-			}
-		}
-		n.mu.Lock()
-		if n.schedules[s.spec.Name] == s {
-			n.arm(s, now)
-		}
-		n.mu.Unlock()
-	}
+	n.runner.Sync(ctx, owned)
 	return nil
-}
-
-func sameSpec(a, b task.ScheduleSpec) bool {
-	return a.Name == b.Name && a.Cron == b.Cron && a.Queue == b.Queue && a.Timezone == b.Timezone &&
-		bytes.Equal(a.Payload, b.Payload) && a.Misfire == b.Misfire && a.Overlap == b.Overlap &&
-		a.CatchUp == b.CatchUp && *a.Priority == *b.Priority && a.TTR == b.TTR &&
-		a.MaxAttempts == b.MaxAttempts && a.Paused == b.Paused
-}
-
-// arm sets s's timeout for its first occurrence after after. n.mu is held.
-func (n *Node) arm(s *schedule, after time.Time) {
-	s.disarm()
-	at := service.NextOccurrence(s.cron, s.loc, after)
-	if at.IsZero() {
-		return
-	}
-	// The timer runs on this node's clock; the occurrence is due at its
-	// instant by the database's, which decides when it is ready.
-	to, err := n.cron.AfterFunc(n.clock.until(at.UnixNano()), func() { n.occurred(s, at) })
-	if err != nil {
-		n.log.Error("hourglass: arming a schedule", "schedule", s.spec.Name, "err", err)
-		return
-	}
-	s.timeout = to
-}
-
-// occurred runs when s's occurrence at comes: it puts it and arms the
-// next, unless s was replaced, deleted or its partition lost since.
-func (n *Node) occurred(s *schedule, at time.Time) {
-	n.mu.Lock()
-	current := n.schedules[s.spec.Name] == s && n.usable() == nil
-	n.mu.Unlock()
-	if !current {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err := n.occur(ctx, s, at)
-	cancel()
-	if err != nil {
-		n.log.Warn("hourglass: putting an occurrence", "schedule", s.spec.Name, "at", at, "err", err)
-	}
-	n.mu.Lock()
-	if n.schedules[s.spec.Name] == s {
-		n.arm(s, at)
-	}
-	n.mu.Unlock()
 }
 
 // errFenced: a write of a partition's owner found that it no longer owns
 // the partition (its lease ran out or another node took it).
-var errFenced = fmt.Errorf("hourglass: fenced: partition lease lost")
+// It ends the firing of a schedule there (schedrun.ErrGone).
+var errFenced = fmt.Errorf("%w: fenced: partition lease lost", schedrun.ErrGone)
 
-// occur puts the task of s's occurrence at (none if it was put before),
-// or skips it under the overlap rule (its last task, read in the same
-// transaction, still waiting or reserved), and records at as s's last,
-// in one transaction fenced by the epoch of s's partition and committed
-// durably.
-func (n *Node) occur(ctx context.Context, s *schedule, at time.Time) error {
-	epoch, ok := n.members.holds(s.partition)
+// occur is the Runner's primitive (schedrun.OccurFunc): it puts the task
+// of s's occurrence at (none if it was put before), or skips it under
+// the overlap rule (its last task, read in the same transaction, still
+// waiting or reserved), and records at as s's last, in one transaction
+// fenced by the epoch of s's partition (s.Tag) and committed durably.
+func (n *Node) occur(ctx context.Context, s *schedrun.Schedule, at time.Time) (skipped bool, err error) {
+	if err := n.Err(); err != nil {
+		return false, fmt.Errorf("%w: %w", schedrun.ErrGone, err)
+	}
+	epoch, ok := n.members.holds(s.Tag)
 	if !ok {
-		return errFenced
+		return false, errFenced
 	}
 	jobs, err := n.ids.take(ctx, n, 1)
 	if err != nil {
-		return err
+		return false, err
 	}
-	r := service.SchedulePut(s.spec, service.OccurrenceID(s.spec.Name, at))
+	r := service.SchedulePut(s.Spec, service.OccurrenceID(s.Spec.Name, at))
 	it := &item{
 		r:   &r,
 		tm:  timing{hasAt: true, at: at.UnixNano()},
 		job: jobs[0],
 		id:  r.ID,
 	}
-	skipped := false
 	err = pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
 		skipped = false
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM hourglass_partitions
 			WHERE partition = $1 AND owner = $2 AND epoch = $3 AND lease_until > clock_timestamp()
-			FOR SHARE`, s.partition, n.name, epoch).Scan(&one)
+			FOR SHARE`, s.Tag, n.name, epoch).Scan(&one)
 		if err == pgx.ErrNoRows {
 			return errFenced
 		}
 		if err != nil {
 			return err
 		}
-		if s.spec.Overlap == service.OverlapSkip {
+		if s.Spec.Overlap == service.OverlapSkip {
 			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM hourglass_schedules s
 				JOIN hourglass_tasks t ON t.queue = s.queue AND t.id = s.last_id
-				WHERE s.name = $1 AND s.last_id <> '' AND t.state <> 3)`, s.spec.Name).Scan(&skipped)
+				WHERE s.name = $1 AND s.last_id <> '' AND t.state <> 3)`, s.Spec.Name).Scan(&skipped)
 			if err != nil {
 				return err
 			}
 		}
 		if skipped {
 			_, err = tx.Exec(ctx, `UPDATE hourglass_schedules SET last = $2, last_run = $2
-				WHERE name = $1 AND last < $2`, s.spec.Name, at.UnixNano())
+				WHERE name = $1 AND last < $2`, s.Spec.Name, at.UnixNano())
 			return err
 		}
 		var ins inserted
-		err = tx.QueryRow(ctx, sqlInsert, n.insertArgs(s.spec.Queue, []*item{it}, true)...).Scan(ins.dest()...)
+		err = tx.QueryRow(ctx, sqlInsert, n.insertArgs(s.Spec.Queue, []*item{it}, true)...).Scan(ins.dest()...)
 		switch {
 		case err == nil:
-			n.created(s.spec.Queue, it, ins, false)
+			n.created(s.Spec.Queue, it, ins, false)
 		case err != pgx.ErrNoRows:
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE hourglass_schedules SET last = $2, last_run = GREATEST(last_run, $2),
 				last_id = CASE WHEN last_run <= $2 THEN $3 ELSE last_id END
-			WHERE name = $1 AND last < $2`, s.spec.Name, at.UnixNano(), it.id)
+			WHERE name = $1 AND last < $2`, s.Spec.Name, at.UnixNano(), it.id)
 		return err
 	})
-	if err != nil {
-		return err
+	if err != nil || skipped {
+		return skipped, err
 	}
-	n.mu.Lock()
-	s.last = max(s.last, at.UnixNano())
-	n.mu.Unlock()
-	if skipped {
-		n.metrics.schedules.Skips(s.spec.Name)
-		return nil
-	}
-	n.metrics.schedules.Occurred(s.spec.Name)
 	if it.done {
 		if it.fireAt != 0 {
 			n.announce(it.job, it.fireAt, it.dbNow)
 		} else {
-			n.readied(s.spec.Queue, 1)
+			n.readied(s.Spec.Queue, 1)
 		}
-		n.counters.count(s.spec.Queue, func(c *counts) { c.puts++ })
+		n.counters.count(s.Spec.Queue, func(c *counts) { c.puts++ })
 		n.metrics.Put(1)
 	}
-	return nil
+	return false, nil
+}
+
+// settleSchedule is the Runner's primitive (schedrun.SettleFunc): through
+// becomes s's misfire cursor if later, so that a later owner does not
+// count the occurrences missed up to it again. One statement.
+func (n *Node) settleSchedule(ctx context.Context, s *schedrun.Schedule, through time.Time) error {
+	_, err := n.db.Exec(ctx, "UPDATE hourglass_schedules SET last = $2 WHERE name = $1 AND created = $3 AND last < $2",
+		s.Spec.Name, through.UnixNano(), s.Version)
+	return err
 }
 
 // setPaused pauses the schedule name, durably, so that no node puts

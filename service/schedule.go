@@ -104,6 +104,38 @@ func LastSkipped(name string, lastRun int64, lastID string) bool {
 	return lastRun != 0 && lastID != OccurrenceID(name, at) && lastID != RunID(name, at)
 }
 
+// NewScheduleInfo returns a schedule as the API reports it, from what
+// an engine stores: its spec, its next occurrence (zero for none), its
+// newest occurrence or run put or skipped (lastRun, Unix ns; 0 for none)
+// and the id of the newest task it put (lastID). The outcome of a last
+// occurrence skipped is filled; that of a last task put is the engine's
+// to fill, with [LastOutcome].
+func NewScheduleInfo(spec task.ScheduleSpec, next time.Time, lastRun int64, lastID string) task.ScheduleInfo {
+	i := task.ScheduleInfo{ScheduleSpec: spec, Next: next, LastTaskID: lastID}
+	if lastRun != 0 {
+		i.Last = time.Unix(0, lastRun).UTC()
+		if LastSkipped(spec.Name, lastRun, lastID) {
+			i.LastTaskID, i.LastOutcome = "", task.ScheduleSkipped
+		}
+	}
+	return i
+}
+
+// LastOutcome is the outcome of a schedule's last task: pending while it
+// is live (waiting or reserved), dead while it is live and dead;
+// otherwise dead if the newest outcome the history keeps of it,
+// finished, is, and acked if it was acked, deleted, or is no longer in
+// the history.
+func LastOutcome(live bool, state task.State, finished string) string {
+	switch {
+	case live && state == task.Dead, !live && finished == task.FinishedDead:
+		return task.ScheduleDead
+	case live:
+		return task.SchedulePending
+	}
+	return task.ScheduleAcked
+}
+
 // ParseSchedule checks spec against the limits (a payload of at most
 // maxPayload bytes) and parses its cron line and time zone. Errors wrap
 // task.ErrInvalid or task.ErrTooLarge and name the bad field.

@@ -232,10 +232,23 @@ func (r *Runner) Next(name string) time.Time {
 	return time.Time{}
 }
 
+// Version returns the Version of the schedule name armed, and whether it
+// is: an engine need not parse again a schedule armed at its version
+// before listing it to Sync. O(1).
+func (r *Runner) Version(name string) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.armed[name]; e != nil {
+		return e.s.Version, true
+	}
+	return 0, false
+}
+
 // Sync makes the schedules armed those of list (all of them on the
 // embedded engine at its start; on a cluster node those of its
 // partitions, not paused, at each lease round): it disarms the others,
-// keeps those armed at the same Version, and takes up each new or
+// keeps those armed at the same Version (of such a one, only Spec.Name
+// and Version are read), and takes up each new or
 // changed one: the occurrences after its From up to now are planned by
 // service.MissedOccurrences (its misfire rule), put in order and counted,
 // the ones missed counted and settled, and the next armed. The puts are
@@ -253,6 +266,9 @@ func (r *Runner) Sync(ctx context.Context, list []Schedule) {
 	for _, s := range list {
 		listed[s.Spec.Name] = true
 		if e := r.armed[s.Spec.Name]; e != nil && e.s.Version == s.Version {
+			continue
+		}
+		if s.Cron == nil { // listed as armed, but disarmed since: the next Sync
 			continue
 		}
 		r.disarmLocked(s.Spec.Name)
