@@ -430,10 +430,7 @@ func (r *Runner) fire(e *entry, ats []time.Time, after time.Time) {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
-		case <-e.gone:
-			t.Stop()
-			return
-		case <-r.ctx.Done():
+		case <-e.gone: // disarmed, or Stop
 			t.Stop()
 			return
 		}

@@ -29,6 +29,7 @@ type engine struct {
 	settled    []time.Time
 	fails      int
 	failAlways bool
+	hang       bool // Occur waits for its context's end
 	skip       bool
 	put, skips map[string]int
 	missed     map[string]int
@@ -48,6 +49,12 @@ func (e *engine) occur(ctx context.Context, s *schedrun.Schedule, at time.Time) 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.calls = append(e.calls, call{s.Spec.Name, at, time.Now()})
+	if e.hang {
+		e.mu.Unlock()
+		<-ctx.Done()
+		e.mu.Lock()
+		return false, ctx.Err()
+	}
 	if e.failAlways || e.fails > 0 {
 		e.fails--
 		return false, errors.New("connection refused")
@@ -356,6 +363,26 @@ func TestRunner_StopEndsRetries(t *testing.T) {
 		r.Arm(sched(t, "tick", "@every 1h", "", time.Now()), time.Now())
 		if !r.Next("tick").IsZero() {
 			t.Fatalf("armed after Stop")
+		}
+	})
+}
+
+// TestRunner_StopCancelsPut: Stop cancels a put under way (a store that
+// does not answer) rather than waiting for its timeout.
+func TestRunner_StopCancelsPut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, e := run(t, quiet)
+		e.hang = true
+		r.Arm(sched(t, "tick", "@every 1h", "", time.Now()), time.Now())
+		time.Sleep(time.Hour + time.Second)
+		synctest.Wait()
+		if n := len(e.snapshot()); n != 1 {
+			t.Fatalf("%d puts under way, want 1", n)
+		}
+		start := time.Now()
+		r.Stop()
+		if d := time.Since(start); d > 0 {
+			t.Fatalf("Stop took %v, waiting for the put; want it cancelled at once", d)
 		}
 	})
 }
