@@ -44,10 +44,10 @@ func (n *Node) parseSchedule(spec task.ScheduleSpec) (hourglass.Schedule, *time.
 }
 
 // SetSchedule writes the schedule name as c says (service.Engine), in
-// one statement: a new spec (setSpec), a pause or resume (setPaused), or
-// a run the front put (ran). The owner of the schedule's partition arms
-// it on its next lease tick, which the announcement on the schedules
-// channel brings forward to now.
+// one statement: a new spec (setSpec), or a change of the schedule
+// stored (change). The owner of the schedule's partition arms it on its
+// next lease tick, which the announcement on the schedules channel
+// brings forward to now.
 func (n *Node) SetSchedule(ctx context.Context, name string, c service.ScheduleChange) (task.ScheduleInfo, bool, error) {
 	if err := n.Err(); err != nil {
 		return task.ScheduleInfo{}, false, err
@@ -55,10 +55,8 @@ func (n *Node) SetSchedule(ctx context.Context, name string, c service.ScheduleC
 	switch {
 	case c.Spec != nil:
 		return n.setSpec(ctx, *c.Spec)
-	case c.Paused != nil:
-		return task.ScheduleInfo{}, false, n.setPaused(ctx, name, *c.Paused)
-	case c.Run != nil:
-		return task.ScheduleInfo{}, false, n.ran(ctx, name, *c.Run)
+	case c.Paused != nil, c.Run != nil:
+		return task.ScheduleInfo{}, false, n.change(ctx, name, c, false)
 	}
 	return task.ScheduleInfo{}, false, fmt.Errorf("%w: no schedule change", task.ErrInvalid)
 }
@@ -135,12 +133,38 @@ func (n *Node) DeleteSchedule(ctx context.Context, name string) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
-	tag, err := n.db.Exec(ctx, "DELETE FROM hourglass_schedules WHERE name = $1", name)
+	return n.change(ctx, name, service.ScheduleChange{}, true)
+}
+
+// change deletes the schedule name (del), or applies c to it, durably,
+// in one statement, or returns task.ErrNoSchedule:
+//   - c.Run: a run the front put becomes its last (its last run the later
+//     of the two), counted in its puts; its next occurrence stays;
+//   - c.Paused: a pause, so that no node puts anything for it, or a
+//     resume from now (the database's): the occurrences that fell due
+//     while it was paused are not put.
+func (n *Node) change(ctx context.Context, name string, c service.ScheduleChange, del bool) error {
+	stmt, args := "DELETE FROM hourglass_schedules WHERE name = $1", []any{name}
+	switch {
+	case del:
+	case c.Run != nil:
+		stmt = "UPDATE hourglass_schedules SET last_run = GREATEST(last_run, $2), last_id = $3 WHERE name = $1"
+		args = append(args, c.Run.At.UnixNano(), c.Run.ID)
+	default:
+		stmt = `UPDATE hourglass_schedules
+			SET last = CASE WHEN paused AND NOT $2 THEN hourglass_now() ELSE last END, paused = $2 WHERE name = $1`
+		args = append(args, *c.Paused)
+	}
+	tag, err := n.db.Exec(ctx, stmt, args...)
 	if err != nil {
 		return dbErr(err)
 	}
 	if tag.RowsAffected() == 0 {
 		return task.ErrNoSchedule
+	}
+	if c.Run != nil {
+		n.metrics.schedules.Occurred(name)
+		return nil
 	}
 	n.notifications.send(chanSchedules, name)
 	n.kickTick()
@@ -158,14 +182,10 @@ type scheduleRow struct {
 	lastFinished           string
 }
 
-func (n *Node) readSchedules(ctx context.Context) ([]scheduleRow, error) {
-	return n.readSchedulesWhere(ctx, "", "")
-}
-
-// readSchedulesWhere reads the schedules that where selects, with its
+// readSchedules reads the schedules that where selects, with its
 // one argument arg ("" for none), by name: one statement, with the state
 // of each one's last task and its outcome in the history.
-func (n *Node) readSchedulesWhere(ctx context.Context, where, arg string) ([]scheduleRow, error) {
+func (n *Node) readSchedules(ctx context.Context, where, arg string) ([]scheduleRow, error) {
 	var args []any
 	if where != "" {
 		args = append(args, arg)
@@ -197,18 +217,14 @@ func (n *Node) readSchedulesWhere(ctx context.Context, where, arg string) ([]sch
 }
 
 // Schedules returns every schedule by name, or the one named name if
-// not "", with its next and last occurrences. One statement.
+// not "", with its next and last occurrences. One statement. A schedule
+// that no longer parses is left out.
 func (n *Node) Schedules(ctx context.Context, name string) ([]task.ScheduleInfo, error) {
+	where := ""
 	if name != "" {
-		return n.schedulesWhere(ctx, "WHERE s.name = $1", name)
+		where = "WHERE s.name = $1"
 	}
-	return n.schedulesWhere(ctx, "", "")
-}
-
-// schedulesWhere returns the schedules that where (with its argument arg)
-// selects, by name. A schedule that no longer parses is left out.
-func (n *Node) schedulesWhere(ctx context.Context, where, arg string) ([]task.ScheduleInfo, error) {
-	rows, err := n.readSchedulesWhere(ctx, where, arg)
+	rows, err := n.readSchedules(ctx, where, name)
 	if err != nil {
 		return nil, dbErr(err)
 	}
@@ -236,7 +252,7 @@ func (n *Node) schedulesWhere(ctx context.Context, where, arg string) ([]task.Sc
 // the occurrences missed since the last one recorded that the misfire
 // rule keeps), and disarms the others. The lease loop runs it.
 func (n *Node) reconcileSchedules(ctx context.Context) error {
-	rows, err := n.readSchedules(ctx)
+	rows, err := n.readSchedules(ctx, "", "")
 	if err != nil {
 		return err
 	}
@@ -348,40 +364,4 @@ func (n *Node) settleSchedule(ctx context.Context, s *schedrun.Schedule, through
 	_, err := n.db.Exec(ctx, "UPDATE hourglass_schedules SET last = $2 WHERE name = $1 AND created = $3 AND last < $2",
 		s.Spec.Name, through.UnixNano(), s.Version)
 	return err
-}
-
-// setPaused pauses the schedule name, durably, so that no node puts
-// anything for it, or resumes it from now (the database's): the
-// occurrences that fell due while it was paused are not put.
-// task.ErrNoSchedule if there is none.
-func (n *Node) setPaused(ctx context.Context, name string, paused bool) error {
-	tag, err := n.db.Exec(ctx, `UPDATE hourglass_schedules
-		SET last = CASE WHEN paused AND NOT $2 THEN hourglass_now() ELSE last END, paused = $2
-		WHERE name = $1`, name, paused)
-	if err != nil {
-		return dbErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return task.ErrNoSchedule
-	}
-	n.notifications.send(chanSchedules, name)
-	n.kickTick()
-	return nil
-}
-
-// ran records the run r of the schedule name, which the front put, as
-// its last (its last run the later of r.At and the one recorded), and
-// counts it in the schedule's puts; its next occurrence stays.
-// task.ErrNoSchedule if there is none. One statement.
-func (n *Node) ran(ctx context.Context, name string, r service.LastRun) error {
-	tag, err := n.db.Exec(ctx, `UPDATE hourglass_schedules SET last_run = GREATEST(last_run, $2), last_id = $3 WHERE name = $1`,
-		name, r.At.UnixNano(), r.ID)
-	if err != nil {
-		return dbErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return task.ErrNoSchedule
-	}
-	n.metrics.schedules.Occurred(name)
-	return nil
 }

@@ -17,8 +17,10 @@ import (
 // its time zone, into its queue. The task's id names the occurrence,
 // "NAME@TIME" with TIME in RFC 3339 UTC (OccurrenceID), so an occurrence
 // is put once even when two puts of it race (a restart, a takeover: the
-// second finds the id taken). Both engines keep these rules; they differ
-// only in where a schedule is stored and who arms it.
+// second finds the id taken). Both engines keep these rules, and fire
+// schedules through one loop, internal/schedrun's Runner (arming, the
+// catch-up below, a failed put tried again); they differ only in where a
+// schedule is stored and which schedules each arms.
 //
 // Misfire: for the occurrences missed while no server ran (or no node
 // owned the schedule), a schedule puts
@@ -30,6 +32,10 @@ import (
 //
 // Those not put count as missed (ScheduleMetrics.Missed). Missed plans it
 // (MissedOccurrences).
+//
+// A put that fails (the store or the database away) is tried again after
+// a back-off until it is put, or until the next occurrence is due: then
+// it counts as missed too, and the next takes its turn.
 //
 // Overlap: with "skip", an occurrence whose schedule's previous task (the
 // last it put) is still waiting or reserved in its queue is not put but
@@ -418,7 +424,7 @@ func NewScheduleMetrics() ScheduleMetrics {
 	return ScheduleMetrics{
 		Put:     vec("hourglass_schedule_occurrences_put_total", "Occurrences (and runs now) of a schedule put as tasks, by schedule."),
 		Skipped: vec("hourglass_schedule_occurrences_skipped_total", "Occurrences skipped because the schedule's previous task was not finished (overlap skip), by schedule."),
-		Missed:  vec("hourglass_schedule_occurrences_missed_total", "Occurrences missed while no server ran that the misfire rule did not put, by schedule."),
+		Missed:  vec("hourglass_schedule_occurrences_missed_total", "Occurrences not put, by schedule: missed while no server ran and not kept by the misfire rule, or whose put failed until the next occurrence was due."),
 	}
 }
 
@@ -430,8 +436,9 @@ func (m ScheduleMetrics) Occurred(schedule string) { m.Put.WithLabelValues(sched
 // O(1).
 func (m ScheduleMetrics) Skips(schedule string) { m.Skipped.WithLabelValues(schedule).Inc() }
 
-// Misses counts n occurrences of schedule missed while no server ran
-// that the misfire rule did not put. O(1).
+// Misses counts n occurrences of schedule not put: missed while no
+// server ran that the misfire rule did not put, or whose put failed until
+// the next occurrence was due. O(1).
 func (m ScheduleMetrics) Misses(schedule string, n int) {
 	m.Missed.WithLabelValues(schedule).Add(float64(n))
 }

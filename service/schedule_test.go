@@ -143,3 +143,43 @@ func TestParseSchedule_BadFields(t *testing.T) {
 		}
 	}
 }
+
+// TestLastOutcome: a schedule's last task is pending or dead while live,
+// and dead or acked by the history once not.
+func TestLastOutcome(t *testing.T) {
+	for _, c := range []struct {
+		live     bool
+		state    task.State
+		finished string
+		want     string
+	}{
+		{true, task.Ready, "", task.SchedulePending},
+		{true, task.Reserved, task.FinishedDead, task.SchedulePending},
+		{true, task.Dead, "", task.ScheduleDead},
+		{false, 0, task.FinishedDead, task.ScheduleDead},
+		{false, 0, task.FinishedAcked, task.ScheduleAcked},
+		{false, 0, "", task.ScheduleAcked},
+	} {
+		if got := service.LastOutcome(c.live, c.state, c.finished); got != c.want {
+			t.Errorf("LastOutcome(%v, %v, %q) = %q, want %q", c.live, c.state, c.finished, got, c.want)
+		}
+	}
+}
+
+// TestNewScheduleInfo: the last occurrence is reported with its task, or
+// skipped when the newest task put is not its own.
+func TestNewScheduleInfo(t *testing.T) {
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	spec := task.ScheduleSpec{Name: "daily"}
+	put := service.NewScheduleInfo(spec, at.Add(time.Hour), at.UnixNano(), service.OccurrenceID("daily", at))
+	if !put.Last.Equal(at) || put.LastTaskID != "daily@2026-03-01T09:00:00Z" || put.LastOutcome != "" || !put.Next.Equal(at.Add(time.Hour)) {
+		t.Errorf("put: %+v", put)
+	}
+	skipped := service.NewScheduleInfo(spec, time.Time{}, at.UnixNano(), service.OccurrenceID("daily", at.Add(-24*time.Hour)))
+	if skipped.LastTaskID != "" || skipped.LastOutcome != task.ScheduleSkipped {
+		t.Errorf("skipped: %+v", skipped)
+	}
+	if none := service.NewScheduleInfo(spec, time.Time{}, 0, ""); !none.Last.IsZero() || none.LastOutcome != "" {
+		t.Errorf("none: %+v", none)
+	}
+}
