@@ -53,6 +53,10 @@ func (n *Node) Owned() map[int]int64 {
 // SchedulePartition returns the partition whose owner fires schedule name.
 func (n *Node) SchedulePartition(name string) int { return n.schedulePartition(name) }
 
+// ScheduleNext returns the occurrence of schedule name armed on this
+// node, or the zero time.
+func (n *Node) ScheduleNext(name string) time.Time { return n.runner.Next(name) }
+
 // SQLFlush is the owner's flush statement (flush.go).
 const SQLFlush = sqlFlush
 
