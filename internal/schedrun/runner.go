@@ -16,9 +16,10 @@
 //   - 09:03:20, the engine takes it up ([Runner.Sync]): the occurrences
 //     after its cursor (09:00) up to now are 09:01, 09:02 and 09:03.
 //     service.MissedOccurrences keeps the newest under "one": Occur(09:03),
-//     counted put; 09:01 and 09:02 count as missed, and Settle(09:03:20)
-//     records that they are, so that a later recovery does not count them
-//     again. The timer is armed for 09:04.
+//     counted put, which records 09:03 as the last, so that a later
+//     recovery starts after it; 09:01 and 09:02 count as missed. Under
+//     "skip" nothing is put, and Settle(09:03:20) records the three as
+//     settled instead. The timer is armed for 09:04.
 //   - 09:04: the timer fires; Occur(09:04) puts the task "tick@…09:04:00Z"
 //     and records 09:04 as the last, in one commit (or transaction), or,
 //     under overlap "skip" with the 09:03 task still waiting, records the
@@ -95,8 +96,9 @@ type Schedule struct {
 type OccurFunc func(ctx context.Context, s *Schedule, at time.Time) (skipped bool, err error)
 
 // SettleFunc records through as s's misfire cursor if it is later than
-// the one recorded: the occurrences up to through are settled, put or
-// counted missed. It returns within ctx's deadline.
+// the one recorded: the occurrences up to through are settled, counted
+// missed, though none was put to record it. It returns within ctx's
+// deadline.
 type SettleFunc func(ctx context.Context, s *Schedule, through time.Time) error
 
 // Timer arms the callbacks: *hourglass.Timer is one. A callback must not
@@ -251,7 +253,9 @@ func (r *Runner) Version(name string) (int64, bool) {
 // and Version are read), and takes up each new or
 // changed one: the occurrences after its From up to now are planned by
 // service.MissedOccurrences (its misfire rule), put in order and counted,
-// the ones missed counted and settled, and the next armed. The puts are
+// the ones missed counted (and settled when none is put: the missed ones
+// are older than any put, whose record moves the cursor past them), and
+// the next armed. The puts are
 // made before Sync returns, within ctx; from the first that fails, the
 // rest go on in the background as a firing's retries do.
 func (r *Runner) Sync(ctx context.Context, list []Schedule) {
@@ -362,6 +366,7 @@ func (r *Runner) fired(e *entry, at time.Time) {
 func (r *Runner) catchUp(ctx context.Context, e *entry, now time.Time) {
 	s := &e.s
 	put, missed := service.MissedOccurrences(s.Cron, s.Loc, s.Spec.Misfire, s.Spec.CatchUp, s.From, now)
+	settle := missed > 0 && len(put) == 0
 	for len(put) > 0 {
 		if !r.current(e) {
 			return
@@ -377,6 +382,8 @@ func (r *Runner) catchUp(ctx context.Context, e *entry, now time.Time) {
 	}
 	if missed > 0 {
 		r.cfg.Metrics.Misses(s.Spec.Name, missed)
+	}
+	if settle {
 		sctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 		err := r.cfg.Settle(sctx, s, now)
 		cancel()
