@@ -44,9 +44,12 @@
 //
 // # Costs and concurrency
 //
-// A Runner is safe for concurrent use. Arm, Disarm and Next cost O(1)
-// plus the timer's arming; Sync and Retain O(schedules armed); the
-// catch-up walks the occurrences missed (service.MissedOccurrences). A
+// A Runner is safe for concurrent use. Disarm, Next and Version cost
+// O(1); Arm and each re-arming one service.NextOccurrence and the
+// timer's arming; Sync and Retain O(schedules armed), and the catch-up
+// walks the occurrences missed (service.MissedOccurrences). It keeps one
+// entry per schedule armed, and at most one goroutine per schedule, while
+// an occurrence is being put. A
 // firing runs on a goroutine of its own, one at a time per schedule, so a
 // slow put of one schedule holds back no other, and the timer's goroutine
 // never waits for a put. Occur and Settle are called with no lock of the
@@ -190,7 +193,7 @@ func New(cfg Config) *Runner {
 
 // Arm arms s for its first occurrence after after, replacing the
 // schedule of its name if armed (a new or replaced spec, a resume): no
-// occurrence up to after is put. O(1) plus the timer's arming.
+// occurrence up to after is put.
 func (r *Runner) Arm(s Schedule, after time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
