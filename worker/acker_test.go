@@ -11,10 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/client"
+	"github.com/hourglass-go/hourglass/internal/retry"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -125,16 +127,40 @@ func TestAcker_Retries(t *testing.T) {
 	}
 }
 
-// TestBackoff checks the bounds of each wait.
-func TestBackoff(t *testing.T) {
-	for n := 1; n < 100; n++ {
-		hi := min(minBackoff<<min(n-1, 20), maxBackoff)
-		for range 100 {
-			if d := backoff(n); d < hi/2 || d > hi {
-				t.Fatalf("backoff(%d) = %s, want %s to %s", n, d, hi/2, hi)
+// TestRetryCall_Backoff: a call failing for a transient reason is
+// retried after internal/retry's back-off, 100 ms doubling up to 10 s,
+// each wait within its jitter; the failures are logged about once a
+// second, and the call working again once.
+func TestRetryCall_Backoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got lines
+		var tries []time.Time
+		err := retryCall(context.Background(), nil, newFailureLog(slog.New(&got)), "ack", func(context.Context) error {
+			tries = append(tries, time.Now())
+			if len(tries) <= 12 {
+				return unavailable
+			}
+			return nil
+		})
+		if err != nil || len(tries) != 13 {
+			t.Fatalf("retryCall = %v after %d tries, want nil after 13", err, len(tries))
+		}
+		for i := 1; i < len(tries); i++ {
+			want := min(minBackoff<<(i-1), maxBackoff)
+			lo, hi := time.Duration(float64(want)*(1-retry.Jitter)), time.Duration(float64(want)*(1+retry.Jitter))
+			if d := tries[i].Sub(tries[i-1]); d < lo || d > hi {
+				t.Errorf("wait %d = %v, want %v ± %v%%", i, d, want, retry.Jitter*100)
 			}
 		}
-	}
+		// 12 failures over about 53 s: the first at once, then one line
+		// a second while the waits are short, then one per wait.
+		if c := got.failures("ack failing, retrying"); len(c) < 7 || len(c) > 10 || c[0] != 1 {
+			t.Errorf("failure lines with counts %v, want about 9, the first at once", c)
+		}
+		if c := got.failures("ack works again"); len(c) != 1 || c[0] != 12 {
+			t.Errorf("recovery lines with counts %v, want one, after 12 failures", c)
+		}
+	})
 }
 
 // TestOutcome reads RetryAfter and Fail through wrapping.
