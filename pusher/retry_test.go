@@ -85,6 +85,69 @@ func TestPusher_ReserveBacksOff(t *testing.T) {
 	})
 }
 
+// unread is a service whose Queues fails while down is set.
+type unread struct {
+	*withPush
+	mu    sync.Mutex
+	down  bool
+	reads int // calls while down
+}
+
+func (u *unread) Queues(ctx context.Context) ([]task.QueueStats, error) {
+	u.mu.Lock()
+	down := u.down
+	if down {
+		u.reads++
+	}
+	u.mu.Unlock()
+	if down {
+		return nil, errors.New("hourglass: closed: the database is out of reach")
+	}
+	return u.withPush.Queues(ctx)
+}
+
+// TestPusher_RefreshBacksOff: with a refresh every 10 ms, reads of the
+// push queues that keep failing are tried after a back-off (about 7 in
+// 10 s, not 1,000), logged about once a second with a count, and once
+// when reading works again.
+func TestPusher_RefreshBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		var out bytes.Buffer
+		var outMu sync.Mutex
+		log := slog.New(slog.NewTextHandler(&lockedWriter{w: &out, mu: &outMu}, nil))
+		s := &unread{withPush: &withPush{Service: service.New(b)}, down: true}
+		p := pusher.New(s, pusher.Options{Logger: log, Refresh: 10 * time.Millisecond})
+		p.Start()
+		time.Sleep(10 * time.Second)
+		s.mu.Lock()
+		reads := s.reads
+		s.down = false
+		s.mu.Unlock()
+		time.Sleep(6 * time.Second) // the back-off under way, then a read
+		if err := p.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// 0.1, 0.2, 0.4 … 5 s apart (±20 %): about 7 in 10 s.
+		if reads < 5 || reads > 9 {
+			t.Errorf("%d reads in 10 s of failures, want about 7", reads)
+		}
+		outMu.Lock()
+		defer outMu.Unlock()
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) < 2 || len(lines) > reads+1 || !strings.Contains(lines[0], "reading the push queues failed") || !strings.Contains(lines[0], "failures=1") {
+			t.Fatalf("log:\n%s\nwant the first failure with its count, then about a line a second", out.String())
+		}
+		if last := lines[len(lines)-1]; !strings.Contains(last, "reading the push queues works again") {
+			t.Errorf("last line %q, want the recovery", last)
+		}
+	})
+}
+
 // lockedWriter serializes the writes of the pusher's goroutines.
 type lockedWriter struct {
 	w  *bytes.Buffer
