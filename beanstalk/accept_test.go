@@ -1,9 +1,7 @@
 package beanstalk_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -14,15 +12,17 @@ import (
 
 	"github.com/hourglass-go/hourglass/beanstalk"
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/internal/logbuf"
+	"github.com/hourglass-go/hourglass/internal/pipenet"
 	"github.com/hourglass-go/hourglass/internal/retry"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 )
 
-// fullListener is a pipeListener whose Accept fails with EMFILE, as a
+// fullListener is a pipenet.Listener whose Accept fails with EMFILE, as a
 // process out of file descriptors does, until until; it records when.
 type fullListener struct {
-	*pipeListener
+	*pipenet.Listener
 
 	mu    sync.Mutex
 	until time.Time   // guarded by mu
@@ -37,7 +37,7 @@ func (l *fullListener) Accept() (net.Conn, error) {
 		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
 	}
 	l.mu.Unlock()
-	return l.pipeListener.Accept()
+	return l.Listener.Accept()
 }
 
 // TestServe_AcceptBacksOff: while Accept fails for want of descriptors
@@ -47,22 +47,23 @@ func (l *fullListener) Accept() (net.Conn, error) {
 // ends Serve at once.
 func TestServe_AcceptBacksOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var out bytes.Buffer
-		var outMu sync.Mutex
-		log := slog.New(slog.NewTextHandler(&lockedWriter{w: &out, mu: &outMu}, nil))
+		var out logbuf.Buffer
+		log := out.Logger()
 		b, err := broker.Open(memstore.New(), broker.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		l := &fullListener{pipeListener: &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}}
+		l := &fullListener{Listener: pipenet.Listen()}
 		l.until = time.Now().Add(20 * time.Second)
 		srv := beanstalk.NewServer(service.New(b), beanstalk.Options{Logger: log})
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(l) }()
 
-		a, z := net.Pipe()
-		l.conns <- z // accepted once the 20 s are over
+		a, err := l.Dial(context.Background(), "", "") // accepted once the 20 s are over
+		if err != nil {
+			t.Fatal(err)
+		}
 		a.Close()
 		synctest.Wait()
 
@@ -88,9 +89,7 @@ func TestServe_AcceptBacksOff(t *testing.T) {
 		if len(atCap) < 3 {
 			t.Errorf("the waits at the cap took %d values: no jitter", len(atCap))
 		}
-		outMu.Lock()
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		outMu.Unlock()
 		failed := 0
 		for _, line := range lines[:len(lines)-1] {
 			if strings.Contains(line, "accepting connections failed") && strings.Contains(line, "failures=") {
@@ -109,8 +108,10 @@ func TestServe_AcceptBacksOff(t *testing.T) {
 		l.mu.Lock()
 		l.until = time.Now().Add(time.Hour)
 		l.mu.Unlock()
-		a, z = net.Pipe()
-		l.conns <- z // wakes the Accept waiting; the next ones fail
+		a, err = l.Dial(context.Background(), "", "") // wakes the Accept waiting; the next ones fail
+		if err != nil {
+			t.Fatal(err)
+		}
 		a.Close()
 		time.Sleep(10*time.Second + 500*time.Millisecond)
 		start := time.Now()
@@ -129,16 +130,4 @@ func TestServe_AcceptBacksOff(t *testing.T) {
 			t.Errorf("%d accepts in the second spell, want about 15: the test did not wait in a back-off", len(l.tries))
 		}
 	})
-}
-
-// lockedWriter serialises the writes to w.
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
 }

@@ -2,59 +2,41 @@ package pusher_test
 
 import (
 	"context"
-	"net"
+	"io"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/internal/pipenet"
 	"github.com/hourglass-go/hourglass/pusher"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// pipeListener is a net.Listener of in-memory connections (net.Pipe):
-// an HTTP server on it runs in a synctest bubble, where a socket's
-// goroutines would never be durably blocked.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
+// openBroker opens a broker on a memory store, closed when the test
+// ends, after the cleanups registered later (a pusher's Stop).
+func openBroker(t testing.TB) *broker.Broker {
+	t.Helper()
+	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
 
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return &net.UnixAddr{Name: "pipe", Net: "pipe"} }
-
-// dial is a DialContext that connects to l, whatever the address.
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	a, z := net.Pipe()
-	select {
-	case l.conns <- z:
-		return a, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+// recorder returns a receiver that answers 204 to every push and hands
+// each request, and its body, to got and bodies (room for one each).
+func recorder() (h http.Handler, got <-chan *http.Request, bodies <-chan []byte) {
+	reqs, bs := make(chan *http.Request, 1), make(chan []byte, 1)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		reqs <- r
+		bs <- b
+		w.WriteHeader(http.StatusNoContent)
+	}), reqs, bs
 }
 
 // setupInBubble is setup for a test in a synctest bubble: the receiver,
@@ -63,11 +45,8 @@ func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) 
 // machine's load. Call it inside synctest.Test.
 func setupInBubble(t *testing.T, h http.Handler, end task.Push, opts pusher.Options) (*withPush, *pusher.Pusher) {
 	t.Helper()
-	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newPipeListener()
+	b := openBroker(t)
+	l := pipenet.Listen()
 	srv := &http.Server{Handler: h, ErrorLog: nil}
 	served := make(chan struct{})
 	go func() {
@@ -81,7 +60,7 @@ func setupInBubble(t *testing.T, h http.Handler, end task.Push, opts pusher.Opti
 	opts.Logger = quiet
 	opts.Refresh = 50 * time.Millisecond
 	p := pusher.New(s, opts)
-	pusher.DialWith(p, l.dial)
+	pusher.DialWith(p, l.Dial)
 	p.Start()
 	t.Cleanup(func() {
 		if err := p.Stop(context.Background()); err != nil {
@@ -89,7 +68,6 @@ func setupInBubble(t *testing.T, h http.Handler, end task.Push, opts pusher.Opti
 		}
 		srv.Close()
 		<-served
-		b.Close()
 	})
 	return s, p
 }

@@ -15,11 +15,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/push"
 	"github.com/hourglass-go/hourglass/pusher"
 	"github.com/hourglass-go/hourglass/service"
-	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -48,10 +46,7 @@ func (w *withPush) Queues(ctx context.Context) ([]task.QueueStats, error) {
 // h's server under end (its URL filled in), and a started pusher of it.
 func setup(t *testing.T, h http.Handler, end task.Push, opts pusher.Options) (*withPush, *pusher.Pusher) {
 	t.Helper()
-	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openBroker(t)
 	srv := httptest.NewServer(h)
 	if end.URL == "" {
 		end.URL = srv.URL + "/hook"
@@ -68,7 +63,6 @@ func setup(t *testing.T, h http.Handler, end task.Push, opts pusher.Options) (*w
 			t.Errorf("Stop: %v", err)
 		}
 		srv.Close()
-		b.Close()
 	})
 	return s, p
 }
@@ -87,14 +81,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestPusher_Acked pushes a task with its body and headers, signed, and
 // acks it on a 204.
 func TestPusher_Acked(t *testing.T) {
-	got := make(chan *http.Request, 1)
-	bodies := make(chan []byte, 1)
-	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got <- r
-		bodies <- b
-		w.WriteHeader(http.StatusNoContent)
-	}), task.Push{Headers: map[string]string{"X-Env": "prod"}, Secret: "s3cret"}, pusher.Options{})
+	h, got, bodies := recorder()
+	s, _ := setup(t, h, task.Push{Headers: map[string]string{"X-Env": "prod"}, Secret: "s3cret"}, pusher.Options{})
 	ctx := context.Background()
 	due := time.Now().Add(100 * time.Millisecond)
 	put, _, err := s.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`{"n": 1}`), At: due})
@@ -299,11 +287,7 @@ func (n *notifying) changed(queue string, end *task.Push) {
 // elsewhere (service.PolicyNotifier), a queue made a push queue there is
 // pushed at once, not at the pusher's next refresh (an hour here).
 func TestPusher_PolicyNotifier(t *testing.T) {
-	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := openBroker(t)
 	got := make(chan string, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got <- r.Header.Get("Hourglass-Task-Id")

@@ -1,20 +1,17 @@
 package pusher_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/internal/logbuf"
 	"github.com/hourglass-go/hourglass/pusher"
 	"github.com/hourglass-go/hourglass/service"
-	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -46,14 +43,9 @@ func (c *cutOff) ReserveQueues(ctx context.Context, queues []string, n int, wait
 // and once when reserving works again.
 func TestPusher_ReserveBacksOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		var out bytes.Buffer
-		var outMu sync.Mutex
-		log := slog.New(slog.NewTextHandler(&lockedWriter{w: &out, mu: &outMu}, nil))
+		b := openBroker(t)
+		var out logbuf.Buffer
+		log := out.Logger()
 		s := &cutOff{withPush: &withPush{Service: service.New(b), ends: map[string]*task.Push{"q": {URL: "http://127.0.0.1:1/hook"}}}, down: true}
 		if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a"}); err != nil {
 			t.Fatal(err)
@@ -73,8 +65,6 @@ func TestPusher_ReserveBacksOff(t *testing.T) {
 		if tries < 5 || tries > 9 {
 			t.Errorf("%d reserves in 10 s of failures, want about 7", tries)
 		}
-		outMu.Lock()
-		defer outMu.Unlock()
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		if len(lines) < 2 || !strings.Contains(lines[0], "reserving failed") || !strings.Contains(lines[0], "failures=1") {
 			t.Fatalf("log:\n%s\nwant the first failure with its count", out.String())
@@ -112,14 +102,9 @@ func (u *unread) Queues(ctx context.Context) ([]task.QueueStats, error) {
 // when reading works again.
 func TestPusher_RefreshBacksOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		var out bytes.Buffer
-		var outMu sync.Mutex
-		log := slog.New(slog.NewTextHandler(&lockedWriter{w: &out, mu: &outMu}, nil))
+		b := openBroker(t)
+		var out logbuf.Buffer
+		log := out.Logger()
 		s := &unread{withPush: &withPush{Service: service.New(b)}, down: true}
 		p := pusher.New(s, pusher.Options{Logger: log, Refresh: 10 * time.Millisecond})
 		p.Start()
@@ -136,8 +121,6 @@ func TestPusher_RefreshBacksOff(t *testing.T) {
 		if reads < 5 || reads > 9 {
 			t.Errorf("%d reads in 10 s of failures, want about 7", reads)
 		}
-		outMu.Lock()
-		defer outMu.Unlock()
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		if len(lines) < 2 || len(lines) > reads+1 || !strings.Contains(lines[0], "reading the push queues failed") || !strings.Contains(lines[0], "failures=1") {
 			t.Fatalf("log:\n%s\nwant the first failure with its count, then about a line a second", out.String())
@@ -146,16 +129,4 @@ func TestPusher_RefreshBacksOff(t *testing.T) {
 			t.Errorf("last line %q, want the recovery", last)
 		}
 	})
-}
-
-// lockedWriter serializes the writes of the pusher's goroutines.
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
