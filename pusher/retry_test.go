@@ -15,26 +15,44 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// cutOff is a service whose reserves fail while down is set: a database
-// out of reach, as the pusher sees it.
+// cutOff is a service whose reserves (if reserves is set) or reads of
+// the queues (if queues is) fail while down is set: a database out of
+// reach, as the pusher sees it.
 type cutOff struct {
 	*withPush
-	mu      sync.Mutex
-	down    bool
-	reserve int // calls while down
+	reserves, queues bool
+
+	mu    sync.Mutex
+	down  bool // guarded by mu
+	calls int  // the calls that failed; guarded by mu
 }
 
-func (c *cutOff) ReserveQueues(ctx context.Context, queues []string, n int, wait time.Duration) ([]task.Task, error) {
+// fails reports whether a call that cut says is cut off fails now, and
+// counts it.
+func (c *cutOff) fails(cut bool) bool {
 	c.mu.Lock()
-	down := c.down
-	if down {
-		c.reserve++
+	defer c.mu.Unlock()
+	if c.down && cut {
+		c.calls++
+		return true
 	}
-	c.mu.Unlock()
-	if down {
-		return nil, errors.New("hourglass: closed: the database is out of reach")
+	return false
+}
+
+var errOutOfReach = errors.New("hourglass: closed: the database is out of reach")
+
+func (c *cutOff) ReserveQueues(ctx context.Context, queues []string, n int, wait time.Duration) ([]task.Task, error) {
+	if c.fails(c.reserves) {
+		return nil, errOutOfReach
 	}
 	return c.withPush.ReserveQueues(ctx, queues, n, wait)
+}
+
+func (c *cutOff) Queues(ctx context.Context) ([]task.QueueStats, error) {
+	if c.fails(c.queues) {
+		return nil, errOutOfReach
+	}
+	return c.withPush.Queues(ctx)
 }
 
 // TestPusher_ReserveBacksOff: reserves that keep failing are retried
@@ -46,7 +64,7 @@ func TestPusher_ReserveBacksOff(t *testing.T) {
 		b := openBroker(t)
 		var out logbuf.Buffer
 		log := out.Logger()
-		s := &cutOff{withPush: &withPush{Service: service.New(b), ends: map[string]*task.Push{"q": {URL: "http://127.0.0.1:1/hook"}}}, down: true}
+		s := &cutOff{withPush: &withPush{Service: service.New(b), ends: map[string]*task.Push{"q": {URL: "http://127.0.0.1:1/hook"}}}, reserves: true, down: true}
 		if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a"}); err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +72,7 @@ func TestPusher_ReserveBacksOff(t *testing.T) {
 		p.Start()
 		time.Sleep(10 * time.Second)
 		s.mu.Lock()
-		tries := s.reserve
+		tries := s.calls
 		s.down = false
 		s.mu.Unlock()
 		time.Sleep(6 * time.Second) // the back-off under way, then a reserve of "a"
@@ -75,27 +93,6 @@ func TestPusher_ReserveBacksOff(t *testing.T) {
 	})
 }
 
-// unread is a service whose Queues fails while down is set.
-type unread struct {
-	*withPush
-	mu    sync.Mutex
-	down  bool
-	reads int // calls while down
-}
-
-func (u *unread) Queues(ctx context.Context) ([]task.QueueStats, error) {
-	u.mu.Lock()
-	down := u.down
-	if down {
-		u.reads++
-	}
-	u.mu.Unlock()
-	if down {
-		return nil, errors.New("hourglass: closed: the database is out of reach")
-	}
-	return u.withPush.Queues(ctx)
-}
-
 // TestPusher_RefreshBacksOff: with a refresh every 10 ms, reads of the
 // push queues that keep failing are tried after a back-off (about 7 in
 // 10 s, not 1,000), logged about once a second with a count, and once
@@ -105,12 +102,12 @@ func TestPusher_RefreshBacksOff(t *testing.T) {
 		b := openBroker(t)
 		var out logbuf.Buffer
 		log := out.Logger()
-		s := &unread{withPush: &withPush{Service: service.New(b)}, down: true}
+		s := &cutOff{withPush: &withPush{Service: service.New(b)}, queues: true, down: true}
 		p := pusher.New(s, pusher.Options{Logger: log, Refresh: 10 * time.Millisecond})
 		p.Start()
 		time.Sleep(10 * time.Second)
 		s.mu.Lock()
-		reads := s.reads
+		reads := s.calls
 		s.down = false
 		s.mu.Unlock()
 		time.Sleep(6 * time.Second) // the back-off under way, then a read

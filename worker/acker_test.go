@@ -21,10 +21,10 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// TestAcker_Batches holds the first request of an acker while more acks
-// come: they go together in the second request, and close sends the
-// rest before run returns.
-func TestAcker_Batches(t *testing.T) {
+// heldFirst runs an acker that sends at most most acks a request, to a
+// server that holds the first request while five more acks come, closes
+// it, and returns the ids of each request sent.
+func heldFirst(most int) [][]string {
 	var mu sync.Mutex
 	var sent [][]string // guarded by mu
 	first := make(chan struct{})
@@ -44,7 +44,7 @@ func TestAcker_Batches(t *testing.T) {
 		}
 		return make([]error, len(acks)), nil
 	}
-	a := newAcker(context.Background(), nil, send, 10, api.MaxAcks, newFailureLog(quiet), nil)
+	a := newAcker(context.Background(), nil, send, 10, most, newFailureLog(quiet), nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -59,6 +59,16 @@ func TestAcker_Batches(t *testing.T) {
 	close(hold)
 	a.close()
 	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	return sent
+}
+
+// TestAcker_Batches holds the first request of an acker while more acks
+// come: they go together in the second request, and close sends the
+// rest before run returns.
+func TestAcker_Batches(t *testing.T) {
+	sent := heldFirst(api.MaxAcks)
 	want := [][]string{{"0"}, {"1", "2", "3", "4", "5"}}
 	if !slices.EqualFunc(sent, want, slices.Equal) {
 		t.Errorf("requests %v, want %v", sent, want)
@@ -68,36 +78,7 @@ func TestAcker_Batches(t *testing.T) {
 // TestAcker_Most holds the first request of an acker that sends at most
 // two acks a request while five more come: they go two by two.
 func TestAcker_Most(t *testing.T) {
-	var sent [][]string // read after run returns
-	first := make(chan struct{})
-	hold := make(chan struct{})
-	send := func(ctx context.Context, acks []api.Ack) ([]error, error) {
-		ids := make([]string, len(acks))
-		for i, a := range acks {
-			ids[i] = a.ID
-		}
-		sent = append(sent, ids)
-		if len(sent) == 1 {
-			close(first)
-			<-hold
-		}
-		return make([]error, len(acks)), nil
-	}
-	a := newAcker(context.Background(), nil, send, 10, 2, newFailureLog(quiet), nil)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.run()
-	}()
-	until := time.Now().Add(time.Minute)
-	a.add(api.Ack{ID: "0"}, until)
-	<-first
-	for i := 1; i <= 5; i++ {
-		a.add(api.Ack{ID: fmt.Sprint(i)}, until)
-	}
-	close(hold)
-	a.close()
-	<-done
+	sent := heldFirst(2)
 	want := [][]string{{"0"}, {"1", "2"}, {"3", "4"}, {"5"}}
 	if !slices.EqualFunc(sent, want, slices.Equal) {
 		t.Errorf("requests %v, want %v", sent, want)
