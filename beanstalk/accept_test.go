@@ -11,12 +11,10 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/internal/logbuf"
 	"github.com/hourglass-go/hourglass/internal/pipenet"
 	"github.com/hourglass-go/hourglass/internal/retry"
 	"github.com/hourglass-go/hourglass/service"
-	"github.com/hourglass-go/hourglass/store/memstore"
 )
 
 // fullListener is a pipenet.Listener whose Accept fails with EMFILE, as a
@@ -49,11 +47,7 @@ func TestServe_AcceptBacksOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out logbuf.Buffer
 		log := out.Logger()
-		b, err := broker.Open(memstore.New(), broker.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
+		b := openMem(t)
 		l := &fullListener{Listener: pipenet.Listen()}
 		l.until = time.Now().Add(20 * time.Second)
 		srv := beanstalk.NewServer(service.New(b), beanstalk.Options{Logger: log})

@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/internal/pipenet"
 	"github.com/hourglass-go/hourglass/service"
-	"github.com/hourglass-go/hourglass/store/memstore"
 )
 
 // These tests run the server in virtual time (testing/synctest) over
@@ -26,10 +24,7 @@ import (
 // shuts both down when f returns. dial opens a client connection.
 func virtual(t *testing.T, f func(t *testing.T, dial func() *client)) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := broker.Open(memstore.New(), broker.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := openMem(t)
 		l := pipenet.Listen()
 		srv := beanstalk.NewServer(service.New(b), beanstalk.Options{})
 		served := make(chan error, 1)
@@ -52,7 +47,6 @@ func virtual(t *testing.T, f func(t *testing.T, dial func() *client)) {
 				t.Error(err)
 			}
 			<-served
-			b.Close()
 		}()
 		f(t, dial)
 	})
