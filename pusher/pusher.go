@@ -146,6 +146,10 @@ type Pusher struct {
 	maxDelay time.Duration
 	log      *slog.Logger
 	metrics  *metrics
+	// touchFails and settleFails log the failures of the pushes' touches
+	// and settles, shared by every push: in an outage, a line a second
+	// with a count rather than one per push.
+	touchFails, settleFails *retry.FailureLog
 
 	// concurrency is Options.Concurrency, the number of push slots.
 	concurrency int
@@ -201,6 +205,8 @@ func New(s service.Service, o Options) *Pusher {
 		unwatch:  func() {},
 		metrics:  newMetrics(o.Registerer),
 	}
+	p.touchFails = retry.NewFailureLog(p.log, "hourglass: push: renewing pushed tasks' leases failed", "hourglass: push: renewing pushed tasks' leases works again")
+	p.settleFails = retry.NewFailureLog(p.log, "hourglass: push: settling pushed tasks failed; their leases settle them", "hourglass: push: settling pushed tasks works again")
 	p.concurrency = cap(p.work)
 	p.slots = newSlots(p.concurrency)
 	p.client = newClient(o.Targets, p.concurrency)

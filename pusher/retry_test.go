@@ -3,6 +3,8 @@ package pusher_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/internal/logbuf"
+	"github.com/hourglass-go/hourglass/internal/pipenet"
 	"github.com/hourglass-go/hourglass/pusher"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
@@ -17,10 +20,10 @@ import (
 
 // cutOff is a service whose reserves (if reserves is set) or reads of
 // the queues (if queues is) fail while down is set: a database out of
-// reach, as the pusher sees it.
+// reach, as the pusher sees it. With touches set, touches fail too.
 type cutOff struct {
 	*withPush
-	reserves, queues bool
+	reserves, queues, touches bool
 
 	mu    sync.Mutex
 	down  bool // guarded by mu
@@ -46,6 +49,13 @@ func (c *cutOff) ReserveQueues(ctx context.Context, queues []string, n int, wait
 		return nil, errOutOfReach
 	}
 	return c.withPush.ReserveQueues(ctx, queues, n, wait)
+}
+
+func (c *cutOff) Touch(ctx context.Context, queue, id, lease string) (task.Task, error) {
+	if c.fails(c.touches) {
+		return task.Task{}, errOutOfReach
+	}
+	return c.withPush.Touch(ctx, queue, id, lease)
 }
 
 func (c *cutOff) Queues(ctx context.Context) ([]task.QueueStats, error) {
@@ -124,6 +134,69 @@ func TestPusher_RefreshBacksOff(t *testing.T) {
 		}
 		if last := lines[len(lines)-1]; !strings.Contains(last, "reading the push queues works again") {
 			t.Errorf("last line %q, want the recovery", last)
+		}
+	})
+}
+
+// TestPusher_PushFailuresLogged: ten pushes under way whose touches fail
+// for 10 s (ttr 1 s: a touch every 500 ms each) log about once a second
+// with a count, not 200 lines; and their ten settles failing at once
+// (their leases gone) log one line, not ten.
+func TestPusher_PushFailuresLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := openBroker(t)
+		var out logbuf.Buffer
+		release := make(chan struct{})
+		l := pipenet.Listen()
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			w.WriteHeader(http.StatusNoContent)
+		})}
+		go srv.Serve(l)
+		s := &cutOff{withPush: &withPush{Service: service.New(b), ends: map[string]*task.Push{"q": {URL: "http://receiver.test/hook", Timeout: time.Minute}}}, touches: true}
+		var rs []task.PutRequest
+		for i := range 10 {
+			rs = append(rs, task.PutRequest{ID: fmt.Sprint(i), TTR: time.Second})
+		}
+		for _, r := range s.PutBatch(context.Background(), "q", rs) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+		p := pusher.New(s, pusher.Options{Logger: out.Logger(), Refresh: time.Hour, Concurrency: 20})
+		pusher.DialWith(p, l.Dial)
+		p.Start()
+		time.Sleep(100 * time.Millisecond) // the ten pushes under way
+		s.mu.Lock()
+		s.down = true
+		s.mu.Unlock()
+		time.Sleep(10 * time.Second)
+		s.mu.Lock()
+		touches := s.calls
+		s.mu.Unlock()
+		close(release)
+		time.Sleep(time.Second)
+		if err := p.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		var renew, settle int
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			switch {
+			case strings.Contains(line, "renewing") && strings.Contains(line, "failed"):
+				renew++
+			case strings.Contains(line, "settling") && strings.Contains(line, "failed"):
+				settle++
+			}
+		}
+		if touches < 150 || renew < 5 || renew > 12 {
+			t.Errorf("%d lines for %d failed touches in 10 s, want about 10", renew, touches)
+		}
+		if settle != 1 {
+			t.Errorf("%d lines for 10 settles failing at once, want 1:\n%s", settle, out.String())
 		}
 	})
 }
