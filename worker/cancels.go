@@ -22,9 +22,9 @@ import (
 // nothing asks nothing. A check has checkTimeout; after a failed one
 // the next waits checkEvery or the worker's back-off (newBackoff),
 // whichever is longer, and failures are logged about once a second with
-// a count (failureLog); a server that does not know the route (404: an older server)
-// is not asked again, and the handlers then learn of a cancel at their
-// next touch, which answers 404.
+// a count (failureLog); a server that does not know the route (404: an
+// older server) is not asked again, and the handlers then learn of a
+// cancel at their next touch, which answers 404.
 const (
 	checkEvery   = time.Second
 	checkTimeout = 5 * time.Second
