@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -503,4 +504,24 @@ func taskOf(t testing.TB, out string) api.Task {
 		t.Fatalf("not a task: %q", out)
 	}
 	return tk
+}
+
+// freeAddr returns a loopback address, HOST:PORT, that was free a moment
+// ago: for a server's second listener (the harness learns the HTTP one
+// from the log), or a port nothing listens on.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// freePort is freeAddr's port.
+func freePort(t testing.TB) string {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	return port
 }

@@ -8,6 +8,7 @@ package blackhole
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -19,6 +20,7 @@ const acceptedKept = 16
 type Server struct {
 	addr     string
 	accepted chan time.Time
+	count    atomic.Int64 // connections accepted
 }
 
 // Start listens on 127.0.0.1 on a free port until the test ends, when
@@ -41,6 +43,7 @@ func Start(t testing.TB) *Server {
 			if err != nil {
 				return
 			}
+			s.count.Add(1)
 			select {
 			case s.accepted <- time.Now():
 			default:
@@ -68,3 +71,7 @@ func (s *Server) Addr() string { return s.addr }
 // Accepted gets the time of each connection accepted, the first 16 that
 // no one took yet.
 func (s *Server) Accepted() <-chan time.Time { return s.accepted }
+
+// Count returns how many connections it has accepted. It is safe for
+// concurrent use.
+func (s *Server) Count() int { return int(s.count.Load()) }

@@ -22,6 +22,9 @@ func TestServer(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no accept told within 10 s")
 	}
+	if n := s.Count(); n != 1 {
+		t.Errorf("Count() = %d, want 1", n)
+	}
 	c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
 	c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || !err.(net.Error).Timeout() {
