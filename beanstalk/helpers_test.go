@@ -203,13 +203,21 @@ func listen(t testing.TB, b testBroker, opts beanstalk.Options) (*beanstalk.Serv
 // server down themselves; only the broker is closed at cleanup.
 func unmanaged(t testing.TB) (*broker.Broker, *beanstalk.Server, string, <-chan error) {
 	t.Helper()
+	b := openMem(t)
+	srv, addr, served := listen(t, wrap(b), beanstalk.Options{})
+	return b, srv, addr, served
+}
+
+// openMem opens a broker over memstore, closed when the test ends
+// (after the cleanups registered later: a server's shutdown).
+func openMem(t testing.TB) *broker.Broker {
+	t.Helper()
 	b, err := broker.Open(memstore.New(), broker.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	srv, addr, served := listen(t, wrap(b), beanstalk.Options{})
-	return b, srv, addr, served
+	return b
 }
 
 // client speaks the protocol raw, for tests that check replies byte for

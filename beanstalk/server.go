@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"github.com/hourglass-go/hourglass/service"
 )
 
@@ -47,6 +48,13 @@ const (
 	// DefaultBodyTimeout is long enough for the largest body over a slow
 	// link (1 MiB at 64 KB/s takes 16 s).
 	DefaultBodyTimeout = 30 * time.Second
+)
+
+// The back-off of the accept loop after a transient failure (out of
+// file descriptors): from acceptBase doubling to acceptMax, as net/http's.
+const (
+	acceptBase = 5 * time.Millisecond
+	acceptMax  = time.Second
 )
 
 // ErrServerClosed is returned by [Server.Serve] after [Server.Shutdown].
@@ -153,7 +161,8 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		l.Close()
 	}()
-	var backoff time.Duration
+	backoff := retry.Backoff{Base: acceptBase, Max: acceptMax}
+	failures := retry.NewFailureLog(s.log, "hourglass: beanstalk: accepting connections failed; retrying", "hourglass: beanstalk: accepting connections works again")
 	for {
 		nc, err := l.Accept()
 		if err != nil {
@@ -163,15 +172,24 @@ func (s *Server) Serve(l net.Listener) error {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 				// Out of descriptors or a transient failure: wait, as
-				// net/http does, rather than spin.
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.log.Warn("hourglass: beanstalk: accept", "err", err, "retry_in", backoff)
-				time.Sleep(backoff)
+				// net/http does, rather than spin; a Shutdown ends the
+				// wait.
+				d := backoff.Next()
+				failures.Failed(err, "retry_in", d)
+				t := time.NewTimer(d)
+				select {
+				case <-s.ctx.Done():
+					t.Stop()
+				case <-t.C:
+				}
 				continue
 			}
 			return err
 		}
-		backoff = 0
+		if backoff.Failures() > 0 {
+			backoff.Reset()
+			failures.OK()
+		}
 		c, ok := s.track(nc)
 		if !ok {
 			nc.Close()

@@ -6,15 +6,13 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/hourglass-go/hourglass/beanstalk"
-	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/internal/pipenet"
 	"github.com/hourglass-go/hourglass/service"
-	"github.com/hourglass-go/hourglass/store/memstore"
 )
 
 // These tests run the server in virtual time (testing/synctest) over
@@ -22,45 +20,21 @@ import (
 // margin, TTR expiry, timeouts longer than the broker's longest wait, and
 // pauses. The TCP tests check the same replies on the wall clock, loosely.
 
-// pipeListener is a net.Listener of net.Pipe connections.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return &net.UnixAddr{Name: "pipe", Net: "pipe"} }
-
 // virtual runs f in a synctest bubble with a server over memstore, and
 // shuts both down when f returns. dial opens a client connection.
 func virtual(t *testing.T, f func(t *testing.T, dial func() *client)) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := broker.Open(memstore.New(), broker.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+		b := openMem(t)
+		l := pipenet.Listen()
 		srv := beanstalk.NewServer(service.New(b), beanstalk.Options{})
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(l) }()
 		var clients []*client
 		dial := func() *client {
-			a, z := net.Pipe()
-			l.conns <- z
+			a, err := l.Dial(context.Background(), "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
 			c := &client{t: t, nc: a, r: newReader(a)}
 			clients = append(clients, c)
 			return c
@@ -73,7 +47,6 @@ func virtual(t *testing.T, f func(t *testing.T, dial func() *client)) {
 				t.Error(err)
 			}
 			<-served
-			b.Close()
 		}()
 		f(t, dial)
 	})

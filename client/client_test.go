@@ -16,7 +16,7 @@ import (
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/client"
 	"github.com/hourglass-go/hourglass/httpapi"
-	"github.com/hourglass-go/hourglass/service"
+	"github.com/hourglass-go/hourglass/internal/testserver"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -24,27 +24,19 @@ import (
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // serve starts the real handler over a broker on a Pebble store in dir
-// and returns its URL and a function that stops it all.
+// (internal/testserver) and returns its URL and a function that stops it
+// all.
 func serve(dir string, cfg broker.Config, token string) (url string, stop func(), err error) {
-	st, err := pebblestore.Open(dir, pebblestore.Options{Logger: quiet, CacheSize: 1 << 20, MemTableSize: 1 << 20})
+	s, err := testserver.Start(testserver.Options{
+		Dir:    dir,
+		Pebble: pebblestore.Options{CacheSize: 1 << 20, MemTableSize: 1 << 20},
+		Broker: cfg,
+		API:    httpapi.Options{Token: token, MaxPayload: cfg.MaxPayload},
+	})
 	if err != nil {
 		return "", nil, err
 	}
-	cfg.Logger = quiet
-	b, err := broker.Open(st, cfg)
-	if err != nil {
-		st.Close()
-		return "", nil, err
-	}
-	s := httpapi.New(httpapi.Options{Token: token, MaxPayload: cfg.MaxPayload, Gatherer: prometheus.NewRegistry(), Logger: quiet})
-	s.SetService(service.New(b))
-	hs := httptest.NewServer(s)
-	return hs.URL, func() {
-		s.Drain()
-		hs.Close()
-		b.Close()
-		st.Close()
-	}, nil
+	return s.URL, s.Close, nil
 }
 
 // newClient serves a fresh broker and returns a client of it.

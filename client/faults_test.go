@@ -11,52 +11,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/client"
 	"github.com/hourglass-go/hourglass/httpapi"
+	"github.com/hourglass-go/hourglass/internal/blackhole"
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-// blackhole returns the address of a loopback listener that accepts
-// connections and then neither reads nor answers, as a peer gone without
-// a word behind a firewall that drops everything looks to a client whose
-// connection is already open. Everything closes at the test's end.
-func blackhole(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn // guarded by mu
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
 
 // within runs f and returns how long it took and its error, failing t
 // when f has not returned after limit: f is a call that must not hang.
@@ -80,7 +43,7 @@ func within(t *testing.T, limit time.Duration, f func() error) (time.Duration, e
 // error is transient.
 func TestClient_Blackhole(t *testing.T) {
 	const timeout, wait = 300 * time.Millisecond, 500 * time.Millisecond
-	url := "http://" + blackhole(t)
+	url := "http://" + blackhole.Start(t).Addr()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	for _, hc := range []*http.Client{nil, {Transport: tr}} {
@@ -120,7 +83,7 @@ func TestClient_Blackhole(t *testing.T) {
 // minute: the client's own transport gives up the TLS handshake after
 // its bound of 5 s instead.
 func TestClient_TLSHandshakeTimeout(t *testing.T) {
-	c, err := client.New("https://"+blackhole(t), client.Options{Timeout: time.Minute})
+	c, err := client.New("https://"+blackhole.Start(t).Addr(), client.Options{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

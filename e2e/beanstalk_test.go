@@ -14,19 +14,6 @@ import (
 	"github.com/hourglass-go/hourglass/internal/pgtest"
 )
 
-// freeAddr returns a loopback address with a port free at the time of the
-// call, for a server's second listener (the harness learns the HTTP one
-// from the log).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // bsConn is a beanstalkd protocol connection for the test.
 type bsConn struct {
 	t *testing.T

@@ -202,10 +202,7 @@ func testBulkCLI(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	bulkSetup(t, s)
-	cli := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, nil, append(args, "--server", s.url())...)
-	}
+	cli := s.cli
 	list := func(args ...string) string {
 		t.Helper()
 		out, stderr, code := cli(append([]string{"tasks", "ops"}, args...)...)

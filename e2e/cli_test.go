@@ -19,7 +19,6 @@ func TestCLI_Tasks(t *testing.T) { engines(t, testCLITasks) }
 func testCLITasks(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	url := s.url()
 	c := s.client()
 	ctx := context.Background()
 	one := 1
@@ -28,18 +27,8 @@ func testCLITasks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cli := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, nil, append(args, "--server", url)...)
-	}
-	task := func(out string) api.Task {
-		t.Helper()
-		var tk api.Task
-		if err := json.Unmarshal([]byte(out), &tk); err != nil {
-			t.Fatalf("not a task: %q", out)
-		}
-		return tk
-	}
+	cli := s.cli
+	task := func(out string) api.Task { t.Helper(); return taskOf(t, out) }
 
 	out, stderr, code := cli("get", "cli", "t1")
 	if code != 0 || task(out).ID != "t1" || task(out).State != api.StateReady {
@@ -118,21 +107,10 @@ func TestCLI_Policies(t *testing.T) { engines(t, testCLIPolicies) }
 func testCLIPolicies(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	url := s.url()
 	c := s.client()
 	ctx := context.Background()
-	cli := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, nil, append(args, "--server", url)...)
-	}
-	task := func(out string) api.Task {
-		t.Helper()
-		var tk api.Task
-		if err := json.Unmarshal([]byte(out), &tk); err != nil {
-			t.Fatalf("not a task: %q", out)
-		}
-		return tk
-	}
+	cli := s.cli
+	task := func(out string) api.Task { t.Helper(); return taskOf(t, out) }
 
 	// policy: set, print, refuse, delete.
 	const (

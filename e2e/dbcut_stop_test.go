@@ -1,9 +1,6 @@
 package e2e_test
 
 import (
-	"net"
-	neturl "net/url"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -18,19 +15,8 @@ import (
 // database (the last notifications, the release of its partitions, the
 // pool's close) gives up after the timeout.
 func TestDBCut_Stop(t *testing.T) {
-	pg := sharedPostgres(t)
-	url := pg.CreateDatabase(t)
-	proxy, err := tcpproxy.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.Port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = proxy.Addr()
-	n1 := startServer(t, withPostgres(u.String(), "n1"), withFlags("--lease", "1s", "--db-timeout", "1s"))
+	_, proxied, proxy := proxiedDatabase(t)
+	n1 := startServer(t, withPostgres(proxied, "n1"), withFlags("--lease", "1s", "--db-timeout", "1s"))
 	if a := n1.call("POST", "/v1/queues/q/tasks", `{"id":"x","delay":"1s"}`); a.status != 201 {
 		t.Fatalf("put: %v", a)
 	}

@@ -3,10 +3,7 @@ package e2e_test
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	neturl "net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,20 +43,9 @@ func TestDBCut(t *testing.T) {
 }
 
 func testDBCut(t *testing.T, mode tcpproxy.Mode) {
-	pg := sharedPostgres(t)
-	url := pg.CreateDatabase(t)
-	proxy, err := tcpproxy.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.Port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = proxy.Addr()
+	url, proxied, proxy := proxiedDatabase(t)
 	flags := withFlags("--lease", cutLease.String(), "--db-timeout", cutDBTimeout.String())
-	n1 := startServer(t, withPostgres(u.String(), "n1"), flags)
+	n1 := startServer(t, withPostgres(proxied, "n1"), flags)
 	n2 := startServer(t, withPostgres(url, "n2"), flags)
 
 	var batch []string
@@ -274,20 +260,9 @@ func TestDBCut_Blip(t *testing.T) {
 		mode tcpproxy.Mode
 	}{{"blackhole", tcpproxy.Blackhole}, {"cut", tcpproxy.Cut}} {
 		t.Run(c.name, func(t *testing.T) {
-			pg := sharedPostgres(t)
-			url := pg.CreateDatabase(t)
-			proxy, err := tcpproxy.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.Port)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { proxy.Close() })
-			u, err := neturl.Parse(url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			u.Host = proxy.Addr()
+			_, proxied, proxy := proxiedDatabase(t)
 			const lease = 2 * time.Second
-			n1 := startServer(t, withPostgres(u.String(), "n1"), withFlags("--lease", lease.String(), "--db-timeout", "1s"))
+			n1 := startServer(t, withPostgres(proxied, "n1"), withFlags("--lease", lease.String(), "--db-timeout", "1s"))
 			if a := n1.call("POST", "/v1/queues/q/tasks", `{"id":"before"}`); a.status != http.StatusCreated {
 				t.Fatalf("put before the blip: %v", a)
 			}

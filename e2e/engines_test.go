@@ -2,11 +2,15 @@ package e2e_test
 
 import (
 	"errors"
+	"net"
+	neturl "net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hourglass-go/hourglass/internal/pgtest"
+	"github.com/hourglass-go/hourglass/internal/tcpproxy"
 )
 
 // Every test of the service's behaviour runs on both engines: the
@@ -74,6 +78,27 @@ func sharedPostgres(t testing.TB) *pgtest.Server {
 		t.Fatalf("pgtest: %v", shared.err)
 	}
 	return shared.srv
+}
+
+// proxiedDatabase creates a database on the shared server and a proxy
+// to the server (internal/tcpproxy, in Pass mode, closed when the test
+// ends), and returns the database's URL, its URL through the proxy, and
+// the proxy, with which a test cuts a node off from its database.
+func proxiedDatabase(t testing.TB) (url, proxied string, proxy *tcpproxy.Proxy) {
+	t.Helper()
+	pg := sharedPostgres(t)
+	url = pg.CreateDatabase(t)
+	proxy, err := tcpproxy.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = proxy.Addr()
+	return url, u.String(), proxy
 }
 
 // closeSharedPostgres stops the shared server, if one was started.

@@ -26,34 +26,20 @@ import (
 // the request's Host.
 func (s *server) send(method, path, body string, header ...string) answer {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, s.url()+path, rd)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		if header[i] == "Host" {
-			req.Host = header[i+1]
-			continue
-		}
-		req.Header.Set(header[i], header[i+1])
-	}
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := hc.Do(req)
+	a, err := s.exchange(hc, method, path, body, func(req *http.Request) {
+		for i := 0; i+1 < len(header); i += 2 {
+			if header[i] == "Host" {
+				req.Host = header[i+1]
+				continue
+			}
+			req.Header.Set(header[i], header[i+1])
+		}
+	})
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.t.Fatalf("%s %s: reading the answer: %v", method, path, err)
-	}
-	return answer{resp.StatusCode, resp.Header, b}
+	return a
 }
 
 // wantError fails the test unless a is status with a JSON error

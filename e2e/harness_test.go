@@ -3,9 +3,11 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/client"
 	"github.com/hourglass-go/hourglass/internal/apitest"
 )
@@ -447,6 +450,20 @@ func (s *server) callAuth(method, path, body, auth string) answer {
 // try sends a raw request and returns the answer or the transport's
 // error. It is safe for concurrent use.
 func (s *server) try(method, path, body, auth string) (answer, error) {
+	return s.exchange(s.hc, method, path, body, func(req *http.Request) {
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+	})
+}
+
+// exchange sends a request for path of s over hc, within 30 s, with body
+// ("" for none) and what set adds to it, and returns the answer, read
+// whole, or the error. It is safe for concurrent use.
+func (s *server) exchange(hc *http.Client, method, path, body string, set func(*http.Request)) (answer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var rd io.Reader
@@ -457,13 +474,8 @@ func (s *server) try(method, path, body, auth string) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := s.hc.Do(req)
+	set(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return answer{}, err
 	}
@@ -473,4 +485,43 @@ func (s *server) try(method, path, body, auth string) (answer, error) {
 		return answer{}, err
 	}
 	return answer{resp.StatusCode, resp.Header, b}, nil
+}
+
+// cli runs the binary with args, a client subcommand, against s (its
+// --server), and returns its standard output, standard error and exit
+// code.
+func (s *server) cli(args ...string) (stdout, stderr string, code int) {
+	s.t.Helper()
+	return runCLI(s.t, nil, append(args, "--server", s.url())...)
+}
+
+// taskOf decodes out, a subcommand's output, as one task, failing t if
+// it is not one.
+func taskOf(t testing.TB, out string) api.Task {
+	t.Helper()
+	var tk api.Task
+	if err := json.Unmarshal([]byte(out), &tk); err != nil {
+		t.Fatalf("not a task: %q", out)
+	}
+	return tk
+}
+
+// freeAddr returns a loopback address, HOST:PORT, that was free a moment
+// ago: for a server's second listener (the harness learns the HTTP one
+// from the log), or a port nothing listens on.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// freePort is freeAddr's port.
+func freePort(t testing.TB) string {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	return port
 }

@@ -509,7 +509,6 @@ func TestCLI_History(t *testing.T) { engines(t, testCLIHistory) }
 func testCLIHistory(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	url := s.url()
 	c := s.client()
 	ctx := context.Background()
 	for _, id := range []string{"x", "y", "z"} {
@@ -529,7 +528,7 @@ func testCLIHistory(t *testing.T) {
 	}
 	cli := func(args ...string) ([]string, string, int) {
 		t.Helper()
-		out, stderr, code := runCLI(t, nil, append(args, "--server", url)...)
+		out, stderr, code := s.cli(args...)
 		return strings.Split(strings.TrimSpace(out), "\n"), stderr, code
 	}
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/client"
 )
 
 // TestReserve_PerKeyConcurrency: a queue's per_key.concurrency (issue
@@ -37,21 +38,7 @@ func testReserve_PerKeyConcurrency(t *testing.T) {
 			}
 		}
 	}
-	reserve := func(want map[string]int) []api.Task {
-		t.Helper()
-		ts, err := c.Reserve(ctx, "q", 10, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]int{}
-		for _, tk := range ts {
-			got[tk.Key]++
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("reserve of 10 took %v by key; want %v", got, want)
-		}
-		return ts
-	}
+	reserve := func(want map[string]int) []api.Task { t.Helper(); return reserveByKey(t, c, "q", want) }
 	ts := reserve(map[string]int{"A": 2, "B": 2})
 	reserve(map[string]int{})
 	var a0 api.Task
@@ -107,20 +94,7 @@ func testReserve_PerKeyRate(t *testing.T) {
 			}
 		}
 	}
-	reserve := func(want map[string]int) {
-		t.Helper()
-		ts, err := c.Reserve(ctx, "q", 10, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]int{}
-		for _, tk := range ts {
-			got[tk.Key]++
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("reserve of 10 took %v by key; want %v", got, want)
-		}
-	}
+	reserve := func(want map[string]int) []api.Task { t.Helper(); return reserveByKey(t, c, "q", want) }
 	reserve(map[string]int{"A": 1, "B": 1})
 	reserve(map[string]int{})
 	if _, _, err := c.Put(ctx, "q", api.PutRequest{ID: "C0", Key: "C"}); err != nil {
@@ -134,4 +108,22 @@ func testReserve_PerKeyRate(t *testing.T) {
 	s.stop()
 	s.start()
 	reserve(map[string]int{})
+}
+
+// reserveByKey reserves up to 10 tasks of queue, at once, and fails t
+// unless they count want by key.
+func reserveByKey(t testing.TB, c *client.Client, queue string, want map[string]int) []api.Task {
+	t.Helper()
+	ts, err := c.Reserve(context.Background(), queue, 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, tk := range ts {
+		got[tk.Key]++
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("reserve of 10 took %v by key; want %v", got, want)
+	}
+	return ts
 }

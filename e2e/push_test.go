@@ -321,12 +321,7 @@ func testPushRetries(t *testing.T) {
 	}
 
 	// A refused connection: a port nothing listens on.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := freeAddr(t)
 	setPush(t, s, "prefused", fmt.Sprintf(`{"push":{"url":"http://%s/x"}}`, closed))
 	s.call("POST", "/v1/queues/prefused/tasks", `{"id":"a","payload":1,"max_attempts":2}`)
 	if last := waitPushed(t, s, "prefused", "a", "dead", 10*time.Second); !strings.HasPrefix(last, "push: dial tcp") || !strings.Contains(last, "refused") {

@@ -7,11 +7,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
+	"github.com/hourglass-go/hourglass/internal/blackhole"
 )
 
 // The black-box tests of where a server may push (issue 39): the cloud
@@ -98,12 +98,7 @@ func testPushSafetyEcho(t *testing.T) {
 		io.WriteString(w, "secret\r\ninside")
 	})
 	_, port, _ := net.SplitHostPort(rc.srv.Listener.Addr().String())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, closed, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
+	closed := freePort(t)
 	for _, tc := range []struct{ allow, want, wantClosed string }{
 		{"127.0.0.1", "push: HTTP 500: secret  inside", "push: dial tcp 127.0.0.1:" + closed + ": connect: connection refused"},
 		{"127.0.0.0/8", "push: HTTP 500", "push: the connection failed"},
@@ -122,50 +117,6 @@ func testPushSafetyEcho(t *testing.T) {
 	}
 }
 
-// silentEndpoint is a TCP listener on loopback that accepts every
-// connection and never answers on it, until the test ends.
-type silentEndpoint struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn // guarded by mu
-}
-
-// newSilentEndpoint starts one; cleanup closes it and its connections.
-func newSilentEndpoint(t *testing.T) *silentEndpoint {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &silentEndpoint{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			e.mu.Lock()
-			e.conns = append(e.conns, c)
-			e.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		for _, c := range e.conns {
-			c.Close()
-		}
-	})
-	return e
-}
-
-// accepted returns how many connections it has accepted.
-func (e *silentEndpoint) accepted() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.conns)
-}
-
 // TestPushSafety_HangingEndpoint: a push queue whose endpoint accepts
 // and never answers holds only its share of the server's 128 push slots
 // (half of them alone), and a second push queue with a healthy endpoint
@@ -176,9 +127,9 @@ func TestPushSafety_HangingEndpoint(t *testing.T) { engines(t, testPushSafetyHan
 func testPushSafetyHanging(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	hang := newSilentEndpoint(t)
+	hang := blackhole.Start(t)
 	ok := newReceiver(t, nil)
-	setPush(t, s, "hang", fmt.Sprintf(`{"push":{"url":"http://%s/","timeout":"10m"}}`, hang.ln.Addr()))
+	setPush(t, s, "hang", fmt.Sprintf(`{"push":{"url":"http://%s/","timeout":"10m"}}`, hang.Addr()))
 	setPush(t, s, "ok", fmt.Sprintf(`{"push":{"url":%q}}`, ok.srv.URL))
 	var batch []string
 	for i := range 200 {
@@ -190,9 +141,9 @@ func testPushSafetyHanging(t *testing.T) {
 	// The hanging queue takes most of its share (a queue near its share
 	// waits until a quarter of it is free), then no more.
 	const share = 128 / 2
-	for deadline := time.Now().Add(30 * time.Second); hang.accepted() < share*3/4; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); hang.Count() < share*3/4; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the hanging endpoint got %d pushes in 30 s, want most of its share %d", hang.accepted(), share)
+			t.Fatalf("the hanging endpoint got %d pushes in 30 s, want most of its share %d", hang.Count(), share)
 		}
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -204,7 +155,7 @@ func testPushSafetyHanging(t *testing.T) {
 	}
 	ok.wait(t, 20, 2*time.Minute) // the hanging pushes time out after 10
 	t.Logf("20 tasks pushed beside a hanging endpoint in %v", time.Since(start))
-	if n := hang.accepted(); n > share {
+	if n := hang.Count(); n > share {
 		t.Errorf("the hanging endpoint got %d pushes at once, more than its share %d", n, share)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"syscall"
@@ -394,15 +392,4 @@ func testCLI(t *testing.T) {
 	if qs, err := s.client().Queues(context.Background()); err != nil || len(qs) != 1 || qs[0] != (api.Queue{Name: "jobs", Reserved: 1}) {
 		t.Errorf("queues after the failed commands: %+v, %v", qs, err)
 	}
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 }

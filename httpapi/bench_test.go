@@ -8,16 +8,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/broker"
-	"github.com/hourglass-go/hourglass/httpapi"
-	"github.com/hourglass-go/hourglass/service"
-	"github.com/hourglass-go/hourglass/store/pebblestore"
+	"github.com/hourglass-go/hourglass/internal/testserver"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -26,7 +23,7 @@ import (
 // through the whole server (HTTP, broker, Pebble with fsync): the serve
 // scenario's batch row, in one process so that it can be profiled.
 func BenchmarkServer_PutBatch(b *testing.B) {
-	_, srv := benchServer(b)
+	_, url := benchServer(b)
 	body := func(r *rand.Rand) []byte {
 		var buf bytes.Buffer
 		buf.WriteString(`{"tasks":[`)
@@ -50,7 +47,7 @@ func BenchmarkServer_PutBatch(b *testing.B) {
 		r := rand.New(rand.NewPCG(rand.Uint64(), 0))
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 		for pb.Next() {
-			resp, err := hc.Post(srv.URL+"/v1/queues/q/tasks:batch", "application/json", bytes.NewReader(body(r)))
+			resp, err := hc.Post(url+"/v1/queues/q/tasks:batch", "application/json", bytes.NewReader(body(r)))
 			if err != nil {
 				b.Error(err)
 				return
@@ -81,7 +78,7 @@ func cpuTime() time.Duration {
 // queue kept full of ready tasks: the delivery half of the serve
 // scenario's lateness row.
 func BenchmarkServer_ReserveAck(b *testing.B) {
-	br, srv := benchServer(b)
+	br, url := benchServer(b)
 	rs := make([]task.PutRequest, 1000)
 	for i := range rs {
 		rs[i] = task.PutRequest{Payload: []byte(`"` + string(bytes.Repeat([]byte("x"), 198)) + `"`)}
@@ -94,7 +91,7 @@ func BenchmarkServer_ReserveAck(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 		post := func(path, body string) []byte {
-			resp, err := hc.Post(srv.URL+path, "application/json", bytes.NewReader([]byte(body)))
+			resp, err := hc.Post(url+path, "application/json", bytes.NewReader([]byte(body)))
 			if err != nil {
 				b.Error(err)
 				return nil
@@ -121,24 +118,13 @@ func BenchmarkServer_ReserveAck(b *testing.B) {
 }
 
 // benchServer serves a broker on a Pebble store in a temporary directory
-// over loopback HTTP until the benchmark ends.
-func benchServer(b *testing.B) (*broker.Broker, *httptest.Server) {
-	st, err := pebblestore.Open(b.TempDir(), pebblestore.Options{Logger: quiet})
+// over loopback HTTP (internal/testserver) until the benchmark ends, and
+// returns the broker and the server's URL.
+func benchServer(b *testing.B) (*broker.Broker, string) {
+	s, err := testserver.Start(testserver.Options{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	br, err := broker.Open(st, broker.Config{Logger: quiet})
-	if err != nil {
-		st.Close()
-		b.Fatal(err)
-	}
-	s := httpapi.New(httpapi.Options{Logger: quiet})
-	s.SetService(service.New(br))
-	srv := httptest.NewServer(s)
-	b.Cleanup(func() {
-		srv.Close()
-		br.Close()
-		st.Close()
-	})
-	return br, srv
+	b.Cleanup(s.Close)
+	return s.Broker, s.URL
 }

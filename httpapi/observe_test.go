@@ -46,18 +46,10 @@ func newObserved(t *testing.T, token string) *observed {
 
 // serve answers one request, with the token when o has one.
 func (o *observed) serve(method, path, body string) *httptest.ResponseRecorder {
-	var r *http.Request
-	if body == "" {
-		r = httptest.NewRequest(method, path, nil)
-	} else {
-		r = httptest.NewRequest(method, path, strings.NewReader(body))
-	}
 	if o.token != "" {
-		r.Header.Set("Authorization", "Bearer "+o.token)
+		return do(o.s, method, path, body, "Authorization", "Bearer "+o.token)
 	}
-	w := httptest.NewRecorder()
-	contract(o.s).ServeHTTP(w, r)
-	return w
+	return do(o.s, method, path, body)
 }
 
 // call serves a request, checks its status and decodes the answer into

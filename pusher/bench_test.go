@@ -12,10 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/pusher"
 	"github.com/hourglass-go/hourglass/service"
-	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -25,11 +23,7 @@ import (
 // fsyncs of a durable store. The bench's push scenario measures the
 // server as a whole.
 func BenchmarkPusher_Push_Ready(b *testing.B) {
-	br, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
+	br := openBroker(b)
 	var got atomic.Int64
 	all := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -216,14 +216,18 @@ func (p *Pusher) settle(t task.Task, out outcome) {
 		// The lease ran out meanwhile (the task is another push's now), or
 		// the service failed: the task's lease settles it.
 		p.metrics.pushes.WithLabelValues("lost").Inc()
-		p.log.Warn("push: settling a pushed task failed", "queue", t.Queue, "id", t.ID, "outcome", out.kind, "err", err)
+		p.settleFails.Failed(err, "queue", t.Queue, "id", t.ID, "outcome", out.kind)
 		return
 	}
+	p.settleFails.OKShared()
 	p.metrics.pushes.WithLabelValues(out.kind).Inc()
 }
 
 // keep touches t's lease every half ttr until ctx ends: a push whose
-// timeout its ttr does not cover.
+// timeout its ttr does not cover. A touch that fails is tried again at
+// the next tick (a wait no longer, or the lease would run out), and the
+// failures of every push's touches are logged together, about once a
+// second with a count (p.touchFails).
 func (p *Pusher) keep(ctx context.Context, t task.Task) {
 	defer p.wg.Done()
 	tick := time.NewTicker(max(t.TTR/2, time.Millisecond))
@@ -237,8 +241,11 @@ func (p *Pusher) keep(ctx context.Context, t task.Task) {
 		tctx, cancel := context.WithTimeout(ctx, max(t.TTR/2, time.Second))
 		_, err := p.s.Touch(tctx, t.Queue, t.ID, t.Lease)
 		cancel()
-		if err != nil && ctx.Err() == nil {
-			p.log.Warn("push: renewing a pushed task's lease failed", "queue", t.Queue, "id", t.ID, "err", err)
+		switch {
+		case err == nil:
+			p.touchFails.OKShared()
+		case ctx.Err() == nil:
+			p.touchFails.Failed(err, "queue", t.Queue, "id", t.ID)
 			if errors.Is(err, task.ErrLease) || errors.Is(err, task.ErrNotFound) {
 				return
 			}

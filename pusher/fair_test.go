@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/pusher"
 	"github.com/hourglass-go/hourglass/service"
-	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -21,11 +19,7 @@ import (
 // alone), and a second push queue, with a healthy endpoint, gets all its
 // tasks pushed beside it long before the hanging pushes time out.
 func TestPusher_HangingEndpoint(t *testing.T) {
-	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBroker(t)
 	release := make(chan struct{})
 	var mu sync.Mutex
 	hanging, most := 0, 0

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hourglass-go/hourglass/pusher"
@@ -117,52 +118,76 @@ func TestPusher_PerKeyConcurrency(t *testing.T) {
 // TestPusher_PerKeyRate: pushes reserve through the same path as
 // workers, so a queue's per_key.rate spaces the pushes of a key: with a
 // rate of 1 a 200 ms per key and keys A and B of 3 tasks each, put while
-// the queue was paused, the pushes of one key start at least 200 ms
-// apart (less a millisecond: a bound below only, which a loaded machine
-// cannot break), the first of each key come at once, and all 6 are
-// pushed in the end.
+// the queue was paused, the first push of each key comes at once and the
+// next ones each 200 ms after the one before, all 6 pushed in 400 ms.
+//
+// It runs in virtual time (a synctest bubble, the receiver a real HTTP
+// server over in-memory connections): on the wall clock the gaps the
+// receiver sees are the reserves' gaps plus the differences of two
+// pushes' delays, which a loaded machine makes shorter than the rate
+// allows without any fault (194 ms for 200 ms, under -race).
 func TestPusher_PerKeyRate(t *testing.T) {
-	const every = 200 * time.Millisecond
-	var (
-		mu     sync.Mutex
-		starts = map[string][]time.Time{}
-		total  int
-	)
-	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("Hourglass-Task-Id")
-		mu.Lock()
-		starts[id[:1]] = append(starts[id[:1]], time.Now())
-		total++
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}), task.Push{}, pusher.Options{Concurrency: 8})
-	ctx := context.Background()
-	if err := s.PauseQueue(ctx, "q", task.PauseIndefinitely); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.SetPolicy(ctx, "q", task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: every}}}); err != nil {
-		t.Fatal(err)
-	}
-	var rs []task.PutRequest
-	for i := range 3 {
-		rs = append(rs, task.PutRequest{ID: fmt.Sprintf("A%d", i), Key: "A"}, task.PutRequest{ID: fmt.Sprintf("B%d", i), Key: "B"})
-	}
-	for i, r := range s.PutBatch(ctx, "q", rs) {
-		if r.Err != nil {
-			t.Fatalf("put %s: %v", rs[i].ID, r.Err)
+	synctest.Test(t, func(t *testing.T) {
+		const every = 200 * time.Millisecond
+		var (
+			mu     sync.Mutex
+			starts = map[string][]time.Duration{}
+			total  int
+		)
+		var begin time.Time
+		all := make(chan struct{})
+		s, _ := setupInBubble(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := r.Header.Get("Hourglass-Task-Id")
+			mu.Lock()
+			starts[id[:1]] = append(starts[id[:1]], time.Since(begin))
+			if total++; total == 6 {
+				close(all)
+			}
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		}), task.Push{}, pusher.Options{Concurrency: 8})
+		ctx := context.Background()
+		if err := s.PauseQueue(ctx, "q", task.PauseIndefinitely); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := s.PauseQueue(ctx, "q", 0); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "all 6 pushed", func() bool { mu.Lock(); defer mu.Unlock(); return total == 6 })
-	mu.Lock()
-	defer mu.Unlock()
-	for key, ts := range starts {
-		for i := 1; i < len(ts); i++ {
-			if gap := ts[i].Sub(ts[i-1]); gap < every-time.Millisecond {
-				t.Errorf("pushes %d and %d of key %s %v apart; its rate is 1 a %v", i-1, i, key, gap, every)
+		if _, err := s.SetPolicy(ctx, "q", task.Policy{PerKey: &task.PerKey{Rate: &task.Rate{Limit: 1, Per: every}}}); err != nil {
+			t.Fatal(err)
+		}
+		var rs []task.PutRequest
+		for i := range 3 {
+			rs = append(rs, task.PutRequest{ID: fmt.Sprintf("A%d", i), Key: "A"}, task.PutRequest{ID: fmt.Sprintf("B%d", i), Key: "B"})
+		}
+		for i, r := range s.PutBatch(ctx, "q", rs) {
+			if r.Err != nil {
+				t.Fatalf("put %s: %v", rs[i].ID, r.Err)
 			}
 		}
-	}
+		time.Sleep(time.Second) // the pusher has read the queue
+		mu.Lock()
+		begin = time.Now()
+		mu.Unlock()
+		if err := s.PauseQueue(ctx, "q", 0); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-all:
+		case <-time.After(time.Minute):
+			t.Fatalf("%d of 6 pushed in a minute", total)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for key, ts := range starts {
+			t.Logf("pushes of %s at %v", key, ts)
+			want := []time.Duration{0, every, 2 * every}
+			if len(ts) != len(want) {
+				t.Fatalf("%d pushes of key %s, want %d", len(ts), key, len(want))
+			}
+			for i := range ts {
+				// The wheels under a reserve tick every few milliseconds.
+				if ts[i] < want[i] || ts[i] > want[i]+20*time.Millisecond {
+					t.Errorf("push %d of key %s at %v, want %v (a rate of 1 a %v)", i, key, ts[i], want[i], every)
+				}
+			}
+		}
+	})
 }

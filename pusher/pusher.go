@@ -146,6 +146,10 @@ type Pusher struct {
 	maxDelay time.Duration
 	log      *slog.Logger
 	metrics  *metrics
+	// touchFails and settleFails log the failures of the pushes' touches
+	// and settles, shared by every push: in an outage, a line a second
+	// with a count rather than one per push.
+	touchFails, settleFails *retry.FailureLog
 
 	// concurrency is Options.Concurrency, the number of push slots.
 	concurrency int
@@ -201,6 +205,8 @@ func New(s service.Service, o Options) *Pusher {
 		unwatch:  func() {},
 		metrics:  newMetrics(o.Registerer),
 	}
+	p.touchFails = retry.NewFailureLog(p.log, "hourglass: push: renewing pushed tasks' leases failed", "hourglass: push: renewing pushed tasks' leases works again")
+	p.settleFails = retry.NewFailureLog(p.log, "hourglass: push: settling pushed tasks failed; their leases settle them", "hourglass: push: settling pushed tasks works again")
 	p.concurrency = cap(p.work)
 	p.slots = newSlots(p.concurrency)
 	p.client = newClient(o.Targets, p.concurrency)
@@ -292,8 +298,14 @@ func targetOf(rawURL string) string {
 // that a slow read (a cluster's Queues counts every task in the
 // database, O(tasks) every 5 s) never holds back
 // the reserves: the lateness of pushes due meanwhile.
+//
+// A failed read (a database gone) is tried again after p.refresh or a
+// back-off, whichever is longer, and logged about once a second with a
+// count; a Refresh still reads at once.
 func (p *Pusher) refreshLoop() {
 	defer p.wg.Done()
+	backoff := retry.Backoff{Base: retry.DefaultBase, Max: retry.DefaultMax}
+	failures := retry.NewFailureLog(p.log, "hourglass: push: reading the push queues failed", "hourglass: push: reading the push queues works again")
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -304,10 +316,16 @@ func (p *Pusher) refreshLoop() {
 			return
 		}
 		qs, err := p.read()
+		wait := p.refresh
+		if err == nil {
+			backoff.Reset()
+			failures.OK()
+		}
 		switch {
 		case err != nil:
 			if p.ctx.Err() == nil {
-				p.log.Warn("push: reading the push queues failed", "err", err)
+				wait = max(wait, backoff.Next())
+				failures.Failed(err, "retry_in", wait)
 			}
 		case !reflect.DeepEqual(qs, p.queues.Load()):
 			p.queues.Store(qs)
@@ -321,7 +339,7 @@ func (p *Pusher) refreshLoop() {
 			}
 			p.mu.Unlock()
 		}
-		t.Reset(p.refresh)
+		t.Reset(wait)
 	}
 }
 

@@ -12,13 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/push"
 	"github.com/hourglass-go/hourglass/pusher"
 	"github.com/hourglass-go/hourglass/service"
-	"github.com/hourglass-go/hourglass/store/memstore"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -47,10 +46,7 @@ func (w *withPush) Queues(ctx context.Context) ([]task.QueueStats, error) {
 // h's server under end (its URL filled in), and a started pusher of it.
 func setup(t *testing.T, h http.Handler, end task.Push, opts pusher.Options) (*withPush, *pusher.Pusher) {
 	t.Helper()
-	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openBroker(t)
 	srv := httptest.NewServer(h)
 	if end.URL == "" {
 		end.URL = srv.URL + "/hook"
@@ -67,15 +63,15 @@ func setup(t *testing.T, h http.Handler, end task.Push, opts pusher.Options) (*w
 			t.Errorf("Stop: %v", err)
 		}
 		srv.Close()
-		b.Close()
 	})
 	return s, p
 }
 
-// waitFor polls cond until it holds or 5 s pass.
+// waitFor polls cond until it holds or 30 s pass: a bound only a
+// failure reaches, far above what a loaded machine needs.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
@@ -85,14 +81,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestPusher_Acked pushes a task with its body and headers, signed, and
 // acks it on a 204.
 func TestPusher_Acked(t *testing.T) {
-	got := make(chan *http.Request, 1)
-	bodies := make(chan []byte, 1)
-	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got <- r
-		bodies <- b
-		w.WriteHeader(http.StatusNoContent)
-	}), task.Push{Headers: map[string]string{"X-Env": "prod"}, Secret: "s3cret"}, pusher.Options{})
+	h, got, bodies := recorder()
+	s, _ := setup(t, h, task.Push{Headers: map[string]string{"X-Env": "prod"}, Secret: "s3cret"}, pusher.Options{})
 	ctx := context.Background()
 	due := time.Now().Add(100 * time.Millisecond)
 	put, _, err := s.Put(ctx, "q", task.PutRequest{ID: "a", Payload: []byte(`{"n": 1}`), At: due})
@@ -193,44 +183,50 @@ func TestPusher_Stop(t *testing.T) {
 	}
 }
 
-// TestPusher_Timeout fails a push not answered within its timeout.
+// TestPusher_Timeout fails a push not answered within its timeout. It
+// runs in virtual time: the timeout is exact, whatever the machine's
+// load.
 func TestPusher_Timeout(t *testing.T) {
-	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done()
-	}), task.Push{Timeout: 50 * time.Millisecond}, pusher.Options{})
-	if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a", MaxAttempts: 1}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the failure", func() bool { a, _ := s.Get("q", "a"); return a.State == task.Dead })
-	if a, _ := s.Get("q", "a"); a.LastError != "push: timeout after 50ms" {
-		t.Errorf("last error %q", a.LastError)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := setupInBubble(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		}), task.Push{Timeout: 50 * time.Millisecond}, pusher.Options{})
+		if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a", MaxAttempts: 1}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the failure", func() bool { a, _ := s.Get("q", "a"); return a.State == task.Dead })
+		if a, _ := s.Get("q", "a"); a.LastError != "push: timeout after 50ms" {
+			t.Errorf("last error %q", a.LastError)
+		}
+	})
 }
 
 // TestPusher_TouchesLease keeps the lease of a task whose ttr is shorter
 // than its push's timeout: a push longer than the ttr is not made twice,
-// and its task is acked.
+// and its task is acked. It runs in virtual time: on the wall clock a
+// touch late by more than half the ttr, on a loaded machine, would lose
+// the lease for no fault of the pusher.
 func TestPusher_TouchesLease(t *testing.T) {
-	var mu sync.Mutex
-	calls := 0
-	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		calls := 0
+		s, _ := setupInBubble(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			calls++
+			mu.Unlock()
+			time.Sleep(2500 * time.Millisecond)
+		}), task.Push{Timeout: 5 * time.Second}, pusher.Options{})
+		if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a", TTR: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the ack", func() bool { _, err := s.Get("q", "a"); return err != nil })
+		time.Sleep(2 * time.Second) // a second push, after a lost lease, would come now
 		mu.Lock()
-		calls++
-		mu.Unlock()
-		time.Sleep(2500 * time.Millisecond)
-	}), task.Push{Timeout: 5 * time.Second}, pusher.Options{})
-	// Touched every 500 ms: a touch late by up to 500 ms on a loaded
-	// machine still keeps the lease.
-	if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a", TTR: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the ack", func() bool { _, err := s.Get("q", "a"); return err != nil })
-	time.Sleep(300 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	if calls != 1 {
-		t.Errorf("%d pushes of a task whose ttr its push outlasted, want 1", calls)
-	}
+		defer mu.Unlock()
+		if calls != 1 {
+			t.Errorf("%d pushes of a task whose ttr its push outlasted, want 1", calls)
+		}
+	})
 }
 
 // TestPusher_NoGoroutineLeft: once Stop returns, no goroutine of the
@@ -247,10 +243,10 @@ func TestPusher_NoGoroutineLeft(t *testing.T) {
 	}
 	// A goroutine that has called wg.Done may still be on its way out
 	// (seen in a CI run: "runnable" at push's closing brace): look again
-	// for up to a second before calling it left behind.
+	// for up to 10 s (a loaded machine) before calling it left behind.
 	buf := make([]byte, 1<<20)
 	var stacks string
-	for end := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		stacks = string(buf[:runtime.Stack(buf, true)])
 		if !strings.Contains(stacks, "pusher.(*Pusher)") || time.Now().After(end) {
 			break
@@ -291,11 +287,7 @@ func (n *notifying) changed(queue string, end *task.Push) {
 // elsewhere (service.PolicyNotifier), a queue made a push queue there is
 // pushed at once, not at the pusher's next refresh (an hour here).
 func TestPusher_PolicyNotifier(t *testing.T) {
-	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := openBroker(t)
 	got := make(chan string, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got <- r.Header.Get("Hourglass-Task-Id")
@@ -326,8 +318,8 @@ func TestPusher_PolicyNotifier(t *testing.T) {
 		if id != "a" {
 			t.Errorf("pushed %q, want a", id)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a queue made a push queue elsewhere was not pushed within 5 s of the notification")
+	case <-time.After(30 * time.Second):
+		t.Fatal("a queue made a push queue elsewhere was not pushed within 30 s of the notification (the refresh is an hour)")
 	}
 }
 

@@ -2,7 +2,6 @@ package pusher_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -18,14 +17,8 @@ import (
 // while a key is rotated: a receiver holding either accepts it.
 func TestPusher_Rotation(t *testing.T) {
 	const secret, next = "s3cret", "whsec_c2Vjb25kIGtleQ=="
-	got := make(chan *http.Request, 1)
-	bodies := make(chan []byte, 1)
-	s, _ := setup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got <- r
-		bodies <- b
-		w.WriteHeader(http.StatusNoContent)
-	}), task.Push{Secret: secret, NextSecret: next}, pusher.Options{})
+	h, got, bodies := recorder()
+	s, _ := setup(t, h, task.Push{Secret: secret, NextSecret: next}, pusher.Options{})
 	if _, _, err := s.Put(context.Background(), "q", task.PutRequest{ID: "a", Payload: []byte(`{"n":1}`)}); err != nil {
 		t.Fatal(err)
 	}

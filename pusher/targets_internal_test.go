@@ -69,16 +69,8 @@ func TestTargets_CheckDial(t *testing.T) {
 // the server's own address is refused before any connection, another
 // port of the same host connects.
 func TestTargets_Dialer(t *testing.T) {
-	self, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer self.Close()
-	other, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	self := listen(t)
+	other := listen(t)
 	tg := (*Targets)(nil).Serving(true, self.Addr().String())
 	dial := tg.dialer(&net.Dialer{Timeout: 10 * time.Second})
 	_, selfPort, _ := net.SplitHostPort(self.Addr().String())
@@ -207,16 +199,8 @@ func fakeDNS(t *testing.T, answers map[string]netip.Addr) *net.Resolver {
 // (169.254.169.254.nip.io) or to the server's own address is refused
 // before any connection, whatever the URL's host looked like.
 func TestTargets_DialResolved(t *testing.T) {
-	self, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer self.Close()
-	other, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	self := listen(t)
+	other := listen(t)
 	r := fakeDNS(t, map[string]netip.Addr{
 		"169.254.169.254.nip.io": netip.MustParseAddr("169.254.169.254"),
 		"alibaba.example":        netip.MustParseAddr("100.100.100.200"),
@@ -243,4 +227,16 @@ func TestTargets_DialResolved(t *testing.T) {
 			t.Errorf("dial %s: %v, want a refusal naming %q", tc.addr, err, tc.want)
 		}
 	}
+}
+
+// listen returns a listener on a free loopback port, closed when the
+// test ends: a target that accepts connections and answers nothing.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
 }

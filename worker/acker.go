@@ -135,7 +135,7 @@ func (a *acker) flush(batch []pendingAck) {
 	ctx, cancel := context.WithDeadline(a.base, latest(until))
 	defer cancel()
 	var errs []error
-	err := retry(ctx, a.giveUp, a.fails, "ack", func(ctx context.Context) error {
+	err := retryCall(ctx, a.giveUp, a.fails, "ack", func(ctx context.Context) error {
 		var err error
 		errs, err = a.send(ctx, acks)
 		return err

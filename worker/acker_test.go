@@ -11,18 +11,20 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/client"
+	"github.com/hourglass-go/hourglass/internal/retry"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// TestAcker_Batches holds the first request of an acker while more acks
-// come: they go together in the second request, and close sends the
-// rest before run returns.
-func TestAcker_Batches(t *testing.T) {
+// heldFirst runs an acker that sends at most most acks a request, to a
+// server that holds the first request while five more acks come, closes
+// it, and returns the ids of each request sent.
+func heldFirst(most int) [][]string {
 	var mu sync.Mutex
 	var sent [][]string // guarded by mu
 	first := make(chan struct{})
@@ -42,7 +44,7 @@ func TestAcker_Batches(t *testing.T) {
 		}
 		return make([]error, len(acks)), nil
 	}
-	a := newAcker(context.Background(), nil, send, 10, api.MaxAcks, newFailureLog(quiet), nil)
+	a := newAcker(context.Background(), nil, send, 10, most, newFailureLog(quiet), nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -57,6 +59,16 @@ func TestAcker_Batches(t *testing.T) {
 	close(hold)
 	a.close()
 	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	return sent
+}
+
+// TestAcker_Batches holds the first request of an acker while more acks
+// come: they go together in the second request, and close sends the
+// rest before run returns.
+func TestAcker_Batches(t *testing.T) {
+	sent := heldFirst(api.MaxAcks)
 	want := [][]string{{"0"}, {"1", "2", "3", "4", "5"}}
 	if !slices.EqualFunc(sent, want, slices.Equal) {
 		t.Errorf("requests %v, want %v", sent, want)
@@ -66,36 +78,7 @@ func TestAcker_Batches(t *testing.T) {
 // TestAcker_Most holds the first request of an acker that sends at most
 // two acks a request while five more come: they go two by two.
 func TestAcker_Most(t *testing.T) {
-	var sent [][]string // read after run returns
-	first := make(chan struct{})
-	hold := make(chan struct{})
-	send := func(ctx context.Context, acks []api.Ack) ([]error, error) {
-		ids := make([]string, len(acks))
-		for i, a := range acks {
-			ids[i] = a.ID
-		}
-		sent = append(sent, ids)
-		if len(sent) == 1 {
-			close(first)
-			<-hold
-		}
-		return make([]error, len(acks)), nil
-	}
-	a := newAcker(context.Background(), nil, send, 10, 2, newFailureLog(quiet), nil)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.run()
-	}()
-	until := time.Now().Add(time.Minute)
-	a.add(api.Ack{ID: "0"}, until)
-	<-first
-	for i := 1; i <= 5; i++ {
-		a.add(api.Ack{ID: fmt.Sprint(i)}, until)
-	}
-	close(hold)
-	a.close()
-	<-done
+	sent := heldFirst(2)
 	want := [][]string{{"0"}, {"1", "2"}, {"3", "4"}, {"5"}}
 	if !slices.EqualFunc(sent, want, slices.Equal) {
 		t.Errorf("requests %v, want %v", sent, want)
@@ -125,16 +108,40 @@ func TestAcker_Retries(t *testing.T) {
 	}
 }
 
-// TestBackoff checks the bounds of each wait.
-func TestBackoff(t *testing.T) {
-	for n := 1; n < 100; n++ {
-		hi := min(minBackoff<<min(n-1, 20), maxBackoff)
-		for range 100 {
-			if d := backoff(n); d < hi/2 || d > hi {
-				t.Fatalf("backoff(%d) = %s, want %s to %s", n, d, hi/2, hi)
+// TestRetryCall_Backoff: a call failing for a transient reason is
+// retried after internal/retry's back-off, 100 ms doubling up to 10 s,
+// each wait within its jitter; the failures are logged about once a
+// second, and the call working again once.
+func TestRetryCall_Backoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got lines
+		var tries []time.Time
+		err := retryCall(context.Background(), nil, newFailureLog(slog.New(&got)), "ack", func(context.Context) error {
+			tries = append(tries, time.Now())
+			if len(tries) <= 12 {
+				return unavailable
+			}
+			return nil
+		})
+		if err != nil || len(tries) != 13 {
+			t.Fatalf("retryCall = %v after %d tries, want nil after 13", err, len(tries))
+		}
+		for i := 1; i < len(tries); i++ {
+			want := min(minBackoff<<(i-1), maxBackoff)
+			lo, hi := time.Duration(float64(want)*(1-retry.Jitter)), time.Duration(float64(want)*(1+retry.Jitter))
+			if d := tries[i].Sub(tries[i-1]); d < lo || d > hi {
+				t.Errorf("wait %d = %v, want %v ± %v%%", i, d, want, retry.Jitter*100)
 			}
 		}
-	}
+		// 12 failures over about 53 s: the first at once, then one line
+		// a second while the waits are short, then one per wait.
+		if c := got.failures("ack failing, retrying"); len(c) < 7 || len(c) > 10 || c[0] != 1 {
+			t.Errorf("failure lines with counts %v, want about 9, the first at once", c)
+		}
+		if c := got.failures("ack works again"); len(c) != 1 || c[0] != 12 {
+			t.Errorf("recovery lines with counts %v, want one, after 12 failures", c)
+		}
+	})
 }
 
 // TestOutcome reads RetryAfter and Fail through wrapping.

@@ -20,10 +20,11 @@ import (
 // leases a request), and cancels those handlers' contexts with
 // ErrCancelled. The server answers from memory. A worker that holds
 // nothing asks nothing. A check has checkTimeout; after a failed one
-// the next waits checkEvery or the worker's back-off (backoff), whichever
-// is longer, and failures are logged about once a second with a count; a server that does not know the route (404: an older server)
-// is not asked again, and the handlers then learn of a cancel at their
-// next touch, which answers 404.
+// the next waits checkEvery or the worker's back-off (newBackoff),
+// whichever is longer, and failures are logged about once a second with
+// a count (failureLog); a server that does not know the route (404: an
+// older server) is not asked again, and the handlers then learn of a
+// cancel at their next touch, which answers 404.
 const (
 	checkEvery   = time.Second
 	checkTimeout = 5 * time.Second
@@ -87,7 +88,10 @@ func (c *cancels) leases() []string {
 // run checks the leases watched, as the comment above says, until ctx is
 // done.
 func (c *cancels) run(ctx context.Context) {
-	failures := 0
+	b := newBackoff()
+	// pause is the back-off after the last check failed; 0 after one
+	// that worked.
+	var pause time.Duration
 	t := time.NewTimer(0)
 	defer t.Stop()
 	<-t.C
@@ -103,10 +107,8 @@ func (c *cancels) run(ctx context.Context) {
 			}
 		}
 		wait := checkEvery - checkEvery/20 + rand.N(checkEvery/10+1)
-		if failures > 0 {
-			// Never sooner than the next check would be.
-			wait = max(wait, backoff(failures))
-		}
+		// Never sooner than the next check would be.
+		wait = max(wait, pause)
 		t.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -127,11 +129,13 @@ func (c *cancels) run(ctx context.Context) {
 				c.fails.log.Warn("the server does not answer which leases were cancelled; a cancelled task's handler learns it at its next touch", "error", err)
 				continue
 			}
-			failures++
-			c.fails.failed(time.Now(), "check cancels", err, backoff(failures))
+			pause = b.Next()
+			c.fails.failed("check cancels", err, max(pause, checkEvery))
 			continue
 		}
-		failures = 0
+		b.Reset()
+		pause = 0
+		c.fails.ok("check cancels")
 	}
 }
 

@@ -50,9 +50,10 @@
 // Calls that fail for a transient reason ([client.IsTransient]: the
 // server's 503 while it recovers or stops, a refused connection, no
 // answer by the deadline) are retried with capped, jittered back-off
-// (100 ms doubling up to 10 s, a random half of it), and logged about
-// once a second for each kind of call with the count of failures since
-// the previous line. A task whose result could not be sent comes back
+// (100 ms doubling up to 10 s, each wait ±20 % at random: the project's
+// one rule, internal/retry), and logged about once a second for each
+// kind of call with the count of failures since the previous line, and
+// once when that kind of call works again. A task whose result could not be sent comes back
 // when its lease expires, as if its worker had died: handlers should be
 // idempotent, since delivery is at least once.
 //

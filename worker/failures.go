@@ -9,62 +9,54 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/client"
+	"github.com/hourglass-go/hourglass/internal/retry"
 )
 
-// logEvery is the least time between two lines about the failures of
-// one kind of call.
-const logEvery = time.Second
-
 // failureLog logs the failures of the calls the worker retries (a
-// reserve, a touch, an ack...) about once a second for each kind of
-// call, with the count of its failures since the previous line, rather
-// than at each try: during an outage, a worker with 64 handlers whose
-// touches and nacks each back off on their own would otherwise log
-// hundreds of lines a second. The first failure of a kind after a second
-// without a line is logged at once.
+// reserve, a touch, an ack...) with internal/retry's rule: about once a
+// second for each kind of call, with the count of its failures since the
+// previous line, rather than at each try, and once when that kind of
+// call works again (a second after its last failure). During an outage,
+// a worker with 64 handlers whose touches and nacks each back off on
+// their own would otherwise log hundreds of lines a second; the calls of
+// one kind share one [retry.FailureLog], as one run of failures.
 //
-// It never reads the clock: each failure comes with its time. Its
-// methods are safe for concurrent use; each is O(1).
+// Its methods are safe for concurrent use; each is O(1).
 type failureLog struct {
 	log *slog.Logger
 
 	mu sync.Mutex
-	// kinds holds the count of each kind of call, by the call's name: a
+	// kinds holds the log of each kind of call, by the call's name: a
 	// few (the worker's calls), never a name a server chose. Guarded by
 	// mu.
-	kinds map[string]*failureCount
-}
-
-// failureCount is the state of one kind of call in a [failureLog].
-type failureCount struct {
-	n    int       // failures since the last line
-	last time.Time // of the last line; zero before the first
+	kinds map[string]*retry.FailureLog
 }
 
 func newFailureLog(log *slog.Logger) *failureLog {
-	return &failureLog{log: log, kinds: map[string]*failureCount{}}
+	return &failureLog{log: log, kinds: map[string]*retry.FailureLog{}}
 }
 
-// failed counts a failure at now of a call of kind what, retried after
-// retryIn, and logs it, with attrs and the count, unless a line about
-// what was logged less than logEvery before.
-func (f *failureLog) failed(now time.Time, what string, err error, retryIn time.Duration, attrs ...any) {
+// kind returns the log of the calls named what.
+func (f *failureLog) kind(what string) *retry.FailureLog {
 	f.mu.Lock()
-	c := f.kinds[what]
-	if c == nil {
-		c = &failureCount{}
-		f.kinds[what] = c
+	defer f.mu.Unlock()
+	k := f.kinds[what]
+	if k == nil {
+		k = retry.NewFailureLog(f.log, what+" failing, retrying", what+" works again")
+		f.kinds[what] = k
 	}
-	c.n++
-	if !c.last.IsZero() && now.Sub(c.last) < logEvery {
-		f.mu.Unlock()
-		return
-	}
-	n := c.n
-	c.n, c.last = 0, now
-	f.mu.Unlock()
-	f.log.Warn(what+" failing, retrying", append(attrs, "error", err, "failures", n, "retry_in", retryIn)...)
+	return k
 }
+
+// failed counts a failure of a call of kind what, retried after
+// retryIn, and logs it, with attrs and the count, unless a line about
+// what was logged less than a second before.
+func (f *failureLog) failed(what string, err error, retryIn time.Duration, attrs ...any) {
+	f.kind(what).Failed(err, append(attrs, "retry_in", retryIn)...)
+}
+
+// ok records that a call of kind what worked.
+func (f *failureLog) ok(what string) { f.kind(what).OKShared() }
 
 // stopError is what [Worker.Run] returns when a call failed for good:
 // [client.IsPermanent], or a reserve the server refused. It reads as

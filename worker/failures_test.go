@@ -53,23 +53,24 @@ func (l *lines) failures(msg string) []int64 {
 // reserves over 3 s: the touches are logged 3 times with their counts,
 // the first at once, and the reserves apart from them.
 func TestFailureLog_OncePerSecond(t *testing.T) {
-	var got lines
-	f := newFailureLog(slog.New(&got))
-	start := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
-	err := errors.New("hourglass: unavailable")
-	for i := range 300 {
-		now := start.Add(time.Duration(i) * 10 * time.Millisecond)
-		f.failed(now, "touch", err, time.Second, "id", strconv.Itoa(i))
-		if i%100 == 50 {
-			f.failed(now, "reserve", err, time.Second)
+	synctest.Test(t, func(t *testing.T) {
+		var got lines
+		f := newFailureLog(slog.New(&got))
+		err := errors.New("hourglass: unavailable")
+		for i := range 300 {
+			f.failed("touch", err, time.Second, "id", strconv.Itoa(i))
+			if i%100 == 50 {
+				f.failed("reserve", err, time.Second)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-	}
-	if c := got.failures("touch failing, retrying"); len(c) != 3 || c[0] != 1 || c[1] != 100 || c[2] != 100 {
-		t.Errorf("touch lines with counts %v, want [1 100 100]", c)
-	}
-	if c := got.failures("reserve failing, retrying"); len(c) != 3 {
-		t.Errorf("reserve lines with counts %v, want 3 lines", c)
-	}
+		if c := got.failures("touch failing, retrying"); len(c) != 3 || c[0] != 1 || c[1] != 100 || c[2] != 100 {
+			t.Errorf("touch lines with counts %v, want [1 100 100]", c)
+		}
+		if c := got.failures("reserve failing, retrying"); len(c) != 3 {
+			t.Errorf("reserve lines with counts %v, want 3 lines", c)
+		}
+	})
 }
 
 // TestLease_LogsOncePerSecond keeps 20 leases through an outage of

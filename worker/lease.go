@@ -75,7 +75,7 @@ func (l *lease) isLost() bool {
 // touch renews the lease (client.Touch); it gets a context that ends at
 // the deadline.
 func (l *lease) keep(ctx context.Context, touch func(context.Context) error, fails *failureLog, lost func(why error)) {
-	failures := 0
+	b := newBackoff()
 	next := l.until().Add(-l.ttr / 2)
 	t := time.NewTimer(max(time.Until(next), 0))
 	defer t.Stop()
@@ -96,7 +96,8 @@ func (l *lease) keep(ctx context.Context, touch func(context.Context) error, fai
 		cancel()
 		switch {
 		case err == nil:
-			failures = 0
+			b.Reset()
+			fails.ok("touch")
 			l.mu.Lock()
 			l.deadline = sent.Add(l.ttr)
 			l.mu.Unlock()
@@ -107,9 +108,8 @@ func (l *lease) keep(ctx context.Context, touch func(context.Context) error, fai
 			l.lose(fails.log, lost, err)
 			return
 		default:
-			failures++
-			d := max(min(backoff(failures), time.Until(deadline)/2), minTouch)
-			fails.failed(time.Now(), "touch", err, d, "queue", l.queue, "id", l.id)
+			d := max(min(b.Next(), time.Until(deadline)/2), minTouch)
+			fails.failed("touch", err, d, "queue", l.queue, "id", l.id)
 			t.Reset(d)
 		}
 	}

@@ -38,7 +38,8 @@ type reserveResult struct {
 // It returns once no reserve of its own is in flight.
 func (r *run) reserve(ctx context.Context) {
 	results := make(chan reserveResult, maxReserves)
-	inFlight, failures := 0, 0
+	inFlight := 0
+	b := newBackoff()
 	// pause, when not nil, fires when the back-off after a failure is
 	// over; no reserve is sent until it does.
 	var pause <-chan time.Time
@@ -57,8 +58,7 @@ func (r *run) reserve(ctx context.Context) {
 		}
 	}
 	backOff := func() time.Duration {
-		failures++
-		d := backoff(failures)
+		d := b.Next()
 		if pauseTimer == nil {
 			pauseTimer = time.NewTimer(d)
 		} else {
@@ -112,7 +112,7 @@ func (r *run) reserve(ctx context.Context) {
 					wait()
 					return
 				}
-				r.fails.failed(res.received, "reserve", err, backOff(), "queues", r.queues)
+				r.fails.failed("reserve", err, backOff(), "queues", r.queues)
 			case len(res.tasks) == 0 && res.received.Sub(res.sent) < reserveWait/2:
 				// The server cut the wait short: it is draining, or another
 				// reserver took what woke this one. Asking again at once
@@ -120,7 +120,8 @@ func (r *run) reserve(ctx context.Context) {
 				r.start(ctx, res)
 				backOff()
 			default:
-				failures = 0
+				b.Reset()
+				r.fails.ok("reserve")
 				r.start(ctx, res)
 			}
 		}

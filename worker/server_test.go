@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,13 +13,10 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/api"
-	"github.com/hourglass-go/hourglass/broker"
 	"github.com/hourglass-go/hourglass/client"
 	"github.com/hourglass-go/hourglass/httpapi"
-	"github.com/hourglass-go/hourglass/service"
-	"github.com/hourglass-go/hourglass/store/memstore"
+	"github.com/hourglass-go/hourglass/internal/testserver"
 	"github.com/hourglass-go/hourglass/worker"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -37,31 +33,14 @@ func serveOn(l net.Listener, wrap func(http.Handler) http.Handler) (url string, 
 	return serveWith(l, wrap, httpapi.Options{})
 }
 
-// serveWith is serveOn with the handler's options opts (its gatherer and
-// logger set here).
+// serveWith is serveOn with the handler's options opts
+// (internal/testserver).
 func serveWith(l net.Listener, wrap func(http.Handler) http.Handler, opts httpapi.Options) (url string, stop func(), err error) {
-	b, err := broker.Open(memstore.New(), broker.Config{Logger: quiet})
+	s, err := testserver.Start(testserver.Options{API: opts, Wrap: wrap, Listener: l})
 	if err != nil {
 		return "", nil, err
 	}
-	opts.Gatherer, opts.Logger = prometheus.NewRegistry(), quiet
-	s := httpapi.New(opts)
-	s.SetService(service.New(b))
-	var h http.Handler = s
-	if wrap != nil {
-		h = wrap(s)
-	}
-	hs := httptest.NewUnstartedServer(h)
-	if l != nil {
-		hs.Listener.Close()
-		hs.Listener = l
-	}
-	hs.Start()
-	return hs.URL, func() {
-		s.Drain()
-		hs.Close()
-		b.Close()
-	}, nil
+	return s.URL, s.Close, nil
 }
 
 // newClient serves a fresh broker and returns a client of it with its
@@ -154,10 +133,11 @@ func put(t *testing.T, c *client.Client, queue, prefix string, n int, r api.PutR
 }
 
 // eventually calls f every 10 ms until it returns true, failing t after
-// 10 s.
+// 30 s: a bound only a failure reaches, far above what a loaded machine
+// needs.
 func eventually(t *testing.T, what string, f func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !f(); {
+	for deadline := time.Now().Add(30 * time.Second); !f(); {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}

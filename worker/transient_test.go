@@ -40,27 +40,27 @@ func TestWorker_Unavailable(t *testing.T) {
 	c := clientOf(t, url)
 
 	// The first task's handler runs through an outage of the touches
-	// (ttr 600 ms, touched at 300 ms, retried until the outage ends at
-	// about 450 ms).
-	put(t, c, "q", "long", 1, api.PutRequest{TTR: new(api.Duration(600 * time.Millisecond))})
+	// that it begins and that lasts 2 s (ttr 3 s, touched at 1.5 s,
+	// retried after 0.1, 0.2, 0.4 s: through at about 2.2 s). The
+	// outage's times count from the handler's start, and a touch has
+	// 800 ms to spare: a loaded machine that starts the handler late, or
+	// answers slowly, does not lose the lease.
+	put(t, c, "q", "long", 1, api.PutRequest{TTR: new(api.Duration(3 * time.Second))})
 	var calls atomic.Int64
 	w := worker.New(c, worker.Options{Concurrency: 2, Logger: quiet})
 	w.Handle("q", func(ctx context.Context, tk *worker.Task) error {
 		calls.Add(1)
 		if tk.ID == "long0" {
 			down.Store(true)
+			time.AfterFunc(2*time.Second, func() { down.Store(false) })
 			select {
-			case <-time.After(800 * time.Millisecond):
+			case <-time.After(3500 * time.Millisecond):
 			case <-ctx.Done():
 				t.Errorf("handler cancelled: %v", context.Cause(ctx))
 			}
 		}
 		return nil
 	})
-	go func() {
-		time.Sleep(450 * time.Millisecond)
-		down.Store(false)
-	}()
 	stopWorker := start(t, w)
 	defer stopWorker()
 	eventually(t, "the first task's ack", func() bool {

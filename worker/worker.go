@@ -409,7 +409,7 @@ func (r *run) release(l *lease) {
 func (r *run) settle(l *lease, what string, f func(context.Context) error) {
 	ctx, cancel := context.WithDeadline(r.bg, latest(l.until()))
 	defer cancel()
-	if err := retry(ctx, r.giveUp, r.fails, what, f, "queue", l.queue, "id", l.id); err != nil {
+	if err := retryCall(ctx, r.giveUp, r.fails, what, f, "queue", l.queue, "id", l.id); err != nil {
 		r.w.log.Error(what+" failed; the task comes back when its lease expires", "queue", l.queue, "id", l.id, "error", err)
 		if client.IsPermanent(err) {
 			r.stop(what, err)

@@ -90,10 +90,11 @@ func TestWorker_ManyTasks(t *testing.T) {
 // acked.
 func TestWorker_LongHandler(t *testing.T) {
 	c := newClient(t)
-	// A lease of 1 s renewed through a 2.5 s handler: a 200 ms lease
-	// was lost now and then on a loaded machine, where a touch can wait
-	// longer than the 100 ms left at its renewal.
-	put(t, c, "slow", "s", 1, api.PutRequest{TTR: new(api.Duration(time.Second))})
+	// A lease of 2 s renewed through a 3 s handler, a touch each second:
+	// a touch has the half lease left, a second, to get through. A 200 ms
+	// lease was lost now and then on a loaded machine, where a touch can
+	// wait longer than the 100 ms left at its renewal.
+	put(t, c, "slow", "s", 1, api.PutRequest{TTR: new(api.Duration(2 * time.Second))})
 	var calls atomic.Int64
 	done := make(chan struct{})
 	w := worker.New(c, worker.Options{Logger: quiet})
@@ -104,7 +105,7 @@ func TestWorker_LongHandler(t *testing.T) {
 		}
 		defer close(done)
 		select {
-		case <-time.After(2500 * time.Millisecond):
+		case <-time.After(3 * time.Second):
 			return nil
 		case <-ctx.Done():
 			t.Errorf("handler cancelled: %v", context.Cause(ctx))
@@ -117,7 +118,7 @@ func TestWorker_LongHandler(t *testing.T) {
 		tk, err := c.Get(context.Background(), "slow", "s0")
 		return finished(tk, err)
 	})
-	time.Sleep(1200 * time.Millisecond) // a redelivery would come now
+	time.Sleep(2200 * time.Millisecond) // a redelivery would come now
 	stop()
 	if calls.Load() != 1 {
 		t.Errorf("%d calls, want 1", calls.Load())

@@ -10,14 +10,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass-go/hourglass/broker"
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store/pebblestore"
 )
 
 // Waits between tries to open the embedded store on a full disk: from
-// fullDiskFirst doubling to fullDiskMax, so that a server started on a
-// full disk is ready within fullDiskMax of space being freed, and logs a
-// line a try.
+// fullDiskFirst doubling to fullDiskMax (±retry.Jitter), so that a
+// server started on a full disk is ready within fullDiskMax of space
+// being freed (untilRoom).
 const (
 	fullDiskFirst = time.Second
 	fullDiskMax   = 30 * time.Second
@@ -40,20 +41,33 @@ func lockData(o serveOptions) (unlock func(), err error) {
 }
 
 // openEmbedded opens the store in o.data and the broker over it, whose
-// Open recovers every task. While that fails because the disk is full (an
-// error wrapping ENOSPC: Pebble could not write its manifest or log, or
-// the broker's recovery could not commit) it tries again, waiting
-// fullDiskFirst, then twice as long each time up to fullDiskMax, until
-// ctx ends: the server stays not ready meanwhile and is ready by itself
-// once space is freed. Other errors end it at once.
+// Open recovers every task, trying again while the disk is full
+// (untilRoom). The server stays not ready meanwhile and is ready by
+// itself once space is freed.
 func openEmbedded(ctx context.Context, o serveOptions, log *slog.Logger, reg prometheus.Registerer) opened {
-	wait := fullDiskFirst
+	return untilRoom(ctx, log, func() opened { return openEmbeddedOnce(o, log, reg) })
+}
+
+// untilRoom calls open until it succeeds, fails for another reason than
+// a full disk (an error wrapping ENOSPC: Pebble could not write its
+// manifest or log, or the broker's recovery could not commit), or ctx
+// ends, and returns its last result. Between tries it waits
+// internal/retry's back-off from fullDiskFirst doubling to fullDiskMax,
+// logging the failures about once a second with a count, and once
+// when the store opens after them.
+func untilRoom(ctx context.Context, log *slog.Logger, open func() opened) opened {
+	backoff := retry.Backoff{Base: fullDiskFirst, Max: fullDiskMax}
+	failures := retry.NewFailureLog(log, "hourglass: the store's disk is full; not ready, trying again", "hourglass: the store's disk has room again")
 	for {
-		run := openEmbeddedOnce(o, log, reg)
+		run := open()
 		if run.err == nil || !errors.Is(run.err, syscall.ENOSPC) {
+			if backoff.Failures() > 0 && run.err == nil {
+				failures.OK()
+			}
 			return run
 		}
-		log.Error("hourglass: the store's disk is full; not ready, trying again", "in", wait.String(), "err", run.err)
+		wait := backoff.Next()
+		failures.Failed(run.err, "in", wait.String())
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -61,7 +75,6 @@ func openEmbedded(ctx context.Context, o serveOptions, log *slog.Logger, reg pro
 			return run
 		case <-t.C:
 		}
-		wait = min(2*wait, fullDiskMax)
 	}
 }
 

@@ -7,9 +7,10 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/hourglass-go/hourglass/internal/logbuf"
 )
 
 // TestParseServe_PushAllow reads --push-allow, repeated or with commas,
@@ -42,24 +43,6 @@ func TestParseServe_PushAllow(t *testing.T) {
 			t.Errorf("--push-allow %s: %v, want an error naming it", bad, err)
 		}
 	}
-}
-
-// syncBuffer is a strings.Builder safe for the logger's writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestServe_PushTargets runs serve in this process with the rule of a
@@ -101,7 +84,7 @@ func TestServe_PushTargets(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.loopback = tc.loopback
-			var logs syncBuffer
+			var logs logbuf.Buffer
 			ctx, cancel := context.WithCancel(context.Background())
 			addr := make(chan string, 1)
 			done := make(chan error, 1)

@@ -72,6 +72,9 @@ type FailureLog struct {
 	// failures since the last line, and in all since the loop last
 	// worked. Guarded by mu.
 	unlogged, total int
+	// lastFailure is when Failed was last called; [FailureLog.OKShared]
+	// reads it. Guarded by mu.
+	lastFailure time.Time
 }
 
 // LogEvery is how often a failure that lasts is logged.
@@ -90,6 +93,7 @@ func (l *FailureLog) Failed(err error, args ...any) {
 	l.mu.Lock()
 	l.unlogged++
 	l.total++
+	l.lastFailure = now
 	if !l.last.IsZero() && now.Sub(l.last) < LogEvery {
 		l.mu.Unlock()
 		return
@@ -110,4 +114,22 @@ func (l *FailureLog) OK() {
 	if total > 0 {
 		l.log.Info(l.recovered, "failures", total)
 	}
+}
+
+// OKShared is [FailureLog.OK] for a log that several loops share (a
+// worker's touches of its leases, each lease its own loop, counted as
+// one kind of call): one of them worked, while others may still be
+// failing. The failures count as over, and their end is logged, only
+// once none came for LogEvery; until then they stay one run, logged once
+// per LogEvery, so that loops failing and working in turn never log more
+// than that. O(1).
+func (l *FailureLog) OKShared() {
+	now := time.Now()
+	l.mu.Lock()
+	if l.total == 0 || now.Sub(l.lastFailure) < LogEvery {
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	l.OK()
 }

@@ -69,3 +69,38 @@ func TestFailureLog(t *testing.T) {
 		}
 	})
 }
+
+// TestFailureLog_OKShared: loops sharing a log, one failing every 10 ms
+// while another works every 10 ms for 5 s, log about once a second, not
+// at each success after a failure; once the failures stop, the first
+// success a second after the last failure logs their end, with the
+// count in all.
+func TestFailureLog_OKShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		l := NewFailureLog(slog.New(slog.NewTextHandler(&out, nil)), "hourglass: touch failed", "hourglass: touch works again")
+		for range 500 {
+			l.Failed(errors.New("refused"))
+			time.Sleep(5 * time.Millisecond)
+			l.OKShared()
+			time.Sleep(5 * time.Millisecond)
+		}
+		for range 200 { // 2 s of successes only
+			l.OKShared()
+			time.Sleep(10 * time.Millisecond)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) < 5 || len(lines) > 7 {
+			t.Fatalf("%d lines for 5 s of failures among successes, want about 6:\n%s", len(lines), out.String())
+		}
+		last := lines[len(lines)-1]
+		if !strings.Contains(last, "works again") || !strings.Contains(last, "failures=500") {
+			t.Errorf("last line %q, want one saying it works again after 500 failures", last)
+		}
+		for _, line := range lines[:len(lines)-1] {
+			if strings.Contains(line, "works again") {
+				t.Errorf("recovery logged while failures went on: %q", line)
+			}
+		}
+	})
+}
