@@ -214,10 +214,42 @@ public final class NettyBench {
         }
         Arrays.sort(seen, 0, m);
         double fps = all ? n / (end[0] / 1e9) : 0;
-        System.out.printf("{\"schedule_ns\":%.2f,\"schedule_cpu_ns\":%.2f,\"caller_cpu_ns\":%.2f,\"cpu_ns\":%.2f,\"fires_per_s\":%.0f,\"late_p50_ms\":%.3f,\"late_p99_ms\":%.3f,\"late_max_ms\":%.3f,\"early\":%d,\"lost\":%d,\"double\":%d}%n",
+        String dec = all ? decompose(deadline, late, scheduled) : "";
+        System.out.printf("{" + dec + "\"schedule_ns\":%.2f,\"schedule_cpu_ns\":%.2f,\"caller_cpu_ns\":%.2f,\"cpu_ns\":%.2f,\"fires_per_s\":%.0f,\"late_p50_ms\":%.3f,\"late_p99_ms\":%.3f,\"late_max_ms\":%.3f,\"early\":%d,\"lost\":%d,\"double\":%d}%n",
                 (double) scheduled / n, (double) (c1 - c0) / n, (double) (t1 - t0) / n, (double) (c2 - c0) / n, fps, pct(seen, m, 0.50) / 1e6, pct(seen, m, 0.99) / 1e6,
                 m > 0 ? seen[m - 1] / 1e6 : 0.0, early, lost, twice);
         t.stop();
+    }
+
+    // decompose splits the burst's time from the first call to the last
+    // fire, as the Go side's decompose (child.go): the loop, the last
+    // deadline, the last fire, and how far firing was behind; returned
+    // as JSON members followed by a comma. It sorts copies.
+    static String decompose(long[] deadline, long[] late, long loop) {
+        int m = deadline.length;
+        long[] due = deadline.clone(), fire = new long[m];
+        for (int i = 0; i < m; i++) fire[i] = deadline[i] + late[i];
+        Arrays.sort(due);
+        Arrays.sort(fire);
+        if (m == 0) return "";
+        int worst = 0, f = 0;
+        for (int i = 0; i < m; i++) {
+            while (f < m && fire[f] <= due[i]) f++;
+            worst = Math.max(worst, i + 1 - f);
+        }
+        int dueByLoop = upper(due, loop), firedByLoop = upper(fire, loop);
+        return String.format("\"loop_ms\":%.3f,\"last_due_ms\":%.3f,\"end_ms\":%.3f,\"behind_at_loop_end\":%d,\"behind_max\":%d,",
+                loop / 1e6, due[m - 1] / 1e6, fire[m - 1] / 1e6, Math.max(0, dueByLoop - firedByLoop), worst);
+    }
+
+    // upper is the number of values of sorted not above v.
+    static int upper(long[] sorted, long v) {
+        int lo = 0, hi = sorted.length;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (sorted[mid] <= v) lo = mid + 1; else hi = mid;
+        }
+        return lo;
     }
 
     // pct is the p-th percentile of the m sorted values, nearest rank.

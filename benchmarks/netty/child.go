@@ -332,7 +332,52 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 	if len(seen) > 0 {
 		r["late_max_ms"] = float64(seen[len(seen)-1]) / 1e6
 	}
+	if all {
+		for k, v := range decompose(b.deadline, b.late, int64(scheduled)) {
+			r[k] = v
+		}
+	}
 	return r, nil
+}
+
+// decompose splits a burst's time from the first call to the last fire,
+// as NettyBench.java's decompose does, from each timeout's deadline and
+// lateness (nanoseconds after the first call): the scheduling loop
+// (loop_ms), the last deadline (last_due_ms) and the last fire (end_ms,
+// fires/s's denominator), so end = loop + (last_due - loop) + (end -
+// last_due); and how far firing was behind: the timeouts due by the
+// loop's end and not yet fired then (behind_at_loop_end), and the most
+// due and not yet fired at any deadline (behind_max). O(n log n); it
+// sorts copies.
+func decompose(deadline, late []int64, loop int64) map[string]float64 {
+	due := slices.Clone(deadline)
+	fire := make([]int64, len(late))
+	for i := range late {
+		fire[i] = deadline[i] + late[i]
+	}
+	slices.Sort(due)
+	slices.Sort(fire)
+	m := len(due)
+	if m == 0 {
+		return nil
+	}
+	// behind(t) = #due ≤ t − #fired ≤ t, largest just after a deadline.
+	worst, f := 0, 0
+	for i, d := range due {
+		for f < m && fire[f] <= d {
+			f++
+		}
+		worst = max(worst, i+1-f)
+	}
+	dueByLoop, _ := slices.BinarySearch(due, loop+1)
+	firedByLoop, _ := slices.BinarySearch(fire, loop+1)
+	return map[string]float64{
+		"loop_ms":            float64(loop) / 1e6,
+		"last_due_ms":        float64(due[m-1]) / 1e6,
+		"end_ms":             float64(fire[m-1]) / 1e6,
+		"behind_at_loop_end": float64(max(0, dueByLoop-firedByLoop)),
+		"behind_max":         float64(worst),
+	}
 }
 
 // pct is the p-th percentile of sorted, nearest rank, as the Java side's.

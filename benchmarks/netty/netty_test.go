@@ -69,3 +69,22 @@ func TestIncorrect(t *testing.T) {
 		}
 	}
 }
+
+// TestDecompose checks the burst's decomposition on a burst small enough
+// to count by hand: deadlines 10, 20, 30 and 40 ns after the first call,
+// fired 5, 0, 20 and 1 ns late, the loop ending at 25.
+func TestDecompose(t *testing.T) {
+	got := decompose([]int64{40, 10, 30, 20}, []int64{1, 5, 20, 0}, 25)
+	want := map[string]float64{
+		"loop_ms":            25e-6,
+		"last_due_ms":        40e-6,
+		"end_ms":             50e-6, // the one due at 30, fired 20 late
+		"behind_at_loop_end": 0,     // due by 25: 10 and 20, fired at 15 and 20
+		"behind_max":         2,     // at 40: 30 and 40 due, neither fired
+	}
+	for k, w := range want {
+		if g := got[k]; g != w {
+			t.Errorf("%s = %v, want %v", k, g, w)
+		}
+	}
+}

@@ -51,6 +51,13 @@ var rows = []row{
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "late_p99_ms", "%.2f"},
 	{"burst: lateness max ms: `AfterFunc`, Inline", "burst", "burst-inline", "late_max_ms", "%.2f"},
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "late_max_ms", "%.2f"},
+	{"burst decomposed: the scheduling loop, ms: `Arm`, Inline", "burst", "burst-arm-inline", "loop_ms", "%.0f"},
+	{"the same: `AfterFunc`, Inline", "burst", "burst-inline", "loop_ms", "%.0f"},
+	{"burst decomposed: the last deadline, ms after the first call: `Arm`, Inline", "burst", "burst-arm-inline", "last_due_ms", "%.0f"},
+	{"burst decomposed: the last fire, ms after the first call (fires/s's denominator): `Arm`, Inline", "burst", "burst-arm-inline", "end_ms", "%.0f"},
+	{"the same: `AfterFunc`, Inline", "burst", "burst-inline", "end_ms", "%.0f"},
+	{"burst decomposed: timeouts due and not yet fired as the loop ends: `Arm`, Inline", "burst", "burst-arm-inline", "behind_at_loop_end", "%.0f"},
+	{"burst decomposed: most timeouts due and not yet fired at once: `Arm`, Inline", "burst", "burst-arm-inline", "behind_max", "%.0f"},
 	{"idle 1 timeout 1 h away: process CPU ms over the window", "idle", "idle", "cpu_ms", "%.2f"},
 	{"idle: context switches of all threads (wake-ups)", "idle", "idle", "wakeups", "%.0f"},
 }
