@@ -6,7 +6,7 @@
 // and waits for standard input to close, the driver measuring it from
 // outside. Compiled by the driver with javac against netty-common.jar.
 //
-//   java -cp netty-common.jar:DIR NettyBench JOB N BUDGET_MS WARMUP_MS SPREAD_MS
+//   java -cp netty-common.jar:DIR NettyBench JOB N BUDGET_MS WARMUP_MS SPREAD_MS [BURST_WARMUP_N]
 
 import io.netty.util.HashedWheelTimer;
 import io.netty.util.Timeout;
@@ -23,7 +23,7 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 
 public final class NettyBench {
     // The seeds and spans every job shares with the Go side (splitmix.go).
-    static final long SEED_FILL = 1, SEED_PAIRS = 2, SEED_BURST = 3;
+    static final long SEED_FILL = 1, SEED_PAIRS = 2, SEED_BURST = 3, SEED_WARM = 4;
     static final long TEN_MINUTES = 600_000_000_000L;
 
     // SplitMix64, as splitmix.go: the same sequence of delays both sides.
@@ -57,11 +57,12 @@ public final class NettyBench {
         long budgetMs = Long.parseLong(args[2]);
         long warmupMs = Long.parseLong(args[3]);
         long spreadMs = Long.parseLong(args[4]);
+        int burstWarm = args.length > 5 ? Integer.parseInt(args[5]) : 0;
         switch (job) {
             case "seed": seed(); break;
             case "pair": pair(n, budgetMs, warmupMs); break;
             case "heap": heap(n); break;
-            case "burst": burst(n, spreadMs); break;
+            case "burst": burst(n, spreadMs, burstWarm); break;
             case "idle": idle(); break;
             default: throw new IllegalArgumentException("no job " + job);
         }
@@ -71,7 +72,7 @@ public final class NettyBench {
     // against the Go side's.
     static void seed() {
         StringBuilder b = new StringBuilder("{");
-        long[] seeds = {SEED_FILL, SEED_PAIRS, SEED_BURST};
+        long[] seeds = {SEED_FILL, SEED_PAIRS, SEED_BURST, SEED_WARM};
         for (int s = 0; s < seeds.length; s++) {
             SplitMix64 g = new SplitMix64(seeds[s]);
             long sum = 0;
@@ -162,9 +163,31 @@ public final class NettyBench {
         t.stop();
     }
 
-    static void burst(int n, long spreadMs) throws Exception {
+    // warmBurst runs a burst of n timeouts through t before the measured
+    // one, as the Go side's warmBurst (child.go): due within spread of
+    // their calls (delays from SEED_WARM), each counting its fire, and
+    // waits for the last: the JIT's warm-up of the burst's paths.
+    static void warmBurst(HashedWheelTimer t, int n, long spreadMs) throws Exception {
+        if (n <= 0) return;
+        AtomicInteger fired = new AtomicInteger();
+        CountDownLatch done = new CountDownLatch(1);
+        TimerTask task = timeout -> {
+            if (fired.incrementAndGet() == n) done.countDown();
+        };
+        SplitMix64 g = new SplitMix64(SEED_WARM);
+        long spread = spreadMs * 1_000_000L;
+        for (int i = 0; i < n; i++) {
+            t.newTimeout(task, g.delay(spread), TimeUnit.NANOSECONDS);
+        }
+        if (!done.await(spreadMs + 30_000, TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("the warm-up burst: " + fired.get() + " of " + n + " fired");
+        }
+    }
+
+    static void burst(int n, long spreadMs, int burstWarm) throws Exception {
         HashedWheelTimer t = newTimer();
         t.newTimeout(NOOP, 1, TimeUnit.HOURS).cancel(); // starts the worker
+        warmBurst(t, burstWarm, spreadMs);
         SplitMix64 g = new SplitMix64(SEED_BURST);
         long spread = spreadMs * 1_000_000L;
         long[] delays = new long[n], deadline = new long[n], late = new long[n];

@@ -28,6 +28,9 @@ type childConfig struct {
 	warmup  time.Duration // the pair loop's run before it is measured
 	spread  time.Duration // the burst's delays span [0, spread)
 	timeout time.Duration // how long a burst waits for its last fire
+	// burstWarm is how many timeouts a burst job runs through the timer,
+	// as a burst of its own, before the measured one (see warmBurst).
+	burstWarm int
 }
 
 // goJobs are the Go side's jobs by name.
@@ -225,6 +228,9 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 	} else {
 		to.Cancel()
 	}
+	if err := warmBurst(t, a, c.burstWarm, c.spread, c.timeout); err != nil {
+		return nil, err
+	}
 	n := c.n
 	b := &burstRecord{
 		deadline: make([]int64, n),
@@ -377,6 +383,44 @@ func decompose(deadline, late []int64, loop int64) map[string]float64 {
 		"end_ms":             float64(fire[m-1]) / 1e6,
 		"behind_at_loop_end": float64(max(0, dueByLoop-firedByLoop)),
 		"behind_max":         float64(worst),
+	}
+}
+
+// warmBurst runs a burst of n timeouts through t before the measured
+// one, as NettyBench.java's warmBurst does through Netty's timer: due
+// within spread of their calls (delays from seedWarm), each counting its
+// fire, and waits for the last. For the JVM it is the JIT's warm-up of
+// the paths the burst takes; for both sides, the measured burst then
+// meets a timer that has burst before, as a long-running program's does.
+func warmBurst(t *hourglass.Timer, a api, n int, spread, timeout time.Duration) error {
+	if n <= 0 {
+		return nil
+	}
+	var fired atomic.Int64
+	done := make(chan struct{})
+	f := func() {
+		if fired.Add(1) == int64(n) {
+			close(done)
+		}
+	}
+	g := splitMix64{seedWarm}
+	for range n {
+		d := time.Duration(g.delay(uint64(spread)))
+		var err error
+		if a == afterFuncAPI {
+			_, err = t.AfterFunc(d, f)
+		} else {
+			_, err = t.Arm(d, f)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(spread + timeout):
+		return fmt.Errorf("the warm-up burst: %d of %d fired", fired.Load(), n)
 	}
 }
 
