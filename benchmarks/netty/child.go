@@ -35,15 +35,21 @@ type childConfig struct {
 
 // goJobs are the Go side's jobs by name.
 var goJobs = map[string]func(childConfig) (map[string]float64, error){
-	"seed":              func(childConfig) (map[string]float64, error) { return seedSums(), nil },
-	"pair-afterfunc":    func(c childConfig) (map[string]float64, error) { return pair(c, afterFuncAPI) },
-	"pair-arm":          func(c childConfig) (map[string]float64, error) { return pair(c, armAPI) },
-	"heap-afterfunc":    func(c childConfig) (map[string]float64, error) { return heap(c, afterFuncAPI) },
-	"heap-arm":          func(c childConfig) (map[string]float64, error) { return heap(c, armAPI) },
-	"burst-inline":      func(c childConfig) (map[string]float64, error) { return burst(c, afterFuncAPI, true) },
-	"burst-arm-inline":  func(c childConfig) (map[string]float64, error) { return burst(c, armAPI, true) },
-	"burst-default":     func(c childConfig) (map[string]float64, error) { return burst(c, afterFuncAPI, false) },
-	"burst-arm-default": func(c childConfig) (map[string]float64, error) { return burst(c, armAPI, false) },
+	"seed":             func(childConfig) (map[string]float64, error) { return seedSums(), nil },
+	"pair-afterfunc":   func(c childConfig) (map[string]float64, error) { return pair(c, afterFuncAPI) },
+	"pair-arm":         func(c childConfig) (map[string]float64, error) { return pair(c, armAPI) },
+	"heap-afterfunc":   func(c childConfig) (map[string]float64, error) { return heap(c, afterFuncAPI) },
+	"heap-arm":         func(c childConfig) (map[string]float64, error) { return heap(c, armAPI) },
+	"burst-inline":     func(c childConfig) (map[string]float64, error) { return burst(c, afterFuncAPI, true, false) },
+	"burst-arm-inline": func(c childConfig) (map[string]float64, error) { return burst(c, armAPI, true, false) },
+	"burst-inline-locked": func(c childConfig) (map[string]float64, error) {
+		return burst(c, afterFuncAPI, true, true)
+	},
+	"burst-arm-inline-locked": func(c childConfig) (map[string]float64, error) {
+		return burst(c, armAPI, true, true)
+	},
+	"burst-default":     func(c childConfig) (map[string]float64, error) { return burst(c, afterFuncAPI, false, false) },
+	"burst-arm-default": func(c childConfig) (map[string]float64, error) { return burst(c, armAPI, false, false) },
 	"idle":              func(childConfig) (map[string]float64, error) { return nil, idle() },
 }
 
@@ -216,7 +222,15 @@ func (b *burstRecord) fire(i int) {
 	}
 }
 
-func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
+// burst runs the measured burst through a, on an Inline Timer if inline.
+// With locked, the scheduling goroutine is locked to its thread, whose
+// CPU is then the caller's cost (caller_cpu_ns), as the Java side's
+// scheduling thread's is; the other jobs leave it unlocked, as a Go
+// program's goroutines are, since a locked goroutine's every wait for
+// the drivers hands its thread's P to another thread and back (at a load
+// average of 8, a quarter of the fires/s and 60% more p99 lateness; see
+// docs/BENCHMARKS.md, netty).
+func burst(c childConfig, a api, inline, locked bool) (map[string]float64, error) {
 	var opts []hourglass.Option
 	if inline {
 		opts = append(opts, hourglass.WithExecutor(hourglass.Inline))
@@ -248,10 +262,7 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 	runtime.GC()
 	time.Sleep(100 * time.Millisecond)
 
-	// With Inline the scheduling goroutine keeps its thread, whose CPU is
-	// then the caller's cost (with the default executor it yields to the
-	// callbacks' goroutines, which a locked thread would make dearer).
-	if inline {
+	if locked {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
@@ -331,7 +342,7 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 		"lost":            float64(lost),
 		"double":          float64(twice),
 	}
-	if inline {
+	if locked {
 		// Only a locked goroutine's thread is the caller's.
 		r["caller_cpu_ns"] = float64(t1-t0) / float64(n)
 	}

@@ -212,6 +212,7 @@ var jobs = []job{
 	{"netty", "pair"}, {"go", "pair-afterfunc"}, {"go", "pair-arm"},
 	{"netty", "heap"}, {"go", "heap-afterfunc"}, {"go", "heap-arm"},
 	{"netty", "burst"}, {"go", "burst-inline"}, {"go", "burst-arm-inline"}, {"go", "burst-default"}, {"go", "burst-arm-default"},
+	{"go", "burst-inline-locked"}, {"go", "burst-arm-inline-locked"},
 	{"netty", "idle"}, {"go", "idle"},
 }
 

@@ -37,7 +37,7 @@ func TestProcCounters(t *testing.T) {
 // TestBurstCounts runs a small burst of the Go side and checks that
 // nothing fired early, was lost or fired twice.
 func TestBurstCounts(t *testing.T) {
-	for _, name := range []string{"burst-inline", "burst-arm-default"} {
+	for _, name := range []string{"burst-inline", "burst-arm-inline-locked", "burst-arm-default"} {
 		r, err := goJobs[name](childConfig{n: 5000, spread: 50e6, timeout: 30e9, burstWarm: 500})
 		if err != nil {
 			t.Fatal(err)

@@ -32,8 +32,8 @@ var rows = []row{
 	{"the same: `Arm`, Inline", "burst", "burst-arm-inline", "schedule_ns", "%.0f"},
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "schedule_ns", "%.0f"},
 	{"the same: `Arm`, default executor", "burst", "burst-arm-default", "schedule_ns", "%.0f"},
-	{"burst: the scheduling thread's CPU ns a timeout: `AfterFunc`, Inline", "burst", "burst-inline", "caller_cpu_ns", "%.0f"},
-	{"the same: `Arm`, Inline", "burst", "burst-arm-inline", "caller_cpu_ns", "%.0f"},
+	{"burst: the scheduling thread's CPU ns a timeout (Go: its goroutine locked to it): `AfterFunc`, Inline", "burst", "burst-inline-locked", "caller_cpu_ns", "%.0f"},
+	{"the same: `Arm`, Inline", "burst", "burst-arm-inline-locked", "caller_cpu_ns", "%.0f"},
 	{"burst: process CPU ns a timeout while scheduling (all threads): `AfterFunc`, Inline", "burst", "burst-inline", "schedule_cpu_ns", "%.0f"},
 	{"the same: `Arm`, Inline", "burst", "burst-arm-inline", "schedule_cpu_ns", "%.0f"},
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "schedule_cpu_ns", "%.0f"},
@@ -107,7 +107,7 @@ func writeTable(w io.Writer, d *driver, res results, rounds int) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.what, cell(nv, nok), cell(gv, gok), ratio)
 	}
 	b.WriteString("\nBursts, early / lost / fired twice, summed over the rounds:")
-	for _, k := range []string{"netty:burst", "go:burst-inline", "go:burst-arm-inline", "go:burst-default", "go:burst-arm-default"} {
+	for _, k := range []string{"netty:burst", "go:burst-inline", "go:burst-arm-inline", "go:burst-inline-locked", "go:burst-arm-inline-locked", "go:burst-default", "go:burst-arm-default"} {
 		var e, l, t float64
 		for _, m := range res[k] {
 			e, l, t = e+m["early"], l+m["lost"], t+m["double"]
