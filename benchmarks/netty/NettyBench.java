@@ -213,7 +213,7 @@ public final class NettyBench {
         System.gc();
         Thread.sleep(100);
         long t0 = threadCpuNanos();
-        long c0 = cpuNanos();
+        long c0 = cpuNanos(), gc0 = gcMillis();
         base[0] = System.nanoTime();
         for (int i = 0; i < n; i++) {
             deadline[i] = System.nanoTime() - base[0] + delays[i];
@@ -223,7 +223,7 @@ public final class NettyBench {
         long c1 = cpuNanos();
         long t1 = threadCpuNanos();
         boolean all = done.await(spreadMs + 30_000, TimeUnit.MILLISECONDS);
-        long c2 = cpuNanos();
+        long c2 = cpuNanos(), gc = gcMillis() - gc0;
         Thread.sleep(50); // a second run of any would show now
         long early = 0, lost = 0, twice = 0;
         long[] seen = new long[n];
@@ -238,7 +238,7 @@ public final class NettyBench {
         Arrays.sort(seen, 0, m);
         double fps = all ? n / (end[0] / 1e9) : 0;
         String dec = all ? decompose(deadline, late, scheduled) : "";
-        System.out.printf("{" + dec + "\"schedule_ns\":%.2f,\"schedule_cpu_ns\":%.2f,\"caller_cpu_ns\":%.2f,\"cpu_ns\":%.2f,\"fires_per_s\":%.0f,\"late_p50_ms\":%.3f,\"late_p99_ms\":%.3f,\"late_max_ms\":%.3f,\"early\":%d,\"lost\":%d,\"double\":%d}%n",
+        System.out.printf("{" + dec + "\"gc_ms\":" + gc + ",\"schedule_ns\":%.2f,\"schedule_cpu_ns\":%.2f,\"caller_cpu_ns\":%.2f,\"cpu_ns\":%.2f,\"fires_per_s\":%.0f,\"late_p50_ms\":%.3f,\"late_p99_ms\":%.3f,\"late_max_ms\":%.3f,\"early\":%d,\"lost\":%d,\"double\":%d}%n",
                 (double) scheduled / n, (double) (c1 - c0) / n, (double) (t1 - t0) / n, (double) (c2 - c0) / n, fps, pct(seen, m, 0.50) / 1e6, pct(seen, m, 0.99) / 1e6,
                 m > 0 ? seen[m - 1] / 1e6 : 0.0, early, lost, twice);
         t.stop();

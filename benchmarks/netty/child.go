@@ -274,6 +274,7 @@ func burst(c childConfig, a api, inline, locked bool) (map[string]float64, error
 	if err != nil {
 		return nil, err
 	}
+	gc0 := gcCPU()
 	b.base = time.Now()
 	for i, d := range delays {
 		b.deadline[i] = int64(time.Since(b.base) + d)
@@ -306,6 +307,7 @@ func burst(c childConfig, a api, inline, locked bool) (map[string]float64, error
 	if err != nil {
 		return nil, err
 	}
+	gc := gcCPU() - gc0
 	time.Sleep(50 * time.Millisecond) // a second run of any would show now
 
 	var early, lost, twice int
@@ -334,6 +336,7 @@ func burst(c childConfig, a api, inline, locked bool) (map[string]float64, error
 		"schedule_ns":     float64(scheduled.Nanoseconds()) / float64(n),
 		"schedule_cpu_ns": float64(c1-c0) / float64(n),
 		"cpu_ns":          float64(c2-c0) / float64(n),
+		"gc_ms":           float64(gc.Microseconds()) / 1e3,
 		"fires_per_s":     fps,
 		"late_p50_ms":     pct(seen, 0.50) / 1e6,
 		"late_p99_ms":     pct(seen, 0.99) / 1e6,

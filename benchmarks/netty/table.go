@@ -51,6 +51,7 @@ var rows = []row{
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "late_p99_ms", "%.2f"},
 	{"burst: lateness max ms: `AfterFunc`, Inline", "burst", "burst-inline", "late_max_ms", "%.2f"},
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "late_max_ms", "%.2f"},
+	{"burst: GC ms from the first call to the last fire (Go: GC CPU; Java: collectors' time): `Arm`, Inline", "burst", "burst-arm-inline", "gc_ms", "%.1f"},
 	{"burst decomposed: the scheduling loop, ms: `Arm`, Inline", "burst", "burst-arm-inline", "loop_ms", "%.0f"},
 	{"the same: `AfterFunc`, Inline", "burst", "burst-inline", "loop_ms", "%.0f"},
 	{"burst decomposed: the last deadline, ms after the first call: `Arm`, Inline", "burst", "burst-arm-inline", "last_due_ms", "%.0f"},
