@@ -6,7 +6,7 @@
 // and waits for standard input to close, the driver measuring it from
 // outside. Compiled by the driver with javac against netty-common.jar.
 //
-//   java -cp netty-common.jar:DIR NettyBench JOB N BUDGET_MS WARMUP_MS SPREAD_MS
+//   java -cp netty-common.jar:DIR NettyBench JOB N BUDGET_MS WARMUP_MS SPREAD_MS [BURST_WARMUP_N]
 
 import io.netty.util.HashedWheelTimer;
 import io.netty.util.Timeout;
@@ -23,7 +23,7 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 
 public final class NettyBench {
     // The seeds and spans every job shares with the Go side (splitmix.go).
-    static final long SEED_FILL = 1, SEED_PAIRS = 2, SEED_BURST = 3;
+    static final long SEED_FILL = 1, SEED_PAIRS = 2, SEED_BURST = 3, SEED_WARM = 4;
     static final long TEN_MINUTES = 600_000_000_000L;
 
     // SplitMix64, as splitmix.go: the same sequence of delays both sides.
@@ -57,11 +57,12 @@ public final class NettyBench {
         long budgetMs = Long.parseLong(args[2]);
         long warmupMs = Long.parseLong(args[3]);
         long spreadMs = Long.parseLong(args[4]);
+        int burstWarm = args.length > 5 ? Integer.parseInt(args[5]) : 0;
         switch (job) {
             case "seed": seed(); break;
             case "pair": pair(n, budgetMs, warmupMs); break;
             case "heap": heap(n); break;
-            case "burst": burst(n, spreadMs); break;
+            case "burst": burst(n, spreadMs, burstWarm); break;
             case "idle": idle(); break;
             default: throw new IllegalArgumentException("no job " + job);
         }
@@ -71,7 +72,7 @@ public final class NettyBench {
     // against the Go side's.
     static void seed() {
         StringBuilder b = new StringBuilder("{");
-        long[] seeds = {SEED_FILL, SEED_PAIRS, SEED_BURST};
+        long[] seeds = {SEED_FILL, SEED_PAIRS, SEED_BURST, SEED_WARM};
         for (int s = 0; s < seeds.length; s++) {
             SplitMix64 g = new SplitMix64(seeds[s]);
             long sum = 0;
@@ -162,9 +163,31 @@ public final class NettyBench {
         t.stop();
     }
 
-    static void burst(int n, long spreadMs) throws Exception {
+    // warmBurst runs a burst of n timeouts through t before the measured
+    // one, as the Go side's warmBurst (child.go): due within spread of
+    // their calls (delays from SEED_WARM), each counting its fire, and
+    // waits for the last: the JIT's warm-up of the burst's paths.
+    static void warmBurst(HashedWheelTimer t, int n, long spreadMs) throws Exception {
+        if (n <= 0) return;
+        AtomicInteger fired = new AtomicInteger();
+        CountDownLatch done = new CountDownLatch(1);
+        TimerTask task = timeout -> {
+            if (fired.incrementAndGet() == n) done.countDown();
+        };
+        SplitMix64 g = new SplitMix64(SEED_WARM);
+        long spread = spreadMs * 1_000_000L;
+        for (int i = 0; i < n; i++) {
+            t.newTimeout(task, g.delay(spread), TimeUnit.NANOSECONDS);
+        }
+        if (!done.await(spreadMs + 30_000, TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("the warm-up burst: " + fired.get() + " of " + n + " fired");
+        }
+    }
+
+    static void burst(int n, long spreadMs, int burstWarm) throws Exception {
         HashedWheelTimer t = newTimer();
         t.newTimeout(NOOP, 1, TimeUnit.HOURS).cancel(); // starts the worker
+        warmBurst(t, burstWarm, spreadMs);
         SplitMix64 g = new SplitMix64(SEED_BURST);
         long spread = spreadMs * 1_000_000L;
         long[] delays = new long[n], deadline = new long[n], late = new long[n];
@@ -190,7 +213,7 @@ public final class NettyBench {
         System.gc();
         Thread.sleep(100);
         long t0 = threadCpuNanos();
-        long c0 = cpuNanos();
+        long c0 = cpuNanos(), gc0 = gcMillis();
         base[0] = System.nanoTime();
         for (int i = 0; i < n; i++) {
             deadline[i] = System.nanoTime() - base[0] + delays[i];
@@ -200,7 +223,7 @@ public final class NettyBench {
         long c1 = cpuNanos();
         long t1 = threadCpuNanos();
         boolean all = done.await(spreadMs + 30_000, TimeUnit.MILLISECONDS);
-        long c2 = cpuNanos();
+        long c2 = cpuNanos(), gc = gcMillis() - gc0;
         Thread.sleep(50); // a second run of any would show now
         long early = 0, lost = 0, twice = 0;
         long[] seen = new long[n];
@@ -214,10 +237,42 @@ public final class NettyBench {
         }
         Arrays.sort(seen, 0, m);
         double fps = all ? n / (end[0] / 1e9) : 0;
-        System.out.printf("{\"schedule_ns\":%.2f,\"schedule_cpu_ns\":%.2f,\"caller_cpu_ns\":%.2f,\"cpu_ns\":%.2f,\"fires_per_s\":%.0f,\"late_p50_ms\":%.3f,\"late_p99_ms\":%.3f,\"late_max_ms\":%.3f,\"early\":%d,\"lost\":%d,\"double\":%d}%n",
+        String dec = all ? decompose(deadline, late, scheduled) : "";
+        System.out.printf("{" + dec + "\"gc_ms\":" + gc + ",\"schedule_ns\":%.2f,\"schedule_cpu_ns\":%.2f,\"caller_cpu_ns\":%.2f,\"cpu_ns\":%.2f,\"fires_per_s\":%.0f,\"late_p50_ms\":%.3f,\"late_p99_ms\":%.3f,\"late_max_ms\":%.3f,\"early\":%d,\"lost\":%d,\"double\":%d}%n",
                 (double) scheduled / n, (double) (c1 - c0) / n, (double) (t1 - t0) / n, (double) (c2 - c0) / n, fps, pct(seen, m, 0.50) / 1e6, pct(seen, m, 0.99) / 1e6,
                 m > 0 ? seen[m - 1] / 1e6 : 0.0, early, lost, twice);
         t.stop();
+    }
+
+    // decompose splits the burst's time from the first call to the last
+    // fire, as the Go side's decompose (child.go): the loop, the last
+    // deadline, the last fire, and how far firing was behind; returned
+    // as JSON members followed by a comma. It sorts copies.
+    static String decompose(long[] deadline, long[] late, long loop) {
+        int m = deadline.length;
+        long[] due = deadline.clone(), fire = new long[m];
+        for (int i = 0; i < m; i++) fire[i] = deadline[i] + late[i];
+        Arrays.sort(due);
+        Arrays.sort(fire);
+        if (m == 0) return "";
+        int worst = 0, f = 0;
+        for (int i = 0; i < m; i++) {
+            while (f < m && fire[f] <= due[i]) f++;
+            worst = Math.max(worst, i + 1 - f);
+        }
+        int dueByLoop = upper(due, loop), firedByLoop = upper(fire, loop);
+        return String.format("\"loop_ms\":%.3f,\"last_due_ms\":%.3f,\"end_ms\":%.3f,\"behind_at_loop_end\":%d,\"behind_max\":%d,",
+                loop / 1e6, due[m - 1] / 1e6, fire[m - 1] / 1e6, Math.max(0, dueByLoop - firedByLoop), worst);
+    }
+
+    // upper is the number of values of sorted not above v.
+    static int upper(long[] sorted, long v) {
+        int lo = 0, hi = sorted.length;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (sorted[mid] <= v) lo = mid + 1; else hi = mid;
+        }
+        return lo;
     }
 
     // pct is the p-th percentile of the m sorted values, nearest rank.

@@ -28,19 +28,28 @@ type childConfig struct {
 	warmup  time.Duration // the pair loop's run before it is measured
 	spread  time.Duration // the burst's delays span [0, spread)
 	timeout time.Duration // how long a burst waits for its last fire
+	// burstWarm is how many timeouts a burst job runs through the timer,
+	// as a burst of its own, before the measured one (see warmBurst).
+	burstWarm int
 }
 
 // goJobs are the Go side's jobs by name.
 var goJobs = map[string]func(childConfig) (map[string]float64, error){
-	"seed":              func(childConfig) (map[string]float64, error) { return seedSums(), nil },
-	"pair-afterfunc":    func(c childConfig) (map[string]float64, error) { return pair(c, afterFuncAPI) },
-	"pair-arm":          func(c childConfig) (map[string]float64, error) { return pair(c, armAPI) },
-	"heap-afterfunc":    func(c childConfig) (map[string]float64, error) { return heap(c, afterFuncAPI) },
-	"heap-arm":          func(c childConfig) (map[string]float64, error) { return heap(c, armAPI) },
-	"burst-inline":      func(c childConfig) (map[string]float64, error) { return burst(c, afterFuncAPI, true) },
-	"burst-arm-inline":  func(c childConfig) (map[string]float64, error) { return burst(c, armAPI, true) },
-	"burst-default":     func(c childConfig) (map[string]float64, error) { return burst(c, afterFuncAPI, false) },
-	"burst-arm-default": func(c childConfig) (map[string]float64, error) { return burst(c, armAPI, false) },
+	"seed":             func(childConfig) (map[string]float64, error) { return seedSums(), nil },
+	"pair-afterfunc":   func(c childConfig) (map[string]float64, error) { return pair(c, afterFuncAPI) },
+	"pair-arm":         func(c childConfig) (map[string]float64, error) { return pair(c, armAPI) },
+	"heap-afterfunc":   func(c childConfig) (map[string]float64, error) { return heap(c, afterFuncAPI) },
+	"heap-arm":         func(c childConfig) (map[string]float64, error) { return heap(c, armAPI) },
+	"burst-inline":     func(c childConfig) (map[string]float64, error) { return burst(c, afterFuncAPI, true, false) },
+	"burst-arm-inline": func(c childConfig) (map[string]float64, error) { return burst(c, armAPI, true, false) },
+	"burst-inline-locked": func(c childConfig) (map[string]float64, error) {
+		return burst(c, afterFuncAPI, true, true)
+	},
+	"burst-arm-inline-locked": func(c childConfig) (map[string]float64, error) {
+		return burst(c, armAPI, true, true)
+	},
+	"burst-default":     func(c childConfig) (map[string]float64, error) { return burst(c, afterFuncAPI, false, false) },
+	"burst-arm-default": func(c childConfig) (map[string]float64, error) { return burst(c, armAPI, false, false) },
 	"idle":              func(childConfig) (map[string]float64, error) { return nil, idle() },
 }
 
@@ -213,7 +222,15 @@ func (b *burstRecord) fire(i int) {
 	}
 }
 
-func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
+// burst runs the measured burst through a, on an Inline Timer if inline.
+// With locked, the scheduling goroutine is locked to its thread, whose
+// CPU is then the caller's cost (caller_cpu_ns), as the Java side's
+// scheduling thread's is; the other jobs leave it unlocked, as a Go
+// program's goroutines are, since a locked goroutine's every wait for
+// the drivers hands its thread's P to another thread and back (at a load
+// average of 8, a quarter of the fires/s and 60% more p99 lateness; see
+// docs/BENCHMARKS.md, netty).
+func burst(c childConfig, a api, inline, locked bool) (map[string]float64, error) {
 	var opts []hourglass.Option
 	if inline {
 		opts = append(opts, hourglass.WithExecutor(hourglass.Inline))
@@ -224,6 +241,9 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 		return nil, err
 	} else {
 		to.Cancel()
+	}
+	if err := warmBurst(t, a, c.burstWarm, c.spread, c.timeout); err != nil {
+		return nil, err
 	}
 	n := c.n
 	b := &burstRecord{
@@ -242,10 +262,7 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 	runtime.GC()
 	time.Sleep(100 * time.Millisecond)
 
-	// With Inline the scheduling goroutine keeps its thread, whose CPU is
-	// then the caller's cost (with the default executor it yields to the
-	// callbacks' goroutines, which a locked thread would make dearer).
-	if inline {
+	if locked {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
@@ -257,6 +274,7 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	gc0 := gcCPU()
 	b.base = time.Now()
 	for i, d := range delays {
 		b.deadline[i] = int64(time.Since(b.base) + d)
@@ -289,6 +307,7 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	gc := gcCPU() - gc0
 	time.Sleep(50 * time.Millisecond) // a second run of any would show now
 
 	var early, lost, twice int
@@ -317,6 +336,7 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 		"schedule_ns":     float64(scheduled.Nanoseconds()) / float64(n),
 		"schedule_cpu_ns": float64(c1-c0) / float64(n),
 		"cpu_ns":          float64(c2-c0) / float64(n),
+		"gc_ms":           float64(gc.Microseconds()) / 1e3,
 		"fires_per_s":     fps,
 		"late_p50_ms":     pct(seen, 0.50) / 1e6,
 		"late_p99_ms":     pct(seen, 0.99) / 1e6,
@@ -325,14 +345,97 @@ func burst(c childConfig, a api, inline bool) (map[string]float64, error) {
 		"lost":            float64(lost),
 		"double":          float64(twice),
 	}
-	if inline {
+	if locked {
 		// Only a locked goroutine's thread is the caller's.
 		r["caller_cpu_ns"] = float64(t1-t0) / float64(n)
 	}
 	if len(seen) > 0 {
 		r["late_max_ms"] = float64(seen[len(seen)-1]) / 1e6
 	}
+	if all {
+		for k, v := range decompose(b.deadline, b.late, int64(scheduled)) {
+			r[k] = v
+		}
+	}
 	return r, nil
+}
+
+// decompose splits a burst's time from the first call to the last fire,
+// as NettyBench.java's decompose does, from each timeout's deadline and
+// lateness (nanoseconds after the first call): the scheduling loop
+// (loop_ms), the last deadline (last_due_ms) and the last fire (end_ms,
+// fires/s's denominator), so end = loop + (last_due - loop) + (end -
+// last_due); and how far firing was behind: the timeouts due by the
+// loop's end and not yet fired then (behind_at_loop_end), and the most
+// due and not yet fired at any deadline (behind_max). O(n log n); it
+// sorts copies.
+func decompose(deadline, late []int64, loop int64) map[string]float64 {
+	due := slices.Clone(deadline)
+	fire := make([]int64, len(late))
+	for i := range late {
+		fire[i] = deadline[i] + late[i]
+	}
+	slices.Sort(due)
+	slices.Sort(fire)
+	m := len(due)
+	if m == 0 {
+		return nil
+	}
+	// behind(t) = #due ≤ t − #fired ≤ t, largest just after a deadline.
+	worst, f := 0, 0
+	for i, d := range due {
+		for f < m && fire[f] <= d {
+			f++
+		}
+		worst = max(worst, i+1-f)
+	}
+	dueByLoop, _ := slices.BinarySearch(due, loop+1)
+	firedByLoop, _ := slices.BinarySearch(fire, loop+1)
+	return map[string]float64{
+		"loop_ms":            float64(loop) / 1e6,
+		"last_due_ms":        float64(due[m-1]) / 1e6,
+		"end_ms":             float64(fire[m-1]) / 1e6,
+		"behind_at_loop_end": float64(max(0, dueByLoop-firedByLoop)),
+		"behind_max":         float64(worst),
+	}
+}
+
+// warmBurst runs a burst of n timeouts through t before the measured
+// one, as NettyBench.java's warmBurst does through Netty's timer: due
+// within spread of their calls (delays from seedWarm), each counting its
+// fire, and waits for the last. For the JVM it is the JIT's warm-up of
+// the paths the burst takes; for both sides, the measured burst then
+// meets a timer that has burst before, as a long-running program's does.
+func warmBurst(t *hourglass.Timer, a api, n int, spread, timeout time.Duration) error {
+	if n <= 0 {
+		return nil
+	}
+	var fired atomic.Int64
+	done := make(chan struct{})
+	f := func() {
+		if fired.Add(1) == int64(n) {
+			close(done)
+		}
+	}
+	g := splitMix64{seedWarm}
+	for range n {
+		d := time.Duration(g.delay(uint64(spread)))
+		var err error
+		if a == afterFuncAPI {
+			_, err = t.AfterFunc(d, f)
+		} else {
+			_, err = t.Arm(d, f)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(spread + timeout):
+		return fmt.Errorf("the warm-up burst: %d of %d fired", fired.Load(), n)
+	}
 }
 
 // pct is the p-th percentile of sorted, nearest rank, as the Java side's.

@@ -46,6 +46,7 @@ func main() {
 	spread := flag.Duration("spread", 200*time.Millisecond, "the burst's timeouts are due within this of their calls")
 	budget := flag.Duration("budget", time.Second, "measured wall time of the pair loop")
 	warmup := flag.Duration("warmup", time.Second, "the pair loop's run before it is measured (JIT warm-up, on both sides)")
+	burstWarm := flag.Int("burstwarmup", 100_000, "timeouts of a burst run before the measured one in the same process, on both sides (the JIT's warm-up; a timer that has burst before); 0 for none")
 	idleFor := flag.Duration("idle", 3*time.Second, "the idle row's window")
 	jar := flag.String("jar", "/usr/share/java/netty-common.jar", "Netty's netty-common jar")
 	jvmFlags := flag.String("jvm", "-Xmx4g -XX:+UseG1GC", "the JVM's flags")
@@ -56,13 +57,13 @@ func main() {
 	profileHz := flag.Int("profilehz", 100, "with -cpuprofile: samples a second (the runtime prints a warning for any rate but 100)")
 	flag.Parse()
 
-	c := childConfig{n: *n, budget: *budget, warmup: *warmup, spread: *spread, timeout: 30 * time.Second}
+	c := childConfig{n: *n, budget: *budget, warmup: *warmup, spread: *spread, timeout: 30 * time.Second, burstWarm: *burstWarm}
 	if *child != "" {
 		os.Exit(runChild(*child, c, *burstN, *cpuProfile, *profileHz, *mutexProfile))
 	}
 	if *quick {
 		*rounds = 1
-		c.n, *burstN = 20_000, 20_000
+		c.n, *burstN, c.burstWarm = 20_000, 20_000, 2_000
 		c.budget, c.warmup = 100*time.Millisecond, 100*time.Millisecond
 		*idleFor = 300 * time.Millisecond
 		c.timeout = 10 * time.Second
@@ -211,6 +212,7 @@ var jobs = []job{
 	{"netty", "pair"}, {"go", "pair-afterfunc"}, {"go", "pair-arm"},
 	{"netty", "heap"}, {"go", "heap-afterfunc"}, {"go", "heap-arm"},
 	{"netty", "burst"}, {"go", "burst-inline"}, {"go", "burst-arm-inline"}, {"go", "burst-default"}, {"go", "burst-arm-default"},
+	{"go", "burst-inline-locked"}, {"go", "burst-arm-inline-locked"},
 	{"netty", "idle"}, {"go", "idle"},
 }
 
@@ -260,11 +262,13 @@ func (d *driver) command(ctx context.Context, j job) *exec.Cmd {
 	if j.side == "netty" {
 		args := append(slices.Clone(d.jvm), "-cp", d.jar+string(os.PathListSeparator)+d.dir, "NettyBench", j.name,
 			strconv.Itoa(n), strconv.FormatInt(d.c.budget.Milliseconds(), 10),
-			strconv.FormatInt(d.c.warmup.Milliseconds(), 10), strconv.FormatInt(d.c.spread.Milliseconds(), 10))
+			strconv.FormatInt(d.c.warmup.Milliseconds(), 10), strconv.FormatInt(d.c.spread.Milliseconds(), 10),
+			strconv.Itoa(d.c.burstWarm))
 		return exec.CommandContext(ctx, "java", args...)
 	}
 	return exec.CommandContext(ctx, d.self, "-child", j.name, "-n", strconv.Itoa(n), "-burst", strconv.Itoa(d.burstN),
-		"-budget", d.c.budget.String(), "-warmup", d.c.warmup.String(), "-spread", d.c.spread.String())
+		"-budget", d.c.budget.String(), "-warmup", d.c.warmup.String(), "-spread", d.c.spread.String(),
+		"-burstwarmup", strconv.Itoa(d.c.burstWarm))
 }
 
 // start runs j and returns its metrics: the line of JSON it prints, or

@@ -37,8 +37,8 @@ func TestProcCounters(t *testing.T) {
 // TestBurstCounts runs a small burst of the Go side and checks that
 // nothing fired early, was lost or fired twice.
 func TestBurstCounts(t *testing.T) {
-	for _, name := range []string{"burst-inline", "burst-arm-default"} {
-		r, err := goJobs[name](childConfig{n: 5000, spread: 50e6, timeout: 30e9})
+	for _, name := range []string{"burst-inline", "burst-arm-inline-locked", "burst-arm-default"} {
+		r, err := goJobs[name](childConfig{n: 5000, spread: 50e6, timeout: 30e9, burstWarm: 500})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,6 +66,25 @@ func TestIncorrect(t *testing.T) {
 			if bad := incorrect(r); len(bad) != 1 {
 				t.Errorf("%s %s: incorrect = %v; want one", side, what, bad)
 			}
+		}
+	}
+}
+
+// TestDecompose checks the burst's decomposition on a burst small enough
+// to count by hand: deadlines 10, 20, 30 and 40 ns after the first call,
+// fired 5, 0, 20 and 1 ns late, the loop ending at 25.
+func TestDecompose(t *testing.T) {
+	got := decompose([]int64{40, 10, 30, 20}, []int64{1, 5, 20, 0}, 25)
+	want := map[string]float64{
+		"loop_ms":            25e-6,
+		"last_due_ms":        40e-6,
+		"end_ms":             50e-6, // the one due at 30, fired 20 late
+		"behind_at_loop_end": 0,     // due by 25: 10 and 20, fired at 15 and 20
+		"behind_max":         2,     // at 40: 30 and 40 due, neither fired
+	}
+	for k, w := range want {
+		if g := got[k]; g != w {
+			t.Errorf("%s = %v, want %v", k, g, w)
 		}
 	}
 }

@@ -12,6 +12,7 @@ const (
 	seedFill   = 1 // the n pending timeouts
 	seedPairs  = 2 // the delays of the scheduled and cancelled pairs
 	seedBurst  = 3 // the burst's delays
+	seedWarm   = 4 // the delays of the burst run before it (-burstwarmup)
 	tenMinutes = uint64(600_000_000_000)
 )
 
@@ -35,7 +36,7 @@ func (g *splitMix64) delay(span uint64) uint64 { return g.next() % span }
 // 1000 delays over 0-10 minutes, in microseconds.
 func seedSums() map[string]float64 {
 	out := map[string]float64{}
-	for _, s := range []uint64{seedFill, seedPairs, seedBurst} {
+	for _, s := range []uint64{seedFill, seedPairs, seedBurst, seedWarm} {
 		g := splitMix64{s}
 		var sum int64
 		for range 1000 {

@@ -32,8 +32,8 @@ var rows = []row{
 	{"the same: `Arm`, Inline", "burst", "burst-arm-inline", "schedule_ns", "%.0f"},
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "schedule_ns", "%.0f"},
 	{"the same: `Arm`, default executor", "burst", "burst-arm-default", "schedule_ns", "%.0f"},
-	{"burst: the scheduling thread's CPU ns a timeout: `AfterFunc`, Inline", "burst", "burst-inline", "caller_cpu_ns", "%.0f"},
-	{"the same: `Arm`, Inline", "burst", "burst-arm-inline", "caller_cpu_ns", "%.0f"},
+	{"burst: the scheduling thread's CPU ns a timeout (Go: its goroutine locked to it): `AfterFunc`, Inline", "burst", "burst-inline-locked", "caller_cpu_ns", "%.0f"},
+	{"the same: `Arm`, Inline", "burst", "burst-arm-inline-locked", "caller_cpu_ns", "%.0f"},
 	{"burst: process CPU ns a timeout while scheduling (all threads): `AfterFunc`, Inline", "burst", "burst-inline", "schedule_cpu_ns", "%.0f"},
 	{"the same: `Arm`, Inline", "burst", "burst-arm-inline", "schedule_cpu_ns", "%.0f"},
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "schedule_cpu_ns", "%.0f"},
@@ -51,6 +51,14 @@ var rows = []row{
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "late_p99_ms", "%.2f"},
 	{"burst: lateness max ms: `AfterFunc`, Inline", "burst", "burst-inline", "late_max_ms", "%.2f"},
 	{"the same: `AfterFunc`, default executor", "burst", "burst-default", "late_max_ms", "%.2f"},
+	{"burst: GC ms from the first call to the last fire (Go: GC CPU; Java: collectors' time): `Arm`, Inline", "burst", "burst-arm-inline", "gc_ms", "%.1f"},
+	{"burst decomposed: the scheduling loop, ms: `Arm`, Inline", "burst", "burst-arm-inline", "loop_ms", "%.0f"},
+	{"the same: `AfterFunc`, Inline", "burst", "burst-inline", "loop_ms", "%.0f"},
+	{"burst decomposed: the last deadline, ms after the first call: `Arm`, Inline", "burst", "burst-arm-inline", "last_due_ms", "%.0f"},
+	{"burst decomposed: the last fire, ms after the first call (fires/s's denominator): `Arm`, Inline", "burst", "burst-arm-inline", "end_ms", "%.0f"},
+	{"the same: `AfterFunc`, Inline", "burst", "burst-inline", "end_ms", "%.0f"},
+	{"burst decomposed: timeouts due and not yet fired as the loop ends: `Arm`, Inline", "burst", "burst-arm-inline", "behind_at_loop_end", "%.0f"},
+	{"burst decomposed: most timeouts due and not yet fired at once: `Arm`, Inline", "burst", "burst-arm-inline", "behind_max", "%.0f"},
 	{"idle 1 timeout 1 h away: process CPU ms over the window", "idle", "idle", "cpu_ms", "%.2f"},
 	{"idle: context switches of all threads (wake-ups)", "idle", "idle", "wakeups", "%.0f"},
 }
@@ -100,7 +108,7 @@ func writeTable(w io.Writer, d *driver, res results, rounds int) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.what, cell(nv, nok), cell(gv, gok), ratio)
 	}
 	b.WriteString("\nBursts, early / lost / fired twice, summed over the rounds:")
-	for _, k := range []string{"netty:burst", "go:burst-inline", "go:burst-arm-inline", "go:burst-default", "go:burst-arm-default"} {
+	for _, k := range []string{"netty:burst", "go:burst-inline", "go:burst-arm-inline", "go:burst-inline-locked", "go:burst-arm-inline-locked", "go:burst-default", "go:burst-arm-default"} {
 		var e, l, t float64
 		for _, m := range res[k] {
 			e, l, t = e+m["early"], l+m["lost"], t+m["double"]
