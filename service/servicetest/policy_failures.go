@@ -368,6 +368,40 @@ func leaseExpiryDefault(t *testing.T, b service.Service) {
 	}
 }
 
+// leaseExpiryKeepsPlace: a lease that runs out in a queue whose policy
+// makes its task ready again at once (a concurrency limit without a
+// retry; a retry of initial 0s) keeps the task's due time, and so its
+// place before the tasks put after it (service.Expired's KeepDue), as
+// without a policy. A cluster settles these leases in settleExpired,
+// not the flush.
+func leaseExpiryKeepsPlace(t *testing.T, b service.Service) {
+	const ttr = 100 * time.Millisecond
+	for _, c := range []struct {
+		queue string
+		p     task.Policy
+	}{
+		{"expiry-place-limited", task.Policy{Concurrency: 1, TTR: ttr}},
+		{"expiry-place-retry0", task.Policy{Retry: &task.Retry{}, TTR: ttr}},
+	} {
+		setPolicy(t, b, c.queue, c.p)
+		first := putTask(t, b, c.queue, task.PutRequest{ID: "first"})
+		time.Sleep(2 * time.Millisecond) // "second" due strictly later
+		putTask(t, b, c.queue, task.PutRequest{ID: "second"})
+		r := ReserveOne(t, b, c.queue, time.Second)
+		if r.ID != "first" {
+			t.Fatalf("%s: reserved %s; want first", c.queue, r.ID)
+		}
+		d := waitGone(t, b, c.queue, "first", ttr)
+		if d.State != task.Ready || d.LastError != task.LeaseExpired || !d.Due.Equal(first.Due) {
+			t.Fatalf("%s: after its lease ran out = %+v; want ready, last error %q, due %v kept (%v later)",
+				c.queue, d, task.LeaseExpired, first.Due, d.Due.Sub(first.Due))
+		}
+		if r = ReserveOne(t, b, c.queue, time.Second); r.ID != "first" || r.Attempts != 2 {
+			t.Fatalf("%s: reserved %s (attempts %d) after the lease ran out; want first again, in its place", c.queue, r.ID, r.Attempts)
+		}
+	}
+}
+
 // release: a released task's attempt is not spent; its delay honoured.
 func release(t *testing.T, b service.Service) {
 	ctx := context.Background()
