@@ -85,7 +85,9 @@ func (b *Broker) settleLocked(job uint64, s slot, rec store.Task, v service.Verd
 	}
 	b.leaveLocked(&rec, task.FinishedDead, now)
 	if v.DeadLetter != "" {
-		if moved, ms, ok := b.deadLetterLocked(job, s, rec, v.DeadLetter, now); ok {
+		moving := rec
+		moving.Due = v.Due(rec.Due, now)
+		if moved, ms, ok := b.deadLetterLocked(job, s, moving, v.DeadLetter, now); ok {
 			v.Count(b.metrics.TaskMetrics, q.name, true)
 			return moved, ms
 		}
@@ -99,8 +101,8 @@ func (b *Broker) settleLocked(job uint64, s slot, rec store.Task, v service.Verd
 }
 
 // deadLetterLocked moves job, reserved (or being settled) in its queue and
-// dead now, to the queue named to, ready, with its job id, id, payload,
-// last error and priority, and with no attempts and to's max_attempts
+// dead now, to the queue named to, ready at rec.Due (service.Verdict.Due),
+// with its job id, id, payload, last error and priority, and with no attempts and to's max_attempts
 // and ttr (service.DeadLettered); a task of the same id there is
 // replaced. The move is one put of the whole record
 // (the payload read from the overlay or the store: a rare path) beside
@@ -149,7 +151,6 @@ func (b *Broker) deadLetterLocked(job uint64, s slot, rec store.Task, to string,
 	if ttr > 0 {
 		rec.TTR = ttr
 	}
-	rec.Due = min(rec.Due, now) // ready, in its place by due time (as a kick)
 	b.moveTaskLocked(old, rec)
 	b.noteNumericLocked(dq.name, rec.ID)
 	s = slot{due: rec.Due, prio: s.prio, qs: dq.index << 3}

@@ -25,7 +25,8 @@ import (
 // sqlSettle settles the reserved tasks $1 (job ids) held under the leases
 // $2, each by one outcome: $3 dead, $4 its dead-letter queue ("" none),
 // else $5 ready after that delay (ns; a timer when positive), or with $19
-// at its due time kept (service.Verdict.KeepDue); $6 its last error
+// at its due time kept (service.Verdict.KeepDue), its due time as
+// service.Verdict.Due says; $6 its last error
 // (NULL: kept); $7 its priority (NULL: kept); $8 to $11 added to
 // attempts, releases, buries and timeouts; $12 only if its lease has run
 // out by the database's clock (an expiry). A task dead-lettered moves to
@@ -79,7 +80,8 @@ const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 		queue = CASE WHEN h.dead AND h.dlq <> '' THEN h.dlq ELSE t.queue END,
 		state = CASE WHEN h.dead AND h.dlq = '' THEN 3 ELSE 1 END,
 		priority = coalesce(h.prio, t.priority),
-		due = CASE WHEN h.dead OR h.keep_due THEN t.due ELSE now.ns + h.delay END,
+		due = CASE WHEN h.dead AND h.dlq <> '' THEN least(t.due, now.ns) WHEN h.dead OR h.keep_due THEN t.due
+			ELSE now.ns + h.delay END,
 		fire_at = CASE WHEN NOT h.dead AND h.delay > 0 THEN now.ns + h.delay END,
 		died = CASE WHEN h.dead AND h.dlq = '' THEN now.ns END,
 		attempts = CASE WHEN h.dead AND h.dlq <> '' THEN 0 ELSE t.attempts + h.d_attempts END,

@@ -38,8 +38,9 @@ import (
 // at a time, the next owner after a takeover.
 //
 // The running attempt is not a row: Attempts reads it from the task
-// (reserved, tries). Its Node is "", since the node that handed it out is
-// not recorded; an ended attempt's Node is the node that ended it.
+// (reserved, tries), with no Node. An ended attempt's Node is the node
+// that ended it (task.Attempt.Node): the node that handed it out is not
+// recorded, which would take a column written by every reserve.
 
 // sqlInsertAttempt and sqlInsertFinished begin the inserts of the
 // history's two tables; the statements that end an attempt or a task

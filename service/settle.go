@@ -133,14 +133,20 @@ func Expired(h Held, u float64) Verdict {
 	}
 }
 
-// Due returns when a task back after v (not Dead) is due, in Unix ns:
-// due, its due time, with KeepDue, else now + v.Delay, saturating at
-// the largest time. O(1).
+// Due returns the due time, in Unix ns, of a task settled by v whose
+// due time was due, at now: dead in its queue, due; moved to its
+// dead-letter queue, ready there, the earlier of due and now, as a kick
+// makes it (a task reserved by its job id while delayed does not carry
+// its delay along); back with KeepDue, due; else now + v.Delay,
+// saturating at the largest time. A cluster node's settle statement
+// does the same with the database's clock (cluster/failure.go). O(1).
 func (v Verdict) Due(due, now int64) int64 {
-	if v.KeepDue {
+	switch {
+	case v.Dead && v.DeadLetter != "":
+		return min(due, now)
+	case v.Dead, v.KeepDue:
 		return due
-	}
-	if v.Delay > 0 && now > 1<<63-1-int64(v.Delay) {
+	case v.Delay > 0 && now > 1<<63-1-int64(v.Delay):
 		return 1<<63 - 1
 	}
 	return now + int64(v.Delay)

@@ -83,8 +83,19 @@ func TestSettled(t *testing.T) {
 	if got.KeepDue || got.Delay != 2*time.Second || got.Due(100, 1000) != 1000+int64(2*time.Second) {
 		t.Errorf("Expired under a back-off = %+v; want back after 2s, due then", got)
 	}
-	if d := want.Due(100, 1000); d != 1000 {
+	if d := (service.Verdict{}).Due(100, 1000); d != 1000 {
 		t.Errorf("Due without KeepDue and no delay = %d; want now", d)
+	}
+	// Moved to its dead-letter queue: ready there, due by now at the
+	// latest; dead in its queue: its due time kept.
+	if d := want.Due(5000, 1000); d != 1000 {
+		t.Errorf("Due of a task dead-lettered while due later = %d; want now, 1000", d)
+	}
+	if d := want.Due(100, 1000); d != 100 {
+		t.Errorf("Due of a task dead-lettered = %d; want its own, 100", d)
+	}
+	if d := (service.Verdict{Outcome: service.Outcome{Dead: true}}).Due(5000, 1000); d != 5000 {
+		t.Errorf("Due of a task dead in its queue = %d; want kept, 5000", d)
 	}
 	if d := (service.Verdict{KeepDue: true}).Due(100, 1000); d != 100 {
 		t.Errorf("Due with KeepDue = %d; want 100, the due time kept", d)

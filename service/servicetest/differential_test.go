@@ -608,10 +608,10 @@ func (d *differ) reserved(e int, ts []task.Task, err error) string {
 
 // showAttempts shows attempts field by field as the differential test
 // compares them: times by whether they are set and in order (each
-// engine's clock is its own). The node is left out: the embedded engine
-// names none, and a cluster records the node that ended the attempt (a
-// lease that ran out: its partition's owner, either node), not the one
-// that handed it out, which it does not keep (cluster/history.go).
+// engine's clock is its own). The node (task.Attempt.Node, the node that
+// ended the attempt) is left out: the embedded engine names none, and on
+// a cluster a lease that ran out is ended by its partition's owner,
+// either node.
 func showAttempts(as []task.Attempt) string {
 	var out []string
 	for _, a := range as {

@@ -41,6 +41,7 @@ func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("dead-order", func(t *testing.T) { deadOrder(t, b) })
 	t.Run("job-order", func(t *testing.T) { jobOrder(t, b) })
 	t.Run("dead-letter", func(t *testing.T) { deadLetter(t, b) })
+	t.Run("dead-letter-due", func(t *testing.T) { deadLetterDue(t, b) })
 	t.Run("dead-letter-limits", func(t *testing.T) { deadLetterLimits(t, b) })
 	t.Run("dead-letter-attempts", func(t *testing.T) { deadLetterAttempts(t, b) })
 	t.Run("pause", func(t *testing.T) { pause(t, b) })

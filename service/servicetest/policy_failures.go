@@ -402,6 +402,24 @@ func leaseExpiryKeepsPlace(t *testing.T, b service.Service) {
 	}
 }
 
+// deadLetterDue: a task moved to its dead-letter queue is ready there,
+// due no later than its move, as a kick makes it: one delayed by an hour
+// and reserved by its job id (beanstalkd's reserve-job) does not carry
+// its due time an hour ahead into the dead-letter queue.
+func deadLetterDue(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	setPolicy(t, b, "dl-due", task.Policy{DeadLetter: "dl-due-dead"})
+	p := putTask(t, b, "dl-due", task.PutRequest{ID: "d", Delay: time.Hour})
+	r, err := b.ReserveJob(ctx, p.JobID)
+	must(t, "reserve-job of a delayed task", err)
+	n, err := b.Bury(ctx, "dl-due", "d", r.Lease, "x")
+	must(t, "bury", err)
+	if n.Queue != "dl-due-dead" || n.State != task.Ready || n.Due.After(time.Now().Add(dueSlack)) {
+		t.Fatalf("buried into its dead-letter queue = %+v; want ready in dl-due-dead, due by now (%v ahead)",
+			n, time.Until(n.Due))
+	}
+}
+
 // release: a released task's attempt is not spent; its delay honoured.
 func release(t *testing.T, b service.Service) {
 	ctx := context.Background()
