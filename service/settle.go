@@ -124,14 +124,17 @@ func Settled(ctx context.Context, s Settlement, h Held, u float64) (Verdict, err
 // policy's back-off, at once without one), and a task back at once
 // keeps its due time (KeepDue). u is as Settled's. O(1).
 func Expired(h Held, u float64) Verdict {
-	msg := task.LeaseExpired
 	out := AfterFailure(h.Policy, h.Attempts, h.MaxAttempts, ExpiryDelay(h.Policy), false, u)
 	return Verdict{
 		Outcome: out, KeepDue: !out.Dead && out.Delay <= 0,
-		Attempt: task.AttemptExpired, AttemptError: msg, LastError: &msg,
+		Attempt: task.AttemptExpired, AttemptError: task.LeaseExpired, LastError: &leaseExpired,
 		Timeouts: 1, Expired: true, Failed: true,
 	}
 }
+
+// leaseExpired is the last error of every Expired verdict, shared (an
+// engine only reads a Verdict): an expiry allocates nothing for it.
+var leaseExpired = task.LeaseExpired
 
 // Due returns the due time, in Unix ns, of a task settled by v whose
 // due time was due, at now: dead in its queue, due; moved to its

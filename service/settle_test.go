@@ -77,6 +77,9 @@ func TestSettled(t *testing.T) {
 	if got := service.Expired(third, u); !reflect.DeepEqual(got, want) {
 		t.Errorf("Expired(third) = %+v; want %+v", got, want)
 	}
+	if n := testing.AllocsPerRun(100, func() { service.Expired(second, u) }); n != 0 {
+		t.Errorf("Expired allocates %v times; want none", n)
+	}
 	// With a retry back-off it comes back after it, due then.
 	retry := task.Retry{Initial: time.Second, Max: time.Minute, Multiplier: 2}
 	got := service.Expired(service.Held{Attempts: 2, MaxAttempts: 3, Policy: task.Policy{Retry: &retry}}, u)
