@@ -102,9 +102,9 @@ func (b *Broker) settleLocked(job uint64, s slot, rec store.Task, v service.Verd
 
 // deadLetterLocked moves job, reserved (or being settled) in its queue and
 // dead now, to the queue named to, ready at rec.Due (service.Verdict.Due),
-// with its job id, id, payload, last error and priority, and with no attempts and to's max_attempts
-// and ttr (service.DeadLettered); a task of the same id there is
-// replaced. The move is one put of the whole record
+// with its job id, id, payload, last error and priority, and with no
+// attempts and to's max_attempts and ttr (service.DeadLettered); a task
+// of the same id there is replaced. The move is one put of the whole record
 // (the payload read from the overlay or the store: a rare path) beside
 // the replaced task's delete, in the open group. ok is false, and
 // nothing changed, when the move cannot be made (the payload unreadable,

@@ -23,30 +23,29 @@ import (
 // returns the task as it is after.
 
 // sqlSettle settles the reserved tasks $1 (job ids) held under the leases
-// $2, each by one outcome: $3 dead, $4 its dead-letter queue ("" none),
-// else $5 ready after that delay (ns; a timer when positive), or with $19
-// at its due time kept (service.Verdict.KeepDue), its due time as
-// service.Verdict.Due says; $6 its last error
-// (NULL: kept); $7 its priority (NULL: kept); $8 to $11 added to
-// attempts, releases, buries and timeouts; $12 only if its lease has run
-// out by the database's clock (an expiry). A task dead-lettered moves to
-// its dead-letter queue, ready, with its id, payload and last error, no
+// $2, each by its verdict (service.Verdict), which it only stores: $3
+// dead, $4 its dead-letter queue ("" none), else $5 ready after that
+// delay (ns; a timer when positive), or with $19 at its due time kept
+// (KeepDue), its due time as Verdict.Due says; $6 its last error (NULL:
+// kept); $7 its priority (NULL: kept); $8 to $11 added to attempts,
+// releases, buries and timeouts; $12 only if its lease has run out by
+// the database's clock (an expiry). A task dead-lettered moves to its
+// dead-letter queue, ready, with its id, payload and last error, no
 // attempts, and the max_attempts $17 and ttr $18 (0: its own kept) of
 // that queue's policy (service.DeadLettered); a task of the same id in
-// that queue is deleted first (gone,
-// which the update waits for through its sub-select: the sub-statements
-// of a WITH run in no set order otherwise, see
+// that queue is deleted first (gone, which the update waits for through
+// its sub-select: the sub-statements of a WITH run in no set order
+// otherwise, see
 // https://www.postgresql.org/docs/current/queries-with.html#QUERIES-WITH-MODIFYING;
 // the unique index then sees the row deleted by this transaction as gone).
 // With $15 (keep the history) it records each task's attempt as ended
 // by node $14 with the outcome $13, the error $20 and the HTTP status
 // $16 (history.go), each task that died as dead in the queue it was in,
 // and a task deleted from a dead-letter queue as deleted. A task made
-// ready at once (no delay, or dead-lettered keeping its due time) notes
-// now as its ready_at, where its wait for a worker starts (migration
-// 009; service/lateness.go). It returns the
-// tasks settled as they are after, the queue each was in, and the
-// database's clock.
+// ready at once (no delay, or dead-lettered) notes now as its ready_at,
+// where its wait for a worker starts (migration 009;
+// service/lateness.go). It returns the tasks settled as they are after,
+// the queue each was in, and the database's clock.
 const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	s AS MATERIALIZED (
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bool[], $4::text[], $5::bigint[], $6::text[],
@@ -116,8 +115,9 @@ type settledRow struct {
 // settle runs sqlSettle over ss, after one read of the policies of the
 // dead-letter queues ss moves tasks to (none when it moves none), and
 // acts on the tasks settled: their verdicts counted
-// (service.Verdict.Count), their timers announced, the reservers of the queues they are ready in woken,
-// one reserver of each concurrency-limited queue they left woken too.
+// (service.Verdict.Count), their timers announced, the reservers of the
+// queues they are ready in woken, one reserver of each
+// concurrency-limited queue they left woken too.
 func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error) {
 	k := len(ss)
 	jobs, leases, dead, dlqs, delays := make([]int64, k), make([]string, k), make([]bool, k), make([]string, k), make([]int64, k)
