@@ -57,8 +57,9 @@ type Attempt struct {
 	Error string `json:"error,omitempty"`
 	// Status is the HTTP status a push got; absent when none.
 	Status int `json:"status,omitempty"`
-	// Node names the cluster node that handed the task out; absent on
-	// the embedded engine.
+	// Node names the cluster node that ended the attempt (the one whose
+	// call ended it; for a lease that ran out, its partition's owner);
+	// absent while it runs and on the embedded engine.
 	Node string `json:"node,omitempty"`
 	// Duration is Ended − Started, or the time since Started while the
 	// attempt runs.

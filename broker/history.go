@@ -181,18 +181,18 @@ func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt
 	if err != nil {
 		return nil, b.storeErr(err)
 	}
-	run := running.JobID != 0
-	if run && len(recs) > 0 {
-		if a := recs[len(recs)-1]; a.N == attemptN(&running) && a.Started == running.Reserved {
-			run = false // it ended since
+	var run *task.Attempt
+	if running.JobID != 0 {
+		run = &task.Attempt{N: int(attemptN(&running)), Attempt: int(running.Attempts), Queue: running.Queue,
+			Started: instant(running.Reserved)}
+		if len(recs) > 0 {
+			if a := recs[len(recs)-1]; a.N == attemptN(&running) && a.Started == running.Reserved {
+				run = nil // it ended since
+			}
 		}
 	}
-	limit := task.MaxAttemptsListed
-	if run {
-		limit--
-	}
-	recs = recs[max(0, len(recs)-limit):]
-	out := make([]task.Attempt, 0, len(recs)+1)
+	recs = recs[max(0, len(recs)-service.AttemptsToRead(run != nil)):]
+	out := make([]task.Attempt, 0, len(recs))
 	for _, a := range recs {
 		out = append(out, task.Attempt{
 			N:       int(a.N),
@@ -206,11 +206,7 @@ func (b *Broker) Attempts(ctx context.Context, queue, id string) ([]task.Attempt
 			Node:    a.Node,
 		})
 	}
-	if run {
-		out = append(out, task.Attempt{N: int(attemptN(&running)), Attempt: int(running.Attempts), Queue: running.Queue,
-			Started: instant(running.Reserved)})
-	}
-	return out, nil
+	return service.ListAttempts(out, run), nil
 }
 
 // instant returns the time of ns (Unix ns), or the zero time for 0: the

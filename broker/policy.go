@@ -92,15 +92,15 @@ func (b *Broker) Policy(ctx context.Context, queue string) (task.Policy, error) 
 	return p, b.wait(ctx, g)
 }
 
-// setPolicyLocked makes p q's policy and writes q's record. A new rate
-// starts with a full bucket; the same rate keeps its tokens (as a cluster
-// node's sqlSetPolicy does). b.mu must be held.
+// setPolicyLocked makes p q's policy and writes q's record. The buckets
+// of a rate that changed start full (service.Refills). b.mu must be held.
 func (b *Broker) setPolicyLocked(q *queueState, p task.Policy) {
-	if !sameRate(q.policy.Rate, p.Rate) {
+	rate, perKey := service.Refills(q.policy, p)
+	if rate {
 		q.bucket = service.Bucket{}
 	}
-	if !sameRate(perKeyRate(q.policy), perKeyRate(p)) {
-		b.dropKeyRatesLocked(q) // a new per-key rate starts with full buckets
+	if perKey {
+		b.dropKeyRatesLocked(q)
 	}
 	q.policy = p
 	q.reparkAllLocked()
@@ -305,14 +305,6 @@ func perKeyRate(p task.Policy) *task.Rate {
 		return nil
 	}
 	return p.PerKey.Rate
-}
-
-// sameRate reports whether a and b are the same rate limit.
-func sameRate(a, b *task.Rate) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 // monoNow is the time in ns on the monotonic clock since b was opened,

@@ -510,16 +510,10 @@ func (b *Broker) expireLease(job uint64) {
 }
 
 // expiredLocked settles job, whose lease ran out (the wheel fired, or it
-// ran out while the broker was down): a failed attempt whose last error is
-// task.LeaseExpired, back after the queue's retry delay (in its place at
-// once without one), or dead (or dead-lettered) with its attempts used
-// up. b.mu must be held.
+// ran out while the broker was down), as service.Expired decides. b.mu
+// must be held.
 func (b *Broker) expiredLocked(job uint64, s slot, rec store.Task, now int64) {
-	b.metrics.Expired(1)
-	b.endAttemptLocked(&rec, task.AttemptExpired, task.LeaseExpired, now)
-	rec.Timeouts++
-	rec.LastError = task.LeaseExpired
-	b.failLocked(job, s, rec, now, task.RetryDelay, false, true)
+	b.settleLocked(job, s, rec, service.Expired(b.heldOfLocked(s, rec), rand.Float64()), now)
 }
 
 // giveBack ends reservations whose caller went away before it was

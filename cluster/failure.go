@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 
 	"github.com/jackc/pgx/v5"
@@ -13,9 +12,10 @@ import (
 
 // What becomes of a reserved task given back: a nack, a release or a
 // bury (Settle) or a lease that ran out with a policy to apply.
-// Each is decided by the rules of service/policy.go (AfterFailure) over
-// the task's attempts and its queue's policy, read together by primary
-// keys (readHeld), and written by one statement, sqlSettle, conditioned
+// Each is decided by service.Settled or service.Expired (service/settle.go)
+// over the task's attempts and its queue's policy, read together by
+// primary keys (readHeld), and the verdict written by one statement,
+// sqlSettle, which only stores what Go decided, conditioned
 // on the task still being reserved under the lease read: a concurrent
 // ack, touch-and-nack or expiry changes the lease, and the statement then
 // matches nothing (the caller's task.ErrLease), as every write of a
@@ -23,35 +23,36 @@ import (
 // returns the task as it is after.
 
 // sqlSettle settles the reserved tasks $1 (job ids) held under the leases
-// $2, each by one outcome: $3 dead, $4 its dead-letter queue ("" none),
-// else $5 ready after that delay (ns; a timer when positive); $6 its last
-// error (NULL: kept); $7 its priority (NULL: kept); $8 to $11 added to
-// attempts, releases, buries and timeouts; $12 only if its lease has run
-// out by the database's clock (an expiry). A task dead-lettered moves to
-// its dead-letter queue, ready, with its id, payload and last error, no
+// $2, each by its verdict (service.Verdict), which it only stores: $3
+// dead, $4 its dead-letter queue ("" none), else $5 ready after that
+// delay (ns; a timer when positive), or with $19 at its due time kept
+// (KeepDue), its due time as Verdict.Due says; $6 its last error (NULL:
+// kept); $7 its priority (NULL: kept); $8 to $11 added to attempts,
+// releases, buries and timeouts; $12 only if its lease has run out by
+// the database's clock (an expiry). A task dead-lettered moves to its
+// dead-letter queue, ready, with its id, payload and last error, no
 // attempts, and the max_attempts $17 and ttr $18 (0: its own kept) of
 // that queue's policy (service.DeadLettered); a task of the same id in
-// that queue is deleted first (gone,
-// which the update waits for through its sub-select: the sub-statements
-// of a WITH run in no set order otherwise, see
+// that queue is deleted first (gone, which the update waits for through
+// its sub-select: the sub-statements of a WITH run in no set order
+// otherwise, see
 // https://www.postgresql.org/docs/current/queries-with.html#QUERIES-WITH-MODIFYING;
 // the unique index then sees the row deleted by this transaction as gone).
 // With $15 (keep the history) it records each task's attempt as ended
-// by node $14 with the outcome $13, the error given and the HTTP status
+// by node $14 with the outcome $13, the error $20 and the HTTP status
 // $16 (history.go), each task that died as dead in the queue it was in,
 // and a task deleted from a dead-letter queue as deleted. A task made
-// ready at once (no delay, or dead-lettered keeping its due time) notes
-// now as its ready_at, where its wait for a worker starts (migration
-// 009; service/lateness.go). It returns the
-// tasks settled as they are after, the queue each was in, and the
-// database's clock.
+// ready at once (no delay, or dead-lettered) notes now as its ready_at,
+// where its wait for a worker starts (migration 009;
+// service/lateness.go). It returns the tasks settled as they are after,
+// the queue each was in, and the database's clock.
 const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	s AS MATERIALIZED (
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bool[], $4::text[], $5::bigint[], $6::text[],
 			$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bool[], $13::text[], $16::int[],
-			$17::bigint[], $18::bigint[])
+			$17::bigint[], $18::bigint[], $19::bool[], $20::text[])
 		AS s(job_id, lease, dead, dlq, delay, err, prio, d_attempts, d_releases, d_buries, d_timeouts, expiry, outcome, status,
-			dl_max, dl_ttr)
+			dl_max, dl_ttr, keep_due, att_err)
 	), held AS MATERIALIZED (
 		SELECT s.*, t.queue AS src, t.id AS tid, t.tries, t.reserved, t.attempts AS attempts0, t.last_error AS error0
 		FROM s JOIN hourglass_tasks t ON t.job_id = s.job_id, now
@@ -61,7 +62,7 @@ const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 		DELETE FROM hourglass_tasks d USING held h
 		WHERE h.dead AND h.dlq <> '' AND d.queue = h.dlq AND d.id = h.tid AND d.job_id <> h.job_id
 		RETURNING d.job_id, d.queue, d.id, d.attempts, d.last_error
-	), att AS (` + sqlInsertAttempt + `SELECT h.job_id, h.tries, h.reserved, now.ns, h.outcome, coalesce(h.err, ''), h.status, $14,
+	), att AS (` + sqlInsertAttempt + `SELECT h.job_id, h.tries, h.reserved, now.ns, h.outcome, h.att_err, h.status, $14,
 			h.attempts0, h.src
 		FROM held h, now WHERE $15` + sqlAttemptDone + `
 	), fin AS (` + sqlInsertFinished + `
@@ -78,7 +79,8 @@ const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 		queue = CASE WHEN h.dead AND h.dlq <> '' THEN h.dlq ELSE t.queue END,
 		state = CASE WHEN h.dead AND h.dlq = '' THEN 3 ELSE 1 END,
 		priority = coalesce(h.prio, t.priority),
-		due = CASE WHEN h.dead THEN t.due ELSE now.ns + h.delay END,
+		due = CASE WHEN h.dead AND h.dlq <> '' THEN least(t.due, now.ns) WHEN h.dead OR h.keep_due THEN t.due
+			ELSE now.ns + h.delay END,
 		fire_at = CASE WHEN NOT h.dead AND h.delay > 0 THEN now.ns + h.delay END,
 		died = CASE WHEN h.dead AND h.dlq = '' THEN now.ns END,
 		attempts = CASE WHEN h.dead AND h.dlq <> '' THEN 0 ELSE t.attempts + h.d_attempts END,
@@ -93,18 +95,13 @@ const sqlSettle = `WITH now AS MATERIALIZED (SELECT hourglass_now() AS ns),
 	WHERE t.job_id = h.job_id AND (SELECT count(*) FROM gone) >= 0
 	RETURNING ` + returnTask + `, h.src, now.ns`
 
-// settlement is one task's outcome for sqlSettle.
+// settlement is one task's verdict for sqlSettle: the task job held
+// under lease, and with expiry only if that lease has run out.
 type settlement struct {
-	job                    int64
-	lease                  string
-	out                    service.Outcome
-	err                    *string // nil: the last error is kept
-	prio                   *int64  // nil: the priority is kept
-	attempt                int64   // added to attempts: -1 for a release
-	release, bury, timeout int64
-	expiry                 bool
-	outcome                string // the attempt's: a task.Attempt* outcome
-	status                 int32  // the attempt's HTTP status, a push's; 0 for none
+	job    int64
+	lease  string
+	v      service.Verdict
+	expiry bool
 }
 
 // settledRow is a task settled by sqlSettle: as it is after, the queue it
@@ -117,9 +114,10 @@ type settledRow struct {
 
 // settle runs sqlSettle over ss, after one read of the policies of the
 // dead-letter queues ss moves tasks to (none when it moves none), and
-// acts on the tasks settled: their
-// timers announced, the reservers of the queues they are ready in woken,
-// one reserver of each concurrency-limited queue they left woken too.
+// acts on the tasks settled: their verdicts counted
+// (service.Verdict.Count), their timers announced, the reservers of the
+// queues they are ready in woken, one reserver of each
+// concurrency-limited queue they left woken too.
 func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error) {
 	k := len(ss)
 	jobs, leases, dead, dlqs, delays := make([]int64, k), make([]string, k), make([]bool, k), make([]string, k), make([]int64, k)
@@ -127,10 +125,11 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 	atts, rels, burs, tos, exps := make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k), make([]bool, k)
 	outcomes, statuses := make([]string, k), make([]int32, k)
 	dlMax, dlTTR := make([]int64, k), make([]int64, k)
+	keepDue, attErrs := make([]bool, k), make([]string, k)
 	var dlqs0 []string
 	for _, s := range ss {
-		if s.out.Dead && s.out.DeadLetter != "" {
-			dlqs0 = append(dlqs0, s.out.DeadLetter)
+		if s.v.Dead && s.v.DeadLetter != "" {
+			dlqs0 = append(dlqs0, s.v.DeadLetter)
 		}
 	}
 	if len(dlqs0) > 0 {
@@ -141,20 +140,25 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 			return nil, err
 		}
 		for i, s := range ss {
-			if s.out.Dead && s.out.DeadLetter != "" {
-				m, ttr := service.DeadLettered(policies[s.out.DeadLetter])
+			if s.v.Dead && s.v.DeadLetter != "" {
+				m, ttr := service.DeadLettered(policies[s.v.DeadLetter])
 				dlMax[i], dlTTR[i] = int64(m), int64(ttr)
 			}
 		}
 	}
 	for i, s := range ss {
-		jobs[i], leases[i], dead[i], dlqs[i], delays[i] = s.job, s.lease, s.out.Dead, s.out.DeadLetter, int64(s.out.Delay)
-		errs[i], prios[i] = s.err, s.prio
-		atts[i], rels[i], burs[i], tos[i], exps[i] = s.attempt, s.release, s.bury, s.timeout, s.expiry
-		outcomes[i], statuses[i] = s.outcome, s.status
+		v := s.v
+		jobs[i], leases[i], dead[i], dlqs[i], delays[i] = s.job, s.lease, v.Dead, v.DeadLetter, int64(v.Delay)
+		errs[i] = v.LastError
+		if v.Priority != nil {
+			p := int64(*v.Priority)
+			prios[i] = &p
+		}
+		atts[i], rels[i], burs[i], tos[i], exps[i] = int64(v.Attempts), int64(v.Releases), int64(v.Buries), int64(v.Timeouts), s.expiry
+		outcomes[i], statuses[i], keepDue[i], attErrs[i] = v.Attempt, int32(v.Status), v.KeepDue, v.AttemptError
 	}
 	rows, err := n.db.Query(ctx, sqlSettle, jobs, leases, dead, dlqs, delays, errs, prios, atts, rels, burs, tos, exps,
-		outcomes, n.name, n.keep(), statuses, dlMax, dlTTR)
+		outcomes, n.name, n.keep(), statuses, dlMax, dlTTR, keepDue, attErrs)
 	if err != nil {
 		return nil, dbErr(err)
 	}
@@ -173,11 +177,8 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 	}
 	for i := range out {
 		s := &out[i]
-		if st := byJob[s.job]; st != nil && (st.out.Dead || st.outcome != task.AttemptReleased) {
-			// A failed attempt (a release spends none, unless it makes
-			// its task dead), dead in its queue or moved to its
-			// dead-letter queue.
-			n.metrics.Failed(s.src, 1, st.out.Dead, st.out.Dead && s.queue != s.src)
+		if st := byJob[s.job]; st != nil {
+			st.v.Count(n.metrics.TaskMetrics, s.src, s.queue != s.src)
 		}
 		switch {
 		case s.state == 1 && s.fireAt != nil:
@@ -193,42 +194,30 @@ func (n *Node) settle(ctx context.Context, ss []settlement) ([]settledRow, error
 	return out, nil
 }
 
-// heldTask is a reserved task's attempts and its queue's policy, as
-// readHeld reads them.
-type heldTask struct {
-	job                   int64
-	attempts, maxAttempts int64
-	policy                task.Policy
-}
-
 // readHeld reads the task matching where (a condition on
-// hourglass_tasks t, with args, naming its lease) if it is reserved, with
-// its queue's policy; ok is false when none matches.
-func (n *Node) readHeld(ctx context.Context, where string, args ...any) (h heldTask, ok bool, err error) {
+// hourglass_tasks t, with args, naming its lease) if it is reserved: its
+// job id, and its attempts with its queue's policy; ok is false when none
+// matches.
+func (n *Node) readHeld(ctx context.Context, where string, args ...any) (job int64, h service.Held, ok bool, err error) {
 	var p policyRow
+	var attempts, maxAttempts int64
 	err = n.db.QueryRow(ctx, `SELECT t.job_id, t.attempts, t.max_attempts, `+policyColumnsOf("p")+`
 		FROM hourglass_tasks t LEFT JOIN hourglass_queues p ON p.queue = t.queue
-		WHERE `+where+` AND `+sqlReservedByKey+``, args...).Scan(append([]any{&h.job, &h.attempts, &h.maxAttempts}, p.dest()...)...)
+		WHERE `+where+` AND `+sqlReservedByKey+``, args...).Scan(append([]any{&job, &attempts, &maxAttempts}, p.dest()...)...)
 	if err == pgx.ErrNoRows {
-		return h, false, nil
+		return 0, h, false, nil
 	}
 	if err != nil {
-		return h, false, dbErr(err)
+		return 0, h, false, dbErr(err)
 	}
-	h.policy = p.policy()
-	return h, true, nil
+	return job, service.Held{Attempts: int(attempts), MaxAttempts: int(maxAttempts), Policy: p.policy()}, true, nil
 }
 
 // Settle ends the reservation lease of the task id of queue as st says
-// (service.Engine). What becomes of a failed attempt or a bury is
-// service.AfterFailure's decision over its attempts and its queue's
-// policy: waiting again after st.Delay (task.RetryDelay: the retry
-// policy's back-off), or dead, and then moved to the queue's dead-letter
-// queue if it has one; a release waits again after st.Delay, never
-// dead. A nack and a release count in the releases (beanstalkd's
-// stats-job), a bury in the buries. It returns the task as it is after.
-// Two round trips (see the top of this file); a renewal
-// (service.Renewed, a touch) is one statement (touch).
+// (service.Engine), as service.Settled decides over its attempts and its
+// queue's policy. It returns the task as it is after. Two round trips
+// (see the top of this file); a renewal (service.Renewed, a touch) is one
+// statement (touch).
 func (n *Node) Settle(ctx context.Context, queue, id, lease string, st service.Settlement) (task.Task, error) {
 	if err := n.Err(); err != nil {
 		return task.Task{}, err
@@ -236,43 +225,23 @@ func (n *Node) Settle(ctx context.Context, queue, id, lease string, st service.S
 	if st.Outcome == service.Renewed {
 		return n.touch(ctx, queue, id, lease)
 	}
-	h, ok, err := n.readHeld(ctx, "t.queue = $1 AND t.id = $2 AND t.lease = $3", queue, id, lease)
+	job, h, ok, err := n.readHeld(ctx, "t.queue = $1 AND t.id = $2 AND t.lease = $3", queue, id, lease)
 	if err != nil {
 		return task.Task{}, err
 	}
 	if !ok {
 		return task.Task{}, n.why(ctx, queue, id)
 	}
-	s := settlement{job: h.job, lease: lease, err: st.Error, outcome: st.Outcome}
-	if st.Priority != nil {
-		p := int64(*st.Priority)
-		s.prio = &p
+	v, err := service.Settled(ctx, st, h, rand.Float64())
+	if err != nil {
+		return task.Task{}, err
 	}
-	switch st.Outcome {
-	case task.AttemptNacked:
-		s.out = service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), st.Delay, false, rand.Float64())
-		outcome, status := service.AttemptOutcome(ctx, task.AttemptNacked)
-		s.outcome, s.status, s.release = outcome, int32(status), 1
-	case task.AttemptReleased:
-		s.out, s.release = service.Outcome{Delay: st.Delay}, 1
-		if st.Refund {
-			s.attempt = -1
-		}
-	case task.AttemptBuried:
-		s.out = service.AfterFailure(h.policy, int(h.attempts), int(h.maxAttempts), 0, true, rand.Float64())
-		s.bury = 1
-	default:
-		return task.Task{}, fmt.Errorf("%w: no settlement %q", task.ErrInvalid, st.Outcome)
-	}
-	got, err := n.settle(ctx, []settlement{s})
+	got, err := n.settle(ctx, []settlement{{job: job, lease: lease, v: v}})
 	if err != nil {
 		return task.Task{}, err
 	}
 	if len(got) == 0 {
 		return task.Task{}, n.why(ctx, queue, id)
-	}
-	if st.Outcome != task.AttemptBuried {
-		n.metrics.Nacked()
 	}
 	return got[0].view(), nil
 }
@@ -303,13 +272,9 @@ func (n *Node) policies(ctx context.Context, queues []string) (map[string]task.P
 // settleExpired settles leases that ran out in queues whose policy the
 // flush leaves to the owner (the row's on_failure: a retry back-off, a
 // dead-letter queue, or a concurrency limit, whose reservers settle wakes):
-// it reads their queues'
-// policies, decides each with service.AfterFailure (service.ExpiryDelay:
-// the retry policy's delay, at once without one; dead, or dead-lettered,
-// when the attempts are used up) and
-// settles them, conditioned on the lease that ran out, with
-// task.LeaseExpired as their last error. Two round trips, after the
-// flush's own. Tasks whose settlement failed are armed again.
+// it reads their queues' policies, decides each with service.Expired and
+// settles them, conditioned on the lease that ran out. Two round trips,
+// after the flush's own. Tasks whose settlement failed are armed again.
 func (n *Node) settleExpired(ctx context.Context, expired []row) error {
 	var queues []string
 	seen := map[string]bool{}
@@ -321,7 +286,6 @@ func (n *Node) settleExpired(ctx context.Context, expired []row) error {
 	}
 	policies, err := n.policies(ctx, queues)
 	if err == nil {
-		msg := task.LeaseExpired
 		// Two tasks dead-lettered into one queue under one id would collide
 		// in one statement: the second waits for a statement of its own.
 		for len(expired) > 0 && err == nil {
@@ -329,23 +293,21 @@ func (n *Node) settleExpired(ctx context.Context, expired []row) error {
 			var later []row
 			into := map[[2]string]bool{}
 			for _, t := range expired {
-				p := policies[t.queue]
-				out := service.AfterFailure(p, int(t.attempts), int(t.maxAttempts), service.ExpiryDelay(p), false, rand.Float64())
-				if out.Dead && out.DeadLetter != "" {
-					key := [2]string{out.DeadLetter, t.id}
+				h := service.Held{Attempts: int(t.attempts), MaxAttempts: int(t.maxAttempts), Policy: policies[t.queue]}
+				v := service.Expired(h, rand.Float64())
+				if v.Dead && v.DeadLetter != "" {
+					key := [2]string{v.DeadLetter, t.id}
 					if into[key] {
 						later = append(later, t)
 						continue
 					}
 					into[key] = true
 				}
-				ss = append(ss, settlement{job: t.job, lease: t.lease, out: out, err: &msg, timeout: 1, expiry: true,
-					outcome: task.AttemptExpired})
+				ss = append(ss, settlement{job: t.job, lease: t.lease, v: v, expiry: true})
 			}
 			var got []settledRow
 			got, err = n.settle(ctx, ss)
 			if err == nil {
-				n.metrics.Expired(len(got))
 				done := make(map[int64]bool, len(got))
 				for _, s := range got {
 					done[s.job] = true

@@ -38,8 +38,9 @@ import (
 // at a time, the next owner after a takeover.
 //
 // The running attempt is not a row: Attempts reads it from the task
-// (reserved, tries). Its Node is "", since the node that handed it out is
-// not recorded; an ended attempt's Node is the node that ended it.
+// (reserved, tries), with no Node. An ended attempt's Node is the node
+// that ended it (task.Attempt.Node): the node that handed it out is not
+// recorded, which would take a column written by every reserve.
 
 // sqlInsertAttempt and sqlInsertFinished begin the inserts of the
 // history's two tables; the statements that end an attempt or a task
@@ -115,10 +116,7 @@ func (n *Node) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, 
 	if err != nil {
 		return nil, dbErr(err)
 	}
-	limit := task.MaxAttemptsListed
-	if running {
-		limit--
-	}
+	limit := service.AttemptsToRead(running)
 	rows, err := n.db.Query(ctx, "SELECT "+attemptColumns+` FROM (
 			SELECT * FROM hourglass_attempts WHERE job_id = $1 ORDER BY n DESC LIMIT $2) a
 		ORDER BY n`, job, limit)
@@ -129,13 +127,11 @@ func (n *Node) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, 
 	if err != nil {
 		return nil, dbErr(err)
 	}
+	var run *task.Attempt
 	if running {
-		out = append(out, task.Attempt{N: int(tries), Attempt: int(attempts), Queue: queue, Started: time.Unix(0, reserved).UTC()})
+		run = &task.Attempt{N: int(tries), Attempt: int(attempts), Queue: queue, Started: time.Unix(0, reserved).UTC()}
 	}
-	if out == nil {
-		out = []task.Attempt{}
-	}
-	return out, nil
+	return service.ListAttempts(out, run), nil
 }
 
 // finishedColumns are the columns of hourglass_history that

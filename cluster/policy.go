@@ -178,11 +178,11 @@ func policyArgs(p task.Policy) []any {
 }
 
 // sqlSetPolicy writes queue $1's policy ($2 to $18, in the order of
-// policyColumns), creating its row if it has none; the pause is kept. A
-// new rate starts with a full bucket (tokens_at 0: service.Bucket), as on
-// the embedded engine; the same rate keeps its tokens. A new per-key rate
-// likewise starts every key with a full bucket: the queue's rows of
-// hourglass_key_buckets (016) are deleted.
+// policyColumns), creating its row if it has none; the pause is kept.
+// The buckets of a rate that changed start full, as service.Refills says,
+// compared here with the row replaced, which only this statement reads:
+// the queue's (tokens_at 0: service.Bucket) and, for a new per-key rate,
+// every key's (the queue's rows of hourglass_key_buckets, 016, deleted).
 const sqlSetPolicy = `WITH refilled AS (
 		DELETE FROM hourglass_key_buckets kb WHERE kb.queue = $1 AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
 			WHERE p.queue = $1 AND (p.per_key_rate_limit, p.per_key_rate_per, p.per_key_rate_burst) IS NOT DISTINCT FROM

@@ -102,11 +102,11 @@ type Primitives interface {
 	// not: the front drops it), or with s.Outcome Renewed renews it for
 	// another ttr from now and returns the task with its payload and
 	// lease. task.ErrNotFound if there is no such task, task.ErrLease if
-	// it is not reserved under lease. A failed
-	// attempt (task.AttemptNacked) and a bury are decided by
-	// AfterFailure under the queue's policy, read in the same commit or
-	// statement, and a task that dies where the policy names a
-	// dead-letter queue moves there (DeadLettered).
+	// it is not reserved under lease. What becomes of the task is
+	// Settled's Verdict over its attempts and its queue's policy, read
+	// in the same commit or statement as the verdict is written; a task
+	// that dies where the policy names a dead-letter queue moves there
+	// (DeadLettered), due as Verdict.Due says.
 	Settle(ctx context.Context, queue, id, lease string, s Settlement) (task.Task, error)
 	// Next returns up to n (1 to task.MaxList) tasks of queue in state
 	// st, without payloads, in the order beanstalkd's peek and kick take

@@ -166,6 +166,36 @@ func NormalPolicy(p task.Policy) task.Policy {
 	return p
 }
 
+// Refills says which token buckets a queue's change of policy from old
+// to p (both as recorded, NormalPolicy) starts full: the queue's bucket
+// when its rate limit changed, was set or removed (rate), and every key's
+// when the per-key rate did (perKey). The same rate keeps its tokens, so
+// that setting a policy again, or changing another field, neither grants
+// a new burst nor takes tokens away. For example, from {Rate: 5/s} to
+// {Rate: 5/s, Concurrency: 2}: neither; to {Rate: 10/s}: rate. The
+// embedded engine calls it (broker/policy.go); a cluster node's policy
+// statement compares the row it replaces the same way, in SQL, since it
+// reads the old row only there (cluster/policy.go, sqlSetPolicy). O(1).
+func Refills(old, p task.Policy) (rate, perKey bool) {
+	return !sameRate(old.Rate, p.Rate), !sameRate(perKeyRate(old), perKeyRate(p))
+}
+
+// perKeyRate returns p's per-key rate, nil when it has none.
+func perKeyRate(p task.Policy) *task.Rate {
+	if p.PerKey == nil {
+		return nil
+	}
+	return p.PerKey.Rate
+}
+
+// sameRate reports whether a and b are the same rate limit (nil: none).
+func sameRate(a, b *task.Rate) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
 // DefaultMaxAttempts is the max_attempts of a task whose put and queue
 // policy give none: river's and asynq's default.
 const DefaultMaxAttempts = 25

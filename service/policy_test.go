@@ -529,3 +529,34 @@ func TestBucket_Property(t *testing.T) {
 		}
 	}
 }
+
+// TestRefills is Refills' worked example: the same rate keeps its
+// tokens whatever else changes; a rate changed, set or removed refills,
+// the queue's and the per-key one each on its own.
+func TestRefills(t *testing.T) {
+	r5 := &task.Rate{Limit: 5, Per: time.Second, Burst: 5}
+	r5b := &task.Rate{Limit: 5, Per: time.Second, Burst: 5} // equal, another pointer
+	r10 := &task.Rate{Limit: 10, Per: time.Second, Burst: 10}
+	cases := []struct {
+		name         string
+		old, p       task.Policy
+		rate, perKey bool
+	}{
+		{"same", task.Policy{Rate: r5}, task.Policy{Rate: r5b, Concurrency: 2}, false, false},
+		{"changed", task.Policy{Rate: r5}, task.Policy{Rate: r10}, true, false},
+		{"set", task.Policy{}, task.Policy{Rate: r5}, true, false},
+		{"removed", task.Policy{Rate: r5}, task.Policy{}, true, false},
+		{"none", task.Policy{MaxAttempts: 3}, task.Policy{}, false, false},
+		{"per-key changed", task.Policy{Rate: r5, PerKey: &task.PerKey{Rate: r5}},
+			task.Policy{Rate: r5, PerKey: &task.PerKey{Rate: r10}}, false, true},
+		{"per-key kept", task.Policy{PerKey: &task.PerKey{Rate: r5}},
+			task.Policy{PerKey: &task.PerKey{Rate: r5b, Concurrency: 1}}, false, false},
+		{"per-key removed", task.Policy{PerKey: &task.PerKey{Rate: r5}},
+			task.Policy{PerKey: &task.PerKey{Concurrency: 1}}, false, true},
+	}
+	for _, c := range cases {
+		if rate, perKey := service.Refills(c.old, c.p); rate != c.rate || perKey != c.perKey {
+			t.Errorf("%s: Refills = %v, %v; want %v, %v", c.name, rate, perKey, c.rate, c.perKey)
+		}
+	}
+}

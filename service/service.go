@@ -98,11 +98,12 @@ type Service interface {
 // same as the embedded engine, which TestDifferential compares); and
 // where the front acts on a task it read before, the engine checks what
 // the front expects (a job id, a lease) in the same commit as it acts.
-// An engine keeps the semantics that need its atomicity: defaults and a
-// queue's policy applied at a put (ApplyDefaults), failures
-// (AfterFailure, inside Settle and a lease's expiry), the long-poll
-// (LongPoll), schedules' occurrences (schedule.go), each with the helpers
-// of this package. On a cluster every answer covers the whole cluster
+// An engine applies, where it needs its atomicity, the rules of this
+// package, which decide: defaults and a queue's policy at a put
+// (ApplyDefaults), the end of a reservation inside Settle and a lease's
+// expiry (Settled, Expired: a Verdict the engine only writes and counts),
+// the buckets a policy change refills (Refills), the long-poll
+// (LongPoll), schedules' occurrences (schedule.go). On a cluster every answer covers the whole cluster
 // unless its comment says otherwise.
 type Engine interface {
 	// Err returns the error that stops the engine from serving (a failed

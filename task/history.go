@@ -38,7 +38,12 @@ type Attempt struct {
 	Outcome string // one of the Attempt* outcomes; "" while running
 	Error   string // the nack's, bury's or push's error, if any
 	Status  int    // the HTTP status a push got; 0 for none
-	Node    string // the cluster node that handed it out; "" on the embedded engine
+	// Node is the cluster node that ended the attempt: the one whose
+	// call ended it (an ack, nack, release, bury, delete or cancel), or,
+	// for a lease that ran out, the owner of its task's partition, which
+	// settled it. "" while it runs, and on the embedded engine, which is
+	// one node and names none. The node that handed it out is not kept.
+	Node string
 }
 
 // Outcomes of a Finished task: how it left its queue.

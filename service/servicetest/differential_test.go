@@ -29,7 +29,9 @@ import (
 // count of tasks in each state after every operation: one behaviour on
 // both engines, beyond what the suites assert. Answers are compared as
 // a client sees them: a task by its id, queue, state, payload, priority,
-// attempts, max attempts, last error and whether it carries a lease
+// attempts, max attempts, last error, whether it carries a lease and its
+// counters of releases, buries, timeouts and kicks (beanstalkd's
+// stats-job; service.Verdict's bookkeeping)
 // (job ids, times and lease tokens are each engine's own); an error by
 // the sentinel it wraps. The operations are puts (ready, or delayed an
 // hour, some replacing; of the keys diffKeys), reserves (wait 0), acks, nacks, releases,
@@ -608,10 +610,10 @@ func (d *differ) reserved(e int, ts []task.Task, err error) string {
 
 // showAttempts shows attempts field by field as the differential test
 // compares them: times by whether they are set and in order (each
-// engine's clock is its own). The node is left out: the embedded engine
-// names none, and a cluster records the node that ended the attempt (a
-// lease that ran out: its partition's owner, either node), not the one
-// that handed it out, which it does not keep (cluster/history.go).
+// engine's clock is its own). The node (task.Attempt.Node, the node that
+// ended the attempt) is left out: the embedded engine names none, and on
+// a cluster a lease that ran out is ended by its partition's owner,
+// either node.
 func showAttempts(as []task.Attempt) string {
 	var out []string
 	for _, a := range as {
@@ -655,8 +657,9 @@ func show(t task.Task) string {
 	if t.State == task.Done { // a put deduped: the task that finished
 		return fmt.Sprintf("{%s/%s %s outcome=%s attempts=%d err=%q}", t.Queue, t.ID, t.State, t.Outcome, t.Attempts, t.LastError)
 	}
-	return fmt.Sprintf("{%s/%s key=%q %s payload=%s prio=%d attempts=%d/%d err=%q leased=%v}",
-		t.Queue, t.ID, t.Key, t.State, t.Payload, t.Priority, t.Attempts, t.MaxAttempts, t.LastError, t.Lease != "")
+	return fmt.Sprintf("{%s/%s key=%q %s payload=%s prio=%d attempts=%d/%d err=%q leased=%v releases=%d buries=%d timeouts=%d kicks=%d}",
+		t.Queue, t.ID, t.Key, t.State, t.Payload, t.Priority, t.Attempts, t.MaxAttempts, t.LastError, t.Lease != "",
+		t.Releases, t.Buries, t.Timeouts, t.Kicks)
 }
 
 // kind names the sentinel err wraps, or its text.

@@ -368,6 +368,58 @@ func leaseExpiryDefault(t *testing.T, b service.Service) {
 	}
 }
 
+// leaseExpiryKeepsPlace: a lease that runs out in a queue whose policy
+// makes its task ready again at once (a concurrency limit without a
+// retry; a retry of initial 0s) keeps the task's due time, and so its
+// place before the tasks put after it (service.Expired's KeepDue), as
+// without a policy. A cluster settles these leases in settleExpired,
+// not the flush.
+func leaseExpiryKeepsPlace(t *testing.T, b service.Service) {
+	const ttr = 100 * time.Millisecond
+	for _, c := range []struct {
+		queue string
+		p     task.Policy
+	}{
+		{"expiry-place-limited", task.Policy{Concurrency: 1, TTR: ttr}},
+		{"expiry-place-retry0", task.Policy{Retry: &task.Retry{}, TTR: ttr}},
+	} {
+		setPolicy(t, b, c.queue, c.p)
+		first := putTask(t, b, c.queue, task.PutRequest{ID: "first"})
+		time.Sleep(2 * time.Millisecond) // "second" due strictly later
+		putTask(t, b, c.queue, task.PutRequest{ID: "second"})
+		r := ReserveOne(t, b, c.queue, time.Second)
+		if r.ID != "first" {
+			t.Fatalf("%s: reserved %s; want first", c.queue, r.ID)
+		}
+		d := waitGone(t, b, c.queue, "first", ttr)
+		if d.State != task.Ready || d.LastError != task.LeaseExpired || !d.Due.Equal(first.Due) {
+			t.Fatalf("%s: after its lease ran out = %+v; want ready, last error %q, due %v kept (%v later)",
+				c.queue, d, task.LeaseExpired, first.Due, d.Due.Sub(first.Due))
+		}
+		if r = ReserveOne(t, b, c.queue, time.Second); r.ID != "first" || r.Attempts != 2 {
+			t.Fatalf("%s: reserved %s (attempts %d) after the lease ran out; want first again, in its place", c.queue, r.ID, r.Attempts)
+		}
+	}
+}
+
+// deadLetterDue: a task moved to its dead-letter queue is ready there,
+// due no later than its move, as a kick makes it: one delayed by an hour
+// and reserved by its job id (beanstalkd's reserve-job) does not carry
+// its due time an hour ahead into the dead-letter queue.
+func deadLetterDue(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	setPolicy(t, b, "dl-due", task.Policy{DeadLetter: "dl-due-dead"})
+	p := putTask(t, b, "dl-due", task.PutRequest{ID: "d", Delay: time.Hour})
+	r, err := b.ReserveJob(ctx, p.JobID)
+	must(t, "reserve-job of a delayed task", err)
+	n, err := b.Bury(ctx, "dl-due", "d", r.Lease, "x")
+	must(t, "bury", err)
+	if n.Queue != "dl-due-dead" || n.State != task.Ready || n.Due.After(time.Now().Add(dueSlack)) {
+		t.Fatalf("buried into its dead-letter queue = %+v; want ready in dl-due-dead, due by now (%v ahead)",
+			n, time.Until(n.Due))
+	}
+}
+
 // release: a released task's attempt is not spent; its delay honoured.
 func release(t *testing.T, b service.Service) {
 	ctx := context.Background()

@@ -16,7 +16,7 @@ export const attemptsPath = (queue, id) => `/v1/queues/${seg(queue)}/tasks/${seg
 
 // attemptsView shows a task's attempts (api.Attempt, oldest first) as a
 // table, newest first: each one's start, end, outcome and duration, with
-// its error, a push's status and the node that handed it out. A running
+// its error, a push's status and the node that ended it. A running
 // attempt has no end and reads "running".
 export function attemptsView(attempts) {
   if (!attempts.length) return h('p', {class: 'hint', id: 'attempts-none'}, 'No attempts yet.');
