@@ -101,12 +101,14 @@ func (n *Node) pruneWith(sql string) retry.PruneFunc {
 // takeover's overlap, which costs nothing worse than two deletes of the
 // same rows (the second finds them gone): the history older than
 // retention with the attempts of its jobs, the dedupe records whose
-// window ended, and the turns of keys idle for keyIdle.
+// window ended, the turns of keys idle for keyIdle, and the dead
+// versions of tasks (vacuum.go).
 func (n *Node) startPruners(retention time.Duration) {
 	n.pruners = []*retry.Pruner{
 		{What: "the history", Retention: retention, Prune: n.pruneWith(sqlPrune)},
 		{What: "the dedupe records", Prune: n.pruneWith(sqlPruneDeduped)},
 		{What: "the turns of idle keys", Retention: keyIdle, Prune: n.pruneWith(sqlPruneKeys)},
+		n.vacuumer(),
 	}
 	for _, p := range n.pruners {
 		p.Leads, p.Log = n.leadsPruning, n.log
