@@ -13,8 +13,9 @@ import (
 // TestMigrate_AckAttempt: a database at version 17 holding a task acked
 // on its second attempt (its history row and two attempt rows, as
 // written before) migrates to 18 (the ack's attempt in the history row,
-// no index on finished): its history and both attempts read as before,
-// every field, and a task acked after the migration reads the same way.
+// no index on finished, none on a queue's job ids): its history and
+// both attempts read as before, every field; a task ready before it is
+// reserved and acked after it, its attempt read the same way.
 func TestMigrate_AckAttempt(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
@@ -41,6 +42,11 @@ func TestMigrate_AckAttempt(t *testing.T) {
 			(7, 1, $2, $3, 'nacked', 'boom', 0, 'a', 1, 'q'),
 			(7, 2, $4, $1, 'acked', '', 200, 'b', 2, 'q')`,
 		ns(-time.Second), ns(-4*time.Second), ns(-3*time.Second), ns(-2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at,
+			created, ttr, attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload)
+		VALUES (8, 8, 'q', 'z', 1, 0, 0, NULL, 0, 60000000000, 0, 0, '', 0, 0, 0, 0, 0, 'p')`); err != nil {
 		t.Fatal(err)
 	}
 	from, to, err := cluster.Migrate(ctx, pool)
@@ -77,18 +83,26 @@ func TestMigrate_AckAttempt(t *testing.T) {
 		t.Fatalf("history after the migration: %+v, %v", fs, err)
 	}
 
-	// A task acked after the migration: one row, read the same way.
-	if _, _, err := svc(n).Put(ctx, "q", task.PutRequest{ID: "y"}); err != nil {
-		t.Fatal(err)
+	// The indexes that only the pruner, or no statement, read are gone.
+	var left []string
+	if err := pool.QueryRow(ctx, `SELECT coalesce(array_agg(indexname), '{}') FROM pg_indexes
+		WHERE indexname IN ('hourglass_history_finished', 'hourglass_tasks_queue_job')`).Scan(&left); err != nil || len(left) > 0 {
+		t.Fatalf("indexes left: %v, %v", left, err)
 	}
+
+	// The live task is kept; acked after the migration, its attempt is
+	// in its history row, read the same way.
 	r, err := svc(n).Reserve(ctx, "q", 1, time.Second)
-	if err != nil || len(r) != 1 {
-		t.Fatalf("Reserve: %+v, %v", r, err)
+	if err != nil || len(r) != 1 || r[0].ID != "z" || r[0].JobID != 8 {
+		t.Fatalf("Reserve: %+v, %v; want the task z put before the migration", r, err)
 	}
-	if err := svc(n).Ack(ctx, "q", "y", r[0].Lease); err != nil {
+	if err := svc(n).Ack(ctx, "q", "z", r[0].Lease); err != nil {
 		t.Fatal(err)
 	}
-	as, err = n.Attempts(ctx, "q", "y")
+	if k := countAttemptRows(t, &testNode{pool: pool}, 8); k != 0 {
+		t.Fatalf("%d rows of hourglass_attempts for a task acked on its first attempt; want none", k)
+	}
+	as, err = n.Attempts(ctx, "q", "z")
 	if err != nil || len(as) != 1 || as[0].N != 1 || as[0].Attempt != 1 || as[0].Outcome != task.AttemptAcked ||
 		as[0].Node != "n" || as[0].Queue != "q" {
 		t.Fatalf("attempts of a task acked after the migration: %+v, %v", as, err)

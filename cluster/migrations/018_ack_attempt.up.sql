@@ -1,7 +1,11 @@
--- 018: the history's row of an acked task carries the attempt that
--- acked it (package cluster, history.go), so that an ack writes one row
--- where it wrote two; and the history is pruned in the order of seq,
--- so that no index on finished is kept for the pruner alone.
+-- 018: less for PostgreSQL to write per worked task (issue 40). The
+-- history's row of an acked task carries the attempt that acked it
+-- (package cluster, history.go), so that an ack writes one row where it
+-- wrote two; the history is pruned in the order of seq, so that no
+-- index on finished is kept for the pruner alone; and the tasks lose
+-- hourglass_tasks_queue_job, which no statement reads since listings
+-- page by hourglass_tasks_queue_due (015), and which every put and
+-- every reservation (not a HOT update) wrote an entry in.
 --
 -- attempt_n is the attempt's number among the task's records (its
 -- tries), attempt_started when its reservation began, attempt_outcome
@@ -24,3 +28,7 @@ ALTER TABLE hourglass_history
 -- numbered as they are written, each finished at its writing by the
 -- database's clock.
 DROP INDEX hourglass_history_finished;
+
+-- A queue's tasks by job id: read by no statement; a statement on a
+-- queue's tasks finds them by hourglass_tasks_queue_due or _queue_id.
+DROP INDEX hourglass_tasks_queue_job;
