@@ -56,20 +56,23 @@ const sqlVacuumDue = `SELECT coalesce((SELECT n_dead_tup > $1 + $2 * n_live_tup
 const sqlVacuum = `VACUUM (SKIP_LOCKED) hourglass_tasks`
 
 // vacuumTasks is a retry.PruneFunc that vacuums hourglass_tasks when
-// more than base + scale × its live tuples are dead, within ctx's
-// deadline (retry.PruneTimeout), and returns 0, so that its round ends
-// there: age and max are the pruner's and mean nothing here. It holds
-// one connection of the pool while the vacuum runs.
+// more than base + scale × its live tuples are dead, and returns 0, so
+// that its round ends there: age and max are the pruner's and mean
+// nothing here. It holds one connection of the pool while the vacuum
+// runs. Its two statements are bounded by ctx's deadline
+// (retry.PruneTimeout), not by the node's DBTimeout (5 s by default),
+// which a vacuum of a large table outlasts: cut off, it would start
+// over at every round and never end.
 func (n *Node) vacuumTasks(base int64, scale float64) retry.PruneFunc {
 	return func(ctx context.Context, _ time.Duration, _ int) (int, error) {
 		var due bool
-		if err := n.db.QueryRow(ctx, sqlVacuumDue, base, scale).Scan(&due); err != nil {
+		if err := n.db.raw.QueryRow(ctx, sqlVacuumDue, base, scale).Scan(&due); err != nil {
 			return 0, err
 		}
 		if !due {
 			return 0, nil
 		}
-		if _, err := n.db.Exec(ctx, sqlVacuum); err != nil {
+		if _, err := n.db.raw.Exec(ctx, sqlVacuum); err != nil {
 			return 0, fmt.Errorf("vacuum hourglass_tasks: %w", err)
 		}
 		return 0, nil
