@@ -81,8 +81,8 @@ func (n *Node) vacuumTasks(base int64, scale float64) retry.PruneFunc {
 
 // vacuumer returns the pruner that runs vacuumTasks every vacuumEvery
 // on the node that owns partition 0 (leadsPruning): its loop brings the
-// back-off after a failure and logs a lasting one about once a round
-// with a count.
+// back-off after a failure and logs a lasting one about once a second
+// with a count (retry.FailureLog).
 func (n *Node) vacuumer() *retry.Pruner {
 	return &retry.Pruner{
 		What:      "the dead versions of tasks (VACUUM hourglass_tasks)",
