@@ -140,13 +140,14 @@
 // Every attempt of a task (hourglass_attempts) and every task that left
 // its queue (hourglass_history), migration 006, are written by the
 // statement that changes the task, as common table expressions of it:
-// the ack's DELETE inserts the acked attempt and the finished task in the
-// same statement and commit, and likewise the nack, release, bury, delete
-// and the flush's expiries (history.go). The history is as durable as the
-// change it records and costs no round trip; with Options.History
-// negative the inserts select nothing. The owner of partition 0 prunes
-// what is older than the retention, a thousand rows per statement
-// (prune.go).
+// the ack's DELETE inserts the finished task, with the acked attempt in
+// the same row (migration 018), in the same statement and commit, and
+// likewise the nack, release, bury, delete and the flush's expiries
+// (history.go). The history is as durable as the change it records and
+// costs no round trip; with Options.History negative the inserts select
+// nothing. The owner of partition 0 prunes what is older than the
+// retention, a thousand rows per statement (prune.go), and vacuums
+// hourglass_tasks when enough of its rows died (vacuum.go).
 //
 // # One clock
 //

@@ -19,9 +19,11 @@ import (
 //   - hourglass_attempts: a row per ended attempt, by job id and N, with
 //     its start (hourglass_tasks.reserved, written by every reservation),
 //     its end and outcome, the error given and the node that ended it.
-//     sqlAck adds it for an ack (and a beanstalkd delete of a reserved
-//     job), sqlSettle for a nack, release, bury or a lease run out in a
-//     queue with a policy, sqlFlush for the other leases run out. N is the task's tries (its
+//     sqlSettle adds it for a nack, release, bury or a lease run out in a
+//     queue with a policy, sqlFlush for the other leases run out, sqlAck
+//     for an ack (and a beanstalkd delete of a reserved job) past attempt
+//     attemptsInRow only: an ack's attempt is in the task's history row
+//     (below). N is the task's tries (its
 //     reservations, a given-back one included), not its attempts, which a
 //     release gives back; the row's attempt and queue (migration 011) are
 //     its attempts and queue while it ran, the number task.Attempt
@@ -30,7 +32,12 @@ import (
 //     beanstalkd's delete of a reserved job), dead (sqlSettle, sqlFlush: dead in its
 //     queue or moved to a dead-letter queue) or deleted (Delete's
 //     sqlDeleteOne, and a task of a dead-lettered task's id
-//     already in the dead-letter queue, which sqlSettle deletes).
+//     already in the dead-letter queue, which sqlSettle deletes). The
+//     row of an acked task carries the attempt that acked it (migration
+//     018: its N, start, outcome, status and node; its end is the row's
+//     finished, its number the row's attempts, its queue the row's), so
+//     that an ack, the common end of a task, writes one row, not two:
+//     Attempts reads it as a row of hourglass_attempts.
 //
 // Each statement takes a flag, keep (Options.History not negative):
 // without it the inserts select nothing. The rows are kept for the
@@ -49,11 +56,23 @@ import (
 // binary) is kept. Each SELECT ends with the attempt's number as the
 // task's attempts count it and the queue it ran in (migration 011): the
 // task's attempts and queue before the statement changes them.
+// sqlInsertFinishedAttempt begins an insert of a history row that
+// carries its task's last attempt (sqlAck): sqlInsertFinished's columns,
+// then the attempt's N, start, outcome, status and node (NULL: none).
 const (
-	sqlInsertAttempt  = `INSERT INTO hourglass_attempts (job_id, n, started, ended, outcome, error, status, node, attempt, queue) `
-	sqlAttemptDone    = ` ON CONFLICT (job_id, n) DO NOTHING`
-	sqlInsertFinished = `INSERT INTO hourglass_history (job_id, queue, id, outcome, finished, attempts, last_error) `
+	sqlInsertAttempt         = `INSERT INTO hourglass_attempts (job_id, n, started, ended, outcome, error, status, node, attempt, queue) `
+	sqlAttemptDone           = ` ON CONFLICT (job_id, n) DO NOTHING`
+	sqlInsertFinished        = `INSERT INTO hourglass_history (job_id, queue, id, outcome, finished, attempts, last_error) `
+	sqlInsertFinishedAttempt = `INSERT INTO hourglass_history (job_id, queue, id, outcome, finished, attempts, last_error,
+		attempt_n, attempt_started, attempt_outcome, attempt_status, attempt_node) `
 )
+
+// attemptsInRow is the last attempt (N) an ack records in its task's
+// history row, task.AttemptsKeptFirst + task.AttemptsKeptLast: past it,
+// recording attempt N removes attempt N - task.AttemptsKeptLast
+// (migration 008's trigger on hourglass_attempts), so the ack writes a
+// row of hourglass_attempts. TestAttemptsInRow checks the sum.
+const attemptsInRow = "105"
 
 // retention returns how long the history is kept, and whether it is
 // kept at all (Options.History).
@@ -76,6 +95,22 @@ func (n *Node) keep() bool {
 // attemptColumns are the columns of hourglass_attempts that
 // scanAttempt reads, in its order.
 const attemptColumns = `n, started, ended, outcome, error, status, node, coalesce(attempt, n), coalesce(queue, '')`
+
+// sqlAttempts reads the newest $2 attempt records of job $1, whose
+// task's id is $3, oldest first: its rows of hourglass_attempts, and the
+// attempt its acked history row carries (migration 018), unless a row of
+// hourglass_attempts has its N (written by an older binary). A job keeps
+// its id, so its history rows are a range of hourglass_history_id. Two
+// reads by index.
+const sqlAttempts = `SELECT * FROM (
+		(SELECT ` + attemptColumns + ` FROM hourglass_attempts WHERE job_id = $1 ORDER BY n DESC LIMIT $2)
+		UNION ALL
+		SELECT h.attempt_n, h.attempt_started, h.finished, h.attempt_outcome, '', h.attempt_status, h.attempt_node, h.attempts, h.queue
+		FROM hourglass_history h
+		WHERE h.id = $3 AND h.job_id = $1 AND h.attempt_n IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM hourglass_attempts x WHERE x.job_id = $1 AND x.n = h.attempt_n)
+		ORDER BY 1 DESC LIMIT $2) a
+	ORDER BY 1`
 
 // scanAttempt reads a row of attemptColumns.
 func scanAttempt(r pgx.CollectableRow) (task.Attempt, error) {
@@ -117,9 +152,7 @@ func (n *Node) Attempts(ctx context.Context, queue, id string) ([]task.Attempt, 
 		return nil, dbErr(err)
 	}
 	limit := service.AttemptsToRead(running)
-	rows, err := n.db.Query(ctx, "SELECT "+attemptColumns+` FROM (
-			SELECT * FROM hourglass_attempts WHERE job_id = $1 ORDER BY n DESC LIMIT $2) a
-		ORDER BY n`, job, limit)
+	rows, err := n.db.Query(ctx, sqlAttempts, job, limit, id)
 	if err != nil {
 		return nil, dbErr(err)
 	}

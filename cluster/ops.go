@@ -300,18 +300,23 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 // sqlAck deletes the tasks named by ($1[i], $2[i]) that are reserved
 // under the lease $3[i], and returns them with the outcome $6[i] and
 // status $7[i] of their attempts. With $4 (keep the history) it records
-// each one's attempt as ended by node $5 with that outcome (acked, or a
-// push's) and status, and the task as acked, in the same statement
-// (history.go): two inserts more, no round trip.
+// the task as acked and, in the same row (migration 018), its attempt as
+// ended by node $5 with that outcome (acked, or a push's) and status, in
+// the same statement (history.go): one insert more, no round trip. An
+// attempt past the number attemptsInRow is a row of hourglass_attempts
+// instead, whose trigger keeps the bound of migration 008.
 const sqlAck = `WITH acked AS (
 		DELETE FROM hourglass_tasks t
 		USING unnest($1::text[], $2::text[], $3::text[], $6::text[], $7::int[]) WITH ORDINALITY AS a(queue, id, lease, outcome, status, ord)
 		WHERE t.queue = a.queue AND t.id = a.id AND ` + sqlReservedByKey + ` AND t.lease = a.lease
-		RETURNING t.job_id, t.queue, t.id, t.lease, t.tries, t.reserved, t.attempts, t.last_error, a.outcome, a.status, a.ord
+		RETURNING t.job_id, t.queue, t.id, t.lease, t.tries, t.reserved, t.attempts, t.last_error, a.outcome, a.status, a.ord,
+			t.tries <= ` + attemptsInRow + ` AS in_row
 	), now AS (SELECT hourglass_now() AS ns WHERE $4),
 	att AS (` + sqlInsertAttempt + `SELECT job_id, tries, reserved, now.ns, outcome, '', status, $5, attempts, queue
-		FROM acked, now` + sqlAttemptDone + `
-	), fin AS (` + sqlInsertFinished + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', now.ns, attempts, last_error
+		FROM acked, now WHERE NOT in_row` + sqlAttemptDone + `
+	), fin AS (` + sqlInsertFinishedAttempt + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', now.ns, attempts, last_error,
+			CASE WHEN in_row THEN tries END, CASE WHEN in_row THEN reserved END, CASE WHEN in_row THEN outcome END,
+			CASE WHEN in_row THEN status END, CASE WHEN in_row THEN $5::text END
 		FROM acked, now ORDER BY ord),
 	` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', hourglass_now(), attempts, last_error FROM acked` + sqlDedupeTail + `
 	SELECT queue, id, lease, outcome, status FROM acked`

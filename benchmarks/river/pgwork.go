@@ -203,20 +203,27 @@ func (p *probe) backends(ctx context.Context) (map[int32]bool, error) {
 // backend of the side's database to have left, and waits, at most 10 s,
 // until those backends have exited, which publishes their counters.
 func (p *probe) settle(ctx context.Context, pools ...*pgxpool.Pool) error {
+	// leaving is how many of before must go: the pools' connections, or
+	// all of them. The pools are counted before the backends are listed:
+	// a connection a pool opens in between (a node's loop needing one)
+	// is then listed and not counted, and is not waited for; counted and
+	// not listed, the wait would never end (a run of three nodes failed
+	// so: "1 of 6 backends still connected").
+	leaving := 0
+	for _, pool := range pools {
+		st := pool.Stat()
+		leaving += int(st.IdleConns() + st.AcquiredConns())
+	}
 	before, err := p.backends(ctx)
 	if err != nil {
 		return err
 	}
-	// leaving is how many of before must go: the pools' connections, or
-	// all of them.
-	leaving := len(before)
-	if pools != nil {
-		leaving = 0
-		for _, pool := range pools {
-			st := pool.Stat()
-			leaving += int(st.IdleConns() + st.AcquiredConns())
-			pool.Reset()
-		}
+	if pools == nil {
+		leaving = len(before)
+	}
+	leaving = min(leaving, len(before))
+	for _, pool := range pools {
+		pool.Reset()
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {

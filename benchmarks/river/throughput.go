@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
@@ -35,12 +36,14 @@ import (
 // through one cluster node against river's worker. Each side, in turn,
 // on a fresh database of the same server, in this process:
 //
-//   - hourglass: one node (internal/clusterbench, a pool of 68
-//     connections) behind its HTTP API (package httpapi) on a loopback
-//     port; Jobs ready tasks of a 200-byte payload put by batches of 1000
-//     from 4 clients; then worker.New(c, Options{Concurrency: Workers})
-//     with a handler that returns nil (each task acked, batched through
-//     POST /v1/acks);
+//   - hourglass: one node (a pool of 68 connections, as
+//     internal/clusterbench sizes it) behind its HTTP API (package
+//     httpapi) on a loopback port; Jobs ready tasks of a 200-byte payload
+//     put by batches of 1000 from 4 clients; then worker.New(c,
+//     Options{Concurrency: Workers}) with a handler that returns nil
+//     (each task acked, batched through POST /v1/acks). With Nodes, that
+//     many nodes, each its own pool and port, the batches put through
+//     them in turn and a worker on each, Workers split between them;
 //   - river: river's schema migrated, Jobs available jobs of the same
 //     payload inserted by InsertManyFast (COPY FROM) in batches of 1000
 //     from 4 goroutines; then a client (a pool of 68 connections) with
@@ -49,6 +52,8 @@ import (
 //     FetchCooldown at its least, 1 ms: river fetches at most MaxWorkers
 //     jobs per fetch and at most once per FetchCooldown (100 ms by
 //     default), which caps 64 workers at 640 jobs/s with its defaults.
+//     With Nodes, that many clients, each its own pool (as many
+//     processes would run), MaxWorkers split between them.
 //
 // A side works from the moment its workers start until every job is done
 // or Duration has passed; jobs/s is the jobs its handlers returned from
@@ -67,6 +72,10 @@ type ThroughputConfig struct {
 	Workers  int           // the hourglass worker's Concurrency, river's MaxWorkers; default 64
 	Duration time.Duration // the longest a side works; default 10 s
 	Rounds   int           // each side runs once per round, a different one first each round; default 1
+	// Nodes is how many hourglass nodes (each a pool and an HTTP server
+	// of its own, a Go worker on each) and river clients (each a pool of
+	// its own) a side runs, Workers split between them; default 1.
+	Nodes int
 	// Analyze has each side ANALYZE its database after the insert,
 	// before its workers start, as autovacuum's autoanalyze does on its
 	// own about a minute after a bulk load: the workers then run on
@@ -86,6 +95,9 @@ func (c *ThroughputConfig) defaults() {
 	}
 	if c.Rounds <= 0 {
 		c.Rounds = 1
+	}
+	if c.Nodes <= 0 {
+		c.Nodes = 1
 	}
 }
 
@@ -175,8 +187,12 @@ func (r ThroughputResult) Table() string {
 	if r.Config.Analyze {
 		analyzed = ", tables analyzed before the work"
 	}
-	fmt.Fprintf(&b, "%d ready jobs, %d workers, at most %v per side%s, %d round(s), medians\n\n",
-		r.Config.Jobs, r.Config.Workers, r.Config.Duration, analyzed, r.Config.Rounds)
+	nodes := ""
+	if r.Config.Nodes > 1 {
+		nodes = fmt.Sprintf(" over %d hourglass nodes or river clients", r.Config.Nodes)
+	}
+	fmt.Fprintf(&b, "%d ready jobs, %d workers%s, at most %v per side%s, %d round(s), medians\n\n",
+		r.Config.Jobs, r.Config.Workers, nodes, r.Config.Duration, analyzed, r.Config.Rounds)
 	b.WriteString("| system | jobs/s | / hourglass | worked | insert rate (jobs/s) | PG CPU µs/job | Go CPU µs/job | PG statements/job | WAL bytes/job |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	if len(r.Rounds) == 0 {
@@ -551,66 +567,43 @@ func (p *probe) byProcess(ctx context.Context) (cpuByProcess, error) {
 }
 
 // hourglassThroughput is hourglass's side on the empty database at url,
-// measured by p (when not nil).
+// measured by p (when not nil): cfg.Nodes nodes, each with its own pool
+// and HTTP server, the jobs put through them in turn, and a Go worker on
+// each, the cfg.Workers split between them.
 func hourglassThroughput(ctx context.Context, url string, p *probe, cfg ThroughputConfig) (Rate, error) {
 	res := Rate{System: "hourglass", Jobs: cfg.Jobs}
-	quiet := slog.New(slog.DiscardHandler)
-	// The node's pool as internal/clusterbench sizes it for 64 callers
-	// (river's below is the same), here so that the phases can close its
-	// connections.
-	pc, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return res, err
+	if cfg.Nodes > 1 {
+		res.System = fmt.Sprintf("hourglass, %d nodes", cfg.Nodes)
 	}
-	pc.MaxConns = 64 + 4
-	cluster.ConfigurePool(pc)
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return res, err
-	}
+	var nodes []*hourglassNode
 	closed := false
 	defer func() {
 		if !closed {
-			pool.Close()
+			for _, n := range nodes {
+				n.close()
+			}
 		}
 	}()
-	node, err := cluster.Open(ctx, pool, cluster.Options{Node: "bench-0", Logger: quiet})
-	if err != nil {
-		return res, err
-	}
-	defer func() {
-		if !closed {
-			node.Close()
+	var pools []*pgxpool.Pool
+	for i := range cfg.Nodes {
+		n, err := startHourglassNode(ctx, url, fmt.Sprintf("bench-%d", i))
+		if err != nil {
+			return res, err
 		}
-	}()
-	hs := httpapi.New(httpapi.Options{Gatherer: prometheus.NewRegistry(), Logger: quiet})
-	hs.SetService(service.New(node))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return res, err
-	}
-	srv := &http.Server{Handler: hs}
-	go srv.Serve(ln)
-	defer func() {
-		hs.Drain()
-		srv.Close()
-	}()
-	tr := &http.Transport{MaxIdleConnsPerHost: 1024, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	c, err := client.New("http://"+ln.Addr().String(), client.Options{HTTPClient: &http.Client{Transport: tr}})
-	if err != nil {
-		return res, err
+		nodes = append(nodes, n)
+		pools = append(pools, n.pool)
 	}
 
 	batch := make([]api.PutRequest, throughputBatch)
 	for i := range batch {
 		batch[i].Payload = json.RawMessage(payload())
 	}
-	atInsert, err := p.mark(ctx, pool)
+	atInsert, err := p.mark(ctx, pools...)
 	if err != nil {
 		return res, err
 	}
-	if res.InsertPerSec, err = putAll(cfg.Jobs, func(_, count int) error {
+	if res.InsertPerSec, err = putAll(cfg.Jobs, func(from, count int) error {
+		c := nodes[from/throughputBatch%len(nodes)].client
 		results, err := c.PutBatch(ctx, throughputQueue, batch[:count])
 		for _, r := range results {
 			if r.Error != "" && err == nil {
@@ -622,10 +615,10 @@ func hourglassThroughput(ctx context.Context, url string, p *probe, cfg Throughp
 		return res, err
 	}
 
-	if err := analyze(ctx, pool, cfg); err != nil {
+	if err := analyze(ctx, pools[0], cfg); err != nil {
 		return res, err
 	}
-	atWork, err := p.mark(ctx, pool)
+	atWork, err := p.mark(ctx, pools...)
 	if err != nil {
 		return res, err
 	}
@@ -634,19 +627,23 @@ func hourglassThroughput(ctx context.Context, url string, p *probe, cfg Throughp
 		return res, err
 	}
 	done := newCounter(cfg.Jobs)
-	w := worker.New(c, worker.Options{Concurrency: cfg.Workers, Logger: quiet})
-	w.Handle(throughputQueue, func(context.Context, *worker.Task) error {
-		done.add()
-		return nil
-	})
 	wctx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
+	ran := make(chan error, len(nodes))
 	start := time.Now()
-	go func() { ran <- w.Run(wctx) }()
+	for i, n := range nodes {
+		w := worker.New(n.client, worker.Options{Concurrency: share(cfg.Workers, len(nodes), i), Logger: slog.New(slog.DiscardHandler)})
+		w.Handle(throughputQueue, func(context.Context, *worker.Task) error {
+			done.add()
+			return nil
+		})
+		go func() { ran <- w.Run(wctx) }()
+	}
 	res.Worked, res.PerSec, err = done.wait(ctx, start, cfg.Duration)
 	stop()
-	if runErr := <-ran; err == nil {
-		err = runErr
+	for range nodes {
+		if runErr := <-ran; err == nil {
+			err = runErr
+		}
 	}
 	if err != nil {
 		return res, err
@@ -655,14 +652,82 @@ func hourglassThroughput(ctx context.Context, url string, p *probe, cfg Throughp
 	if err != nil {
 		return res, err
 	}
-	hs.Drain()
-	srv.Close()
-	node.Close()
-	pool.Close()
+	for _, n := range nodes {
+		n.close()
+	}
 	closed = true
 	atEnd, err := p.mark(ctx)
 	res.measured(p, atInsert, atWork, atEnd, started, stopped)
 	return res, err
+}
+
+// share is the part of total that the i-th of n gets: total/n, and one
+// more for the first total%n.
+func share(total, n, i int) int {
+	k := total / n
+	if i < total%n {
+		k++
+	}
+	return max(k, 1)
+}
+
+// hourglassNode is one cluster node of hourglass's side, with its pool,
+// its HTTP API on a loopback port, and a client of it.
+type hourglassNode struct {
+	pool   *pgxpool.Pool
+	node   *cluster.Node
+	hs     *httpapi.Server
+	srv    *http.Server
+	tr     *http.Transport
+	client *client.Client
+}
+
+// startHourglassNode opens the node name on the database at url behind
+// its HTTP API.
+func startHourglassNode(ctx context.Context, url, name string) (*hourglassNode, error) {
+	quiet := slog.New(slog.DiscardHandler)
+	// The node's pool as internal/clusterbench sizes it for 64 callers
+	// (river's below is the same), here so that the phases can close its
+	// connections.
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pc.MaxConns = 64 + 4
+	cluster.ConfigurePool(pc)
+	n := &hourglassNode{}
+	if n.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
+		return nil, err
+	}
+	if n.node, err = cluster.Open(ctx, n.pool, cluster.Options{Node: name, Logger: quiet}); err != nil {
+		n.pool.Close()
+		return nil, err
+	}
+	n.hs = httpapi.New(httpapi.Options{Gatherer: prometheus.NewRegistry(), Logger: quiet})
+	n.hs.SetService(service.New(n.node))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		n.node.Close()
+		n.pool.Close()
+		return nil, err
+	}
+	n.srv = &http.Server{Handler: n.hs}
+	go n.srv.Serve(ln)
+	n.tr = &http.Transport{MaxIdleConnsPerHost: 1024, DisableCompression: true}
+	if n.client, err = client.New("http://"+ln.Addr().String(), client.Options{HTTPClient: &http.Client{Transport: n.tr}}); err != nil {
+		n.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// close stops n's HTTP server, node and pool. Once only.
+func (n *hourglassNode) close() {
+	n.hs.Drain()
+	n.srv.Close()
+	n.tr.CloseIdleConnections()
+	n.node.Close()
+	n.pool.Close()
 }
 
 // analyze runs ANALYZE on the side's database when cfg.Analyze.
@@ -696,48 +761,63 @@ func (w *countWorker) Work(context.Context, *river.Job[workArgs]) error {
 
 // riverThroughput is river's side on the empty database at url, with
 // FetchCooldown cooldown (0: river's default), measured by p (when not
-// nil).
+// nil): cfg.Nodes clients, each with its own pool, as processes of
+// their own would be, the cfg.Workers split between them, the jobs
+// inserted through them in turn.
 func riverThroughput(ctx context.Context, url string, p *probe, cfg ThroughputConfig, cooldown time.Duration) (Rate, error) {
 	res := Rate{System: "river", Jobs: cfg.Jobs}
+	if cfg.Nodes > 1 {
+		res.System = fmt.Sprintf("river, %d clients", cfg.Nodes)
+	}
 	if cooldown > 0 {
-		res.System = fmt.Sprintf("river, FetchCooldown %v", cooldown)
+		res.System += fmt.Sprintf(", FetchCooldown %v", cooldown)
 	}
-	pc, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return res, err
-	}
-	pc.MaxConns = 64 + 4 // as clusterbench sizes a node's pool for 64 callers
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return res, err
-	}
+	var pools []*pgxpool.Pool
 	closed := false
 	defer func() {
 		if !closed {
-			pool.Close()
+			for _, pool := range pools {
+				pool.Close()
+			}
 		}
 	}()
-	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
-	if err != nil {
-		return res, err
-	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return res, fmt.Errorf("migrate: %w", err)
-	}
 	done := newCounter(cfg.Jobs)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &countWorker{done: done})
-	rc := &river.Config{
-		Logger:  slog.New(slog.DiscardHandler),
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
-		Workers: workers,
-	}
-	if cooldown > 0 {
-		rc.FetchCooldown = cooldown
-	}
-	c, err := river.NewClient(riverpgxv5.New(pool), rc)
-	if err != nil {
-		return res, err
+	var clients []*river.Client[pgx.Tx]
+	for i := range cfg.Nodes {
+		pc, err := pgxpool.ParseConfig(url)
+		if err != nil {
+			return res, err
+		}
+		pc.MaxConns = 64 + 4 // as clusterbench sizes a node's pool for 64 callers
+		pool, err := pgxpool.NewWithConfig(ctx, pc)
+		if err != nil {
+			return res, err
+		}
+		pools = append(pools, pool)
+		if i == 0 {
+			m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+			if err != nil {
+				return res, err
+			}
+			if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+				return res, fmt.Errorf("migrate: %w", err)
+			}
+		}
+		rc := &river.Config{
+			Logger:  slog.New(slog.DiscardHandler),
+			Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: share(cfg.Workers, cfg.Nodes, i)}},
+			Workers: workers,
+		}
+		if cooldown > 0 {
+			rc.FetchCooldown = cooldown
+		}
+		c, err := river.NewClient(riverpgxv5.New(pool), rc)
+		if err != nil {
+			return res, err
+		}
+		clients = append(clients, c)
 	}
 
 	args := workArgs{Payload: strings.Repeat("x", throughputPayload-2)}
@@ -745,20 +825,20 @@ func riverThroughput(ctx context.Context, url string, p *probe, cfg ThroughputCo
 	for i := range batch {
 		batch[i] = river.InsertManyParams{Args: args}
 	}
-	atInsert, err := p.mark(ctx, pool)
+	atInsert, err := p.mark(ctx, pools...)
 	if err != nil {
 		return res, err
 	}
-	if res.InsertPerSec, err = putAll(cfg.Jobs, func(_, count int) error {
-		_, err := c.InsertManyFast(ctx, batch[:count])
+	if res.InsertPerSec, err = putAll(cfg.Jobs, func(from, count int) error {
+		_, err := clients[from/throughputBatch%len(clients)].InsertManyFast(ctx, batch[:count])
 		return err
 	}); err != nil {
 		return res, err
 	}
-	if err := analyze(ctx, pool, cfg); err != nil {
+	if err := analyze(ctx, pools[0], cfg); err != nil {
 		return res, err
 	}
-	atWork, err := p.mark(ctx, pool)
+	atWork, err := p.mark(ctx, pools...)
 	if err != nil {
 		return res, err
 	}
@@ -768,14 +848,18 @@ func riverThroughput(ctx context.Context, url string, p *probe, cfg ThroughputCo
 		return res, err
 	}
 	start := time.Now()
-	if err := c.Start(ctx); err != nil {
-		return res, err
+	for _, c := range clients {
+		if err := c.Start(ctx); err != nil {
+			return res, err
+		}
 	}
 	res.Worked, res.PerSec, err = done.wait(ctx, start, cfg.Duration)
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if stopErr := c.Stop(stopCtx); err == nil {
-		err = stopErr
+	for _, c := range clients {
+		if stopErr := c.Stop(stopCtx); err == nil {
+			err = stopErr
+		}
 	}
 	if err != nil {
 		return res, err
@@ -784,7 +868,9 @@ func riverThroughput(ctx context.Context, url string, p *probe, cfg ThroughputCo
 	if err != nil {
 		return res, err
 	}
-	pool.Close()
+	for _, pool := range pools {
+		pool.Close()
+	}
 	closed = true
 	atEnd, err := p.mark(ctx)
 	res.measured(p, atInsert, atWork, atEnd, started, stopped)

@@ -25,6 +25,7 @@ import (
 //	HOURGLASS_RIVERBENCH_SECONDS=10     the longest a side works
 //	HOURGLASS_RIVERBENCH_ROUNDS=3       rounds, each side once per round
 //	HOURGLASS_RIVERBENCH_ANALYZE=1      ANALYZE each side's tables before its workers start
+//	HOURGLASS_RIVERBENCH_NODES=3        hourglass nodes and river clients, the workers split between them
 func TestThroughput(t *testing.T) {
 	srv := startServer(t)
 	cfg := riverbench.ThroughputConfig{Jobs: 2000, Duration: 5 * time.Second}
@@ -35,7 +36,7 @@ func TestThroughput(t *testing.T) {
 		}
 		cfg = riverbench.ThroughputConfig{
 			Jobs: env("JOBS"), Workers: env("WORKERS"), Duration: time.Duration(env("SECONDS")) * time.Second, Rounds: env("ROUNDS"),
-			Analyze: env("ANALYZE") != 0,
+			Analyze: env("ANALYZE") != 0, Nodes: env("NODES"),
 		}
 	}
 	res, err := riverbench.CompareThroughput(context.Background(), riverbench.Server{
