@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
-	"github.com/hourglass-go/hourglass/internal/retry"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -14,17 +16,25 @@ import (
 // reservers in the same round trip.
 
 // flushLoop is the flusher goroutine: it flushes fired timers as they
-// come, a batch per round trip. After a failed flush (its jobs put back,
-// see retry) it waits a back-off, up to a second, before the next: a
-// database that is down sees about a flush a second, and the log a line.
+// come, a batch per round trip, on a connection of its own (t.own). After
+// a failed flush (its jobs put back, see retry) it waits a back-off, up
+// to a second, before the next: a database that is down sees about a
+// flush a second, and the log a line. Before waiting for timers it makes
+// its connection ready (connect), and it looks again every ownIdle.
 func (t *timers) flushLoop() {
 	defer t.wg.Done()
 	backoff := retry.Backoff{Base: retry.DefaultBase, Max: time.Second}
 	failures := retry.NewFailureLog(t.log, "hourglass: flushing timers failed; the sweep retries them", "hourglass: flushing timers works again")
+	idle := time.NewTimer(ownIdle)
+	defer idle.Stop()
 	for {
+		t.connect()
+		idle.Reset(ownIdle)
 		select {
 		case <-t.quit:
 			return
+		case <-idle.C:
+			continue
 		case <-t.kick:
 		}
 		for t.hooks.paused.Load() {
@@ -46,6 +56,40 @@ func (t *timers) flushLoop() {
 		failures.OK()
 		backoff.Reset()
 	}
+}
+
+// ownIdle is how often an idle flusher looks at its connection (connect).
+const ownIdle = 10 * time.Second
+
+// connect makes the flusher's connection ready while the node holds a
+// partition, and closes it while it holds none, so that a node that owns
+// nothing (more nodes than partitions) keeps no connection for it. A
+// connection opened here is warmed (warm) before the first timer needs
+// it; failing to open one is not reported here: the flush that needs it
+// tries again and reports it. Bounded by the pool's deadline, and cut
+// short by stop.
+func (t *timers) connect() {
+	if t.hooks.paused.Load() {
+		return
+	}
+	if t.members.count() == 0 {
+		t.own.close()
+		return
+	}
+	t.own.open(t.done)
+}
+
+// warm runs the flush statement on conn with nothing to flush, so that
+// conn has it prepared, its generic plan built and the catalog entries
+// of its tables loaded before the first timer is flushed there: it
+// fences no partition, so it locks, reads and writes no row.
+func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
+	rows, err := conn.Query(ctx, sqlFlush, t.name, []int32{}, []int64{}, []int64{}, []string{}, []int32{}, task.LeaseExpired, t.keep)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
 }
 
 // sqlFlush is the whole of a flush, one statement (see flush):
@@ -271,7 +315,7 @@ func (t *timers) flush() error {
 	var timerAts, timerJobs []int64
 	began := time.Now()
 	err := func() error {
-		rows, err := t.db.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
+		rows, err := t.own.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
 		if err != nil {
 			return err
 		}
