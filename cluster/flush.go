@@ -65,8 +65,9 @@ const ownIdle = 10 * time.Second
 // partition, and closes it while it holds none, so that a node that owns
 // nothing (more nodes than partitions) keeps no connection for it. A
 // connection opened here is warmed (warm) before the first timer needs
-// it; failing to open one is not reported here: the flush that needs it
-// tries again and reports it. Bounded by the pool's deadline, and cut
+// it; failing to open one is not reported: until a later try (after a
+// back-off, ownConn.open) opens one, flushes run through the pool, and
+// their failures are reported. Bounded by the pool's deadline, and cut
 // short by stop.
 func (t *timers) connect() {
 	if t.hooks.paused.Load() {

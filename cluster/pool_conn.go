@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hourglass-go/hourglass/internal/retry"
 )
 
 // ownConn is a connection of its own, outside the pool, for one goroutine
@@ -28,7 +30,8 @@ import (
 // deadline (pool.bound); it is closed after a failure that may have left
 // it unusable (anything but an error the server reported), at the pool's
 // MaxConnLifetime, and by close. warm runs on every new connection before
-// its first statement, so that a reconnection is warmed too.
+// its first statement, so that a reconnection is warmed too. A statement
+// for which no connection can be opened runs through the pool.
 //
 // ownConn is not safe for concurrent use: one goroutine at a time (the
 // flusher; Open's flush of overdue timers before the flusher starts).
@@ -43,18 +46,27 @@ type ownConn struct {
 
 	conn   *pgx.Conn // nil: none open
 	opened time.Time
+	// After a failure to open one, none is tried before retryAt, a
+	// back-off (jittered, up to retry.DefaultMax) from the failure: a
+	// server refusing connections is not asked at every statement.
+	backoff retry.Backoff
+	retryAt time.Time
 }
+
+// errOpenLater is open's answer while its back-off runs.
+var errOpenLater = errors.New("hourglass: no connection of its own until the back-off ends")
 
 // newOwnConn returns an ownConn on p's database, configured as p's
 // connections are, that runs warm on each connection it opens. It opens
 // none yet.
 func newOwnConn(p *pool, warm func(ctx context.Context, conn *pgx.Conn) error) *ownConn {
-	return &ownConn{p: p, warm: warm}
+	return &ownConn{p: p, warm: warm, backoff: retry.Backoff{Base: retry.DefaultBase, Max: retry.DefaultMax}}
 }
 
 // open returns the connection, opening and warming one first if none is
 // open, if it was lost, or if it has lived out the pool's
-// MaxConnLifetime.
+// MaxConnLifetime; errOpenLater while the back-off of a failure to open
+// one runs.
 func (c *ownConn) open(ctx context.Context) (*pgx.Conn, error) {
 	if c.conn != nil && (c.conn.IsClosed() || c.old()) {
 		c.close()
@@ -62,6 +74,21 @@ func (c *ownConn) open(ctx context.Context) (*pgx.Conn, error) {
 	if c.conn != nil {
 		return c.conn, nil
 	}
+	if time.Now().Before(c.retryAt) {
+		return nil, errOpenLater
+	}
+	conn, err := c.connect(ctx)
+	if err != nil {
+		c.retryAt = time.Now().Add(c.backoff.Next())
+		return nil, err
+	}
+	c.backoff.Reset()
+	c.conn, c.opened = conn, time.Now()
+	return conn, nil
+}
+
+// connect opens and warms a connection, within the pool's deadline.
+func (c *ownConn) connect(ctx context.Context) (*pgx.Conn, error) {
 	if c.cfg == nil {
 		cfg := c.p.Config()
 		c.cfg, c.life = cfg.ConnConfig, cfg.MaxConnLifetime
@@ -78,7 +105,6 @@ func (c *ownConn) open(ctx context.Context) (*pgx.Conn, error) {
 			return nil, c.p.check(bctx, err)
 		}
 	}
-	c.conn, c.opened = conn, time.Now()
 	return conn, nil
 }
 
@@ -94,10 +120,13 @@ func (c *ownConn) old() bool {
 // them (or reading them to the end) releases it. After an error that is
 // not the server's answer to the statement, the connection is closed:
 // it may be broken or still busy, and the next statement opens another.
+// When no connection can be opened (the server at max_connections, say,
+// while the pool still holds its own), the statement runs through the
+// pool, as it would without ownConn: cold perhaps, but run.
 func (c *ownConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	conn, err := c.open(ctx)
 	if err != nil {
-		return nil, err
+		return c.p.Query(ctx, sql, args...)
 	}
 	bctx, cancel := c.p.bound(ctx)
 	rows, err := conn.Query(bctx, sql, args...)
