@@ -80,17 +80,17 @@ func (t *timers) connect() {
 	t.own.open(t.done)
 }
 
-// warm runs the flush statement on conn with nothing to flush, so that
-// conn has it prepared, its generic plan built and the catalog entries
-// of its tables loaded before the first timer is flushed there: it
-// fences no partition, so it locks, reads and writes no row.
+// warm prepares the flush statement on conn, so that its parse, and the
+// catalog entries its parse analysis loads, are done before the first
+// timer is flushed there. It does not run it: PostgreSQL builds the
+// generic plan at the first execution, from the tables' statistics then,
+// and a plan built on a node's start over tables still empty (seq scans
+// over a few pages) made every flush read whole tables once they were
+// filled, seconds a flush, until an autoanalyze made it plan again. The
+// first flush plans it over the tables as they are.
 func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
-	rows, err := conn.Query(ctx, sqlFlush, t.name, []int32{}, []int64{}, []int64{}, []string{}, []int32{}, task.LeaseExpired, t.keep)
-	if err != nil {
-		return err
-	}
-	rows.Close()
-	return rows.Err()
+	_, err := conn.Prepare(ctx, sqlFlush, sqlFlush)
+	return err
 }
 
 // sqlFlush is the whole of a flush, one statement (see flush):
