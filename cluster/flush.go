@@ -80,16 +80,34 @@ func (t *timers) connect() {
 	t.own.open(t.done)
 }
 
-// warm prepares the flush statement on conn, so that its parse, and the
-// catalog entries its parse analysis loads, are done before the first
-// timer is flushed there. It does not run it: PostgreSQL builds the
-// generic plan at the first execution, from the tables' statistics then,
-// and a plan built on a node's start over tables still empty (seq scans
-// over a few pages) made every flush read whole tables once they were
-// filled, seconds a flush, until an autoanalyze made it plan again. The
-// first flush plans it over the tables as they are.
+// warm readies conn for the flush statement before the first timer is
+// flushed there: it runs the statement once with nothing to flush (it
+// fences no partition, so it locks, reads and writes no row), which
+// loads the catalog entries of its tables, their indexes and operators
+// into the server process's caches, then drops that statement and
+// prepares it again. The drop throws away the generic plan the run
+// built: PostgreSQL builds it from the tables' statistics at that
+// moment, and a plan built on a node's start over tables still empty
+// (seq scans of a few pages, a nested loop of the due rows against the
+// table's) made every flush read whole tables once they were filled,
+// seconds a flush, until an autoanalyze made it plan again. The first
+// flush plans it over the tables as they are, with the caches warm.
 func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
-	_, err := conn.Prepare(ctx, sqlFlush, sqlFlush)
+	if _, err := conn.Prepare(ctx, sqlFlush, sqlFlush); err != nil {
+		return err
+	}
+	rows, err := conn.Query(ctx, sqlFlush, t.name, []int32{}, []int64{}, []int64{}, []string{}, []int32{}, task.LeaseExpired, t.keep)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := conn.Deallocate(ctx, sqlFlush); err != nil {
+		return err
+	}
+	_, err = conn.Prepare(ctx, sqlFlush, sqlFlush)
 	return err
 }
 
