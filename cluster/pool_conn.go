@@ -22,8 +22,9 @@ import (
 // twenty on the light load of issue 40, which set the flush's p99; and
 // every invalidation of the plan (an autoanalyze of hourglass_tasks)
 // costs a plan again on every pool connection the flush next runs on. On
-// a connection of its own it is planned once, by warm before the first
-// timer is due, and again only after an invalidation, once.
+// a connection of its own, readied by warm before the first timer is due
+// (timers.warm: the caches filled, the statement prepared), it is planned
+// once, at the first flush, and again only after an invalidation, once.
 //
 // The connection is opened when asked for (open, or a statement while
 // there is none), each statement and the opening bounded by the pool's
