@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
-	"github.com/hourglass-go/hourglass/internal/retry"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -14,17 +16,25 @@ import (
 // reservers in the same round trip.
 
 // flushLoop is the flusher goroutine: it flushes fired timers as they
-// come, a batch per round trip. After a failed flush (its jobs put back,
-// see retry) it waits a back-off, up to a second, before the next: a
-// database that is down sees about a flush a second, and the log a line.
+// come, a batch per round trip, on a connection of its own (t.own). After
+// a failed flush (its jobs put back, see retry) it waits a back-off, up
+// to a second, before the next: a database that is down sees about a
+// flush a second, and the log a line. Before waiting for timers it makes
+// its connection ready (connect), and it looks again every ownIdle.
 func (t *timers) flushLoop() {
 	defer t.wg.Done()
 	backoff := retry.Backoff{Base: retry.DefaultBase, Max: time.Second}
 	failures := retry.NewFailureLog(t.log, "hourglass: flushing timers failed; the sweep retries them", "hourglass: flushing timers works again")
+	idle := time.NewTimer(ownIdle)
+	defer idle.Stop()
 	for {
+		t.connect()
+		idle.Reset(ownIdle)
 		select {
 		case <-t.quit:
 			return
+		case <-idle.C:
+			continue
 		case <-t.kick:
 		}
 		for t.hooks.paused.Load() {
@@ -46,6 +56,59 @@ func (t *timers) flushLoop() {
 		failures.OK()
 		backoff.Reset()
 	}
+}
+
+// ownIdle is how often an idle flusher looks at its connection (connect).
+const ownIdle = 10 * time.Second
+
+// connect makes the flusher's connection ready while the node holds a
+// partition, and closes it while it holds none, so that a node that owns
+// nothing (more nodes than partitions) keeps no connection for it. A
+// connection opened here is warmed (warm) before the first timer needs
+// it; failing to open one is not reported: until a later try (after a
+// back-off, ownConn.open) opens one, flushes run through the pool, and
+// their failures are reported. Bounded by the pool's deadline, and cut
+// short by stop.
+func (t *timers) connect() {
+	if t.hooks.paused.Load() {
+		return
+	}
+	if t.members.count() == 0 {
+		t.own.close()
+		return
+	}
+	t.own.open(t.done)
+}
+
+// warm readies conn for the flush statement before the first timer is
+// flushed there: it runs the statement once with nothing to flush (it
+// fences no partition, so it locks, reads and writes no row), which
+// loads the catalog entries of its tables, their indexes and operators
+// into the server process's caches, then drops that statement and
+// prepares it again. The drop throws away the generic plan the run
+// built: PostgreSQL builds it from the tables' statistics at that
+// moment, and a plan built on a node's start over tables still empty
+// (seq scans of a few pages, a nested loop of the due rows against the
+// table's) made every flush read whole tables once they were filled,
+// seconds a flush, until an autoanalyze made it plan again. The first
+// flush plans it over the tables as they are, with the caches warm.
+func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
+	if _, err := conn.Prepare(ctx, sqlFlush, sqlFlush); err != nil {
+		return err
+	}
+	rows, err := conn.Query(ctx, sqlFlush, t.name, []int32{}, []int64{}, []int64{}, []string{}, []int32{}, task.LeaseExpired, t.keep)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := conn.Deallocate(ctx, sqlFlush); err != nil {
+		return err
+	}
+	_, err = conn.Prepare(ctx, sqlFlush, sqlFlush)
+	return err
 }
 
 // sqlFlush is the whole of a flush, one statement (see flush):
@@ -271,7 +334,7 @@ func (t *timers) flush() error {
 	var timerAts, timerJobs []int64
 	began := time.Now()
 	err := func() error {
-		rows, err := t.db.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
+		rows, err := t.own.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
 		if err != nil {
 			return err
 		}

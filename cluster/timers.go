@@ -34,6 +34,7 @@ import (
 // goroutines.
 type timers struct {
 	db         *pool
+	own        *ownConn // the flusher's connection (pool_conn.go)
 	name       string
 	partitions int
 	window     time.Duration
@@ -49,6 +50,8 @@ type timers struct {
 	wheel    *hourglass.Keyed[uint64] // owned partitions' timers by job id
 	kick     chan struct{}            // buffered 1: fired has jobs
 	quit     chan struct{}
+	done     context.Context // cancelled by stop
+	cancel   context.CancelFunc
 	stopOnce sync.Once
 	wg       sync.WaitGroup
 
@@ -104,6 +107,8 @@ func newTimers(n *Node, env flushEnv) *timers {
 		kick: make(chan struct{}, 1),
 		quit: make(chan struct{}),
 	}
+	t.done, t.cancel = context.WithCancel(context.Background())
+	t.own = newOwnConn(t.db, t.warm)
 	t.wheel = hourglass.NewKeyed(t.fire, hourglass.WithExecutor(hourglass.Inline), hourglass.WithHierarchicalWheel(wheelTick))
 	t.horizon = t.clock.now() + int64(t.window)
 	return t
@@ -116,11 +121,13 @@ func (t *timers) start() {
 }
 
 // stop ends the flusher, if started, once its flush in progress is done,
-// and stops the wheel. It is idempotent.
+// closes its connection and stops the wheel. It is idempotent.
 func (t *timers) stop() {
 	t.stopOnce.Do(func() {
 		close(t.quit)
+		t.cancel()
 		t.wg.Wait()
+		t.own.close()
 		t.wheel.Stop()
 	})
 }
@@ -221,11 +228,19 @@ const minInt64 = -1 << 63
 
 // loadAcquired arms the timers of parts, just acquired, due before the
 // horizon, overdue ones included.
+// It then wakes the flusher, which opens and warms its connection if it
+// had none (flushLoop): the first timer of a node that held no partition
+// is then flushed on a connection ready for it.
 func (t *timers) loadAcquired(ctx context.Context, parts []int32) error {
 	t.mu.Lock()
 	horizon := t.horizon
 	t.mu.Unlock()
-	return t.load(ctx, parts, 0, horizon, true)
+	err := t.load(ctx, parts, 0, horizon, true)
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+	return err
 }
 
 // extendWindow loads the next window's timers once less than half of the

@@ -135,6 +135,7 @@ func Launch(opts ...Option) (*Server, error) {
 // fsyncs, for a directory removed next.
 func (s *Server) Close() {
 	s.quit()
+	s.keepLog()
 	os.RemoveAll(s.root)
 }
 
@@ -148,6 +149,12 @@ func start(bin string, opts []Option) (*Server, error) {
 	for _, o := range opts {
 		s.extra = append(s.extra, "-c", o.name+"="+o.value)
 	}
+	diag, err := diagSettings()
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	s.extra = append(s.extra, diag...)
 	if s.cred, err = unprivileged(); err != nil {
 		os.RemoveAll(root)
 		return nil, err
