@@ -11,7 +11,7 @@
 //	4-ary heap           O(log n)   O(log n)   O(k log n)     at the next deadline
 //	sorted list          O(n)       O(1)       O(k)           at the next deadline
 //
-// (L is the number of wheel levels, 8 for a 1 ms tick.) The hierarchical
+// (L is the number of wheel levels, 7 for a 1 ms tick.) The hierarchical
 // wheel, the default, suits almost every program: constant-time operations
 // at any size, deadlines of any length, and a driver that sleeps until
 // there is work. The hashed wheel is Netty's HashedWheelTimer, for

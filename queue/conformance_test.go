@@ -585,11 +585,12 @@ func TestConstructors(t *testing.T) {
 			t.Errorf("HashedWheel(1ms, %d).Slots() = %d, want %d", tc.slots, got, tc.want)
 		}
 	}
-	// Levels of 6 bits each until the tick count of math.MaxUint64 fits.
+	// Level 0 of 10 bits, then levels of 6 bits each until the tick
+	// count of math.MaxUint64 fits.
 	for _, tc := range []struct {
 		tick time.Duration
 		want int
-	}{{1, 11}, {time.Microsecond, 10}, {time.Millisecond, 8}, {100 * time.Millisecond, 7}} {
+	}{{1, 10}, {time.Microsecond, 9}, {time.Millisecond, 7}, {100 * time.Millisecond, 6}} {
 		if got := queue.HierarchicalWheel(tc.tick).Levels(); got != tc.want {
 			t.Errorf("HierarchicalWheel(%v).Levels() = %d, want %d", tc.tick, got, tc.want)
 		}

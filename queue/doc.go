@@ -17,7 +17,7 @@
 // Costs, for n queued entries and k entries due at an Advance:
 //
 //	structure           Add        Remove     Advance                 Next
-//	HierarchicalWheel   O(1)       O(1)       O(L + k·L), L levels    O(L)
+//	HierarchicalWheel   O(1)       O(1)       O(L + k·L), L levels    O(L + 16)
 //	HashedWheel         O(1)       O(1)       O(ticks + n/slots)      O(slots/64)
 //	Heap (4-ary)        O(log n)   O(log n)   O(k log n)              O(1)
 //	SortedList          O(n)       O(1)       O(k)                    O(1)
@@ -25,15 +25,17 @@
 // A [KeyQueue] adds a hash probe, O(1) expected, to each operation by key.
 //
 // This corrects the usual textbook table in three places. The hierarchical
-// wheel's add is O(1), not O(levels): the level is the highest 6-bit digit
-// in which the deadline's tick differs from the current tick, one XOR and
-// one count of leading zeros. Its real per-level cost is at expiry, where
-// an entry is re-filed once for each level it descends (k·L above, one or
-// two cascades in practice). The hashed wheel's expiry cost is not O(1) per
-// tick: each slot visit walks every entry in the slot, including those that
-// are whole turns away, n/slots of them on average. And the sorted list's
-// add is O(1) when deadlines arrive in order, the common case of one fixed
-// timeout for every request, which is why it stays a fair baseline.
+// wheel's add is O(1), not O(levels): the level is the highest digit (10
+// bits for level 0, 6 above) in which the deadline's tick differs from
+// the current tick, one XOR and one count of leading zeros. Its real
+// per-level cost is at expiry, where an entry is re-filed once for each
+// level it descends (k·L above; in practice none for a deadline within
+// the current block of 1,024 ticks, one or two beyond). The hashed
+// wheel's expiry cost is not O(1) per tick: each slot visit walks every
+// entry in the slot, including those that are whole turns away, n/slots
+// of them on average. And the sorted list's add is O(1) when deadlines
+// arrive in order, the common case of one fixed timeout for every
+// request, which is why it stays a fair baseline.
 //
 // The hierarchical wheel also moves a deadline later in O(1) without
 // relinking: the entry is filed again when its old slot comes due.

@@ -42,7 +42,7 @@ func ExampleQueue() {
 	// 2s: heartbeat
 	// 3s: close idle connection
 	// 3s: heartbeat
-	// wake-ups: 6
+	// wake-ups: 5
 }
 
 // A KeyQueue keeps one idle deadline per connection, pushed back on every

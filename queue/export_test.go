@@ -137,12 +137,13 @@ func (w *wheel[V]) verify() error {
 	counts := make([]int, len(w.lists))
 	total, err := w.verifyLists(func(id int, e *node[V]) error {
 		counts[id]++
-		l, s := id/levelSize, uint64(id%levelSize)
-		if l >= len(w.occupied) || w.active {
+		if id >= len(w.occupied)*64 || w.active {
 			return nil
 		}
+		l, s := levelOf(id)
 		t := ceilTicks(e.when, w.tick.n)
-		start := w.elapsed&^(uint64(1)<<(uint(l+1)*levelBits)-1) | s<<(uint(l)*levelBits)
+		top := levelShift(l + 1) // the shift of the level above: this level's block
+		start := w.elapsed&^(uint64(1)<<top-1) | s<<levelShift(l)
 		if t < start {
 			return fmt.Errorf("due at tick %d, filed in a slot starting at %d", t, start)
 		}
@@ -151,15 +152,18 @@ func (w *wheel[V]) verify() error {
 	if err != nil {
 		return fmt.Errorf("hierarchical wheel: %w", err)
 	}
-	for l := range w.occupied {
-		for s := range uint64(levelSize) {
-			n := counts[l*levelSize+int(s)]
-			if (n > 0) != (w.occupied[l]&(1<<s) != 0) {
-				return fmt.Errorf("hierarchical wheel: level %d slot %d holds %d nodes, bitmap disagrees", l, s, n)
-			}
-			if n > 0 && !w.active && s <= (w.elapsed>>(l*levelBits))&levelMask {
-				return fmt.Errorf("hierarchical wheel: level %d slot %d occupied at or before the current slot", l, s)
-			}
+	for id := range len(w.occupied) * 64 {
+		l, s := levelOf(id)
+		n := counts[id]
+		if (n > 0) != (w.occupied[id/64]&(1<<(id%64)) != 0) {
+			return fmt.Errorf("hierarchical wheel: level %d slot %d holds %d nodes, bitmap disagrees", l, s, n)
+		}
+		mask := uint64(levelMask)
+		if l == 0 {
+			mask = level0Mask
+		}
+		if n > 0 && !w.active && s <= (w.elapsed>>levelShift(l))&mask {
+			return fmt.Errorf("hierarchical wheel: level %d slot %d occupied at or before the current slot", l, s)
 		}
 	}
 	return w.verifyCount(total, "hierarchical wheel")
