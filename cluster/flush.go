@@ -146,7 +146,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 			died = CASE WHEN ` + sqlDies + ` THEN now.ns END,
 			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
 			attempts = t.attempts + CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
-			lease = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN ` + sqlLease + ` ELSE '' END,
+			lease = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN $9` + sqlLease + ` ELSE '' END,
 			lease_until = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr ELSE 0 END,
 			fire_at = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr END,
 			reserved = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns ELSE t.reserved END,
@@ -271,7 +271,7 @@ func (t *timers) flush() error {
 	var timerAts, timerJobs []int64
 	began := time.Now()
 	err := func() error {
-		rows, err := t.db.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
+		rows, err := t.db.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep, newLeaseToken())
 		if err != nil {
 			return err
 		}

@@ -94,11 +94,11 @@ func (n *Node) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 	}
 	var dbNow int64
 	t, err := scanRow(n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
-		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1, lease = `+sqlLease+`,
+		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1, lease = $2`+sqlLease+`,
 			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, died = NULL, reserved = now.ns, tries = t.tries + 1, ready_at = NULL
 		FROM now
 		WHERE t.job_id = $1 AND t.state IN (1, 3)
-		RETURNING `+returnTask+`, now.ns`, j), &dbNow)
+		RETURNING `+returnTask+`, now.ns`, j, newLeaseToken()), &dbNow)
 	if err == pgx.ErrNoRows {
 		return task.Task{}, task.ErrNotFound
 	}

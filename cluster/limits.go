@@ -147,7 +147,7 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
-			lease = ` + sqlLease + `,
+			lease = $9` + sqlLease + `,
 			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1, ready_at = NULL
 		FROM ordered, now
 		WHERE t.job_id = ordered.job_id AND t.job_id = ANY(ARRAY(SELECT job_id FROM ordered))
@@ -386,7 +386,7 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			throttled, err = heldBack(ctx, tx, qs, dbNow, nil)
 			return err
 		}
-		rows, err = tx.Query(ctx, sqlReserveLimited, names, max, allows, perKeys, kRates, kPers, kBursts, dbNow)
+		rows, err = tx.Query(ctx, sqlReserveLimited, names, max, allows, perKeys, kRates, kPers, kBursts, dbNow, newLeaseToken())
 		if err != nil {
 			return err
 		}
