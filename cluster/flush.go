@@ -271,7 +271,7 @@ func (t *timers) flush() error {
 	var timerAts, timerJobs []int64
 	began := time.Now()
 	err := func() error {
-		rows, err := t.db.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep, newLeaseToken())
+		rows, err := t.db.leaseQuery(ctx, t.env.leaseCall(handQueues), sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
 		if err != nil {
 			return err
 		}

@@ -361,8 +361,7 @@ func (p *poller) GiveBack(items []handed) { (*Node)(p).giveBack(items) }
 // queues' pauses to end, the next token of a rate limit, capPoll for a
 // concurrency limit.
 func (n *Node) take(ctx context.Context, queues []string, max int, path string) ([]task.Task, time.Duration, error) {
-	tok := newLeaseToken()
-	rows, err := n.db.Query(ctx, sqlReserve, queues, max, tok)
+	rows, err := n.db.leaseQuery(ctx, n.giveBacks.call(queues), sqlReserve, queues, max)
 	if err != nil {
 		return nil, 0, dbErr(err)
 	}
@@ -370,7 +369,7 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 	if err == nil && keyed {
 		// A queue uses keys: the statement took nothing, and the fair
 		// one takes them.
-		if rows, err = n.db.Query(ctx, sqlReserveFair, queues, max, tok); err != nil {
+		if rows, err = n.db.leaseQuery(ctx, n.giveBacks.call(queues), sqlReserveFair, queues, max); err != nil {
 			return nil, 0, dbErr(err)
 		}
 		got, dbNow, retry, limited, _, err = scanReserved(rows)
