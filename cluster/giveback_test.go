@@ -160,3 +160,79 @@ func TestReserve_LeaseFormat(t *testing.T) {
 		t.Errorf("two reserves' leases %q and %q share a token", first[0].Lease, second[0].Lease)
 	}
 }
+
+// TestReserve_CommitAfterCutEnded: a reserve statement still running
+// when the link is lost (a trigger sleeps 8 s in it; the proxy
+// blackholes the link meanwhile, so that pgx's cancel request at the
+// deadline never arrives) would commit its lease after the node gave up
+// on it, and after a give-back that looked as soon as the link was back.
+// The give-back ends the statement's backend first: the task is never
+// left leased to no one, and another node reserves it within seconds,
+// not after its TTR. Without the backend's end, the give-back found
+// nothing and the lease committed seconds later.
+func TestReserve_CommitAfterCutEnded(t *testing.T) {
+	direct, proxied, proxy := behindProxy(t)
+	u, err := neturl.Parse(proxied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", "slow")
+	u.RawQuery = q.Encode()
+	a := startNode(t, u.String(), "a", func(o *cluster.Options) {
+		o.DBTimeout = 2 * time.Second
+		o.Lease = 30 * time.Second
+	})
+	b := startNode(t, direct, "b")
+	ctx := context.Background()
+	if _, _, err := svc(a).Put(ctx, "q", task.PutRequest{TTR: lostTTR}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`CREATE FUNCTION test_slow_reserve() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				IF current_setting('application_name') = 'slow' THEN PERFORM pg_sleep(8); END IF;
+				RETURN NEW;
+			END $$`,
+		`CREATE TRIGGER test_slow_reserve BEFORE UPDATE ON hourglass_tasks
+			FOR EACH ROW WHEN (NEW.state = 2) EXECUTE FUNCTION test_slow_reserve()`,
+	} {
+		if _, err := b.pool.Exec(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.hooks.Pause()
+	defer a.hooks.Resume()
+	failed := make(chan error, 1)
+	go func() {
+		_, err := a.ReserveQueues(ctx, []string{"q"}, 1, 0)
+		failed <- err
+	}()
+	eventually(t, 10*time.Second, "the reserve statement sleeping", func() bool {
+		var k int
+		b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = 'slow' AND wait_event = 'PgSleep'`).Scan(&k)
+		return k == 1
+	})
+	proxy.Set(tcpproxy.Blackhole)
+	if err := <-failed; err == nil {
+		t.Fatal("a reserve cut off by the link succeeded")
+	}
+	time.Sleep(500 * time.Millisecond) // the node has given the connection up
+	proxy.Set(tcpproxy.Pass)
+	// Past the sleep's end, when the statement would have committed.
+	eventually(t, 30*time.Second, "the sleep over", func() bool {
+		var k int
+		b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = 'slow' AND wait_event = 'PgSleep'`).Scan(&k)
+		return k == 0
+	})
+	time.Sleep(500 * time.Millisecond)
+	eventually(t, 30*time.Second, "the task of the cut reserve ready", func() bool {
+		got, err := b.ReserveQueues(ctx, []string{"q"}, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got) == 1
+	})
+}
