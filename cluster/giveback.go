@@ -88,9 +88,9 @@ func unknownOutcome(err error) bool {
 	return !errors.As(err, &pgErr) && !pgconn.SafeToRetry(err)
 }
 
-// backendStartKey is the key of a connection's backend (a backend) in
+// backendKey is the key of a connection's backend (a backend) in
 // its pgconn.PgConn's CustomData.
-const backendStartKey = "hourglass.backend"
+const backendKey = "hourglass.backend"
 
 // backend is the PostgreSQL backend a connection talks to; pid 0 for
 // none known.
@@ -108,7 +108,7 @@ type backend struct {
 func backendOf(ctx context.Context, conn interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, pc *pgconn.PgConn) (backend, error) {
-	if b, ok := pc.CustomData()[backendStartKey].(backend); ok {
+	if b, ok := pc.CustomData()[backendKey].(backend); ok {
 		return b, nil
 	}
 	var b backend
@@ -120,7 +120,7 @@ func backendOf(ctx context.Context, conn interface {
 	if uint32(b.pid) != pc.PID() {
 		b = backend{}
 	}
-	pc.CustomData()[backendStartKey] = b
+	pc.CustomData()[backendKey] = b
 	return b, nil
 }
 
@@ -327,6 +327,14 @@ func (g *giveBacks) run() {
 		}
 		if err := g.giveBack(c); err != nil {
 			g.log.Failed(err, "calls", waiting)
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) {
+				// PostgreSQL refused the statement: trying again would
+				// not change that, and the calls behind would wait.
+				g.pop(c)
+				g.left.Inc()
+				continue
+			}
 			t := time.NewTimer(b.Next())
 			select {
 			case <-t.C:
@@ -383,15 +391,23 @@ const sqlGiveBackLost = `WITH r AS (SELECT set_config('synchronous_commit', 'off
 	RETURNING t.queue`
 
 // giveBack is one try at giving back c: its backend ended first if its
-// connection was given up, then its tasks made ready again and their
-// reservers woken.
+// connection was given up (unless PostgreSQL does not allow it), then its
+// tasks made ready again and their reservers woken. It returns the
+// database's error as pgx gives it: a PgError is final (run).
 func (g *giveBacks) giveBack(c *leaseCall) error {
 	ctx := context.Background()
 	if !c.open && c.pid != 0 {
 		wait := min(time.Second, g.db.timeout/2).Milliseconds()
 		var running int
-		if err := g.db.QueryRow(ctx, sqlEndBackend, c.pid, c.start, wait).Scan(&running); err != nil {
-			return dbErr(err)
+		err := g.db.QueryRow(ctx, sqlEndBackend, c.pid, c.start, wait).Scan(&running)
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr):
+			// Not allowed to end it (another role's backend, say): the
+			// give-back does what it can without.
+			running = 0
+		case err != nil:
+			return err
 		}
 		if running > 0 {
 			return fmt.Errorf("hourglass: the backend of a reserve whose answer was lost (pid %d) has not ended", c.pid)
@@ -404,11 +420,11 @@ func (g *giveBacks) giveBack(c *leaseCall) error {
 	}
 	rows, err := g.db.Query(ctx, sqlGiveBackLost, c.queues, jobs, c.tok)
 	if err != nil {
-		return dbErr(err)
+		return err
 	}
 	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return dbErr(err)
+		return err
 	}
 	g.given.Add(float64(len(queues)))
 	byQueue := map[string]int{}

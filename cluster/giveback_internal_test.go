@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/hourglass-go/hourglass/internal/pgtest"
 	"github.com/hourglass-go/hourglass/internal/retry"
 )
 
@@ -72,6 +73,35 @@ func TestGiveBacks_Bounded(t *testing.T) {
 	g.mu.Unlock()
 	if running {
 		t.Error("the give-back goroutine still runs after close")
+	}
+}
+
+// TestGiveBacks_RefusedIsFinal: a give-back PostgreSQL refuses (here its
+// table does not exist) is not tried again: the call is left to its
+// leases' expiry, counted, so that the calls behind it do not wait for
+// it until their own leases run out.
+func TestGiveBacks_RefusedIsFinal(t *testing.T) {
+	url := pgtest.Start(t).CreateDatabase(t) // not migrated: no hourglass_tasks
+	counter := func() prometheus.Counter { return prometheus.NewCounter(prometheus.CounterOpts{Name: "c"}) }
+	g := &giveBacks{
+		db: &pool{raw: pgtest.Pool(t, url, 2, ConfigurePool), timeout: 5 * time.Second}, readied: func(string, int) {},
+		log:   retry.NewFailureLog(slog.New(slog.NewTextHandler(io.Discard, nil)), "failed", "works"),
+		calls: counter(), given: counter(), left: counter(),
+		quit: make(chan struct{}),
+	}
+	defer g.close()
+	c := g.call([]string{"q"})
+	c.open = true // nothing to end
+	g.add(c)
+	deadline := time.Now().Add(10 * time.Second)
+	for value(g.left) != 1 {
+		if time.Now().After(deadline) {
+			g.mu.Lock()
+			pending := len(g.pending)
+			g.mu.Unlock()
+			t.Fatalf("a refused give-back: %d pending, %v left after 10 s; want it left at once", pending, value(g.left))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
