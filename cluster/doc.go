@@ -200,7 +200,12 @@
 // dead node, and its writes are fenced out by the epochs. Its loops
 // retry after a back-off with jitter and log a failure that lasts once a
 // second with a count (internal/retry). Nothing answered is lost: an answer
-// follows a commit (TestDBCut in package e2e).
+// follows a commit (TestDBCut in package e2e). Nor is anything left
+// leased to no one: a reservation whose answer the link lost after the
+// statement was sent is given back in the background (giveback.go: the
+// node chose its leases' token, ends the statement's backend, then makes
+// the tasks under the token ready again), not after the tasks' TTR
+// (TestDBCut_LostReserve).
 //
 // # Roles
 //

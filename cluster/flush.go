@@ -96,7 +96,7 @@ func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
 	if _, err := conn.Prepare(ctx, sqlFlush, sqlFlush); err != nil {
 		return err
 	}
-	rows, err := conn.Query(ctx, sqlFlush, t.name, []int32{}, []int64{}, []int64{}, []string{}, []int32{}, task.LeaseExpired, t.keep)
+	rows, err := conn.Query(ctx, sqlFlush, t.name, []int32{}, []int64{}, []int64{}, []string{}, []int32{}, task.LeaseExpired, t.keep, newLeaseToken())
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 			died = CASE WHEN ` + sqlDies + ` THEN now.ns END,
 			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
 			attempts = t.attempts + CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
-			lease = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN ` + sqlLease + ` ELSE '' END,
+			lease = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN $9` + sqlLease + ` ELSE '' END,
 			lease_until = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr ELSE 0 END,
 			fire_at = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr END,
 			reserved = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns ELSE t.reserved END,
@@ -334,7 +334,7 @@ func (t *timers) flush() error {
 	var timerAts, timerJobs []int64
 	began := time.Now()
 	err := func() error {
-		rows, err := t.own.Query(ctx, sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
+		rows, err := t.own.LeaseQuery(ctx, t.env.leaseCall(handQueues), sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
 		if err != nil {
 			return err
 		}

@@ -36,7 +36,7 @@ func TestFlush_ReadsByJobID(t *testing.T) {
 		var out []byte
 		var sync string
 		err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+cluster.SQLFlush,
-			"a", parts, epochs, jobs, []string{}, []int32{}, task.LeaseExpired, true).Scan(&out)
+			"a", parts, epochs, jobs, []string{}, []int32{}, task.LeaseExpired, true, "0123456789abcdef").Scan(&out)
 		if err == nil {
 			err = tx.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sync)
 		}
@@ -90,7 +90,7 @@ func TestFlush_Linear(t *testing.T) {
 	// The statement as the node runs it: prepared, with its generic plan
 	// (ConfigurePool).
 	began := time.Now()
-	rows, err := tx.Query(ctx, cluster.SQLFlush, "a", parts, epochs, jobs, []string{}, []int32{}, task.LeaseExpired, true)
+	rows, err := tx.Query(ctx, cluster.SQLFlush, "a", parts, epochs, jobs, []string{}, []int32{}, task.LeaseExpired, true, "0123456789abcdef")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -93,13 +94,20 @@ func (n *Node) ReserveJob(ctx context.Context, job uint64) (task.Task, error) {
 		return task.Task{}, task.ErrNotFound
 	}
 	var dbNow int64
-	t, err := scanRow(n.db.QueryRow(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
-		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1, lease = `+sqlLease+`,
+	// A leasing call (giveback.go): if its answer is lost, the task is
+	// given back, ready (as if its lease had run out at once, without
+	// spending an attempt).
+	rows, err := n.db.leaseQuery(ctx, n.giveBacks.callJob(j), `WITH now AS (SELECT hourglass_now() AS ns)
+		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1, lease = $2`+sqlLease+`,
 			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, died = NULL, reserved = now.ns, tries = t.tries + 1, ready_at = NULL
 		FROM now
 		WHERE t.job_id = $1 AND t.state IN (1, 3)
-		RETURNING `+returnTask+`, now.ns`, j), &dbNow)
-	if err == pgx.ErrNoRows {
+		RETURNING `+returnTask+`, now.ns`, j)
+	if err != nil {
+		return task.Task{}, dbErr(err)
+	}
+	t, err := pgx.CollectExactlyOneRow(rows, func(r pgx.CollectableRow) (row, error) { return scanRow(r, &dbNow) })
+	if errors.Is(err, pgx.ErrNoRows) {
 		return task.Task{}, task.ErrNotFound
 	}
 	if err != nil {

@@ -147,7 +147,7 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
-			lease = ` + sqlLease + `,
+			lease = $9` + sqlLease + `,
 			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1, ready_at = NULL
 		FROM ordered, now
 		WHERE t.job_id = ordered.job_id AND t.job_id = ANY(ARRAY(SELECT job_id FROM ordered))
@@ -307,8 +307,16 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 	// throttled counts the queues a limit held back, by reason, for the
 	// metrics once the transaction commits.
 	var throttled [][2]string
-	err = pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
+	// call is the reservation's leasing call, given back if its commit's
+	// outcome is unknown (giveback.go).
+	call := n.giveBacks.call(queues)
+	body := func(tx pgx.Tx) error {
 		got, dbNow, retry, throttled = nil, 0, 0, nil
+		b, err := backendOf(ctx, tx, tx.Conn().PgConn())
+		if err != nil {
+			return err
+		}
+		call.pid, call.start = b.pid, b.start
 		rows, err := tx.Query(ctx, sqlLockLimited, queues)
 		if err != nil {
 			return err
@@ -386,7 +394,7 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 			throttled, err = heldBack(ctx, tx, qs, dbNow, nil)
 			return err
 		}
-		rows, err = tx.Query(ctx, sqlReserveLimited, names, max, allows, perKeys, kRates, kPers, kBursts, dbNow)
+		rows, err = tx.Query(ctx, sqlReserveLimited, names, max, allows, perKeys, kRates, kPers, kBursts, dbNow, call.tok)
 		if err != nil {
 			return err
 		}
@@ -439,7 +447,15 @@ func (n *Node) takeLimited(ctx context.Context, queues []string, max int) (got [
 				WHERE q.queue = b.queue`, bq, tokens, at)
 		}
 		return err
+	}
+	var committing bool
+	err = pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
+		committing = false
+		err := body(tx)
+		committing = err == nil
+		return err
 	})
+	n.giveBacks.committed(call, committing, err)
 	if err != nil {
 		return nil, 0, 0, dbErr(err)
 	}

@@ -50,6 +50,9 @@ type metrics struct {
 	flushSeconds, flushTimers prometheus.Histogram
 	handed, givenBack         prometheus.Counter
 	early                     prometheus.Counter
+	// Leasing calls whose answer was lost (giveback.go): the calls, the
+	// tasks given back, the calls left to their leases' expiry.
+	lostCalls, lostGivenBack, lostLeft prometheus.Counter
 
 	// The hops of a task from due to delivered (see hops).
 	hopFired, hopFlushing, hopFlushed, hopNotified, hopReserved prometheus.Histogram
@@ -123,9 +126,12 @@ func newMetrics(n *Node) *metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1 to 8192
 		}),
 	}
+	m.lostCalls = counter("hourglass_cluster_lost_reserves_total", "Reserves (and flushes handing tasks over) whose answer was lost after the statement was sent: a deadline, a cancel or a broken connection.")
+	m.lostGivenBack = counter("hourglass_cluster_lost_reserves_given_back_total", "Tasks leased by a reserve whose answer was lost, made ready again.")
+	m.lostLeft = counter("hourglass_cluster_lost_reserves_left_total", "Reserves whose answer was lost that were not given back (over the bound of pending ones, or the node closed): their leases run out.")
 	m.Metrics = service.NewMetrics(n.queueCounts,
 		m.owned, m.listening, m.acquired, m.takeovers, m.lost, m.tickFailures, m.keeps, m.flushSeconds, m.flushTimers,
-		m.handed, m.givenBack, m.early, m.hopFired, m.hopFlushing, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
+		m.handed, m.givenBack, m.early, m.lostCalls, m.lostGivenBack, m.lostLeft, m.hopFired, m.hopFlushing, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
 	m.schedules = m.Schedules
 	return m
 }

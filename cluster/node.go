@@ -122,7 +122,10 @@ type Node struct {
 	ids           idBlock
 	metrics       *metrics
 	acks          group[ackReq] // acks arriving together, one statement
-	counters      counters      // what this node served (report.go); its own lock
+	// giveBacks gives back what reserves whose answer was lost may have
+	// leased (giveback.go); its own lock.
+	giveBacks *giveBacks
+	counters  counters // what this node served (report.go); its own lock
 
 	// mu guards the fields below that say so: what stays on the node
 	// beside its roles. Lock order: mu, then the membership's lock (a
@@ -207,6 +210,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 		n.log.Warn("hourglass: the pool was not set up with cluster.ConfigurePool: PostgreSQL plans the node's statements afresh at every execution")
 	}
 	n.metrics = newMetrics(n)
+	n.giveBacks = newGiveBacks(n)
 	n.acks.run = n.runAcks
 	if err := n.db.QueryRow(ctx, "SELECT partitions FROM hourglass_meta").Scan(&n.partitions); err != nil {
 		return nil, dbErr(err)
@@ -334,6 +338,7 @@ func (n *Node) stop() {
 		}
 		n.runner.Stop()
 		n.cron.Stop()
+		n.giveBacks.close()
 		n.notifications.stop()
 	})
 }

@@ -184,3 +184,84 @@ func (r *ownRows) Close() {
 		r.c.failed(err)
 	}
 }
+
+// LeaseQuery is Query for a leasing statement (see leaseQuery in
+// giveback.go): the call's token goes as the last parameter, the backend
+// that runs it is recorded in call, and a call whose outcome is unknown
+// goes to call.g once it is over. A failure that closes the connection
+// leaves call.open false, so that the give-back ends the backend first.
+// When no connection can be opened, the statement runs through the
+// pool's leaseQuery.
+func (c *ownConn) LeaseQuery(ctx context.Context, call *leaseCall, sql string, args ...any) (pgx.Rows, error) {
+	conn, err := c.open(ctx)
+	if err != nil {
+		return c.p.leaseQuery(ctx, call, sql, args...)
+	}
+	bctx, cancel := c.p.bound(ctx)
+	b, err := backendOf(bctx, conn, conn.PgConn())
+	if err != nil {
+		// Nothing was leased: the statement was not sent.
+		cancel()
+		c.failed(err)
+		return nil, c.p.check(bctx, err)
+	}
+	call.pid, call.start = b.pid, b.start
+	rows, err := conn.Query(bctx, sql, append(args, call.tok)...)
+	r := &ownLeaseRows{ownRows: ownRows{boundRows: boundRows{Rows: rows, ctx: bctx, cancel: cancel, p: c.p}, c: c}, call: call}
+	if err != nil {
+		r.fail(err)
+		c.failed(err)
+		r.end()
+		cancel()
+		return nil, c.p.check(bctx, err)
+	}
+	return r, nil
+}
+
+// ownLeaseRows are the rows of ownConn.LeaseQuery.
+type ownLeaseRows struct {
+	ownRows
+	call  *leaseCall
+	ended bool
+}
+
+// fail records err, an error of the call.
+func (r *ownLeaseRows) fail(err error) {
+	if unknownOutcome(err) {
+		r.call.lost = true
+	}
+}
+
+// end records whether the connection is still open once the call is
+// over and hands a lost call to be given back. Idempotent.
+func (r *ownLeaseRows) end() {
+	if r.ended {
+		return
+	}
+	r.ended = true
+	r.call.open = r.c.conn != nil && !r.c.conn.IsClosed()
+	if r.call.lost && r.call.g != nil {
+		r.call.g.add(r.call)
+	}
+}
+
+func (r *ownLeaseRows) Next() bool {
+	if r.ownRows.Next() {
+		return true
+	}
+	r.fail(r.Rows.Err())
+	r.end()
+	return false
+}
+
+func (r *ownLeaseRows) Scan(dest ...any) error {
+	err := r.Rows.Scan(dest...)
+	r.fail(err)
+	return r.p.check(r.ctx, err)
+}
+
+func (r *ownLeaseRows) Close() {
+	r.ownRows.Close()
+	r.fail(r.Rows.Err())
+	r.end()
+}

@@ -61,7 +61,7 @@ const sqlReserve = `WITH picked AS (
 	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
-			lease = ` + sqlLease + `,
+			lease = $3` + sqlLease + `,
 			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1, ready_at = NULL
 		FROM picked, now
 		WHERE t.job_id = picked.job_id AND t.job_id = ANY(ARRAY(SELECT job_id FROM picked))
@@ -192,7 +192,7 @@ const sqlReserveFair = `WITH picked AS (
 	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
-			lease = ` + sqlLease + `,
+			lease = $3` + sqlLease + `,
 			lease_until = now.ns + t.ttr, fire_at = now.ns + t.ttr, reserved = now.ns, tries = t.tries + 1, ready_at = NULL
 		FROM picked, now
 		WHERE t.job_id = picked.job_id
@@ -240,8 +240,13 @@ const sqlTurn = `INSERT INTO hourglass_key_turns AS kt (queue, task_key, turn, s
 		WHERE s.task_key <> '' OR EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = s.queue)
 		ON CONFLICT (queue, task_key) DO UPDATE SET turn = excluded.turn, seen = excluded.seen`
 
-// sqlLease is a fresh lease token for the row t at now.ns.
-const sqlLease = `substr(md5(random()::text || t.job_id::text || now.ns::text), 1, 16)`
+// sqlLease, written after the statement's parameter that holds the call
+// token (newLeaseToken), as in "lease = $3" + sqlLease, is the lease of
+// the row t: the token then the job id in hex, as the embedded engine's
+// leases are (broker's newLease). Every lease one call makes starts with
+// its token, so that what a call whose answer was lost may have leased
+// is found again without its answer (giveback.go).
+const sqlLease = `::text || to_hex(t.job_id)`
 
 // returnTask is taskColumns of the row t, for RETURNING.
 const returnTask = `t.job_id, t.queue, t.id, t.state, t.priority, t.due, t.fire_at, t.created, t.ttr, t.attempts,
@@ -356,7 +361,7 @@ func (p *poller) GiveBack(items []handed) { (*Node)(p).giveBack(items) }
 // queues' pauses to end, the next token of a rate limit, capPoll for a
 // concurrency limit.
 func (n *Node) take(ctx context.Context, queues []string, max int, path string) ([]task.Task, time.Duration, error) {
-	rows, err := n.db.Query(ctx, sqlReserve, queues, max)
+	rows, err := n.db.leaseQuery(ctx, n.giveBacks.call(queues), sqlReserve, queues, max)
 	if err != nil {
 		return nil, 0, dbErr(err)
 	}
@@ -364,7 +369,7 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 	if err == nil && keyed {
 		// A queue uses keys: the statement took nothing, and the fair
 		// one takes them.
-		if rows, err = n.db.Query(ctx, sqlReserveFair, queues, max); err != nil {
+		if rows, err = n.db.leaseQuery(ctx, n.giveBacks.call(queues), sqlReserveFair, queues, max); err != nil {
 			return nil, 0, dbErr(err)
 		}
 		got, dbNow, retry, limited, _, err = scanReserved(rows)

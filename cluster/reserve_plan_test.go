@@ -36,19 +36,19 @@ func TestReserve_PlanAfterAnalyze(t *testing.T) {
 	for _, q := range []string{
 		"ANALYZE hourglass_tasks",
 		"SET plan_cache_mode = force_generic_plan",
-		"PREPARE reserve_plan(text[], bigint) AS " + cluster.SQLReserve,
-		"PREPARE reserve_limited_plan(text[], bigint, int[], int[], bigint[], bigint[], bigint[], bigint) AS " + cluster.SQLReserveLimited,
-		"PREPARE reserve_fair_plan(text[], bigint) AS " + cluster.SQLReserveFair,
+		"PREPARE reserve_plan(text[], bigint, text) AS " + cluster.SQLReserve,
+		"PREPARE reserve_limited_plan(text[], bigint, int[], int[], bigint[], bigint[], bigint[], bigint, text) AS " + cluster.SQLReserveLimited,
+		"PREPARE reserve_fair_plan(text[], bigint, text) AS " + cluster.SQLReserveFair,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	for _, explain := range []string{
-		"EXPLAIN (COSTS OFF) EXECUTE reserve_plan('{q}', 50)",
-		"EXPLAIN (COSTS OFF) EXECUTE reserve_limited_plan('{q}', 50, '{50}', '{0}', '{0}', '{0}', '{0}', 1)",
-		"EXPLAIN (COSTS OFF) EXECUTE reserve_limited_plan('{q}', 50, '{50}', '{0}', '{1}', '{3600000000000}', '{1}', 1)",
-		"EXPLAIN (COSTS OFF) EXECUTE reserve_fair_plan('{q}', 50)",
+		"EXPLAIN (COSTS OFF) EXECUTE reserve_plan('{q}', 50, '0123456789abcdef')",
+		"EXPLAIN (COSTS OFF) EXECUTE reserve_limited_plan('{q}', 50, '{50}', '{0}', '{0}', '{0}', '{0}', 1, '0123456789abcdef')",
+		"EXPLAIN (COSTS OFF) EXECUTE reserve_limited_plan('{q}', 50, '{50}', '{0}', '{1}', '{3600000000000}', '{1}', 1, '0123456789abcdef')",
+		"EXPLAIN (COSTS OFF) EXECUTE reserve_fair_plan('{q}', 50, '0123456789abcdef')",
 	} {
 		rows, err := conn.Query(ctx, explain)
 		if err != nil {

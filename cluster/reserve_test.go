@@ -34,7 +34,7 @@ func TestReserve_Async(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tx.Query(ctx, cluster.SQLReserve, []string{"q"}, 1)
+	rows, err := tx.Query(ctx, cluster.SQLReserve, []string{"q"}, 1, "0123456789abcdef")
 	if err != nil {
 		t.Fatal(err)
 	}

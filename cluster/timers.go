@@ -79,6 +79,9 @@ type flushEnv interface {
 	waiting(limit int) (queues []string, lims []int32)
 	// handOver gives rows, reserved for those reservers, to them.
 	handOver(rows []row, dbNow int64)
+	// leaseCall returns the leasing call of a flush handing tasks of
+	// queues over, given back if its answer is lost (giveback.go).
+	leaseCall(queues []string) *leaseCall
 	// readied tells the reservers of queue that k tasks were made ready.
 	readied(queue string, k int)
 	// settleExpired settles the expired leases the flush left to the

@@ -102,3 +102,14 @@ func (n *Node) handOver(rows []row, dbNow int64) {
 		n.giveBack(left)
 	}
 }
+
+// leaseCall returns the leasing call of a flush that hands tasks of
+// queues over to this node's waiting reservers (flushEnv): given back
+// if its answer is lost, unless it hands none over.
+func (n *Node) leaseCall(queues []string) *leaseCall {
+	c := n.giveBacks.call(queues)
+	if len(queues) == 0 {
+		c.g = nil
+	}
+	return c
+}

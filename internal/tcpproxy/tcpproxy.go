@@ -9,8 +9,11 @@
 //     stay open, what the client sends is read and dropped, and no
 //     answer comes (a partition that drops packets, the common one in a
 //     cloud). Only the client's own deadlines end its waits.
+//   - [Mute] forwards what the client sends and drops what the server
+//     answers: the server does the work, the client never hears of it
+//     (an answer lost on its way back).
 //
-// Connections that were blackholed are reset when the link passes again:
+// Connections that were blackholed or muted are reset when the link passes again:
 // bytes were dropped, so their streams cannot be resumed. A real network
 // would resume them or time them out; either way the client must open
 // new ones.
@@ -32,6 +35,7 @@ const (
 	Pass Mode = iota
 	Cut
 	Blackhole
+	Mute
 )
 
 // dialTimeout bounds the proxy's connection to its target.
@@ -59,9 +63,10 @@ type Proxy struct {
 // link was blackholed, its connection to the target.
 type link struct {
 	client, server net.Conn // server nil when never connected
-	// holed: the link was blackholed; its bytes are dropped. Guarded by
-	// the proxy's mu.
-	holed bool
+	// holed: the link was blackholed; its bytes are dropped. muted: the
+	// link was muted; the server's bytes are dropped. Guarded by the
+	// proxy's mu.
+	holed, muted bool
 }
 
 // Start listens on 127.0.0.1 on a free port and forwards what it accepts
@@ -84,8 +89,9 @@ func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Set changes the link's mode: to Cut, it resets every connection; to
-// Blackhole, it stops forwarding on every connection; to Pass, it resets
-// the connections that were blackholed. It returns once that is done
+// Blackhole, it stops forwarding on every connection; to Mute, it stops
+// forwarding the server's bytes on every connection; to Pass, it resets
+// the connections that were blackholed or muted. It returns once that is done
 // (bytes already read may still be delivered).
 func (p *Proxy) Set(m Mode) {
 	p.mu.Lock()
@@ -93,10 +99,12 @@ func (p *Proxy) Set(m Mode) {
 	p.mode = m
 	for l := range p.conns {
 		switch {
-		case m == Cut, m == Pass && l.holed:
+		case m == Cut, m == Pass && (l.holed || l.muted):
 			l.reset()
 		case m == Blackhole:
 			l.holed = true
+		case m == Mute:
+			l.muted = true
 		}
 	}
 }
@@ -147,13 +155,13 @@ func (p *Proxy) serve(c net.Conn) {
 	l := &link{client: c}
 	p.mu.Lock()
 	mode, closed := p.mode, p.closed
-	l.holed = mode == Blackhole
+	l.holed, l.muted = mode == Blackhole, mode == Mute
 	p.mu.Unlock()
 	if closed || mode == Cut {
 		l.reset()
 		return
 	}
-	if mode == Pass {
+	if mode == Pass || mode == Mute {
 		s, err := net.DialTimeout("tcp", p.target, dialTimeout)
 		if err != nil {
 			l.reset()
@@ -164,12 +172,14 @@ func (p *Proxy) serve(c net.Conn) {
 	// The mode may have changed while the proxy dialed.
 	p.mu.Lock()
 	switch {
-	case p.closed, p.mode == Cut, p.mode == Pass && l.server == nil:
+	case p.closed, p.mode == Cut, (p.mode == Pass || p.mode == Mute) && l.server == nil:
 		p.mu.Unlock()
 		l.reset()
 		return
 	case p.mode == Blackhole:
 		l.holed = true
+	case p.mode == Mute:
+		l.muted = true
 	}
 	p.conns[l] = true
 	p.mu.Unlock()
@@ -193,14 +203,15 @@ func (p *Proxy) serve(c net.Conn) {
 }
 
 // copy forwards from src to dst what it reads while l passes, and drops
-// it once l was blackholed, until src fails.
+// it once l was blackholed (or muted, src being the server), until src
+// fails.
 func (p *Proxy) copy(l *link, dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		k, err := src.Read(buf)
 		if k > 0 {
 			p.mu.Lock()
-			holed := l.holed
+			holed := l.holed || l.muted && src == l.server
 			p.mu.Unlock()
 			if !holed {
 				if _, werr := dst.Write(buf[:k]); werr != nil {

@@ -130,3 +130,84 @@ func TestProxy(t *testing.T) {
 		t.Fatalf("pass after cut: %v", err)
 	}
 }
+
+// TestProxy_Mute: Mute forwards the client's bytes and drops the
+// server's answers, on open and new connections; Pass again resets the
+// muted connections.
+func TestProxy_Mute(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := make(chan string, 16)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					heard <- line
+					c.Write([]byte(line))
+				}
+			})
+		}
+	})
+	defer func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}()
+	p, err := tcpproxy.Start(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const wait = 5 * time.Second // a bound, on a loaded machine
+	const silence = 200 * time.Millisecond
+	old, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := roundTrip(old, wait); err != nil {
+		t.Fatalf("pass: %v", err)
+	}
+	<-heard
+	p.Set(tcpproxy.Mute)
+	fresh, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	for name, c := range map[string]net.Conn{"open": old, "new": fresh} {
+		if err := roundTrip(c, silence); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("mute, %s connection: %v, want a timeout", name, err)
+		}
+		select {
+		case <-heard:
+		case <-time.After(wait):
+			t.Fatalf("mute, %s connection: the server did not get the client's bytes", name)
+		}
+	}
+	p.Set(tcpproxy.Pass)
+	if err := roundTrip(old, wait); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("pass after mute, muted connection: %v, want a reset", err)
+	}
+}
