@@ -236,3 +236,69 @@ func TestReserve_CommitAfterCutEnded(t *testing.T) {
 		return len(got) == 1
 	})
 }
+
+// TestFlush_LostHandOverGivesBack: the owner's flush hands a task that
+// falls due to a reserver long-polling on the owner, leasing it in the
+// flush statement, on the flusher's connection of its own. When that
+// statement's answer is lost (the proxy drops the database's bytes), the
+// flush fails at its deadline and the task it leased is given back: it
+// is ready again long before its TTR of minutes, and a reserve on
+// another node takes it, its lost attempt undone.
+func TestFlush_LostHandOverGivesBack(t *testing.T) {
+	direct, proxied, proxy := behindProxy(t)
+	reg := prometheus.NewRegistry()
+	a := startNode(t, proxied, "a", func(o *cluster.Options) {
+		o.DBTimeout = time.Second
+		o.Lease = 30 * time.Second // the partitions outlast the muted seconds
+		o.Registerer = reg
+	})
+	b := startNode(t, direct, "b", func(o *cluster.Options) { o.Lease = 30 * time.Second })
+	ctx := context.Background()
+	// A first flush on a, so that its flusher's connection is open and
+	// knows its backend before the link is muted.
+	if _, _, err := svc(a).Put(ctx, "warm", task.PutRequest{Delay: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the warm-up task ready", func() bool {
+		got, err := a.ReserveQueues(ctx, []string{"warm"}, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got) == 1
+	})
+	const delay = 1500 * time.Millisecond
+	if _, _, err := svc(a).Put(ctx, "q", task.PutRequest{TTR: lostTTR, Delay: delay}); err != nil {
+		t.Fatal(err)
+	}
+	put := time.Now()
+	// A reserver long-polls q on a, which owns every partition: the
+	// flush hands the task to it.
+	waited := make(chan error, 1)
+	go func() {
+		got, err := a.ReserveQueues(ctx, []string{"q"}, 1, 2*delay)
+		if err == nil && len(got) > 0 {
+			err = errors.New("the long-poll got the task its flush's answer was lost for")
+		}
+		waited <- err
+	}()
+	time.Sleep(delay - 500*time.Millisecond)
+	proxy.Set(tcpproxy.Mute)
+	time.Sleep(time.Until(put.Add(delay + 1500*time.Millisecond)))
+	proxy.Set(tcpproxy.Pass)
+	var got []task.Task
+	eventually(t, 30*time.Second, "the task of the lost hand-over ready again", func() bool {
+		var err error
+		got, err = b.ReserveQueues(ctx, []string{"q"}, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got) == 1
+	})
+	if got[0].Attempts != 1 {
+		t.Errorf("the task reserved again: attempts = %d, want 1 (the lost attempt undone)", got[0].Attempts)
+	}
+	if n := counter(t, reg, "hourglass_cluster_lost_reserves_total"); n < 1 {
+		t.Errorf("hourglass_cluster_lost_reserves_total = %v, want at least 1", n)
+	}
+	<-waited
+}
