@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,9 @@ type Cluster struct {
 	// admin reads the partitions' table for the takeover; its statements
 	// are not counted.
 	admin *pgxpool.Pool
+	// links are the nodes' connections to the database, a set per node,
+	// that Cut closes.
+	links []*links
 	stmts *statements
 	// killed is the node Cut took out of the load, -1 for none.
 	killed int
@@ -63,6 +67,9 @@ func Start(ctx context.Context, url string, nodes, clients int, log *slog.Logger
 		pc.MaxConns = int32(max(4, clients/nodes+4))
 		pc.ConnConfig.Tracer = c.stmts
 		cluster.ConfigurePool(pc)
+		l := &links{dial: pc.ConnConfig.DialFunc, conns: map[net.Conn]bool{}}
+		pc.ConnConfig.DialFunc = l.Dial
+		c.links = append(c.links, l)
 		pool, err := pgxpool.NewWithConfig(ctx, pc)
 		if err != nil {
 			c.Close()

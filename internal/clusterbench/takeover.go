@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hourglass-go/hourglass/cluster"
 )
@@ -33,16 +37,69 @@ type Victim struct {
 
 // Cut takes node i out of the load and returns it as the victim of a
 // takeover, killed in this process as a SIGKILL would kill it, from the
-// database's view: its pool is closed, so it renews no lease, fires no
-// timer, writes nothing and releases nothing. (Its LISTEN connection,
-// outside the pool, stays open; it changes nothing for the others.) A
-// node of another process is a truer victim: see Victim.
+// database's view: every connection it opened is closed and it can open
+// none (its pool's, the flusher's own and its LISTEN connection), so it
+// renews no lease, fires no timer, writes nothing and releases nothing.
+// A node of another process is a truer victim: see Victim.
 func (c *Cluster) Cut(i int) Victim {
 	c.killed = i
 	return Victim{Name: c.Nodes[i].Name(), Kill: func() error {
+		c.links[i].cut()
 		c.pools[i].Close()
 		return nil
 	}}
+}
+
+// links are one node's connections to the database: its dialer, wrapped,
+// that refuses once they are cut.
+type links struct {
+	dial  pgconn.DialFunc
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+	done  bool
+}
+
+// errCut is what a node that Cut killed gets when it dials.
+var errCut = errors.New("hourglass: clusterbench: the node was cut off")
+
+// Dial dials as the node's dialer does, unless the links are cut.
+func (l *links) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := l.dial(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		conn.Close()
+		return nil, errCut
+	}
+	l.conns[conn] = true
+	return &link{Conn: conn, l: l}, nil
+}
+
+// cut closes every connection and refuses new ones.
+func (l *links) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done = true
+	for conn := range l.conns {
+		conn.Close()
+	}
+	clear(l.conns)
+}
+
+// link is one of links' connections, forgotten when closed.
+type link struct {
+	net.Conn
+	l *links
+}
+
+func (k *link) Close() error {
+	k.l.mu.Lock()
+	delete(k.l.conns, k.Conn)
+	k.l.mu.Unlock()
+	return k.Conn.Close()
 }
 
 // Takeover waits until v holds its share of the partitions, then runs a
