@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglass-go/hourglass/cluster"
 	"github.com/hourglass-go/hourglass/task"
@@ -30,6 +31,9 @@ type Cluster struct {
 	// that Cut closes.
 	links []*links
 	stmts *statements
+	// regs are the nodes' metrics registries, one a node (Lateness reads
+	// their hops).
+	regs []*prometheus.Registry
 	// killed is the node Cut took out of the load, -1 for none.
 	killed int
 	// straggle is how long a due stream waits for its tasks after the
@@ -76,7 +80,9 @@ func Start(ctx context.Context, url string, nodes, clients int, log *slog.Logger
 			return nil, fmt.Errorf("hourglass: clusterbench: %w", err)
 		}
 		c.pools = append(c.pools, pool)
-		n, err := cluster.Open(ctx, pool, cluster.Options{Node: fmt.Sprintf("bench-%d", i), Logger: log, DBTimeout: dbTimeout})
+		reg := prometheus.NewRegistry()
+		c.regs = append(c.regs, reg)
+		n, err := cluster.Open(ctx, pool, cluster.Options{Node: fmt.Sprintf("bench-%d", i), Logger: log, DBTimeout: dbTimeout, Registerer: reg})
 		if err != nil {
 			c.Close()
 			return nil, err

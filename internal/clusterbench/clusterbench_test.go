@@ -24,7 +24,8 @@ func TestRun(t *testing.T) {
 	srv := pgtest.Start(t, pgtest.Set("max_connections", "400"))
 	cfg := clusterbench.Config{Duration: 500 * time.Millisecond, Pending: 2000, Rate: 200, Clients: 16, Takeover: true}
 	nodeCounts := []int{1, 3}
-	if full, _ := strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH")); full {
+	full, _ := strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH"))
+	if full {
 		cfg = clusterbench.Config{Takeover: true}
 		cfg.Pending, _ = strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_PENDING"))
 		cfg.Rate, _ = strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_RATE"))
@@ -40,10 +41,16 @@ func TestRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Log(res)
+		if full {
+			t.Logf("bench process during the lateness phase: %v", res.Lateness.Process)
+			for _, h := range res.Lateness.Hops {
+				t.Logf("hop %v", h)
+			}
+		}
 		if res.Lateness.Early > 0 || res.Takeover.Lateness.Early > 0 {
 			t.Fatalf("tasks delivered early: %v", res)
 		}
-		if res.Lateness.Delivered != res.Lateness.Due || res.Lateness.StatementsPerTask <= 0 {
+		if res.Lateness.Delivered != res.Lateness.Due || res.Lateness.StatementsPerTask <= 0 || len(res.Lateness.Hops) == 0 {
 			t.Fatalf("lateness phase: %v", res.Lateness)
 		}
 		if nodes > 1 && (res.Takeover.Partitions == 0 || res.Takeover.Time <= 0 ||

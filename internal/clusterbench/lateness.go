@@ -37,12 +37,19 @@ const straggle = 10 * time.Second
 // lateness includes that wait, which is the bench's, not the nodes'.
 // Stragglers describes the tasks not delivered within straggle, as the
 // database holds them after the stream (empty when every one was).
+//
+// Hops are the nodes' per-hop histograms over the stream (from the
+// nodes' registries, summed over the nodes), and Process what the one Go
+// process running the nodes and the load went through meanwhile (GC, and
+// goroutines waiting for a CPU); String leaves both out.
 type Lateness struct {
 	Due, Delivered, Early int
 	P50, P99, Max         time.Duration
 	StatementsPerTask     float64
 	PutLag                time.Duration
 	Stragglers            string
+	Hops                  []Hop
+	Process               Process
 }
 
 func (l Lateness) String() string {
@@ -85,11 +92,13 @@ type streamed struct {
 // minus the task's due time.
 func (c *Cluster) Lateness(ctx context.Context, queue string, rate int, d time.Duration) (Lateness, error) {
 	s0 := c.Statements()
+	before := c.snap()
 	st, err := c.stream(ctx, queue, rate, d, c.live(), 0, nil)
 	if err != nil {
 		return Lateness{}, err
 	}
 	l := summarise(st.samples, len(st.dues))
+	l.Hops, l.Process = hops(before, c.snap())
 	l.PutLag = st.putLag
 	if l.Delivered < l.Due {
 		l.Stragglers = c.stragglers(ctx, queue, st, time.Time{})
