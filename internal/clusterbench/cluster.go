@@ -41,6 +41,9 @@ type Cluster struct {
 	// before each put of a stream. Both for tests.
 	straggle  time.Duration
 	beforePut func()
+	// SampleWaits has Lateness sample what the server's backends wait on
+	// (Lateness.Waits). Set it before Lateness.
+	SampleWaits bool
 }
 
 // dbTimeout is the bench's nodes' database timeout (cluster.Options.

@@ -34,7 +34,10 @@ type Config struct {
 	// Takeover adds the takeover phase (needs 2 nodes or more): the
 	// first node is cut off in this process (Cluster.Cut).
 	Takeover bool
-	Logger   *slog.Logger // default: discard
+	// SampleWaits samples what PostgreSQL's backends wait on during the
+	// lateness phase (Lateness.Waits; a query every 10 ms).
+	SampleWaits bool
+	Logger      *slog.Logger // default: discard
 }
 
 // Result holds the figures of one run.
@@ -96,6 +99,7 @@ func Run(ctx context.Context, url string, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	defer c.Close()
+	c.SampleWaits = cfg.SampleWaits
 	res := Result{Nodes: cfg.Nodes, Pending: cfg.Pending, Rate: cfg.Rate}
 	if !cfg.LatenessOnly {
 		if res.SinglePutsPerSec, err = c.Puts(ctx, "bench-single", cfg.Clients, 1, cfg.Duration); err != nil {

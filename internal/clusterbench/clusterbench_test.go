@@ -20,6 +20,11 @@ import (
 //	HOURGLASS_CLUSTERBENCH_PENDING=1000000
 //	HOURGLASS_CLUSTERBENCH_RATE=5000      tasks/s falling due
 //	HOURGLASS_CLUSTERBENCH_LATENESS=1     skip the put phases
+//	HOURGLASS_CLUSTERBENCH_WAITS=1        sample what PostgreSQL's backends wait on
+//
+// The full run logs, for the lateness phase, the nodes' per-hop
+// histograms and what the bench's process went through (GC, goroutines
+// waiting for a CPU, CPU time against the machine's).
 func TestRun(t *testing.T) {
 	srv := pgtest.Start(t, pgtest.Set("max_connections", "400"))
 	cfg := clusterbench.Config{Duration: 500 * time.Millisecond, Pending: 2000, Rate: 200, Clients: 16, Takeover: true}
@@ -30,6 +35,7 @@ func TestRun(t *testing.T) {
 		cfg.Pending, _ = strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_PENDING"))
 		cfg.Rate, _ = strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_RATE"))
 		cfg.LatenessOnly, _ = strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH_LATENESS"))
+		cfg.SampleWaits, _ = strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH_WAITS"))
 		if k, err := strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_NODES")); err == nil {
 			nodeCounts = []int{k}
 		}
@@ -45,6 +51,9 @@ func TestRun(t *testing.T) {
 			t.Logf("bench process during the lateness phase: %v", res.Lateness.Process)
 			for _, h := range res.Lateness.Hops {
 				t.Logf("hop %v", h)
+			}
+			if cfg.SampleWaits {
+				t.Logf("PostgreSQL during the lateness phase: %v", res.Lateness.Waits)
 			}
 		}
 		if res.Lateness.Early > 0 || res.Takeover.Lateness.Early > 0 {

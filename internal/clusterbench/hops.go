@@ -1,10 +1,15 @@
 package clusterbench
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"os"
 	"runtime/metrics"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -52,15 +57,29 @@ func round(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond
 // that were ready to run waited for a CPU (the runtime's
 // /sched/latencies), p99 and worst bucket. A wait there delays a node's
 // wheel, flusher or reserve and the bench's reservers alike.
+//
+// CPU is the CPU time this process used over the stream, Machine the
+// machine's (all processes: this one, PostgreSQL's, and whatever else
+// runs), and Wall the stream's length: Machine less CPU is PostgreSQL's
+// on an otherwise quiet machine. Vacuums (the nodes', cluster/vacuum.go),
+// Autovacuums and Autoanalyzes count those run on hourglass_tasks over
+// the stream, and Live and Dead are its live and dead tuples at the
+// stream's start, as the server's statistics had them.
 type Process struct {
 	GCCycles                      uint64
 	PauseP99, PauseMax            time.Duration
 	SchedP99, SchedP999, SchedMax time.Duration
+	CPU, Machine, Wall            time.Duration
+	Vacuums, Autovacuums          int64
+	Autoanalyzes, Live, Dead      int64
 }
 
 func (p Process) String() string {
-	return fmt.Sprintf("%d GC cycles, stop-the-world pauses p99 %v max ≤%v, goroutines waiting to run p99 %v p99.9 %v max ≤%v",
-		p.GCCycles, round(p.PauseP99), round(p.PauseMax), round(p.SchedP99), round(p.SchedP999), round(p.SchedMax))
+	return fmt.Sprintf("%d GC cycles, stop-the-world pauses p99 %v max ≤%v, goroutines waiting to run p99 %v p99.9 %v max ≤%v; "+
+		"CPU over %v: this process %v, the machine %v (others %v); hourglass_tasks at the start %d live %d dead tuples, then vacuums %d, autovacuums %d, autoanalyzes %d",
+		p.GCCycles, round(p.PauseP99), round(p.PauseMax), round(p.SchedP99), round(p.SchedP999), round(p.SchedMax),
+		p.Wall.Round(time.Millisecond), p.CPU.Round(time.Millisecond), p.Machine.Round(time.Millisecond),
+		(p.Machine - p.CPU).Round(time.Millisecond), p.Live, p.Dead, p.Vacuums, p.Autovacuums, p.Autoanalyzes)
 }
 
 // snapshot is the nodes' histograms and the process's runtime metrics at
@@ -70,6 +89,11 @@ type snapshot struct {
 	// bound) of each hop; the delivered one under "due→delivered <path>".
 	nodes   []map[string][]bucket
 	runtime []metrics.Sample
+	// at, cpu (this process's), machine (all CPUs busy), and the
+	// autovacuum and autoanalyze counts of hourglass_tasks.
+	at                                         time.Time
+	cpu, machine                               time.Duration
+	vacuums, autovacuums, analyzes, live, dead int64
 }
 
 // bucket is a cumulative histogram bucket.
@@ -110,7 +134,46 @@ func (c *Cluster) snap() snapshot {
 		s.runtime[i].Name = n
 	}
 	metrics.Read(s.runtime)
+	s.at, s.cpu, s.machine = time.Now(), processCPU(), machineCPU()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Missing (no such table yet, or an error): zeros, which the
+	// difference shows as nothing run.
+	_ = c.admin.QueryRow(ctx, `SELECT vacuum_count, autovacuum_count, autoanalyze_count, n_live_tup, n_dead_tup
+		FROM pg_stat_all_tables WHERE relname = 'hourglass_tasks'`).Scan(&s.vacuums, &s.autovacuums, &s.analyzes, &s.live, &s.dead)
 	return s
+}
+
+// processCPU returns the CPU time (user and system) this process has
+// used; 0 where it cannot be read.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// machineCPU returns the CPU time every CPU of the machine has been busy
+// (/proc/stat's total less idle and iowait); 0 where it cannot be read.
+func machineCPU() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return time.Duration(busy) * time.Second / 100 // USER_HZ
 }
 
 // buckets returns h's cumulative buckets, +Inf last.
@@ -173,6 +236,9 @@ func hops(before, after snapshot) ([]Hop, Process) {
 	p.GCCycles = after.runtime[0].Value.Uint64() - before.runtime[0].Value.Uint64()
 	pauses := runtimeDiff(after.runtime[1].Value.Float64Histogram(), before.runtime[1].Value.Float64Histogram())
 	p.PauseP99, p.PauseMax = seconds(quantile(pauses, 0.99)), seconds(quantile(pauses, 1))
+	p.CPU, p.Machine, p.Wall = after.cpu-before.cpu, after.machine-before.machine, after.at.Sub(before.at)
+	p.Vacuums, p.Autovacuums = after.vacuums-before.vacuums, after.autovacuums-before.autovacuums
+	p.Autoanalyzes, p.Live, p.Dead = after.analyzes-before.analyzes, before.live, before.dead
 	sched := runtimeDiff(after.runtime[2].Value.Float64Histogram(), before.runtime[2].Value.Float64Histogram())
 	p.SchedP99, p.SchedP999, p.SchedMax = seconds(quantile(sched, 0.99)), seconds(quantile(sched, 0.999)), seconds(quantile(sched, 1))
 	return out, p
@@ -238,4 +304,85 @@ func seconds(s float64) time.Duration {
 		return 0
 	}
 	return time.Duration(s * float64(time.Second))
+}
+
+// Waits is what PostgreSQL's backends of a database were doing over a
+// due stream, sampled from pg_stat_activity every waitEvery: per sample
+// of an active backend (this bench's sampler left out), its type, its
+// wait (none: on a CPU or waiting for one) and the start of its
+// statement, counted. It costs the server a query per sample, so it is
+// taken only when asked (Cluster.SampleWaits).
+//
+// Stats is hourglass_tasks's statistics every 10 samples: the time since
+// the first sample, its live and dead tuples and its vacuums (the nodes'
+// and autovacuum's).
+type Waits struct {
+	Samples int
+	Counts  map[string]int
+	Stats   []string
+}
+
+// waitEvery is how often sampleWaits looks.
+const waitEvery = 10 * time.Millisecond
+
+// String lists the most frequent states first, each with its share of
+// the samples taken.
+func (w Waits) String() string {
+	type kv struct {
+		k string
+		n int
+	}
+	var all []kv
+	for k, n := range w.Counts {
+		all = append(all, kv{k, n})
+	}
+	slices.SortFunc(all, func(a, b kv) int { return b.n - a.n })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d samples (every %v); hourglass_tasks: %s; active backends per sample:", w.Samples, waitEvery, strings.Join(w.Stats, ", "))
+	for i, e := range all {
+		if i == 25 {
+			break
+		}
+		fmt.Fprintf(&b, "\n  %6.3f  %s", float64(e.n)/float64(max(w.Samples, 1)), e.k)
+	}
+	return b.String()
+}
+
+// sampleWaits samples the active backends until ctx is done and returns
+// what it saw. A sample that fails is skipped.
+func (c *Cluster) sampleWaits(ctx context.Context) Waits {
+	w := Waits{Counts: map[string]int{}}
+	tick := time.NewTicker(waitEvery)
+	defer tick.Stop()
+	start := time.Now()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return w
+		case <-tick.C:
+		}
+		qctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if i%10 == 0 {
+			var live, dead, vac, avac int64
+			if c.admin.QueryRow(qctx, `SELECT n_live_tup, n_dead_tup, vacuum_count, autovacuum_count
+				FROM pg_stat_all_tables WHERE relname = 'hourglass_tasks'`).Scan(&live, &dead, &vac, &avac) == nil {
+				w.Stats = append(w.Stats, fmt.Sprintf("%.1fs %d/%d v%d+%d", time.Since(start).Seconds(), live, dead, vac, avac))
+			}
+		}
+		rows, err := c.admin.Query(qctx, `SELECT backend_type, coalesce(wait_event_type, '-'), coalesce(wait_event, 'CPU'),
+				left(regexp_replace(query, '\s+', ' ', 'g'), 40)
+			FROM pg_stat_activity
+			WHERE state = 'active' AND pid <> pg_backend_pid() AND (datname = current_database() OR datname IS NULL)`)
+		if err == nil {
+			w.Samples++
+			for rows.Next() {
+				var typ, wt, we, q string
+				if rows.Scan(&typ, &wt, &we, &q) == nil {
+					w.Counts[typ+" | "+wt+":"+we+" | "+q]++
+				}
+			}
+			rows.Close()
+		}
+		cancel()
+	}
 }

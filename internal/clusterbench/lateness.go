@@ -50,6 +50,7 @@ type Lateness struct {
 	Stragglers            string
 	Hops                  []Hop
 	Process               Process
+	Waits                 Waits // with Cluster.SampleWaits
 }
 
 func (l Lateness) String() string {
@@ -93,12 +94,21 @@ type streamed struct {
 func (c *Cluster) Lateness(ctx context.Context, queue string, rate int, d time.Duration) (Lateness, error) {
 	s0 := c.Statements()
 	before := c.snap()
+	var waits Waits
+	wctx, stopWaits := context.WithCancel(ctx)
+	var waited sync.WaitGroup
+	if c.SampleWaits {
+		waited.Go(func() { waits = c.sampleWaits(wctx) })
+	}
 	st, err := c.stream(ctx, queue, rate, d, c.live(), 0, nil)
+	stopWaits()
+	waited.Wait()
 	if err != nil {
 		return Lateness{}, err
 	}
 	l := summarise(st.samples, len(st.dues))
 	l.Hops, l.Process = hops(before, c.snap())
+	l.Waits = waits
 	l.PutLag = st.putLag
 	if l.Delivered < l.Due {
 		l.Stragglers = c.stragglers(ctx, queue, st, time.Time{})
