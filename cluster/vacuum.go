@@ -48,8 +48,11 @@ const (
 )
 
 // sqlVacuumDue says whether hourglass_tasks has more than $1 + $2 × its
-// live tuples dead: one read of the statistics, O(1).
-const sqlVacuumDue = `SELECT coalesce((SELECT n_dead_tup > $1 + $2 * n_live_tup
+// live tuples dead: one read of the statistics, O(1). $2 is a fraction:
+// cast, since PostgreSQL would take it for a bigint like n_live_tup and
+// the driver would send 0.1 as 0 (a table of a million tasks vacuumed,
+// every index in full, each second that a thousand of its tuples died).
+const sqlVacuumDue = `SELECT coalesce((SELECT n_dead_tup > $1 + $2::float8 * n_live_tup
 	FROM pg_stat_user_tables WHERE relid = 'hourglass_tasks'::regclass), false)`
 
 // sqlVacuum vacuums the tasks' table, unless another vacuum holds it.
