@@ -76,3 +76,26 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 	}
 	return time.Since(start)
 }
+
+// migratedTo returns a new database whose schema is what Migrate makes
+// of the first version migrations, its version table included, and a
+// pool on it: the database an older binary left, for a migration test.
+func migratedTo(t *testing.T, version int) (string, *pgxpool.Pool) {
+	t.Helper()
+	url := server(t).CreateDatabase(t)
+	pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE hourglass_migrations (version integer PRIMARY KEY,
+		name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range cluster.Migrations()[:version] {
+		if _, err := pool.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if _, err := pool.Exec(ctx, "INSERT INTO hourglass_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return url, pool
+}

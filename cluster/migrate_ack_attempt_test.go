@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/cluster"
-	"github.com/hourglass-go/hourglass/internal/pgtest"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -17,21 +16,8 @@ import (
 // both attempts read as before, every field; a task ready before it is
 // reserved and acked after it, its attempt read the same way.
 func TestMigrate_AckAttempt(t *testing.T) {
-	url := server(t).CreateDatabase(t)
-	pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
+	_, pool := migratedTo(t, 17)
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `CREATE TABLE hourglass_migrations (version integer PRIMARY KEY,
-		name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range cluster.Migrations()[:17] {
-		if _, err := pool.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
-		}
-		if _, err := pool.Exec(ctx, "INSERT INTO hourglass_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
-			t.Fatal(err)
-		}
-	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	ns := func(d time.Duration) int64 { return now.Add(d).UnixNano() }
 	if _, err := pool.Exec(ctx, `INSERT INTO hourglass_history (job_id, queue, id, outcome, finished, attempts, last_error)

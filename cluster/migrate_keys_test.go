@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/hourglass-go/hourglass/cluster"
-	"github.com/hourglass-go/hourglass/internal/pgtest"
 )
 
 // TestMigrate_KeyCursor: a database at version 16 holding ready tasks of
@@ -13,21 +12,8 @@ import (
 // queues' cursors over keys): every task is kept, and a node's first
 // reserve takes one task of each key, in the order of their names.
 func TestMigrate_KeyCursor(t *testing.T) {
-	url := server(t).CreateDatabase(t)
-	pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
+	_, pool := migratedTo(t, 16)
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `CREATE TABLE hourglass_migrations (version integer PRIMARY KEY,
-		name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range cluster.Migrations()[:16] {
-		if _, err := pool.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
-		}
-		if _, err := pool.Exec(ctx, "INSERT INTO hourglass_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := pool.Exec(ctx, `INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at,
 			created, ttr, attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload, task_key)
 		SELECT j, 1, 'q', 'x' || j, 1, 0, j, NULL, 0, 60000000000, 0, 0, '', 0, 0, 0, 0, 0, 'p', k

@@ -46,22 +46,8 @@ func TestMigrate(t *testing.T) {
 // no last error, the queue keeps its pause and has the default policy,
 // and a node serves both.
 func TestMigrate_Policies(t *testing.T) {
-	url := server(t).CreateDatabase(t)
-	pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
+	_, pool := migratedTo(t, 4)
 	ctx := context.Background()
-	// What Migrate does, stopping at version 4.
-	if _, err := pool.Exec(ctx, `CREATE TABLE hourglass_migrations (version integer PRIMARY KEY,
-		name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range cluster.Migrations()[:4] {
-		if _, err := pool.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
-		}
-		if _, err := pool.Exec(ctx, "INSERT INTO hourglass_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := pool.Exec(ctx, `INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at,
 			created, ttr, attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload)
 		VALUES (1, 1, 'q', 'x', 1, 0, 0, NULL, 0, 60000000000, 0, 0, '', 0, 0, 0, 0, 0, 'p');
@@ -99,21 +85,8 @@ func TestMigrate_Policies(t *testing.T) {
 // its ack is recorded, the policy has no push endpoint, and the history
 // is written from then on.
 func TestMigrate_History(t *testing.T) {
-	url := server(t).CreateDatabase(t)
-	pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
+	_, pool := migratedTo(t, 5)
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `CREATE TABLE hourglass_migrations (version integer PRIMARY KEY,
-		name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range cluster.Migrations()[:5] {
-		if _, err := pool.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
-		}
-		if _, err := pool.Exec(ctx, "INSERT INTO hourglass_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
-			t.Fatal(err)
-		}
-	}
 	const ttr = int64(60e9)
 	var until int64
 	if err := pool.QueryRow(ctx, `INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due, fire_at,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hourglass-go/hourglass/cluster"
-	"github.com/hourglass-go/hourglass/internal/pgtest"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -14,21 +13,8 @@ import (
 // with the defaults, its last occurrence its last run, named by the id
 // of the task it put.
 func TestMigrate_Schedules(t *testing.T) {
-	url := server(t).CreateDatabase(t)
-	pool := pgtest.Pool(t, url, 8, cluster.ConfigurePool)
+	_, pool := migratedTo(t, 6)
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `CREATE TABLE hourglass_migrations (version integer PRIMARY KEY,
-		name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range cluster.Migrations()[:6] {
-		if _, err := pool.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
-		}
-		if _, err := pool.Exec(ctx, "INSERT INTO hourglass_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
-			t.Fatal(err)
-		}
-	}
 	last := time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC)
 	if _, err := pool.Exec(ctx, `INSERT INTO hourglass_schedules (name, cron, queue, timezone, payload, created, last)
 		VALUES ('old', '0 0 1 1 *', 'q', '', '', 0, $1)`, last.UnixNano()); err != nil {
