@@ -360,7 +360,7 @@ func (r *Runner) fired(e *entry, at time.Time) {
 	}
 	e.timeout = nil
 	r.firing.Add(1)
-	go r.fire(e, []time.Time{at}, at)
+	go r.fire(e, []time.Time{at}, at, false)
 }
 
 // catchUp puts the occurrences of e missed between e.s.From and now that
@@ -403,7 +403,7 @@ func (r *Runner) catchUp(ctx context.Context, e *entry, now time.Time) {
 	}
 	if len(put) > 0 {
 		r.firing.Add(1)
-		go r.fire(e, put, now)
+		go r.fire(e, put, now, true)
 		return
 	}
 	r.armLocked(e, now)
@@ -412,20 +412,36 @@ func (r *Runner) catchUp(ctx context.Context, e *entry, now time.Time) {
 // fire puts e's occurrences ats in order, each tried again after a
 // back-off while it fails, until it is put or the next try would come
 // after the first occurrence after after; the ones left then count as
-// missed. Then it arms e for that occurrence, unless e was disarmed
-// meanwhile. It runs on a goroutine of its own, at most one per entry.
-func (r *Runner) fire(e *entry, ats []time.Time, after time.Time) {
+// missed. failed says the first was tried and failed already (a
+// catch-up): fire waits a back-off before its first try then. Then it
+// arms e for that occurrence, unless e was disarmed meanwhile. It runs
+// on a goroutine of its own, at most one per entry.
+func (r *Runner) fire(e *entry, ats []time.Time, after time.Time, failed bool) {
 	defer r.firing.Done()
 	name := e.s.Spec.Name
 	deadline := service.NextOccurrence(e.s.Cron, e.s.Loc, after)
 	backoff := retry.Backoff{Base: retry.DefaultBase, Max: retry.DefaultMax}
 	for len(ats) > 0 {
+		if failed {
+			wait := backoff.Next()
+			if !deadline.IsZero() && !r.cfg.Now().Add(wait).Before(deadline) {
+				break
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-e.gone: // disarmed, or Stop
+				t.Stop()
+				return
+			}
+		}
 		err := r.occur(r.ctx, e, ats[0])
 		if err == nil {
 			if backoff.Failures() > 0 {
 				r.failures.OK()
 			}
 			backoff.Reset()
+			failed = false
 			ats = ats[1:]
 			continue
 		}
@@ -433,17 +449,7 @@ func (r *Runner) fire(e *entry, ats []time.Time, after time.Time) {
 			return
 		}
 		r.failures.Failed(err, "schedule", name, "at", ats[0])
-		wait := backoff.Next()
-		if !deadline.IsZero() && !r.cfg.Now().Add(wait).Before(deadline) {
-			break
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-e.gone: // disarmed, or Stop
-			t.Stop()
-			return
-		}
+		failed = true
 	}
 	if len(ats) > 0 {
 		// Logged as failures already: a line each would be a line a
