@@ -125,8 +125,9 @@
 // task's attempts with the policy, decides with service.AfterFailure and
 // settles the task with one statement conditioned on its lease, which
 // moves a dying task to the dead-letter queue (failure.go); the flush
-// settles expired leases of queues without such a policy itself and
-// leaves the others to its node, which settles them the same way. Rate
+// settles expired leases of queues without such a policy itself, by
+// service.Expired's verdicts on each row's counters (sqlDies), and leaves
+// the others to its node, which settles them the same way. Rate
 // and concurrency limits are held by a transaction that locks the queue's
 // row, which only reserves of limited queues take (limits.go); a rate's
 // tokens accrue on the database's clock, the only one the nodes share,

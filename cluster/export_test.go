@@ -58,7 +58,7 @@ func (n *Node) SchedulePartition(name string) int { return n.schedulePartition(n
 func (n *Node) ScheduleNext(name string) time.Time { return n.runner.Next(name) }
 
 // SQLFlush is the owner's flush statement (flush.go).
-const SQLFlush = sqlFlush
+var SQLFlush = sqlFlush
 
 // SQLReserve is the reservation statement (reserve.go).
 const SQLReserve = sqlReserve

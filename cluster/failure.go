@@ -334,3 +334,36 @@ func (n *Node) settleExpired(ctx context.Context, expired []row) error {
 	}
 	return err
 }
+
+// The leases that ran out in queues without on_failure (no retry
+// back-off, no dead-letter queue, no concurrency limit) are settled by
+// the flush itself, in its one statement (sqlFlush), since reading them
+// first would cost the flush a round trip. What becomes of each is still
+// service.Expired's decision: flushLeft and flushUsedUp are its verdicts
+// on such a task with attempts left and with them used up
+// (service.ExpiryByCounters), and the statement only compares the row's
+// counters (sqlUsedUp) to pick one. What the statement writes for them
+// (ready at its due time kept, or dead where it is; a timeout more; the
+// last error and the attempt's outcome) is held equal to those verdicts
+// by TestFlush_ExpiryIsServices, and sqlUsedUp to service.UsedUp by
+// TestFlush_UsedUpIsServices.
+var flushLeft, flushUsedUp, _ = service.ExpiryByCounters(task.Policy{})
+
+// sqlUsedUp is service.UsedUp over the row t's counters: its attempts
+// (the running one counted) have reached its max_attempts (0: no limit).
+const sqlUsedUp = `t.max_attempts > 0 AND t.attempts >= t.max_attempts`
+
+// sqlDies says that the task t, reserved, dies when its lease runs out in
+// a queue the flush settles: whether it does, with its attempts used up
+// (sqlUsedUp) or left, is service.Expired's verdict (flushUsedUp,
+// flushLeft), written into the statement as a constant.
+var sqlDies = `t.state = 2 AND CASE WHEN ` + sqlUsedUp + ` THEN ` + sqlBool(flushUsedUp.Dead) +
+	` ELSE ` + sqlBool(flushLeft.Dead) + ` END`
+
+// sqlBool is b as an SQL literal.
+func sqlBool(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}

@@ -153,8 +153,8 @@ func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
 //     was made ready (ready_at, for the lateness's split:
 //     service/lateness.go; a lease's task keeps its due time, and its
 //     wait for a worker starts now), and settles expired leases (ready again, or dead when
-//     the attempts are used up: service.AfterFailure under the default
-//     policy), with $7 (task.LeaseExpired) as their last error.
+//     the attempts are used up: service.Expired's verdicts, sqlDies),
+//     with $7 (task.LeaseExpired) as their last error.
 //   - with $8 (keep the history), att records each expired lease's
 //     attempt as expired by this node, and fin each task dead of it
 //     (history.go).
@@ -173,7 +173,7 @@ func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
 // thousands of jobs ran for seconds holding its fence, the lease loop
 // waited behind it, and the jobs that fired meanwhile made the next flush
 // longer still).
-const sqlFlush = `WITH fence AS MATERIALIZED (
+var sqlFlush = `WITH fence AS MATERIALIZED (
 		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
 		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
 		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
@@ -249,10 +249,6 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 	FROM fired, now WHERE handed
 	UNION ALL
 	SELECT ` + returnTask + `, 5, 0, now.ns, '' FROM late JOIN hourglass_tasks t ON t.job_id = late.job_id, now`
-
-// sqlDies says that the task t, reserved, has used up its attempts: when
-// its lease runs out it dies.
-const sqlDies = `t.state = 2 AND t.max_attempts > 0 AND t.attempts >= t.max_attempts`
 
 // zeroTask stands for returnTask in rows that carry no task.
 const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint,

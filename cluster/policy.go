@@ -24,7 +24,9 @@ import (
 //     conditioned on its lease (failure.go);
 //   - the flush settles the expired leases of queues whose policy has a
 //     retry back-off, a dead-letter queue or a concurrency limit (the
-//     row's on_failure) the same way, the others in its own statement;
+//     row's on_failure) the same way, the others in its own statement,
+//     by service.Expired's verdicts on their counters (sqlDies,
+//     failure.go);
 //   - a reserve leaves queues with a rate or concurrency limit (limited)
 //     out of its statement and takes their tasks in a transaction that
 //     locks their rows (limits.go).

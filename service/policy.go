@@ -321,13 +321,24 @@ type Outcome struct {
 // that ran out passes ExpiryDelay's); bury makes it dead whatever
 // attempts are left. u is a uniform draw in [0, 1) for the jitter. O(1).
 func AfterFailure(p task.Policy, attempts, maxAttempts int, delay time.Duration, bury bool, u float64) Outcome {
-	if bury || maxAttempts > 0 && attempts >= maxAttempts {
+	if bury || UsedUp(attempts, maxAttempts) {
 		return Outcome{Dead: true, DeadLetter: p.DeadLetter}
 	}
 	if delay == task.RetryDelay {
 		delay = RetryDelay(p.Retry, attempts, u)
 	}
 	return Outcome{Delay: delay}
+}
+
+// UsedUp reports whether a task that has made attempts reservations (the
+// one ending counted) of maxAttempts, as the task records it (0: no
+// limit), has used its attempts up: AfterFailure's one test of a task's
+// counters, after which a failed attempt is dead. A cluster's flush
+// compares a row's counters the same way in SQL (cluster.sqlUsedUp),
+// held equal to this over a grid of counters by cluster's
+// TestFlush_UsedUpIsServices. O(1).
+func UsedUp(attempts, maxAttempts int) bool {
+	return maxAttempts > 0 && attempts >= maxAttempts
 }
 
 // DeadLettered returns what a task moved to a dead-letter queue of policy

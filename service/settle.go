@@ -132,6 +132,23 @@ func Expired(h Held, u float64) Verdict {
 	}
 }
 
+// ExpiryByCounters returns Expired's verdicts on a lease that ran out in
+// a queue of policy p when they depend on the task's counters alone:
+// left on a task whose attempts are left, usedUp on one that has used
+// them up (UsedUp). ok is false when p needs more than the counters: a
+// retry back-off with jitter (a delay drawn for each task) or a
+// dead-letter queue (a move that needs that queue's policy). A cluster's
+// flush settles the leases that ran out in queues without a retry
+// back-off or a dead-letter queue in its one statement by these
+// verdicts, comparing only each row's counters (cluster.sqlDies), so that
+// the decision is this file's on both engines. O(1).
+func ExpiryByCounters(p task.Policy) (left, usedUp Verdict, ok bool) {
+	left = Expired(Held{Attempts: 1, Policy: p}, 0)
+	usedUp = Expired(Held{Attempts: 1, MaxAttempts: 1, Policy: p}, 0)
+	ok = left == Expired(Held{Attempts: 1, Policy: p}, 1-0x1p-53) && !(usedUp.Dead && usedUp.DeadLetter != "")
+	return left, usedUp, ok
+}
+
 // leaseExpired is the last error of every Expired verdict, shared (an
 // engine only reads a Verdict): an expiry allocates nothing for it.
 var leaseExpired = task.LeaseExpired

@@ -36,6 +36,7 @@ func RunPolicies(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("lease-expiry", func(t *testing.T) { leaseExpiry(t, b) })
 	t.Run("lease-expiry-default", func(t *testing.T) { leaseExpiryDefault(t, b) })
 	t.Run("lease-expiry-keeps-place", func(t *testing.T) { leaseExpiryKeepsPlace(t, b) })
+	t.Run("lease-expiry-bound", func(t *testing.T) { leaseExpiryBound(t, b) })
 	t.Run("release", func(t *testing.T) { release(t, b) })
 	t.Run("bury", func(t *testing.T) { bury(t, b) })
 	t.Run("dead-order", func(t *testing.T) { deadOrder(t, b) })

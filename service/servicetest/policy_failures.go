@@ -402,6 +402,68 @@ func leaseExpiryKeepsPlace(t *testing.T, b service.Service) {
 	}
 }
 
+// leaseExpiryBound: a lease that runs out in a queue without a retry
+// back-off or a dead-letter queue (none at all, or one with a limit of
+// attempts and a rate) ends as service.Expired decides over the task's
+// counters, on every engine: below the task's attempt bound ready again
+// at once, in its place; at the bound dead in its queue; never with
+// unlimited attempts. Each step is compared field by field with the
+// verdict, and the attempts and the finished record with it. A cluster
+// settles these leases in its flush's one statement (cluster.sqlDies),
+// the embedded engine by service.Expired itself.
+func leaseExpiryBound(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	const ttr = 100 * time.Millisecond
+	for _, c := range []struct {
+		queue  string
+		p      task.Policy
+		max    int // the put's max_attempts
+		rounds int
+	}{
+		{"expiry-bound-none", task.Policy{}, 2, 2},
+		{"expiry-bound-one", task.Policy{}, 1, 1},
+		{"expiry-bound-policy", task.Policy{MaxAttempts: 3, Rate: &task.Rate{Limit: 1000, Per: time.Second}}, 0, 3},
+		{"expiry-bound-unlimited", task.Policy{}, task.UnlimitedAttempts, 3},
+	} {
+		if !c.p.IsZero() {
+			setPolicy(t, b, c.queue, c.p)
+		}
+		put := putTask(t, b, c.queue, task.PutRequest{ID: "x", TTR: ttr, MaxAttempts: c.max})
+		for i := 1; i <= c.rounds; i++ {
+			r := ReserveOne(t, b, c.queue, lateSlack)
+			if r.ID != "x" || r.Attempts != i {
+				t.Fatalf("%s: reservation %d = %s, attempts %d", c.queue, i, r.ID, r.Attempts)
+			}
+			v := service.Expired(service.Held{Attempts: r.Attempts, MaxAttempts: r.MaxAttempts, Policy: c.p}, 0)
+			d := waitGone(t, b, c.queue, "x", ttr)
+			want := task.Ready
+			if v.Dead {
+				want = task.Dead
+			}
+			if d.State != want || d.Queue != c.queue || d.Attempts != i || d.Timeouts != i ||
+				d.LastError != *v.LastError || v.KeepDue && !d.Due.Equal(put.Due) {
+				t.Fatalf("%s: attempt %d of %d ran out = %+v; want as service.Expired decides: %s, attempts %d, timeouts %d, last error %q, due kept %v",
+					c.queue, i, r.MaxAttempts, d, want, i, i, *v.LastError, v.KeepDue)
+			}
+			as, err := b.Attempts(ctx, c.queue, "x")
+			must(t, "attempts", err)
+			if len(as) != i || as[i-1].Attempt != i || as[i-1].Outcome != v.Attempt || as[i-1].Error != v.AttemptError {
+				t.Fatalf("%s: attempts after %d ran out = %+v; want %d, the last %q with error %q", c.queue, i, as, i, v.Attempt, v.AttemptError)
+			}
+			if i == c.rounds && v.Dead != (c.rounds == c.max || c.max == 0) {
+				t.Fatalf("%s: the rule's verdict on the last attempt: dead %v", c.queue, v.Dead)
+			}
+			if v.Dead {
+				f, err := b.LastFinished(ctx, c.queue, "x")
+				must(t, "last finished", err)
+				if f.Outcome != task.FinishedDead || f.Attempts != i || f.LastError != *v.LastError {
+					t.Fatalf("%s: finished = %+v; want dead after %d attempts, last error %q", c.queue, f, i, *v.LastError)
+				}
+			}
+		}
+	}
+}
+
 // deadLetterDue: a task moved to its dead-letter queue is ready there,
 // due no later than its move, as a kick makes it: one delayed by an hour
 // and reserved by its job id (beanstalkd's reserve-job) does not carry
