@@ -3,6 +3,7 @@ package servicetest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hourglass-go/hourglass/service"
@@ -76,4 +77,70 @@ func fairness(t *testing.T, b service.Service) {
 	if next > 3 {
 		t.Errorf("A had %d tasks among the first reserves %v; want at most 3 while 10 other keys wait", next, order)
 	}
+}
+
+// keyRounds pins the rule of the keyed reserve that both engines follow
+// (docs/DESIGN.md, "The keyed reserve"): among ready tasks of one
+// priority, reserves of one task serve the keys with ready tasks in
+// rounds, each key once a round, the n-th task of each key in the n-th
+// round, within a key in delivery order; the key "" is one key among
+// them. A batch holds the first task of every key (as many as it takes)
+// before any key's second. The tasks are put key by key, so that
+// delivery order alone would serve the first key's tasks first. Which
+// key opens a round and the order of the keys within one are each
+// engine's (by turn on the embedded engine, by name after the queue's
+// cursor on a cluster), and so is the rest of a batch (further rounds;
+// delivery order on a cluster): the test compares the keys of each round
+// as a set.
+func keyRounds(t *testing.T, b service.Service) {
+	ctx := context.Background()
+	keys := []string{"c", "", "a", "b"} // put in no order of names
+	const perKey = 3
+	put := func(queue string) {
+		var rs []task.PutRequest
+		for _, k := range keys {
+			for i := range perKey {
+				rs = append(rs, task.PutRequest{ID: fmt.Sprintf("%s-%d", k, i), Key: k, Priority: 5})
+			}
+		}
+		for i, r := range b.PutBatch(ctx, queue, rs) {
+			must(t, "put "+rs[i].ID, r.Err)
+		}
+	}
+	// round checks that ts, the r-th round (from 0), holds the r-th task
+	// of every key.
+	round := func(how string, r int, ts []task.Task) {
+		t.Helper()
+		seen := map[string]bool{}
+		for _, tk := range ts {
+			if seen[tk.Key] || tk.ID != fmt.Sprintf("%s-%d", tk.Key, r) {
+				t.Fatalf("%s: round %d holds %s (key %q) out of turn: %v", how, r+1, tk.ID, tk.Key, ids(ts))
+			}
+			seen[tk.Key] = true
+		}
+		if len(seen) != len(keys) {
+			t.Fatalf("%s: round %d holds %d keys; want %d: %v", how, r+1, len(seen), len(keys), ids(ts))
+		}
+	}
+	put("rounds-one")
+	for r := range perKey {
+		var ts []task.Task
+		for range keys {
+			ts = append(ts, ReserveOne(t, b, "rounds-one", 0))
+		}
+		round("reserves of one", r, ts)
+	}
+	put("rounds-batch")
+	ts, err := b.Reserve(ctx, "rounds-batch", len(keys)+2, 0)
+	must(t, "reserve a batch", err)
+	var first []task.Task
+	for _, tk := range ts {
+		if strings.HasSuffix(tk.ID, "-0") {
+			first = append(first, tk)
+		}
+	}
+	if len(ts) != len(keys)+2 {
+		t.Fatalf("a batch of %d took %v", len(keys)+2, ids(ts))
+	}
+	round("a batch", 0, first)
 }
