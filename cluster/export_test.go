@@ -69,7 +69,7 @@ const SQLReserveLimited = sqlReserveLimited
 
 // SQLReserveFair is the reservation statement of queues that use keys
 // (reserve.go).
-const SQLReserveFair = sqlReserveFair
+var SQLReserveFair = sqlReserveFair
 
 // Waiting returns how many reservers wait on queue having found nothing,
 // those the flush may hand tasks to.

@@ -195,7 +195,7 @@ var sqlFlush = `WITH fence AS MATERIALIZED (
 			SELECT y.*, row_number() OVER (PARTITION BY y.queue ORDER BY y.priority, y.round, y.cls, y.task_key, y.due, y.job_id) AS rn
 			FROM (
 				SELECT d.job_id, d.queue, d.task_key, d.priority, d.due, w.lim,
-					row_number() OVER (PARTITION BY d.queue, d.task_key ORDER BY d.priority, d.due, d.job_id) AS round,
+					row_number() OVER (PARTITION BY d.queue, d.task_key ORDER BY ` + deliveryOrderOf("d") + `) AS round,
 					CASE WHEN d.task_key > cur.k THEN 0 WHEN d.task_key = '' THEN 1 ELSE 2 END AS cls
 				FROM due d JOIN unnest($5::text[], $6::int[]) AS w(queue, lim) ON w.queue = d.queue, now,
 					LATERAL (SELECT coalesce((SELECT kc.task_key FROM hourglass_key_cursors kc WHERE kc.queue = d.queue), '') AS k) cur

@@ -114,7 +114,7 @@ const sqlReserve = `WITH picked AS (
 // none waits for another but on the cursor's row at its commit. The
 // cursor's order across nodes is the database's, so the round is the
 // queue's whatever node reserves.
-const sqlReserveFair = `WITH picked AS (
+var sqlReserveFair = `WITH picked AS (
 		SELECT c.job_id, c.ready_at, c.queue, c.task_key, c.rank, c.turn FROM unnest($1::text[]) AS q(name)
 		CROSS JOIN LATERAL (
 			WITH RECURSIVE run AS MATERIALIZED (
@@ -125,25 +125,25 @@ const sqlReserveFair = `WITH picked AS (
 				(SELECT e.task_key, e.priority, e.job_id, 1 FROM hourglass_tasks e
 					WHERE (SELECT ok FROM run) AND e.queue = q.name AND e.task_key > (SELECT cur FROM run) AND e.task_key <> ''
 						AND e.state = 1 AND e.fire_at IS NULL
-					ORDER BY e.task_key, e.priority, e.due, e.job_id LIMIT 1)
+					ORDER BY e.task_key, ` + deliveryOrderOf("e") + ` LIMIT 1)
 				UNION ALL
 				SELECT x.task_key, x.priority, x.job_id, w.n + 1 FROM walkA w CROSS JOIN LATERAL (
 					SELECT e.task_key, e.priority, e.job_id FROM hourglass_tasks e
 					WHERE e.queue = q.name AND e.task_key > w.task_key AND e.task_key <> ''
 						AND e.state = 1 AND e.fire_at IS NULL
-					ORDER BY e.task_key, e.priority, e.due, e.job_id LIMIT 1) x
+					ORDER BY e.task_key, ` + deliveryOrderOf("e") + ` LIMIT 1) x
 				WHERE w.n < 4 * $2 + 64
 			), walkB(task_key, priority, job_id, n) AS (
 				(SELECT e.task_key, e.priority, e.job_id, 2000001 FROM hourglass_tasks e
 					WHERE (SELECT ok AND cur <> '' FROM run) AND e.queue = q.name AND e.task_key <> ''
 						AND e.state = 1 AND e.fire_at IS NULL
-					ORDER BY e.task_key, e.priority, e.due, e.job_id LIMIT 1)
+					ORDER BY e.task_key, ` + deliveryOrderOf("e") + ` LIMIT 1)
 				UNION ALL
 				SELECT x.task_key, x.priority, x.job_id, w.n + 1 FROM walkB w, run CROSS JOIN LATERAL (
 					SELECT e.task_key, e.priority, e.job_id FROM hourglass_tasks e
 					WHERE e.queue = q.name AND e.task_key > w.task_key AND e.task_key <> ''
 						AND e.state = 1 AND e.fire_at IS NULL
-					ORDER BY e.task_key, e.priority, e.due, e.job_id LIMIT 1) x
+					ORDER BY e.task_key, ` + deliveryOrderOf("e") + ` LIMIT 1) x
 				WHERE w.n < 2000000 + 4 * $2 + 64 AND x.task_key <= run.cur
 			), walk AS (
 				SELECT * FROM walkA
@@ -152,13 +152,13 @@ const sqlReserveFair = `WITH picked AS (
 					SELECT e.priority, e.job_id FROM hourglass_tasks e
 					WHERE run.ok AND e.queue = q.name AND e.task_key = '' AND e.state = 1 AND e.fire_at IS NULL
 						AND EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = q.name AND x.task_key = '')
-					ORDER BY e.priority, e.due, e.job_id LIMIT 1) e
+					ORDER BY ` + deliveryOrderOf("e") + ` LIMIT 1) e
 				UNION ALL
 				SELECT * FROM walkB WHERE walkB.task_key <= (SELECT cur FROM run)
 			), best AS MATERIALIZED (
 				SELECT coalesce((SELECT b.priority FROM hourglass_tasks b
 						WHERE b.queue = q.name AND b.state = 1 AND b.fire_at IS NULL AND b.priority < p0.priority
-						ORDER BY b.priority, b.due, b.job_id LIMIT 1), p0.priority) AS priority
+						ORDER BY ` + deliveryOrderOf("b") + ` LIMIT 1), p0.priority) AS priority
 				FROM (SELECT priority FROM walk LIMIT 1) p0
 			), keyed AS MATERIALIZED (
 				SELECT t.job_id, t.priority, t.due, t.ready_at, t.queue, t.task_key, 0 AS rank, w.n AS turn
