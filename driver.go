@@ -279,8 +279,7 @@ func (d *driver[In, Out]) awaitPass(full func() bool) bool {
 
 // roomWait bounds awaitRoom: ten ticks of the default wheel, time for a
 // driver behind on a loaded machine to pass. (At one tick, callers on a
-// 2-core host at load 10 timed out and filed about as often as without
-// the wait.)
+// loaded machine time out and file about as often as without the wait.)
 const roomWait = 10 * time.Millisecond
 
 // offer queues in for the structure in the ring, without d.mu, if the

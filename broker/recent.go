@@ -13,8 +13,8 @@ import (
 //
 // A reserve must hand out each task's record and payload. Those of a task
 // whose put is still in a group being committed come from the overlay; the
-// others were read from the store, two point reads a task, about a sixth
-// of the server's CPU per reserve→delete round trip. Yet most tasks are
+// others would be read from the store, two point reads a task, a large
+// share of the server's CPU per reserve→delete round trip. Yet most tasks are
 // put ready or due within seconds, and are reserved soon after: their
 // records were in memory a moment before. recent keeps them, once their
 // group is committed, while they are due within recentHorizon and the

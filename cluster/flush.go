@@ -89,8 +89,8 @@ func (t *timers) connect() {
 // built: PostgreSQL builds it from the tables' statistics at that
 // moment, and a plan built on a node's start over tables still empty
 // (seq scans of a few pages, a nested loop of the due rows against the
-// table's) made every flush read whole tables once they were filled,
-// seconds a flush, until an autoanalyze made it plan again. The first
+// table's) makes every flush read whole tables once they are filled,
+// until an autoanalyze makes it plan again. The first
 // flush plans it over the tables as they are, with the caches warm.
 func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
 	if _, err := conn.Prepare(ctx, sqlFlush, sqlFlush); err != nil {
@@ -168,11 +168,10 @@ func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
 // handed (kind 4, a = its timer's time, b = the database's clock), and one per late task
 // (kind 5), whose columns lead every row (zeros in the other kinds). Every step is linear in the jobs named: they
 // are read once by primary key (and again by the update), and kind 2
-// leaves out the fired ones with NOT IN, which PostgreSQL runs as a hashed subplan (NOT EXISTS was planned
-// as a nested-loop anti-join over the fired rows, quadratic: a flush of
-// thousands of jobs ran for seconds holding its fence, the lease loop
-// waited behind it, and the jobs that fired meanwhile made the next flush
-// longer still).
+// leaves out the fired ones with NOT IN, which PostgreSQL runs as a hashed subplan (NOT EXISTS is planned
+// as a nested-loop anti-join over the fired rows, quadratic in the jobs
+// of a flush, which holds its fence, and the lease loop behind it,
+// meanwhile).
 var sqlFlush = `WITH fence AS MATERIALIZED (
 		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
 		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition

@@ -372,7 +372,7 @@ const sqlEndBackend = `SELECT count(*) FILTER (WHERE NOT pg_terminate_backend(pi
 // does. Each queue's reserved tasks are read through the partial index
 // hourglass_tasks_reserved (queue) WHERE state = 2, one index descent a
 // queue (the lateral subquery, fenced by OFFSET 0: a condition on queue
-// OR job_id, or a subquery the planner may flatten, was planned as a walk
+// OR job_id, or a subquery the planner may flatten, is planned as a walk
 // of every reserved task), and the jobs by primary key: O(tasks reserved
 // in the queues), those in flight, never the ready or delayed ones. It
 // commits without waiting for the WAL flush, as the reservation did.

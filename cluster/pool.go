@@ -27,9 +27,9 @@ import (
 //     ones (index lookups by the arrays' elements).
 //   - no JIT compilation (jit=off). A generic plan's estimates can pass
 //     jit_above_cost on a large table (LIMIT $2 is estimated at a tenth
-//     of its input), and the reservation was then compiled afresh at
-//     every execution: about a millisecond of the server's CPU per task
-//     taken, with 500,000 ready tasks analyzed. A node's statements touch
+//     of its input), and the reservation is then compiled afresh at
+//     every execution, which costs far more than the statement's own
+//     work on a large table. A node's statements touch
 //     a few rows each, for which compiling never pays.
 //   - a connect timeout (cfg.ConnConfig.ConnectTimeout, DefaultDBTimeout
 //     when zero): the pool opens connections on goroutines of its own,

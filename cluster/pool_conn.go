@@ -16,10 +16,10 @@ import (
 // parses a prepared statement and builds its generic plan once per
 // connection, and loads the catalog entries of the tables it touches at
 // its first execution there. For the flush statement (a dozen CTEs over
-// eight tables) that first run costs 4-28 ms against about 0.6 ms warm
+// eight tables) that first run costs many times a warm one
 // (docs/results/2026-12-07-cluster-flush-tail.md). Through the pool, the
-// flush landed on whichever connection was idle, a cold one about once in
-// twenty on the light load of issue 40, which set the flush's p99; and
+// flush would land on whichever connection is idle, now and then a cold
+// one, which sets the flush's tail latency; and
 // every invalidation of the plan (an autoanalyze of hourglass_tasks)
 // costs a plan again on every pool connection the flush next runs on. On
 // a connection of its own, readied by warm before the first timer is due

@@ -20,11 +20,9 @@ import (
 //
 // The count is a scalar subquery, run per job by the index: written as
 // NOT EXISTS (a row of the job whose seq is not in the batch),
-// PostgreSQL planned a hash anti-join over a sequential scan of the
-// whole table, O(n) a batch (1 s for 1000 rows of 200,000, the hash
-// spilling to disk), and the pruning fell behind a load of 2,000 tasks/s
-// (the history scenario of the bench: the oldest row 82 s old after 3
-// minutes with a retention of 30 s, the tables growing). The delete
+// PostgreSQL plans a hash anti-join over a sequential scan of the
+// whole table, O(n) a batch, and the pruning falls behind a steady load
+// of finished tasks, the tables growing. The delete
 // finds the batch's rows by seq = ANY(ARRAY(...)), an index condition
 // whatever the estimates: joined to h, the generic plan over an analyzed
 // history of 50,000 rows hashed h and scanned the whole table

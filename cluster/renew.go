@@ -26,8 +26,8 @@ const sqlRenew = `UPDATE hourglass_partitions
 // epochs, every third of a lease until the function it returns is called
 // (which waits for it), ctx ends, or the heartbeat finds this node's name
 // taken by another process: the keeper of a round whose rest is
-// slow (a loaded database took over a lease: the next round found every
-// lease run out, and the node lost all its partitions). It only extends
+// slow (on a loaded database a round can outlast a lease: the next round
+// would find every lease run out, and the node lose all its partitions). It only extends
 // what is held at the epoch it is held at; what it could not renew is for
 // the next round's renewal to find and drop.
 func (m *membership) keep(ctx context.Context) (stop func()) {

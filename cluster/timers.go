@@ -91,10 +91,9 @@ type flushEnv interface {
 
 // wheelTick is the tick of the owner's wheel. A timer fires at the first
 // tick at or after its time, so the tick is added to every delivery's
-// first hop (due → fired): half of it on average, all of it at worst. At
-// the wheel's default of a millisecond that was most of the hop's median
-// (1.2 ms on the light row of issue 40, where the whole delivery's is
-// about 3 ms). A finer tick costs wakeups of the wheel's goroutine only
+// first hop (due → fired): half of it on average, all of it at worst. The
+// wheel's default of a millisecond would be most of that hop on a light
+// load. A finer tick costs wakeups of the wheel's goroutine only
 // where timers fall due in distinct slots: at most one a tick, and never
 // more than one per timer, so a node with 5,000 tasks falling due a
 // second wakes at most that often, each wake firing what is due.

@@ -336,8 +336,7 @@ func listRef(id int32) int32 { return -(id + 1) }
 // it with a few bit operations (wheel.go, hashedwheel.go): a wheel sets a
 // slot's bit when it files a node there, and unlink clears a list's bit
 // when it takes the list's last node. (Setting it in link would cost
-// every link a few instructions and keep link from inlining: 13 of the
-// 435 a Batch's schedule+cancel pair took.) A structure's own lists are
+// every link a few instructions and keep link from inlining.) A structure's own lists are
 // ids 0 to n-1; the due and firing lists take the first two ids of the
 // word after, so that each word of occ below them holds only the
 // structure's own lists.

@@ -311,8 +311,7 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 	}
 	// The lease's keeper starts when its first touch is due: most
 	// handlers are done before, and then none runs (a goroutine, its
-	// stack grown and a timer per task less: some 6% of a busy worker's
-	// CPU time).
+	// stack grown and a timer per task less).
 	kctx, stopKeep := context.WithCancel(r.bg)
 	kept := make(chan struct{})
 	keeper := time.AfterFunc(time.Until(l.until().Add(-l.ttr/2)), func() {

@@ -177,8 +177,8 @@ func (w *writer) init() {
 // maxKeptEntries bounds the entries of the writer's maps that reset
 // clears for the next commit: clearing a Go map costs time in its
 // capacity, not in its entries, so maps that a large batch (a bulk put)
-// grew are dropped instead; cleared, they cost each small commit after
-// (a worker's acks) about 1% of the server's CPU.
+// grew are dropped instead; cleared, they would cost each small commit
+// after (a worker's acks) their whole capacity.
 const maxKeptEntries = 256
 
 // reset empties the maps for the next commit.

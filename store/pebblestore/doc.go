@@ -237,6 +237,5 @@
 // or the first Commit begins (at most 30 s): a restart reads every record
 // before the broker writes anything, and right after a bulk load Pebble
 // would otherwise start compacting it at once, on the same cores as the
-// read. A restart of 10M tasks right after their load took 3.9 s with
-// the hold and 4.4 s without, in one run each (docs/BENCHMARKS.md, serve).
+// read (measured in docs/BENCHMARKS.md, serve).
 package pebblestore

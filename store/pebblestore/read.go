@@ -374,9 +374,8 @@ func (r *records) reset() {
 // The work is split between two goroutines: a scanning goroutine reads
 // the records from Pebble a chunk ahead, and the caller's checks their
 // checksums, decodes them and calls fn (the broker rebuilding its slots
-// and wheels). Reading was the larger part: before the split, at 10M
-// tasks the scanning goroutine, decoding too, was busy for about 70 % of a
-// restart and fn's for 18 %. fn is called on the caller's goroutine, one
+// and wheels). Reading is the larger part, so it runs beside fn rather
+// than before it. fn is called on the caller's goroutine, one
 // task at a time; the scanning goroutine has exited when Recover returns,
 // also when fn fails or panics. Recover is safe for concurrent use; fn
 // must not call Close.
