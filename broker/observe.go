@@ -45,7 +45,7 @@ func (b *Broker) DueHistogram(ctx context.Context, queue string, width time.Dura
 		if s.state() != task.Delayed || (qi != math.MaxUint32 && s.queue() != qi) {
 			return true
 		}
-		if i := (s.due - from) / int64(width); i >= 0 && i < int64(n) {
+		if i, ok := service.DueWindow(s.due, from, width, n); ok {
 			counts[i]++
 		}
 		return true

@@ -104,8 +104,9 @@ var stateWhere = map[task.State]string{
 
 // DueHistogram counts the delayed tasks of queue (every queue for "")
 // that fall due in each of n windows of width from now (the database's
-// clock): counts[i] is the number due in [now+i·width, now+(i+1)·width).
-// One statement that reads every delayed task: O(delayed).
+// clock): counts[i] is the number due in [now+i·width, now+(i+1)·width)
+// (service.DueWindow, whose bounds the statement compares). One statement
+// that reads every delayed task: O(delayed).
 func (n *Node) DueHistogram(ctx context.Context, queue string, width time.Duration, k int) (time.Time, []int, error) {
 	rows, err := n.db.Query(ctx, `WITH now AS (SELECT hourglass_now() AS ns)
 		SELECT now.ns, coalesce(b.i, -1), coalesce(b.c, 0) FROM now LEFT JOIN (

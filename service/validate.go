@@ -242,6 +242,20 @@ func CheckDueHistogram(queue string, width time.Duration, n int) error {
 	return nil
 }
 
+// DueWindow returns the window of a due histogram of n windows of width
+// from now (Unix ns) that a delayed task due at due falls in: i when due
+// is in [now+i·width, now+(i+1)·width), and false before now (a task
+// about to be made ready) or past the last window. Both engines count by
+// it: the embedded engine calls it, a cluster node's statement compares
+// the same bounds in SQL (cluster/observe.go, DueHistogram). O(1).
+func DueWindow(due, now int64, width time.Duration, n int) (int, bool) {
+	if due < now {
+		return 0, false
+	}
+	i := (due - now) / int64(width)
+	return int(i), i < int64(n)
+}
+
 // The front: New applies the checks above to every operation, once for
 // both engines.
 
