@@ -617,8 +617,8 @@ func (d *differ) reserved(e int, ts []task.Task, err error) string {
 func showAttempts(as []task.Attempt) string {
 	var out []string
 	for _, a := range as {
-		out = append(out, fmt.Sprintf("{n=%d started=%v ended=%s outcome=%q err=%q status=%d}",
-			a.N, !a.Started.IsZero(), order(a.Started, a.Ended), a.Outcome, a.Error, a.Status))
+		out = append(out, fmt.Sprintf("{n=%d attempt=%d queue=%s started=%v ended=%s outcome=%q err=%q status=%d}",
+			a.N, a.Attempt, a.Queue, !a.Started.IsZero(), order(a.Started, a.Ended), a.Outcome, a.Error, a.Status))
 	}
 	return fmt.Sprintf("%v", out)
 }
