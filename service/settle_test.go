@@ -107,3 +107,31 @@ func TestSettled(t *testing.T) {
 		t.Errorf("Due saturates: %d", d)
 	}
 }
+
+// TestExpiryByCounters: the verdicts on a lease that ran out depend on
+// the task's counters alone without a retry back-off (or with one of no
+// jitter) and without a dead-letter queue; with attempts left the task is
+// back in its place, used up it dies.
+func TestExpiryByCounters(t *testing.T) {
+	for _, c := range []struct {
+		p  task.Policy
+		ok bool
+	}{
+		{task.Policy{}, true},
+		{task.Policy{MaxAttempts: 3, Rate: &task.Rate{Limit: 1, Per: time.Second}}, true},
+		{task.Policy{Retry: &task.Retry{}}, true},
+		{task.Policy{Retry: &task.Retry{Initial: time.Second, Max: time.Minute, Multiplier: 2, Jitter: 0.1}}, false},
+		{task.Policy{DeadLetter: "dead"}, false},
+	} {
+		left, usedUp, ok := service.ExpiryByCounters(c.p)
+		if ok != c.ok {
+			t.Errorf("%+v: ok %v, want %v", c.p, ok, c.ok)
+		}
+		if left.Dead || !usedUp.Dead || usedUp.Timeouts != 1 || left.Timeouts != 1 {
+			t.Errorf("%+v: left %+v, used up %+v", c.p, left, usedUp)
+		}
+	}
+	if left, _, _ := service.ExpiryByCounters(task.Policy{}); !left.KeepDue || left.Delay != 0 {
+		t.Errorf("without a policy: left %+v; want back at once, its due time kept", left)
+	}
+}
