@@ -638,13 +638,23 @@ func order(start, end time.Time) string {
 // showFinished shows history records field by field as the differential
 // test compares them: the job id by whether it is set (each engine's
 // own), the time by whether it is set and the records' order by the
-// order shown (newest first).
+// order shown (newest first), each engine's list checked against its own
+// times (in-order). Within a run of consecutive deleted records the order
+// is not compared: DeleteDead and bulk deletes act on up to 8 tasks at
+// once (service/bulk.go, bulkParallel), so the order in which those
+// deletes commit, and their records are listed, is each run's own on
+// either engine.
 func showFinished(fs []task.Finished) string {
 	var out []string
+	run := 0 // where the run of deleted records ending at the last one began
 	for k, f := range fs {
 		newest := k == 0 || !f.Finished.After(fs[k-1].Finished)
 		out = append(out, fmt.Sprintf("{%s/%s job=%v outcome=%s finished=%v in-order=%v attempts=%d err=%q}",
 			f.Queue, f.ID, f.JobID != 0, f.Outcome, !f.Finished.IsZero(), newest, f.Attempts, f.LastError))
+		if k == 0 || f.Outcome != task.FinishedDeleted || fs[k-1].Outcome != task.FinishedDeleted {
+			run = k
+		}
+		slices.Sort(out[run:])
 	}
 	return fmt.Sprintf("%v", out)
 }
@@ -696,4 +706,23 @@ func policyText(p task.Policy) string {
 	}
 	p.Retry, p.Rate, p.PerKey = nil, nil, nil
 	return fmt.Sprintf("%+v retry %s rate %s per_key %s", p, r, rate, perKey)
+}
+
+// TestShowFinished_DeletesUnordered: two histories that differ only in
+// the order of consecutive deleted records (a DeleteDead's, 8 at a time)
+// show alike; any other difference of order shows.
+func TestShowFinished_DeletesUnordered(t *testing.T) {
+	at := time.Unix(100, 0)
+	rec := func(id, outcome string, s int) task.Finished {
+		return task.Finished{Queue: "q", ID: id, JobID: 1, Outcome: outcome, Finished: at.Add(-time.Duration(s) * time.Second)}
+	}
+	a := []task.Finished{rec("x", task.FinishedAcked, 0), rec("a", task.FinishedDeleted, 1), rec("e", task.FinishedDeleted, 2), rec("y", task.FinishedAcked, 3)}
+	b := []task.Finished{a[0], rec("e", task.FinishedDeleted, 1), rec("a", task.FinishedDeleted, 2), a[3]}
+	if showFinished(a) != showFinished(b) {
+		t.Errorf("deletes in another order show apart:\n%s\n%s", showFinished(a), showFinished(b))
+	}
+	c := []task.Finished{rec("y", task.FinishedAcked, 0), a[1], a[2], rec("x", task.FinishedAcked, 3)}
+	if showFinished(a) == showFinished(c) {
+		t.Errorf("acks in another order show alike: %s", showFinished(a))
+	}
 }
