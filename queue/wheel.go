@@ -33,10 +33,9 @@ import (
 // a lower level (or fires, if its tick is that start). A level-0 slot's
 // nodes all fire when time reaches it: its list is taken whole and fired
 // in order, each node read once, while a second walk reads the list from
-// its other end (fireSlot). Everything at
-// a lower level is due before anything at a higher one, so the next slot
-// to visit is the first occupied slot after the current one on the
-// lowest non-empty level.
+// its other end (fireSlot). Everything at a lower level is due before
+// anything at a higher one, so the next slot to visit is the first
+// occupied slot after the current one on the lowest non-empty level.
 //
 // Level 0 is wider than the rest because a cascade reads every node of
 // its slot, a cache miss a node once the slot outgrows the core's
@@ -49,9 +48,10 @@ import (
 // due at tick 1,010 (0|1010) differs only in digit 0, so it goes straight
 // to level 0 slot 1,010. A node due at tick 1,030 (1|6) differs in digit
 // 1, so it goes to level 1 slot 1, which starts at tick 1·1,024 = 1,024.
-// next reports 1,010, then 1,024; advance to 1,024 cascades the slot, and
-// against current tick 1,024 (1|0) the node now differs only in digit 0,
-// so it moves to level 0 slot 6 and fires at tick 1,030.
+// next reports 1,010, where advance fires slot 1,010 whole, then 1,024;
+// advance to 1,024 cascades the slot, and against current tick 1,024
+// (1|0) the node now differs only in digit 0, so it moves to level 0
+// slot 6 and fires at tick 1,030.
 //
 // A move to a later deadline touches only the node: it stays in the slot
 // it was filed in, which is now early, and when that slot comes due the
@@ -423,8 +423,8 @@ func (w *wheel[V]) stageOrFile(i int32, n *node[V], t uint64) {
 // the node, which was filed long before and is out of the caches, and
 // the next node's place is known only once that read is done, so a walk
 // from one end waits for one cache miss after another; two walks wait
-// for two at a time. That wait is most of the driver's work per timeout
-// through a burst (the queue's Burst benchmarks). O(nodes).
+// for two at a time (fireSlot, for a level-0 slot, has the same two in
+// flight). O(nodes).
 func (w *wheel[V]) empty(id int32, t uint64) {
 	l := w.lists[id]
 	w.lists[id] = ilist{}
