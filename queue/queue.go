@@ -65,6 +65,9 @@ func New[V any](s Structure) *Queue[V] {
 	t := newTable[V](pageBits)
 	q := &Queue[V]{s: newStructure(s, t), t: t, lazy: s.lazy(), filedMin: math.MaxUint64}
 	q.wheel, _ = q.s.(*wheel[V])
+	if q.wheel != nil {
+		q.wheel.fixed = true // a Queue's nodes never move (see take)
+	}
 	q.release = q.fireNode
 	return q
 }

@@ -31,8 +31,10 @@ import (
 // When time reaches the start of a slot above level 0, the slot's nodes
 // cascade: each is filed again against the new current tick and lands on
 // a lower level (or fires, if its tick is that start). A level-0 slot's
-// nodes all fire when time reaches it. Everything at a lower level is due
-// before anything at a higher one, so the next slot to visit is the first
+// nodes all fire when time reaches it: its list is taken whole and fired
+// in order, each node read once, while a second walk reads the list from
+// its other end (fireSlot). Everything at a lower level is due before
+// anything at a higher one, so the next slot to visit is the first
 // occupied slot after the current one on the lowest non-empty level.
 //
 // Level 0 is wider than the rest because a cascade reads every node of
@@ -46,9 +48,10 @@ import (
 // due at tick 1,010 (0|1010) differs only in digit 0, so it goes straight
 // to level 0 slot 1,010. A node due at tick 1,030 (1|6) differs in digit
 // 1, so it goes to level 1 slot 1, which starts at tick 1·1,024 = 1,024.
-// next reports 1,010, then 1,024; advance to 1,024 cascades the slot, and
-// against current tick 1,024 (1|0) the node now differs only in digit 0,
-// so it moves to level 0 slot 6 and fires at tick 1,030.
+// next reports 1,010, where advance fires slot 1,010 whole, then 1,024;
+// advance to 1,024 cascades the slot, and against current tick 1,024
+// (1|0) the node now differs only in digit 0, so it moves to level 0
+// slot 6 and fires at tick 1,030.
 //
 // A move to a later deadline touches only the node: it stays in the slot
 // it was filed in, which is now early, and when that slot comes due the
@@ -71,9 +74,15 @@ type wheel[V any] struct {
 	// mid holds, for each list that a slot being emptied (empty) has sent
 	// nodes to, the node after which the next of them goes, where its gen
 	// is gen: see restage. Made on the first slot emptied (11 KiB at a
-	// 1 ms tick), so that a wheel that never fires has none.
+	// 1 ms tick), so that a wheel that never cascades has none.
 	mid []midMark
 	gen uint32
+	// fixed is set by a Queue, whose nodes never move in the table, which
+	// never shrinks: a level-0 slot then fires whole (fireSlot), whose
+	// second walk may read any node a link once named. A KeyQueue's
+	// nodes move as its tables rebuild, and its slots go through the
+	// firing list (empty).
+	fixed bool
 	// upTo is the tick an advance goes to: while release runs (active),
 	// a node filed at or before it goes to the due list, for the next
 	// advance, though slots up to it are still to be emptied.
@@ -290,12 +299,19 @@ func (w *wheel[V]) advance(now uint64, release func(i int32, n *node[V])) {
 		w.stageOrFile(i, n, w.elapsed)
 	}
 	w.upTo = max(w.elapsed, target)
+	if firing.head != 0 {
+		w.fire(release) // due before any slot's nodes
+	}
 	for w.len > 0 {
 		id, start, ok := w.nextSlot()
 		if !ok || start > target {
 			break
 		}
 		w.elapsed = start
+		if id < level0Size && w.fixed {
+			w.fireSlot(id, release)
+			continue
+		}
 		w.empty(id, start)
 		// Each slot's nodes fire as soon as it is emptied, while they are
 		// still in the caches: a driver behind by many ticks empties more
@@ -328,6 +344,67 @@ func (w *wheel[V]) fire(release func(i int32, n *node[V])) {
 	}
 }
 
+// fireSlot fires level-0 slot id, the slot of the current tick, whole:
+// its nodes are all due but for those moved later, which it files
+// again. The slot's list becomes the firing list in O(1) (the firing
+// list is empty here), and its nodes are handed to release in their
+// order, each read once, where emptying the slot into the firing list
+// and then firing that read each twice and relinked it.
+//
+// A node's links are read from the node, which was filed long before
+// and is out of the caches, and the next node's place is known only
+// once that read is done: a walk from one end waits for one cache miss
+// after another. So, as the firing walk goes from the front, a second
+// walk reads the nodes from the back, one a node fired, until the two
+// meet: two misses are waited for at a time, and the firing walk finds
+// the back half in the caches. The second walk only reads, so what
+// release does meanwhile (a Remove takes a node out before it fires)
+// cannot lead it astray: a node it lands on that is no longer linked
+// ends it, and one linked elsewhere costs a read. The list stays whole
+// while release runs, so a panic in release leaves the rest in the
+// firing list for the next Advance. O(nodes).
+func (w *wheel[V]) fireSlot(id int32, release func(i int32, n *node[V])) {
+	fid := w.firingList()
+	l := w.lists[id]
+	w.lists[id] = ilist{}
+	w.occ[id>>6] &^= 1 << (id & 63)
+	w.lists[fid] = l
+	ref := listRef(fid)
+	w.node(l.head - 1).prev = ref
+	w.node(l.tail - 1).next = ref
+	w.active = true
+	defer func() { w.active = false }()
+	firing := &w.lists[fid]
+	back := l.tail // the back walk's node, plus one; 0 once it is done
+	for firing.head != 0 {
+		f := firing.head
+		if back != 0 {
+			if back != f {
+				back = max(w.node(back-1).prev, 0)
+			}
+			if back == f {
+				back = 0 // met
+			}
+		}
+		w.fireNode(f-1, w.node(f-1), release)
+	}
+}
+
+// fireNode takes node i, in the firing list, out of it and hands it to
+// release, or files it again if its tick is after the current one (moved
+// later): to a later slot, which this advance reaches if it is due.
+func (w *wheel[V]) fireNode(i int32, n *node[V], release func(i int32, n *node[V])) {
+	w.unlink(i, n)
+	if tk := w.tick.ceil(n.when); tk > w.elapsed {
+		id := w.place(tk)
+		w.occupied[id>>6] |= 1 << (id & 63)
+		w.link(id, i, n)
+		return
+	}
+	w.len--
+	release(i, n)
+}
+
 // stageOrFile appends unlinked node i to the firing list if its tick is at
 // or before t, and files it again otherwise.
 func (w *wheel[V]) stageOrFile(i int32, n *node[V], t uint64) {
@@ -339,14 +416,15 @@ func (w *wheel[V]) stageOrFile(i int32, n *node[V], t uint64) {
 }
 
 // empty takes every node out of list id, the slot that time has
-// reached at tick t, and stages or files each again (stageOrFile), each
+// reached at tick t (a cascading slot, above level 0, or any slot of a
+// KeyQueue's wheel), and stages or files each again (stageOrFile), each
 // list it sends nodes to getting them in the order they were in. It
 // walks the list from both ends at once: a node's links are read from
 // the node, which was filed long before and is out of the caches, and
 // the next node's place is known only once that read is done, so a walk
 // from one end waits for one cache miss after another; two walks wait
-// for two at a time. That wait is most of the driver's work per timeout
-// through a burst (the queue's Burst benchmarks). O(nodes).
+// for two at a time (fireSlot, for a level-0 slot, has the same two in
+// flight). O(nodes).
 func (w *wheel[V]) empty(id int32, t uint64) {
 	l := w.lists[id]
 	w.lists[id] = ilist{}
