@@ -118,12 +118,15 @@ func warmConn(ctx context.Context, conn *pgx.Conn) error {
 	if warmed(conn) {
 		return nil
 	}
-	var version int
-	err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM hourglass_migrations",
-		pgx.QueryExecModeSimpleProtocol).Scan(&version)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table: no schema yet
-		return errSchemaBehind
+	// Whether the schema is there first, so that a database not yet
+	// migrated logs no error for each connection.
+	var exists bool
+	err := conn.QueryRow(ctx, "SELECT to_regclass('hourglass_migrations') IS NOT NULL",
+		pgx.QueryExecModeSimpleProtocol).Scan(&exists)
+	version := 0
+	if err == nil && exists {
+		err = conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM hourglass_migrations",
+			pgx.QueryExecModeSimpleProtocol).Scan(&version)
 	}
 	if err != nil {
 		return err
