@@ -212,3 +212,51 @@ func TestWarm_Bounded(t *testing.T) {
 			hot, planned, len(cluster.HotStatements))
 	}
 }
+
+// TestWarm_OpenBounded: a node whose warm-up is held up (a table of the
+// hot statements locked by another session) still opens, within the
+// warm-up's bound, and serves once the lock is gone.
+func TestWarm_OpenBounded(t *testing.T) {
+	url := server(t).CreateDatabase(t)
+	pool := pgtest.Pool(t, url, 8, func(cfg *pgxpool.Config) { cfg.MinConns = 2 }, cluster.ConfigurePool)
+	ctx := context.Background()
+	if _, _, err := cluster.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	pool.Reset()
+	locker, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE hourglass_dedupe IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	type opened struct {
+		n   *cluster.Node
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		n, err := cluster.Open(ctx, pool, cluster.Options{Node: "a", Lease: testLease, Window: testWindow, Logger: quiet})
+		done <- opened{n, err}
+	}()
+	var o opened
+	select {
+	case o = <-done:
+	case <-time.After(30 * time.Second):
+		tx.Rollback(ctx)
+		<-done
+		t.Fatal("Open waited for the warm-up past its bound")
+	}
+	tx.Rollback(ctx)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	t.Cleanup(func() { o.n.Close() })
+	cycle(t, o.n)
+}
