@@ -91,7 +91,8 @@ const warmedKey = "hourglass.warmed"
 const warmBound = 2 * time.Second
 
 // warmStatementTimeout bounds each statement of a warm-up on the server
-// (statement_timeout): a few milliseconds each on a server just started.
+// (statement_timeout): they take from under a millisecond to about ten
+// on a server just started, over a hundred on a saturated machine.
 const warmStatementTimeout = 500 * time.Millisecond
 
 // errSchemaBehind is warmConn's answer on a database whose schema is not
@@ -109,8 +110,8 @@ func warmed(conn *pgx.Conn) bool {
 
 // warmConn readies conn for hotStatements (see above), unless it is warm
 // already; errSchemaBehind where the schema is older than this binary's.
-// It sends 4 statements a hot statement, and 4 more, one at a time, in
-// one transaction, each bounded by warmStatementTimeout on the server and
+// It sends 4 statements a hot statement, and 5 more, one at a time, all
+// but 2 in one transaction, each bounded by warmStatementTimeout on the server and
 // all by ctx, which the caller bounds; past ctx's end the connection is
 // closed. conn is used by the caller's goroutine
 // alone, as any pgx.Conn.
