@@ -111,10 +111,10 @@ func warmed(conn *pgx.Conn) bool {
 // warmConn readies conn for hotStatements (see above), unless it is warm
 // already; errSchemaBehind where the schema is older than this binary's.
 // It sends 4 statements a hot statement, and 5 more, one at a time, all
-// but 2 in one transaction, each bounded by warmStatementTimeout on the server and
-// all by ctx, which the caller bounds; past ctx's end the connection is
-// closed. conn is used by the caller's goroutine
-// alone, as any pgx.Conn.
+// but 2 in one transaction, each bounded by warmStatementTimeout on the
+// server and all by ctx, which the caller bounds; past ctx's end the
+// connection is closed. conn is used by the caller's goroutine alone,
+// as any pgx.Conn.
 func warmConn(ctx context.Context, conn *pgx.Conn) error {
 	if warmed(conn) {
 		return nil
