@@ -164,7 +164,8 @@ type Node struct {
 
 // Open joins the cluster on db: it migrates the schema, registers the
 // node, takes its share of the partitions, loads their timers and starts
-// serving. A node restarted under its old name waits for the old
+// serving; it warms the pool's first connections (warm.go) before it
+// returns. A node restarted under its old name waits for the old
 // heartbeat to run out (at most one Lease). The caller keeps db and
 // closes it after [Node.Close]; db's configuration should have been
 // passed through [ConfigurePool] (Open logs a warning otherwise).
@@ -209,6 +210,9 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	if !configured(db) {
 		n.log.Warn("hourglass: the pool was not set up with cluster.ConfigurePool: PostgreSQL plans the node's statements afresh at every execution")
 	}
+	// The pool's first connections warm before the node's first request
+	// (warm.go): Open returns, and serve says ready, after them.
+	n.warmPool(ctx, db)
 	n.metrics = newMetrics(n)
 	n.giveBacks = newGiveBacks(n)
 	n.acks.run = n.runAcks

@@ -164,8 +164,7 @@ func (nt *notifier) flush() {
 	defer cancel()
 	// One statement, so one transaction; set_config(..., true) is SET
 	// LOCAL, read at the commit.
-	if _, err := nt.db.Exec(ctx, `SELECT count(pg_notify(c, p)), max(set_config('synchronous_commit', 'off', true))
-		FROM unnest($1::text[], $2::text[]) AS m(c, p)`, chans, payloads); err != nil {
+	if _, err := nt.db.Exec(ctx, sqlNotify, chans, payloads); err != nil {
 		nt.log.Warn("hourglass: sending notifications failed; owners' sweeps will catch up", "err", err)
 		return
 	}
@@ -196,3 +195,9 @@ func joinLines(chans, payloads []string, ch string, lines []string) ([]string, [
 	}
 	return append(chans, ch), append(payloads, b.String())
 }
+
+// sqlNotify sends the notifications $2 on the channels $1, with
+// synchronous_commit off: one statement, so one transaction, and
+// set_config(..., true) is SET LOCAL, read at the commit.
+const sqlNotify = `SELECT count(pg_notify(c, p)), max(set_config('synchronous_commit', 'off', true))
+		FROM unnest($1::text[], $2::text[]) AS m(c, p)`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -39,10 +40,19 @@ import (
 //   - TCP keep-alive probes and, on Linux, TCP_USER_TIMEOUT (pool_linux.go),
 //     so that a connection to a database that vanished without a reset
 //     (a network partition) fails in bounded time, idle or not.
+//   - a warm-up of each connection the pool opens (cfg.AfterConnect,
+//     after the one cfg had, if any): the node's hot statements prepared
+//     and the catalog caches they need loaded, no plan kept (warm.go),
+//     within the connect timeout. Its failures are logged to
+//     slog.Default (ConfigurePoolLogger logs them elsewhere).
 //
-// Call it before pgxpool.NewWithConfig; [Open] logs a warning for a pool
-// without it.
-func ConfigurePool(cfg *pgxpool.Config) {
+// Call it once before pgxpool.NewWithConfig; [Open] logs a warning for a
+// pool without it.
+func ConfigurePool(cfg *pgxpool.Config) { ConfigurePoolLogger(cfg, slog.Default()) }
+
+// ConfigurePoolLogger is [ConfigurePool] with the warm-ups' failures
+// logged to log, about once a second with a count.
+func ConfigurePoolLogger(cfg *pgxpool.Config, log *slog.Logger) {
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
@@ -56,6 +66,7 @@ func ConfigurePool(cfg *pgxpool.Config) {
 		cfg.ConnConfig.ConnectTimeout = DefaultDBTimeout
 	}
 	cfg.ConnConfig.DialFunc = dialer(cfg.ConnConfig.ConnectTimeout).DialContext
+	cfg.AfterConnect = warmHook(cfg.AfterConnect, cfg.ConnConfig.ConnectTimeout, newWarmFailures(log))
 }
 
 const planCacheMode = "plan_cache_mode"

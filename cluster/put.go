@@ -524,7 +524,7 @@ func (b *idBlock) take(ctx context.Context, n *Node, k int) ([]uint64, error) {
 	}
 	defer func() { <-b.turn }()
 	if len(b.free) < k {
-		rows, err := n.db.Query(ctx, "SELECT nextval('hourglass_job_ids') FROM generate_series(1, $1)", k-len(b.free)+idBlockSize)
+		rows, err := n.db.Query(ctx, sqlNextIDs, k-len(b.free)+idBlockSize)
 		if err != nil {
 			return nil, dbErr(err)
 		}
@@ -557,3 +557,6 @@ func timingOf(r *task.PutRequest) timing {
 	}
 	return timing{delay: int64(r.Delay)}
 }
+
+// sqlNextIDs takes the next $1 job ids.
+const sqlNextIDs = "SELECT nextval('hourglass_job_ids') FROM generate_series(1, $1)"

@@ -38,6 +38,14 @@ const maxDBTimeout = 5 * time.Minute
 // for a few nodes.
 const postgresPoolConns = 24
 
+// postgresPoolMinConns is how many connections the pool opens at start
+// and keeps open when the URL does not set pool_min_conns: those a
+// light load uses at once (a put, a reserve, an ack, the notifications,
+// the lease loop), each warmed before the node says it is ready
+// (cluster.ConfigurePool), so that its first requests find no
+// connection to open nor statement to plan cold.
+const postgresPoolMinConns = 6
+
 // postgresFlags defines --postgres, --node, --lease and --db-timeout on
 // fs.
 func postgresFlags(fs *flag.FlagSet, o *postgresOptions) {
@@ -79,10 +87,13 @@ func openPostgres(o serveOptions, log *slog.Logger, reg prometheus.Registerer) o
 	if !poolSizeGiven(o.pg.url) {
 		cfg.MaxConns = postgresPoolConns
 	}
+	if !strings.Contains(o.pg.url, "pool_min_conns") {
+		cfg.MinConns = min(postgresPoolMinConns, cfg.MaxConns)
+	}
 	if !strings.Contains(o.pg.url, "connect_timeout") {
 		cfg.ConnConfig.ConnectTimeout = o.pg.dbTimeout
 	}
-	cluster.ConfigurePool(cfg)
+	cluster.ConfigurePoolLogger(cfg, log)
 	// Open may wait up to two leases for a previous process under the
 	// same name to be declared dead.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
