@@ -205,20 +205,20 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		) x WHERE rn <= lim
 	), fired AS (
 		UPDATE hourglass_tasks t SET
-			state = CASE WHEN ` + sqlDies + ` THEN 3 WHEN h.job_id IS NOT NULL THEN 2 ELSE 1 END,
+			state = CASE WHEN ` + sqlDies + ` THEN 3 WHEN d.take THEN 2 ELSE 1 END,
 			died = CASE WHEN ` + sqlDies + ` THEN now.ns END,
 			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
-			attempts = t.attempts + CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
-			lease = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN $9` + sqlLease + ` ELSE '' END,
-			lease_until = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr ELSE 0 END,
-			fire_at = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns + t.ttr END,
-			reserved = CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN now.ns ELSE t.reserved END,
-			tries = t.tries + CASE WHEN h.job_id IS NOT NULL AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
+			attempts = t.attempts + CASE WHEN d.take AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
+			lease = CASE WHEN d.take AND NOT (` + sqlDies + `) THEN $9` + sqlLease + ` ELSE '' END,
+			lease_until = CASE WHEN d.take AND NOT (` + sqlDies + `) THEN now.ns + t.ttr ELSE 0 END,
+			fire_at = CASE WHEN d.take AND NOT (` + sqlDies + `) THEN now.ns + t.ttr END,
+			reserved = CASE WHEN d.take AND NOT (` + sqlDies + `) THEN now.ns ELSE t.reserved END,
+			tries = t.tries + CASE WHEN d.take AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
 			last_error = CASE WHEN t.state = 2 THEN $7 ELSE t.last_error END,
-			ready_at = CASE WHEN h.job_id IS NULL AND NOT (` + sqlDies + `) THEN now.ns END
-		FROM now, due d LEFT JOIN hand h ON h.job_id = d.job_id
+			ready_at = CASE WHEN NOT d.take AND NOT (` + sqlDies + `) THEN now.ns END
+		FROM now, (SELECT due.*, job_id IN (SELECT job_id FROM hand) AS take FROM due) d
 		WHERE t.job_id = d.job_id AND t.fire_at <= now.ns AND t.state IN (1, 2)
-		RETURNING ` + returnTask + `, d.was, h.job_id IS NOT NULL AND t.state = 2 AS handed, d.tries0, d.reserved0,
+		RETURNING ` + returnTask + `, d.was, d.take AND t.state = 2 AS handed, d.tries0, d.reserved0,
 			d.attempts0, d.fire_at AS timer_at
 	), att AS (` + sqlInsertAttempt + `SELECT job_id, tries0, reserved0, now.ns, '` + task.AttemptExpired + `', $7, 0, $1,
 			attempts0, queue
@@ -227,8 +227,9 @@ const sqlFlush = `WITH fence AS MATERIALIZED (
 		FROM fired, now WHERE state = 3 AND $8
 	), ` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedDead + `', now.ns, attempts, last_error
 		FROM fired, now WHERE state = 3` + sqlDedupeTail + `, moved AS (
-		SELECT DISTINCT ON (h.queue) h.queue, h.task_key FROM hand h JOIN fired f ON f.job_id = h.job_id AND f.handed
-		WHERE EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = h.queue)
+		SELECT DISTINCT ON (h.queue) h.queue, h.task_key
+		FROM (SELECT hand.*, job_id IN (SELECT job_id FROM fired WHERE handed) AS took FROM hand) h
+		WHERE h.took AND EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = h.queue)
 		ORDER BY h.queue, h.cls DESC, h.task_key DESC
 	), ` + sqlKeyCursor + `
 	SELECT ` + zeroTask + `, s.* FROM (
