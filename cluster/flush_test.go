@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -208,4 +209,82 @@ func TestFlush_NotBlockedByRenewal(t *testing.T) {
 	if len(ts) != 1 {
 		t.Fatal("a task due in 300 ms was not delivered within 3 s while a renewal of its partition's lease was open: the flush waits for the renewal")
 	}
+}
+
+// TestFlush_NotHeldBehindSlow: a task falling due while the owner's
+// flush before it is slow is delivered meanwhile, by a flush beside the
+// slow one (flushLanes). A transaction holds the row of the partition of
+// a first task FOR UPDATE, so that the flush of that task waits at its
+// fence; a second task, of another partition, falls due 400 ms later and
+// must reach a waiting reserver while the first flush still waits. With
+// one flush at a time it waited for the first, here until the
+// transaction ended. Then the transaction ends and the first task is
+// delivered too. The lock must be taken before the first task is due: a
+// machine too slow for that tries again on a fresh queue, at most thrice.
+func TestFlush_NotHeldBehindSlow(t *testing.T) {
+	ctx := context.Background()
+	url := server(t).CreateDatabase(t)
+	// A lease that outlasts the test: the lock held here holds up the
+	// renewal of the leases too.
+	n := startNode(t, url, "a", func(o *cluster.Options) { o.Lease = time.Minute })
+	put := func(queue string, delay time.Duration) (job int64, partition int) {
+		t.Helper()
+		r := n.PutBatch(ctx, queue, []task.PutRequest{{Delay: delay}})
+		if r[0].Err != nil {
+			t.Fatal(r[0].Err)
+		}
+		job = int64(r[0].Task.JobID)
+		if err := n.pool.QueryRow(ctx, "SELECT partition FROM hourglass_tasks WHERE job_id = $1", job).Scan(&partition); err != nil {
+			t.Fatal(err)
+		}
+		return job, partition
+	}
+	for try := range 3 {
+		queue := fmt.Sprintf("q%d", try)
+		putAt := time.Now()
+		first, slow := put(queue, time.Second)
+		tx, err := n.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM hourglass_partitions WHERE partition = $1 FOR UPDATE", slow); err != nil {
+			t.Fatal(err)
+		}
+		var second int64
+		for range 100 {
+			if j, p := put(queue, 1400*time.Millisecond); p != slow {
+				second = j
+				break
+			}
+		}
+		if second == 0 {
+			t.Fatal("100 tasks put, all in the first one's partition")
+		}
+		if d := time.Since(putAt); d > 800*time.Millisecond {
+			t.Logf("the lock was taken %v after the first task was put, due after 1 s: trying again", d)
+			tx.Rollback(ctx)
+			continue
+		}
+		// Past the second task's time, the first's flush waits at its fence.
+		ts, err := n.ReserveQueues(ctx, []string{queue}, 2, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ts) != 1 || int64(ts[0].JobID) != second {
+			t.Fatalf("while the first task's flush waited, reserved %d tasks (%v), want the second alone (job %d)", len(ts), ts, second)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ts, err = n.ReserveQueues(ctx, []string{queue}, 2, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ts) != 1 || int64(ts[0].JobID) != first {
+			t.Fatalf("once the slow flush could go on, reserved %d tasks (%v), want the first (job %d)", len(ts), ts, first)
+		}
+		return
+	}
+	t.Fatal("three tries, each too slow to take the lock before the first task was due")
 }
