@@ -57,6 +57,9 @@ func (n *Node) SchedulePartition(name string) int { return n.schedulePartition(n
 // node, or the zero time.
 func (n *Node) ScheduleNext(name string) time.Time { return n.runner.Next(name) }
 
+// FlushLanes is how many flushes an owner runs at once (flush.go).
+const FlushLanes = flushLanes
+
 // SQLFlush is the owner's flush statement (flush.go).
 var SQLFlush = sqlFlush
 

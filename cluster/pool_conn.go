@@ -12,7 +12,8 @@ import (
 )
 
 // ownConn is a connection of its own, outside the pool, for one goroutine
-// that runs one large statement often: the flusher (flush.go). PostgreSQL
+// at a time that runs one large statement often: a lane of the flusher
+// (flush.go, flushLanes). PostgreSQL
 // parses a prepared statement and builds its generic plan once per
 // connection, and loads the catalog entries of the tables it touches at
 // its first execution there. For the flush statement (a dozen CTEs over
@@ -35,7 +36,8 @@ import (
 // for which no connection can be opened runs through the pool.
 //
 // ownConn is not safe for concurrent use: one goroutine at a time (the
-// flusher; Open's flush of overdue timers before the flusher starts).
+// flusher's loop while its lane is idle, the lane's flush while it runs;
+// Open's flush of overdue timers before the flusher starts).
 // Each method is O(1) apart from the database's work.
 type ownConn struct {
 	p    *pool

@@ -34,7 +34,7 @@ import (
 // goroutines.
 type timers struct {
 	db         *pool
-	own        *ownConn // the flusher's connection (pool_conn.go)
+	own        [flushLanes]*ownConn // the flushers' connections, a lane each (pool_conn.go)
 	name       string
 	partitions int
 	window     time.Duration
@@ -110,7 +110,9 @@ func newTimers(n *Node, env flushEnv) *timers {
 		quit: make(chan struct{}),
 	}
 	t.done, t.cancel = context.WithCancel(context.Background())
-	t.own = newOwnConn(t.db, t.warm)
+	for i := range t.own {
+		t.own[i] = newOwnConn(t.db, t.warm)
+	}
 	t.wheel = hourglass.NewKeyed(t.fire, hourglass.WithExecutor(hourglass.Inline), hourglass.WithHierarchicalWheel(wheelTick))
 	t.horizon = t.clock.now() + int64(t.window)
 	return t
@@ -122,14 +124,16 @@ func (t *timers) start() {
 	go t.flushLoop()
 }
 
-// stop ends the flusher, if started, once its flush in progress is done,
-// closes its connection and stops the wheel. It is idempotent.
+// stop ends the flusher, if started, once its flushes in progress are
+// done, closes its connections and stops the wheel. It is idempotent.
 func (t *timers) stop() {
 	t.stopOnce.Do(func() {
 		close(t.quit)
 		t.cancel()
 		t.wg.Wait()
-		t.own.close()
+		for _, c := range t.own {
+			c.close()
+		}
 		t.wheel.Stop()
 	})
 }

@@ -2,6 +2,7 @@ package clusterbench_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strconv"
 	"testing"
@@ -21,6 +22,7 @@ import (
 //	HOURGLASS_CLUSTERBENCH_RATE=5000      tasks/s falling due
 //	HOURGLASS_CLUSTERBENCH_LATENESS=1     skip the put phases
 //	HOURGLASS_CLUSTERBENCH_WAITS=1        sample what PostgreSQL's backends wait on
+//	HOURGLASS_CLUSTERBENCH_LOG=1          the nodes' warnings and errors on stderr
 //
 // The full run logs, for the lateness phase, the nodes' per-hop
 // histograms and what the bench's process went through (GC, goroutines
@@ -38,6 +40,9 @@ func TestRun(t *testing.T) {
 		cfg.SampleWaits, _ = strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH_WAITS"))
 		if k, err := strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_NODES")); err == nil {
 			nodeCounts = []int{k}
+		}
+		if on, _ := strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH_LOG")); on {
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		}
 	}
 	for _, nodes := range nodeCounts {
