@@ -102,18 +102,20 @@ func (c *ownConn) connect(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, c.p.check(bctx, err)
 	}
-	if c.warm != nil {
-		if err := c.warm(bctx, conn); err != nil {
-			conn.Close(context.Background())
-			return nil, c.p.check(bctx, err)
-		}
-	}
 	// The connection's backend, which its first leasing call (the first
 	// flush that hands tasks over) would read otherwise (backendOf): a
 	// cold read of pg_stat_activity, about 5 ms on a server just started.
 	if _, err := backendOf(bctx, conn, conn.PgConn()); err != nil {
 		conn.Close(context.Background())
 		return nil, c.p.check(bctx, err)
+	}
+	// The warm-up last, so that pg_stat_activity shows a flusher's
+	// connection by its statement.
+	if c.warm != nil {
+		if err := c.warm(bctx, conn); err != nil {
+			conn.Close(context.Background())
+			return nil, c.p.check(bctx, err)
+		}
 	}
 	return conn, nil
 }
