@@ -57,6 +57,25 @@ func partitionChannel(p int) string { return partitionChannelPrefix + strconv.It
 
 const partitionChannelPrefix = "hourglass_p"
 
+// announceLease is announce for the lease of a task that this node's
+// statement took, which began at the membership's generation gen (0:
+// unknown) and has committed. When this node held the task's partition
+// throughout, with its lease running on past now (heldThrough), the
+// statement committed while no other node could own the partition, and
+// an owner after this one loads the timer from the row when it acquires
+// the partition: the node arms the timer itself and sends no
+// notification. Otherwise, as announce. At one node no reserve then
+// sends one; at N, about one task in N of a reserve is announced no more.
+func (n *Node) announceLease(job uint64, at, dbNow int64, gen uint64) {
+	if gen == 0 || !n.members.heldThrough(n.partitionOf(job), gen) {
+		n.announce(job, at, dbNow)
+		return
+	}
+	if at-dbNow < int64(n.opts.Window)+int64(n.opts.Window/2) {
+		n.timers.armHeld(job, at)
+	}
+}
+
 // notifications is a node's role on LISTEN/NOTIFY: the listener (its
 // LISTEN connection and goroutine, listener.go), the notifier (its
 // batched NOTIFYs and goroutine, notifier.go), and the dispatch of what
