@@ -64,15 +64,18 @@ const partitionChannelPrefix = "hourglass_p"
 // statement committed while no other node could own the partition, and
 // an owner after this one loads the timer from the row when it acquires
 // the partition: the node arms the timer itself and sends no
-// notification. Otherwise, as announce. At one node no reserve then
-// sends one; at N, about one task in N of a reserve is announced no more.
+// notification. Otherwise, as announce, except that a lease a second or
+// more away is announced with the notifier's next batch, within
+// notifyLinger (notifier.timerLater): at one node no reserve then sends
+// a notification, and at N the reserves of a node share one statement of
+// notifications every notifyLinger.
 func (n *Node) announceLease(job uint64, at, dbNow int64, gen uint64) {
-	if gen == 0 || !n.members.heldThrough(n.partitionOf(job), gen) {
-		n.announce(job, at, dbNow)
+	if at-dbNow >= int64(n.opts.Window)+int64(n.opts.Window/2) {
 		return
 	}
-	if at-dbNow < int64(n.opts.Window)+int64(n.opts.Window/2) {
-		n.timers.armHeld(job, at)
+	n.timers.armHeld(job, at)
+	if gen == 0 || !n.members.heldThrough(n.partitionOf(job), gen) {
+		n.notifications.timerLater(n.partitionOf(job), job, at, dbNow)
 	}
 }
 
@@ -176,6 +179,12 @@ func (nt *notifications) unlisten(channels ...string) {
 // timer announces to partition p's owner that job fires at (database
 // ns), once the write that set it has committed.
 func (nt *notifications) timer(p int, job uint64, at int64) { nt.notifier.timer(p, job, at) }
+
+// timerLater announces as timer a timer that may wait for the next batch
+// (notifier.timerLater); now is the database's clock when it was written.
+func (nt *notifications) timerLater(p int, job uint64, at, now int64) {
+	nt.notifier.timerLater(p, job, at, now)
+}
 
 // readyIn announces k tasks made ready in queue to the other nodes.
 func (nt *notifications) readyIn(queue string, k int) { nt.notifier.readyIn(queue, k) }
