@@ -84,6 +84,12 @@
 // channel hourglass_p<N> after committing; the owner listens to the
 // channels of its partitions, and on acquiring one it listens first and
 // loads second, so a timer is either announced to it or read by the load.
+// A reservation's lease on a partition the node held throughout the
+// statement, its lease surely running past the commit, is armed by the
+// node and not announced (a later owner reads it with its load); a lease
+// a second or more away on another owner's partition waits up to 100 ms
+// to share the notifier's next statement (announceLease,
+// notifier.timerLater).
 // When a timer fires, the flusher makes the task ready (or settles its
 // lease) in the database in one statement (sqlFlush in flush.go), which
 // reads the fired tasks by job id. The same statement reserves, among

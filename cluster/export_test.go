@@ -118,3 +118,6 @@ func (n *Node) PruneKeys(ctx context.Context, idle time.Duration) (int, error) {
 const SQLFindWindow = sqlFindWindow
 
 var SQLFind = fmt.Sprintf(sqlFind, listColumns, stateWhere[0])
+
+// PartitionOf returns the partition of job.
+func (n *Node) PartitionOf(job uint64) int { return n.partitionOf(job) }

@@ -87,6 +87,8 @@ func (m *membership) release(ctx context.Context) error {
 		es = append(es, e)
 	}
 	m.owned = map[int]int64{}
+	m.sure = map[int]time.Time{}
+	m.gen++
 	m.mu.Unlock()
 	_, err := m.db.Exec(ctx, sqlRelease, m.name, ps, es)
 	if err != nil {

@@ -48,6 +48,16 @@ type membership struct {
 	// owned maps each partition this node holds to the epoch it holds it
 	// at. Guarded by mu.
 	owned map[int]int64
+	// sure maps partitions of owned to the local time until which their
+	// leases, at the epochs held, surely run: when the statement that
+	// last acquired or renewed one was sent, plus a lease (the database
+	// set the lease's end a lease after it ran, which is later). Guarded
+	// by mu.
+	sure map[int]time.Time
+	// gen counts the changes to owned (an acquisition, a drop, the
+	// release on Close): a partition held at one generation and at a
+	// later equal one was held throughout, at one epoch. Guarded by mu.
+	gen uint64
 }
 
 // memberHandlers are what the membership tells the node's other roles
@@ -79,6 +89,7 @@ func newMembership(db *pool, name, instance string, partitions int, lease time.D
 		kick:  make(chan struct{}, 1),
 		quit:  make(chan struct{}),
 		owned: make(map[int]int64),
+		sure:  make(map[int]time.Time),
 	}
 }
 
@@ -110,6 +121,45 @@ func (m *membership) holds(p int) (int64, bool) {
 	defer m.mu.Unlock()
 	e, ok := m.owned[p]
 	return e, ok
+}
+
+// generation returns the count of changes to the partitions held, for
+// heldThrough. Generation 0 is never current once a partition has been
+// held. O(1).
+func (m *membership) generation() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gen
+}
+
+// heldThrough reports whether this node has held partition p, at one
+// epoch, since generation returned gen, and its lease surely runs on for
+// more than a renewal period (Lease/renewBound) from now: then a
+// statement that committed before this call did so while no other node
+// could hold p, and a later owner, which loads p's timers from the rows
+// once it has acquired p, reads what the statement wrote. O(1).
+func (m *membership) heldThrough(p int, gen uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gen != gen {
+		return false
+	}
+	until, ok := m.sure[p]
+	return ok && time.Until(until) > m.lease/renewBound
+}
+
+// renewed records that the partitions parts, held at epochs, had their
+// leases renewed (or acquired) by a statement sent at sent. A partition
+// no longer held at that epoch is passed over.
+func (m *membership) renewed(parts []int32, epochs []int64, sent time.Time) {
+	until := sent.Add(m.lease)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, p := range parts {
+		if e, ok := m.owned[int(p)]; ok && e == epochs[i] {
+			m.sure[int(p)] = until
+		}
+	}
 }
 
 // count returns how many partitions this node holds.
@@ -251,6 +301,7 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	// Renew what is held, at the epoch it is held at, if not yet expired.
 	parts, epochs := m.arrays()
 	if len(parts) > 0 {
+		sent := time.Now()
 		rows, err := m.db.Query(hctx, sqlRenew, m.name, parts, epochs, lease)
 		if err != nil {
 			return 0, err
@@ -269,11 +320,16 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 			return 0, err
 		}
 		var lost []int
-		for _, p := range parts {
+		var kept []int32
+		var keptEpochs []int64
+		for i, p := range parts {
 			if !renewed[int(p)] {
 				lost = append(lost, int(p))
+			} else {
+				kept, keptEpochs = append(kept, p), append(keptEpochs, epochs[i])
 			}
 		}
+		m.renewed(kept, keptEpochs, sent)
 		if len(lost) > 0 {
 			m.log.Warn("hourglass: partitions lost (lease expired or taken)", "partitions", lost)
 			m.metrics.lost.Add(float64(len(lost)))
@@ -396,6 +452,7 @@ func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, i
 // each at a new epoch, records them as held, then has the handler
 // acquired listen to their channels and load their timers.
 func (m *membership) acquire(ctx context.Context, k int) error {
+	sent := time.Now()
 	rows, err := m.db.Query(ctx, `UPDATE hourglass_partitions p
 		SET owner = $1, epoch = p.epoch + 1,
 			lease_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
@@ -438,8 +495,10 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 	m.mu.Lock()
 	for p, e := range got {
 		m.owned[p] = e
+		m.sure[p] = sent.Add(m.lease)
 		parts = append(parts, int32(p))
 	}
+	m.gen++
 	m.mu.Unlock()
 	m.log.Info("hourglass: partitions acquired", "partitions", len(got), "taken over", takeovers)
 	return m.on.acquired(ctx, parts)
@@ -467,8 +526,12 @@ func (m *membership) dropAt(parts []int, epochs map[int]int64) {
 				continue
 			}
 			delete(m.owned, p)
+			delete(m.sure, p)
 			gone = append(gone, p)
 		}
+	}
+	if len(gone) > 0 {
+		m.gen++
 	}
 	m.mu.Unlock()
 	m.on.dropped(gone)

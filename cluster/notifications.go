@@ -57,6 +57,28 @@ func partitionChannel(p int) string { return partitionChannelPrefix + strconv.It
 
 const partitionChannelPrefix = "hourglass_p"
 
+// announceLease is announce for the lease of a task that this node's
+// statement took, which began at the membership's generation gen (0:
+// unknown) and has committed. When this node held the task's partition
+// throughout, with its lease running on past now (heldThrough), the
+// statement committed while no other node could own the partition, and
+// an owner after this one loads the timer from the row when it acquires
+// the partition: the node arms the timer itself and sends no
+// notification. Otherwise, as announce, except that a lease a second or
+// more away is announced with the notifier's next batch, within
+// notifyLinger (notifier.timerLater): at one node no reserve then sends
+// a notification, and at N the reserves of a node share one statement of
+// notifications every notifyLinger.
+func (n *Node) announceLease(job uint64, at, dbNow int64, gen uint64) {
+	if at-dbNow >= int64(n.opts.Window)+int64(n.opts.Window/2) {
+		return
+	}
+	n.timers.armHeld(job, at)
+	if gen == 0 || !n.members.heldThrough(n.partitionOf(job), gen) {
+		n.notifications.timerLater(n.partitionOf(job), job, at, dbNow)
+	}
+}
+
 // notifications is a node's role on LISTEN/NOTIFY: the listener (its
 // LISTEN connection and goroutine, listener.go), the notifier (its
 // batched NOTIFYs and goroutine, notifier.go), and the dispatch of what
@@ -157,6 +179,12 @@ func (nt *notifications) unlisten(channels ...string) {
 // timer announces to partition p's owner that job fires at (database
 // ns), once the write that set it has committed.
 func (nt *notifications) timer(p int, job uint64, at int64) { nt.notifier.timer(p, job, at) }
+
+// timerLater announces as timer a timer that may wait for the next batch
+// (notifier.timerLater); now is the database's clock when it was written.
+func (nt *notifications) timerLater(p int, job uint64, at, now int64) {
+	nt.notifier.timerLater(p, job, at, now)
+}
 
 // readyIn announces k tasks made ready in queue to the other nodes.
 func (nt *notifications) readyIn(queue string, k int) { nt.notifier.readyIn(queue, k) }

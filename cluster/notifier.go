@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,7 +34,20 @@ type notifier struct {
 	done chan struct{}
 	quit chan struct{}
 
+	// linger is how long a timer announced with timerLater may wait for
+	// the next batch (notifyLinger).
+	linger time.Duration
+	// lazy: a timer was queued in later while none was; run then arms its
+	// linger.
+	lazy chan struct{}
+	// sent counts the statements sent, for tests.
+	sent atomic.Int64
+
 	mu sync.Mutex
+	// later: partition channel → lines "JOB FIRE_AT" of timers far
+	// enough ahead to wait for the next batch, sent with it or linger
+	// after the first of them was queued. Guarded by mu.
+	later map[string][]string
 	// timers: partition channel → lines "JOB FIRE_AT"; ready: queue →
 	// tasks made ready (sent on chanReady as "K QUEUE NODE"), or
 	// lookAgain ("all QUEUE NODE"); other: anything else. Guarded by mu.
@@ -51,10 +65,27 @@ type notifier struct {
 // queue look again.
 const lookAgain = -1
 
+// notifyLinger is how long the announcement of a timer due at least
+// lazyAhead ahead (a lease's end, a TTR away) may wait to share a
+// statement: at three nodes every reserve leased tasks on the others'
+// partitions, and their announcements cost a statement a reserve. The
+// owner only needs the timer before it fires; a notification lost
+// meanwhile (a crash) is caught by the owner's sweep, as any other.
+const (
+	notifyLinger = 100 * time.Millisecond
+	lazyAhead    = 10 * notifyLinger
+)
+
 // newNotifier starts a notifier sending on db for the node name.
 func newNotifier(db *pool, name string, log *slog.Logger, hop prometheus.Observer) *notifier {
+	return newNotifierLinger(db, name, log, hop, notifyLinger)
+}
+
+// newNotifierLinger is newNotifier with timerLater's linger.
+func newNotifierLinger(db *pool, name string, log *slog.Logger, hop prometheus.Observer, linger time.Duration) *notifier {
 	nt := &notifier{
 		db: db, name: name, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{}),
+		linger: linger, lazy: make(chan struct{}, 1), later: make(map[string][]string),
 		timers: make(map[string][]string), ready: make(map[string]int), readySince: make(map[string]time.Time), hop: hop,
 	}
 	go nt.run()
@@ -69,6 +100,27 @@ func (nt *notifier) timer(p int, job uint64, at int64) {
 	nt.timers[ch] = append(nt.timers[ch], strconv.FormatUint(job, 10)+" "+strconv.FormatInt(at, 10))
 	nt.mu.Unlock()
 	nt.wake()
+}
+
+// timerLater is timer for a timer that fires at least lazyAhead after
+// now (both database ns): it goes with the next batch sent, at the
+// latest linger after the first such timer was queued.
+func (nt *notifier) timerLater(p int, job uint64, at, now int64) {
+	if at-now < int64(lazyAhead) {
+		nt.timer(p, job, at)
+		return
+	}
+	ch := partitionChannel(p)
+	nt.mu.Lock()
+	first := len(nt.later) == 0
+	nt.later[ch] = append(nt.later[ch], strconv.FormatUint(job, 10)+" "+strconv.FormatInt(at, 10))
+	nt.mu.Unlock()
+	if first {
+		select {
+		case nt.lazy <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // readyIn announces k tasks made ready in queue (lookAgain: every
@@ -117,26 +169,43 @@ func (nt *notifier) close() {
 
 func (nt *notifier) run() {
 	defer close(nt.done)
+	linger := time.NewTimer(nt.linger)
+	linger.Stop()
+	defer linger.Stop()
 	for {
 		select {
 		case <-nt.kick:
-			nt.flush()
+			nt.flush(false)
+		case <-nt.lazy:
+			// A flush before it fires sends the timers queued; the
+			// linger then finds none, or the next ones.
+			linger.Reset(nt.linger)
+		case <-linger.C:
+			nt.flush(true)
 		case <-nt.quit:
-			nt.flush()
+			nt.flush(true)
 			return
 		}
 	}
 }
 
-// flush sends everything pending in one transaction.
-func (nt *notifier) flush() {
+// flush sends everything pending in one transaction: the timers that
+// may wait (later) go with anything else, or alone when lingered is
+// set (their linger is over).
+func (nt *notifier) flush(lingered bool) {
 	nt.mu.Lock()
-	timers, ready, other, since := nt.timers, nt.ready, nt.other, nt.readySince
-	if len(timers) == 0 && len(ready) == 0 && len(other) == 0 {
+	timers, ready, other, since, later := nt.timers, nt.ready, nt.other, nt.readySince, nt.later
+	if len(timers) == 0 && len(ready) == 0 && len(other) == 0 && (!lingered || len(later) == 0) {
 		nt.mu.Unlock()
 		return
 	}
 	nt.timers, nt.ready, nt.other = make(map[string][]string), make(map[string]int), nil
+	if len(later) > 0 {
+		nt.later = make(map[string][]string)
+		for ch, lines := range later {
+			timers[ch] = append(timers[ch], lines...)
+		}
+	}
 	if len(since) > 0 {
 		nt.readySince = make(map[string]time.Time)
 	}
@@ -168,6 +237,7 @@ func (nt *notifier) flush() {
 		nt.log.Warn("hourglass: sending notifications failed; owners' sweeps will catch up", "err", err)
 		return
 	}
+	nt.sent.Add(1)
 	if nt.hop != nil {
 		now := time.Now()
 		for q, k := range ready {

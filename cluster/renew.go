@@ -62,7 +62,12 @@ func (m *membership) keep(ctx context.Context) (stop func()) {
 			}
 			m.reach.ok()
 			if parts, epochs := m.arrays(); len(parts) > 0 {
-				m.db.Exec(kctx, sqlRenew, m.name, parts, epochs, lease)
+				// All renewed, or none known to be: the round's renewal
+				// finds and drops what was not.
+				sent := time.Now()
+				if tag, err := m.db.Exec(kctx, sqlRenew, m.name, parts, epochs, lease); err == nil && tag.RowsAffected() == int64(len(parts)) {
+					m.renewed(parts, epochs, sent)
+				}
 			}
 			cancel()
 			m.metrics.keeps.Inc()

@@ -344,7 +344,7 @@ func (p *poller) Deliver(items []handed) []task.Task {
 		rows[i] = h.row
 		dbNow = max(dbNow, h.dbNow)
 	}
-	return (*Node)(p).deliver(rows, dbNow, pathHanded)
+	return (*Node)(p).deliver(rows, dbNow, pathHanded, 0)
 }
 
 // GiveBack makes ready again rows handed to a waiter whose caller had
@@ -361,6 +361,7 @@ func (p *poller) GiveBack(items []handed) { (*Node)(p).giveBack(items) }
 // queues' pauses to end, the next token of a rate limit, capPoll for a
 // concurrency limit.
 func (n *Node) take(ctx context.Context, queues []string, max int, path string) ([]task.Task, time.Duration, error) {
+	gen := n.members.generation()
 	rows, err := n.db.leaseQuery(ctx, n.giveBacks.call(queues), sqlReserve, queues, max)
 	if err != nil {
 		return nil, 0, dbErr(err)
@@ -390,7 +391,7 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 			if len(got) > 0 {
 				// The tasks taken stand; the limited queues wait for the
 				// next reserve.
-				return n.deliver(got, dbNow, path), 0, nil
+				return n.deliver(got, dbNow, path, gen), 0, nil
 			}
 			return nil, 0, err
 		}
@@ -405,7 +406,7 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 	if len(got) == 0 {
 		return nil, retry, nil
 	}
-	return n.deliver(got, dbNow, path), 0, nil
+	return n.deliver(got, dbNow, path, gen), 0, nil
 }
 
 // scanReserved reads sqlReserve's rows: the tasks taken, the database's
@@ -452,9 +453,10 @@ func sortRows(got []row) {
 
 // deliver turns reserved rows into the tasks a reserve returns, in
 // delivery order, announces their leases' timers to their partitions'
-// owners and counts the deliveries, which came by path; dbNow is the
-// database's clock at the reservation.
-func (n *Node) deliver(got []row, dbNow int64, path string) []task.Task {
+// owners (announceLease, for statements begun at the membership's
+// generation gen; 0: unknown) and counts the deliveries, which came by
+// path; dbNow is the database's clock at the reservation.
+func (n *Node) deliver(got []row, dbNow int64, path string, gen uint64) []task.Task {
 	sortRows(got)
 	out := make([]task.Task, len(got))
 	dues := make([]int64, len(got))
@@ -464,7 +466,7 @@ func (n *Node) deliver(got []row, dbNow int64, path string) []task.Task {
 		out[i] = t.view()
 		out[i].Lease = t.lease
 		dues[i], readies[i] = t.due, t.readyAt
-		n.announce(uint64(t.job), t.leaseUntil, dbNow)
+		n.announceLease(uint64(t.job), t.leaseUntil, dbNow, gen)
 	}
 	n.metrics.delivered(dues, readies, dbNow, path)
 	n.counters.delivered(out, dues, readies, dbNow)

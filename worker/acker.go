@@ -10,10 +10,13 @@ import (
 )
 
 // acker batches acks: its goroutine takes the acks that are pending when
-// it is free, up to most, and sends them in one request (POST
-// /v1/acks), so that an idle worker acks each task at once and a busy one
-// sends an ack per request's round trip rather than per task. No timer
-// delays an ack.
+// it is free, waits for more until ackLinger after the first of them was
+// queued unless most are already there, and sends them in one request
+// (POST /v1/acks, one statement on a cluster node), so that a busy worker
+// sends a request per round trip rather than per task, and acks that
+// finish within ackLinger of each other share one. The linger never
+// holds an ack past ackLinger after it was queued: an ack that waited
+// that long behind the request in flight goes at once.
 //
 // Call add from any goroutine while run runs; close once no more acks
 // will be added, and run returns after sending the last.
@@ -74,11 +77,21 @@ const (
 	ackBatch   = 2
 )
 
-// pendingAck is an ack and when its lease surely holds until: retrying a
-// batch past the last of its leases is pointless.
+// ackLinger is the longest the acker holds a batch's first ack for more
+// to join it. An ack is a statement and a durable commit on the server:
+// with 64 handlers finishing at once, the acks that come within a
+// millisecond share them, where without the linger a request carried
+// those finished during the previous request's round trip. A handler
+// does not wait for it: its slot is free once its ack is queued.
+const ackLinger = time.Millisecond
+
+// pendingAck is an ack, when its lease surely holds until (retrying a
+// batch past the last of its leases is pointless), and when it was
+// queued.
 type pendingAck struct {
-	ack   api.Ack
-	until time.Time
+	ack    api.Ack
+	until  time.Time
+	queued time.Time
 }
 
 // newAcker returns an acker that sends through send, retrying until
@@ -92,7 +105,7 @@ func newAcker(base context.Context, giveUp <-chan struct{}, send func(context.Co
 
 // add queues an ack. It blocks while the buffer is full: while a request
 // (or its retries) takes longer than the handlers need to fill it.
-func (a *acker) add(ack api.Ack, until time.Time) { a.in <- pendingAck{ack, until} }
+func (a *acker) add(ack api.Ack, until time.Time) { a.in <- pendingAck{ack, until, time.Now()} }
 
 // close tells run that no more acks will come.
 func (a *acker) close() { close(a.in) }
@@ -100,22 +113,46 @@ func (a *acker) close() { close(a.in) }
 // run sends the acks as they come until close, then returns.
 func (a *acker) run() {
 	batch := make([]pendingAck, 0, a.most)
+	linger := time.NewTimer(ackLinger)
+	linger.Stop()
+	defer linger.Stop()
 	for first := range a.in {
 		batch = append(batch[:0], first)
 		open := true
+		// The acks already queued join at once; then those that come
+		// until ackLinger after the first was queued, until the batch is
+		// full.
+		lingering := false
 	more:
 		for len(batch) < a.most {
+			var p pendingAck
+			var ok bool
 			select {
-			case p, ok := <-a.in:
-				if !ok {
-					open = false
+			case p, ok = <-a.in:
+			default:
+				if !lingering {
+					left := ackLinger - time.Since(first.queued)
+					if left <= 0 {
+						break more
+					}
+					lingering = true
+					linger.Reset(left)
+				}
+				select {
+				case p, ok = <-a.in:
+				case <-linger.C:
+					lingering = false
 					break more
 				}
-				batch = append(batch, p)
-			default:
+			}
+			if !ok {
+				open = false
 				break more
 			}
+			batch = append(batch, p)
 		}
+		// Since Go 1.23 a stopped timer delivers no stale value.
+		linger.Stop()
 		a.flush(batch)
 		if !open {
 			return

@@ -96,13 +96,13 @@ func TestAcker_Retries(t *testing.T) {
 		return make([]error, len(acks)), err
 	}
 	a := newAcker(context.Background(), nil, send, 1, api.MaxAcks, newFailureLog(quiet), nil)
-	a.flush([]pendingAck{{api.Ack{ID: "x"}, time.Now().Add(time.Minute)}})
+	a.flush([]pendingAck{{api.Ack{ID: "x"}, time.Now().Add(time.Minute), time.Time{}}})
 	if calls != 2 {
 		t.Errorf("%d requests, want 2: one retry of the 503", calls)
 	}
 	calls = 0
 	errs = []error{&client.Error{Status: 400, Message: "hourglass: bad"}}
-	a.flush([]pendingAck{{api.Ack{ID: "x"}, time.Now().Add(time.Minute)}})
+	a.flush([]pendingAck{{api.Ack{ID: "x"}, time.Now().Add(time.Minute), time.Time{}}})
 	if calls != 1 {
 		t.Errorf("%d requests, want 1: no retry of a 400", calls)
 	}
@@ -178,9 +178,56 @@ func TestAcker_AckErrors(t *testing.T) {
 	}
 	a := newAcker(context.Background(), nil, send, 2, api.MaxAcks, newFailureLog(log), nil)
 	until := time.Now().Add(time.Minute)
-	a.flush([]pendingAck{{api.Ack{Queue: "q", ID: "ok"}, until}, {api.Ack{Queue: "q", ID: "stale"}, until}})
+	a.flush([]pendingAck{{api.Ack{Queue: "q", ID: "ok"}, until, time.Time{}}, {api.Ack{Queue: "q", ID: "stale"}, until, time.Time{}}})
 	out := buf.String()
 	if !strings.Contains(out, "id=stale") || strings.Contains(out, "id=ok") || strings.Count(out, "\n") != 1 {
 		t.Errorf("log:\n%s\nwant one line, of the stale ack", out)
 	}
+}
+
+// TestAcker_Linger: acks that finish within ackLinger of the first share
+// one request, which starts ackLinger after the first was queued, not
+// later; an ack queued past that goes in a request of its own.
+func TestAcker_Linger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type request struct {
+			ids []string
+			at  time.Duration
+		}
+		start := time.Now()
+		var mu sync.Mutex
+		var sent []request // guarded by mu
+		send := func(ctx context.Context, acks []api.Ack) ([]error, error) {
+			r := request{at: time.Since(start)}
+			for _, a := range acks {
+				r.ids = append(r.ids, a.ID)
+			}
+			mu.Lock()
+			sent = append(sent, r)
+			mu.Unlock()
+			return make([]error, len(acks)), nil
+		}
+		a := newAcker(context.Background(), nil, send, 10, api.MaxAcks, newFailureLog(quiet), nil)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.run()
+		}()
+		until := time.Now().Add(time.Minute)
+		a.add(api.Ack{ID: "0"}, until)
+		time.Sleep(ackLinger / 4)
+		a.add(api.Ack{ID: "1"}, until)
+		time.Sleep(ackLinger / 2)
+		a.add(api.Ack{ID: "2"}, until)
+		time.Sleep(ackLinger)
+		a.add(api.Ack{ID: "3"}, until)
+		a.close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		want := []request{{[]string{"0", "1", "2"}, ackLinger}, {[]string{"3"}, ackLinger/4 + ackLinger/2 + ackLinger}}
+		if !slices.EqualFunc(sent, want, func(a, b request) bool { return a.at == b.at && slices.Equal(a.ids, b.ids) }) {
+			t.Errorf("requests %v, want %v", sent, want)
+		}
+	})
 }

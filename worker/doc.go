@@ -16,7 +16,10 @@
 // A [Worker] reserves tasks only for its free handlers (and
 // [Options.Prefetch] more, a task not started by half its ttr being
 // released), with one long poll (POST /v1/reserve) at a time over all
-// its queues, and runs each task's [Handler] in its own goroutine.
+// its queues, and runs each task's [Handler] in its own goroutine. Once
+// a handler is free, the reserve waits up to a millisecond for the
+// others still running to end, and goes at once when all have, so that
+// handlers ending together share one reserve.
 // While a handler runs, the worker touches the task's lease halfway
 // through each ttr, so a handler may run past its task's ttr; when the
 // lease is lost (the task was deleted, or the server could not be
@@ -31,8 +34,9 @@
 // The handler's result decides what becomes of the task:
 //
 //   - nil: acked. Acks are sent in batches (POST /v1/acks): whatever is
-//     pending when the previous batch is answered, so an ack waits for no
-//     timer.
+//     pending when the previous batch is answered, and those that end
+//     within a millisecond of the first of a batch; no ack waits more
+//     than a millisecond for others.
 //   - an error: nacked with the error's text as the task's last error;
 //     the queue's retry policy says when it is ready again (at once
 //     without one), and whether it is dead once its attempts are used
