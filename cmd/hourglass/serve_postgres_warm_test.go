@@ -2,34 +2,14 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"regexp"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hourglass-go/hourglass/internal/logbuf"
 	"github.com/hourglass-go/hourglass/internal/pgtest"
 )
-
-// syncBuffer is a strings.Builder safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestServePostgres_PoolWarm: serve opens postgresPoolMinConns
 // connections at start, or the URL's pool_min_conns, and says it is
@@ -43,8 +23,8 @@ func TestServePostgres_PoolWarm(t *testing.T) {
 		{url, postgresPoolMinConns},
 		{url + "&pool_min_conns=2", 2},
 	} {
-		var out syncBuffer
-		log := slog.New(slog.NewTextHandler(&out, nil))
+		var out logbuf.Buffer
+		log := out.Logger()
 		o, _, err := parseServe([]string{"--http", "127.0.0.1:0", "--postgres", c.url, "--node", "a"}, env(nil))
 		if err != nil {
 			t.Fatal(err)
