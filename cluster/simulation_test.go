@@ -16,6 +16,7 @@ import (
 
 	"github.com/hourglass-go/hourglass/api"
 	"github.com/hourglass-go/hourglass/cluster"
+	"github.com/hourglass-go/hourglass/internal/pgtest"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -166,7 +167,10 @@ func TestSimulation(t *testing.T) {
 		count = 40
 	}
 	faultsFor := envDuration("HOURGLASS_SIM_FAULTS", 12*time.Second)
-	url := server(t).CreateDatabase(t)
+	// A node holds up to five connections: its pool's two, its
+	// listener, and a connection per flush lane (flushLanes) while it
+	// owns partitions.
+	url := pgtest.Start(t, pgtest.Set("max_connections", strconv.Itoa(count*(3+cluster.FlushLanes)+50))).CreateDatabase(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
