@@ -153,14 +153,22 @@ func TestClientCallError(t *testing.T) {
 // URL.
 func startServer(t *testing.T) string {
 	t.Helper()
-	o, _, err := parseServe([]string{"--http", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data")}, env(nil))
+	return startServerArgs(t, []string{"--http", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data")},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// startServerArgs runs serve with the command-line args, logging to log,
+// until the test ends (t.Cleanup stops it), and returns its URL once it
+// says it is ready.
+func startServerArgs(t *testing.T, args []string, log *slog.Logger) string {
+	t.Helper()
+	o, _, err := parseServe(args, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	go func() { done <- serve(ctx, o, log, func(a string) { addr <- a }) }()
 	t.Cleanup(func() {
 		cancel()

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"regexp"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/hourglass-go/hourglass/internal/logbuf"
 	"github.com/hourglass-go/hourglass/internal/pgtest"
@@ -23,37 +21,21 @@ func TestServePostgres_PoolWarm(t *testing.T) {
 		{url, postgresPoolMinConns},
 		{url + "&pool_min_conns=2", 2},
 	} {
-		var out logbuf.Buffer
-		log := out.Logger()
-		o, _, err := parseServe([]string{"--http", "127.0.0.1:0", "--postgres", c.url, "--node", "a"}, env(nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		addr := make(chan string, 1)
-		done := make(chan error, 1)
-		go func() { done <- serve(ctx, o, log, func(a string) { addr <- a }) }()
-		waitReady(t, "http://"+<-addr)
-		logged := out.String()
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
+		t.Run(strconv.Itoa(c.want), func(t *testing.T) {
+			var out logbuf.Buffer
+			startServerArgs(t, []string{"--http", "127.0.0.1:0", "--postgres", c.url, "--node", "a"}, out.Logger())
+			logged := out.String()
+			// The pool's idle connections and more up to its minimum, all
+			// warm: "connections=warm/held".
+			m := regexp.MustCompile(`pool warmed.* connections=(\d+)/(\d+)`).FindStringSubmatch(logged)
+			if m == nil {
+				t.Fatalf("%s: ready without the pool warmed:\n%s", c.url, logged)
 			}
-		case <-time.After(stopTimeout):
-			t.Fatalf("serve did not stop within %v", stopTimeout)
-		}
-		// The pool's idle connections and more up to its minimum, all
-		// warm: "connections=warm/held".
-		m := regexp.MustCompile(`pool warmed.* connections=(\d+)/(\d+)`).FindStringSubmatch(logged)
-		if m == nil {
-			t.Fatalf("%s: ready without the pool warmed:\n%s", c.url, logged)
-		}
-		warm, _ := strconv.Atoi(m[1])
-		held, _ := strconv.Atoi(m[2])
-		if warm != held || warm < c.want {
-			t.Errorf("%s: ready with %d of %d connections warm, want all and %d or more", c.url, warm, held, c.want)
-		}
+			warm, _ := strconv.Atoi(m[1])
+			held, _ := strconv.Atoi(m[2])
+			if warm != held || warm < c.want {
+				t.Errorf("%s: ready with %d of %d connections warm, want all and %d or more", c.url, warm, held, c.want)
+			}
+		})
 	}
 }
