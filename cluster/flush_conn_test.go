@@ -95,8 +95,12 @@ func TestFlush_PlannedOnce(t *testing.T) {
 		t.Errorf("the flush statement ran %d times, want at least %d (the warm-ups, a flush a task)", calls, tasks+cluster.FlushLanes)
 	}
 	// Twice a lane at most: the warm-up's plan, thrown away, and the
-	// lane's first flush's (a lane runs only beside a slow flush).
-	if plans < cluster.FlushLanes+1 || plans > 2*cluster.FlushLanes {
+	// lane's first flush's (a lane runs only beside a slow flush); twice
+	// more for a lane whose connection is opened again on a loaded
+	// machine (CI once saw 6 plans in 12 runs: a warm-up and a flush
+	// more than 8 flushes and 2 warm-ups). Through the pool it was
+	// planned at each new connection, and so at most flushes.
+	if plans < cluster.FlushLanes+1 || plans > 2*cluster.FlushLanes+2 {
 		t.Errorf("the flush statement was planned %d times in %d runs on %d lanes, want once a lane for the warm-ups and once a lane used",
 			plans, calls, cluster.FlushLanes)
 	}
