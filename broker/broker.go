@@ -105,6 +105,10 @@ type Config struct {
 	// MaxSchedules bounds how many schedules the broker keeps; 0:
 	// task.DefaultMaxSchedules.
 	MaxSchedules int
+	// RateClock, when set, is the clock of the rate limits' buckets in
+	// place of the monotonic clock: for tests that move it forward
+	// (policy.go). nil in production.
+	RateClock *RateClock
 }
 
 // Broker is the delay queue. Open one over a store, use it from any number
@@ -281,6 +285,9 @@ func Open(st store.Store, cfg Config) (*Broker, error) {
 		}
 	}
 	b.startPruners()
+	if c := cfg.RateClock; c != nil {
+		c.onMove(b.rateClockMoved)
+	}
 	return b, nil
 }
 

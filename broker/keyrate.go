@@ -237,8 +237,7 @@ func (q *queueState) rateSpentKeyLocked(key string) bool {
 // the emptiest): Close's last writes. b.mu must be held. O(b log b) for b
 // buckets.
 func (b *Broker) keepKeyRatesLocked() {
-	now := time.Now()
-	mono := int64(now.Sub(b.opened)) + 1 // monoNow at now
+	now, mono := time.Now(), b.monoNow()
 	for _, q := range b.queues {
 		if q == nil || len(q.keyRates) == 0 || perKeyRate(q.policy) == nil {
 			continue

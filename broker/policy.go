@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/hourglass-go/hourglass/service"
@@ -192,8 +193,7 @@ func (b *Broker) bucketRecordLocked(q *queueState) (tokens float64, at int64) {
 	if q.bucket.At == 0 {
 		return 0, 0
 	}
-	now := time.Now()
-	mono := int64(now.Sub(b.opened)) + 1 // monoNow at now
+	now, mono := time.Now(), b.monoNow()
 	return q.bucket.Tokens, max(now.UnixNano()-(mono-q.bucket.At), 1)
 }
 
@@ -308,7 +308,96 @@ func perKeyRate(p task.Policy) *task.Rate {
 }
 
 // monoNow is the time in ns on the monotonic clock since b was opened,
-// always above 0 (a service.Bucket at 0 was never used). A rate limit's
-// bucket and its wake timer use it: a step of the wall clock neither
-// fills nor drains a bucket.
-func (b *Broker) monoNow() int64 { return int64(time.Since(b.opened)) + 1 }
+// always above 0 (a service.Bucket at 0 was never used), or on
+// Config.RateClock when one is set. A rate limit's bucket and its wake
+// timer use it: a step of the wall clock neither fills nor drains a
+// bucket.
+func (b *Broker) monoNow() int64 {
+	if c := b.cfg.RateClock; c != nil {
+		return c.now() + 1
+	}
+	return int64(time.Since(b.opened)) + 1
+}
+
+// RateClock is a clock of the rate limits' buckets that moves only when
+// told (Config.RateClock), so that a test sees a bucket refill without
+// waiting: the queue's rate and the per-key rates read it, and their
+// timers (the wake of a queue's waiters at its next token, a per-key
+// bucket's next token and fullness) fire when Advance passes their
+// moment. Everything else of the broker (due times, leases, pauses)
+// stays on the real clocks. One RateClock may serve brokers opened one
+// after the other on the same store, which then go on from its time. Safe
+// for concurrent use.
+type RateClock struct {
+	mu sync.Mutex
+	// at is the clock's time since its start; moved are the brokers told
+	// of each move (rateClockMoved), each until it answers false.
+	at    time.Duration
+	moved []func() bool
+}
+
+// Advance moves c forward by d (> 0) and runs every timer of the brokers
+// on c that is due by then, before it returns. O(queues and per-key
+// buckets of those brokers).
+func (c *RateClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.at += max(d, 0)
+	moved := c.moved
+	c.mu.Unlock()
+	var kept []func() bool
+	for _, f := range moved {
+		if f() {
+			kept = append(kept, f)
+		}
+	}
+	c.mu.Lock()
+	// Brokers opened meanwhile were appended after moved.
+	c.moved = append(kept, c.moved[len(moved):]...)
+	c.mu.Unlock()
+}
+
+// now returns c's time in ns.
+func (c *RateClock) now() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return int64(c.at)
+}
+
+// onMove makes Advance call f after each move, until f answers false.
+func (c *RateClock) onMove(f func() bool) {
+	c.mu.Lock()
+	c.moved = append(c.moved, f)
+	c.mu.Unlock()
+}
+
+// rateClockMoved runs the rate timers of b that Config.RateClock's move
+// made due, as their wheel would at their moment: it wakes the waiters of
+// a queue whose next token is due, and brings back a key's lane parked
+// for its bucket (keyRateDueLocked). It answers false once b is closed.
+// O(queues and per-key buckets).
+func (b *Broker) rateClockMoved() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	mono := b.monoNow()
+	for _, q := range b.queues {
+		if q == nil {
+			continue
+		}
+		if q.rateWake != nil && q.rateAt <= mono {
+			q.rateWake.Cancel()
+			q.rateWake, q.rateAt = nil, 0
+			b.wakeReadyLocked(q)
+		}
+		for key, kr := range q.keyRates {
+			if kr.wake != nil && kr.wakeAt <= mono {
+				kr.wake.Cancel()
+				kr.wake, kr.wakeAt = nil, 0
+				b.keyRateDueLocked(q, key, kr)
+			}
+		}
+	}
+	return true
+}

@@ -50,7 +50,8 @@ import (
 // list) and HOURGLASS_DIFF_STEPS choose others, and a failure names the
 // values that repeat it. The embedded engine restarts between two
 // sequences (the cluster's state is in PostgreSQL), so that what it
-// recovers is compared too.
+// recovers is compared too. Then the subtest refill compares rate limits
+// refilling as their clocks move (diffrefill_test.go).
 func TestDifferential(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL")
@@ -147,6 +148,8 @@ func TestDifferential(t *testing.T) {
 			}
 		}
 	}
+	// Rate limits refilling, on engines of their own whose clocks move.
+	t.Run("refill", func(t *testing.T) { refill(t, srv) })
 }
 
 // differ drives the engines through one sequence.
@@ -282,10 +285,10 @@ func (d *differ) step(ctx context.Context, i int) {
 		if q != "dl" && d.rng.IntN(2) == 0 {
 			p.DeadLetter = "dl"
 		}
-		// Limits: neither engine takes a fake clock (the embedded engine
-		// reads the monotonic clock, a cluster node PostgreSQL's), so a
-		// rate is one task an hour after its burst, which no run lasts
-		// long enough to see refilled; a concurrency limit needs no clock.
+		// Limits: a rate is one task an hour after its burst, which no
+		// run lasts long enough to see refilled (the refill scenario,
+		// refill, moves the clocks instead); a concurrency limit needs no
+		// clock.
 		if d.rng.IntN(3) == 0 {
 			p.Concurrency = 1 + d.rng.IntN(2)
 		}
