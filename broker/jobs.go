@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/store"
 	"github.com/hourglass-go/hourglass/task"
 )
@@ -238,7 +239,7 @@ func (b *Broker) Queue(queue string) (task.QueueDetail, error) {
 	// so each task is counted once.
 	seen := make(map[uint64]bool)
 	q.ready.each(func(it readyItem) {
-		if s, ok := b.tasks.get(it.job); ok && s.state() == task.Ready && s.queue() == q.index && s.prio < task.DefaultPriority && !seen[it.job] {
+		if s, ok := b.tasks.get(it.job); ok && s.state() == task.Ready && s.queue() == q.index && service.Urgent(s.prio) && !seen[it.job] {
 			seen[it.job] = true
 			d.Urgent++
 		}

@@ -192,7 +192,6 @@ func (b *Broker) takeLocked(qs []*queueState, max int) (out []taken, pending *gr
 	}
 	mono := b.monoNow()    // the per-key rates' clock (keyrate.go)
 	var held []*queueState // held back by a limit in this take
-	var why []string       // the limit that held back each of held
 	for len(out) < max {
 		var best *queueState
 		var top readyItem
@@ -202,7 +201,7 @@ func (b *Broker) takeLocked(qs []*queueState, max int) (out []taken, pending *gr
 				continue
 			}
 			if q.readyN > 0 && q.fullLocked() {
-				held, why = append(held, q), append(why, service.ThrottledConcurrency)
+				held = append(held, q)
 				continue
 			}
 			it, l, ok := b.peekReadyLocked(q)
@@ -215,9 +214,8 @@ func (b *Broker) takeLocked(qs []*queueState, max int) (out []taken, pending *gr
 			if !ok {
 				if q.readyN > 0 && b.rateSpentLocked(q) {
 					// Every key with ready tasks is at its limit, and
-					// the rate would hold them too: counted as the rate
-					// (a cluster node counts alike, heldBack).
-					held, why = append(held, q), append(why, service.ThrottledRate)
+					// the rate would hold them too.
+					held = append(held, q)
 				}
 				continue
 			}
@@ -232,7 +230,7 @@ func (b *Broker) takeLocked(qs []*queueState, max int) (out []taken, pending *gr
 			mono := b.monoNow()
 			if took, next := best.bucket.Take(*r, mono, 1); took == 0 {
 				b.armRateLocked(best, mono, next)
-				held, why = append(held, best), append(why, service.ThrottledRate)
+				held = append(held, best)
 				continue
 			}
 		}
@@ -266,10 +264,12 @@ func (b *Broker) takeLocked(qs []*queueState, max int) (out []taken, pending *gr
 	}
 	if len(out) < max {
 		// A reserve that a limit held back: it took fewer than it asked
-		// for, and a queue with ready tasks met its limit (a cluster node
-		// counts alike, takeLimited).
-		for k, q := range held {
-			b.metrics.HeldBack(q.name, why[k])
+		// for, and a queue with ready tasks met its limit
+		// (service.HeldBy, which a cluster node asks alike).
+		for _, q := range held {
+			if why := service.HeldBy(q.fullLocked(), b.rateSpentLocked(q)); why != "" {
+				b.metrics.HeldBack(q.name, why)
+			}
 		}
 	}
 	return out, pending, at

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -151,7 +152,7 @@ func (n *Node) pause(ctx context.Context, queue string, d time.Duration) (task.P
 }
 
 // Queue returns the detail of queue; a queue never used reports zeros.
-// The counts by state, the urgent count, the pause and the policy are the
+// The counts by state, the urgent count (service.UrgentBelow), the pause and the policy are the
 // database's (one read of the queue's tasks: O(tasks of the queue));
 // Puts, Deliveries, Acks and Waiting count what this node served since
 // it started.
@@ -174,7 +175,7 @@ func (n *Node) Queue(queue string) (task.QueueDetail, error) {
 			count(*) FILTER (WHERE state = 3),
 			count(*) FILTER (WHERE state = 1 AND fire_at IS NULL AND priority < $2)
 			FROM hourglass_tasks WHERE queue = $1) c
-		LEFT JOIN hourglass_queues q ON q.queue = $1`, queue, int64(task.DefaultPriority)).Scan(
+		LEFT JOIN hourglass_queues q ON q.queue = $1`, queue, int64(service.UrgentBelow)).Scan(
 		append([]any{&d.Delayed, &d.Ready, &d.Reserved, &d.Dead, &d.Urgent, &left, &until, &d.Pauses}, p.dest()...)...)
 	if err != nil {
 		return task.QueueDetail{}, dbErr(err)

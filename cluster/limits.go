@@ -222,11 +222,9 @@ const sqlHeldBack = `SELECT q.name, q.conc > 0 AND (SELECT count(*) FROM (SELECT
 
 // heldBack returns the queues of qs, not paused at dbNow, that a reserve
 // which took fewer tasks than it asked for leaves with ready tasks because
-// of a limit, and which limit: its concurrency if full, else its rate if
-// the reserve left it no whole token (q.tokens less what it took: a
-// queue held back by its per-key limits alone counts nothing). That is
-// the broker's count of hourglass_reserves_throttled_total (its take),
-// so that both engines count alike. One statement.
+// of a limit, and which limit (service.HeldBy: whether the queue is full,
+// and whether the reserve left its rate no whole token, q.tokens less
+// what it took), as the broker's take asks. One statement.
 func heldBack(ctx context.Context, tx pgx.Tx, qs []*limitedQueue, dbNow int64, took map[string]int) ([][2]string, error) {
 	var names []string
 	var concs []int32
@@ -252,11 +250,8 @@ func heldBack(ctx context.Context, tx pgx.Tx, qs []*limitedQueue, dbNow int64, t
 			rows.Close()
 			return nil, err
 		}
-		switch {
-		case full:
-			out = append(out, [2]string{name, service.ThrottledConcurrency})
-		case rates[name]:
-			out = append(out, [2]string{name, service.ThrottledRate})
+		if why := service.HeldBy(full, rates[name]); why != "" {
+			out = append(out, [2]string{name, why})
 		}
 	}
 	rows.Close()

@@ -21,6 +21,16 @@ import (
 // reservation has. What beanstalkd answers NOT_FOUND (a task gone, of
 // another lease, in another state) is task.ErrNotFound here.
 
+// UrgentBelow is the priority below which a ready task counts as urgent
+// in its queue's detail (task.QueueDetail.Urgent, beanstalkd's
+// current-jobs-urgent): task.DefaultPriority, beanstalkd's 1024. The
+// embedded engine asks Urgent of each ready task; a cluster node counts
+// in SQL the ready rows whose priority is under it.
+const UrgentBelow = task.DefaultPriority
+
+// Urgent reports whether a ready task of priority prio counts as urgent.
+func Urgent(prio uint32) bool { return prio < UrgentBelow }
+
 func (f *front) Delete(ctx context.Context, queue, id string) error {
 	if err := checkTask(queue, id); err != nil {
 		return err

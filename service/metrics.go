@@ -90,6 +90,24 @@ const (
 	ThrottledConcurrency = "concurrency"
 )
 
+// HeldBy names the limit that held back a queue, not paused and with
+// ready tasks left, from a reserve that took fewer tasks than it asked
+// for (both engines ask it after their take, of every queue the reserve
+// named): its concurrency (ThrottledConcurrency) when as many of its
+// tasks are reserved as the limit allows (full), else its rate
+// (ThrottledRate) when its bucket has no whole token left (rateSpent),
+// else none (""): a queue held back by its per-key limits alone counts
+// nothing. What TaskMetrics.HeldBack counts. O(1).
+func HeldBy(full, rateSpent bool) string {
+	switch {
+	case full:
+		return ThrottledConcurrency
+	case rateSpent:
+		return ThrottledRate
+	}
+	return ""
+}
+
 // NewTaskMetrics returns a fresh set of [TaskMetrics], registered nowhere.
 func NewTaskMetrics() TaskMetrics {
 	counter := func(name, help string) prometheus.Counter {

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("per-key-priority", func(t *testing.T) { perKeyPriority(t, open(t)) })
 	t.Run("peek-keys", func(t *testing.T) { peekKeys(t, open(t)) })
 	t.Run("fairness-limited", func(t *testing.T) { fairnessLimited(t, open(t)) })
+	t.Run("urgent-bound", func(t *testing.T) { urgentBound(t, open(t)) })
 }
 
 // must fails t on err.
