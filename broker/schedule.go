@@ -27,15 +27,15 @@ type schedule struct {
 	spec    task.ScheduleSpec // normalised (service.NormalSchedule)
 	cron    hourglass.Schedule
 	loc     *time.Location
-	created int64  // when the spec was set, Unix ns: its version
-	last    int64  // newest occurrence put or skipped, Unix ns; 0: none (the misfire cursor)
-	lastRun int64  // newest occurrence or run put or skipped, Unix ns
-	lastID  string // the newest task put (service.LastSkipped)
+	created int64 // when the spec was set, Unix ns: its version
+	// cur is where the schedule stands: its misfire cursor, last run and
+	// last task, moved by service.ScheduleCursor's rules.
+	cur service.ScheduleCursor
 }
 
 // run returns s as the Runner arms it.
 func (s *schedule) run() schedrun.Schedule {
-	return schedrun.Schedule{Spec: s.spec, Cron: s.cron, Loc: s.loc, Version: s.created, From: time.Unix(0, max(s.last, s.created))}
+	return schedrun.Schedule{Spec: s.spec, Cron: s.cron, Loc: s.loc, Version: s.created, From: time.Unix(0, max(s.cur.Last, s.created))}
 }
 
 // parseSchedule checks spec against the broker's limits and parses its
@@ -45,31 +45,23 @@ func (b *Broker) parseSchedule(spec task.ScheduleSpec) (hourglass.Schedule, *tim
 }
 
 // SetSchedule writes the schedule name as c says (service.Engine), in
-// one group commit: a new spec (setSpec), or a change of the schedule
-// stored (change).
+// one group commit, as service.WriteSchedule dispatches it: a new spec
+// (PutSchedule), or a change of the schedule stored (ChangeSchedule).
 func (b *Broker) SetSchedule(ctx context.Context, name string, c service.ScheduleChange) (task.ScheduleInfo, bool, error) {
-	switch {
-	case c.Spec != nil:
-		return b.setSpec(ctx, *c.Spec)
-	case c.Paused != nil, c.Run != nil:
-		return task.ScheduleInfo{}, false, b.change(ctx, name, c, false)
-	}
-	return task.ScheduleInfo{}, false, fmt.Errorf("%w: no schedule change", task.ErrInvalid)
+	return service.WriteSchedule(ctx, (*scheduleStore)(b), b.cfg.MaxPayload, name, c)
 }
 
-// setSpec creates or replaces the schedule spec.Name, durably. Each
-// occurrence puts one task into spec.Queue with id "NAME@TIME" (TIME the
-// occurrence in RFC 3339, UTC) and due at the occurrence, so no
-// occurrence is put twice, across restarts too. created is false for a
-// replacement, which keeps the last occurrence; a replacement that
-// unpauses the schedule starts from now, as ResumeSchedule. Errors wrap
-// ErrInvalid (a bad field, named) or ErrTooLarge.
-func (b *Broker) setSpec(ctx context.Context, spec task.ScheduleSpec) (info task.ScheduleInfo, created bool, err error) {
-	sched, loc, err := b.parseSchedule(spec)
-	if err != nil {
-		return task.ScheduleInfo{}, false, err
-	}
-	spec = service.NormalSchedule(spec)
+// scheduleStore is the broker as service.WriteSchedule sees it.
+type scheduleStore Broker
+
+// PutSchedule creates or replaces the schedule spec.Name, durably
+// (service.ScheduleStore). Each occurrence puts one task into spec.Queue
+// with id "NAME@TIME" (TIME the occurrence in RFC 3339, UTC) and due at
+// the occurrence, so no occurrence is put twice, across restarts too.
+// created is false for a replacement, which keeps the cursor
+// (service.ScheduleCursor.Resumed if it unpauses).
+func (ss *scheduleStore) PutSchedule(ctx context.Context, spec task.ScheduleSpec, sched hourglass.Schedule, loc *time.Location) (info task.ScheduleInfo, created bool, err error) {
+	b := (*Broker)(ss)
 	now := time.Now()
 	b.mu.Lock()
 	if err := b.usableLocked(); err != nil {
@@ -96,10 +88,7 @@ func (b *Broker) setSpec(ctx context.Context, spec task.ScheduleSpec) (info task
 		}
 	}
 	if ok {
-		s.last, s.lastRun, s.lastID = old.last, old.lastRun, old.lastID
-		if old.spec.Paused && !spec.Paused {
-			s.last = now.UnixNano()
-		}
+		s.cur = old.cur.Resumed(old.spec.Paused, spec.Paused, now.UnixNano())
 	}
 	b.schedules[spec.Name] = s
 	b.writeScheduleLocked(s.record(), false)
@@ -138,13 +127,16 @@ func (b *Broker) DeleteSchedule(ctx context.Context, name string) error {
 	return b.change(ctx, name, service.ScheduleChange{}, true)
 }
 
+// ChangeSchedule applies c to the schedule name (service.ScheduleStore).
+func (ss *scheduleStore) ChangeSchedule(ctx context.Context, name string, c service.ScheduleChange) error {
+	return (*Broker)(ss).change(ctx, name, c, false)
+}
+
 // change deletes the schedule name (del), or applies c to it, durably,
-// in one group commit, or returns ErrNoSchedule:
-//   - c.Run: a run the front put becomes its last (its last run the later
-//     of the two), counted in its puts; its next occurrence stays;
-//   - c.Paused: a pause disarms it, so that it puts nothing; a resume
-//     arms it from now: the occurrences that fell due while it was
-//     paused are not put.
+// in one group commit, or returns ErrNoSchedule. Its cursor moves as
+// service.ScheduleCursor.Changed says; a run counts in its puts; a pause
+// disarms it, so that it puts nothing, and a resume arms it from its
+// cursor, now.
 func (b *Broker) change(ctx context.Context, name string, c service.ScheduleChange, del bool) error {
 	now := time.Now()
 	b.mu.Lock()
@@ -159,18 +151,21 @@ func (b *Broker) change(ctx context.Context, name string, c service.ScheduleChan
 		delete(b.schedules, name)
 		b.unscheduleLocked(s)
 		b.writeScheduleLocked(store.Schedule{Name: name}, true)
-	case c.Run != nil:
-		s.lastRun, s.lastID = max(s.lastRun, c.Run.At.UnixNano()), c.Run.ID
-		b.writeScheduleLocked(s.record(), false)
-		b.metrics.schedules.Occurred(name)
-	case s.spec.Paused != *c.Paused:
-		s.spec.Paused = *c.Paused
-		b.runner.Disarm(name)
-		if !s.spec.Paused {
-			s.last = now.UnixNano()
-			b.runner.Arm(s.run(), now)
+	default:
+		was := s.spec.Paused
+		s.cur, s.spec.Paused = s.cur.Changed(c, was, now.UnixNano())
+		if c.Run != nil {
+			b.metrics.schedules.Occurred(name)
 		}
-		b.writeScheduleLocked(s.record(), false)
+		if s.spec.Paused != was {
+			b.runner.Disarm(name)
+			if !s.spec.Paused {
+				b.runner.Arm(s.run(), now)
+			}
+		}
+		if c.Run != nil || s.spec.Paused != was {
+			b.writeScheduleLocked(s.record(), false)
+		}
 	}
 	g := b.answerGroupLocked()
 	b.mu.Unlock()
@@ -239,16 +234,16 @@ func (b *Broker) withOutcome(ctx context.Context, info task.ScheduleInfo) task.S
 // infoLocked returns s as the API reports it, without the outcome of a
 // last task put. b.mu must be held.
 func (b *Broker) infoLocked(s *schedule) task.ScheduleInfo {
-	return service.NewScheduleInfo(s.spec, b.runner.Next(s.spec.Name), s.lastRun, s.lastID)
+	return service.NewScheduleInfo(s.spec, b.runner.Next(s.spec.Name), s.cur.LastRun, s.cur.LastID)
 }
 
 func (s *schedule) record() store.Schedule {
 	r := store.Schedule{
 		Name: s.spec.Name, Cron: s.spec.Cron, Queue: s.spec.Queue, Timezone: s.spec.Timezone,
-		Payload: s.spec.Payload, Created: s.created, Last: s.last,
+		Payload: s.spec.Payload, Created: s.created, Last: s.cur.Last,
 		Misfire: s.spec.Misfire, Overlap: s.spec.Overlap, CatchUp: int64(s.spec.CatchUp),
 		Priority: *s.spec.Priority, TTR: int64(s.spec.TTR), MaxAttempts: s.spec.MaxAttempts,
-		Paused: s.spec.Paused, LastRun: s.lastRun, LastID: s.lastID,
+		Paused: s.spec.Paused, LastRun: s.cur.LastRun, LastID: s.cur.LastID,
 	}
 	return r
 }
@@ -276,8 +271,8 @@ func (b *Broker) occur(ctx context.Context, rs *schedrun.Schedule, at time.Time)
 	if err != nil {
 		return false, err
 	}
-	if at.UnixNano() <= s.last {
-		return false, schedrun.ErrGone
+	if at.UnixNano() <= s.cur.Last {
+		return false, schedrun.ErrGone // service.ScheduleCursor.Occurred's bound
 	}
 	return b.putOccurrenceLocked(s, at)
 }
@@ -291,8 +286,8 @@ func (b *Broker) settle(ctx context.Context, rs *schedrun.Schedule, through time
 	if err != nil {
 		return err
 	}
-	if s.last < through.UnixNano() {
-		s.last = through.UnixNano()
+	if c := s.cur.Settled(through.UnixNano()); c != s.cur {
+		s.cur = c
 		b.writeScheduleLocked(s.record(), false)
 	}
 	return nil
@@ -317,7 +312,7 @@ func (b *Broker) currentScheduleLocked(rs *schedrun.Schedule) (*schedule, error)
 // last, in one group. b.mu must be held.
 func (b *Broker) putOccurrenceLocked(s *schedule, at time.Time) (skipped bool, err error) {
 	if s.spec.Overlap == service.OverlapSkip && b.unfinishedLocked(s) {
-		s.last, s.lastRun = at.UnixNano(), at.UnixNano() // lastID stays: the task still running
+		s.cur, _ = s.cur.Skipped(at.UnixNano())
 		b.writeScheduleLocked(s.record(), false)
 		return true, nil
 	}
@@ -326,7 +321,7 @@ func (b *Broker) putOccurrenceLocked(s *schedule, at time.Time) (skipped bool, e
 	if _, _, err := b.putLocked(q, &r, at.UnixNano(), time.Now().UnixNano()); err != nil {
 		return false, err
 	}
-	s.last, s.lastRun, s.lastID = at.UnixNano(), at.UnixNano(), r.ID
+	s.cur, _ = s.cur.Occurred(at.UnixNano(), r.ID)
 	b.writeScheduleLocked(s.record(), false)
 	return false, nil
 }
@@ -334,10 +329,10 @@ func (b *Broker) putOccurrenceLocked(s *schedule, at time.Time) (skipped bool, e
 // unfinishedLocked reports whether s's last task is still waiting or
 // reserved in its queue. b.mu must be held.
 func (b *Broker) unfinishedLocked(s *schedule) bool {
-	if s.lastID == "" {
+	if s.cur.LastID == "" {
 		return false
 	}
-	job, err := b.lookupLocked(s.spec.Queue, s.lastID)
+	job, err := b.lookupLocked(s.spec.Queue, s.cur.LastID)
 	if err != nil {
 		if !errors.Is(err, task.ErrNotFound) {
 			b.log.Warn("hourglass: looking up a schedule's last task", "schedule", s.spec.Name, "err", err)
@@ -364,9 +359,9 @@ func (b *Broker) recoverSchedulesLocked() ([]schedrun.Schedule, error) {
 			continue
 		}
 		s := &schedule{spec: service.NormalSchedule(spec), cron: sched, loc: loc, created: r.Created,
-			last: r.Last, lastRun: r.LastRun, lastID: r.LastID}
-		if s.lastRun == 0 && s.last != 0 { // a schedule of format 2
-			s.lastRun, s.lastID = s.last, service.OccurrenceID(r.Name, time.Unix(0, s.last))
+			cur: service.ScheduleCursor{Last: r.Last, LastRun: r.LastRun, LastID: r.LastID}}
+		if s.cur.LastRun == 0 && s.cur.Last != 0 { // a schedule of format 2
+			s.cur.LastRun, s.cur.LastID = s.cur.Last, service.OccurrenceID(r.Name, time.Unix(0, s.cur.Last))
 		}
 		b.schedules[r.Name] = s
 		b.queueLocked(s.spec.Queue).schedules++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/hourglass-go/hourglass/internal/retry"
+	"github.com/hourglass-go/hourglass/internal/schedrun"
 	"time"
 )
 
@@ -121,3 +122,14 @@ var SQLFind = fmt.Sprintf(sqlFind, listColumns, stateWhere[0])
 
 // PartitionOf returns the partition of job.
 func (n *Node) PartitionOf(job uint64) int { return n.partitionOf(job) }
+
+// Occur runs the occurrence at of the schedule name, of the version
+// stored, as the Runner of its partition's owner would (occur).
+func (n *Node) Occur(ctx context.Context, name string, at time.Time) (skipped bool, err error) {
+	rows, err := n.readSchedules(ctx, "WHERE s.name = $1", name)
+	if err != nil || len(rows) != 1 {
+		return false, fmt.Errorf("hourglass: schedule %s: %d rows, %v", name, len(rows), err)
+	}
+	r := rows[0]
+	return n.occur(ctx, &schedrun.Schedule{Spec: r.spec, Version: r.created, Tag: n.schedulePartition(name)}, at)
+}

@@ -43,48 +43,28 @@ func (n *Node) parseSchedule(spec task.ScheduleSpec) (hourglass.Schedule, *time.
 	return service.ParseSchedule(spec, n.opts.MaxPayload)
 }
 
-// SetSchedule writes the schedule name as c says (service.Engine), in
-// one statement: a new spec (setSpec), or a change of the schedule
-// stored (change). The owner of the schedule's partition arms it on its
-// next lease tick, which the announcement on the schedules channel
-// brings forward to now.
+// SetSchedule writes the schedule name as c says (service.Engine), as
+// service.WriteSchedule dispatches it: a new spec (PutSchedule), or a
+// change of the schedule stored (ChangeSchedule), each one transaction.
+// The owner of the schedule's partition arms it on its next lease tick,
+// which the announcement on the schedules channel brings forward to now.
 func (n *Node) SetSchedule(ctx context.Context, name string, c service.ScheduleChange) (task.ScheduleInfo, bool, error) {
 	if err := n.Err(); err != nil {
 		return task.ScheduleInfo{}, false, err
 	}
-	switch {
-	case c.Spec != nil:
-		return n.setSpec(ctx, *c.Spec)
-	case c.Paused != nil, c.Run != nil:
-		return task.ScheduleInfo{}, false, n.change(ctx, name, c, false)
-	}
-	return task.ScheduleInfo{}, false, fmt.Errorf("%w: no schedule change", task.ErrInvalid)
+	return service.WriteSchedule(ctx, (*scheduleStore)(n), n.opts.MaxPayload, name, c)
 }
 
-// setSpec creates or replaces the schedule spec.Name, durably, as the
-// embedded engine does; created is false for a replacement, which keeps
-// the last occurrence put.
-func (n *Node) setSpec(ctx context.Context, spec task.ScheduleSpec) (task.ScheduleInfo, bool, error) {
-	sched, loc, err := n.parseSchedule(spec)
-	if err != nil {
-		return task.ScheduleInfo{}, false, err
-	}
-	spec = service.NormalSchedule(spec)
-	payload := spec.Payload
-	if payload == nil {
-		payload = []byte{}
-	}
-	// A replacement that unpauses starts from now, as ResumeSchedule.
-	var inserted bool
-	var r scheduleRow
-	limit := n.opts.MaxSchedules
-	if limit <= 0 {
-		limit = task.DefaultMaxSchedules
-	}
-	// A new schedule past the limit inserts no row, and so answers none;
-	// a replacement always does. Two nodes creating at once may each pass
-	// the count: the limit bounds the table, not to the row.
-	err = n.db.QueryRow(ctx, `INSERT INTO hourglass_schedules AS s (name, cron, queue, timezone, payload, created, last,
+// scheduleStore is the node as service.WriteSchedule sees it.
+type scheduleStore Node
+
+// sqlPutSchedule creates or replaces a schedule, keeping a replaced one's
+// cursor, and answers whether it inserted, the cursor and its version
+// (the database's clock). A new schedule past the limit $13 inserts no
+// row, and so answers none; a replacement always does. Two nodes
+// creating at once may each pass the count: the limit bounds the table,
+// not to the row.
+const sqlPutSchedule = `INSERT INTO hourglass_schedules AS s (name, cron, queue, timezone, payload, created, last,
 			misfire, overlap, catch_up, priority, ttr, max_attempts, paused)
 		SELECT $1, $2, $3, $4, $5, hourglass_now(), 0, $6, $7, $8, $9, $10, $11, $12
 		WHERE EXISTS (SELECT 1 FROM hourglass_schedules WHERE name = $1)
@@ -93,13 +73,57 @@ func (n *Node) setSpec(ctx context.Context, spec task.ScheduleSpec) (task.Schedu
 			timezone = EXCLUDED.timezone, payload = EXCLUDED.payload, created = EXCLUDED.created,
 			misfire = EXCLUDED.misfire, overlap = EXCLUDED.overlap, catch_up = EXCLUDED.catch_up,
 			priority = EXCLUDED.priority, ttr = EXCLUDED.ttr, max_attempts = EXCLUDED.max_attempts,
-			paused = EXCLUDED.paused,
-			last = CASE WHEN s.paused AND NOT EXCLUDED.paused THEN EXCLUDED.created ELSE s.last END
-		RETURNING xmax = 0, last, last_run, last_id`,
-		spec.Name, spec.Cron, spec.Queue, spec.Timezone, payload,
-		spec.Misfire, spec.Overlap, int64(spec.CatchUp), int64(*spec.Priority), int64(spec.TTR), int64(spec.MaxAttempts), spec.Paused,
-		int64(limit),
-	).Scan(&inserted, &r.last, &r.lastRun, &r.lastID)
+			paused = EXCLUDED.paused
+		RETURNING xmax = 0, last, last_run, last_id, created`
+
+// sqlCursor reads a schedule's pause and cursor, and the database's
+// clock, locking its row for the transaction; sqlSetCursor writes them.
+const (
+	sqlCursor    = `SELECT paused, last, last_run, last_id, hourglass_now() FROM hourglass_schedules WHERE name = $1 FOR UPDATE`
+	sqlSetCursor = `UPDATE hourglass_schedules SET paused = $2, last = $3, last_run = $4, last_id = $5 WHERE name = $1`
+)
+
+// PutSchedule creates or replaces the schedule spec.Name, durably, as
+// the embedded engine does (service.ScheduleStore), in one transaction:
+// the row locked and its pause read, the upsert, and, where the
+// replacement unpauses it (service.ScheduleCursor.Resumed), its cursor
+// moved to the replacement's time. created is false for a replacement.
+func (ss *scheduleStore) PutSchedule(ctx context.Context, spec task.ScheduleSpec, sched hourglass.Schedule, loc *time.Location) (task.ScheduleInfo, bool, error) {
+	n := (*Node)(ss)
+	payload := spec.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	var inserted bool
+	var r scheduleRow
+	limit := n.opts.MaxSchedules
+	if limit <= 0 {
+		limit = task.DefaultMaxSchedules
+	}
+	err := pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
+		was := false
+		var c service.ScheduleCursor
+		var now int64
+		err := tx.QueryRow(ctx, sqlCursor, spec.Name).Scan(&was, &c.Last, &c.LastRun, &c.LastID, &now)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		var created int64
+		err = tx.QueryRow(ctx, sqlPutSchedule,
+			spec.Name, spec.Cron, spec.Queue, spec.Timezone, payload,
+			spec.Misfire, spec.Overlap, int64(spec.CatchUp), int64(*spec.Priority), int64(spec.TTR), int64(spec.MaxAttempts), spec.Paused,
+			int64(limit),
+		).Scan(&inserted, &r.last, &r.lastRun, &r.lastID, &created)
+		if err != nil {
+			return err
+		}
+		c = service.ScheduleCursor{Last: r.last, LastRun: r.lastRun, LastID: r.lastID}
+		if moved := c.Resumed(was, spec.Paused, created); moved != c {
+			r.last = moved.Last
+			_, err = tx.Exec(ctx, sqlSetCursor, spec.Name, spec.Paused, moved.Last, moved.LastRun, moved.LastID)
+		}
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return task.ScheduleInfo{}, false, service.TooManySchedules(limit)
 	}
@@ -128,39 +152,55 @@ func info(r scheduleRow, sched hourglass.Schedule, loc *time.Location) task.Sche
 }
 
 // DeleteSchedule deletes the schedule name, durably, or returns
-// task.ErrNoSchedule. Tasks it put stay.
+// task.ErrNoSchedule. Tasks it put stay. One statement.
 func (n *Node) DeleteSchedule(ctx context.Context, name string) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
-	return n.change(ctx, name, service.ScheduleChange{}, true)
-}
-
-// change deletes the schedule name (del), or applies c to it, durably,
-// in one statement, or returns task.ErrNoSchedule:
-//   - c.Run: a run the front put becomes its last (its last run the later
-//     of the two), counted in its puts; its next occurrence stays;
-//   - c.Paused: a pause, so that no node puts anything for it, or a
-//     resume from now (the database's): the occurrences that fell due
-//     while it was paused are not put.
-func (n *Node) change(ctx context.Context, name string, c service.ScheduleChange, del bool) error {
-	stmt, args := "DELETE FROM hourglass_schedules WHERE name = $1", []any{name}
-	switch {
-	case del:
-	case c.Run != nil:
-		stmt = "UPDATE hourglass_schedules SET last_run = GREATEST(last_run, $2), last_id = $3 WHERE name = $1"
-		args = append(args, c.Run.At.UnixNano(), c.Run.ID)
-	default:
-		stmt = `UPDATE hourglass_schedules
-			SET last = CASE WHEN paused AND NOT $2 THEN hourglass_now() ELSE last END, paused = $2 WHERE name = $1`
-		args = append(args, *c.Paused)
-	}
-	tag, err := n.db.Exec(ctx, stmt, args...)
+	tag, err := n.db.Exec(ctx, "DELETE FROM hourglass_schedules WHERE name = $1", name)
 	if err != nil {
 		return dbErr(err)
 	}
 	if tag.RowsAffected() == 0 {
 		return task.ErrNoSchedule
+	}
+	n.notifications.send(chanSchedules, name)
+	n.kickTick()
+	return nil
+}
+
+// ChangeSchedule applies c, a run the front put or a pause, to the
+// schedule name, durably, or returns task.ErrNoSchedule
+// (service.ScheduleStore): one transaction, its row locked and read with
+// the database's clock, its pause and cursor moved as
+// service.ScheduleCursor.Changed says and written if they moved. A run
+// counts in its puts; a pause or resume is announced, so that the
+// partition's owner disarms or arms it.
+func (ss *scheduleStore) ChangeSchedule(ctx context.Context, name string, c service.ScheduleChange) error {
+	n := (*Node)(ss)
+	err := pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
+		var was bool
+		var cur service.ScheduleCursor
+		var now int64
+		err := tx.QueryRow(ctx, sqlCursor, name).Scan(&was, &cur.Last, &cur.LastRun, &cur.LastID, &now)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return task.ErrNoSchedule
+		}
+		if err != nil {
+			return err
+		}
+		moved, paused := cur.Changed(c, was, now)
+		if moved == cur && paused == was {
+			return nil
+		}
+		_, err = tx.Exec(ctx, sqlSetCursor, name, paused, moved.Last, moved.LastRun, moved.LastID)
+		return err
+	})
+	if errors.Is(err, task.ErrNoSchedule) {
+		return err
+	}
+	if err != nil {
+		return dbErr(err)
 	}
 	if c.Run != nil {
 		n.metrics.schedules.Occurred(name)
@@ -316,18 +356,26 @@ func (n *Node) occur(ctx context.Context, s *schedrun.Schedule, at time.Time) (s
 		if err != nil {
 			return err
 		}
-		if s.Spec.Overlap == service.OverlapSkip {
-			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM hourglass_schedules s
-				JOIN hourglass_tasks t ON t.queue = s.queue AND t.id = s.last_id
-				WHERE s.name = $1 AND s.last_id <> '' AND t.state <> 3)`, s.Spec.Name).Scan(&skipped)
-			if err != nil {
-				return err
-			}
+		var cur service.ScheduleCursor
+		err = tx.QueryRow(ctx, sqlOccurCursor, s.Spec.Name, s.Version, s.Spec.Overlap == service.OverlapSkip).Scan(
+			&cur.Last, &cur.LastRun, &cur.LastID, &skipped)
+		if err == pgx.ErrNoRows {
+			return schedrun.ErrGone // deleted, replaced or paused meanwhile
+		}
+		if err != nil {
+			return err
 		}
 		if skipped {
-			_, err = tx.Exec(ctx, `UPDATE hourglass_schedules SET last = $2, last_run = $2
-				WHERE name = $1 AND last < $2`, s.Spec.Name, at.UnixNano())
+			moved, ok := cur.Skipped(at.UnixNano())
+			if !ok {
+				return schedrun.ErrGone
+			}
+			_, err = tx.Exec(ctx, sqlSetCursor, s.Spec.Name, false, moved.Last, moved.LastRun, moved.LastID)
 			return err
+		}
+		moved, ok := cur.Occurred(at.UnixNano(), it.id)
+		if !ok {
+			return schedrun.ErrGone
 		}
 		var ins inserted
 		err = tx.QueryRow(ctx, sqlInsert, n.insertArgs(s.Spec.Queue, []*item{it}, true)...).Scan(ins.dest()...)
@@ -337,9 +385,7 @@ func (n *Node) occur(ctx context.Context, s *schedrun.Schedule, at time.Time) (s
 		case err != pgx.ErrNoRows:
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE hourglass_schedules SET last = $2, last_run = GREATEST(last_run, $2),
-				last_id = CASE WHEN last_run <= $2 THEN $3 ELSE last_id END
-			WHERE name = $1 AND last < $2`, s.Spec.Name, at.UnixNano(), it.id)
+		_, err = tx.Exec(ctx, sqlSetCursor, s.Spec.Name, false, moved.Last, moved.LastRun, moved.LastID)
 		return err
 	})
 	if err != nil || skipped {
@@ -357,11 +403,34 @@ func (n *Node) occur(ctx context.Context, s *schedrun.Schedule, at time.Time) (s
 	return false, nil
 }
 
+// sqlOccurCursor reads the cursor of schedule $1 if it is still version
+// $2 and not paused, locking its row for occur's transaction, and, with
+// $3 (the overlap rule skip), whether its last task is still waiting or
+// reserved.
+const sqlOccurCursor = `SELECT s.last, s.last_run, s.last_id, $3 AND EXISTS (SELECT 1 FROM hourglass_tasks t
+		WHERE t.queue = s.queue AND t.id = s.last_id AND s.last_id <> '' AND t.state <> 3)
+	FROM hourglass_schedules s WHERE s.name = $1 AND s.created = $2 AND NOT s.paused FOR UPDATE OF s`
+
 // settleSchedule is the Runner's primitive (schedrun.SettleFunc): through
-// becomes s's misfire cursor if later, so that a later owner does not
-// count the occurrences missed up to it again. One statement.
+// becomes s's misfire cursor if later (service.ScheduleCursor.Settled),
+// so that a later owner does not count the occurrences missed up to it
+// again. One transaction: the row of s's version locked and read, then
+// written if the cursor moved.
 func (n *Node) settleSchedule(ctx context.Context, s *schedrun.Schedule, through time.Time) error {
-	_, err := n.db.Exec(ctx, "UPDATE hourglass_schedules SET last = $2 WHERE name = $1 AND created = $3 AND last < $2",
-		s.Spec.Name, through.UnixNano(), s.Version)
-	return err
+	return pgx.BeginFunc(ctx, n.db, func(tx pgx.Tx) error {
+		var paused bool
+		var cur service.ScheduleCursor
+		err := tx.QueryRow(ctx, `SELECT paused, last, last_run, last_id FROM hourglass_schedules
+			WHERE name = $1 AND created = $2 FOR UPDATE`, s.Spec.Name, s.Version).Scan(&paused, &cur.Last, &cur.LastRun, &cur.LastID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // replaced or deleted: nothing to settle
+		}
+		if err != nil {
+			return err
+		}
+		if moved := cur.Settled(through.UnixNano()); moved != cur {
+			_, err = tx.Exec(ctx, sqlSetCursor, s.Spec.Name, paused, moved.Last, moved.LastRun, moved.LastID)
+		}
+		return err
+	})
 }
