@@ -56,10 +56,17 @@ var sqlInsert = `WITH now AS (SELECT hourglass_now() AS ns),
 // in SQL rather than in Go because the policy is the one its statement
 // reads: reading it first would cost a round trip per put, and a copy
 // kept by the node could lag a policy set on another node.
-// TestPolicies' put-defaults-rule compares every engine with
+// Its order is service.DefaultPrecedence's, the last source the CASE's
+// ELSE. TestPolicies' put-defaults-rule compares every engine with
 // ApplyDefaults.
 func sqlDefault(col, def string) string {
-	return "CASE WHEN r." + col + " <> 0 THEN r." + col + " WHEN pol." + col + " <> 0 THEN pol." + col + " ELSE " + def + " END"
+	from := [3]string{service.FromPut: "r." + col, service.FromPolicy: "pol." + col, service.FromServer: def}
+	order := service.DefaultPrecedence()
+	sql := "CASE"
+	for _, s := range order[:len(order)-1] {
+		sql += " WHEN " + from[s] + " <> 0 THEN " + from[s]
+	}
+	return sql + " ELSE " + from[order[len(order)-1]] + " END"
 }
 
 // sqlKeyed gives each key of the put ($16) that has no turn in queue $1

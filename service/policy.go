@@ -1,7 +1,6 @@
 package service
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -213,25 +212,50 @@ var DefaultRetry = task.Retry{Initial: time.Second, Max: time.Hour, Multiplier: 
 // says max_attempts 3 records ttr serverTTR and max_attempts 3; with a
 // policy of task.UnlimitedAttempts, max_attempts 0. O(1).
 func ApplyDefaults(r *task.PutRequest, p task.Policy, serverTTR time.Duration) {
-	r.TTR = cmp.Or(r.TTR, p.TTR, serverTTR)
+	r.TTR = byPrecedence(r.TTR, p.TTR, serverTTR)
 	r.MaxAttempts = MaxAttempts(r.MaxAttempts, p.MaxAttempts)
+}
+
+// DefaultSource is where a put's ttr or max_attempts may come from
+// (ApplyDefaults).
+type DefaultSource int
+
+// The sources of a put's ttr and max_attempts.
+const (
+	FromPut    DefaultSource = iota // the put's own value
+	FromPolicy                      // its queue policy's
+	FromServer                      // the server's: Limits.DefaultTTR, DefaultMaxAttempts
+)
+
+// DefaultPrecedence returns the order in which ApplyDefaults takes a
+// put's ttr and max_attempts from their sources: the first whose value
+// is not 0 wins (the last, the server's, is never 0). The cluster's put
+// statement builds its CASE from it (cluster/put.go's sqlDefault), so
+// that one order holds on both engines.
+func DefaultPrecedence() [3]DefaultSource {
+	return [3]DefaultSource{FromPut, FromPolicy, FromServer}
+}
+
+// byPrecedence returns the first value not 0, in DefaultPrecedence's
+// order, of a put's own, its policy's and the server's.
+func byPrecedence[T int | time.Duration](put, policy, server T) T {
+	by := [3]T{FromPut: put, FromPolicy: policy, FromServer: server}
+	for _, s := range DefaultPrecedence() {
+		if by[s] != 0 {
+			return by[s]
+		}
+	}
+	return 0
 }
 
 // MaxAttempts returns the max_attempts a task is put with, as it records
 // it (0: no limit), from a put's own (0: none given) and its queue
-// policy's: the put's if given, else the policy's, else
-// DefaultMaxAttempts; task.UnlimitedAttempts at the first given is no
-// limit. The cluster's put statement does the same in SQL
+// policy's: the first given in DefaultPrecedence's order, the server's
+// DefaultMaxAttempts last; task.UnlimitedAttempts at the first given is
+// no limit. The cluster's put statement does the same in SQL
 // (cluster/put.go).
 func MaxAttempts(put, policy int) int {
-	m := put
-	if m == 0 {
-		m = policy
-	}
-	if m == 0 {
-		m = DefaultMaxAttempts
-	}
-	return max(m, 0)
+	return max(byPrecedence(put, policy, DefaultMaxAttempts), 0)
 }
 
 // Effective returns p as the engines apply it, each default filled in:

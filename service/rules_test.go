@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -119,6 +120,30 @@ func TestWriteSchedule(t *testing.T) {
 		_, _, err := service.WriteSchedule(ctx, s, task.DefaultMaxPayload, "s", c.ch)
 		if s.called != c.called || !errors.Is(err, c.err) {
 			t.Errorf("WriteSchedule(%+v): called %q, %v; want %q, %v", c.ch, s.called, err, c.called, c.err)
+		}
+	}
+}
+
+// TestDefaultPrecedence: a put's own value first, its policy's next, the
+// server's last, for ttr and max_attempts alike; task.UnlimitedAttempts
+// at the first given is no limit.
+func TestDefaultPrecedence(t *testing.T) {
+	if got := service.DefaultPrecedence(); got != [3]service.DefaultSource{service.FromPut, service.FromPolicy, service.FromServer} {
+		t.Fatalf("DefaultPrecedence() = %v", got)
+	}
+	for _, c := range []struct {
+		put, policy, want int
+	}{{3, 5, 3}, {0, 5, 5}, {0, 0, service.DefaultMaxAttempts}, {task.UnlimitedAttempts, 5, 0}, {0, task.UnlimitedAttempts, 0}} {
+		r := task.PutRequest{MaxAttempts: c.put, TTR: time.Duration(c.put) * time.Second}
+		service.ApplyDefaults(&r, task.Policy{MaxAttempts: c.policy, TTR: time.Duration(c.policy) * time.Second}, time.Hour)
+		if r.MaxAttempts != c.want {
+			t.Errorf("max_attempts of put %d, policy %d = %d, want %d", c.put, c.policy, r.MaxAttempts, c.want)
+		}
+		if c.put < 0 || c.policy < 0 {
+			continue // no ttr is negative
+		}
+		if want := cmp.Or(time.Duration(cmp.Or(c.put, c.policy))*time.Second, time.Hour); r.TTR != want {
+			t.Errorf("ttr of put %ds, policy %ds = %v", c.put, c.policy, r.TTR)
 		}
 	}
 }
