@@ -304,7 +304,11 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 // ended by node $5 with that outcome (acked, or a push's) and status, in
 // the same statement (history.go): one insert more, no round trip. An
 // attempt past the number attemptsInRow is a row of hourglass_attempts
-// instead, whose trigger keeps the bound of migration 008.
+// instead, whose trigger keeps the bound of migration 008. The dedupe
+// windows' records (sqlDedupeHead) are written only after a test, run
+// once (a one-time filter, uncorrelated), that a queue of $1 has a
+// window: without it the join to hourglass_queues looked up the queue's
+// row once per task acked (TestAck_DedupeLookupOnce).
 const sqlAck = `WITH acked AS (
 		DELETE FROM hourglass_tasks t
 		USING unnest($1::text[], $2::text[], $3::text[], $6::text[], $7::int[]) WITH ORDINALITY AS a(queue, id, lease, outcome, status, ord)
@@ -318,7 +322,8 @@ const sqlAck = `WITH acked AS (
 			CASE WHEN in_row THEN tries END, CASE WHEN in_row THEN reserved END, CASE WHEN in_row THEN outcome END,
 			CASE WHEN in_row THEN status END, CASE WHEN in_row THEN $5::text END
 		FROM acked, now ORDER BY ord),
-	` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', hourglass_now(), attempts, last_error FROM acked` + sqlDedupeTail + `
+	` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', hourglass_now(), attempts, last_error FROM acked
+		WHERE EXISTS (SELECT 1 FROM hourglass_queues w WHERE w.queue = ANY($1::text[]) AND w.dedupe > 0)` + sqlDedupeTail + `
 	SELECT queue, id, lease, outcome, status FROM acked`
 
 // sqlReservedByKey is the condition that the task t is reserved, for a
