@@ -89,14 +89,19 @@ func TestAnswerReserve_AsReserveResponse(t *testing.T) {
 // a few objects, not several per task (92 when each task became an
 // api.Task, with its lease's end on the heap, in an answer grown from
 // nothing), so that the server's CPU per task delivered is not spent in
-// the garbage collector.
+// the garbage collector. Under the race detector, whose sync.Pool drops
+// a share of what it is given on purpose, it makes about 27.
 func TestAnswerReserve_Allocs(t *testing.T) {
 	tasks := reserved64()
 	s := New(Options{})
 	w := &discardWriter{h: http.Header{}}
 	r := httptest.NewRequest("POST", "/v1/queues/q/reserve", nil)
 	reserve := func(context.Context) ([]task.Task, error) { return tasks, nil }
-	if n := testing.AllocsPerRun(50, func() { s.answerReserve(w, r, reserve) }); n > 16 {
-		t.Errorf("an answer of 64 tasks made %v allocations, want at most 16", n)
+	most := 16.0
+	if raceBuild {
+		most = 40
+	}
+	if n := testing.AllocsPerRun(50, func() { s.answerReserve(w, r, reserve) }); n > most {
+		t.Errorf("an answer of 64 tasks made %v allocations, want at most %v", n, most)
 	}
 }
