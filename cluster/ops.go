@@ -210,16 +210,18 @@ func (n *Node) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
 		return errs, nil
 	}
 	outcome, status := service.AttemptOutcome(ctx, task.AttemptAcked)
-	calls := make([]*call[ackReq], 0, len(acks))
-	for _, a := range acks {
-		calls = append(calls, &call[ackReq]{req: ackReq{a.Queue, a.ID, a.Lease, outcome, int32(status)}})
+	cs := make([]call[ackReq], len(acks))
+	calls := make([]*call[ackReq], len(acks))
+	for i, a := range acks {
+		cs[i].req = ackReq{a.Queue, a.ID, a.Lease, outcome, int32(status)}
+		calls[i] = &cs[i]
 	}
 	n.runAcks(calls)
 	// acked: the tasks this batch acked, by queue and id, and the index of
 	// the call that did, so that a call refused before it is answered as
 	// when the calls run one by one: the task was there, under another
 	// lease.
-	acked := map[[2]string]int{}
+	acked := make(map[[2]string]int, len(calls))
 	for k, c := range calls {
 		if c.err == nil {
 			acked[[2]string{c.req.queue, c.req.id}] = k
@@ -271,14 +273,22 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rows, err := n.db.Query(ctx, sqlAck, queues, ids, leases, n.keep(), n.name, outcomes, statuses)
-	deleted := map[ackReq]bool{}
+	// deleted: the requests whose task was deleted. The statement names
+	// the call that matched a task by its place in the arrays (1-based);
+	// of calls with equal requests, the first is answered as the one that
+	// deleted it, below.
+	deleted := make(map[ackReq]bool, len(calls))
 	if err == nil {
+		var ord int64
 		for rows.Next() {
-			var r ackReq
-			if err = rows.Scan(&r.queue, &r.id, &r.lease, &r.outcome, &r.status); err != nil {
+			if err = rows.Scan(&ord); err != nil {
 				break
 			}
-			deleted[r] = true
+			if ord < 1 || ord > int64(len(calls)) {
+				err = fmt.Errorf("hourglass: ack: the database named task %d of %d", ord, len(calls))
+				break
+			}
+			deleted[calls[ord-1].req] = true
 		}
 		rows.Close()
 		if err == nil {
@@ -298,13 +308,17 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 }
 
 // sqlAck deletes the tasks named by ($1[i], $2[i]) that are reserved
-// under the lease $3[i], and returns them with the outcome $6[i] and
-// status $7[i] of their attempts. With $4 (keep the history) it records
-// the task as acked and, in the same row (migration 018), its attempt as
-// ended by node $5 with that outcome (acked, or a push's) and status, in
-// the same statement (history.go): one insert more, no round trip. An
+// under the lease $3[i], and returns the i (1-based) of each: a number
+// to read, where the task's names were four strings to allocate. With
+// $4 (keep the history) it records the task as acked and, in the same
+// row (migration 018), its attempt as ended by node $5 with the outcome
+// $6[i] (acked, or a push's) and status $7[i], in the same statement (history.go): one insert more, no round trip. An
 // attempt past the number attemptsInRow is a row of hourglass_attempts
-// instead, whose trigger keeps the bound of migration 008.
+// instead, whose trigger keeps the bound of migration 008. The dedupe
+// windows' records (sqlDedupeHead) are written only after a test, run
+// once (a one-time filter, uncorrelated), that a queue of $1 has a
+// window: without it the join to hourglass_queues looked up the queue's
+// row once per task acked (TestAck_DedupeLookupOnce).
 const sqlAck = `WITH acked AS (
 		DELETE FROM hourglass_tasks t
 		USING unnest($1::text[], $2::text[], $3::text[], $6::text[], $7::int[]) WITH ORDINALITY AS a(queue, id, lease, outcome, status, ord)
@@ -318,8 +332,9 @@ const sqlAck = `WITH acked AS (
 			CASE WHEN in_row THEN tries END, CASE WHEN in_row THEN reserved END, CASE WHEN in_row THEN outcome END,
 			CASE WHEN in_row THEN status END, CASE WHEN in_row THEN $5::text END
 		FROM acked, now ORDER BY ord),
-	` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', hourglass_now(), attempts, last_error FROM acked` + sqlDedupeTail + `
-	SELECT queue, id, lease, outcome, status FROM acked`
+	` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', hourglass_now(), attempts, last_error FROM acked
+		WHERE EXISTS (SELECT 1 FROM hourglass_queues w WHERE w.queue = ANY($1::text[]) AND w.dedupe > 0)` + sqlDedupeTail + `
+	SELECT ord FROM acked`
 
 // sqlReservedByKey is the condition that the task t is reserved, for a
 // statement that finds t by its unique (queue, id): state + 0 = 2, which

@@ -415,9 +415,11 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 // keys (then sqlReserveFair takes the tasks).
 func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duration, limited []string, keyed bool, err error) {
 	defer rows.Close()
+	var left, ready *int64
+	scanner := newRowScanner(&dbNow, &ready, &left)
 	for rows.Next() {
-		var left, ready *int64
-		t, err := scanRow(rows, &dbNow, &ready, &left)
+		left, ready = nil, nil
+		t, err := scanner.scan(rows)
 		if err != nil {
 			return nil, 0, 0, nil, false, err
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -125,7 +126,10 @@ func wireType(goType string) string {
 // writeJSON answers v as JSON with the status. HTML characters are left
 // unescaped, so that payloads come back as they were put.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	out, ok := appendJSON(nil, v)
+	buf := answerBuffers.Get().(*[]byte)
+	defer putAnswerBuffer(buf)
+	out, ok := appendJSON((*buf)[:0], v)
+	*buf = out
 	if !ok {
 		var buf bytes.Buffer
 		if err := encodeJSON(&buf, v); err != nil {
@@ -137,11 +141,66 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		}
 		out = buf.Bytes()
 	}
+	writeBody(w, status, out)
+}
+
+// writeBody answers status with the JSON body out.
+func writeBody(w http.ResponseWriter, status int, out []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(status)
 	w.Write(out)
+}
+
+// writeTasks answers 200 with a reserve's tasks, leases included, as
+// writeJSON answers the api.ReserveResponse of toTask(t, true) of each,
+// byte for byte, without building one: each task's api.Task is made in
+// turn in one variable, so that an answer of n tasks allocates nothing
+// but its buffer, taken from answerBuffers. O(bytes written).
+func writeTasks(w http.ResponseWriter, tasks []task.Task) {
+	buf := answerBuffers.Get().(*[]byte)
+	defer putAnswerBuffer(buf)
+	dst := append((*buf)[:0], `{"tasks":[`...)
+	var a api.Task
+	var until time.Time
+	for i := range tasks {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		a = taskFields(&tasks[i], true)
+		if u, ok := leaseExpires(&tasks[i]); ok {
+			until = u
+			a.LeaseExpires = &until
+		}
+		dst = appendTask(dst, &a)
+	}
+	dst = append(dst, "]}\n"...)
+	*buf = dst
+	writeBody(w, http.StatusOK, dst)
+}
+
+// answerBuffers holds the buffers that writeJSON and writeTasks write
+// answers into, for the next answer: ResponseWriter.Write copies what it
+// is given, so a buffer is free again once the answer is written.
+// putAnswerBuffer keeps none larger than maxPooledAnswer, so that one
+// large answer does not hold its memory for good. Safe for concurrent
+// use.
+var answerBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 4<<10)
+	return &b
+}}
+
+// maxPooledAnswer is the largest buffer answerBuffers keeps: a reserve of
+// api.MaxReserve tasks of a few kilobytes each.
+const maxPooledAnswer = 1 << 20
+
+// putAnswerBuffer gives buf back to answerBuffers, unless it grew past
+// maxPooledAnswer.
+func putAnswerBuffer(buf *[]byte) {
+	if cap(*buf) <= maxPooledAnswer {
+		answerBuffers.Put(buf)
+	}
 }
 
 // encodeJSON writes v to buf as JSON with HTML escaping off.
@@ -212,6 +271,23 @@ var (
 // (lease_expires) is shown on every answer while the task is reserved,
 // and why its last attempt failed (last_error) always.
 func toTask(t task.Task, withLease bool) api.Task {
+	a := taskFields(&t, withLease)
+	if until, ok := leaseExpires(&t); ok {
+		a.LeaseExpires = &until
+	}
+	return a
+}
+
+// leaseExpires returns when the lease of t ends, if it is reserved.
+func leaseExpires(t *task.Task) (time.Time, bool) {
+	if t.State == task.Reserved && !t.LeaseUntil.IsZero() {
+		return t.LeaseUntil.UTC(), true
+	}
+	return time.Time{}, false
+}
+
+// taskFields is toTask without LeaseExpires.
+func taskFields(t *task.Task, withLease bool) api.Task {
 	a := api.Task{
 		ID:          t.ID,
 		JobID:       t.JobID,
@@ -227,10 +303,6 @@ func toTask(t task.Task, withLease bool) api.Task {
 	}
 	if withLease {
 		a.Lease = t.Lease
-	}
-	if t.State == task.Reserved && !t.LeaseUntil.IsZero() {
-		until := t.LeaseUntil.UTC()
-		a.LeaseExpires = &until
 	}
 	a.LastError = t.LastError
 	a.Traceparent, a.Tracestate = t.Trace.Parent, t.Trace.State

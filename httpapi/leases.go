@@ -66,11 +66,7 @@ func (s *Server) answerReserve(w http.ResponseWriter, r *http.Request, reserve f
 		// handed out regardless come back when their leases expire.
 		return
 	}
-	out := api.ReserveResponse{Tasks: make([]api.Task, len(tasks))}
-	for i, t := range tasks {
-		out.Tasks[i] = toTask(t, true)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeTasks(w, tasks)
 }
 
 // lease decodes the body of ack and touch, whose lease is required.

@@ -86,7 +86,7 @@ func TestLease_LogsOncePerSecond(t *testing.T) {
 		var mu sync.Mutex
 		tries := 0 // guarded by mu
 		for i := range 20 {
-			l := newLease(api.Task{Queue: "q", ID: strconv.Itoa(i), Lease: "l", TTR: api.Duration(time.Minute)}, time.Now().Add(-30*time.Second))
+			l := newLease(&api.Task{Queue: "q", ID: strconv.Itoa(i), Lease: "l", TTR: api.Duration(time.Minute)}, time.Now().Add(-30*time.Second))
 			wg.Go(func() {
 				l.keep(ctx, func(ctx context.Context) error {
 					mu.Lock()

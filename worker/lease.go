@@ -42,7 +42,7 @@ type lease struct {
 
 // newLease returns the lease of t, reserved in an answer that arrived at
 // received.
-func newLease(t api.Task, received time.Time) *lease {
+func newLease(t *api.Task, received time.Time) *lease {
 	ttr := t.TTR.D()
 	return &lease{queue: t.Queue, id: t.ID, token: t.Lease, ttr: ttr, deadline: received.Add(ttr)}
 }

@@ -17,7 +17,7 @@ import (
 func keepFor(t *testing.T, ttr, d time.Duration, touch func(n int) error) (touches []time.Duration, lost bool, lostAt time.Duration) {
 	t.Helper()
 	start := time.Now()
-	l := newLease(api.Task{Queue: "q", ID: "t", Lease: "l", TTR: api.Duration(ttr)}, start)
+	l := newLease(&api.Task{Queue: "q", ID: "t", Lease: "l", TTR: api.Duration(ttr)}, start)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	done := make(chan struct{})

@@ -180,8 +180,10 @@ func (r *run) start(ctx context.Context, res reserveResult) {
 	for range res.n - len(res.tasks) {
 		r.slots <- struct{}{}
 	}
-	for _, t := range res.tasks {
+	for i := range res.tasks {
 		r.tasks.Add(1)
-		go r.work(ctx, t, res.received)
+		// A pointer into res.tasks, which no one else keeps: the
+		// goroutine's arguments are then a word, not a copy of the task.
+		go r.work(ctx, &res.tasks[i], res.received)
 	}
 }

@@ -57,7 +57,7 @@ func newClient(t *testing.T) *client.Client {
 
 // clientOf returns a client of the server at url with its own
 // transport, whose idle connections the test closes at its end.
-func clientOf(t *testing.T, url string) *client.Client {
+func clientOf(t testing.TB, url string) *client.Client {
 	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)

@@ -55,7 +55,7 @@ type Task struct {
 }
 
 // newTask returns the handler's view of t.
-func newTask(t api.Task) *Task {
+func newTask(t *api.Task) *Task {
 	return &Task{
 		ID:          t.ID,
 		JobID:       t.JobID,

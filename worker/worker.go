@@ -285,7 +285,7 @@ func (r *run) stop(what string, err error) {
 // was done, of a queue without a handler, or that found no free handler
 // before half its ttr was over (see [run.handlerFor]), is released
 // without running.
-func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
+func (r *run) work(ctx context.Context, t *api.Task, received time.Time) {
 	defer r.tasks.Done()
 	defer func() { r.slots <- struct{}{} }()
 	l := newLease(t, received)
@@ -328,13 +328,19 @@ func (r *run) work(ctx context.Context, t api.Task, received time.Time) {
 		})
 	})
 	// halt stops keeping the lease, also when the handler calls
-	// runtime.Goexit (the task then comes back when its lease expires).
-	halt := sync.OnceFunc(func() {
+	// runtime.Goexit (the task then comes back when its lease expires):
+	// once, on this goroutine (a call, then the deferred one).
+	halted := false
+	halt := func() {
+		if halted {
+			return
+		}
+		halted = true
 		stopKeep()
 		if !keeper.Stop() {
 			<-kept // started
 		}
-	})
+	}
 	defer halt()
 	err := r.call(hctx, h, newTask(t))
 	halt()

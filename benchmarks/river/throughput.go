@@ -10,6 +10,9 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +84,16 @@ type ThroughputConfig struct {
 	// own about a minute after a bulk load: the workers then run on
 	// plans made with the statistics of a full table.
 	Analyze bool
+	// CPUProfile, when not "", is a directory where the hourglass side
+	// writes a CPU profile of each round's work phase
+	// (hourglass-work-N.pprof), its samples labelled by role: "node"
+	// (the node's HTTP server and its background work), "worker" (the
+	// Go worker and its client); the runtime's own (GC, scheduler)
+	// carry none.
+	CPUProfile string
+	// HourglassOnly runs hourglass's side alone, to measure a change of
+	// hourglass in less time; a ratio to river needs every side.
+	HourglassOnly bool
 }
 
 func (c *ThroughputConfig) defaults() {
@@ -140,12 +153,17 @@ type ThroughputResult struct {
 func CompareThroughput(ctx context.Context, srv Server, cfg ThroughputConfig, log func(string)) (ThroughputResult, error) {
 	cfg.defaults()
 	res := ThroughputResult{Config: cfg}
-	sides := []func(url string, p *probe) (Rate, error){
-		func(url string, p *probe) (Rate, error) { return hourglassThroughput(ctx, url, p, cfg) },
-		func(url string, p *probe) (Rate, error) { return riverThroughput(ctx, url, p, cfg, 0) },
-		func(url string, p *probe) (Rate, error) {
+	sides := []func(url string, p *probe, round int) (Rate, error){
+		func(url string, p *probe, round int) (Rate, error) {
+			return hourglassThroughput(ctx, url, p, cfg, round)
+		},
+		func(url string, p *probe, _ int) (Rate, error) { return riverThroughput(ctx, url, p, cfg, 0) },
+		func(url string, p *probe, _ int) (Rate, error) {
 			return riverThroughput(ctx, url, p, cfg, river.FetchCooldownMin)
 		},
+	}
+	if cfg.HourglassOnly {
+		sides = sides[:1]
 	}
 	for k := range cfg.Rounds {
 		// Round k starts with side k (mod 3), so that no side always
@@ -158,7 +176,7 @@ func CompareThroughput(ctx context.Context, srv Server, cfg ThroughputConfig, lo
 			if err != nil {
 				return res, fmt.Errorf("hourglass: riverbench: %w", err)
 			}
-			r, err := sides[i](url, p)
+			r, err := sides[i](url, p, k)
 			if p != nil {
 				err = errors.Join(err, p.drop(ctx))
 			}
@@ -570,7 +588,7 @@ func (p *probe) byProcess(ctx context.Context) (cpuByProcess, error) {
 // measured by p (when not nil): cfg.Nodes nodes, each with its own pool
 // and HTTP server, the jobs put through them in turn, and a Go worker on
 // each, the cfg.Workers split between them.
-func hourglassThroughput(ctx context.Context, url string, p *probe, cfg ThroughputConfig) (Rate, error) {
+func hourglassThroughput(ctx context.Context, url string, p *probe, cfg ThroughputConfig, round int) (Rate, error) {
 	res := Rate{System: "hourglass", Jobs: cfg.Jobs}
 	if cfg.Nodes > 1 {
 		res.System = fmt.Sprintf("hourglass, %d nodes", cfg.Nodes)
@@ -586,7 +604,11 @@ func hourglassThroughput(ctx context.Context, url string, p *probe, cfg Throughp
 	}()
 	var pools []*pgxpool.Pool
 	for i := range cfg.Nodes {
-		n, err := startHourglassNode(ctx, url, fmt.Sprintf("bench-%d", i))
+		var n *hourglassNode
+		var err error
+		pprof.Do(ctx, pprof.Labels("role", "node"), func(ctx context.Context) {
+			n, err = startHourglassNode(ctx, url, fmt.Sprintf("bench-%d", i))
+		})
 		if err != nil {
 			return res, err
 		}
@@ -626,6 +648,10 @@ func hourglassThroughput(ctx context.Context, url string, p *probe, cfg Throughp
 	if err != nil {
 		return res, err
 	}
+	stopProfile, err := startProfile(cfg.CPUProfile, round)
+	if err != nil {
+		return res, err
+	}
 	done := newCounter(cfg.Jobs)
 	wctx, stop := context.WithCancel(ctx)
 	ran := make(chan error, len(nodes))
@@ -636,9 +662,10 @@ func hourglassThroughput(ctx context.Context, url string, p *probe, cfg Throughp
 			done.add()
 			return nil
 		})
-		go func() { ran <- w.Run(wctx) }()
+		go pprof.Do(wctx, pprof.Labels("role", "worker"), func(wctx context.Context) { ran <- w.Run(wctx) })
 	}
 	res.Worked, res.PerSec, err = done.wait(ctx, start, cfg.Duration)
+	stopProfile()
 	stop()
 	for range nodes {
 		if runErr := <-ran; err == nil {
@@ -711,7 +738,9 @@ func startHourglassNode(ctx context.Context, url, name string) (*hourglassNode, 
 		n.pool.Close()
 		return nil, err
 	}
-	n.srv = &http.Server{Handler: n.hs}
+	n.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pprof.Do(r.Context(), pprof.Labels("role", "node"), func(context.Context) { n.hs.ServeHTTP(w, r) })
+	})}
 	go n.srv.Serve(ln)
 	n.tr = &http.Transport{MaxIdleConnsPerHost: 1024, DisableCompression: true}
 	if n.client, err = client.New("http://"+ln.Addr().String(), client.Options{HTTPClient: &http.Client{Transport: n.tr}}); err != nil {
@@ -875,4 +904,21 @@ func riverThroughput(ctx context.Context, url string, p *probe, cfg ThroughputCo
 	atEnd, err := p.mark(ctx)
 	res.measured(p, atInsert, atWork, atEnd, started, stopped)
 	return res, err
+}
+
+// startProfile starts a CPU profile into dir/hourglass-work-round.pprof
+// and returns what stops it; nothing with dir "".
+func startProfile(dir string, round int) (func(), error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("hourglass-work-%d.pprof", round)))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -26,6 +26,8 @@ import (
 //	HOURGLASS_RIVERBENCH_ROUNDS=3       rounds, each side once per round
 //	HOURGLASS_RIVERBENCH_ANALYZE=1      ANALYZE each side's tables before its workers start
 //	HOURGLASS_RIVERBENCH_NODES=3        hourglass nodes and river clients, the workers split between them
+//	HOURGLASS_RIVERBENCH_HOURGLASS_ONLY=1 hourglass's side alone
+//	HOURGLASS_RIVERBENCH_CPUPROFILE=DIR CPU profiles of hourglass's work phases, labelled by role (node, worker)
 func TestThroughput(t *testing.T) {
 	srv := startServer(t)
 	cfg := riverbench.ThroughputConfig{Jobs: 2000, Duration: 5 * time.Second}
@@ -36,7 +38,8 @@ func TestThroughput(t *testing.T) {
 		}
 		cfg = riverbench.ThroughputConfig{
 			Jobs: env("JOBS"), Workers: env("WORKERS"), Duration: time.Duration(env("SECONDS")) * time.Second, Rounds: env("ROUNDS"),
-			Analyze: env("ANALYZE") != 0, Nodes: env("NODES"),
+			Analyze: env("ANALYZE") != 0, Nodes: env("NODES"), CPUProfile: os.Getenv("HOURGLASS_RIVERBENCH_CPUPROFILE"),
+			HourglassOnly: env("HOURGLASS_ONLY") != 0,
 		}
 	}
 	res, err := riverbench.CompareThroughput(context.Background(), riverbench.Server{
