@@ -6,23 +6,22 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/hourglass-go/hourglass/service"
 )
 
 // TestLanes_Model checks lanes against a model over random pushes and
-// takes: each take is the first task of the lane whose first task has
-// the lowest priority and, among those, the lane served (or brought in)
-// longest ago; within a lane, delivery order. Every lane's position is
-// its index in order, and a lane without items is gone.
+// takes: each take is the first task of the lane, among those whose
+// first task has the lowest priority, whose key comes first after the
+// last key served in the order of service.KeyCompare (names, "" last),
+// wrapping round; within a lane, delivery order. Every lane's position
+// is its index in order, and a lane without items is gone.
 func TestLanes_Model(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := range 200 {
 		var ls lanes
-		type modelLane struct {
-			items []readyItem
-			turn  uint64
-		}
-		model := map[string]*modelLane{}
-		var turn uint64
+		model := map[string][]readyItem{}
+		cursor := ""
 		job := uint64(0)
 		keys := 1 + r.IntN(8)
 		for step := range 400 {
@@ -34,27 +33,30 @@ func TestLanes_Model(t *testing.T) {
 				}
 				it := readyItem{prio: uint32(r.IntN(3)), due: int64(r.IntN(5)), job: job}
 				ls.push(k, it)
-				m := model[k]
-				if m == nil {
-					turn++
-					m = &modelLane{turn: turn}
-					model[k] = m
-				}
-				m.items = append(m.items, it)
+				model[k] = append(model[k], it)
 				continue
 			}
 			var want string
-			var best *modelLane
-			for k, m := range model {
-				slices.SortFunc(m.items, func(a, b readyItem) int {
+			var best []readyItem
+			for k, items := range model {
+				slices.SortFunc(items, func(a, b readyItem) int {
 					if a.less(b) {
 						return -1
 					}
 					return 1
 				})
-				if best == nil || m.items[0].prio < best.items[0].prio || m.items[0].prio == best.items[0].prio && m.turn < best.turn {
-					want, best = k, m
+				switch {
+				case best == nil || items[0].prio < best[0].prio:
+				case items[0].prio > best[0].prio:
+					continue
+				case service.KeyAfter(k, cursor) != service.KeyAfter(want, cursor):
+					if !service.KeyAfter(k, cursor) {
+						continue
+					}
+				case service.KeyCompare(k, want) > 0:
+					continue
 				}
+				want, best = k, items
 			}
 			l := ls.first()
 			if best == nil {
@@ -63,16 +65,16 @@ func TestLanes_Model(t *testing.T) {
 				}
 				continue
 			}
-			if l == nil || l.key != want || l.heap[0] != best.items[0] {
-				t.Fatalf("round %d step %d: first lane %+v, want key %q item %+v", round, step, l, want, best.items[0])
+			if l == nil || l.key != want || l.heap[0] != best[0] {
+				t.Fatalf("round %d step %d: first lane %+v, want key %q item %+v", round, step, l, want, best[0])
 			}
 			l.heap.pop()
 			ls.served(l)
-			best.items = best.items[1:]
-			turn++
-			best.turn = turn
-			if len(best.items) == 0 {
+			cursor = want
+			if len(best) == 1 {
 				delete(model, want)
+			} else {
+				model[want] = best[1:]
 			}
 			for i, o := range ls.order {
 				if o.l.pos != i || len(o.l.heap) == 0 {

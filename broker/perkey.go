@@ -136,8 +136,8 @@ func (ls *lanes) park(l *keyLane) {
 	ls.parked++
 }
 
-// unpark puts the parked lane l back in the heap with the turn it had,
-// or forgets it if it has no items left.
+// unpark puts the parked lane l back in the heap, at its key's next
+// place after the cursor, or forgets it if it has no items left.
 func (ls *lanes) unpark(l *keyLane) {
 	l.parked = false
 	ls.parked--
@@ -147,6 +147,7 @@ func (ls *lanes) unpark(l *keyLane) {
 		ls.remove(l)
 		return
 	}
+	ls.place(l)
 	l.pos = len(ls.order)
 	ls.order = append(ls.order, l.ref())
 	ls.up(l.pos)

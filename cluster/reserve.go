@@ -151,7 +151,7 @@ var sqlReserveFair = `WITH picked AS (
 				SELECT '', e.priority, e.job_id, 1000000 FROM run CROSS JOIN LATERAL (
 					SELECT e.priority, e.job_id FROM hourglass_tasks e
 					WHERE run.ok AND e.queue = q.name AND e.task_key = '' AND e.state = 1 AND e.fire_at IS NULL
-						AND EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = q.name AND x.task_key = '')
+						AND (EXISTS (SELECT 1 FROM walkA) OR EXISTS (SELECT 1 FROM walkB))
 					ORDER BY ` + deliveryOrderOf("e") + ` LIMIT 1) e
 				UNION ALL
 				SELECT * FROM walkB WHERE walkB.task_key <= (SELECT cur FROM run)
@@ -170,7 +170,8 @@ var sqlReserveFair = `WITH picked AS (
 				LIMIT $2
 			)
 			SELECT DISTINCT ON (u.job_id) u.* FROM (
-				SELECT * FROM keyed
+				SELECT k.job_id, k.priority, k.due, k.ready_at, k.queue, k.task_key, k.rank,
+					row_number() OVER (ORDER BY k.turn) AS turn FROM keyed k
 				UNION ALL
 				SELECT g.job_id, g.priority, g.due, g.ready_at, g.queue, g.task_key, 1, 0 FROM (
 					SELECT job_id, priority, due, ready_at, queue, task_key FROM hourglass_tasks
