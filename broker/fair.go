@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
@@ -365,4 +366,94 @@ func (b *Broker) KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, 
 		}
 	}
 	return out, nil
+}
+
+// keptCursors keeps the cursors (lanes.cursor) of the queues the broker
+// dropped while they held nothing (dropLocked), for keptCursorAge, so
+// that a queue that drains and fills again within it goes on with its
+// round where it was, as a cluster node's cursor row outlives its
+// queue's tasks (it is pruned a round after the turn rows of the queue's
+// last keys, which live a minute unwritten: cluster/prune.go). At most
+// maxKeptCursors are kept, the oldest dropped going first: a cursor costs
+// its entries (about 100 bytes) and its names' bytes. A cursor at the
+// key "" is not kept: the next round starts at the first key either way.
+// A restart forgets them. Not safe for concurrent use: the broker's
+// mutex guards it. keep and take are O(1) amortised.
+type keptCursors struct {
+	m map[string]keptCursor
+	// fifo holds the names kept, oldest first, with when they were
+	// kept; an entry whose name was taken or kept again since is
+	// skipped.
+	fifo []keptCursor
+}
+
+// keptCursor is a kept cursor: its queue's name, key, and when it was
+// kept (Broker.monoNow).
+type keptCursor struct {
+	name, key string
+	at        int64
+}
+
+const (
+	// keptCursorAge is how long a dropped queue's cursor is kept.
+	keptCursorAge = time.Minute
+	// maxKeptCursors bounds the cursors kept.
+	maxKeptCursors = 10_000
+)
+
+// keep keeps cursor, the cursor of the queue name dropped at now.
+func (k *keptCursors) keep(name, cursor string, now int64) {
+	k.expire(now)
+	if cursor == "" {
+		delete(k.m, name)
+		return
+	}
+	if k.m == nil {
+		k.m = make(map[string]keptCursor)
+	}
+	c := keptCursor{name: name, key: cursor, at: now}
+	k.m[name] = c
+	k.fifo = append(k.fifo, c)
+	for len(k.fifo) > maxKeptCursors {
+		k.popFront()
+	}
+}
+
+// take returns the cursor kept for the queue name, "" if none, and
+// forgets it.
+func (k *keptCursors) take(name string, now int64) string {
+	if len(k.m) == 0 {
+		return ""
+	}
+	k.expire(now)
+	c, ok := k.m[name]
+	if !ok {
+		return ""
+	}
+	delete(k.m, name)
+	return c.key
+}
+
+// expire forgets the cursors kept longer than keptCursorAge.
+func (k *keptCursors) expire(now int64) {
+	for len(k.fifo) > 0 && now-k.fifo[0].at > int64(keptCursorAge) {
+		k.popFront()
+	}
+}
+
+// popFront forgets the oldest entry of fifo, and its cursor unless it was
+// kept again since.
+func (k *keptCursors) popFront() {
+	f := k.fifo[0]
+	k.fifo[0] = keptCursor{}
+	k.fifo = k.fifo[1:]
+	if c, ok := k.m[f.name]; ok && c.at == f.at {
+		delete(k.m, f.name)
+	}
+	if len(k.fifo) == 0 {
+		k.fifo = nil // give back a burst's array
+	}
+	if len(k.m) == 0 {
+		k.m = nil
+	}
 }

@@ -225,3 +225,44 @@ func BenchmarkLanes_Serve(b *testing.B) {
 		})
 	}
 }
+
+// TestKeptCursors checks the bounds of the cursors kept for dropped
+// queues: a cursor is taken once, goes after keptCursorAge, the oldest
+// go past maxKeptCursors, and a cursor at "" is not kept.
+func TestKeptCursors(t *testing.T) {
+	var k keptCursors
+	k.keep("q", "b", 1)
+	if got := k.take("q", 2); got != "b" {
+		t.Fatalf("take = %q, want b", got)
+	}
+	if got := k.take("q", 3); got != "" {
+		t.Fatalf("taken twice: %q", got)
+	}
+	k.keep("q", "b", 10)
+	k.keep("q", "", 11)
+	if got := k.take("q", 12); got != "" {
+		t.Fatalf("a cursor at \"\" kept: %q", got)
+	}
+	k.keep("old", "x", 100)
+	k.keep("new", "y", 100+int64(keptCursorAge)/2)
+	now := 101 + int64(keptCursorAge)
+	if got := k.take("old", now); got != "" {
+		t.Fatalf("a cursor older than %s kept: %q", keptCursorAge, got)
+	}
+	if got := k.take("new", now); got != "y" {
+		t.Fatalf("a cursor younger than %s gone: %q", keptCursorAge, got)
+	}
+	for i := range maxKeptCursors + 10 {
+		k.keep(fmt.Sprint("q", i), "k", now)
+	}
+	if len(k.m) != maxKeptCursors || len(k.fifo) != maxKeptCursors {
+		t.Fatalf("%d cursors kept, %d in fifo; want %d", len(k.m), len(k.fifo), maxKeptCursors)
+	}
+	if k.take("q0", now) != "" || k.take(fmt.Sprint("q", maxKeptCursors+9), now) != "k" {
+		t.Fatal("not the oldest dropped first")
+	}
+	k.expire(now + int64(keptCursorAge) + 1)
+	if k.m != nil || k.fifo != nil {
+		t.Fatalf("after expiry: %d kept, %d in fifo", len(k.m), len(k.fifo))
+	}
+}

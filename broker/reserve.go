@@ -303,8 +303,8 @@ func (t *taker) nextLocked(round bool) (int, readyItem, *keyLane) {
 		if q == nil || q.pausedUntil > t.now || slices.Contains(t.held, q) {
 			continue
 		}
-		if round && !q.ready.keyed() {
-			continue
+		if round && !t.rounds[i].started && !q.ready.keyed() {
+			continue // no round: decided as the take began
 		}
 		if q.readyN > 0 && q.fullLocked() {
 			t.held, t.why = append(t.held, q), append(t.why, service.ThrottledConcurrency)

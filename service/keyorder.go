@@ -6,18 +6,24 @@ package service
 // O(len) and safe for concurrent use.
 //
 // This is the one rule both engines follow in a reserve of a queue that
-// uses keys (the embedded engine's lanes, broker/fair.go; a cluster
-// node's sqlReserveFair and its flush's hand-over, cluster/reserve.go and
-// cluster/flush.go):
+// uses keys (the embedded engine's lanes and takeLocked, broker/fair.go
+// and broker/reserve.go; a cluster node's sqlReserveFair,
+// cluster/reserve.go):
 //
 //   - A queue keeps a cursor: the last key served ("" before the first
 //     reserve, so that the first round starts at the first key by name).
+//     A queue that drains keeps it for a minute: the embedded engine
+//     forgets it then (and when it restarts), a cluster drops its row a
+//     round after the turn rows of the queue's keys, which live a minute
+//     or more unwritten.
 //   - The keys of a round are those whose first ready task (in delivery
 //     order: priority, due time, job id) has the queue's first priority;
 //     a key whose first task has a lower priority waits for a round in
 //     which its priority is the first. A key with no ready task is in no
 //     round and costs nothing; when it has one again it comes at its
-//     place by name, wherever the cursor is (it keeps no turn).
+//     place by name, wherever the cursor is (it keeps no turn). A queue
+//     whose ready tasks all have the key "" has no round: its tasks go
+//     in delivery order.
 //   - A reserve serves those keys once each, one task each (the key's
 //     first), in the order of KeyCompare starting after the cursor and
 //     wrapping round (KeyAfter), and moves the cursor to the last key it
@@ -29,17 +35,23 @@ package service
 //     then due time and job id; then the fills' tasks in delivery order
 //     across the queues. Each queue's cursor moves to the last key of its
 //     own round that the reserve took.
-//   - A key that a per-key limit holds back (task.PerKey) is left out of
-//     the round while it is held, and the cursor passes over it.
+//   - The answer lists the tasks in delivery order, whatever the order
+//     they were taken in.
 //
-// Example: keys put as c, "", a, b, three tasks each, all of one
-// priority. Reserves of one task serve a, b, c, "", a, b, c, "", ...;
-// a reserve of 6 at the start serves a1, b1, c1, ""1 (the round; the
-// cursor moves to "") and then a2, a3 (the fill, in delivery order:
-// a's tasks were put first of those left... by job id), and the next
-// reserve of one serves a's next task if a has one, else b's. If b's
-// tasks are all taken while the cursor is at a, and b puts one again,
-// b is served right after a: its place is by name.
+// Not under this rule: a queue with a rate, a concurrency or a per-key
+// limit on a cluster, whose reserves take keys by their turns
+// (cluster/limits.go; the embedded engine keeps this rule there, leaving
+// a key its limit holds back out of the round), and a cluster's flush
+// handing several tasks that fall due at once to a waiting reserver,
+// which takes further rounds where a reserve fills (cluster/flush.go).
+//
+// Example: keys put as c, "", a, b, three tasks each (c1, c2, c3, then
+// "" 1 to 3, a's, b's), all of one priority. Reserves of one serve a1,
+// b1, c1, ""1, a2, b2, ... A reserve of 6 at the start serves the round
+// a1, b1, c1, ""1 (the cursor moves to "") and the fill c2, c3 (the
+// first in delivery order of what is left: put first); the next reserve
+// of one serves a2. If b's tasks are all taken while the cursor is at a
+// and b puts one again, b is served next: its place is by name.
 func KeyCompare(a, b string) int {
 	switch {
 	case a == b:

@@ -115,6 +115,27 @@ func keyOrder(t *testing.T, b service.Service) {
 	batch([]string{"multi-1", "multi-2"}, 2, "a2", "d1")
 	batch([]string{"multi-2", "multi-1"}, 1, "e1")
 
+	// A queue that drains (every task acked) and fills again goes on
+	// after its cursor (within a minute: service.KeyCompare).
+	acked := func(queue string, want ...string) {
+		t.Helper()
+		var ids []string
+		for range want {
+			tk := ReserveOne(t, b, queue, 0)
+			must(t, "ack "+tk.ID, b.Ack(ctx, queue, tk.ID, tk.Lease))
+			ids = append(ids, tk.ID)
+		}
+		if !slices.Equal(ids, want) {
+			t.Fatalf("%s: reserves of one served %v; want %v", queue, ids, want)
+		}
+	}
+	put("drain", "b1", "a1", "c1")
+	acked("drain", "a1", "b1")
+	put("drain", "a2", "d1")
+	acked("drain", "c1", "d1", "a2")
+	put("drain", "b2", "e2", "c2", "d2", "a3")
+	acked("drain", "b2", "c2", "d2", "e2", "a3")
+
 	// A queue whose ready tasks are all of the key "" has no round, as
 	// a queue without keys: only-1's tasks of "" are a fill, after
 	// only-2's round, though put first (a2 is cancelled).
