@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -445,30 +446,72 @@ func (b *Broker) pickLocked(q *queueState, key string, top readyItem, out []take
 }
 
 // fillHeap is a binary min-heap of a queue's lanes by their first items
-// in delivery order, for a take's fill (takeLocked): made once a take,
-// from the lanes in order, in O(k); each step O(log k). Lanes whose first
-// items are stale sort too early and are set right when they come to the
-// top (fillFirstLocked).
+// in delivery order, for a take's fill (takeLocked). It is made at the
+// fill's first step from the lanes whose first item has at most the
+// priority of the queue's first lane (limit), found by a walk of the
+// lanes' heap that passes over the subtrees of lower priorities: O(g) for
+// the g lanes of that priority, so that a key of a high priority filling
+// reserves does not cost the lanes of every key of a lower one. Only when
+// the fill needs a task of a lower priority is it made again from every
+// lane, O(k), once a take. Each step is O(log g). Lanes whose first items
+// are stale sort too early and are set right when they come to the top
+// (fillFirstLocked).
 type fillHeap struct {
 	built bool
+	// limit is the lowest priority (the highest number) of the lanes
+	// gathered; every lane left out has a first item of a lower one.
+	limit uint32
 	lanes []*keyLane
+	stack []int
+}
+
+// gather makes f of the lanes of order whose places say a first item of
+// priority limit or higher (a lane's place has its first item's
+// priority, or a higher one if that item is stale).
+func (f *fillHeap) gather(order []laneRef, limit uint32) {
+	f.built, f.limit, f.lanes = true, limit, f.lanes[:0]
+	if len(order) > 0 {
+		f.stack = append(f.stack[:0], 0)
+	}
+	for len(f.stack) > 0 {
+		i := f.stack[len(f.stack)-1]
+		f.stack = f.stack[:len(f.stack)-1]
+		if order[i].prio > limit {
+			continue // so is every lane below it
+		}
+		f.lanes = append(f.lanes, order[i].l)
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < len(order) {
+				f.stack = append(f.stack, c)
+			}
+		}
+	}
+	for i := len(f.lanes)/2 - 1; i >= 0; i-- {
+		f.down(i)
+	}
 }
 
 // fillFirstLocked returns the first live ready item of q in delivery
-// order across its lanes, and its lane, which is f's first; it builds f
-// on its first call, drops stale items and parks the lanes of keys that
-// their per-key limits hold back. b.mu must be held.
+// order across its lanes, and its lane, which is f's first; it gathers f
+// on its first call, and again from every lane when the first item it
+// has is of a lower priority than some lane left out may have; it drops
+// stale items and parks the lanes of keys that their per-key limits hold
+// back. b.mu must be held.
 func (b *Broker) fillFirstLocked(q *queueState, f *fillHeap, mono int64) (readyItem, *keyLane, bool) {
 	if !f.built {
-		f.built = true
-		for _, r := range q.ready.order {
-			f.lanes = append(f.lanes, r.l)
+		if len(q.ready.order) == 0 {
+			return readyItem{}, nil, false
 		}
-		for i := len(f.lanes)/2 - 1; i >= 0; i-- {
-			f.down(i)
-		}
+		f.gather(q.ready.order, q.ready.order[0].prio)
 	}
-	for len(f.lanes) > 0 {
+	for {
+		if len(f.lanes) == 0 {
+			if f.limit == math.MaxUint32 || len(q.ready.order) == 0 {
+				return readyItem{}, nil, false
+			}
+			f.gather(q.ready.order, math.MaxUint32)
+			continue
+		}
 		l := f.lanes[0]
 		popped := false
 		for len(l.heap) > 0 && !b.liveLocked(q, l.heap[0]) {
@@ -486,11 +529,13 @@ func (b *Broker) fillFirstLocked(q *queueState, f *fillHeap, mono int64) (readyI
 			q.ready.park(l)
 		case popped:
 			f.down(0)
+		case l.heap[0].prio > f.limit:
+			// A lane left out may come first.
+			f.gather(q.ready.order, math.MaxUint32)
 		default:
 			return l.heap[0], l, true
 		}
 	}
-	return readyItem{}, nil, false
 }
 
 // took places l, f's first lane, whose first item a take popped, again:
