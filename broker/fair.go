@@ -118,7 +118,7 @@ func laneLess(a, b laneRef) bool {
 	if a.round != b.round {
 		return a.round < b.round
 	}
-	return service.KeyCompare(a.key, b.key) < 0
+	return service.KeyLess(a.key, b.key)
 }
 
 // behind reports whether r's place is at or before the cursor: stale,

@@ -67,10 +67,17 @@ func KeyCompare(a, b string) int {
 	}
 }
 
+// KeyLess reports whether a comes before b in a round:
+// KeyCompare(a, b) < 0, in one comparison of the bytes. O(len) and safe
+// for concurrent use.
+func KeyLess(a, b string) bool {
+	return a != "" && (b == "" || a < b)
+}
+
 // KeyAfter reports whether key comes after the cursor within the round
 // that the cursor is in: KeyCompare(key, cursor) > 0. A key for which it
 // is false comes in the next round, after the keys for which it is true
 // (KeyCompare). O(len) and safe for concurrent use.
 func KeyAfter(key, cursor string) bool {
-	return KeyCompare(key, cursor) > 0
+	return KeyLess(cursor, key)
 }

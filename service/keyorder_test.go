@@ -22,6 +22,9 @@ func TestKeyCompare(t *testing.T) {
 		{"a", "", false}, {"", "", false}, {"b", "a", true}, {"a", "a", false},
 		{"", "c", true}, {"a", "c", false}, {"d", "c", true},
 	} {
+		if got := service.KeyLess(c.cursor, c.key); got != c.after {
+			t.Errorf("KeyLess(%q, %q) = %v, want %v", c.cursor, c.key, got, c.after)
+		}
 		if got := service.KeyAfter(c.key, c.cursor); got != c.after {
 			t.Errorf("KeyAfter(%q, %q) = %v, want %v", c.key, c.cursor, got, c.after)
 		}
