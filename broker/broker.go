@@ -136,6 +136,9 @@ type Broker struct {
 	// delayKeys holds the keys of delayed tasks whose key is not "", for
 	// when they fall due (fair.go). Guarded by mu.
 	delayKeys map[uint64]string
+	// cursors keeps the cursors of the rounds of queues dropped
+	// (fair.go). Guarded by mu.
+	cursors keptCursors
 	// taking holds the tasks a reserve has marked reserved in memory and
 	// whose records it is reading with mu released (see reserve); an
 	// operation that takes a task out of that state (unplace) removes it,
@@ -429,6 +432,7 @@ func (b *Broker) waitQueueLocked(name string) *queueState {
 		b.queues = append(b.queues, nil)
 	}
 	q := &queueState{name: name, index: i}
+	q.ready.cursor = b.cursors.take(name, b.monoNow()) // fair.go
 	b.queues[i] = q
 	b.byName[name] = q
 	return q
@@ -555,6 +559,7 @@ func (b *Broker) dropLocked(q *queueState) {
 	if !q.waiters.Unused() {
 		return
 	}
+	b.cursors.keep(q.name, q.ready.cursor, b.monoNow()) // fair.go
 	delete(b.byName, q.name)
 	b.queues[q.index] = nil
 	b.freeIndex = append(b.freeIndex, q.index)

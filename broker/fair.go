@@ -4,32 +4,46 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
+	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
 )
 
-// Fairness between keys (issue 42). A queue's ready tasks are kept per
-// key, each key's in its own heap in delivery order (readyHeap: priority,
-// then due time, then job id), a lane; the lanes with ready tasks are in
-// a second heap, ordered by the priority of their first task, then by
-// their turn. A reserve takes the first task of the first lane and gives
-// that lane the next turn of its queue, behind every other lane, so that
-// among lanes whose first tasks have the same priority the keys take
-// turns (round-robin), and a higher priority of any key still goes
-// first. A lane new to the heap takes the next turn too: a key that puts
-// one task waits for at most one task of each other key, whatever their
-// backlogs.
+// Fairness between keys (issue 42), in the order of service.KeyCompare
+// (issue 41). A queue's ready tasks are kept per key, each key's in its
+// own heap in delivery order (readyHeap: priority, then due time, then
+// job id), a lane; the lanes with ready tasks are in a second heap,
+// ordered by the priority of their first task, then by their place in
+// the round across keys: a round number, then the key in the order of
+// service.KeyCompare (names, "" last). The queue's cursor is the round
+// and key last served; a lane's place is the next time its key comes
+// after the cursor: this round if service.KeyAfter, else the next. A
+// reserve takes the first task of the first lane, moves the cursor to it
+// and gives that lane the next round, so that among lanes whose first
+// tasks have the same priority the keys are served once a round in the
+// order of their names, and a higher priority of any key still goes
+// first. A lane that comes in (a key with no ready task has no lane) or
+// comes back from being parked is placed by its key against the cursor.
+// A lane that the cursor passed while its first task's priority was
+// lower keeps a place behind the cursor (stale): first places it again
+// when it reaches the top, O(log k) once for each time the cursor passed
+// it.
 //
-// Example: key A has 3 ready tasks, then B and C one each, all of one
-// priority. The lanes are A (turn 1), B (2), C (3). Reserves take A1 (A
-// gets turn 4), B1 (B is empty and goes), C1, A2, A3.
+// takeLocked (reserve.go) serves each key at most once a reserve (the
+// round) and fills the rest of a reserve in delivery order across the
+// lanes (fill), as service.KeyCompare's rule says.
+//
+// Example: keys c, "", a, b put in that order, three tasks each, all of
+// one priority. The lanes are a, b, c, "" (round 1); reserves of one
+// take a1 (a goes to round 2), b1, c1, ""1, a2, ...
 //
 // A queue whose tasks all have the key "" (every task put without one,
 // and over beanstalkd's protocol) has one lane, kept in queueState
 // itself, and its order is the one heap's, as before keys.
 //
-// Memory: a key costs a lane (its key, heap header, turn and place, 64
-// bytes), a map entry, a slot of the lanes' heap (a laneRef, 24 bytes)
+// Memory: a key costs a lane (its key, heap header, round and place, 64
+// bytes), a map entry, a slot of the lanes' heap (a laneRef, 40 bytes)
 // and its heap's array,
 // only while it has ready tasks (items in its heap); a key with none has
 // no lane (TestLanes_Memory measures it). A delayed task of a key other
@@ -39,9 +53,10 @@ import (
 type keyLane struct {
 	key  string
 	heap readyHeap
-	// turn orders lanes whose first tasks have the same priority: the
-	// turn of the queue when the lane was last served or came in.
-	turn uint64
+	// round is the round of the lane's place (laneLess): the lane comes
+	// after the cursor when (round, key) is after (lanes.round,
+	// lanes.cursor).
+	round uint64
 	// pos is the lane's index in lanes.order; -1 while not in it.
 	pos int
 	// parked: the key is at its per-key concurrency, and the lane is
@@ -52,7 +67,8 @@ type keyLane struct {
 // lanes are a queue's ready tasks by key. Not safe for concurrent use:
 // the broker's mutex guards them. push, first and served take
 // O(log n + log k) for n ready tasks of the key and k keys with ready
-// tasks.
+// tasks (first amortised: see stale places above), each comparison of
+// keys O(len).
 type lanes struct {
 	// plain is the lane of the key "".
 	plain keyLane
@@ -63,30 +79,35 @@ type lanes struct {
 	byKey map[string]*keyLane
 	peak  int
 	// order is a binary min-heap of the lanes that have items, by the
-	// priority of their first item, then turn (laneLess), each with a
-	// copy of both, so that sifting reads this array alone rather than
-	// two cache lines a lane (the lane, then its heap's array): with
-	// 10,000 keys a serve sifts a lane down about 13 levels.
+	// priority of their first item, then round, then key (laneLess),
+	// each with a copy of the three, so that sifting reads this array
+	// alone rather than two cache lines a lane (the lane, then its
+	// heap's array): with 10,000 keys a serve sifts a lane down about
+	// 13 levels.
 	order []laneRef
-	// turn is the last turn given.
-	turn uint64
+	// round and cursor are the place of the last key served: round 0
+	// and "" before any (the end of round 0, so that round 1 starts at
+	// the first key).
+	round  uint64
+	cursor string
 	// parked counts the parked lanes (perkey.go).
 	parked int
 }
 
 // laneRef is a lane's place in lanes.order: the lane, with the priority
-// of its first item and its turn as they were when it was last placed
-// (ref), which every change of either places again.
+// of its first item, its round and its key as they were when it was last
+// placed (ref), which every change of either places again.
 type laneRef struct {
-	turn uint64
-	prio uint32
-	l    *keyLane
+	round uint64
+	prio  uint32
+	key   string
+	l     *keyLane
 }
 
-// ref returns l's laneRef, of its first item's priority and its turn.
+// ref returns l's laneRef, of its first item's priority and its place.
 // l has items.
 func (l *keyLane) ref() laneRef {
-	return laneRef{turn: l.turn, prio: l.heap[0].prio, l: l}
+	return laneRef{round: l.round, prio: l.heap[0].prio, key: l.key, l: l}
 }
 
 // laneLess orders lanes that have items.
@@ -94,7 +115,24 @@ func laneLess(a, b laneRef) bool {
 	if a.prio != b.prio {
 		return a.prio < b.prio
 	}
-	return a.turn < b.turn
+	if a.round != b.round {
+		return a.round < b.round
+	}
+	return service.KeyLess(a.key, b.key)
+}
+
+// behind reports whether r's place is at or before the cursor: stale,
+// to be placed again (place).
+func (ls *lanes) behind(r laneRef) bool {
+	return r.round < ls.round || r.round == ls.round && !service.KeyAfter(r.key, ls.cursor)
+}
+
+// place gives l the next place of its key after the cursor.
+func (ls *lanes) place(l *keyLane) {
+	l.round = ls.round
+	if !service.KeyAfter(l.key, ls.cursor) {
+		l.round++
+	}
 }
 
 // push adds it, a ready task of key, to its lane, bringing the lane in
@@ -121,8 +159,7 @@ func (ls *lanes) push(key string, it readyItem) {
 	}
 	l.heap.push(it)
 	if l.pos < 0 {
-		ls.turn++
-		l.turn = ls.turn
+		ls.place(l)
 		l.pos = len(ls.order)
 		ls.order = append(ls.order, l.ref())
 		ls.up(l.pos)
@@ -134,8 +171,15 @@ func (ls *lanes) push(key string, it readyItem) {
 
 // first returns the lane to serve next (nil: none), whose first item may
 // be stale: the caller checks it, and calls changed after popping stale
-// items.
+// items. It places again the lanes at the top whose places the cursor
+// passed.
 func (ls *lanes) first() *keyLane {
+	for len(ls.order) > 0 && ls.behind(ls.order[0]) {
+		l := ls.order[0].l
+		ls.place(l)
+		ls.order[0] = l.ref()
+		ls.down(0)
+	}
 	if len(ls.order) == 0 {
 		return nil
 	}
@@ -153,11 +197,18 @@ func (ls *lanes) changed(l *keyLane) {
 	ls.down(l.pos)
 }
 
-// served gives l, whose first item a reserve took, the next turn.
+// served moves the cursor to l, whose first item a reserve took (l was
+// first), and gives l the next round.
 func (ls *lanes) served(l *keyLane) {
-	ls.turn++
-	l.turn = ls.turn
+	ls.round, ls.cursor = l.round, l.key
+	l.round++
 	ls.changed(l)
+}
+
+// keyed reports whether the queue has lanes of keys other than "":
+// then a reserve serves it in rounds (takeLocked).
+func (ls *lanes) keyed() bool {
+	return len(ls.byKey) > 0
 }
 
 // remove takes the empty lane l out of order, and forgets it unless it
@@ -202,9 +253,9 @@ func (ls *lanes) each(f func(readyItem)) {
 	})
 }
 
-// reset forgets every lane.
+// reset forgets every lane, keeping the cursor.
 func (ls *lanes) reset() {
-	*ls = lanes{}
+	*ls = lanes{round: ls.round, cursor: ls.cursor}
 }
 
 func (ls *lanes) up(i int) {
@@ -315,4 +366,94 @@ func (b *Broker) KeyCounts(ctx context.Context, queue string) ([]task.KeyCount, 
 		}
 	}
 	return out, nil
+}
+
+// keptCursors keeps the cursors (lanes.cursor) of the queues the broker
+// dropped while they held nothing (dropLocked), for keptCursorAge, so
+// that a queue that drains and fills again within it goes on with its
+// round where it was, as a cluster node's cursor row outlives its
+// queue's tasks (it is pruned a round after the turn rows of the queue's
+// last keys, which live a minute unwritten: cluster/prune.go). At most
+// maxKeptCursors are kept, the oldest dropped going first: a cursor costs
+// its entries (about 100 bytes) and its names' bytes. A cursor at the
+// key "" is not kept: the next round starts at the first key either way.
+// A restart forgets them. Not safe for concurrent use: the broker's
+// mutex guards it. keep and take are O(1) amortised.
+type keptCursors struct {
+	m map[string]keptCursor
+	// fifo holds the names kept, oldest first, with when they were
+	// kept; an entry whose name was taken or kept again since is
+	// skipped.
+	fifo []keptCursor
+}
+
+// keptCursor is a kept cursor: its queue's name, key, and when it was
+// kept (Broker.monoNow).
+type keptCursor struct {
+	name, key string
+	at        int64
+}
+
+const (
+	// keptCursorAge is how long a dropped queue's cursor is kept.
+	keptCursorAge = time.Minute
+	// maxKeptCursors bounds the cursors kept.
+	maxKeptCursors = 10_000
+)
+
+// keep keeps cursor, the cursor of the queue name dropped at now.
+func (k *keptCursors) keep(name, cursor string, now int64) {
+	k.expire(now)
+	if cursor == "" {
+		delete(k.m, name)
+		return
+	}
+	if k.m == nil {
+		k.m = make(map[string]keptCursor)
+	}
+	c := keptCursor{name: name, key: cursor, at: now}
+	k.m[name] = c
+	k.fifo = append(k.fifo, c)
+	for len(k.fifo) > maxKeptCursors {
+		k.popFront()
+	}
+}
+
+// take returns the cursor kept for the queue name, "" if none, and
+// forgets it.
+func (k *keptCursors) take(name string, now int64) string {
+	if len(k.m) == 0 {
+		return ""
+	}
+	k.expire(now)
+	c, ok := k.m[name]
+	if !ok {
+		return ""
+	}
+	delete(k.m, name)
+	return c.key
+}
+
+// expire forgets the cursors kept longer than keptCursorAge.
+func (k *keptCursors) expire(now int64) {
+	for len(k.fifo) > 0 && now-k.fifo[0].at > int64(keptCursorAge) {
+		k.popFront()
+	}
+}
+
+// popFront forgets the oldest entry of fifo, and its cursor unless it was
+// kept again since.
+func (k *keptCursors) popFront() {
+	f := k.fifo[0]
+	k.fifo[0] = keptCursor{}
+	k.fifo = k.fifo[1:]
+	if c, ok := k.m[f.name]; ok && c.at == f.at {
+		delete(k.m, f.name)
+	}
+	if len(k.fifo) == 0 {
+		k.fifo = nil // give back a burst's array
+	}
+	if len(k.m) == 0 {
+		k.m = nil
+	}
 }

@@ -6,23 +6,23 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/hourglass-go/hourglass/service"
 )
 
 // TestLanes_Model checks lanes against a model over random pushes and
-// takes: each take is the first task of the lane whose first task has
-// the lowest priority and, among those, the lane served (or brought in)
-// longest ago; within a lane, delivery order. Every lane's position is
-// its index in order, and a lane without items is gone.
+// takes: each take is the first task of the lane, among those whose
+// first task has the lowest priority, whose key comes first after the
+// last key served in the order of service.KeyCompare (names, "" last),
+// wrapping round; within a lane, delivery order. Every lane's position
+// is its index in order, and a lane without items is gone. Every other
+// round's keys are alike in their first 20 bytes.
 func TestLanes_Model(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := range 200 {
 		var ls lanes
-		type modelLane struct {
-			items []readyItem
-			turn  uint64
-		}
-		model := map[string]*modelLane{}
-		var turn uint64
+		model := map[string][]readyItem{}
+		cursor := ""
 		job := uint64(0)
 		keys := 1 + r.IntN(8)
 		for step := range 400 {
@@ -31,30 +31,37 @@ func TestLanes_Model(t *testing.T) {
 				k := ""
 				if i := r.IntN(keys); i > 0 {
 					k = fmt.Sprint("k", i)
+					if round%2 == 1 {
+						// Alike in their first 20 bytes.
+						k = fmt.Sprint("tenant-of-the-queue-", 9-i)
+					}
 				}
 				it := readyItem{prio: uint32(r.IntN(3)), due: int64(r.IntN(5)), job: job}
 				ls.push(k, it)
-				m := model[k]
-				if m == nil {
-					turn++
-					m = &modelLane{turn: turn}
-					model[k] = m
-				}
-				m.items = append(m.items, it)
+				model[k] = append(model[k], it)
 				continue
 			}
 			var want string
-			var best *modelLane
-			for k, m := range model {
-				slices.SortFunc(m.items, func(a, b readyItem) int {
+			var best []readyItem
+			for k, items := range model {
+				slices.SortFunc(items, func(a, b readyItem) int {
 					if a.less(b) {
 						return -1
 					}
 					return 1
 				})
-				if best == nil || m.items[0].prio < best.items[0].prio || m.items[0].prio == best.items[0].prio && m.turn < best.turn {
-					want, best = k, m
+				switch {
+				case best == nil || items[0].prio < best[0].prio:
+				case items[0].prio > best[0].prio:
+					continue
+				case service.KeyAfter(k, cursor) != service.KeyAfter(want, cursor):
+					if !service.KeyAfter(k, cursor) {
+						continue
+					}
+				case service.KeyCompare(k, want) > 0:
+					continue
 				}
+				want, best = k, items
 			}
 			l := ls.first()
 			if best == nil {
@@ -63,16 +70,16 @@ func TestLanes_Model(t *testing.T) {
 				}
 				continue
 			}
-			if l == nil || l.key != want || l.heap[0] != best.items[0] {
-				t.Fatalf("round %d step %d: first lane %+v, want key %q item %+v", round, step, l, want, best.items[0])
+			if l == nil || l.key != want || l.heap[0] != best[0] {
+				t.Fatalf("round %d step %d: first lane %+v, want key %q item %+v", round, step, l, want, best[0])
 			}
 			l.heap.pop()
 			ls.served(l)
-			best.items = best.items[1:]
-			turn++
-			best.turn = turn
-			if len(best.items) == 0 {
+			cursor = want
+			if len(best) == 1 {
 				delete(model, want)
+			} else {
+				model[want] = best[1:]
 			}
 			for i, o := range ls.order {
 				if o.l.pos != i || len(o.l.heap) == 0 {
@@ -221,5 +228,46 @@ func BenchmarkLanes_Serve(b *testing.B) {
 				ls.push(l.key, readyItem{due: int64(job), job: job})
 			}
 		})
+	}
+}
+
+// TestKeptCursors checks the bounds of the cursors kept for dropped
+// queues: a cursor is taken once, goes after keptCursorAge, the oldest
+// go past maxKeptCursors, and a cursor at "" is not kept.
+func TestKeptCursors(t *testing.T) {
+	var k keptCursors
+	k.keep("q", "b", 1)
+	if got := k.take("q", 2); got != "b" {
+		t.Fatalf("take = %q, want b", got)
+	}
+	if got := k.take("q", 3); got != "" {
+		t.Fatalf("taken twice: %q", got)
+	}
+	k.keep("q", "b", 10)
+	k.keep("q", "", 11)
+	if got := k.take("q", 12); got != "" {
+		t.Fatalf("a cursor at \"\" kept: %q", got)
+	}
+	k.keep("old", "x", 100)
+	k.keep("new", "y", 100+int64(keptCursorAge)/2)
+	now := 101 + int64(keptCursorAge)
+	if got := k.take("old", now); got != "" {
+		t.Fatalf("a cursor older than %s kept: %q", keptCursorAge, got)
+	}
+	if got := k.take("new", now); got != "y" {
+		t.Fatalf("a cursor younger than %s gone: %q", keptCursorAge, got)
+	}
+	for i := range maxKeptCursors + 10 {
+		k.keep(fmt.Sprint("q", i), "k", now)
+	}
+	if len(k.m) != maxKeptCursors || len(k.fifo) != maxKeptCursors {
+		t.Fatalf("%d cursors kept, %d in fifo; want %d", len(k.m), len(k.fifo), maxKeptCursors)
+	}
+	if k.take("q0", now) != "" || k.take(fmt.Sprint("q", maxKeptCursors+9), now) != "k" {
+		t.Fatal("not the oldest dropped first")
+	}
+	k.expire(now + int64(keptCursorAge) + 1)
+	if k.m != nil || k.fifo != nil {
+		t.Fatalf("after expiry: %d kept, %d in fifo", len(k.m), len(k.fifo))
 	}
 }

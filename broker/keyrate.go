@@ -24,11 +24,12 @@ import (
 // TestKeyRate_Memory).
 //
 // A key whose bucket has no whole token when a reserve reaches its lane
-// leaves the turn order: its lane is parked (perkey.go), as a key at its
+// leaves the round: its lane is parked (perkey.go), as a key at its
 // per-key concurrency is, and the bucket's timer is armed for its next
 // token instead. The reserve goes on to the next key in O(log k): it
 // neither spins on the key nor holds other keys up. When the timer fires
-// the lane comes back with the turn it had (unless its key is at its
+// the lane comes back at its key's place after the cursor (fair.go;
+// unless its key is at its
 // concurrency, whose end of a reservation brings it back) and one waiting
 // reserver is woken; the timer is then armed again for the moment the
 // bucket is full.

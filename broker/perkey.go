@@ -13,14 +13,15 @@ import "github.com/hourglass-go/hourglass/task"
 // per_key.concurrency has its lane (fair.go) parked: out of the lanes'
 // heap, so that a reserve passes to the next key in O(log k) rather than
 // finding the full key first each time. Its ready tasks stay in its lane
-// (puts go on into it); the lane comes back, with the turn it had, when
-// one of the key's reservations ends (unhold) or the policy changes
-// (reparkAllLocked), and a waiting reserver is woken.
+// (puts go on into it); the lane comes back, at its key's place after
+// the cursor (fair.go), when one of the key's reservations ends (unhold)
+// or the policy changes (reparkAllLocked), and a waiting reserver is
+// woken.
 //
 // Example: per_key.concurrency 2, key A with 10 ready tasks, B with 10,
-// a reserve of max 10: A1 (A has turn 3 now), B1, A2 (A holds 2: parked),
-// B2 (parked), and nothing else is ready: 4 tasks. An ack of A1 unparks A;
-// the next reserve takes A3.
+// a reserve of max 10: A1, B1 (the round), then the fill in delivery
+// order: A2 (A holds 2: parked), B2 (parked), and nothing else is ready:
+// 4 tasks. An ack of A1 unparks A; the next reserve takes A3.
 //
 // The counts and parked lanes live in memory only: a restart counts the
 // recovered leases again.
@@ -118,7 +119,7 @@ func (ls *lanes) lane(key string) *keyLane {
 	return ls.byKey[key]
 }
 
-// park takes l, in the heap, out of it, keeping its items and turn.
+// park takes l, in the heap, out of it, keeping its items.
 func (ls *lanes) park(l *keyLane) {
 	i, n := l.pos, len(ls.order)-1
 	if i != n {
@@ -136,8 +137,8 @@ func (ls *lanes) park(l *keyLane) {
 	ls.parked++
 }
 
-// unpark puts the parked lane l back in the heap with the turn it had,
-// or forgets it if it has no items left.
+// unpark puts the parked lane l back in the heap, at its key's next
+// place after the cursor, or forgets it if it has no items left.
 func (ls *lanes) unpark(l *keyLane) {
 	l.parked = false
 	ls.parked--
@@ -147,6 +148,7 @@ func (ls *lanes) unpark(l *keyLane) {
 		ls.remove(l)
 		return
 	}
+	ls.place(l)
 	l.pos = len(ls.order)
 	ls.order = append(ls.order, l.ref())
 	ls.up(l.pos)
@@ -181,10 +183,10 @@ func (b *Broker) rateSpentLocked(q *queueState) bool {
 
 // peekFirstLocked returns q's first ready task in delivery order (priority,
 // then due time, then job id, which is put order) across every key,
-// parked lanes too, ignoring the turns: beanstalkd's peek-ready, the job
+// parked lanes too, ignoring the rounds: beanstalkd's peek-ready, the job
 // its reserve would get next in a queue whose tasks have no key (all of
 // beanstalkd's), and the cluster's answer (cluster/jobs.go's
-// sqlPeekReady), which both engines give cheaply whatever the turns.
+// sqlPeekReady), which both engines give cheaply whatever the rounds.
 // It drops the stale first items of the lanes. b.mu must be held. O(k + s
 // log n) for k keys with ready tasks and s stale items dropped.
 func (b *Broker) peekFirstLocked(q *queueState) (readyItem, bool) {

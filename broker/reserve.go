@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -166,23 +167,32 @@ type taken struct {
 	err   error // reading the record failed
 }
 
-// takeLocked picks up to max ready tasks from qs, each time the first in
-// delivery order across them, marks them reserved in memory and in
-// b.taking, and returns them with the time it picked them. Records still
-// in the overlay are copied from it; the others are left to readTaken.
-// A paused queue is passed over, and so is one whose limits allow no
-// more: as many tasks reserved as its concurrency, or no token of its
-// rate left (then a timer is armed to wake its waiters when one is due).
-// pending is the newest group still to be committed that wrote any of
-// them before (their put, say), which the caller waits for before
-// handing them out, or nil. b.mu must be held.
+// takeLocked picks up to max ready tasks from qs, marks them reserved in
+// memory and in b.taking, and returns them with the time it picked them,
+// in the order of service.KeyCompare's rule: first the round of each
+// queue that uses keys (each key whose first task has the queue's first
+// priority, once, in the order of its name after the queue's cursor,
+// which moves to it), the rounds' tasks across queues by priority, then
+// place in their round, then due time and job id; then the rest (the
+// fill) in delivery order across the queues' keys. Records still in the
+// overlay are copied from it; the others are left to readTaken. A paused
+// queue is passed over, and so is one whose limits allow no more: as
+// many tasks reserved as its concurrency, or no token of its rate left
+// (then a timer is armed to wake its waiters when one is due); a key at
+// its per-key limits is parked (perkey.go). pending is the newest group
+// still to be committed that wrote any of them before (their put, say),
+// which the caller waits for before handing them out, or nil. b.mu must
+// be held. O(t (q + log n + log k)) for t tasks taken from q queues, n
+// ready tasks a key and k keys, and O(k) more for a queue whose round
+// leaves a fill over several keys (its lanes, once a take).
 func (b *Broker) takeLocked(qs []*queueState, max int) (out []taken, pending *group, at time.Time) {
 	at = time.Now()
 	now := at.UnixNano()
-	ready := 0
+	ready, keyed := 0, false
 	for _, q := range qs {
 		if q != nil {
 			ready += q.readyN
+			keyed = keyed || q.ready.keyed()
 		}
 	}
 	if ready > 0 {
@@ -190,89 +200,386 @@ func (b *Broker) takeLocked(qs []*queueState, max int) (out []taken, pending *gr
 		// slice by appends would allocate about twice the final size.
 		out = make([]taken, 0, min(max, ready))
 	}
-	mono := b.monoNow()    // the per-key rates' clock (keyrate.go)
-	var held []*queueState // held back by a limit in this take
-	for len(out) < max {
-		var best *queueState
-		var top readyItem
-		var lane *keyLane
-		for _, q := range qs {
-			if q == nil || q.pausedUntil > now || slices.Contains(held, q) {
-				continue
-			}
-			if q.readyN > 0 && q.fullLocked() {
-				held = append(held, q)
-				continue
-			}
-			it, l, ok := b.peekReadyLocked(q)
-			for ok && q.policy.PerKey != nil && b.keyHeldLocked(q, l.key, mono) {
-				// Back when a task of its key is not reserved (perkey.go)
-				// or its next token is due (keyrate.go).
-				q.ready.park(l)
-				it, l, ok = b.peekReadyLocked(q)
-			}
-			if !ok {
-				if q.readyN > 0 && b.rateSpentLocked(q) {
-					// Every key with ready tasks is at its limit, and
-					// the rate would hold them too.
-					held = append(held, q)
-				}
-				continue
-			}
-			if best == nil || it.less(top) {
-				best, top, lane = q, it, l
-			}
+	t := taker{b: b, qs: qs, now: now, mono: b.monoNow()}
+	if keyed {
+		var buf [4]keyRound
+		t.rounds = buf[:0]
+		if len(qs) > len(buf) {
+			t.rounds = make([]keyRound, 0, len(qs))
 		}
-		if best == nil {
+		t.rounds = t.rounds[:len(qs)]
+		for len(out) < max {
+			i, top, lane := t.nextLocked(true)
+			if i < 0 {
+				break
+			}
+			if !t.spendLocked(qs[i], lane) {
+				continue
+			}
+			lane.heap.pop()
+			qs[i].ready.served(lane)
+			t.rounds[i].n++
+			out, pending = b.pickLocked(qs[i], lane.key, top, out, pending)
+		}
+	}
+	for len(out) < max {
+		i, top, lane := t.nextLocked(false)
+		if i < 0 {
 			break
 		}
-		if r := best.policy.Rate; r != nil {
-			mono := b.monoNow()
-			if took, next := best.bucket.Take(*r, mono, 1); took == 0 {
-				b.armRateLocked(best, mono, next)
-				held = append(held, best)
-				continue
-			}
-		}
-		if best.policy.PerKey != nil {
-			b.takeKeyTokenLocked(best, lane.key, mono)
+		if !t.spendLocked(qs[i], lane) {
+			continue
 		}
 		lane.heap.pop()
-		best.ready.served(lane)
-		it := taken{job: top.job, ready: top.ready, q: best, key: lane.key, need: true}
-		if p, ok := b.over.tasks[top.job]; ok {
-			if pending == nil || p.g.seq > pending.seq {
-				pending = p.g // groups commit in order: the newest covers the rest
-			}
-			it.rec, it.need = p.t, p.t.Payload == nil
-			if it.need {
-				if pl, ok := b.recent.payload(top.job); ok {
-					it.rec.Payload, it.need = pl, false
-				}
-			}
-		} else if rec, ok := b.recent.take(top.job); ok {
-			it.rec, it.need = rec, false
+		qs[i].ready.changed(lane)
+		if t.rounds != nil {
+			t.rounds[i].fill.took(lane)
 		}
-		b.recent.count(!it.need)
-		s := b.tasks.at(top.job)
-		best.countLocked(task.Ready, task.Reserved)
-		s.set(task.Reserved)
-		b.tasks.set(top.job, s)
-		b.taking[top.job] = lane.key
-		best.holdLocked(lane.key)
-		out = append(out, it)
+		out, pending = b.pickLocked(qs[i], lane.key, top, out, pending)
 	}
 	if len(out) < max {
 		// A reserve that a limit held back: it took fewer than it asked
 		// for, and a queue with ready tasks met its limit
 		// (service.HeldBy, which a cluster node asks alike).
-		for _, q := range held {
+		for _, q := range t.held {
 			if why := service.HeldBy(q.fullLocked(), b.rateSpentLocked(q)); why != "" {
 				b.metrics.HeldBack(q.name, why)
 			}
 		}
 	}
 	return out, pending, at
+}
+
+// taker is one takeLocked: its queues, the queues a limit held back in
+// it, and the queues' rounds.
+type taker struct {
+	b    *Broker
+	qs   []*queueState
+	now  int64
+	mono int64 // the per-key rates' clock (keyrate.go)
+	// held are the queues held back by a limit in this take.
+	held []*queueState
+	// rounds are the queues' rounds, by index in qs; nil when no queue
+	// uses keys.
+	rounds []keyRound
+}
+
+// keyRound is a queue's round in one take (takeLocked).
+type keyRound struct {
+	// started: prio, end and on are set (at the queue's first look).
+	started bool
+	// on: the round is not over.
+	on bool
+	// prio is the priority of the queue's first task as the take began:
+	// the round serves the keys whose first task has it.
+	prio uint32
+	// endRound and endKey are the cursor as the take began, a round on:
+	// a lane placed after them was served in this take.
+	endRound uint64
+	endKey   string
+	// n counts the keys served in the round.
+	n int
+	// fill orders the queue's lanes for the fill.
+	fill fillHeap
+}
+
+// within reports whether l's place is in r's round.
+func (r *keyRound) within(l *keyLane) bool {
+	return l.round < r.endRound || l.round == r.endRound && service.KeyCompare(l.key, r.endKey) <= 0
+}
+
+// nextLocked returns the index in t.qs of the queue to take from next,
+// with its task's item and lane, or -1: in the rounds (round), the first
+// by priority, place in the round, due time and job id of each queue's
+// next key of its round; else (the fill) the first in delivery order of
+// each queue's first task across its keys. It passes over the queues
+// that are paused or held back, and notes those that a limit holds back.
+// b.mu must be held.
+func (t *taker) nextLocked(round bool) (int, readyItem, *keyLane) {
+	b := t.b
+	best, bestPos := -1, 0
+	var top readyItem
+	var lane *keyLane
+	for i, q := range t.qs {
+		if q == nil || q.pausedUntil > t.now || slices.Contains(t.held, q) {
+			continue
+		}
+		if round && !t.rounds[i].started && !q.ready.keyed() {
+			continue // no round: decided as the take began
+		}
+		if q.readyN > 0 && q.fullLocked() {
+			t.held = append(t.held, q)
+			continue
+		}
+		var it readyItem
+		var l *keyLane
+		var ok bool
+		pos := 0
+		if round {
+			r := &t.rounds[i]
+			if r.started && !r.on {
+				continue
+			}
+			it, l, ok = b.peekLiveLocked(q, t.mono)
+			if ok && !r.started {
+				r.started, r.on, r.prio = true, true, it.prio
+				r.endRound, r.endKey = q.ready.round+1, q.ready.cursor
+				if l == &q.ready.plain && !b.keyedLiveLocked(q) {
+					r.on = false // only tasks of the key "": no round
+					continue
+				}
+			}
+			if ok && (it.prio != r.prio || !r.within(l)) {
+				r.on = false
+				continue
+			}
+			pos = r.n
+		} else if t.rounds != nil && (len(q.ready.order) > 1 || t.rounds[i].fill.built) {
+			it, l, ok = b.fillFirstLocked(q, &t.rounds[i].fill, t.mono)
+		} else {
+			it, l, ok = b.peekLiveLocked(q, t.mono)
+		}
+		if !ok {
+			if q.readyN > 0 && b.rateSpentLocked(q) {
+				// Every key with ready tasks is at its limit, and
+				// the rate would hold them too: counted as the rate
+				// (a cluster node counts alike, heldBack).
+				t.held = append(t.held, q)
+			}
+			continue
+		}
+		if best < 0 || it.prio < top.prio || it.prio == top.prio && (pos < bestPos || pos == bestPos && it.less(top)) {
+			best, bestPos, top, lane = i, pos, it, l
+		}
+	}
+	return best, top, lane
+}
+
+// spendLocked takes a token of q's rate, if it has one, and of lane's key
+// rate, if it has one, for a task of lane; false, noting q held back,
+// when q's rate has none left. b.mu must be held.
+func (t *taker) spendLocked(q *queueState, lane *keyLane) bool {
+	b := t.b
+	if r := q.policy.Rate; r != nil {
+		mono := b.monoNow()
+		if took, next := q.bucket.Take(*r, mono, 1); took == 0 {
+			b.armRateLocked(q, mono, next)
+			t.held = append(t.held, q)
+			return false
+		}
+	}
+	if q.policy.PerKey != nil {
+		b.takeKeyTokenLocked(q, lane.key, t.mono)
+	}
+	return true
+}
+
+// keyedLiveLocked reports whether q has a ready task of a key other than
+// "" (or a parked lane of one), dropping the stale first items of the
+// lanes it looks at: a queue whose ready tasks are all of the key "" has
+// no round (service.KeyCompare's rule), whatever its lanes keep of tasks
+// gone. b.mu must be held. O(1) but for the stale items dropped, each
+// O(log n + log k) once.
+func (b *Broker) keyedLiveLocked(q *queueState) bool {
+	ls := &q.ready
+	for {
+		var stale *keyLane
+		for _, r := range ls.order {
+			if r.l == &ls.plain {
+				continue
+			}
+			if b.liveLocked(q, r.l.heap[0]) {
+				return true
+			}
+			stale = r.l
+			break
+		}
+		if stale == nil {
+			return ls.parked > 1 || ls.parked == 1 && !ls.plain.parked
+		}
+		for len(stale.heap) > 0 && !b.liveLocked(q, stale.heap[0]) {
+			stale.heap.pop()
+		}
+		ls.changed(stale) // out of order when empty
+	}
+}
+
+// peekLiveLocked is peekReadyLocked, parking the lanes of keys that their
+// per-key limits hold back (back when a task of the key is not reserved,
+// perkey.go, or its next token is due, keyrate.go). b.mu must be held.
+func (b *Broker) peekLiveLocked(q *queueState, mono int64) (readyItem, *keyLane, bool) {
+	it, l, ok := b.peekReadyLocked(q)
+	for ok && q.policy.PerKey != nil && b.keyHeldLocked(q, l.key, mono) {
+		q.ready.park(l)
+		it, l, ok = b.peekReadyLocked(q)
+	}
+	return it, l, ok
+}
+
+// pickLocked marks the task of item top, of key in q, whose item was just
+// popped, reserved in memory and in b.taking, and appends it to out,
+// with its record if the overlay or b.recent has it; pending is as
+// takeLocked's. b.mu must be held.
+func (b *Broker) pickLocked(q *queueState, key string, top readyItem, out []taken, pending *group) ([]taken, *group) {
+	it := taken{job: top.job, ready: top.ready, q: q, key: key, need: true}
+	if p, ok := b.over.tasks[top.job]; ok {
+		if pending == nil || p.g.seq > pending.seq {
+			pending = p.g // groups commit in order: the newest covers the rest
+		}
+		it.rec, it.need = p.t, p.t.Payload == nil
+		if it.need {
+			if pl, ok := b.recent.payload(top.job); ok {
+				it.rec.Payload, it.need = pl, false
+			}
+		}
+	} else if rec, ok := b.recent.take(top.job); ok {
+		it.rec, it.need = rec, false
+	}
+	b.recent.count(!it.need)
+	s := b.tasks.at(top.job)
+	q.countLocked(task.Ready, task.Reserved)
+	s.set(task.Reserved)
+	b.tasks.set(top.job, s)
+	b.taking[top.job] = key
+	q.holdLocked(key)
+	return append(out, it), pending
+}
+
+// fillHeap is a binary min-heap of a queue's lanes by their first items
+// in delivery order, for a take's fill (takeLocked). It is made at the
+// fill's first step from the lanes whose first item has at most the
+// priority of the queue's first lane (limit), found by a walk of the
+// lanes' heap that passes over the subtrees of lower priorities: O(g) for
+// the g lanes of that priority, so that a key of a high priority filling
+// reserves does not cost the lanes of every key of a lower one. Only when
+// the fill needs a task of a lower priority is it made again from every
+// lane, O(k), once a take. Each step is O(log g). Lanes whose first items
+// are stale sort too early and are set right when they come to the top
+// (fillFirstLocked).
+type fillHeap struct {
+	built bool
+	// limit is the lowest priority (the highest number) of the lanes
+	// gathered; every lane left out has a first item of a lower one.
+	limit uint32
+	lanes []*keyLane
+	stack []int
+}
+
+// gather makes f of the lanes of order whose places say a first item of
+// priority limit or higher (a lane's place has its first item's
+// priority, or a higher one if that item is stale).
+func (f *fillHeap) gather(order []laneRef, limit uint32) {
+	f.built, f.limit, f.lanes = true, limit, f.lanes[:0]
+	if len(order) > 0 {
+		f.stack = append(f.stack[:0], 0)
+	}
+	for len(f.stack) > 0 {
+		i := f.stack[len(f.stack)-1]
+		f.stack = f.stack[:len(f.stack)-1]
+		if order[i].prio > limit {
+			continue // so is every lane below it
+		}
+		f.lanes = append(f.lanes, order[i].l)
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < len(order) {
+				f.stack = append(f.stack, c)
+			}
+		}
+	}
+	for i := len(f.lanes)/2 - 1; i >= 0; i-- {
+		f.down(i)
+	}
+}
+
+// fillFirstLocked returns the first live ready item of q in delivery
+// order across its lanes, and its lane, which is f's first; it gathers f
+// on its first call, and again from every lane when the first item it
+// has is of a lower priority than some lane left out may have; it drops
+// stale items and parks the lanes of keys that their per-key limits hold
+// back. b.mu must be held.
+func (b *Broker) fillFirstLocked(q *queueState, f *fillHeap, mono int64) (readyItem, *keyLane, bool) {
+	if !f.built {
+		if len(q.ready.order) == 0 {
+			return readyItem{}, nil, false
+		}
+		f.gather(q.ready.order, q.ready.order[0].prio)
+	}
+	for {
+		if len(f.lanes) == 0 {
+			if f.limit == math.MaxUint32 || len(q.ready.order) == 0 {
+				return readyItem{}, nil, false
+			}
+			f.gather(q.ready.order, math.MaxUint32)
+			continue
+		}
+		l := f.lanes[0]
+		popped := false
+		for len(l.heap) > 0 && !b.liveLocked(q, l.heap[0]) {
+			l.heap.pop()
+			popped = true
+		}
+		if popped {
+			q.ready.changed(l) // out of order when empty
+		}
+		switch {
+		case len(l.heap) == 0:
+			f.pop()
+		case q.policy.PerKey != nil && b.keyHeldLocked(q, l.key, mono):
+			f.pop()
+			q.ready.park(l)
+		case popped:
+			f.down(0)
+		case l.heap[0].prio > f.limit:
+			// A lane left out may come first.
+			f.gather(q.ready.order, math.MaxUint32)
+		default:
+			return l.heap[0], l, true
+		}
+	}
+}
+
+// took places l, f's first lane, whose first item a take popped, again:
+// out of f when it has none left.
+func (f *fillHeap) took(l *keyLane) {
+	if !f.built || len(f.lanes) == 0 || f.lanes[0] != l {
+		return
+	}
+	if len(l.heap) == 0 {
+		f.pop()
+		return
+	}
+	f.down(0)
+}
+
+// pop drops f's first lane.
+func (f *fillHeap) pop() {
+	n := len(f.lanes) - 1
+	f.lanes[0] = f.lanes[n]
+	f.lanes[n] = nil
+	f.lanes = f.lanes[:n]
+	if n > 0 {
+		f.down(0)
+	}
+}
+
+func (f *fillHeap) down(i int) {
+	s := f.lanes
+	n := len(s)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && s[r].heap[0].less(s[l].heap[0]) {
+			m = r
+		}
+		if !s[m].heap[0].less(s[i].heap[0]) {
+			return
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
 }
 
 // readTaken reads from the store the records (or, for records taken from
@@ -301,7 +608,7 @@ func (b *Broker) readTaken(items []taken) {
 }
 
 // handLocked leases the tasks take picked at time at that are still taken,
-// in order, and returns them. A task whose record or payload is damaged in
+// and returns them in delivery order. A task whose record or payload is damaged in
 // the store is made dead (see damaged), so that it does not stop its
 // queue; a task whose record could not be read for another reason is
 // ready again, and its error is returned if no task is handed out. b.mu
@@ -350,6 +657,15 @@ func (b *Broker) handLocked(items []taken, at time.Time) ([]task.Task, error) {
 		}
 	}
 	if len(out) > 0 {
+		// The answer lists the tasks in delivery order, as a cluster
+		// node's does (cluster's deliver), whatever order the rounds
+		// took them in.
+		slices.SortFunc(out, func(a, b task.Task) int {
+			if task.DeliveredBefore(a.Priority, a.Due.UnixNano(), a.JobID, b.Priority, b.Due.UnixNano(), b.JobID) {
+				return -1
+			}
+			return 1
+		})
 		return out, nil
 	}
 	return nil, failed
@@ -389,15 +705,7 @@ func (b *Broker) peekReadyLocked(q *queueState) (readyItem, *keyLane, bool) {
 			return readyItem{}, nil, false
 		}
 		popped := false
-		for len(l.heap) > 0 {
-			it := l.heap[0]
-			// An entry is the task's current one only if it still has
-			// the task's due time and priority: a task reserved by job
-			// id (beanstalkd's reserve-job) leaves its entry behind, and
-			// made ready again it has a newer one, later in the order.
-			if s, ok := b.tasks.get(it.job); ok && s.state() == task.Ready && s.queue() == q.index && s.due == it.due && s.prio == it.prio {
-				break
-			}
+		for len(l.heap) > 0 && !b.liveLocked(q, l.heap[0]) {
 			l.heap.pop()
 			popped = true
 		}
@@ -406,6 +714,16 @@ func (b *Broker) peekReadyLocked(q *queueState) (readyItem, *keyLane, bool) {
 		}
 		q.ready.changed(l) // another lane may come first now
 	}
+}
+
+// liveLocked reports whether it is the current item of a task ready in
+// q: an item is only if it still has the task's due time and priority,
+// since a task reserved by job id (beanstalkd's reserve-job) leaves its
+// item behind, and made ready again it has a newer one, later in the
+// order. b.mu must be held. O(1).
+func (b *Broker) liveLocked(q *queueState, it readyItem) bool {
+	s, ok := b.tasks.get(it.job)
+	return ok && s.state() == task.Ready && s.queue() == q.index && s.due == it.due && s.prio == it.prio
 }
 
 // leaseLocked writes job's reservation (its slot s already marked reserved

@@ -85,17 +85,21 @@ const sqlReserve = `WITH picked AS (
 	WHERE EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = ANY($1))`
 
 // sqlReserveFair is sqlReserve for queues that use keys (those with
-// rows in hourglass_key_turns). Of each queue it takes, in a cycle over
-// the keys in the order of their names starting after the queue's
-// cursor (hourglass_key_cursors, 017: the last key served; the key ""
-// between the last key and the first, when it has a turn row), the
-// first ready task of each key that has one of the queue's first
-// priority, up to $2 keys; then, only if that leaves $2 unfilled, the
-// queue's first $2 tasks in delivery order to fill the rest. The cursor
-// moves to the last key served, one row write a reserve (sqlKeyCursor),
-// whatever the number of keys: O($2) index descents and one write a
-// reserve, besides the tasks' own updates. Its rows are sqlReserve's, without the
-// last kind.
+// rows in hourglass_key_turns), in the order that service.KeyCompare's
+// doc writes down for both engines (the rule lives there; this is its
+// SQL). Of each queue it takes, in a cycle over the keys in the order of
+// their names starting after the queue's cursor (hourglass_key_cursors,
+// 017: the last key served; the key "" between the last key and the
+// first, when the queue has a ready task of another key), the first
+// ready task of each key that has one of the queue's first priority, up
+// to $2 keys; then, only if that leaves $2 unfilled, the queue's first
+// $2 tasks in delivery order to fill the rest. Over several queues the
+// keys' tasks go first, by priority, then place in their queue's round
+// (turn: the ordinal among the keys taken, not the walk's counter), due
+// time and job id. The cursor moves to the last key served, one row
+// write a reserve (sqlKeyCursor), whatever the number of keys: O($2)
+// index descents and one write a reserve, besides the tasks' own
+// updates. Its rows are sqlReserve's, without the last kind.
 //
 // The keys come from a walk of hourglass_tasks_key_ready (walkA: keys
 // after the cursor; walkB: keys up to it), one index descent a key,
@@ -151,7 +155,7 @@ var sqlReserveFair = `WITH picked AS (
 				SELECT '', e.priority, e.job_id, 1000000 FROM run CROSS JOIN LATERAL (
 					SELECT e.priority, e.job_id FROM hourglass_tasks e
 					WHERE run.ok AND e.queue = q.name AND e.task_key = '' AND e.state = 1 AND e.fire_at IS NULL
-						AND EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = q.name AND x.task_key = '')
+						AND (EXISTS (SELECT 1 FROM walkA) OR EXISTS (SELECT 1 FROM walkB))
 					ORDER BY ` + deliveryOrderOf("e") + ` LIMIT 1) e
 				UNION ALL
 				SELECT * FROM walkB WHERE walkB.task_key <= (SELECT cur FROM run)
@@ -170,7 +174,8 @@ var sqlReserveFair = `WITH picked AS (
 				LIMIT $2
 			)
 			SELECT DISTINCT ON (u.job_id) u.* FROM (
-				SELECT * FROM keyed
+				SELECT k.job_id, k.priority, k.due, k.ready_at, k.queue, k.task_key, k.rank,
+					row_number() OVER (ORDER BY k.turn) AS turn FROM keyed k
 				UNION ALL
 				SELECT g.job_id, g.priority, g.due, g.ready_at, g.queue, g.task_key, 1, 0 FROM (
 					SELECT job_id, priority, due, ready_at, queue, task_key FROM hourglass_tasks

@@ -86,12 +86,9 @@ func fairness(t *testing.T, b service.Service) {
 // round, within a key in delivery order; the key "" is one key among
 // them. A batch holds the first task of every key (as many as it takes)
 // before any key's second. The tasks are put key by key, so that
-// delivery order alone would serve the first key's tasks first. Which
-// key opens a round and the order of the keys within one are each
-// engine's (by turn on the embedded engine, by name after the queue's
-// cursor on a cluster), and so is the rest of a batch (further rounds;
-// delivery order on a cluster): the test compares the keys of each round
-// as a set.
+// delivery order alone would serve the first key's tasks first. The
+// test compares the keys of each round as a set; key-order (keyorder.go)
+// pins their order within a round and the rest of a batch.
 func keyRounds(t *testing.T, b service.Service) {
 	ctx := context.Background()
 	keys := []string{"c", "", "a", "b"} // put in no order of names

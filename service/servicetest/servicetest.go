@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) service.Service) {
 	t.Run("key-list", func(t *testing.T) { keyList(t, open(t)) })
 	t.Run("fairness", func(t *testing.T) { fairness(t, open(t)) })
 	t.Run("key-rounds", func(t *testing.T) { keyRounds(t, open(t)) })
+	t.Run("key-order", func(t *testing.T) { keyOrder(t, open(t)) })
 	t.Run("per-key-concurrency", func(t *testing.T) { perKeyConcurrency(t, open(t)) })
 	t.Run("per-key-rate", func(t *testing.T) { perKeyRate(t, open(t)) })
 	t.Run("per-key-priority", func(t *testing.T) { perKeyPriority(t, open(t)) })
