@@ -12,7 +12,7 @@ import (
 // TestReserve_Model runs random streams of Reserve, Add, RemoveIf, Move,
 // FileReserved and Advance on every structure against a map of what is
 // queued: a reserved entry is queued for Queued, When, Value, RemoveIf
-// and Move until filed; FileReserved reports the earliest deadline filed
+// and Move until filed, and Reserved counts it; FileReserved reports the earliest deadline filed
 // since it last said; every entry fires once, never before its deadline
 // (to the tick) and by the first Advance at or after it, whether it was
 // filed by FileReserved, by Reserve's bound, or by Advance, Next or Len
@@ -156,11 +156,18 @@ func runReserveOps(t *testing.T, s structure, rng *rand.Rand, steps int) {
 			now = to
 			verify(step, "Advance")
 		}
+		reserved := 0
 		for id, w := range queued {
+			if w.reserved {
+				reserved++
+			}
 			if !q.Queued(id) || q.When(id) != w.when || q.Value(id).Value != serial[id] {
 				t.Fatalf("step %d: id %d: Queued %v When %d Value %d, want when %d value %d",
 					step, id, q.Queued(id), q.When(id), q.Value(id).Value, w.when, serial[id])
 			}
+		}
+		if got := q.Reserved(); got != reserved {
+			t.Fatalf("step %d: Reserved = %d, want %d", step, got, reserved)
 		}
 	}
 }
