@@ -5,6 +5,7 @@ package hourglass_test
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hourglass-go/hourglass"
@@ -120,6 +121,34 @@ func TestArm_ReservedUntilPass(t *testing.T) {
 		}
 		advance(10*ms + s.tolerance)
 		r.checkRanOnce(t, s, 0, 10*ms)
+		tm.Stop()
+	})
+}
+
+// TestArm_BatchAfterNoStaleWake checks that a Batch after Arms does not
+// wake the driver for a deadline the driver has already filed and fired:
+// Arm's reserved entries are filed by the driver's pass, and the Batch's
+// filing must report only what it reserved itself (and what nothing has
+// seen yet), not the earliest deadline ever filed since the last Batch.
+func TestArm_BatchAfterNoStaleWake(t *testing.T) {
+	forEachSetup(t, []setup{inlineOneShard}, func(t *testing.T, s structure, opts []hourglass.Option) {
+		tm := s.newTimer(t, opts...)
+		arm(t, tm, 2*time.Hour, func() {}) // keeps the driver asleep until then
+		r := newRecorder()
+		arm(t, tm, 10*ms, r.fn(0))
+		advance(10*ms + s.tolerance)
+		r.checkRanOnce(t, s, 0, 10*ms)
+		synctest.Wait()
+		before := hourglass.DriverWakeups(tm)
+		tm.Batch(func(b *hourglass.Batch) {
+			if _, err := b.AfterFunc(3*time.Hour, func() {}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		synctest.Wait()
+		if after := hourglass.DriverWakeups(tm); after != before {
+			t.Errorf("a Batch scheduling at 3 h woke the driver asleep until 2 h: %d passes, want %d", after, before)
+		}
 		tm.Stop()
 	})
 }

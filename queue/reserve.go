@@ -54,9 +54,11 @@ func (q *Queue[V]) Reserve(when uint64, v V) int32 {
 
 // FileReserved files every reserved entry still queued into the structure,
 // in the order they were reserved, and returns the earliest deadline
-// among them and among those filed since the last call by Reserve,
-// Len, Next, Advance or Drain; math.MaxUint64 if there were none. It
-// is O(k) for k entries reserved, times the structure's Add.
+// among them and among those filed by Reserve, Len, Next or Drain since
+// the last call or the last Advance, whichever came later;
+// math.MaxUint64 if there were none. (What Advance files, its caller
+// learns from Next.) It is O(k) for k entries reserved, times the
+// structure's Add.
 func (q *Queue[V]) FileReserved() (earliest uint64) {
 	q.fileReserved()
 	earliest, q.filedMin = q.filedMin, math.MaxUint64
