@@ -5,6 +5,7 @@ package hourglass_test
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hourglass-go/hourglass"
@@ -82,4 +83,72 @@ func TestArm_AllocatesNothing(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("Arm and Cancel: %v allocations, want 0", n)
 	}
+}
+
+// TestArm_ReservedUntilPass checks that Arm leaves its timeout's entry
+// reserved, out of the wheel's slots, until the shard's driver passes or
+// anything reads the structure whole, so that a Cancel before then (a
+// request timeout's) is a store into the list of reserved ids and never
+// touches the wheel; and that a reserved timeout still fires on time
+// (the driver files what is reserved before it advances).
+func TestArm_ReservedUntilPass(t *testing.T) {
+	forEachSetup(t, []setup{inlineOneShard}, func(t *testing.T, s structure, opts []hourglass.Option) {
+		tm := s.newTimer(t, opts...)
+		far := arm(t, tm, time.Hour, func() {})
+		if n := hourglass.ArmsReserved(tm, 0); n != 1 {
+			t.Fatalf("after Arm: %d reserved, want 1", n)
+		}
+		if !tm.Cancel(far) {
+			t.Fatal("Cancel of a reserved timeout = false, want true")
+		}
+		if n := hourglass.ArmsReserved(tm, 0); n != 0 {
+			t.Fatalf("after Cancel: %d reserved, want 0", n)
+		}
+		if tm.Cancel(far) {
+			t.Error("second Cancel = true, want false")
+		}
+		arm(t, tm, time.Hour, func() {})
+		if n := tm.Pending(); n != 1 {
+			t.Errorf("Pending() = %d, want 1", n)
+		}
+		if n := hourglass.ArmsReserved(tm, 0); n != 0 {
+			t.Errorf("after Pending: %d reserved, want 0 (filed)", n)
+		}
+		r := newRecorder()
+		arm(t, tm, 10*ms, r.fn(0))
+		if n := hourglass.ArmsReserved(tm, 0); n != 1 {
+			t.Fatalf("after a second Arm: %d reserved, want 1", n)
+		}
+		advance(10*ms + s.tolerance)
+		r.checkRanOnce(t, s, 0, 10*ms)
+		tm.Stop()
+	})
+}
+
+// TestArm_BatchAfterNoStaleWake checks that a Batch after Arms does not
+// wake the driver for a deadline the driver has already filed and fired:
+// Arm's reserved entries are filed by the driver's pass, and the Batch's
+// filing must report only what it reserved itself (and what nothing has
+// seen yet), not the earliest deadline ever filed since the last Batch.
+func TestArm_BatchAfterNoStaleWake(t *testing.T) {
+	forEachSetup(t, []setup{inlineOneShard}, func(t *testing.T, s structure, opts []hourglass.Option) {
+		tm := s.newTimer(t, opts...)
+		arm(t, tm, 2*time.Hour, func() {}) // keeps the driver asleep until then
+		r := newRecorder()
+		arm(t, tm, 10*ms, r.fn(0))
+		advance(10*ms + s.tolerance)
+		r.checkRanOnce(t, s, 0, 10*ms)
+		synctest.Wait()
+		before := hourglass.DriverWakeups(tm)
+		tm.Batch(func(b *hourglass.Batch) {
+			if _, err := b.AfterFunc(3*time.Hour, func() {}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		synctest.Wait()
+		if after := hourglass.DriverWakeups(tm); after != before {
+			t.Errorf("a Batch scheduling at 3 h woke the driver asleep until 2 h: %d passes, want %d", after, before)
+		}
+		tm.Stop()
+	})
 }

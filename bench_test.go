@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -324,4 +325,76 @@ func BenchmarkTimer_Burst_Inline(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPair_Netty is the schedule+cancel pair of benchmarks/netty's
+// pair rows in go test: the default Timer (New()) with 1M timeouts
+// pending at 0-10 min, their handles kept, then one timeout at 0-10 min
+// scheduled and cancelled at a time. Unlike the _Pending benchmarks
+// above, whose pending timeouts are an hour or more away, deadlines come
+// due throughout, so the drivers wake about once a tick as they do in
+// the Netty comparison. The delays are drawn beforehand. Beside the
+// wall time a pair it reports caller-cpu-ns/op, the CPU of the
+// benchmark's own thread (locked to it) a pair, which a loaded machine
+// moves far less than the wall time.
+func BenchmarkPair_Netty(b *testing.B) {
+	const n = 1_000_000
+	const tenMinutes = int64(10 * time.Minute)
+	delays := make([]time.Duration, 1<<16)
+	r := rand.New(rand.NewPCG(2, 45))
+	for i := range delays {
+		delays[i] = time.Duration(r.Int64N(tenMinutes))
+	}
+	b.Run("Arm", func(b *testing.B) {
+		tm := hourglass.New()
+		kept := make([]hourglass.Handle, n)
+		for i := range kept {
+			kept[i], _ = tm.Arm(time.Duration(r.Int64N(tenMinutes)), noop)
+		}
+		b.ReportAllocs()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		resetAfterGC(b)
+		c0, i := threadCPU(), 0
+		for b.Loop() {
+			h, _ := tm.Arm(delays[i&(len(delays)-1)], noop)
+			tm.Cancel(h)
+			i++
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(threadCPU()-c0)/float64(b.N), "caller-cpu-ns/op")
+		tm.Stop()
+		runtime.KeepAlive(kept)
+	})
+	b.Run("AfterFunc", func(b *testing.B) {
+		tm := hourglass.New()
+		kept := make([]*hourglass.Timeout, n)
+		for i := range kept {
+			kept[i], _ = tm.AfterFunc(time.Duration(r.Int64N(tenMinutes)), noop)
+		}
+		b.ReportAllocs()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		resetAfterGC(b)
+		c0, i := threadCPU(), 0
+		for b.Loop() {
+			to, _ := tm.AfterFunc(delays[i&(len(delays)-1)], noop)
+			to.Cancel()
+			i++
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(threadCPU()-c0)/float64(b.N), "caller-cpu-ns/op")
+		tm.Stop()
+	})
+}
+
+// threadCPU returns the CPU time, user and system, that the calling
+// thread has used (Linux's RUSAGE_THREAD); lock the goroutine to its
+// thread around what it measures.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_THREAD, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -147,6 +147,18 @@ func Arms(t *Timer, i int) (made bool, waiting int) {
 	return true, a.ring.waiting()
 }
 
+// ArmsReserved reports how many value timeouts of t's shard i are
+// reserved in its value structure and wait to be filed (see Arm).
+func ArmsReserved(t *Timer, i int) int {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.values == nil {
+		return 0
+	}
+	return sh.values.Reserved()
+}
+
 // Oversleep makes t's shard i driver, asleep, look as if it should have
 // woken at reading r of t's clock (see driver.overslept), so that a test
 // can check what a scheduling call does about a driver that overslept.

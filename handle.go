@@ -51,11 +51,17 @@ type valueEntry struct {
 // Arm or Batch that schedules on the shard: the handle is the
 // caller's value, so there is no *Timeout to hold, and sh.q's entries,
 // 24 bytes with the handle pointer, stay as they are for everyone else.
-// Value timeouts skip the inbox: Arm files its timeout at once, and a
-// Batch, which already pays one lock for many, reserves each entry and
-// files those still pending when it releases the lock (queue's Reserve
-// and FileReserved), so one it cancels meanwhile never reaches the
-// structure. Cancel then needs no status to check, only the generation.
+// Value timeouts skip the inbox: their entries are reserved in the
+// structure (queue's Reserve), queued for Cancel but in no slot, so that
+// one cancelled before it is filed never reaches the wheel. A Batch,
+// which already pays one lock for many, files those still pending when
+// it releases the lock (FileReserved); Arm leaves its entry reserved
+// until the driver's next pass, or anything else that reads the
+// structure whole, files it (the driver does so before it advances, so
+// the deadline is kept). An Arm cancelled before then, a request
+// timeout's, costs the lock twice and no wheel: no tick, level, slot or
+// links (BenchmarkPair_Netty). Cancel then needs no status to check,
+// only the generation.
 // The driver advances both structures on each pass (shard.advance). A
 // value timeout that comes due goes to the driver's batch as a dueItem
 // with no *Timeout: its callback and deadline.
@@ -130,9 +136,10 @@ func (sh *shard) drainValues(out []*Timeout) []*Timeout {
 // [Timer.AfterFunc] does its *[Timeout]: a d of zero or less runs f
 // promptly, any d up to math.MaxInt64 is held exactly, and the errors are
 // AfterFunc's. It is the single call of [Batch.AfterFunc]: it reads the
-// clock and takes a shard lock for this one timeout (while the shard's
-// driver is busy through a burst, it queues the timeout for the driver
-// without the lock instead, as AfterFunc does: see [Timer]), and
+// clock and takes a shard lock for this one timeout, whose entry waits
+// reserved until the shard's driver next passes (while the driver is
+// busy through a burst, it queues the timeout for the driver without the
+// lock instead, as AfterFunc does: see [Timer]), and
 // allocates nothing (but to grow the structure, a page at a time), so a
 // pending timeout costs its shard a 32-byte entry and the caller a
 // 12-byte Handle. Cancel it with [Timer.Cancel]. It is O(1) for the
@@ -205,7 +212,7 @@ func (t *Timer) Arm(d time.Duration, f func()) (Handle, error) {
 		sh.fileArms(a)
 	}
 	gen := sh.nextGen()
-	id := q.Add(when, valueEntry{f: f, gen: gen})
+	id := q.Reserve(when, valueEntry{f: f, gen: gen})
 	wake := sh.armed(when)
 	late := sh.overslept(now)
 	if sh.sleepUntil.Load() == 0 && sh.arms.Load() == nil {

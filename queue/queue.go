@@ -241,6 +241,9 @@ func (q *Queue[V]) Advance(now uint64, fire func(id int32, v V)) {
 	q.fire = fire
 	defer func() { q.fire = outer }()
 	q.fileFirst()
+	// What Advance files, its caller sees through Next: FileReserved
+	// reports only what was filed after it (see there).
+	q.filedMin = math.MaxUint64
 	q.s.advance(now, q.release)
 }
 

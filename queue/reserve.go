@@ -16,7 +16,9 @@ import "math"
 // never paid. That is the common case of a timeout per request, each
 // scheduled and cancelled in one hourglass Batch, whose shard's driver is
 // then not woken either for a deadline cancelled before the batch ended
-// (BenchmarkBatch_AfterFuncCancel_SameBatch under callgrind). A timeout
+// (BenchmarkBatch_AfterFuncCancel_SameBatch under callgrind), or armed
+// and cancelled by hourglass's Timer.Arm and Timer.Cancel before the
+// shard's driver next passes (BenchmarkPair_Netty). A timeout
 // that stays pending pays a little more, for the list of reserved ids
 // and the filing pass (docs/results/2026-11-27-schedule-cancel.md has
 // both).
@@ -52,9 +54,11 @@ func (q *Queue[V]) Reserve(when uint64, v V) int32 {
 
 // FileReserved files every reserved entry still queued into the structure,
 // in the order they were reserved, and returns the earliest deadline
-// among them and among those filed since the last call by Reserve,
-// Len, Next, Advance or Drain; math.MaxUint64 if there were none. It
-// is O(k) for k entries reserved, times the structure's Add.
+// among them and among those filed by Reserve, Len, Next or Drain since
+// the last call or the last Advance, whichever came later;
+// math.MaxUint64 if there were none. (What Advance files, its caller
+// learns from Next.) It is O(k) for k entries reserved, times the
+// structure's Add.
 func (q *Queue[V]) FileReserved() (earliest uint64) {
 	q.fileReserved()
 	earliest, q.filedMin = q.filedMin, math.MaxUint64
@@ -86,6 +90,19 @@ func (q *Queue[V]) fileFirst() {
 	if len(q.reserved) > 0 {
 		q.fileReserved()
 	}
+}
+
+// Reserved reports how many entries reserved since the last filing
+// are still queued and wait to be filed. It is O(k) for the k entries
+// reserved since, those removed included (at most 1,024).
+func (q *Queue[V]) Reserved() int {
+	n := 0
+	for _, i := range q.reserved {
+		if i >= 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // unreserve takes reserved node n out of q.reserved, leaving both its

@@ -12,11 +12,11 @@ import (
 // TestReserve_Model runs random streams of Reserve, Add, RemoveIf, Move,
 // FileReserved and Advance on every structure against a map of what is
 // queued: a reserved entry is queued for Queued, When, Value, RemoveIf
-// and Move until filed; FileReserved reports the earliest deadline filed
-// since it last said; every entry fires once, never before its deadline
-// (to the tick) and by the first Advance at or after it, whether it was
-// filed by FileReserved, by Reserve's bound, or by Advance, Next or Len
-// first.
+// and Move until filed, and Reserved counts it; FileReserved reports
+// the earliest deadline filed since it last said or the last Advance;
+// every entry fires once, never before its deadline (to the tick) and
+// by the first Advance at or after it, whether it was filed by
+// FileReserved, by Reserve's bound, or by Advance, Next or Len first.
 func TestReserve_Model(t *testing.T) {
 	for seed := range uint64(4) {
 		for _, s := range structures() {
@@ -132,6 +132,7 @@ func runReserveOps(t *testing.T, s structure, rng *rand.Rand, steps int) {
 			}
 		default: // Advance, by Next or by a step of time
 			file()
+			filedMin = math.MaxUint64 // what Advance files, FileReserved leaves out
 			to := now + rng.Uint64N(64)*ms
 			if rng.IntN(2) == 0 {
 				if at, ok := q.Next(); ok {
@@ -156,11 +157,18 @@ func runReserveOps(t *testing.T, s structure, rng *rand.Rand, steps int) {
 			now = to
 			verify(step, "Advance")
 		}
+		reserved := 0
 		for id, w := range queued {
+			if w.reserved {
+				reserved++
+			}
 			if !q.Queued(id) || q.When(id) != w.when || q.Value(id).Value != serial[id] {
 				t.Fatalf("step %d: id %d: Queued %v When %d Value %d, want when %d value %d",
 					step, id, q.Queued(id), q.When(id), q.Value(id).Value, w.when, serial[id])
 			}
+		}
+		if got := q.Reserved(); got != reserved {
+			t.Fatalf("step %d: Reserved = %d, want %d", step, got, reserved)
 		}
 	}
 }

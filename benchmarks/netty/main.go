@@ -55,6 +55,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "with -child: write the job's CPU profile to this file")
 	mutexProfile := flag.String("mutexprofile", "", "with -child: write the job's mutex contention profile to this file")
 	profileHz := flag.Int("profilehz", 100, "with -cpuprofile: samples a second (the runtime prints a warning for any rate but 100)")
+	base := flag.String("base", "", "another build of this program (another hourglass) whose Go jobs run in turns with this one's, in a column of their own")
 	flag.Parse()
 
 	c := childConfig{n: *n, budget: *budget, warmup: *warmup, spread: *spread, timeout: 30 * time.Second, burstWarm: *burstWarm}
@@ -69,6 +70,9 @@ func main() {
 		c.timeout = 10 * time.Second
 	}
 	d, err := newDriver(c, *burstN, *idleFor, *jar, strings.Fields(*jvmFlags))
+	if err == nil && *base != "" {
+		d.base, err = filepath.Abs(*base)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "netty:", err)
 		os.Exit(2)
@@ -167,6 +171,7 @@ type driver struct {
 	jar    string
 	jvm    []string
 	self   string // this program, for the Go side
+	base   string // another build's, run in turns as side "base"; "" for none
 	javaV  string // java -version's first line
 }
 
@@ -241,6 +246,17 @@ func (d *driver) run(rounds int) (results, error) {
 		if r%2 == 1 {
 			slices.Reverse(order)
 		}
+		if d.base != "" {
+			// Each Go job of the base build right after this build's.
+			var both []job
+			for _, j := range order {
+				both = append(both, j)
+				if j.side == "go" {
+					both = append(both, job{"base", j.name})
+				}
+			}
+			order = both
+		}
 		for _, j := range order {
 			fmt.Fprintf(os.Stderr, "netty: round %d/%d: %s\n", r+1, rounds, j.key())
 			m, err := d.start(j)
@@ -266,7 +282,11 @@ func (d *driver) command(ctx context.Context, j job) *exec.Cmd {
 			strconv.Itoa(d.c.burstWarm))
 		return exec.CommandContext(ctx, "java", args...)
 	}
-	return exec.CommandContext(ctx, d.self, "-child", j.name, "-n", strconv.Itoa(n), "-burst", strconv.Itoa(d.burstN),
+	self := d.self
+	if j.side == "base" {
+		self = d.base
+	}
+	return exec.CommandContext(ctx, self, "-child", j.name, "-n", strconv.Itoa(n), "-burst", strconv.Itoa(d.burstN),
 		"-budget", d.c.budget.String(), "-warmup", d.c.warmup.String(), "-spread", d.c.spread.String(),
 		"-burstwarmup", strconv.Itoa(d.c.burstWarm))
 }

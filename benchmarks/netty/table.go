@@ -88,7 +88,12 @@ func writeTable(w io.Writer, d *driver, res results, rounds int) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Netty 4.1 HashedWheelTimer (1 ms tick, 512 slots; %s; JVM %s) against hourglass New() (%s, GOMAXPROCS %d): n = %d pending, a burst of %d due within %v, idle window %v; medians of %d round(s) in turns; ratio = hourglass / Netty.\n\n",
 		d.javaV, strings.Join(d.jvm, " "), runtime.Version(), runtime.GOMAXPROCS(0), d.c.n, d.burstN, d.c.spread, d.idle, rounds)
-	b.WriteString("| row | Netty 1 ms | hourglass | ratio |\n|---|---:|---:|---:|\n")
+	if d.base != "" {
+		fmt.Fprintf(&b, "The base column is another build, %s, its Go jobs each run right after this build's.\n\n", d.base)
+		b.WriteString("| row | Netty 1 ms | base | ratio | hourglass | ratio |\n|---|---:|---:|---:|---:|---:|\n")
+	} else {
+		b.WriteString("| row | Netty 1 ms | hourglass | ratio |\n|---|---:|---:|---:|\n")
+	}
 	for _, r := range rows {
 		nv, nok := median(res, "netty:"+r.netty, r.metric)
 		gv, gok := median(res, "go:"+r.goJob, r.metric)
@@ -101,14 +106,27 @@ func writeTable(w io.Writer, d *driver, res results, rounds int) error {
 			}
 			return fmt.Sprintf(r.format, v)
 		}
-		ratio := "-"
-		if nok && gok && nv != 0 {
-			ratio = fmt.Sprintf("%.2f×", gv/nv)
+		ratio := func(v float64, ok bool) string {
+			if !nok || !ok || nv == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f×", v/nv)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.what, cell(nv, nok), cell(gv, gok), ratio)
+		if d.base != "" {
+			bv, bok := median(res, "base:"+r.goJob, r.metric)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.what, cell(nv, nok), cell(bv, bok), ratio(bv, bok), cell(gv, gok), ratio(gv, gok))
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.what, cell(nv, nok), cell(gv, gok), ratio(gv, gok))
 	}
 	b.WriteString("\nBursts, early / lost / fired twice, summed over the rounds:")
-	for _, k := range []string{"netty:burst", "go:burst-inline", "go:burst-arm-inline", "go:burst-inline-locked", "go:burst-arm-inline-locked", "go:burst-default", "go:burst-arm-default"} {
+	keys := []string{"netty:burst", "go:burst-inline", "go:burst-arm-inline", "go:burst-inline-locked", "go:burst-arm-inline-locked", "go:burst-default", "go:burst-arm-default"}
+	if d.base != "" {
+		for _, k := range keys[1:] {
+			keys = append(keys, "base:"+strings.TrimPrefix(k, "go:"))
+		}
+	}
+	for _, k := range keys {
 		var e, l, t float64
 		for _, m := range res[k] {
 			e, l, t = e+m["early"], l+m["lost"], t+m["double"]
