@@ -30,7 +30,7 @@ import (
 //     the whole tokens of the key's bucket of a per-key rate (a row of
 //     hourglass_key_buckets, 016; no row: full), a key without one being
 //     passed over until its next token (a queue that uses keys is taken
-//     in turn across them);
+//     in service.KeyCompare's order across them);
 //  4. takes from each bucket as many tokens as tasks it reserved, writes
 //     the buckets (the keys' in the statement of 3, sqlKeySpend, which
 //     also deletes the keys' buckets full again, sqlKeySweep) and commits (without waiting for the WAL flush, as a
@@ -67,22 +67,34 @@ const sqlLockLimited = `WITH async AS MATERIALIZED (SELECT set_config('synchrono
 // transaction has locked: up to $3[i] tasks of queue $1[i] (its tokens),
 // less, under a concurrency limit, what it has reserved already; $2 in
 // all. A queue that uses keys (has rows in hourglass_key_turns) or has a
-// per-key concurrency ($4[i] > 0, 0: none) is taken in turn across keys (the keys by their turns in hourglass_key_turns, which only these reserves, under the queue's row lock, move; sqlReserveFair keeps a cursor instead; a key's tasks
-// in delivery order, the n-th task of each key in the n-th round), each
-// key up to $4[i] less what it has reserved already; a key whose
-// ready tasks have no turn row (moved in by a dead letter, say) is found
-// among the queue's first ready tasks. The keys are taken by the
-// priority of their first ready task, then by turn, so that a higher
-// priority of any key still goes first (taking the first keys by turn
-// alone left out a key whose task came first by priority). The keys taken get the next turns
-// (sqlTurn). It returns a row per task taken as sqlReserve does, and a
+// per-key limit ($4[i] > 0: its per-key concurrency; $5[i] > 0: its
+// per-key rate) is taken in the order of service.KeyCompare's doc, as
+// sqlReserveFair takes it: of the keys its limits let through (fewer
+// tasks reserved than the per-key concurrency, a whole token of the
+// per-key rate), those whose first ready task has the first priority
+// among them make the round, one task each, by name after the queue's
+// cursor (hourglass_key_cursors), "" after every other key and only
+// when the queue has a ready task of another key; then the fill, in
+// delivery order, each key up to its per-key concurrency less what it
+// has reserved and its whole tokens. The cursor moves to the last key
+// of the round taken (sqlKeyCursor, under the queue's row lock). The
+// keys are the queue's turn rows, and those of its first ready tasks
+// that have none (moved in by a dead letter, say), which get one
+// (sqlTurn: the rows say that the queue uses keys and which keys it
+// has; their turns order nothing). The fill reads the round's keys and
+// the n keys whose first task comes first in delivery order, n the most
+// the queue may hand (cap): a task of any other key has n tasks of
+// those before it. The tasks go round first, by priority, then place in
+// the round, due time and job id, then the fills and the queues without
+// keys in delivery order. O(keys of the queue) index probes a reserve.
+// It returns a row per task taken as sqlReserve does, and a
 // row per queue whose concurrency limit is reached (job id 0, the
 // queue's name, the last column 0). Its update finds the tasks picked by
 // their primary key as sqlReserve's does, whatever the estimates
-// (reserve.go); likewise its test that a key has a ready task is ordered
-// as hourglass_tasks_key_ready and fenced (OFFSET 0), so that a generic
-// plan over an analyzed table probes that index rather than scanning the
-// table (TestReserve_PlanAfterAnalyze).
+// (reserve.go); likewise its test that a queue has a ready task of a
+// key is ordered as hourglass_tasks_key_ready and fenced (OFFSET 0), so
+// that a generic plan over an analyzed table probes that index rather
+// than scanning the table (TestReserve_PlanAfterAnalyze).
 const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 		SELECT q.name, q.allow, coalesce(p.concurrency, 0) AS concurrency, CASE WHEN p.concurrency > 0 THEN
 			(SELECT count(*) FROM (SELECT 1 FROM hourglass_tasks r
@@ -90,7 +102,8 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 			q.perkey > 0 OR q.krate > 0 OR EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = q.name) AS keyed,
 			NOT EXISTS (SELECT 1 FROM hourglass_queues pp
 				WHERE pp.queue = q.name AND pp.paused_until > hourglass_now()) AS running
-		, q.krate, q.kper, q.kburst
+		, q.krate, q.kper, q.kburst,
+			coalesce((SELECT kc.task_key FROM hourglass_key_cursors kc WHERE kc.queue = q.name), '') AS cur
 		FROM unnest($1::text[], $3::int[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[])
 			AS q(name, allow, perkey, krate, kper, kburst) LEFT JOIN hourglass_queues p ON p.queue = q.name
 	), capped AS MATERIALIZED (
@@ -99,7 +112,7 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 	), picked AS (
 		SELECT c.* FROM capped
 		CROSS JOIN LATERAL (
-			SELECT job_id, priority, due, ready_at, 0::bigint AS round, 0::bigint AS turn FROM hourglass_tasks
+			SELECT job_id, priority, due, ready_at, queue, task_key, 1 AS rank, 0::bigint AS turn FROM hourglass_tasks
 			WHERE NOT capped.keyed AND capped.running AND queue = capped.name AND state = 1 AND fire_at IS NULL
 			ORDER BY ` + sqlDeliveryOrder + `
 			LIMIT capped.cap
@@ -108,11 +121,13 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 		UNION ALL
 		SELECT c.* FROM capped
 		CROSS JOIN LATERAL (
-			SELECT f.job_id, f.priority, f.due, f.ready_at, f.round, k.turn FROM (
-				SELECT k0.task_key, k0.turn, b.busy, kr.avail FROM (
-					SELECT kt.task_key, kt.turn FROM hourglass_key_turns kt WHERE kt.queue = capped.name
+			WITH kk AS MATERIALIZED (
+				SELECT k0.task_key, b.busy, kr.avail, fp.priority, fp.due, fp.job_id,
+					capped.cur <> '' AND (k0.task_key = '' OR k0.task_key > capped.cur) AS after
+				FROM (
+					SELECT kt.task_key FROM hourglass_key_turns kt WHERE kt.queue = capped.name
 					UNION ALL
-					SELECT DISTINCT g.task_key, 0::bigint FROM (SELECT task_key FROM hourglass_tasks
+					SELECT DISTINCT g.task_key FROM (SELECT task_key FROM hourglass_tasks
 						WHERE queue = capped.name AND state = 1 AND fire_at IS NULL
 						ORDER BY ` + sqlDeliveryOrder + ` LIMIT capped.cap) g
 					WHERE NOT EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = capped.name AND x.task_key = g.task_key)
@@ -123,27 +138,43 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 				CROSS JOIN LATERAL (SELECT CASE WHEN capped.krate = 0 THEN capped.cap ELSE coalesce((SELECT floor(least(capped.kburst::float8,
 						kb.tokens + greatest($8 - kb.tokens_at, 0)::float8 / (capped.kper::float8 / capped.krate::float8)))::bigint
 					FROM hourglass_key_buckets kb WHERE kb.queue = capped.name AND kb.task_key = k0.task_key), capped.kburst) END AS avail) kr
-				CROSS JOIN LATERAL (SELECT e.priority FROM hourglass_tasks e
+				CROSS JOIN LATERAL (SELECT e.priority, e.due, e.job_id FROM hourglass_tasks e
 					WHERE e.queue = capped.name AND e.task_key = k0.task_key AND e.state = 1 AND e.fire_at IS NULL
 					ORDER BY ` + sqlDeliveryOrder + ` LIMIT 1) fp
 				WHERE capped.keyed AND capped.running AND (capped.perkey = 0 OR b.busy < capped.perkey) AND kr.avail >= 1
-				ORDER BY fp.priority, k0.turn
+			), rk AS MATERIALIZED (
+				SELECT kk.task_key, row_number() OVER (ORDER BY kk.after DESC, kk.task_key = '', kk.task_key) AS turn
+				FROM kk WHERE kk.priority = (SELECT min(m.priority) FROM kk m)
+					AND (kk.task_key <> '' OR EXISTS (SELECT 1 FROM hourglass_tasks o WHERE o.queue = capped.name AND o.task_key <> ''
+						AND o.state = 1 AND o.fire_at IS NULL ORDER BY task_key, ` + sqlDeliveryOrder + ` OFFSET 0))
+				ORDER BY kk.after DESC, kk.task_key = '', kk.task_key
 				LIMIT capped.cap
-			) k
-			CROSS JOIN LATERAL (
-				SELECT x.*, row_number() OVER (ORDER BY ` + sqlDeliveryOrder + `) AS round FROM (
-					SELECT job_id, priority, due, ready_at FROM hourglass_tasks
-					WHERE queue = capped.name AND task_key = k.task_key AND state = 1 AND fire_at IS NULL
-					ORDER BY ` + sqlDeliveryOrder + `
-					LIMIT least(k.avail, CASE WHEN capped.perkey > 0 THEN least(capped.cap, capped.perkey - k.busy) ELSE capped.cap END)
-					FOR UPDATE SKIP LOCKED
-				) x
-			) f
-			ORDER BY f.priority, f.round, k.turn, f.due, f.job_id
+			), ks AS (
+				SELECT rk.task_key, rk.turn FROM rk
+				UNION ALL
+				(SELECT kk.task_key, 0::bigint FROM kk WHERE NOT EXISTS (SELECT 1 FROM rk WHERE rk.task_key = kk.task_key)
+					ORDER BY ` + sqlDeliveryOrder + ` LIMIT capped.cap)
+			)
+			SELECT * FROM (
+				SELECT f.job_id, f.priority, f.due, f.ready_at, capped.name AS queue, ks.task_key,
+					CASE WHEN ks.turn > 0 AND f.n = 1 THEN 0 ELSE 1 END AS rank,
+					CASE WHEN ks.turn > 0 AND f.n = 1 THEN ks.turn ELSE 0 END AS turn
+				FROM ks JOIN kk ON kk.task_key = ks.task_key
+				CROSS JOIN LATERAL (
+					SELECT x.*, row_number() OVER (ORDER BY ` + sqlDeliveryOrder + `) AS n FROM (
+						SELECT job_id, priority, due, ready_at FROM hourglass_tasks
+						WHERE queue = capped.name AND task_key = ks.task_key AND state = 1 AND fire_at IS NULL
+						ORDER BY ` + sqlDeliveryOrder + `
+						LIMIT least(kk.avail, CASE WHEN capped.perkey > 0 THEN least(capped.cap, capped.perkey - kk.busy) ELSE capped.cap END)
+						FOR UPDATE SKIP LOCKED
+					) x
+				) f
+			) u
+			ORDER BY u.rank, u.turn, ` + sqlDeliveryOrder + `
 			LIMIT capped.cap
 		) c
-	), ordered AS (
-		SELECT job_id, ready_at FROM picked ORDER BY priority, round, turn, due, job_id LIMIT $2
+	), ordered AS MATERIALIZED (
+		SELECT job_id, ready_at, queue, task_key, rank, turn FROM picked ORDER BY rank, priority, turn, due, job_id LIMIT $2
 	), now AS (SELECT hourglass_now() AS ns, set_config('synchronous_commit', 'off', true)),
 	taken AS (
 		UPDATE hourglass_tasks t SET state = 2, attempts = t.attempts + 1,
@@ -152,7 +183,9 @@ const sqlReserveLimited = `WITH lim AS MATERIALIZED (
 		FROM ordered, now
 		WHERE t.job_id = ordered.job_id AND t.job_id = ANY(ARRAY(SELECT job_id FROM ordered))
 		RETURNING ` + returnTask + `, now.ns, ordered.ready_at
-	), turned AS (
+	), moved AS (
+		SELECT DISTINCT ON (queue) queue, task_key FROM ordered WHERE rank = 0 ORDER BY queue, turn DESC
+	), ` + sqlKeyCursor + `, turned AS (
 		` + sqlTurn + `
 	), spent AS (
 		` + sqlKeySpend + `

@@ -8,7 +8,8 @@ package service
 // This is the one rule both engines follow in a reserve of a queue that
 // uses keys (the embedded engine's lanes and takeLocked, broker/fair.go
 // and broker/reserve.go; a cluster node's sqlReserveFair,
-// cluster/reserve.go):
+// cluster/reserve.go, and, for a queue with a rate, a concurrency or a
+// per-key limit, sqlReserveLimited, cluster/limits.go):
 //
 //   - A queue keeps a cursor: the last key served ("" before the first
 //     reserve, so that the first round starts at the first key by name).
@@ -38,12 +39,12 @@ package service
 //   - The answer lists the tasks in delivery order, whatever the order
 //     they were taken in.
 //
-// Not under this rule: a queue with a rate, a concurrency or a per-key
-// limit on a cluster, whose reserves take keys by their turns
-// (cluster/limits.go; the embedded engine keeps this rule there, leaving
-// a key its limit holds back out of the round), and a cluster's flush
-// handing several tasks that fall due at once to a waiting reserver,
-// which takes further rounds where a reserve fills (cluster/flush.go).
+// Under a limit (a queue's rate or concurrency, a per-key concurrency
+// or rate) both engines leave a key its limit holds back out of the
+// round, and a queue's first priority is that of the keys its limits
+// let through. Not under this rule: a cluster's flush handing several
+// tasks that fall due at once to a waiting reserver, which takes
+// further rounds where a reserve fills (cluster/flush.go).
 //
 // Example: keys put as c, "", a, b, three tasks each (c1, c2, c3, then
 // "" 1 to 3, a's, b's), all of one priority. Reserves of one serve a1,

@@ -24,10 +24,11 @@ import (
 // which TestDifferential leaves out by giving each key its own priority.
 // Keys tie on priority here (two priorities over six keys, "" among
 // them); reserves take 1 to 6 tasks of one queue or of two, in either
-// order; cancels leave stale entries behind on the embedded engine. The
-// queues have no policy: under per-key limits a cluster node takes keys
-// by their turns (cluster/limits.go), not by this rule. Three sequences
-// of 250 steps, each on fresh queues; a failure prints the steps.
+// order; cancels leave stale entries behind on the embedded engine.
+// Three sequences of 250 steps on queues without a policy, then three
+// on limited queues (a per-key concurrency of 2, which a batch meets; a
+// queue rate that never runs out and a concurrency of 4), each on
+// fresh queues; a failure prints the steps.
 func TestDifferentialKeys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL")
@@ -43,9 +44,20 @@ func TestDifferentialKeys(t *testing.T) {
 	engines := []service.Service{openBroker(t, memstore.New()), service.New(node)}
 	names := []string{"embedded", "cluster"}
 	keys := []string{"", "a", "b", "c", "d", "e"}
-	for seed := uint64(1); seed <= 3; seed++ {
+	for seed := uint64(1); seed <= 6; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 41))
 		queues := []string{fmt.Sprintf("dk%d-1", seed), fmt.Sprintf("dk%d-2", seed)}
+		if seed > 3 {
+			for _, s := range engines {
+				if _, err := s.SetPolicy(ctx, queues[0], task.Policy{PerKey: &task.PerKey{Concurrency: 2}}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.SetPolicy(ctx, queues[1], task.Policy{Concurrency: 4,
+					Rate: &task.Rate{Limit: 1_000_000, Per: time.Second, Burst: 1_000_000}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		var log []string
 		var ids []string // "queue/id" of every task put
 		fail := func(format string, args ...any) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/hourglass-go/hourglass/task"
@@ -145,4 +146,37 @@ func keyOrder(t *testing.T, b service.Service) {
 	put("only-2", "c1", "d1")
 	batch([]string{"only-1", "only-2"}, 2, "c1", "d1")
 	batch([]string{"only-2", "only-1"}, 2, "e1", "e2")
+
+	// A limited queue (per-key concurrency, or the queue's rate and
+	// concurrency) keeps the rule: the same rounds, fills and
+	// priorities; a key its limit holds back is left out of the round
+	// (c at 2 tasks reserved, then at 3 in the batch queue).
+	setPolicy(t, b, "lim-conc", task.Policy{PerKey: &task.PerKey{Concurrency: 2}})
+	put("lim-conc", "c1", "c2", "c3", "e1", "e2", "a1", "a2", "a3", "b1")
+	ones("lim-conc", 4, "a1", "b1", "c1", "e1")
+	ones("lim-conc", 3, "a2", "c2", "e2")
+	put("lim-conc", "b2", "d1")
+	ones("lim-conc", 2, "b2", "d1")
+	// a's second task, of the first priority, is held back by a's
+	// limit: the round is of the keys let through, after the cursor.
+	setPolicy(t, b, "lim-prio", task.Policy{PerKey: &task.PerKey{Concurrency: 1}})
+	put("lim-prio", "c1", "a1:1", "a2:1", "b1")
+	ones("lim-prio", 3, "a1", "b1", "c1")
+	setPolicy(t, b, "lim-batch", task.Policy{PerKey: &task.PerKey{Concurrency: 3}})
+	put("lim-batch", "c1", "c2", "c3", "c4", "e1", "e2", "e3", "a1", "a2", "a3", "b1", "b2", "b3")
+	batch([]string{"lim-batch"}, 6, "a1", "b1", "c1", "e1", "c2", "c3")
+	ones("lim-batch", 2, "a2", "b2")
+	batch([]string{"lim-batch"}, 10, "e2", "a3", "b3", "e3")
+	setPolicy(t, b, "lim-rate", task.Policy{Concurrency: 100,
+		Rate: &task.Rate{Limit: 1000, Per: time.Second, Burst: 1000}})
+	put("lim-rate", "b1", "c1:1", "a1", "d1", "e1", "b2", "a2")
+	ones("lim-rate", 5, "c1", "d1", "e1", "a1", "b1")
+	put("lim-rate", "c2")
+	ones("lim-rate", 3, "c2", "a2", "b2")
+	put("lim-multi-1", "b1", "a1", "a2")
+	setPolicy(t, b, "lim-multi-2", task.Policy{PerKey: &task.PerKey{Concurrency: 5}})
+	put("lim-multi-2", "d1", "c1", "e1")
+	batch([]string{"lim-multi-1", "lim-multi-2"}, 3, "a1", "c1", "b1")
+	batch([]string{"lim-multi-1", "lim-multi-2"}, 2, "a2", "d1")
+	batch([]string{"lim-multi-2", "lim-multi-1"}, 1, "e1")
 }
