@@ -122,6 +122,10 @@ const DefaultDBTimeout = 5 * time.Second
 type pool struct {
 	raw     *pgxpool.Pool
 	timeout time.Duration
+	// keeping: a keeper of spare connections runs (startSpares), so a
+	// call that finds no connection idle waits a little for one
+	// (awaitIdle) rather than having the pool open one for it.
+	keeping atomic.Bool
 }
 
 // errNoAnswer is the cause of a context that bound cut short.
@@ -159,6 +163,7 @@ func (p *pool) Config() *pgxpool.Config { return p.raw.Config() }
 func (p *pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	bctx, cancel := p.bound(ctx)
 	defer cancel()
+	p.awaitIdle(bctx)
 	tag, err := p.raw.Exec(bctx, sql, args...)
 	return tag, p.check(bctx, err)
 }
@@ -167,6 +172,7 @@ func (p *pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 // the rows too; closing them (or reading them to the end) releases it.
 func (p *pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	bctx, cancel := p.bound(ctx)
+	p.awaitIdle(bctx)
 	rows, err := p.raw.Query(bctx, sql, args...)
 	if err != nil {
 		cancel()
@@ -178,6 +184,7 @@ func (p *pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, er
 // QueryRow runs sql within the pool's deadline; Scan releases it.
 func (p *pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	bctx, cancel := p.bound(ctx)
+	p.awaitIdle(bctx)
 	return &boundRow{row: p.raw.QueryRow(bctx, sql, args...), ctx: bctx, cancel: cancel, p: p}
 }
 
@@ -186,6 +193,7 @@ func (p *pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 func (p *pool) Begin(ctx context.Context) (pgx.Tx, error) {
 	bctx, cancel := p.bound(ctx)
 	defer cancel()
+	p.awaitIdle(bctx)
 	tx, err := p.raw.Begin(bctx)
 	if err != nil {
 		return nil, p.check(bctx, err)
@@ -199,6 +207,7 @@ func (p *pool) Begin(ctx context.Context) (pgx.Tx, error) {
 // it and maps its errors as check does.
 func (p *pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	bctx, cancel := p.bound(ctx)
+	p.awaitIdle(bctx)
 	return &boundBatch{BatchResults: p.raw.SendBatch(bctx, b), ctx: bctx, cancel: cancel, p: p}
 }
 
@@ -317,6 +326,13 @@ func (tx *boundTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 // caller finds one ready. The pool closes connections idle past its
 // MaxConnIdleTime as before, down to its MinConns.
 
+// A burst of callers (a load starting: reservers, acks, give-backs and
+// notifications at once) may still find none idle while the keeper's
+// are being opened. The pool would open one for each; since a statement
+// holds its connection for milliseconds and an opening takes far longer,
+// such a caller first waits up to idleWait for one handed back or opened
+// (awaitIdle), and only then lets the pool open one.
+
 // spareConns is how many idle connections a node's keeper keeps ready.
 const spareConns = 2
 
@@ -342,12 +358,14 @@ func (p *pool) startSpares(log *slog.Logger) *spares {
 		failures: retry.NewFailureLog(log, "hourglass: opening a spare database connection failed",
 			"hourglass: spare database connections open again")}
 	s.wg.Go(s.run)
+	p.keeping.Store(true)
 	return s
 }
 
 // stop ends the keeper and waits for the connections it is opening (each
 // bounded by the pool's deadline). It is idempotent.
 func (s *spares) stop() {
+	s.p.keeping.Store(false)
 	select {
 	case <-s.quit:
 	default:
@@ -458,6 +476,41 @@ func (s *spares) open() error {
 	r.c.Release()
 	s.opened.Add(1)
 	return nil
+}
+
+// idleWait bounds how long a call waits for an idle connection
+// (awaitIdle), and idleLook is how often it looks meanwhile.
+const (
+	idleWait = 20 * time.Millisecond
+	idleLook = 250 * time.Microsecond
+)
+
+// awaitIdle waits, while a keeper runs, until the pool has a connection
+// idle, up to idleWait or ctx's end, when it has none idle and room to
+// open one (at MaxConns the pool's acquisition waits for one handed back
+// itself). It returns at once in the usual case, a connection idle.
+// O(1) a look (the pool's Stat).
+func (p *pool) awaitIdle(ctx context.Context) {
+	if !p.keeping.Load() {
+		return
+	}
+	st := p.raw.Stat()
+	if st.IdleConns() > 0 || st.TotalConns() >= st.MaxConns() {
+		return
+	}
+	t := time.NewTimer(idleLook)
+	defer t.Stop()
+	for deadline := time.Now().Add(idleWait); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if p.raw.Stat().IdleConns() > 0 {
+			return
+		}
+		t.Reset(idleLook)
+	}
 }
 
 // openHold bounds how long open holds the pool's idle connections.

@@ -127,3 +127,45 @@ func TestSpares_Ready(t *testing.T) {
 		t.Errorf("the keeper opened %d connections, want 4", s.opened.Load())
 	}
 }
+
+// TestPool_AwaitsIdle: while the keeper runs, a call that finds no
+// connection idle (all taken, room left) waits for one handed back a
+// moment later rather than having the pool open one for it (here a
+// second, held up on purpose).
+func TestPool_AwaitsIdle(t *testing.T) {
+	url := pgtest.Start(t).CreateDatabase(t)
+	const slowOpen = time.Second
+	raw := pgtest.Pool(t, url, 6, ConfigurePool, func(cfg *pgxpool.Config) {
+		prev := cfg.AfterConnect
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			time.Sleep(slowOpen)
+			return prev(ctx, conn)
+		}
+	})
+	p := &pool{raw: raw, timeout: 10 * time.Second}
+	s := p.startSpares(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer s.stop()
+	for deadline := time.Now().Add(20 * time.Second); raw.Stat().IdleConns() < spareConns; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no spare connections opened")
+		}
+	}
+	ctx := context.Background()
+	held := raw.AcquireAllIdle(ctx)
+	if len(held) == 0 || raw.Stat().IdleConns() != 0 {
+		t.Fatalf("holding the idle connections: %d held, %d idle", len(held), raw.Stat().IdleConns())
+	}
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		for _, c := range held {
+			c.Release()
+		}
+	}()
+	start := time.Now()
+	if _, err := p.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= slowOpen {
+		t.Errorf("Exec took %v: the pool opened a connection for it, though one was handed back at once", took)
+	}
+}
