@@ -73,14 +73,18 @@ type Process struct {
 	CPU, Server, Machine, Wall    time.Duration
 	Vacuums, Autovacuums          int64
 	Autoanalyzes, Live, Dead      int64
+	// Deadlocks is how many deadlocks PostgreSQL detected in the
+	// database over the stream (pg_stat_database): each cost a
+	// statement deadlock_timeout (1 s) before one was cancelled.
+	Deadlocks int64
 }
 
 func (p Process) String() string {
 	return fmt.Sprintf("%d GC cycles, stop-the-world pauses p99 %v max ≤%v, goroutines waiting to run p99 %v p99.9 %v max ≤%v; "+
-		"CPU over %v: this process %v, PostgreSQL %v, the machine %v (others %v); hourglass_tasks at the start %d live %d dead tuples, then vacuums %d, autovacuums %d, autoanalyzes %d",
+		"CPU over %v: this process %v, PostgreSQL %v, the machine %v (others %v); hourglass_tasks at the start %d live %d dead tuples, then vacuums %d, autovacuums %d, autoanalyzes %d; deadlocks %d",
 		p.GCCycles, round(p.PauseP99), round(p.PauseMax), round(p.SchedP99), round(p.SchedP999), round(p.SchedMax),
 		p.Wall.Round(time.Millisecond), p.CPU.Round(time.Millisecond), p.Server.Round(time.Millisecond), p.Machine.Round(time.Millisecond),
-		(p.Machine - p.CPU - p.Server).Round(time.Millisecond), p.Live, p.Dead, p.Vacuums, p.Autovacuums, p.Autoanalyzes)
+		(p.Machine - p.CPU - p.Server).Round(time.Millisecond), p.Live, p.Dead, p.Vacuums, p.Autovacuums, p.Autoanalyzes, p.Deadlocks)
 }
 
 // snapshot is the nodes' histograms and the process's runtime metrics at
@@ -95,6 +99,7 @@ type snapshot struct {
 	at                                         time.Time
 	cpu, server, machine                       time.Duration
 	vacuums, autovacuums, analyzes, live, dead int64
+	deadlocks                                  int64
 }
 
 // bucket is a cumulative histogram bucket.
@@ -146,6 +151,7 @@ func (c *Cluster) snap() snapshot {
 	// difference shows as nothing run.
 	_ = c.admin.QueryRow(ctx, `SELECT vacuum_count, autovacuum_count, autoanalyze_count, n_live_tup, n_dead_tup
 		FROM pg_stat_all_tables WHERE relname = 'hourglass_tasks'`).Scan(&s.vacuums, &s.autovacuums, &s.analyzes, &s.live, &s.dead)
+	_ = c.admin.QueryRow(ctx, `SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.deadlocks)
 	return s
 }
 
@@ -245,6 +251,7 @@ func hops(before, after snapshot) ([]Hop, Process) {
 	p.Server = after.server - before.server
 	p.Vacuums, p.Autovacuums = after.vacuums-before.vacuums, after.autovacuums-before.autovacuums
 	p.Autoanalyzes, p.Live, p.Dead = after.analyzes-before.analyzes, before.live, before.dead
+	p.Deadlocks = after.deadlocks - before.deadlocks
 	sched := runtimeDiff(after.runtime[2].Value.Float64Histogram(), before.runtime[2].Value.Float64Histogram())
 	p.SchedP99, p.SchedP999, p.SchedMax = seconds(quantile(sched, 0.99)), seconds(quantile(sched, 0.999)), seconds(quantile(sched, 1))
 	return out, p
