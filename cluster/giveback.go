@@ -132,6 +132,7 @@ func backendOf(ctx context.Context, conn interface {
 // call whose outcome is unknown goes to call.g to be given back.
 func (p *pool) leaseQuery(ctx context.Context, call *leaseCall, sql string, args ...any) (pgx.Rows, error) {
 	bctx, cancel := p.bound(ctx)
+	p.awaitIdle(bctx) // pool.go: rather than have the pool open one
 	conn, err := p.raw.Acquire(bctx)
 	if err != nil {
 		cancel()

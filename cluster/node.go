@@ -100,7 +100,8 @@ var ErrNameInUse = errors.New("hourglass: node name in use by a live node")
 // semantics and errors as the embedded engine; any node answers any
 // request. Node is safe for concurrent use by multiple goroutines.
 type Node struct {
-	db         *pool // every call bounded by opts.DBTimeout (pool.go)
+	db         *pool   // every call bounded by opts.DBTimeout (pool.go)
+	spares     *spares // keeps idle connections ready (pool.go); nil until Open's end
 	opts       Options
 	log        *slog.Logger
 	name       string
@@ -285,6 +286,7 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 	n.reporter.start()
 	retention, _ := opts.retention()
 	n.startPruners(retention)
+	n.spares = n.db.startSpares(n.log)
 	return n, nil
 }
 
@@ -343,6 +345,9 @@ func (n *Node) stop() {
 		n.runner.Stop()
 		n.cron.Stop()
 		n.giveBacks.close()
+		if n.spares != nil {
+			n.spares.stop()
+		}
 		n.notifications.stop()
 	})
 }

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hourglass-go/hourglass/internal/retry"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -119,6 +122,10 @@ const DefaultDBTimeout = 5 * time.Second
 type pool struct {
 	raw     *pgxpool.Pool
 	timeout time.Duration
+	// keeping: a keeper of spare connections runs (startSpares), so a
+	// call that finds no connection idle waits a little for one
+	// (awaitIdle) rather than having the pool open one for it.
+	keeping atomic.Bool
 }
 
 // errNoAnswer is the cause of a context that bound cut short.
@@ -156,6 +163,7 @@ func (p *pool) Config() *pgxpool.Config { return p.raw.Config() }
 func (p *pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	bctx, cancel := p.bound(ctx)
 	defer cancel()
+	p.awaitIdle(bctx)
 	tag, err := p.raw.Exec(bctx, sql, args...)
 	return tag, p.check(bctx, err)
 }
@@ -164,6 +172,7 @@ func (p *pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 // the rows too; closing them (or reading them to the end) releases it.
 func (p *pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	bctx, cancel := p.bound(ctx)
+	p.awaitIdle(bctx)
 	rows, err := p.raw.Query(bctx, sql, args...)
 	if err != nil {
 		cancel()
@@ -175,6 +184,7 @@ func (p *pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, er
 // QueryRow runs sql within the pool's deadline; Scan releases it.
 func (p *pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	bctx, cancel := p.bound(ctx)
+	p.awaitIdle(bctx)
 	return &boundRow{row: p.raw.QueryRow(bctx, sql, args...), ctx: bctx, cancel: cancel, p: p}
 }
 
@@ -183,6 +193,7 @@ func (p *pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 func (p *pool) Begin(ctx context.Context) (pgx.Tx, error) {
 	bctx, cancel := p.bound(ctx)
 	defer cancel()
+	p.awaitIdle(bctx)
 	tx, err := p.raw.Begin(bctx)
 	if err != nil {
 		return nil, p.check(bctx, err)
@@ -196,6 +207,7 @@ func (p *pool) Begin(ctx context.Context) (pgx.Tx, error) {
 // it and maps its errors as check does.
 func (p *pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	bctx, cancel := p.bound(ctx)
+	p.awaitIdle(bctx)
 	return &boundBatch{BatchResults: p.raw.SendBatch(bctx, b), ctx: bctx, cancel: cancel, p: p}
 }
 
@@ -302,3 +314,204 @@ func (tx *boundTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 	bctx, cancel := tx.p.bound(ctx)
 	return &boundRow{row: tx.Tx.QueryRow(bctx, sql, args...), ctx: bctx, cancel: cancel, p: tx.p}
 }
+
+// Spare connections. A pool opens a connection when a caller finds none
+// idle, and that caller waits for it: the connection's start on the
+// server, then its warm-up (warm.go), round trips that each wait for a
+// core when the machine is busy. Whatever made the pool grow (a reserve,
+// a flush's give-back, the notifier) waited that long, and the tasks
+// behind it with it. So a node keeps a few connections idle ahead of
+// demand: once fewer than spareConns are idle (or being opened), its
+// keeper opens more in the background, up to the pool's MaxConns, and a
+// caller finds one ready. The pool closes connections idle past its
+// MaxConnIdleTime as before, down to its MinConns.
+
+// A burst of callers (a load starting: reservers, acks, give-backs and
+// notifications at once) may still find none idle while the keeper's
+// are being opened. The pool would open one for each; since a statement
+// holds its connection for milliseconds and an opening takes far longer,
+// such a caller first waits up to idleWait for one handed back or opened
+// (awaitIdle), and only then lets the pool open one.
+
+// spareConns is how many idle connections a node's keeper keeps ready.
+const spareConns = 2
+
+// spareEvery is how often the keeper looks at the pool: a look is a
+// Stat of the pool, a lock and a few reads.
+const spareEvery = 5 * time.Millisecond
+
+// spares is a node's keeper of spare connections (keepSpare). It is
+// safe for concurrent use.
+type spares struct {
+	p        *pool
+	failures *retry.FailureLog
+	quit     chan struct{}
+	wg       sync.WaitGroup
+	// opening counts the connections the keeper is opening; opened those
+	// it opened, for tests.
+	opening, opened atomic.Int64
+}
+
+// startSpares starts p's keeper of spare connections; stop ends it.
+func (p *pool) startSpares(log *slog.Logger) *spares {
+	s := &spares{p: p, quit: make(chan struct{}),
+		failures: retry.NewFailureLog(log, "hourglass: opening a spare database connection failed",
+			"hourglass: spare database connections open again")}
+	s.wg.Go(s.run)
+	p.keeping.Store(true)
+	return s
+}
+
+// stop ends the keeper and waits for the connections it is opening (each
+// bounded by the pool's deadline). It is idempotent.
+func (s *spares) stop() {
+	s.p.keeping.Store(false)
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+	s.wg.Wait()
+}
+
+// run is the keeper's loop: every spareEvery it opens, each on a
+// goroutine of its own, as many connections as are missing from
+// spareConns idle or being opened, within the pool's MaxConns. After a
+// failure it opens none for a back-off (jittered, up to retry.DefaultMax),
+// and logs about once a second.
+func (s *spares) run() {
+	tick := time.NewTicker(spareEvery)
+	defer tick.Stop()
+	backoff := retry.Backoff{Base: retry.DefaultBase, Max: retry.DefaultMax}
+	var notBefore time.Time
+	done := make(chan error, spareConns)
+	for {
+		select {
+		case <-s.quit:
+			return
+		case err := <-done:
+			if err != nil {
+				s.failures.Failed(err)
+				notBefore = time.Now().Add(backoff.Next())
+			} else {
+				s.failures.OK()
+				backoff.Reset()
+			}
+			continue
+		case <-tick.C:
+		}
+		if time.Now().Before(notBefore) {
+			continue
+		}
+		st := s.p.raw.Stat()
+		opening := s.opening.Load()
+		want := int64(spareConns) - int64(st.IdleConns()) - max(int64(st.ConstructingConns()), opening)
+		want = min(want, int64(st.MaxConns()-st.TotalConns()))
+		for range max(want, 0) {
+			s.opening.Add(1)
+			s.wg.Go(func() {
+				defer s.opening.Add(-1)
+				err := s.open()
+				select {
+				case done <- err:
+				case <-s.quit:
+				}
+			})
+		}
+	}
+}
+
+// open has the pool open a connection (warmed by its AfterConnect) and
+// leaves it idle. The pool opens one for an acquisition only when it has
+// none idle, so open holds the idle ones (AcquireAllIdle) until its
+// acquisition has begun opening one, or has returned, then gives them
+// back, at most openHold later: a caller that comes meanwhile finds
+// none idle and has the pool open one of its own, as it would without
+// the keeper. Bounded by the pool's deadline and by stop.
+func (s *spares) open() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	bctx, bcancel := s.p.bound(ctx)
+	defer bcancel()
+	before := s.p.raw.Stat().ConstructingConns()
+	held := s.p.raw.AcquireAllIdle(bctx)
+	type acquired struct {
+		c   *pgxpool.Conn
+		err error
+	}
+	got := make(chan acquired, 1)
+	go func() {
+		c, err := s.p.raw.Acquire(bctx)
+		got <- acquired{c, err}
+	}()
+	var r acquired
+	returned := false
+	for deadline := time.Now().Add(openHold); !returned && time.Now().Before(deadline) &&
+		s.p.raw.Stat().ConstructingConns() <= before; {
+		select {
+		case r = <-got:
+			returned = true
+		case <-time.After(50 * time.Microsecond):
+		}
+	}
+	for _, c := range held {
+		c.Release()
+	}
+	if !returned {
+		r = <-got
+	}
+	if r.err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped
+		}
+		return s.p.check(bctx, r.err)
+	}
+	r.c.Release()
+	s.opened.Add(1)
+	return nil
+}
+
+// idleWait bounds how long a call waits for an idle connection
+// (awaitIdle), and idleLook is how often it looks meanwhile.
+const (
+	idleWait = 20 * time.Millisecond
+	idleLook = 250 * time.Microsecond
+)
+
+// awaitIdle waits, while a keeper runs, until the pool has a connection
+// idle, up to idleWait or ctx's end, when it has none idle and room to
+// open one (at MaxConns the pool's acquisition waits for one handed back
+// itself). It returns at once in the usual case, a connection idle.
+// O(1) a look (the pool's Stat).
+func (p *pool) awaitIdle(ctx context.Context) {
+	if !p.keeping.Load() {
+		return
+	}
+	st := p.raw.Stat()
+	if st.IdleConns() > 0 || st.TotalConns() >= st.MaxConns() {
+		return
+	}
+	t := time.NewTimer(idleLook)
+	defer t.Stop()
+	for deadline := time.Now().Add(idleWait); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if p.raw.Stat().IdleConns() > 0 {
+			return
+		}
+		t.Reset(idleLook)
+	}
+}
+
+// openHold bounds how long open holds the pool's idle connections.
+const openHold = 5 * time.Millisecond

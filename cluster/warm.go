@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,8 +111,8 @@ func warmed(conn *pgx.Conn) bool {
 
 // warmConn readies conn for hotStatements (see above), unless it is warm
 // already; errSchemaBehind where the schema is older than this binary's.
-// It sends 4 statements a hot statement, and 5 more, one at a time, all
-// but 2 in one transaction, each bounded by warmStatementTimeout on the
+// It sends 3 query strings and a prepare per hot statement, and 3 more,
+// one at a time, all but 2 in one transaction, each bounded by warmStatementTimeout on the
 // server and all by ctx, which the caller bounds; past ctx's end the
 // connection is closed. conn is used by the caller's goroutine alone,
 // as any pgx.Conn.
@@ -172,14 +173,19 @@ func warmConn(ctx context.Context, conn *pgx.Conn) error {
 // warmStatements prepares and plans each of hotStatements on conn (see
 // warmConn), after the connection's backend, which a leasing call reads
 // first (giveback.go): read here, it is not read at the first reserve.
+// The plans are made in one round trip (planAll), then each statement is
+// prepared for pgx (one round trip each): every round trip is a wait for
+// the server's process and then for this one's goroutine, long on busy
+// cores, and the caller that had the pool open the connection waits for
+// all of them.
 func warmStatements(ctx context.Context, conn *pgx.Conn) error {
 	if _, err := backendOf(ctx, conn, conn.PgConn()); err != nil {
 		return err
 	}
+	if err := planAll(ctx, conn.PgConn(), hotStatements); err != nil {
+		return err
+	}
 	for _, sql := range hotStatements {
-		if err := planOnce(ctx, conn.PgConn(), sql); err != nil {
-			return err
-		}
 		if _, err := conn.Prepare(ctx, sql, sql); err != nil {
 			return err
 		}
@@ -187,22 +193,40 @@ func warmStatements(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// planOnce prepares sql as warmName, plans it with EXPLAIN EXECUTE (its
-// parameters NULL: a generic plan does not look at them) and drops it.
-func planOnce(ctx context.Context, pc *pgconn.PgConn, sql string) error {
-	sd, err := pc.Prepare(ctx, warmName, sql, nil)
-	if err != nil {
-		return err
+// planAll prepares each of sqls under a name of its own (warmName and
+// its index), plans it with EXPLAIN EXECUTE (its parameters NULL: a
+// generic plan does not look at them) and drops it, all in one query
+// string, so one round trip: a failure of any ends the rest (and, inside
+// warmConn's transaction, the transaction). O(len(sqls)) statements.
+func planAll(ctx context.Context, pc *pgconn.PgConn, sqls []string) error {
+	var b strings.Builder
+	for i, sql := range sqls {
+		name := warmName + strconv.Itoa(i)
+		b.WriteString("PREPARE " + name + " AS " + sql + ";\nEXPLAIN EXECUTE " + name)
+		if k := paramCount(sql); k > 0 {
+			b.WriteString("(" + strings.Repeat("NULL, ", k-1) + "NULL)")
+		}
+		b.WriteString(";\nDEALLOCATE " + name + ";\n")
 	}
-	explain := "EXPLAIN EXECUTE " + warmName
-	if k := len(sd.ParamOIDs); k > 0 {
-		explain += "(" + strings.Repeat("NULL, ", k-1) + "NULL)"
-	}
-	_, err = pc.Exec(ctx, explain).ReadAll()
-	if derr := pc.Deallocate(ctx, warmName); err == nil {
-		err = derr
-	}
+	_, err := pc.Exec(ctx, b.String()).ReadAll()
 	return err
+}
+
+// paramRef is a parameter's reference in a statement: $ and its number.
+var paramRef = regexp.MustCompile(`\$([0-9]+)`)
+
+// paramCount returns how many parameters sql takes: the highest $N it
+// refers to (the node's statements have no $ in a literal;
+// TestWarm_ParamCount checks each hot statement against the server's
+// count). O(len(sql)).
+func paramCount(sql string) int {
+	k := 0
+	for _, m := range paramRef.FindAllStringSubmatch(sql, -1) {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			k = max(k, n)
+		}
+	}
+	return k
 }
 
 // warmHook returns the AfterConnect of a pool set up by ConfigurePool:

@@ -44,6 +44,15 @@ type Cluster struct {
 	// SampleWaits has Lateness sample what the server's backends wait on
 	// (Lateness.Waits). Set it before Lateness.
 	SampleWaits bool
+	// TraceTo, if set, is a file to which Lateness writes the Go
+	// runtime's execution trace of the seconds around the stream's first
+	// stall (a flight recorder runs over the stream; see recorder). Set
+	// it before Lateness.
+	TraceTo string
+	// rec is that recorder while a stream runs Lateness; nil otherwise.
+	rec *recorder
+	// srv reads the server's CPU time (snap).
+	srv serverCPU
 }
 
 // dbTimeout is the bench's nodes' database timeout (cluster.Options.
@@ -73,6 +82,9 @@ func Start(ctx context.Context, url string, nodes, clients int, log *slog.Logger
 		}
 		pc.MaxConns = int32(max(4, clients/nodes+4))
 		pc.ConnConfig.Tracer = c.stmts
+		// Each node's backends carry its name, so that what they wait on
+		// (Lateness.Waits, stalls) is told node by node.
+		pc.ConnConfig.RuntimeParams["application_name"] = fmt.Sprintf("bench-%d", i)
 		cluster.ConfigurePool(pc)
 		l := &links{dial: pc.ConnConfig.DialFunc, conns: map[net.Conn]bool{}}
 		pc.ConnConfig.DialFunc = l.Dial

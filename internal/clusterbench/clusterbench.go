@@ -37,7 +37,10 @@ type Config struct {
 	// SampleWaits samples what PostgreSQL's backends wait on during the
 	// lateness phase (Lateness.Waits; a query every 10 ms).
 	SampleWaits bool
-	Logger      *slog.Logger // default: discard
+	// TraceTo, if set, is where the lateness phase writes the Go
+	// runtime's execution trace around its first stall (Cluster.TraceTo).
+	TraceTo string
+	Logger  *slog.Logger // default: discard
 }
 
 // Result holds the figures of one run.
@@ -99,7 +102,7 @@ func Run(ctx context.Context, url string, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	defer c.Close()
-	c.SampleWaits = cfg.SampleWaits
+	c.SampleWaits, c.TraceTo = cfg.SampleWaits, cfg.TraceTo
 	res := Result{Nodes: cfg.Nodes, Pending: cfg.Pending, Rate: cfg.Rate}
 	if !cfg.LatenessOnly {
 		if res.SinglePutsPerSec, err = c.Puts(ctx, "bench-single", cfg.Clients, 1, cfg.Duration); err != nil {

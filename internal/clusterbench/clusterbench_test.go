@@ -23,6 +23,7 @@ import (
 //	HOURGLASS_CLUSTERBENCH_LATENESS=1     skip the put phases
 //	HOURGLASS_CLUSTERBENCH_WAITS=1        sample what PostgreSQL's backends wait on
 //	HOURGLASS_CLUSTERBENCH_LOG=1          the nodes' warnings and errors on stderr
+//	HOURGLASS_CLUSTERBENCH_TRACE=FILE     the Go execution trace around the first stall, to FILE
 //
 // The full run logs, for the lateness phase, the nodes' per-hop
 // histograms and what the bench's process went through (GC, goroutines
@@ -38,6 +39,7 @@ func TestRun(t *testing.T) {
 		cfg.Rate, _ = strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_RATE"))
 		cfg.LatenessOnly, _ = strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH_LATENESS"))
 		cfg.SampleWaits, _ = strconv.ParseBool(os.Getenv("HOURGLASS_CLUSTERBENCH_WAITS"))
+		cfg.TraceTo = os.Getenv("HOURGLASS_CLUSTERBENCH_TRACE")
 		if k, err := strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_NODES")); err == nil {
 			nodeCounts = []int{k}
 		}
@@ -57,8 +59,14 @@ func TestRun(t *testing.T) {
 			for _, h := range res.Lateness.Hops {
 				t.Logf("hop %v", h)
 			}
+			for i, p := range res.Lateness.Pools {
+				t.Logf("pool of bench-%d during the lateness phase: %v", i, p)
+			}
 			if cfg.SampleWaits {
 				t.Logf("PostgreSQL during the lateness phase: %v", res.Lateness.Waits)
+			}
+			if res.Lateness.Stalls != "" {
+				t.Logf("%s", res.Lateness.Stalls)
 			}
 		}
 		if res.Lateness.Early > 0 || res.Takeover.Lateness.Early > 0 {

@@ -58,10 +58,11 @@ func round(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond
 // /sched/latencies), p99 and worst bucket. A wait there delays a node's
 // wheel, flusher or reserve and the bench's reservers alike.
 //
-// CPU is the CPU time this process used over the stream, Machine the
+// CPU is the CPU time this process used over the stream, Server the
+// bench's PostgreSQL server's (serverCPU; a floor), Machine the
 // machine's (all processes: this one, PostgreSQL's, and whatever else
-// runs), and Wall the stream's length: Machine less CPU is PostgreSQL's
-// on an otherwise quiet machine. Vacuums (the nodes', cluster/vacuum.go),
+// runs), and Wall the stream's length: Machine less CPU and Server is
+// what other work on the machine took. Vacuums (the nodes', cluster/vacuum.go),
 // Autovacuums and Autoanalyzes count those run on hourglass_tasks over
 // the stream, and Live and Dead are its live and dead tuples at the
 // stream's start, as the server's statistics had them.
@@ -69,17 +70,21 @@ type Process struct {
 	GCCycles                      uint64
 	PauseP99, PauseMax            time.Duration
 	SchedP99, SchedP999, SchedMax time.Duration
-	CPU, Machine, Wall            time.Duration
+	CPU, Server, Machine, Wall    time.Duration
 	Vacuums, Autovacuums          int64
 	Autoanalyzes, Live, Dead      int64
+	// Deadlocks is how many deadlocks PostgreSQL detected in the
+	// database over the stream (pg_stat_database): each cost a
+	// statement deadlock_timeout (1 s) before one was cancelled.
+	Deadlocks int64
 }
 
 func (p Process) String() string {
 	return fmt.Sprintf("%d GC cycles, stop-the-world pauses p99 %v max ≤%v, goroutines waiting to run p99 %v p99.9 %v max ≤%v; "+
-		"CPU over %v: this process %v, the machine %v (others %v); hourglass_tasks at the start %d live %d dead tuples, then vacuums %d, autovacuums %d, autoanalyzes %d",
+		"CPU over %v: this process %v, PostgreSQL %v, the machine %v (others %v); hourglass_tasks at the start %d live %d dead tuples, then vacuums %d, autovacuums %d, autoanalyzes %d; deadlocks %d",
 		p.GCCycles, round(p.PauseP99), round(p.PauseMax), round(p.SchedP99), round(p.SchedP999), round(p.SchedMax),
-		p.Wall.Round(time.Millisecond), p.CPU.Round(time.Millisecond), p.Machine.Round(time.Millisecond),
-		(p.Machine - p.CPU).Round(time.Millisecond), p.Live, p.Dead, p.Vacuums, p.Autovacuums, p.Autoanalyzes)
+		p.Wall.Round(time.Millisecond), p.CPU.Round(time.Millisecond), p.Server.Round(time.Millisecond), p.Machine.Round(time.Millisecond),
+		(p.Machine - p.CPU - p.Server).Round(time.Millisecond), p.Live, p.Dead, p.Vacuums, p.Autovacuums, p.Autoanalyzes, p.Deadlocks)
 }
 
 // snapshot is the nodes' histograms and the process's runtime metrics at
@@ -92,8 +97,9 @@ type snapshot struct {
 	// at, cpu (this process's), machine (all CPUs busy), and the
 	// autovacuum and autoanalyze counts of hourglass_tasks.
 	at                                         time.Time
-	cpu, machine                               time.Duration
+	cpu, server, machine                       time.Duration
 	vacuums, autovacuums, analyzes, live, dead int64
+	deadlocks                                  int64
 }
 
 // bucket is a cumulative histogram bucket.
@@ -134,6 +140,10 @@ func (c *Cluster) snap() snapshot {
 		s.runtime[i].Name = n
 	}
 	metrics.Read(s.runtime)
+	if c.srv.find(c) {
+		c.srv.refresh()
+		s.server = c.srv.read()
+	}
 	s.at, s.cpu, s.machine = time.Now(), processCPU(), machineCPU()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -141,6 +151,7 @@ func (c *Cluster) snap() snapshot {
 	// difference shows as nothing run.
 	_ = c.admin.QueryRow(ctx, `SELECT vacuum_count, autovacuum_count, autoanalyze_count, n_live_tup, n_dead_tup
 		FROM pg_stat_all_tables WHERE relname = 'hourglass_tasks'`).Scan(&s.vacuums, &s.autovacuums, &s.analyzes, &s.live, &s.dead)
+	_ = c.admin.QueryRow(ctx, `SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.deadlocks)
 	return s
 }
 
@@ -237,8 +248,10 @@ func hops(before, after snapshot) ([]Hop, Process) {
 	pauses := runtimeDiff(after.runtime[1].Value.Float64Histogram(), before.runtime[1].Value.Float64Histogram())
 	p.PauseP99, p.PauseMax = seconds(quantile(pauses, 0.99)), seconds(quantile(pauses, 1))
 	p.CPU, p.Machine, p.Wall = after.cpu-before.cpu, after.machine-before.machine, after.at.Sub(before.at)
+	p.Server = after.server - before.server
 	p.Vacuums, p.Autovacuums = after.vacuums-before.vacuums, after.autovacuums-before.autovacuums
 	p.Autoanalyzes, p.Live, p.Dead = after.analyzes-before.analyzes, before.live, before.dead
+	p.Deadlocks = after.deadlocks - before.deadlocks
 	sched := runtimeDiff(after.runtime[2].Value.Float64Histogram(), before.runtime[2].Value.Float64Histogram())
 	p.SchedP99, p.SchedP999, p.SchedMax = seconds(quantile(sched, 0.99)), seconds(quantile(sched, 0.999)), seconds(quantile(sched, 1))
 	return out, p
@@ -320,6 +333,10 @@ type Waits struct {
 	Samples int
 	Counts  map[string]int
 	Stats   []string
+	// timeline is every sample in order, each backend not idle in full
+	// (its node, how long its statement and transaction had run), for
+	// the stalls (describeStalls).
+	timeline []waitSample
 }
 
 // waitEvery is how often sampleWaits looks.
@@ -348,10 +365,28 @@ func (w Waits) String() string {
 	return b.String()
 }
 
-// sampleWaits samples the active backends until ctx is done and returns
-// what it saw. A sample that fails is skipped.
+// sqlWaits reads the backends of the database that are not idle, and
+// the server's background processes that are not in their main loop's
+// wait (a checkpoint writing, the WAL writer flushing, an autovacuum):
+// their node (application_name), pid, state, wait, how long their
+// statement and transaction have run, the pids holding a lock they wait
+// for, and the start of their statement.
+const sqlWaits = `SELECT backend_type, coalesce(application_name, ''), pid, coalesce(state, '-'),
+		coalesce(wait_event_type, '-'), coalesce(wait_event, 'CPU'),
+		coalesce(extract(epoch FROM clock_timestamp() - query_start) * 1000, 0)::float8,
+		coalesce(extract(epoch FROM clock_timestamp() - xact_start) * 1000, 0)::float8,
+		CASE WHEN wait_event_type = 'Lock' THEN pg_blocking_pids(pid)::text ELSE '' END,
+		left(regexp_replace(coalesce(query, ''), '\s+', ' ', 'g'), 40)
+	FROM pg_stat_activity
+	WHERE pid <> pg_backend_pid() AND (
+		(datname = current_database() AND state IS DISTINCT FROM 'idle')
+		OR (backend_type <> 'client backend' AND coalesce(wait_event_type, '') <> 'Activity'))`
+
+// sampleWaits samples the backends until ctx is done and returns what
+// it saw. A sample that fails is skipped.
 func (c *Cluster) sampleWaits(ctx context.Context) Waits {
 	w := Waits{Counts: map[string]int{}}
+	srv := serverCPU{postmaster: c.srv.postmaster} // its own: snap reads c.srv meanwhile
 	tick := time.NewTicker(waitEvery)
 	defer tick.Stop()
 	start := time.Now()
@@ -369,19 +404,35 @@ func (c *Cluster) sampleWaits(ctx context.Context) Waits {
 				w.Stats = append(w.Stats, fmt.Sprintf("%.1fs %d/%d v%d+%d", time.Since(start).Seconds(), live, dead, vac, avac))
 			}
 		}
-		rows, err := c.admin.Query(qctx, `SELECT backend_type, coalesce(wait_event_type, '-'), coalesce(wait_event, 'CPU'),
-				left(regexp_replace(query, '\s+', ' ', 'g'), 40)
-			FROM pg_stat_activity
-			WHERE state = 'active' AND pid <> pg_backend_pid() AND (datname = current_database() OR datname IS NULL)`)
+		if i%10 == 0 && srv.postmaster != 0 {
+			srv.refresh()
+		}
+		at := time.Now()
+		ws := waitSample{at: at, machine: machineCPU(), ours: processCPU()}
+		if srv.postmaster != 0 {
+			ws.ours += srv.read()
+		}
+		rows, err := c.admin.Query(qctx, sqlWaits)
 		if err == nil {
 			w.Samples++
 			for rows.Next() {
-				var typ, wt, we, q string
-				if rows.Scan(&typ, &wt, &we, &q) == nil {
+				var typ, app, state, wt, we, blockers, q string
+				var pid int32
+				var ms, xms float64
+				if rows.Scan(&typ, &app, &pid, &state, &wt, &we, &ms, &xms, &blockers, &q) != nil {
+					continue
+				}
+				ws.rows = append(ws.rows, fmt.Sprintf("%s %s %d %s %s:%s stmt %.1fms xact %.1fms %s| %s",
+					typ, app, pid, state, wt, we, ms, xms, blockers, q))
+				if state == "active" && typ == "client backend" {
 					w.Counts[typ+" | "+wt+":"+we+" | "+q]++
+				} else if typ != "client backend" {
+					w.Counts[typ+" | "+wt+":"+we]++
 				}
 			}
 			rows.Close()
+			ws.took = time.Since(at)
+			w.timeline = append(w.timeline, ws)
 		}
 		cancel()
 	}

@@ -51,6 +51,13 @@ type Lateness struct {
 	Hops                  []Hop
 	Process               Process
 	Waits                 Waits // with Cluster.SampleWaits
+	// Pools is what each node's pool went through over the stream
+	// (acquisitions that waited, connections opened).
+	Pools []PoolStat
+	// Stalls names the stretches of the stream whose tasks came more
+	// than stallLate late, with what the backends did meanwhile where
+	// Waits were sampled (describeStalls); empty when none.
+	Stalls string
 }
 
 func (l Lateness) String() string {
@@ -67,6 +74,7 @@ type sample struct {
 	id   string
 	due  time.Time
 	late time.Duration
+	node int // the index of the node that delivered it
 }
 
 // streamed is what a due stream saw: a sample per task delivered (its
@@ -94,6 +102,12 @@ type streamed struct {
 func (c *Cluster) Lateness(ctx context.Context, queue string, rate int, d time.Duration) (Lateness, error) {
 	s0 := c.Statements()
 	before := c.snap()
+	pools := poolStats(c.pools)
+	rec, err := startRecorder(c.TraceTo)
+	if err != nil {
+		return Lateness{}, err
+	}
+	c.rec = rec
 	var waits Waits
 	wctx, stopWaits := context.WithCancel(ctx)
 	var waited sync.WaitGroup
@@ -103,12 +117,20 @@ func (c *Cluster) Lateness(ctx context.Context, queue string, rate int, d time.D
 	st, err := c.stream(ctx, queue, rate, d, c.live(), 0, nil)
 	stopWaits()
 	waited.Wait()
+	c.rec = nil
+	if rerr := rec.stop(); err == nil && rerr != nil {
+		err = fmt.Errorf("hourglass: clusterbench: writing the trace: %w", rerr)
+	}
 	if err != nil {
 		return Lateness{}, err
 	}
 	l := summarise(st.samples, len(st.dues))
 	l.Hops, l.Process = hops(before, c.snap())
+	l.Pools = poolDiff(pools, poolStats(c.pools))
 	l.Waits = waits
+	if len(st.dues) > 0 {
+		l.Stalls = describeStalls(st.samples, waits.timeline, st.dues[0])
+	}
 	l.PutLag = st.putLag
 	if l.Delivered < l.Due {
 		l.Stragglers = c.stragglers(ctx, queue, st, time.Time{})
@@ -182,6 +204,7 @@ func (c *Cluster) stream(ctx context.Context, queue string, rate int, d time.Dur
 		ackWG.Wait()
 	}()
 	for _, n := range nodes {
+		ni := slices.Index(c.Nodes, n)
 		for range 4 {
 			wg.Go(func() {
 				for rctx.Err() == nil {
@@ -201,7 +224,8 @@ func (c *Cluster) stream(ctx context.Context, queue string, rate int, d time.Dur
 					for _, t := range ts {
 						if !seen[t.ID] { // a task delivered again counts once
 							seen[t.ID] = true
-							samples = append(samples, sample{t.ID, t.Due, now.Sub(t.Due)})
+							samples = append(samples, sample{t.ID, t.Due, now.Sub(t.Due), ni})
+							c.rec.late(now.Sub(t.Due))
 						}
 					}
 					mu.Unlock()
