@@ -211,7 +211,11 @@ func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
 //     (set_config(..., true) is SET LOCAL, read at the commit): whenever
 //     the statement writes anything, it has locked a row first.
 //   - timers reads the tasks among the jobs $4 of those partitions that
-//     have a timer, once, by primary key; due are those whose time has
+//     have a timer, once, by primary key, and locks them in job order
+//     (FOR NO KEY UPDATE, the lock the update takes): two flushes whose
+//     jobs overlap (a node's two lanes, a timer announced twice) wait
+//     for each other in one order and never deadlock, as they did when
+//     each update locked its rows in the order of its plan; due are those whose time has
 //     come by the database's clock (a task is never made ready before its
 //     time): waiting tasks due, and reserved ones whose lease ran out.
 //     Expired leases of queues whose policy needs the owner's decision
@@ -267,6 +271,7 @@ var sqlFlush = `WITH fence AS MATERIALIZED (
 			t.state = 2 AND EXISTS (SELECT 1 FROM hourglass_queues p WHERE p.queue = t.queue AND p.on_failure) AS deferred
 		FROM jobs JOIN hourglass_tasks t ON t.job_id = jobs.job_id
 		WHERE t.partition = ANY(ARRAY(SELECT partition FROM fence)) AND t.fire_at IS NOT NULL
+		ORDER BY t.job_id FOR NO KEY UPDATE OF t
 	), due AS MATERIALIZED (
 		SELECT timers.* FROM timers, now WHERE fire_at <= now.ns AND was IN (1, 2) AND NOT deferred
 	), late AS MATERIALIZED (

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -287,4 +289,128 @@ func TestFlush_NotHeldBehindSlow(t *testing.T) {
 		return
 	}
 	t.Fatal("three tries, each too slow to take the lock before the first task was due")
+}
+
+// TestFlush_LocksInJobOrder: a flush locks its tasks' rows in job order
+// before it writes any, so that two flushes whose jobs overlap (a node's
+// two lanes, a timer announced twice) wait for each other in one order
+// instead of deadlocking; PostgreSQL broke such cycles after its
+// deadlock_timeout, stalling a node's deliveries for a second. Here
+// another transaction holds the lowest job's row while a flush of 50 due
+// jobs runs: the flush must wait there holding none of the other rows,
+// which the other transaction then locks without waiting. A flush whose
+// update locked its rows in its plan's order held some of them while it
+// waited.
+func TestFlush_LocksInJobOrder(t *testing.T) {
+	ctx := context.Background()
+	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Lease = time.Minute })
+	n.hooks.Pause()
+	defer n.hooks.Resume()
+	jobs := putMany(t, n, 50, time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // all due by the database's clock
+	parts, epochs := owned(t, n)
+	low := slices.Min(jobs)
+	var others []int64
+	for _, j := range jobs {
+		if j != low {
+			others = append(others, j)
+		}
+	}
+	// The plan: the timers step is a LockRows over its rows in job order.
+	// (A small table's update scans it in physical order, which is job
+	// order here, so the wait below alone does not tell the two apart.)
+	var out []byte
+	if err := n.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+cluster.SQLFlush,
+		"a", parts, epochs, jobs, []string{}, []int32{}, task.LeaseExpired, true, "0123456789abcdef").Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	type node struct {
+		Type    string   `json:"Node Type"`
+		Subplan string   `json:"Subplan Name"`
+		Parent  string   `json:"Parent Relationship"`
+		SortKey []string `json:"Sort Key"`
+		Plans   []node   `json:"Plans"`
+	}
+	var plan []struct{ Plan node }
+	if err := json.Unmarshal(out, &plan); err != nil || len(plan) != 1 {
+		t.Fatalf("EXPLAIN's JSON: %v\n%s", err, out)
+	}
+	var timers *node
+	var walk func(*node)
+	walk = func(p *node) {
+		if p.Subplan == "CTE timers" {
+			timers = p
+		}
+		for i := range p.Plans {
+			walk(&p.Plans[i])
+		}
+	}
+	walk(&plan[0].Plan)
+	sorted := false
+	if timers != nil && timers.Type == "LockRows" {
+		for _, c := range timers.Plans {
+			if c.Parent == "Outer" {
+				sorted = c.Type != "Sort" || len(c.SortKey) > 0 && strings.HasSuffix(c.SortKey[0], ".job_id")
+			}
+		}
+	}
+	if !sorted {
+		t.Errorf("the flush's timers step does not lock its rows in job order:\n%s", out)
+	}
+	hold, err := n.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, "SELECT 1 FROM hourglass_tasks WHERE job_id = $1 FOR UPDATE", low); err != nil {
+		t.Fatal(err)
+	}
+	flush, err := n.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer flush.Rollback(ctx)
+	// Without sorts the jobs are deduplicated by hashing, and without
+	// sequential scans the rows are found by key in that order: out of
+	// job order, as in a large table under load.
+	if _, err := flush.Exec(ctx, "SET LOCAL statement_timeout = '60s'; SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if err := flush.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		rows, err := flush.Query(ctx, cluster.SQLFlush, "a", parts, epochs, jobs, []string{}, []int32{}, task.LeaseExpired, true, "0123456789abcdef")
+		if err == nil {
+			rows.Close()
+			err = rows.Err()
+		}
+		done <- err
+	}()
+	// Wait (bounded) until the flush waits for a lock.
+	for i := 0; ; i++ {
+		var waiting bool
+		if err := n.pool.QueryRow(ctx, "SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if i == 1000 {
+			t.Fatal("the flush never waited for the row held")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := hold.Exec(ctx, "SET LOCAL lock_timeout = '1s'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Exec(ctx, "SELECT 1 FROM hourglass_tasks WHERE job_id = ANY($1) FOR UPDATE", others); err != nil {
+		t.Errorf("a flush waiting for job %d held other jobs' rows: %v", low, err)
+	}
+	hold.Rollback(ctx)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
