@@ -227,13 +227,14 @@ func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
 //     timers.flush), in queues not paused and without a rate or
 //     concurrency limit (their reserves take the queue's row lock,
 //     limits.go), leaving out the tasks whose attempts are used up. It
-//     takes them as a reserve would (sqlReserveFair): by priority,
-//     then the n-th task of each key in the n-th round, then the key's
-//     place in the queue's round across keys (after its cursor,
-//     hourglass_key_cursors, in the order of the keys' names, the key
-//     "" between the last and the first), then due time and job id,
-//     which in a queue without keys is delivery order; in a queue that
-//     uses keys the cursor moves to the last key handed (sqlKeyCursor).
+//     takes them as a reserve would (service.KeyCompare's rule, as
+//     sqlReserveFair): first the round (inround: each key's first task
+//     where it has the first priority among them, by the key's place
+//     after the queue's cursor, hourglass_key_cursors, in the order of
+//     the keys' names, the key "" after every other), then the fill in
+//     delivery order (priority, due time, job id), which in a queue
+//     without keys is the whole order; in a queue that uses keys the
+//     cursor moves to the last key of the round handed (sqlKeyCursor).
 //   - fired makes the due tasks ready, or reserved with a fresh lease for
 //     those handed, noting when a delayed task or one whose lease ran out
 //     was made ready (ready_at, for the lateness's split:
@@ -277,9 +278,11 @@ var sqlFlush = `WITH fence AS MATERIALIZED (
 	), late AS MATERIALIZED (
 		SELECT job_id FROM timers, now WHERE fire_at <= now.ns AND deferred
 	), hand AS MATERIALIZED (
-		SELECT job_id, queue, task_key, cls FROM (
-			SELECT y.*, row_number() OVER (PARTITION BY y.queue ORDER BY y.priority, y.round, y.cls, y.task_key, y.due, y.job_id) AS rn
-			FROM (
+		SELECT job_id, queue, task_key, cls, inround FROM (
+			SELECT z.*, row_number() OVER (PARTITION BY z.queue ORDER BY z.inround DESC,
+					CASE WHEN z.inround THEN z.cls END, CASE WHEN z.inround THEN z.task_key END,
+					z.priority, z.due, z.job_id) AS rn
+			FROM (SELECT y.*, y.round = 1 AND y.priority = min(y.priority) OVER (PARTITION BY y.queue) AS inround FROM (
 				SELECT d.job_id, d.queue, d.task_key, d.priority, d.due, w.lim,
 					row_number() OVER (PARTITION BY d.queue, d.task_key ORDER BY ` + deliveryOrderOf("d") + `) AS round,
 					CASE WHEN d.task_key > cur.k THEN 0 WHEN d.task_key = '' THEN 1 ELSE 2 END AS cls
@@ -287,7 +290,7 @@ var sqlFlush = `WITH fence AS MATERIALIZED (
 					LATERAL (SELECT coalesce((SELECT kc.task_key FROM hourglass_key_cursors kc WHERE kc.queue = d.queue), '') AS k) cur
 				WHERE NOT d.dies AND NOT EXISTS (SELECT 1 FROM hourglass_queues p
 					WHERE p.queue = d.queue AND (p.paused_until > now.ns OR p.limited))
-			) y
+			) y) z
 		) x WHERE rn <= lim
 	), fired AS (
 		UPDATE hourglass_tasks t SET
@@ -315,7 +318,7 @@ var sqlFlush = `WITH fence AS MATERIALIZED (
 		FROM fired, now WHERE state = 3` + sqlDedupeTail + `, moved AS (
 		SELECT DISTINCT ON (h.queue) h.queue, h.task_key
 		FROM (SELECT hand.*, job_id IN (SELECT job_id FROM fired WHERE handed) AS took FROM hand) h
-		WHERE h.took AND EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = h.queue)
+		WHERE h.took AND h.inround AND EXISTS (SELECT 1 FROM hourglass_key_turns x WHERE x.queue = h.queue)
 		ORDER BY h.queue, h.cls DESC, h.task_key DESC
 	), ` + sqlKeyCursor + `
 	SELECT ` + zeroTask + `, s.* FROM (

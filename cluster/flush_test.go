@@ -414,3 +414,68 @@ func TestFlush_LocksInJobOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFlush_HandsOverRoundThenFill: tasks falling due at once are
+// handed to a waiting reserver as a reserve would take them
+// (service.KeyCompare): the round, each key's first task in the keys'
+// order ("" last), then the fill in delivery order. Keys c, "", a, b put
+// two tasks each, in that order, and a waiter for 6 is handed a1, b1,
+// c1, ""1 and then c2, ""2 (put before a2 and b2); a hand-over that took
+// a second round handed a2 and b2.
+func TestFlush_HandsOverRoundThenFill(t *testing.T) {
+	ctx := context.Background()
+	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Lease = time.Minute })
+	n.hooks.Pause()
+	defer n.hooks.Resume()
+	var reqs []task.PutRequest
+	var names []string
+	for _, k := range []string{"c", "", "a", "b"} {
+		for i := 1; i <= 2; i++ {
+			reqs = append(reqs, task.PutRequest{Key: k, Delay: time.Millisecond})
+			names = append(names, fmt.Sprintf("%q%d", k, i))
+		}
+	}
+	name := map[int64]string{}
+	var jobs []int64
+	for i, r := range n.PutBatch(ctx, "q", reqs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		name[int64(r.Task.JobID)] = names[i]
+		jobs = append(jobs, int64(r.Task.JobID))
+	}
+	time.Sleep(50 * time.Millisecond) // all due by the database's clock
+	parts, epochs := owned(t, n)
+	tx, err := n.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, cluster.SQLFlush, "a", parts, epochs, jobs, []string{"q"}, []int32{6}, task.LeaseExpired, true, "0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	held, err := tx.Query(ctx, "SELECT job_id FROM hourglass_tasks WHERE state = 2 ORDER BY job_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for held.Next() {
+		var j int64
+		if err := held.Scan(&j); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, name[j])
+	}
+	if err := held.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`"c"1`, `"c"2`, `""1`, `""2`, `"a"1`, `"b"1`}
+	if !slices.Equal(got, want) {
+		t.Errorf("handed over %v, want %v (the round a1 b1 c1 \"\"1, then c2 \"\"2 in delivery order)", got, want)
+	}
+}

@@ -42,9 +42,9 @@ package service
 // Under a limit (a queue's rate or concurrency, a per-key concurrency
 // or rate) both engines leave a key its limit holds back out of the
 // round, and a queue's first priority is that of the keys its limits
-// let through. Not under this rule: a cluster's flush handing several
-// tasks that fall due at once to a waiting reserver, which takes
-// further rounds where a reserve fills (cluster/flush.go).
+// let through. A cluster's flush that hands several tasks falling due
+// at once to a waiting reserver takes them by this rule too, over the
+// tasks it makes ready (cluster/flush.go, hand).
 //
 // Example: keys put as c, "", a, b, three tasks each (c1, c2, c3, then
 // "" 1 to 3, a's, b's), all of one priority. Reserves of one serve a1,
