@@ -58,6 +58,15 @@ type membership struct {
 	// release on Close): a partition held at one generation and at a
 	// later equal one was held throughout, at one epoch. Guarded by mu.
 	gen uint64
+
+	// took is what the current round's acquire took over from other
+	// nodes, and when its statement returned, for the round's log line.
+	// Only the goroutine running rounds (the lease loop's, or Open's
+	// before the loop starts) touches it.
+	took struct {
+		over int
+		at   time.Time
+	}
 }
 
 // memberHandlers are what the membership tells the node's other roles
@@ -210,12 +219,15 @@ func (m *membership) leaseLoop() {
 	failures := retry.NewFailureLog(m.log, "hourglass: lease tick failed", "hourglass: lease ticks work again")
 	t := time.NewTimer(every)
 	defer t.Stop()
+	planned := time.Now().Add(every) // when t fires
 	for {
+		woke := "timer"
 		select {
 		case <-m.quit:
 			return
 		case <-t.C:
 		case <-m.kick:
+			woke = "kick"
 		}
 		for m.paused.Load() {
 			select {
@@ -225,8 +237,17 @@ func (m *membership) leaseLoop() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), m.lease)
+		began := time.Now()
+		m.took.over = 0
 		next, err := m.tickNext(ctx)
 		cancel()
+		if m.took.over > 0 {
+			// A takeover is rare (a node died or stalled) and its timing is
+			// what a takeover's latency is made of: when the round was
+			// meant to run, when it ran, and when its acquire took them.
+			m.log.Info("hourglass: lease round took partitions over", "taken over", m.took.over,
+				"woke", woke, "planned", planned, "began", began, "acquired", m.took.at, "ended", time.Now())
+		}
 		if err != nil {
 			m.metrics.tickFailures.Inc()
 			m.reach.failed(err)
@@ -243,6 +264,7 @@ func (m *membership) leaseLoop() {
 			}
 		}
 		t.Reset(min(next, every))
+		planned = time.Now().Add(min(next, every))
 	}
 }
 
@@ -491,6 +513,7 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 	// also sees them acquired.
 	m.metrics.acquired.Add(float64(len(got)))
 	m.metrics.takeovers.Add(float64(takeovers))
+	m.took.over, m.took.at = m.took.over+takeovers, time.Now()
 	var parts []int32
 	m.mu.Lock()
 	for p, e := range got {
