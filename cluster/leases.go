@@ -87,6 +87,9 @@ type memberHandlers struct {
 	failed func(err error)
 	// released: partitions were given up for others to take now.
 	released func()
+	// beaten runs right after a round's heartbeat and renewal returned
+	// (a test hook; nil for none).
+	beaten func()
 }
 
 // newMembership returns the role, not started.
@@ -284,6 +287,7 @@ type partitionRow struct {
 	owner      string
 	epoch      int64
 	leaseUntil int64 // database ns; 0 for never leased
+	running    bool  // the lease had not run out when the row was read (database clock)
 }
 
 // tickNext runs one round: measure the clock, heartbeat, renew the owned
@@ -303,49 +307,32 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	if err := m.clock.measure(hctx, m.db); err != nil {
 		return 0, err
 	}
-	lease := m.lease.Microseconds()
-
-	// Heartbeat. A row under another instance means that this node was
-	// declared dead and another process took its name: stop.
-	tag, err := m.db.Exec(hctx, `UPDATE hourglass_nodes
-		SET alive_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
-		WHERE name = $1 AND instance = $2`, m.name, m.instance, lease)
+	// Heartbeat and renew what is held, at the epoch it is held at, if
+	// not yet expired, in one statement (sqlRenew). A heartbeat row under
+	// another instance means that this node was declared dead and another
+	// process took its name: stop.
+	parts, epochs := m.arrays()
+	sent := time.Now()
+	alive, renewed, err := m.renew(hctx, parts, epochs)
 	if err != nil {
 		return 0, err
 	}
-	if tag.RowsAffected() == 0 {
+	if !alive {
 		m.on.failed(ErrNameInUse)
 		m.dropAll()
 		return time.Hour, ErrNameInUse
 	}
 	m.reach.ok()
-
-	// Renew what is held, at the epoch it is held at, if not yet expired.
-	parts, epochs := m.arrays()
+	if f := m.on.beaten; f != nil {
+		f()
+	}
 	if len(parts) > 0 {
-		sent := time.Now()
-		rows, err := m.db.Query(hctx, sqlRenew, m.name, parts, epochs, lease)
-		if err != nil {
-			return 0, err
-		}
-		renewed := map[int]bool{}
-		for rows.Next() {
-			var p int
-			if err := rows.Scan(&p); err != nil {
-				rows.Close()
-				return 0, err
-			}
-			renewed[p] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return 0, err
-		}
+		slices.Sort(renewed)
 		var lost []int
 		var kept []int32
 		var keptEpochs []int64
 		for i, p := range parts {
-			if !renewed[int(p)] {
+			if _, ok := slices.BinarySearch(renewed, p); !ok {
 				lost = append(lost, int(p))
 			} else {
 				kept, keptEpochs = append(kept, p), append(keptEpochs, epochs[i])
@@ -413,20 +400,27 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	}
 
 	// Wake when the first lease held by another node (or by a previous
-	// run of this one) runs out, or the first heartbeat of another node:
-	// a node that died between its heartbeat and its renewal counts as
-	// live, and keeps its share, until its heartbeat runs out, up to a
-	// third of a lease after its leases (TestTakeover_HeartbeatOutlivesLeases).
+	// run of this one) runs out, or the first heartbeat of another node,
+	// of those running when the rows were read: at once if that was
+	// during this round. A lease or a heartbeat that ran out during the
+	// round, after the read, may have left this node at its share or the
+	// partition not yet free to its acquire; waiting for the next round
+	// instead would leave the partition untaken for up to a third of a
+	// lease (TestTakeover_LeaseEndsDuringRound). The next round reads them
+	// run out, so this wakes once for each. A node that died between its
+	// heartbeat and its renewal used to count as live, keeping its share,
+	// until its heartbeat ran out, a round after its leases: they are one
+	// statement now (sqlRenew), and the wake at the heartbeat's end stays
+	// for a node of an older build (TestTakeover_HeartbeatOutlivesLeases).
 	// A live node's heartbeat is renewed every third of a lease, so it
 	// ends well after the next round: this costs no round.
 	next := time.Hour
-	now = m.clock.now()
-	if heartbeatEnd > now {
+	if heartbeatEnd > 0 {
 		next = m.clock.until(heartbeatEnd) + 2*time.Millisecond
 	}
 	m.mu.Lock()
 	for _, r := range all {
-		if _, mine := m.owned[r.partition]; r.owner != "" && (r.owner != m.name || !mine) && r.leaseUntil > now {
+		if _, mine := m.owned[r.partition]; r.owner != "" && (r.owner != m.name || !mine) && r.running {
 			next = min(next, m.clock.until(r.leaseUntil)+2*time.Millisecond)
 		}
 	}
@@ -435,11 +429,12 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 }
 
 // readPartitions returns every partition's row, the number of live
-// nodes, and when the first heartbeat of the other live nodes runs out
-// (database ns; 0 for none).
+// nodes, and when the first heartbeat of the other nodes live at the
+// read runs out (database ns; 0 for none).
 func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, int64, error) {
 	rows, err := m.db.Query(ctx, `SELECT partition, coalesce(owner, ''), epoch,
-			(extract(epoch FROM greatest(lease_until, 'epoch'::timestamptz)) * 1000000000)::bigint
+			(extract(epoch FROM greatest(lease_until, 'epoch'::timestamptz)) * 1000000000)::bigint,
+			lease_until > clock_timestamp()
 		FROM hourglass_partitions ORDER BY partition`)
 	if err != nil {
 		return nil, 0, 0, err
@@ -447,7 +442,7 @@ func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, i
 	var all []partitionRow
 	for rows.Next() {
 		var r partitionRow
-		if err := rows.Scan(&r.partition, &r.owner, &r.epoch, &r.leaseUntil); err != nil {
+		if err := rows.Scan(&r.partition, &r.owner, &r.epoch, &r.leaseUntil, &r.running); err != nil {
 			rows.Close()
 			return nil, 0, 0, err
 		}
