@@ -58,15 +58,13 @@ type membership struct {
 	// release on Close): a partition held at one generation and at a
 	// later equal one was held throughout, at one epoch. Guarded by mu.
 	gen uint64
+}
 
-	// took is what the current round's acquire took over from other
-	// nodes, and when its statement returned, for the round's log line.
-	// Only the goroutine running rounds (the lease loop's, or Open's
-	// before the loop starts) touches it.
-	took struct {
-		over int
-		at   time.Time
-	}
+// took is what a round's acquire took over from other nodes (partitions
+// whose lease ran out), and when its statement returned.
+type took struct {
+	over int
+	at   time.Time
 }
 
 // memberHandlers are what the membership tells the node's other roles
@@ -241,15 +239,14 @@ func (m *membership) leaseLoop() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), m.lease)
 		began := time.Now()
-		m.took.over = 0
-		next, err := m.tickNext(ctx)
+		next, tk, err := m.tickNext(ctx)
 		cancel()
-		if m.took.over > 0 {
+		if tk.over > 0 {
 			// A takeover is rare (a node died or stalled) and its timing is
 			// what a takeover's latency is made of: when the round was
 			// meant to run, when it ran, and when its acquire took them.
-			m.log.Info("hourglass: lease round took partitions over", "taken over", m.took.over,
-				"woke", woke, "planned", planned, "began", began, "acquired", m.took.at, "ended", time.Now())
+			m.log.Info("hourglass: lease round took partitions over", "taken over", tk.over,
+				"woke", woke, "planned", planned, "began", began, "acquired", tk.at, "ended", time.Now())
 		}
 		if err != nil {
 			m.metrics.tickFailures.Inc()
@@ -273,7 +270,7 @@ func (m *membership) leaseLoop() {
 
 // tick runs one round of the lease loop.
 func (m *membership) tick(ctx context.Context) error {
-	_, err := m.tickNext(ctx)
+	_, _, err := m.tickNext(ctx)
 	return err
 }
 
@@ -301,11 +298,11 @@ type partitionRow struct {
 // between them (renewBound): one stuck on a connection that died
 // silently fails in time for the next try to renew the leases before
 // they run out.
-func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
+func (m *membership) tickNext(ctx context.Context) (time.Duration, took, error) {
 	hctx, cancel := context.WithTimeout(ctx, m.lease/renewBound)
 	defer cancel()
 	if err := m.clock.measure(hctx, m.db); err != nil {
-		return 0, err
+		return 0, took{}, err
 	}
 	// Heartbeat and renew what is held, at the epoch it is held at, if
 	// not yet expired, in one statement (sqlRenew). A heartbeat row under
@@ -315,12 +312,12 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	sent := time.Now()
 	alive, renewed, err := m.renew(hctx, parts, epochs)
 	if err != nil {
-		return 0, err
+		return 0, took{}, err
 	}
 	if !alive {
 		m.on.failed(ErrNameInUse)
 		m.dropAll()
-		return time.Hour, ErrNameInUse
+		return time.Hour, took{}, ErrNameInUse
 	}
 	m.reach.ok()
 	if f := m.on.beaten; f != nil {
@@ -354,7 +351,7 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	// The cluster's state: every partition, and the live nodes.
 	all, live, heartbeatEnd, err := m.readPartitions(ctx)
 	if err != nil {
-		return 0, err
+		return 0, took{}, err
 	}
 	share := (m.partitions + live - 1) / max(live, 1)
 
@@ -383,20 +380,22 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	}
 	if len(orphans) > 0 {
 		if err := m.freeOrphans(ctx, orphans); err != nil {
-			return 0, err
+			return 0, took{}, err
 		}
 	}
 	if held > share {
 		if err := m.releasePartitions(ctx, mine[share:]); err != nil {
-			return 0, err
+			return 0, took{}, err
 		}
-	} else if held < share {
-		if err := m.acquire(ctx, share-held); err != nil {
-			return 0, err
+	}
+	var tk took
+	if held < share {
+		if tk, err = m.acquire(ctx, share-held); err != nil {
+			return 0, tk, err
 		}
 	}
 	if err := m.on.round(ctx); err != nil {
-		return 0, err
+		return 0, tk, err
 	}
 
 	// Wake when the first lease held by another node (or by a previous
@@ -425,7 +424,7 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	m.mu.Unlock()
-	return next, nil
+	return next, tk, nil
 }
 
 // readPartitions returns every partition's row, the number of live
@@ -467,8 +466,9 @@ func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, i
 
 // acquire takes up to k partitions that are free or whose lease ran out,
 // each at a new epoch, records them as held, then has the handler
-// acquired listen to their channels and load their timers.
-func (m *membership) acquire(ctx context.Context, k int) error {
+// acquired listen to their channels and load their timers. It returns
+// how many of them it took over from another node, and when.
+func (m *membership) acquire(ctx context.Context, k int) (took, error) {
 	sent := time.Now()
 	rows, err := m.db.Query(ctx, `UPDATE hourglass_partitions p
 		SET owner = $1, epoch = p.epoch + 1,
@@ -480,7 +480,7 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 		WHERE p.partition = prev.partition
 		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, m.name, k, m.lease.Microseconds())
 	if err != nil {
-		return err
+		return took{}, err
 	}
 	got := map[int]int64{}
 	takeovers := 0
@@ -490,7 +490,7 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 		var takeover bool
 		if err := rows.Scan(&p, &e, &takeover); err != nil {
 			rows.Close()
-			return err
+			return took{}, err
 		}
 		got[p] = e
 		if takeover {
@@ -499,16 +499,16 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return took{}, err
 	}
 	if len(got) == 0 {
-		return nil
+		return took{}, nil
 	}
 	// Counted before they are owned, so that a scrape that sees them owned
 	// also sees them acquired.
 	m.metrics.acquired.Add(float64(len(got)))
 	m.metrics.takeovers.Add(float64(takeovers))
-	m.took.over, m.took.at = m.took.over+takeovers, time.Now()
+	tk := took{over: takeovers, at: time.Now()}
 	var parts []int32
 	m.mu.Lock()
 	for p, e := range got {
@@ -519,7 +519,7 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 	m.gen++
 	m.mu.Unlock()
 	m.log.Info("hourglass: partitions acquired", "partitions", len(got), "taken over", takeovers)
-	return m.on.acquired(ctx, parts)
+	return tk, m.on.acquired(ctx, parts)
 }
 
 // drop forgets partitions this node no longer holds: their timers still
