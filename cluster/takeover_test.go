@@ -11,17 +11,18 @@ import (
 	"github.com/hourglass-go/hourglass/cluster"
 )
 
-// TestTakeover_HeartbeatOutlivesLeases: a node killed between its
-// round's heartbeat and its renewal of the leases (two statements, one
-// after the other) leaves a heartbeat that runs out after its leases, by
-// up to a third of a lease. The others count it live until then, so its
-// share stays its own and its partitions, their leases run out, stay
-// untaken. They are taken when its heartbeat runs out: the others wake
-// then, as they wake when a lease runs out, and not at their next
-// round, up to a third of a lease later. Here the heartbeat is made to
-// end 600 ms after the leases, with a lease of 4.5 s (a round every
-// 1.5 s): the partitions must be taken within 500 ms of the heartbeat's
-// end, where the next round came at least 900 ms after it.
+// TestTakeover_HeartbeatOutlivesLeases: a node whose heartbeat runs out
+// after its leases, by up to a third of a lease (a node of a build whose
+// heartbeat and renewal were two statements, killed between them; this
+// build renews both in one, TestTakeover_KilledAfterHeartbeat). The
+// others count it live until then, so its share stays its own and its
+// partitions, their leases run out, stay untaken. They are taken when
+// its heartbeat runs out: the others wake then, as they wake when a
+// lease runs out, and not at their next round, up to a third of a lease
+// later. Here the heartbeat is made to end 600 ms after the leases, with
+// a lease of 4.5 s (a round every 1.5 s): the partitions must be taken
+// within 500 ms of the heartbeat's end, where the next round came at
+// least 900 ms after it.
 func TestTakeover_HeartbeatOutlivesLeases(t *testing.T) {
 	url := server(t).CreateDatabase(t)
 	const lease = 4500 * time.Millisecond
