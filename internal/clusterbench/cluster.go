@@ -53,6 +53,9 @@ type Cluster struct {
 	rec *recorder
 	// srv reads the server's CPU time (snap).
 	srv serverCPU
+	// KillAt is how far into its due stream Takeover kills the victim;
+	// default a second. Set it before Takeover.
+	KillAt time.Duration
 	// rounds keeps the nodes' lease rounds that took partitions over,
 	// for Takeover (their log lines, through roundLog).
 	rounds *rounds

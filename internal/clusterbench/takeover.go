@@ -267,7 +267,10 @@ func (c *Cluster) Takeover(ctx context.Context, queue string, rate int, v Victim
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	const before = time.Second
+	before := time.Second
+	if c.KillAt > 0 {
+		before = c.KillAt
+	}
 	var killed time.Time
 	var waitErr error
 	c.rounds.record()

@@ -27,6 +27,11 @@ import (
 //	                                         with SIGKILL (default: a fourth node in this
 //	                                         process, cut off: Cluster.Cut)
 //	HOURGLASS_CLUSTERBENCH_RATE=5000         tasks/s falling due through the 3 others
+//	HOURGLASS_CLUSTERBENCH_PHASES=5          kill the victim 1 s into the stream plus, turn
+//	                                         by turn, 0, 1, ... 4 fifths of a renewal period
+//	                                         (a third of a lease), so that the kill falls
+//	                                         at every point between two renewals (default 1:
+//	                                         1 s, as the bench's row)
 func TestTakeoverTurns(t *testing.T) {
 	turns, _ := strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_TAKEOVER"))
 	if turns <= 0 {
@@ -36,12 +41,15 @@ func TestTakeoverTurns(t *testing.T) {
 	if rate <= 0 {
 		rate = 5000
 	}
+	phases, _ := strconv.Atoi(os.Getenv("HOURGLASS_CLUSTERBENCH_PHASES"))
+	phases = max(phases, 1)
 	bin := os.Getenv("HOURGLASS_CLUSTERBENCH_VICTIM")
 	srv := pgtest.Start(t, pgtest.Set("max_connections", "400"))
 	var fromKill, fromRenewal []time.Duration
 	for turn := range turns {
 		load, _ := os.ReadFile("/proc/loadavg")
-		res, err := takeoverTurn(t, srv.CreateDatabase(t), bin, rate, turn)
+		killAt := time.Second + time.Duration(turn%phases)*cluster.DefaultLease/3/time.Duration(phases)
+		res, err := takeoverTurn(t, srv.CreateDatabase(t), bin, rate, turn, killAt)
 		if err != nil {
 			// A turn the bench could not finish says nothing of the
 			// takeover's time: say so, and go on with the next.
@@ -65,7 +73,7 @@ func TestTakeoverTurns(t *testing.T) {
 }
 
 // takeoverTurn runs one takeover: 3 nodes in this process and a victim.
-func takeoverTurn(t *testing.T, url, bin string, rate, turn int) (clusterbench.Takeover, error) {
+func takeoverTurn(t *testing.T, url, bin string, rate, turn int, killAt time.Duration) (clusterbench.Takeover, error) {
 	ctx := context.Background()
 	nodes := 3
 	if bin == "" {
@@ -76,6 +84,7 @@ func takeoverTurn(t *testing.T, url, bin string, rate, turn int) (clusterbench.T
 		return clusterbench.Takeover{}, err
 	}
 	defer c.Close()
+	c.KillAt = killAt
 	var v clusterbench.Victim
 	if bin == "" {
 		v = c.Cut(0)
