@@ -23,11 +23,13 @@
 //
 // Every node runs a lease loop (leases.go) every Lease/3 (default 5 s/3):
 //
-//  1. heartbeat: hourglass_nodes.alive_until = now + Lease;
-//  2. renew: lease_until = now + Lease for the partitions it holds, only
-//     where owner and epoch are still its own and the lease has not run
-//     out; a partition it fails to renew is dropped at once;
-//  3. share = ceil(partitions / live nodes); above it, release the excess
+//  1. heartbeat and renew, in one statement: hourglass_nodes.alive_until
+//     = now + Lease, and lease_until = that same end for the partitions
+//     it holds, only where owner and epoch are still its own and the
+//     lease has not run out; a partition it fails to renew is dropped at
+//     once. One statement, so that a node's heartbeat never outlives its
+//     leases: the others count it dead when they run out;
+//  2. share = ceil(partitions / live nodes); above it, release the excess
 //     (owner NULL), below it, acquire free or expired partitions, each
 //     at epoch+1 (UPDATE ... FOR UPDATE SKIP LOCKED).
 //
@@ -42,10 +44,10 @@
 // acting at the old one.
 //
 // A node also wakes at the moment the first lease held by another node
-// runs out, and the first heartbeat of another node (a node that died
-// between its heartbeat and its renewal counts as live until then), so a
-// dead node's partitions are taken over within about one Lease of its
-// last renewal; a joining or leaving node notifies the others
+// runs out, and the first heartbeat of another node, of those running
+// when its round read them (at once if they ran out during the round),
+// so a dead node's partitions are taken over within one Lease of its
+// last renewal and the time to notice and acquire; a joining or leaving node notifies the others
 // (channel hourglass_members), who rebalance at once rather than at their
 // next tick: a join settles within a few ticks.
 //

@@ -39,6 +39,13 @@ func (h *hooks) Flushing(f func()) { h.flushing.Store(&f) }
 // after renewing the leases.
 func (h *hooks) Rounding(f func(context.Context)) { h.rounding.Store(&f) }
 
+// Beating makes each lease round call f right after its heartbeat and
+// renewal statement returned, before anything else of the round.
+func (h *hooks) Beating(f func()) { h.beating.Store(&f) }
+
+// Instance returns the node's run, as its heartbeat row holds it.
+func (n *Node) Instance() string { return n.instance }
+
 // Tick runs one round of the lease loop now.
 func (n *Node) Tick(ctx context.Context) error { return n.members.tick(ctx) }
 

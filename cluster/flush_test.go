@@ -197,12 +197,14 @@ func TestFlush_NotBlockedByRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	tag, err := tx.Exec(ctx, cluster.SQLRenew, "a", parts, epochs, testLease.Microseconds())
+	var alive bool
+	var renewed []int32
+	err = tx.QueryRow(ctx, cluster.SQLRenew, "a", parts, epochs, testLease.Microseconds(), n.Instance()).Scan(&alive, &renewed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tag.RowsAffected() != int64(len(parts)) {
-		t.Fatalf("the renewal renewed %d partitions of %d", tag.RowsAffected(), len(parts))
+	if !alive || len(renewed) != len(parts) {
+		t.Fatalf("the renewal renewed %d partitions of %d (heartbeat %v)", len(renewed), len(parts), alive)
 	}
 	ts, err := svc(n).Reserve(ctx, "q", 1, 3*time.Second)
 	if err != nil {

@@ -60,6 +60,13 @@ type membership struct {
 	gen uint64
 }
 
+// took is what a round's acquire took over from other nodes (partitions
+// whose lease ran out), and when its statement returned.
+type took struct {
+	over int
+	at   time.Time
+}
+
 // memberHandlers are what the membership tells the node's other roles
 // of. They run on the lease loop's goroutine (or Open's, or the
 // flusher's for dropped), without the membership's lock.
@@ -78,6 +85,9 @@ type memberHandlers struct {
 	failed func(err error)
 	// released: partitions were given up for others to take now.
 	released func()
+	// beaten runs right after a round's heartbeat and renewal returned
+	// (a test hook; nil for none).
+	beaten func()
 }
 
 // newMembership returns the role, not started.
@@ -210,12 +220,15 @@ func (m *membership) leaseLoop() {
 	failures := retry.NewFailureLog(m.log, "hourglass: lease tick failed", "hourglass: lease ticks work again")
 	t := time.NewTimer(every)
 	defer t.Stop()
+	planned := time.Now().Add(every) // when t fires
 	for {
+		woke := "timer"
 		select {
 		case <-m.quit:
 			return
 		case <-t.C:
 		case <-m.kick:
+			woke = "kick"
 		}
 		for m.paused.Load() {
 			select {
@@ -225,8 +238,16 @@ func (m *membership) leaseLoop() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), m.lease)
-		next, err := m.tickNext(ctx)
+		began := time.Now()
+		next, tk, err := m.tickNext(ctx)
 		cancel()
+		if tk.over > 0 {
+			// A takeover is rare (a node died or stalled) and its timing is
+			// what a takeover's latency is made of: when the round was
+			// meant to run, when it ran, and when its acquire took them.
+			m.log.Info("hourglass: lease round took partitions over", "taken over", tk.over,
+				"woke", woke, "planned", planned, "began", began, "acquired", tk.at, "ended", time.Now())
+		}
 		if err != nil {
 			m.metrics.tickFailures.Inc()
 			m.reach.failed(err)
@@ -243,12 +264,13 @@ func (m *membership) leaseLoop() {
 			}
 		}
 		t.Reset(min(next, every))
+		planned = time.Now().Add(min(next, every))
 	}
 }
 
 // tick runs one round of the lease loop.
 func (m *membership) tick(ctx context.Context) error {
-	_, err := m.tickNext(ctx)
+	_, _, err := m.tickNext(ctx)
 	return err
 }
 
@@ -262,6 +284,7 @@ type partitionRow struct {
 	owner      string
 	epoch      int64
 	leaseUntil int64 // database ns; 0 for never leased
+	running    bool  // the lease had not run out when the row was read (database clock)
 }
 
 // tickNext runs one round: measure the clock, heartbeat, renew the owned
@@ -275,55 +298,38 @@ type partitionRow struct {
 // between them (renewBound): one stuck on a connection that died
 // silently fails in time for the next try to renew the leases before
 // they run out.
-func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
+func (m *membership) tickNext(ctx context.Context) (time.Duration, took, error) {
 	hctx, cancel := context.WithTimeout(ctx, m.lease/renewBound)
 	defer cancel()
 	if err := m.clock.measure(hctx, m.db); err != nil {
-		return 0, err
+		return 0, took{}, err
 	}
-	lease := m.lease.Microseconds()
-
-	// Heartbeat. A row under another instance means that this node was
-	// declared dead and another process took its name: stop.
-	tag, err := m.db.Exec(hctx, `UPDATE hourglass_nodes
-		SET alive_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
-		WHERE name = $1 AND instance = $2`, m.name, m.instance, lease)
+	// Heartbeat and renew what is held, at the epoch it is held at, if
+	// not yet expired, in one statement (sqlRenew). A heartbeat row under
+	// another instance means that this node was declared dead and another
+	// process took its name: stop.
+	parts, epochs := m.arrays()
+	sent := time.Now()
+	alive, renewed, err := m.renew(hctx, parts, epochs)
 	if err != nil {
-		return 0, err
+		return 0, took{}, err
 	}
-	if tag.RowsAffected() == 0 {
+	if !alive {
 		m.on.failed(ErrNameInUse)
 		m.dropAll()
-		return time.Hour, ErrNameInUse
+		return time.Hour, took{}, ErrNameInUse
 	}
 	m.reach.ok()
-
-	// Renew what is held, at the epoch it is held at, if not yet expired.
-	parts, epochs := m.arrays()
+	if f := m.on.beaten; f != nil {
+		f()
+	}
 	if len(parts) > 0 {
-		sent := time.Now()
-		rows, err := m.db.Query(hctx, sqlRenew, m.name, parts, epochs, lease)
-		if err != nil {
-			return 0, err
-		}
-		renewed := map[int]bool{}
-		for rows.Next() {
-			var p int
-			if err := rows.Scan(&p); err != nil {
-				rows.Close()
-				return 0, err
-			}
-			renewed[p] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return 0, err
-		}
+		slices.Sort(renewed)
 		var lost []int
 		var kept []int32
 		var keptEpochs []int64
 		for i, p := range parts {
-			if !renewed[int(p)] {
+			if _, ok := slices.BinarySearch(renewed, p); !ok {
 				lost = append(lost, int(p))
 			} else {
 				kept, keptEpochs = append(kept, p), append(keptEpochs, epochs[i])
@@ -345,7 +351,7 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	// The cluster's state: every partition, and the live nodes.
 	all, live, heartbeatEnd, err := m.readPartitions(ctx)
 	if err != nil {
-		return 0, err
+		return 0, took{}, err
 	}
 	share := (m.partitions + live - 1) / max(live, 1)
 
@@ -374,50 +380,60 @@ func (m *membership) tickNext(ctx context.Context) (time.Duration, error) {
 	}
 	if len(orphans) > 0 {
 		if err := m.freeOrphans(ctx, orphans); err != nil {
-			return 0, err
+			return 0, took{}, err
 		}
 	}
 	if held > share {
 		if err := m.releasePartitions(ctx, mine[share:]); err != nil {
-			return 0, err
+			return 0, took{}, err
 		}
-	} else if held < share {
-		if err := m.acquire(ctx, share-held); err != nil {
-			return 0, err
+	}
+	var tk took
+	if held < share {
+		if tk, err = m.acquire(ctx, share-held); err != nil {
+			return 0, tk, err
 		}
 	}
 	if err := m.on.round(ctx); err != nil {
-		return 0, err
+		return 0, tk, err
 	}
 
 	// Wake when the first lease held by another node (or by a previous
-	// run of this one) runs out, or the first heartbeat of another node:
-	// a node that died between its heartbeat and its renewal counts as
-	// live, and keeps its share, until its heartbeat runs out, up to a
-	// third of a lease after its leases (TestTakeover_HeartbeatOutlivesLeases).
+	// run of this one) runs out, or the first heartbeat of another node,
+	// of those running when the rows were read: at once if that was
+	// during this round. A lease or a heartbeat that ran out during the
+	// round, after the read, may have left this node at its share or the
+	// partition not yet free to its acquire; waiting for the next round
+	// instead would leave the partition untaken for up to a third of a
+	// lease (TestTakeover_LeaseEndsDuringRound). The next round reads them
+	// run out, so this wakes once for each. A node that died between its
+	// heartbeat and its renewal used to count as live, keeping its share,
+	// until its heartbeat ran out, a round after its leases: they are one
+	// statement now (sqlRenew), and the wake at the heartbeat's end stays
+	// for a node of an older build (TestTakeover_HeartbeatOutlivesLeases).
 	// A live node's heartbeat is renewed every third of a lease, so it
 	// ends well after the next round: this costs no round.
 	next := time.Hour
-	now = m.clock.now()
-	if heartbeatEnd > now {
+	if heartbeatEnd > 0 {
 		next = m.clock.until(heartbeatEnd) + 2*time.Millisecond
 	}
 	m.mu.Lock()
 	for _, r := range all {
-		if _, mine := m.owned[r.partition]; r.owner != "" && (r.owner != m.name || !mine) && r.leaseUntil > now {
+		if _, mine := m.owned[r.partition]; r.owner != "" && (r.owner != m.name || !mine) && r.running {
 			next = min(next, m.clock.until(r.leaseUntil)+2*time.Millisecond)
 		}
 	}
 	m.mu.Unlock()
-	return next, nil
+	return next, tk, nil
 }
 
 // readPartitions returns every partition's row, the number of live
-// nodes, and when the first heartbeat of the other live nodes runs out
-// (database ns; 0 for none).
+// nodes, and when the first heartbeat of the other nodes live at the
+// read runs out (database ns; 0 for none).
 func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, int64, error) {
 	rows, err := m.db.Query(ctx, `SELECT partition, coalesce(owner, ''), epoch,
-			(extract(epoch FROM greatest(lease_until, 'epoch'::timestamptz)) * 1000000000)::bigint
+			(extract(epoch FROM greatest(lease_until, 'epoch'::timestamptz)) * 1000000000)::bigint,
+			lease_until > clock_timestamp()
 		FROM hourglass_partitions ORDER BY partition`)
 	if err != nil {
 		return nil, 0, 0, err
@@ -425,7 +441,7 @@ func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, i
 	var all []partitionRow
 	for rows.Next() {
 		var r partitionRow
-		if err := rows.Scan(&r.partition, &r.owner, &r.epoch, &r.leaseUntil); err != nil {
+		if err := rows.Scan(&r.partition, &r.owner, &r.epoch, &r.leaseUntil, &r.running); err != nil {
 			rows.Close()
 			return nil, 0, 0, err
 		}
@@ -450,8 +466,9 @@ func (m *membership) readPartitions(ctx context.Context) ([]partitionRow, int, i
 
 // acquire takes up to k partitions that are free or whose lease ran out,
 // each at a new epoch, records them as held, then has the handler
-// acquired listen to their channels and load their timers.
-func (m *membership) acquire(ctx context.Context, k int) error {
+// acquired listen to their channels and load their timers. It returns
+// how many of them it took over from another node, and when.
+func (m *membership) acquire(ctx context.Context, k int) (took, error) {
 	sent := time.Now()
 	rows, err := m.db.Query(ctx, `UPDATE hourglass_partitions p
 		SET owner = $1, epoch = p.epoch + 1,
@@ -463,7 +480,7 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 		WHERE p.partition = prev.partition
 		RETURNING p.partition, p.epoch, prev.owner IS NOT NULL`, m.name, k, m.lease.Microseconds())
 	if err != nil {
-		return err
+		return took{}, err
 	}
 	got := map[int]int64{}
 	takeovers := 0
@@ -473,7 +490,7 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 		var takeover bool
 		if err := rows.Scan(&p, &e, &takeover); err != nil {
 			rows.Close()
-			return err
+			return took{}, err
 		}
 		got[p] = e
 		if takeover {
@@ -482,15 +499,16 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return took{}, err
 	}
 	if len(got) == 0 {
-		return nil
+		return took{}, nil
 	}
 	// Counted before they are owned, so that a scrape that sees them owned
 	// also sees them acquired.
 	m.metrics.acquired.Add(float64(len(got)))
 	m.metrics.takeovers.Add(float64(takeovers))
+	tk := took{over: takeovers, at: time.Now()}
 	var parts []int32
 	m.mu.Lock()
 	for p, e := range got {
@@ -501,7 +519,7 @@ func (m *membership) acquire(ctx context.Context, k int) error {
 	m.gen++
 	m.mu.Unlock()
 	m.log.Info("hourglass: partitions acquired", "partitions", len(got), "taken over", takeovers)
-	return m.on.acquired(ctx, parts)
+	return tk, m.on.acquired(ctx, parts)
 }
 
 // drop forgets partitions this node no longer holds: their timers still

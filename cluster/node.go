@@ -89,6 +89,9 @@ type hooks struct {
 	// rounding, if set, runs in a lease round after the leases were
 	// renewed, with the round's context (a slow database).
 	rounding atomic.Pointer[func(context.Context)]
+	// beating, if set, runs in a lease round right after its heartbeat
+	// and renewal (one statement) returned: a process killed there.
+	beating atomic.Pointer[func()]
 }
 
 // ErrNameInUse is returned by [Open] when a live node already runs under
@@ -230,6 +233,11 @@ func Open(ctx context.Context, db *pgxpool.Pool, opts Options) (*Node, error) {
 			round:    n.round,
 			failed:   n.fail,
 			released: func() { n.notifications.send(chanMembers, "release "+n.name) },
+			beaten: func() {
+				if f := opts.hooks.beating.Load(); f != nil {
+					(*f)()
+				}
+			},
 		})
 	if err := n.members.register(ctx); err != nil {
 		return nil, err

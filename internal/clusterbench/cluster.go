@@ -53,6 +53,12 @@ type Cluster struct {
 	rec *recorder
 	// srv reads the server's CPU time (snap).
 	srv serverCPU
+	// KillAt is how far into its due stream Takeover kills the victim;
+	// default a second. Set it before Takeover.
+	KillAt time.Duration
+	// rounds keeps the nodes' lease rounds that took partitions over,
+	// for Takeover (their log lines, through roundLog).
+	rounds *rounds
 }
 
 // dbTimeout is the bench's nodes' database timeout (cluster.Options.
@@ -68,7 +74,11 @@ const dbTimeout = 30 * time.Second
 // Start opens nodes nodes (named bench-0, bench-1, ...) on the database
 // at url, with pools sized for clients concurrent callers in all.
 func Start(ctx context.Context, url string, nodes, clients int, log *slog.Logger) (*Cluster, error) {
-	c := &Cluster{stmts: &statements{}, killed: -1, straggle: straggle}
+	c := &Cluster{stmts: &statements{}, killed: -1, straggle: straggle, rounds: &rounds{}}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = slog.New(&roundLog{next: log.Handler(), rec: c.rounds})
 	admin, err := pgxpool.New(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("hourglass: clusterbench: %w", err)

@@ -79,6 +79,12 @@ func TestRun(t *testing.T) {
 			res.Takeover.Lateness.Delivered != res.Takeover.Lateness.Due) {
 			t.Fatalf("takeover phase: %v", res.Takeover)
 		}
+		if nodes > 1 {
+			t.Logf("takeover: %s", res.Takeover.Timeline())
+			if res.Takeover.LastRenewal.IsZero() || res.Takeover.FromRenewal <= 0 || len(res.Takeover.Rounds) == 0 {
+				t.Fatalf("takeover phase: no last renewal or no round that took partitions over: %s", res.Takeover.Timeline())
+			}
+		}
 	}
 }
 
