@@ -371,14 +371,14 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 	if err != nil {
 		return nil, 0, dbErr(err)
 	}
-	got, dbNow, retry, limited, keyed, err := scanReserved(rows)
+	got, dbNow, retry, limited, keyed, err := scanReserved(rows, max)
 	if err == nil && keyed {
 		// A queue uses keys: the statement took nothing, and the fair
 		// one takes them.
 		if rows, err = n.db.leaseQuery(ctx, n.giveBacks.call(queues), sqlReserveFair, queues, max); err != nil {
 			return nil, 0, dbErr(err)
 		}
-		got, dbNow, retry, limited, _, err = scanReserved(rows)
+		got, dbNow, retry, limited, _, err = scanReserved(rows, max)
 	}
 	if err != nil {
 		return nil, 0, dbErr(err)
@@ -417,8 +417,12 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 // scanReserved reads sqlReserve's rows: the tasks taken, the database's
 // clock, when none was taken how long until the first of the queues'
 // pauses ends (0 for none), the limited queues, and whether a queue uses
-// keys (then sqlReserveFair takes the tasks).
-func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duration, limited []string, keyed bool, err error) {
+// keys (then sqlReserveFair takes the tasks). max is the most tasks the
+// statement takes: the slice of tasks is made that large once, when the
+// first task comes, rather than grown by doubling (a row is a few hundred
+// bytes, so the growth of a reserve of 64 allocated about as much as the
+// tasks' payloads).
+func scanReserved(rows pgx.Rows, max int) (got []row, dbNow int64, pauseLeft time.Duration, limited []string, keyed bool, err error) {
 	defer rows.Close()
 	var left, ready *int64
 	scanner := newRowScanner(&dbNow, &ready, &left)
@@ -433,6 +437,9 @@ func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duratio
 		}
 		switch {
 		case left == nil:
+			if got == nil {
+				got = make([]row, 0, min(max, reserveCap))
+			}
 			got = append(got, t)
 		case *left == -2:
 			keyed = true
@@ -449,6 +456,10 @@ func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duratio
 	}
 	return got, dbNow, pauseLeft, limited, keyed, rows.Err()
 }
+
+// reserveCap bounds the room scanReserved makes ahead for a reserve's
+// tasks: task.MaxReserve, the most a reserve may ask for.
+const reserveCap = task.MaxReserve
 
 // sortRows puts reserved rows in delivery order (task.DeliveredBefore).
 func sortRows(got []row) {
