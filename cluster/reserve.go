@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -372,6 +373,9 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 		return nil, 0, dbErr(err)
 	}
 	got, dbNow, retry, limited, keyed, err := scanReserved(rows, max)
+	// The rows are read by deliver, which copies what it keeps, and are
+	// free again when take returns.
+	defer func() { putRows(got) }()
 	if err == nil && keyed {
 		// A queue uses keys: the statement took nothing, and the fair
 		// one takes them.
@@ -438,7 +442,7 @@ func scanReserved(rows pgx.Rows, max int) (got []row, dbNow int64, pauseLeft tim
 		switch {
 		case left == nil:
 			if got == nil {
-				got = make([]row, 0, min(max, reserveCap))
+				got = getRows(min(max, reserveCap))
 			}
 			got = append(got, t)
 		case *left == -2:
@@ -460,6 +464,35 @@ func scanReserved(rows pgx.Rows, max int) (got []row, dbNow int64, pauseLeft tim
 // reserveCap bounds the room scanReserved makes ahead for a reserve's
 // tasks: task.MaxReserve, the most a reserve may ask for.
 const reserveCap = task.MaxReserve
+
+// rowSlices holds the slices of rows that scanReserved read and take
+// delivered, for the next reserve: a reserve of 64 tasks made 64 rows of
+// a few hundred bytes each, garbage as soon as its tasks were delivered.
+// putRows keeps none longer than reserveCap. Safe for concurrent use.
+var rowSlices = sync.Pool{New: func() any { return new([]row) }}
+
+// getRows returns an empty slice of rows with room for n, from rowSlices
+// when one there is large enough.
+func getRows(n int) []row {
+	p := rowSlices.Get().(*[]row)
+	if cap(*p) < n {
+		return make([]row, 0, n)
+	}
+	return (*p)[:0]
+}
+
+// putRows gives got to rowSlices, its rows zeroed so that the pool holds
+// no task's strings or payload, unless it is nil or larger than
+// reserveCap.
+func putRows(got []row) {
+	if got == nil || cap(got) > reserveCap {
+		return
+	}
+	got = got[:cap(got)]
+	clear(got)
+	got = got[:0]
+	rowSlices.Put(&got)
+}
 
 // sortRows puts reserved rows in delivery order (task.DeliveredBefore).
 func sortRows(got []row) {
