@@ -221,10 +221,18 @@ func (n *Node) AckMany(ctx context.Context, acks []task.Ack) ([]error, error) {
 	// the call that did, so that a call refused before it is answered as
 	// when the calls run one by one: the task was there, under another
 	// lease.
-	acked := make(map[[2]string]int, len(calls))
-	for k, c := range calls {
-		if c.err == nil {
-			acked[[2]string{c.req.queue, c.req.id}] = k
+	var acked map[[2]string]int
+	for _, c := range calls {
+		if c.err == errNotHeld {
+			acked = make(map[[2]string]int, len(calls))
+			break
+		}
+	}
+	if acked != nil {
+		for k, c := range calls {
+			if c.err == nil {
+				acked[[2]string{c.req.queue, c.req.id}] = k
+			}
 		}
 	}
 	for k, c := range calls {
@@ -273,12 +281,11 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rows, err := n.db.Query(ctx, sqlAck, queues, ids, leases, n.keep(), n.name, outcomes, statuses)
-	// deleted: the requests whose task was deleted. The statement names
-	// the call that matched a task by its place in the arrays (1-based);
-	// of calls with equal requests, the first is answered as the one that
-	// deleted it, below.
-	deleted := make(map[ackReq]bool, len(calls))
+	// ords: the places of the calls whose task was deleted, as the
+	// statement names them (1-based).
+	var ords []int64
 	if err == nil {
+		ords = make([]int64, 0, len(calls))
 		var ord int64
 		for rows.Next() {
 			if err = rows.Scan(&ord); err != nil {
@@ -288,21 +295,40 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 				err = fmt.Errorf("hourglass: ack: the database named task %d of %d", ord, len(calls))
 				break
 			}
-			deleted[calls[ord-1].req] = true
+			ords = append(ords, ord)
 		}
 		rows.Close()
 		if err == nil {
 			err = rows.Err()
 		}
 	}
-	for _, c := range calls {
-		switch {
-		case err != nil:
+	switch {
+	case err != nil:
+		for _, c := range calls {
 			c.err = dbErr(err)
-		case deleted[c.req]:
-			delete(deleted, c.req)
-		default:
-			c.err = errNotHeld
+		}
+	case len(ords) == len(calls):
+		// A row a task deleted, and each call names one task: every
+		// call deleted its own (no two name the same task), and each is
+		// answered so without a look-up.
+		for _, c := range calls {
+			c.err = nil
+		}
+	default:
+		// deleted: the requests whose task was deleted; of calls with
+		// equal requests, the first is answered as the one that deleted
+		// it.
+		deleted := make(map[ackReq]bool, len(ords))
+		for _, ord := range ords {
+			deleted[calls[ord-1].req] = true
+		}
+		for _, c := range calls {
+			if deleted[c.req] {
+				delete(deleted, c.req)
+				c.err = nil
+			} else {
+				c.err = errNotHeld
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -371,14 +372,17 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 	if err != nil {
 		return nil, 0, dbErr(err)
 	}
-	got, dbNow, retry, limited, keyed, err := scanReserved(rows)
+	got, dbNow, retry, limited, keyed, err := scanReserved(rows, max)
+	// The rows are read by deliver, which copies what it keeps, and are
+	// free again when take returns.
+	defer func() { putRows(got) }()
 	if err == nil && keyed {
 		// A queue uses keys: the statement took nothing, and the fair
 		// one takes them.
 		if rows, err = n.db.leaseQuery(ctx, n.giveBacks.call(queues), sqlReserveFair, queues, max); err != nil {
 			return nil, 0, dbErr(err)
 		}
-		got, dbNow, retry, limited, _, err = scanReserved(rows)
+		got, dbNow, retry, limited, _, err = scanReserved(rows, max)
 	}
 	if err != nil {
 		return nil, 0, dbErr(err)
@@ -417,8 +421,12 @@ func (n *Node) take(ctx context.Context, queues []string, max int, path string) 
 // scanReserved reads sqlReserve's rows: the tasks taken, the database's
 // clock, when none was taken how long until the first of the queues'
 // pauses ends (0 for none), the limited queues, and whether a queue uses
-// keys (then sqlReserveFair takes the tasks).
-func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duration, limited []string, keyed bool, err error) {
+// keys (then sqlReserveFair takes the tasks). max is the most tasks the
+// statement takes: the slice of tasks is made that large once, when the
+// first task comes, rather than grown by doubling (a row is a few hundred
+// bytes, so the growth of a reserve of 64 allocated about as much as the
+// tasks' payloads).
+func scanReserved(rows pgx.Rows, max int) (got []row, dbNow int64, pauseLeft time.Duration, limited []string, keyed bool, err error) {
 	defer rows.Close()
 	var left, ready *int64
 	scanner := newRowScanner(&dbNow, &ready, &left)
@@ -433,6 +441,9 @@ func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duratio
 		}
 		switch {
 		case left == nil:
+			if got == nil {
+				got = getRows(min(max, reserveCap))
+			}
 			got = append(got, t)
 		case *left == -2:
 			keyed = true
@@ -448,6 +459,39 @@ func scanReserved(rows pgx.Rows) (got []row, dbNow int64, pauseLeft time.Duratio
 		pauseLeft = 0
 	}
 	return got, dbNow, pauseLeft, limited, keyed, rows.Err()
+}
+
+// reserveCap bounds the room scanReserved makes ahead for a reserve's
+// tasks: task.MaxReserve, the most a reserve may ask for.
+const reserveCap = task.MaxReserve
+
+// rowSlices holds the slices of rows that scanReserved read and take
+// delivered, for the next reserve: a reserve of 64 tasks made 64 rows of
+// a few hundred bytes each, garbage as soon as its tasks were delivered.
+// putRows keeps none longer than reserveCap. Safe for concurrent use.
+var rowSlices = sync.Pool{New: func() any { return new([]row) }}
+
+// getRows returns an empty slice of rows with room for n, from rowSlices
+// when one there is large enough.
+func getRows(n int) []row {
+	p := rowSlices.Get().(*[]row)
+	if cap(*p) < n {
+		return make([]row, 0, n)
+	}
+	return (*p)[:0]
+}
+
+// putRows gives got to rowSlices, its rows zeroed so that the pool holds
+// no task's strings or payload, unless it is nil or larger than
+// reserveCap.
+func putRows(got []row) {
+	if got == nil || cap(got) > reserveCap {
+		return
+	}
+	got = got[:cap(got)]
+	clear(got)
+	got = got[:0]
+	rowSlices.Put(&got)
 }
 
 // sortRows puts reserved rows in delivery order (task.DeliveredBefore).

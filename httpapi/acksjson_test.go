@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -116,4 +117,21 @@ func BenchmarkDecodeAcks_100(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkDecodeAcksRequest_100 reads and decodes the body of a
+// worker's acks request of 100 acks as the handler does (decodeAcks):
+// allocs/op and B/op are the read's and the parse's.
+func BenchmarkDecodeAcksRequest_100(b *testing.B) {
+	body := listBody("acks", 100, func(i int) string {
+		return fmt.Sprintf(`{"queue":"bench-worker","id":"%d","lease":"0123456789abcdef%x"}`, 100000+i, 100000+i)
+	})
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		r := httptest.NewRequest("POST", "/v1/acks", strings.NewReader(body))
+		if req, err := decodeAcks(w, r); err != nil || len(req.Acks) != 100 {
+			b.Fatal(err)
+		}
+	}
 }

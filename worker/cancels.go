@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -35,11 +36,12 @@ const (
 type cancels struct {
 	check func(ctx context.Context, leases []string) ([]string, error)
 	fails *failureLog
+	log   *slog.Logger
 
 	mu sync.Mutex
-	// held maps each watched lease to what cancels its handler. Guarded
-	// by mu.
-	held map[string]func()
+	// held maps each watched lease's token to the lease, whose stop
+	// cancels its handler. Guarded by mu.
+	held map[string]*lease
 	// off is set once the server answered that it has no such route.
 	// Guarded by mu.
 	off bool
@@ -47,15 +49,16 @@ type cancels struct {
 	some chan struct{}
 }
 
-func newCancels(check func(context.Context, []string) ([]string, error), fails *failureLog) *cancels {
-	return &cancels{check: check, fails: fails, held: map[string]func(){}, some: make(chan struct{}, 1)}
+func newCancels(check func(context.Context, []string) ([]string, error), fails *failureLog, log *slog.Logger) *cancels {
+	return &cancels{check: check, fails: fails, log: log, held: map[string]*lease{}, some: make(chan struct{}, 1)}
 }
 
-// watch watches lease, calling cancel once if it is cancelled, until the
-// returned unwatch is called. O(1).
-func (c *cancels) watch(lease string, cancel func()) (unwatch func()) {
+// watch watches l until unwatch is called with its token: if it is
+// cancelled, l is marked lost and its handler's context cancelled with
+// ErrCancelled (l.stop), once. l.stop must be set. O(1).
+func (c *cancels) watch(l *lease) {
 	c.mu.Lock()
-	c.held[lease] = cancel
+	c.held[l.token] = l
 	if len(c.held) == 1 {
 		select {
 		case c.some <- struct{}{}:
@@ -63,10 +66,28 @@ func (c *cancels) watch(lease string, cancel func()) (unwatch func()) {
 		}
 	}
 	c.mu.Unlock()
-	return func() {
-		c.mu.Lock()
-		delete(c.held, lease)
-		c.mu.Unlock()
+}
+
+// unwatch stops watching the lease token. O(1).
+func (c *cancels) unwatch(token string) {
+	c.mu.Lock()
+	delete(c.held, token)
+	c.mu.Unlock()
+}
+
+// stopAll cancels the handlers' contexts of every lease watched with
+// cause, without marking them lost: the worker's shutdown, which reaches
+// the handlers this way since their contexts are not children of the
+// run's (see run.work). O(leases watched).
+func (c *cancels) stopAll(cause error) {
+	c.mu.Lock()
+	ls := make([]*lease, 0, len(c.held))
+	for _, l := range c.held {
+		ls = append(ls, l)
+	}
+	c.mu.Unlock()
+	for _, l := range ls {
+		l.stop(cause)
 	}
 }
 
@@ -151,11 +172,12 @@ func (c *cancels) checkAll(ctx context.Context, ls []string) error {
 		}
 		for _, l := range ended {
 			c.mu.Lock()
-			f := c.held[l]
+			h := c.held[l]
 			delete(c.held, l)
 			c.mu.Unlock()
-			if f != nil {
-				f()
+			if h != nil {
+				h.cancel(c.log)
+				h.stop(ErrCancelled)
 			}
 		}
 	}

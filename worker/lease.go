@@ -38,6 +38,44 @@ type lease struct {
 	deadline time.Time
 	// lost is set when the lease is gone. Guarded by mu.
 	lost bool
+	// halted is set when the handler returned: no keeper starts after
+	// it. Guarded by mu.
+	halted bool
+	// stopKeep ends the context of the keeper running (nil before it
+	// starts). Guarded by mu.
+	stopKeep context.CancelFunc
+
+	// stop cancels the handler's context with a cause (set by run.work
+	// before the lease is watched, then read-only).
+	stop context.CancelCauseFunc
+	// keeping is done when the keeper's timer function has returned
+	// (one Add before the timer is armed).
+	keeping sync.WaitGroup
+}
+
+// startKeep returns the context of the keeper, a child of parent, unless
+// the handler already returned (ok false). The context is made when the
+// keeper's timer fires, not for every task, since most handlers return
+// before half the ttr.
+func (l *lease) startKeep(parent context.Context) (ctx context.Context, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.halted {
+		return nil, false
+	}
+	ctx, l.stopKeep = context.WithCancel(parent)
+	return ctx, true
+}
+
+// haltKeep marks the handler returned and ends the keeper's context if
+// it started.
+func (l *lease) haltKeep() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.halted = true
+	if l.stopKeep != nil {
+		l.stopKeep()
+	}
 }
 
 // newLease returns the lease of t, reserved in an answer that arrived at

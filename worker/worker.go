@@ -185,7 +185,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer close(ackerDone)
 		r.acks.run()
 	}()
-	r.cancels = newCancels(w.c.CancelledLeases, fails)
+	r.cancels = newCancels(w.c.CancelledLeases, fails, w.log)
 	cctx, stopCancels := context.WithCancel(bg)
 	cancelsDone := make(chan struct{})
 	go func() {
@@ -215,6 +215,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.log.Warn("handlers outlived the shutdown timeout; cancelling them", "timeout", w.opts.ShutdownTimeout)
 		close(giveUp)
 		stop(ErrShutdown)
+		r.cancels.stopAll(ErrShutdown)
 		<-handlersDone
 	}
 	r.acks.close()
@@ -289,15 +290,22 @@ func (r *run) work(ctx context.Context, t *api.Task, received time.Time) {
 	defer r.tasks.Done()
 	defer func() { r.slots <- struct{}{} }()
 	l := newLease(t, received)
+	// The handler's context is a child of the run's background, not of
+	// r.hctx: a child of a context that can be cancelled registers with
+	// it, an entry of its map under its lock, for every task of every
+	// reserve. The shutdown that cancels r.hctx reaches the handlers
+	// through the leases watched instead (cancels.stopAll), and a task
+	// watched after it finds r.hctx done below.
+	hctx, cancel := context.WithCancelCause(r.bg)
+	defer cancel(nil)
+	l.stop = cancel
 	// The lease is watched from the reserve on, so that a task cancelled
 	// while it waits for a handler (Options.Prefetch) never starts.
-	hctx, cancel := context.WithCancelCause(r.hctx)
-	defer cancel(nil)
-	unwatch := r.cancels.watch(l.token, func() {
-		l.cancel(r.w.log)
-		cancel(ErrCancelled)
-	})
-	defer unwatch()
+	r.cancels.watch(l)
+	defer r.cancels.unwatch(l.token)
+	if r.hctx.Err() != nil {
+		cancel(context.Cause(r.hctx))
+	}
 	h := r.handlers[t.Queue]
 	if h == nil || ctx.Err() != nil || !r.handlerFor(ctx, l) {
 		if !l.isLost() {
@@ -311,11 +319,14 @@ func (r *run) work(ctx context.Context, t *api.Task, received time.Time) {
 	}
 	// The lease's keeper starts when its first touch is due: most
 	// handlers are done before, and then none runs (a goroutine, its
-	// stack grown and a timer per task less).
-	kctx, stopKeep := context.WithCancel(r.bg)
-	kept := make(chan struct{})
+	// stack grown and a timer per task less), nor is its context made.
+	l.keeping.Add(1)
 	keeper := time.AfterFunc(time.Until(l.until().Add(-l.ttr/2)), func() {
-		defer close(kept)
+		defer l.keeping.Done()
+		kctx, ok := l.startKeep(r.bg)
+		if !ok {
+			return
+		}
 		touch := func(ctx context.Context) error {
 			_, err := r.w.c.Touch(ctx, l.queue, l.id, l.token)
 			return err
@@ -336,9 +347,9 @@ func (r *run) work(ctx context.Context, t *api.Task, received time.Time) {
 			return
 		}
 		halted = true
-		stopKeep()
+		l.haltKeep()
 		if !keeper.Stop() {
-			<-kept // started
+			l.keeping.Wait() // started
 		}
 	}
 	defer halt()
