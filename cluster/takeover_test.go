@@ -24,25 +24,12 @@ import (
 // within 500 ms of the heartbeat's end, where the next round came at
 // least 900 ms after it.
 func TestTakeover_HeartbeatOutlivesLeases(t *testing.T) {
-	url := server(t).CreateDatabase(t)
-	const lease = 4500 * time.Millisecond
-	withLease := func(o *cluster.Options) { o.Lease = lease }
-	a := startNode(t, url, "a", withLease)
-	b := startNode(t, url, "b", withLease)
-	total := a.Partitions()
-	eventually(t, 4*lease, "balanced", func() bool {
-		o := owners(t, url)
-		return o["a"] > 0 && o["b"] > 0 && o["a"]+o["b"] == total
-	})
+	url, a, b := balancedPair(t)
 	b.crash()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	var leaseEnd, heartbeatEnd time.Time
-	err = conn.QueryRow(ctx, `UPDATE hourglass_nodes
+	err := conn.QueryRow(ctx, `UPDATE hourglass_nodes
 		SET alive_until = (SELECT max(lease_until) FROM hourglass_partitions WHERE owner = 'b') + interval '600 milliseconds'
 		WHERE name = 'b'
 		RETURNING alive_until - interval '600 milliseconds', alive_until`).Scan(&leaseEnd, &heartbeatEnd)
@@ -56,17 +43,11 @@ func TestTakeover_HeartbeatOutlivesLeases(t *testing.T) {
 	if !leaseEnd.After(now) {
 		t.Fatalf("b's leases ran out before its heartbeat could be moved (%v ago)", now.Sub(leaseEnd))
 	}
-	var taken time.Time
-	eventually(t, 3*lease, "b's partitions taken", func() bool {
-		var held int
-		err := conn.QueryRow(ctx, `SELECT count(*), clock_timestamp() FROM hourglass_partitions
-			WHERE owner = 'a' AND lease_until > clock_timestamp()`).Scan(&held, &taken)
-		return err == nil && held == total
-	})
+	taken := takenByA(t, conn, a.Partitions())
 	after := taken.Sub(heartbeatEnd)
 	t.Logf("b's partitions taken %v after its heartbeat ran out (%v after its leases)", after, taken.Sub(leaseEnd))
 	if after > 500*time.Millisecond {
-		t.Errorf("b's partitions taken %v after its heartbeat ran out, want within 500 ms (a round is every %v)", after, lease/3)
+		t.Errorf("b's partitions taken %v after its heartbeat ran out, want within 500 ms (a round is every %v)", after, takeoverLease/3)
 	}
 }
 
@@ -79,16 +60,7 @@ func TestTakeover_HeartbeatOutlivesLeases(t *testing.T) {
 // live until its heartbeat ran out, took its partitions a third of a
 // lease late (here 1.5 s; the margin allowed is 700 ms).
 func TestTakeover_KilledAfterHeartbeat(t *testing.T) {
-	url := server(t).CreateDatabase(t)
-	const lease = 4500 * time.Millisecond
-	withLease := func(o *cluster.Options) { o.Lease = lease }
-	a := startNode(t, url, "a", withLease)
-	b := startNode(t, url, "b", withLease)
-	total := a.Partitions()
-	eventually(t, 4*lease, "balanced", func() bool {
-		o := owners(t, url)
-		return o["a"] > 0 && o["b"] > 0 && o["a"]+o["b"] == total
-	})
+	url, a, b := balancedPair(t)
 	var armed atomic.Bool
 	armed.Store(true)
 	beaten := make(chan struct{})
@@ -102,30 +74,20 @@ func TestTakeover_KilledAfterHeartbeat(t *testing.T) {
 	})
 	<-beaten
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	var leaseEnd, heartbeatEnd time.Time
-	err = conn.QueryRow(ctx, `SELECT (SELECT max(lease_until) FROM hourglass_partitions WHERE owner = 'b'),
+	err := conn.QueryRow(ctx, `SELECT (SELECT max(lease_until) FROM hourglass_partitions WHERE owner = 'b'),
 		(SELECT alive_until FROM hourglass_nodes WHERE name = 'b')`).Scan(&leaseEnd, &heartbeatEnd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var taken time.Time
-	eventually(t, 3*lease, "b's partitions taken", func() bool {
-		var held int
-		err := conn.QueryRow(ctx, `SELECT count(*), clock_timestamp() FROM hourglass_partitions
-			WHERE owner = 'a' AND lease_until > clock_timestamp()`).Scan(&held, &taken)
-		return err == nil && held == total
-	})
+	taken := takenByA(t, conn, a.Partitions())
 	after := taken.Sub(leaseEnd)
 	t.Logf("b's partitions taken %v after its leases ran out (its heartbeat ran out %v after them)",
 		after, heartbeatEnd.Sub(leaseEnd))
 	if after > 700*time.Millisecond {
 		t.Errorf("b's partitions taken %v after its leases ran out, %v after its last renewal; want within 700 ms of the leases' end",
-			after, taken.Sub(leaseEnd.Add(-lease)))
+			after, taken.Sub(leaseEnd.Add(-takeoverLease)))
 	}
 }
 
@@ -137,25 +99,12 @@ func TestTakeover_KilledAfterHeartbeat(t *testing.T) {
 // wake was computed at the round's end from the leases still running
 // then, which no longer included those.
 func TestTakeover_LeaseEndsDuringRound(t *testing.T) {
-	url := server(t).CreateDatabase(t)
-	const lease = 4500 * time.Millisecond
-	withLease := func(o *cluster.Options) { o.Lease = lease }
-	a := startNode(t, url, "a", withLease)
-	b := startNode(t, url, "b", withLease)
-	total := a.Partitions()
-	eventually(t, 4*lease, "balanced", func() bool {
-		o := owners(t, url)
-		return o["a"] > 0 && o["b"] > 0 && o["a"]+o["b"] == total
-	})
+	url, a, b := balancedPair(t)
 	b.crash()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	var leaseEnd time.Time
-	err = conn.QueryRow(ctx, `SELECT max(lease_until) FROM hourglass_partitions WHERE owner = 'b'`).Scan(&leaseEnd)
+	err := conn.QueryRow(ctx, `SELECT max(lease_until) FROM hourglass_partitions WHERE owner = 'b'`).Scan(&leaseEnd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,20 +112,14 @@ func TestTakeover_LeaseEndsDuringRound(t *testing.T) {
 	var held atomic.Bool
 	a.hooks.Rounding(func(ctx context.Context) {
 		// The last round of a to begin before b's leases run out.
-		if until := time.Until(leaseEnd); until > 0 && until < lease/3 && held.CompareAndSwap(false, true) {
+		if until := time.Until(leaseEnd); until > 0 && until < takeoverLease/3 && held.CompareAndSwap(false, true) {
 			select {
 			case <-time.After(until + hold):
 			case <-ctx.Done():
 			}
 		}
 	})
-	var taken time.Time
-	eventually(t, 3*lease, "b's partitions taken", func() bool {
-		var n int
-		err := conn.QueryRow(ctx, `SELECT count(*), clock_timestamp() FROM hourglass_partitions
-			WHERE owner = 'a' AND lease_until > clock_timestamp()`).Scan(&n, &taken)
-		return err == nil && n == total
-	})
+	taken := takenByA(t, conn, a.Partitions())
 	if !held.Load() {
 		t.Fatal("no round of a was held up across the end of b's leases")
 	}
@@ -184,6 +127,53 @@ func TestTakeover_LeaseEndsDuringRound(t *testing.T) {
 	t.Logf("b's partitions taken %v after its leases ran out (a's round held up until %v after)", after, hold)
 	if after > hold+500*time.Millisecond {
 		t.Errorf("b's partitions taken %v after its leases ran out, want within %v (a round is every %v)",
-			after, hold+500*time.Millisecond, lease/3)
+			after, hold+500*time.Millisecond, takeoverLease/3)
 	}
+}
+
+// takeoverLease is the lease of the takeover tests' nodes: a round every
+// 1.5 s.
+const takeoverLease = 4500 * time.Millisecond
+
+// balancedPair starts nodes a and b on a database of their own with
+// takeoverLease, and returns once each holds a share of the partitions.
+func balancedPair(t *testing.T) (url string, a, b *testNode) {
+	t.Helper()
+	url = server(t).CreateDatabase(t)
+	withLease := func(o *cluster.Options) { o.Lease = takeoverLease }
+	a = startNode(t, url, "a", withLease)
+	b = startNode(t, url, "b", withLease)
+	total := a.Partitions()
+	eventually(t, 4*takeoverLease, "balanced", func() bool {
+		o := owners(t, url)
+		return o["a"] > 0 && o["b"] > 0 && o["a"]+o["b"] == total
+	})
+	return url, a, b
+}
+
+// connect opens a connection of the test's own to url, closed at its end.
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	return conn
+}
+
+// takenByA waits, up to three leases, until a holds all total partitions
+// under a live lease, and returns when that was first seen, on the
+// database's clock (polled every 10 ms).
+func takenByA(t *testing.T, conn *pgx.Conn, total int) time.Time {
+	t.Helper()
+	var taken time.Time
+	eventually(t, 3*takeoverLease, "b's partitions taken", func() bool {
+		var n int
+		err := conn.QueryRow(context.Background(), `SELECT count(*), clock_timestamp() FROM hourglass_partitions
+			WHERE owner = 'a' AND lease_until > clock_timestamp()`).Scan(&n, &taken)
+		return err == nil && n == total
+	})
+	return taken
 }
