@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/hourglass-go/hourglass/internal/pgtest"
 )
 
@@ -16,15 +18,7 @@ import (
 // vacuumed, indexes and all, each second that 1,000 of its tuples died.
 func TestVacuum_ThresholdScalesWithLiveTuples(t *testing.T) {
 	ctx := context.Background()
-	raw := pgtest.Pool(t, pgtest.Start(t).CreateDatabase(t), 2, ConfigurePool)
-	if _, _, err := Migrate(ctx, raw); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.Exec(ctx, `INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due,
-			created, ttr, attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload)
-		SELECT i, 0, 'q', i::text, 3, 0, 0, 0, 0, 0, 0, '', 0, 0, 0, 0, 0, ''::bytea FROM generate_series(1, 4000) AS i`); err != nil {
-		t.Fatal(err)
-	}
+	raw := deadTasks(t, 4000, 0)
 	if _, err := raw.Exec(ctx, `DELETE FROM hourglass_tasks WHERE job_id <= 1500`); err != nil {
 		t.Fatal(err)
 	}
@@ -72,4 +66,23 @@ func TestVacuum_ThresholdScalesWithLiveTuples(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// deadTasks returns a pool on a migrated database of its own whose
+// hourglass_tasks holds n dead tasks (job ids 1 to n) with payloads of
+// size bytes.
+func deadTasks(t *testing.T, n, size int) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	raw := pgtest.Pool(t, pgtest.Start(t).CreateDatabase(t), 2, ConfigurePool)
+	if _, _, err := Migrate(ctx, raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(ctx, `INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due,
+			created, ttr, attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload)
+		SELECT i, 0, 'q', i::text, 3, 0, 0, 0, 0, 0, 0, '', 0, 0, 0, 0, 0, convert_to(repeat('x', $2), 'UTF8')
+		FROM generate_series(1, $1::int) AS i`, n, size); err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

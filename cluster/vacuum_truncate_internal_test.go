@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/hourglass-go/hourglass/internal/pgtest"
 )
 
 // TestVacuum_KeepsEmptyTail: the node's vacuum of a drained table leaves
@@ -14,16 +12,7 @@ import (
 // for; it still removes the dead tuples.
 func TestVacuum_KeepsEmptyTail(t *testing.T) {
 	ctx := context.Background()
-	raw := pgtest.Pool(t, pgtest.Start(t).CreateDatabase(t), 2, ConfigurePool)
-	if _, _, err := Migrate(ctx, raw); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.Exec(ctx, `INSERT INTO hourglass_tasks (job_id, partition, queue, id, state, priority, due,
-			created, ttr, attempts, max_attempts, lease, lease_until, timeouts, releases, buries, kicks, payload)
-		SELECT i, 0, 'q', i::text, 3, 0, 0, 0, 0, 0, 0, '', 0, 0, 0, 0, 0, convert_to(repeat('x', 200), 'UTF8')
-		FROM generate_series(1, 4000) AS i`); err != nil {
-		t.Fatal(err)
-	}
+	raw := deadTasks(t, 4000, 200)
 	if _, err := raw.Exec(ctx, `DELETE FROM hourglass_tasks`); err != nil {
 		t.Fatal(err)
 	}
