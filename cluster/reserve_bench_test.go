@@ -21,25 +21,7 @@ func BenchmarkNode_Reserve(b *testing.B) {
 			n := startNode(b, srv.CreateDatabase(b), "a")
 			ctx := context.Background()
 			const backlog = 20_000
-			put := 0
-			fill := func() {
-				for k := 0; k < backlog; k += task.MaxBatch {
-					reqs := make([]task.PutRequest, task.MaxBatch)
-					for i := range reqs {
-						put++
-						reqs[i].ID = fmt.Sprint(put)
-						reqs[i].Priority = uint32(put % 3)
-						if keys > 0 {
-							reqs[i].Key = fmt.Sprint("k", put%keys)
-						}
-					}
-					for _, r := range n.PutBatch(ctx, "q", reqs) {
-						if r.Err != nil {
-							b.Fatal(r.Err)
-						}
-					}
-				}
-			}
+			fill := backlogFiller(b, n, backlog, keys)
 			fill()
 			left := backlog
 			b.ResetTimer()
@@ -57,5 +39,31 @@ func BenchmarkNode_Reserve(b *testing.B) {
 				left--
 			}
 		})
+	}
+}
+
+// backlogFiller returns a function that puts backlog more ready tasks
+// into the queue "q" of n, by batches of task.MaxBatch, with ids counting
+// on from the last call's, priorities 0 to 2 in turn and, with keys > 0,
+// keys k0 to k(keys-1) in turn (else none).
+func backlogFiller(b *testing.B, n *testNode, backlog, keys int) func() {
+	put := 0
+	return func() {
+		for k := 0; k < backlog; k += task.MaxBatch {
+			reqs := make([]task.PutRequest, task.MaxBatch)
+			for i := range reqs {
+				put++
+				reqs[i].ID = fmt.Sprint(put)
+				reqs[i].Priority = uint32(put % 3)
+				if keys > 0 {
+					reqs[i].Key = fmt.Sprint("k", put%keys)
+				}
+			}
+			for _, r := range n.PutBatch(context.Background(), "q", reqs) {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+		}
 	}
 }

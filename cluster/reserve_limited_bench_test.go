@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -32,24 +31,8 @@ func BenchmarkNode_ReserveLimited(b *testing.B) {
 			if _, err := s.SetPolicy(ctx, "q", c.policy); err != nil {
 				b.Fatal(err)
 			}
-			const backlog, keys = 20_000, 100
-			put := 0
-			fill := func() {
-				for k := 0; k < backlog; k += task.MaxBatch {
-					reqs := make([]task.PutRequest, task.MaxBatch)
-					for i := range reqs {
-						put++
-						reqs[i].ID = fmt.Sprint(put)
-						reqs[i].Priority = uint32(put % 3)
-						reqs[i].Key = fmt.Sprint("k", put%keys)
-					}
-					for _, r := range n.PutBatch(ctx, "q", reqs) {
-						if r.Err != nil {
-							b.Fatal(r.Err)
-						}
-					}
-				}
-			}
+			const backlog = 20_000
+			fill := backlogFiller(b, n, backlog, 100)
 			fill()
 			left := backlog
 			b.ResetTimer()
