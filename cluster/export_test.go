@@ -27,6 +27,9 @@ func (h *hooks) Skew(d time.Duration) { h.skew.Store(int64(d)) }
 func (h *hooks) Pause()  { h.paused.Store(true) }
 func (h *hooks) Resume() { h.paused.Store(false) }
 
+// EmptyFor makes an empty look of a queue stand for d (emptyFor).
+func (h *hooks) EmptyFor(d time.Duration) { h.emptyFor.Store(int64(d)) }
+
 // Handing makes the flush call f after committing tasks it reserved for
 // waiting reservers and before handing them over.
 func (h *hooks) Handing(f func()) { h.handing.Store(&f) }

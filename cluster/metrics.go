@@ -50,6 +50,7 @@ type metrics struct {
 	flushSeconds, flushTimers prometheus.Histogram
 	handed, givenBack         prometheus.Counter
 	early                     prometheus.Counter
+	looksSkipped              prometheus.Counter
 	// Leasing calls whose answer was lost (giveback.go): the calls, the
 	// tasks given back, the calls left to their leases' expiry.
 	lostCalls, lostGivenBack, lostLeft prometheus.Counter
@@ -84,6 +85,7 @@ func newMetrics(n *Node) *metrics {
 		keeps:        counter("hourglass_cluster_lease_keeps_total", "Renewals of the heartbeat and leases made during a lease round that ran past a third of a lease (a slow database)."),
 		handed:       counter("hourglass_cluster_flush_handed_total", "Tasks a flush reserved for, and handed to, this node's waiting reservers."),
 		early:        counter("hourglass_cluster_flush_early_total", "Timers a flush found not yet due by the database's clock (this node's estimate of it ahead, or a lease renewed since), armed again for the rest."),
+		looksSkipped: counter("hourglass_cluster_reserve_looks_skipped_total", "Reserves that waited without a statement: a look of their queue had just found it empty, and no task was made ready in it since."),
 		givenBack:    counter("hourglass_cluster_flush_given_back_total", "Tasks a flush reserved for waiting reservers that had left, made ready again."),
 		flushSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hourglass_cluster_flush_seconds",
@@ -131,7 +133,7 @@ func newMetrics(n *Node) *metrics {
 	m.lostLeft = counter("hourglass_cluster_lost_reserves_left_total", "Reserves whose answer was lost that were not given back (over the bound of pending ones, or the node closed): their leases run out.")
 	m.Metrics = service.NewMetrics(n.queueCounts,
 		m.owned, m.listening, m.acquired, m.takeovers, m.lost, m.tickFailures, m.keeps, m.flushSeconds, m.flushTimers,
-		m.handed, m.givenBack, m.early, m.lostCalls, m.lostGivenBack, m.lostLeft, m.hopFired, m.hopFlushing, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
+		m.handed, m.givenBack, m.early, m.looksSkipped, m.lostCalls, m.lostGivenBack, m.lostLeft, m.hopFired, m.hopFlushing, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
 	m.schedules = m.Schedules
 	return m
 }

@@ -92,6 +92,8 @@ type hooks struct {
 	// beating, if set, runs in a lease round right after its heartbeat
 	// and renewal (one statement) returned: a process killed there.
 	beating atomic.Pointer[func()]
+	// emptyFor, if not zero, stands for emptyFor (wait.go).
+	emptyFor atomic.Int64
 }
 
 // ErrNameInUse is returned by [Open] when a live node already runs under

@@ -14,7 +14,40 @@ import (
 type queueWait struct {
 	name string
 	service.WaitList[handed]
+	// gen counts the signals that tasks may have become ready in the
+	// queue (Wake, WakeAll), whether they woke a waiter or not.
+	gen uint64
+	// emptyAt is gen as it was at the start of the last look of this
+	// queue alone that found nothing, needed no look again (no pause, no
+	// limit) and saw no signal before its end, until emptyUntil: see
+	// poller.Look. emptyUntil is zero when there is none.
+	emptyAt    uint64
+	emptyUntil time.Time
 }
+
+// Wake is WaitList.Wake, counted in gen.
+func (q *queueWait) Wake(k int) int {
+	q.gen++
+	return q.WaitList.Wake(k)
+}
+
+// WakeAll is WaitList.WakeAll, counted in gen.
+func (q *queueWait) WakeAll() {
+	q.gen++
+	q.WaitList.WakeAll()
+}
+
+// knownEmpty reports whether a look of q alone at now would find what
+// the last empty one found, nothing: no signal came since it began, and
+// it is less than emptyFor old. n.mu is held. O(1).
+func (q *queueWait) knownEmpty(now time.Time) bool {
+	return !q.emptyUntil.IsZero() && q.gen == q.emptyAt && now.Before(q.emptyUntil)
+}
+
+// emptyFor is how long a look that found a queue empty stands for the
+// looks of the reservers that come after it, when no signal came
+// between (poller.Look).
+const emptyFor = 100 * time.Millisecond
 
 // handed is a row a flush reserved for a waiting reserver, with the
 // database's clock when it did (the reservation's time).
