@@ -143,3 +143,9 @@ func (n *Node) Occur(ctx context.Context, name string, at time.Time) (skipped bo
 	r := rows[0]
 	return n.occur(ctx, &schedrun.Schedule{Spec: r.spec, Version: r.created, Tag: n.schedulePartition(name)}, at)
 }
+
+// TimerArmed reports whether the node's wheel holds a timer for job.
+func (n *Node) TimerArmed(job uint64) bool {
+	_, ok := n.timers.wheel.Deadline(job)
+	return ok
+}

@@ -282,25 +282,28 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 	defer cancel()
 	rows, err := n.db.Query(ctx, sqlAck, queues, ids, leases, n.keep(), n.name, outcomes, statuses)
 	// ords: the places of the calls whose task was deleted, as the
-	// statement names them (1-based).
-	var ords []int64
+	// statement names them (1-based); jobs: their jobs.
+	var ords, jobs []int64
 	if err == nil {
-		ords = make([]int64, 0, len(calls))
-		var ord int64
+		ords, jobs = make([]int64, 0, len(calls)), make([]int64, 0, len(calls))
+		var ord, job int64
 		for rows.Next() {
-			if err = rows.Scan(&ord); err != nil {
+			if err = rows.Scan(&ord, &job); err != nil {
 				break
 			}
 			if ord < 1 || ord > int64(len(calls)) {
 				err = fmt.Errorf("hourglass: ack: the database named task %d of %d", ord, len(calls))
 				break
 			}
-			ords = append(ords, ord)
+			ords, jobs = append(ords, ord), append(jobs, job)
 		}
 		rows.Close()
 		if err == nil {
 			err = rows.Err()
 		}
+	}
+	if err == nil {
+		n.timers.disarm(jobs)
 	}
 	switch {
 	case err != nil:
@@ -334,8 +337,9 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 }
 
 // sqlAck deletes the tasks named by ($1[i], $2[i]) that are reserved
-// under the lease $3[i], and returns the i (1-based) of each: a number
-// to read, where the task's names were four strings to allocate. With
+// under the lease $3[i], and returns the i (1-based) of each, and its
+// job (whose lease's timer is then disarmed): numbers to read, where the
+// task's names were four strings to allocate. With
 // $4 (keep the history) it records the task as acked and, in the same
 // row (migration 018), its attempt as ended by node $5 with the outcome
 // $6[i] (acked, or a push's) and status $7[i], in the same statement (history.go): one insert more, no round trip. An
@@ -360,7 +364,7 @@ const sqlAck = `WITH acked AS (
 		FROM acked, now ORDER BY ord),
 	` + sqlDedupeHead + `SELECT job_id, queue, id, '` + task.FinishedAcked + `', hourglass_now(), attempts, last_error FROM acked
 		WHERE EXISTS (SELECT 1 FROM hourglass_queues w WHERE w.queue = ANY($1::text[]) AND w.dedupe > 0)` + sqlDedupeTail + `
-	SELECT ord FROM acked`
+	SELECT ord, job_id FROM acked`
 
 // sqlReservedByKey is the condition that the task t is reserved, for a
 // statement that finds t by its unique (queue, id): state + 0 = 2, which

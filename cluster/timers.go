@@ -164,6 +164,18 @@ func (t *timers) armAt(job uint64, at int64) {
 	t.wheel.Set(job, d)
 }
 
+// disarm drops the timers of jobs whose tasks were deleted (acked) that
+// this node's wheel holds: the timer of a lease ended by its ack would
+// otherwise stay armed for the rest of the lease's TTR (up to
+// 1.5 Windows, see announceLease) and then fire into a flush that finds
+// no task. A timer of a partition another node owns stays there, and
+// fires into its flush for nothing. O(len(jobs)).
+func (t *timers) disarm(jobs []int64) {
+	for _, j := range jobs {
+		t.wheel.Remove(uint64(j))
+	}
+}
+
 // retry arms jobs again a moment from now: a flush or a settlement that
 // failed puts them back for the next round (the sweep is the backstop).
 func (t *timers) retry(jobs []uint64) {
