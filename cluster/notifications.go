@@ -189,6 +189,10 @@ func (nt *notifications) timerLater(p int, job uint64, at, now int64) {
 // readyIn announces k tasks made ready in queue to the other nodes.
 func (nt *notifications) readyIn(queue string, k int) { nt.notifier.readyIn(queue, k) }
 
+// cancelLater drops the announcements of jobs' lease timers not sent yet
+// (notifier.cancelLater).
+func (nt *notifications) cancelLater(jobs []int64) { nt.notifier.cancelLater(jobs) }
+
 // lookAgain has every other node's reservers on queue look again.
 func (nt *notifications) lookAgain(queue string) { nt.notifier.readyIn(queue, lookAgain) }
 

@@ -44,10 +44,12 @@ type notifier struct {
 	sent atomic.Int64
 
 	mu sync.Mutex
-	// later: partition channel → lines "JOB FIRE_AT" of timers far
-	// enough ahead to wait for the next batch, sent with it or linger
-	// after the first of them was queued. Guarded by mu.
-	later map[string][]string
+	// later: partition channel → timers far enough ahead to wait for
+	// the next batch, sent with it or linger after the first of them was
+	// queued, unless their job was dropped from laterJobs meanwhile
+	// (cancelLater). Guarded by mu.
+	later     map[string][]lazyTimer
+	laterJobs map[uint64]struct{}
 	// timers: partition channel → lines "JOB FIRE_AT"; ready: queue →
 	// tasks made ready (sent on chanReady as "K QUEUE NODE"), or
 	// lookAgain ("all QUEUE NODE"); other: anything else. Guarded by mu.
@@ -85,7 +87,7 @@ func newNotifier(db *pool, name string, log *slog.Logger, hop prometheus.Observe
 func newNotifierLinger(db *pool, name string, log *slog.Logger, hop prometheus.Observer, linger time.Duration) *notifier {
 	nt := &notifier{
 		db: db, name: name, log: log, kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{}),
-		linger: linger, lazy: make(chan struct{}, 1), later: make(map[string][]string),
+		linger: linger, lazy: make(chan struct{}, 1), later: make(map[string][]lazyTimer), laterJobs: make(map[uint64]struct{}),
 		timers: make(map[string][]string), ready: make(map[string]int), readySince: make(map[string]time.Time), hop: hop,
 	}
 	go nt.run()
@@ -113,13 +115,36 @@ func (nt *notifier) timerLater(p int, job uint64, at, now int64) {
 	ch := partitionChannel(p)
 	nt.mu.Lock()
 	first := len(nt.later) == 0
-	nt.later[ch] = append(nt.later[ch], strconv.FormatUint(job, 10)+" "+strconv.FormatInt(at, 10))
+	nt.later[ch] = append(nt.later[ch], lazyTimer{job, at})
+	nt.laterJobs[job] = struct{}{}
 	nt.mu.Unlock()
 	if first {
 		select {
 		case nt.lazy <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// lazyTimer is a timer queued by timerLater: its job and when it fires
+// (database ns).
+type lazyTimer struct {
+	job uint64
+	at  int64
+}
+
+// cancelLater drops the announcements of jobs' timers still waiting in
+// later: their tasks are gone (acked), so their owner would arm timers
+// that fire into a flush for nothing. One announced already stays
+// announced. O(len(jobs)).
+func (nt *notifier) cancelLater(jobs []int64) {
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	if len(nt.laterJobs) == 0 {
+		return
+	}
+	for _, j := range jobs {
+		delete(nt.laterJobs, uint64(j))
 	}
 }
 
@@ -201,10 +226,14 @@ func (nt *notifier) flush(lingered bool) {
 	}
 	nt.timers, nt.ready, nt.other = make(map[string][]string), make(map[string]int), nil
 	if len(later) > 0 {
-		nt.later = make(map[string][]string)
-		for ch, lines := range later {
-			timers[ch] = append(timers[ch], lines...)
+		for ch, lts := range later {
+			for _, lt := range lts {
+				if _, ok := nt.laterJobs[lt.job]; ok {
+					timers[ch] = append(timers[ch], strconv.FormatUint(lt.job, 10)+" "+strconv.FormatInt(lt.at, 10))
+				}
+			}
 		}
+		nt.later, nt.laterJobs = make(map[string][]lazyTimer), make(map[uint64]struct{})
 	}
 	if len(since) > 0 {
 		nt.readySince = make(map[string]time.Time)
@@ -228,6 +257,9 @@ func (nt *notifier) flush(lingered bool) {
 	}
 	for _, m := range other {
 		chans, payloads = append(chans, m[0]), append(payloads, m[1])
+	}
+	if len(chans) == 0 {
+		return // the timers lingering were all cancelled (cancelLater)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -76,3 +76,67 @@ func TestNotifier_TimersLater(t *testing.T) {
 		t.Errorf("lines %v, want the timer due sooner at once", lines)
 	}
 }
+
+// TestNotifier_CancelLater: the lease timers of tasks acked while their
+// announcement lingers are never sent (cancelLater), the others are; a
+// batch whose every timer was cancelled sends no statement.
+func TestNotifier_CancelLater(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Start(t).CreateDatabase(t)
+	db := &pool{raw: pgtest.Pool(t, url, 4, ConfigurePool), timeout: 10 * time.Second}
+	listen, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listen.Close(ctx)
+	for _, ch := range []string{partitionChannel(1), partitionChannel(2)} {
+		if _, err := listen.Exec(ctx, "LISTEN "+ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	now := int64(1e18)
+	at := strconv.FormatInt(now+int64(lazyAhead), 10)
+
+	nt := newNotifierLinger(db, "a", log, nil, time.Hour)
+	for job := range uint64(5) {
+		nt.timerLater(1+int(job%2), 10+job, now+int64(lazyAhead), now)
+	}
+	nt.cancelLater([]int64{11, 13, 99})
+	nt.close()
+	if got := nt.sent.Load(); got != 1 {
+		t.Errorf("%d statements sent, want 1 for the three timers left", got)
+	}
+	// Every notification was sent by close; those on the connection are
+	// read until none comes for half a second.
+	var lines []string
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		note, err := listen.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		lines = append(lines, strings.Split(note.Payload, "\n")...)
+	}
+	got := map[string]bool{}
+	for _, l := range lines {
+		got[l] = true
+	}
+	for _, job := range []string{"10", "12", "14"} {
+		if !got[job+" "+at] {
+			t.Errorf("lines %v: no timer of job %s", lines, job)
+		}
+	}
+	if len(lines) != 3 {
+		t.Errorf("lines %v, want the timers of jobs 10, 12 and 14 only", lines)
+	}
+
+	nt = newNotifierLinger(db, "a", log, nil, time.Hour)
+	nt.timerLater(1, 20, now+int64(lazyAhead), now)
+	nt.cancelLater([]int64{20})
+	nt.close()
+	if got := nt.sent.Load(); got != 0 {
+		t.Errorf("%d statements sent for a batch of timers all cancelled, want none", got)
+	}
+}

@@ -304,6 +304,7 @@ func (n *Node) runAcks(calls []*call[ackReq]) {
 	}
 	if err == nil {
 		n.timers.disarm(jobs)
+		n.notifications.cancelLater(jobs)
 	}
 	switch {
 	case err != nil:
