@@ -14,11 +14,10 @@ import (
 	"github.com/hourglass-go/hourglass/internal/pgtest"
 )
 
-// TestNotifier_TimersLater: timers a second or more ahead, announced over
-// a while, share one statement, sent once their linger is over (here at
-// close, the linger being long), and arrive whole; with a short linger
-// they go by themselves; a timer due sooner goes at once.
-func TestNotifier_TimersLater(t *testing.T) {
+// listenTo returns a pool on a new database and a connection of its
+// own that listens to channels there, closed when t ends.
+func listenTo(t *testing.T, channels ...string) (*pool, *pgx.Conn) {
+	t.Helper()
 	ctx := context.Background()
 	url := pgtest.Start(t).CreateDatabase(t)
 	db := &pool{raw: pgtest.Pool(t, url, 4, ConfigurePool), timeout: 10 * time.Second}
@@ -26,12 +25,22 @@ func TestNotifier_TimersLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer listen.Close(ctx)
-	for _, ch := range []string{partitionChannel(1), partitionChannel(2)} {
+	t.Cleanup(func() { listen.Close(context.Background()) })
+	for _, ch := range channels {
 		if _, err := listen.Exec(ctx, "LISTEN "+ch); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return db, listen
+}
+
+// TestNotifier_TimersLater: timers a second or more ahead, announced over
+// a while, share one statement, sent once their linger is over (here at
+// close, the linger being long), and arrive whole; with a short linger
+// they go by themselves; a timer due sooner goes at once.
+func TestNotifier_TimersLater(t *testing.T) {
+	ctx := context.Background()
+	db, listen := listenTo(t, partitionChannel(1), partitionChannel(2))
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	// receive returns the lines of the notifications until it has n.
@@ -82,18 +91,7 @@ func TestNotifier_TimersLater(t *testing.T) {
 // batch whose every timer was cancelled sends no statement.
 func TestNotifier_CancelLater(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.Start(t).CreateDatabase(t)
-	db := &pool{raw: pgtest.Pool(t, url, 4, ConfigurePool), timeout: 10 * time.Second}
-	listen, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer listen.Close(ctx)
-	for _, ch := range []string{partitionChannel(1), partitionChannel(2)} {
-		if _, err := listen.Exec(ctx, "LISTEN "+ch); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, listen := listenTo(t, partitionChannel(1), partitionChannel(2))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	now := int64(1e18)
 	at := strconv.FormatInt(now+int64(lazyAhead), 10)
