@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/hourglass-go/hourglass/cluster"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -21,9 +18,8 @@ import (
 // time an empty look stands for, not at the end of the wait.
 func TestReserve_EmptyLookStands(t *testing.T) {
 	ctx := context.Background()
-	reg := prometheus.NewRegistry()
 	db := server(t).CreateDatabase(t)
-	a := startNode(t, db, "a", func(o *cluster.Options) { o.Registerer = reg })
+	a, reg := startMetered(t, db, "a")
 	b := startNode(t, db, "b")
 	skipped := func() int { return int(counter(t, reg, "hourglass_cluster_reserve_looks_skipped_total")) }
 	// Long enough to hold on a loaded machine between the steps below.

@@ -101,8 +101,7 @@ func TestReserve_LostAnswerGivesBack(t *testing.T) {
 // with an error rolled its statement back: nothing was leased, and the
 // node gives nothing back (no lost call counted).
 func TestReserve_RolledBackNoGiveBack(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
+	n, reg := startMetered(t, server(t).CreateDatabase(t), "a")
 	ctx := context.Background()
 	if _, _, err := svc(n).Put(ctx, "q", task.PutRequest{TTR: lostTTR}); err != nil {
 		t.Fatal(err)

@@ -52,8 +52,7 @@ func reserveAsync(ctx context.Context, n *testNode, queue string, max int, wait 
 // ready for the next reserve.
 func TestFlush_HandsOver(t *testing.T) {
 	ctx := context.Background()
-	reg := prometheus.NewRegistry()
-	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
+	n, reg := startMetered(t, server(t).CreateDatabase(t), "a")
 	got := reserveAsync(ctx, n, "q", 2, 10*time.Second)
 	eventually(t, 5*time.Second, "the reserver waiting", func() bool { return n.Waiting("q") == 1 })
 	// One put of three tasks due together, a second ahead: none is ready
@@ -114,8 +113,7 @@ func TestFlush_HandsOver(t *testing.T) {
 // undone, and the next reserve gets them as if never reserved.
 func TestFlush_GivesBack(t *testing.T) {
 	ctx := context.Background()
-	reg := prometheus.NewRegistry()
-	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
+	n, reg := startMetered(t, server(t).CreateDatabase(t), "a")
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	got := reserveAsync(wctx, n, "q", 1, 5*time.Second)
@@ -159,8 +157,7 @@ func TestFlush_GivesBack(t *testing.T) {
 // never a task whose lease ran out with its attempts used up (it dies).
 func TestFlush_HandsOverNotPausedNotDead(t *testing.T) {
 	ctx := context.Background()
-	reg := prometheus.NewRegistry()
-	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
+	n, reg := startMetered(t, server(t).CreateDatabase(t), "a")
 
 	// Paused: the task falls due 200 ms in, the pause ends at 3 s (from
 	// the pause, so measured from before it): long enough that the flush

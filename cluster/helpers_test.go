@@ -11,6 +11,7 @@ import (
 	"github.com/hourglass-go/hourglass/internal/pgtest"
 	"github.com/hourglass-go/hourglass/service"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 var _ service.Engine = (*cluster.Node)(nil)
@@ -98,4 +99,12 @@ func migratedTo(t *testing.T, version int) (string, *pgxpool.Pool) {
 		}
 	}
 	return url, pool
+}
+
+// startMetered is startNode with the node's metrics registered on a
+// registry of their own, returned for the test to read.
+func startMetered(t testing.TB, url, name string, opts ...func(*cluster.Options)) (*testNode, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	return startNode(t, url, name, append([]func(*cluster.Options){func(o *cluster.Options) { o.Registerer = reg }}, opts...)...), reg
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hourglass-go/hourglass/cluster"
 	"github.com/hourglass-go/hourglass/task"
 )
 
@@ -18,8 +17,7 @@ import (
 // names.
 func TestPolicy_Metrics(t *testing.T) {
 	ctx := context.Background()
-	reg := prometheus.NewRegistry()
-	n := startNode(t, server(t).CreateDatabase(t), "a", func(o *cluster.Options) { o.Registerer = reg })
+	n, reg := startMetered(t, server(t).CreateDatabase(t), "a")
 	for q, p := range map[string]task.Policy{
 		"q": {DeadLetter: "dlq", Concurrency: 1, Retry: &task.Retry{}},
 		"r": {Rate: &task.Rate{Limit: 1, Per: time.Hour}},
