@@ -20,26 +20,49 @@ import (
 
 // sqlFindWindow finds the window of queue $1 that a page of FindTasks
 // reads: the first $4 tasks after the cursor ($2, $3) in due order, due
-// before $5, their count and the place of the last. An index-only range
-// of hourglass_tasks_queue_due (migration 015): both bounds are row
-// comparisons, so that the index condition stops the range at $5 rather
-// than a filter reading on to the end of the queue.
+// before $5, their count and the place of the last. The queue's tasks in
+// due order are two index ranges (migration 019), merged: those of
+// hourglass_tasks_queue_due (every task but the reserved ones without a
+// key) and the reserved tasks of the empty key in
+// hourglass_tasks_key_reserved. Both are index-only ranges whose bounds
+// are row comparisons, so that the index condition stops each range at
+// $5 rather than a filter reading on to the end of the queue.
 const sqlFindWindow = `SELECT count(*), coalesce((array_agg(due ORDER BY due DESC, job_id DESC))[1], 0),
 		coalesce((array_agg(job_id ORDER BY due DESC, job_id DESC))[1], 0)
-	FROM (SELECT due, job_id FROM hourglass_tasks
-		WHERE queue = $1 AND (due, job_id) > ($2, $3) AND (due, job_id) < ($5, 0)
-		ORDER BY due, job_id LIMIT $4) w`
+	FROM (SELECT due, job_id FROM (
+		(SELECT due, job_id FROM hourglass_tasks
+			WHERE queue = $1 AND ` + sqlDueIndexed + ` AND (due, job_id) > ($2, $3) AND (due, job_id) < ($5, 0)
+			ORDER BY due, job_id LIMIT $4)
+		UNION ALL
+		(SELECT due, job_id FROM hourglass_tasks
+			WHERE queue = $1 AND task_key = '' AND state = 2 AND (due, job_id) > ($2, $3) AND (due, job_id) < ($5, 0)
+			ORDER BY due, job_id LIMIT $4)
+	) u ORDER BY due, job_id LIMIT $4) w`
+
+// sqlDueIndexed is the predicate of hourglass_tasks_queue_due (migration
+// 019), written as the index's so that the planner knows a statement's
+// rows are in it.
+const sqlDueIndexed = `(state <> 2 OR task_key <> '')`
 
 // sqlFind is the page of FindTasks in the window of queue $1 after
 // ($2, $3) up to ($12, $13) in due order: each filter given (” or 0 when
-// not) in its condition, the state's in %s.
-const sqlFind = `SELECT ` + "%s" + ` FROM hourglass_tasks
-	WHERE queue = $1 AND (due, job_id) > ($2, $3) AND (due, job_id) <= ($12, $13) AND %s
+// not) in its condition, the state's in %s. It reads the window's ranges
+// of the two indexes sqlFindWindow reads, merged.
+const sqlFind = `(SELECT ` + "%[1]s" + ` FROM hourglass_tasks
+	WHERE queue = $1 AND ` + sqlDueIndexed + ` AND (due, job_id) > ($2, $3) AND (due, job_id) <= ($12, $13) AND ` + "%[2]s" + sqlFindFilters + `
+	ORDER BY due, job_id LIMIT $10)
+	UNION ALL
+	(SELECT ` + "%[1]s" + ` FROM hourglass_tasks
+	WHERE queue = $1 AND task_key = '' AND state = 2 AND (due, job_id) > ($2, $3) AND (due, job_id) <= ($12, $13) AND ` + "%[2]s" + sqlFindFilters + `
+	ORDER BY due, job_id LIMIT $10)
+	ORDER BY due, job_id LIMIT $10`
+
+// sqlFindFilters are the conditions of FindTasks's filters in sqlFind.
+const sqlFindFilters = `
 		AND ($4::text = '' OR strpos(last_error, $4) > 0) AND ($5::text = '' OR starts_with(id, $5))
 		AND ($6::bigint = 0 OR due >= $6) AND ($7::bigint = 0 OR due < $7)
 		AND ($8::bigint = 0 OR created >= $8) AND ($9::bigint = 0 OR created < $9)
-		AND ($11::text = '' OR task_key = $11)
-	ORDER BY due, job_id LIMIT $10`
+		AND ($11::text = '' OR task_key = $11)`
 
 // findWindow bounds the rows a page of FindTasks reads, below
 // service.FindScan: in due order a queue's rows are scattered through the
@@ -50,10 +73,11 @@ const findWindow = service.FindScan / 4
 
 // FindTasks returns up to limit tasks of queue that f matches, in due
 // order after after (service.Cursor), without payloads, and the cursor of
-// the next page (zero when there is none). Two statements over the index
-// on (queue, due, job_id): the window of at most findWindow tasks after
-// after (from DueAfter, when it is later), then the matching tasks in it;
-// O(findWindow) rows at most whatever the queue's size.
+// the next page (zero when there is none). Two statements over the
+// indexes that hold a queue's tasks in due order (sqlFindWindow): the
+// window of at most findWindow tasks after after (from DueAfter, when it
+// is later), then the matching tasks in it; O(findWindow) rows at most
+// whatever the queue's size.
 func (n *Node) FindTasks(ctx context.Context, queue string, f service.Filter, after service.Cursor, limit int) ([]task.Task, service.Cursor, error) {
 	if err := n.Err(); err != nil {
 		return nil, service.Cursor{}, err

@@ -10,9 +10,9 @@ import (
 )
 
 // TestFind_PlanAfterAnalyze: FindTasks's two statements, as the generic
-// plans a node runs (plan_cache_mode=force_generic_plan), read the index
-// on (queue, due, job_id) from the cursor with the row comparison as an
-// index condition (the page up to the window's end too), also once the
+// plans a node runs (plan_cache_mode=force_generic_plan), read the two
+// indexes of a queue's tasks in due order from the cursor with the row
+// comparison as an index condition (the page up to the window's end too), also once the
 // table's statistics know it holds many tasks: no scan of the whole
 // table, so a page reads at most service.FindScan entries whatever the
 // queue's size.
@@ -61,17 +61,24 @@ func TestFind_PlanAfterAnalyze(t *testing.T) {
 		if err := rows.Err(); err != nil {
 			t.Fatal(err)
 		}
-		// The window walks the index from the cursor; the page reads
-		// the window's range of it alone (both bounds in the index
-		// condition), at most FindScan rows, whether it then sorts them
+		// The window walks the two indexes of a queue's tasks in due
+		// order (migration 019) from the cursor, merged; the page reads
+		// the window's range of them alone (both bounds in the index
+		// conditions), at most FindScan rows, whether it then sorts them
 		// or not.
 		p := plan.String()
-		cond := "Index Cond: ((queue = $1) AND (ROW(due, job_id) > ROW($2, $3)) AND (ROW(due, job_id) < ROW($5, 0)))"
+		hi := "(ROW(due, job_id) < ROW($5, 0))"
 		if strings.Contains(explain, "find_page") {
-			cond = "Index Cond: ((queue = $1) AND (ROW(due, job_id) > ROW($2, $3)) AND (ROW(due, job_id) <= ROW($12, $13)))"
+			hi = "(ROW(due, job_id) <= ROW($12, $13))"
 		}
-		if strings.Contains(p, "Seq Scan") || !strings.Contains(p, "hourglass_tasks_queue_due") || !strings.Contains(p, cond) {
-			t.Errorf("%s: the generic plan does not read the window of hourglass_tasks_queue_due from the cursor:\n%s", explain, p)
+		conds := map[string]string{
+			"hourglass_tasks_queue_due":    "Index Cond: ((queue = $1) AND (ROW(due, job_id) > ROW($2, $3)) AND " + hi + ")",
+			"hourglass_tasks_key_reserved": "Index Cond: ((queue = $1) AND (task_key = ''::text) AND (ROW(due, job_id) > ROW($2, $3)) AND " + hi + ")",
+		}
+		for index, cond := range conds {
+			if strings.Contains(p, "Seq Scan") || !strings.Contains(p, "Scan using "+index+" ") || !strings.Contains(p, cond) {
+				t.Errorf("%s: the generic plan does not read the window of %s from the cursor:\n%s", explain, index, p)
+			}
 		}
 	}
 }

@@ -371,8 +371,8 @@ const sqlEndBackend = `SELECT count(*) FILTER (WHERE NOT pg_terminate_backend(pi
 // jobs $2, still held under leases of the call token $3 (sqlLease),
 // undoing the reservation (its attempt and try included) as sqlGiveBack
 // does. Each queue's reserved tasks are read through the partial index
-// hourglass_tasks_reserved (queue) WHERE state = 2, one index descent a
-// queue (the lateral subquery, fenced by OFFSET 0: a condition on queue
+// hourglass_tasks_key_reserved (queue, ...) WHERE state = 2 (migrations
+// 014, 019) by its prefix, one index descent a queue (the lateral subquery, fenced by OFFSET 0: a condition on queue
 // OR job_id, or a subquery the planner may flatten, is planned as a walk
 // of every reserved task), and the jobs by primary key: O(tasks reserved
 // in the queues), those in flight, never the ready or delayed ones. It

@@ -369,8 +369,8 @@ const sqlAck = `WITH acked AS (
 
 // sqlReservedByKey is the condition that the task t is reserved, for a
 // statement that finds t by its unique (queue, id): state + 0 = 2, which
-// the partial index hourglass_tasks_key_reserved (queue, task_key) WHERE
-// state = 2 (migration 014)
+// the partial index hourglass_tasks_key_reserved (queue, task_key, due,
+// job_id) WHERE state = 2 (migrations 014, 019)
 // cannot serve, so that the planner takes the unique index. With
 // state = 2 it can take the partial index on statistics that lag a busy
 // queue and walk every reserved task of the queue (and the dead entries

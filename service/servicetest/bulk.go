@@ -3,6 +3,7 @@ package servicetest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -459,5 +460,30 @@ func bulkDueOrder(t *testing.T, b service.Service) {
 	}
 	if seen != n {
 		t.Fatalf("after the retry: %d tasks, want %d", seen, n)
+	}
+
+	// Reserved tasks with a key and without one keep their places among
+	// the others (an engine may keep them apart: package cluster's
+	// migration 019).
+	putTask(t, b, "dk", task.PutRequest{ID: "u-1"})
+	putTask(t, b, "dk", task.PutRequest{ID: "k-1", Key: "a"})
+	putTask(t, b, "dk", task.PutRequest{ID: "u-2", Delay: time.Hour})
+	putTask(t, b, "dk", task.PutRequest{ID: "k-2", Key: "b", Delay: 2 * time.Hour})
+	putTask(t, b, "dk", task.PutRequest{ID: "u-3"})
+	reserved := map[string]bool{}
+	for range 2 {
+		reserved[ReserveOne(t, b, "dk", time.Second).ID] = true
+	}
+	want := map[string]bool{"u-1": true, "k-1": true}
+	if !maps.Equal(reserved, want) {
+		t.Fatalf("reserved %v, want %v", reserved, want)
+	}
+	for _, limit := range []int{1, 2, 100} {
+		if got := strings.Join(find(t, b, "dk", service.Filter{}, limit), " "); got != "u-1 k-1 u-3 u-2 k-2" {
+			t.Fatalf("due order with reserved tasks, pages of %d: %q", limit, got)
+		}
+		if got := strings.Join(find(t, b, "dk", service.Filter{State: task.Reserved}, limit), " "); got != "u-1 k-1" {
+			t.Fatalf("reserved tasks in due order, pages of %d: %q", limit, got)
+		}
 	}
 }
