@@ -92,9 +92,10 @@
 // a second or more away on another owner's partition waits up to 100 ms
 // to share the notifier's next statement (announceLease,
 // notifier.timerLater).
-// When a timer fires, the flusher makes the task ready (or settles its
-// lease) in the database in one statement (sqlFlush in flush.go), which
-// reads the fired tasks by job id. The same statement reserves, among
+// When a timer fires, the flusher makes the task ready in the database in
+// one statement (sqlFlushDue in flushfast.go), which reads the fired
+// tasks by job id; a lease ending it leaves to the whole statement
+// (sqlFlush in flush.go), which settles it. The same statement reserves, among
 // the tasks it makes due, as many as its own node's reservers waiting on
 // their queues take, and hands them over when it returns: a task falling
 // due reaches a waiting reserver of the owner in one round trip. For the

@@ -162,35 +162,46 @@ func (t *timers) connect(c *ownConn) {
 	c.open(t.done)
 }
 
-// warm readies conn for the flush statement before the first timer is
-// flushed there: it runs the statement once with nothing to flush (it
-// fences no partition, so it locks, reads and writes no row), which
-// loads the catalog entries of its tables, their indexes and operators
-// into the server process's caches, then drops that statement and
-// prepares it again. The drop throws away the generic plan the run
-// built: PostgreSQL builds it from the tables' statistics at that
-// moment, and a plan built on a node's start over tables still empty
-// (seq scans of a few pages, a nested loop of the due rows against the
-// table's) makes every flush read whole tables once they are filled,
-// until an autoanalyze makes it plan again. The first
-// flush plans it over the tables as they are, with the caches warm.
+// warm readies conn for the flush statements (sqlFlushDue, sqlFlush)
+// before the first timer is flushed there: it runs each once with
+// nothing to flush (it fences no partition, so it locks, reads and
+// writes no row), which loads the catalog entries of their tables,
+// indexes and operators into the server process's caches, then drops
+// each statement and prepares it again. The drop throws away the
+// generic plan the run built: PostgreSQL builds it from the tables'
+// statistics at that moment, and a plan built on a node's start over
+// tables still empty (seq scans of a few pages, a nested loop of the due
+// rows against the table's) makes every flush read whole tables once
+// they are filled, until an autoanalyze makes it plan again. The first
+// flush plans each over the tables as they are, with the caches warm.
 func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
-	if _, err := conn.Prepare(ctx, sqlFlush, sqlFlush); err != nil {
-		return err
+	none := []any{t.name, []int32{}, []int64{}, []int64{}, []string{}, []int32{}}
+	for _, st := range []struct {
+		sql  string
+		args []any
+	}{
+		{sqlFlushDue, append(none, newLeaseToken())},
+		{sqlFlush, append(none, task.LeaseExpired, t.keep, newLeaseToken())},
+	} {
+		if _, err := conn.Prepare(ctx, st.sql, st.sql); err != nil {
+			return err
+		}
+		rows, err := conn.Query(ctx, st.sql, st.args...)
+		if err != nil {
+			return err
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if err := conn.Deallocate(ctx, st.sql); err != nil {
+			return err
+		}
+		if _, err := conn.Prepare(ctx, st.sql, st.sql); err != nil {
+			return err
+		}
 	}
-	rows, err := conn.Query(ctx, sqlFlush, t.name, []int32{}, []int64{}, []int64{}, []string{}, []int32{}, task.LeaseExpired, t.keep, newLeaseToken())
-	if err != nil {
-		return err
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if err := conn.Deallocate(ctx, sqlFlush); err != nil {
-		return err
-	}
-	_, err = conn.Prepare(ctx, sqlFlush, sqlFlush)
-	return err
+	return nil
 }
 
 // sqlFlush is the whole of a flush, one statement (see flush):
@@ -428,9 +439,17 @@ func (t *timers) flushOn(own *ownConn) error {
 	// Of the tasks made ready or handed, for the hops due → fired and due
 	// → flushed: their timers' times, and their jobs.
 	var timerAts, timerJobs []int64
-	began := time.Now()
-	err := func() error {
-		rows, err := own.LeaseQuery(ctx, t.env.leaseCall(handQueues), sqlFlush, t.name, parts, epochs, jobs, handQueues, handLims, task.LeaseExpired, t.keep)
+	// left are the jobs sqlFlushDue left to sqlFlush (kind 6).
+	var left []int64
+	handedIn := map[string]int{}
+	flush := func(sql string, jobs []int64, lims []int32, args ...any) error {
+		if sql == sqlFlushDue {
+			t.metrics.flushDue.Inc()
+		} else {
+			t.metrics.flushWhole.Inc()
+		}
+		rows, err := own.LeaseQuery(ctx, t.env.leaseCall(handQueues), sql,
+			append([]any{t.name, parts, epochs, jobs, handQueues, lims}, args...)...)
 		if err != nil {
 			return err
 		}
@@ -459,22 +478,46 @@ func (t *timers) flushOn(own *ownConn) error {
 			case 4:
 				r.readyAt = b // made ready and handed over at once
 				handed, dbNow = append(handed, r), b
+				handedIn[r.queue]++
 				timerAts, timerJobs = append(timerAts, a), append(timerJobs, r.job)
 			case 5:
 				late = append(late, r)
+			case 6:
+				left = append(left, a)
 			}
 		}
 		rows.Close()
 		return rows.Err()
-	}()
+	}
+	began := time.Now()
+	// The waiting tasks first (sqlFlushDue), then the jobs it left, if
+	// any, by the whole statement, with what the waiters still take. A
+	// flush that left jobs makes those of the next wholeFor go to the
+	// whole statement at once: they would likely leave some too.
+	var err error
+	retry := jobs
+	if began.UnixNano() < t.wholeUntil.Load() {
+		err = flush(sqlFlush, jobs, handLims, task.LeaseExpired, t.keep)
+	} else if err = flush(sqlFlushDue, jobs, handLims); err == nil && len(left) > 0 {
+		t.wholeUntil.Store(time.Now().Add(wholeFor).UnixNano())
+		lims := make([]int32, len(handLims))
+		for i, q := range handQueues {
+			lims[i] = max(handLims[i]-int32(handedIn[q]), 0)
+		}
+		err, retry = flush(sqlFlush, left, lims, task.LeaseExpired, t.keep), left
+	}
 	if err != nil {
 		// Put the jobs back for the next round; the sweep is the backstop.
-		js := make([]uint64, len(jobs))
-		for i, j := range jobs {
+		js := make([]uint64, len(retry))
+		for i, j := range retry {
 			js[i] = uint64(j)
 		}
 		t.retry(js)
-		return err
+		if len(retry) == len(jobs) {
+			return err
+		}
+		// sqlFlushDue committed: what it did stands and is handed on
+		// below; the error is returned at the end.
 	}
 	// The rows are read and the statement has committed (rows.Close).
 	flushed := t.clock.now()
@@ -544,6 +587,9 @@ func (t *timers) flushOn(own *ownConn) error {
 	t.mu.Unlock()
 	for q, k := range readyIn {
 		t.env.readied(q, k)
+	}
+	if err != nil {
+		return err
 	}
 	if len(late) > 0 {
 		return t.env.settleExpired(ctx, late)

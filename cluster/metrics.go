@@ -48,9 +48,13 @@ type metrics struct {
 	acquired, takeovers, lost prometheus.Counter
 	tickFailures, keeps       prometheus.Counter
 	flushSeconds, flushTimers prometheus.Histogram
-	handed, givenBack         prometheus.Counter
-	early                     prometheus.Counter
-	looksSkipped              prometheus.Counter
+	// flushDue and flushWhole count the flush statements run:
+	// sqlFlushDue, sqlFlush (flushfast.go).
+	flushStatements      *prometheus.CounterVec
+	flushDue, flushWhole prometheus.Counter
+	handed, givenBack    prometheus.Counter
+	early                prometheus.Counter
+	looksSkipped         prometheus.Counter
 	// Leasing calls whose answer was lost (giveback.go): the calls, the
 	// tasks given back, the calls left to their leases' expiry.
 	lostCalls, lostGivenBack, lostLeft prometheus.Counter
@@ -128,12 +132,17 @@ func newMetrics(n *Node) *metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1 to 8192
 		}),
 	}
+	m.flushStatements = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hourglass_cluster_flush_statements_total",
+		Help: "Statements of the flushes of fired timers, by kind: due (waiting tasks falling due, the common one), whole (leases ending, and tasks of queues with keys falling due for waiters here).",
+	}, []string{"statement"})
+	m.flushDue, m.flushWhole = m.flushStatements.WithLabelValues("due"), m.flushStatements.WithLabelValues("whole")
 	m.lostCalls = counter("hourglass_cluster_lost_reserves_total", "Reserves (and flushes handing tasks over) whose answer was lost after the statement was sent: a deadline, a cancel or a broken connection.")
 	m.lostGivenBack = counter("hourglass_cluster_lost_reserves_given_back_total", "Tasks leased by a reserve whose answer was lost, made ready again.")
 	m.lostLeft = counter("hourglass_cluster_lost_reserves_left_total", "Reserves whose answer was lost that were not given back (over the bound of pending ones, or the node closed): their leases run out.")
 	m.Metrics = service.NewMetrics(n.queueCounts,
 		m.owned, m.listening, m.acquired, m.takeovers, m.lost, m.tickFailures, m.keeps, m.flushSeconds, m.flushTimers,
-		m.handed, m.givenBack, m.early, m.looksSkipped, m.lostCalls, m.lostGivenBack, m.lostLeft, m.hopFired, m.hopFlushing, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
+		m.flushStatements, m.handed, m.givenBack, m.early, m.looksSkipped, m.lostCalls, m.lostGivenBack, m.lostLeft, m.hopFired, m.hopFlushing, m.hopFlushed, m.hopNotified, m.hopReserved, m.hopDelivered)
 	m.schedules = m.Schedules
 	return m
 }

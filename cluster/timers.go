@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,6 +47,10 @@ type timers struct {
 	hooks      *hooks
 	members    *membership
 	env        flushEnv
+
+	// wholeUntil (local Unix ns): until then a flush runs sqlFlush
+	// alone, without sqlFlushDue first (flushOn).
+	wholeUntil atomic.Int64
 
 	wheel    *hourglass.Keyed[uint64] // owned partitions' timers by job id
 	kick     chan struct{}            // buffered 1: fired has jobs
