@@ -304,18 +304,7 @@ var sqlFlush = `WITH fence AS MATERIALIZED (
 			) y) z
 		) x WHERE rn <= lim
 	), fired AS (
-		UPDATE hourglass_tasks t SET
-			state = CASE WHEN ` + sqlDies + ` THEN 3 WHEN d.take THEN 2 ELSE 1 END,
-			died = CASE WHEN ` + sqlDies + ` THEN now.ns END,
-			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
-			attempts = t.attempts + CASE WHEN d.take AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
-			lease = CASE WHEN d.take AND NOT (` + sqlDies + `) THEN $9` + sqlLease + ` ELSE '' END,
-			lease_until = CASE WHEN d.take AND NOT (` + sqlDies + `) THEN now.ns + t.ttr ELSE 0 END,
-			fire_at = CASE WHEN d.take AND NOT (` + sqlDies + `) THEN now.ns + t.ttr END,
-			reserved = CASE WHEN d.take AND NOT (` + sqlDies + `) THEN now.ns ELSE t.reserved END,
-			tries = t.tries + CASE WHEN d.take AND NOT (` + sqlDies + `) THEN 1 ELSE 0 END,
-			last_error = CASE WHEN t.state = 2 THEN $7 ELSE t.last_error END,
-			ready_at = CASE WHEN NOT d.take AND NOT (` + sqlDies + `) THEN now.ns END
+		UPDATE hourglass_tasks t SET` + sqlFiredSet("d.take", sqlDies, "$9", "$7") + `
 		FROM now, (SELECT due.*, job_id IN (SELECT job_id FROM hand) AS take FROM due) d
 		WHERE t.job_id = d.job_id AND t.fire_at <= now.ns AND t.state IN (1, 2)
 		RETURNING ` + returnTask + `, d.was, d.take AND t.state = 2 AS handed, d.tries0, d.reserved0,
@@ -350,6 +339,30 @@ var sqlFlush = `WITH fence AS MATERIALIZED (
 	FROM fired, now WHERE handed
 	UNION ALL
 	SELECT ` + returnTask + `, 5, 0, now.ns, '' FROM late JOIN hourglass_tasks t ON t.job_id = late.job_id, now`
+
+// sqlFiredSet is the SET list of a flush's update of a task t whose
+// timer fired, for sqlFlush and sqlFlushDue alike: dead when dies (a
+// lease that ran out with its attempts used up: sqlDies), reserved under
+// the lease token then the job id (sqlLease) when take (handed to a
+// waiter of this node), else ready, noting when (ready_at); a lease that
+// ran out counts a timeout, and its task takes expiredErr as its last
+// error. sqlFlushDue's tasks are all waiting: its dies is false, and no
+// t.state is 2.
+func sqlFiredSet(take, dies, token, expiredErr string) string {
+	got := "(" + take + ") AND NOT (" + dies + ")"
+	return `
+			state = CASE WHEN ` + dies + ` THEN 3 WHEN ` + take + ` THEN 2 ELSE 1 END,
+			died = CASE WHEN ` + dies + ` THEN now.ns END,
+			timeouts = t.timeouts + CASE WHEN t.state = 2 THEN 1 ELSE 0 END,
+			attempts = t.attempts + CASE WHEN ` + got + ` THEN 1 ELSE 0 END,
+			lease = CASE WHEN ` + got + ` THEN ` + token + sqlLease + ` ELSE '' END,
+			lease_until = CASE WHEN ` + got + ` THEN now.ns + t.ttr ELSE 0 END,
+			fire_at = CASE WHEN ` + got + ` THEN now.ns + t.ttr END,
+			reserved = CASE WHEN ` + got + ` THEN now.ns ELSE t.reserved END,
+			tries = t.tries + CASE WHEN ` + got + ` THEN 1 ELSE 0 END,
+			last_error = CASE WHEN t.state = 2 THEN ` + expiredErr + ` ELSE t.last_error END,
+			ready_at = CASE WHEN NOT (` + take + `) AND NOT (` + dies + `) THEN now.ns END`
+}
 
 // zeroTask stands for returnTask in rows that carry no task.
 const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint,

@@ -8,36 +8,39 @@ import "time"
 // each flush of such a run would pay both statements.
 const wholeFor = 100 * time.Millisecond
 
-// sqlFlushDue is the common flush, of delayed tasks falling due: a
-// statement about a third of sqlFlush's cost in the server, which a
-// flush runs first (flushOn). Its steps are sqlFlush's for waiting
-// tasks alone; a timer of a reserved task (its lease's end) it leaves to
-// sqlFlush, run next on those jobs only, in its own transaction:
+// sqlFlushDue is the common flush, of waiting tasks falling due, which a
+// flush runs first (flushOn): sqlFlush's steps for waiting tasks alone,
+// about two thirds of its cost in the server (BenchmarkFlush). The jobs
+// it cannot flush (leases ending, see below) it leaves to sqlFlush, run
+// next on those jobs only, in a transaction of its own:
 //
 //   - fence: sqlFlush's.
-//   - timers reads the tasks among the jobs $4 of those partitions that
-//     have a timer, once, by primary key, and locks them in job order
-//     (FOR NO KEY UPDATE), as sqlFlush does. A waiting task is due when
-//     its time has come by the database's clock.
-//     Those of a queue that uses keys (has rows in hourglass_key_turns)
-//     and that this node has waiters on it leaves to sqlFlush too: a
-//     hand-over there follows the keys' round (service.KeyCompare).
-//   - hand picks among the due tasks, queue by queue, the first in
-//     delivery order, as many as this node's waiting reservers take ($5
-//     queues, $6 how many each), in queues not paused and without a rate
-//     or concurrency limit, as sqlFlush's does in a queue without keys.
-//   - fired makes the due tasks ready, or reserved with a fresh lease
-//     (the call's token $7 then the job id) for those handed, noting
-//     when each was made ready (ready_at), as sqlFlush does for a
-//     waiting task.
+//   - waits: the queues of this node's waiting reservers ($5, each
+//     taking $6), each looked up once: whether it uses keys (has rows in
+//     hourglass_key_turns), and whether it is paused or limited.
+//   - hand picks among the jobs $4 whose task, in a fenced-in partition,
+//     is waiting and due by the database's clock, queue by queue, the
+//     first in delivery order, as many as the waiters take, in queues
+//     neither paused, limited nor keyed: sqlFlush's hand-over in a queue
+//     without keys.
+//   - fired updates the due waiting tasks of the jobs $4, found by
+//     job_id = ANY($4), whose index scan locks them in job order as
+//     sqlFlush's timers step does (two flushes whose jobs overlap wait
+//     for each other in one order): reserved under a fresh lease (the
+//     call's token $7 then the job id) for those handed, the others
+//     ready, noting when (ready_at), in sqlFlush's words (sqlFiredSet).
+//     The tasks of a keyed queue with a waiter here it leaves to
+//     sqlFlush: a hand-over there follows the keys' round
+//     (service.KeyCompare).
 //
 // It returns sqlFlush's rows of kinds 0 (a fenced-in partition), 1 (a
-// task made ready), 2 (a waiting task not due after all: a = job, b =
-// how long until it is) and 4 (a task handed), and one of kind 6 per job
-// it left to sqlFlush (a = job): a task of the jobs named, in a fenced-in
+// task made ready: a = its timer's time, which for a waiting task is its
+// due time), 2 (a waiting task not due after all: a = job, b = how long
+// until it is) and 4 (a task handed), and one of kind 6 per job it left
+// to sqlFlush (a = job): a task of the jobs named, in a fenced-in
 // partition, with a timer, that is reserved (its lease's end), or due in
-// a queue that uses keys with a waiter here. Linear in the jobs named:
-// each is read once by primary key, and again by the update.
+// a keyed queue with a waiter here. Linear in the jobs named: each is
+// read by primary key by hand, fired and the report of the rest.
 var sqlFlushDue = `WITH fence AS MATERIALIZED (
 		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
 		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
@@ -61,16 +64,7 @@ var sqlFlushDue = `WITH fence AS MATERIALIZED (
 				AND t.state = 1 AND t.fire_at <= now.ns
 		) x
 	), fired AS (
-		UPDATE hourglass_tasks t SET
-			state = CASE WHEN t.job_id = ANY(h.jobs) THEN 2 ELSE 1 END,
-			died = NULL,
-			attempts = t.attempts + CASE WHEN t.job_id = ANY(h.jobs) THEN 1 ELSE 0 END,
-			lease = CASE WHEN t.job_id = ANY(h.jobs) THEN $7` + sqlLease + ` ELSE '' END,
-			lease_until = CASE WHEN t.job_id = ANY(h.jobs) THEN now.ns + t.ttr ELSE 0 END,
-			fire_at = CASE WHEN t.job_id = ANY(h.jobs) THEN now.ns + t.ttr END,
-			reserved = CASE WHEN t.job_id = ANY(h.jobs) THEN now.ns ELSE t.reserved END,
-			tries = t.tries + CASE WHEN t.job_id = ANY(h.jobs) THEN 1 ELSE 0 END,
-			ready_at = CASE WHEN t.job_id = ANY(h.jobs) THEN NULL ELSE now.ns END
+		UPDATE hourglass_tasks t SET` + sqlFiredSet("t.job_id = ANY(h.jobs)", "false", "$7", "t.last_error") + `
 		FROM now, hand h
 		WHERE t.job_id = ANY($4::bigint[]) AND t.partition = ANY(ARRAY(SELECT partition FROM fence))
 			AND t.state = 1 AND t.fire_at <= now.ns AND NOT t.queue = ANY(h.keyed)
