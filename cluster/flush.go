@@ -270,12 +270,7 @@ func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
 // as a nested-loop anti-join over the fired rows, quadratic in the jobs
 // of a flush, which holds its fence, and the lease loop behind it,
 // meanwhile).
-var sqlFlush = `WITH fence AS MATERIALIZED (
-		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
-		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
-		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
-		ORDER BY p.partition FOR KEY SHARE OF p
-	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
+var sqlFlush = sqlFlushFence + `,
 	jobs AS MATERIALIZED (SELECT DISTINCT job_id FROM unnest($4::bigint[]) AS j(job_id)),
 	timers AS MATERIALIZED (
 		SELECT t.job_id, t.queue, t.task_key, t.priority, t.due, t.fire_at, t.state AS was, ` + sqlDies + ` AS dies,
@@ -363,6 +358,15 @@ func sqlFiredSet(take, dies, token, expiredErr string) string {
 			last_error = CASE WHEN t.state = 2 THEN ` + expiredErr + ` ELSE t.last_error END,
 			ready_at = CASE WHEN NOT (` + take + `) AND NOT (` + dies + `) THEN now.ns END`
 }
+
+// sqlFlushFence begins both flush statements (sqlFlush, sqlFlushDue):
+// the fence and the database's clock, as sqlFlush's doc says.
+const sqlFlushFence = `WITH fence AS MATERIALIZED (
+		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
+		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
+		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
+		ORDER BY p.partition FOR KEY SHARE OF p
+	), now AS MATERIALIZED (SELECT hourglass_now() AS ns)`
 
 // zeroTask stands for returnTask in rows that carry no task.
 const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigint, NULL::bigint, 0::bigint, 0::bigint,

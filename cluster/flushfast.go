@@ -41,12 +41,7 @@ const wholeFor = 100 * time.Millisecond
 // partition, with a timer, that is reserved (its lease's end), or due in
 // a keyed queue with a waiter here. Linear in the jobs named: each is
 // read by primary key by hand, fired and the report of the rest.
-var sqlFlushDue = `WITH fence AS MATERIALIZED (
-		SELECT p.partition, set_config('synchronous_commit', 'off', true) FROM hourglass_partitions p
-		JOIN unnest($2::int[], $3::bigint[]) AS m(partition, epoch) ON m.partition = p.partition
-		WHERE p.owner = $1 AND p.epoch = m.epoch AND p.lease_until > clock_timestamp()
-		ORDER BY p.partition FOR KEY SHARE OF p
-	), now AS MATERIALIZED (SELECT hourglass_now() AS ns),
+var sqlFlushDue = sqlFlushFence + `,
 	waits AS MATERIALIZED (
 		SELECT w.queue, w.lim,
 			EXISTS (SELECT 1 FROM hourglass_key_turns u WHERE u.queue = w.queue) AS keyed,

@@ -19,48 +19,6 @@ func flushStatements(t *testing.T, reg *prometheus.Registry) (due, whole float64
 		c[`hourglass_cluster_flush_statements_total{statement="whole"}`]
 }
 
-// TestFlush_DueAlone: delayed tasks falling due, handed to a waiter or
-// made ready, are flushed by the common statement alone (sqlFlushDue),
-// never the whole one: the waiter is handed what it takes, in delivery
-// order, and the rest is ready for the next reserve.
-func TestFlush_DueAlone(t *testing.T) {
-	ctx := context.Background()
-	n, reg := startMetered(t, server(t).CreateDatabase(t), "a")
-	got := reserveAsync(ctx, n, "q", 2, 10*time.Second)
-	eventually(t, 5*time.Second, "the reserver waiting", func() bool { return n.Waiting("q") == 1 })
-	at := time.Now().Add(time.Second)
-	var reqs []task.PutRequest
-	for _, prio := range []uint32{5, 1, 3} {
-		reqs = append(reqs, task.PutRequest{At: at, Priority: prio})
-	}
-	for _, r := range n.PutBatch(ctx, "q", reqs) {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-	}
-	if r := n.PutBatch(ctx, "other", []task.PutRequest{{ID: "x", At: at}}); r[0].Err != nil {
-		t.Fatal(r[0].Err)
-	}
-	r := <-got
-	if r.err != nil || len(r.ts) != 2 || r.ts[0].Priority != 1 || r.ts[1].Priority != 3 {
-		t.Fatalf("Reserve = %+v, %v; want the tasks of priority 1 and 3 handed", r.ts, r.err)
-	}
-	eventually(t, 5*time.Second, "the task of the other queue ready", func() bool {
-		tk, err := svc(n).Get("other", "x")
-		return err == nil && tk.State == task.Ready
-	})
-	rest, err := svc(n).Reserve(ctx, "q", 10, 0)
-	if err != nil || len(rest) != 1 || rest[0].Priority != 5 {
-		t.Fatalf("Reserve = %+v, %v; want the task of priority 5, ready", rest, err)
-	}
-	if h := counter(t, reg, "hourglass_cluster_flush_handed_total"); h != 2 {
-		t.Errorf("handed_total = %v, want 2", h)
-	}
-	if due, whole := flushStatements(t, reg); due == 0 || whole != 0 {
-		t.Errorf("flush statements: %v due, %v whole; want the due one alone", due, whole)
-	}
-}
-
 // TestFlush_LeaseWithDue: a flush that carries a lease ending and a
 // delayed task falling due runs the common statement, which hands the
 // delayed task to the waiter and leaves the lease to the whole
@@ -69,7 +27,7 @@ func TestFlush_DueAlone(t *testing.T) {
 func TestFlush_LeaseWithDue(t *testing.T) {
 	ctx := context.Background()
 	n, reg := startMetered(t, server(t).CreateDatabase(t), "a")
-	if r := n.PutBatch(ctx, "q", []task.PutRequest{{ID: "leased", TTR: time.Second}}); r[0].Err != nil {
+	if r := n.PutBatch(ctx, "q", []task.PutRequest{{ID: "leased", TTR: 3 * time.Second}}); r[0].Err != nil {
 		t.Fatal(r[0].Err)
 	}
 	ts, err := svc(n).Reserve(ctx, "q", 1, 0)

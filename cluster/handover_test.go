@@ -49,7 +49,9 @@ func reserveAsync(ctx context.Context, n *testNode, queue string, max int, wait 
 // that fall due there by the owner's flush, which reserved them in its
 // own round trip (hourglass_cluster_flush_handed_total counts each), in
 // delivery order and no more than it takes; what it cannot take stays
-// ready for the next reserve.
+// ready for the next reserve. Waiting tasks falling due, handed or made
+// ready (a queue without a waiter), are flushed by the common statement
+// alone (sqlFlushDue), never the whole one.
 func TestFlush_HandsOver(t *testing.T) {
 	ctx := context.Background()
 	n, reg := startMetered(t, server(t).CreateDatabase(t), "a")
@@ -66,6 +68,9 @@ func TestFlush_HandsOver(t *testing.T) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
+	}
+	if r := n.PutBatch(ctx, "other", []task.PutRequest{{ID: "x", At: at}}); r[0].Err != nil {
+		t.Fatal(r[0].Err)
 	}
 	r := <-got
 	if r.err != nil || len(r.ts) == 0 {
@@ -105,6 +110,13 @@ func TestFlush_HandsOver(t *testing.T) {
 	// only that.
 	if g := counter(t, reg, "hourglass_cluster_flush_given_back_total"); int(g) > left {
 		t.Errorf("given_back_total = %v, want at most %d (the tasks the reserver did not take)", g, left)
+	}
+	eventually(t, 5*time.Second, "the task of the queue without a waiter ready", func() bool {
+		tk, err := svc(n).Get("other", "x")
+		return err == nil && tk.State == task.Ready
+	})
+	if due, whole := flushStatements(t, reg); due == 0 || whole != 0 {
+		t.Errorf("flush statements: %v due, %v whole; want the due one alone", due, whole)
 	}
 }
 
