@@ -204,7 +204,10 @@ func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// sqlFlush is the whole of a flush, one statement (see flush):
+// sqlFlush is the whole of a flush, one statement (see flush), run for
+// the jobs sqlFlushDue leaves (leases ending; tasks of a keyed queue
+// falling due for a waiter here), or for every job of a flush within
+// wholeFor of one that left some:
 //
 //   - fence locks the rows of the partitions named in $2 (with their
 //     epochs in $3) FOR KEY SHARE where this node ($1) still owns them at
@@ -373,8 +376,9 @@ const zeroTask = `0::bigint, ''::text, ''::text, 0::smallint, 0::bigint, 0::bigi
 		0::bigint, 0::bigint, ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, ''::bytea, 0, ''::text,
 		''::text, ''::text, ''::text`
 
-// flush writes the fired timers in one statement, sqlFlush, and so one
-// transaction and one round trip. It commits without waiting for the WAL
+// flush writes the fired timers in one statement, sqlFlushDue, and so one
+// transaction and one round trip, unless some are leases ending: those
+// take a second, sqlFlush (see sqlFlushDue). Each commits without waiting for the WAL
 // flush (synchronous_commit off), since nothing it writes was promised to
 // anyone: if a crash loses it, the tasks are still due in the record and
 // the next owner makes them ready again; and the ack of a task it made
