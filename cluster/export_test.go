@@ -71,6 +71,9 @@ func (n *Node) ScheduleNext(name string) time.Time { return n.runner.Next(name) 
 // FlushLanes is how many flushes an owner runs at once (flush.go).
 const FlushLanes = flushLanes
 
+// FlushGap is flushGap (flush.go).
+const FlushGap = flushGap
+
 // SQLFlush is the owner's flush statement (flush.go), SQLFlushDue its
 // common part (flushfast.go).
 var SQLFlush, SQLFlushDue = sqlFlush, sqlFlushDue

@@ -17,23 +17,32 @@ import (
 
 // flushLanes is how many flushes an owner runs at once, each on a
 // connection of its own (a lane). A flush holds the timers that fire
-// during it only while it is quick: once it has run slowFlush, the next
+// during it only while it is quick: once it has run flushGap, the next
 // batch starts beside it on the other lane, so that one slow statement
 // (a backend waiting for a CPU, a lock, a cold cache) does not make every
 // task falling due behind it as late.
 const flushLanes = 2
 
-// slowFlush is how long a flush runs before the next may start beside
-// it. Below it, the timers that fire wait for it and go in one statement
-// with the others that fired meanwhile: at 1.6 ms a flush at p50 (issue
-// 40's 1M row, 3 nodes), a second lane for every flush would double the
-// statements for little.
-const slowFlush = 2 * time.Millisecond
+// flushGap is the least time between the starts of two flushes of an
+// owner: a flush starts at once when the last began longer ago (a timer
+// after a quiet spell waits for nothing), and otherwise when flushGap
+// has passed since, with every timer fired meanwhile. Under a steady load
+// it sets how many timers a flush carries, and so how many statements
+// the owner sends: a flush costs the server about 350 µs whatever it
+// carries and some 20 µs a task more (BenchmarkFlush), and on issue 40's
+// 1M row (3 nodes on one PostgreSQL, 5k/s falling due) flushes started
+// as soon as the one before ended took a fifth of the machine, carried
+// about 3.4 timers each and queued behind each other's CPU: with the gap
+// they carry about 5.8, PostgreSQL's CPU falls by a tenth and the
+// flushes' p99 from about 10 ms to 6, for a task's wait of at most
+// flushGap more (docs/results/2026-12-07-flushgap.md). It is also how
+// long a flush runs before the next may start beside it (flushLanes).
+const flushGap = 2 * time.Millisecond
 
 // flushLoop is the flusher goroutine: it flushes fired timers as they
 // come, a batch per round trip, on the lanes' connections (t.own; see
-// flushLanes): on the first lane while no flush is in flight, on the
-// other once the one in flight has run slowFlush, and after the one
+// flushLanes), a flush at most every flushGap: on a free lane once
+// flushGap has passed since the last flush began, and after the one
 // that ends first when both are busy. After a failed flush (its jobs
 // put back, see retry) no flush starts before a back-off, up to a
 // second: a database that is down sees about a flush a second, and the
@@ -53,7 +62,7 @@ func (t *timers) flushLoop() {
 	}
 	done := make(chan result, flushLanes)
 	var busy [flushLanes]bool
-	var began [flushLanes]time.Time // of each busy lane's flush
+	var began time.Time // of the last flush
 	inFlight := 0
 	defer func() {
 		for ; inFlight > 0; inFlight-- {
@@ -111,17 +120,14 @@ func (t *timers) flushLoop() {
 			again = 5 * time.Millisecond
 		case now.Before(notBefore):
 			again = notBefore.Sub(now)
+		case now.Sub(began) < flushGap:
+			// Too soon after the last flush began: wait out the gap.
+			again = flushGap - now.Sub(began)
 		default:
 			for i := range busy {
-				if busy[i] {
-					if d := slowFlush - now.Sub(began[i]); d > 0 {
-						// One in flight, not yet slow: wait for it (or
-						// for it to turn slow).
-						lane, again = -1, d
-						break
-					}
-				} else if lane < 0 {
+				if !busy[i] {
 					lane = i
+					break
 				}
 			}
 		}
@@ -132,7 +138,7 @@ func (t *timers) flushLoop() {
 			continue
 		}
 		pending = false
-		busy[lane], began[lane] = true, now
+		busy[lane], began = true, now
 		inFlight++
 		go func(lane int) {
 			done <- result{lane, t.flushOn(t.own[lane])}
