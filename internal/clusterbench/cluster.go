@@ -91,6 +91,11 @@ func Start(ctx context.Context, url string, nodes, clients int, log *slog.Logger
 			return nil, fmt.Errorf("hourglass: clusterbench: %w", err)
 		}
 		pc.MaxConns = int32(max(4, clients/nodes+4))
+		// Six connections open and warm from the start, as `hourglass
+		// serve` keeps them (postgresPoolMinConns, cmd/hourglass): a pool
+		// that opens each one as the stream's first load asks for it
+		// makes its callers wait for the opening and the warm-up.
+		pc.MinConns = min(6, pc.MaxConns)
 		pc.ConnConfig.Tracer = c.stmts
 		// Each node's backends carry its name, so that what they wait on
 		// (Lateness.Waits, stalls) is told node by node.
