@@ -25,17 +25,15 @@ const flushLanes = 2
 
 // flushGap is the least time between the starts of two flushes of an
 // owner: a flush starts at once when the last began longer ago (a timer
-// after a quiet spell waits for nothing), and otherwise when flushGap
-// has passed since, with every timer fired meanwhile. Under a steady load
-// it sets how many timers a flush carries, and so how many statements
-// the owner sends: a flush costs the server about 350 µs whatever it
-// carries and some 20 µs a task more (BenchmarkFlush), and on issue 40's
-// 1M row (3 nodes on one PostgreSQL, 5k/s falling due) flushes started
-// as soon as the one before ended took a fifth of the machine, carried
-// about 3.4 timers each and queued behind each other's CPU: with the gap
-// they carry about 5.8, PostgreSQL's CPU falls by a tenth and the
-// flushes' p99 from about 10 ms to 6, for a task's wait of at most
-// flushGap more (docs/results/2026-12-07-flushgap.md). It is also how
+// after a quiet spell waits for nothing), and otherwise once flushGap
+// has passed since, with every timer fired meanwhile. Under a steady
+// load it sets how many timers a flush carries, and so how many
+// statements the owner sends: a flush costs the server a fixed part
+// several times that of a task it carries (BenchmarkFlush), and flushes
+// started as soon as the one before ended carried a few timers each and
+// queued behind each other for the CPU, so that the tasks came later
+// than with the gap (issue 40's 1M row; figures in docs/results, the
+// flush gap). A task waits at most flushGap more for it. It is also how
 // long a flush runs before the next may start beside it (flushLanes).
 const flushGap = 2 * time.Millisecond
 
