@@ -11,11 +11,10 @@ import (
 
 // TestFlush_Gap: under a steady stream of timers an owner starts a flush
 // at most every flushGap. 600 tasks fall due 250 µs apart (150 ms in
-// all); from just before the first is due to when none has a timer left,
-// the owner may start at most one flush a gap, and one more (and those
-// of the lanes begun just before). Flushed as
-// their timers fired, they took about one a millisecond on an idle
-// machine, twice the bound.
+// all); from just before the first is due to when none has a timer
+// left, the owner may start at most one flush a gap, and one more (and
+// those of the lanes begun just before). Flushed as their timers fired,
+// they took about one a millisecond on an idle machine, twice the bound.
 func TestFlush_Gap(t *testing.T) {
 	ctx := context.Background()
 	n, reg := startMetered(t, server(t).CreateDatabase(t), "a")
