@@ -65,6 +65,7 @@ func TestRun(t *testing.T) {
 			if cfg.SampleWaits {
 				t.Logf("PostgreSQL during the lateness phase: %v", res.Lateness.Waits)
 			}
+			t.Logf("tasks more than 10 ms late, by half second of the stream: %v", res.Lateness.Over10ms)
 			if res.Lateness.Stalls != "" {
 				t.Logf("%s", res.Lateness.Stalls)
 			}

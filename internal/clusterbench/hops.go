@@ -77,14 +77,19 @@ type Process struct {
 	// database over the stream (pg_stat_database): each cost a
 	// statement deadlock_timeout (1 s) before one was cancelled.
 	Deadlocks int64
+	// Handed and GivenBack are the tasks the nodes' flushes reserved for
+	// their waiting reservers and handed to them, and those they
+	// reserved for waiters gone meanwhile and made ready again
+	// (hourglass_cluster_flush_handed_total, _given_back_total).
+	Handed, GivenBack int64
 }
 
 func (p Process) String() string {
 	return fmt.Sprintf("%d GC cycles, stop-the-world pauses p99 %v max ≤%v, goroutines waiting to run p99 %v p99.9 %v max ≤%v; "+
-		"CPU over %v: this process %v, PostgreSQL %v, the machine %v (others %v); hourglass_tasks at the start %d live %d dead tuples, then vacuums %d, autovacuums %d, autoanalyzes %d; deadlocks %d",
+		"CPU over %v: this process %v, PostgreSQL %v, the machine %v (others %v); hourglass_tasks at the start %d live %d dead tuples, then vacuums %d, autovacuums %d, autoanalyzes %d; deadlocks %d; flushes handed %d tasks, gave back %d",
 		p.GCCycles, round(p.PauseP99), round(p.PauseMax), round(p.SchedP99), round(p.SchedP999), round(p.SchedMax),
 		p.Wall.Round(time.Millisecond), p.CPU.Round(time.Millisecond), p.Server.Round(time.Millisecond), p.Machine.Round(time.Millisecond),
-		(p.Machine - p.CPU - p.Server).Round(time.Millisecond), p.Live, p.Dead, p.Vacuums, p.Autovacuums, p.Autoanalyzes, p.Deadlocks)
+		(p.Machine - p.CPU - p.Server).Round(time.Millisecond), p.Live, p.Dead, p.Vacuums, p.Autovacuums, p.Autoanalyzes, p.Deadlocks, p.Handed, p.GivenBack)
 }
 
 // snapshot is the nodes' histograms and the process's runtime metrics at
@@ -100,7 +105,12 @@ type snapshot struct {
 	cpu, server, machine                       time.Duration
 	vacuums, autovacuums, analyzes, live, dead int64
 	deadlocks                                  int64
+	// counters: the nodes' counterMetrics, summed over the nodes.
+	counters map[string]float64
 }
+
+// counterMetrics are the nodes' counters a due stream reports (Process).
+var counterMetrics = []string{"hourglass_cluster_flush_handed_total", "hourglass_cluster_flush_given_back_total"}
 
 // bucket is a cumulative histogram bucket.
 type bucket struct {
@@ -114,10 +124,16 @@ var runtimeNames = []string{"/gc/cycles/total:gc-cycles", "/sched/pauses/total/g
 // that fails to gather counts as empty.
 func (c *Cluster) snap() snapshot {
 	var s snapshot
+	s.counters = map[string]float64{}
 	for _, r := range c.regs {
 		m := map[string][]bucket{}
 		fams, _ := r.Gather()
 		for _, f := range fams {
+			if slices.Contains(counterMetrics, f.GetName()) {
+				for _, mt := range f.GetMetric() {
+					s.counters[f.GetName()] += mt.GetCounter().GetValue()
+				}
+			}
 			for _, hm := range hopMetrics {
 				if f.GetName() != hm.metric {
 					continue
@@ -252,6 +268,8 @@ func hops(before, after snapshot) ([]Hop, Process) {
 	p.Vacuums, p.Autovacuums = after.vacuums-before.vacuums, after.autovacuums-before.autovacuums
 	p.Autoanalyzes, p.Live, p.Dead = after.analyzes-before.analyzes, before.live, before.dead
 	p.Deadlocks = after.deadlocks - before.deadlocks
+	p.Handed = int64(after.counters[counterMetrics[0]] - before.counters[counterMetrics[0]])
+	p.GivenBack = int64(after.counters[counterMetrics[1]] - before.counters[counterMetrics[1]])
 	sched := runtimeDiff(after.runtime[2].Value.Float64Histogram(), before.runtime[2].Value.Float64Histogram())
 	p.SchedP99, p.SchedP999, p.SchedMax = seconds(quantile(sched, 0.99)), seconds(quantile(sched, 0.999)), seconds(quantile(sched, 1))
 	return out, p

@@ -58,6 +58,10 @@ type Lateness struct {
 	// than stallLate late, with what the backends did meanwhile where
 	// Waits were sampled (describeStalls); empty when none.
 	Stalls string
+	// Over10ms counts the tasks delivered more than 10 ms late by the
+	// half second of the stream they were due in: where in the stream
+	// the p99's tail is.
+	Over10ms []int
 }
 
 func (l Lateness) String() string {
@@ -130,6 +134,7 @@ func (c *Cluster) Lateness(ctx context.Context, queue string, rate int, d time.D
 	l.Waits = waits
 	if len(st.dues) > 0 {
 		l.Stalls = describeStalls(st.samples, waits.timeline, st.dues[0])
+		l.Over10ms = lateBy(st.samples, st.dues[0], 500*time.Millisecond, 10*time.Millisecond)
 	}
 	l.PutLag = st.putLag
 	if l.Delivered < l.Due {
@@ -139,6 +144,23 @@ func (c *Cluster) Lateness(ctx context.Context, queue string, rate int, d time.D
 		l.StatementsPerTask = float64(c.Statements()-s0) / float64(l.Delivered)
 	}
 	return l, nil
+}
+
+// lateBy counts the samples more than late late by the stretch of width
+// w, from first, they were due in.
+func lateBy(samples []sample, first time.Time, w, late time.Duration) []int {
+	var out []int
+	for _, s := range samples {
+		if s.late <= late {
+			continue
+		}
+		i := max(int(s.due.Sub(first)/w), 0)
+		for len(out) <= i {
+			out = append(out, 0)
+		}
+		out[i]++
+	}
+	return out
 }
 
 // summarise computes the lateness figures of samples.
