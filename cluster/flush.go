@@ -57,6 +57,7 @@ func (t *timers) flushLoop() {
 	type result struct {
 		lane int
 		err  error
+		plan bool // a planning run (plan.go), not a flush
 	}
 	done := make(chan result, flushLanes)
 	var busy [flushLanes]bool
@@ -68,6 +69,7 @@ func (t *timers) flushLoop() {
 		}
 	}()
 	pending := false        // a kick not yet served
+	planNow := false        // the plan timer fired (plan.go)
 	var notBefore time.Time // the back-off after a failure
 	var later *time.Timer   // wakes the loop to look again (a flush turned slow, a back-off or a pause)
 	defer func() {
@@ -76,11 +78,28 @@ func (t *timers) flushLoop() {
 		}
 	}()
 	for {
+		cold := false
 		for i, c := range t.own {
 			if !busy[i] {
 				t.connect(c)
+				cold = cold || c.cold()
 			}
 		}
+		// Plan the idle lanes still cold ahead of their first flush
+		// (plan.go): now if timers are armed, else at the plan timer.
+		if cold && !t.hooks.paused.Load() && (planNow || t.wantPlan()) {
+			for i, c := range t.own {
+				if !busy[i] && c.cold() {
+					busy[i] = true
+					inFlight++
+					go func(lane int) {
+						t.plan(t.own[lane])
+						done <- result{lane: lane, plan: true}
+					}(i)
+				}
+			}
+		}
+		planNow = false
 		idle.Reset(ownIdle)
 		var wake <-chan time.Time
 		if later != nil {
@@ -92,11 +111,16 @@ func (t *timers) flushLoop() {
 		case <-idle.C:
 		case <-t.kick:
 			pending = true
+		case <-t.planDue:
+			planNow = true
 		case <-wake:
 			later = nil
 		case r := <-done:
 			busy[r.lane] = false
 			inFlight--
+			if r.plan {
+				break
+			}
 			if r.err != nil {
 				failures.Failed(r.err)
 				notBefore = time.Now().Add(backoff.Next())
@@ -139,7 +163,7 @@ func (t *timers) flushLoop() {
 		busy[lane], began = true, now
 		inFlight++
 		go func(lane int) {
-			done <- result{lane, t.flushOn(t.own[lane])}
+			done <- result{lane: lane, err: t.flushOn(t.own[lane])}
 		}(lane)
 	}
 }
@@ -176,17 +200,11 @@ func (t *timers) connect(c *ownConn) {
 // statistics at that moment, and a plan built on a node's start over
 // tables still empty (seq scans of a few pages, a nested loop of the due
 // rows against the table's) makes every flush read whole tables once
-// they are filled, until an autoanalyze makes it plan again. The first
-// flush plans each over the tables as they are, with the caches warm.
+// they are filled, until an autoanalyze makes it plan again. The lane
+// plans them later, over the tables as they are then, with the caches
+// warm: ahead of its first flush (plan.go), or at it.
 func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
-	none := []any{t.name, []int32{}, []int64{}, []int64{}, []string{}, []int32{}}
-	for _, st := range []struct {
-		sql  string
-		args []any
-	}{
-		{sqlFlushDue, append(none, newLeaseToken())},
-		{sqlFlush, append(none, task.LeaseExpired, t.keep, newLeaseToken())},
-	} {
+	for _, st := range t.emptyFlushes() {
 		if _, err := conn.Prepare(ctx, st.sql, st.sql); err != nil {
 			return err
 		}

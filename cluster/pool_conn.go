@@ -49,6 +49,9 @@ type ownConn struct {
 
 	conn   *pgx.Conn // nil: none open
 	opened time.Time
+	// planned: a flush statement has run on conn, or its planning was
+	// tried (plan.go); false for a connection just opened (cold).
+	planned bool
 	// After a failure to open one, none is tried before retryAt, a
 	// back-off (jittered, up to retry.DefaultMax) from the failure: a
 	// server refusing connections is not asked at every statement.
@@ -86,9 +89,13 @@ func (c *ownConn) open(ctx context.Context) (*pgx.Conn, error) {
 		return nil, err
 	}
 	c.backoff.Reset()
-	c.conn, c.opened = conn, time.Now()
+	c.conn, c.opened, c.planned = conn, time.Now(), false
 	return conn, nil
 }
+
+// cold reports whether a connection is open on which no flush statement
+// has run yet, nor its planning been tried (plan.go).
+func (c *ownConn) cold() bool { return c.conn != nil && !c.planned }
 
 // connect opens and warms a connection, within the pool's deadline.
 func (c *ownConn) connect(ctx context.Context) (*pgx.Conn, error) {
@@ -217,6 +224,7 @@ func (c *ownConn) LeaseQuery(ctx context.Context, call *leaseCall, sql string, a
 		return nil, c.p.check(bctx, err)
 	}
 	call.pid, call.start = b.pid, b.start
+	c.planned = true // planned by this run if not before
 	rows, err := conn.Query(bctx, sql, append(args, call.tok)...)
 	r := &ownLeaseRows{ownRows: ownRows{boundRows: boundRows{Rows: rows, ctx: bctx, cancel: cancel, p: c.p}, c: c}, call: call}
 	if err != nil {

@@ -54,6 +54,7 @@ type timers struct {
 
 	wheel    *hourglass.Keyed[uint64] // owned partitions' timers by job id
 	kick     chan struct{}            // buffered 1: fired has jobs
+	planDue  chan struct{}            // buffered 1: the plan timer fired (plan.go)
 	quit     chan struct{}
 	done     context.Context // cancelled by stop
 	cancel   context.CancelFunc
@@ -72,6 +73,10 @@ type timers struct {
 	// reload asks the next extendWindow to load every owned partition's
 	// timers again (after the listen connection was lost). Guarded by mu.
 	reload bool
+	// planWanted: a cold lane waits for the next timer armed to set the
+	// plan timer; planArmed: the plan timer is set (plan.go). Guarded by
+	// mu.
+	planWanted, planArmed bool
 }
 
 // flushEnv is what a flush asks of the rest of its node: its reservers
@@ -111,8 +116,9 @@ func newTimers(n *Node, env flushEnv) *timers {
 		db: n.db, name: n.name, partitions: n.partitions, window: n.opts.Window, lease: n.opts.Lease,
 		keep: n.keep(), clock: &n.clock, log: n.log, metrics: n.metrics, hooks: n.opts.hooks,
 		members: n.members, env: env,
-		kick: make(chan struct{}, 1),
-		quit: make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		planDue: make(chan struct{}, 1),
+		quit:    make(chan struct{}),
 	}
 	t.done, t.cancel = context.WithCancel(context.Background())
 	for i := range t.own {
@@ -167,6 +173,7 @@ func (t *timers) armAt(job uint64, at int64) {
 		return
 	}
 	t.wheel.Set(job, d)
+	t.armPlanLocked(d)
 }
 
 // disarm drops the timers of jobs whose tasks were deleted (acked) that
@@ -194,6 +201,10 @@ func (t *timers) retry(jobs []uint64) {
 // fire is the wheel's callback: job's timer is due by this node's clock.
 // It runs on the wheel's goroutine.
 func (t *timers) fire(job uint64) {
+	if job == planKey {
+		t.planFired()
+		return
+	}
 	now := time.Now().UnixNano()
 	t.mu.Lock()
 	t.fired = append(t.fired, job)
