@@ -19,7 +19,7 @@ import (
 // first flush, on the path of the tasks it delivers, so that the first
 // tasks due on each lane of a node just started, or on a connection
 // opened again (a cut, the pool's MaxConnLifetime), came that much late
-// (docs/results/2026-12-08-cluster-plan-ahead.md).
+// (docs/results/2026-12-08-6e10da9-cluster-plan-ahead.md).
 //
 // Now a lane whose connection has run no flush statement yet (cold)
 // is planned a moment ahead (planLead) of the first timer armed while it
