@@ -208,12 +208,7 @@ func (t *timers) warm(ctx context.Context, conn *pgx.Conn) error {
 		if _, err := conn.Prepare(ctx, st.sql, st.sql); err != nil {
 			return err
 		}
-		rows, err := conn.Query(ctx, st.sql, st.args...)
-		if err != nil {
-			return err
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := st.run(ctx, conn); err != nil {
 			return err
 		}
 		if err := conn.Deallocate(ctx, st.sql); err != nil {

@@ -11,6 +11,20 @@ import (
 	"github.com/hourglass-go/hourglass/task"
 )
 
+// plansCounted starts a server (with opts besides) whose
+// pg_stat_statements counts plans, and returns the URL of a database of
+// it with the extension created. No autovacuum: an autoanalyze during a
+// test would have the statements planned once more, rightly.
+func plansCounted(t *testing.T, opts ...pgtest.Option) string {
+	t.Helper()
+	srv := pgtest.Start(t, append([]pgtest.Option{pgtest.Set("shared_preload_libraries", "pg_stat_statements"),
+		pgtest.Set("pg_stat_statements.track_planning", "on"),
+		pgtest.Set("autovacuum", "off")}, opts...)...)
+	url := srv.CreateDatabase(t)
+	execSQL(t, url, "CREATE EXTENSION pg_stat_statements")
+	return url
+}
+
 // TestFlush_PlannedOnce: the owner's flush statement is prepared and run
 // once on each of the node's own connections (a lane each, flushLanes)
 // before its first timer is due, and planned for good once a lane, just
@@ -28,14 +42,7 @@ import (
 // every flush, thousands of buffers (and ran a nested loop of the due
 // rows against the table's: seconds a flush of 500 jobs at 35k tasks).
 func TestFlush_PlannedOnce(t *testing.T) {
-	// No autovacuum: an autoanalyze during the test would have the
-	// statement planned once more, rightly.
-	srv := pgtest.Start(t, pgtest.Set("max_connections", "400"),
-		pgtest.Set("shared_preload_libraries", "pg_stat_statements"),
-		pgtest.Set("pg_stat_statements.track_planning", "on"),
-		pgtest.Set("autovacuum", "off"))
-	url := srv.CreateDatabase(t)
-	execSQL(t, url, "CREATE EXTENSION pg_stat_statements")
+	url := plansCounted(t, pgtest.Set("max_connections", "400"))
 	n := startNode(t, url, "a")
 	ctx := context.Background()
 	stats := func() (calls, plans, buffers int) {
@@ -120,11 +127,7 @@ func TestFlush_PlannedOnce(t *testing.T) {
 // delivers the task plans nothing. Without it the flush planned there:
 // on a loaded machine 5-9 ms more for the first tasks of each lane.
 func TestFlush_PlannedAhead(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Set("shared_preload_libraries", "pg_stat_statements"),
-		pgtest.Set("pg_stat_statements.track_planning", "on"),
-		pgtest.Set("autovacuum", "off"))
-	url := srv.CreateDatabase(t)
-	execSQL(t, url, "CREATE EXTENSION pg_stat_statements")
+	url := plansCounted(t)
 	n := startNode(t, url, "a")
 	ctx := context.Background()
 	const flushes = `query LIKE 'WITH fence AS MATERIALIZED%'`

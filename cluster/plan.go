@@ -120,16 +120,21 @@ func (t *timers) plan(own *ownConn) {
 // (emptyFlushes), which builds its generic plan there if conn has none.
 func (t *timers) runEmpty(ctx context.Context, conn *pgx.Conn) error {
 	for _, st := range t.emptyFlushes() {
-		rows, err := conn.Query(ctx, st.sql, st.args...)
-		if err != nil {
-			return err
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := st.run(ctx, conn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// run runs st on conn and reads its rows to the end.
+func (st emptyFlush) run(ctx context.Context, conn *pgx.Conn) error {
+	rows, err := conn.Query(ctx, st.sql, st.args...)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
 }
 
 // emptyFlush is a flush statement with arguments that flush nothing: it
